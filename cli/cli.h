@@ -1,0 +1,44 @@
+/*
+ * Private to cli/: the subcommand table and small argument helpers shared by the cmd_*.c files.
+ * Exit codes (DESIGN.md section 6): 0 success, 1 failure, 2 usage error; each failure prints one
+ * line "dayshard <command>: <reason>" to stderr.
+ */
+#ifndef DS_CLI_H
+#define DS_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/common.h"
+
+enum cli_exit { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+struct cli_command {
+    const char *name;
+    const char *summary;
+    const char *usage; /* the full --help text */
+    int (*run)(int argc, char **argv);
+};
+
+int cmd_ingest(int argc, char **argv);
+int cmd_count(int argc, char **argv);
+int cmd_fsck(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+
+extern const char cmd_ingest_usage[];
+extern const char cmd_count_usage[];
+extern const char cmd_fsck_usage[];
+extern const char cmd_demo_usage[];
+extern const char cmd_generate_usage[];
+
+/* Prints "dayshard <command>: <message>" to stderr; returns code, for `return cli_error(...)`. */
+int cli_error(const char *command, int code, const char *fmt, ...) DS_PRINTF(3, 4);
+/* Prints a usage text to stdout and returns CLI_OK (for --help). */
+int cli_help(const char *usage);
+
+/* Strict numeric and date parsing: the whole text must be consumed. Return 0 or -DS_EUSAGE. */
+DS_MUST_USE int cli_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out);
+DS_MUST_USE int cli_parse_day(const char *text, int32_t *day);
+
+#endif /* DS_CLI_H */

@@ -1,0 +1,197 @@
+/*
+ * common: the small helpers every subsystem shares and that depend on nothing else.
+ *
+ * - assertions that stay on in release builds (ASSERT) and costly ones for debug (DEBUG_ASSERT);
+ * - error codes: negated errno values plus project codes from DS_ERR_BASE up, named by
+ *   ds_strerror();
+ * - CRC32C (Castagnoli), hardware-accelerated where the CPU has SSE4.2;
+ * - a monotonic/real clock, civil-date helpers (days since the epoch <-> YYYY-MM-DD);
+ * - one-line logging to stderr;
+ * - a bounded single-producer/single-consumer ring of pointers for handing work between threads.
+ *
+ * Every function here is thread-safe unless it takes an object, in which case the object's
+ * comment says who may call it.
+ */
+#ifndef DS_COMMON_H
+#define DS_COMMON_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- attributes ---------------------------------------------------------------------------- */
+
+#define DS_MUST_USE __attribute__((warn_unused_result))
+#define DS_NORETURN __attribute__((noreturn))
+#define DS_PRINTF(fmt_index, args_index) __attribute__((format(printf, fmt_index, args_index)))
+#define DS_LIKELY(c) __builtin_expect(!!(c), 1)
+#define DS_UNLIKELY(c) __builtin_expect(!!(c), 0)
+#define DS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- assertions ---------------------------------------------------------------------------- */
+
+DS_NORETURN void ds_assert_fail(const char *expr, const char *file, int line);
+
+/* Stays on in release builds: a broken invariant must stop the process before it writes. */
+#define ASSERT(c)                                                                                  \
+    do {                                                                                           \
+        if (DS_UNLIKELY(!(c))) {                                                                   \
+            ds_assert_fail(#c, __FILE__, __LINE__);                                                \
+        }                                                                                          \
+    } while (0)
+
+#ifdef NDEBUG
+#define DEBUG_ASSERT(c) ((void)0)
+#else
+#define DEBUG_ASSERT(c) ASSERT(c)
+#endif
+
+/* ---- errors -------------------------------------------------------------------------------- */
+
+/* Project error codes, clear of the kernel's errno range; functions return them negated. */
+enum ds_err {
+    DS_ERR_BASE = 4096,
+    DS_ECORRUPT = 4096, /* a stored structure failed its checksum or a sanity check */
+    DS_EZSTD = 4097,    /* zstd refused to compress or decompress */
+    DS_EKAFKA = 4098,   /* librdkafka reported an error */
+    DS_EFORMAT = 4099,  /* a file has an unknown format version */
+    DS_ELIMIT = 4100,   /* a configured hard limit would be exceeded */
+    DS_EUSAGE = 4101,   /* a caller-visible argument is invalid (bad flag, bad date) */
+    DS_ELOCKED = 4102,  /* another writer holds the data directory */
+    DS_ERR_END = 4103,
+};
+
+/* Names a negative error code (errno or project); never returns NULL. */
+const char *ds_strerror(int err);
+
+/* ---- limits shared by every subsystem -------------------------------------------------------- */
+
+/* A path inside a data directory: data dirs are chosen by operators, 4 KiB is the Linux PATH_MAX. */
+#define DS_PATH_MAX 4096
+
+/* ---- CRC32C -------------------------------------------------------------------------------- */
+
+/* Extends crc (0 to start) over len bytes of data; the result is the finished CRC32C. */
+uint32_t ds_crc32c(uint32_t crc, const void *data, size_t len);
+/* The portable table-driven implementation, exposed so tests can use it as the oracle. */
+uint32_t ds_crc32c_sw(uint32_t crc, const void *data, size_t len);
+
+/* ---- time and dates ------------------------------------------------------------------------ */
+
+/* Nanoseconds from CLOCK_MONOTONIC. */
+uint64_t ds_clock_ns(void);
+/* Milliseconds since the Unix epoch from CLOCK_REALTIME. */
+int64_t ds_clock_realtime_ms(void);
+
+/* Days since 1970-01-01 of a proleptic Gregorian date; the date must be valid. */
+int32_t ds_days_from_civil(int32_t year, uint32_t month, uint32_t day);
+/* The inverse of ds_days_from_civil. */
+void ds_civil_from_days(int32_t days, int32_t *year, uint32_t *month, uint32_t *day);
+/* True when year-month-day is a real calendar date (leap years included). */
+bool ds_date_valid(int32_t year, uint32_t month, uint32_t day);
+/* Parses exactly "YYYY-MM-DD" (len bytes, no terminator needed) into days since the epoch.
+ * Returns 0, or -DS_EUSAGE when the text is not a valid date. */
+DS_MUST_USE int ds_date_parse(const char *text, size_t len, int32_t *days_out);
+/* Writes "YYYY-MM-DD" and a NUL into dst (at least DS_DATE_TEXT_SIZE bytes). */
+#define DS_DATE_TEXT_SIZE 11
+void ds_date_format(int32_t days, char *dst);
+/* Floor division of epoch milliseconds into days since the epoch. */
+int32_t ds_day_from_ms(int64_t ts_ms);
+
+/* ---- fixed-point amounts ------------------------------------------------------------------- */
+
+/* Amounts are kept as exact integers of 1/10000 (four decimal places). Sums use 128 bits so no
+ * number of events can overflow them. */
+#define DS_AMOUNT_SCALE 10000
+__extension__ typedef __int128 ds_i128;
+/* Formats a sum of amount units as "-123.4500" with exactly four decimals; dst needs
+ * DS_AMOUNT_TEXT_SIZE bytes. Returns the length written (without the NUL). */
+#define DS_AMOUNT_TEXT_SIZE 48
+size_t ds_amount_format(ds_i128 units, char *dst);
+
+/* ---- logging ------------------------------------------------------------------------------- */
+
+enum ds_log_level { DS_LOG_ERROR = 0, DS_LOG_WARN = 1, DS_LOG_INFO = 2, DS_LOG_DEBUG = 3 };
+/* The process-wide threshold is read from the environment once (DS_LOG=error|warn|info|debug);
+ * messages above it are dropped. One line per call, written with a single write(2). */
+void ds_log(enum ds_log_level level, const char *fmt, ...) DS_PRINTF(2, 3);
+#define ds_log_error(...) ds_log(DS_LOG_ERROR, __VA_ARGS__)
+#define ds_log_warn(...) ds_log(DS_LOG_WARN, __VA_ARGS__)
+#define ds_log_info(...) ds_log(DS_LOG_INFO, __VA_ARGS__)
+#define ds_log_debug(...) ds_log(DS_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- the order event, the vocabulary every layer passes ----------------------------------- */
+
+/* DESIGN.md section 2: ids are integers 1..2^63-1 or strings of 1..64 bytes; status 0..32 bytes. */
+#define DS_ID_BYTES_MAX 64
+#define DS_STATUS_BYTES_MAX 32
+
+/* An order or customer id in the type it arrived in; the type is kept to the query output. */
+struct ds_id {
+    bool is_string;
+    uint8_t len;                /* bytes in text when is_string, else 0 */
+    int64_t value;              /* the integer id when !is_string, else 0 */
+    char text[DS_ID_BYTES_MAX]; /* string bytes (not NUL-terminated) when is_string */
+};
+
+/* One decoded order event. Every field is always set: defaults are applied by the decoder. */
+struct ds_event {
+    struct ds_id order_id;
+    struct ds_id customer_id;
+    int64_t ts_ms;        /* UTC epoch milliseconds */
+    int64_t amount_units; /* amount in 1/DS_AMOUNT_SCALE units, exact */
+    uint8_t status_len;
+    char status[DS_STATUS_BYTES_MAX];
+};
+
+/* Where an event came from, so storage can record source positions: a Kafka partition and
+ * offset, or for file ingest partition DS_SOURCE_FILE and the line number. */
+#define DS_SOURCE_FILE (-1)
+struct ds_source {
+    int32_t partition;
+    int64_t offset;
+};
+
+/* Valid epoch-millisecond range of an event: 1970-01-01T00:00:00Z .. 9999-12-31T23:59:59.999Z.
+ * Earlier or later timestamps are rejected as bad events; days therefore fit in 0..2932896. */
+#define DS_TS_MS_MIN 0LL
+#define DS_TS_MS_MAX 253402300799999LL
+#define DS_DAY_MAX 2932896
+
+/* ---- bounded SPSC ring --------------------------------------------------------------------- */
+
+/* A single-producer single-consumer ring of pointers with a capacity fixed at init (a power of
+ * two). One thread pushes, one thread pops; neither blocks: a full ring returns -EAGAIN and the
+ * producer must push back. Waiting is the caller's business (see ds_ring_wait_*). */
+struct ds_ring {
+    /* private */
+    _Alignas(64) atomic_size_t head; /* next slot to pop, written by the consumer */
+    _Alignas(64) atomic_size_t tail; /* next slot to push, written by the producer */
+    size_t mask;
+    void **slots;
+};
+
+/* Capacity must be a power of two between 2 and DS_RING_CAPACITY_MAX. */
+#define DS_RING_CAPACITY_MAX (1u << 20)
+DS_MUST_USE int ds_ring_init(struct ds_ring *ring, size_t capacity);
+void ds_ring_deinit(struct ds_ring *ring);
+/* Returns 0, or -EAGAIN when full. */
+DS_MUST_USE int ds_ring_push(struct ds_ring *ring, void *item);
+/* Returns the oldest item, or NULL when empty. */
+void *ds_ring_pop(struct ds_ring *ring);
+size_t ds_ring_count(const struct ds_ring *ring);
+
+/* ---- small helpers ------------------------------------------------------------------------- */
+
+/* Reads a whole small file (at most size_max bytes) into a malloc'd buffer the caller frees.
+ * Returns 0, -ENOENT, -EFBIG, or another negated errno. */
+DS_MUST_USE int ds_read_file(const char *path, size_t size_max, char **data_out, size_t *len_out);
+/* Writes a file atomically: temp file, fdatasync, rename over path, fsync of the directory. */
+DS_MUST_USE int ds_write_file_atomic(const char *path, const void *data, size_t len);
+/* fsync of a directory, so a rename or a creation inside it is durable. */
+DS_MUST_USE int ds_fsync_dir(const char *dir);
+/* mkdir -p for one path; existing directories are fine. */
+DS_MUST_USE int ds_mkdir_p(const char *path);
+
+#endif /* DS_COMMON_H */

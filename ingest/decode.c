@@ -1,0 +1,1224 @@
+/*
+ * ingest/decode.c: one JSON order event into a struct ds_event (DESIGN.md section 2), the
+ * reason names, and the canonical JSON line that decodes back to the same event.
+ *
+ * The decoder is a single left-to-right pass over the input with no allocation and no
+ * recursion. The top-level object is parsed member by member; a key is decoded into a small
+ * buffer and dispatched on its length and first byte, so a known field costs one memcmp.
+ * Unknown values are validated and skipped by an iterative scanner whose bracket stack is a
+ * 64-bit mask (bit i set: the container at depth i + 1 is an object), which is why
+ * INGEST_DEPTH_MAX may not exceed 64. The top-level object counts as depth 1.
+ *
+ * Which reason wins when an input has several problems (the contract asks for determinism):
+ * the first problem met scanning left to right, where every token (string, number, literal,
+ * or a whole nested value) is first checked for JSON validity (syntax, escapes, UTF-8, the
+ * escaped NUL rule of known fields, depth) and only then for its meaning in the field (type,
+ * range, length, date). So {"amount": 1.234567, "x": ]} is amount_precision, while
+ * {"order_id": [1, } is not_json. Within one number the value is judged as a whole:
+ * amount_precision (more than four decimals, after the exponent, trailing zeros allowed) before
+ * amount_range. Missing fields are reported last, once the whole input is otherwise valid
+ * (trailing bytes included), in the order order_id, customer_id, ts.
+ *
+ * Where byte_offset points: the byte where a syntax error was found; the lead byte of an
+ * invalid UTF-8 sequence or the backslash of a bad escape; the opening bracket that is too
+ * deep; the opening quote of a duplicate key; the first byte of a value whose meaning is wrong;
+ * the first non-blank byte after the object for trailing garbage; the closing brace of the
+ * object for a missing field; INGEST_EVENT_BYTES_MAX for too_large.
+ *
+ * Strings: a lone or unpaired UTF-16 surrogate escape cannot become valid UTF-8, so it is
+ * bad_utf8 (not not_json); a malformed escape (\x, \u12G4, truncated) is not_json.
+ *
+ * Rejected alternatives: a general JSON DOM (jansson, cJSON) allocates per value and visits
+ * every byte twice; strtod/strtoll depend on the locale and round, while amounts must be exact.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "ingest/ingest.h"
+
+/* The bracket stack is one uint64_t; see the file comment. */
+_Static_assert(INGEST_DEPTH_MAX >= 1 && INGEST_DEPTH_MAX <= 64, "bracket mask is 64 bits");
+/* Offsets and lengths of an accepted input fit comfortably in 32 bits. */
+_Static_assert(INGEST_EVENT_BYTES_MAX < (1u << 24), "input limit");
+_Static_assert(DS_ID_BYTES_MAX <= UINT8_MAX && DS_STATUS_BYTES_MAX <= UINT8_MAX, "uint8 lens");
+
+/* Exponents of amounts saturate here: far beyond any length an accepted input can balance
+ * (INGEST_EVENT_BYTES_MAX digits), so saturation never changes a verdict. */
+#define DECODE_EXPONENT_CAP 1000000
+/* A decoded ts longer than this is not RFC 3339 unless its fraction is long; see ts_unescape. */
+#define DECODE_TS_TEXT_MAX 40u
+/* Longest known key ("customer_id") plus room; longer keys are unknown. */
+#define DECODE_KEY_BYTES_MAX 16u
+
+#define MS_PER_DAY 86400000LL
+
+enum field {
+    FIELD_UNKNOWN = 0,
+    FIELD_ORDER_ID,
+    FIELD_CUSTOMER_ID,
+    FIELD_TS,
+    FIELD_ORDER_DATE,
+    FIELD_STATUS,
+    FIELD_AMOUNT,
+};
+
+struct decoder {
+    const char *begin;    /* first input byte */
+    const char *p;        /* next byte to read */
+    const char *end;      /* one past the last input byte */
+    const char *error_at; /* where the reported problem was found */
+    struct ds_event *event;
+    uint32_t depth;    /* open containers, the top-level object included */
+    uint64_t objects;  /* bit depth-1 set: the innermost container at that depth is an object */
+    unsigned seen;     /* bit (1 << enum field) per known field already given */
+    int32_t order_date_days;
+};
+
+/* A scanned JSON string. */
+struct string_info {
+    const char *raw; /* first byte after the opening quote */
+    size_t raw_len;  /* bytes between the quotes, escapes undecoded */
+    size_t len;      /* decoded bytes; only the first dst_capacity of them were copied */
+    bool escaped;    /* at least one backslash escape */
+};
+
+/* A scanned JSON number: value = (negative ? -1 : 1) * significand * 10^exponent. */
+struct number {
+    uint64_t significand; /* the digits without trailing zeros; 0 for a zero value */
+    int64_t exponent;
+    bool negative;
+    bool integer;  /* no fraction part and no exponent part */
+    bool overflow; /* the significand does not fit in 64 bits (it is then not zero) */
+};
+
+/* 1: the byte ends a run of plain string bytes (quote, backslash, control, non-ASCII). */
+#define X16(v) v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v
+static const uint8_t string_special[256] = {
+    X16(1), X16(1),                                     /* 0x00-0x1f control characters */
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,     /* 0x22 '"' */
+    X16(0), X16(0),                                     /* 0x30-0x4f */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,     /* 0x5c '\\' */
+    X16(0), X16(0),                                     /* 0x60-0x7f */
+    X16(1), X16(1), X16(1), X16(1), X16(1), X16(1), X16(1), X16(1), /* non-ASCII */
+};
+#undef X16
+
+static const uint64_t pow10_table[20] = {
+    1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u, 100000000u, 1000000000u,
+    10000000000u, 100000000000u, 1000000000000u, 10000000000000u, 100000000000000u,
+    1000000000000000u, 10000000000000000u, 100000000000000000u, 1000000000000000000u,
+    10000000000000000000u,
+};
+
+static const char *const reason_names[INGEST_REASON_COUNT] = {
+    [INGEST_OK] = "ok",
+    [INGEST_NOT_JSON] = "not_json",
+    [INGEST_NOT_OBJECT] = "not_object",
+    [INGEST_TOO_LARGE] = "too_large",
+    [INGEST_TOO_DEEP] = "too_deep",
+    [INGEST_TRAILING_GARBAGE] = "trailing_garbage",
+    [INGEST_DUPLICATE_FIELD] = "duplicate_field",
+    [INGEST_BAD_UTF8] = "bad_utf8",
+    [INGEST_MISSING_ORDER_ID] = "missing_order_id",
+    [INGEST_BAD_ORDER_ID] = "bad_order_id",
+    [INGEST_ORDER_ID_RANGE] = "order_id_range",
+    [INGEST_MISSING_CUSTOMER_ID] = "missing_customer_id",
+    [INGEST_BAD_CUSTOMER_ID] = "bad_customer_id",
+    [INGEST_CUSTOMER_ID_RANGE] = "customer_id_range",
+    [INGEST_STRING_TOO_LONG] = "string_too_long",
+    [INGEST_MISSING_TS] = "missing_ts",
+    [INGEST_BAD_TS] = "bad_ts",
+    [INGEST_TS_RANGE] = "ts_range",
+    [INGEST_BAD_ORDER_DATE] = "bad_order_date",
+    [INGEST_BAD_STATUS] = "bad_status",
+    [INGEST_BAD_AMOUNT] = "bad_amount",
+    [INGEST_AMOUNT_PRECISION] = "amount_precision",
+    [INGEST_AMOUNT_RANGE] = "amount_range",
+};
+
+const char *ingest_reason_name(enum ingest_reason reason)
+{
+    if ((unsigned)reason >= INGEST_REASON_COUNT) {
+        return "unknown";
+    }
+    return reason_names[reason];
+}
+
+/* ---- lexical helpers ------------------------------------------------------------------------ */
+
+static enum ingest_reason fail(struct decoder *d, const char *at, enum ingest_reason reason)
+{
+    DEBUG_ASSERT(at >= d->begin && at <= d->end);
+    ASSERT(reason != INGEST_OK);
+    d->error_at = at;
+    return reason;
+}
+
+static inline bool is_digit(char c)
+{
+    return (unsigned)((unsigned char)c - '0') <= 9u;
+}
+
+static inline bool is_blank(char c)
+{
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+static inline void skip_blank(struct decoder *d)
+{
+    const char *p = d->p;
+    while (p < d->end && is_blank(*p)) {
+        p++;
+    }
+    d->p = p;
+}
+
+/* Length of the valid UTF-8 sequence whose lead byte (>= 0x80) is at p, or 0 when it is not one:
+ * no overlongs, no UTF-16 surrogates, nothing above U+10FFFF, no truncation (Unicode 15 table
+ * 3-7). */
+static size_t utf8_sequence_len(const unsigned char *p, const unsigned char *end)
+{
+    unsigned c = p[0];
+    size_t avail = (size_t)(end - p);
+    if (c < 0xc2 || c > 0xf4) {
+        return 0;
+    }
+    if (c < 0xe0) {
+        return avail >= 2 && (p[1] & 0xc0) == 0x80 ? 2 : 0;
+    }
+    unsigned lo = c == 0xe0 ? 0xa0 : (c == 0xf0 ? 0x90 : 0x80);
+    unsigned hi = c == 0xed ? 0x9f : (c == 0xf4 ? 0x8f : 0xbf);
+    if (avail < 3 || p[1] < lo || p[1] > hi || (p[2] & 0xc0) != 0x80) {
+        return 0;
+    }
+    if (c < 0xf0) {
+        return 3;
+    }
+    return avail >= 4 && (p[3] & 0xc0) == 0x80 ? 4 : 0;
+}
+
+/* Four hex digits at p (p + 4 <= end checked by the caller) -> 0..0xffff, or -1. */
+static int32_t hex4(const char *p)
+{
+    int32_t value = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned char c = (unsigned char)p[i];
+        int32_t digit;
+        if (c >= '0' && c <= '9') {
+            digit = c - '0';
+        } else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') {
+            digit = (c | 0x20) - 'a' + 10;
+        } else {
+            return -1;
+        }
+        value = value * 16 + digit;
+    }
+    return value;
+}
+
+static size_t utf8_encode(uint32_t cp, char out[4])
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xc0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xe0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        out[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+    out[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+/* The \uXXXX escape at p (the backslash): the code point, pairing surrogates. */
+static enum ingest_reason escape_unicode(struct decoder *d, const char *p, uint32_t *cp,
+                                         size_t *consumed)
+{
+    if (d->end - p < 6) {
+        return fail(d, d->end, INGEST_NOT_JSON);
+    }
+    int32_t unit = hex4(p + 2);
+    if (unit < 0) {
+        return fail(d, p, INGEST_NOT_JSON);
+    }
+    *consumed = 6;
+    *cp = (uint32_t)unit;
+    if (unit >= 0xdc00 && unit <= 0xdfff) {
+        return fail(d, p, INGEST_BAD_UTF8); /* a low surrogate with no high one before it */
+    }
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+        if (d->end - p < 12 || p[6] != '\\' || p[7] != 'u') {
+            return fail(d, p, INGEST_BAD_UTF8);
+        }
+        int32_t low = hex4(p + 8);
+        if (low < 0xdc00 || low > 0xdfff) {
+            return fail(d, p, INGEST_BAD_UTF8);
+        }
+        *cp = 0x10000u + (((uint32_t)unit - 0xd800u) << 10) + ((uint32_t)low - 0xdc00u);
+        *consumed = 12;
+    }
+    return INGEST_OK;
+}
+
+/* The byte a one-character escape (\n, \", ...) stands for; false for any other letter. */
+static bool escape_simple(char letter, char *out)
+{
+    switch (letter) {
+    case '"': *out = '"'; return true;
+    case '\\': *out = '\\'; return true;
+    case '/': *out = '/'; return true;
+    case 'b': *out = '\b'; return true;
+    case 'f': *out = '\f'; return true;
+    case 'n': *out = '\n'; return true;
+    case 'r': *out = '\r'; return true;
+    case 't': *out = '\t'; return true;
+    default: return false;
+    }
+}
+
+/* The escape at p (the backslash) into out; *consumed input bytes, *out_len output bytes. */
+static enum ingest_reason escape_decode(struct decoder *d, const char *p, bool reject_nul,
+                                        char out[4], size_t *out_len, size_t *consumed)
+{
+    if (d->end - p < 2) {
+        return fail(d, d->end, INGEST_NOT_JSON);
+    }
+    *consumed = 2;
+    *out_len = 1;
+    if (escape_simple(p[1], &out[0])) {
+        return INGEST_OK;
+    }
+    if (p[1] != 'u') {
+        return fail(d, p, INGEST_NOT_JSON);
+    }
+    uint32_t cp = 0;
+    enum ingest_reason r = escape_unicode(d, p, &cp, consumed);
+    if (r != INGEST_OK) {
+        return r;
+    }
+    if (cp == 0 && reject_nul) {
+        return fail(d, p, INGEST_BAD_UTF8); /* ids and status must not contain NUL */
+    }
+    *out_len = utf8_encode(cp, out);
+    return INGEST_OK;
+}
+
+/* Appends n bytes to dst while it has room; len counts every byte, copied or not. */
+static inline void copy_bounded(char *dst, size_t dst_capacity, size_t len, const char *src,
+                                size_t n)
+{
+    if (len < dst_capacity) {
+        size_t room = dst_capacity - len;
+        memcpy(dst + len, src, n < room ? n : room);
+    }
+}
+
+/* The non-plain byte at *pp inside a string (not the closing quote): an escape, a control
+ * character, or a UTF-8 sequence. Copies its decoded bytes and advances *pp. */
+static enum ingest_reason string_special_byte(struct decoder *d, const char **pp, bool reject_nul,
+                                              char *dst, size_t dst_capacity, size_t *len)
+{
+    const char *p = *pp;
+    unsigned char c = (unsigned char)*p;
+    if (c == '\\') {
+        char out[4];
+        size_t out_len = 0;
+        size_t consumed = 0;
+        enum ingest_reason r = escape_decode(d, p, reject_nul, out, &out_len, &consumed);
+        if (r != INGEST_OK) {
+            return r;
+        }
+        copy_bounded(dst, dst_capacity, *len, out, out_len);
+        *len += out_len;
+        *pp = p + consumed;
+        return INGEST_OK;
+    }
+    if (c < 0x20) {
+        return fail(d, p, INGEST_NOT_JSON); /* control characters must be escaped */
+    }
+    size_t n = utf8_sequence_len((const unsigned char *)p, (const unsigned char *)d->end);
+    if (n == 0) {
+        return fail(d, p, INGEST_BAD_UTF8);
+    }
+    copy_bounded(dst, dst_capacity, *len, p, n);
+    *len += n;
+    *pp = p + n;
+    return INGEST_OK;
+}
+
+/* The string whose opening quote is at d->p. Decoded bytes go to dst (up to dst_capacity; dst
+ * may be NULL when the capacity is 0); d->p ends after the closing quote. */
+static enum ingest_reason string_scan(struct decoder *d, char *dst, size_t dst_capacity,
+                                      bool reject_nul, struct string_info *info)
+{
+    DEBUG_ASSERT(d->p < d->end && *d->p == '"');
+    const char *p = d->p + 1;
+    const char *end = d->end;
+    size_t len = 0;
+    info->raw = p;
+    info->escaped = false;
+    for (;;) {
+        const char *run = p;
+        while (p < end && string_special[(unsigned char)*p] == 0) {
+            p++;
+        }
+        copy_bounded(dst, dst_capacity, len, run, (size_t)(p - run));
+        len += (size_t)(p - run);
+        if (p == end) {
+            return fail(d, p, INGEST_NOT_JSON); /* unterminated string */
+        }
+        if (*p == '"') {
+            break;
+        }
+        if (*p == '\\') {
+            info->escaped = true;
+        }
+        enum ingest_reason r = string_special_byte(d, &p, reject_nul, dst, dst_capacity, &len);
+        if (r != INGEST_OK) {
+            return r;
+        }
+    }
+    info->raw_len = (size_t)(p - info->raw);
+    info->len = len;
+    d->p = p + 1;
+    return INGEST_OK;
+}
+
+/* ---- numbers -------------------------------------------------------------------------------- */
+
+/* Appends one decimal digit to the significand, keeping trailing zeros apart in *zeros so that
+ * 1000000000000000000000e-17 stays exact. */
+static inline void number_push_digit(struct number *n, uint32_t *zeros, unsigned digit)
+{
+    if (digit == 0) {
+        (*zeros)++;
+        return;
+    }
+    if (DS_LIKELY(*zeros == 0 && n->significand <= (UINT64_MAX - 9) / 10)) {
+        n->significand = n->significand * 10 + digit;
+        return;
+    }
+    if (n->significand == 0 && !n->overflow) {
+        n->significand = digit; /* zeros before the first non-zero digit carry no value */
+        *zeros = 0;
+        return;
+    }
+    uint32_t shift = *zeros + 1;
+    *zeros = 0;
+    if (shift >= DS_ARRAY_LEN(pow10_table) ||
+        __builtin_mul_overflow(n->significand, pow10_table[shift], &n->significand) ||
+        __builtin_add_overflow(n->significand, digit, &n->significand)) {
+        n->overflow = true;
+    }
+}
+
+/* The optional exponent part at d->p; returns its value, saturated at DECODE_EXPONENT_CAP. */
+static enum ingest_reason number_exponent(struct decoder *d, int64_t *exponent)
+{
+    const char *p = d->p + 1; /* past 'e' or 'E' */
+    bool negative = false;
+    if (p < d->end && (*p == '+' || *p == '-')) {
+        negative = *p == '-';
+        p++;
+    }
+    if (p == d->end || !is_digit(*p)) {
+        return fail(d, p, INGEST_NOT_JSON);
+    }
+    int64_t value = 0;
+    while (p < d->end && is_digit(*p)) {
+        if (value < DECODE_EXPONENT_CAP) {
+            value = value * 10 + (*p - '0');
+        }
+        p++;
+    }
+    *exponent = negative ? -value : value;
+    d->p = p;
+    return INGEST_OK;
+}
+
+/* The number at d->p (strict RFC 8259 grammar); d->p ends after it. */
+static enum ingest_reason number_scan(struct decoder *d, struct number *n)
+{
+    const char *p = d->p;
+    const char *end = d->end;
+    uint32_t zeros = 0;
+    *n = (struct number){.negative = *p == '-', .integer = true};
+    if (n->negative) {
+        p++;
+    }
+    if (p == end || !is_digit(*p)) {
+        return fail(d, p, INGEST_NOT_JSON);
+    }
+    if (*p == '0') {
+        p++;
+        if (p < end && is_digit(*p)) {
+            return fail(d, p, INGEST_NOT_JSON); /* leading zero */
+        }
+    }
+    while (p < end && is_digit(*p)) {
+        number_push_digit(n, &zeros, (unsigned)(*p - '0'));
+        p++;
+    }
+    int64_t fraction_digits = 0;
+    if (p < end && *p == '.') {
+        const char *first = ++p;
+        while (p < end && is_digit(*p)) {
+            number_push_digit(n, &zeros, (unsigned)(*p - '0'));
+            p++;
+        }
+        if (p == first) {
+            return fail(d, p, INGEST_NOT_JSON);
+        }
+        fraction_digits = p - first;
+        n->integer = false;
+    }
+    int64_t exponent = 0;
+    d->p = p;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        enum ingest_reason r = number_exponent(d, &exponent);
+        if (r != INGEST_OK) {
+            return r;
+        }
+        n->integer = false;
+    }
+    n->exponent = (n->significand == 0 && !n->overflow) ? 0 : zeros + exponent - fraction_digits;
+    return INGEST_OK;
+}
+
+/* The magnitude significand * 10^exponent when it is an integer not above max. */
+static bool number_magnitude(const struct number *n, int64_t exponent, uint64_t max,
+                             uint64_t *out)
+{
+    uint64_t value = 0;
+    if (n->significand == 0 && !n->overflow) {
+        *out = 0;
+        return true;
+    }
+    if (n->overflow || exponent < 0 || exponent >= (int64_t)DS_ARRAY_LEN(pow10_table) ||
+        __builtin_mul_overflow(n->significand, pow10_table[exponent], &value) || value > max) {
+        return false;
+    }
+    *out = value;
+    return true;
+}
+
+/* ---- skipping values ------------------------------------------------------------------------ */
+
+static enum ingest_reason literal_scan(struct decoder *d)
+{
+    static const char *const words[3] = {"true", "false", "null"};
+    const char *word = *d->p == 't' ? words[0] : (*d->p == 'f' ? words[1] : words[2]);
+    size_t n = strlen(word);
+    for (size_t i = 0; i < n; i++) {
+        if (d->p + i == d->end || d->p[i] != word[i]) {
+            return fail(d, d->p + i, INGEST_NOT_JSON);
+        }
+    }
+    d->p += n;
+    return INGEST_OK;
+}
+
+/* A scalar value at d->p (string, number, literal). */
+static enum ingest_reason scalar_skip(struct decoder *d)
+{
+    char c = *d->p;
+    if (c == '"') {
+        struct string_info info;
+        return string_scan(d, NULL, 0, false, &info);
+    }
+    if (c == '-' || is_digit(c)) {
+        struct number n;
+        return number_scan(d, &n);
+    }
+    if (c == 't' || c == 'f' || c == 'n') {
+        return literal_scan(d);
+    }
+    return fail(d, d->p, INGEST_NOT_JSON);
+}
+
+/* After '{' or ',' inside an object: the key string and the colon, up to the value. */
+static enum ingest_reason member_head_skip(struct decoder *d)
+{
+    if (d->p == d->end || *d->p != '"') {
+        return fail(d, d->p, INGEST_NOT_JSON);
+    }
+    struct string_info info;
+    enum ingest_reason r = string_scan(d, NULL, 0, false, &info);
+    if (r != INGEST_OK) {
+        return r;
+    }
+    skip_blank(d);
+    if (d->p == d->end || *d->p != ':') {
+        return fail(d, d->p, INGEST_NOT_JSON);
+    }
+    d->p++;
+    skip_blank(d);
+    return INGEST_OK;
+}
+
+/* The bracket at d->p opens a container: push it, and consume it whole when it is empty.
+ * *want_value tells whether a value comes next (false: the container closed at once). */
+static enum ingest_reason container_open(struct decoder *d, bool *want_value)
+{
+    const char *at = d->p;
+    bool object = *at == '{';
+    if (d->depth == INGEST_DEPTH_MAX) {
+        return fail(d, at, INGEST_TOO_DEEP);
+    }
+    uint64_t bit = 1ull << d->depth;
+    d->objects = object ? d->objects | bit : d->objects & ~bit;
+    d->depth++;
+    d->p++;
+    skip_blank(d);
+    if (d->p < d->end && *d->p == (object ? '}' : ']')) {
+        d->p++;
+        d->depth--;
+        *want_value = false;
+        return INGEST_OK;
+    }
+    *want_value = true;
+    return object ? member_head_skip(d) : INGEST_OK;
+}
+
+/* After a value inside a container: a comma (then *want_value) or the closing bracket. */
+static enum ingest_reason container_next(struct decoder *d, bool *want_value)
+{
+    bool object = (d->objects >> (d->depth - 1)) & 1u;
+    skip_blank(d);
+    if (d->p == d->end) {
+        return fail(d, d->p, INGEST_NOT_JSON);
+    }
+    if (*d->p == ',') {
+        d->p++;
+        skip_blank(d);
+        *want_value = true;
+        return object ? member_head_skip(d) : INGEST_OK;
+    }
+    if (*d->p != (object ? '}' : ']')) {
+        return fail(d, d->p, INGEST_NOT_JSON);
+    }
+    d->p++;
+    d->depth--;
+    *want_value = false;
+    return INGEST_OK;
+}
+
+/* Validates and skips the value at d->p, nested containers included, without recursion. Each
+ * turn consumes at least one byte, so the loop is bounded by the input length. */
+static enum ingest_reason value_skip(struct decoder *d)
+{
+    const uint32_t base = d->depth;
+    bool want_value = true;
+    for (;;) {
+        enum ingest_reason r;
+        if (want_value) {
+            if (d->p == d->end) {
+                return fail(d, d->p, INGEST_NOT_JSON);
+            }
+            if (*d->p == '{' || *d->p == '[') {
+                r = container_open(d, &want_value);
+            } else {
+                r = scalar_skip(d);
+                want_value = false;
+            }
+        } else if (d->depth == base) {
+            return INGEST_OK;
+        } else {
+            r = container_next(d, &want_value);
+        }
+        if (r != INGEST_OK) {
+            return r;
+        }
+    }
+}
+
+/* ---- timestamps ----------------------------------------------------------------------------- */
+
+/* Two decimal digits at s, or -1. */
+static inline int32_t two_digits(const char *s)
+{
+    if (!is_digit(s[0]) || !is_digit(s[1])) {
+        return -1;
+    }
+    return (s[0] - '0') * 10 + (s[1] - '0');
+}
+
+/* Milliseconds of the optional fraction at s[*i] ('.' then digits, truncated to ms). */
+static bool ts_fraction(const char *s, size_t n, size_t *i, int64_t *ms)
+{
+    *ms = 0;
+    if (*i >= n || s[*i] != '.') {
+        return true;
+    }
+    size_t first = ++*i;
+    int64_t scale = 100;
+    while (*i < n && is_digit(s[*i])) {
+        *ms += (s[*i] - '0') * scale;
+        scale /= 10;
+        ++*i;
+    }
+    return *i > first;
+}
+
+/* The zone at s[i..n): Z, z or +HH:MM / -HH:MM, as signed minutes east of UTC. */
+static bool ts_zone(const char *s, size_t n, size_t i, int64_t *minutes)
+{
+    if (i + 1 == n && (s[i] == 'Z' || s[i] == 'z')) {
+        *minutes = 0;
+        return true;
+    }
+    if (i + 6 != n || (s[i] != '+' && s[i] != '-') || s[i + 3] != ':') {
+        return false;
+    }
+    int32_t hours = two_digits(s + i + 1);
+    int32_t mins = two_digits(s + i + 4);
+    if (hours < 0 || hours > 23 || mins < 0 || mins > 59) {
+        return false;
+    }
+    *minutes = (s[i] == '-' ? -1 : 1) * (int64_t)(hours * 60 + mins);
+    return true;
+}
+
+/* RFC 3339 date-time in s[0..n) (decoded text) into epoch milliseconds. */
+static enum ingest_reason ts_parse(const char *s, size_t n, int64_t *ts_ms)
+{
+    if (n < 20 || s[4] != '-' || s[7] != '-' || s[13] != ':' || s[16] != ':' ||
+        (s[10] != 'T' && s[10] != 't' && s[10] != ' ')) {
+        return INGEST_BAD_TS;
+    }
+    int32_t century = two_digits(s);
+    int32_t year_low = two_digits(s + 2);
+    int32_t month = two_digits(s + 5);
+    int32_t day = two_digits(s + 8);
+    int32_t hour = two_digits(s + 11);
+    int32_t minute = two_digits(s + 14);
+    int32_t second = two_digits(s + 17);
+    if (century < 0 || year_low < 0 || month < 0 || day < 0 || hour < 0 || hour > 23 ||
+        minute < 0 || minute > 59 || second < 0 || second > 59) {
+        return INGEST_BAD_TS;
+    }
+    int32_t year = century * 100 + year_low;
+    if (!ds_date_valid(year, (uint32_t)month, (uint32_t)day)) {
+        return INGEST_BAD_TS;
+    }
+    size_t i = 19;
+    int64_t fraction_ms = 0;
+    int64_t zone_minutes = 0;
+    if (!ts_fraction(s, n, &i, &fraction_ms) || !ts_zone(s, n, i, &zone_minutes)) {
+        return INGEST_BAD_TS;
+    }
+    int64_t days = ds_days_from_civil(year, (uint32_t)month, (uint32_t)day);
+    int64_t ms = days * MS_PER_DAY + hour * 3600000LL + minute * 60000LL + second * 1000LL +
+                 fraction_ms - zone_minutes * 60000LL;
+    if (ms < DS_TS_MS_MIN || ms > DS_TS_MS_MAX) {
+        return INGEST_TS_RANGE;
+    }
+    *ts_ms = ms;
+    return INGEST_OK;
+}
+
+/* Decodes an escaped ts string (already validated) into buf, dropping fraction digits beyond
+ * the third, which change neither the verdict nor the value, so any valid RFC 3339 text fits.
+ * Non-ASCII characters become 0x80, which no timestamp accepts. Returns the length, or
+ * cap + 1 when the text does not fit (then it is not a timestamp). */
+static size_t ts_unescape(const char *p, const char *close, char *buf, size_t cap)
+{
+    size_t n = 0;
+    while (p < close && n < cap) {
+        char c = *p++;
+        if (c == '\\' && *p == 'u') {
+            int32_t unit = hex4(p + 1);
+            p += (unit >= 0xd800 && unit <= 0xdbff) ? 11 : 5; /* a pair is one character */
+            c = unit < 0x80 ? (char)unit : (char)0x80;
+        } else if (c == '\\') {
+            bool known = escape_simple(*p++, &c);
+            ASSERT(known);
+        }
+        /* Once ".ddd" stands at 19..22, n stays 23 for as long as the fraction goes on. */
+        bool fraction_tail = n == 23 && buf[19] == '.' && is_digit(buf[20]) &&
+                             is_digit(buf[21]) && is_digit(buf[22]) && is_digit(c);
+        if (!fraction_tail) {
+            buf[n++] = c;
+        }
+    }
+    return p < close ? cap + 1 : n;
+}
+
+/* ---- known fields --------------------------------------------------------------------------- */
+
+struct id_reasons {
+    enum ingest_reason bad;
+    enum ingest_reason range;
+};
+
+static enum ingest_reason field_id(struct decoder *d, struct ds_id *id,
+                                   const struct id_reasons *reasons)
+{
+    const char *at = d->p;
+    if (*at == '"') {
+        struct string_info info;
+        enum ingest_reason r = string_scan(d, id->text, DS_ID_BYTES_MAX, true, &info);
+        if (r != INGEST_OK) {
+            return r;
+        }
+        if (info.len == 0) {
+            return fail(d, at, reasons->bad);
+        }
+        if (info.len > DS_ID_BYTES_MAX) {
+            return fail(d, at, INGEST_STRING_TOO_LONG);
+        }
+        id->is_string = true;
+        id->len = (uint8_t)info.len;
+        return INGEST_OK;
+    }
+    if (*at == '-' || is_digit(*at)) {
+        struct number n;
+        uint64_t value = 0;
+        enum ingest_reason r = number_scan(d, &n);
+        if (r != INGEST_OK) {
+            return r;
+        }
+        if (!n.integer) {
+            return fail(d, at, reasons->bad);
+        }
+        if (!number_magnitude(&n, n.exponent, INT64_MAX, &value) || value == 0 || n.negative) {
+            return fail(d, at, reasons->range);
+        }
+        id->value = (int64_t)value;
+        return INGEST_OK;
+    }
+    enum ingest_reason r = value_skip(d);
+    return r != INGEST_OK ? r : fail(d, at, reasons->bad);
+}
+
+static enum ingest_reason field_ts_string(struct decoder *d)
+{
+    const char *at = d->p;
+    char buf[DECODE_TS_TEXT_MAX];
+    struct string_info info;
+    enum ingest_reason r = string_scan(d, buf, sizeof(buf), true, &info);
+    if (r != INGEST_OK) {
+        return r;
+    }
+    const char *text = buf;
+    size_t len = info.len;
+    if (!info.escaped) {
+        text = info.raw; /* the raw bytes are the text, however long the fraction */
+    } else if (len > sizeof(buf)) {
+        len = ts_unescape(info.raw, info.raw + info.raw_len, buf, sizeof(buf));
+        if (len > sizeof(buf)) {
+            return fail(d, at, INGEST_BAD_TS);
+        }
+    }
+    r = ts_parse(text, len, &d->event->ts_ms);
+    return r != INGEST_OK ? fail(d, at, r) : INGEST_OK;
+}
+
+static enum ingest_reason field_ts(struct decoder *d)
+{
+    const char *at = d->p;
+    if (*at == '"') {
+        return field_ts_string(d);
+    }
+    if (*at == '-' || is_digit(*at)) {
+        struct number n;
+        uint64_t value = 0;
+        enum ingest_reason r = number_scan(d, &n);
+        if (r != INGEST_OK) {
+            return r;
+        }
+        if (!n.integer) {
+            return fail(d, at, INGEST_BAD_TS);
+        }
+        if (!number_magnitude(&n, n.exponent, (uint64_t)DS_TS_MS_MAX, &value) ||
+            (n.negative && value != 0)) {
+            return fail(d, at, INGEST_TS_RANGE);
+        }
+        d->event->ts_ms = (int64_t)value;
+        return INGEST_OK;
+    }
+    enum ingest_reason r = value_skip(d);
+    return r != INGEST_OK ? r : fail(d, at, INGEST_BAD_TS);
+}
+
+static enum ingest_reason field_order_date(struct decoder *d)
+{
+    const char *at = d->p;
+    if (*at != '"') {
+        enum ingest_reason r = value_skip(d);
+        return r != INGEST_OK ? r : fail(d, at, INGEST_BAD_ORDER_DATE);
+    }
+    char buf[DS_DATE_TEXT_SIZE];
+    struct string_info info;
+    enum ingest_reason r = string_scan(d, buf, sizeof(buf), true, &info);
+    if (r != INGEST_OK) {
+        return r;
+    }
+    if (info.len > sizeof(buf) || ds_date_parse(buf, info.len, &d->order_date_days) != 0) {
+        return fail(d, at, INGEST_BAD_ORDER_DATE);
+    }
+    return INGEST_OK;
+}
+
+static enum ingest_reason field_status(struct decoder *d)
+{
+    const char *at = d->p;
+    if (*at != '"') {
+        enum ingest_reason r = value_skip(d);
+        return r != INGEST_OK ? r : fail(d, at, INGEST_BAD_STATUS);
+    }
+    struct string_info info;
+    enum ingest_reason r = string_scan(d, d->event->status, DS_STATUS_BYTES_MAX, true, &info);
+    if (r != INGEST_OK) {
+        return r;
+    }
+    if (info.len > DS_STATUS_BYTES_MAX) {
+        return fail(d, at, INGEST_STRING_TOO_LONG);
+    }
+    d->event->status_len = (uint8_t)info.len;
+    return INGEST_OK;
+}
+
+static enum ingest_reason field_amount(struct decoder *d)
+{
+    const char *at = d->p;
+    if (*at != '-' && !is_digit(*at)) {
+        enum ingest_reason r = value_skip(d);
+        return r != INGEST_OK ? r : fail(d, at, INGEST_BAD_AMOUNT);
+    }
+    struct number n;
+    uint64_t units = 0;
+    enum ingest_reason r = number_scan(d, &n);
+    if (r != INGEST_OK) {
+        return r;
+    }
+    int64_t exponent = n.exponent + 4; /* units of 1/10000 */
+    if ((n.significand != 0 || n.overflow) && exponent < 0) {
+        return fail(d, at, INGEST_AMOUNT_PRECISION); /* the significand ends in a non-zero */
+    }
+    if (!number_magnitude(&n, exponent, INT64_MAX, &units)) {
+        return fail(d, at, INGEST_AMOUNT_RANGE);
+    }
+    d->event->amount_units = n.negative ? -(int64_t)units : (int64_t)units;
+    return INGEST_OK;
+}
+
+/* ---- the object ----------------------------------------------------------------------------- */
+
+static enum field field_lookup(const char *key, size_t len)
+{
+    switch (len) {
+    case 2: return memcmp(key, "ts", 2) == 0 ? FIELD_TS : FIELD_UNKNOWN;
+    case 6:
+        if (key[0] == 's') {
+            return memcmp(key, "status", 6) == 0 ? FIELD_STATUS : FIELD_UNKNOWN;
+        }
+        return memcmp(key, "amount", 6) == 0 ? FIELD_AMOUNT : FIELD_UNKNOWN;
+    case 8: return memcmp(key, "order_id", 8) == 0 ? FIELD_ORDER_ID : FIELD_UNKNOWN;
+    case 10: return memcmp(key, "order_date", 10) == 0 ? FIELD_ORDER_DATE : FIELD_UNKNOWN;
+    case 11: return memcmp(key, "customer_id", 11) == 0 ? FIELD_CUSTOMER_ID : FIELD_UNKNOWN;
+    default: return FIELD_UNKNOWN;
+    }
+}
+
+static enum ingest_reason field_parse(struct decoder *d, enum field field)
+{
+    static const struct id_reasons order_reasons = {INGEST_BAD_ORDER_ID, INGEST_ORDER_ID_RANGE};
+    static const struct id_reasons customer_reasons = {INGEST_BAD_CUSTOMER_ID,
+                                                       INGEST_CUSTOMER_ID_RANGE};
+    if (d->p == d->end) {
+        return fail(d, d->p, INGEST_NOT_JSON);
+    }
+    switch (field) {
+    case FIELD_ORDER_ID: return field_id(d, &d->event->order_id, &order_reasons);
+    case FIELD_CUSTOMER_ID: return field_id(d, &d->event->customer_id, &customer_reasons);
+    case FIELD_TS: return field_ts(d);
+    case FIELD_ORDER_DATE: return field_order_date(d);
+    case FIELD_STATUS: return field_status(d);
+    case FIELD_AMOUNT: return field_amount(d);
+    case FIELD_UNKNOWN: break;
+    }
+    return value_skip(d);
+}
+
+/* One "key": value member at d->p (the key's opening quote expected). */
+static enum ingest_reason member_parse(struct decoder *d)
+{
+    const char *key_at = d->p;
+    if (key_at == d->end || *key_at != '"') {
+        return fail(d, key_at, INGEST_NOT_JSON);
+    }
+    char key[DECODE_KEY_BYTES_MAX];
+    struct string_info info;
+    enum ingest_reason r = string_scan(d, key, sizeof(key), false, &info);
+    if (r != INGEST_OK) {
+        return r;
+    }
+    enum field field = info.len <= sizeof(key) ? field_lookup(key, info.len) : FIELD_UNKNOWN;
+    if (field != FIELD_UNKNOWN) {
+        if (d->seen & (1u << field)) {
+            return fail(d, key_at, INGEST_DUPLICATE_FIELD);
+        }
+        d->seen |= 1u << field;
+    }
+    skip_blank(d);
+    if (d->p == d->end || *d->p != ':') {
+        return fail(d, d->p, INGEST_NOT_JSON);
+    }
+    d->p++;
+    skip_blank(d);
+    return field_parse(d, field);
+}
+
+/* The top-level object at d->p; d->p ends after its closing brace. */
+static enum ingest_reason object_parse(struct decoder *d)
+{
+    d->p++;
+    d->depth = 1;
+    d->objects = 1;
+    skip_blank(d);
+    if (d->p < d->end && *d->p == '}') {
+        d->p++;
+        return INGEST_OK;
+    }
+    for (;;) {
+        enum ingest_reason r = member_parse(d);
+        if (r != INGEST_OK) {
+            return r;
+        }
+        skip_blank(d);
+        if (d->p == d->end) {
+            return fail(d, d->p, INGEST_NOT_JSON);
+        }
+        if (*d->p == '}') {
+            d->p++;
+            return INGEST_OK;
+        }
+        if (*d->p != ',') {
+            return fail(d, d->p, INGEST_NOT_JSON);
+        }
+        d->p++;
+        skip_blank(d);
+    }
+}
+
+/* Required fields, checked once everything else passed; order_date stands in for ts. */
+static enum ingest_reason event_complete(struct decoder *d, const char *object_close)
+{
+    if (!(d->seen & (1u << FIELD_ORDER_ID))) {
+        return fail(d, object_close, INGEST_MISSING_ORDER_ID);
+    }
+    if (!(d->seen & (1u << FIELD_CUSTOMER_ID))) {
+        return fail(d, object_close, INGEST_MISSING_CUSTOMER_ID);
+    }
+    if (!(d->seen & (1u << FIELD_TS))) {
+        if (!(d->seen & (1u << FIELD_ORDER_DATE))) {
+            return fail(d, object_close, INGEST_MISSING_TS);
+        }
+        d->event->ts_ms = (int64_t)d->order_date_days * MS_PER_DAY;
+    }
+    ASSERT(d->event->ts_ms >= DS_TS_MS_MIN && d->event->ts_ms <= DS_TS_MS_MAX);
+    return INGEST_OK;
+}
+
+static enum ingest_reason document_parse(struct decoder *d)
+{
+    skip_blank(d);
+    const char *start = d->p;
+    if (start == d->end) {
+        return fail(d, start, INGEST_NOT_JSON); /* empty or only white space */
+    }
+    enum ingest_reason r = *start == '{' ? object_parse(d) : value_skip(d);
+    if (r != INGEST_OK) {
+        return r;
+    }
+    const char *value_end = d->p;
+    skip_blank(d);
+    if (d->p != d->end) {
+        return fail(d, d->p, INGEST_TRAILING_GARBAGE);
+    }
+    if (*start != '{') {
+        return fail(d, start, INGEST_NOT_OBJECT);
+    }
+    return event_complete(d, value_end - 1);
+}
+
+int ingest_decode(const char *json, size_t len, struct ds_event *event, struct ingest_error *error)
+{
+    ASSERT(event != NULL);
+    ASSERT(error != NULL);
+    ASSERT(json != NULL || len == 0);
+    if (len > INGEST_EVENT_BYTES_MAX) {
+        error->reason = INGEST_TOO_LARGE;
+        error->byte_offset = INGEST_EVENT_BYTES_MAX;
+        return -EINVAL;
+    }
+    if (len == 0) {
+        error->reason = INGEST_NOT_JSON;
+        error->byte_offset = 0;
+        return -EINVAL;
+    }
+    memset(event, 0, sizeof(*event));
+    struct decoder d = {.begin = json, .p = json, .end = json + len, .event = event};
+    enum ingest_reason r = document_parse(&d);
+    if (r != INGEST_OK) {
+        error->reason = r;
+        error->byte_offset = (size_t)(d.error_at - json);
+        ASSERT(error->byte_offset <= len);
+        return -EINVAL;
+    }
+    error->reason = INGEST_OK;
+    error->byte_offset = 0;
+    return 0;
+}
+
+/* ---- the canonical JSON line ---------------------------------------------------------------- */
+
+/* The longest line ingest_event_format_json can write: two 64-byte string ids and a 32-byte
+ * status whose every byte needs a six-byte \u00XX escape, the timestamp as 24 characters, and
+ * the most negative amount (21 characters), plus keys, quotes and punctuation. */
+#define FORMAT_LINE_BYTES_WORST                                                                    \
+    (sizeof("{\"order_id\":\"\",\"customer_id\":\"\",\"ts\":\"\",\"status\":\"\",\"amount\":}") - \
+     1 + 2 * 6 * DS_ID_BYTES_MAX + 6 * DS_STATUS_BYTES_MAX + 24 + 21)
+_Static_assert(FORMAT_LINE_BYTES_WORST <= INGEST_JSON_LINE_BYTES_MAX, "worst line fits");
+
+struct line {
+    char *text;
+    size_t len;
+};
+
+static void line_bytes(struct line *line, const char *bytes, size_t n)
+{
+    memcpy(line->text + line->len, bytes, n);
+    line->len += n;
+}
+
+/* Unsigned decimal of value, at least min_digits digits (zero padded). */
+static void line_decimal(struct line *line, uint64_t value, size_t min_digits)
+{
+    char digits[24];
+    size_t count = 0;
+    do {
+        digits[count++] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value > 0 || count < min_digits);
+    while (count > 0) {
+        line->text[line->len++] = digits[--count];
+    }
+}
+
+/* A JSON string of the given bytes (valid UTF-8 without NUL, asserted): quote, backslash and
+ * control characters escaped, everything else verbatim. */
+static void line_string(struct line *line, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    line->text[line->len++] = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        ASSERT(c != 0);
+        if (c >= 0x80) {
+            size_t seq = utf8_sequence_len((const unsigned char *)s + i,
+                                           (const unsigned char *)s + n);
+            ASSERT(seq != 0);
+            line_bytes(line, s + i, seq);
+            i += seq - 1;
+        } else if (c == '"' || c == '\\') {
+            char escaped[2] = {'\\', (char)c};
+            line_bytes(line, escaped, 2);
+        } else if (c < 0x20) {
+            char escaped[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            line_bytes(line, escaped, 6);
+        } else {
+            line->text[line->len++] = (char)c;
+        }
+    }
+    line->text[line->len++] = '"';
+}
+
+static void line_id(struct line *line, const struct ds_id *id)
+{
+    if (id->is_string) {
+        ASSERT(id->len >= 1 && id->len <= DS_ID_BYTES_MAX);
+        line_string(line, id->text, id->len);
+    } else {
+        ASSERT(id->value >= 1);
+        line_decimal(line, (uint64_t)id->value, 1);
+    }
+}
+
+/* "YYYY-MM-DDTHH:MM:SS.mmmZ", always with milliseconds so the value is exact. */
+static void line_ts(struct line *line, int64_t ts_ms)
+{
+    ASSERT(ts_ms >= DS_TS_MS_MIN && ts_ms <= DS_TS_MS_MAX);
+    char date[DS_DATE_TEXT_SIZE];
+    int64_t ms_of_day = ts_ms % MS_PER_DAY;
+    ds_date_format((int32_t)(ts_ms / MS_PER_DAY), date);
+    line_bytes(line, "\"", 1);
+    line_bytes(line, date, 10);
+    line_bytes(line, "T", 1);
+    line_decimal(line, (uint64_t)(ms_of_day / 3600000), 2);
+    line_bytes(line, ":", 1);
+    line_decimal(line, (uint64_t)(ms_of_day / 60000 % 60), 2);
+    line_bytes(line, ":", 1);
+    line_decimal(line, (uint64_t)(ms_of_day / 1000 % 60), 2);
+    line_bytes(line, ".", 1);
+    line_decimal(line, (uint64_t)(ms_of_day % 1000), 3);
+    line_bytes(line, "Z\"", 2);
+}
+
+/* The shortest exact decimal: 99900 units -> 9.99, 1000000 -> 100, -22500 -> -2.25. */
+static void line_amount(struct line *line, int64_t units)
+{
+    ASSERT(units != INT64_MIN);
+    uint64_t magnitude = units < 0 ? (uint64_t)-units : (uint64_t)units;
+    uint64_t fraction = magnitude % DS_AMOUNT_SCALE;
+    size_t fraction_digits = 4;
+    if (units < 0) {
+        line_bytes(line, "-", 1);
+    }
+    line_decimal(line, magnitude / DS_AMOUNT_SCALE, 1);
+    if (fraction == 0) {
+        return;
+    }
+    while (fraction % 10 == 0) {
+        fraction /= 10;
+        fraction_digits--;
+    }
+    line_bytes(line, ".", 1);
+    line_decimal(line, fraction, fraction_digits);
+}
+
+int ingest_event_format_json(const struct ds_event *event, char *dst, size_t dst_capacity)
+{
+    ASSERT(event != NULL);
+    ASSERT(event->status_len <= DS_STATUS_BYTES_MAX);
+    char text[FORMAT_LINE_BYTES_WORST];
+    struct line line = {.text = text, .len = 0};
+    line_bytes(&line, "{\"order_id\":", 12);
+    line_id(&line, &event->order_id);
+    line_bytes(&line, ",\"customer_id\":", 15);
+    line_id(&line, &event->customer_id);
+    line_bytes(&line, ",\"ts\":", 6);
+    line_ts(&line, event->ts_ms);
+    line_bytes(&line, ",\"status\":", 10);
+    line_string(&line, event->status, event->status_len);
+    line_bytes(&line, ",\"amount\":", 10);
+    line_amount(&line, event->amount_units);
+    line_bytes(&line, "}", 1);
+    ASSERT(line.len <= sizeof(text));
+    if (line.len > dst_capacity) {
+        return -ENOSPC; /* dst untouched */
+    }
+    memcpy(dst, text, line.len);
+    return (int)line.len;
+}

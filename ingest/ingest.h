@@ -1,0 +1,157 @@
+/*
+ * ingest: turning outside bytes into order events and feeding them to storage.
+ *
+ * - ingest_decode(): one JSON order event (a Kafka message value or one line of a file) into a
+ *   struct ds_event, or a named reason why it is a bad event (DESIGN.md section 2). Pure, no
+ *   allocation, no recursion: any thread may call it on its own event and error structs.
+ * - the workload generator: deterministic synthetic order streams (uniform, busy-day and
+ *   hot-customer profiles, Zipf-distributed customers) for the demo, benchmarks and
+ *   `dayshard produce`. One generator belongs to one thread.
+ * - the file pipeline (ingest_file_run): read JSON lines, decode on one thread, route and append
+ *   on a writer thread, dead-letter the bad lines, commit durably; used by `dayshard ingest`.
+ */
+#ifndef DS_INGEST_H
+#define DS_INGEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/common.h"
+
+/* ---- decoding ------------------------------------------------------------------------------ */
+
+/* The largest event accepted: real order events are ~100-300 bytes; 64 KiB leaves room for
+ * generous unknown fields while bounding the work one bad message can cause. */
+#define INGEST_EVENT_BYTES_MAX (64u * 1024u)
+/* Nesting depth of (ignored) objects and arrays inside an event. */
+#define INGEST_DEPTH_MAX 64u
+
+/* Why an event was rejected. The names (ingest_reason_name) are part of the metrics and the
+ * dead-letter format: append new reasons, never renumber. */
+enum ingest_reason {
+    INGEST_OK = 0,
+    INGEST_NOT_JSON,          /* not valid JSON at all (syntax error, bad escape, bad literal) */
+    INGEST_NOT_OBJECT,        /* valid JSON whose top level is not an object */
+    INGEST_TOO_LARGE,         /* more than INGEST_EVENT_BYTES_MAX bytes */
+    INGEST_TOO_DEEP,          /* nesting deeper than INGEST_DEPTH_MAX */
+    INGEST_TRAILING_GARBAGE,  /* bytes other than white space after the object */
+    INGEST_DUPLICATE_FIELD,   /* a known field given twice */
+    INGEST_BAD_UTF8,          /* a string that is not valid UTF-8 (or has an escaped NUL) */
+    INGEST_MISSING_ORDER_ID,  /* no order_id */
+    INGEST_BAD_ORDER_ID,      /* order_id neither integer nor non-empty string (float, bool...) */
+    INGEST_ORDER_ID_RANGE,    /* integer order_id outside 1..2^63-1 */
+    INGEST_MISSING_CUSTOMER_ID,
+    INGEST_BAD_CUSTOMER_ID,
+    INGEST_CUSTOMER_ID_RANGE,
+    INGEST_STRING_TOO_LONG,   /* id string over DS_ID_BYTES_MAX or status over DS_STATUS_BYTES_MAX */
+    INGEST_MISSING_TS,        /* neither ts nor order_date */
+    INGEST_BAD_TS,            /* ts neither RFC 3339 text nor integer epoch milliseconds */
+    INGEST_TS_RANGE,          /* ts before 1970 or after 9999 (see DS_TS_MS_MIN/MAX) */
+    INGEST_BAD_ORDER_DATE,    /* order_date not a valid YYYY-MM-DD */
+    INGEST_BAD_STATUS,        /* status not a string */
+    INGEST_BAD_AMOUNT,        /* amount not a JSON number */
+    INGEST_AMOUNT_PRECISION,  /* more than four decimal places */
+    INGEST_AMOUNT_RANGE,      /* |amount| * 10000 does not fit in int64 */
+    INGEST_REASON_COUNT,
+};
+
+/* Details of a rejection, for the dead-letter record and error messages. */
+struct ingest_error {
+    enum ingest_reason reason;
+    size_t byte_offset; /* where in the input the problem was found */
+};
+
+/* Decodes len bytes of one JSON event into *event. Returns 0, or -EINVAL with *error filled
+ * (event contents are then unspecified). json need not be NUL-terminated; it is borrowed. */
+DS_MUST_USE int ingest_decode(const char *json, size_t len, struct ds_event *event,
+                              struct ingest_error *error);
+
+/* "not_json", "missing_order_id", ...; "ok" for INGEST_OK. Never NULL. */
+const char *ingest_reason_name(enum ingest_reason reason);
+
+/* Writes one event as a canonical JSON line (no newline) into dst; returns the length, or
+ * -ENOSPC if dst_capacity is too small. ingest_decode() of the output gives the event back.
+ * INGEST_JSON_LINE_BYTES_MAX bytes always suffice: the worst case is 1067 bytes (two 64-byte
+ * string ids and a 32-byte status made of control characters, each written as \u00XX). */
+#define INGEST_JSON_LINE_BYTES_MAX 1088u
+DS_MUST_USE int ingest_event_format_json(const struct ds_event *event, char *dst,
+                                         size_t dst_capacity);
+
+/* ---- workload generator -------------------------------------------------------------------- */
+
+enum ingest_profile {
+    INGEST_PROFILE_UNIFORM = 0, /* events spread evenly over the days, in time order */
+    INGEST_PROFILE_BUSY_DAY,    /* like uniform, but one day takes busy_fraction of all events */
+    INGEST_PROFILE_HOT_CUSTOMER /* like uniform, but one customer places hot_fraction of orders */
+};
+
+struct ingest_workload_config {
+    enum ingest_profile profile;
+    uint64_t seed;
+    uint64_t events;          /* how many events in all */
+    int32_t first_day;        /* days since the epoch of the first day */
+    uint32_t days;            /* how many consecutive days the stream covers (>= 1) */
+    uint64_t customers;       /* distinct customer ids, drawn Zipf(zipf_s) */
+    double zipf_s;            /* Zipf exponent, e.g. 1.1 */
+    uint32_t busy_day_index;  /* busy-day: which day (0-based) is busy */
+    double busy_fraction;     /* busy-day: share of all events on the busy day, 0..1 */
+    double hot_fraction;      /* hot-customer: share of events from customer 1 */
+    uint32_t string_id_permille; /* share (1/1000) of events whose ids are strings */
+};
+
+/* Fills cfg with the defaults used by the demo and benchmarks. */
+void ingest_workload_defaults(struct ingest_workload_config *cfg);
+DS_MUST_USE int ingest_workload_config_check(const struct ingest_workload_config *cfg);
+
+struct ingest_workload;
+DS_MUST_USE int ingest_workload_create(const struct ingest_workload_config *cfg,
+                                       struct ingest_workload **out);
+void ingest_workload_destroy(struct ingest_workload *w);
+/* The next event; returns false when all cfg->events have been generated. Events come in
+ * non-decreasing ts order, with order ids unique and increasing. */
+bool ingest_workload_next(struct ingest_workload *w, struct ds_event *event);
+
+/* ---- the file pipeline --------------------------------------------------------------------- */
+
+/* Events per batch handed from the decode thread to the writer thread, and batches in flight:
+ * 8 x 4096 events bound the memory between the threads (~7 MiB) and keep both cores busy. */
+#define INGEST_BATCH_EVENTS 4096u
+#define INGEST_BATCHES_MAX 8u
+
+struct storage;
+struct shard_map;
+
+struct ingest_file_config {
+    struct storage *storage;      /* borrowed; used only by the writer thread while running */
+    struct shard_map *map;        /* borrowed; used only by the decode thread while running */
+    const char *deadletter_path;  /* JSON lines of rejected input, appended and synced */
+    const char *source_name;      /* named in dead letters: the file path or "-" */
+    uint32_t commit_interval_ms;  /* group commit at least this often (1..60000) */
+    uint64_t commit_events;       /* and at least every this many events */
+};
+
+void ingest_file_config_defaults(struct ingest_file_config *cfg);
+
+struct ingest_stats {
+    uint64_t lines;          /* lines read, blank ones included */
+    uint64_t blank;          /* empty or white-space lines, skipped */
+    uint64_t accepted;       /* events durable in storage */
+    uint64_t rejected;       /* lines in the dead-letter file */
+    uint64_t rejected_by_reason[INGEST_REASON_COUNT];
+    uint64_t commits;
+    uint64_t bytes_read;
+};
+
+/* Reads JSON lines from fd until end of input: decodes and routes on the calling thread,
+ * appends and group-commits on a writer thread, dead-letters bad lines. Returns 0 when every
+ * accepted event is durable and every rejected line is in the durable dead-letter file; else
+ * the first error (stats then tell what was read; nothing after the last commit is durable). */
+DS_MUST_USE int ingest_file_run(const struct ingest_file_config *cfg, int fd,
+                                struct ingest_stats *stats);
+
+/* Writes the --json summary of a run. */
+void ingest_stats_json(const struct ingest_stats *stats, FILE *out);
+
+#endif /* DS_INGEST_H */

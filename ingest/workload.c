@@ -1,0 +1,469 @@
+/*
+ * The deterministic workload generator: synthetic order streams for the demo, the benchmarks
+ * and `dayshard produce`.
+ *
+ * Time: event k of N gets the quantile q = (k + u) / N, u uniform in [0, 1) (stratified
+ * sampling), mapped through the piecewise-linear inverse of the profile's time distribution:
+ * one segment over all days (uniform, hot-customer) or up to three (busy-day: the days before
+ * the busy one, the busy day with busy_fraction of the mass, the days after it), each spread
+ * evenly over its 24-hour days at millisecond resolution. Every step is monotone under IEEE
+ * rounding and segments cover disjoint, ascending time ranges, so timestamps never decrease
+ * and each day's share of events is exact to within one event, without sorting or buffering.
+ *
+ * Customers: Zipf(zipf_s) over 1..customers by rejection-inversion (W. Hörmann and
+ * G. Derflinger, "Rejection-inversion to generate variates from monotone discrete
+ * distributions", 1996, as in Apache Commons RNG): O(1) per sample, at most 1.015 attempts on
+ * average (measured for s = 0.01..10 and 1..2^62 customers), no tables, any customer count.
+ * hot-customer: each order comes from customer 1 with probability hot_fraction, otherwise
+ * from Zipf over 2..customers, so the hot share does not depend on zipf_s.
+ *
+ * Randomness: xoshiro256** seeded through splitmix64 from cfg->seed. The stream is a pure
+ * function of the configuration for a given libm; another libm may round exp/log differently
+ * in the last bit and so change an occasional customer or amount (timestamps, ids and statuses
+ * use only exact arithmetic and IEEE-rounded basic operations).
+ *
+ * Rejected: drawing independent timestamps and sorting them (needs all N in memory, and the
+ * generator feeds benchmarks of 10^8 events); a Zipf table with binary search (O(customers)
+ * memory, 8 MB per million customers, and slower than rejection-inversion past cache size).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ingest/ingest.h"
+
+#define WORKLOAD_DAY_MS 86400000LL
+/* The longest stream: ten years of days keeps every day's millisecond offset and day index
+ * well inside double precision and bounds what a typo in --days can ask for. */
+#define WORKLOAD_DAYS_MAX 3660u
+/* Beyond s = 10 the distribution is a single customer; the Zipf helpers lose precision. */
+#define WORKLOAD_ZIPF_S_MAX 10.0
+#define WORKLOAD_PERMILLE 1000u
+/* Rejection-inversion accepts more than 98% of attempts for every s in (0, 10] (measured), so
+ * 64 rejections in a row never happen in practice; the bound only keeps the loop finite, after
+ * it the last candidate is taken. */
+#define WORKLOAD_ZIPF_ATTEMPTS_MAX 64u
+/* Amounts: log-uniform-ish (a 4-term Irwin-Hall sum, close to normal) over
+ * [ln 1.00, ln 500.00], median about 22.36, in cents. */
+#define WORKLOAD_AMOUNT_CENTS_MIN 100
+#define WORKLOAD_AMOUNT_CENTS_MAX 50000
+#define WORKLOAD_UNITS_PER_CENT (DS_AMOUNT_SCALE / 100)
+/* At most three time segments: before the busy day, the busy day, after it. */
+#define WORKLOAD_SEGMENTS_MAX 3u
+
+/* A slice [q_begin, q_end) of the quantile range spread evenly over [ms_begin, ms_begin +
+ * ms_len). */
+struct workload_segment {
+    double q_begin;
+    double q_end;
+    double ms_per_q; /* ms_len / (q_end - q_begin) */
+    int64_t ms_begin;
+    int64_t ms_len;
+};
+
+/* Zipf(exponent) over 1..n by rejection-inversion; fields named as in the paper's H, h. */
+struct workload_zipf {
+    double exponent;
+    double n;
+    double h_integral_x1; /* H(1.5) - 1 */
+    double h_integral_n;  /* H(n + 0.5) */
+    double s;             /* 2 - H^-1(H(2.5) - h(2)): the squeeze of the acceptance test */
+};
+
+struct workload_status {
+    uint32_t cumulative_percent; /* this status when the draw in [0, 100) is below this */
+    const char *name;
+};
+
+/* Paid 60%, shipped 20%, pending 12%, cancelled 5%, refunded 3%. */
+static const struct workload_status workload_statuses[] = {
+    {60, "paid"}, {80, "shipped"}, {92, "pending"}, {97, "cancelled"}, {100, "refunded"},
+};
+
+struct ingest_workload {
+    struct ingest_workload_config cfg;
+    uint64_t rng[4];
+    uint64_t emitted;
+    double events_inverse; /* 1 / cfg.events */
+    int64_t last_ts_ms;
+    size_t segment_count;
+    struct workload_segment segments[WORKLOAD_SEGMENTS_MAX];
+    bool zipf_used;      /* false when every customer is the hot one */
+    uint64_t zipf_first; /* the customer id of Zipf rank 1 */
+    struct workload_zipf zipf;
+    double amount_center; /* ln of the median amount in cents */
+    double amount_spread; /* ln-scale per unit of the normalised Irwin-Hall sum */
+};
+
+/* ---- randomness ---------------------------------------------------------------------------- */
+
+static uint64_t workload_splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t workload_rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+/* xoshiro256** (Blackman and Vigna). */
+static uint64_t workload_next_u64(struct ingest_workload *w)
+{
+    uint64_t *s = w->rng;
+    uint64_t result = workload_rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = workload_rotl(s[3], 45);
+    return result;
+}
+
+/* Uniform in [0, 1) with 53 random bits. */
+static double workload_next_unit(struct ingest_workload *w)
+{
+    return (double)(workload_next_u64(w) >> 11) * 0x1.0p-53;
+}
+
+/* Uniform integer in [0, bound) by multiply-shift of 32 random bits (bias below 2^-22 for the
+ * bounds used here). */
+static uint32_t workload_next_below(struct ingest_workload *w, uint32_t bound)
+{
+    uint64_t r = workload_next_u64(w) >> 32;
+    return (uint32_t)((r * bound) >> 32);
+}
+
+/* ---- Zipf by rejection-inversion ----------------------------------------------------------- */
+
+/* log1p(x) / x, accurate near 0. */
+static double zipf_helper1(double x)
+{
+    if (fabs(x) > 1e-8) {
+        return log1p(x) / x;
+    }
+    return 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x));
+}
+
+/* expm1(x) / x, accurate near 0. */
+static double zipf_helper2(double x)
+{
+    if (fabs(x) > 1e-8) {
+        return expm1(x) / x;
+    }
+    return 1.0 + x * 0.5 * (1.0 + x * (1.0 / 3.0) * (1.0 + 0.25 * x));
+}
+
+/* h(x) = x^-s, the (continuous) unnormalised density. */
+static double zipf_h(const struct workload_zipf *z, double x)
+{
+    return exp(-z->exponent * log(x));
+}
+
+/* H(x) = (x^(1-s) - 1) / (1 - s), an antiderivative of h (log x when s = 1). */
+static double zipf_h_integral(const struct workload_zipf *z, double x)
+{
+    double log_x = log(x);
+    return zipf_helper2((1.0 - z->exponent) * log_x) * log_x;
+}
+
+static double zipf_h_integral_inverse(const struct workload_zipf *z, double x)
+{
+    double t = x * (1.0 - z->exponent);
+    if (t < -1.0) {
+        /* Only rounding gets here; -1 is the limit of the domain. */
+        t = -1.0;
+    }
+    return exp(zipf_helper1(t) * x);
+}
+
+static void zipf_init(struct workload_zipf *z, double exponent, uint64_t n)
+{
+    ASSERT(exponent > 0.0);
+    ASSERT(n >= 1);
+    z->exponent = exponent;
+    z->n = (double)n;
+    z->h_integral_x1 = zipf_h_integral(z, 1.5) - 1.0;
+    z->h_integral_n = zipf_h_integral(z, z->n + 0.5);
+    z->s = 2.0 - zipf_h_integral_inverse(z, zipf_h_integral(z, 2.5) - zipf_h(z, 2.0));
+}
+
+/* A rank in 1..n with probability proportional to rank^-s. */
+static uint64_t zipf_sample(const struct workload_zipf *z, struct ingest_workload *w)
+{
+    double k = 1.0;
+    for (uint32_t attempt = 0; attempt < WORKLOAD_ZIPF_ATTEMPTS_MAX; attempt++) {
+        double u = z->h_integral_n + workload_next_unit(w) * (z->h_integral_x1 - z->h_integral_n);
+        double x = zipf_h_integral_inverse(z, u);
+        k = floor(x + 0.5);
+        if (k < 1.0) {
+            k = 1.0;
+        } else if (k > z->n) {
+            k = z->n;
+        }
+        if (k - x <= z->s || u >= zipf_h_integral(z, k + 0.5) - zipf_h(z, k)) {
+            break;
+        }
+    }
+    uint64_t rank = (uint64_t)k;
+    ASSERT(rank >= 1 && rank <= (uint64_t)z->n);
+    return rank;
+}
+
+/* ---- configuration ------------------------------------------------------------------------- */
+
+void ingest_workload_defaults(struct ingest_workload_config *cfg)
+{
+    ASSERT(cfg != NULL);
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->profile = INGEST_PROFILE_UNIFORM;
+    cfg->seed = 42;
+    cfg->events = 1000000;
+    cfg->first_day = ds_days_from_civil(2026, 1, 1);
+    cfg->days = 28;
+    cfg->customers = 1000000;
+    cfg->zipf_s = 1.1;
+    cfg->busy_day_index = 20; /* 2026-01-21 */
+    cfg->busy_fraction = 0.3;
+    cfg->hot_fraction = 0.01;
+    cfg->string_id_permille = 0;
+}
+
+/* True for a share in [0, 1]; false for NaN too. */
+static bool workload_fraction_valid(double fraction)
+{
+    return fraction >= 0.0 && fraction <= 1.0;
+}
+
+int ingest_workload_config_check(const struct ingest_workload_config *cfg)
+{
+    ASSERT(cfg != NULL);
+    if (cfg->profile != INGEST_PROFILE_UNIFORM && cfg->profile != INGEST_PROFILE_BUSY_DAY &&
+        cfg->profile != INGEST_PROFILE_HOT_CUSTOMER) {
+        return -DS_EUSAGE;
+    }
+    /* Order ids are 1..events and must stay valid ids (1..2^63-1); so must customer ids. */
+    if (cfg->events > (uint64_t)INT64_MAX || cfg->customers == 0 ||
+        cfg->customers > (uint64_t)INT64_MAX) {
+        return -DS_EUSAGE;
+    }
+    if (cfg->days == 0 || cfg->days > WORKLOAD_DAYS_MAX || cfg->first_day < 0 ||
+        (int64_t)cfg->first_day + (int64_t)cfg->days - 1 > DS_DAY_MAX) {
+        return -DS_EUSAGE;
+    }
+    if (!(cfg->zipf_s > 0.0 && cfg->zipf_s <= WORKLOAD_ZIPF_S_MAX)) {
+        return -DS_EUSAGE;
+    }
+    if (cfg->busy_day_index >= cfg->days || !workload_fraction_valid(cfg->busy_fraction) ||
+        !workload_fraction_valid(cfg->hot_fraction) ||
+        cfg->string_id_permille > WORKLOAD_PERMILLE) {
+        return -DS_EUSAGE;
+    }
+    return 0;
+}
+
+/* ---- lifecycle ----------------------------------------------------------------------------- */
+
+/* Appends the segment of quantiles [q_begin, q_end) over days [day_begin, day_end), unless it
+ * is empty. */
+static void workload_segment_add(struct ingest_workload *w, double q_begin, double q_end,
+                                 uint32_t day_begin, uint32_t day_end)
+{
+    if (!(q_end > q_begin) || day_end <= day_begin) {
+        return;
+    }
+    ASSERT(w->segment_count < WORKLOAD_SEGMENTS_MAX);
+    struct workload_segment *segment = &w->segments[w->segment_count++];
+    segment->q_begin = q_begin;
+    segment->q_end = q_end;
+    segment->ms_begin = ((int64_t)w->cfg.first_day + day_begin) * WORKLOAD_DAY_MS;
+    segment->ms_len = (int64_t)(day_end - day_begin) * WORKLOAD_DAY_MS;
+    segment->ms_per_q = (double)segment->ms_len / (q_end - q_begin);
+}
+
+static void workload_segments_init(struct ingest_workload *w)
+{
+    const struct ingest_workload_config *cfg = &w->cfg;
+    if (cfg->profile != INGEST_PROFILE_BUSY_DAY || cfg->days == 1) {
+        workload_segment_add(w, 0.0, 1.0, 0, cfg->days);
+        return;
+    }
+    uint32_t busy = cfg->busy_day_index;
+    double other_day_share = (1.0 - cfg->busy_fraction) / (double)(cfg->days - 1);
+    double busy_begin = other_day_share * (double)busy;
+    double busy_end = busy_begin + cfg->busy_fraction;
+    workload_segment_add(w, 0.0, busy_begin, 0, busy);
+    workload_segment_add(w, busy_begin, busy_end, busy, busy + 1);
+    workload_segment_add(w, busy_end, 1.0, busy + 1, cfg->days);
+    ASSERT(w->segment_count >= 1);
+    /* The last segment takes whatever rounding left above its end. */
+    w->segments[w->segment_count - 1].q_end = 1.0;
+}
+
+int ingest_workload_create(const struct ingest_workload_config *cfg, struct ingest_workload **out)
+{
+    ASSERT(cfg != NULL);
+    ASSERT(out != NULL);
+    int rc = ingest_workload_config_check(cfg);
+    if (rc != 0) {
+        return rc;
+    }
+    struct ingest_workload *w = calloc(1, sizeof(*w));
+    if (w == NULL) {
+        return -ENOMEM;
+    }
+    w->cfg = *cfg;
+    uint64_t seed_state = cfg->seed;
+    for (size_t i = 0; i < DS_ARRAY_LEN(w->rng); i++) {
+        w->rng[i] = workload_splitmix64(&seed_state);
+    }
+    w->events_inverse = cfg->events > 0 ? 1.0 / (double)cfg->events : 0.0;
+    w->last_ts_ms = INT64_MIN;
+    workload_segments_init(w);
+    /* hot-customer: customer 1 is reserved for the hot share, the rest are Zipf from 2 on. */
+    w->zipf_first = cfg->profile == INGEST_PROFILE_HOT_CUSTOMER ? 2 : 1;
+    w->zipf_used = cfg->customers >= w->zipf_first;
+    if (w->zipf_used) {
+        zipf_init(&w->zipf, cfg->zipf_s, cfg->customers - w->zipf_first + 1);
+    }
+    double log_max = log((double)WORKLOAD_AMOUNT_CENTS_MAX / WORKLOAD_AMOUNT_CENTS_MIN);
+    w->amount_center = log((double)WORKLOAD_AMOUNT_CENTS_MIN) + log_max / 2.0;
+    /* The normalised sum spans [-2 sqrt 3, 2 sqrt 3]; map that onto the log range. */
+    w->amount_spread = log_max / (4.0 * sqrt(3.0));
+    *out = w;
+    return 0;
+}
+
+void ingest_workload_destroy(struct ingest_workload *w)
+{
+    free(w);
+}
+
+/* ---- events -------------------------------------------------------------------------------- */
+
+/* The timestamp of event number index (0-based); non-decreasing in index. */
+static int64_t workload_ts_ms(struct ingest_workload *w, uint64_t index)
+{
+    double q = ((double)index + workload_next_unit(w)) * w->events_inverse;
+    const struct workload_segment *segment = &w->segments[0];
+    for (size_t i = 0; i + 1 < w->segment_count && q >= segment->q_end; i++) {
+        segment = &w->segments[i + 1];
+    }
+    double offset = floor((q - segment->q_begin) * segment->ms_per_q);
+    int64_t offset_ms = 0;
+    if (offset >= (double)segment->ms_len) {
+        offset_ms = segment->ms_len - 1;
+    } else if (offset > 0.0) {
+        offset_ms = (int64_t)offset;
+    }
+    return segment->ms_begin + offset_ms;
+}
+
+static uint64_t workload_customer(struct ingest_workload *w)
+{
+    if (w->cfg.profile == INGEST_PROFILE_HOT_CUSTOMER &&
+        (!w->zipf_used || workload_next_unit(w) < w->cfg.hot_fraction)) {
+        return 1;
+    }
+    return w->zipf_first - 1 + zipf_sample(&w->zipf, w);
+}
+
+/* Amount units: whole cents between 1.00 and 500.00, log-normal-ish. */
+static int64_t workload_amount_units(struct ingest_workload *w)
+{
+    uint64_t bits = workload_next_u64(w);
+    double sum = 0.0;
+    for (int i = 0; i < 4; i++) {
+        sum += ((double)((bits >> (16 * i)) & 0xFFFFu) + 0.5) * 0x1.0p-16;
+    }
+    double normal = (sum - 2.0) * sqrt(3.0);
+    double cents = floor(exp(w->amount_center + w->amount_spread * normal) + 0.5);
+    int64_t whole = (int64_t)cents;
+    if (whole < WORKLOAD_AMOUNT_CENTS_MIN) {
+        whole = WORKLOAD_AMOUNT_CENTS_MIN;
+    } else if (whole > WORKLOAD_AMOUNT_CENTS_MAX) {
+        whole = WORKLOAD_AMOUNT_CENTS_MAX;
+    }
+    return whole * WORKLOAD_UNITS_PER_CENT;
+}
+
+/* Sets id to the integer value, or to the string prefix + decimal value. */
+static void workload_id_set(struct ds_id *id, uint64_t value, bool as_string, const char *prefix)
+{
+    ASSERT(value >= 1 && value <= (uint64_t)INT64_MAX);
+    if (!as_string) {
+        id->value = (int64_t)value;
+        return;
+    }
+    size_t len = strlen(prefix);
+    memcpy(id->text, prefix, len);
+    char digits[20];
+    size_t count = 0;
+    do {
+        digits[count++] = (char)('0' + value % 10u);
+        value /= 10u;
+    } while (value > 0);
+    ASSERT(len + count <= DS_ID_BYTES_MAX);
+    while (count > 0) {
+        id->text[len++] = digits[--count];
+    }
+    id->is_string = true;
+    id->len = (uint8_t)len;
+}
+
+static void workload_status_set(struct ingest_workload *w, struct ds_event *event)
+{
+    uint32_t draw = workload_next_below(w, 100);
+    size_t i = 0;
+    while (draw >= workload_statuses[i].cumulative_percent) {
+        i++;
+    }
+    ASSERT(i < DS_ARRAY_LEN(workload_statuses));
+    size_t len = strlen(workload_statuses[i].name);
+    ASSERT(len <= DS_STATUS_BYTES_MAX);
+    memcpy(event->status, workload_statuses[i].name, len);
+    event->status_len = (uint8_t)len;
+}
+
+/* Zeroes the whole event, unused id and status bytes included, so that equal streams are equal
+ * byte for byte. Three member-sized memsets compile to vector stores; one memset of the whole
+ * 216-byte struct becomes `rep stos`, measured at 13% of the generator's time. */
+_Static_assert(offsetof(struct ds_event, order_id) == 0, "workload_event_clear covers the event");
+_Static_assert(offsetof(struct ds_event, customer_id) == sizeof(struct ds_id),
+               "workload_event_clear covers the event");
+_Static_assert(offsetof(struct ds_event, ts_ms) == 2 * sizeof(struct ds_id),
+               "workload_event_clear covers the event");
+static void workload_event_clear(struct ds_event *event)
+{
+    memset(&event->order_id, 0, sizeof(event->order_id));
+    memset(&event->customer_id, 0, sizeof(event->customer_id));
+    memset(&event->ts_ms, 0, sizeof(*event) - offsetof(struct ds_event, ts_ms));
+}
+
+bool ingest_workload_next(struct ingest_workload *w, struct ds_event *event)
+{
+    ASSERT(w != NULL);
+    ASSERT(event != NULL);
+    if (w->emitted >= w->cfg.events) {
+        return false;
+    }
+    workload_event_clear(event);
+    uint64_t index = w->emitted++;
+    event->ts_ms = workload_ts_ms(w, index);
+    ASSERT(event->ts_ms >= w->last_ts_ms);
+    w->last_ts_ms = event->ts_ms;
+    bool as_string = w->cfg.string_id_permille > 0 &&
+                     workload_next_below(w, WORKLOAD_PERMILLE) < w->cfg.string_id_permille;
+    workload_id_set(&event->order_id, index + 1, as_string, "ord-");
+    workload_id_set(&event->customer_id, workload_customer(w), as_string, "cust-");
+    event->amount_units = workload_amount_units(w);
+    workload_status_set(w, event);
+    return true;
+}

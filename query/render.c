@@ -1,0 +1,188 @@
+/*
+ * Rendering count results: the JSON document of the HTTP API and a table for people.
+ * JSON is written by hand into a caller's buffer with a computed bound: the documents are flat
+ * and the bound is exact enough to allocate once. Rejected: a JSON library for output (an
+ * allocation per node, and nothing to parse).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "query/query.h"
+
+/* Worst case per group: key text, counts, an amount, field names. */
+#define GROUP_JSON_BYTES_MAX 192u
+
+int64_t query_json_string(const char *s, size_t len, char *dst, size_t dst_capacity)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0;
+    if (dst_capacity < 2) {
+        return -ENOSPC;
+    }
+    dst[n++] = '"';
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (n + 7 > dst_capacity) {
+            return -ENOSPC;
+        }
+        if (c == '"' || c == '\\') {
+            dst[n++] = '\\';
+            dst[n++] = (char)c;
+        } else if (c < 0x20) {
+            memcpy(dst + n, "\\u00", 4);
+            dst[n + 4] = hex[c >> 4];
+            dst[n + 5] = hex[c & 15];
+            n += 6;
+        } else {
+            dst[n++] = (char)c;
+        }
+    }
+    if (n + 2 > dst_capacity) {
+        return -ENOSPC;
+    }
+    dst[n++] = '"';
+    dst[n] = '\0';
+    return (int64_t)n;
+}
+
+size_t query_count_json_bound(const struct query_count_result *res)
+{
+    return 512u + 8u * DS_STATUS_BYTES_MAX + res->group_count * GROUP_JSON_BYTES_MAX;
+}
+
+static const char *group_name(enum query_group by)
+{
+    switch (by) {
+    case QUERY_GROUP_SHARD:
+        return "shard";
+    case QUERY_GROUP_HOUR:
+        return "hour";
+    case QUERY_GROUP_DAY:
+        return "day";
+    case QUERY_GROUP_NONE:
+        break;
+    }
+    return NULL;
+}
+
+/* Appends with snprintf semantics, tracking overflow once at the end. */
+struct out_buf {
+    char *dst;
+    size_t capacity;
+    size_t len;
+    bool overflow;
+};
+
+DS_PRINTF(2, 3) static void put(struct out_buf *b, const char *fmt, ...);
+
+#include <stdarg.h>
+static void put(struct out_buf *b, const char *fmt, ...)
+{
+    if (b->overflow) {
+        return;
+    }
+    va_list args;
+    va_start(args, fmt);
+    int n = vsnprintf(b->dst + b->len, b->capacity - b->len, fmt, args);
+    va_end(args);
+    if (n < 0 || (size_t)n >= b->capacity - b->len) {
+        b->overflow = true;
+        return;
+    }
+    b->len += (size_t)n;
+}
+
+static void put_group(struct out_buf *b, enum query_group by, const struct query_group_row *g)
+{
+    char date[DS_DATE_TEXT_SIZE];
+    char amount[DS_AMOUNT_TEXT_SIZE];
+    char key[SHARD_KEY_TEXT_SIZE];
+    ds_date_format(g->day, date);
+    ds_amount_format(g->amount_units, amount);
+    if (by == QUERY_GROUP_SHARD) {
+        shard_key_format(g->day, g->shard, key);
+        put(b, "{\"key\":%u,\"day\":\"%s\",\"partition\":\"%s\"", g->shard, date, key);
+    } else if (by == QUERY_GROUP_HOUR) {
+        put(b, "{\"key\":\"%sT%02u:00:00Z\"", date, g->hour);
+    } else {
+        put(b, "{\"key\":\"%s\"", date);
+    }
+    put(b, ",\"count\":%" PRIu64 ",\"amount_sum\":\"%s\"}", g->count, amount);
+}
+
+int64_t query_count_json(const struct query_count_request *req,
+                         const struct query_count_result *res, char *dst, size_t dst_capacity)
+{
+    struct out_buf b = {.dst = dst, .capacity = dst_capacity};
+    char first[DS_DATE_TEXT_SIZE];
+    char last[DS_DATE_TEXT_SIZE];
+    char amount[DS_AMOUNT_TEXT_SIZE];
+    ds_date_format(req->day_first, first);
+    ds_date_format(req->day_last, last);
+    ds_amount_format(res->amount_units, amount);
+    put(&b, "{\"day\":\"%s\",\"to\":\"%s\",\"status\":", first, last);
+    if (req->has_status) {
+        char status[8 * DS_STATUS_BYTES_MAX];
+        int64_t n = query_json_string(req->status, req->status_len, status, sizeof(status));
+        ASSERT(n > 0);
+        put(&b, "%s", status);
+    } else {
+        put(&b, "null");
+    }
+    put(&b,
+        ",\"count\":%" PRIu64 ",\"amount_sum\":\"%s\",\"partitions\":%u,\"blocks\":%" PRIu64
+        ",\"bytes\":%" PRIu64,
+        res->count, amount, res->partitions, res->blocks, res->bytes);
+    if (req->by != QUERY_GROUP_NONE) {
+        put(&b, ",\"by\":\"%s\",\"groups\":[", group_name(req->by));
+        for (size_t i = 0; i < res->group_count; i++) {
+            put(&b, "%s", i == 0 ? "" : ",");
+            put_group(&b, req->by, &res->groups[i]);
+        }
+        put(&b, "]");
+    }
+    put(&b, "}");
+    return b.overflow ? -ENOSPC : (int64_t)b.len;
+}
+
+void query_count_table(const struct query_count_request *req, const struct query_count_result *res,
+                       FILE *out)
+{
+    char first[DS_DATE_TEXT_SIZE];
+    char last[DS_DATE_TEXT_SIZE];
+    char amount[DS_AMOUNT_TEXT_SIZE];
+    ds_date_format(req->day_first, first);
+    ds_date_format(req->day_last, last);
+    ds_amount_format(res->amount_units, amount);
+    if (req->day_first == req->day_last) {
+        fprintf(out, "day %s", first);
+    } else {
+        fprintf(out, "days %s .. %s", first, last);
+    }
+    if (req->has_status) {
+        fprintf(out, ", status \"%.*s\"", (int)req->status_len, req->status);
+    }
+    fprintf(out, ": %" PRIu64 " orders, amount %s, %u partitions read\n", res->count, amount,
+            res->partitions);
+    if (req->by == QUERY_GROUP_NONE) {
+        return;
+    }
+    fprintf(out, "%-22s %12s %20s\n", group_name(req->by), "count", "amount_sum");
+    for (size_t i = 0; i < res->group_count; i++) {
+        const struct query_group_row *g = &res->groups[i];
+        char key[32];
+        char date[DS_DATE_TEXT_SIZE];
+        ds_date_format(g->day, date);
+        ds_amount_format(g->amount_units, amount);
+        if (req->by == QUERY_GROUP_SHARD) {
+            shard_key_format(g->day, g->shard, key);
+        } else if (req->by == QUERY_GROUP_HOUR) {
+            snprintf(key, sizeof(key), "%sT%02u", date, g->hour);
+        } else {
+            snprintf(key, sizeof(key), "%s", date);
+        }
+        fprintf(out, "%-22s %12" PRIu64 " %20s\n", key, g->count, amount);
+    }
+}

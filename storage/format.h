@@ -1,0 +1,240 @@
+/*
+ * Private to storage/: the on-disk format of segments, blocks and the manifest, and the codecs
+ * that read and write them. Everything on disk is little-endian with fixed-width fields; the
+ * structs below are written as they are (static_asserts pin sizes and offsets), so this code
+ * only builds for little-endian hosts.
+ *
+ * Segment file  = segment_header, then blocks back to back.
+ * Block         = block_header (72 bytes), status table, cells, zstd payload.
+ *   status table: status_count entries of (u8 length, bytes), zero-padded to a multiple of 8.
+ *   cells:        cell_count block_cell entries sorted by (status_index, hour), one per
+ *                 non-empty (status, hour) pair: the aggregates a count reads.
+ *   payload:      zstd frame of the columnar raw payload (see block.c).
+ * Manifest file = manifest_file_header, then records (see manifest.c).
+ */
+#ifndef DS_STORAGE_FORMAT_H
+#define DS_STORAGE_FORMAT_H
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+#include "storage/storage.h"
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "on-disk structs are little-endian");
+
+#define SEGMENT_MAGIC 0x544E454D47455344ull /* "DSEGMENT" */
+#define SEGMENT_VERSION 1u
+#define BLOCK_MAGIC 0x4B425344u /* "DSBK" */
+#define BLOCK_VERSION 1u
+#define MANIFEST_MAGIC 0x464D5344u /* "DSMF" (a record) */
+#define MANIFEST_FILE_MAGIC 0x3146494E414D5344ull /* "DSMANIF1" */
+
+struct segment_header {
+    uint64_t magic;
+    uint32_t version;
+    int32_t day;
+    uint32_t shard;
+    uint32_t segment_id;
+    uint8_t reserved[36];
+    uint32_t header_crc; /* CRC32C of the first 60 bytes */
+};
+static_assert(sizeof(struct segment_header) == 64, "segment header is 64 bytes");
+
+struct block_header {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t header_bytes; /* fixed part + status table + cells */
+    uint32_t payload_bytes;
+    uint32_t raw_bytes;
+    uint32_t event_count;
+    uint16_t status_count;
+    uint16_t cell_count;
+    int64_t ts_min_ms;
+    int64_t ts_max_ms;
+    int32_t source_partition; /* BLOCK_SOURCE_MIXED when events came from several */
+    uint32_t payload_crc;
+    int64_t source_offset_min;
+    int64_t source_offset_max;
+    uint32_t reserved;
+    uint32_t header_crc; /* CRC32C of all header_bytes with this field zero */
+};
+static_assert(sizeof(struct block_header) == 72, "block header is 72 bytes");
+static_assert(offsetof(struct block_header, header_crc) == 68, "crc is the last field");
+#define BLOCK_SOURCE_NONE (-3)
+#define BLOCK_SOURCE_MIXED (-2)
+
+struct block_cell {
+    uint8_t status_index;
+    uint8_t hour;
+    uint16_t reserved;
+    uint32_t count;
+    uint64_t amount_lo; /* the 128-bit amount sum, low and high halves */
+    int64_t amount_hi;
+};
+static_assert(sizeof(struct block_cell) == 24, "cell is 24 bytes");
+
+#define BLOCK_CELLS_MAX (STORAGE_BLOCK_STATUS_MAX * 24u)
+#define BLOCK_STATUS_TABLE_BYTES_MAX (STORAGE_BLOCK_STATUS_MAX * (1u + DS_STATUS_BYTES_MAX) + 8u)
+#define BLOCK_HEADER_BYTES_MAX                                                                     \
+    (sizeof(struct block_header) + BLOCK_STATUS_TABLE_BYTES_MAX +                                  \
+     BLOCK_CELLS_MAX * sizeof(struct block_cell))
+static_assert(BLOCK_HEADER_BYTES_MAX <= UINT16_MAX, "header_bytes fits in u16");
+/* Worst-case raw bytes of one event in the columnar payload: flags, three 10-byte varints and
+ * two length-prefixed strings. */
+#define BLOCK_EVENT_RAW_BYTES_MAX (1u + 10u + 10u + 10u + 10u + 2u * (1u + DS_ID_BYTES_MAX))
+/* Bytes of string ids one open block may hold before it is sealed early. */
+#define BLOCK_STRING_BYTES_MAX (1024u * 1024u)
+#define BLOCK_RAW_BYTES_MAX                                                                        \
+    (32u + STORAGE_BLOCK_EVENTS_MAX * (1u + 10u + 10u + 10u + 10u) + 2u * BLOCK_STRING_BYTES_MAX)
+
+static inline ds_i128 block_cell_amount(const struct block_cell *cell)
+{
+    __extension__ unsigned __int128 bits =
+        ((unsigned __int128)(uint64_t)cell->amount_hi << 64) | cell->amount_lo;
+    return (ds_i128)bits;
+}
+
+static inline void block_cell_set_amount(struct block_cell *cell, ds_i128 amount)
+{
+    __extension__ unsigned __int128 bits = (unsigned __int128)amount;
+    cell->amount_lo = (uint64_t)bits;
+    cell->amount_hi = (int64_t)(uint64_t)(bits >> 64);
+}
+
+/* ---- the open block: events of one partition not yet sealed -------------------------------- */
+
+struct open_row {
+    int64_t ts_ms;
+    int64_t order;    /* the integer id, or the offset of the string in strings */
+    int64_t customer; /* likewise */
+    int64_t amount_units;
+    uint8_t flags;    /* OPEN_ROW_* | status index << 2 */
+};
+#define OPEN_ROW_ORDER_STRING 1u
+#define OPEN_ROW_CUSTOMER_STRING 2u
+
+struct open_block {
+    uint32_t count;
+    uint32_t capacity; /* rows allocated */
+    struct open_row *rows;
+    uint32_t strings_bytes;
+    uint32_t strings_capacity;
+    uint8_t *strings;
+    uint16_t status_count;
+    uint8_t status_len[STORAGE_BLOCK_STATUS_MAX];
+    char status[STORAGE_BLOCK_STATUS_MAX][DS_STATUS_BYTES_MAX];
+    int64_t ts_min_ms, ts_max_ms;
+    int32_t source_partition;
+    int64_t source_offset_min, source_offset_max;
+};
+
+/* Adds an event; returns 0, or -DS_ELIMIT when the block cannot take it (full rows, status
+ * table or strings) and must be sealed first, or -ENOMEM. */
+DS_MUST_USE int open_block_add(struct open_block *ob, const struct ds_event *event,
+                               const struct ds_source *source, uint32_t events_max);
+/* Bytes of memory the block holds. */
+size_t open_block_memory(const struct open_block *ob);
+void open_block_reset(struct open_block *ob);
+void open_block_free(struct open_block *ob);
+
+/* Scratch space for sealing and reading blocks, owned by one thread. */
+struct block_codec {
+    void *zstd_cctx;
+    void *zstd_dctx;
+    int zstd_level;
+    uint8_t *raw;     /* BLOCK_RAW_BYTES_MAX */
+    size_t raw_capacity;
+    void *grid;       /* per-(status, hour) aggregation scratch */
+};
+DS_MUST_USE int block_codec_init(struct block_codec *codec, int zstd_level);
+void block_codec_deinit(struct block_codec *codec);
+
+/* Seals ob into dst: a complete block (header, table, cells, payload) ready to be written.
+ * day_start_ms is the partition's day start (for hours). Returns the block's length, or
+ * -ENOSPC if dst_capacity is too small, -DS_EZSTD. */
+DS_MUST_USE int64_t block_seal(struct block_codec *codec, const struct open_block *ob,
+                               int64_t day_start_ms, uint8_t *dst, size_t dst_capacity);
+/* An upper bound of block_seal's output for ob. */
+size_t block_seal_bound(const struct open_block *ob);
+
+/* Checks a block header read from disk: the fixed part of buf (at least 72 bytes) and, when
+ * full_len >= header_bytes, the whole header with its CRC. Returns 0 or -DS_ECORRUPT. */
+DS_MUST_USE int block_header_check(const uint8_t *buf, size_t len);
+/* Status name of a header's status table entry; header must have passed block_header_check. */
+struct block_view {
+    const struct block_header *header;
+    uint8_t status_len[STORAGE_BLOCK_STATUS_MAX];
+    const char *status[STORAGE_BLOCK_STATUS_MAX];
+    const struct block_cell *cells;
+};
+DS_MUST_USE int block_view_parse(const uint8_t *buf, size_t len, struct block_view *view);
+
+/* Decodes a block's payload (the bytes after header_bytes, payload_bytes long), verifying the
+ * payload CRC and that the events re-aggregate to the header's cells; calls fn per event.
+ * Returns 0, fn's non-zero value, -DS_ECORRUPT or -DS_EZSTD. */
+typedef int (*block_event_fn)(const struct ds_event *event, void *user);
+int block_decode(struct block_codec *codec, const struct block_view *view,
+                 const uint8_t *payload, int64_t day_start_ms, block_event_fn fn, void *user);
+
+/* ---- manifest ------------------------------------------------------------------------------ */
+
+struct manifest_part {
+    int32_t day;
+    uint32_t shard;
+    uint32_t segment_id;
+    uint32_t reserved;
+    uint64_t end; /* committed bytes of that segment */
+};
+static_assert(sizeof(struct manifest_part) == 24, "manifest part entry is 24 bytes");
+
+struct manifest_source {
+    int32_t partition;
+    uint32_t reserved;
+    int64_t next_offset;
+};
+static_assert(sizeof(struct manifest_source) == 16, "manifest source entry is 16 bytes");
+
+struct manifest_record_header {
+    uint32_t magic;
+    uint32_t body_bytes;
+    uint32_t body_crc;
+    uint32_t kind; /* MANIFEST_DELTA or MANIFEST_SNAPSHOT */
+    uint64_t seq;
+    uint32_t part_count;
+    uint32_t source_count;
+};
+static_assert(sizeof(struct manifest_record_header) == 32, "manifest record header");
+#define MANIFEST_DELTA 1u
+#define MANIFEST_SNAPSHOT 2u
+/* The manifest is rewritten as one snapshot when it grows past this. */
+#define MANIFEST_BYTES_ROTATE (4u * 1024u * 1024u)
+/* Largest manifest file accepted at open: a rotation's snapshot plus a full log. */
+#define MANIFEST_BYTES_MAX                                                                         \
+    (MANIFEST_BYTES_ROTATE + 64u + (uint64_t)STORAGE_PARTITIONS_MAX * 48u +                        \
+     STORAGE_SOURCES_MAX * 16u)
+
+/* Called for each valid record while replaying; entries point into the replay buffer. */
+struct manifest_replay_fn_args {
+    uint32_t kind;
+    uint64_t seq;
+    const struct manifest_part *parts;
+    uint32_t part_count;
+    const struct manifest_source *sources;
+    uint32_t source_count;
+};
+typedef int (*manifest_record_fn)(const struct manifest_replay_fn_args *record, void *user);
+/* Replays buf (a whole manifest file). *valid_end_out gets the end of the last valid record.
+ * A damaged record followed only by bytes that hold no valid record is a torn tail (fine); one
+ * followed by a valid record means acknowledged commits are damaged: -DS_ECORRUPT. */
+DS_MUST_USE int manifest_replay(const uint8_t *buf, size_t len, manifest_record_fn fn, void *user,
+                                uint64_t *valid_end_out);
+/* Encodes a record into dst; returns its length or -ENOSPC. */
+DS_MUST_USE int64_t manifest_encode(uint32_t kind, uint64_t seq, const struct manifest_part *parts,
+                                    uint32_t part_count, const struct manifest_source *sources,
+                                    uint32_t source_count, uint8_t *dst, size_t dst_capacity);
+size_t manifest_record_bound(uint32_t part_count, uint32_t source_count);
+
+#endif /* DS_STORAGE_FORMAT_H */

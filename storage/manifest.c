@@ -1,0 +1,151 @@
+/*
+ * The manifest: an append-only log of group commits, the single truth of what is durable.
+ *
+ * File: u64 MANIFEST_FILE_MAGIC, then records. A record is a manifest_record_header (magic,
+ * body length, CRC32C of the body, kind, sequence number, entry counts) followed by part
+ * entries (day, shard, segment id, committed end of that segment) and source entries (source
+ * partition, next offset). A delta record lists only what the commit changed; a snapshot lists
+ * everything and starts a rotated file.
+ *
+ * A record is appended and synced only after the blocks it covers are synced, so every segment
+ * end it names is on disk. Replay applies records in order and stops at the first one that is
+ * incomplete or fails its CRC: that is a torn tail, cut by the writer at open. If a valid record
+ * follows a damaged one, acknowledged commits were damaged and replay refuses (-DS_ECORRUPT)
+ * rather than silently forget them.
+ *
+ * Rejected: one small "checkpoint" file rewritten at every commit by rename (two syncs plus a
+ * directory sync per commit, against one data sync of an append).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "storage/format.h"
+
+size_t manifest_record_bound(uint32_t part_count, uint32_t source_count)
+{
+    return sizeof(struct manifest_record_header) + (size_t)part_count * sizeof(struct manifest_part) +
+           (size_t)source_count * sizeof(struct manifest_source);
+}
+
+int64_t manifest_encode(uint32_t kind, uint64_t seq, const struct manifest_part *parts,
+                        uint32_t part_count, const struct manifest_source *sources,
+                        uint32_t source_count, uint8_t *dst, size_t dst_capacity)
+{
+    ASSERT(kind == MANIFEST_DELTA || kind == MANIFEST_SNAPSHOT);
+    ASSERT(part_count <= STORAGE_PARTITIONS_MAX && source_count <= STORAGE_SOURCES_MAX);
+    size_t total = manifest_record_bound(part_count, source_count);
+    if (total > dst_capacity) {
+        return -ENOSPC;
+    }
+    struct manifest_record_header h = {
+        .magic = MANIFEST_MAGIC,
+        .kind = kind,
+        .seq = seq,
+        .part_count = part_count,
+        .source_count = source_count,
+    };
+    size_t parts_bytes = (size_t)part_count * sizeof(*parts);
+    size_t sources_bytes = (size_t)source_count * sizeof(*sources);
+    uint8_t *body = dst + sizeof(h);
+    if (parts_bytes > 0) {
+        memcpy(body, parts, parts_bytes);
+    }
+    if (sources_bytes > 0) {
+        memcpy(body + parts_bytes, sources, sources_bytes);
+    }
+    h.body_bytes = (uint32_t)(parts_bytes + sources_bytes);
+    /* The CRC covers kind, seq and counts too: everything after the crc field. */
+    uint32_t crc = ds_crc32c(0, &h.kind, sizeof(h) - offsetof(struct manifest_record_header, kind));
+    h.body_crc = ds_crc32c(crc, body, h.body_bytes);
+    memcpy(dst, &h, sizeof(h));
+    return (int64_t)total;
+}
+
+/* Returns the record length when a valid record starts at buf, else 0. */
+static size_t record_valid(const uint8_t *buf, size_t len)
+{
+    struct manifest_record_header h;
+    if (len < sizeof(h)) {
+        return 0;
+    }
+    memcpy(&h, buf, sizeof(h));
+    if (h.magic != MANIFEST_MAGIC || (h.kind != MANIFEST_DELTA && h.kind != MANIFEST_SNAPSHOT) ||
+        h.part_count > STORAGE_PARTITIONS_MAX || h.source_count > STORAGE_SOURCES_MAX) {
+        return 0;
+    }
+    size_t body = (size_t)h.part_count * sizeof(struct manifest_part) +
+                  (size_t)h.source_count * sizeof(struct manifest_source);
+    if (body != h.body_bytes || sizeof(h) + body > len) {
+        return 0;
+    }
+    uint32_t crc = ds_crc32c(0, buf + offsetof(struct manifest_record_header, kind),
+                             sizeof(h) - offsetof(struct manifest_record_header, kind));
+    crc = ds_crc32c(crc, buf + sizeof(h), body);
+    return crc == h.body_crc ? sizeof(h) + body : 0;
+}
+
+/* True when some valid record starts anywhere in buf: the damage is not a torn tail. */
+static bool any_valid_record_after(const uint8_t *buf, size_t len)
+{
+    for (size_t at = 1; at + sizeof(struct manifest_record_header) <= len; at++) {
+        uint32_t magic;
+        memcpy(&magic, buf + at, sizeof(magic));
+        if (magic == MANIFEST_MAGIC && record_valid(buf + at, len - at) != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int manifest_replay(const uint8_t *buf, size_t len, manifest_record_fn fn, void *user,
+                    uint64_t *valid_end_out)
+{
+    uint64_t magic = 0;
+    if (len < sizeof(magic)) {
+        *valid_end_out = 0;
+        return len == 0 ? 0 : -DS_ECORRUPT;
+    }
+    memcpy(&magic, buf, sizeof(magic));
+    if (magic != MANIFEST_FILE_MAGIC) {
+        return (magic & 0xFFFFFFFFFFFFFF00ull) == (MANIFEST_FILE_MAGIC & 0xFFFFFFFFFFFFFF00ull)
+                   ? -DS_EFORMAT
+                   : -DS_ECORRUPT;
+    }
+    size_t at = sizeof(magic);
+    uint64_t last_seq = 0;
+    while (at < len) {
+        size_t n = record_valid(buf + at, len - at);
+        if (n == 0) {
+            if (any_valid_record_after(buf + at, len - at)) {
+                ds_log_error("manifest: damaged record at byte %zu followed by valid ones", at);
+                return -DS_ECORRUPT;
+            }
+            break;
+        }
+        struct manifest_record_header h;
+        memcpy(&h, buf + at, sizeof(h));
+        if (h.seq <= last_seq && last_seq != 0) {
+            ds_log_error("manifest: sequence %llu after %llu at byte %zu",
+                         (unsigned long long)h.seq, (unsigned long long)last_seq, at);
+            return -DS_ECORRUPT;
+        }
+        last_seq = h.seq;
+        struct manifest_replay_fn_args args = {
+            .kind = h.kind,
+            .seq = h.seq,
+            .parts = (const struct manifest_part *)(const void *)(buf + at + sizeof(h)),
+            .part_count = h.part_count,
+            .sources = (const struct manifest_source *)(const void *)(buf + at + sizeof(h) +
+                                                                      (size_t)h.part_count *
+                                                                          sizeof(struct manifest_part)),
+            .source_count = h.source_count,
+        };
+        int rc = fn(&args, user);
+        if (rc != 0) {
+            return rc;
+        }
+        at += n;
+    }
+    *valid_end_out = at;
+    return 0;
+}

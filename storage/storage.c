@@ -1,0 +1,387 @@
+/*
+ * The storage engine: the partition table, appends into open blocks, group commit, recovery at
+ * open, and the read side (partition totals from block headers, event scans).
+ *
+ * Layout of a data directory:
+ *   LOCK                           flock(2)ed by the one writer
+ *   MANIFEST                       the commit log (manifest.c)
+ *   parts/YYYY-MM-DD/<k>/<id>.seg  segments of partition DAY#YYYY-MM-DD#k, ids from 1 up
+ *
+ * Invariants:
+ * - a byte of a segment is acknowledged only once a manifest record naming an end past it is
+ *   durable, and that record is written only after the segment's data sync completed;
+ * - segments below a partition's current id are complete (they were synced before the record
+ *   that named a higher id), so only the current one has a committed end short of its size;
+ * - readers never look past committed ends, so a writer's torn or uncommitted bytes are
+ *   invisible to them, and recovery may cut them.
+ *
+ * Summaries (per-partition totals by status and hour) are built lazily from block headers and
+ * extended after each commit or refresh; a count never decompresses a block.
+ *
+ * Rejected: a write-ahead log in front of the blocks (every event written twice) and per-block
+ * fsync (one sync per block instead of one per segment per commit).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "storage/format.h"
+#include "storage/store.h"
+
+#define ARENA_BYTES (24u * 1024u * 1024u)
+#define DAY_MS 86400000LL
+
+void storage_config_defaults(struct storage_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->io_mode = STORAGE_IO_AUTO;
+    cfg->block_events_max = STORAGE_BLOCK_EVENTS_MAX;
+    cfg->segment_bytes_max = STORAGE_SEGMENT_BYTES_DEFAULT;
+    cfg->open_bytes_max = STORAGE_OPEN_BYTES_DEFAULT;
+    cfg->zstd_level = 1;
+    cfg->partitions_max = 65536;
+}
+
+int storage_config_check(const struct storage_config *cfg)
+{
+    if (cfg->dir == NULL || cfg->dir[0] == '\0' || strlen(cfg->dir) > DS_PATH_MAX - 64) {
+        return -DS_EUSAGE;
+    }
+    if (cfg->block_events_max < 1 || cfg->block_events_max > STORAGE_BLOCK_EVENTS_MAX) {
+        return -DS_EUSAGE;
+    }
+    if (cfg->segment_bytes_max < 4096 || cfg->segment_bytes_max > STORAGE_SEGMENT_BYTES_MAX) {
+        return -DS_EUSAGE;
+    }
+    if (cfg->open_bytes_max < (1u << 20) || cfg->zstd_level < 1 || cfg->zstd_level > 19) {
+        return -DS_EUSAGE;
+    }
+    if (cfg->partitions_max < 1 || cfg->partitions_max > STORAGE_PARTITIONS_MAX) {
+        return -DS_EUSAGE;
+    }
+    return 0;
+}
+
+/* ---- paths --------------------------------------------------------------------------------- */
+
+void store_path(const struct storage *st, const char *name, char *dst)
+{
+    int n = snprintf(dst, DS_PATH_MAX, "%s/%s", st->dir, name);
+    ASSERT(n > 0 && n < DS_PATH_MAX);
+}
+
+void store_part_dir(const struct storage *st, int32_t day, uint32_t shard, char *dst)
+{
+    char date[DS_DATE_TEXT_SIZE];
+    ds_date_format(day, date);
+    int n = snprintf(dst, DS_PATH_MAX, "%s/parts/%s/%u", st->dir, date, shard);
+    ASSERT(n > 0 && n < DS_PATH_MAX);
+}
+
+void store_segment_path(const struct storage *st, const struct part *p, uint32_t segment_id,
+                        char *dst)
+{
+    char date[DS_DATE_TEXT_SIZE];
+    ds_date_format(p->day, date);
+    int n = snprintf(dst, DS_PATH_MAX, "%s/parts/%s/%u/%08u.seg", st->dir, date, p->shard,
+                     segment_id);
+    ASSERT(n > 0 && n < DS_PATH_MAX);
+}
+
+/* ---- the partition table ------------------------------------------------------------------- */
+
+static uint64_t part_hash(int32_t day, uint32_t shard)
+{
+    uint64_t key = ((uint64_t)(uint32_t)day << 32) | shard;
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    return key;
+}
+
+struct part *store_part_find(const struct storage *st, int32_t day, uint32_t shard)
+{
+    size_t mask = st->table_capacity - 1;
+    for (size_t i = part_hash(day, shard) & mask;; i = (i + 1) & mask) {
+        struct part *p = st->table[i];
+        if (p == NULL) {
+            return NULL;
+        }
+        if (p->day == day && p->shard == shard) {
+            return p;
+        }
+    }
+}
+
+int store_part_get(struct storage *st, int32_t day, uint32_t shard, struct part **out)
+{
+    struct part *p = store_part_find(st, day, shard);
+    if (p != NULL) {
+        *out = p;
+        return 0;
+    }
+    if (st->part_count >= st->cfg.partitions_max || day < 0 || day > DS_DAY_MAX) {
+        ds_log_error("partition table full (%u partitions)", st->part_count);
+        return -DS_ELIMIT;
+    }
+    p = calloc(1, sizeof(*p));
+    if (p == NULL) {
+        return -ENOMEM;
+    }
+    p->day = day;
+    p->shard = shard;
+    p->fd = -1;
+    p->day_start_ms = (int64_t)day * DAY_MS;
+    size_t mask = st->table_capacity - 1;
+    size_t i = part_hash(day, shard) & mask;
+    while (st->table[i] != NULL) {
+        i = (i + 1) & mask;
+    }
+    st->table[i] = p;
+    st->parts[st->part_count++] = p;
+    *out = p;
+    return 0;
+}
+
+static void part_free(struct storage *st, struct part *p)
+{
+    if (p->fd >= 0) {
+        st->io->ops->close(st->io, p->fd);
+    }
+    if (p->ob != NULL) {
+        open_block_free(p->ob);
+        free(p->ob);
+    }
+    free(p->summary);
+    free(p);
+}
+
+/* ---- sources ------------------------------------------------------------------------------- */
+
+static struct source_state *source_slot(struct storage *st, int32_t partition)
+{
+    if (partition < -1 || partition >= (int32_t)STORAGE_SOURCES_MAX - 1) {
+        return NULL;
+    }
+    return &st->sources[partition + 1];
+}
+
+int64_t storage_source_next(const struct storage *st, int32_t source_partition)
+{
+    if (source_partition < -1 || source_partition >= (int32_t)STORAGE_SOURCES_MAX - 1) {
+        return -1;
+    }
+    const struct source_state *s = &st->sources[source_partition + 1];
+    return s->known ? s->committed_next : -1;
+}
+
+/* ---- manifest replay into the table -------------------------------------------------------- */
+
+static int apply_record(const struct manifest_replay_fn_args *record, void *user)
+{
+    struct storage *st = user;
+    for (uint32_t i = 0; i < record->part_count; i++) {
+        const struct manifest_part *mp = &record->parts[i];
+        struct part *p = NULL;
+        if (mp->shard >= 1u << 16 || mp->segment_id == 0) {
+            return -DS_ECORRUPT;
+        }
+        int rc = store_part_get(st, mp->day, mp->shard, &p);
+        if (rc != 0) {
+            return rc;
+        }
+        p->segment_id = mp->segment_id;
+        p->committed_end = mp->end;
+    }
+    for (uint32_t i = 0; i < record->source_count; i++) {
+        struct source_state *s = source_slot(st, record->sources[i].partition);
+        if (s == NULL) {
+            return -DS_ECORRUPT;
+        }
+        s->known = true;
+        s->committed_next = record->sources[i].next_offset;
+        s->next = s->committed_next;
+    }
+    st->seq = record->seq;
+    return 0;
+}
+
+int store_manifest_load(struct storage *st, uint64_t *valid_end, uint64_t *file_size)
+{
+    char path[DS_PATH_MAX];
+    store_path(st, "MANIFEST", path);
+    char *data = NULL;
+    size_t len = 0;
+    int rc = ds_read_file(path, MANIFEST_BYTES_MAX, &data, &len);
+    if (rc == -ENOENT) {
+        *valid_end = 0;
+        *file_size = 0;
+        return 0;
+    }
+    if (rc != 0) {
+        ds_log_error("%s: cannot read: %s", path, ds_strerror(rc));
+        return rc;
+    }
+    rc = manifest_replay((const uint8_t *)data, len, apply_record, st, valid_end);
+    free(data);
+    st->manifest_torn_bytes = rc == 0 ? len - *valid_end : 0;
+    if (rc != 0) {
+        ds_log_error("%s: cannot replay: %s", path, ds_strerror(rc));
+    }
+    *file_size = len;
+    return rc;
+}
+
+/* ---- open and close ------------------------------------------------------------------------ */
+
+static int storage_alloc(const struct storage_config *cfg, struct storage **out)
+{
+    struct storage *st = calloc(1, sizeof(*st));
+    if (st == NULL) {
+        return -ENOMEM;
+    }
+    st->cfg = *cfg;
+    snprintf(st->dir, sizeof(st->dir), "%s", cfg->dir);
+    st->cfg.dir = st->dir;
+    st->lock_fd = -1;
+    st->manifest_fd = -1;
+    st->table_capacity = 1;
+    while (st->table_capacity < (size_t)cfg->partitions_max * 2) {
+        st->table_capacity *= 2;
+    }
+    st->table = calloc(st->table_capacity, sizeof(*st->table));
+    st->parts = calloc(cfg->partitions_max, sizeof(*st->parts));
+    st->touched = calloc(cfg->partitions_max, sizeof(*st->touched));
+    st->sources = calloc(STORAGE_SOURCES_MAX, sizeof(*st->sources));
+    int rc = (st->table && st->parts && st->touched && st->sources) ? 0 : -ENOMEM;
+    if (rc == 0) {
+        rc = block_codec_init(&st->codec, cfg->zstd_level);
+    }
+    if (rc != 0) {
+        storage_close(st);
+        return rc;
+    }
+    *out = st;
+    return 0;
+}
+
+static int take_lock(struct storage *st)
+{
+    char path[DS_PATH_MAX];
+    store_path(st, "LOCK", path);
+    st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (st->lock_fd < 0) {
+        int err = -errno;
+        ds_log_error("%s: cannot open: %s", path, ds_strerror(err));
+        return err;
+    }
+    if (flock(st->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno == EWOULDBLOCK ? -DS_ELOCKED : -errno;
+        ds_log_error("%s: %s", st->dir, ds_strerror(err));
+        return err;
+    }
+    return 0;
+}
+
+int storage_open(const struct storage_config *cfg, struct storage **out)
+{
+    int rc = storage_config_check(cfg);
+    if (rc != 0) {
+        return rc;
+    }
+    struct storage *st = NULL;
+    rc = storage_alloc(cfg, &st);
+    if (rc != 0) {
+        return rc;
+    }
+    if (cfg->read_only) {
+        st->read_only = true;
+        rc = storage_refresh(st);
+    } else {
+        rc = ds_mkdir_p(st->dir);
+        if (rc == 0) {
+            rc = take_lock(st);
+        }
+        if (rc == 0) {
+            rc = cfg->io != NULL ? 0 : storage_io_create(cfg->io_mode, &st->owned_io);
+            st->io = cfg->io != NULL ? cfg->io : st->owned_io;
+        }
+        if (rc == 0) {
+            rc = store_recover(st);
+        }
+    }
+    if (rc == 0 && !st->read_only) {
+        st->arena = malloc(ARENA_BYTES);
+        rc = st->arena != NULL ? 0 : -ENOMEM;
+    }
+    if (rc != 0) {
+        storage_close(st);
+        return rc;
+    }
+    *out = st;
+    return 0;
+}
+
+void storage_close(struct storage *st)
+{
+    if (st == NULL) {
+        return;
+    }
+    for (uint32_t i = 0; i < st->part_count; i++) {
+        part_free(st, st->parts[i]);
+    }
+    if (st->manifest_fd >= 0) {
+        st->io->ops->close(st->io, st->manifest_fd);
+    }
+    if (st->owned_io != NULL) {
+        st->owned_io->ops->destroy(st->owned_io);
+    }
+    if (st->lock_fd >= 0) {
+        close(st->lock_fd);
+    }
+    block_codec_deinit(&st->codec);
+    free(st->arena);
+    free(st->table);
+    free(st->parts);
+    free(st->touched);
+    free(st->sources);
+    free(st);
+}
+
+const char *storage_io_backend(const struct storage *st)
+{
+    return st->io != NULL ? storage_io_name(st->io) : "none";
+}
+
+uint64_t storage_pending_events(const struct storage *st)
+{
+    return st->pending_events;
+}
+
+int storage_refresh(struct storage *st)
+{
+    ASSERT(st->read_only);
+    char path[DS_PATH_MAX];
+    store_path(st, "MANIFEST", path);
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        return errno == ENOENT ? 0 : -errno;
+    }
+    if ((uint64_t)sb.st_size == st->manifest_size && sb.st_ino == st->manifest_ino) {
+        return 0;
+    }
+    uint64_t valid_end = 0;
+    uint64_t size = 0;
+    int rc = store_manifest_load(st, &valid_end, &size);
+    if (rc == 0) {
+        st->manifest_size = size;
+        st->manifest_ino = sb.st_ino;
+    }
+    return rc;
+}

@@ -1,0 +1,201 @@
+/*
+ * storage: durable, compressed, append-only day partitions (DESIGN.md section 4).
+ *
+ * A data directory holds one directory per partition (day, shard) with append-only segment
+ * files of blocks. A block is a zstd-compressed columnar payload behind a header that carries
+ * the aggregates a count needs (event count, exact amount sum, counts and sums per (status,
+ * hour), min/max ts, source offset range) and CRC32C checksums of header and payload. A
+ * manifest log records, at every group commit, where each touched segment's committed data
+ * ends and the next source offset of every source partition; it is the single truth of what is
+ * durable. Recovery at open cuts everything past the manifest (torn or uncommitted tails).
+ *
+ * Threads: a struct storage belongs to one thread (the writer). Readers in other processes open
+ * the same directory read-only and see the last committed state; see storage_refresh().
+ *
+ * Writes and data syncs go through struct storage_io: io_uring (several partitions' blocks and
+ * syncs in flight on one ring), plain pwrite/fdatasync, or a test fake that injects faults.
+ */
+#ifndef DS_STORAGE_H
+#define DS_STORAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/common.h"
+
+/* ---- limits -------------------------------------------------------------------------------- */
+
+/* Events in one block: 65535 keeps counts in u16 columns and a block's raw payload ~1 MiB. */
+#define STORAGE_BLOCK_EVENTS_MAX 65535u
+/* Distinct statuses in one block; a block is sealed early rather than exceed it, so that block
+ * headers always carry exact per-status counts. Real order streams have a handful. */
+#define STORAGE_BLOCK_STATUS_MAX 32u
+/* Distinct statuses a partition summary tracks by name; rarer ones are summed as "other" and a
+ * count filtered on them reads block headers instead. */
+#define STORAGE_SUMMARY_STATUS_MAX 32u
+/* Segment size: large enough that a day's shard rarely needs more than a few files. */
+#define STORAGE_SEGMENT_BYTES_MAX (1024ull * 1024 * 1024)
+#define STORAGE_SEGMENT_BYTES_DEFAULT (64ull * 1024 * 1024)
+/* Partitions one node tracks (open blocks and summaries are per partition). 1<<18 is 179 years
+ * of days at 4 shards. */
+#define STORAGE_PARTITIONS_MAX (1u << 18)
+/* Memory of all open (not yet sealed) blocks together; past it the fullest block is sealed. */
+#define STORAGE_OPEN_BYTES_DEFAULT (64u * 1024 * 1024)
+/* In-flight I/O operations of one flush (io_uring queue depth). */
+#define STORAGE_IO_DEPTH_MAX 256u
+/* Source (Kafka) partitions whose offsets are tracked in the manifest. */
+#define STORAGE_SOURCES_MAX 4096u
+
+/* ---- the I/O interface --------------------------------------------------------------------- */
+
+/* Operations on files inside the data directory. Writes and syncs are queued and run at flush:
+ * operations on the same fd run in the order queued, operations on different fds may run
+ * concurrently. flush returns 0 when every queued operation succeeded, else the first error
+ * (a short write counts as -EIO); after an error the state of the affected files is unknown
+ * and the caller must not acknowledge anything queued. */
+struct storage_io;
+struct storage_io_ops {
+    const char *name;
+    /* open(2) semantics; returns an fd or a negated errno. */
+    int (*open)(struct storage_io *io, const char *path, int flags, mode_t mode);
+    void (*close)(struct storage_io *io, int fd);
+    /* Queue a write of len bytes at offset (buf is retained until flush returns). */
+    DS_MUST_USE int (*write)(struct storage_io *io, int fd, const void *buf, size_t len,
+                             uint64_t offset);
+    /* Queue fdatasync(fd), after the fd's earlier queued writes. */
+    DS_MUST_USE int (*sync)(struct storage_io *io, int fd);
+    /* Submit everything queued and wait for all of it. */
+    DS_MUST_USE int (*flush)(struct storage_io *io);
+    /* Synchronous read; returns bytes read (short only at end of file) or a negated errno. */
+    ssize_t (*read)(struct storage_io *io, int fd, void *buf, size_t len, uint64_t offset);
+    DS_MUST_USE int (*truncate)(struct storage_io *io, int fd, uint64_t len);
+    DS_MUST_USE int (*size)(struct storage_io *io, int fd, uint64_t *len);
+    void (*destroy)(struct storage_io *io);
+};
+struct storage_io {
+    const struct storage_io_ops *ops;
+};
+
+enum storage_io_mode {
+    STORAGE_IO_AUTO = 0, /* io_uring when the kernel allows it, else sync (logged) */
+    STORAGE_IO_URING,    /* io_uring or fail */
+    STORAGE_IO_SYNC,     /* pwrite + fdatasync */
+};
+
+/* Creates a backend. AUTO falls back to sync when io_uring_queue_init is refused (ENOSYS,
+ * EPERM: seccomp in containers) and logs the choice. Returns 0 or a negated errno. */
+DS_MUST_USE int storage_io_create(enum storage_io_mode mode, struct storage_io **out);
+/* Parses "auto", "uring", "sync"; returns 0 or -DS_EUSAGE. */
+DS_MUST_USE int storage_io_mode_parse(const char *text, enum storage_io_mode *mode);
+/* "uring" or "sync": what a backend is. */
+const char *storage_io_name(const struct storage_io *io);
+
+/* ---- opening ------------------------------------------------------------------------------- */
+
+struct storage_config {
+    const char *dir;               /* the data directory (created if missing, unless read-only) */
+    bool read_only;                /* a reader: never writes, sees the last committed state */
+    enum storage_io_mode io_mode;  /* used when io is NULL */
+    struct storage_io *io;         /* injected backend (borrowed), or NULL to create one */
+    uint32_t block_events_max;     /* seal a block at this many events (<= BLOCK_EVENTS_MAX) */
+    uint64_t segment_bytes_max;    /* roll a segment past this size */
+    uint64_t open_bytes_max;       /* memory of all open blocks */
+    int zstd_level;                /* 1..19 */
+    uint32_t partitions_max;       /* partitions tracked (<= STORAGE_PARTITIONS_MAX) */
+};
+
+void storage_config_defaults(struct storage_config *cfg);
+DS_MUST_USE int storage_config_check(const struct storage_config *cfg);
+
+struct storage;
+
+/* Opens a data directory. A writer takes an exclusive lock (-DS_ELOCKED if another writer has
+ * it), replays the manifest and cuts every segment back to its committed end. Returns 0,
+ * -DS_ECORRUPT (manifest damaged before its tail), -DS_EFORMAT, or a negated errno. */
+DS_MUST_USE int storage_open(const struct storage_config *cfg, struct storage **out);
+/* Closes without committing: appends since the last commit are dropped, as in a crash. */
+void storage_close(struct storage *st);
+const char *storage_io_backend(const struct storage *st);
+
+/* ---- writing ------------------------------------------------------------------------------- */
+
+/* Adds one event to partition (day, shard). It is not durable until storage_commit returns 0.
+ * source may be NULL. Returns 0, -DS_ELIMIT (too many partitions), or an I/O error from an
+ * early block seal. */
+DS_MUST_USE int storage_append(struct storage *st, int32_t day, uint32_t shard,
+                               const struct ds_event *event, const struct ds_source *source);
+/* Group commit: seals every open block, writes the blocks and syncs the touched segments (all
+ * partitions in flight together), then appends and syncs a manifest record. On 0, every event
+ * appended so far is durable and the recorded source offsets advanced. On error nothing since
+ * the previous commit is acknowledged; the storage must be closed and reopened (recovery). */
+DS_MUST_USE int storage_commit(struct storage *st);
+/* Events appended but not yet committed. */
+uint64_t storage_pending_events(const struct storage *st);
+/* The next source offset to read for a source partition (-1 when never seen): one past the
+ * highest committed offset. */
+int64_t storage_source_next(const struct storage *st, int32_t source_partition);
+
+/* ---- reading ------------------------------------------------------------------------------- */
+
+/* Readers: re-read the manifest to see newer commits of a live writer. */
+DS_MUST_USE int storage_refresh(struct storage *st);
+
+/* Aggregates of one partition, optionally restricted to one status. */
+struct storage_hour_total {
+    uint64_t count;
+    ds_i128 amount_units;
+};
+struct storage_partition_total {
+    uint64_t count;
+    ds_i128 amount_units;
+    uint64_t blocks;
+    uint64_t bytes;                     /* on-disk bytes of the partition's committed blocks */
+    int64_t ts_min_ms, ts_max_ms;       /* valid when count > 0 */
+    struct storage_hour_total hours[24];
+};
+
+/* Totals of partition (day, shard) from block headers (never decompressing a block), for all
+ * statuses (status NULL) or one status. A partition never written gives all zeros. */
+DS_MUST_USE int storage_partition_totals(struct storage *st, int32_t day, uint32_t shard,
+                                         const char *status, size_t status_len,
+                                         struct storage_partition_total *out);
+
+/* Visits every committed event of a partition in append order, decompressing blocks and
+ * verifying them (GSI rebuild, tests). Stops early when fn returns non-zero and returns that
+ * value; -DS_ECORRUPT for a block that fails a check. */
+typedef int (*storage_event_fn)(const struct ds_event *event, void *user);
+int storage_partition_scan(struct storage *st, int32_t day, uint32_t shard, storage_event_fn fn,
+                           void *user);
+
+/* Visits the partitions that have committed data, by ascending (day, shard). */
+typedef int (*storage_partition_fn)(int32_t day, uint32_t shard, void *user);
+int storage_partition_visit(struct storage *st, storage_partition_fn fn, void *user);
+
+/* ---- checking ------------------------------------------------------------------------------ */
+
+struct storage_fsck_report {
+    uint64_t partitions;
+    uint64_t segments;
+    uint64_t blocks_ok;
+    uint64_t events_ok;
+    uint64_t bytes_ok;          /* on-disk bytes of the blocks that passed */
+    uint64_t blocks_bad;        /* blocks failing a check inside the committed range */
+    uint64_t torn_bytes;        /* bytes past the committed end (torn or uncommitted tails) */
+    uint64_t orphan_segments;   /* segment files the manifest never committed */
+    uint64_t repaired;          /* tails cut and orphans removed with repair */
+};
+/* Verifies every block of a data directory (header and payload CRCs, decompression, aggregates
+ * recomputed from the events against the header). With repair, cuts torn tails and removes
+ * orphan segments (needs the writer lock). Prints one line per problem to report_file (may be
+ * NULL). Returns 0 when the directory is clean (after repair), 1 when damage remains, or a
+ * negated errno. */
+struct storage_fsck_options {
+    bool repair;
+    void *report_file; /* FILE *, borrowed; NULL for silence */
+};
+DS_MUST_USE int storage_fsck(const char *dir, const struct storage_fsck_options *options,
+                             struct storage_fsck_report *report);
+
+#endif /* DS_STORAGE_H */

@@ -1,0 +1,99 @@
+/*
+ * Private to storage/: the engine's state, shared by storage.c (table, open, manifest replay),
+ * store_write.c (appends, group commit, recovery) and store_read.c (summaries, scans).
+ */
+#ifndef DS_STORAGE_STORE_H
+#define DS_STORAGE_STORE_H
+
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "storage/format.h"
+
+/* Totals of one partition by (status, hour), built from block headers. Row
+ * STORAGE_SUMMARY_STATUS_MAX holds statuses past the named ones ("other"). */
+struct summary {
+    uint64_t blocks;
+    uint64_t bytes;
+    uint64_t count;
+    int64_t ts_min_ms, ts_max_ms;
+    uint16_t status_count;
+    bool overflow; /* some status is only in the "other" row */
+    uint8_t status_len[STORAGE_SUMMARY_STATUS_MAX];
+    char status[STORAGE_SUMMARY_STATUS_MAX][DS_STATUS_BYTES_MAX];
+    struct storage_hour_total hours[STORAGE_SUMMARY_STATUS_MAX + 1][24];
+    /* Position the summary covers up to: everything before (segment_id, end). */
+    uint32_t segment_id;
+    uint64_t end;
+};
+
+struct part {
+    int32_t day;
+    uint32_t shard;
+    int64_t day_start_ms;
+    uint32_t segment_id;    /* current segment, 0 while none */
+    uint64_t committed_end; /* committed bytes of the current segment */
+    /* writer only: where the next block goes (may be ahead of the committed position) */
+    int fd;                     /* segment write_segment_id, -1 while closed */
+    uint32_t write_segment_id;  /* segment being written, 0 while none */
+    uint64_t write_end;         /* bytes written to it, committed or not */
+    bool touched;           /* in storage.touched since the last commit */
+    struct open_block *ob;  /* events not yet sealed, or NULL */
+    /* read side */
+    struct summary *summary; /* NULL until first needed */
+};
+
+struct source_state {
+    bool known;
+    bool dirty;
+    int64_t next;           /* one past the highest appended offset */
+    int64_t committed_next; /* one past the highest committed offset */
+};
+
+struct storage {
+    struct storage_config cfg;
+    char dir[DS_PATH_MAX];
+    bool read_only;
+    int failed; /* first I/O error of a commit: the writer must be reopened */
+    int lock_fd;
+    struct storage_io *io;
+    struct storage_io *owned_io;
+    struct block_codec codec;
+
+    struct part **table; /* open addressing by (day, shard) */
+    size_t table_capacity;
+    struct part **parts; /* insertion order */
+    uint32_t part_count;
+    struct part **touched; /* partitions written since the last commit */
+    uint32_t touched_count;
+    struct source_state *sources; /* index = source partition + 1 */
+
+    uint64_t seq;
+    int manifest_fd;
+    uint64_t manifest_size;
+    uint64_t manifest_torn_bytes; /* past the last valid record, at the last load */
+    ino_t manifest_ino;
+
+    uint8_t *arena; /* sealed blocks waiting for the next I/O flush */
+    size_t arena_used;
+    uint64_t pending_events;
+    uint64_t open_bytes;
+};
+
+void store_part_dir(const struct storage *st, int32_t day, uint32_t shard, char *dst);
+void store_segment_path(const struct storage *st, const struct part *p, uint32_t segment_id,
+                        char *dst);
+/* DIR/name for a short fixed name (MANIFEST, LOCK, parts). */
+void store_path(const struct storage *st, const char *name, char *dst);
+struct part *store_part_find(const struct storage *st, int32_t day, uint32_t shard);
+DS_MUST_USE int store_part_get(struct storage *st, int32_t day, uint32_t shard, struct part **out);
+DS_MUST_USE int store_manifest_load(struct storage *st, uint64_t *valid_end, uint64_t *file_size);
+DS_MUST_USE int store_recover(struct storage *st);
+/* Extends p's summary up to its committed end (building it on first use). */
+DS_MUST_USE int store_summary_extend(struct storage *st, struct part *p);
+
+/* Verifies every committed block of p into report (fsck.c); problems go to out (or nowhere). */
+DS_MUST_USE int store_verify_partition(struct storage *st, const struct part *p,
+                                       struct storage_fsck_report *report, FILE *out);
+
+#endif /* DS_STORAGE_STORE_H */

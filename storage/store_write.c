@@ -1,0 +1,641 @@
+/*
+ * The write side of the engine: appends into open blocks, sealing blocks into the arena,
+ * segment creation and roll, the two-phase group commit, manifest rotation, and recovery.
+ *
+ * Group commit, in two I/O flushes:
+ *   1. every touched partition's open block is sealed and written, then each touched segment
+ *      is data-synced: one linked write+fdatasync chain per segment, all in flight together;
+ *   2. a manifest record naming every touched segment's new end (and the new source offsets)
+ *      is appended and synced.
+ * Only after 2 completes is anything acknowledged. A crash between 1 and 2 leaves blocks past
+ * the committed ends; recovery cuts them and the source (Kafka) offsets replay them.
+ *
+ * Rejected: syncing segments and manifest in one flush with IOSQE_IO_DRAIN ordering. A drain
+ * orders submission, not durability across files; the record could be durable before a block.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "storage/store.h"
+
+#define ARENA_BYTES (24u * 1024u * 1024u)
+
+static int fail(struct storage *st, int rc, const char *what)
+{
+    ASSERT(rc < 0);
+    if (st->failed == 0) {
+        ds_log_error("%s: %s failed: %s; the data directory must be reopened to recover",
+                     st->dir, what, ds_strerror(rc));
+        st->failed = rc;
+    }
+    return rc;
+}
+
+static int io_flush(struct storage *st, const char *what)
+{
+    int rc = st->io->ops->flush(st->io);
+    st->arena_used = 0;
+    return rc == 0 ? 0 : fail(st, rc, what);
+}
+
+/* ---- segments ------------------------------------------------------------------------------ */
+
+static int make_part_dir(struct storage *st, const struct part *p)
+{
+    char dir[DS_PATH_MAX];
+    store_part_dir(st, p->day, p->shard, dir);
+    int rc = ds_mkdir_p(dir);
+    /* Make the new directories durable: the partition dir, its day dir, and parts/. */
+    for (int level = 0; rc == 0 && level < 3; level++) {
+        char *slash = strrchr(dir, '/');
+        ASSERT(slash != NULL);
+        *slash = '\0';
+        rc = ds_fsync_dir(dir);
+    }
+    return rc;
+}
+
+static int segment_create(struct storage *st, struct part *p)
+{
+    char path[DS_PATH_MAX];
+    int rc = p->write_segment_id == 0 ? make_part_dir(st, p) : 0;
+    uint32_t id = p->write_segment_id + 1;
+    store_segment_path(st, p, id, path);
+    int fd = rc == 0 ? st->io->ops->open(st->io, path, O_RDWR | O_CREAT | O_TRUNC, 0644) : rc;
+    if (fd < 0) {
+        ds_log_error("%s: cannot create: %s", path, ds_strerror(fd));
+        return fail(st, fd, "segment create");
+    }
+    char *slash = strrchr(path, '/');
+    *slash = '\0';
+    rc = ds_fsync_dir(path);
+    if (rc != 0) {
+        st->io->ops->close(st->io, fd);
+        return fail(st, rc, "directory sync");
+    }
+    struct segment_header h = {
+        .magic = SEGMENT_MAGIC, .version = SEGMENT_VERSION, .day = p->day, .shard = p->shard,
+        .segment_id = id};
+    h.header_crc = ds_crc32c(0, &h, offsetof(struct segment_header, header_crc));
+    ASSERT(st->arena_used + sizeof(h) <= ARENA_BYTES);
+    memcpy(st->arena + st->arena_used, &h, sizeof(h));
+    rc = st->io->ops->write(st->io, fd, st->arena + st->arena_used, sizeof(h), 0);
+    st->arena_used += sizeof(h);
+    if (rc != 0) {
+        st->io->ops->close(st->io, fd);
+        return fail(st, rc, "segment header write");
+    }
+    p->fd = fd;
+    p->write_segment_id = id;
+    p->write_end = sizeof(h);
+    return 0;
+}
+
+static int segment_reopen(struct storage *st, struct part *p)
+{
+    char path[DS_PATH_MAX];
+    store_segment_path(st, p, p->segment_id, path);
+    int fd = st->io->ops->open(st->io, path, O_RDWR, 0);
+    if (fd < 0) {
+        ds_log_error("%s: cannot open: %s", path, ds_strerror(fd));
+        return fail(st, fd, "segment open");
+    }
+    p->fd = fd;
+    ASSERT(p->write_segment_id == p->segment_id);
+    ASSERT(p->write_end == p->committed_end);
+    return 0;
+}
+
+/* Closes the current segment after syncing what was written to it; the caller starts the
+ * next one. */
+static int segment_roll(struct storage *st, struct part *p)
+{
+    int rc = st->io->ops->sync(st->io, p->fd);
+    if (rc == 0) {
+        rc = io_flush(st, "segment roll");
+    }
+    if (rc != 0) {
+        return fail(st, rc, "segment roll");
+    }
+    st->io->ops->close(st->io, p->fd);
+    p->fd = -1;
+    return 0;
+}
+
+/* ---- sealing ------------------------------------------------------------------------------- */
+
+static int seal_part(struct storage *st, struct part *p)
+{
+    struct open_block *ob = p->ob;
+    ASSERT(ob != NULL && ob->count > 0);
+    size_t bound = block_seal_bound(ob) + sizeof(struct segment_header);
+    if (st->arena_used + bound > ARENA_BYTES) {
+        int rc = io_flush(st, "block write");
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    int rc = p->fd >= 0 ? 0
+                        : (p->write_segment_id == 0 ? segment_create(st, p) : segment_reopen(st, p));
+    if (rc != 0) {
+        return rc;
+    }
+    uint8_t *dst = st->arena + st->arena_used;
+    int64_t len = block_seal(&st->codec, ob, p->day_start_ms, dst, ARENA_BYTES - st->arena_used);
+    if (len < 0) {
+        return fail(st, (int)len, "block seal");
+    }
+    st->arena_used += (size_t)len;
+    if (p->write_end + (uint64_t)len > st->cfg.segment_bytes_max &&
+        p->write_end > sizeof(struct segment_header)) {
+        rc = segment_roll(st, p);
+        if (rc != 0) {
+            return rc;
+        }
+        /* The roll flushed the arena, which is empty again but still holds the sealed block:
+         * move it to just past where segment_create puts the new segment header. */
+        ASSERT(st->arena_used == 0);
+        memmove(st->arena + sizeof(struct segment_header), dst, (size_t)len);
+        rc = segment_create(st, p);
+        if (rc != 0) {
+            return rc;
+        }
+        ASSERT(st->arena_used == sizeof(struct segment_header));
+        dst = st->arena + st->arena_used;
+        st->arena_used += (size_t)len;
+    }
+    rc = st->io->ops->write(st->io, p->fd, dst, (size_t)len, p->write_end);
+    if (rc != 0) {
+        return fail(st, rc, "block write");
+    }
+    p->write_end += (uint64_t)len;
+    st->open_bytes -= open_block_memory(ob);
+    open_block_reset(ob);
+    st->open_bytes += open_block_memory(ob);
+    return 0;
+}
+
+/* Seals the open block holding the most rows, to bring open-block memory back under budget. */
+static int seal_largest(struct storage *st)
+{
+    struct part *largest = NULL;
+    for (uint32_t i = 0; i < st->touched_count; i++) {
+        struct part *p = st->touched[i];
+        if (p->ob != NULL && p->ob->count > 0 && (largest == NULL || p->ob->count > largest->ob->count)) {
+            largest = p;
+        }
+    }
+    return largest != NULL ? seal_part(st, largest) : 0;
+}
+
+/* ---- appends ------------------------------------------------------------------------------- */
+
+static int part_open_block(struct storage *st, struct part *p)
+{
+    if (p->ob != NULL) {
+        return 0;
+    }
+    p->ob = calloc(1, sizeof(*p->ob));
+    if (p->ob == NULL) {
+        return -ENOMEM;
+    }
+    open_block_reset(p->ob);
+    st->open_bytes += open_block_memory(p->ob);
+    return 0;
+}
+
+static void note_source(struct storage *st, const struct ds_source *source)
+{
+    if (source == NULL) {
+        return;
+    }
+    int32_t partition = source->partition;
+    ASSERT(partition >= -1 && partition < (int32_t)STORAGE_SOURCES_MAX - 1);
+    struct source_state *s = &st->sources[partition + 1];
+    if (!s->known || source->offset + 1 > s->next) {
+        s->next = source->offset + 1;
+    }
+    s->known = true;
+    s->dirty = true;
+}
+
+int storage_append(struct storage *st, int32_t day, uint32_t shard, const struct ds_event *event,
+                   const struct ds_source *source)
+{
+    ASSERT(!st->read_only);
+    ASSERT(ds_day_from_ms(event->ts_ms) == day);
+    if (st->failed != 0) {
+        return st->failed;
+    }
+    if (source != NULL && (source->partition < -1 ||
+                           source->partition >= (int32_t)STORAGE_SOURCES_MAX - 1)) {
+        return -DS_ELIMIT;
+    }
+    struct part *p = NULL;
+    int rc = store_part_get(st, day, shard, &p);
+    if (rc == 0) {
+        rc = part_open_block(st, p);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    size_t before = open_block_memory(p->ob);
+    rc = open_block_add(p->ob, event, source, st->cfg.block_events_max);
+    if (rc == -DS_ELIMIT) {
+        rc = seal_part(st, p);
+        before = open_block_memory(p->ob);
+        rc = rc == 0 ? open_block_add(p->ob, event, source, st->cfg.block_events_max) : rc;
+        ASSERT(rc != -DS_ELIMIT);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    st->open_bytes += open_block_memory(p->ob) - before;
+    if (!p->touched) {
+        p->touched = true;
+        st->touched[st->touched_count++] = p;
+    }
+    note_source(st, source);
+    st->pending_events++;
+    return st->open_bytes > st->cfg.open_bytes_max ? seal_largest(st) : 0;
+}
+
+/* ---- commit -------------------------------------------------------------------------------- */
+
+static int commit_blocks(struct storage *st)
+{
+    for (uint32_t i = 0; i < st->touched_count; i++) {
+        struct part *p = st->touched[i];
+        if (p->ob != NULL && p->ob->count > 0) {
+            int rc = seal_part(st, p);
+            if (rc != 0) {
+                return rc;
+            }
+        }
+    }
+    for (uint32_t i = 0; i < st->touched_count; i++) {
+        struct part *p = st->touched[i];
+        if (p->fd < 0) {
+            continue; /* touched, but every block went out with a roll that synced it */
+        }
+        int rc = st->io->ops->sync(st->io, p->fd);
+        if (rc != 0) {
+            return fail(st, rc, "segment sync");
+        }
+    }
+    return io_flush(st, "segment write and sync");
+}
+
+static uint32_t collect_sources(struct storage *st, struct manifest_source *dst, bool all)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < STORAGE_SOURCES_MAX; i++) {
+        const struct source_state *s = &st->sources[i];
+        if (s->known && (all || s->dirty)) {
+            dst[n++] = (struct manifest_source){.partition = (int32_t)i - 1,
+                                                .next_offset = all ? s->committed_next : s->next};
+        }
+    }
+    return n;
+}
+
+static int commit_record(struct storage *st, uint64_t *record_bytes)
+{
+    uint32_t parts = st->touched_count;
+    size_t bound = manifest_record_bound(parts, STORAGE_SOURCES_MAX);
+    ASSERT(bound <= ARENA_BYTES);
+    ASSERT(st->arena_used == 0);
+    struct manifest_part *entries = (struct manifest_part *)(void *)st->arena;
+    for (uint32_t i = 0; i < parts; i++) {
+        const struct part *p = st->touched[i];
+        entries[i] = (struct manifest_part){.day = p->day, .shard = p->shard,
+                                            .segment_id = p->write_segment_id,
+                                            .end = p->write_end};
+    }
+    struct manifest_source *sources = (struct manifest_source *)(void *)(entries + parts);
+    uint32_t source_count = collect_sources(st, sources, false);
+    uint8_t *record = (uint8_t *)(sources + source_count);
+    size_t capacity = ARENA_BYTES - (size_t)(record - st->arena);
+    int64_t len = manifest_encode(MANIFEST_DELTA, st->seq + 1, entries, parts, sources,
+                                  source_count, record, capacity);
+    ASSERT(len > 0);
+    int rc = st->io->ops->write(st->io, st->manifest_fd, record, (size_t)len, st->manifest_size);
+    if (rc == 0) {
+        rc = st->io->ops->sync(st->io, st->manifest_fd);
+    }
+    if (rc != 0) {
+        return fail(st, rc, "manifest write");
+    }
+    *record_bytes = (uint64_t)len;
+    return io_flush(st, "manifest write and sync");
+}
+
+static int manifest_rotate(struct storage *st);
+
+/* Frees the open-block buffers of partitions that took no event since the previous commit, so
+ * memory follows the partitions in use, not every partition ever written. */
+static void commit_done(struct storage *st, uint64_t record_bytes)
+{
+    for (uint32_t i = 0; i < st->part_count; i++) {
+        struct part *p = st->parts[i];
+        if (p->ob != NULL && !p->touched) {
+            st->open_bytes -= open_block_memory(p->ob);
+            open_block_free(p->ob);
+            free(p->ob);
+            p->ob = NULL;
+        }
+    }
+    for (uint32_t i = 0; i < st->touched_count; i++) {
+        struct part *p = st->touched[i];
+        p->segment_id = p->write_segment_id;
+        p->committed_end = p->write_end;
+        p->touched = false;
+        if (p->summary != NULL && store_summary_extend(st, p) != 0) {
+            /* The data is durable; only the cached totals are stale. Rebuild on next use. */
+            free(p->summary);
+            p->summary = NULL;
+        }
+    }
+    for (uint32_t i = 0; i < STORAGE_SOURCES_MAX; i++) {
+        struct source_state *s = &st->sources[i];
+        if (s->dirty) {
+            s->committed_next = s->next;
+            s->dirty = false;
+        }
+    }
+    st->touched_count = 0;
+    st->pending_events = 0;
+    st->seq++;
+    st->manifest_size += record_bytes;
+}
+
+int storage_commit(struct storage *st)
+{
+    ASSERT(!st->read_only);
+    if (st->failed != 0) {
+        return st->failed;
+    }
+    bool sources_dirty = false;
+    for (uint32_t i = 0; i < STORAGE_SOURCES_MAX && !sources_dirty; i++) {
+        sources_dirty = st->sources[i].dirty;
+    }
+    if (st->touched_count == 0 && !sources_dirty) {
+        return 0;
+    }
+    int rc = commit_blocks(st);
+    uint64_t record_bytes = 0;
+    if (rc == 0) {
+        rc = commit_record(st, &record_bytes);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    commit_done(st, record_bytes);
+    if (st->manifest_size > MANIFEST_BYTES_ROTATE) {
+        rc = manifest_rotate(st);
+    }
+    return rc;
+}
+
+/* ---- manifest rotation --------------------------------------------------------------------- */
+
+static int open_manifest(struct storage *st)
+{
+    char path[DS_PATH_MAX];
+    store_path(st, "MANIFEST", path);
+    int fd = st->io->ops->open(st->io, path, O_RDWR, 0);
+    if (fd < 0) {
+        ds_log_error("%s: cannot open: %s", path, ds_strerror(fd));
+        return fd;
+    }
+    if (st->manifest_fd >= 0) {
+        st->io->ops->close(st->io, st->manifest_fd);
+    }
+    st->manifest_fd = fd;
+    return 0;
+}
+
+/* Writes the whole state as one snapshot record into a new MANIFEST (atomic rename). */
+static int write_snapshot(struct storage *st, uint64_t *size_out)
+{
+    uint32_t parts = 0;
+    size_t bound = 8 + manifest_record_bound(st->part_count, STORAGE_SOURCES_MAX);
+    uint8_t *buf = malloc(bound + (size_t)st->part_count * sizeof(struct manifest_part) +
+                          STORAGE_SOURCES_MAX * sizeof(struct manifest_source));
+    if (buf == NULL) {
+        return -ENOMEM;
+    }
+    struct manifest_part *entries = (struct manifest_part *)(void *)(buf + bound);
+    for (uint32_t i = 0; i < st->part_count; i++) {
+        const struct part *p = st->parts[i];
+        if (p->segment_id != 0) {
+            entries[parts++] = (struct manifest_part){.day = p->day, .shard = p->shard,
+                                                      .segment_id = p->segment_id,
+                                                      .end = p->committed_end};
+        }
+    }
+    struct manifest_source *sources = (struct manifest_source *)(void *)(entries + st->part_count);
+    uint32_t source_count = collect_sources(st, sources, true);
+    uint64_t magic = MANIFEST_FILE_MAGIC;
+    memcpy(buf, &magic, sizeof(magic));
+    int64_t len = manifest_encode(MANIFEST_SNAPSHOT, st->seq + 1, entries, parts, sources,
+                                  source_count, buf + 8, bound - 8);
+    ASSERT(len > 0);
+    char path[DS_PATH_MAX];
+    store_path(st, "MANIFEST", path);
+    int rc = ds_write_file_atomic(path, buf, 8 + (size_t)len);
+    free(buf);
+    if (rc == 0) {
+        st->seq++;
+        *size_out = 8 + (uint64_t)len;
+    }
+    return rc;
+}
+
+static int manifest_rotate(struct storage *st)
+{
+    uint64_t size = 0;
+    int rc = write_snapshot(st, &size);
+    if (rc == 0) {
+        rc = open_manifest(st);
+    }
+    if (rc != 0) {
+        return fail(st, rc, "manifest rotation");
+    }
+    ds_log_info("%s: manifest rotated to a %llu-byte snapshot", st->dir, (unsigned long long)size);
+    st->manifest_size = size;
+    return 0;
+}
+
+/* ---- recovery ------------------------------------------------------------------------------ */
+
+static int cut_file(const char *path, uint64_t size, uint64_t keep)
+{
+    ds_log_warn("%s: cutting %llu uncommitted bytes (torn or unacknowledged tail)", path,
+                (unsigned long long)(size - keep));
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        return -errno;
+    }
+    int rc = ftruncate(fd, (off_t)keep) == 0 && fsync(fd) == 0 ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
+/* Brings one segment file in line with the manifest: cut past the committed end, remove it
+ * when it was never committed. *seen is set when it is the partition's current segment. */
+static int recover_segment(const char *path, struct part *p, uint32_t id,
+                           bool *seen)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        return -errno;
+    }
+    if (p == NULL || id > p->segment_id) {
+        ds_log_warn("%s: removing a segment no commit reached", path);
+        return unlink(path) == 0 ? 0 : -errno;
+    }
+    if (id < p->segment_id) {
+        return 0;
+    }
+    *seen = true;
+    if ((uint64_t)sb.st_size < p->committed_end) {
+        ds_log_error("%s: %llu bytes but %llu were committed: acknowledged data is missing", path,
+                     (unsigned long long)sb.st_size, (unsigned long long)p->committed_end);
+        return -DS_ECORRUPT;
+    }
+    return (uint64_t)sb.st_size > p->committed_end ? cut_file(path, (uint64_t)sb.st_size,
+                                                              p->committed_end)
+                                                   : 0;
+}
+
+static int recover_part_dir(struct storage *st, const char *dir, int32_t day, uint32_t shard)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        return -errno;
+    }
+    struct part *p = store_part_find(st, day, shard);
+    bool seen = false;
+    bool removed = false;
+    int rc = 0;
+    for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
+        unsigned id = 0;
+        int used = 0;
+        if (sscanf(e->d_name, "%8u.seg%n", &id, &used) != 1 || e->d_name[used] != '\0' || id == 0) {
+            continue;
+        }
+        char path[DS_PATH_MAX];
+        if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path)) {
+            rc = -ENAMETOOLONG;
+            break;
+        }
+        removed = removed || p == NULL || id > p->segment_id;
+        rc = recover_segment(path, p, id, &seen);
+    }
+    closedir(d);
+    if (rc == 0 && p != NULL && p->segment_id != 0 && !seen) {
+        ds_log_error("%s: committed segment %u is missing", dir, p->segment_id);
+        rc = -DS_ECORRUPT;
+    }
+    return rc == 0 && removed ? ds_fsync_dir(dir) : rc;
+}
+
+static int recover_day_dir(struct storage *st, const char *dir, int32_t day)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        return -errno;
+    }
+    int rc = 0;
+    for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
+        unsigned shard = 0;
+        int used = 0;
+        if (sscanf(e->d_name, "%u%n", &shard, &used) != 1 || e->d_name[used] != '\0') {
+            continue;
+        }
+        char path[DS_PATH_MAX];
+        if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path)) {
+            rc = -ENAMETOOLONG;
+            break;
+        }
+        rc = recover_part_dir(st, path, day, shard);
+    }
+    closedir(d);
+    return rc;
+}
+
+static int recover_tree(struct storage *st)
+{
+    char parts[DS_PATH_MAX];
+    store_path(st, "parts", parts);
+    DIR *d = opendir(parts);
+    if (d == NULL) {
+        return errno == ENOENT && st->part_count == 0 ? 0 : -errno;
+    }
+    int rc = 0;
+    for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
+        int32_t day = 0;
+        if (ds_date_parse(e->d_name, strlen(e->d_name), &day) != 0) {
+            continue;
+        }
+        char path[DS_PATH_MAX];
+        if (snprintf(path, sizeof(path), "%s/%s", parts, e->d_name) >= (int)sizeof(path)) {
+            rc = -ENAMETOOLONG;
+            break;
+        }
+        rc = recover_day_dir(st, path, day);
+    }
+    closedir(d);
+    return rc;
+}
+
+static int create_manifest(struct storage *st)
+{
+    char path[DS_PATH_MAX];
+    store_path(st, "MANIFEST", path);
+    uint64_t magic = MANIFEST_FILE_MAGIC;
+    st->manifest_size = sizeof(magic);
+    return ds_write_file_atomic(path, &magic, sizeof(magic));
+}
+
+int store_recover(struct storage *st)
+{
+    uint64_t valid_end = 0;
+    uint64_t file_size = 0;
+    int rc = store_manifest_load(st, &valid_end, &file_size);
+    if (rc != 0) {
+        return rc;
+    }
+    if (file_size == 0) {
+        rc = create_manifest(st);
+    } else if (valid_end < file_size) {
+        char path[DS_PATH_MAX];
+        store_path(st, "MANIFEST", path);
+        rc = cut_file(path, file_size, valid_end);
+        st->manifest_size = valid_end;
+    } else {
+        st->manifest_size = file_size;
+    }
+    if (rc == 0) {
+        rc = recover_tree(st);
+    }
+    if (rc == 0) {
+        rc = open_manifest(st);
+    }
+    for (uint32_t i = 0; rc == 0 && i < st->part_count; i++) {
+        st->parts[i]->write_segment_id = st->parts[i]->segment_id;
+        st->parts[i]->write_end = st->parts[i]->committed_end;
+    }
+    if (rc == 0) {
+        ds_log_info("%s: opened at commit %llu with %u partitions, I/O %s", st->dir,
+                    (unsigned long long)st->seq, st->part_count, storage_io_name(st->io));
+    }
+    return rc;
+}

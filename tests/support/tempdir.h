@@ -1,0 +1,27 @@
+/*
+ * Test helpers: throwaway directories and the seed of randomised tests.
+ *
+ * Single-threaded test code only. Directories live under /tmp with the prefix "dayshard-test-"
+ * so that a crashed run's leftovers are easy to find and remove.
+ */
+#ifndef DS_TEST_TEMPDIR_H
+#define DS_TEST_TEMPDIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+
+/* Creates a fresh directory /tmp/dayshard-test-XXXXXX and writes its path (NUL-terminated) into
+ * dst. Returns 0, -ENAMETOOLONG when cap is too small, or the negated errno of mkdtemp. */
+DS_MUST_USE int test_tempdir_make(char *dst, size_t cap);
+
+/* Removes path and everything under it (depth-first, symlinks not followed). Errors are ignored:
+ * this runs in teardown, where there is nobody left to tell. NULL or "" does nothing. */
+void test_tempdir_remove(const char *path);
+
+/* The seed of a randomised test: DS_TEST_SEED when set (decimal or 0x-hex), else 20261130.
+ * Prints "seed=N" to stderr on every call, so a failing run can be replayed. */
+uint64_t test_seed(void);
+
+#endif /* DS_TEST_TEMPDIR_H */

@@ -1,0 +1,5 @@
+# Unit tests of the ingest folder (tests/unit/ingest/test_<unit>.c).
+ds_unit_test(ingest decode)
+# The differential test checks the decoder against libjansson, a test-only dependency.
+pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
+ds_unit_test(ingest decode_diff PkgConfig::JANSSON)

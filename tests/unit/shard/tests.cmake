@@ -1,0 +1,2 @@
+ds_unit_test(shard route)
+ds_unit_test(shard shardmap)

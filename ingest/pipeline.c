@@ -186,17 +186,13 @@ static bool utf8_valid(const uint8_t *s, size_t len)
     return true;
 }
 
-static void deadletter_raw(FILE *out, const char *raw, size_t len)
+/* Writes text as a JSON string (quotes included); text must be valid UTF-8. */
+static void json_string_out(FILE *out, const char *text, size_t len)
 {
-    static const char hex[] = "0123456789abcdef";
-    bool text = utf8_valid((const uint8_t *)raw, len);
-    fputs(text ? ",\"raw\":\"" : ",\"raw_hex\":\"", out);
+    fputc('"', out);
     for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)raw[i];
-        if (!text) {
-            fputc(hex[c >> 4], out);
-            fputc(hex[c & 15], out);
-        } else if (c == '"' || c == '\\') {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '"' || c == '\\') {
             fputc('\\', out);
             fputc(c, out);
         } else if (c < 0x20) {
@@ -208,12 +204,30 @@ static void deadletter_raw(FILE *out, const char *raw, size_t len)
     fputc('"', out);
 }
 
+/* The raw line as "raw" (a JSON string) when it is UTF-8, else as "raw_hex". */
+static void deadletter_raw(FILE *out, const char *raw, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (utf8_valid((const uint8_t *)raw, len)) {
+        fputs(",\"raw\":", out);
+        json_string_out(out, raw, len);
+        return;
+    }
+    fputs(",\"raw_hex\":\"", out);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)raw[i];
+        fputc(hex[c >> 4], out);
+        fputc(hex[c & 15], out);
+    }
+    fputc('"', out);
+}
+
 static void deadletter(struct pipeline *pl, enum ingest_reason reason, size_t byte_offset,
                        int64_t line, const char *raw, size_t len, bool truncated)
 {
     FILE *out = pl->deadletter;
     fprintf(out, "{\"reason\":\"%s\",\"source\":", ingest_reason_name(reason));
-    deadletter_raw(out, pl->cfg->source_name, strlen(pl->cfg->source_name));
+    json_string_out(out, pl->cfg->source_name, strlen(pl->cfg->source_name));
     fprintf(out, ",\"line\":%lld,\"byte_offset\":%zu", (long long)line, byte_offset);
     deadletter_raw(out, raw, len);
     fprintf(out, "%s}\n", truncated ? ",\"truncated\":true" : "");

@@ -61,6 +61,7 @@
 
 _Static_assert(SHARDMAP_SLOT_COUNT >= 2u * SHARD_MAP_DAYS_MAX, "load factor must stay <= 1/2");
 _Static_assert(SHARD_COUNT_MAX <= 9999u, "counts must fit SHARDMAP_COUNT_DIGITS_MAX digits");
+_Static_assert(SHARDMAP_VERSION <= 9u, "SHARDMAP_HEADER_BYTES assumes a one-digit version");
 _Static_assert(SHARD_COUNT_MAX <= (unsigned)INT32_MAX, "shard_map_ensure returns the count");
 
 /* One table slot; shard_count 0 marks an empty slot (real counts are >= 1). */

@@ -48,8 +48,9 @@
 /* One queued write covers at most this: an SQE length is 32 bits and the kernel caps one write
  * at MAX_RW_COUNT (2 GiB - 4 KiB). Longer writes are queued as several consecutive ops. */
 #define URING_WRITE_BYTES_MAX (1u << 30)
-/* Submits answered -EAGAIN or -EBUSY, with nothing in flight to wait for, before a flush gives up
- * with -EAGAIN: these mean the kernel is short of memory, not that waiting longer helps. */
+/* Submits in a row answered -EAGAIN or -EBUSY (or taking nothing) with nothing in flight to wait
+ * for, before a flush gives up with -EAGAIN: a few ride out a momentary shortage of kernel
+ * memory, a thousand mean the ring is stuck and the writer should stop rather than spin. */
 #define URING_SUBMIT_RETRIES_MAX 1000u
 /* The result of an op whose completion has not been reaped; no kernel result is this negative. */
 #define URING_RES_PENDING INT_MIN
@@ -146,7 +147,9 @@ static uint32_t uring_reap(struct uring_backend *b)
  *
  * The kernel may take fewer SQEs than offered (it stops at one it cannot even start). A chain
  * cut at that boundary would let its tail run alongside its head, so nothing more is submitted
- * until everything in flight has completed: order per fd holds in every case. */
+ * until everything in flight has completed: order per fd holds in every case. (The tail then
+ * runs even if its head failed; the flush still reports the head's error, after which the
+ * contract leaves the file's state unknown anyway.) */
 static int uring_run(struct uring_backend *b)
 {
     uint32_t n = b->count;

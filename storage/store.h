@@ -22,6 +22,8 @@ struct summary {
     uint8_t status_len[STORAGE_SUMMARY_STATUS_MAX];
     char status[STORAGE_SUMMARY_STATUS_MAX][DS_STATUS_BYTES_MAX];
     struct storage_hour_total hours[STORAGE_SUMMARY_STATUS_MAX + 1][24];
+    struct storage_hour_total all[24]; /* every status: the unfiltered count reads only this */
+    ds_i128 amount_units;
     /* Position the summary covers up to: everything before (segment_id, end). */
     uint32_t segment_id;
     uint64_t end;

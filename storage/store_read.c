@@ -126,6 +126,9 @@ static int visit_headers(struct storage *st, const struct part *p, uint32_t *seg
         *segment_id = 1;
         *offset = sizeof(struct segment_header);
     }
+    if (*segment_id == p->segment_id && *offset >= p->committed_end) {
+        return 0; /* nothing committed since the last visit: no file to open */
+    }
     uint8_t *buf = malloc(BLOCK_HEADER_BYTES_MAX);
     if (buf == NULL) {
         return -ENOMEM;
@@ -189,8 +192,12 @@ static int summary_fold(const struct block_view *view, uint64_t block_bytes, voi
     for (uint16_t i = 0; i < h->cell_count; i++) {
         const struct block_cell *cell = &view->cells[i];
         struct storage_hour_total *t = &s->hours[rows[cell->status_index]][cell->hour];
+        ds_i128 amount = block_cell_amount(cell);
         t->count += cell->count;
-        t->amount_units += block_cell_amount(cell);
+        t->amount_units += amount;
+        s->all[cell->hour].count += cell->count;
+        s->all[cell->hour].amount_units += amount;
+        s->amount_units += amount;
     }
     if (s->count == 0 || h->ts_min_ms < s->ts_min_ms) {
         s->ts_min_ms = h->ts_min_ms;
@@ -276,10 +283,9 @@ int storage_partition_totals(struct storage *st, int32_t day, uint32_t shard, co
     out->ts_min_ms = s->ts_min_ms;
     out->ts_max_ms = s->ts_max_ms;
     if (status == NULL) {
-        for (uint16_t i = 0; i <= STORAGE_SUMMARY_STATUS_MAX; i++) {
-            add_row(out, s->hours[i]);
-        }
-        ASSERT(out->count == s->count);
+        memcpy(out->hours, s->all, sizeof(out->hours));
+        out->count = s->count;
+        out->amount_units = s->amount_units;
         return 0;
     }
     for (uint16_t i = 0; i < s->status_count; i++) {

@@ -181,17 +181,33 @@ static int seal_part(struct storage *st, struct part *p)
     return 0;
 }
 
-/* Seals the open block holding the most rows, to bring open-block memory back under budget. */
-static int seal_largest(struct storage *st)
+/* Brings open-block memory back under the budget: seals the open block holding the most
+ * memory and releases its buffers, until under. Releasing matters: a sealed block keeps its
+ * capacity for reuse, so sealing alone would not lower the total. */
+static int enforce_budget(struct storage *st)
 {
-    struct part *largest = NULL;
-    for (uint32_t i = 0; i < st->touched_count; i++) {
-        struct part *p = st->touched[i];
-        if (p->ob != NULL && p->ob->count > 0 && (largest == NULL || p->ob->count > largest->ob->count)) {
-            largest = p;
+    while (st->open_bytes > st->cfg.open_bytes_max) {
+        struct part *largest = NULL;
+        for (uint32_t i = 0; i < st->touched_count; i++) {
+            struct part *p = st->touched[i];
+            if (p->ob != NULL &&
+                (largest == NULL || open_block_memory(p->ob) > open_block_memory(largest->ob))) {
+                largest = p;
+            }
         }
+        if (largest == NULL) {
+            return 0;
+        }
+        int rc = largest->ob->count > 0 ? seal_part(st, largest) : 0;
+        if (rc != 0) {
+            return rc;
+        }
+        st->open_bytes -= open_block_memory(largest->ob);
+        open_block_free(largest->ob);
+        free(largest->ob);
+        largest->ob = NULL;
     }
-    return largest != NULL ? seal_part(st, largest) : 0;
+    return 0;
 }
 
 /* ---- appends ------------------------------------------------------------------------------- */
@@ -263,7 +279,7 @@ int storage_append(struct storage *st, int32_t day, uint32_t shard, const struct
     }
     note_source(st, source);
     st->pending_events++;
-    return st->open_bytes > st->cfg.open_bytes_max ? seal_largest(st) : 0;
+    return st->open_bytes > st->cfg.open_bytes_max ? enforce_budget(st) : 0;
 }
 
 /* ---- commit -------------------------------------------------------------------------------- */

@@ -1,0 +1,226 @@
+/*
+ * Benchmark: count latency in-process (issue 2 target: one-day count <= 100 us median, flat in
+ * the number of events stored) and storage append throughput with bytes per event.
+ *
+ * Builds a data directory from the busy-day workload (28 days, 30% on 2026-01-21, 4 shards)
+ * by appending through the storage API (no JSON), measuring append events/s and bytes/event.
+ * It measures the one-day count at 1M and at the full event count to show it is flat, and the
+ * 28-day count, by=hour and a status filter. Each latency is the median (and p99, max) of
+ * ITERATIONS queries on a reader opened read-only, after a first cold query that builds the
+ * summaries from block headers (reported apart). Baseline in the same run: the same one-day
+ * count by decompressing and scanning the day's blocks, which is what a count costs without
+ * header summaries.
+ *
+ * Usage: bench_count_latency [events=10000000] [iterations=20000]
+ */
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ingest/ingest.h"
+#include "query/query.h"
+#include "shard/shard.h"
+#include "storage/storage.h"
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a;
+    uint64_t y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+struct latency {
+    double p50_us, p99_us, max_us, cold_us;
+};
+
+static struct latency measure(const char *dir, const struct query_count_request *req,
+                              uint64_t iterations, uint64_t *count_out)
+{
+    struct storage_config cfg;
+    storage_config_defaults(&cfg);
+    cfg.dir = dir;
+    cfg.read_only = true;
+    struct storage *st = NULL;
+    struct shard_map *map = NULL;
+    int rc = storage_open(&cfg, &st);
+    rc = rc == 0 ? shard_map_open(dir, SHARD_COUNT_DEFAULT, SHARD_MAP_READ_ONLY, &map) : rc;
+    ASSERT(rc == 0);
+    uint64_t *ns = calloc(iterations, sizeof(*ns));
+    ASSERT(ns != NULL);
+    struct latency lat = {0};
+    struct query_count_result res;
+    uint64_t t0 = ds_clock_ns();
+    rc = query_count(st, map, req, &res);
+    lat.cold_us = (double)(ds_clock_ns() - t0) / 1e3;
+    ASSERT(rc == 0);
+    *count_out = res.count;
+    query_count_result_deinit(&res);
+    for (uint64_t i = 0; i < iterations; i++) {
+        t0 = ds_clock_ns();
+        rc = query_count(st, map, req, &res);
+        ns[i] = ds_clock_ns() - t0;
+        ASSERT(rc == 0 && res.count == *count_out);
+        query_count_result_deinit(&res);
+    }
+    qsort(ns, iterations, sizeof(*ns), cmp_u64);
+    lat.p50_us = (double)ns[iterations / 2] / 1e3;
+    lat.p99_us = (double)ns[iterations * 99 / 100] / 1e3;
+    lat.max_us = (double)ns[iterations - 1] / 1e3;
+    free(ns);
+    shard_map_close(map);
+    storage_close(st);
+    return lat;
+}
+
+struct scan_count {
+    uint64_t events;
+};
+
+static int count_event(const struct ds_event *event, void *user)
+{
+    (void)event;
+    ((struct scan_count *)user)->events++;
+    return 0;
+}
+
+/* The baseline: the one-day count by decompressing every block of the day. */
+static double scan_day_us(const char *dir, int32_t day, uint64_t *events)
+{
+    struct storage_config cfg;
+    storage_config_defaults(&cfg);
+    cfg.dir = dir;
+    cfg.read_only = true;
+    struct storage *st = NULL;
+    int rc = storage_open(&cfg, &st);
+    ASSERT(rc == 0);
+    uint64_t best = UINT64_MAX;
+    for (int round = 0; round < 3; round++) {
+        struct scan_count c = {0};
+        uint64_t t0 = ds_clock_ns();
+        for (uint32_t shard = 0; shard < SHARD_COUNT_DEFAULT; shard++) {
+            rc = storage_partition_scan(st, day, shard, count_event, &c);
+            ASSERT(rc == 0);
+        }
+        uint64_t ns = ds_clock_ns() - t0;
+        best = ns < best ? ns : best;
+        *events = c.events;
+    }
+    storage_close(st);
+    return (double)best / 1e3;
+}
+
+/* Appends events [0, upto) of the workload (continuing w) and commits every million. */
+static double append_until(struct storage *st, struct shard_map *map, struct ingest_workload *w,
+                           uint64_t count)
+{
+    struct ds_event event;
+    uint64_t t0 = ds_clock_ns();
+    for (uint64_t i = 0; i < count && ingest_workload_next(w, &event); i++) {
+        int32_t day = ds_day_from_ms(event.ts_ms);
+        int shards = shard_map_ensure(map, day);
+        ASSERT(shards > 0);
+        if (shard_map_dirty(map)) {
+            ASSERT(shard_map_sync(map) == 0);
+        }
+        uint32_t shard = shard_of_id(&event.order_id, (uint32_t)shards);
+        ASSERT(storage_append(st, day, shard, &event, NULL) == 0);
+        if ((i + 1) % 1000000 == 0) {
+            ASSERT(storage_commit(st) == 0);
+        }
+    }
+    ASSERT(storage_commit(st) == 0);
+    return (double)(ds_clock_ns() - t0) / 1e9;
+}
+
+static void report(const char *what, const struct latency *l, uint64_t count)
+{
+    printf("  %-34s count %9llu  p50 %8.2f us  p99 %8.2f us  max %8.1f us  (cold %.0f us)\n",
+           what, (unsigned long long)count, l->p50_us, l->p99_us, l->max_us, l->cold_us);
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t events = argc > 1 ? strtoull(argv[1], NULL, 10) : 10000000ull;
+    uint64_t iterations = argc > 2 ? strtoull(argv[2], NULL, 10) : 20000ull;
+    iterations = iterations < 10 ? 10 : iterations;
+    uint64_t first = events < 1000000 ? events / 10 : 1000000;
+    char dir[] = "/tmp/dayshard-bench-XXXXXX";
+    ASSERT(mkdtemp(dir) != NULL);
+
+    struct ingest_workload_config wcfg;
+    ingest_workload_defaults(&wcfg);
+    wcfg.profile = INGEST_PROFILE_BUSY_DAY;
+    wcfg.events = events;
+    struct ingest_workload *w = NULL;
+    ASSERT(ingest_workload_create(&wcfg, &w) == 0);
+    struct storage_config cfg;
+    storage_config_defaults(&cfg);
+    cfg.dir = dir;
+    struct storage *st = NULL;
+    struct shard_map *map = NULL;
+    ASSERT(storage_open(&cfg, &st) == 0);
+    ASSERT(shard_map_open(dir, SHARD_COUNT_DEFAULT, 0, &map) == 0);
+
+    int32_t busy = wcfg.first_day + (int32_t)wcfg.busy_day_index;
+    struct query_count_request one_day = {.day_first = busy, .day_last = busy};
+    struct query_count_request early = {.day_first = wcfg.first_day, .day_last = wcfg.first_day};
+    struct query_count_request month = {.day_first = wcfg.first_day,
+                                        .day_last = wcfg.first_day + (int32_t)wcfg.days - 1};
+    struct query_count_request by_hour = one_day;
+    by_hour.by = QUERY_GROUP_HOUR;
+    struct query_count_request paid = one_day;
+    paid.has_status = true;
+    paid.status_len = 4;
+    memcpy(paid.status, "paid", 4);
+
+    printf("bench_count_latency: %llu busy-day events, 4 shards, %llu iterations per query\n",
+           (unsigned long long)events, (unsigned long long)iterations);
+    double seconds = append_until(st, map, w, first);
+    uint64_t count = 0;
+    struct latency at_first = measure(dir, &early, iterations, &count);
+    report("one day, 1st day, at 1M stored", &at_first, count);
+    seconds += append_until(st, map, w, events - first);
+    storage_close(st);
+    shard_map_close(map);
+    ingest_workload_destroy(w);
+
+    struct storage_fsck_options fopts = {0};
+    struct storage_fsck_report fr;
+    ASSERT(storage_fsck(dir, &fopts, &fr) == 0);
+    printf("storage append (no JSON): %.0f events/s, %.2f bytes/event on disk, %llu blocks\n",
+           (double)events / seconds, (double)fr.bytes_ok / (double)fr.events_ok,
+           (unsigned long long)fr.blocks_ok);
+
+    struct latency early_all = measure(dir, &early, iterations, &count);
+    report("one day, 1st day, all stored", &early_all, count);
+    struct latency l;
+    struct latency busy_lat = measure(dir, &one_day, iterations, &count);
+    report("one day, busy day", &busy_lat, count);
+    uint64_t busy_count = count;
+    l = measure(dir, &month, iterations, &count);
+    report("28 days", &l, count);
+    l = measure(dir, &by_hour, iterations, &count);
+    report("busy day by hour", &l, count);
+    l = measure(dir, &paid, iterations, &count);
+    report("busy day, status paid", &l, count);
+    uint64_t scanned = 0;
+    double scan_us = scan_day_us(dir, busy, &scanned);
+    ASSERT(scanned == busy_count);
+    printf("baseline: busy-day count by decompressing its blocks: %.0f us (best of 3); "
+           "summary/scan ratio %.5f\n",
+           scan_us, busy_lat.p50_us / scan_us);
+    printf("flatness: 1st-day count p50 at 1M stored %.2f us, at %llu stored %.2f us "
+           "[target <= 100 us, flat]\n",
+           at_first.p50_us, (unsigned long long)events, early_all.p50_us);
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return 0;
+}

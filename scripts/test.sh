@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The test run: install what is missing, build with warnings as errors, run every test (unit and
+# integration) through CTest, then the unit and integration tests again under ASan+UBSan.
+#   DS_TEST_QUICK=1   skip the sanitizer pass
+#   DS_SOAK=1         also run the long crash and fuzz loops (opt-in, minutes to hours)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+jobs=$(nproc)
+
+echo "== build (RelWithDebInfo, -Werror)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS_WERROR=ON >/dev/null
+cmake --build build -j"$jobs" 2>&1 | grep -Ev '^\[|^-- ' || true
+cmake --build build -j"$jobs" >/dev/null   # fails the script if the build failed
+
+echo "== tests"
+(cd build && ctest --output-on-failure -j"$jobs")
+
+if [[ "${DS_TEST_QUICK:-0}" != 1 ]]; then
+  echo "== build (Debug, ASan+UBSan)"
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDS_SANITIZE=address,undefined \
+        -DDS_BENCH=OFF >/dev/null
+  cmake --build build-asan -j"$jobs" >/dev/null
+  echo "== tests under ASan+UBSan"
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs")
+fi

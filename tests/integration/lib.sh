@@ -1,0 +1,37 @@
+# Shared helpers for the integration scripts: $1 is the dayshard binary, $2 the source root.
+set -euo pipefail
+DAYSHARD=${1:?usage: $0 DAYSHARD_BINARY SOURCE_ROOT}
+ROOT=${2:?usage: $0 DAYSHARD_BINARY SOURCE_ROOT}
+FIXTURES="$ROOT/tests/fixtures"   # copies of shared/fixtures from the modelling notes
+PY=/usr/bin/python3
+WORK=$(mktemp -d /tmp/dayshard-it-XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+failures=0
+checks=0
+
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+ok() { checks=$((checks + 1)); }
+
+# expect_eq WHAT EXPECTED ACTUAL
+expect_eq() {
+  if [[ "$2" == "$3" ]]; then ok; else fail "$1: expected [$2], got [$3]"; fi
+}
+
+# expect_exit WHAT CODE command...
+expect_exit() {
+  local what=$1 code=$2
+  shift 2
+  set +e
+  "$@" >"$WORK/out" 2>"$WORK/err"
+  local rc=$?
+  set -e
+  if [[ $rc == "$code" ]]; then ok; else fail "$what: exit $rc, expected $code ($(head -c 300 "$WORK/err"))"; fi
+}
+
+# json_get FILE PYTHON-EXPRESSION-ON-d
+json_get() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+finish() {
+  echo "$checks passed, $failures failed"
+  [[ $failures == 0 ]]
+}

@@ -102,6 +102,7 @@ static int writer_append(struct pipeline *pl, const struct batch *b)
 static void *writer_main(void *arg)
 {
     struct pipeline *pl = arg;
+    pthread_setname_np(pthread_self(), "ds-writer");
     uint64_t interval_ns = (uint64_t)pl->cfg->commit_interval_ms * 1000000u;
     uint64_t since_commit = 0;
     uint64_t last_commit_ns = ds_clock_ns();

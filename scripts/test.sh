@@ -16,6 +16,9 @@ cmake --build build -j"$jobs" >/dev/null   # fails the script if the build faile
 echo "== tests"
 (cd build && ctest --output-on-failure -j"$jobs")
 
+echo "== storage and integration tests again with io_uring refused (the fallback path)"
+(cd build && DS_IO_URING_DISABLE=1 ctest --output-on-failure -j"$jobs" -L 'storage|integration')
+
 if [[ "${DS_TEST_QUICK:-0}" != 1 ]]; then
   echo "== build (Debug, ASan+UBSan)"
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDS_SANITIZE=address,undefined \

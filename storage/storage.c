@@ -336,6 +336,10 @@ void storage_close(struct storage *st)
     for (uint32_t i = 0; i < st->part_count; i++) {
         part_free(st, st->parts[i]);
     }
+    for (uint32_t i = 0; i < st->spare_count; i++) {
+        open_block_free(st->spare[i]);
+        free(st->spare[i]);
+    }
     if (st->manifest_fd >= 0) {
         st->io->ops->close(st->io, st->manifest_fd);
     }

@@ -45,6 +45,8 @@ struct part {
     struct summary *summary; /* NULL until first needed */
 };
 
+#define STORE_SPARE_BLOCKS 8u
+
 struct source_state {
     bool known;
     bool dirty;
@@ -76,6 +78,11 @@ struct storage {
     uint64_t manifest_torn_bytes; /* past the last valid record, at the last load */
     ino_t manifest_ino;
 
+    /* Released open blocks kept for reuse, so a new partition (a new day) does not page-fault
+     * fresh buffers in; their memory stays counted in open_bytes. */
+    struct open_block *spare[STORE_SPARE_BLOCKS];
+    uint32_t spare_count;
+
     uint8_t *arena; /* sealed blocks waiting for the next I/O flush */
     size_t arena_used;
     uint64_t pending_events;
@@ -85,6 +92,10 @@ struct storage {
 void store_part_dir(const struct storage *st, int32_t day, uint32_t shard, char *dst);
 void store_segment_path(const struct storage *st, const struct part *p, uint32_t segment_id,
                         char *dst);
+/* Releases an open block: kept as a spare when there is room and the budget allows, else
+ * freed (and uncounted). */
+void store_block_release(struct storage *st, struct open_block *ob);
+
 /* DIR/name for a short fixed name (MANIFEST, LOCK, parts). */
 void store_path(const struct storage *st, const char *name, char *dst);
 struct part *store_part_find(const struct storage *st, int32_t day, uint32_t shard);

@@ -184,8 +184,13 @@ static int seal_part(struct storage *st, struct part *p)
 /* Brings open-block memory back under the budget: seals the open block holding the most
  * memory and releases its buffers, until under. Releasing matters: a sealed block keeps its
  * capacity for reuse, so sealing alone would not lower the total. */
+static void free_block(struct storage *st, struct open_block *ob);
+
 static int enforce_budget(struct storage *st)
 {
+    while (st->open_bytes > st->cfg.open_bytes_max && st->spare_count > 0) {
+        free_block(st, st->spare[--st->spare_count]);
+    }
     while (st->open_bytes > st->cfg.open_bytes_max) {
         struct part *largest = NULL;
         for (uint32_t i = 0; i < st->touched_count; i++) {
@@ -210,11 +215,32 @@ static int enforce_budget(struct storage *st)
     return 0;
 }
 
+static void free_block(struct storage *st, struct open_block *ob)
+{
+    st->open_bytes -= open_block_memory(ob);
+    open_block_free(ob);
+    free(ob);
+}
+
+void store_block_release(struct storage *st, struct open_block *ob)
+{
+    ASSERT(ob->count == 0);
+    if (st->spare_count < STORE_SPARE_BLOCKS && st->open_bytes <= st->cfg.open_bytes_max / 2) {
+        st->spare[st->spare_count++] = ob;
+        return;
+    }
+    free_block(st, ob);
+}
+
 /* ---- appends ------------------------------------------------------------------------------- */
 
 static int part_open_block(struct storage *st, struct part *p)
 {
     if (p->ob != NULL) {
+        return 0;
+    }
+    if (st->spare_count > 0) {
+        p->ob = st->spare[--st->spare_count];
         return 0;
     }
     p->ob = calloc(1, sizeof(*p->ob));
@@ -361,9 +387,7 @@ static void commit_done(struct storage *st, uint64_t record_bytes)
     for (uint32_t i = 0; i < st->part_count; i++) {
         struct part *p = st->parts[i];
         if (p->ob != NULL && !p->touched) {
-            st->open_bytes -= open_block_memory(p->ob);
-            open_block_free(p->ob);
-            free(p->ob);
+            store_block_release(st, p->ob);
             p->ob = NULL;
         }
     }

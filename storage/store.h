@@ -40,6 +40,7 @@ struct part {
     uint32_t write_segment_id;  /* segment being written, 0 while none */
     uint64_t write_end;         /* bytes written to it, committed or not */
     bool touched;           /* in storage.touched since the last commit */
+    bool recovered;         /* recovery found the committed current segment */
     struct open_block *ob;  /* events not yet sealed, or NULL */
     /* read side */
     struct summary *summary; /* NULL until first needed */

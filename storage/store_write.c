@@ -529,9 +529,8 @@ static int cut_file(const char *path, uint64_t size, uint64_t keep)
 }
 
 /* Brings one segment file in line with the manifest: cut past the committed end, remove it
- * when it was never committed. *seen is set when it is the partition's current segment. */
-static int recover_segment(const char *path, struct part *p, uint32_t id,
-                           bool *seen)
+ * when it was never committed. Marks the partition recovered when it is the current one. */
+static int recover_segment(const char *path, struct part *p, uint32_t id)
 {
     struct stat sb;
     if (stat(path, &sb) != 0) {
@@ -544,7 +543,7 @@ static int recover_segment(const char *path, struct part *p, uint32_t id,
     if (id < p->segment_id) {
         return 0;
     }
-    *seen = true;
+    p->recovered = true;
     if ((uint64_t)sb.st_size < p->committed_end) {
         ds_log_error("%s: %llu bytes but %llu were committed: acknowledged data is missing", path,
                      (unsigned long long)sb.st_size, (unsigned long long)p->committed_end);
@@ -562,7 +561,6 @@ static int recover_part_dir(struct storage *st, const char *dir, int32_t day, ui
         return -errno;
     }
     struct part *p = store_part_find(st, day, shard);
-    bool seen = false;
     bool removed = false;
     int rc = 0;
     for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
@@ -577,13 +575,9 @@ static int recover_part_dir(struct storage *st, const char *dir, int32_t day, ui
             break;
         }
         removed = removed || p == NULL || id > p->segment_id;
-        rc = recover_segment(path, p, id, &seen);
+        rc = recover_segment(path, p, id);
     }
     closedir(d);
-    if (rc == 0 && p != NULL && p->segment_id != 0 && !seen) {
-        ds_log_error("%s: committed segment %u is missing", dir, p->segment_id);
-        rc = -DS_ECORRUPT;
-    }
     return rc == 0 && removed ? ds_fsync_dir(dir) : rc;
 }
 
@@ -665,6 +659,15 @@ int store_recover(struct storage *st)
     }
     if (rc == 0) {
         rc = recover_tree(st);
+    }
+    for (uint32_t i = 0; rc == 0 && i < st->part_count; i++) {
+        const struct part *p = st->parts[i];
+        if (p->segment_id != 0 && !p->recovered) {
+            char path[DS_PATH_MAX];
+            store_segment_path(st, p, p->segment_id, path);
+            ds_log_error("%s: committed segment is missing", path);
+            rc = -DS_ECORRUPT;
+        }
     }
     if (rc == 0) {
         rc = open_manifest(st);

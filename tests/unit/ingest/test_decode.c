@@ -58,8 +58,8 @@ static struct ds_event decode_ok_at(const char *json, size_t len, int line)
 }
 #define DECODE_OK(s) decode_ok_at(LIT(s), __LINE__)
 
-static void expect_reason_at(const char *json, size_t len, enum ingest_reason reason,
-                             size_t offset, int line)
+static void expect_reason_at(const char *json, size_t len, enum ingest_reason reason, size_t offset,
+                             int line)
 {
     struct ds_event event;
     struct ingest_error error = {.reason = INGEST_OK, .byte_offset = 12345};
@@ -252,8 +252,8 @@ struct fixture_expect {
 };
 
 static const struct fixture_expect fixture_expected[] = {
-    {340, 2, "paid", 99900, 1768986900000LL},   {341, 1, "pending", 50000, 1768991400000LL},
-    {342, 3, "paid", 1000000, 1768996800000LL}, {101, 1, "paid", 400000, 1767398400000LL},
+    {340, 2, "paid", 99900, 1768986900000LL},     {341, 1, "pending", 50000, 1768991400000LL},
+    {342, 3, "paid", 1000000, 1768996800000LL},   {101, 1, "paid", 400000, 1767398400000LL},
     {102, 2, "shipped", 255000, 1767571200000LL}, {103, 3, "paid", 120000, 1768003200000LL},
     {104, 4, "shipped", 602500, 1768435200000LL}, {105, 3, "pending", 0, 1768867200000LL},
     {106, 5, "paid", 187500, 1768953600000LL},
@@ -283,19 +283,37 @@ static void test_decode_reason_name_every_reason_named(void **state)
     /* Each reason has its stable metric name; unknown values still get a string. */
     (void)state;
     static const char *const names[INGEST_REASON_COUNT] = {
-        "ok",           "not_json",         "not_object",          "too_large",
-        "too_deep",     "trailing_garbage", "duplicate_field",     "bad_utf8",
-        "missing_order_id", "bad_order_id", "order_id_range",      "missing_customer_id",
-        "bad_customer_id", "customer_id_range", "string_too_long", "missing_ts",
-        "bad_ts",       "ts_range",         "bad_order_date",      "bad_status",
-        "bad_amount",   "amount_precision", "amount_range",
+        "ok",
+        "not_json",
+        "not_object",
+        "too_large",
+        "too_deep",
+        "trailing_garbage",
+        "duplicate_field",
+        "bad_utf8",
+        "missing_order_id",
+        "bad_order_id",
+        "order_id_range",
+        "missing_customer_id",
+        "bad_customer_id",
+        "customer_id_range",
+        "string_too_long",
+        "missing_ts",
+        "bad_ts",
+        "ts_range",
+        "bad_order_date",
+        "bad_status",
+        "bad_amount",
+        "amount_precision",
+        "amount_range",
     };
     for (int i = 0; i < INGEST_REASON_COUNT; i++) {
         assert_non_null(names[i]);
         assert_string_equal(ingest_reason_name((enum ingest_reason)i), names[i]);
     }
     assert_string_equal(ingest_reason_name(INGEST_REASON_COUNT), "unknown");
-    assert_string_equal(ingest_reason_name((enum ingest_reason)-1), "unknown");
+    int bogus = -1;
+    assert_string_equal(ingest_reason_name((enum ingest_reason)bogus), "unknown");
 }
 
 /* ---- document level ------------------------------------------------------------------------- */
@@ -392,85 +410,85 @@ struct reason_case {
 static void expect_cases(const struct reason_case *cases, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
-        expect_reason_at(cases[i].json, strlen(cases[i].json), cases[i].reason, NO_OFFSET,
-                         (int)i);
+        expect_reason_at(cases[i].json, strlen(cases[i].json), cases[i].reason, NO_OFFSET, (int)i);
     }
 }
+
+static const struct reason_case syntax_cases[] = {
+    {"{" IDS_TS ",}", INGEST_NOT_JSON},           /* trailing comma */
+    {"{" IDS_TS ",\"x\":[1,]}", INGEST_NOT_JSON}, /* trailing comma in array */
+    {"{" IDS_TS ",\"x\":[,1]}", INGEST_NOT_JSON},
+    {"{," IDS_TS "}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",,\"x\":1}", INGEST_NOT_JSON},
+    {"{" IDS_TS " /* c */}", INGEST_NOT_JSON}, /* comment */
+    {"{" IDS_TS "} // c", INGEST_TRAILING_GARBAGE},
+    {"{'order_id':1}", INGEST_NOT_JSON}, /* single quotes */
+    {"{order_id:1}", INGEST_NOT_JSON},   /* bare key */
+    {"{" IDS_TS ",\"x\":NaN}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":Infinity}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":-Infinity}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":01}", INGEST_NOT_JSON}, /* leading zero */
+    {"{" IDS_TS ",\"x\":-01}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":00}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":+1}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":.5}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":1.}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":1.e3}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":1e}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":1e+}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":-}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":--1}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":0x10}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":1 2}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":truE}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":tru}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":nul}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":True}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":undefined}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":truex}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\"1}", INGEST_NOT_JSON}, /* missing colon */
+    {"{" IDS_TS ",\"x\"::1}", INGEST_NOT_JSON},
+    {"{" IDS_TS " \"x\":1}", INGEST_NOT_JSON}, /* missing comma */
+    {"{" IDS_TS ",\"x\":}", INGEST_NOT_JSON},  /* missing value */
+    {"{" IDS_TS ",\"x\":[1 2]}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":{\"a\" 1}}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":{1:2}}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":[}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":{]}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":{\"a\":1]}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":[1}}", INGEST_NOT_JSON},
+    {"{" IDS_TS, INGEST_NOT_JSON}, /* unterminated */
+    {"{" IDS_TS ",", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\"", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":[", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":{", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":{\"a\"", INGEST_NOT_JSON},
+    {"{", INGEST_NOT_JSON},
+    {"{\f" IDS_TS "}", INGEST_NOT_JSON}, /* form feed is not blank */
+    {"{\v" IDS_TS "}", INGEST_NOT_JSON},
+    {"\xc2\xa0{" IDS_TS "}", INGEST_NOT_JSON},        /* no-break space */
+    {"\xef\xbb\xbf{" IDS_TS "}", INGEST_NOT_JSON},    /* byte order mark */
+    {"{" IDS_TS ",\"x\":\"a\tb\"}", INGEST_NOT_JSON}, /* raw control in string */
+    {"{" IDS_TS ",\"x\":\"a\nb\"}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":\"\x1f\"}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":\"\\x41\"}", INGEST_NOT_JSON}, /* bad escapes */
+    {"{" IDS_TS ",\"x\":\"\\'\"}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":\"\\U0041\"}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":\"\\u12G4\"}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":\"\\u123\"}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":\"\\u\"}", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":\"\\", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":\"\\u00", INGEST_NOT_JSON},
+    {"{" IDS_TS ",\"x\":\"\\ u0041\"}", INGEST_NOT_JSON},
+};
 
 static void test_decode_syntax_not_strict_json_not_json(void **state)
 {
     /* RFC 8259 strictly: every extension or slip other parsers forgive is not_json. */
     (void)state;
-    static const struct reason_case cases[] = {
-        {"{" IDS_TS ",}", INGEST_NOT_JSON},                 /* trailing comma */
-        {"{" IDS_TS ",\"x\":[1,]}", INGEST_NOT_JSON},       /* trailing comma in array */
-        {"{" IDS_TS ",\"x\":[,1]}", INGEST_NOT_JSON},
-        {"{," IDS_TS "}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",,\"x\":1}", INGEST_NOT_JSON},
-        {"{" IDS_TS " /* c */}", INGEST_NOT_JSON},           /* comment */
-        {"{" IDS_TS "} // c", INGEST_TRAILING_GARBAGE},
-        {"{'order_id':1}", INGEST_NOT_JSON},                 /* single quotes */
-        {"{order_id:1}", INGEST_NOT_JSON},                   /* bare key */
-        {"{" IDS_TS ",\"x\":NaN}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":Infinity}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":-Infinity}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":01}", INGEST_NOT_JSON},           /* leading zero */
-        {"{" IDS_TS ",\"x\":-01}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":00}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":+1}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":.5}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":1.}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":1.e3}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":1e}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":1e+}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":-}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":--1}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":0x10}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":1 2}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":truE}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":tru}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":nul}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":True}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":undefined}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":truex}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\"1}", INGEST_NOT_JSON},              /* missing colon */
-        {"{" IDS_TS ",\"x\"::1}", INGEST_NOT_JSON},
-        {"{" IDS_TS " \"x\":1}", INGEST_NOT_JSON},             /* missing comma */
-        {"{" IDS_TS ",\"x\":}", INGEST_NOT_JSON},              /* missing value */
-        {"{" IDS_TS ",\"x\":[1 2]}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":{\"a\" 1}}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":{1:2}}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":[}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":{]}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":{\"a\":1]}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":[1}}", INGEST_NOT_JSON},
-        {"{" IDS_TS, INGEST_NOT_JSON},                          /* unterminated */
-        {"{" IDS_TS ",", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\"", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":[", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":{", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":{\"a\"", INGEST_NOT_JSON},
-        {"{", INGEST_NOT_JSON},
-        {"{\f" IDS_TS "}", INGEST_NOT_JSON},                   /* form feed is not blank */
-        {"{\v" IDS_TS "}", INGEST_NOT_JSON},
-        {"\xc2\xa0{" IDS_TS "}", INGEST_NOT_JSON},             /* no-break space */
-        {"\xef\xbb\xbf{" IDS_TS "}", INGEST_NOT_JSON},         /* byte order mark */
-        {"{" IDS_TS ",\"x\":\"a\tb\"}", INGEST_NOT_JSON},      /* raw control in string */
-        {"{" IDS_TS ",\"x\":\"a\nb\"}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":\"\x1f\"}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":\"\\x41\"}", INGEST_NOT_JSON},     /* bad escapes */
-        {"{" IDS_TS ",\"x\":\"\\'\"}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":\"\\U0041\"}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":\"\\u12G4\"}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":\"\\u123\"}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":\"\\u\"}", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":\"\\", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":\"\\u00", INGEST_NOT_JSON},
-        {"{" IDS_TS ",\"x\":\"\\ u0041\"}", INGEST_NOT_JSON},
-    };
-    expect_cases(cases, DS_ARRAY_LEN(cases));
+    expect_cases(syntax_cases, DS_ARRAY_LEN(syntax_cases));
     EXPECT_AT("{" IDS_TS ",}", INGEST_NOT_JSON, 37);
     EXPECT_AT("{" IDS_TS ",\"x\":01}", INGEST_NOT_JSON, 42);
     EXPECT_AT("{" IDS_TS ",\"x\":tru}", INGEST_NOT_JSON, 44);
@@ -528,8 +546,10 @@ static void test_decode_utf8_valid_sequences_accepted(void **state)
     struct ds_event event =
         DECODE_OK("{" IDS_TS ",\"status\":\"\xc2\x80\xdf\xbf\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80"
                   "\xf0\x90\x80\x80\xf4\x8f\xbf\xbf\"}");
-    assert_status(&event, "\xc2\x80\xdf\xbf\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80\xf0\x90\x80\x80"
-                          "\xf4\x8f\xbf\xbf", 21);
+    assert_status(&event,
+                  "\xc2\x80\xdf\xbf\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80\xf0\x90\x80\x80"
+                  "\xf4\x8f\xbf\xbf",
+                  21);
     event = DECODE_OK("{\"order_id\":\"\xe6\xb3\xa8\xe6\x96\x87\",\"customer_id\":\"\xc3\xa9\","
                       "\"ts\":0,\"\xe2\x82\xac\":\"\xf0\x9f\x98\x80\"}");
     assert_string_id(&event.order_id, "\xe6\xb3\xa8\xe6\x96\x87", 6);
@@ -542,13 +562,36 @@ static void test_decode_utf8_invalid_sequences_bad_utf8(void **state)
      * bad_utf8 at the lead byte, in known fields, unknown values and keys alike. */
     (void)state;
     static const char *const bad[] = {
-        "\xc0\x80", "\xc1\xbf", "\xe0\x80\x80", "\xe0\x9f\xbf", "\xf0\x80\x80\x80",
-        "\xf0\x8f\xbf\xbf", "\xed\xa0\x80", "\xed\xbf\xbf", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80",
-        "\xf8\x88\x80\x80\x80", "\xfe", "\xff", "\x80", "\xbf", "\xc3", "\xe2\x82", "\xf0\x9f\x98",
-        "\xc3" "A", "\xe2\x82" "A", "\xf0\x9f\x98" "A", "\xc3\xc3\xa9",
+        "\xc0\x80",
+        "\xc1\xbf",
+        "\xe0\x80\x80",
+        "\xe0\x9f\xbf",
+        "\xf0\x80\x80\x80",
+        "\xf0\x8f\xbf\xbf",
+        "\xed\xa0\x80",
+        "\xed\xbf\xbf",
+        "\xf4\x90\x80\x80",
+        "\xf5\x80\x80\x80",
+        "\xf8\x88\x80\x80\x80",
+        "\xfe",
+        "\xff",
+        "\x80",
+        "\xbf",
+        "\xc3",
+        "\xe2\x82",
+        "\xf0\x9f\x98",
+        "\xc3"
+        "A",
+        "\xe2\x82"
+        "A",
+        "\xf0\x9f\x98"
+        "A",
+        "\xc3\xc3\xa9",
     };
     static const char *const prefixes[] = {
-        "{" IDS_TS ",\"status\":\"a", "{" IDS_TS ",\"x\":[\"a", "{" IDS_TS ",\"a",
+        "{" IDS_TS ",\"status\":\"a",
+        "{" IDS_TS ",\"x\":[\"a",
+        "{" IDS_TS ",\"a",
         "{\"order_id\":\"a",
     };
     for (size_t p = 0; p < DS_ARRAY_LEN(prefixes); p++) {
@@ -584,8 +627,8 @@ static void test_decode_field_name_matches_decoded_name(void **state)
 {
     /* Keys are compared after decoding: "order\u005fid" is order_id, also for duplicates. */
     (void)state;
-    struct ds_event event = DECODE_OK(
-        "{\"order\\u005fid\":5,\"\\u0063ustomer_id\":6,\"\\u0074\\u0073\":7,\"st\\u0061tus\":\"x\"}");
+    struct ds_event event = DECODE_OK("{\"order\\u005fid\":5,\"\\u0063ustomer_id\":6,"
+                                      "\"\\u0074\\u0073\":7,\"st\\u0061tus\":\"x\"}");
     assert_int_id(&event.order_id, 5);
     assert_int_id(&event.customer_id, 6);
     assert_int_equal(event.ts_ms, 7);
@@ -639,34 +682,72 @@ static void test_decode_ts_escaped_text_accepted(void **state)
     assert_int_equal(TS_OF("\"\\u0032026-01-21T10:30:00.9\\u0039Z\""), base + 990);
 }
 
+static const char *const bad_ts_values[] = {
+    "\"2026-02-30T10:00:00Z\"",
+    "\"2023-02-29T10:00:00Z\"",
+    "\"1900-02-29T10:00:00Z\"",
+    "\"2026-04-31T10:00:00Z\"",
+    "\"2026-13-01T10:00:00Z\"",
+    "\"2026-00-01T10:00:00Z\"",
+    "\"2026-01-00T10:00:00Z\"",
+    "\"2026-01-32T10:00:00Z\"",
+    "\"2026-01-21T24:00:00Z\"",
+    "\"2026-01-21T10:60:00Z\"",
+    "\"2026-01-21T10:00:60Z\"",
+    "\"2026-01-21T23:59:60Z\"",
+    "\"2026-01-21T10:00:00+24:00\"",
+    "\"2026-01-21T10:00:00+05:60\"",
+    "\"2026-01-21T10:00:00\"",
+    "\"2026-01-21T10:00Z\"",
+    "\"2026-01-21\"",
+    "\"\"",
+    "\"2026-01-21X10:00:00Z\"",
+    "\"2026-01-21T10:00:00\\u00a0Z\"",
+    "\"2026-1-21T10:00:00Z\"",
+    "\"26-01-21T10:00:00Z\"",
+    "\"+2026-01-21T10:00:00Z\"",
+    "\"2026-01-21T10:00:00.Z\"",
+    "\"2026-01-21T10:00:00,5Z\"",
+    "\"2026-01-21T10:00:00+0200\"",
+    "\"2026-01-21T10:00:00+02\"",
+    "\"2026-01-21T10:00:00+02:00:00\"",
+    "\"2026-01-21T10:00:00Z \"",
+    "\" 2026-01-21T10:00:00Z\"",
+    "\"2026-01-21T10:00:00ZZ\"",
+    "\"2026-01-21T10:00:00UTC\"",
+    "\"2026-01-21T1a:00:00Z\"",
+    "\"2026-01-21T10:00:00.5\"",
+    "\"2026-01-21T10:00:00.5.5Z\"",
+    "\"2026-01-21T10:00:00\xc3\xa9\"",
+    "\"2026\\u002d01-21T10:00:00.1234\\u00e9\"",
+    "\"2026-01-21T10:00:00.123\\u00e9Z\"",
+    "\"\\u0032026-01-21T10:00:00.1234567890123456789012345678901234567890\"",
+    "\"2026-01-21T-1:00:00Z\"",
+    "\"2026-01-21T10:00:00+-1:00\"",
+    "\"2026-01-21T10:00:00.\\u0031Z5\"",
+    "\"2026-01-21T10:00:00.123+01:00x\"",
+    "\"2026-01-21T10:00:00.123456+1:000\"",
+    "true",
+    "false",
+    "null",
+    "{}",
+    "[]",
+    "[\"2026-01-21T10:00:00Z\"]",
+    "{\"a\":1}",
+    "1.0",
+    "1e3",
+    "1768996800000.5",
+    "-1.5",
+    "0.0",
+    "1E0",
+};
+
 static void test_decode_ts_invalid_text_bad_ts(void **state)
 {
     /* Invalid calendar dates and times, and every malformed shape, are bad_ts. */
     (void)state;
-    static const char *const bad[] = {
-        "\"2026-02-30T10:00:00Z\"", "\"2023-02-29T10:00:00Z\"", "\"1900-02-29T10:00:00Z\"",
-        "\"2026-04-31T10:00:00Z\"", "\"2026-13-01T10:00:00Z\"", "\"2026-00-01T10:00:00Z\"",
-        "\"2026-01-00T10:00:00Z\"", "\"2026-01-32T10:00:00Z\"", "\"2026-01-21T24:00:00Z\"",
-        "\"2026-01-21T10:60:00Z\"", "\"2026-01-21T10:00:60Z\"", "\"2026-01-21T23:59:60Z\"",
-        "\"2026-01-21T10:00:00+24:00\"", "\"2026-01-21T10:00:00+05:60\"",
-        "\"2026-01-21T10:00:00\"", "\"2026-01-21T10:00Z\"", "\"2026-01-21\"", "\"\"",
-        "\"2026-01-21X10:00:00Z\"", "\"2026-01-21T10:00:00\\u00a0Z\"", "\"2026-1-21T10:00:00Z\"",
-        "\"26-01-21T10:00:00Z\"", "\"+2026-01-21T10:00:00Z\"", "\"2026-01-21T10:00:00.Z\"",
-        "\"2026-01-21T10:00:00,5Z\"", "\"2026-01-21T10:00:00+0200\"",
-        "\"2026-01-21T10:00:00+02\"", "\"2026-01-21T10:00:00+02:00:00\"",
-        "\"2026-01-21T10:00:00Z \"", "\" 2026-01-21T10:00:00Z\"", "\"2026-01-21T10:00:00ZZ\"",
-        "\"2026-01-21T10:00:00UTC\"", "\"2026-01-21T1a:00:00Z\"", "\"2026-01-21T10:00:00.5\"",
-        "\"2026-01-21T10:00:00.5.5Z\"", "\"2026-01-21T10:00:00\xc3\xa9\"",
-        "\"2026\\u002d01-21T10:00:00.1234\\u00e9\"", "\"2026-01-21T10:00:00.123\\u00e9Z\"",
-        "\"\\u0032026-01-21T10:00:00.1234567890123456789012345678901234567890\"",
-        "\"2026-01-21T-1:00:00Z\"", "\"2026-01-21T10:00:00+-1:00\"",
-        "\"2026-01-21T10:00:00.\\u0031Z5\"", "\"2026-01-21T10:00:00.123+01:00x\"",
-        "\"2026-01-21T10:00:00.123456+1:000\"",
-        "true", "false", "null", "{}", "[]", "[\"2026-01-21T10:00:00Z\"]", "{\"a\":1}",
-        "1.0", "1e3", "1768996800000.5", "-1.5", "0.0", "1E0",
-    };
-    for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
-        expect_field("ts", bad[i], INGEST_BAD_TS, (int)i);
+    for (size_t i = 0; i < DS_ARRAY_LEN(bad_ts_values); i++) {
+        expect_field("ts", bad_ts_values[i], INGEST_BAD_TS, (int)i);
     }
     /* The offset is the value's first byte. */
     EXPECT_AT("{\"ts\":\"2026-02-30T10:00:00Z\"}", INGEST_BAD_TS, 6);
@@ -723,7 +804,8 @@ static void test_decode_order_date_used_when_ts_absent(void **state)
 {
     /* order_date is midnight UTC, used only without ts; ts wins when both are present. */
     (void)state;
-    struct ds_event event = DECODE_OK("{\"order_id\":1,\"customer_id\":2,\"order_date\":\"2026-01-03\"}");
+    struct ds_event event =
+        DECODE_OK("{\"order_id\":1,\"customer_id\":2,\"order_date\":\"2026-01-03\"}");
     assert_int_equal(event.ts_ms, 1767398400000LL);
     event = DECODE_OK("{\"order_id\":1,\"customer_id\":2,\"order_date\":\"1970-01-01\"}");
     assert_int_equal(event.ts_ms, 0);
@@ -744,10 +826,27 @@ static void test_decode_order_date_invalid_bad_order_date(void **state)
     /* A present order_date must be valid even when ts is given. */
     (void)state;
     static const char *const bad[] = {
-        "\"2026-02-30\"", "\"2023-02-29\"", "\"2026-13-01\"", "\"2026-00-10\"", "\"2026-01-00\"",
-        "\"2026-1-3\"",   "\"2026-01-3\"",  "\"26-01-03\"",   "\"2026-01-03 \"", "\"2026/01/03\"",
-        "\"2026-01-03T00:00:00Z\"", "\"\"", "\"1969-12-31\"", "\"0000-01-01\"", "\"+026-01-03\"",
-        "\"2026-01-0\\u00e9\"", "20260103", "null", "true", "[\"2026-01-03\"]", "{}",
+        "\"2026-02-30\"",
+        "\"2023-02-29\"",
+        "\"2026-13-01\"",
+        "\"2026-00-10\"",
+        "\"2026-01-00\"",
+        "\"2026-1-3\"",
+        "\"2026-01-3\"",
+        "\"26-01-03\"",
+        "\"2026-01-03 \"",
+        "\"2026/01/03\"",
+        "\"2026-01-03T00:00:00Z\"",
+        "\"\"",
+        "\"1969-12-31\"",
+        "\"0000-01-01\"",
+        "\"+026-01-03\"",
+        "\"2026-01-0\\u00e9\"",
+        "20260103",
+        "null",
+        "true",
+        "[\"2026-01-03\"]",
+        "{}",
         "\"2026-01-03xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"",
     };
     for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
@@ -771,8 +870,8 @@ static void test_decode_missing_fields_reported_last_in_order(void **state)
     EXPECT_AT("{\"order_id\":1}", INGEST_MISSING_CUSTOMER_ID, 13);
     EXPECT_AT("{\"order_id\":1,\"ts\":0}", INGEST_MISSING_CUSTOMER_ID, 20);
     EXPECT_AT("{\"order_id\":1,\"customer_id\":2}", INGEST_MISSING_TS, 29);
-    EXPECT_AT("{\"order_id\":1,\"customer_id\":2,\"status\":\"paid\",\"amount\":1}", INGEST_MISSING_TS,
-              56);
+    EXPECT_AT("{\"order_id\":1,\"customer_id\":2,\"status\":\"paid\",\"amount\":1}",
+              INGEST_MISSING_TS, 56);
     /* Any other problem wins, wherever it is. */
     EXPECT("{\"x\":tru}", INGEST_NOT_JSON);
     EXPECT("{\"customer_id\":true}", INGEST_BAD_CUSTOMER_ID);
@@ -806,9 +905,17 @@ static void test_decode_ids_out_of_range_id_range(void **state)
     /* Integer ids must be 1..2^63-1: zero, negatives and 2^63 and beyond are *_id_range. */
     (void)state;
     static const char *const bad[] = {
-        "0", "-0", "-1", "-9223372036854775807", "-9223372036854775808", "9223372036854775808",
-        "9999999999999999999", "18446744073709551615", "18446744073709551616",
-        "100000000000000000000", "123456789012345678901234567890",
+        "0",
+        "-0",
+        "-1",
+        "-9223372036854775807",
+        "-9223372036854775808",
+        "9223372036854775808",
+        "9999999999999999999",
+        "18446744073709551615",
+        "18446744073709551616",
+        "100000000000000000000",
+        "123456789012345678901234567890",
     };
     for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
         expect_field("order_id", bad[i], INGEST_ORDER_ID_RANGE, (int)i);
@@ -823,8 +930,8 @@ static void test_decode_ids_wrong_type_bad_id(void **state)
     /* Fractions, exponents, booleans, null, containers and "" are bad_*_id. */
     (void)state;
     static const char *const bad[] = {
-        "1.0", "1.5", "1e2", "1E+2", "10e-1", "-1.5", "0.0", "true", "false", "null",
-        "\"\"", "[]", "[1]", "{}", "{\"id\":1}", "9223372036854775808.0",
+        "1.0",   "1.5",  "1e2",  "1E+2", "10e-1", "-1.5", "0.0",        "true",
+        "false", "null", "\"\"", "[]",   "[1]",   "{}",   "{\"id\":1}", "9223372036854775808.0",
     };
     for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
         expect_field("order_id", bad[i], INGEST_BAD_ORDER_ID, (int)i);
@@ -869,8 +976,9 @@ static void test_decode_ids_string_length_limits(void **state)
     assert_int_equal(event.customer_id.len, 64);
     strcpy(text + strlen(text) - 1, "\xe2\x82\xac\"");
     EXPECT_FIELD("customer_id", text, INGEST_STRING_TOO_LONG);
-    EXPECT_AT("{\"order_id\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}",
-              INGEST_STRING_TOO_LONG, 12);
+    EXPECT_AT(
+        "{\"order_id\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}",
+        INGEST_STRING_TOO_LONG, 12);
 }
 
 /* ---- status --------------------------------------------------------------------------------- */
@@ -887,11 +995,12 @@ static void test_decode_status_length_and_type(void **state)
     assert_status(&event, "abcdefghijklmnopqrstuvwxyz012345", 32);
     EXPECT_AT("{" IDS_TS ",\"status\":\"abcdefghijklmnopqrstuvwxyz0123456\"}",
               INGEST_STRING_TOO_LONG, 46);
-    EXPECT_FIELD("status", "\"\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9"
-                           "\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9x\"",
+    EXPECT_FIELD("status",
+                 "\"\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9"
+                 "\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9x\"",
                  INGEST_STRING_TOO_LONG);
-    static const char *const bad[] = {"1", "-1.5", "true", "false", "null", "[]", "[\"paid\"]",
-                                      "{}", "{\"s\":\"paid\"}"};
+    static const char *const bad[] = {"1",  "-1.5",       "true", "false",           "null",
+                                      "[]", "[\"paid\"]", "{}",   "{\"s\":\"paid\"}"};
     for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
         expect_field("status", bad[i], INGEST_BAD_STATUS, (int)i);
     }
@@ -938,8 +1047,16 @@ static void test_decode_amount_too_precise_amount_precision(void **state)
     /* More than four decimal places of value is amount_precision, even when also too big. */
     (void)state;
     static const char *const bad[] = {
-        "1.23456", "0.00001", "-0.00001", "1e-5", "12345e-9", "1.000001", "0.123456789",
-        "123456789012345678901234567890.00001", "1.00001e-100", "1e-1000000000000",
+        "1.23456",
+        "0.00001",
+        "-0.00001",
+        "1e-5",
+        "12345e-9",
+        "1.000001",
+        "0.123456789",
+        "123456789012345678901234567890.00001",
+        "1.00001e-100",
+        "1e-1000000000000",
         "100000000000000000000000000000000000001e-5",
     };
     for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
@@ -953,9 +1070,17 @@ static void test_decode_amount_too_big_amount_range(void **state)
     /* |amount| * 10000 must fit in int64 (so -2^63 units is out as well). */
     (void)state;
     static const char *const bad[] = {
-        "922337203685477.5808", "-922337203685477.5808", "922337203685478", "1e15", "1e400",
-        "-1e400", "99999999999999999999", "1e1000000000000000", "9223372036854775808e-4",
-        "18446744073709551616", "1.00001e30",
+        "922337203685477.5808",
+        "-922337203685477.5808",
+        "922337203685478",
+        "1e15",
+        "1e400",
+        "-1e400",
+        "99999999999999999999",
+        "1e1000000000000000",
+        "9223372036854775808e-4",
+        "18446744073709551616",
+        "1.00001e30",
     };
     for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
         expect_field("amount", bad[i], INGEST_AMOUNT_RANGE, (int)i);
@@ -966,7 +1091,8 @@ static void test_decode_amount_not_number_bad_amount(void **state)
 {
     /* A string, boolean, null or container amount is bad_amount; broken numbers are not_json. */
     (void)state;
-    static const char *const bad[] = {"\"9.99\"", "\"\"", "true", "false", "null", "[]", "[1]", "{}"};
+    static const char *const bad[] = {"\"9.99\"", "\"\"", "true", "false",
+                                      "null",     "[]",   "[1]",  "{}"};
     for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
         expect_field("amount", bad[i], INGEST_BAD_AMOUNT, (int)i);
     }
@@ -976,21 +1102,102 @@ static void test_decode_amount_not_number_bad_amount(void **state)
     }
 }
 
+static void test_decode_number_every_digit_count_exact(void **state)
+{
+    /* Integers and amounts of 1..25 digits, across the 8-digit chunks and the 19-digit switch
+     * to the exact path, decode exactly or are out of range. */
+    (void)state;
+    for (size_t digits = 1; digits <= 25; digits++) {
+        char text[32];
+        for (size_t i = 0; i < digits; i++) {
+            text[i] = (char)('1' + i % 9); /* 123456789123... */
+        }
+        text[digits] = '\0';
+        uint64_t value = 0;
+        bool fits = true;
+        for (size_t i = 0; i < digits && fits; i++) {
+            fits = !__builtin_mul_overflow(value, 10, &value) &&
+                   !__builtin_add_overflow(value, (uint64_t)(text[i] - '0'), &value) &&
+                   value <= (uint64_t)INT64_MAX;
+        }
+        struct ds_event event;
+        enum ingest_reason got = field_reason("order_id", text, &event);
+        assert_int_equal(got, fits ? INGEST_OK : INGEST_ORDER_ID_RANGE);
+        if (fits) {
+            assert_true(event.order_id.value == (int64_t)value);
+        }
+        /* The same digits with the point four places from the end: exact units. */
+        if (digits > 4) {
+            char amount[40];
+            snprintf(amount, sizeof(amount), "%.*s.%s", (int)(digits - 4), text, text + digits - 4);
+            got = field_reason("amount", amount, &event);
+            assert_int_equal(got, fits ? INGEST_OK : INGEST_AMOUNT_RANGE);
+            if (fits) {
+                assert_true(event.amount_units == (int64_t)value);
+            }
+        }
+    }
+    /* Exactly 19 digits: the largest values. */
+    EXPECT_FIELD("order_id", "9223372036854775807", INGEST_OK);
+    assert_int_equal(AMOUNT_OF("922337203685477.5807"), INT64_MAX);
+    assert_int_equal(AMOUNT_OF("0.000000000000000001e14"), 1);
+    /* A number as the last bytes of the input (no room for an 8-byte read). */
+    EXPECT_AT("12345678", INGEST_NOT_OBJECT, 0);
+    EXPECT_AT("1234567", INGEST_NOT_OBJECT, 0);
+    EXPECT_AT("-0.5", INGEST_NOT_OBJECT, 0);
+    EXPECT_AT("{\"order_id\":12345678", INGEST_NOT_JSON, 20);
+    EXPECT_AT("{\"order_id\":1.", INGEST_NOT_JSON, 14);
+}
+
+static void test_decode_strings_special_byte_at_every_position(void **state)
+{
+    /* A quote, escape, UTF-8 or control byte at each position of a string, inside or across
+     * 8-byte words, is found exactly where it is. */
+    (void)state;
+    for (size_t at = 0; at < 24; at++) {
+        char value[64];
+        char json[128];
+        memset(value, 'a', at);
+        memcpy(value + at, "\\u00e9", 7); /* decodes to two bytes */
+        struct ds_event event;
+        assert_int_equal(
+            field_reason("status", (snprintf(json, sizeof(json), "\"%s\"", value), json), &event),
+            at + 2 <= DS_STATUS_BYTES_MAX ? INGEST_OK : INGEST_STRING_TOO_LONG);
+        if (at + 2 <= DS_STATUS_BYTES_MAX) {
+            assert_int_equal(event.status_len, at + 2);
+            assert_memory_equal(event.status + at, "\xc3\xa9", 2);
+        }
+        memset(value, 'a', at);
+        value[at] = '\x01';
+        value[at + 1] = '\0';
+        snprintf(json, sizeof(json), "{" IDS_TS ",\"status\":\"%s\"}", value);
+        expect_reason_at(json, strlen(json), INGEST_NOT_JSON, 47 + at, __LINE__);
+        value[at] = '\xff';
+        snprintf(json, sizeof(json), "{" IDS_TS ",\"status\":\"%s\"}", value);
+        expect_reason_at(json, strlen(json), INGEST_BAD_UTF8, 47 + at, __LINE__);
+        /* Unterminated at the very end of the input. */
+        value[at] = '\0';
+        snprintf(json, sizeof(json), "{" IDS_TS ",\"status\":\"%s", value);
+        expect_reason_at(json, strlen(json), INGEST_NOT_JSON, strlen(json), __LINE__);
+    }
+}
+
 /* ---- structure ------------------------------------------------------------------------------ */
 
 static void test_decode_duplicate_known_field_rejected(void **state)
 {
     /* A known field given twice is duplicate_field at the second key; unknown ones may repeat. */
     (void)state;
-    static const char *const fields[] = {"order_id\":1", "customer_id\":2", "ts\":0",
-                                         "order_date\":\"2026-01-01\"", "status\":\"a\"",
-                                         "amount\":1"};
+    static const char *const fields[] = {"order_id\":1",   "customer_id\":2",
+                                         "ts\":0",         "order_date\":\"2026-01-01\"",
+                                         "status\":\"a\"", "amount\":1"};
     for (size_t i = 0; i < DS_ARRAY_LEN(fields); i++) {
         char json[256];
-        int len = snprintf(json, sizeof(json),
-                           "{\"order_id\":1,\"customer_id\":2,\"ts\":0,\"status\":\"a\",\"amount\":1,"
-                           "\"order_date\":\"2026-01-01\",\"%s}",
-                           fields[i]);
+        int len =
+            snprintf(json, sizeof(json),
+                     "{\"order_id\":1,\"customer_id\":2,\"ts\":0,\"status\":\"a\",\"amount\":1,"
+                     "\"order_date\":\"2026-01-01\",\"%s}",
+                     fields[i]);
         assert_true(len > 0);
         expect_reason_at(json, (size_t)len, INGEST_DUPLICATE_FIELD, 87, (int)i);
     }
@@ -1071,8 +1278,7 @@ static void test_decode_depth_over_max_too_deep(void **state)
     /* A top-level array obeys the same limit. */
     memset(json, '[', INGEST_DEPTH_MAX + 1);
     memset(json + INGEST_DEPTH_MAX + 1, ']', INGEST_DEPTH_MAX + 1);
-    expect_reason_at(json, 2 * (INGEST_DEPTH_MAX + 1), INGEST_TOO_DEEP, INGEST_DEPTH_MAX,
-                     __LINE__);
+    expect_reason_at(json, 2 * (INGEST_DEPTH_MAX + 1), INGEST_TOO_DEEP, INGEST_DEPTH_MAX, __LINE__);
     expect_reason_at(json + 1, 2 * INGEST_DEPTH_MAX, INGEST_NOT_OBJECT, 0, __LINE__);
     /* Deep but broken: the depth problem comes first. */
     memset(json, '[', 200);
@@ -1088,7 +1294,8 @@ static void test_decode_first_problem_wins_left_to_right(void **state)
               INGEST_AMOUNT_PRECISION, 46);
     EXPECT_AT("{\"order_id\":[1,}", INGEST_NOT_JSON, 15);
     EXPECT_AT("{\"order_id\":{\"a\":\"\xff\"}}", INGEST_BAD_UTF8, 18);
-    EXPECT_AT("{\"status\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\xff\"}", INGEST_BAD_UTF8, 52);
+    EXPECT_AT("{\"status\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\xff\"}", INGEST_BAD_UTF8,
+              52);
     EXPECT_AT("{\"status\":\"a\\u0000\xff\"}", INGEST_BAD_UTF8, 12);
     EXPECT_AT("{\"status\":\"a\xff\\u0000\"}", INGEST_BAD_UTF8, 12);
     EXPECT_AT("{\"amount\":1.23456} x", INGEST_AMOUNT_PRECISION, 10);
@@ -1105,9 +1312,10 @@ static void test_decode_format_json_canonical_line(void **state)
 {
     /* The canonical line: fixed key order, ts with milliseconds, the shortest exact amount. */
     (void)state;
-    struct ds_event event = DECODE_OK("{\"amount\": 9.99, \"status\": \"paid\", \"ts\": "
-                                      "\"2026-01-21T12:30:00.5+02:00\", \"customer_id\": \"c\\u00e9\\n\", "
-                                      "\"order_id\": 340}");
+    struct ds_event event =
+        DECODE_OK("{\"amount\": 9.99, \"status\": \"paid\", \"ts\": "
+                  "\"2026-01-21T12:30:00.5+02:00\", \"customer_id\": \"c\\u00e9\\n\", "
+                  "\"order_id\": 340}");
     char line[INGEST_JSON_LINE_BYTES_MAX];
     int len = ingest_event_format_json(&event, line, sizeof(line));
     static const char want[] = "{\"order_id\":340,\"customer_id\":\"c\xc3\xa9\\u000a\","
@@ -1118,9 +1326,15 @@ static void test_decode_format_json_canonical_line(void **state)
     static const struct {
         int64_t units;
         const char *text;
-    } amounts[] = {{0, "0"}, {1, "0.0001"}, {-1, "-0.0001"}, {1000000, "100"}, {-22500, "-2.25"},
-                   {50, "0.005"}, {INT64_MAX, "922337203685477.5807"},
-                   {-INT64_MAX, "-922337203685477.5807"}, {123450000, "12345"}};
+    } amounts[] = {{0, "0"},
+                   {1, "0.0001"},
+                   {-1, "-0.0001"},
+                   {1000000, "100"},
+                   {-22500, "-2.25"},
+                   {50, "0.005"},
+                   {INT64_MAX, "922337203685477.5807"},
+                   {-INT64_MAX, "-922337203685477.5807"},
+                   {123450000, "12345"}};
     for (size_t i = 0; i < DS_ARRAY_LEN(amounts); i++) {
         event.amount_units = amounts[i].units;
         len = ingest_event_format_json(&event, line, sizeof(line));
@@ -1164,9 +1378,22 @@ static void test_decode_format_json_worst_case_fits(void **state)
  * characters, controls and multibyte sequences). */
 static void random_text(uint64_t *rng, char *dst, size_t len)
 {
-    static const char *const pieces[] = {"a", "Z", "0", " ", "\"", "\\", "/", "\x01", "\x1f",
-                                         "\n", "\x7f", "\xc3\xa9", "\xe2\x82\xac",
-                                         "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf", "\xed\x9f\xbf"};
+    static const char *const pieces[] = {"a",
+                                         "Z",
+                                         "0",
+                                         " ",
+                                         "\"",
+                                         "\\",
+                                         "/",
+                                         "\x01",
+                                         "\x1f",
+                                         "\n",
+                                         "\x7f",
+                                         "\xc3\xa9",
+                                         "\xe2\x82\xac",
+                                         "\xf0\x9f\x98\x80",
+                                         "\xf4\x8f\xbf\xbf",
+                                         "\xed\x9f\xbf"};
     size_t n = 0;
     while (n < len) {
         const char *piece = pieces[rng_below(rng, DS_ARRAY_LEN(pieces))];
@@ -1291,6 +1518,8 @@ int main(void)
         cmocka_unit_test(test_decode_amount_too_precise_amount_precision),
         cmocka_unit_test(test_decode_amount_too_big_amount_range),
         cmocka_unit_test(test_decode_amount_not_number_bad_amount),
+        cmocka_unit_test(test_decode_number_every_digit_count_exact),
+        cmocka_unit_test(test_decode_strings_special_byte_at_every_position),
         cmocka_unit_test(test_decode_duplicate_known_field_rejected),
         cmocka_unit_test(test_decode_unknown_fields_ignored),
         cmocka_unit_test(test_decode_depth_over_max_too_deep),

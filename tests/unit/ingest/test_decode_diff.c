@@ -15,7 +15,7 @@
  *    Then json_loadb(JSON_DECODE_ANY | JSON_ALLOW_NUL), end-of-input check on. jansson is
  *    stricter than RFC 8259 in two places where our rule is the RFC's, so the oracle neutralises
  *    them and asks again: numbers too big for long long / double (code numeric_overflow) are
- *    valid JSON to us, so that token is replaced by a same-length "0   "; and an escaped NUL in an
+ *    valid JSON to us, so that token is replaced by a same-length " 0  "; and an escaped NUL in an
  *    object key (code null_byte_in_key) is valid to us, so every \u0000 escape becomes \u0001
  *    (validity does not change; the field values below come from the original text). Not
  *    JSON_REJECT_DUPLICATES: duplicated unknown keys are allowed, so duplicates of known keys are
@@ -115,7 +115,7 @@ static void neutralise_nul_escapes(char *text, size_t len)
     }
 }
 
-/* The number token ending just before `end` becomes "0" and spaces. The walk back follows the
+/* The number token ending just before `end` becomes " 0" and spaces. The walk back follows the
  * number grammar, because jansson lexes the overflowing token before its parser sees that it
  * follows another one ("[3192-1e999]": only "-1e999" is the token). */
 static void neutralise_number(char *text, size_t end)
@@ -132,9 +132,9 @@ static void neutralise_number(char *text, size_t end)
         start -= c == '-'; /* the leading sign */
         break;
     }
-    assert_true(start < end);
-    text[start] = '0';
-    memset(text + start + 1, ' ', end - start - 1);
+    assert_true(start + 2 <= end); /* an overflowing number has at least 5 bytes ("1e999") */
+    memset(text + start, ' ', end - start);
+    text[start + 1] = '0'; /* a blank first, so it cannot join a token before it */
 }
 
 /* Step 2 and 3: whether jansson (with the two neutralisations) accepts, and is it an object. */
@@ -410,8 +410,12 @@ static bool civil_seconds(int year, int month, int day, int hour, int minute, in
         minute > 59 || second > 59) {
         return false;
     }
-    struct tm tm = {.tm_year = year - 1900, .tm_mon = month - 1, .tm_mday = day,
-                    .tm_hour = hour, .tm_min = minute, .tm_sec = second};
+    struct tm tm = {.tm_year = year - 1900,
+                    .tm_mon = month - 1,
+                    .tm_mday = day,
+                    .tm_hour = hour,
+                    .tm_min = minute,
+                    .tm_sec = second};
     time_t t = timegm(&tm);
     assert_int_equal(tm.tm_mday, day);
     assert_int_equal(tm.tm_mon, month - 1);
@@ -496,8 +500,8 @@ static bool oracle_order_date(const char *token, size_t len, int64_t *ts_ms, str
     size_t n = token_string(token, len, text, sizeof(text));
     if (memchr(text, '\0', n) != NULL || regexec(&date_regex, text, 4, m, 0) != 0 ||
         match_int(text, &m[1]) < 1970 ||
-        !civil_seconds(match_int(text, &m[1]), match_int(text, &m[2]), match_int(text, &m[3]), 0,
-                       0, 0, &seconds)) {
+        !civil_seconds(match_int(text, &m[1]), match_int(text, &m[2]), match_int(text, &m[3]), 0, 0,
+                       0, &seconds)) {
         return reject(v, "order_date");
     }
     *ts_ms = seconds * 1000;
@@ -534,11 +538,11 @@ static bool oracle_amount(const char *token, size_t len, struct verdict *v)
     return true;
 }
 
-static const char *const known_names[] = {"order_id", "customer_id", "ts", "order_date",
-                                          "status", "amount"};
+static const char *const known_names[] = {"order_id",   "customer_id", "ts",
+                                          "order_date", "status",      "amount"};
 
-static bool oracle_member(const char *json, const struct member *m, size_t field,
-                          int64_t *date_ms, struct verdict *v)
+static bool oracle_member(const char *json, const struct member *m, size_t field, int64_t *date_ms,
+                          struct verdict *v)
 {
     const char *token = json + m->value_at;
     switch (field) {
@@ -560,8 +564,8 @@ static bool oracle_fields(const char *json, size_t len, struct verdict *v)
     int64_t date_ms = 0;
     for (size_t i = 0; i < count; i++) {
         char key[DIFF_TEXT_BYTES_MAX];
-        size_t key_len = token_string(json + members[i].key_at, members[i].key_len, key,
-                                      sizeof(key));
+        size_t key_len =
+            token_string(json + members[i].key_at, members[i].key_len, key, sizeof(key));
         size_t field = 0;
         while (field < DS_ARRAY_LEN(known_names) &&
                (strlen(known_names[field]) != key_len ||
@@ -656,13 +660,13 @@ static void diff_check(const char *json, size_t len, uint64_t seed, size_t index
     }
     if (!same) {
         print_input(json, len);
-        print_error("DS_TEST_SEED=%" PRIu64 " case %zu: decoder %s (%s at %zu), oracle %s (%s)\n", seed,
-                    index, rc == 0 ? "accepts" : "rejects", ingest_reason_name(error.reason),
+        print_error("DS_TEST_SEED=%" PRIu64 " case %zu: decoder %s (%s at %zu), oracle %s (%s)\n",
+                    seed, index, rc == 0 ? "accepts" : "rejects", ingest_reason_name(error.reason),
                     error.byte_offset, want.accept ? "accepts" : "rejects",
                     want.why != NULL ? want.why : "-");
         if (rc == 0 && want.accept) {
-            print_error("got ts %" PRId64 " amount %" PRId64 "; want ts %" PRId64
-                        " amount %" PRId64 "\n",
+            print_error("got ts %" PRId64 " amount %" PRId64 "; want ts %" PRId64 " amount %" PRId64
+                        "\n",
                         got.ts_ms, got.amount_units, want.event.ts_ms, want.event.amount_units);
         }
         fail();
@@ -759,14 +763,36 @@ static void put_string_body(struct gen *g, struct text *t, size_t pieces, bool a
 {
     static const char *const plain[] = {"a", "paid", "x", "0", " ", "-", "Z", "_", "\x7f", "/"};
     static const char *const special[] = {
-        "\\\"", "\\\\", "\\/", "\\b", "\\f", "\\n", "\\r", "\\t", "\\u0041", "\\u00e9",
-        "\\u00E9", "\\u20ac", "\\ud83d\\ude00", "\\uDBFF\\uDFFF", "\\u0001", "\\u001f",
-        "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf", "\xed\x9f\xbf",
-        "\xef\xbf\xbf", "\\u005f",
+        "\\\"",
+        "\\\\",
+        "\\/",
+        "\\b",
+        "\\f",
+        "\\n",
+        "\\r",
+        "\\t",
+        "\\u0041",
+        "\\u00e9",
+        "\\u00E9",
+        "\\u20ac",
+        "\\ud83d\\ude00",
+        "\\uDBFF\\uDFFF",
+        "\\u0001",
+        "\\u001f",
+        "\xc3\xa9",
+        "\xe2\x82\xac",
+        "\xf0\x9f\x98\x80",
+        "\xf4\x8f\xbf\xbf",
+        "\xed\x9f\xbf",
+        "\xef\xbf\xbf",
+        "\\u005f",
     };
     static const char *const broken[] = {
-        "\\ud800", "\\udc00", "\\ud800\\u0041", "\\x", "\\u12", "\\u12G4", "\xc0\x80",
-        "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xff", "\x80", "\xc3", "\x01", "\t", "\\",
+        "\\ud800",  "\\udc00",      "\\ud800\\u0041",
+        "\\x",      "\\u12",        "\\u12G4",
+        "\xc0\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+        "\xff",     "\x80",         "\xc3",
+        "\x01",     "\t",           "\\",
         "\\U0041",
     };
     for (size_t i = 0; i < pieces; i++) {
@@ -793,11 +819,19 @@ static void put_string(struct gen *g, struct text *t, size_t pieces, bool allow_
 /* An integer: below max when valid_only (1..max for ids, 0..max for ts), else anything. */
 static void put_integer_text(struct gen *g, struct text *t, uint64_t max, bool zero_ok)
 {
-    static const char *const edges[] = {"0", "-0", "1", "-1", "9223372036854775807",
-                                        "9223372036854775808", "-9223372036854775808",
-                                        "18446744073709551615", "18446744073709551616",
-                                        "99999999999999999999999", "253402300799999",
-                                        "253402300800000", "1768996800000"};
+    static const char *const edges[] = {"0",
+                                        "-0",
+                                        "1",
+                                        "-1",
+                                        "9223372036854775807",
+                                        "9223372036854775808",
+                                        "-9223372036854775808",
+                                        "18446744073709551615",
+                                        "18446744073709551616",
+                                        "99999999999999999999999",
+                                        "253402300799999",
+                                        "253402300800000",
+                                        "1768996800000"};
     if (gen_flaw(g, 6)) {
         put(t, PICK(g, edges));
         return;
@@ -816,13 +850,34 @@ static void put_integer_text(struct gen *g, struct text *t, uint64_t max, bool z
 static void put_number(struct gen *g, struct text *t)
 {
     static const char *const edges[] = {
-        "1.23456", "0.00001", "1e15", "922337203685477.5808", "1e400", "1e-400",
-        "123456789012345678901234567890", "-1e-5",
+        "1.23456",
+        "0.00001",
+        "1e15",
+        "922337203685477.5808",
+        "1e400",
+        "1e-400",
+        "123456789012345678901234567890",
+        "-1e-5",
     };
     static const char *const valid_edges[] = {
-        "9.99", "100", "1.5e1", "-2.25", "1.23450", "0.0001", "922337203685477.5807",
-        "-922337203685477.5807", "0e99999", "-0.0", "1000000000000000000000e-17",
-        "0.00000000000000000000000000001e25", "12345e-4", "1E+2", "5.00", "1.0", "-0", "0",
+        "9.99",
+        "100",
+        "1.5e1",
+        "-2.25",
+        "1.23450",
+        "0.0001",
+        "922337203685477.5807",
+        "-922337203685477.5807",
+        "0e99999",
+        "-0.0",
+        "1000000000000000000000e-17",
+        "0.00000000000000000000000000001e25",
+        "12345e-4",
+        "1E+2",
+        "5.00",
+        "1.0",
+        "-0",
+        "0",
     };
     uint64_t kind = gen_below(g, 10);
     if (kind == 0) {
@@ -831,8 +886,10 @@ static void put_number(struct gen *g, struct text *t)
         put_integer_text(g, t, 100000000000000u, true);
     } else {
         int decimals = (int)(1 + gen_below(g, g->valid_only ? 4 : 6));
-        uint64_t fraction = gen_below(g, 1000000) % (decimals == 1 ? 10u : decimals == 2 ? 100u
-                                                     : decimals == 3 ? 1000u : 1000000u);
+        uint64_t fraction = gen_below(g, 1000000) % (decimals == 1   ? 10u
+                                                     : decimals == 2 ? 100u
+                                                     : decimals == 3 ? 1000u
+                                                                     : 1000000u);
         putf(t, "%s%" PRIu64 ".%0*" PRIu64, gen_chance(g, 8) ? "-" : "", gen_below(g, 1000000),
              decimals, fraction);
         if (gen_flaw(g, 6)) {
@@ -851,8 +908,8 @@ static int put_bounded(struct gen *g, int valid_count, int flawed_count, int off
 static void put_ts_string(struct gen *g, struct text *t)
 {
     static const char *const seps[] = {"T", "T", "T", "t", " "};
-    static const char *const zones[] = {"Z", "Z", "z", "+02:00", "-05:30", "+00:00", "-00:00",
-                                        "+23:59", "-23:59"};
+    static const char *const zones[] = {"Z",      "Z",      "z",      "+02:00", "-05:30",
+                                        "+00:00", "-00:00", "+23:59", "-23:59"};
     static const char *const bad_zones[] = {"+24:00", "+01:60", "", "+0100", "UTC", "x"};
     int year = 1971 + (int)gen_below(g, 8000);
     if (!g->valid_only && gen_chance(g, 10)) {
@@ -971,15 +1028,17 @@ static void put_field_value(struct gen *g, struct text *t, size_t field)
         }
         break;
     case 3: put_date_string(g, t); break;
-    case 4: put_string(g, t, gen_flaw(g, 8) ? 28 + gen_below(g, 10) : gen_below(g, 7), false); break;
+    case 4:
+        put_string(g, t, gen_flaw(g, 8) ? 28 + gen_below(g, 10) : gen_below(g, 7), false);
+        break;
     default: put_number(g, t); break;
     }
 }
 
 static void put_key(struct gen *g, struct text *t, size_t field)
 {
-    static const char *const spelled[] = {"order\\u005fid", "customer\\u005fid", "\\u0074s",
-                                          "order_\\u0064ate", "st\\u0061tus", "\\u0061mount"};
+    static const char *const spelled[] = {"order\\u005fid",   "customer\\u005fid", "\\u0074s",
+                                          "order_\\u0064ate", "st\\u0061tus",      "\\u0061mount"};
     putf(t, "\"%s\"", gen_chance(g, 25) ? spelled[field] : known_names[field]);
 }
 
@@ -1043,9 +1102,10 @@ static void put_event(struct gen *g, struct text *t)
 /* Random JSON-ish token soup. */
 static void put_soup(struct gen *g, struct text *t)
 {
-    static const char *const tokens[] = {"{", "}", "[", "]", ",", ":", "\"", "\"a\"", "\"ts\"",
-                                         "\"order_id\"", "1", "-", "0", ".", "e", "true", "null",
-                                         " ", "\n", "\\", "\\u", "\xc3", "\xa9", "x", "01", "1.5"};
+    static const char *const tokens[] = {
+        "{",   "}",    "[",    "]", ",",  ":",    "\"",   "\"a\"", "\"ts\"", "\"order_id\"",
+        "1",   "-",    "0",    ".", "e",  "true", "null", " ",     "\n",     "\\",
+        "\\u", "\xc3", "\xa9", "x", "01", "1.5"};
     size_t count = 1 + gen_below(g, 20);
     for (size_t i = 0; i < count; i++) {
         put(t, PICK(g, tokens));

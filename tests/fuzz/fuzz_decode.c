@@ -1,0 +1,68 @@
+/*
+ * libFuzzer harness for ingest_decode, the parser of outside bytes on the hot path.
+ *
+ * Any input: the decoder must not crash, read out of bounds or trip a sanitizer, and a rejection
+ * must name a real reason at an offset inside the input. An accepted input: the canonical line
+ * from ingest_event_format_json must decode to the identical event, and formatting that event
+ * again must give the same bytes. Any broken property aborts, so libFuzzer keeps the input.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ingest/ingest.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static bool id_equal(const struct ds_id *a, const struct ds_id *b)
+{
+    return a->is_string == b->is_string && a->len == b->len && a->value == b->value &&
+           memcmp(a->text, b->text, a->len) == 0;
+}
+
+static bool event_equal(const struct ds_event *a, const struct ds_event *b)
+{
+    return id_equal(&a->order_id, &b->order_id) && id_equal(&a->customer_id, &b->customer_id) &&
+           a->ts_ms == b->ts_ms && a->amount_units == b->amount_units &&
+           a->status_len == b->status_len && memcmp(a->status, b->status, a->status_len) == 0;
+}
+
+static void check_rejection(const struct ingest_error *error, size_t size)
+{
+    if (error->reason == INGEST_OK || error->reason >= INGEST_REASON_COUNT ||
+        error->byte_offset > (size > INGEST_EVENT_BYTES_MAX ? INGEST_EVENT_BYTES_MAX : size)) {
+        abort();
+    }
+}
+
+static void check_round_trip(const struct ds_event *event)
+{
+    char line[INGEST_JSON_LINE_BYTES_MAX];
+    int len = ingest_event_format_json(event, line, sizeof(line));
+    if (len <= 0 || (size_t)len > sizeof(line)) {
+        abort();
+    }
+    struct ds_event back;
+    struct ingest_error error;
+    if (ingest_decode(line, (size_t)len, &back, &error) != 0 || !event_equal(event, &back)) {
+        abort();
+    }
+    char again[INGEST_JSON_LINE_BYTES_MAX];
+    if (ingest_event_format_json(&back, again, sizeof(again)) != len ||
+        memcmp(line, again, (size_t)len) != 0) {
+        abort();
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct ds_event event;
+    struct ingest_error error;
+    if (ingest_decode((const char *)data, size, &event, &error) != 0) {
+        check_rejection(&error, size);
+        return 0;
+    }
+    check_round_trip(&event);
+    return 0;
+}

@@ -92,6 +92,10 @@ int query_count(struct storage *st, const struct shard_map *map,
     if (req->day_first < 0 || req->day_last < req->day_first || req->day_last > DS_DAY_MAX) {
         return -DS_EUSAGE;
     }
+    /* status is a fixed array: a longer length would read past it here and when rendering. */
+    if (req->has_status && req->status_len > DS_STATUS_BYTES_MAX) {
+        return -DS_EUSAGE;
+    }
     if ((uint32_t)(req->day_last - req->day_first) + 1 > range_max) {
         return -DS_ELIMIT;
     }

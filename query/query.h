@@ -58,8 +58,9 @@ struct query_count_result {
     struct query_group_row *groups; /* owned; query_count_result_deinit frees it */
 };
 
-/* Runs a count. Returns 0, -DS_EUSAGE (bad range), -DS_ELIMIT (range too long), -ENOMEM, or a
- * storage error. On success the caller releases res with query_count_result_deinit. */
+/* Runs a count. Returns 0, -DS_EUSAGE (bad range, or a status longer than DS_STATUS_BYTES_MAX),
+ * -DS_ELIMIT (range too long), -ENOMEM, or a storage error. On success the caller releases res
+ * with query_count_result_deinit. */
 DS_MUST_USE int query_count(struct storage *st, const struct shard_map *map,
                             const struct query_count_request *req, struct query_count_result *res);
 void query_count_result_deinit(struct query_count_result *res);

@@ -24,7 +24,10 @@ int64_t query_json_string(const char *s, size_t len, char *dst, size_t dst_capac
     dst[n++] = '"';
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (n + 7 > dst_capacity) {
+        /* Room for this character's encoding plus the closing quote and the NUL: -ENOSPC only
+         * when the literal really does not fit (a flat 7 refused buffers that were enough). */
+        size_t need = (c == '"' || c == '\\') ? 2u : (c < 0x20 ? 6u : 1u);
+        if (n + need + 2 > dst_capacity) {
             return -ENOSPC;
         }
         if (c == '"' || c == '\\') {

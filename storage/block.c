@@ -621,7 +621,11 @@ static int decode_event(struct column_cursor *c, const struct block_view *view, 
     if (status >= view->header->status_count || !get_varint(&c->ts, c->ts_end, &v)) {
         return -DS_ECORRUPT;
     }
-    event->ts_ms = *prev_ts + unzigzag(v);
+    /* Damaged columns must fail here, not overflow (undefined behaviour): a delta or an amount
+     * that cannot be represented is corrupt. */
+    if (__builtin_add_overflow(*prev_ts, unzigzag(v), &event->ts_ms)) {
+        return -DS_ECORRUPT;
+    }
     *prev_ts = event->ts_ms;
     bool ok = (flags & OPEN_ROW_ORDER_STRING)
                   ? take_string(&c->order_str, c->order_str_end, &event->order_id)
@@ -635,7 +639,9 @@ static int decode_event(struct column_cursor *c, const struct block_view *view, 
     if (!ok) {
         return -DS_ECORRUPT;
     }
-    event->amount_units = unzigzag(v) * scale_divisors[c->scale];
+    if (__builtin_mul_overflow(unzigzag(v), scale_divisors[c->scale], &event->amount_units)) {
+        return -DS_ECORRUPT;
+    }
     event->status_len = view->status_len[status];
     memcpy(event->status, view->status[status], event->status_len);
     return 0;

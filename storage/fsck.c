@@ -34,7 +34,9 @@ static uint64_t count_orphans_in(struct storage *st, const char *dir, int32_t da
     for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
         unsigned id = 0;
         int used = 0;
-        if (sscanf(e->d_name, "%8u.seg%n", &id, &used) != 1 || e->d_name[used] != '\0') {
+        /* The same names recovery treats as segments (id 0 is never one): anything else it
+         * leaves alone, so counting it here would make --repair unable to ever come clean. */
+        if (sscanf(e->d_name, "%8u.seg%n", &id, &used) != 1 || e->d_name[used] != '\0' || id == 0) {
             continue;
         }
         if (p == NULL || id > p->segment_id) {

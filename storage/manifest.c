@@ -107,12 +107,15 @@ int manifest_replay(const uint8_t *buf, size_t len, manifest_record_fn fn, void 
     }
     memcpy(&magic, buf, sizeof(magic));
     if (magic != MANIFEST_FILE_MAGIC) {
-        return (magic & 0xFFFFFFFFFFFFFF00ull) == (MANIFEST_FILE_MAGIC & 0xFFFFFFFFFFFFFF00ull)
+        /* The version is the last character of "DSMANIF1", the most significant byte of the
+         * little-endian u64: "DSMANIF<other>" is a manifest of another format version. */
+        return (magic & 0x00FFFFFFFFFFFFFFull) == (MANIFEST_FILE_MAGIC & 0x00FFFFFFFFFFFFFFull)
                    ? -DS_EFORMAT
                    : -DS_ECORRUPT;
     }
     size_t at = sizeof(magic);
     uint64_t last_seq = 0;
+    bool have_seq = false; /* a first record may carry any sequence number, 0 included */
     while (at < len) {
         size_t n = record_valid(buf + at, len - at);
         if (n == 0) {
@@ -124,12 +127,13 @@ int manifest_replay(const uint8_t *buf, size_t len, manifest_record_fn fn, void 
         }
         struct manifest_record_header h;
         memcpy(&h, buf + at, sizeof(h));
-        if (h.seq <= last_seq && last_seq != 0) {
+        if (have_seq && h.seq <= last_seq) {
             ds_log_error("manifest: sequence %llu after %llu at byte %zu",
                          (unsigned long long)h.seq, (unsigned long long)last_seq, at);
             return -DS_ECORRUPT;
         }
         last_seq = h.seq;
+        have_seq = true;
         struct manifest_replay_fn_args args = {
             .kind = h.kind,
             .seq = h.seq,

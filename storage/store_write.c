@@ -260,6 +260,11 @@ static void note_source(struct storage *st, const struct ds_source *source)
     int32_t partition = source->partition;
     ASSERT(partition >= -1 && partition < (int32_t)STORAGE_SOURCES_MAX - 1);
     struct source_state *s = &st->sources[partition + 1];
+    if (!s->known) {
+        /* Seen but not committed yet: storage_source_next must still answer -1 ("never
+         * seen"), not 0, which would tell a consumer to resume from offset 0. */
+        s->committed_next = -1;
+    }
     if (!s->known || source->offset + 1 > s->next) {
         s->next = source->offset + 1;
     }
@@ -290,15 +295,20 @@ int storage_append(struct storage *st, int32_t day, uint32_t shard, const struct
     size_t before = open_block_memory(p->ob);
     rc = open_block_add(p->ob, event, source, st->cfg.block_events_max);
     if (rc == -DS_ELIMIT) {
+        /* The refused add may have grown the row buffer before finding the status table or the
+         * string space full: count that memory now, or freeing the block later would take more
+         * off open_bytes than was ever added (it wraps, and every append then seals). */
+        st->open_bytes += open_block_memory(p->ob) - before;
         rc = seal_part(st, p);
         before = open_block_memory(p->ob);
         rc = rc == 0 ? open_block_add(p->ob, event, source, st->cfg.block_events_max) : rc;
         ASSERT(rc != -DS_ELIMIT);
     }
+    /* Counted whatever the outcome: a failed add (-ENOMEM) may also have grown a buffer. */
+    st->open_bytes += open_block_memory(p->ob) - before;
     if (rc != 0) {
         return rc;
     }
-    st->open_bytes += open_block_memory(p->ob) - before;
     if (!p->touched) {
         p->touched = true;
         st->touched[st->touched_count++] = p;
@@ -611,7 +621,9 @@ static int recover_tree(struct storage *st)
     store_path(st, "parts", parts);
     DIR *d = opendir(parts);
     if (d == NULL) {
-        return errno == ENOENT && st->part_count == 0 ? 0 : -errno;
+        /* No parts/ at all: fine for an empty manifest; for committed partitions the missing
+         * segments are reported below (store_recover) as -DS_ECORRUPT, like any other loss. */
+        return errno == ENOENT ? 0 : -errno;
     }
     int rc = 0;
     for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
@@ -633,6 +645,20 @@ static int recover_tree(struct storage *st)
 static int create_manifest(struct storage *st)
 {
     char path[DS_PATH_MAX];
+    /* The MANIFEST is created (atomically) at the first open, before any segment exists, and
+     * only ever replaced by rename. A missing or empty one beside parts/ means the commit log
+     * was lost: going on would remove every segment as uncommitted, deleting all acknowledged
+     * data. Refuse instead. */
+    store_path(st, "parts", path);
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        ds_log_error("%s: MANIFEST missing or empty but %s exists: refusing to discard it",
+                     st->dir, path);
+        return -DS_ECORRUPT;
+    }
+    if (errno != ENOENT) {
+        return -errno;
+    }
     store_path(st, "MANIFEST", path);
     uint64_t magic = MANIFEST_FILE_MAGIC;
     st->manifest_size = sizeof(magic);

@@ -1,0 +1,2020 @@
+/*
+ * Unit tests of the storage engine through its public API (storage.h): appends, group commit,
+ * reopen and recovery, read-only readers, totals and scans, fsck, and fault injection with the
+ * fake I/O backend (tests/support/fake_io.h).
+ *
+ * Every test compares storage against a model kept here: the events appended to each partition
+ * (committed and pending) and the source offsets, from which the expected scans, totals by hour
+ * and by status, and source positions follow. After any failure or simulated crash the engine
+ * must answer exactly like the model's last acknowledged state: everything a commit returned 0
+ * for is there, nothing else is (the one exception is documented in fault_check_state).
+ *
+ * Each test gets a fresh temp dir. Randomised tests print their seed and replay DS_TEST_SEED.
+ * fdatasync costs milliseconds on a real disk, so the scenarios keep partitions and commits few.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "storage/format.h"
+#include "storage/storage.h"
+#include "tests/support/fake_io.h"
+#include "tests/support/tempdir.h"
+
+#define DAY_MS 86400000LL
+#define HOUR_MS 3600000LL
+/* 2026-01-21, the contract example's day. */
+#define DAY0 20474
+#define MODEL_PARTS_MAX 512u
+/* Source partitions the model follows: DS_SOURCE_FILE (-1) .. 14. */
+#define MODEL_SOURCES 16u
+
+/* ---- the model ----------------------------------------------------------------------------- */
+
+struct evvec {
+    struct ds_event *v;
+    size_t n;
+    size_t cap;
+};
+
+static void evvec_push(struct evvec *vec, const struct ds_event *e)
+{
+    if (vec->n == vec->cap) {
+        vec->cap = vec->cap == 0 ? 64 : vec->cap * 2;
+        vec->v = realloc(vec->v, vec->cap * sizeof(*vec->v));
+        assert_non_null(vec->v);
+    }
+    vec->v[vec->n++] = *e;
+}
+
+struct mpart {
+    int32_t day;
+    uint32_t shard;
+    struct evvec committed;
+    struct evvec pending;
+};
+
+struct model {
+    struct mpart parts[MODEL_PARTS_MAX];
+    uint32_t count;
+    int64_t src_committed[MODEL_SOURCES]; /* storage_source_next's answer; -1 unknown */
+    int64_t src_pending[MODEL_SOURCES];
+};
+
+static struct model *model_new(void)
+{
+    struct model *m = calloc(1, sizeof(*m));
+    assert_non_null(m);
+    for (uint32_t i = 0; i < MODEL_SOURCES; i++) {
+        m->src_committed[i] = -1;
+        m->src_pending[i] = -1;
+    }
+    return m;
+}
+
+static void model_free(struct model *m)
+{
+    if (m == NULL) {
+        return;
+    }
+    for (uint32_t i = 0; i < m->count; i++) {
+        free(m->parts[i].committed.v);
+        free(m->parts[i].pending.v);
+    }
+    free(m);
+}
+
+static struct mpart *model_part(struct model *m, int32_t day, uint32_t shard)
+{
+    for (uint32_t i = 0; i < m->count; i++) {
+        if (m->parts[i].day == day && m->parts[i].shard == shard) {
+            return &m->parts[i];
+        }
+    }
+    assert_true(m->count < MODEL_PARTS_MAX);
+    struct mpart *p = &m->parts[m->count++];
+    memset(p, 0, sizeof(*p));
+    p->day = day;
+    p->shard = shard;
+    return p;
+}
+
+static void model_append(struct model *m, int32_t day, uint32_t shard, const struct ds_event *e,
+                         const struct ds_source *src)
+{
+    evvec_push(&model_part(m, day, shard)->pending, e);
+    if (src != NULL && src->partition + 1 < (int32_t)MODEL_SOURCES) {
+        int64_t *next = &m->src_pending[src->partition + 1];
+        if (*next < src->offset + 1) {
+            *next = src->offset + 1;
+        }
+    }
+}
+
+static void model_commit(struct model *m)
+{
+    for (uint32_t i = 0; i < m->count; i++) {
+        struct mpart *p = &m->parts[i];
+        for (size_t j = 0; j < p->pending.n; j++) {
+            evvec_push(&p->committed, &p->pending.v[j]);
+        }
+        p->pending.n = 0;
+    }
+    memcpy(m->src_committed, m->src_pending, sizeof(m->src_committed));
+}
+
+static void model_drop_pending(struct model *m)
+{
+    for (uint32_t i = 0; i < m->count; i++) {
+        m->parts[i].pending.n = 0;
+    }
+    memcpy(m->src_pending, m->src_committed, sizeof(m->src_pending));
+}
+
+static uint64_t model_events(const struct model *m)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < m->count; i++) {
+        n += m->parts[i].committed.n;
+    }
+    return n;
+}
+
+/* ---- events -------------------------------------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rng_below(uint64_t *s, uint64_t n)
+{
+    return rng_next(s) % n;
+}
+
+static const char *const STATUSES[] = {"paid", "shipped", "pending", "", "refunded", "cancelled"};
+
+static void set_status(struct ds_event *e, const char *status)
+{
+    size_t len = strlen(status);
+    assert_true(len <= DS_STATUS_BYTES_MAX);
+    e->status_len = (uint8_t)len;
+    memcpy(e->status, status, len);
+}
+
+static void random_id(uint64_t *rng, struct ds_id *id)
+{
+    memset(id, 0, sizeof(*id));
+    if (rng_below(rng, 4) == 0) {
+        id->is_string = true;
+        id->len = (uint8_t)(1 + rng_below(rng, DS_ID_BYTES_MAX));
+        for (uint8_t i = 0; i < id->len; i++) {
+            id->text[i] = (char)('a' + rng_below(rng, 26));
+        }
+        return;
+    }
+    id->value = rng_below(rng, 8) == 0 ? INT64_MAX - (int64_t)rng_below(rng, 10)
+                                       : 1 + (int64_t)rng_below(rng, 1000000);
+}
+
+static void random_event(uint64_t *rng, int32_t day, struct ds_event *e)
+{
+    memset(e, 0, sizeof(*e));
+    random_id(rng, &e->order_id);
+    random_id(rng, &e->customer_id);
+    e->ts_ms = (int64_t)day * DAY_MS + (int64_t)rng_below(rng, (uint64_t)DAY_MS);
+    switch (rng_below(rng, 5)) {
+    case 0: e->amount_units = (int64_t)rng_below(rng, 100000) * 100; break;
+    case 1: e->amount_units = -(int64_t)rng_below(rng, 100000) * 10000; break;
+    case 2: e->amount_units = INT64_MAX - (int64_t)rng_below(rng, 1000); break;
+    default: e->amount_units = (int64_t)rng_below(rng, 10000000); break;
+    }
+    set_status(e, STATUSES[rng_below(rng, DS_ARRAY_LEN(STATUSES))]);
+}
+
+static bool id_equal(const struct ds_id *a, const struct ds_id *b)
+{
+    if (a->is_string != b->is_string) {
+        return false;
+    }
+    if (a->is_string) {
+        return a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
+    }
+    return a->value == b->value;
+}
+
+static bool event_equal(const struct ds_event *a, const struct ds_event *b)
+{
+    return id_equal(&a->order_id, &b->order_id) && id_equal(&a->customer_id, &b->customer_id) &&
+           a->ts_ms == b->ts_ms && a->amount_units == b->amount_units &&
+           a->status_len == b->status_len && memcmp(a->status, b->status, a->status_len) == 0;
+}
+
+/* ---- fixture and small file helpers -------------------------------------------------------- */
+
+struct fixture {
+    char dir[64];
+    char path[DS_PATH_MAX];
+    struct model *m;
+};
+
+static int setup(void **state)
+{
+    struct fixture *fx = calloc(1, sizeof(*fx));
+    assert_non_null(fx);
+    assert_int_equal(test_tempdir_make(fx->dir, sizeof(fx->dir)), 0);
+    fx->m = model_new();
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *fx = *state;
+    model_free(fx->m);
+    test_tempdir_remove(fx->dir);
+    free(fx);
+    return 0;
+}
+
+static void config_init(struct storage_config *cfg, const char *dir)
+{
+    storage_config_defaults(cfg);
+    cfg->dir = dir;
+    cfg->io_mode = STORAGE_IO_SYNC;
+    /* Far above any test's partitions, and the table is then cheap to allocate at each of the
+     * thousands of opens (fsck's own opens keep the default). */
+    cfg->partitions_max = 4096;
+}
+
+static struct storage *open_with(const struct storage_config *cfg)
+{
+    struct storage *st = NULL;
+    int rc = storage_open(cfg, &st);
+    if (rc != 0) {
+        print_error("storage_open %s: %s\n", cfg->dir, ds_strerror(rc));
+    }
+    assert_int_equal(rc, 0);
+    assert_non_null(st);
+    return st;
+}
+
+static struct storage *open_dir(const char *dir, bool read_only)
+{
+    struct storage_config cfg;
+    config_init(&cfg, dir);
+    cfg.read_only = read_only;
+    return open_with(&cfg);
+}
+
+static void segment_path(const char *dir, int32_t day, uint32_t shard, uint32_t id, char *dst)
+{
+    char date[DS_DATE_TEXT_SIZE];
+    ds_date_format(day, date);
+    snprintf(dst, DS_PATH_MAX, "%s/parts/%s/%u/%08u.seg", dir, date, shard, id);
+}
+
+static uint64_t file_size(const char *path)
+{
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    return (uint64_t)sb.st_size;
+}
+
+static bool file_exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+static void file_truncate(const char *path, uint64_t len)
+{
+    assert_int_equal(truncate(path, (off_t)len), 0);
+}
+
+static void file_append(const char *path, const void *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_APPEND);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, len), (ssize_t)len);
+    assert_int_equal(close(fd), 0);
+}
+
+static void file_write(const char *path, const void *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, len), (ssize_t)len);
+    assert_int_equal(close(fd), 0);
+}
+
+static void *file_read(const char *path, size_t *len)
+{
+    uint64_t size = file_size(path);
+    uint8_t *buf = malloc(size + 1);
+    assert_non_null(buf);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(read(fd, buf, size), (ssize_t)size);
+    close(fd);
+    *len = (size_t)size;
+    return buf;
+}
+
+/* Segment files (*.seg) in a partition directory. */
+static uint32_t count_segments(const char *dir, int32_t day, uint32_t shard)
+{
+    char path[DS_PATH_MAX];
+    char date[DS_DATE_TEXT_SIZE];
+    ds_date_format(day, date);
+    snprintf(path, sizeof(path), "%s/parts/%s/%u", dir, date, shard);
+    DIR *d = opendir(path);
+    if (d == NULL) {
+        return 0;
+    }
+    uint32_t n = 0;
+    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+        size_t len = strlen(e->d_name);
+        n += len > 4 && strcmp(e->d_name + len - 4, ".seg") == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+/* ---- appending through storage and model together ------------------------------------------ */
+
+static void append_ok(struct storage *st, struct model *m, int32_t day, uint32_t shard,
+                      const struct ds_event *e, const struct ds_source *src)
+{
+    int rc = storage_append(st, day, shard, e, src);
+    if (rc != 0) {
+        print_error("storage_append: %s\n", ds_strerror(rc));
+    }
+    assert_int_equal(rc, 0);
+    model_append(m, day, shard, e, src);
+}
+
+static void commit_ok(struct storage *st, struct model *m)
+{
+    int rc = storage_commit(st);
+    if (rc != 0) {
+        print_error("storage_commit: %s\n", ds_strerror(rc));
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(storage_pending_events(st), 0);
+    model_commit(m);
+}
+
+/* Source offsets per source partition, increasing as a Kafka consumer's would. */
+struct sources {
+    int64_t next[MODEL_SOURCES];
+};
+
+static struct ds_source next_source(uint64_t *rng, struct sources *s, uint32_t partitions)
+{
+    uint32_t index = (uint32_t)rng_below(rng, partitions);
+    s->next[index] += 1 + (int64_t)rng_below(rng, 3);
+    return (struct ds_source){.partition = (int32_t)index - 1, .offset = s->next[index]};
+}
+
+/* Appends count random events over days [DAY0, DAY0 + days) and shards [0, shards), committing
+ * about commits times on the way (and always at the end when commit_at_end). */
+static void workload(struct storage *st, struct model *m, uint64_t *rng, uint32_t count,
+                     uint32_t days, uint32_t shards, uint32_t commits, bool commit_at_end)
+{
+    struct sources src = {{0}};
+    for (uint32_t i = 0; i < MODEL_SOURCES; i++) {
+        src.next[i] = m->src_pending[i] > 0 ? m->src_pending[i] : 0;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        int32_t day = DAY0 + (int32_t)rng_below(rng, days);
+        uint32_t shard = (uint32_t)rng_below(rng, shards);
+        struct ds_event e;
+        random_event(rng, day, &e);
+        struct ds_source s = next_source(rng, &src, 5);
+        append_ok(st, m, day, shard, &e, rng_below(rng, 8) == 0 ? NULL : &s);
+        if (commits > 0 && rng_below(rng, count / commits + 1) == 0) {
+            commit_ok(st, m);
+        }
+    }
+    if (commit_at_end) {
+        commit_ok(st, m);
+    }
+}
+
+/* ---- comparing storage with the model ------------------------------------------------------ */
+
+struct scan_buf {
+    struct evvec events;
+};
+
+static int scan_collect(const struct ds_event *event, void *user)
+{
+    struct scan_buf *b = user;
+    evvec_push(&b->events, event);
+    return 0;
+}
+
+struct visit_buf {
+    int32_t day[MODEL_PARTS_MAX];
+    uint32_t shard[MODEL_PARTS_MAX];
+    uint32_t count;
+};
+
+static int visit_collect(int32_t day, uint32_t shard, void *user)
+{
+    struct visit_buf *b = user;
+    if (b->count == MODEL_PARTS_MAX) {
+        return -1;
+    }
+    b->day[b->count] = day;
+    b->shard[b->count] = shard;
+    b->count++;
+    return 0;
+}
+
+#define WHY_BYTES 512
+
+/* Expected events of one partition: committed, plus pending when asked. */
+static const struct ds_event *expected_at(const struct mpart *p, bool with_pending, size_t i)
+{
+    (void)with_pending;
+    return i < p->committed.n ? &p->committed.v[i] : &p->pending.v[i - p->committed.n];
+}
+
+/* Totals of one partition (all statuses, or one) must equal a re-aggregation of events. */
+static bool totals_match(struct storage *st, const struct mpart *p, bool with_pending,
+                         const char *status, size_t status_len, char *why)
+{
+    size_t n = p->committed.n + (with_pending ? p->pending.n : 0);
+    struct storage_partition_total want;
+    memset(&want, 0, sizeof(want));
+    for (size_t i = 0; i < n; i++) {
+        const struct ds_event *e = expected_at(p, with_pending, i);
+        if (status != NULL &&
+            (e->status_len != status_len || memcmp(e->status, status, status_len) != 0)) {
+            continue;
+        }
+        uint32_t hour = (uint32_t)((e->ts_ms - (int64_t)p->day * DAY_MS) / HOUR_MS);
+        want.count++;
+        want.amount_units += e->amount_units;
+        want.hours[hour].count++;
+        want.hours[hour].amount_units += e->amount_units;
+        want.ts_min_ms = want.count == 1 || e->ts_ms < want.ts_min_ms ? e->ts_ms : want.ts_min_ms;
+        want.ts_max_ms = want.count == 1 || e->ts_ms > want.ts_max_ms ? e->ts_ms : want.ts_max_ms;
+    }
+    struct storage_partition_total got;
+    int rc = storage_partition_totals(st, p->day, p->shard, status, status_len, &got);
+    if (rc != 0) {
+        snprintf(why, WHY_BYTES, "totals %d/%u: %s", p->day, p->shard, ds_strerror(rc));
+        return false;
+    }
+    if (got.count != want.count || got.amount_units != want.amount_units) {
+        snprintf(why, WHY_BYTES, "totals %d/%u status %.*s: count %llu want %llu", p->day, p->shard,
+                 status ? (int)status_len : 3, status ? status : "all",
+                 (unsigned long long)got.count, (unsigned long long)want.count);
+        return false;
+    }
+    for (int h = 0; h < 24; h++) {
+        if (got.hours[h].count != want.hours[h].count ||
+            got.hours[h].amount_units != want.hours[h].amount_units) {
+            snprintf(why, WHY_BYTES, "totals %d/%u hour %d differ", p->day, p->shard, h);
+            return false;
+        }
+    }
+    if (status == NULL && want.count > 0 &&
+        (got.ts_min_ms != want.ts_min_ms || got.ts_max_ms != want.ts_max_ms || got.blocks == 0 ||
+         got.bytes == 0)) {
+        snprintf(why, WHY_BYTES, "totals %d/%u: ts range or blocks differ", p->day, p->shard);
+        return false;
+    }
+    if (status == NULL && want.count == 0 && (got.blocks != 0 || got.bytes != 0)) {
+        snprintf(why, WHY_BYTES, "totals %d/%u: blocks without events", p->day, p->shard);
+        return false;
+    }
+    return true;
+}
+
+static bool partition_matches(struct storage *st, const struct mpart *p, bool with_pending,
+                              char *why)
+{
+    size_t n = p->committed.n + (with_pending ? p->pending.n : 0);
+    struct scan_buf scan = {{0}};
+    int rc = storage_partition_scan(st, p->day, p->shard, scan_collect, &scan);
+    bool ok = rc == 0 && scan.events.n == n;
+    if (!ok) {
+        snprintf(why, WHY_BYTES, "scan %d/%u: rc %d, %zu events, want %zu", p->day, p->shard, rc,
+                 scan.events.n, n);
+    }
+    for (size_t i = 0; ok && i < n; i++) {
+        if (!event_equal(expected_at(p, with_pending, i), &scan.events.v[i])) {
+            snprintf(why, WHY_BYTES, "scan %d/%u: event %zu differs", p->day, p->shard, i);
+            ok = false;
+        }
+    }
+    free(scan.events.v);
+    ok = ok && totals_match(st, p, with_pending, NULL, 0, why);
+    /* Every status present, and one that is not. */
+    for (size_t i = 0; ok && i < n; i++) {
+        const struct ds_event *e = expected_at(p, with_pending, i);
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++) {
+            const struct ds_event *prev = expected_at(p, with_pending, j);
+            seen = prev->status_len == e->status_len &&
+                   memcmp(prev->status, e->status, e->status_len) == 0;
+        }
+        if (!seen) {
+            ok = totals_match(st, p, with_pending, e->status, e->status_len, why);
+        }
+    }
+    ok = ok && totals_match(st, p, with_pending, "no-such-status", 14, why);
+    return ok;
+}
+
+/* True when storage answers exactly as the model: committed state, or committed + pending. */
+static bool storage_matches(struct storage *st, const struct model *m, bool with_pending, char *why)
+{
+    for (uint32_t i = 0; i < m->count; i++) {
+        if (!partition_matches(st, &m->parts[i], with_pending, why)) {
+            return false;
+        }
+    }
+    /* The partitions with data, in (day, shard) order, are exactly the model's non-empty ones. */
+    struct visit_buf *visited = calloc(1, sizeof(*visited));
+    assert_non_null(visited);
+    int rc = storage_partition_visit(st, visit_collect, visited);
+    uint32_t want = 0;
+    bool ok = rc == 0;
+    for (uint32_t i = 0; ok && i < m->count; i++) {
+        const struct mpart *p = &m->parts[i];
+        if (p->committed.n + (with_pending ? p->pending.n : 0) == 0) {
+            continue;
+        }
+        want++;
+        bool found = false;
+        for (uint32_t j = 0; j < visited->count && !found; j++) {
+            found = visited->day[j] == p->day && visited->shard[j] == p->shard;
+        }
+        ok = found;
+    }
+    for (uint32_t j = 1; ok && j < visited->count; j++) {
+        ok = visited->day[j - 1] < visited->day[j] ||
+             (visited->day[j - 1] == visited->day[j] && visited->shard[j - 1] < visited->shard[j]);
+    }
+    if (!ok || visited->count != want) {
+        snprintf(why, WHY_BYTES, "visit: rc %d, %u partitions, want %u", rc, visited->count, want);
+        free(visited);
+        return false;
+    }
+    free(visited);
+    for (uint32_t i = 0; i < MODEL_SOURCES; i++) {
+        int64_t expect = with_pending ? m->src_pending[i] : m->src_committed[i];
+        int64_t got = storage_source_next(st, (int32_t)i - 1);
+        if (got != expect) {
+            snprintf(why, WHY_BYTES, "source %d: next %lld want %lld", (int)i - 1, (long long)got,
+                     (long long)expect);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void assert_matches(struct storage *st, const struct model *m)
+{
+    char why[WHY_BYTES] = "";
+    if (!storage_matches(st, m, false, why)) {
+        print_error("storage differs from the model: %s\n", why);
+        fail();
+    }
+}
+
+/* Reopens dir as a writer and as a reader; both must match the model's committed state. */
+static void assert_reopen_matches(const char *dir, const struct model *m)
+{
+    struct storage *st = open_dir(dir, false);
+    assert_matches(st, m);
+    storage_close(st);
+    st = open_dir(dir, true);
+    assert_matches(st, m);
+    storage_close(st);
+}
+
+static int fsck(const char *dir, bool repair, struct storage_fsck_report *report)
+{
+    struct storage_fsck_options options = {.repair = repair, .report_file = NULL};
+    memset(report, 0, sizeof(*report));
+    return storage_fsck(dir, &options, report);
+}
+
+/* ---- configuration and limits -------------------------------------------------------------- */
+
+static void test_storage_config_check_rejects_bad_values(void **state)
+{
+    /* Each knob outside its hard limits is refused with -DS_EUSAGE, by the check and by open. */
+    struct fixture *fx = *state;
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    assert_int_equal(storage_config_check(&cfg), 0);
+    struct storage_config bad[9];
+    for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
+        bad[i] = cfg;
+    }
+    bad[0].dir = NULL;
+    bad[1].dir = "";
+    bad[2].block_events_max = 0;
+    bad[3].block_events_max = STORAGE_BLOCK_EVENTS_MAX + 1;
+    bad[4].segment_bytes_max = 4095;
+    bad[5].segment_bytes_max = STORAGE_SEGMENT_BYTES_MAX + 1;
+    bad[6].open_bytes_max = (1u << 20) - 1;
+    bad[7].zstd_level = 20;
+    bad[8].partitions_max = STORAGE_PARTITIONS_MAX + 1;
+    for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
+        assert_int_equal(storage_config_check(&bad[i]), -DS_EUSAGE);
+        struct storage *st = NULL;
+        assert_int_equal(storage_open(&bad[i], &st), -DS_EUSAGE);
+        assert_null(st);
+    }
+    storage_close(NULL); /* teardown accepts NULL */
+}
+
+static void test_storage_append_partition_limit(void **state)
+{
+    /* Past partitions_max distinct partitions, or with a source partition out of range, an
+     * append is refused with -DS_ELIMIT and nothing else changes. */
+    struct fixture *fx = *state;
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    cfg.partitions_max = 2;
+    struct storage *st = open_with(&cfg);
+    uint64_t rng = 5;
+    struct ds_event e;
+    random_event(&rng, DAY0, &e);
+    append_ok(st, fx->m, DAY0, 0, &e, NULL);
+    append_ok(st, fx->m, DAY0, 1, &e, NULL);
+    assert_int_equal(storage_append(st, DAY0, 2, &e, NULL), -DS_ELIMIT);
+    struct ds_source bad = {.partition = (int32_t)STORAGE_SOURCES_MAX - 1, .offset = 1};
+    assert_int_equal(storage_append(st, DAY0, 0, &e, &bad), -DS_ELIMIT);
+    bad.partition = -2;
+    assert_int_equal(storage_append(st, DAY0, 0, &e, &bad), -DS_ELIMIT);
+    assert_int_equal(storage_pending_events(st), 2);
+    commit_ok(st, fx->m); /* a refused append does not poison the writer */
+    assert_matches(st, fx->m);
+    storage_close(st);
+    assert_reopen_matches(fx->dir, fx->m);
+    /* A directory holding more partitions than an opener's partitions_max is refused. */
+    cfg.partitions_max = 1;
+    st = NULL;
+    assert_int_equal(storage_open(&cfg, &st), -DS_ELIMIT);
+    assert_null(st);
+    cfg.read_only = true;
+    assert_int_equal(storage_open(&cfg, &st), -DS_ELIMIT);
+}
+
+/* ---- round trips --------------------------------------------------------------------------- */
+
+static void test_storage_round_trip_partitions(void **state)
+{
+    /* Events appended to several (day, shard) partitions over several commits read back exactly
+     * (scan, totals by hour and status, sources) from the writer, after reopen, and from a
+     * read-only reader. */
+    struct fixture *fx = *state;
+    uint64_t rng = test_seed();
+    struct storage *st = open_dir(fx->dir, false);
+    assert_string_equal(storage_io_backend(st), "sync");
+    workload(st, fx->m, &rng, 3000, 3, 3, 4, true);
+    assert_matches(st, fx->m);
+    /* A partition never written reads as zeros. */
+    struct storage_partition_total t;
+    assert_int_equal(storage_partition_totals(st, DAY0 + 100, 0, NULL, 0, &t), 0);
+    assert_int_equal(t.count, 0);
+    assert_int_equal(t.blocks, 0);
+    storage_close(st);
+    assert_reopen_matches(fx->dir, fx->m);
+    struct storage_fsck_report report;
+    assert_int_equal(fsck(fx->dir, false, &report), 0);
+    assert_int_equal(report.events_ok, model_events(fx->m));
+    assert_int_equal(report.partitions, 9);
+    assert_int_equal(report.blocks_bad, 0);
+}
+
+static void test_storage_uncommitted_dropped_at_close(void **state)
+{
+    /* Close without commit is a crash: appends since the last commit are gone after reopen, even
+     * those whose blocks were already sealed and written to the segment. */
+    struct fixture *fx = *state;
+    uint64_t rng = test_seed();
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    cfg.block_events_max = 4; /* uncommitted blocks reach the file */
+    struct storage *st = open_with(&cfg);
+    workload(st, fx->m, &rng, 200, 2, 2, 2, true);
+    workload(st, fx->m, &rng, 150, 2, 2, 0, false);
+    assert_int_equal(storage_pending_events(st), 150);
+    /* Before the commit the writer itself answers with the committed state only. */
+    assert_matches(st, fx->m);
+    storage_close(st);
+    model_drop_pending(fx->m);
+
+    /* The uncommitted blocks are on disk, past the committed ends: fsck sees a torn tail. */
+    struct storage_fsck_report report;
+    assert_int_equal(fsck(fx->dir, false, &report), 1);
+    assert_true(report.torn_bytes > 0);
+    assert_int_equal(report.blocks_bad, 0);
+    assert_reopen_matches(fx->dir, fx->m);
+    assert_int_equal(fsck(fx->dir, false, &report), 0);
+}
+
+static void test_storage_commit_nothing_is_noop(void **state)
+{
+    /* A commit with nothing appended writes nothing and succeeds, before and after data. */
+    struct fixture *fx = *state;
+    struct storage *st = open_dir(fx->dir, false);
+    char manifest[DS_PATH_MAX];
+    snprintf(manifest, sizeof(manifest), "%s/MANIFEST", fx->dir);
+    uint64_t before = file_size(manifest);
+    assert_int_equal(storage_commit(st), 0);
+    assert_int_equal(file_size(manifest), before);
+    uint64_t rng = 1;
+    workload(st, fx->m, &rng, 10, 1, 1, 0, true);
+    before = file_size(manifest);
+    assert_int_equal(storage_commit(st), 0);
+    assert_int_equal(file_size(manifest), before);
+    storage_close(st);
+    assert_reopen_matches(fx->dir, fx->m);
+}
+
+static bool totals_equal(const struct storage_partition_total *a,
+                         const struct storage_partition_total *b)
+{
+    bool equal = a->count == b->count && a->amount_units == b->amount_units &&
+                 a->blocks == b->blocks && a->bytes == b->bytes && a->ts_min_ms == b->ts_min_ms &&
+                 a->ts_max_ms == b->ts_max_ms;
+    for (int h = 0; equal && h < 24; h++) {
+        equal = a->hours[h].count == b->hours[h].count &&
+                a->hours[h].amount_units == b->hours[h].amount_units;
+    }
+    return equal;
+}
+
+/* Runs the same seeded workload in dir with mode; returns 0 or the open error. */
+static int run_mode(const char *dir, enum storage_io_mode mode, struct model *m, uint64_t seed)
+{
+    struct storage_config cfg;
+    config_init(&cfg, dir);
+    cfg.io_mode = mode;
+    cfg.block_events_max = 50;
+    struct storage *st = NULL;
+    int rc = storage_open(&cfg, &st);
+    if (rc != 0) {
+        return rc;
+    }
+    assert_string_equal(storage_io_backend(st), mode == STORAGE_IO_URING ? "uring" : "sync");
+    uint64_t rng = seed;
+    workload(st, m, &rng, 2000, 2, 3, 3, true);
+    assert_matches(st, m);
+    storage_close(st);
+    assert_reopen_matches(dir, m);
+    return 0;
+}
+
+static void test_storage_io_sync_and_uring_identical(void **state)
+{
+    /* The pwrite/fdatasync path and io_uring store the same workload identically: same answers,
+     * same block counts and bytes (the io_uring case skips when the kernel refuses io_uring). */
+    struct fixture *fx = *state;
+    uint64_t seed = test_seed();
+    char sync_dir[DS_PATH_MAX];
+    char uring_dir[DS_PATH_MAX];
+    snprintf(sync_dir, sizeof(sync_dir), "%s/sync", fx->dir);
+    snprintf(uring_dir, sizeof(uring_dir), "%s/uring", fx->dir);
+    assert_int_equal(run_mode(sync_dir, STORAGE_IO_SYNC, fx->m, seed), 0);
+    struct model *um = model_new();
+    int rc = run_mode(uring_dir, STORAGE_IO_URING, um, seed);
+    if (rc == -ENOSYS || rc == -EPERM) {
+        model_free(um);
+        skip();
+    }
+    assert_int_equal(rc, 0);
+    struct storage *a = open_dir(sync_dir, true);
+    struct storage *b = open_dir(uring_dir, true);
+    for (uint32_t i = 0; i < fx->m->count; i++) {
+        struct storage_partition_total ta;
+        struct storage_partition_total tb;
+        assert_int_equal(
+            storage_partition_totals(a, fx->m->parts[i].day, fx->m->parts[i].shard, NULL, 0, &ta),
+            0);
+        assert_int_equal(
+            storage_partition_totals(b, fx->m->parts[i].day, fx->m->parts[i].shard, NULL, 0, &tb),
+            0);
+        assert_true(totals_equal(&ta, &tb));
+    }
+    storage_close(a);
+    storage_close(b);
+    model_free(um);
+}
+
+static void test_storage_uring_commit_beyond_queue_depth(void **state)
+{
+    /* A commit of more operations than the io_uring queue holds (STORAGE_IO_DEPTH_MAX: here 50
+     * partitions of 4 blocks each, a header and a sync) is drained in parts, every segment's
+     * writes still before its sync; everything reads back. Skips without io_uring. */
+    struct fixture *fx = *state;
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    cfg.io_mode = STORAGE_IO_URING;
+    cfg.block_events_max = 5;
+    struct storage *st = NULL;
+    int rc = storage_open(&cfg, &st);
+    if (rc == -ENOSYS || rc == -EPERM) {
+        skip();
+    }
+    assert_int_equal(rc, 0);
+    uint64_t rng = test_seed();
+    for (int32_t day = 0; day < 10; day++) {
+        for (uint32_t shard = 0; shard < 5; shard++) {
+            for (int i = 0; i < 20; i++) {
+                struct ds_event e;
+                random_event(&rng, DAY0 + day, &e);
+                append_ok(st, fx->m, DAY0 + day, shard, &e, NULL);
+            }
+        }
+    }
+    assert_true(50u * 6u > STORAGE_IO_DEPTH_MAX);
+    commit_ok(st, fx->m);
+    assert_matches(st, fx->m);
+    workload(st, fx->m, &rng, 500, 10, 5, 0, true);
+    assert_matches(st, fx->m);
+    storage_close(st);
+    assert_reopen_matches(fx->dir, fx->m);
+}
+
+static int stop_at_three(const struct ds_event *event, void *user)
+{
+    (void)event;
+    int *seen = user;
+    return ++*seen == 3 ? 77 : 0;
+}
+
+static int stop_at_second(int32_t day, uint32_t shard, void *user)
+{
+    (void)day;
+    (void)shard;
+    int *seen = user;
+    return ++*seen == 2 ? 55 : 0;
+}
+
+static void test_storage_scan_and_visit_stop_early(void **state)
+{
+    /* A non-zero callback result stops a scan or a visit and is returned as is; a reader has no
+     * I/O backend. */
+    struct fixture *fx = *state;
+    struct storage *st = open_dir(fx->dir, false);
+    uint64_t rng = 8;
+    workload(st, fx->m, &rng, 100, 2, 2, 0, true);
+    int seen = 0;
+    assert_int_equal(storage_partition_scan(st, DAY0, 0, stop_at_three, &seen), 77);
+    assert_int_equal(seen, 3);
+    seen = 0;
+    assert_int_equal(storage_partition_visit(st, stop_at_second, &seen), 55);
+    assert_int_equal(seen, 2);
+    storage_close(st);
+    st = open_dir(fx->dir, true);
+    assert_string_equal(storage_io_backend(st), "none");
+    storage_close(st);
+}
+
+/* ---- recovery ------------------------------------------------------------------------------ */
+
+/* One committed partition (DAY0, 0) of a few blocks, closed cleanly. */
+static void committed_partition(struct fixture *fx, uint32_t events)
+{
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    cfg.block_events_max = 20;
+    struct storage *st = open_with(&cfg);
+    uint64_t rng = 77;
+    for (uint32_t i = 0; i < events; i++) {
+        struct ds_event e;
+        random_event(&rng, DAY0, &e);
+        struct ds_source s = {.partition = 0, .offset = i};
+        append_ok(st, fx->m, DAY0, 0, &e, &s);
+        if (i % 50 == 49) {
+            commit_ok(st, fx->m);
+        }
+    }
+    commit_ok(st, fx->m);
+    storage_close(st);
+}
+
+static void test_storage_recovery_truncated_committed_block(void **state)
+{
+    /* Acknowledged bytes missing from the current segment (cut inside the last committed block)
+     * make the writer's open fail with -DS_ECORRUPT; a reader's totals fail the same way; fsck
+     * reports damage (1) that repair cannot make go away. */
+    struct fixture *fx = *state;
+    committed_partition(fx, 120);
+    segment_path(fx->dir, DAY0, 0, 1, fx->path);
+    uint64_t size = file_size(fx->path);
+    file_truncate(fx->path, size - 7);
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    struct storage *st = NULL;
+    assert_int_equal(storage_open(&cfg, &st), -DS_ECORRUPT);
+    assert_null(st);
+    st = open_dir(fx->dir, true);
+    struct storage_partition_total t;
+    assert_int_equal(storage_partition_totals(st, DAY0, 0, NULL, 0, &t), -DS_ECORRUPT);
+    storage_close(st);
+    struct storage_fsck_report report;
+    assert_int_equal(fsck(fx->dir, false, &report), 1);
+    assert_true(report.blocks_bad >= 1);
+    assert_int_equal(fsck(fx->dir, true, &report), 1);
+    assert_true(report.blocks_bad >= 1);
+    /* A committed segment removed altogether is missing data too. */
+    assert_int_equal(unlink(fx->path), 0);
+    assert_int_equal(storage_open(&cfg, &st), -DS_ECORRUPT);
+}
+
+static void test_storage_corrupt_committed_payload(void **state)
+{
+    /* A damaged byte inside a committed block's payload: totals (read from the intact headers)
+     * still answer, a scan fails with -DS_ECORRUPT, fsck reports the bad block (1), and repair
+     * does not "fix" acknowledged data by cutting it (still 1, the file unchanged). */
+    struct fixture *fx = *state;
+    committed_partition(fx, 120);
+    segment_path(fx->dir, DAY0, 0, 1, fx->path);
+    uint64_t size = file_size(fx->path);
+    size_t len = 0;
+    uint8_t *data = file_read(fx->path, &len);
+    data[len - 3] ^= 0x55; /* the last block's payload */
+    file_write(fx->path, data, len);
+    free(data);
+    struct storage *st = open_dir(fx->dir, false);
+    struct storage_partition_total t;
+    assert_int_equal(storage_partition_totals(st, DAY0, 0, NULL, 0, &t), 0);
+    assert_int_equal(t.count, 120);
+    struct scan_buf scan = {{0}};
+    assert_int_equal(storage_partition_scan(st, DAY0, 0, scan_collect, &scan), -DS_ECORRUPT);
+    free(scan.events.v);
+    storage_close(st);
+    struct storage_fsck_report report;
+    assert_int_equal(fsck(fx->dir, false, &report), 1);
+    assert_int_equal(report.blocks_bad, 1);
+    assert_int_equal(report.blocks_ok + report.blocks_bad, t.blocks);
+    assert_int_equal(fsck(fx->dir, true, &report), 1);
+    assert_int_equal(report.blocks_bad, 1);
+    assert_int_equal(file_size(fx->path), size);
+}
+
+static void test_storage_recovery_garbage_after_committed_end(void **state)
+{
+    /* Bytes past the committed end (a torn or unacknowledged tail) are invisible to readers,
+     * reported by fsck (torn_bytes, exit 1), and cut by the writer's recovery and by --repair;
+     * answers stay identical throughout. */
+    struct fixture *fx = *state;
+    committed_partition(fx, 120);
+    segment_path(fx->dir, DAY0, 0, 1, fx->path);
+    uint64_t size = file_size(fx->path);
+    uint8_t garbage[777];
+    uint64_t rng = 3;
+    for (size_t i = 0; i < sizeof(garbage); i++) {
+        garbage[i] = (uint8_t)rng_next(&rng);
+    }
+    file_append(fx->path, garbage, sizeof(garbage));
+
+    struct storage *reader = open_dir(fx->dir, true);
+    assert_matches(reader, fx->m);
+    storage_close(reader);
+    struct storage_fsck_report report;
+    assert_int_equal(fsck(fx->dir, false, &report), 1);
+    assert_int_equal(report.torn_bytes, sizeof(garbage));
+    /* One line per problem in the report file. */
+    FILE *out = tmpfile();
+    assert_non_null(out);
+    struct storage_fsck_options options = {.repair = false, .report_file = out};
+    assert_int_equal(storage_fsck(fx->dir, &options, &report), 1);
+    char text[1024] = "";
+    rewind(out);
+    text[fread(text, 1, sizeof(text) - 1, out)] = '\0';
+    fclose(out);
+    assert_non_null(strstr(text, "00000001.seg: 777 bytes past the committed end"));
+    assert_int_equal(report.orphan_segments, 0);
+    assert_int_equal(report.blocks_bad, 0);
+    assert_int_equal(fsck(fx->dir, true, &report), 0);
+    assert_true(report.repaired >= 1);
+    assert_int_equal(report.torn_bytes, 0);
+    assert_int_equal(file_size(fx->path), size);
+    assert_reopen_matches(fx->dir, fx->m);
+
+    /* The writer's own recovery cuts it too. */
+    file_append(fx->path, garbage, sizeof(garbage));
+    struct storage *st = open_dir(fx->dir, false);
+    assert_int_equal(file_size(fx->path), size);
+    assert_matches(st, fx->m);
+    storage_close(st);
+    assert_int_equal(fsck(fx->dir, false, &report), 0);
+}
+
+static void test_storage_recovery_orphan_segment(void **state)
+{
+    /* Segment files no commit reached (a higher id, or a partition the manifest never named)
+     * are reported as orphans and removed by recovery and --repair; answers are unchanged. */
+    struct fixture *fx = *state;
+    committed_partition(fx, 60);
+    segment_path(fx->dir, DAY0, 0, 1, fx->path);
+    size_t len = 0;
+    void *copy = file_read(fx->path, &len);
+    char orphan[DS_PATH_MAX];
+    segment_path(fx->dir, DAY0, 0, 2, orphan);
+    file_write(orphan, copy, len);
+    char stranger[DS_PATH_MAX];
+    segment_path(fx->dir, DAY0, 0, 1, stranger);
+    char *slash = strstr(stranger, "/0/00000001.seg");
+    assert_non_null(slash);
+    strcpy(slash, "/5");
+    assert_int_equal(mkdir(stranger, 0755), 0);
+    strcat(stranger, "/00000001.seg");
+    file_write(stranger, copy, len);
+    free(copy);
+
+    struct storage_fsck_report report;
+    assert_int_equal(fsck(fx->dir, false, &report), 1);
+    assert_int_equal(report.orphan_segments, 2);
+    assert_int_equal(report.torn_bytes, 0);
+    assert_int_equal(fsck(fx->dir, true, &report), 0);
+    assert_int_equal(report.repaired, 2);
+    assert_false(file_exists(orphan));
+    assert_false(file_exists(stranger));
+    assert_true(file_exists(fx->path));
+    assert_reopen_matches(fx->dir, fx->m);
+
+    /* The writer's recovery removes an orphan by itself. */
+    file_write(orphan, "x", 1);
+    struct storage *st = open_dir(fx->dir, false);
+    assert_false(file_exists(orphan));
+    assert_matches(st, fx->m);
+    storage_close(st);
+}
+
+static void test_storage_recovery_torn_manifest_tail(void **state)
+{
+    /* Half a manifest record at the end (a torn commit) is reported by fsck, cut by repair and
+     * by the writer, and the writer then commits after the cut as usual. */
+    struct fixture *fx = *state;
+    committed_partition(fx, 60);
+    char manifest[DS_PATH_MAX];
+    snprintf(manifest, sizeof(manifest), "%s/MANIFEST", fx->dir);
+    uint64_t size = file_size(manifest);
+    struct manifest_part part = {.day = DAY0, .shard = 0, .segment_id = 1, .end = 1u << 30};
+    uint8_t record[256];
+    int64_t n = manifest_encode(MANIFEST_DELTA, 1000, &part, 1, NULL, 0, record, sizeof(record));
+    assert_true(n > 0);
+    size_t half = (size_t)n / 2;
+    file_append(manifest, record, half);
+
+    struct storage_fsck_report report;
+    assert_int_equal(fsck(fx->dir, false, &report), 1);
+    assert_int_equal(report.torn_bytes, half);
+    assert_int_equal(fsck(fx->dir, true, &report), 0);
+    assert_int_equal(file_size(manifest), size);
+    assert_reopen_matches(fx->dir, fx->m);
+
+    file_append(manifest, record, half);
+    struct storage *st = open_dir(fx->dir, false);
+    assert_int_equal(file_size(manifest), size);
+    assert_matches(st, fx->m);
+    uint64_t rng = 9;
+    workload(st, fx->m, &rng, 30, 1, 2, 0, true);
+    storage_close(st);
+    assert_reopen_matches(fx->dir, fx->m);
+    assert_int_equal(fsck(fx->dir, false, &report), 0);
+}
+
+static void test_storage_recovery_damaged_manifest_refused(void **state)
+{
+    /* A damaged manifest record followed by a valid one (acknowledged commits damaged) fails the
+     * open with -DS_ECORRUPT; a manifest of another format version with -DS_EFORMAT. */
+    struct fixture *fx = *state;
+    committed_partition(fx, 120); /* three commits: three records */
+    char manifest[DS_PATH_MAX];
+    snprintf(manifest, sizeof(manifest), "%s/MANIFEST", fx->dir);
+    size_t len = 0;
+    uint8_t *data = file_read(manifest, &len);
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    struct storage *st = NULL;
+
+    data[8 + 20] ^= 0x40; /* inside the first record */
+    file_write(manifest, data, len);
+    assert_int_equal(storage_open(&cfg, &st), -DS_ECORRUPT);
+    cfg.read_only = true;
+    assert_int_equal(storage_open(&cfg, &st), -DS_ECORRUPT);
+    struct storage_fsck_report report;
+    assert_true(fsck(fx->dir, false, &report) == -DS_ECORRUPT);
+
+    data[8 + 20] ^= 0x40;
+    data[7] = '2'; /* "DSMANIF2" */
+    file_write(manifest, data, len);
+    assert_int_equal(storage_open(&cfg, &st), -DS_EFORMAT);
+    cfg.read_only = false;
+    assert_int_equal(storage_open(&cfg, &st), -DS_EFORMAT);
+    assert_null(st);
+    free(data);
+}
+
+static void test_storage_recovery_missing_manifest_refused(void **state)
+{
+    /* Segments without a MANIFEST (lost or emptied: the writer creates it before any segment)
+     * make the writer's open and fsck --repair fail with -DS_ECORRUPT instead of removing every
+     * segment as uncommitted; nothing is deleted. */
+    struct fixture *fx = *state;
+    committed_partition(fx, 60);
+    char manifest[DS_PATH_MAX];
+    snprintf(manifest, sizeof(manifest), "%s/MANIFEST", fx->dir);
+    size_t len = 0;
+    void *saved = file_read(manifest, &len);
+    segment_path(fx->dir, DAY0, 0, 1, fx->path);
+    uint64_t size = file_size(fx->path);
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    for (int variant = 0; variant < 2; variant++) {
+        if (variant == 0) {
+            assert_int_equal(unlink(manifest), 0);
+        } else {
+            file_write(manifest, "", 0);
+        }
+        struct storage *st = NULL;
+        assert_int_equal(storage_open(&cfg, &st), -DS_ECORRUPT);
+        struct storage_fsck_report report;
+        assert_int_equal(fsck(fx->dir, true, &report), -DS_ECORRUPT);
+        assert_true(file_exists(fx->path));
+        assert_int_equal(file_size(fx->path), size);
+    }
+    file_write(manifest, saved, len);
+    free(saved);
+    assert_reopen_matches(fx->dir, fx->m);
+}
+
+static void test_storage_recovery_missing_directories(void **state)
+{
+    /* Committed data whose partition directory, or the whole parts/ tree, is gone makes the
+     * writer's open fail with -DS_ECORRUPT (acknowledged data is missing), not a bare errno. */
+    struct fixture *fx = *state;
+    committed_partition(fx, 60);
+    char parts[DS_PATH_MAX];
+    snprintf(parts, sizeof(parts), "%s/parts", fx->dir);
+    char moved[DS_PATH_MAX];
+    snprintf(moved, sizeof(moved), "%s/parts.moved", fx->dir);
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    struct storage *st = NULL;
+
+    assert_int_equal(rename(parts, moved), 0);
+    assert_int_equal(storage_open(&cfg, &st), -DS_ECORRUPT);
+    assert_null(st);
+    assert_int_equal(rename(moved, parts), 0);
+
+    char day_dir[DS_PATH_MAX];
+    snprintf(day_dir, sizeof(day_dir), "%s/parts/2026-01-21", fx->dir);
+    snprintf(moved, sizeof(moved), "%s/parts/2026-01-21.moved", fx->dir);
+    assert_int_equal(rename(day_dir, moved), 0);
+    assert_int_equal(storage_open(&cfg, &st), -DS_ECORRUPT);
+    assert_int_equal(rename(moved, day_dir), 0);
+
+    assert_reopen_matches(fx->dir, fx->m);
+}
+
+static void test_storage_fsck_ignores_what_recovery_ignores(void **state)
+{
+    /* Files in a partition directory that are not the engine's segments (no ".seg" name, or
+     * segment id 0, which the engine never uses) are left alone by recovery, so fsck must not
+     * count them as orphans either: else --repair could never report clean. */
+    struct fixture *fx = *state;
+    committed_partition(fx, 60);
+    char junk[DS_PATH_MAX];
+    segment_path(fx->dir, DAY0, 0, 0, junk);
+    file_write(junk, "junk", 4);
+    char notes[DS_PATH_MAX];
+    segment_path(fx->dir, DAY0, 0, 1, notes);
+    strcat(notes, ".bak");
+    file_write(notes, "junk", 4);
+    /* The same in a partition directory the manifest never named. */
+    char stray[DS_PATH_MAX];
+    segment_path(fx->dir, DAY0, 7, 0, stray);
+    char *slash = strrchr(stray, '/');
+    *slash = '\0';
+    assert_int_equal(mkdir(stray, 0755), 0);
+    *slash = '/';
+    file_write(stray, "junk", 4);
+    struct storage_fsck_report report;
+    assert_int_equal(fsck(fx->dir, true, &report), 0);
+    assert_int_equal(report.orphan_segments, 0);
+    assert_int_equal(fsck(fx->dir, false, &report), 0);
+    assert_reopen_matches(fx->dir, fx->m);
+    assert_true(file_exists(junk));
+    assert_true(file_exists(stray));
+}
+
+/* ---- block and segment shapes -------------------------------------------------------------- */
+
+static void test_storage_segment_roll_tiny_segments(void **state)
+{
+    /* With 4 KiB segments, many blocks roll over many segment files; every event stays readable,
+     * reopen answers the same, and fsck counts every segment and block as sound. */
+    struct fixture *fx = *state;
+    uint64_t rng = test_seed();
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    cfg.segment_bytes_max = 4096;
+    cfg.block_events_max = 16;
+    struct storage *st = open_with(&cfg);
+    workload(st, fx->m, &rng, 2500, 1, 2, 6, true);
+    assert_matches(st, fx->m);
+    storage_close(st);
+    uint32_t segments = count_segments(fx->dir, DAY0, 0) + count_segments(fx->dir, DAY0, 1);
+    assert_true(segments > 10);
+    for (uint32_t shard = 0; shard < 2; shard++) {
+        for (uint32_t id = 1; id <= count_segments(fx->dir, DAY0, shard); id++) {
+            segment_path(fx->dir, DAY0, shard, id, fx->path);
+            assert_true(file_size(fx->path) <= 4096);
+        }
+    }
+    assert_reopen_matches(fx->dir, fx->m);
+    struct storage_fsck_report report;
+    assert_int_equal(fsck(fx->dir, false, &report), 0);
+    assert_int_equal(report.segments, segments);
+    assert_int_equal(report.events_ok, model_events(fx->m));
+
+    /* More commits after the reopen continue in the last segment and roll on. */
+    st = open_with(&cfg);
+    workload(st, fx->m, &rng, 500, 1, 2, 2, true);
+    storage_close(st);
+    assert_reopen_matches(fx->dir, fx->m);
+}
+
+static void test_storage_small_blocks_many_per_commit(void **state)
+{
+    /* block_events_max 7 seals full blocks while appending: 100 events in one commit make
+     * ceil(100 / 7) = 15 blocks, all read back. */
+    struct fixture *fx = *state;
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    cfg.block_events_max = 7;
+    struct storage *st = open_with(&cfg);
+    uint64_t rng = test_seed();
+    for (int i = 0; i < 100; i++) {
+        struct ds_event e;
+        random_event(&rng, DAY0, &e);
+        append_ok(st, fx->m, DAY0, 3, &e, NULL);
+    }
+    commit_ok(st, fx->m);
+    struct storage_partition_total t;
+    assert_int_equal(storage_partition_totals(st, DAY0, 3, NULL, 0, &t), 0);
+    assert_int_equal(t.blocks, 15);
+    assert_int_equal(t.count, 100);
+    assert_matches(st, fx->m);
+    storage_close(st);
+    assert_reopen_matches(fx->dir, fx->m);
+}
+
+/* The i-th event of the arena test, regenerated for checking instead of kept in memory: ids of
+ * 64 random bytes, so that blocks hardly compress and fill the write arena. */
+static void arena_event(uint32_t partition, uint32_t i, struct ds_event *e)
+{
+    memset(e, 0, sizeof(*e));
+    uint64_t rng = ((uint64_t)partition << 32) | i;
+    struct ds_id *ids[2] = {&e->order_id, &e->customer_id};
+    for (int k = 0; k < 2; k++) {
+        ids[k]->is_string = true;
+        ids[k]->len = DS_ID_BYTES_MAX;
+        for (size_t b = 0; b < DS_ID_BYTES_MAX; b += 8) {
+            uint64_t bits = rng_next(&rng);
+            memcpy(ids[k]->text + b, &bits, 8);
+        }
+    }
+    e->ts_ms = (int64_t)DAY0 * DAY_MS + (int64_t)i * 1000 + partition;
+    e->amount_units = (int64_t)(rng_next(&rng) >> 1);
+    set_status(e, STATUSES[i % DS_ARRAY_LEN(STATUSES)]);
+}
+
+struct arena_check {
+    uint32_t partition;
+    uint32_t next;
+    bool ok;
+};
+
+static int arena_check_event(const struct ds_event *event, void *user)
+{
+    struct arena_check *c = user;
+    struct ds_event want;
+    arena_event(c->partition, c->next++, &want);
+    c->ok = c->ok && event_equal(&want, event);
+    return 0;
+}
+
+static void test_storage_commit_larger_than_arena(void **state)
+{
+    /* One commit of ~27 MB of nearly incompressible blocks (random 64-byte ids: a block is
+     * sealed at 1 MiB of strings, 8065 events) overflows the 24 MiB write arena: it is flushed
+     * in the middle of the appends and every event still reads back. */
+    struct fixture *fx = *state;
+    struct storage *st = open_dir(fx->dir, false);
+    const uint32_t partitions = 3;
+    const uint32_t per_partition = 70000;
+    for (uint32_t i = 0; i < per_partition; i++) {
+        for (uint32_t p = 0; p < partitions; p++) {
+            struct ds_event e;
+            arena_event(p, i, &e);
+            struct ds_source src = {.partition = (int32_t)p, .offset = i};
+            assert_int_equal(storage_append(st, DAY0, p, &e, &src), 0);
+        }
+    }
+    assert_int_equal(storage_commit(st), 0);
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t p = 0; p < partitions; p++) {
+            struct storage_partition_total t;
+            assert_int_equal(storage_partition_totals(st, DAY0, p, NULL, 0, &t), 0);
+            assert_int_equal(t.count, per_partition);
+            assert_int_equal(t.blocks, 9); /* ceil(70000 / 8065) */
+            assert_true(t.bytes > 8u * 1000000u);
+            struct arena_check check = {.partition = p, .ok = true};
+            assert_int_equal(storage_partition_scan(st, DAY0, p, arena_check_event, &check), 0);
+            assert_true(check.ok);
+            assert_int_equal(check.next, per_partition);
+            assert_true(storage_source_next(st, (int32_t)p) == per_partition);
+        }
+        storage_close(st);
+        st = open_dir(fx->dir, pass == 0);
+    }
+    storage_close(st);
+}
+
+static void test_storage_status_overflow_slow_path(void **state)
+{
+    /* A partition with more distinct statuses than a summary names: totals filtered on a rare
+     * status (only in the summary's "other" row) are still exact, read from block headers, on
+     * the writer, after reopen and on a reader. */
+    struct fixture *fx = *state;
+    struct storage *st = open_dir(fx->dir, false);
+    uint64_t rng = test_seed();
+    for (int round = 0; round < 3; round++) {
+        for (uint32_t i = 0; i < 400; i++) {
+            struct ds_event e;
+            random_event(&rng, DAY0, &e);
+            /* Common statuses first; the rare ones (index >= 32) now and then. */
+            uint32_t index = rng_below(&rng, 10) == 0
+                                 ? STORAGE_SUMMARY_STATUS_MAX + (uint32_t)rng_below(&rng, 8)
+                                 : (uint32_t)rng_below(&rng, STORAGE_SUMMARY_STATUS_MAX);
+            if (round == 0 && i < STORAGE_SUMMARY_STATUS_MAX) {
+                index = i; /* every common one is seen before any rare one */
+            }
+            char status[16];
+            snprintf(status, sizeof(status), "status-%u", index);
+            set_status(&e, status);
+            append_ok(st, fx->m, DAY0, 0, &e, NULL);
+        }
+        commit_ok(st, fx->m);
+        assert_matches(st, fx->m);
+    }
+    storage_close(st);
+    assert_reopen_matches(fx->dir, fx->m);
+}
+
+static void test_storage_open_bytes_budget_many_partitions(void **state)
+{
+    /* With the smallest open-block budget (1 MiB) and many partitions taking events at once,
+     * blocks are sealed early to stay under it, and every event is still stored exactly. */
+    struct fixture *fx = *state;
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    cfg.open_bytes_max = 1u << 20;
+    struct storage *st = open_with(&cfg);
+    uint64_t rng = test_seed();
+    workload(st, fx->m, &rng, 6000, 10, 4, 2, true);
+    assert_matches(st, fx->m);
+    storage_close(st);
+    assert_reopen_matches(fx->dir, fx->m);
+}
+
+static void test_storage_budget_counts_growth_of_refused_add(void **state)
+{
+    /* An add refused for a full status table may still have grown the block's row buffer; that
+     * memory must be counted in the open-block total, or freeing the block later takes more off
+     * the total than was ever added: it wraps below zero, and from then on every append seals a
+     * one-event block to "get under budget". */
+    struct fixture *fx = *state;
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    cfg.open_bytes_max = 2u << 20;
+    struct storage *st = open_with(&cfg);
+    /* 32768 events with 32 statuses fill a 32768-row buffer exactly (1.3 MB, within budget); a
+     * 33rd status then grows it to 65535 rows before the add is refused and the block sealed. */
+    const uint32_t fill = 32768;
+    for (uint32_t i = 0; i <= fill; i++) {
+        struct ds_event e;
+        memset(&e, 0, sizeof(e));
+        e.order_id.value = i + 1;
+        e.customer_id.value = 1;
+        e.ts_ms = (int64_t)DAY0 * DAY_MS + i;
+        char status[16];
+        snprintf(status, sizeof(status), "s%u", i < fill ? i % STORAGE_BLOCK_STATUS_MAX : 99);
+        set_status(&e, status);
+        append_ok(st, fx->m, DAY0, 0, &e, NULL);
+    }
+    commit_ok(st, fx->m);
+    /* Partition 1 only: partition 0's block is released (freed: over half the budget). */
+    struct ds_event e;
+    uint64_t rng = 1;
+    random_event(&rng, DAY0, &e);
+    append_ok(st, fx->m, DAY0, 1, &e, NULL);
+    commit_ok(st, fx->m);
+    for (int i = 0; i < 100; i++) {
+        random_event(&rng, DAY0, &e);
+        append_ok(st, fx->m, DAY0, 1, &e, NULL);
+    }
+    commit_ok(st, fx->m);
+    struct storage_partition_total t;
+    assert_int_equal(storage_partition_totals(st, DAY0, 1, NULL, 0, &t), 0);
+    assert_int_equal(t.count, 101);
+    assert_int_equal(t.blocks, 2); /* one per commit */
+    assert_matches(st, fx->m);
+    storage_close(st);
+}
+
+/* ---- writers and readers ------------------------------------------------------------------- */
+
+static void test_storage_second_writer_locked(void **state)
+{
+    /* A second writer of the same directory is refused with -DS_ELOCKED while the first is
+     * open, and gets in once it closed. */
+    struct fixture *fx = *state;
+    struct storage *st = open_dir(fx->dir, false);
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    struct storage *second = NULL;
+    assert_int_equal(storage_open(&cfg, &second), -DS_ELOCKED);
+    assert_null(second);
+    storage_close(st);
+    second = open_with(&cfg);
+    storage_close(second);
+}
+
+static void test_storage_reader_beside_writer(void **state)
+{
+    /* A read-only opener beside a live writer sees exactly the committed state (not pending
+     * appends, not blocks already written but uncommitted); storage_refresh shows later
+     * commits, its partition summaries extending incrementally. */
+    struct fixture *fx = *state;
+    uint64_t rng = test_seed();
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    cfg.block_events_max = 8;
+    struct storage *writer = open_with(&cfg);
+    struct storage *reader = open_dir(fx->dir, true);
+    assert_int_equal(storage_refresh(reader), 0);
+    assert_matches(reader, fx->m); /* empty */
+    workload(writer, fx->m, &rng, 300, 2, 2, 0, true);
+    workload(writer, fx->m, &rng, 100, 2, 2, 0, false);
+    struct model *empty = model_new();
+    assert_matches(reader, empty); /* not refreshed: still the view of its last load */
+    model_free(empty);
+    storage_close(reader);
+    reader = open_dir(fx->dir, true);
+    assert_matches(reader, fx->m); /* committed only */
+    for (int round = 0; round < 3; round++) {
+        commit_ok(writer, fx->m);
+        assert_int_equal(storage_refresh(reader), 0);
+        assert_matches(reader, fx->m);
+        assert_int_equal(storage_refresh(reader), 0); /* nothing new: a no-op */
+        workload(writer, fx->m, &rng, 150, 3, 2, 0, false);
+        assert_matches(reader, fx->m);
+    }
+    storage_close(writer);
+    model_drop_pending(fx->m);
+    assert_int_equal(storage_refresh(reader), 0);
+    assert_matches(reader, fx->m);
+    storage_close(reader);
+}
+
+static void test_storage_reader_of_missing_dir_is_empty(void **state)
+{
+    /* A reader of a directory no writer created yet sees nothing and creates nothing. */
+    struct fixture *fx = *state;
+    snprintf(fx->path, sizeof(fx->path), "%s/none", fx->dir);
+    struct storage *st = open_dir(fx->path, true);
+    assert_matches(st, fx->m);
+    assert_int_equal(storage_refresh(st), 0);
+    storage_close(st);
+    assert_false(file_exists(fx->path));
+}
+
+static void test_storage_source_offsets(void **state)
+{
+    /* storage_source_next is one past the highest committed offset of each source partition,
+     * -1 for one never seen; pending appends do not move it; it survives reopen. */
+    struct fixture *fx = *state;
+    struct storage *st = open_dir(fx->dir, false);
+    for (int32_t p = -1; p < 20; p++) {
+        assert_true(storage_source_next(st, p) == -1);
+    }
+    assert_true(storage_source_next(st, -2) == -1);
+    assert_true(storage_source_next(st, (int32_t)STORAGE_SOURCES_MAX) == -1);
+    uint64_t rng = 4;
+    static const struct ds_source sources[] = {{0, 10},  {0, 12}, {3, 7}, {0, 11},
+                                               {-1, 41}, {3, 5},  {14, 0}};
+    for (size_t i = 0; i < DS_ARRAY_LEN(sources); i++) {
+        struct ds_event e;
+        random_event(&rng, DAY0, &e);
+        append_ok(st, fx->m, DAY0, (uint32_t)i % 2, &e, &sources[i]);
+    }
+    assert_true(storage_source_next(st, 0) == -1);
+    commit_ok(st, fx->m);
+    assert_true(storage_source_next(st, 0) == 13);
+    assert_true(storage_source_next(st, 3) == 8);
+    assert_true(storage_source_next(st, -1) == 42);
+    assert_true(storage_source_next(st, 14) == 1);
+    assert_true(storage_source_next(st, 1) == -1);
+    assert_matches(st, fx->m);
+    struct ds_event e;
+    random_event(&rng, DAY0, &e);
+    struct ds_source later = {.partition = 0, .offset = 100};
+    append_ok(st, fx->m, DAY0, 0, &e, &later);
+    assert_true(storage_source_next(st, 0) == 13);
+    storage_close(st);
+    model_drop_pending(fx->m);
+    st = open_dir(fx->dir, false);
+    assert_true(storage_source_next(st, 0) == 13);
+    assert_matches(st, fx->m);
+    append_ok(st, fx->m, DAY0, 0, &e, &later);
+    commit_ok(st, fx->m);
+    assert_true(storage_source_next(st, 0) == 101);
+    storage_close(st);
+    assert_reopen_matches(fx->dir, fx->m);
+}
+
+static void test_storage_manifest_rotation(void **state)
+{
+    /* Commits that each advance all 4096 source partitions grow the manifest ~64 KiB a commit;
+     * past 4 MiB it is rotated into one snapshot, and the state (events, totals, every source
+     * offset) survives the rotation, a reopen, and a reader's refresh across it. */
+    struct fixture *fx = *state;
+    char manifest[DS_PATH_MAX];
+    snprintf(manifest, sizeof(manifest), "%s/MANIFEST", fx->dir);
+    struct storage *st = open_dir(fx->dir, false);
+    struct storage *reader = open_dir(fx->dir, true);
+    uint64_t max_size = 0;
+    bool rotated = false;
+    uint64_t count[2] = {0, 0};
+    ds_i128 amount[2] = {0, 0};
+    uint32_t commits = 0;
+    uint32_t after_rotation = 0;
+    while (after_rotation < 5) {
+        assert_true(commits < 100);
+        for (uint32_t s = 0; s < STORAGE_SOURCES_MAX; s++) {
+            struct ds_event e;
+            memset(&e, 0, sizeof(e));
+            e.order_id.value = (int64_t)commits * STORAGE_SOURCES_MAX + s + 1;
+            e.customer_id.value = s + 1;
+            e.ts_ms = (int64_t)DAY0 * DAY_MS + s;
+            e.amount_units = (int64_t)s * 100;
+            set_status(&e, "paid");
+            struct ds_source src = {.partition = (int32_t)s - 1, .offset = (int64_t)commits};
+            assert_int_equal(storage_append(st, DAY0, s % 2, &e, &src), 0);
+            count[s % 2]++;
+            amount[s % 2] += e.amount_units;
+        }
+        assert_int_equal(storage_commit(st), 0);
+        commits++;
+        uint64_t size = file_size(manifest);
+        rotated = rotated || size < max_size;
+        after_rotation += rotated;
+        max_size = size > max_size ? size : max_size;
+        if (commits == 10) {
+            assert_int_equal(storage_refresh(reader), 0); /* follows the old file for a while */
+        }
+    }
+    /* Sizes are seen after each commit, rotation included: the largest is just under 4 MiB. */
+    assert_true(max_size + 2 * manifest_record_bound(2, STORAGE_SOURCES_MAX) >
+                MANIFEST_BYTES_ROTATE);
+    assert_true(file_size(manifest) < MANIFEST_BYTES_ROTATE);
+    /* The rotated file starts with a snapshot record. */
+    size_t len = 0;
+    uint8_t *data = file_read(manifest, &len);
+    struct manifest_record_header h;
+    assert_true(len > 8 + sizeof(h));
+    memcpy(&h, data + 8, sizeof(h));
+    assert_int_equal(h.kind, MANIFEST_SNAPSHOT);
+    free(data);
+    assert_int_equal(storage_refresh(reader), 0);
+    struct storage *views[2] = {st, reader};
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            storage_close(views[0]);
+            storage_close(views[1]);
+            views[0] = open_dir(fx->dir, false);
+            views[1] = open_dir(fx->dir, true);
+        }
+        for (int v = 0; v < 2; v++) {
+            for (uint32_t shard = 0; shard < 2; shard++) {
+                struct storage_partition_total t;
+                assert_int_equal(storage_partition_totals(views[v], DAY0, shard, NULL, 0, &t), 0);
+                assert_int_equal(t.count, count[shard]);
+                assert_true(t.amount_units == amount[shard]);
+            }
+            for (uint32_t s = 0; s < STORAGE_SOURCES_MAX; s++) {
+                assert_true(storage_source_next(views[v], (int32_t)s - 1) == (int64_t)commits);
+            }
+        }
+    }
+    storage_close(views[0]);
+    storage_close(views[1]);
+    struct storage_fsck_report report;
+    assert_int_equal(fsck(fx->dir, false, &report), 0);
+    assert_int_equal(report.events_ok, count[0] + count[1]);
+}
+
+/* ---- fault injection ----------------------------------------------------------------------- */
+
+enum fault_kind { FAULT_EIO, FAULT_ENOSPC, FAULT_SHORT };
+
+static const char *fault_name(enum fault_kind kind)
+{
+    return kind == FAULT_EIO ? "EIO" : kind == FAULT_ENOSPC ? "ENOSPC" : "short write";
+}
+
+/* After a crash: fsck must answer without error, repair must leave it clean, and a writer and
+ * a reader must both answer exactly the last acknowledged state. The one exception: when the
+ * failure hit the sync of the failing commit's manifest record after its write, a crash may keep
+ * that whole record (the disk did take it), which then shows the whole attempted commit, never
+ * a part of it. A clean crash (unsynced bytes all lost) never shows it. */
+static bool fault_check_state(const char *dir, const struct model *m, bool attempted_allowed,
+                              const char *what)
+{
+    /* Repair verifies first (committed blocks must all pass), cuts, and verifies again. */
+    struct storage_fsck_report report;
+    int rc = fsck(dir, true, &report);
+    if (rc != 0) {
+        print_error("%s: fsck --repair: %d\n", what, rc);
+        fail();
+    }
+    assert_int_equal(report.blocks_bad, 0);
+    assert_int_equal(fsck(dir, false, &report), 0);
+    bool attempted = false;
+    for (int pass = 0; pass < 2; pass++) {
+        struct storage *st = open_dir(dir, pass == 1);
+        char why[WHY_BYTES] = "";
+        char why_attempted[WHY_BYTES] = "";
+        bool acked = storage_matches(st, m, false, why);
+        bool ok = acked || (attempted_allowed && storage_matches(st, m, true, why_attempted));
+        storage_close(st);
+        if (!ok) {
+            print_error("%s: state differs from the last acknowledged one: %s%s%s\n", what, why,
+                        attempted_allowed ? "; and from the attempted one: " : "", why_attempted);
+            fail();
+        }
+        /* Writer and reader agree on which state it is. */
+        assert_true(pass == 0 || attempted == !acked);
+        attempted = !acked;
+    }
+    return attempted;
+}
+
+/* Makes the model what the directory was found to hold. */
+static void model_settle(struct model *m, bool attempted)
+{
+    if (attempted) {
+        model_commit(m);
+    } else {
+        model_drop_pending(m);
+    }
+}
+
+/* Copies a directory tree of regular files (a data directory is a few levels deep). */
+static void copy_tree(const char *src, const char *dst)
+{
+    assert_int_equal(mkdir(dst, 0755), 0);
+    DIR *d = opendir(src);
+    assert_non_null(d);
+    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
+            continue;
+        }
+        char from[DS_PATH_MAX];
+        char to[DS_PATH_MAX];
+        snprintf(from, sizeof(from), "%s/%s", src, e->d_name);
+        snprintf(to, sizeof(to), "%s/%s", dst, e->d_name);
+        struct stat sb;
+        assert_int_equal(lstat(from, &sb), 0);
+        if (S_ISDIR(sb.st_mode)) {
+            copy_tree(from, to);
+        } else if (S_ISREG(sb.st_mode)) {
+            size_t len = 0;
+            void *data = file_read(from, &len);
+            file_write(to, data, len);
+            free(data);
+        }
+    }
+    closedir(d);
+}
+
+struct fault_case {
+    enum fault_kind kind;
+    uint64_t n;
+    bool roll; /* 4 KiB segments, so that rolls happen in the scenario */
+};
+
+/* The fixed scenario: three commits over two partitions, the second new in commit two, small
+ * blocks so that appends seal early. After it, a clean crash and (on a copy of the directory as
+ * the scenario left it) a torn crash, each checked. Returns the number of I/O operations the
+ * scenario issued. */
+static uint64_t fault_run(struct fixture *fx, const struct fault_case *c)
+{
+    char dir[DS_PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s/run-%d-%llu", fx->dir, (int)c->kind, (unsigned long long)c->n);
+    struct fake_io *fake = NULL;
+    assert_int_equal(fake_io_create(&fake), 0);
+    struct storage_config cfg;
+    config_init(&cfg, dir);
+    cfg.io = fake_io_base(fake);
+    cfg.block_events_max = 5;
+    if (c->roll) {
+        cfg.segment_bytes_max = 4096;
+    }
+    struct storage *st = open_with(&cfg);
+    assert_string_equal(storage_io_backend(st), "fake");
+    int expect = c->kind == FAULT_ENOSPC ? -ENOSPC : -EIO;
+    if (c->kind == FAULT_SHORT) {
+        fake_io_short_nth(fake, c->n, 3);
+    } else {
+        fake_io_fail_nth(fake, c->n, expect);
+    }
+    struct model *m = model_new();
+    uint64_t rng = 1234;
+    int failed = 0;
+    bool failed_in_commit = false;
+    /* Partition (DAY0, 1) first appears in the second commit: a segment created by a later
+     * commit, beside one that only grows. (Few partitions: each costs four directory fsyncs.) */
+    static const uint32_t shards_by_commit[] = {1, 2, 2};
+    int32_t days_by_commit[] = {1, 1, 1};
+    uint32_t per_commit = c->roll ? 40 : 12;
+    struct sources src = {{0}};
+    for (int commit = 0; commit < 3 && failed == 0; commit++) {
+        for (uint32_t i = 0; i < per_commit && failed == 0; i++) {
+            int32_t day = DAY0 + (int32_t)rng_below(&rng, (uint64_t)days_by_commit[commit]);
+            uint32_t shard = (uint32_t)rng_below(&rng, shards_by_commit[commit]);
+            struct ds_event e;
+            random_event(&rng, day, &e);
+            struct ds_source s = next_source(&rng, &src, 2);
+            failed = storage_append(st, day, shard, &e, &s);
+            if (failed == 0) {
+                model_append(m, day, shard, &e, &s);
+            }
+        }
+        if (failed == 0) {
+            failed = storage_commit(st);
+            failed_in_commit = failed != 0;
+            if (failed == 0) {
+                model_commit(m);
+            }
+        }
+    }
+    uint64_t ops = fake_io_ops(fake);
+    if (c->roll && failed == 0) {
+        assert_true(count_segments(dir, DAY0, 0) >= 2); /* the scenario does roll */
+    }
+    char what[128];
+    snprintf(what, sizeof(what), "%s at op %llu of %llu%s", fault_name(c->kind),
+             (unsigned long long)c->n, (unsigned long long)ops, c->roll ? " (rolls)" : "");
+    if (failed != 0) {
+        if (failed != expect) {
+            print_error("%s: error %s, want %s\n", what, ds_strerror(failed), ds_strerror(expect));
+            fail();
+        }
+        /* The writer stays failed until reopened. */
+        struct ds_event e;
+        random_event(&rng, DAY0, &e);
+        assert_int_equal(storage_append(st, DAY0, 0, &e, NULL), failed);
+        assert_int_equal(storage_commit(st), failed);
+    } else if (ops >= c->n && c->kind != FAULT_SHORT) {
+        /* The n-th operation was issued and failed, yet every commit returned 0: an error was
+         * lost and data acknowledged that may not be on disk. (A short write armed on a sync
+         * operation does nothing, so that case is exempt.) */
+        print_error("%s: the failure was not reported\n", what);
+        fail();
+    }
+    storage_close(st);
+
+    /* A clean crash keeps exactly the synced bytes: the last acknowledged state, always. It
+     * leaves every durable length as it was, so the fake still describes the copy. */
+    char copy[DS_PATH_MAX + 8];
+    snprintf(copy, sizeof(copy), "%s.copy", dir);
+    copy_tree(dir, copy);
+    char clean_what[160];
+    snprintf(clean_what, sizeof(clean_what), "%s, clean crash", what);
+    assert_int_equal(fake_io_crash(fake, c->n, FAKE_CRASH_CLEAN), 0);
+    assert_false(fault_check_state(dir, m, false, clean_what));
+    test_tempdir_remove(dir);
+
+    /* A torn crash of the same directory keeps a random part of the unsynced bytes. */
+    assert_int_equal(rename(copy, dir), 0);
+    char torn_what[160];
+    snprintf(torn_what, sizeof(torn_what), "%s, torn crash", what);
+    assert_int_equal(fake_io_crash(fake, c->n * 7919, FAKE_CRASH_TORN), 0);
+    fake_io_destroy(fake);
+    model_settle(m, fault_check_state(dir, m, failed_in_commit, torn_what));
+    /* After recovery the directory takes new commits. */
+    if (c->n % 5 == 0) {
+        struct storage *again = open_dir(dir, false);
+        workload(again, m, &rng, 10, 1, 2, 0, true);
+        storage_close(again);
+        assert_reopen_matches(dir, m);
+    }
+    model_free(m);
+    test_tempdir_remove(dir);
+    return ops;
+}
+
+/* Fails op n = 1, 2, ... until a run issues fewer than n operations (no fault hit). */
+static void fault_loop(struct fixture *fx, enum fault_kind kind, bool roll)
+{
+    uint64_t n = 1;
+    for (;; n++) {
+        struct fault_case c = {.kind = kind, .n = n, .roll = roll};
+        uint64_t ops = fault_run(fx, &c);
+        if (ops < n) {
+            break;
+        }
+        assert_true(n < 1000);
+    }
+    assert_true(n > 10); /* the scenario did real work */
+    print_message("%s%s: failed each of %llu operations in turn\n", fault_name(kind),
+                  roll ? " (rolls)" : "", (unsigned long long)(n - 1));
+}
+
+static void test_storage_fault_eio_each_op(void **state)
+{
+    /* -EIO on the n-th write or sync, for every n the scenario reaches: the commit returns it,
+     * the writer stays failed, and after a clean or torn crash the data directory holds exactly
+     * the last acknowledged state. */
+    fault_loop(*state, FAULT_EIO, false);
+}
+
+static void test_storage_fault_enospc_each_op(void **state)
+{
+    /* As for -EIO, with -ENOSPC (a full disk). */
+    fault_loop(*state, FAULT_ENOSPC, false);
+}
+
+static void test_storage_fault_short_write_each_op(void **state)
+{
+    /* A short write at the n-th operation is an -EIO at commit; the torn bytes it left are cut
+     * at recovery. */
+    fault_loop(*state, FAULT_SHORT, false);
+}
+
+static void test_storage_fault_eio_each_op_with_rolls(void **state)
+{
+    /* -EIO at every operation of a scenario whose segments roll (4 KiB segments): roll syncs
+     * and new segment files fail cleanly too. */
+    fault_loop(*state, FAULT_EIO, true);
+}
+
+/* ---- crashes at random points -------------------------------------------------------------- */
+
+static void crash_run(struct fixture *fx, uint64_t seed)
+{
+    char dir[DS_PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s/crash-%llu", fx->dir, (unsigned long long)seed);
+    uint64_t rng = seed;
+    enum fake_crash_mode mode = rng_below(&rng, 2) ? FAKE_CRASH_TORN : FAKE_CRASH_GARBAGE;
+    struct fake_io *fake = NULL;
+    assert_int_equal(fake_io_create(&fake), 0);
+    struct storage_config cfg;
+    config_init(&cfg, dir);
+    cfg.io = fake_io_base(fake);
+    cfg.block_events_max = 2 + (uint32_t)rng_below(&rng, 20);
+    /* Rolled segments are closed and fully synced; GARBAGE's appended junk on one of them is
+     * not a damage a power cut can do, so rolls run with TORN only. */
+    if (mode == FAKE_CRASH_TORN && rng_below(&rng, 2) == 0) {
+        cfg.segment_bytes_max = 4096;
+    }
+    struct storage *st = open_with(&cfg);
+    struct model *m = model_new();
+    uint32_t steps = 1 + (uint32_t)rng_below(&rng, 150);
+    struct sources src = {{0}};
+    for (uint32_t i = 0; i < steps; i++) {
+        if (rng_below(&rng, 12) == 0) {
+            commit_ok(st, m);
+            continue;
+        }
+        int32_t day = DAY0 + (int32_t)rng_below(&rng, 2);
+        uint32_t shard = (uint32_t)rng_below(&rng, 2);
+        struct ds_event e;
+        random_event(&rng, day, &e);
+        struct ds_source s = next_source(&rng, &src, 3);
+        append_ok(st, m, day, shard, &e, &s);
+    }
+    /* Half the time the power goes in the middle of one more commit: every operation from a
+     * random one on is lost (fails), as at a power cut. */
+    bool attempted_allowed = false;
+    if (rng_below(&rng, 2) == 0 && storage_pending_events(st) > 0) {
+        fake_io_fail_from(fake, 1 + rng_below(&rng, 12), -EIO);
+        int rc = storage_commit(st);
+        if (rc == 0) {
+            model_commit(m);
+        } else {
+            attempted_allowed = true;
+        }
+    }
+    storage_close(st);
+    assert_int_equal(fake_io_crash(fake, seed, mode), 0);
+    fake_io_destroy(fake);
+    char what[64];
+    snprintf(what, sizeof(what), "crash seed %llu mode %d", (unsigned long long)seed, (int)mode);
+    model_settle(m, fault_check_state(dir, m, attempted_allowed, what));
+    model_free(m);
+    test_tempdir_remove(dir);
+}
+
+static void test_storage_crash_at_random_points(void **state)
+{
+    /* Seeds 1..50 (or DS_TEST_SEED alone): random appends and commits, then a torn or garbage
+     * crash at a random point, sometimes inside a commit; reopen answers exactly the last
+     * acknowledged state. */
+    struct fixture *fx = *state;
+    if (getenv("DS_TEST_SEED") != NULL) {
+        crash_run(fx, test_seed());
+        return;
+    }
+    for (uint64_t seed = 1; seed <= 50; seed++) {
+        crash_run(fx, seed);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_storage_config_check_rejects_bad_values, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_storage_append_partition_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_round_trip_partitions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_uncommitted_dropped_at_close, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_commit_nothing_is_noop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_io_sync_and_uring_identical, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_uring_commit_beyond_queue_depth, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_storage_scan_and_visit_stop_early, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_recovery_truncated_committed_block, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_storage_corrupt_committed_payload, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_recovery_garbage_after_committed_end, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_storage_recovery_orphan_segment, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_recovery_torn_manifest_tail, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_recovery_damaged_manifest_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_storage_recovery_missing_manifest_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_storage_recovery_missing_directories, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_fsck_ignores_what_recovery_ignores, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_storage_segment_roll_tiny_segments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_small_blocks_many_per_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_commit_larger_than_arena, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_status_overflow_slow_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_open_bytes_budget_many_partitions, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_storage_budget_counts_growth_of_refused_add, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_storage_second_writer_locked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_reader_beside_writer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_reader_of_missing_dir_is_empty, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_storage_source_offsets, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_manifest_rotation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_fault_eio_each_op, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_fault_enospc_each_op, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_fault_short_write_each_op, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_fault_eio_each_op_with_rolls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_crash_at_random_points, setup, teardown),
+    };
+    const char *filter = getenv("CMOCKA_TEST_FILTER");
+    if (filter != NULL) {
+        cmocka_set_test_filter(filter);
+    }
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

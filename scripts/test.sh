@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 jobs=$(nproc)
 
+echo "== include boundaries"
+scripts/check-includes.sh
+
 echo "== build (RelWithDebInfo, -Werror)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS_WERROR=ON >/dev/null
 cmake --build build -j"$jobs" 2>&1 | grep -Ev '^\[|^-- ' || true

@@ -146,6 +146,7 @@ int cmd_count(int argc, char **argv)
     storage_config_defaults(&cfg);
     cfg.dir = a.data;
     cfg.read_only = true;
+    cfg.partitions_max = STORAGE_PARTITIONS_MAX; /* whatever the writer was configured with */
     struct storage *st = NULL;
     struct shard_map *map = NULL;
     rc = storage_open(&cfg, &st);

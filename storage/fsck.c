@@ -32,11 +32,10 @@ static uint64_t count_orphans_in(struct storage *st, const char *dir, int32_t da
     const struct part *p = store_part_find(st, day, shard);
     uint64_t orphans = 0;
     for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
-        unsigned id = 0;
-        int used = 0;
-        /* The same names recovery treats as segments (id 0 is never one): anything else it
-         * leaves alone, so counting it here would make --repair unable to ever come clean. */
-        if (sscanf(e->d_name, "%8u.seg%n", &id, &used) != 1 || e->d_name[used] != '\0' || id == 0) {
+        uint32_t id = 0;
+        /* The same names recovery treats as segments: anything else it leaves alone, so
+         * counting it here would make --repair unable to ever come clean. */
+        if (!store_parse_segment_name(e->d_name, &id)) {
             continue;
         }
         if (p == NULL || id > p->segment_id) {
@@ -71,9 +70,8 @@ static uint64_t count_orphans(struct storage *st, FILE *out)
         DIR *shards = opendir(day_dir);
         for (struct dirent *s = shards != NULL ? readdir(shards) : NULL; s != NULL;
              s = readdir(shards)) {
-            unsigned shard = 0;
-            int used = 0;
-            if (sscanf(s->d_name, "%u%n", &shard, &used) != 1 || s->d_name[used] != '\0') {
+            uint32_t shard = 0;
+            if (!store_parse_shard_name(s->d_name, &shard)) {
                 continue;
             }
             char dir[DS_PATH_MAX];
@@ -94,6 +92,7 @@ static int verify(const char *dir, FILE *out, struct storage_fsck_report *report
     storage_config_defaults(&cfg);
     cfg.dir = dir;
     cfg.read_only = true;
+    cfg.partitions_max = STORAGE_PARTITIONS_MAX;
     struct storage *st = NULL;
     int rc = storage_open(&cfg, &st);
     if (rc != 0) {
@@ -135,6 +134,7 @@ int storage_fsck(const char *dir, const struct storage_fsck_options *options,
         storage_config_defaults(&cfg);
         cfg.dir = dir;
         cfg.io_mode = STORAGE_IO_SYNC;
+        cfg.partitions_max = STORAGE_PARTITIONS_MAX;
         struct storage *st = NULL;
         rc = storage_open(&cfg, &st);
         storage_close(st);

@@ -94,6 +94,42 @@ void store_segment_path(const struct storage *st, const struct part *p, uint32_t
     ASSERT(n > 0 && n < DS_PATH_MAX);
 }
 
+bool store_parse_segment_name(const char *name, uint32_t *id)
+{
+    uint32_t value = 0;
+    for (int i = 0; i < 8; i++) {
+        if (name[i] < '0' || name[i] > '9') {
+            return false;
+        }
+        value = value * 10 + (uint32_t)(name[i] - '0');
+    }
+    if (strcmp(name + 8, ".seg") != 0 || value == 0) {
+        return false;
+    }
+    *id = value;
+    return true;
+}
+
+bool store_parse_shard_name(const char *name, uint32_t *shard)
+{
+    uint32_t value = 0;
+    size_t len = strlen(name);
+    if (len == 0 || len > 5 || (len > 1 && name[0] == '0')) {
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (name[i] < '0' || name[i] > '9') {
+            return false;
+        }
+        value = value * 10 + (uint32_t)(name[i] - '0');
+    }
+    if (value >= 65536) {
+        return false;
+    }
+    *shard = value;
+    return true;
+}
+
 /* ---- the partition table ------------------------------------------------------------------- */
 
 static uint64_t part_hash(int32_t day, uint32_t shard)

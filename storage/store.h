@@ -97,6 +97,11 @@ void store_segment_path(const struct storage *st, const struct part *p, uint32_t
  * freed (and uncounted). */
 void store_block_release(struct storage *st, struct open_block *ob);
 
+/* Directory-entry names written by the engine, parsed strictly: "%08u.seg" with id >= 1, and a
+ * shard number in plain decimal (no sign, no leading zero) below 65536. */
+bool store_parse_segment_name(const char *name, uint32_t *id);
+bool store_parse_shard_name(const char *name, uint32_t *shard);
+
 /* DIR/name for a short fixed name (MANIFEST, LOCK, parts). */
 void store_path(const struct storage *st, const char *name, char *dst);
 struct part *store_part_find(const struct storage *st, int32_t day, uint32_t shard);

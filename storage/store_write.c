@@ -574,9 +574,8 @@ static int recover_part_dir(struct storage *st, const char *dir, int32_t day, ui
     bool removed = false;
     int rc = 0;
     for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
-        unsigned id = 0;
-        int used = 0;
-        if (sscanf(e->d_name, "%8u.seg%n", &id, &used) != 1 || e->d_name[used] != '\0' || id == 0) {
+        uint32_t id = 0;
+        if (!store_parse_segment_name(e->d_name, &id)) {
             continue;
         }
         char path[DS_PATH_MAX];
@@ -599,9 +598,8 @@ static int recover_day_dir(struct storage *st, const char *dir, int32_t day)
     }
     int rc = 0;
     for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
-        unsigned shard = 0;
-        int used = 0;
-        if (sscanf(e->d_name, "%u%n", &shard, &used) != 1 || e->d_name[used] != '\0') {
+        uint32_t shard = 0;
+        if (!store_parse_shard_name(e->d_name, &shard)) {
             continue;
         }
         char path[DS_PATH_MAX];

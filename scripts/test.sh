@@ -22,6 +22,13 @@ echo "== tests"
 echo "== storage and integration tests again with io_uring refused (the fallback path)"
 (cd build && DS_IO_URING_DISABLE=1 ctest --output-on-failure -j"$jobs" -L 'storage|integration')
 
+echo "== benchmarks, tiny inputs (smoke test only; real figures: docs/ARCHITECTURE.md)"
+build/bench/bench_workload 100000 >/dev/null
+build/bench/bench_decode 20000 3 >/dev/null
+build/bench/bench_ingest_file 20000 1 >/dev/null
+build/bench/bench_count_latency 20000 100 >/dev/null
+echo "benchmarks ran"
+
 if [[ "${DS_TEST_QUICK:-0}" != 1 ]]; then
   echo "== build (Debug, ASan+UBSan)"
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDS_SANITIZE=address,undefined \

@@ -143,8 +143,8 @@ static double append_until(struct storage *st, struct shard_map *map, struct ing
 
 static void report(const char *what, const struct latency *l, uint64_t count)
 {
-    printf("  %-34s count %9llu  p50 %8.2f us  p99 %8.2f us  max %8.1f us  (cold %.0f us)\n",
-           what, (unsigned long long)count, l->p50_us, l->p99_us, l->max_us, l->cold_us);
+    printf("  %-34s count %9llu  p50 %8.2f us  p99 %8.2f us  max %8.1f us  (cold %.0f us)\n", what,
+           (unsigned long long)count, l->p50_us, l->p99_us, l->max_us, l->cold_us);
 }
 
 int main(int argc, char **argv)

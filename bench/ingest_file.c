@@ -220,7 +220,8 @@ int main(int argc, char **argv)
     double decode = median(decode_rates, runs);
     double bpe = median(bytes_per_event, runs);
     double zbpe = (double)z1 / (double)events;
-    printf("median ingest (durable): %.0f events/s   [target >= 1,000,000; aim 2,000,000]\n", ingest);
+    printf("median ingest (durable): %.0f events/s   [target >= 1,000,000; aim 2,000,000]\n",
+           ingest);
     printf("median decode-only baseline: %.0f events/s; ingest/decode ratio %.2f\n", decode,
            ingest / decode);
     printf("median bytes/event on disk: %.2f   [target <= 12]; zstd -1 of the raw JSON: %.2f "

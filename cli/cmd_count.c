@@ -39,11 +39,8 @@ struct count_args {
 static int parse_value(int c, const char *value, struct count_args *a, bool *have_to)
 {
     switch (c) {
-    case 'D':
-        return cli_parse_day(value, &a->req.day_first);
-    case 't':
-        *have_to = true;
-        return cli_parse_day(value, &a->req.day_last);
+    case 'D': return cli_parse_day(value, &a->req.day_first);
+    case 't': *have_to = true; return cli_parse_day(value, &a->req.day_last);
     case 's':
         if (strlen(value) > DS_STATUS_BYTES_MAX) {
             return -DS_EUSAGE;
@@ -52,26 +49,24 @@ static int parse_value(int c, const char *value, struct count_args *a, bool *hav
         a->req.status_len = (uint8_t)strlen(value);
         memcpy(a->req.status, value, a->req.status_len);
         return 0;
-    case 'b':
-        return query_group_parse(value, &a->req.by);
-    case 'd':
-        a->data = value;
-        return 0;
-    case 'S':
-        a->server = value;
-        return 0;
+    case 'b': return query_group_parse(value, &a->req.by);
+    case 'd': a->data = value; return 0;
+    case 'S': a->server = value; return 0;
     }
     return -DS_EUSAGE;
 }
 
 static int parse_args(int argc, char **argv, struct count_args *a)
 {
-    static const struct option options[] = {
-        {"day", required_argument, NULL, 'D'},    {"to", required_argument, NULL, 't'},
-        {"status", required_argument, NULL, 's'}, {"by", required_argument, NULL, 'b'},
-        {"json", no_argument, NULL, 'j'},         {"data", required_argument, NULL, 'd'},
-        {"server", required_argument, NULL, 'S'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option options[] = {{"day", required_argument, NULL, 'D'},
+                                            {"to", required_argument, NULL, 't'},
+                                            {"status", required_argument, NULL, 's'},
+                                            {"by", required_argument, NULL, 'b'},
+                                            {"json", no_argument, NULL, 'j'},
+                                            {"data", required_argument, NULL, 'd'},
+                                            {"server", required_argument, NULL, 'S'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof(*a));
     a->req.day_first = -1;
     bool have_to = false;
@@ -90,8 +85,7 @@ static int parse_args(int argc, char **argv, struct count_args *a)
                              argv[optind - 1]);
         }
         if (parse_value(c, optarg, a, &have_to) != 0) {
-            return cli_error("count", CLI_USAGE, "bad value '%s' for %s", optarg,
-                             argv[optind - 1]);
+            return cli_error("count", CLI_USAGE, "bad value '%s' for %s", optarg, argv[optind - 1]);
         }
     }
     if (optind < argc) {
@@ -139,8 +133,9 @@ int cmd_count(int argc, char **argv)
         return rc == -1 ? cli_help(cmd_count_usage) : rc;
     }
     if (a.server != NULL) {
-        return cli_error("count", CLI_FAIL, "--server is not available yet (the query service "
-                                            "arrives with issue 4); use --data DIR");
+        return cli_error("count", CLI_FAIL,
+                         "--server is not available yet (the query service "
+                         "arrives with issue 4); use --data DIR");
     }
     struct storage_config cfg;
     storage_config_defaults(&cfg);
@@ -157,11 +152,10 @@ int cmd_count(int argc, char **argv)
     if (rc == 0) {
         rc = query_count(st, map, &a.req, &res);
     }
-    int exit_code = rc == 0 ? print_result(&a, &res)
-                            : cli_error("count", rc == -DS_ELIMIT ? CLI_USAGE : CLI_FAIL,
-                                        "%s: %s", a.data,
-                                        rc == -DS_ELIMIT ? "range longer than 366 days"
-                                                         : ds_strerror(rc));
+    int exit_code =
+        rc == 0 ? print_result(&a, &res)
+                : cli_error("count", rc == -DS_ELIMIT ? CLI_USAGE : CLI_FAIL, "%s: %s", a.data,
+                            rc == -DS_ELIMIT ? "range longer than 366 days" : ds_strerror(rc));
     query_count_result_deinit(&res);
     shard_map_close(map);
     storage_close(st);

@@ -52,8 +52,7 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
     return remove(path);
 }
 
-static int generate_file(const struct demo *d, struct ingest_workload_config *cfg,
-                         uint64_t *bytes)
+static int generate_file(const struct demo *d, struct ingest_workload_config *cfg, uint64_t *bytes)
 {
     struct ingest_workload *w = NULL;
     int rc = ingest_workload_create(cfg, &w);
@@ -134,10 +133,11 @@ static int show_busy_day(struct storage *st, struct shard_map *map, int32_t day,
         printf("\n");
     }
     if (total > 0 && res.count > 0) {
-        printf("write sharding: unsharded, partition DAY#2026-01-21 would take %.1f%% of all writes;"
-               "\n  with %zu shards the hottest partition takes %.1f%%.\n",
-               100.0 * (double)res.count / (double)total, res.group_count,
-               100.0 * (double)hottest / (double)total);
+        printf(
+            "write sharding: unsharded, partition DAY#2026-01-21 would take %.1f%% of all writes;"
+            "\n  with %zu shards the hottest partition takes %.1f%%.\n",
+            100.0 * (double)res.count / (double)total, res.group_count,
+            100.0 * (double)hottest / (double)total);
     }
     query_count_result_deinit(&res);
     return 0;
@@ -201,8 +201,7 @@ static int run_demo(struct demo *d)
         rc = show_days(st, map, wcfg.first_day, wcfg.first_day + (int32_t)wcfg.days - 1);
     }
     if (rc == 0) {
-        rc = show_busy_day(st, map, wcfg.first_day + (int32_t)wcfg.busy_day_index,
-                           stats.accepted);
+        rc = show_busy_day(st, map, wcfg.first_day + (int32_t)wcfg.busy_day_index, stats.accepted);
     }
     shard_map_close(map);
     storage_close(st);
@@ -243,8 +242,7 @@ int cmd_demo(int argc, char **argv)
                              argv[optind - 1]);
         }
         if (rc != 0) {
-            return cli_error("demo", CLI_USAGE, "bad value '%s' for %s", optarg,
-                             argv[optind - 1]);
+            return cli_error("demo", CLI_USAGE, "bad value '%s' for %s", optarg, argv[optind - 1]);
         }
     }
     bool temporary = d.data == NULL;

@@ -26,10 +26,11 @@ const char cmd_fsck_usage[] =
 
 int cmd_fsck(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"data", required_argument, NULL, 'd'}, {"repair", no_argument, NULL, 'r'},
-        {"json", no_argument, NULL, 'j'},       {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option options[] = {{"data", required_argument, NULL, 'd'},
+                                            {"repair", no_argument, NULL, 'r'},
+                                            {"json", no_argument, NULL, 'j'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
     const char *data = NULL;
     bool json = false;
     struct storage_fsck_options opts = {.report_file = stdout};
@@ -47,8 +48,8 @@ int cmd_fsck(int argc, char **argv)
         }
     }
     if (data == NULL || optind < argc) {
-        return cli_error("fsck", CLI_USAGE, data == NULL ? "--data DIR is required"
-                                                         : "unexpected argument");
+        return cli_error("fsck", CLI_USAGE,
+                         data == NULL ? "--data DIR is required" : "unexpected argument");
     }
     if (json) {
         opts.report_file = stderr;

@@ -73,12 +73,15 @@ static int parse_option(int c, const char *value, struct ingest_workload_config 
 
 int cmd_generate(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"events", required_argument, NULL, 'n'},    {"profile", required_argument, NULL, 'p'},
-        {"seed", required_argument, NULL, 's'},      {"first-day", required_argument, NULL, 'f'},
-        {"days", required_argument, NULL, 'D'},      {"customers", required_argument, NULL, 'c'},
-        {"busy-fraction", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option options[] = {{"events", required_argument, NULL, 'n'},
+                                            {"profile", required_argument, NULL, 'p'},
+                                            {"seed", required_argument, NULL, 's'},
+                                            {"first-day", required_argument, NULL, 'f'},
+                                            {"days", required_argument, NULL, 'D'},
+                                            {"customers", required_argument, NULL, 'c'},
+                                            {"busy-fraction", required_argument, NULL, 'b'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
     struct ingest_workload_config cfg;
     ingest_workload_defaults(&cfg);
     int c;

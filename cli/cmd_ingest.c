@@ -27,7 +27,8 @@ const char cmd_ingest_usage[] =
     "  --shards N              shard count given to days seen for the first time (default 4,\n"
     "                          1..1024); days already known keep theirs (shard counts only grow)\n"
     "  --json                  print the summary as JSON: {\"accepted\":N,\"rejected\":M,...}\n"
-    "  --io MODE               auto (default: io_uring, or plain syscalls if refused), uring, sync\n"
+    "  --io MODE               auto (default: io_uring, or plain syscalls if refused), uring, "
+    "sync\n"
     "  --commit-interval-ms N  group commit at least every N ms (default 200)\n"
     "  --zstd-level N          block compression level 1..19 (default 1)\n"
     "  --help                  this text\n";
@@ -44,14 +45,16 @@ struct ingest_args {
 
 static int parse_args(int argc, char **argv, struct ingest_args *a)
 {
-    static const struct option options[] = {
-        {"data", required_argument, NULL, 'd'},  {"shards", required_argument, NULL, 's'},
-        {"json", no_argument, NULL, 'j'},        {"io", required_argument, NULL, 'i'},
-        {"commit-interval-ms", required_argument, NULL, 'c'},
-        {"zstd-level", required_argument, NULL, 'z'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    *a = (struct ingest_args){.shards = SHARD_COUNT_DEFAULT, .commit_interval_ms = 200,
-                              .zstd_level = 1, .input = "-"};
+    static const struct option options[] = {{"data", required_argument, NULL, 'd'},
+                                            {"shards", required_argument, NULL, 's'},
+                                            {"json", no_argument, NULL, 'j'},
+                                            {"io", required_argument, NULL, 'i'},
+                                            {"commit-interval-ms", required_argument, NULL, 'c'},
+                                            {"zstd-level", required_argument, NULL, 'z'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    *a = (struct ingest_args){
+        .shards = SHARD_COUNT_DEFAULT, .commit_interval_ms = 200, .zstd_level = 1, .input = "-"};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {

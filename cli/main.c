@@ -13,13 +13,13 @@
 static const struct cli_command commands[] = {
     {"ingest", "load JSON order events from a file or stdin, durably", cmd_ingest_usage,
      cmd_ingest},
-    {"count", "count orders of a day or a range, optionally by shard, hour or day",
-     cmd_count_usage, cmd_count},
+    {"count", "count orders of a day or a range, optionally by shard, hour or day", cmd_count_usage,
+     cmd_count},
     {"fsck", "verify every block of a data directory; --repair cuts torn tails", cmd_fsck_usage,
      cmd_fsck},
     {"generate", "print synthetic order events as JSON lines", cmd_generate_usage, cmd_generate},
-    {"demo", "generate a busy month, ingest it, and show what write sharding does",
-     cmd_demo_usage, cmd_demo},
+    {"demo", "generate a busy month, ingest it, and show what write sharding does", cmd_demo_usage,
+     cmd_demo},
 };
 
 static void print_help(FILE *out)

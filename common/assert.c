@@ -13,8 +13,8 @@
 void ds_assert_fail(const char *expr, const char *file, int line)
 {
     char text[512];
-    int len = snprintf(text, sizeof(text), "dayshard: assertion failed: %s (%s:%d)\n", expr, file,
-                       line);
+    int len =
+        snprintf(text, sizeof(text), "dayshard: assertion failed: %s (%s:%d)\n", expr, file, line);
     if (len > 0) {
         size_t n = (size_t)len < sizeof(text) ? (size_t)len : sizeof(text) - 1;
         ssize_t ignored = write(STDERR_FILENO, text, n);

@@ -67,7 +67,8 @@ const char *ds_strerror(int err);
 
 /* ---- limits shared by every subsystem -------------------------------------------------------- */
 
-/* A path inside a data directory: data dirs are chosen by operators, 4 KiB is the Linux PATH_MAX. */
+/* A path inside a data directory: data dirs are chosen by operators, 4 KiB is the Linux PATH_MAX.
+ */
 #define DS_PATH_MAX 4096
 
 /* ---- CRC32C -------------------------------------------------------------------------------- */

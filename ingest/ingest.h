@@ -32,28 +32,28 @@
  * dead-letter format: append new reasons, never renumber. */
 enum ingest_reason {
     INGEST_OK = 0,
-    INGEST_NOT_JSON,          /* not valid JSON at all (syntax error, bad escape, bad literal) */
-    INGEST_NOT_OBJECT,        /* valid JSON whose top level is not an object */
-    INGEST_TOO_LARGE,         /* more than INGEST_EVENT_BYTES_MAX bytes */
-    INGEST_TOO_DEEP,          /* nesting deeper than INGEST_DEPTH_MAX */
-    INGEST_TRAILING_GARBAGE,  /* bytes other than white space after the object */
-    INGEST_DUPLICATE_FIELD,   /* a known field given twice */
-    INGEST_BAD_UTF8,          /* a string that is not valid UTF-8 (or has an escaped NUL) */
-    INGEST_MISSING_ORDER_ID,  /* no order_id */
-    INGEST_BAD_ORDER_ID,      /* order_id neither integer nor non-empty string (float, bool...) */
-    INGEST_ORDER_ID_RANGE,    /* integer order_id outside 1..2^63-1 */
+    INGEST_NOT_JSON,         /* not valid JSON at all (syntax error, bad escape, bad literal) */
+    INGEST_NOT_OBJECT,       /* valid JSON whose top level is not an object */
+    INGEST_TOO_LARGE,        /* more than INGEST_EVENT_BYTES_MAX bytes */
+    INGEST_TOO_DEEP,         /* nesting deeper than INGEST_DEPTH_MAX */
+    INGEST_TRAILING_GARBAGE, /* bytes other than white space after the object */
+    INGEST_DUPLICATE_FIELD,  /* a known field given twice */
+    INGEST_BAD_UTF8,         /* a string that is not valid UTF-8 (or has an escaped NUL) */
+    INGEST_MISSING_ORDER_ID, /* no order_id */
+    INGEST_BAD_ORDER_ID,     /* order_id neither integer nor non-empty string (float, bool...) */
+    INGEST_ORDER_ID_RANGE,   /* integer order_id outside 1..2^63-1 */
     INGEST_MISSING_CUSTOMER_ID,
     INGEST_BAD_CUSTOMER_ID,
     INGEST_CUSTOMER_ID_RANGE,
-    INGEST_STRING_TOO_LONG,   /* id string over DS_ID_BYTES_MAX or status over DS_STATUS_BYTES_MAX */
-    INGEST_MISSING_TS,        /* neither ts nor order_date */
-    INGEST_BAD_TS,            /* ts neither RFC 3339 text nor integer epoch milliseconds */
-    INGEST_TS_RANGE,          /* ts before 1970 or after 9999 (see DS_TS_MS_MIN/MAX) */
-    INGEST_BAD_ORDER_DATE,    /* order_date not a valid YYYY-MM-DD */
-    INGEST_BAD_STATUS,        /* status not a string */
-    INGEST_BAD_AMOUNT,        /* amount not a JSON number */
-    INGEST_AMOUNT_PRECISION,  /* more than four decimal places */
-    INGEST_AMOUNT_RANGE,      /* |amount| * 10000 does not fit in int64 */
+    INGEST_STRING_TOO_LONG,  /* id string over DS_ID_BYTES_MAX or status over DS_STATUS_BYTES_MAX */
+    INGEST_MISSING_TS,       /* neither ts nor order_date */
+    INGEST_BAD_TS,           /* ts neither RFC 3339 text nor integer epoch milliseconds */
+    INGEST_TS_RANGE,         /* ts before 1970 or after 9999 (see DS_TS_MS_MIN/MAX) */
+    INGEST_BAD_ORDER_DATE,   /* order_date not a valid YYYY-MM-DD */
+    INGEST_BAD_STATUS,       /* status not a string */
+    INGEST_BAD_AMOUNT,       /* amount not a JSON number */
+    INGEST_AMOUNT_PRECISION, /* more than four decimal places */
+    INGEST_AMOUNT_RANGE,     /* |amount| * 10000 does not fit in int64 */
     INGEST_REASON_COUNT,
 };
 
@@ -90,14 +90,14 @@ enum ingest_profile {
 struct ingest_workload_config {
     enum ingest_profile profile;
     uint64_t seed;
-    uint64_t events;          /* how many events in all */
-    int32_t first_day;        /* days since the epoch of the first day */
-    uint32_t days;            /* how many consecutive days the stream covers (>= 1) */
-    uint64_t customers;       /* distinct customer ids, drawn Zipf(zipf_s) */
-    double zipf_s;            /* Zipf exponent, e.g. 1.1 */
-    uint32_t busy_day_index;  /* busy-day: which day (0-based) is busy */
-    double busy_fraction;     /* busy-day: share of all events on the busy day, 0..1 */
-    double hot_fraction;      /* hot-customer: share of events from customer 1 */
+    uint64_t events;             /* how many events in all */
+    int32_t first_day;           /* days since the epoch of the first day */
+    uint32_t days;               /* how many consecutive days the stream covers (>= 1) */
+    uint64_t customers;          /* distinct customer ids, drawn Zipf(zipf_s) */
+    double zipf_s;               /* Zipf exponent, e.g. 1.1 */
+    uint32_t busy_day_index;     /* busy-day: which day (0-based) is busy */
+    double busy_fraction;        /* busy-day: share of all events on the busy day, 0..1 */
+    double hot_fraction;         /* hot-customer: share of events from customer 1 */
     uint32_t string_id_permille; /* share (1/1000) of events whose ids are strings */
 };
 
@@ -124,21 +124,21 @@ struct storage;
 struct shard_map;
 
 struct ingest_file_config {
-    struct storage *storage;      /* borrowed; used only by the writer thread while running */
-    struct shard_map *map;        /* borrowed; used only by the decode thread while running */
-    const char *deadletter_path;  /* JSON lines of rejected input, appended and synced */
-    const char *source_name;      /* named in dead letters: the file path or "-" */
-    uint32_t commit_interval_ms;  /* group commit at least this often (1..60000) */
-    uint64_t commit_events;       /* and at least every this many events */
+    struct storage *storage;     /* borrowed; used only by the writer thread while running */
+    struct shard_map *map;       /* borrowed; used only by the decode thread while running */
+    const char *deadletter_path; /* JSON lines of rejected input, appended and synced */
+    const char *source_name;     /* named in dead letters: the file path or "-" */
+    uint32_t commit_interval_ms; /* group commit at least this often (1..60000) */
+    uint64_t commit_events;      /* and at least every this many events */
 };
 
 void ingest_file_config_defaults(struct ingest_file_config *cfg);
 
 struct ingest_stats {
-    uint64_t lines;          /* lines read, blank ones included */
-    uint64_t blank;          /* empty or white-space lines, skipped */
-    uint64_t accepted;       /* events durable in storage */
-    uint64_t rejected;       /* lines in the dead-letter file */
+    uint64_t lines;    /* lines read, blank ones included */
+    uint64_t blank;    /* empty or white-space lines, skipped */
+    uint64_t accepted; /* events durable in storage */
+    uint64_t rejected; /* lines in the dead-letter file */
     uint64_t rejected_by_reason[INGEST_REASON_COUNT];
     uint64_t commits;
     uint64_t bytes_read;

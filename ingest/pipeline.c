@@ -126,8 +126,8 @@ static void *writer_main(void *arg)
         b->last = false;
         int pushed = ds_ring_push(&pl->free, b);
         ASSERT(pushed == 0);
-        bool due = since_commit >= pl->cfg->commit_events ||
-                   ds_clock_ns() - last_commit_ns >= interval_ns;
+        bool due =
+            since_commit >= pl->cfg->commit_events || ds_clock_ns() - last_commit_ns >= interval_ns;
         if (rc == 0 && (last || due)) {
             rc = writer_commit(pl, &since_commit, &last_commit_ns);
         }
@@ -343,8 +343,7 @@ static int finish_deadletters(struct pipeline *pl)
 {
     if (fflush(pl->deadletter) != 0 || fdatasync(fileno(pl->deadletter)) != 0) {
         int rc = -errno;
-        ds_log_error("%s: cannot sync dead letters: %s", pl->cfg->deadletter_path,
-                     ds_strerror(rc));
+        ds_log_error("%s: cannot sync dead letters: %s", pl->cfg->deadletter_path, ds_strerror(rc));
         return rc;
     }
     return 0;

@@ -18,7 +18,8 @@ int query_group_parse(const char *text, enum query_group *out)
     static const struct {
         const char *name;
         enum query_group group;
-    } names[] = {{"shard", QUERY_GROUP_SHARD}, {"hour", QUERY_GROUP_HOUR}, {"day", QUERY_GROUP_DAY}};
+    } names[] = {
+        {"shard", QUERY_GROUP_SHARD}, {"hour", QUERY_GROUP_HOUR}, {"day", QUERY_GROUP_DAY}};
     for (size_t i = 0; i < DS_ARRAY_LEN(names); i++) {
         if (strcmp(text, names[i].name) == 0) {
             *out = names[i].group;
@@ -32,14 +33,10 @@ static size_t groups_needed(const struct shard_map *map, const struct query_coun
 {
     uint32_t days = (uint32_t)(req->day_last - req->day_first) + 1;
     switch (req->by) {
-    case QUERY_GROUP_NONE:
-        return 0;
-    case QUERY_GROUP_DAY:
-        return days;
-    case QUERY_GROUP_HOUR:
-        return (size_t)days * 24u;
-    case QUERY_GROUP_SHARD:
-        break;
+    case QUERY_GROUP_NONE: return 0;
+    case QUERY_GROUP_DAY: return days;
+    case QUERY_GROUP_HOUR: return (size_t)days * 24u;
+    case QUERY_GROUP_SHARD: break;
     }
     size_t n = 0;
     for (int32_t day = req->day_first; day <= req->day_last; day++) {

@@ -58,14 +58,10 @@ size_t query_count_json_bound(const struct query_count_result *res)
 static const char *group_name(enum query_group by)
 {
     switch (by) {
-    case QUERY_GROUP_SHARD:
-        return "shard";
-    case QUERY_GROUP_HOUR:
-        return "hour";
-    case QUERY_GROUP_DAY:
-        return "day";
-    case QUERY_GROUP_NONE:
-        break;
+    case QUERY_GROUP_SHARD: return "shard";
+    case QUERY_GROUP_HOUR: return "hour";
+    case QUERY_GROUP_DAY: return "day";
+    case QUERY_GROUP_NONE: break;
     }
     return NULL;
 }

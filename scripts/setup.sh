@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config git
+  build-essential cmake pkg-config git clang-format
   librdkafka-dev liburing-dev libzstd-dev libcmocka-dev libmicrohttpd-dev librocksdb-dev
   libjansson-dev zstd kcat python3-kafka gnuplot-nox
 )

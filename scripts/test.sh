@@ -8,8 +8,10 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 jobs=$(nproc)
 
-echo "== include boundaries"
+echo "== include boundaries, formatting (clang-format 14, .clang-format)"
 scripts/check-includes.sh
+git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+echo "formatting: ok"
 
 echo "== build (RelWithDebInfo, -Werror)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS_WERROR=ON >/dev/null

@@ -387,8 +387,8 @@ static size_t write_cells(const struct open_block *ob, const struct cell_grid *g
             if (grid->count[s][h] == 0) {
                 continue;
             }
-            struct block_cell cell = {.status_index = (uint8_t)s, .hour = h,
-                                      .count = grid->count[s][h]};
+            struct block_cell cell = {
+                .status_index = (uint8_t)s, .hour = h, .count = grid->count[s][h]};
             block_cell_set_amount(&cell, grid->amount[s][h]);
             memcpy(dst + cells * sizeof(cell), &cell, sizeof(cell));
             cells++;
@@ -446,8 +446,8 @@ int64_t block_seal(struct block_codec *codec, const struct open_block *ob, int64
 
     size_t raw_len = encode_columns(ob, codec->raw);
     ASSERT(raw_len <= codec->raw_capacity);
-    size_t z = ZSTD_compressCCtx(codec->zstd_cctx, dst + at, dst_capacity - at, codec->raw,
-                                 raw_len, codec->zstd_level);
+    size_t z = ZSTD_compressCCtx(codec->zstd_cctx, dst + at, dst_capacity - at, codec->raw, raw_len,
+                                 codec->zstd_level);
     if (ZSTD_isError(z)) {
         ds_log_error("zstd compress of a %u-event block failed: %s", ob->count,
                      ZSTD_getErrorName(z));
@@ -473,13 +473,12 @@ int block_header_check(const uint8_t *buf, size_t len)
         return -DS_ECORRUPT;
     }
     memcpy(&h, buf, sizeof(h));
-    if (h.magic != BLOCK_MAGIC || h.version != BLOCK_VERSION ||
-        h.header_bytes < sizeof(h) || h.header_bytes > BLOCK_HEADER_BYTES_MAX ||
-        h.event_count == 0 || h.event_count > STORAGE_BLOCK_EVENTS_MAX ||
-        h.status_count == 0 || h.status_count > STORAGE_BLOCK_STATUS_MAX ||
-        h.cell_count == 0 || h.cell_count > BLOCK_CELLS_MAX ||
-        h.raw_bytes > BLOCK_RAW_BYTES_MAX || h.ts_min_ms > h.ts_max_ms ||
-        h.payload_bytes > ZSTD_compressBound(BLOCK_RAW_BYTES_MAX)) {
+    if (h.magic != BLOCK_MAGIC || h.version != BLOCK_VERSION || h.header_bytes < sizeof(h) ||
+        h.header_bytes > BLOCK_HEADER_BYTES_MAX || h.event_count == 0 ||
+        h.event_count > STORAGE_BLOCK_EVENTS_MAX || h.status_count == 0 ||
+        h.status_count > STORAGE_BLOCK_STATUS_MAX || h.cell_count == 0 ||
+        h.cell_count > BLOCK_CELLS_MAX || h.raw_bytes > BLOCK_RAW_BYTES_MAX ||
+        h.ts_min_ms > h.ts_max_ms || h.payload_bytes > ZSTD_compressBound(BLOCK_RAW_BYTES_MAX)) {
         return -DS_ECORRUPT;
     }
     if (len < h.header_bytes) {
@@ -549,8 +548,7 @@ struct column_cursor {
     uint8_t scale;
 };
 
-static int cursor_init(struct column_cursor *c, const uint8_t *raw, size_t raw_len,
-                       uint32_t count)
+static int cursor_init(struct column_cursor *c, const uint8_t *raw, size_t raw_len, uint32_t count)
 {
     uint32_t lengths[COLUMN_COUNT];
     if (raw_len < PREAMBLE_BYTES || raw[0] > 4) {
@@ -627,10 +625,10 @@ static int decode_event(struct column_cursor *c, const struct block_view *view, 
         return -DS_ECORRUPT;
     }
     *prev_ts = event->ts_ms;
-    bool ok = (flags & OPEN_ROW_ORDER_STRING)
-                  ? take_string(&c->order_str, c->order_str_end, &event->order_id)
-                  : take_int_id(&c->order_int, c->order_int_end, prev_order, true,
-                                &event->order_id);
+    bool ok =
+        (flags & OPEN_ROW_ORDER_STRING)
+            ? take_string(&c->order_str, c->order_str_end, &event->order_id)
+            : take_int_id(&c->order_int, c->order_int_end, prev_order, true, &event->order_id);
     ok = ok && ((flags & OPEN_ROW_CUSTOMER_STRING)
                     ? take_string(&c->customer_str, c->customer_str_end, &event->customer_id)
                     : take_int_id(&c->customer_int, c->customer_int_end, &ignored, false,
@@ -699,8 +697,8 @@ int block_decode(struct block_codec *codec, const struct block_view *view, const
     if (ds_crc32c(0, payload, h->payload_bytes) != h->payload_crc) {
         return -DS_ECORRUPT;
     }
-    size_t raw_len = ZSTD_decompressDCtx(codec->zstd_dctx, codec->raw, codec->raw_capacity,
-                                         payload, h->payload_bytes);
+    size_t raw_len = ZSTD_decompressDCtx(codec->zstd_dctx, codec->raw, codec->raw_capacity, payload,
+                                         h->payload_bytes);
     if (ZSTD_isError(raw_len) || raw_len != h->raw_bytes) {
         return -DS_ECORRUPT;
     }

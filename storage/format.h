@@ -29,7 +29,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "on-disk structs are li
 #define SEGMENT_VERSION 1u
 #define BLOCK_MAGIC 0x4B425344u /* "DSBK" */
 #define BLOCK_VERSION 1u
-#define MANIFEST_MAGIC 0x464D5344u /* "DSMF" (a record) */
+#define MANIFEST_MAGIC 0x464D5344u                /* "DSMF" (a record) */
 #define MANIFEST_FILE_MAGIC 0x3146494E414D5344ull /* "DSMANIF1" */
 
 struct segment_header {
@@ -111,7 +111,7 @@ struct open_row {
     int64_t order;    /* the integer id, or the offset of the string in strings */
     int64_t customer; /* likewise */
     int64_t amount_units;
-    uint8_t flags;    /* OPEN_ROW_* | status index << 2 */
+    uint8_t flags; /* OPEN_ROW_* | status index << 2 */
 };
 #define OPEN_ROW_ORDER_STRING 1u
 #define OPEN_ROW_CUSTOMER_STRING 2u
@@ -145,9 +145,9 @@ struct block_codec {
     void *zstd_cctx;
     void *zstd_dctx;
     int zstd_level;
-    uint8_t *raw;     /* BLOCK_RAW_BYTES_MAX */
+    uint8_t *raw; /* BLOCK_RAW_BYTES_MAX */
     size_t raw_capacity;
-    void *grid;       /* per-(status, hour) aggregation scratch */
+    void *grid; /* per-(status, hour) aggregation scratch */
 };
 DS_MUST_USE int block_codec_init(struct block_codec *codec, int zstd_level);
 void block_codec_deinit(struct block_codec *codec);
@@ -176,8 +176,8 @@ DS_MUST_USE int block_view_parse(const uint8_t *buf, size_t len, struct block_vi
  * payload CRC and that the events re-aggregate to the header's cells; calls fn per event.
  * Returns 0, fn's non-zero value, -DS_ECORRUPT or -DS_EZSTD. */
 typedef int (*block_event_fn)(const struct ds_event *event, void *user);
-int block_decode(struct block_codec *codec, const struct block_view *view,
-                 const uint8_t *payload, int64_t day_start_ms, block_event_fn fn, void *user);
+int block_decode(struct block_codec *codec, const struct block_view *view, const uint8_t *payload,
+                 int64_t day_start_ms, block_event_fn fn, void *user);
 
 /* ---- manifest ------------------------------------------------------------------------------ */
 

@@ -151,7 +151,6 @@ int storage_fsck(const char *dir, const struct storage_fsck_options *options,
             return rc;
         }
     }
-    bool clean = report->blocks_bad == 0 && report->torn_bytes == 0 &&
-                 report->orphan_segments == 0;
+    bool clean = report->blocks_bad == 0 && report->torn_bytes == 0 && report->orphan_segments == 0;
     return clean ? 0 : 1;
 }

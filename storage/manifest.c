@@ -23,7 +23,8 @@
 
 size_t manifest_record_bound(uint32_t part_count, uint32_t source_count)
 {
-    return sizeof(struct manifest_record_header) + (size_t)part_count * sizeof(struct manifest_part) +
+    return sizeof(struct manifest_record_header) +
+           (size_t)part_count * sizeof(struct manifest_part) +
            (size_t)source_count * sizeof(struct manifest_source);
 }
 
@@ -139,9 +140,10 @@ int manifest_replay(const uint8_t *buf, size_t len, manifest_record_fn fn, void 
             .seq = h.seq,
             .parts = (const struct manifest_part *)(const void *)(buf + at + sizeof(h)),
             .part_count = h.part_count,
-            .sources = (const struct manifest_source *)(const void *)(buf + at + sizeof(h) +
-                                                                      (size_t)h.part_count *
-                                                                          sizeof(struct manifest_part)),
+            .sources =
+                (const struct manifest_source *)(const void *)(buf + at + sizeof(h) +
+                                                               (size_t)h.part_count *
+                                                                   sizeof(struct manifest_part)),
             .source_count = h.source_count,
         };
         int rc = fn(&args, user);

@@ -89,8 +89,8 @@ void store_segment_path(const struct storage *st, const struct part *p, uint32_t
 {
     char date[DS_DATE_TEXT_SIZE];
     ds_date_format(p->day, date);
-    int n = snprintf(dst, DS_PATH_MAX, "%s/parts/%s/%u/%08u.seg", st->dir, date, p->shard,
-                     segment_id);
+    int n =
+        snprintf(dst, DS_PATH_MAX, "%s/parts/%s/%u/%08u.seg", st->dir, date, p->shard, segment_id);
     ASSERT(n > 0 && n < DS_PATH_MAX);
 }
 

@@ -95,15 +95,15 @@ const char *storage_io_name(const struct storage_io *io);
 /* ---- opening ------------------------------------------------------------------------------- */
 
 struct storage_config {
-    const char *dir;               /* the data directory (created if missing, unless read-only) */
-    bool read_only;                /* a reader: never writes, sees the last committed state */
-    enum storage_io_mode io_mode;  /* used when io is NULL */
-    struct storage_io *io;         /* injected backend (borrowed), or NULL to create one */
-    uint32_t block_events_max;     /* seal a block at this many events (<= BLOCK_EVENTS_MAX) */
-    uint64_t segment_bytes_max;    /* roll a segment past this size */
-    uint64_t open_bytes_max;       /* memory of all open blocks */
-    int zstd_level;                /* 1..19 */
-    uint32_t partitions_max;       /* partitions tracked (<= STORAGE_PARTITIONS_MAX) */
+    const char *dir;              /* the data directory (created if missing, unless read-only) */
+    bool read_only;               /* a reader: never writes, sees the last committed state */
+    enum storage_io_mode io_mode; /* used when io is NULL */
+    struct storage_io *io;        /* injected backend (borrowed), or NULL to create one */
+    uint32_t block_events_max;    /* seal a block at this many events (<= BLOCK_EVENTS_MAX) */
+    uint64_t segment_bytes_max;   /* roll a segment past this size */
+    uint64_t open_bytes_max;      /* memory of all open blocks */
+    int zstd_level;               /* 1..19 */
+    uint32_t partitions_max;      /* partitions tracked (<= STORAGE_PARTITIONS_MAX) */
 };
 
 void storage_config_defaults(struct storage_config *cfg);
@@ -151,8 +151,8 @@ struct storage_partition_total {
     uint64_t count;
     ds_i128 amount_units;
     uint64_t blocks;
-    uint64_t bytes;                     /* on-disk bytes of the partition's committed blocks */
-    int64_t ts_min_ms, ts_max_ms;       /* valid when count > 0 */
+    uint64_t bytes;               /* on-disk bytes of the partition's committed blocks */
+    int64_t ts_min_ms, ts_max_ms; /* valid when count > 0 */
     struct storage_hour_total hours[24];
 };
 
@@ -180,11 +180,11 @@ struct storage_fsck_report {
     uint64_t segments;
     uint64_t blocks_ok;
     uint64_t events_ok;
-    uint64_t bytes_ok;          /* on-disk bytes of the blocks that passed */
-    uint64_t blocks_bad;        /* blocks failing a check inside the committed range */
-    uint64_t torn_bytes;        /* bytes past the committed end (torn or uncommitted tails) */
-    uint64_t orphan_segments;   /* segment files the manifest never committed */
-    uint64_t repaired;          /* tails cut and orphans removed with repair */
+    uint64_t bytes_ok;        /* on-disk bytes of the blocks that passed */
+    uint64_t blocks_bad;      /* blocks failing a check inside the committed range */
+    uint64_t torn_bytes;      /* bytes past the committed end (torn or uncommitted tails) */
+    uint64_t orphan_segments; /* segment files the manifest never committed */
+    uint64_t repaired;        /* tails cut and orphans removed with repair */
 };
 /* Verifies every block of a data directory (header and payload CRCs, decompression, aggregates
  * recomputed from the events against the header). With repair, cuts torn tails and removes

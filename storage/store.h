@@ -36,12 +36,12 @@ struct part {
     uint32_t segment_id;    /* current segment, 0 while none */
     uint64_t committed_end; /* committed bytes of the current segment */
     /* writer only: where the next block goes (may be ahead of the committed position) */
-    int fd;                     /* segment write_segment_id, -1 while closed */
-    uint32_t write_segment_id;  /* segment being written, 0 while none */
-    uint64_t write_end;         /* bytes written to it, committed or not */
-    bool touched;           /* in storage.touched since the last commit */
-    bool recovered;         /* recovery found the committed current segment */
-    struct open_block *ob;  /* events not yet sealed, or NULL */
+    int fd;                    /* segment write_segment_id, -1 while closed */
+    uint32_t write_segment_id; /* segment being written, 0 while none */
+    uint64_t write_end;        /* bytes written to it, committed or not */
+    bool touched;              /* in storage.touched since the last commit */
+    bool recovered;            /* recovery found the committed current segment */
+    struct open_block *ob;     /* events not yet sealed, or NULL */
     /* read side */
     struct summary *summary; /* NULL until first needed */
 };

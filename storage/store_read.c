@@ -60,9 +60,10 @@ static int segment_open_read(struct storage *st, const struct part *p, uint32_t 
     if (rc == 0 && read_at(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
         rc = -DS_ECORRUPT;
     }
-    if (rc == 0 && (h.magic != SEGMENT_MAGIC || h.version != SEGMENT_VERSION ||
-                    h.day != p->day || h.shard != p->shard || h.segment_id != segment_id ||
-                    h.header_crc != ds_crc32c(0, &h, offsetof(struct segment_header, header_crc)))) {
+    if (rc == 0 &&
+        (h.magic != SEGMENT_MAGIC || h.version != SEGMENT_VERSION || h.day != p->day ||
+         h.shard != p->shard || h.segment_id != segment_id ||
+         h.header_crc != ds_crc32c(0, &h, offsetof(struct segment_header, header_crc)))) {
         rc = -DS_ECORRUPT;
     }
     uint64_t end = segment_id == p->segment_id ? p->committed_end : (uint64_t)sb.st_size;

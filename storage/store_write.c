@@ -30,8 +30,8 @@ static int fail(struct storage *st, int rc, const char *what)
 {
     ASSERT(rc < 0);
     if (st->failed == 0) {
-        ds_log_error("%s: %s failed: %s; the data directory must be reopened to recover",
-                     st->dir, what, ds_strerror(rc));
+        ds_log_error("%s: %s failed: %s; the data directory must be reopened to recover", st->dir,
+                     what, ds_strerror(rc));
         st->failed = rc;
     }
     return rc;
@@ -79,9 +79,11 @@ static int segment_create(struct storage *st, struct part *p)
         st->io->ops->close(st->io, fd);
         return fail(st, rc, "directory sync");
     }
-    struct segment_header h = {
-        .magic = SEGMENT_MAGIC, .version = SEGMENT_VERSION, .day = p->day, .shard = p->shard,
-        .segment_id = id};
+    struct segment_header h = {.magic = SEGMENT_MAGIC,
+                               .version = SEGMENT_VERSION,
+                               .day = p->day,
+                               .shard = p->shard,
+                               .segment_id = id};
     h.header_crc = ds_crc32c(0, &h, offsetof(struct segment_header, header_crc));
     ASSERT(st->arena_used + sizeof(h) <= ARENA_BYTES);
     memcpy(st->arena + st->arena_used, &h, sizeof(h));
@@ -141,8 +143,8 @@ static int seal_part(struct storage *st, struct part *p)
             return rc;
         }
     }
-    int rc = p->fd >= 0 ? 0
-                        : (p->write_segment_id == 0 ? segment_create(st, p) : segment_reopen(st, p));
+    int rc =
+        p->fd >= 0 ? 0 : (p->write_segment_id == 0 ? segment_create(st, p) : segment_reopen(st, p));
     if (rc != 0) {
         return rc;
     }
@@ -280,8 +282,8 @@ int storage_append(struct storage *st, int32_t day, uint32_t shard, const struct
     if (st->failed != 0) {
         return st->failed;
     }
-    if (source != NULL && (source->partition < -1 ||
-                           source->partition >= (int32_t)STORAGE_SOURCES_MAX - 1)) {
+    if (source != NULL &&
+        (source->partition < -1 || source->partition >= (int32_t)STORAGE_SOURCES_MAX - 1)) {
         return -DS_ELIMIT;
     }
     struct part *p = NULL;
@@ -366,7 +368,8 @@ static int commit_record(struct storage *st, uint64_t *record_bytes)
     struct manifest_part *entries = (struct manifest_part *)(void *)st->arena;
     for (uint32_t i = 0; i < parts; i++) {
         const struct part *p = st->touched[i];
-        entries[i] = (struct manifest_part){.day = p->day, .shard = p->shard,
+        entries[i] = (struct manifest_part){.day = p->day,
+                                            .shard = p->shard,
                                             .segment_id = p->write_segment_id,
                                             .end = p->write_end};
     }
@@ -485,7 +488,8 @@ static int write_snapshot(struct storage *st, uint64_t *size_out)
     for (uint32_t i = 0; i < st->part_count; i++) {
         const struct part *p = st->parts[i];
         if (p->segment_id != 0) {
-            entries[parts++] = (struct manifest_part){.day = p->day, .shard = p->shard,
+            entries[parts++] = (struct manifest_part){.day = p->day,
+                                                      .shard = p->shard,
                                                       .segment_id = p->segment_id,
                                                       .end = p->committed_end};
         }
@@ -559,9 +563,9 @@ static int recover_segment(const char *path, struct part *p, uint32_t id)
                      (unsigned long long)sb.st_size, (unsigned long long)p->committed_end);
         return -DS_ECORRUPT;
     }
-    return (uint64_t)sb.st_size > p->committed_end ? cut_file(path, (uint64_t)sb.st_size,
-                                                              p->committed_end)
-                                                   : 0;
+    return (uint64_t)sb.st_size > p->committed_end
+               ? cut_file(path, (uint64_t)sb.st_size, p->committed_end)
+               : 0;
 }
 
 static int recover_part_dir(struct storage *st, const char *dir, int32_t day, uint32_t shard)
@@ -650,8 +654,8 @@ static int create_manifest(struct storage *st)
     store_path(st, "parts", path);
     struct stat sb;
     if (stat(path, &sb) == 0) {
-        ds_log_error("%s: MANIFEST missing or empty but %s exists: refusing to discard it",
-                     st->dir, path);
+        ds_log_error("%s: MANIFEST missing or empty but %s exists: refusing to discard it", st->dir,
+                     path);
         return -DS_ECORRUPT;
     }
     if (errno != ENOENT) {

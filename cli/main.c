@@ -11,6 +11,12 @@
 #include "cli/cli.h"
 
 static const struct cli_command commands[] = {
+    {"run", "a node: consume a Kafka topic into durable day partitions, exactly once",
+     cmd_run_usage, cmd_run},
+    {"broker", "an embedded Kafka-protocol broker for development and tests", cmd_broker_usage,
+     cmd_broker},
+    {"produce", "send JSON order events (a file, stdin or generated) to a Kafka topic",
+     cmd_produce_usage, cmd_produce},
     {"ingest", "load JSON order events from a file or stdin, durably", cmd_ingest_usage,
      cmd_ingest},
     {"count", "count orders of a day or a range, optionally by shard, hour or day", cmd_count_usage,

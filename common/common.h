@@ -149,6 +149,9 @@ struct ds_event {
 /* Where an event came from, so storage can record source positions: a Kafka partition and
  * offset, or for file ingest partition DS_SOURCE_FILE and the line number. */
 #define DS_SOURCE_FILE (-1)
+/* Not a source of events: the committed length of the dead-letter file, kept in the same
+ * table so that it commits atomically with the data (see storage_deadletter_commit). */
+#define DS_SOURCE_DEADLETTER (-2)
 struct ds_source {
     int32_t partition;
     int64_t offset;

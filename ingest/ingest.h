@@ -151,7 +151,100 @@ struct ingest_stats {
 DS_MUST_USE int ingest_file_run(const struct ingest_file_config *cfg, int fd,
                                 struct ingest_stats *stats);
 
+/* Day, shard count (the shard map gives a new day the base count and is synced at once) and
+ * shard of an event; used by every source so that routing is one piece of code. Returns 0 or
+ * the shard map's error. The map belongs to the calling thread. */
+DS_MUST_USE int ingest_route(struct shard_map *map, const struct ds_event *event, int32_t *day,
+                             uint32_t *shard);
+
 /* Writes the --json summary of a run. */
 void ingest_stats_json(const struct ingest_stats *stats, FILE *out);
+
+/* ---- Kafka: client properties ---------------------------------------------------------- */
+
+/* librdkafka properties passed through from `-X key=value` and `--config FILE`. Keys and values
+ * are copied into the struct; the caller owns it (it is large: keep it off the stack of
+ * threads with small stacks, or static in main). */
+#define INGEST_KAFKA_PROPS_MAX 64u
+#define INGEST_KAFKA_PROP_BYTES_MAX 512u
+struct ingest_kafka_props {
+    uint32_t count;
+    char key[INGEST_KAFKA_PROPS_MAX][INGEST_KAFKA_PROP_BYTES_MAX];
+    char value[INGEST_KAFKA_PROPS_MAX][INGEST_KAFKA_PROP_BYTES_MAX];
+};
+
+/* Adds "key=value"; returns 0, -DS_EUSAGE (no '=' or empty key), or -DS_ELIMIT. */
+DS_MUST_USE int ingest_kafka_props_add(struct ingest_kafka_props *props, const char *key_value);
+/* Reads a Java-properties style file: "key=value" or "key: value" lines, '#' and '!' comments,
+ * blank lines. Keys starting with "kafka." are passed to librdkafka without the prefix; other
+ * keys are returned through other_fn (may be NULL: then they are an error) so that a command
+ * can take its own settings from the same file. Returns 0, -DS_EUSAGE with a logged line
+ * number, or a negated errno. */
+typedef int (*ingest_props_other_fn)(const char *key, const char *value, void *user);
+DS_MUST_USE int ingest_kafka_props_load(struct ingest_kafka_props *props, const char *path,
+                                        ingest_props_other_fn other_fn, void *user);
+/* Applies every property to a librdkafka configuration (rd_kafka_conf_t *, passed as void * so
+ * this header does not drag librdkafka in). On a refused property returns -DS_EUSAGE and
+ * writes librdkafka's reason into err. */
+DS_MUST_USE int ingest_kafka_props_apply(const struct ingest_kafka_props *props, void *rd_conf,
+                                         char *err, size_t err_capacity);
+
+/* ---- Kafka: the embedded broker (development and tests) --------------------------------- */
+
+/* librdkafka's mock cluster behind the real Kafka protocol on loopback TCP (DESIGN.md section
+ * 7). It keeps only about the newest 5 MiB per partition and nothing across restarts. */
+#define INGEST_BROKER_PARTITIONS_MAX 1024u
+#define INGEST_BROKER_BROKERS_MAX 16u
+
+struct ingest_broker_config {
+    const char *listen; /* "HOST:PORT" for the first broker, or NULL for any free port */
+    const char *topic;  /* created at start */
+    uint32_t partitions;
+    uint32_t brokers; /* mock brokers in the cluster, 1..INGEST_BROKER_BROKERS_MAX */
+};
+void ingest_broker_config_defaults(struct ingest_broker_config *cfg);
+
+struct ingest_broker;
+DS_MUST_USE int ingest_broker_start(const struct ingest_broker_config *cfg,
+                                    struct ingest_broker **out);
+/* "127.0.0.1:PORT[,127.0.0.1:PORT...]": what clients pass as bootstrap servers. */
+const char *ingest_broker_bootstrap(const struct ingest_broker *b);
+/* Fault injection for tests, one command per call (the broker command reads them from stdin):
+ *   "down ID" / "up ID"                  take mock broker ID (1-based) down or up
+ *   "rtt ID MS"                          add round-trip latency to a broker
+ *   "errors APIKEY COUNT ERRCODE..."     fail the next COUNT requests of a Kafka API
+ *   "leader PARTITION ID"                move a partition's leadership
+ * Writes a one-line answer into reply. Returns 0 or -DS_EUSAGE. */
+DS_MUST_USE int ingest_broker_control(struct ingest_broker *b, const char *command, char *reply,
+                                      size_t reply_capacity);
+void ingest_broker_stop(struct ingest_broker *b);
+
+/* ---- Kafka: the producer and load generator ---------------------------------------------- */
+
+struct ingest_produce_config {
+    const char *brokers;
+    const char *topic;
+    const struct ingest_kafka_props *props; /* may be NULL */
+    int input_fd;                           /* JSON lines to send, or -1 to use the generator */
+    struct ingest_workload_config workload; /* when input_fd < 0 */
+    uint64_t rate;                          /* events/s, 0 = as fast as possible */
+    void *progress_file;                    /* FILE * for a progress line (a terminal), or NULL */
+    uint32_t flush_timeout_ms; /* wait this long at the end for delivery reports; 0 = 60000 */
+};
+
+struct ingest_produce_stats {
+    uint64_t sent;    /* handed to librdkafka */
+    uint64_t acked;   /* delivery reports with success */
+    uint64_t failed;  /* delivery reports with an error, or never delivered */
+    uint64_t skipped; /* input lines not sent: blank, or over the message size limit */
+    double seconds;
+};
+
+/* Sends every event (keyed by order_id when it can be read, else unkeyed), idempotent and
+ * compressed, then waits for every delivery report. Stops early when *stop becomes non-zero
+ * (stop may be NULL). Returns 0 when every sent event was acknowledged, else -DS_EKAFKA (or a
+ * negated errno for the input). */
+DS_MUST_USE int ingest_produce_run(const struct ingest_produce_config *cfg,
+                                   struct ingest_produce_stats *stats, const volatile int *stop);
 
 #endif /* DS_INGEST_H */

@@ -202,18 +202,18 @@ static void part_free(struct storage *st, struct part *p)
 
 static struct source_state *source_slot(struct storage *st, int32_t partition)
 {
-    if (partition < -1 || partition >= (int32_t)STORAGE_SOURCES_MAX - 1) {
+    if (!store_source_valid(partition)) {
         return NULL;
     }
-    return &st->sources[partition + 1];
+    return &st->sources[store_source_index(partition)];
 }
 
 int64_t storage_source_next(const struct storage *st, int32_t source_partition)
 {
-    if (source_partition < -1 || source_partition >= (int32_t)STORAGE_SOURCES_MAX - 1) {
+    if (!store_source_valid(source_partition)) {
         return -1;
     }
-    const struct source_state *s = &st->sources[source_partition + 1];
+    const struct source_state *s = &st->sources[store_source_index(source_partition)];
     return s->known ? s->committed_next : -1;
 }
 

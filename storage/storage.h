@@ -131,6 +131,16 @@ DS_MUST_USE int storage_append(struct storage *st, int32_t day, uint32_t shard,
  * appended so far is durable and the recorded source offsets advanced. On error nothing since
  * the previous commit is acknowledged; the storage must be closed and reopened (recovery). */
 DS_MUST_USE int storage_commit(struct storage *st);
+/* Advances a source partition's offset past an event that was not stored (a bad event that
+ * went to the dead-letter file): the next commit records it like an appended one. */
+DS_MUST_USE int storage_source_advance(struct storage *st, const struct ds_source *source);
+/* Records the dead-letter file's length to commit with the next storage_commit, so that the
+ * dead letters and the data of one commit are acknowledged together. */
+void storage_deadletter_set(struct storage *st, uint64_t bytes);
+/* The dead-letter file length of the last commit (0 when never set): a writer cuts the file
+ * back to it at start, so dead letters of an unacknowledged commit are not kept twice when
+ * their events are replayed. */
+uint64_t storage_deadletter_committed(const struct storage *st);
 /* Events appended but not yet committed. */
 uint64_t storage_pending_events(const struct storage *st);
 /* The next source offset to read for a source partition (-1 when never seen): one past the

@@ -48,6 +48,18 @@ struct part {
 
 #define STORE_SPARE_BLOCKS 8u
 
+/* Source partitions DS_SOURCE_DEADLETTER (-2) .. STORAGE_SOURCES_MAX - 3 map to slots 0.. */
+#define STORE_SOURCE_FIRST DS_SOURCE_DEADLETTER
+static inline bool store_source_valid(int32_t partition)
+{
+    return partition >= STORE_SOURCE_FIRST &&
+           partition < (int32_t)STORAGE_SOURCES_MAX + STORE_SOURCE_FIRST;
+}
+static inline uint32_t store_source_index(int32_t partition)
+{
+    return (uint32_t)(partition - STORE_SOURCE_FIRST);
+}
+
 struct source_state {
     bool known;
     bool dirty;

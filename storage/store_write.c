@@ -260,8 +260,8 @@ static void note_source(struct storage *st, const struct ds_source *source)
         return;
     }
     int32_t partition = source->partition;
-    ASSERT(partition >= -1 && partition < (int32_t)STORAGE_SOURCES_MAX - 1);
-    struct source_state *s = &st->sources[partition + 1];
+    ASSERT(store_source_valid(partition));
+    struct source_state *s = &st->sources[store_source_index(partition)];
     if (!s->known) {
         /* Seen but not committed yet: storage_source_next must still answer -1 ("never
          * seen"), not 0, which would tell a consumer to resume from offset 0. */
@@ -274,6 +274,38 @@ static void note_source(struct storage *st, const struct ds_source *source)
     s->dirty = true;
 }
 
+int storage_source_advance(struct storage *st, const struct ds_source *source)
+{
+    ASSERT(!st->read_only);
+    if (st->failed != 0) {
+        return st->failed;
+    }
+    if (!store_source_valid(source->partition) || source->partition == DS_SOURCE_DEADLETTER) {
+        return -DS_ELIMIT;
+    }
+    note_source(st, source);
+    return 0;
+}
+
+void storage_deadletter_set(struct storage *st, uint64_t bytes)
+{
+    ASSERT(!st->read_only);
+    ASSERT(bytes <= INT64_MAX);
+    struct source_state *s = &st->sources[store_source_index(DS_SOURCE_DEADLETTER)];
+    if (!s->known) {
+        s->committed_next = 0;
+    }
+    s->known = true;
+    s->dirty = s->dirty || s->next != (int64_t)bytes;
+    s->next = (int64_t)bytes;
+}
+
+uint64_t storage_deadletter_committed(const struct storage *st)
+{
+    const struct source_state *s = &st->sources[store_source_index(DS_SOURCE_DEADLETTER)];
+    return s->known && s->committed_next > 0 ? (uint64_t)s->committed_next : 0;
+}
+
 int storage_append(struct storage *st, int32_t day, uint32_t shard, const struct ds_event *event,
                    const struct ds_source *source)
 {
@@ -283,7 +315,7 @@ int storage_append(struct storage *st, int32_t day, uint32_t shard, const struct
         return st->failed;
     }
     if (source != NULL &&
-        (source->partition < -1 || source->partition >= (int32_t)STORAGE_SOURCES_MAX - 1)) {
+        (!store_source_valid(source->partition) || source->partition == DS_SOURCE_DEADLETTER)) {
         return -DS_ELIMIT;
     }
     struct part *p = NULL;
@@ -352,7 +384,7 @@ static uint32_t collect_sources(struct storage *st, struct manifest_source *dst,
     for (uint32_t i = 0; i < STORAGE_SOURCES_MAX; i++) {
         const struct source_state *s = &st->sources[i];
         if (s->known && (all || s->dirty)) {
-            dst[n++] = (struct manifest_source){.partition = (int32_t)i - 1,
+            dst[n++] = (struct manifest_source){.partition = (int32_t)i + STORE_SOURCE_FIRST,
                                                 .next_offset = all ? s->committed_next : s->next};
         }
     }

@@ -666,7 +666,8 @@ static void test_storage_append_partition_limit(void **state)
     append_ok(st, fx->m, DAY0, 0, &e, NULL);
     append_ok(st, fx->m, DAY0, 1, &e, NULL);
     assert_int_equal(storage_append(st, DAY0, 2, &e, NULL), -DS_ELIMIT);
-    struct ds_source bad = {.partition = (int32_t)STORAGE_SOURCES_MAX - 1, .offset = 1};
+    /* Partitions -1 .. STORAGE_SOURCES_MAX - 3 are sources; -2 is the dead-letter length. */
+    struct ds_source bad = {.partition = (int32_t)STORAGE_SOURCES_MAX - 2, .offset = 1};
     assert_int_equal(storage_append(st, DAY0, 0, &e, &bad), -DS_ELIMIT);
     bad.partition = -2;
     assert_int_equal(storage_append(st, DAY0, 0, &e, &bad), -DS_ELIMIT);
@@ -1568,7 +1569,7 @@ static void test_storage_source_offsets(void **state)
 
 static void test_storage_manifest_rotation(void **state)
 {
-    /* Commits that each advance all 4096 source partitions grow the manifest ~64 KiB a commit;
+    /* Commits that each advance all 4095 source partitions grow the manifest ~64 KiB a commit;
      * past 4 MiB it is rotated into one snapshot, and the state (events, totals, every source
      * offset) survives the rotation, a reopen, and a reader's refresh across it. */
     struct fixture *fx = *state;
@@ -1584,7 +1585,7 @@ static void test_storage_manifest_rotation(void **state)
     uint32_t after_rotation = 0;
     while (after_rotation < 5) {
         assert_true(commits < 100);
-        for (uint32_t s = 0; s < STORAGE_SOURCES_MAX; s++) {
+        for (uint32_t s = 0; s < STORAGE_SOURCES_MAX - 1; s++) {
             struct ds_event e;
             memset(&e, 0, sizeof(e));
             e.order_id.value = (int64_t)commits * STORAGE_SOURCES_MAX + s + 1;
@@ -1635,7 +1636,7 @@ static void test_storage_manifest_rotation(void **state)
                 assert_int_equal(t.count, count[shard]);
                 assert_true(t.amount_units == amount[shard]);
             }
-            for (uint32_t s = 0; s < STORAGE_SOURCES_MAX; s++) {
+            for (uint32_t s = 0; s < STORAGE_SOURCES_MAX - 1; s++) {
                 assert_true(storage_source_next(views[v], (int32_t)s - 1) == (int64_t)commits);
             }
         }

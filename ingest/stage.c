@@ -1,0 +1,387 @@
+/*
+ * The writer stage: batches in, appends and dead letters out, group commits on a timer.
+ *
+ * Invariant: a commit covers every batch handed over before it, in order, so each source
+ * partition's committed offset is the end of a prefix of what the source read; the dead-letter
+ * file is synced before the storage commit that records its length and the offsets of the bad
+ * events in it. A crash between the two leaves dead letters past the committed length; the
+ * next stage_start cuts them, and the source replays those events.
+ *
+ * Waiting on the rings is a short sleep (50 us), not a condition variable: the rings are
+ * lock-free, the source thread is busy whenever there is work, and the commit interval, not
+ * wake-up latency, bounds how soon data is durable. Rejected: a mutex/condvar queue (a syscall
+ * per hand-over under contention on the hot path).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ingest/stage.h"
+
+#define WAIT_NS 50000L
+
+static void pause_briefly(void)
+{
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = WAIT_NS};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- dead letters -------------------------------------------------------------------------- */
+
+static bool utf8_valid(const uint8_t *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        uint8_t c = s[i];
+        size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        if (n == 0 || i + n > len || (n == 2 && c < 0xC2) || (n == 4 && c > 0xF4)) {
+            return false;
+        }
+        uint32_t cp = n == 1 ? c : (uint32_t)(c & (0x7F >> n));
+        for (size_t k = 1; k < n; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) {
+                return false;
+            }
+            cp = (cp << 6) | (s[i + k] & 0x3Fu);
+        }
+        if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
+            return false;
+        }
+        i += n;
+    }
+    return true;
+}
+
+/* Writes text as a JSON string (quotes included); text must be valid UTF-8. */
+static void json_string_out(FILE *out, const char *text, size_t len)
+{
+    fputc('"', out);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '"' || c == '\\') {
+            fputc('\\', out);
+            fputc(c, out);
+        } else if (c < 0x20) {
+            fprintf(out, "\\u%04x", c);
+        } else {
+            fputc(c, out);
+        }
+    }
+    fputc('"', out);
+}
+
+/* The raw bytes as "raw" (a JSON string) when they are UTF-8, else as "raw_hex". */
+static void raw_out(FILE *out, const char *raw, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (utf8_valid((const uint8_t *)raw, len)) {
+        fputs(",\"raw\":", out);
+        json_string_out(out, raw, len);
+        return;
+    }
+    fputs(",\"raw_hex\":\"", out);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)raw[i];
+        fputc(hex[c >> 4], out);
+        fputc(hex[c & 15], out);
+    }
+    fputc('"', out);
+}
+
+static void write_reject(struct stage *s, const struct stage_batch *b, const struct stage_reject *r)
+{
+    FILE *out = s->deadletter;
+    fprintf(out, "{\"reason\":\"%s\",\"source\":", ingest_reason_name(r->reason));
+    json_string_out(out, s->cfg.source_name, strlen(s->cfg.source_name));
+    if (r->source.partition == DS_SOURCE_FILE) {
+        fprintf(out, ",\"line\":%lld", (long long)r->source.offset);
+    } else {
+        fprintf(out, ",\"partition\":%d,\"offset\":%lld", r->source.partition,
+                (long long)r->source.offset);
+    }
+    fprintf(out, ",\"byte_offset\":%u", r->byte_offset);
+    raw_out(out, b->raw + r->raw_offset, r->raw_len);
+    fprintf(out, "%s}\n", r->truncated ? ",\"truncated\":true" : "");
+}
+
+static int open_deadletters(struct stage *s)
+{
+    const char *path = s->cfg.deadletter_path;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        int err = -errno;
+        ds_log_error("%s: cannot open: %s", path, ds_strerror(err));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return err;
+    }
+    uint64_t committed = storage_deadletter_committed(s->cfg.storage);
+    if ((uint64_t)sb.st_size > committed) {
+        ds_log_warn("%s: cutting %llu bytes of dead letters no commit reached (their events are "
+                    "read again)",
+                    path, (unsigned long long)((uint64_t)sb.st_size - committed));
+        if (ftruncate(fd, (off_t)committed) != 0 || fdatasync(fd) != 0) {
+            int err = -errno;
+            close(fd);
+            return err;
+        }
+    } else if ((uint64_t)sb.st_size < committed) {
+        ds_log_warn("%s: %llu bytes, shorter than the %llu committed: dead letters were lost", path,
+                    (unsigned long long)sb.st_size, (unsigned long long)committed);
+        committed = (uint64_t)sb.st_size;
+    }
+    s->deadletter = fdopen(fd, "a");
+    if (s->deadletter == NULL) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    s->deadletter_bytes = committed;
+    return 0;
+}
+
+/* ---- writer thread ------------------------------------------------------------------------- */
+
+static int writer_commit(struct stage *s)
+{
+    if (fflush(s->deadletter) != 0 || fdatasync(fileno(s->deadletter)) != 0) {
+        int err = -errno;
+        ds_log_error("%s: cannot sync dead letters: %s", s->cfg.deadletter_path, ds_strerror(err));
+        return err;
+    }
+    long end = ftell(s->deadletter);
+    ASSERT(end >= 0);
+    storage_deadletter_set(s->cfg.storage, (uint64_t)end);
+    int rc = storage_commit(s->cfg.storage);
+    if (rc == 0) {
+        atomic_fetch_add(&s->commits, 1);
+        if (s->cfg.on_commit != NULL) {
+            s->cfg.on_commit(s->cfg.storage, s->cfg.on_commit_user);
+        }
+    }
+    return rc;
+}
+
+static int writer_apply(struct stage *s, const struct stage_batch *b)
+{
+    for (uint32_t i = 0; i < b->count; i++) {
+        const struct stage_event *e = &b->items[i];
+        int rc = storage_append(s->cfg.storage, e->day, e->shard, &e->event, &e->source);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    for (uint32_t i = 0; i < b->reject_count; i++) {
+        const struct stage_reject *r = &b->rejects[i];
+        write_reject(s, b, r);
+        int rc = storage_source_advance(s->cfg.storage, &r->source);
+        if (rc != 0) {
+            return rc;
+        }
+        atomic_fetch_add(&s->rejected_by_reason[r->reason], 1);
+    }
+    atomic_fetch_add(&s->rejected, b->reject_count);
+    return 0;
+}
+
+static void *writer_main(void *arg)
+{
+    struct stage *s = arg;
+    pthread_setname_np(pthread_self(), "ds-writer");
+    uint64_t interval_ns = (uint64_t)s->cfg.commit_interval_ms * 1000000u;
+    uint64_t pending = 0; /* events appended since the last commit */
+    uint64_t last_commit_ns = ds_clock_ns();
+    int rc = 0;
+    for (;;) {
+        struct stage_batch *b = ds_ring_pop(&s->full);
+        if (b == NULL) {
+            if (rc == 0 && pending > 0 && ds_clock_ns() - last_commit_ns >= interval_ns) {
+                rc = writer_commit(s);
+                atomic_fetch_add(&s->accepted, rc == 0 ? pending : 0);
+                pending = 0;
+                last_commit_ns = ds_clock_ns();
+            }
+            pause_briefly();
+            continue;
+        }
+        enum stage_batch_kind kind = b->kind;
+        uint64_t barrier_seq = b->barrier_seq;
+        if (rc == 0) {
+            rc = writer_apply(s, b);
+            pending += b->count;
+        }
+        b->count = b->reject_count = b->raw_used = 0;
+        b->kind = STAGE_DATA;
+        int pushed = ds_ring_push(&s->free, b);
+        ASSERT(pushed == 0);
+        bool due = pending >= s->cfg.commit_events || ds_clock_ns() - last_commit_ns >= interval_ns;
+        if (rc == 0 && (kind != STAGE_DATA || due)) {
+            rc = writer_commit(s);
+            atomic_fetch_add(&s->accepted, rc == 0 ? pending : 0);
+            pending = 0;
+            last_commit_ns = ds_clock_ns();
+        }
+        if (rc != 0) {
+            atomic_store(&s->error, rc);
+        }
+        if (kind == STAGE_BARRIER) {
+            atomic_store(&s->barrier_done, barrier_seq);
+        }
+        if (kind == STAGE_LAST) {
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* ---- source thread ------------------------------------------------------------------------- */
+
+static int hand_over(struct stage *s, enum stage_batch_kind kind)
+{
+    struct stage_batch *b = s->current;
+    b->kind = kind;
+    if (kind == STAGE_BARRIER) {
+        b->barrier_seq = ++s->barrier_next;
+    }
+    while (ds_ring_push(&s->full, b) != 0) {
+        pause_briefly();
+    }
+    s->current = NULL;
+    if (kind == STAGE_LAST) {
+        return 0;
+    }
+    while ((s->current = ds_ring_pop(&s->free)) == NULL) {
+        pause_briefly();
+    }
+    s->current->first_ns = 0;
+    return atomic_load(&s->error);
+}
+
+int stage_add_event(struct stage *s, const struct ds_event *event, int32_t day, uint32_t shard,
+                    const struct ds_source *source)
+{
+    struct stage_batch *b = s->current;
+    if (b->count == 0 && b->reject_count == 0) {
+        b->first_ns = ds_clock_ns();
+    }
+    struct stage_event *e = &b->items[b->count++];
+    e->event = *event;
+    e->day = day;
+    e->shard = shard;
+    e->source = *source;
+    return b->count == INGEST_BATCH_EVENTS ? hand_over(s, STAGE_DATA) : 0;
+}
+
+int stage_add_reject(struct stage *s, const struct ingest_error *error,
+                     const struct ds_source *source, const char *raw, size_t len)
+{
+    bool truncated = len > INGEST_EVENT_BYTES_MAX;
+    len = truncated ? INGEST_EVENT_BYTES_MAX : len;
+    struct stage_batch *b = s->current;
+    if (b->reject_count == STAGE_REJECTS_MAX || b->raw_used + len > STAGE_RAW_BYTES) {
+        int rc = hand_over(s, STAGE_DATA);
+        if (rc != 0) {
+            return rc;
+        }
+        b = s->current;
+    }
+    if (b->count == 0 && b->reject_count == 0) {
+        b->first_ns = ds_clock_ns();
+    }
+    struct stage_reject *r = &b->rejects[b->reject_count++];
+    r->reason = error->reason;
+    r->byte_offset = (uint32_t)(error->byte_offset < UINT32_MAX ? error->byte_offset : UINT32_MAX);
+    r->source = *source;
+    r->raw_offset = b->raw_used;
+    r->raw_len = (uint32_t)len;
+    r->truncated = truncated;
+    memcpy(b->raw + b->raw_used, raw, len);
+    b->raw_used += (uint32_t)len;
+    return 0;
+}
+
+int stage_flush_older(struct stage *s, uint64_t age_ns)
+{
+    struct stage_batch *b = s->current;
+    if ((b->count > 0 || b->reject_count > 0) && ds_clock_ns() - b->first_ns >= age_ns) {
+        return hand_over(s, STAGE_DATA);
+    }
+    return atomic_load(&s->error);
+}
+
+int stage_barrier(struct stage *s)
+{
+    int rc = hand_over(s, STAGE_BARRIER);
+    uint64_t want = s->barrier_next;
+    while (atomic_load(&s->barrier_done) < want && atomic_load(&s->error) == 0) {
+        pause_briefly();
+    }
+    return rc != 0 ? rc : atomic_load(&s->error);
+}
+
+int stage_error(const struct stage *s)
+{
+    return atomic_load(&s->error);
+}
+
+/* ---- lifecycle ----------------------------------------------------------------------------- */
+
+static void stage_release(struct stage *s)
+{
+    if (s->deadletter != NULL) {
+        fclose(s->deadletter);
+        s->deadletter = NULL;
+    }
+    free(s->batches);
+    s->batches = NULL;
+    ds_ring_deinit(&s->full);
+    ds_ring_deinit(&s->free);
+}
+
+int stage_start(struct stage *s, const struct stage_config *cfg)
+{
+    ASSERT(cfg->storage != NULL && cfg->deadletter_path != NULL && cfg->source_name != NULL);
+    ASSERT(cfg->commit_interval_ms >= 1 && cfg->commit_events >= 1);
+    memset(s, 0, sizeof(*s));
+    s->cfg = *cfg;
+    int rc = ds_ring_init(&s->full, INGEST_BATCHES_MAX * 2);
+    rc = rc == 0 ? ds_ring_init(&s->free, INGEST_BATCHES_MAX * 2) : rc;
+    s->batches = rc == 0 ? calloc(INGEST_BATCHES_MAX, sizeof(*s->batches)) : NULL;
+    if (rc == 0 && s->batches == NULL) {
+        rc = -ENOMEM;
+    }
+    for (uint32_t i = 1; rc == 0 && i < INGEST_BATCHES_MAX; i++) {
+        rc = ds_ring_push(&s->free, &s->batches[i]);
+    }
+    rc = rc == 0 ? open_deadletters(s) : rc;
+    if (rc == 0) {
+        s->current = &s->batches[0];
+        rc = -pthread_create(&s->writer, NULL, writer_main, s);
+    }
+    if (rc != 0) {
+        stage_release(s);
+        return rc;
+    }
+    s->started = true;
+    return 0;
+}
+
+int stage_finish(struct stage *s)
+{
+    ASSERT(s->started);
+    int handed = hand_over(s, STAGE_LAST);
+    ASSERT(handed == 0);
+    pthread_join(s->writer, NULL);
+    s->started = false;
+    int rc = atomic_load(&s->error);
+    stage_release(s);
+    return rc;
+}

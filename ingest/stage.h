@@ -1,0 +1,113 @@
+/*
+ * Private to ingest/: the writer stage shared by the file pipeline and the Kafka node.
+ *
+ * A source thread (file reader or Kafka consumer) decodes and routes events into batches and
+ * hands them to the writer thread through a bounded SPSC ring; the writer appends the events,
+ * writes the dead letters, and group-commits: dead-letter file flushed and synced, its length
+ * and the source offsets recorded in the same storage commit. After each commit an optional
+ * hook runs on the writer thread (the Kafka node commits consumer offsets there). Empty batches
+ * come back through a second ring, so memory between the threads is fixed.
+ *
+ * Batches are DATA, BARRIER (commit now and acknowledge; used before a Kafka rebalance lets
+ * partitions go) or LAST (commit and stop).
+ */
+#ifndef DS_INGEST_STAGE_H
+#define DS_INGEST_STAGE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "ingest/ingest.h"
+#include "shard/shard.h"
+#include "storage/storage.h"
+
+/* Raw bytes of dead letters one batch can carry: four maximal events. */
+#define STAGE_RAW_BYTES (4u * INGEST_EVENT_BYTES_MAX)
+#define STAGE_REJECTS_MAX 1024u
+
+struct stage_event {
+    struct ds_event event;
+    int32_t day;
+    uint32_t shard;
+    struct ds_source source;
+};
+
+struct stage_reject {
+    enum ingest_reason reason;
+    uint32_t byte_offset;
+    struct ds_source source;
+    uint32_t raw_offset; /* into batch raw */
+    uint32_t raw_len;
+    bool truncated;
+};
+
+enum stage_batch_kind { STAGE_DATA = 0, STAGE_BARRIER, STAGE_LAST };
+
+struct stage_batch {
+    enum stage_batch_kind kind;
+    uint32_t count;
+    uint32_t reject_count;
+    uint32_t raw_used;
+    uint64_t barrier_seq;
+    uint64_t first_ns; /* when the first item went in (for handing over partial batches) */
+    struct stage_event items[INGEST_BATCH_EVENTS];
+    struct stage_reject rejects[STAGE_REJECTS_MAX];
+    char raw[STAGE_RAW_BYTES];
+};
+
+/* Runs on the writer thread after every successful storage commit. */
+typedef void (*stage_commit_fn)(struct storage *st, void *user);
+
+struct stage_config {
+    struct storage *storage;     /* used only by the writer thread while the stage runs */
+    const char *deadletter_path; /* opened for append by the stage */
+    const char *source_name;     /* named in dead letters ("-" or a path or a topic) */
+    uint32_t commit_interval_ms;
+    uint64_t commit_events;
+    stage_commit_fn on_commit; /* may be NULL */
+    void *on_commit_user;
+};
+
+struct stage {
+    struct stage_config cfg;
+    struct ds_ring full;
+    struct ds_ring free;
+    struct stage_batch *batches;
+    struct stage_batch *current; /* the source thread's batch being filled */
+    pthread_t writer;
+    bool started;
+    FILE *deadletter;
+    uint64_t deadletter_bytes;
+    atomic_int error; /* first writer error, 0 while fine */
+    atomic_uint_least64_t barrier_done;
+    uint64_t barrier_next;
+    /* written by the writer thread, read after join or through the atomics below */
+    atomic_uint_least64_t accepted;
+    atomic_uint_least64_t rejected;
+    atomic_uint_least64_t commits;
+    atomic_uint_least64_t rejected_by_reason[INGEST_REASON_COUNT];
+};
+
+/* Opens the dead-letter file (cut back to the storage's committed dead-letter length), starts
+ * the writer thread. Returns 0 or a negated errno. */
+DS_MUST_USE int stage_start(struct stage *s, const struct stage_config *cfg);
+/* Source thread: room for one more event in the current batch (handing the full one over). */
+DS_MUST_USE int stage_add_event(struct stage *s, const struct ds_event *event, int32_t day,
+                                uint32_t shard, const struct ds_source *source);
+/* Source thread: a bad event for the dead-letter file; its source offset advances with the
+ * commit that makes the dead letter durable. */
+DS_MUST_USE int stage_add_reject(struct stage *s, const struct ingest_error *error,
+                                 const struct ds_source *source, const char *raw, size_t len);
+/* Source thread: hands the current batch over if it holds anything older than age_ns. */
+DS_MUST_USE int stage_flush_older(struct stage *s, uint64_t age_ns);
+/* Source thread: commit everything handed over so far and wait for it (bounded by the disk).
+ * Returns 0 or the writer's error. */
+DS_MUST_USE int stage_barrier(struct stage *s);
+/* Source thread: hand over what is left, commit, stop the writer, close the dead-letter file.
+ * Returns 0 or the first error. Safe to call once after stage_start succeeded. */
+DS_MUST_USE int stage_finish(struct stage *s);
+/* The writer's error so far (0 while fine); any thread. */
+int stage_error(const struct stage *s);
+
+#endif /* DS_INGEST_STAGE_H */

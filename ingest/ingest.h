@@ -243,8 +243,44 @@ struct ingest_produce_stats {
 /* Sends every event (keyed by order_id when it can be read, else unkeyed), idempotent and
  * compressed, then waits for every delivery report. Stops early when *stop becomes non-zero
  * (stop may be NULL). Returns 0 when every sent event was acknowledged, else -DS_EKAFKA (or a
- * negated errno for the input). */
+ * negated errno for the input; -DS_EUSAGE, before sending, when librdkafka refuses a property).
+ * Fills *stats in every case. */
 DS_MUST_USE int ingest_produce_run(const struct ingest_produce_config *cfg,
                                    struct ingest_produce_stats *stats, const volatile int *stop);
+
+/* ---- Kafka: the node (`dayshard run`) ------------------------------------------------------ */
+
+/* Kafka partitions of the consumed topic one node tracks (storage keeps one offset each). */
+#define INGEST_NODE_PARTITIONS_MAX 4093u
+
+struct ingest_node_config {
+    const char *brokers;
+    const char *topic;
+    const char *group;
+    const char *data_dir;
+    uint32_t base_shards;
+    int io_mode;                            /* enum storage_io_mode */
+    const struct ingest_kafka_props *props; /* may be NULL */
+    uint32_t commit_interval_ms;            /* group commit (and Kafka offset commit) cadence */
+    uint32_t status_interval_ms;            /* how often the consumer lag is logged */
+};
+void ingest_node_config_defaults(struct ingest_node_config *cfg);
+
+struct ingest_node_stats {
+    uint64_t accepted; /* events durable in storage */
+    uint64_t rejected; /* bad events in the dead-letter file */
+    uint64_t commits;
+    uint64_t rebalances; /* assignments and revocations served */
+    int64_t lag;         /* consumer lag at the last status (messages), -1 unknown */
+};
+
+/* Runs a consumer group member until *stop becomes non-zero: decodes, routes and appends;
+ * commits Kafka offsets only once the data (and dead letters) holding them are durable; on a
+ * restart resumes every partition from max(its own durable position, the group's committed
+ * offset); on revocation commits and syncs before letting partitions go. Returns 0 after a
+ * clean stop, or the error that stopped it (-DS_EKAFKA for a fatal client error, a storage
+ * error, -DS_ELOCKED when another node writes the data directory). */
+DS_MUST_USE int ingest_node_run(const struct ingest_node_config *cfg,
+                                struct ingest_node_stats *stats, const volatile int *stop);
 
 #endif /* DS_INGEST_H */

@@ -1,0 +1,439 @@
+/*
+ * The Kafka node behind `dayshard run`: a consumer group member feeding the writer stage,
+ * exactly once into storage.
+ *
+ * Offsets. Storage records, in every commit, the next offset of each Kafka partition whose
+ * events (or dead letters) it holds: that is the node's durable position. Kafka offsets are
+ * committed only after that commit (from the writer thread, asynchronously), so the group's
+ * committed offset never runs ahead of durable data. On assignment a partition resumes from
+ * max(durable position, group committed offset): the first covers a commit to Kafka lost in a
+ * crash (no event stored twice), the second a range another member stored while it owned the
+ * partition (not read again here). On revocation the node hands over what it read, waits for
+ * the commit that makes it durable, commits those offsets to Kafka synchronously, and only
+ * then lets the partitions go.
+ *
+ * Threads: the consumer thread (the caller) polls, decodes, routes and serves rebalance
+ * callbacks; the writer thread (stage.c) appends and commits, then publishes each partition's
+ * durable position through an atomic array the consumer thread reads at assignment.
+ *
+ * Known limit: if this node dies with durable data whose offsets it had not yet committed to
+ * Kafka, and another member takes the partition before this node comes back, that member
+ * reads the range again into its own data directory (documented in docs/ARCHITECTURE.md).
+ *
+ * Rejected: rd_kafka_consumer_poll per message (a queue operation per event); batches of up
+ * to 1024 from rd_kafka_consume_batch_queue, which also serves the rebalance callback.
+ */
+#include <errno.h>
+#include <librdkafka/rdkafka.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ingest/stage.h"
+
+#define CONSUME_BATCH 1024u
+#define POLL_TIMEOUT_MS 50
+#define HAND_OVER_AGE_NS (5u * 1000000u)
+#define COMMITTED_TIMEOUT_MS 10000
+
+struct node {
+    const struct ingest_node_config *cfg;
+    struct ingest_node_stats *stats;
+    rd_kafka_t *rk;
+    struct storage *st;
+    struct shard_map *map;
+    struct stage stage;
+    bool stage_running;
+    char deadletters[DS_PATH_MAX];
+    atomic_int fatal; /* a fatal client error (error_cb) */
+    char fatal_reason[512];
+    /* durable next offset per partition, published by the writer after each commit (-1 none) */
+    atomic_int_least64_t durable[INGEST_NODE_PARTITIONS_MAX];
+    /* writer thread only: the last offset committed to Kafka per partition */
+    int64_t kafka_committed[INGEST_NODE_PARTITIONS_MAX];
+    atomic_int partitions_seen; /* 1 + highest partition read so far */
+    /* consumer thread only */
+    bool assigned[INGEST_NODE_PARTITIONS_MAX];
+    int64_t position[INGEST_NODE_PARTITIONS_MAX];
+    uint64_t last_status_ns;
+    uint64_t messages;
+};
+
+void ingest_node_config_defaults(struct ingest_node_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->topic = "orders";
+    cfg->group = "dayshard";
+    cfg->base_shards = SHARD_COUNT_DEFAULT;
+    cfg->io_mode = STORAGE_IO_AUTO;
+    cfg->commit_interval_ms = 100;
+    cfg->status_interval_ms = 5000;
+}
+
+static int kafka_error(const char *what, rd_kafka_resp_err_t err)
+{
+    ds_log_error("kafka: %s: %s", what, rd_kafka_err2str(err));
+    return -DS_EKAFKA;
+}
+
+/* ---- callbacks ----------------------------------------------------------------------------- */
+
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    struct node *n = opaque;
+    if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        char text[256];
+        rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, text, sizeof(text));
+        int len = snprintf(n->fatal_reason, sizeof(n->fatal_reason), "%s: %s",
+                           rd_kafka_err2name(orig), text);
+        ASSERT(len > 0);
+        atomic_store(&n->fatal, 1);
+        return;
+    }
+    /* Transport errors and brokers going away are retried by librdkafka: tell, keep going. */
+    ds_log_warn("kafka: %s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+}
+
+/* Writer thread, after each durable commit: publish positions, commit them to Kafka. */
+static void on_commit(struct storage *st, void *user)
+{
+    struct node *n = user;
+    int seen = atomic_load(&n->partitions_seen);
+    rd_kafka_topic_partition_list_t *list = NULL;
+    for (int p = 0; p < seen; p++) {
+        int64_t next = storage_source_next(st, p);
+        atomic_store(&n->durable[p], next);
+        if (next <= n->kafka_committed[p]) {
+            continue;
+        }
+        if (list == NULL) {
+            list = rd_kafka_topic_partition_list_new(seen);
+        }
+        rd_kafka_topic_partition_list_add(list, n->cfg->topic, p)->offset = next;
+        n->kafka_committed[p] = next;
+    }
+    if (list != NULL) {
+        rd_kafka_resp_err_t err = rd_kafka_commit(n->rk, list, 1);
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            /* The data is durable and the next commit carries the offsets again. */
+            ds_log_warn("kafka: offset commit: %s", rd_kafka_err2str(err));
+        }
+        rd_kafka_topic_partition_list_destroy(list);
+    }
+}
+
+/* The partitions' start offsets: max(durable position here, group committed offset). */
+static void choose_offsets(struct node *n, rd_kafka_topic_partition_list_t *parts)
+{
+    rd_kafka_resp_err_t err = rd_kafka_committed(n->rk, parts, COMMITTED_TIMEOUT_MS);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        ds_log_warn("kafka: reading committed offsets: %s; using this node's durable positions",
+                    rd_kafka_err2str(err));
+    }
+    for (int i = 0; i < parts->cnt; i++) {
+        rd_kafka_topic_partition_t *tp = &parts->elems[i];
+        int64_t group =
+            err == RD_KAFKA_RESP_ERR_NO_ERROR && tp->err == 0 && tp->offset >= 0 ? tp->offset : -1;
+        int64_t own = tp->partition >= 0 && tp->partition < (int32_t)INGEST_NODE_PARTITIONS_MAX
+                          ? atomic_load(&n->durable[tp->partition])
+                          : -1;
+        int64_t start = own > group ? own : group;
+        tp->offset = start >= 0 ? start : RD_KAFKA_OFFSET_INVALID;
+        ds_log_info("kafka: assigned %s[%d] from offset %lld (durable here %lld, group %lld)",
+                    tp->topic, tp->partition, (long long)start, (long long)own, (long long)group);
+    }
+}
+
+/* Before partitions go: everything read is committed to storage, then to Kafka (sync). */
+static void release_partitions(struct node *n, rd_kafka_topic_partition_list_t *parts)
+{
+    if (!n->stage_running) {
+        return;
+    }
+    int rc = stage_barrier(&n->stage);
+    if (rc != 0) {
+        ds_log_error("revoking partitions: storage commit failed: %s; offsets not committed",
+                     ds_strerror(rc));
+        return;
+    }
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(parts->cnt);
+    for (int i = 0; i < parts->cnt; i++) {
+        int32_t p = parts->elems[i].partition;
+        int64_t next =
+            p >= 0 && p < (int32_t)INGEST_NODE_PARTITIONS_MAX ? atomic_load(&n->durable[p]) : -1;
+        if (next >= 0) {
+            rd_kafka_topic_partition_list_add(list, parts->elems[i].topic, p)->offset = next;
+        }
+    }
+    if (list->cnt > 0) {
+        rd_kafka_resp_err_t err = rd_kafka_commit(n->rk, list, 0);
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            ds_log_warn("kafka: offset commit at revocation: %s (the data is durable here)",
+                        rd_kafka_err2str(err));
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(list);
+}
+
+static void mark_assigned(struct node *n, const rd_kafka_topic_partition_list_t *parts, bool on)
+{
+    for (int i = 0; i < parts->cnt; i++) {
+        int32_t p = parts->elems[i].partition;
+        if (p >= 0 && p < (int32_t)INGEST_NODE_PARTITIONS_MAX) {
+            n->assigned[p] = on;
+            n->position[p] = on ? parts->elems[i].offset : -1;
+        }
+    }
+}
+
+static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    struct node *n = opaque;
+    bool cooperative = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+    n->stats->rebalances++;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        choose_offsets(n, parts);
+        mark_assigned(n, parts, true);
+        rd_kafka_error_t *error = NULL;
+        if (cooperative) {
+            error = rd_kafka_incremental_assign(rk, parts);
+        } else {
+            rd_kafka_assign(rk, parts);
+        }
+        if (error != NULL) {
+            ds_log_error("kafka: assign: %s", rd_kafka_error_string(error));
+            rd_kafka_error_destroy(error);
+        }
+        return;
+    }
+    if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+        if (!rd_kafka_assignment_lost(rk)) {
+            release_partitions(n, parts);
+        }
+    } else {
+        ds_log_error("kafka: rebalance: %s", rd_kafka_err2str(err));
+    }
+    mark_assigned(n, parts, false);
+    if (cooperative) {
+        rd_kafka_error_t *error = rd_kafka_incremental_unassign(rk, parts);
+        if (error != NULL) {
+            rd_kafka_error_destroy(error);
+        }
+    } else {
+        rd_kafka_assign(rk, NULL);
+    }
+}
+
+/* ---- the consumer loop --------------------------------------------------------------------- */
+
+static int take_message(struct node *n, const rd_kafka_message_t *m)
+{
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            ds_log_warn("kafka: consume: %s", rd_kafka_message_errstr(m));
+        }
+        return 0;
+    }
+    int32_t p = m->partition;
+    if (p < 0 || p >= (int32_t)INGEST_NODE_PARTITIONS_MAX) {
+        ds_log_error("kafka: partition %d is beyond the %u this node tracks", p,
+                     INGEST_NODE_PARTITIONS_MAX);
+        return -DS_ELIMIT;
+    }
+    if (p >= atomic_load(&n->partitions_seen)) {
+        atomic_store(&n->partitions_seen, p + 1);
+    }
+    n->position[p] = m->offset + 1;
+    n->messages++;
+    struct ds_source source = {.partition = p, .offset = m->offset};
+    const char *payload = m->payload != NULL ? m->payload : "";
+    struct ds_event event;
+    struct ingest_error error;
+    if (ingest_decode(payload, m->len, &event, &error) != 0) {
+        return stage_add_reject(&n->stage, &error, &source, payload, m->len);
+    }
+    int32_t day = 0;
+    uint32_t shard = 0;
+    int rc = ingest_route(n->map, &event, &day, &shard);
+    return rc == 0 ? stage_add_event(&n->stage, &event, day, shard, &source) : rc;
+}
+
+/* Logs the consumer lag (messages behind the high watermarks librdkafka last saw). */
+static void status(struct node *n)
+{
+    uint64_t now = ds_clock_ns();
+    if (now - n->last_status_ns < (uint64_t)n->cfg->status_interval_ms * 1000000u) {
+        return;
+    }
+    n->last_status_ns = now;
+    int64_t total = 0;
+    int counted = 0;
+    int seen = atomic_load(&n->partitions_seen);
+    for (int p = 0; p < seen; p++) {
+        int64_t low = 0;
+        int64_t high = 0;
+        if (!n->assigned[p] || n->position[p] < 0 ||
+            rd_kafka_get_watermark_offsets(n->rk, n->cfg->topic, p, &low, &high) != 0) {
+            continue;
+        }
+        total += high > n->position[p] ? high - n->position[p] : 0;
+        counted++;
+    }
+    n->stats->lag = counted > 0 ? total : -1;
+    ds_log_info("node: %llu messages read, %llu events durable, %llu dead letters, "
+                "consumer lag %lld over %d partitions",
+                (unsigned long long)n->messages,
+                (unsigned long long)atomic_load(&n->stage.accepted),
+                (unsigned long long)atomic_load(&n->stage.rejected), (long long)total, counted);
+}
+
+static int consume(struct node *n, const volatile int *stop)
+{
+    rd_kafka_queue_t *queue = rd_kafka_queue_get_consumer(n->rk);
+    rd_kafka_message_t *msgs[CONSUME_BATCH];
+    int rc = 0;
+    while (rc == 0 && (stop == NULL || *stop == 0) && atomic_load(&n->fatal) == 0) {
+        ssize_t got = rd_kafka_consume_batch_queue(queue, POLL_TIMEOUT_MS, msgs, CONSUME_BATCH);
+        for (ssize_t i = 0; i < got; i++) {
+            if (rc == 0) {
+                rc = take_message(n, msgs[i]);
+            }
+            rd_kafka_message_destroy(msgs[i]);
+        }
+        if (rc == 0) {
+            rc = stage_flush_older(&n->stage, HAND_OVER_AGE_NS);
+        }
+        status(n);
+    }
+    rd_kafka_queue_destroy(queue);
+    if (rc == 0 && atomic_load(&n->fatal) != 0) {
+        ds_log_error("kafka: fatal error: %s", n->fatal_reason);
+        rc = -DS_EKAFKA;
+    }
+    return rc;
+}
+
+/* ---- setup --------------------------------------------------------------------------------- */
+
+static int conf_set(rd_kafka_conf_t *conf, const char *key, const char *value)
+{
+    char err[256];
+    if (rd_kafka_conf_set(conf, key, value, err, sizeof(err)) != RD_KAFKA_CONF_OK) {
+        ds_log_error("kafka: %s=%s: %s", key, value, err);
+        return -DS_EUSAGE;
+    }
+    return 0;
+}
+
+static int create_consumer(struct node *n)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    int rc = conf_set(conf, "bootstrap.servers", n->cfg->brokers);
+    rc = rc == 0 ? conf_set(conf, "group.id", n->cfg->group) : rc;
+    rc = rc == 0 ? conf_set(conf, "client.id", "dayshard") : rc;
+    rc = rc == 0 ? conf_set(conf, "enable.auto.commit", "false") : rc;
+    rc = rc == 0 ? conf_set(conf, "enable.auto.offset.store", "false") : rc;
+    rc = rc == 0 ? conf_set(conf, "auto.offset.reset", "earliest") : rc;
+    char err[512] = "";
+    if (rc == 0 && ingest_kafka_props_apply(n->cfg->props, conf, err, sizeof(err)) != 0) {
+        ds_log_error("kafka: %s", err);
+        rc = -DS_EUSAGE;
+    }
+    if (rc != 0) {
+        rd_kafka_conf_destroy(conf);
+        return rc;
+    }
+    rd_kafka_conf_set_opaque(conf, n);
+    rd_kafka_conf_set_error_cb(conf, on_error);
+    rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
+    n->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+    if (n->rk == NULL) {
+        ds_log_error("kafka: cannot create the consumer: %s", err);
+        rd_kafka_conf_destroy(conf);
+        return -DS_EKAFKA;
+    }
+    rd_kafka_poll_set_consumer(n->rk);
+    rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(topics, n->cfg->topic, RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t e = rd_kafka_subscribe(n->rk, topics);
+    rd_kafka_topic_partition_list_destroy(topics);
+    return e == RD_KAFKA_RESP_ERR_NO_ERROR ? 0 : kafka_error("subscribe", e);
+}
+
+static int open_data(struct node *n)
+{
+    struct storage_config scfg;
+    storage_config_defaults(&scfg);
+    scfg.dir = n->cfg->data_dir;
+    scfg.io_mode = (enum storage_io_mode)n->cfg->io_mode;
+    int rc = storage_open(&scfg, &n->st);
+    rc = rc == 0 ? shard_map_open(n->cfg->data_dir, n->cfg->base_shards, 0, &n->map) : rc;
+    if (rc != 0) {
+        return rc;
+    }
+    for (uint32_t p = 0; p < INGEST_NODE_PARTITIONS_MAX; p++) {
+        int64_t next = storage_source_next(n->st, (int32_t)p);
+        atomic_init(&n->durable[p], next);
+        n->kafka_committed[p] = -1;
+        n->position[p] = -1;
+        if (next >= 0) {
+            atomic_store(&n->partitions_seen, (int)p + 1);
+        }
+    }
+    snprintf(n->deadletters, sizeof(n->deadletters), "%s/deadletter.jsonl", n->cfg->data_dir);
+    return 0;
+}
+
+static int run(struct node *n, const volatile int *stop)
+{
+    int rc = open_data(n);
+    struct stage_config scfg = {.storage = n->st,
+                                .deadletter_path = n->deadletters,
+                                .source_name = n->cfg->topic,
+                                .commit_interval_ms = n->cfg->commit_interval_ms,
+                                .commit_events = 1u << 20,
+                                .on_commit = on_commit,
+                                .on_commit_user = n};
+    rc = rc == 0 ? create_consumer(n) : rc;
+    rc = rc == 0 ? stage_start(&n->stage, &scfg) : rc;
+    n->stage_running = rc == 0;
+    rc = rc == 0 ? consume(n, stop) : rc;
+    if (n->rk != NULL) {
+        /* Leaves the group: the revocation callback commits what was read. */
+        rd_kafka_consumer_close(n->rk);
+    }
+    if (n->stage_running) {
+        int finished = stage_finish(&n->stage);
+        n->stage_running = false;
+        rc = rc != 0 ? rc : finished;
+        n->stats->accepted = atomic_load(&n->stage.accepted);
+        n->stats->rejected = atomic_load(&n->stage.rejected);
+        n->stats->commits = atomic_load(&n->stage.commits);
+    }
+    return rc;
+}
+
+int ingest_node_run(const struct ingest_node_config *cfg, struct ingest_node_stats *stats,
+                    const volatile int *stop)
+{
+    ASSERT(cfg->brokers != NULL && cfg->topic != NULL && cfg->group != NULL);
+    ASSERT(cfg->data_dir != NULL && cfg->commit_interval_ms >= 1);
+    memset(stats, 0, sizeof(*stats));
+    stats->lag = -1;
+    struct node *n = calloc(1, sizeof(*n));
+    if (n == NULL) {
+        return -ENOMEM;
+    }
+    n->cfg = cfg;
+    n->stats = stats;
+    int rc = run(n, stop);
+    if (n->rk != NULL) {
+        rd_kafka_destroy(n->rk);
+    }
+    shard_map_close(n->map);
+    storage_close(n->st);
+    free(n);
+    return rc;
+}

@@ -6,7 +6,9 @@
 #ifndef DS_CLI_H
 #define DS_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/common.h"
@@ -42,6 +44,11 @@ extern const char cmd_run_usage[];
 int cli_error(const char *command, int code, const char *fmt, ...) DS_PRINTF(3, 4);
 /* Prints a usage text to stdout and returns CLI_OK (for --help). */
 int cli_help(const char *usage);
+
+/* "--name" of the long option whose value is c, or "-c" for a short one: for messages about an
+ * option's value (argv[optind - 1] is the value itself when it is a separate word). */
+#define CLI_OPTION_NAME_SIZE 64
+const char *cli_option_name(const struct option *options, int c, char *dst);
 
 /* Strict numeric and date parsing: the whole text must be consumed. Return 0 or -DS_EUSAGE. */
 DS_MUST_USE int cli_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out);

@@ -73,6 +73,7 @@ static int parse_args(int argc, char **argv, struct count_args *a)
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        char name[CLI_OPTION_NAME_SIZE];
         if (c == 'h') {
             return -1;
         }
@@ -85,7 +86,8 @@ static int parse_args(int argc, char **argv, struct count_args *a)
                              argv[optind - 1]);
         }
         if (parse_value(c, optarg, a, &have_to) != 0) {
-            return cli_error("count", CLI_USAGE, "bad value '%s' for %s", optarg, argv[optind - 1]);
+            return cli_error("count", CLI_USAGE, "bad value '%s' for %s", optarg,
+                             cli_option_name(options, c, name));
         }
     }
     if (optind < argc) {

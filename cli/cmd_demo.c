@@ -1,13 +1,15 @@
 /*
- * `dayshard demo`: the main job of the README. Generates a busy month of order events (one day
- * takes 30% of them), ingests them durably through the real decode/route/append path, and shows
- * the daily counts, the busy day's spread over its shards (what write sharding does to a hot
- * day), the bytes per event on disk, and an fsck of everything written.
- *
- * Until the Kafka issue lands the demo reads a generated file instead of the embedded broker.
+ * `dayshard demo`: the main job of the README. Starts the embedded Kafka broker, a node
+ * consuming the "orders" topic, and a producer streaming a generated busy month of orders (one
+ * day takes 30% of them); prints the counts as they grow, then the daily counts, the busy day's
+ * spread over its shards (what write sharding does to a hot day), the bytes per event on disk,
+ * and an fsck of everything written; stops everything cleanly. With --no-kafka it ingests a
+ * generated file instead, through the same decode/route/append path.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <ftw.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -24,18 +26,23 @@
 const char cmd_demo_usage[] =
     "usage: dayshard demo [options]\n"
     "\n"
-    "Generates a busy month of orders (28 days from 2026-01-01; 2026-01-21 takes 30%),\n"
-    "ingests them durably, prints the daily counts, the busy day's spread over its shards,\n"
-    "the bytes per event on disk, and verifies every block.\n"
+    "Starts the embedded Kafka broker and a node, streams a generated busy month of orders\n"
+    "(28 days from 2026-01-01; 2026-01-21 takes 30%) through the topic into durable day\n"
+    "partitions, prints the counts as they grow, the daily counts, the busy day's spread over\n"
+    "its shards, the bytes per event on disk, and verifies every block.\n"
     "\n"
     "options:\n"
-    "  --events N   events to generate (default 2000000)\n"
+    "  --events N   events to generate (default 1000000)\n"
+    "  --rate R     producer rate in events/s (default 200000; 0 = as fast as it goes)\n"
+    "  --no-kafka   ingest a generated file instead of streaming through the broker\n"
     "  --shards N   shards per day (default 4)\n"
     "  --data DIR   keep the data here (default: a temporary directory, removed at the end)\n"
     "  --seed S     generator seed (default 42)\n"
     "  --help       this text\n";
 
 struct demo {
+    bool no_kafka;
+    uint64_t rate;
     uint64_t events;
     uint64_t shards;
     uint64_t seed;
@@ -163,6 +170,43 @@ static int ingest_input(const struct demo *d, struct storage *st, struct shard_m
     return rc;
 }
 
+/* The daily counts, the busy day's shards, and an fsck with bytes per event; raw_bytes of
+ * JSON per event is shown when known (0: not). */
+static int show_results(const struct demo *d, uint64_t accepted, uint64_t raw_bytes)
+{
+    struct ingest_workload_config wcfg;
+    ingest_workload_defaults(&wcfg);
+    struct storage_config cfg;
+    storage_config_defaults(&cfg);
+    cfg.dir = d->data;
+    cfg.read_only = true;
+    struct storage *st = NULL;
+    struct shard_map *map = NULL;
+    int rc = storage_open(&cfg, &st);
+    rc = rc == 0 ? shard_map_open(d->data, (uint32_t)d->shards, SHARD_MAP_READ_ONLY, &map) : rc;
+    rc = rc == 0 ? show_days(st, map, wcfg.first_day, wcfg.first_day + (int32_t)wcfg.days - 1) : rc;
+    if (rc == 0) {
+        rc = show_busy_day(st, map, wcfg.first_day + (int32_t)wcfg.busy_day_index, accepted);
+    }
+    shard_map_close(map);
+    storage_close(st);
+    if (rc != 0) {
+        return cli_error("demo", CLI_FAIL, "%s", ds_strerror(rc));
+    }
+    struct storage_fsck_options fopts = {0};
+    struct storage_fsck_report report;
+    rc = storage_fsck(d->data, &fopts, &report);
+    printf("\nfsck: %s, %llu blocks, %llu events verified; %.2f bytes per event on disk",
+           rc == 0 ? "clean" : "DAMAGED", (unsigned long long)report.blocks_ok,
+           (unsigned long long)report.events_ok,
+           report.events_ok ? (double)report.bytes_ok / (double)report.events_ok : 0.0);
+    if (raw_bytes > 0 && accepted > 0) {
+        printf(" (raw JSON: %.1f)", (double)raw_bytes / (double)accepted);
+    }
+    printf("\n");
+    return rc == 0 ? CLI_OK : cli_error("demo", CLI_FAIL, "fsck found damage");
+}
+
 static int run_demo(struct demo *d)
 {
     struct ingest_workload_config wcfg;
@@ -182,7 +226,6 @@ static int run_demo(struct demo *d)
     }
     printf("generated %.1f MB of JSON lines in %.2f s\n", (double)raw_bytes / 1e6,
            (double)(ds_clock_ns() - t0) / 1e9);
-
     struct storage_config cfg;
     storage_config_defaults(&cfg);
     cfg.dir = d->data;
@@ -198,26 +241,185 @@ static int run_demo(struct demo *d)
         printf("ingested %llu events durably in %.2f s: %.0f events/s (I/O: %s, %llu commits)\n",
                (unsigned long long)stats.accepted, seconds, (double)stats.accepted / seconds,
                storage_io_backend(st), (unsigned long long)stats.commits);
-        rc = show_days(st, map, wcfg.first_day, wcfg.first_day + (int32_t)wcfg.days - 1);
-    }
-    if (rc == 0) {
-        rc = show_busy_day(st, map, wcfg.first_day + (int32_t)wcfg.busy_day_index, stats.accepted);
     }
     shard_map_close(map);
     storage_close(st);
     if (rc != 0) {
         return cli_error("demo", CLI_FAIL, "%s", ds_strerror(rc));
     }
-    struct storage_fsck_options fopts = {0};
-    struct storage_fsck_report report;
-    rc = storage_fsck(d->data, &fopts, &report);
-    printf("\nfsck: %s, %llu blocks, %llu events verified; %.2f bytes per event on disk "
-           "(raw JSON: %.1f)\n",
-           rc == 0 ? "clean" : "DAMAGED", (unsigned long long)report.blocks_ok,
-           (unsigned long long)report.events_ok,
-           report.events_ok ? (double)report.bytes_ok / (double)report.events_ok : 0.0,
-           stats.accepted ? (double)raw_bytes / (double)stats.accepted : 0.0);
-    return rc == 0 ? CLI_OK : cli_error("demo", CLI_FAIL, "fsck found damage");
+    return show_results(d, stats.accepted, raw_bytes);
+}
+
+/* ---- the Kafka demo ------------------------------------------------------------------------ */
+
+struct kafka_demo {
+    struct demo *d;
+    struct ingest_workload_config workload;
+    struct ingest_kafka_props props;
+    struct ingest_node_config node;
+    struct ingest_node_stats node_stats;
+    int node_rc;
+    volatile int stop_node;
+    struct ingest_produce_config produce;
+    struct ingest_produce_stats produce_stats;
+    int produce_rc;
+    atomic_bool produce_done;
+};
+
+static void *node_main(void *arg)
+{
+    struct kafka_demo *k = arg;
+    k->node_rc = ingest_node_run(&k->node, &k->node_stats, &k->stop_node);
+    return NULL;
+}
+
+static void *producer_main(void *arg)
+{
+    struct kafka_demo *k = arg;
+    k->produce_rc = ingest_produce_run(&k->produce, &k->produce_stats, NULL);
+    atomic_store(&k->produce_done, true);
+    return NULL;
+}
+
+/* Durable events so far (all days) and on the busy day, read as any reader would. */
+static int durable_counts(struct storage *st, struct shard_map *map, const struct kafka_demo *k,
+                          uint64_t *total, uint64_t *busy)
+{
+    int rc = storage_refresh(st);
+    rc = rc == 0 ? shard_map_reload(map) : rc;
+    int32_t first = k->workload.first_day;
+    int32_t busy_day = first + (int32_t)k->workload.busy_day_index;
+    struct query_count_request all = {.day_first = first,
+                                      .day_last = first + (int32_t)k->workload.days - 1};
+    struct query_count_request one = {.day_first = busy_day, .day_last = busy_day};
+    struct query_count_result res;
+    rc = rc == 0 ? query_count(st, map, &all, &res) : rc;
+    if (rc == 0) {
+        *total = res.count;
+        query_count_result_deinit(&res);
+        rc = query_count(st, map, &one, &res);
+    }
+    if (rc == 0) {
+        *busy = res.count;
+        query_count_result_deinit(&res);
+    }
+    return rc;
+}
+
+/* Prints a line a second until every acknowledged event is durable (or something failed). */
+static int watch(struct kafka_demo *k, uint64_t t0)
+{
+    struct storage_config cfg;
+    storage_config_defaults(&cfg);
+    cfg.dir = k->d->data;
+    cfg.read_only = true;
+    struct storage *st = NULL;
+    struct shard_map *map = NULL;
+    int rc = storage_open(&cfg, &st);
+    rc = rc == 0 ? shard_map_open(k->d->data, SHARD_COUNT_DEFAULT, SHARD_MAP_READ_ONLY, &map) : rc;
+    uint64_t total = 0;
+    uint64_t busy = 0;
+    uint64_t last_progress_ns = ds_clock_ns();
+    uint64_t last_total = 0;
+    while (rc == 0) {
+        struct timespec tick = {.tv_sec = 1};
+        nanosleep(&tick, NULL);
+        rc = durable_counts(st, map, k, &total, &busy);
+        bool produced = atomic_load(&k->produce_done);
+        printf("  %5.1f s  durable %9llu  busy day 2026-01-21 %8llu  producer %s\n",
+               (double)(ds_clock_ns() - t0) / 1e9, (unsigned long long)total,
+               (unsigned long long)busy, produced ? "done" : "sending");
+        fflush(stdout);
+        if (total != last_total) {
+            last_total = total;
+            last_progress_ns = ds_clock_ns();
+        }
+        if (produced && (k->produce_rc != 0 || total >= k->produce_stats.acked)) {
+            break;
+        }
+        if (ds_clock_ns() - last_progress_ns > 60ull * 1000000000u) {
+            rc = -ETIMEDOUT;
+        }
+    }
+    shard_map_close(map);
+    storage_close(st);
+    return rc;
+}
+
+static void kafka_demo_configure(struct kafka_demo *k, const char *bootstrap)
+{
+    ingest_workload_defaults(&k->workload);
+    k->workload.profile = INGEST_PROFILE_BUSY_DAY;
+    k->workload.events = k->d->events;
+    k->workload.seed = k->d->seed;
+    /* A restarted node rejoins the embedded broker's group within seconds, not 45. */
+    int rc = ingest_kafka_props_add(&k->props, "session.timeout.ms=6000");
+    ASSERT(rc == 0);
+    ingest_node_config_defaults(&k->node);
+    k->node.brokers = bootstrap;
+    k->node.group = "dayshard-demo";
+    k->node.data_dir = k->d->data;
+    k->node.base_shards = (uint32_t)k->d->shards;
+    k->node.props = &k->props;
+    k->produce.brokers = bootstrap;
+    k->produce.topic = "orders";
+    k->produce.input_fd = -1;
+    k->produce.workload = k->workload;
+    k->produce.rate = k->d->rate;
+}
+
+static int run_kafka_demo(struct demo *d)
+{
+    struct kafka_demo *k = calloc(1, sizeof(*k));
+    if (k == NULL) {
+        return cli_error("demo", CLI_FAIL, "out of memory");
+    }
+    k->d = d;
+    struct ingest_broker_config bcfg;
+    ingest_broker_config_defaults(&bcfg);
+    struct ingest_broker *broker = NULL;
+    int rc = ingest_broker_start(&bcfg, &broker);
+    if (rc != 0) {
+        free(k);
+        return cli_error("demo", CLI_FAIL, "cannot start the embedded broker: %s", ds_strerror(rc));
+    }
+    kafka_demo_configure(k, ingest_broker_bootstrap(broker));
+    printf("dayshard demo: embedded Kafka broker at %s, topic orders (%u partitions)\n"
+           "a node consumes it into %s (%llu shards per day); a producer streams %llu orders\n"
+           "over 28 days from 2026-01-01, 30%% of them on 2026-01-21\n\n",
+           ingest_broker_bootstrap(broker), bcfg.partitions, d->data, (unsigned long long)d->shards,
+           (unsigned long long)d->events);
+    uint64_t t0 = ds_clock_ns();
+    pthread_t node;
+    pthread_t producer;
+    rc = -pthread_create(&node, NULL, node_main, k);
+    if (rc == 0) {
+        rc = -pthread_create(&producer, NULL, producer_main, k);
+        if (rc == 0) {
+            rc = watch(k, t0);
+            pthread_join(producer, NULL);
+        }
+        __atomic_store_n(&k->stop_node, 1, __ATOMIC_SEQ_CST);
+        pthread_join(node, NULL);
+    }
+    double seconds = (double)(ds_clock_ns() - t0) / 1e9;
+    ingest_broker_stop(broker);
+    rc = rc != 0 ? rc : (k->produce_rc != 0 ? k->produce_rc : k->node_rc);
+    if (rc == 0) {
+        printf("\n%llu events produced and acknowledged, %llu durable in %.1f s end to end "
+               "(%.0f events/s), %llu dead letters\n",
+               (unsigned long long)k->produce_stats.acked,
+               (unsigned long long)k->node_stats.accepted, seconds,
+               (double)k->node_stats.accepted / seconds,
+               (unsigned long long)k->node_stats.rejected);
+        rc = k->node_stats.accepted == k->produce_stats.acked ? 0 : -DS_ECORRUPT;
+    }
+    uint64_t accepted = k->node_stats.accepted;
+    free(k);
+    if (rc != 0) {
+        return cli_error("demo", CLI_FAIL, "%s", ds_strerror(rc));
+    }
+    return show_results(d, accepted, 0);
 }
 
 int cmd_demo(int argc, char **argv)
@@ -225,24 +427,29 @@ int cmd_demo(int argc, char **argv)
     static const struct option options[] = {
         {"events", required_argument, NULL, 'n'}, {"shards", required_argument, NULL, 's'},
         {"data", required_argument, NULL, 'd'},   {"seed", required_argument, NULL, 'S'},
+        {"no-kafka", no_argument, NULL, 'K'},     {"rate", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-    struct demo d = {.events = 2000000, .shards = SHARD_COUNT_DEFAULT, .seed = 42};
+    struct demo d = {.events = 1000000, .shards = SHARD_COUNT_DEFAULT, .seed = 42, .rate = 200000};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        char name[CLI_OPTION_NAME_SIZE];
         int rc = 0;
         switch (c) {
         case 'n': rc = cli_parse_u64(optarg, 1, 100000000, &d.events); break;
         case 's': rc = cli_parse_u64(optarg, 1, SHARD_COUNT_MAX, &d.shards); break;
         case 'd': d.data = optarg; break;
         case 'S': rc = cli_parse_u64(optarg, 0, UINT64_MAX, &d.seed); break;
+        case 'K': d.no_kafka = true; break;
+        case 'r': rc = cli_parse_u64(optarg, 0, 100000000, &d.rate); break;
         case 'h': return cli_help(cmd_demo_usage);
         default:
             return cli_error("demo", CLI_USAGE, "unknown or incomplete option '%s'",
                              argv[optind - 1]);
         }
         if (rc != 0) {
-            return cli_error("demo", CLI_USAGE, "bad value '%s' for %s", optarg, argv[optind - 1]);
+            return cli_error("demo", CLI_USAGE, "bad value '%s' for %s", optarg,
+                             cli_option_name(options, c, name));
         }
     }
     bool temporary = d.data == NULL;
@@ -256,7 +463,7 @@ int cmd_demo(int argc, char **argv)
     } else if (ds_mkdir_p(d.data) != 0) {
         return cli_error("demo", CLI_FAIL, "cannot create %s", d.data);
     }
-    int rc = run_demo(&d);
+    int rc = d.no_kafka ? run_demo(&d) : run_kafka_demo(&d);
     if (temporary) {
         nftw(d.tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     } else {

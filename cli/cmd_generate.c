@@ -87,6 +87,7 @@ int cmd_generate(int argc, char **argv)
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        char name[CLI_OPTION_NAME_SIZE];
         if (c == 'h') {
             return cli_help(cmd_generate_usage);
         }
@@ -96,7 +97,7 @@ int cmd_generate(int argc, char **argv)
         }
         if (parse_option(c, optarg, &cfg) != 0) {
             return cli_error("generate", CLI_USAGE, "bad value '%s' for %s", optarg,
-                             argv[optind - 1]);
+                             cli_option_name(options, c, name));
         }
     }
     if (optind < argc) {

@@ -58,6 +58,7 @@ static int parse_args(int argc, char **argv, struct ingest_args *a)
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        char name[CLI_OPTION_NAME_SIZE];
         int rc = 0;
         switch (c) {
         case 'd': a->data = optarg; break;
@@ -73,7 +74,7 @@ static int parse_args(int argc, char **argv, struct ingest_args *a)
         }
         if (rc != 0) {
             return cli_error("ingest", CLI_USAGE, "bad value '%s' for %s", optarg,
-                             argv[optind - 1]);
+                             cli_option_name(options, c, name));
         }
     }
     if (a->data == NULL) {

@@ -120,6 +120,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "X:", options, NULL)) != -1) {
+        char name[CLI_OPTION_NAME_SIZE];
         if (c == 'h') {
             return -1;
         }
@@ -133,7 +134,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
                              "--http is not available yet (the query service is issue 4)");
         }
         if (rc != 0) {
-            return cli_error("run", CLI_USAGE, "bad value '%s' for %s", optarg, argv[optind - 1]);
+            return cli_error("run", CLI_USAGE, "bad value '%s' for %s", optarg,
+                             cli_option_name(options, c, name));
         }
     }
     if (optind < argc) {

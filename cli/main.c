@@ -54,6 +54,18 @@ int cli_error(const char *command, int code, const char *fmt, ...)
     return code;
 }
 
+const char *cli_option_name(const struct option *options, int c, char *dst)
+{
+    for (const struct option *o = options; o->name != NULL; o++) {
+        if (o->val == c) {
+            snprintf(dst, CLI_OPTION_NAME_SIZE, "--%.58s", o->name);
+            return dst;
+        }
+    }
+    snprintf(dst, CLI_OPTION_NAME_SIZE, "-%c", c);
+    return dst;
+}
+
 int cli_help(const char *usage)
 {
     fputs(usage, stdout);

@@ -1,0 +1,274 @@
+/*
+ * Benchmark: end to end through the embedded broker (issue 3 targets: >= 500,000 events/s
+ * sustained and >= 0.5 of the file ingest rate measured in the same run).
+ *
+ * One run: start the embedded broker (12 partitions) and a node; once the node holds its
+ * partitions, a producer sends the busy-day events of a generated file as fast as it can while
+ * the node consumes; the clock stops when a reader of the data directory sees every event
+ * durable. Consumer lag (messages behind the high watermarks) is sampled from the node every
+ * 100 ms. Baseline in the same run: `dayshard ingest` of the same file (ingest_file_run) into a
+ * fresh directory. Reported: medians over RUNS, the ratio, and lag p50/max.
+ *
+ * Usage: bench_kafka_e2e [events=1000000] [runs=3]
+ * The mock broker keeps ~5 MiB per partition: a node that fell far behind would lose events and
+ * the run would time out (reported), so keep events modest.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ingest/ingest.h"
+#include "query/query.h"
+#include "shard/shard.h"
+#include "storage/storage.h"
+
+#define RUNS_MAX 9
+#define LAG_SAMPLES_MAX 100000
+
+struct e2e {
+    struct ingest_node_config node;
+    struct ingest_node_stats node_stats;
+    struct ingest_kafka_props props;
+    int node_rc;
+    volatile int stop;
+    struct ingest_produce_config produce;
+    struct ingest_produce_stats produce_stats;
+    int produce_rc;
+    atomic_bool produce_done;
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a;
+    double y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void *node_main(void *arg)
+{
+    struct e2e *e = arg;
+    e->node_rc = ingest_node_run(&e->node, &e->node_stats, &e->stop);
+    return NULL;
+}
+
+static void *producer_main(void *arg)
+{
+    struct e2e *e = arg;
+    e->produce_rc = ingest_produce_run(&e->produce, &e->produce_stats, NULL);
+    atomic_store(&e->produce_done, true);
+    return NULL;
+}
+
+static uint64_t generate(const char *path, uint64_t events)
+{
+    struct ingest_workload_config cfg;
+    ingest_workload_defaults(&cfg);
+    cfg.profile = INGEST_PROFILE_BUSY_DAY;
+    cfg.events = events;
+    struct ingest_workload *w = NULL;
+    ASSERT(ingest_workload_create(&cfg, &w) == 0);
+    FILE *out = fopen(path, "w");
+    ASSERT(out != NULL);
+    struct ds_event event;
+    char line[INGEST_JSON_LINE_BYTES_MAX + 1];
+    uint64_t n = 0;
+    while (ingest_workload_next(w, &event)) {
+        int len = ingest_event_format_json(&event, line, sizeof(line) - 1);
+        ASSERT(len > 0);
+        line[len] = '\n';
+        fwrite(line, 1, (size_t)len + 1, out);
+        n++;
+    }
+    ingest_workload_destroy(w);
+    ASSERT(fclose(out) == 0);
+    return n;
+}
+
+/* Events durable in dir, as a reader sees them (0 before the first commit). */
+static uint64_t durable(struct storage **st, struct shard_map **map, const char *dir)
+{
+    if (*st == NULL) {
+        struct storage_config cfg;
+        storage_config_defaults(&cfg);
+        cfg.dir = dir;
+        cfg.read_only = true;
+        if (storage_open(&cfg, st) != 0 ||
+            shard_map_open(dir, SHARD_COUNT_DEFAULT, SHARD_MAP_READ_ONLY, map) != 0) {
+            return 0;
+        }
+    }
+    ASSERT(storage_refresh(*st) == 0 && shard_map_reload(*map) == 0);
+    struct ingest_workload_config w;
+    ingest_workload_defaults(&w);
+    struct query_count_request req = {.day_first = w.first_day,
+                                      .day_last = w.first_day + (int32_t)w.days - 1};
+    struct query_count_result res;
+    ASSERT(query_count(*st, *map, &req, &res) == 0);
+    uint64_t count = res.count;
+    query_count_result_deinit(&res);
+    return count;
+}
+
+/* One end-to-end run; returns events/s, appends lag samples. */
+static double e2e_run(const char *dir, const char *input, uint64_t events, int run, double *lags,
+                      int *lag_count)
+{
+    struct ingest_broker_config bcfg;
+    ingest_broker_config_defaults(&bcfg);
+    struct ingest_broker *broker = NULL;
+    ASSERT(ingest_broker_start(&bcfg, &broker) == 0);
+    struct e2e *e = calloc(1, sizeof(*e));
+    ASSERT(e != NULL);
+    char data[256];
+    snprintf(data, sizeof(data), "%s/kafka%d", dir, run);
+    ASSERT(ingest_kafka_props_add(&e->props, "session.timeout.ms=6000") == 0);
+    ingest_node_config_defaults(&e->node);
+    e->node.brokers = ingest_broker_bootstrap(broker);
+    e->node.data_dir = data;
+    e->node.props = &e->props;
+    e->node.status_interval_ms = 100;
+    e->produce.brokers = e->node.brokers;
+    e->produce.topic = "orders";
+    e->produce.input_fd = open(input, O_RDONLY);
+    ASSERT(e->produce.input_fd >= 0);
+    pthread_t node;
+    pthread_t producer;
+    ASSERT(pthread_create(&node, NULL, node_main, e) == 0);
+    while (__atomic_load_n(&e->node_stats.rebalances, __ATOMIC_RELAXED) == 0) {
+        sleep_ms(10); /* the group's first join takes the broker's ~3 s rebalance delay */
+    }
+    uint64_t t0 = ds_clock_ns();
+    ASSERT(pthread_create(&producer, NULL, producer_main, e) == 0);
+    struct storage *st = NULL;
+    struct shard_map *map = NULL;
+    uint64_t last_change = t0;
+    uint64_t seen = 0;
+    while (seen < events && ds_clock_ns() - last_change < 30ull * 1000000000u) {
+        sleep_ms(20);
+        uint64_t now = durable(&st, &map, data);
+        last_change = now != seen ? ds_clock_ns() : last_change;
+        seen = now;
+        int64_t lag = __atomic_load_n(&e->node_stats.lag, __ATOMIC_RELAXED);
+        if (lag >= 0 && *lag_count < LAG_SAMPLES_MAX) {
+            lags[(*lag_count)++] = (double)lag;
+        }
+    }
+    double seconds = (double)(ds_clock_ns() - t0) / 1e9;
+    pthread_join(producer, NULL);
+    __atomic_store_n(&e->stop, 1, __ATOMIC_SEQ_CST);
+    pthread_join(node, NULL);
+    close(e->produce.input_fd);
+    shard_map_close(map);
+    storage_close(st);
+    ingest_broker_stop(broker);
+    if (seen != events) {
+        printf("  run %d: only %llu of %llu events became durable (producer rc %d, acked %llu)\n",
+               run, (unsigned long long)seen, (unsigned long long)events, e->produce_rc,
+               (unsigned long long)e->produce_stats.acked);
+        free(e);
+        return 0;
+    }
+    free(e);
+    return (double)events / seconds;
+}
+
+static double file_run(const char *dir, const char *input, int run)
+{
+    char data[256];
+    char dead[300];
+    snprintf(data, sizeof(data), "%s/file%d", dir, run);
+    snprintf(dead, sizeof(dead), "%s/deadletter.jsonl", data);
+    struct storage_config cfg;
+    storage_config_defaults(&cfg);
+    cfg.dir = data;
+    struct storage *st = NULL;
+    struct shard_map *map = NULL;
+    ASSERT(storage_open(&cfg, &st) == 0);
+    ASSERT(shard_map_open(data, SHARD_COUNT_DEFAULT, 0, &map) == 0);
+    struct ingest_file_config icfg;
+    ingest_file_config_defaults(&icfg);
+    icfg.storage = st;
+    icfg.map = map;
+    icfg.deadletter_path = dead;
+    int fd = open(input, O_RDONLY);
+    ASSERT(fd >= 0);
+    struct ingest_stats stats;
+    uint64_t t0 = ds_clock_ns();
+    ASSERT(ingest_file_run(&icfg, fd, &stats) == 0);
+    double seconds = (double)(ds_clock_ns() - t0) / 1e9;
+    close(fd);
+    shard_map_close(map);
+    storage_close(st);
+    return (double)stats.accepted / seconds;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t events = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000ull;
+    int runs = argc > 2 ? atoi(argv[2]) : 3;
+    runs = runs < 1 ? 1 : (runs > RUNS_MAX ? RUNS_MAX : runs);
+    char dir[] = "/tmp/dayshard-bench-XXXXXX";
+    ASSERT(mkdtemp(dir) != NULL);
+    char input[256];
+    snprintf(input, sizeof(input), "%s/events.jsonl", dir);
+    ASSERT(generate(input, events) == events);
+    printf("bench_kafka_e2e: %llu busy-day events, %d runs, embedded broker with 12 partitions\n",
+           (unsigned long long)events, runs);
+    double kafka[RUNS_MAX];
+    double file[RUNS_MAX];
+    double *lags = calloc(LAG_SAMPLES_MAX, sizeof(*lags));
+    ASSERT(lags != NULL);
+    int lag_count = 0;
+    for (int r = 0; r < runs; r++) {
+        kafka[r] = e2e_run(dir, input, events, r, lags, &lag_count);
+        file[r] = file_run(dir, input, r);
+        printf("  run %d: end to end %.0f events/s, file ingest %.0f events/s, ratio %.2f\n", r + 1,
+               kafka[r], file[r], file[r] > 0 ? kafka[r] / file[r] : 0.0);
+    }
+    double k = median(kafka, runs);
+    double f = median(file, runs);
+    printf("median end to end (produce -> broker -> node -> durable): %.0f events/s   "
+           "[target >= 500,000]\n",
+           k);
+    printf("median file ingest of the same events, same run: %.0f events/s; ratio %.2f   "
+           "[target >= 0.5]\n",
+           f, k / f);
+    if (lag_count > 0) {
+        double max = 0;
+        for (int i = 0; i < lag_count; i++) {
+            max = lags[i] > max ? lags[i] : max;
+        }
+        printf("consumer lag over the runs (%d samples): median %.0f, max %.0f messages\n",
+               lag_count, median(lags, lag_count), max);
+    }
+    free(lags);
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return 0;
+}

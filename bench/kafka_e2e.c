@@ -36,6 +36,7 @@ struct e2e {
     struct ingest_node_config node;
     struct ingest_node_stats node_stats;
     struct ingest_kafka_props props;
+    struct ingest_kafka_props produce_props;
     int node_rc;
     volatile int stop;
     struct ingest_produce_config produce;
@@ -154,6 +155,13 @@ static double e2e_run(const char *dir, const char *input, uint64_t events, int r
     e->node.data_dir = data;
     e->node.props = &e->props;
     e->node.status_interval_ms = 100;
+    /* DS_BENCH_PRODUCE_X=key=value passes one librdkafka property to the producer (for
+     * example compression.codec=none, to see what lz4 costs). */
+    const char *extra = getenv("DS_BENCH_PRODUCE_X");
+    if (extra != NULL) {
+        ASSERT(ingest_kafka_props_add(&e->produce_props, extra) == 0);
+        e->produce.props = &e->produce_props;
+    }
     e->produce.brokers = e->node.brokers;
     e->produce.topic = "orders";
     e->produce.input_fd = open(input, O_RDONLY);

@@ -64,56 +64,86 @@ static bool utf8_valid(const uint8_t *s, size_t len)
     return true;
 }
 
-/* Writes text as a JSON string (quotes included); text must be valid UTF-8. */
-static void json_string_out(FILE *out, const char *text, size_t len)
+/* A record under construction in the stage's fixed buffer. */
+struct record {
+    char *dst;
+    size_t len;
+};
+
+static void put_bytes(struct record *r, const char *bytes, size_t len)
 {
-    fputc('"', out);
+    ASSERT(r->len + len < STAGE_RECORD_BYTES);
+    memcpy(r->dst + r->len, bytes, len);
+    r->len += len;
+}
+
+static void put_text(struct record *r, const char *text)
+{
+    put_bytes(r, text, strlen(text));
+}
+
+/* Writes text as a JSON string (quotes included); text must be valid UTF-8. */
+static void put_json_string(struct record *r, const char *text, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    put_bytes(r, "\"", 1);
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)text[i];
         if (c == '"' || c == '\\') {
-            fputc('\\', out);
-            fputc(c, out);
+            char escaped[2] = {'\\', (char)c};
+            put_bytes(r, escaped, 2);
         } else if (c < 0x20) {
-            fprintf(out, "\\u%04x", c);
+            char escaped[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            put_bytes(r, escaped, 6);
         } else {
-            fputc(c, out);
+            put_bytes(r, (const char *)&c, 1);
         }
     }
-    fputc('"', out);
+    put_bytes(r, "\"", 1);
 }
 
 /* The raw bytes as "raw" (a JSON string) when they are UTF-8, else as "raw_hex". */
-static void raw_out(FILE *out, const char *raw, size_t len)
+static void put_raw(struct record *r, const char *raw, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
     if (utf8_valid((const uint8_t *)raw, len)) {
-        fputs(",\"raw\":", out);
-        json_string_out(out, raw, len);
+        put_text(r, ",\"raw\":");
+        put_json_string(r, raw, len);
         return;
     }
-    fputs(",\"raw_hex\":\"", out);
+    put_text(r, ",\"raw_hex\":\"");
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)raw[i];
-        fputc(hex[c >> 4], out);
-        fputc(hex[c & 15], out);
+        char pair[2] = {hex[c >> 4], hex[c & 15]};
+        put_bytes(r, pair, 2);
     }
-    fputc('"', out);
+    put_bytes(r, "\"", 1);
 }
 
-static void write_reject(struct stage *s, const struct stage_batch *b, const struct stage_reject *r)
+static void write_reject(struct stage *s, const struct stage_batch *b, const struct stage_reject *j)
 {
-    FILE *out = s->deadletter;
-    fprintf(out, "{\"reason\":\"%s\",\"source\":", ingest_reason_name(r->reason));
-    json_string_out(out, s->cfg.source_name, strlen(s->cfg.source_name));
-    if (r->source.partition == DS_SOURCE_FILE) {
-        fprintf(out, ",\"line\":%lld", (long long)r->source.offset);
+    struct record r = {.dst = s->record};
+    char number[96];
+    put_text(&r, "{\"reason\":\"");
+    put_text(&r, ingest_reason_name(j->reason));
+    put_text(&r, "\",\"source\":");
+    put_json_string(&r, s->cfg.source_name, strlen(s->cfg.source_name));
+    if (j->source.partition == DS_SOURCE_FILE) {
+        snprintf(number, sizeof(number), ",\"line\":%lld", (long long)j->source.offset);
     } else {
-        fprintf(out, ",\"partition\":%d,\"offset\":%lld", r->source.partition,
-                (long long)r->source.offset);
+        snprintf(number, sizeof(number), ",\"partition\":%d,\"offset\":%lld", j->source.partition,
+                 (long long)j->source.offset);
     }
-    fprintf(out, ",\"byte_offset\":%u", r->byte_offset);
-    raw_out(out, b->raw + r->raw_offset, r->raw_len);
-    fprintf(out, "%s}\n", r->truncated ? ",\"truncated\":true" : "");
+    put_text(&r, number);
+    snprintf(number, sizeof(number), ",\"byte_offset\":%u", j->byte_offset);
+    put_text(&r, number);
+    put_raw(&r, b->raw + j->raw_offset, j->raw_len);
+    put_text(&r, j->truncated ? ",\"truncated\":true}" : "}");
+    fwrite(r.dst, 1, r.len, s->deadletter);
+    fputc('\n', s->deadletter);
+    if (s->cfg.on_reject != NULL) {
+        s->cfg.on_reject(r.dst, r.len, j->source.partition, s->cfg.on_reject_user);
+    }
 }
 
 static int open_deadletters(struct stage *s)
@@ -354,6 +384,8 @@ static void stage_release(struct stage *s)
     }
     free(s->batches);
     s->batches = NULL;
+    free(s->record);
+    s->record = NULL;
     ds_ring_deinit(&s->full);
     ds_ring_deinit(&s->free);
 }
@@ -372,6 +404,10 @@ int stage_start(struct stage *s, const struct stage_config *cfg)
     }
     for (uint32_t i = 1; rc == 0 && i < INGEST_BATCHES_MAX; i++) {
         rc = ds_ring_push(&s->free, &s->batches[i]);
+    }
+    s->record = rc == 0 ? malloc(STAGE_RECORD_BYTES) : NULL;
+    if (rc == 0 && s->record == NULL) {
+        rc = -ENOMEM;
     }
     rc = rc == 0 ? open_deadletters(s) : rc;
     if (rc == 0) {

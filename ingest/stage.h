@@ -25,6 +25,9 @@
 /* Raw bytes of dead letters one batch can carry: four maximal events. */
 #define STAGE_RAW_BYTES (4u * INGEST_EVENT_BYTES_MAX)
 #define STAGE_REJECTS_MAX 1024u
+/* A dead-letter record: the raw bytes and the source name escaped (at most 6 bytes each, as
+ * \u00XX) plus the other fields. */
+#define STAGE_RECORD_BYTES (6u * (INGEST_EVENT_BYTES_MAX + DS_PATH_MAX) + 512u)
 
 struct stage_event {
     struct ds_event event;
@@ -58,6 +61,9 @@ struct stage_batch {
 
 /* Runs on the writer thread after every successful storage commit. */
 typedef void (*stage_commit_fn)(struct storage *st, void *user);
+/* Runs on the writer thread for each dead-letter record written to the file (one JSON object,
+ * no newline; borrowed for the call), before the commit that makes it durable. */
+typedef void (*stage_reject_fn)(const char *record, size_t len, int32_t partition, void *user);
 
 struct stage_config {
     struct storage *storage;     /* used only by the writer thread while the stage runs */
@@ -67,6 +73,8 @@ struct stage_config {
     uint64_t commit_events;
     stage_commit_fn on_commit; /* may be NULL */
     void *on_commit_user;
+    stage_reject_fn on_reject; /* may be NULL */
+    void *on_reject_user;
 };
 
 struct stage {
@@ -79,6 +87,7 @@ struct stage {
     bool started;
     FILE *deadletter;
     uint64_t deadletter_bytes;
+    char *record;     /* one dead-letter record being formatted (STAGE_RECORD_BYTES) */
     atomic_int error; /* first writer error, 0 while fine */
     atomic_uint_least64_t barrier_done;
     uint64_t barrier_next;

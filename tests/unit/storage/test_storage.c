@@ -1523,6 +1523,36 @@ static void test_storage_reader_of_missing_dir_is_empty(void **state)
     assert_false(file_exists(fx->path));
 }
 
+static void test_storage_source_advance_and_deadletter_commit_together(void **state)
+{
+    /* A dead-lettered event advances its source offset and the dead-letter length with the
+     * next commit, atomically with the data; before that commit neither is visible, and the
+     * dead-letter partition (-2) is not a source an event may name. */
+    struct fixture *fx = *state;
+    struct storage *st = open_dir(fx->dir, false);
+    assert_int_equal(storage_deadletter_committed(st), 0);
+    struct ds_source bad = {.partition = 3, .offset = 41};
+    assert_int_equal(storage_source_advance(st, &bad), 0);
+    storage_deadletter_set(st, 1234);
+    assert_true(storage_source_next(st, 3) == -1);
+    assert_int_equal(storage_deadletter_committed(st), 0);
+    struct ds_source reserved = {.partition = DS_SOURCE_DEADLETTER, .offset = 1};
+    assert_int_equal(storage_source_advance(st, &reserved), -DS_ELIMIT);
+    assert_int_equal(storage_commit(st), 0);
+    assert_true(storage_source_next(st, 3) == 42);
+    assert_int_equal(storage_deadletter_committed(st), 1234);
+    /* Set but not committed: a crash keeps the committed length. */
+    storage_deadletter_set(st, 9999);
+    storage_close(st);
+    st = open_dir(fx->dir, false);
+    assert_true(storage_source_next(st, 3) == 42);
+    assert_int_equal(storage_deadletter_committed(st), 1234);
+    storage_close(st);
+    struct storage *reader = open_dir(fx->dir, true);
+    assert_int_equal(storage_deadletter_committed(reader), 1234);
+    storage_close(reader);
+}
+
 static void test_storage_source_offsets(void **state)
 {
     /* storage_source_next is one past the highest committed offset of each source partition,
@@ -2006,6 +2036,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_storage_reader_of_missing_dir_is_empty, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_storage_source_offsets, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_source_advance_and_deadletter_commit_together,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_manifest_rotation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_fault_eio_each_op, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_fault_enospc_each_op, setup, teardown),

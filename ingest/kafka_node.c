@@ -12,6 +12,20 @@
  * the commit that makes it durable, commits those offsets to Kafka synchronously, and only
  * then lets the partitions go.
  *
+ * The positions group. Each durable position is also committed to "<group>.dayshard-positions",
+ * a group no member ever joins, through a second handle that never subscribes: a plain offset
+ * commit there is accepted whatever state the consumer group is in, and a starting member reads
+ * it like the group's offset. It is what makes a handover exact when the group's commit at
+ * revocation is refused: librdkafka's mock broker (`dayshard broker`) refuses every offset
+ * commit while a rebalance waits for members to join (REBALANCE_IN_PROGRESS), where Kafka
+ * accepts them, so without it the member taking the partitions re-read what this node stored
+ * since the rebalance began (found by tests/integration/test_run_group.sh). A commit refused for
+ * a transient reason (a timeout, the coordinator moving) is covered the same way. Rejected: the
+ * cooperative-sticky protocol (revocation while the group is stable), because librdkafka 2.0.2
+ * loses the whole assignment when an offset commit queued behind its JoinGroup comes back
+ * ILLEGAL_GENERATION (librdkafka issue #4059, fixed in 2.10), which the periodic commits make
+ * certain in every rebalance.
+ *
  * Threads: the consumer thread (the caller) polls, decodes, routes and serves rebalance
  * callbacks; the writer thread (stage.c) appends and commits, then publishes each partition's
  * durable position through an atomic array the consumer thread reads at assignment.
@@ -29,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ingest/stage.h"
 
@@ -36,11 +51,20 @@
 #define POLL_TIMEOUT_MS 50
 #define HAND_OVER_AGE_NS (5u * 1000000u)
 #define COMMITTED_TIMEOUT_MS 10000
+/* How often the consumer thread commits the durable positions of its partitions again: an
+ * asynchronous commit that failed is otherwise not retried until more data arrives. */
+#define COMMIT_REFRESH_INTERVAL_NS (1000u * 1000000u)
+/* Attempts and pause for the positions commit at revocation: together well under the
+ * rebalance timeout, which the revocation callback must not exceed. */
+#define RELEASE_COMMIT_ATTEMPTS 5
+#define RELEASE_COMMIT_PAUSE_NS 100000000L
+#define POSITIONS_GROUP_SUFFIX ".dayshard-positions"
 
 struct node {
     const struct ingest_node_config *cfg;
     struct ingest_node_stats *stats;
     rd_kafka_t *rk;
+    rd_kafka_t *positions; /* commits to the positions group (file comment); never subscribes */
     struct storage *st;
     struct shard_map *map;
     struct stage stage;
@@ -50,13 +74,17 @@ struct node {
     char fatal_reason[512];
     /* durable next offset per partition, published by the writer after each commit (-1 none) */
     atomic_int_least64_t durable[INGEST_NODE_PARTITIONS_MAX];
-    /* writer thread only: the last offset committed to Kafka per partition */
+    /* writer thread only: the last offset committed to Kafka per partition (at start: the
+     * durable position, which this node must not commit again: another member may own the
+     * partition now and have committed further) */
     int64_t kafka_committed[INGEST_NODE_PARTITIONS_MAX];
     atomic_int partitions_seen; /* 1 + highest partition read so far */
     /* consumer thread only */
     bool assigned[INGEST_NODE_PARTITIONS_MAX];
     int64_t position[INGEST_NODE_PARTITIONS_MAX];
+    int64_t start[INGEST_NODE_PARTITIONS_MAX]; /* the offset chosen at assignment */
     uint64_t last_status_ns;
+    uint64_t last_refresh_ns;
     uint64_t messages;
 };
 
@@ -114,39 +142,117 @@ static void on_commit(struct storage *st, void *user)
         n->kafka_committed[p] = next;
     }
     if (list != NULL) {
+        /* Asynchronous: a failure is logged by librdkafka, and the consumer thread commits the
+         * durable positions again within COMMIT_REFRESH_INTERVAL_NS (refresh_commits). */
         rd_kafka_resp_err_t err = rd_kafka_commit(n->rk, list, 1);
-        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-            /* The data is durable and the next commit carries the offsets again. */
-            ds_log_warn("kafka: offset commit: %s", rd_kafka_err2str(err));
+        rd_kafka_resp_err_t handed = rd_kafka_commit(n->positions, list, 1);
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR || handed != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            ds_log_warn("kafka: offset commit: %s / %s", rd_kafka_err2str(err),
+                        rd_kafka_err2str(handed));
         }
         rd_kafka_topic_partition_list_destroy(list);
     }
 }
 
-/* The partitions' start offsets: max(durable position here, group committed offset). */
+/* The offset this node answers for on partition p: its durable position, or the start chosen
+ * at assignment while nothing newer is stored (committing an older durable position would
+ * move the group back over a range another member stored). -1 when neither is known. */
+static int64_t responsible_offset(struct node *n, int32_t p)
+{
+    int64_t durable = atomic_load(&n->durable[p]);
+    return durable > n->start[p] ? durable : n->start[p] >= 0 ? n->start[p] : -1;
+}
+
+/* Consumer thread, every COMMIT_REFRESH_INTERVAL_NS: commits the positions of the assigned
+ * partitions again, asynchronously, so that one refused while idle still gets through. */
+static void refresh_commits(struct node *n)
+{
+    uint64_t now = ds_clock_ns();
+    if (now - n->last_refresh_ns < COMMIT_REFRESH_INTERVAL_NS) {
+        return;
+    }
+    n->last_refresh_ns = now;
+    /* Serves the positions handle's queue: the replies of its asynchronous commits, errors. */
+    rd_kafka_poll(n->positions, 0);
+    int seen = atomic_load(&n->partitions_seen);
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(seen > 0 ? seen : 1);
+    for (int p = 0; p < seen; p++) {
+        int64_t offset = n->assigned[p] ? responsible_offset(n, p) : -1;
+        if (offset >= 0) {
+            rd_kafka_topic_partition_list_add(list, n->cfg->topic, p)->offset = offset;
+        }
+    }
+    if (list->cnt > 0) {
+        /* Errors here are the enqueueing kind only; librdkafka logs failed commits. */
+        (void)rd_kafka_commit(n->rk, list, 1);
+        (void)rd_kafka_commit(n->positions, list, 1);
+    }
+    rd_kafka_topic_partition_list_destroy(list);
+}
+
+/* Offset i of a list read by rd_kafka_committed, or -1 (none, or not read). */
+static int64_t committed_offset(rd_kafka_resp_err_t err, const rd_kafka_topic_partition_list_t *l,
+                                int i)
+{
+    const rd_kafka_topic_partition_t *tp = &l->elems[i];
+    return err == RD_KAFKA_RESP_ERR_NO_ERROR && tp->err == 0 && tp->offset >= 0 ? tp->offset : -1;
+}
+
+/* The partitions' start offsets: max(durable position here, group committed offset, positions
+ * group offset). */
 static void choose_offsets(struct node *n, rd_kafka_topic_partition_list_t *parts)
 {
+    rd_kafka_topic_partition_list_t *handed = rd_kafka_topic_partition_list_copy(parts);
     rd_kafka_resp_err_t err = rd_kafka_committed(n->rk, parts, COMMITTED_TIMEOUT_MS);
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        ds_log_warn("kafka: reading committed offsets: %s; using this node's durable positions",
-                    rd_kafka_err2str(err));
+    rd_kafka_resp_err_t handed_err = rd_kafka_committed(n->positions, handed, COMMITTED_TIMEOUT_MS);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR || handed_err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        ds_log_warn("kafka: reading committed offsets: %s / %s; a partition another member "
+                    "stored may be read again",
+                    rd_kafka_err2str(err), rd_kafka_err2str(handed_err));
     }
+    ASSERT(handed->cnt == parts->cnt);
     for (int i = 0; i < parts->cnt; i++) {
         rd_kafka_topic_partition_t *tp = &parts->elems[i];
-        int64_t group =
-            err == RD_KAFKA_RESP_ERR_NO_ERROR && tp->err == 0 && tp->offset >= 0 ? tp->offset : -1;
+        ASSERT(handed->elems[i].partition == tp->partition);
+        int64_t group = committed_offset(err, parts, i);
+        int64_t positions = committed_offset(handed_err, handed, i);
         int64_t own = tp->partition >= 0 && tp->partition < (int32_t)INGEST_NODE_PARTITIONS_MAX
                           ? atomic_load(&n->durable[tp->partition])
                           : -1;
         int64_t start = own > group ? own : group;
+        start = positions > start ? positions : start;
         tp->offset = start >= 0 ? start : RD_KAFKA_OFFSET_INVALID;
-        ds_log_info("kafka: assigned %s[%d] from offset %lld (durable here %lld, group %lld)",
-                    tp->topic, tp->partition, (long long)start, (long long)own, (long long)group);
+        ds_log_info("kafka: assigned %s[%d] from offset %lld (durable here %lld, group %lld, "
+                    "positions %lld)",
+                    tp->topic, tp->partition, (long long)start, (long long)own, (long long)group,
+                    (long long)positions);
     }
+    rd_kafka_topic_partition_list_destroy(handed);
 }
 
-/* Before partitions go: everything read is committed to storage, then to Kafka (sync). */
-static void release_partitions(struct node *n, rd_kafka_topic_partition_list_t *parts)
+/* The positions group's commit at revocation, retried a few times: the next owner starts
+ * from it. */
+static void commit_positions_sync(struct node *n, const rd_kafka_topic_partition_list_t *list)
+{
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    for (int attempt = 1; attempt <= RELEASE_COMMIT_ATTEMPTS; attempt++) {
+        err = rd_kafka_commit(n->positions, list, 0);
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            return;
+        }
+        struct timespec pause = {.tv_sec = 0, .tv_nsec = RELEASE_COMMIT_PAUSE_NS};
+        nanosleep(&pause, NULL);
+    }
+    ds_log_warn("kafka: positions commit at revocation: %s (the data is durable here; the next "
+                "owner may read it again)",
+                rd_kafka_err2str(err));
+}
+
+/* Before partitions go: everything read is committed to storage, then to Kafka (sync). A lost
+ * assignment is committed to storage too, so that this node resumes after what it read if the
+ * partitions come back, and to the positions group only: the consumer group refuses commits
+ * of a member that lost its generation. */
+static void release_partitions(struct node *n, rd_kafka_topic_partition_list_t *parts, bool lost)
 {
     if (!n->stage_running) {
         return;
@@ -160,18 +266,20 @@ static void release_partitions(struct node *n, rd_kafka_topic_partition_list_t *
     rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(parts->cnt);
     for (int i = 0; i < parts->cnt; i++) {
         int32_t p = parts->elems[i].partition;
-        int64_t next =
-            p >= 0 && p < (int32_t)INGEST_NODE_PARTITIONS_MAX ? atomic_load(&n->durable[p]) : -1;
-        if (next >= 0) {
-            rd_kafka_topic_partition_list_add(list, parts->elems[i].topic, p)->offset = next;
+        int64_t offset =
+            p >= 0 && p < (int32_t)INGEST_NODE_PARTITIONS_MAX ? responsible_offset(n, p) : -1;
+        if (offset >= 0) {
+            rd_kafka_topic_partition_list_add(list, parts->elems[i].topic, p)->offset = offset;
         }
     }
     if (list->cnt > 0) {
-        rd_kafka_resp_err_t err = rd_kafka_commit(n->rk, list, 0);
+        rd_kafka_resp_err_t err =
+            lost ? RD_KAFKA_RESP_ERR__ASSIGNMENT_LOST : rd_kafka_commit(n->rk, list, 0);
         if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-            ds_log_warn("kafka: offset commit at revocation: %s (the data is durable here)",
+            ds_log_warn("kafka: offset commit at revocation: %s (the positions group has them)",
                         rd_kafka_err2str(err));
         }
+        commit_positions_sync(n, list);
     }
     rd_kafka_topic_partition_list_destroy(list);
 }
@@ -183,6 +291,7 @@ static void mark_assigned(struct node *n, const rd_kafka_topic_partition_list_t 
         if (p >= 0 && p < (int32_t)INGEST_NODE_PARTITIONS_MAX) {
             n->assigned[p] = on;
             n->position[p] = on ? parts->elems[i].offset : -1;
+            n->start[p] = on ? parts->elems[i].offset : -1;
         }
     }
 }
@@ -209,9 +318,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         return;
     }
     if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
-        if (!rd_kafka_assignment_lost(rk)) {
-            release_partitions(n, parts);
-        }
+        release_partitions(n, parts, rd_kafka_assignment_lost(rk) != 0);
     } else {
         ds_log_error("kafka: rebalance: %s", rd_kafka_err2str(err));
     }
@@ -305,6 +412,7 @@ static int consume(struct node *n, const volatile int *stop)
         if (rc == 0) {
             rc = stage_flush_older(&n->stage, HAND_OVER_AGE_NS);
         }
+        refresh_commits(n);
         status(n);
     }
     rd_kafka_queue_destroy(queue);
@@ -323,6 +431,42 @@ static int conf_set(rd_kafka_conf_t *conf, const char *key, const char *value)
     if (rd_kafka_conf_set(conf, key, value, err, sizeof(err)) != RD_KAFKA_CONF_OK) {
         ds_log_error("kafka: %s=%s: %s", key, value, err);
         return -DS_EUSAGE;
+    }
+    return 0;
+}
+
+/* The handle committing to the positions group (file comment): a consumer that never
+ * subscribes nor assigns, so its commits carry no generation and no group state refuses them. */
+static int create_positions(struct node *n)
+{
+    char group[DS_PATH_MAX];
+    int len = snprintf(group, sizeof(group), "%s%s", n->cfg->group, POSITIONS_GROUP_SUFFIX);
+    if (len < 0 || (size_t)len >= sizeof(group)) {
+        ds_log_error("kafka: group id '%s' is too long", n->cfg->group);
+        return -DS_EUSAGE;
+    }
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char err[512] = "";
+    int rc = conf_set(conf, "bootstrap.servers", n->cfg->brokers);
+    if (rc == 0 && ingest_kafka_props_apply(n->cfg->props, conf, err, sizeof(err)) != 0) {
+        ds_log_error("kafka: %s", err);
+        rc = -DS_EUSAGE;
+    }
+    /* After the user's properties, which may name the consumer group. */
+    rc = rc == 0 ? conf_set(conf, "group.id", group) : rc;
+    rc = rc == 0 ? conf_set(conf, "client.id", "dayshard-positions") : rc;
+    rc = rc == 0 ? conf_set(conf, "enable.auto.commit", "false") : rc;
+    if (rc != 0) {
+        rd_kafka_conf_destroy(conf);
+        return rc;
+    }
+    rd_kafka_conf_set_opaque(conf, n);
+    rd_kafka_conf_set_error_cb(conf, on_error);
+    n->positions = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+    if (n->positions == NULL) {
+        ds_log_error("kafka: cannot create the positions handle: %s", err);
+        rd_kafka_conf_destroy(conf);
+        return -DS_EKAFKA;
     }
     return 0;
 }
@@ -376,8 +520,9 @@ static int open_data(struct node *n)
     for (uint32_t p = 0; p < INGEST_NODE_PARTITIONS_MAX; p++) {
         int64_t next = storage_source_next(n->st, (int32_t)p);
         atomic_init(&n->durable[p], next);
-        n->kafka_committed[p] = -1;
+        n->kafka_committed[p] = next;
         n->position[p] = -1;
+        n->start[p] = -1;
         if (next >= 0) {
             atomic_store(&n->partitions_seen, (int)p + 1);
         }
@@ -396,6 +541,7 @@ static int run(struct node *n, const volatile int *stop)
                                 .commit_events = 1u << 20,
                                 .on_commit = on_commit,
                                 .on_commit_user = n};
+    rc = rc == 0 ? create_positions(n) : rc;
     rc = rc == 0 ? create_consumer(n) : rc;
     rc = rc == 0 ? stage_start(&n->stage, &scfg) : rc;
     n->stage_running = rc == 0;
@@ -431,6 +577,10 @@ int ingest_node_run(const struct ingest_node_config *cfg, struct ingest_node_sta
     int rc = run(n, stop);
     if (n->rk != NULL) {
         rd_kafka_destroy(n->rk);
+    }
+    /* After the stage stopped: the writer's commit hook uses it until then. */
+    if (n->positions != NULL) {
+        rd_kafka_destroy(n->positions);
     }
     shard_map_close(n->map);
     storage_close(n->st);

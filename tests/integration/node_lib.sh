@@ -1,0 +1,260 @@
+# Helpers for the integration scripts of the Kafka node (`dayshard run`), sourced after lib.sh:
+# a broker with a control fifo, nodes with a log file per run, producers (Python's kafka package,
+# kcat, `dayshard produce`), ground truth from `dayshard ingest`, bounded waits on counts.
+# Every background process started here is killed (with its children) when the script exits.
+# Not a test itself: CTest registers test_*.sh only.
+
+# The mock broker makes a new member of a group that lost its last member wait for
+# session.timeout.ms - 1000 ms, and keeps a kill -9'd member for session.timeout.ms: keep it short.
+NODE_X=(-X session.timeout.ms=6000 -X heartbeat.interval.ms=1000)
+DAYS=(--day 2026-01-01 --to 2026-01-28 --by day --json)
+BG_PIDS=()
+LOG_RUNS=0
+
+# kill_tree PID: PID and its descendants, by process id.
+kill_tree() {
+  local pid=$1 child
+  for child in $(pgrep -P "$pid" 2>/dev/null); do kill_tree "$child"; done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+node_cleanup() {
+  local pid
+  for pid in "${BG_PIDS[@]}"; do
+    { kill_tree "$pid"; wait "$pid"; } 2>/dev/null || true
+  done
+  if [[ $failures != 0 ]]; then
+    for log in "$WORK"/*.log; do
+      [[ -f $log ]] || continue
+      echo "---- last lines of $(basename "$log")" >&2
+      tail -n 15 "$log" >&2
+    done
+  fi
+  exec 3>&- 2>/dev/null || true
+  if [[ -n ${DS_KEEP:-} ]]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
+}
+trap node_cleanup EXIT
+
+die() {
+  fail "$*"
+  finish || true
+  exit 1
+}
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# start_broker [ARGS...]: a broker whose stdin is the fifo $WORK/ctl, kept open on fd 3 (for
+# control). Sets BOOT and BROKER_PID.
+start_broker() {
+  mkfifo "$WORK/ctl"
+  exec 3<>"$WORK/ctl"
+  "$DAYSHARD" broker "$@" <"$WORK/ctl" >"$WORK/broker.out" 2>"$WORK/broker.log" 3>&- &
+  BROKER_PID=$!
+  BG_PIDS+=("$BROKER_PID")
+  BOOT=""
+  for _ in $(seq 100); do
+    if [[ -s $WORK/broker.out ]] && [[ $(wc -l <"$WORK/broker.out") -ge 1 ]]; then
+      BOOT=$(head -n1 "$WORK/broker.out")
+      return 0
+    fi
+    sleep 0.1
+  done
+  die "the broker printed no bootstrap address"
+}
+
+# stop_broker: SIGTERM; expects exit 0 within 10 s.
+stop_broker() {
+  local rc
+  kill -TERM "$BROKER_PID" 2>/dev/null || true
+  (sleep 10 && kill -KILL "$BROKER_PID" 2>/dev/null) &
+  local watchdog=$!
+  set +e
+  wait "$BROKER_PID"
+  rc=$?
+  set -e
+  { kill "$watchdog"; wait "$watchdog"; } 2>/dev/null || true
+  expect_eq "broker: exit status after SIGTERM" 0 "$rc"
+}
+
+# control COMMAND: sends a fault command to the broker; expects "ok ..." within 5 s.
+control() {
+  local before answer=""
+  before=$(wc -l <"$WORK/broker.out")
+  echo "$1" >&3
+  for _ in $(seq 100); do
+    if (($(wc -l <"$WORK/broker.out") > before)); then
+      answer=$(sed -n "$((before + 1))p" "$WORK/broker.out")
+      break
+    fi
+    sleep 0.05
+  done
+  if [[ $answer == ok* ]]; then ok; else fail "broker command '$1': answer [$answer]"; fi
+}
+
+# start_node NAME DATA [GROUP [ARGS...]]: `dayshard run` in the background, its stderr in
+# $WORK/NAME.log (appended across runs, each run headed by a marker line). Sets NODE_PID.
+start_node() {
+  local name=$1 data=$2 group=${3:-it}
+  shift 3 || shift $#
+  LOG_RUNS=$((LOG_RUNS + 1))
+  echo "==== run $LOG_RUNS at $(date +%T.%N)" >>"$WORK/$name.log"
+  "$DAYSHARD" run --brokers "$BOOT" --topic orders --group "$group" --data "$data" \
+    "${NODE_X[@]}" "$@" </dev/null >/dev/null 2>>"$WORK/$name.log" 3>&- &
+  NODE_PID=$!
+  BG_PIDS+=("$NODE_PID")
+}
+
+# stop_node NAME PID: SIGTERM; expects exit 0 within 30 s (then a watchdog kills it).
+stop_node() {
+  local name=$1 pid=$2 rc
+  kill -TERM "$pid" 2>/dev/null || true
+  (sleep 30 && kill -KILL "$pid" 2>/dev/null) &
+  local watchdog=$!
+  set +e
+  wait "$pid"
+  rc=$?
+  set -e
+  kill "$watchdog" 2>/dev/null || true
+  wait "$watchdog" 2>/dev/null || true
+  expect_eq "node $name: exit status after SIGTERM" 0 "$rc"
+}
+
+# crash_node PID: kill -9 and reap.
+crash_node() {
+  kill -KILL "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
+
+# log_run_has NAME PATTERN: whether the current run's part of NAME's log matches PATTERN.
+log_run_has() {
+  awk '/^==== run /{buf=""} {buf = buf $0 "\n"} END{printf "%s", buf}' "$WORK/$1.log" |
+    grep -q -- "$2"
+}
+
+# wait_assigned NAME SECONDS: until the node's current run logs an assignment.
+wait_assigned() {
+  local deadline=$(($(now_ms) + $2 * 1000))
+  while (($(now_ms) < deadline)); do
+    log_run_has "$1" "kafka: assigned" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# ---- counts -----------------------------------------------------------------------------------
+
+# day_counts DIR...: "DAY=N" lines (non-zero days) summed over the data dirs (missing dirs: 0).
+day_counts() {
+  local dir
+  for dir in "$@"; do
+    if [[ -f $dir/MANIFEST ]]; then
+      "$DAYSHARD" count --data "$dir" "${DAYS[@]}" 2>/dev/null || echo '{"groups":[]}'
+    else
+      echo '{"groups":[]}'
+    fi
+  done | "$PY" -c '
+import json, sys, collections
+total = collections.Counter()
+for line in sys.stdin:
+    for g in json.loads(line).get("groups", []):
+        total[g["key"]] += g["count"]
+for day in sorted(total):
+    if total[day]:
+        print("%s=%d" % (day, total[day]))'
+}
+
+# total_of "DAY=N" lines on stdin.
+total_of() { awk -F= '{s += $2} END {print s + 0}'; }
+
+# truth FILE...: per-day counts of the files ingested with `dayshard ingest` (the ground truth).
+truth() {
+  local dir
+  dir=$(mktemp -d "$WORK/truth-XXXXXX")
+  cat "$@" | "$DAYSHARD" ingest --data "$dir" --json - >"$dir.json"
+  day_counts "$dir"
+  rm -rf "$dir"
+}
+
+# wait_counts WHAT EXPECTED SECONDS DIR...: polls until the total over DIR... reaches EXPECTED's
+# total (or SECONDS pass), waits 2 s more (no overshoot), then compares per-day counts.
+wait_counts() {
+  local what=$1 expected=$2 seconds=$3 want got deadline
+  shift 3
+  want=$(total_of <<<"$expected")
+  deadline=$(($(now_ms) + seconds * 1000))
+  while (($(now_ms) < deadline)); do
+    got=$(day_counts "$@" | total_of)
+    ((got >= want)) && break
+    sleep 0.5
+  done
+  sleep 2
+  got=$(day_counts "$@")
+  if [[ $got == "$expected" ]]; then
+    ok
+  else
+    fail "$what: per-day counts differ: total $(total_of <<<"$got"), expected $want; " \
+      "$(diff <(echo "$expected") <(echo "$got") | grep '^[<>]' | head -n 6 | tr '\n' ' ')"
+  fi
+}
+
+# ---- producers (each bounded by timeout) ------------------------------------------------------
+
+# py_produce FILE: each line a message value (key: the order id when the line has one).
+py_produce() {
+  timeout 60 "$PY" - "$BOOT" "$1" <<'EOF'
+import re, sys
+from kafka import KafkaProducer
+boot, path = sys.argv[1], sys.argv[2]
+p = KafkaProducer(bootstrap_servers=boot, acks="all", linger_ms=5, max_block_ms=20000,
+                  request_timeout_ms=20000, retries=0)
+futures = []
+with open(path, "rb") as f:
+    for line in f:
+        line = line.rstrip(b"\n")
+        m = re.search(rb'"order_id":\s*("?[^,"}]*"?)', line)
+        futures.append(p.send("orders", key=m.group(1) if m else None, value=line))
+p.flush(timeout=40)
+bad = sum(1 for f in futures if f.exception is not None)
+p.close(timeout=5)
+sys.exit(1 if bad else 0)
+EOF
+}
+
+# kcat_produce FILE [ARGS...]: each line a message value, unkeyed.
+kcat_produce() {
+  local file=$1
+  shift
+  timeout 60 kcat -b "$BOOT" -t orders -P -X enable.idempotence=true "$@" -l "$file"
+}
+
+# ds_produce FILE [ARGS...]: `dayshard produce`, which must ack every line.
+ds_produce() {
+  local file=$1 out
+  shift
+  out=$(timeout 120 "$DAYSHARD" produce --brokers "$BOOT" --topic orders --json "$@" "$file") ||
+    return 1
+  echo "dayshard produce: $out"
+  [[ $("$PY" -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["failed"])' "$out") == 0 ]]
+}
+
+# produce_paced FILE RATE [-X key=value...]: about RATE lines a second: `dayshard produce
+# --rate`, or, while that is not available, kcat on chunks of a tenth of a second's worth.
+produce_paced() {
+  local file=$1 rate=$2 chunk
+  shift 2
+  if ds_produce_works; then
+    ds_produce "$file" --rate "$rate" "$@"
+    return
+  fi
+  chunk=$(mktemp -d "$WORK/chunks-XXXXXX")
+  split -l $((rate / 10 > 0 ? rate / 10 : 1)) "$file" "$chunk/c"
+  for c in "$chunk"/c*; do
+    kcat_produce "$c" "$@" || return 1
+    sleep 0.1
+  done
+}
+
+# Whether `dayshard produce` exists and works here (it is being written: fall back to kcat).
+ds_produce_works() {
+  "$DAYSHARD" produce --help >/dev/null 2>&1
+}

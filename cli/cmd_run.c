@@ -31,9 +31,11 @@ const char cmd_run_usage[] =
     "  --shards N             shard count for days seen for the first time (default 4)\n"
     "  --commit-interval-ms N group commit every N ms (default 100)\n"
     "  --io MODE              auto (default), uring or sync\n"
+    "  --dlq-topic T          also send every dead letter to topic T (keyed by partition)\n"
     "  -X key=value           a librdkafka property (SASL, TLS, ...); repeatable\n"
     "  --config FILE          Java-properties settings: kafka.* keys go to librdkafka; brokers,\n"
-    "                         topic, group, data, shards, commit-interval-ms set the options\n"
+    "                         topic, group, data, dlq-topic, shards, commit-interval-ms set\n"
+    "                         the options\n"
     "  --http HOST:PORT       the query service (arrives with issue 4; refused for now)\n"
     "  --help                 this text\n"
     "Logging: DS_LOG=info by default for this command.\n";
@@ -54,12 +56,12 @@ static void on_signal(int signo)
 
 static int set_option(struct run_args *a, const char *key, const char *value)
 {
-    static const char *const keys[] = {"brokers", "topic", "group", "data"};
+    static const char *const keys[] = {"brokers", "topic", "group", "data", "dlq-topic"};
     for (size_t i = 0; i < DS_ARRAY_LEN(keys); i++) {
         if (strcmp(key, keys[i]) == 0) {
             snprintf(a->owned[i], sizeof(a->owned[i]), "%s", value);
             const char **slot[] = {&a->node.brokers, &a->node.topic, &a->node.group,
-                                   &a->node.data_dir};
+                                   &a->node.data_dir, &a->node.dlq_topic};
             *slot[i] = a->owned[i];
             return 0;
         }
@@ -89,6 +91,7 @@ static int parse_one(struct run_args *a, int c, const char *value)
     case 't': return set_option(a, "topic", value);
     case 'g': return set_option(a, "group", value);
     case 'd': return set_option(a, "data", value);
+    case 'Q': return set_option(a, "dlq-topic", value);
     case 's': return set_option(a, "shards", value);
     case 'c': return set_option(a, "commit-interval-ms", value);
     case 'X': return ingest_kafka_props_add(&a->props, value);
@@ -110,6 +113,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
                                             {"topic", required_argument, NULL, 't'},
                                             {"group", required_argument, NULL, 'g'},
                                             {"data", required_argument, NULL, 'd'},
+                                            {"dlq-topic", required_argument, NULL, 'Q'},
                                             {"shards", required_argument, NULL, 's'},
                                             {"commit-interval-ms", required_argument, NULL, 'c'},
                                             {"io", required_argument, NULL, 'i'},

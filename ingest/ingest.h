@@ -263,6 +263,7 @@ struct ingest_node_config {
     const struct ingest_kafka_props *props; /* may be NULL */
     uint32_t commit_interval_ms;            /* group commit (and Kafka offset commit) cadence */
     uint32_t status_interval_ms;            /* how often the consumer lag is logged */
+    const char *dlq_topic; /* also send dead letters to this topic (NULL: the file only) */
 };
 void ingest_node_config_defaults(struct ingest_node_config *cfg);
 

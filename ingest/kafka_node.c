@@ -45,6 +45,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ingest/kafka_dlq.h"
 #include "ingest/stage.h"
 
 #define CONSUME_BATCH 1024u
@@ -59,8 +60,11 @@
 #define RELEASE_COMMIT_ATTEMPTS 5
 #define RELEASE_COMMIT_PAUSE_NS 100000000L
 #define POSITIONS_GROUP_SUFFIX ".dayshard-positions"
+/* How long a commit waits for the dead-letter topic to acknowledge its copies. */
+#define DLQ_FLUSH_TIMEOUT_MS 10000
 
 struct node {
+    struct kafka_dlq *dlq; /* --dlq-topic, or NULL; used by the writer thread */
     const struct ingest_node_config *cfg;
     struct ingest_node_stats *stats;
     rd_kafka_t *rk;
@@ -124,9 +128,23 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 }
 
 /* Writer thread, after each durable commit: publish positions, commit them to Kafka. */
+/* Writer thread: a dead-letter record also goes to the dead-letter topic. */
+static void on_reject(const char *record, size_t len, int32_t partition, void *user)
+{
+    struct node *n = user;
+    kafka_dlq_send(n->dlq, record, len, partition);
+}
+
 static void on_commit(struct storage *st, void *user)
 {
     struct node *n = user;
+    if (n->dlq != NULL) {
+        /* The file holds every dead letter durably already; the topic is its copy. Waiting here
+         * keeps the group's offsets behind the copies the topic acknowledged, unless the topic
+         * is unreachable for the whole wait (then the failure is logged and the file rules). */
+        int flushed = kafka_dlq_flush(n->dlq, DLQ_FLUSH_TIMEOUT_MS);
+        (void)flushed;
+    }
     int seen = atomic_load(&n->partitions_seen);
     rd_kafka_topic_partition_list_t *list = NULL;
     for (int p = 0; p < seen; p++) {
@@ -540,7 +558,12 @@ static int run(struct node *n, const volatile int *stop)
                                 .commit_interval_ms = n->cfg->commit_interval_ms,
                                 .commit_events = 1u << 20,
                                 .on_commit = on_commit,
-                                .on_commit_user = n};
+                                .on_commit_user = n,
+                                .on_reject = n->cfg->dlq_topic != NULL ? on_reject : NULL,
+                                .on_reject_user = n};
+    if (rc == 0 && n->cfg->dlq_topic != NULL) {
+        rc = kafka_dlq_create(n->cfg->brokers, n->cfg->dlq_topic, n->cfg->props, &n->dlq);
+    }
     rc = rc == 0 ? create_positions(n) : rc;
     rc = rc == 0 ? create_consumer(n) : rc;
     rc = rc == 0 ? stage_start(&n->stage, &scfg) : rc;
@@ -575,6 +598,7 @@ int ingest_node_run(const struct ingest_node_config *cfg, struct ingest_node_sta
     n->cfg = cfg;
     n->stats = stats;
     int rc = run(n, stop);
+    kafka_dlq_destroy(n->dlq);
     if (n->rk != NULL) {
         rd_kafka_destroy(n->rk);
     }

@@ -1,0 +1,23 @@
+/*
+ * Private to ingest/: the dead-letter topic of a node (`dayshard run --dlq-topic T`). Every
+ * dead-letter record written to the file is also produced to T, keyed by the source partition;
+ * before the node commits Kafka offsets it flushes these, so an offset never advances past a
+ * bad event whose copy the topic has not acknowledged. All calls come from the writer thread.
+ */
+#ifndef DS_INGEST_KAFKA_DLQ_H
+#define DS_INGEST_KAFKA_DLQ_H
+
+#include "ingest/ingest.h"
+
+struct kafka_dlq;
+
+DS_MUST_USE int kafka_dlq_create(const char *brokers, const char *topic,
+                                 const struct ingest_kafka_props *props, struct kafka_dlq **out);
+/* Queues one record (copied). */
+void kafka_dlq_send(struct kafka_dlq *q, const char *record, size_t len, int32_t partition);
+/* Waits up to timeout_ms for every queued record; returns 0 when all were acknowledged since
+ * the last call, else -DS_EKAFKA (the failures are logged with their count). */
+DS_MUST_USE int kafka_dlq_flush(struct kafka_dlq *q, int timeout_ms);
+void kafka_dlq_destroy(struct kafka_dlq *q);
+
+#endif /* DS_INGEST_KAFKA_DLQ_H */

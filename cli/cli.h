@@ -50,6 +50,13 @@ int cli_help(const char *usage);
 #define CLI_OPTION_NAME_SIZE 64
 const char *cli_option_name(const struct option *options, int c, char *dst);
 
+/* One generator option by its getopt value: 'n' --events, 'p' --profile, 's' --seed,
+ * 'f' --first-day, 'D' --days, 'c' --customers, 'b' --busy-fraction. Returns 0 or -DS_EUSAGE
+ * (an unknown c too). */
+struct ingest_workload_config;
+DS_MUST_USE int cli_parse_workload_option(int c, const char *value,
+                                          struct ingest_workload_config *cfg);
+
 /* Strict numeric and date parsing: the whole text must be consumed. Return 0 or -DS_EUSAGE. */
 DS_MUST_USE int cli_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out);
 DS_MUST_USE int cli_parse_day(const char *text, int32_t *day);

@@ -25,52 +25,6 @@ const char cmd_generate_usage[] =
     "  --busy-fraction F share of events on the busy day 2026-01-21 (busy-day; default 0.3)\n"
     "  --help            this text\n";
 
-static int parse_profile(const char *text, enum ingest_profile *out)
-{
-    static const char *const names[] = {"uniform", "busy-day", "hot-customer"};
-    for (size_t i = 0; i < DS_ARRAY_LEN(names); i++) {
-        if (strcmp(text, names[i]) == 0) {
-            *out = (enum ingest_profile)i;
-            return 0;
-        }
-    }
-    return -DS_EUSAGE;
-}
-
-static int parse_fraction(const char *text, double *out)
-{
-    char *end = NULL;
-    double v = strtod(text, &end);
-    if (end == text || *end != '\0' || !(v >= 0.0 && v <= 1.0)) {
-        return -DS_EUSAGE;
-    }
-    *out = v;
-    return 0;
-}
-
-static int parse_option(int c, const char *value, struct ingest_workload_config *cfg)
-{
-    uint64_t n = 0;
-    int32_t day = 0;
-    int rc = -DS_EUSAGE;
-    switch (c) {
-    case 'n': rc = cli_parse_u64(value, 0, UINT64_MAX / 2, &cfg->events); break;
-    case 'p': rc = parse_profile(value, &cfg->profile); break;
-    case 's': rc = cli_parse_u64(value, 0, UINT64_MAX, &cfg->seed); break;
-    case 'f':
-        rc = cli_parse_day(value, &day);
-        cfg->first_day = day;
-        break;
-    case 'D':
-        rc = cli_parse_u64(value, 1, 3660, &n);
-        cfg->days = (uint32_t)n;
-        break;
-    case 'c': rc = cli_parse_u64(value, 1, 1ull << 40, &cfg->customers); break;
-    case 'b': rc = parse_fraction(value, &cfg->busy_fraction); break;
-    }
-    return rc;
-}
-
 int cmd_generate(int argc, char **argv)
 {
     static const struct option options[] = {{"events", required_argument, NULL, 'n'},
@@ -95,7 +49,7 @@ int cmd_generate(int argc, char **argv)
             return cli_error("generate", CLI_USAGE, "unknown or incomplete option '%s'",
                              argv[optind - 1]);
         }
-        if (parse_option(c, optarg, &cfg) != 0) {
+        if (cli_parse_workload_option(c, optarg, &cfg) != 0) {
             return cli_error("generate", CLI_USAGE, "bad value '%s' for %s", optarg,
                              cli_option_name(options, c, name));
         }

@@ -73,53 +73,6 @@ static void on_signal(int signo)
     }
 }
 
-static int parse_profile(const char *text, enum ingest_profile *out)
-{
-    static const char *const names[] = {"uniform", "busy-day", "hot-customer"};
-    for (size_t i = 0; i < DS_ARRAY_LEN(names); i++) {
-        if (strcmp(text, names[i]) == 0) {
-            *out = (enum ingest_profile)i;
-            return 0;
-        }
-    }
-    return -DS_EUSAGE;
-}
-
-static int parse_fraction(const char *text, double *out)
-{
-    char *end = NULL;
-    double v = strtod(text, &end);
-    if (end == text || *end != '\0' || !(v >= 0.0 && v <= 1.0)) {
-        return -DS_EUSAGE;
-    }
-    *out = v;
-    return 0;
-}
-
-/* The generator options, as `dayshard generate` takes them. Returns 0 or -DS_EUSAGE. */
-static int parse_workload(int c, const char *value, struct ingest_workload_config *w)
-{
-    uint64_t n = 0;
-    int32_t day = 0;
-    int rc = -DS_EUSAGE;
-    switch (c) {
-    case 'n': rc = cli_parse_u64(value, 0, UINT64_MAX / 2, &w->events); break;
-    case 'p': rc = parse_profile(value, &w->profile); break;
-    case 's': rc = cli_parse_u64(value, 0, UINT64_MAX, &w->seed); break;
-    case 'f':
-        rc = cli_parse_day(value, &day);
-        w->first_day = day;
-        break;
-    case 'D':
-        rc = cli_parse_u64(value, 1, 3660, &n);
-        w->days = (uint32_t)n;
-        break;
-    case 'c': rc = cli_parse_u64(value, 1, 1ull << 40, &w->customers); break;
-    case 'b': rc = parse_fraction(value, &w->busy_fraction); break;
-    }
-    return rc;
-}
-
 /* Options that are not generator options. Returns 0, -DS_EUSAGE, or a negated errno (a
  * --config file that cannot be read). */
 static int parse_option(int c, const char *value, struct produce_args *a,
@@ -174,7 +127,7 @@ static int parse_args(int argc, char **argv, struct produce_args *a,
         int rc = 0;
         if (strchr(generator_options, c) != NULL) {
             a->first_generator_option = name;
-            rc = parse_workload(c, optarg, &a->cfg.workload);
+            rc = cli_parse_workload_option(c, optarg, &a->cfg.workload);
         } else {
             rc = parse_option(c, optarg, a, props);
         }

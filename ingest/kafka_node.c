@@ -55,10 +55,13 @@
 /* How often the consumer thread commits the durable positions of its partitions again: an
  * asynchronous commit that failed is otherwise not retried until more data arrives. */
 #define COMMIT_REFRESH_INTERVAL_NS (1000u * 1000000u)
-/* Attempts and pause for the positions commit at revocation: together well under the
- * rebalance timeout, which the revocation callback must not exceed. */
-#define RELEASE_COMMIT_ATTEMPTS 5
-#define RELEASE_COMMIT_PAUSE_NS 100000000L
+/* Bounds of the commits at revocation: the group's, once, and the positions group's, retried
+ * until the deadline. A synchronous rd_kafka_commit waits out session.timeout.ms for an
+ * unreachable coordinator (40 s to stop a node whose broker was gone, measured with five
+ * attempts), and the revocation callback holds up the rebalance and the node's exit. */
+#define RELEASE_GROUP_COMMIT_TIMEOUT_MS 2000
+#define RELEASE_POSITIONS_DEADLINE_MS 3000
+#define RELEASE_COMMIT_PAUSE_MS 100
 #define POSITIONS_GROUP_SUFFIX ".dayshard-positions"
 /* How long a commit waits for the dead-letter topic to acknowledge its copies. */
 #define DLQ_FLUSH_TIMEOUT_MS 10000
@@ -127,7 +130,6 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
     ds_log_warn("kafka: %s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
 }
 
-/* Writer thread, after each durable commit: publish positions, commit them to Kafka. */
 /* Writer thread: a dead-letter record also goes to the dead-letter topic. */
 static void on_reject(const char *record, size_t len, int32_t partition, void *user)
 {
@@ -135,6 +137,7 @@ static void on_reject(const char *record, size_t len, int32_t partition, void *u
     kafka_dlq_send(n->dlq, record, len, partition);
 }
 
+/* Writer thread, after each durable commit: publish positions, commit them to Kafka. */
 static void on_commit(struct storage *st, void *user)
 {
     struct node *n = user;
@@ -248,17 +251,46 @@ static void choose_offsets(struct node *n, rd_kafka_topic_partition_list_t *part
     rd_kafka_topic_partition_list_destroy(handed);
 }
 
-/* The positions group's commit at revocation, retried a few times: the next owner starts
+/* Commits list through rk and waits at most timeout_ms for the answer: the commit's error (or
+ * the first partition's), or RD_KAFKA_RESP_ERR__TIMED_OUT (the commit may still land later). */
+static rd_kafka_resp_err_t
+commit_bounded(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *list, int timeout_ms)
+{
+    ASSERT(timeout_ms > 0);
+    rd_kafka_queue_t *queue = rd_kafka_queue_new(rk);
+    rd_kafka_resp_err_t err = rd_kafka_commit_queue(rk, list, queue, NULL, NULL);
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(queue, timeout_ms);
+        err = ev != NULL ? rd_kafka_event_error(ev) : RD_KAFKA_RESP_ERR__TIMED_OUT;
+        const rd_kafka_topic_partition_list_t *done =
+            ev != NULL ? rd_kafka_event_topic_partition_list(ev) : NULL;
+        for (int i = 0; err == RD_KAFKA_RESP_ERR_NO_ERROR && done != NULL && i < done->cnt; i++) {
+            err = done->elems[i].err;
+        }
+        if (ev != NULL) {
+            rd_kafka_event_destroy(ev);
+        }
+    }
+    rd_kafka_queue_destroy(queue);
+    return err;
+}
+
+/* The positions group's commit at revocation, retried until a deadline: the next owner starts
  * from it. */
 static void commit_positions_sync(struct node *n, const rd_kafka_topic_partition_list_t *list)
 {
-    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
-    for (int attempt = 1; attempt <= RELEASE_COMMIT_ATTEMPTS; attempt++) {
-        err = rd_kafka_commit(n->positions, list, 0);
+    uint64_t deadline = ds_clock_ns() + (uint64_t)RELEASE_POSITIONS_DEADLINE_MS * 1000000u;
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+    for (;;) { /* bounded by the deadline */
+        uint64_t now = ds_clock_ns();
+        if (now >= deadline) {
+            break;
+        }
+        err = commit_bounded(n->positions, list, (int)((deadline - now) / 1000000u) + 1);
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
             return;
         }
-        struct timespec pause = {.tv_sec = 0, .tv_nsec = RELEASE_COMMIT_PAUSE_NS};
+        struct timespec pause = {.tv_sec = 0, .tv_nsec = RELEASE_COMMIT_PAUSE_MS * 1000000L};
         nanosleep(&pause, NULL);
     }
     ds_log_warn("kafka: positions commit at revocation: %s (the data is durable here; the next "
@@ -292,10 +324,12 @@ static void release_partitions(struct node *n, rd_kafka_topic_partition_list_t *
     }
     if (list->cnt > 0) {
         rd_kafka_resp_err_t err =
-            lost ? RD_KAFKA_RESP_ERR__ASSIGNMENT_LOST : rd_kafka_commit(n->rk, list, 0);
+            lost ? RD_KAFKA_RESP_ERR__ASSIGNMENT_LOST
+                 : commit_bounded(n->rk, list, RELEASE_GROUP_COMMIT_TIMEOUT_MS);
         if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-            ds_log_warn("kafka: offset commit at revocation: %s (the positions group has them)",
-                        rd_kafka_err2str(err));
+            ds_log_warn(
+                "kafka: offset commit at revocation: %s (the positions group is committed next)",
+                rd_kafka_err2str(err));
         }
         commit_positions_sync(n, list);
     }

@@ -1,14 +1,13 @@
 # Helpers for the integration scripts of the Kafka node (`dayshard run`), sourced after lib.sh:
 # a broker with a control fifo, nodes with a log file per run, producers (Python's kafka package,
 # kcat, `dayshard produce`), ground truth from `dayshard ingest`, bounded waits on counts.
-# Every background process started here is killed (with its children) when the script exits.
+# Every background job still running is killed (with its children) when the script exits.
 # Not a test itself: CTest registers test_*.sh only.
 
 # The mock broker makes a new member of a group that lost its last member wait for
 # session.timeout.ms - 1000 ms, and keeps a kill -9'd member for session.timeout.ms: keep it short.
 NODE_X=(-X session.timeout.ms=6000 -X heartbeat.interval.ms=1000)
 DAYS=(--day 2026-01-01 --to 2026-01-28 --by day --json)
-BG_PIDS=()
 LOG_RUNS=0
 
 # kill_tree PID: PID and its descendants, by process id.
@@ -18,9 +17,12 @@ kill_tree() {
   kill -KILL "$pid" 2>/dev/null || true
 }
 
+# shellcheck disable=SC2154 # failures is lib.sh's
 node_cleanup() {
   local pid
-  for pid in "${BG_PIDS[@]}"; do
+  # This shell's unreaped jobs only: the id of a job already waited for may belong to another
+  # process by now.
+  for pid in $(jobs -p); do
     { kill_tree "$pid"; wait "$pid"; } 2>/dev/null || true
   done
   if [[ $failures != 0 ]]; then
@@ -42,6 +44,8 @@ die() {
 }
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
+# note TEXT: a progress line with the time, for the CTest log.
+note() { echo "$(date +%T) $*"; }
 
 # start_broker [ARGS...]: a broker whose stdin is the fifo $WORK/ctl, kept open on fd 3 (for
 # control). Sets BOOT and BROKER_PID.
@@ -50,7 +54,6 @@ start_broker() {
   exec 3<>"$WORK/ctl"
   "$DAYSHARD" broker "$@" <"$WORK/ctl" >"$WORK/broker.out" 2>"$WORK/broker.log" 3>&- &
   BROKER_PID=$!
-  BG_PIDS+=("$BROKER_PID")
   BOOT=""
   for _ in $(seq 100); do
     if [[ -s $WORK/broker.out ]] && [[ $(wc -l <"$WORK/broker.out") -ge 1 ]]; then
@@ -66,13 +69,13 @@ start_broker() {
 stop_broker() {
   local rc
   kill -TERM "$BROKER_PID" 2>/dev/null || true
-  (sleep 10 && kill -KILL "$BROKER_PID" 2>/dev/null) &
+  (sleep 10 && kill -KILL "$BROKER_PID") </dev/null >/dev/null 2>&1 &
   local watchdog=$!
   set +e
   wait "$BROKER_PID"
   rc=$?
   set -e
-  { kill "$watchdog"; wait "$watchdog"; } 2>/dev/null || true
+  { kill_tree "$watchdog"; wait "$watchdog"; } 2>/dev/null || true
   expect_eq "broker: exit status after SIGTERM" 0 "$rc"
 }
 
@@ -100,22 +103,23 @@ start_node() {
   echo "==== run $LOG_RUNS at $(date +%T.%N)" >>"$WORK/$name.log"
   "$DAYSHARD" run --brokers "$BOOT" --topic orders --group "$group" --data "$data" \
     "${NODE_X[@]}" "$@" </dev/null >/dev/null 2>>"$WORK/$name.log" 3>&- &
+  # shellcheck disable=SC2034 # read by the scripts
   NODE_PID=$!
-  BG_PIDS+=("$NODE_PID")
 }
 
 # stop_node NAME PID: SIGTERM; expects exit 0 within 30 s (then a watchdog kills it).
 stop_node() {
   local name=$1 pid=$2 rc
   kill -TERM "$pid" 2>/dev/null || true
-  (sleep 30 && kill -KILL "$pid" 2>/dev/null) &
+  # The watchdog keeps no descriptor of ours open (an orphaned sleep holding the script's
+  # stdout would make CTest wait for it) and is killed with its sleep.
+  (sleep 30 && kill -KILL "$pid") </dev/null >/dev/null 2>&1 &
   local watchdog=$!
   set +e
   wait "$pid"
   rc=$?
   set -e
-  kill "$watchdog" 2>/dev/null || true
-  wait "$watchdog" 2>/dev/null || true
+  { kill_tree "$watchdog"; wait "$watchdog"; } 2>/dev/null || true
   expect_eq "node $name: exit status after SIGTERM" 0 "$rc"
 }
 
@@ -227,12 +231,13 @@ kcat_produce() {
   timeout 60 kcat -b "$BOOT" -t orders -P -X enable.idempotence=true "$@" -l "$file"
 }
 
-# ds_produce FILE [ARGS...]: `dayshard produce`, which must ack every line.
+# ds_produce FILE [ARGS...]: `dayshard produce`, which must ack every line within
+# PRODUCE_SECONDS (default 120).
 ds_produce() {
   local file=$1 out
   shift
-  out=$(timeout 120 "$DAYSHARD" produce --brokers "$BOOT" --topic orders --json "$@" "$file") ||
-    return 1
+  out=$(timeout "${PRODUCE_SECONDS:-120}" "$DAYSHARD" produce --brokers "$BOOT" --topic orders \
+    --json "$@" "$file") || return 1
   echo "dayshard produce: $out"
   [[ $("$PY" -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["failed"])' "$out") == 0 ]]
 }
@@ -243,7 +248,7 @@ produce_paced() {
   local file=$1 rate=$2 chunk
   shift 2
   if ds_produce_works; then
-    ds_produce "$file" --rate "$rate" "$@"
+    PRODUCE_SECONDS=$(($(wc -l <"$file") / rate + 60)) ds_produce "$file" --rate "$rate" "$@"
     return
   fi
   chunk=$(mktemp -d "$WORK/chunks-XXXXXX")
@@ -252,6 +257,20 @@ produce_paced() {
     kcat_produce "$c" "$@" || return 1
     sleep 0.1
   done
+}
+
+# topic_messages: how many messages the topic holds (the sum of its partitions' high
+# watermarks: the mock's offsets start at 0 and have no gaps while retention keeps everything).
+topic_messages() {
+  timeout 30 "$PY" - "$BOOT" <<'EOF'
+import sys
+from kafka import KafkaConsumer, TopicPartition
+c = KafkaConsumer(bootstrap_servers=sys.argv[1], request_timeout_ms=20000)
+parts = [TopicPartition("orders", p) for p in c.partitions_for_topic("orders")]
+low, high = c.beginning_offsets(parts), c.end_offsets(parts)
+c.close()
+print(sum(high[p] - low[p] for p in parts) if all(low[p] == 0 for p in parts) else -1)
+EOF
 }
 
 # Whether `dayshard produce` exists and works here (it is being written: fall back to kcat).

@@ -110,7 +110,7 @@ EOF
 }
 
 # ---- 1 and 2: one node, three producers, bad events ------------------------------------------
-start_broker
+start_broker --partitions 12
 DATA=$WORK/data
 start_node a "$DATA" it-run
 py_produce "$P1" || fail "python producer"

@@ -22,8 +22,9 @@ start_node a "$WORK/a" it-group
 A_PID=$NODE_PID
 wait_assigned a 30 || fail "node A: no assignment within 30 s"
 
-# Part 1 over ~6 s; B joins 1.5..3.5 s into it.
-produce_paced "$WORK/part1.jsonl" 5000 &
+# Part 1 over ~10 s; B joins 1..4 s into it, and the mock completes the rebalance about 5 s
+# later (it waits session.timeout.ms - 1000 for the members to rejoin): still mid-stream.
+produce_paced "$WORK/part1.jsonl" 3000 &
 producer=$!
 sleep "$((1 + RANDOM % 3)).$((RANDOM % 10))"
 start_node b "$WORK/b" it-group

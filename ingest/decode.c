@@ -40,6 +40,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "ingest/decode.h"
 #include "ingest/ingest.h"
 
 /* The bracket stack is one uint64_t; see the file comment. */
@@ -209,6 +210,24 @@ static size_t utf8_sequence_len(const unsigned char *p, const unsigned char *end
         return 3;
     }
     return avail >= 4 && (p[3] & 0xc0) == 0x80 ? 4 : 0;
+}
+
+bool decode_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    const unsigned char *end = p + len;
+    while (p < end) {
+        if (*p < 0x80) {
+            p++;
+            continue;
+        }
+        size_t n = utf8_sequence_len(p, end);
+        if (n == 0) {
+            return false;
+        }
+        p += n;
+    }
+    return true;
 }
 
 /* Four hex digits at p (p + 4 <= end checked by the caller) -> 0..0xffff, or -1. */
@@ -1271,6 +1290,54 @@ int ingest_decode(const char *json, size_t len, struct ds_event *event, struct i
     }
     error->reason = INGEST_OK;
     error->byte_offset = 0;
+    return 0;
+}
+
+/* The fast path of ingest_decode_order_id: the first member, when it is "order_id" spelled
+ * without escapes and its value is a valid id. */
+static bool order_id_first(struct decoder *d, struct ds_id *order_id)
+{
+    static const struct id_reasons reasons = {INGEST_BAD_ORDER_ID, INGEST_ORDER_ID_RANGE};
+    skip_blank(d);
+    if (d->p == d->end || *d->p != '{') {
+        return false;
+    }
+    d->p++;
+    d->depth = 1;
+    d->objects = 1;
+    skip_blank(d);
+    struct string_info info;
+    if (d->p == d->end || *d->p != '"' || string_scan(d, false, &info) != INGEST_OK ||
+        info.escaped || field_lookup(info.raw, info.len) != FIELD_ORDER_ID) {
+        return false;
+    }
+    skip_blank(d);
+    if (d->p == d->end || *d->p != ':') {
+        return false;
+    }
+    d->p++;
+    skip_blank(d);
+    return d->p != d->end && field_id(d, order_id, &reasons) == INGEST_OK;
+}
+
+int ingest_decode_order_id(const char *json, size_t len, struct ds_id *order_id)
+{
+    ASSERT(order_id != NULL);
+    ASSERT(json != NULL || len == 0);
+    if (len > 0 && len <= INGEST_EVENT_BYTES_MAX) {
+        struct ds_event scratch;
+        *order_id = (struct ds_id){.is_string = false};
+        struct decoder d = {.begin = json, .p = json, .end = json + len, .event = &scratch};
+        if (order_id_first(&d, order_id)) {
+            return 0;
+        }
+    }
+    struct ds_event event;
+    struct ingest_error error;
+    if (ingest_decode(json, len, &event, &error) != 0) {
+        return -EINVAL;
+    }
+    *order_id = event.order_id;
     return 0;
 }
 

@@ -68,6 +68,13 @@ struct ingest_error {
 DS_MUST_USE int ingest_decode(const char *json, size_t len, struct ds_event *event,
                               struct ingest_error *error);
 
+/* The order_id of one JSON event, for keying a Kafka message without decoding it all: when
+ * ingest_decode() accepts the input, this returns 0 with the same order_id. When the object's
+ * first member is a well-formed order_id it is taken without reading further (0 even if a later
+ * member is bad: a bad event's key does not matter); otherwise the whole event is decoded and
+ * -EINVAL returned when it is rejected. */
+DS_MUST_USE int ingest_decode_order_id(const char *json, size_t len, struct ds_id *order_id);
+
 /* "not_json", "missing_order_id", ...; "ok" for INGEST_OK. Never NULL. */
 const char *ingest_reason_name(enum ingest_reason reason);
 
@@ -112,6 +119,11 @@ void ingest_workload_destroy(struct ingest_workload *w);
 /* The next event; returns false when all cfg->events have been generated. Events come in
  * non-decreasing ts order, with order ids unique and increasing. */
 bool ingest_workload_next(struct ingest_workload *w, struct ds_event *event);
+/* Generates every event of cfg as JSON lines into out (`dayshard generate`, the demo, the
+ * benchmarks); adds the bytes written to *bytes when bytes is not NULL. Returns 0, a negated
+ * errno when a write failed, or ingest_workload_create's error. Does not close or flush out. */
+DS_MUST_USE int ingest_workload_write(const struct ingest_workload_config *cfg, FILE *out,
+                                      uint64_t *bytes);
 
 /* ---- the file pipeline --------------------------------------------------------------------- */
 

@@ -447,8 +447,8 @@ static bool produce_blank(const char *line, size_t len)
     return true;
 }
 
-/* Returns 1 with the next non-blank input line in *m (keyed when it decodes), 0 at the end or
- * when asked to stop, or a negated errno. */
+/* Returns 1 with the next non-blank input line in *m (keyed by its order_id when one can be
+ * read), 0 at the end or when asked to stop, or a negated errno. */
 static int produce_next_line(struct produce *p, struct produce_message *m)
 {
     const char *line = NULL;
@@ -465,11 +465,10 @@ static int produce_next_line(struct produce *p, struct produce_message *m)
     }
     *m = (struct produce_message){
         .value = line, .value_len = len, .line_number = p->input.line_number};
-    struct ds_event event;
-    struct ingest_error error;
-    if (ingest_decode(line, len, &event, &error) == 0) {
+    struct ds_id order_id;
+    if (ingest_decode_order_id(line, len, &order_id) == 0) {
         m->key = p->key;
-        m->key_len = produce_key_from_id(&event.order_id, p->key);
+        m->key_len = produce_key_from_id(&order_id, p->key);
     }
     return 1;
 }

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ingest/decode.h"
 #include "ingest/stage.h"
 
 /* Waiting for a ring backs off from 20 us to 1 ms: short enough that a busy pipeline hands
@@ -38,31 +39,6 @@ static void pause_briefly(long *wait_ns)
 }
 
 /* ---- dead letters -------------------------------------------------------------------------- */
-
-static bool utf8_valid(const uint8_t *s, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        uint8_t c = s[i];
-        size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        if (n == 0 || i + n > len || (n == 2 && c < 0xC2) || (n == 4 && c > 0xF4)) {
-            return false;
-        }
-        uint32_t cp = n == 1 ? c : (uint32_t)(c & (0x7F >> n));
-        for (size_t k = 1; k < n; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) {
-                return false;
-            }
-            cp = (cp << 6) | (s[i + k] & 0x3Fu);
-        }
-        if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-            (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
-            return false;
-        }
-        i += n;
-    }
-    return true;
-}
 
 /* A record under construction in the stage's fixed buffer. */
 struct record {
@@ -106,7 +82,7 @@ static void put_json_string(struct record *r, const char *text, size_t len)
 static void put_raw(struct record *r, const char *raw, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
-    if (utf8_valid((const uint8_t *)raw, len)) {
+    if (decode_utf8_valid(raw, len)) {
         put_text(r, ",\"raw\":");
         put_json_string(r, raw, len);
         return;

@@ -467,3 +467,28 @@ bool ingest_workload_next(struct ingest_workload *w, struct ds_event *event)
     workload_status_set(w, event);
     return true;
 }
+
+int ingest_workload_write(const struct ingest_workload_config *cfg, FILE *out, uint64_t *bytes)
+{
+    ASSERT(cfg != NULL);
+    ASSERT(out != NULL);
+    struct ingest_workload *w = NULL;
+    int rc = ingest_workload_create(cfg, &w);
+    if (rc != 0) {
+        return rc;
+    }
+    struct ds_event event;
+    char line[INGEST_JSON_LINE_BYTES_MAX + 1];
+    while (rc == 0 && ingest_workload_next(w, &event)) {
+        int n = ingest_event_format_json(&event, line, sizeof(line) - 1);
+        ASSERT(n > 0);
+        line[n] = '\n';
+        if (fwrite(line, 1, (size_t)n + 1, out) != (size_t)n + 1) {
+            rc = errno != 0 ? -errno : -EIO;
+        } else if (bytes != NULL) {
+            *bytes += (uint64_t)n + 1;
+        }
+    }
+    ingest_workload_destroy(w);
+    return rc;
+}

@@ -4,7 +4,8 @@
  * Any input: the decoder must not crash, read out of bounds or trip a sanitizer, and a rejection
  * must name a real reason at an offset inside the input. An accepted input: the canonical line
  * from ingest_event_format_json must decode to the identical event, and formatting that event
- * again must give the same bytes. Any broken property aborts, so libFuzzer keeps the input.
+ * again must give the same bytes, and ingest_decode_order_id (the producer's key) must return the
+ * same order_id. Any broken property aborts, so libFuzzer keeps the input.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -61,8 +62,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct ingest_error error;
     if (ingest_decode((const char *)data, size, &event, &error) != 0) {
         check_rejection(&error, size);
+        struct ds_id key;
+        (void)ingest_decode_order_id((const char *)data, size, &key); /* any answer, no crash */
         return 0;
     }
     check_round_trip(&event);
+    struct ds_id key;
+    if (ingest_decode_order_id((const char *)data, size, &key) != 0 ||
+        !id_equal(&key, &event.order_id)) {
+        abort();
+    }
     return 0;
 }

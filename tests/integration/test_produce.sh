@@ -101,17 +101,19 @@ cmp -s "$WORK/gen.sorted" "$WORK/py1.sorted" && ok ||
   fail "kafka-python: messages differ from generate ($(wc -l <"$WORK/py1.sorted") lines read)"
 expect_eq "kafka-python keys are order ids" 0 "$("$PY" "$WORK/check_keys.py" <"$WORK/py1.txt")"
 
-# A file and stdin: every non-blank line is sent verbatim (bad events unkeyed), blank skipped.
-printf '%s\n' 'not json at all' '{"order_id": "file-bad-1", "customer_id": 5}' \
+# A file and stdin: every non-blank line is sent verbatim, blank lines skipped. A bad event is
+# keyed by its order_id when that is its first member and valid (file-bad-2), else unkeyed.
+printf '%s\n' 'not json at all' '{"customer_id": 5, "order_id": "file-bad-1"}' \
   'stdin {garbage' '{"order_id": 1.5, "customer_id": 1, "ts": 0}' >"$WORK/bad.txt"
 {
   "$DAYSHARD" generate --events 50 --seed 7
   sed -n 1,2p "$WORK/bad.txt"
+  echo '{"order_id": "file-bad-2", "customer_id": 5}'
   printf '\n   \n'
   echo '{"order_id":"file-s-1","customer_id":"c-1","ts":"2026-01-21T10:00:00Z","amount":1.5}'
 } >"$WORK/file.jsonl"
 expect_exit "produce file" 0 produce --json "$WORK/file.jsonl"
-expect_eq "file sent/skipped" "53 2 53" \
+expect_eq "file sent/skipped" "54 2 54" \
   "$(json_get "$WORK/out" '"%d %d %d" % (d["sent"], d["skipped"], d["acked"])')"
 {
   "$DAYSHARD" generate --events 40 --seed 8

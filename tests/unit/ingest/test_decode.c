@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "common/common.h"
+#include "ingest/decode.h"
 #include "ingest/ingest.h"
 
 #define LIT(s) (s), (sizeof(s) - 1)
@@ -1465,6 +1466,73 @@ static void test_decode_round_trip_random_events_identical(void **state)
 
 /* ---- regressions ---------------------------------------------------------------------------- */
 
+/* The UTF-8 rule the dead-letter writer shares with the decoder. */
+static void test_decode_utf8_valid_rule(void **state)
+{
+    (void)state;
+    assert_true(decode_utf8_valid("", 0));
+    assert_true(decode_utf8_valid("plain \0 ascii", 13));
+    assert_true(decode_utf8_valid("\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 11));
+    assert_true(decode_utf8_valid("\xf4\x8f\xbf\xbf", 4));  /* U+10FFFF */
+    assert_false(decode_utf8_valid("\xc0\x80", 2));         /* overlong NUL */
+    assert_false(decode_utf8_valid("\xe0\x80\xaf", 3));     /* overlong */
+    assert_false(decode_utf8_valid("\xed\xa0\x80", 3));     /* surrogate */
+    assert_false(decode_utf8_valid("\xf4\x90\x80\x80", 4)); /* above U+10FFFF */
+    assert_false(decode_utf8_valid("ok \xe2\x82", 5));      /* truncated */
+    assert_false(decode_utf8_valid("\x80", 1));             /* lone continuation */
+    assert_false(decode_utf8_valid("\xff", 1));
+}
+
+/* The producer's key: the order_id, read from the first member when it is there, else from a
+ * full decode; a bad event gets a key only when its first member is a good order_id. */
+static void test_decode_order_id_matches_full_decode(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json;
+        int rc;
+        bool is_string;
+        int64_t value;
+        const char *text;
+    } cases[] = {
+        {"{\"order_id\":42,\"customer_id\":7,\"ts\":\"2026-01-21T10:00:00Z\"}", 0, false, 42, NULL},
+        {" { \"order_id\" : \"ord-9\" ,\"customer_id\":7,\"ts\":\"2026-01-21T10:00:00Z\"}", 0, true,
+         0, "ord-9"},
+        {"{\"customer_id\":7,\"ts\":\"2026-01-21T10:00:00Z\",\"order_id\":100}", 0, false, 100,
+         NULL},
+        {"{\"order\\u005fid\":5,\"customer_id\":7,\"ts\":\"2026-01-21T10:00:00Z\"}", 0, false, 5,
+         NULL},
+        {"{\"order_id\":5,\"customer_id\":7}", 0, false, 5, NULL}, /* bad event, good key */
+        {"{\"customer_id\":7,\"order_id\":5}", -EINVAL, false, 0, NULL},
+        {"{\"order_id\":0,\"customer_id\":7,\"ts\":\"2026-01-21T10:00:00Z\"}", -EINVAL, false, 0,
+         NULL},
+        {"{\"order_id\":1.5,\"customer_id\":7,\"ts\":\"2026-01-21T10:00:00Z\"}", -EINVAL, false, 0,
+         NULL},
+        {"{\"order_id\":\"\",\"customer_id\":7,\"ts\":\"2026-01-21T10:00:00Z\"}", -EINVAL, false, 0,
+         NULL},
+        {"[1,2]", -EINVAL, false, 0, NULL},
+        {"", -EINVAL, false, 0, NULL},
+        {"{\"order_id\":", -EINVAL, false, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct ds_id id;
+        int rc = ingest_decode_order_id(cases[i].json, strlen(cases[i].json), &id);
+        if (rc != cases[i].rc) {
+            print_error("case %zu: %s: rc %d, want %d\n", i, cases[i].json, rc, cases[i].rc);
+            fail();
+        }
+        if (rc == 0) {
+            assert_int_equal(id.is_string, cases[i].is_string);
+            if (id.is_string) {
+                assert_int_equal(id.len, strlen(cases[i].text));
+                assert_memory_equal(id.text, cases[i].text, id.len);
+            } else {
+                assert_int_equal(id.value, cases[i].value);
+            }
+        }
+    }
+}
+
 static void test_decode_regress_inputs_no_crash(void **state)
 {
     /* Inputs cut at every byte of a valid event never crash and never read past len. */
@@ -1528,6 +1596,8 @@ int main(void)
         cmocka_unit_test(test_decode_format_json_worst_case_fits),
         cmocka_unit_test(test_decode_round_trip_random_events_identical),
         cmocka_unit_test(test_decode_regress_inputs_no_crash),
+        cmocka_unit_test(test_decode_order_id_matches_full_decode),
+        cmocka_unit_test(test_decode_utf8_valid_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -658,6 +658,13 @@ static void diff_check(const char *json, size_t len, uint64_t seed, size_t index
     if (rc != 0 && error.byte_offset > len) {
         same = false;
     }
+    /* The producer's key: whatever the decoder accepts, ingest_decode_order_id must agree. */
+    struct ds_id key;
+    int key_rc = ingest_decode_order_id(json, len, &key);
+    if (rc == 0 && (key_rc != 0 || !id_equal(&key, &got.order_id))) {
+        print_error("ingest_decode_order_id disagrees with ingest_decode (rc %d)\n", key_rc);
+        same = false;
+    }
     if (!same) {
         print_input(json, len);
         print_error("DS_TEST_SEED=%" PRIu64 " case %zu: decoder %s (%s at %zu), oracle %s (%s)\n",

@@ -18,25 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench.h"
 #include "ingest/ingest.h"
 #include "query/query.h"
 #include "shard/shard.h"
 #include "storage/storage.h"
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a;
-    uint64_t y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
 
 struct latency {
     double p50_us, p99_us, max_us, cold_us;
@@ -71,7 +57,7 @@ static struct latency measure(const char *dir, const struct query_count_request 
         ASSERT(rc == 0 && res.count == *count_out);
         query_count_result_deinit(&res);
     }
-    qsort(ns, iterations, sizeof(*ns), cmp_u64);
+    qsort(ns, iterations, sizeof(*ns), bench_compare_u64);
     lat.p50_us = (double)ns[iterations / 2] / 1e3;
     lat.p99_us = (double)ns[iterations * 99 / 100] / 1e3;
     lat.max_us = (double)ns[iterations - 1] / 1e3;
@@ -221,6 +207,6 @@ int main(int argc, char **argv)
     printf("flatness: 1st-day count p50 at 1M stored %.2f us, at %llu stored %.2f us "
            "[target <= 100 us, flat]\n",
            at_first.p50_us, (unsigned long long)events, early_all.p50_us);
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    bench_remove_tree(dir);
     return 0;
 }

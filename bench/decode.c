@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench.h"
 #include "ingest/ingest.h"
 
 #define BENCH_EVENTS_DEFAULT 1000000u
@@ -79,20 +80,6 @@ static void bench_lines_build(struct bench_lines *lines, size_t count)
         at += bench_line(&rng, i, lines->text + at);
     }
     lines->offsets[count] = at;
-}
-
-static int bench_compare_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a;
-    uint64_t y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int bench_compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a;
-    double y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* One round over every line; batch_ns_per_event gets each batch's ns/event. Returns the round's

@@ -23,58 +23,12 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "bench/bench.h"
 #include "ingest/ingest.h"
 #include "shard/shard.h"
 #include "storage/storage.h"
 
 #define RUNS_MAX 15
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a;
-    double y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static uint64_t generate(const char *path, uint64_t events)
-{
-    struct ingest_workload_config cfg;
-    ingest_workload_defaults(&cfg);
-    cfg.profile = INGEST_PROFILE_BUSY_DAY;
-    cfg.events = events;
-    struct ingest_workload *w = NULL;
-    int rc = ingest_workload_create(&cfg, &w);
-    ASSERT(rc == 0);
-    FILE *out = fopen(path, "w");
-    ASSERT(out != NULL);
-    struct ds_event event;
-    char line[INGEST_JSON_LINE_BYTES_MAX + 1];
-    uint64_t bytes = 0;
-    while (ingest_workload_next(w, &event)) {
-        int n = ingest_event_format_json(&event, line, sizeof(line) - 1);
-        ASSERT(n > 0);
-        line[n] = '\n';
-        fwrite(line, 1, (size_t)n + 1, out);
-        bytes += (uint64_t)n + 1;
-    }
-    ingest_workload_destroy(w);
-    ASSERT(fclose(out) == 0);
-    return bytes;
-}
 
 /* Child: one ingest into data; writes "seconds accepted bytes_on_disk" to the pipe. */
 static void ingest_child(const char *input, const char *data, enum storage_io_mode io, int pipe_fd)
@@ -174,7 +128,7 @@ int main(int argc, char **argv)
     ASSERT(mkdtemp(dir) != NULL);
     char input[256];
     snprintf(input, sizeof(input), "%s/events.jsonl", dir);
-    uint64_t raw_bytes = generate(input, events);
+    uint64_t raw_bytes = bench_generate_busy_day(input, events);
     printf("bench_ingest_file: %llu busy-day events, %.1f MB of JSON (%.1f B/event), %d runs\n",
            (unsigned long long)events, (double)raw_bytes / 1e6, (double)raw_bytes / (double)events,
            runs);
@@ -213,12 +167,12 @@ int main(int argc, char **argv)
         printf("  run %d: ingest %.0f events/s (%.2f s), %.2f B/event on disk, peak RSS %.1f MiB; "
                "decode-only %.0f events/s\n",
                r + 1, rates[r], child_seconds, bytes_per_event[r], rss_mib[r], decode_rates[r]);
-        nftw(data, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        bench_remove_tree(data);
     }
     uint64_t z1 = zstd1_bytes(input);
-    double ingest = median(rates, runs);
-    double decode = median(decode_rates, runs);
-    double bpe = median(bytes_per_event, runs);
+    double ingest = bench_median(rates, runs);
+    double decode = bench_median(decode_rates, runs);
+    double bpe = bench_median(bytes_per_event, runs);
     double zbpe = (double)z1 / (double)events;
     printf("median ingest (durable): %.0f events/s   [target >= 1,000,000; aim 2,000,000]\n",
            ingest);
@@ -228,7 +182,7 @@ int main(int argc, char **argv)
            "(ratio %.2f)\n",
            bpe, zbpe, bpe / zbpe);
     printf("median peak RSS of the ingest process: %.1f MiB   [target <= 256]\n",
-           median(rss_mib, runs));
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+           bench_median(rss_mib, runs));
+    bench_remove_tree(dir);
     return 0;
 }

@@ -5,11 +5,16 @@
  * One run: start the embedded broker (12 partitions) and a node; once the node holds its
  * partitions, a producer sends the busy-day events of a generated file as fast as it can while
  * the node consumes; the clock stops when a reader of the data directory sees every event
- * durable. Consumer lag (messages behind the high watermarks) is sampled from the node every
- * 100 ms. Baseline in the same run: `dayshard ingest` of the same file (ingest_file_run) into a
- * fresh directory. Reported: medians over RUNS, the ratio, and lag p50/max.
+ * durable. The parts, in the same run: the producer alone (sending everything to a fresh
+ * broker before any node starts), then a node catching up that backlog alone. Consumer lag
+ * (messages behind the high watermarks) is sampled from the node every 100 ms. Baseline in the same
+ * run: `dayshard ingest` of the same file (ingest_file_run) into a fresh directory. Reported:
+ * medians over RUNS, the ratio, and lag p50/max.
  *
  * Usage: bench_kafka_e2e [events=1000000] [runs=3]
+ * Environment: DS_BENCH_TRACE=1 prints the durable count and the lag every 20 ms (stderr);
+ * DS_BENCH_PRODUCE_X / DS_BENCH_NODE_X=key=value pass one librdkafka property to the producer /
+ * the node.
  * The mock broker keeps ~5 MiB per partition: a node that fell far behind would lose events and
  * the run would time out (reported), so keep events modest.
  */
@@ -24,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench.h"
 #include "ingest/ingest.h"
 #include "query/query.h"
 #include "shard/shard.h"
@@ -45,27 +51,6 @@ struct e2e {
     atomic_bool produce_done;
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a;
-    double y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void sleep_ms(long ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
@@ -85,31 +70,6 @@ static void *producer_main(void *arg)
     e->produce_rc = ingest_produce_run(&e->produce, &e->produce_stats, NULL);
     atomic_store(&e->produce_done, true);
     return NULL;
-}
-
-static uint64_t generate(const char *path, uint64_t events)
-{
-    struct ingest_workload_config cfg;
-    ingest_workload_defaults(&cfg);
-    cfg.profile = INGEST_PROFILE_BUSY_DAY;
-    cfg.events = events;
-    struct ingest_workload *w = NULL;
-    ASSERT(ingest_workload_create(&cfg, &w) == 0);
-    FILE *out = fopen(path, "w");
-    ASSERT(out != NULL);
-    struct ds_event event;
-    char line[INGEST_JSON_LINE_BYTES_MAX + 1];
-    uint64_t n = 0;
-    while (ingest_workload_next(w, &event)) {
-        int len = ingest_event_format_json(&event, line, sizeof(line) - 1);
-        ASSERT(len > 0);
-        line[len] = '\n';
-        fwrite(line, 1, (size_t)len + 1, out);
-        n++;
-    }
-    ingest_workload_destroy(w);
-    ASSERT(fclose(out) == 0);
-    return n;
 }
 
 /* Events durable in dir, as a reader sees them (0 before the first commit). */
@@ -137,9 +97,19 @@ static uint64_t durable(struct storage **st, struct shard_map **map, const char 
     return count;
 }
 
-/* One end-to-end run; returns events/s, appends lag samples. */
-static double e2e_run(const char *dir, const char *input, uint64_t events, int run, double *lags,
-                      int *lag_count)
+/* What one run measures. */
+enum e2e_mode {
+    E2E_STREAM, /* the producer sends while the node consumes: the end-to-end figure */
+    E2E_BACKLOG /* the producer sends everything first, then the node catches up alone */
+};
+
+/* One run; returns events/s from the node's assignment to the last event durable (0 when events
+ * went missing), sets *cpu_us_per_event (CPU of the whole process over that time, per event)
+ * and, for a backlog run, *produce_rate (the producer alone, to its last delivery report);
+ * appends lag samples of streaming runs. */
+static double e2e_run(const char *dir, const char *input, uint64_t events, int run,
+                      enum e2e_mode mode, double *cpu_us_per_event, double *produce_rate,
+                      double *lags, int *lag_count)
 {
     struct ingest_broker_config bcfg;
     ingest_broker_config_defaults(&bcfg);
@@ -148,8 +118,12 @@ static double e2e_run(const char *dir, const char *input, uint64_t events, int r
     struct e2e *e = calloc(1, sizeof(*e));
     ASSERT(e != NULL);
     char data[256];
-    snprintf(data, sizeof(data), "%s/kafka%d", dir, run);
+    snprintf(data, sizeof(data), "%s/kafka%d-%d", dir, run, (int)mode);
     ASSERT(ingest_kafka_props_add(&e->props, "session.timeout.ms=6000") == 0);
+    const char *nx = getenv("DS_BENCH_NODE_X");
+    if (nx != NULL) {
+        ASSERT(ingest_kafka_props_add(&e->props, nx) == 0);
+    }
     ingest_node_config_defaults(&e->node);
     e->node.brokers = ingest_broker_bootstrap(broker);
     e->node.data_dir = data;
@@ -168,28 +142,44 @@ static double e2e_run(const char *dir, const char *input, uint64_t events, int r
     ASSERT(e->produce.input_fd >= 0);
     pthread_t node;
     pthread_t producer;
+    if (mode == E2E_BACKLOG) {
+        producer_main(e);
+        ASSERT(e->produce_rc == 0 && e->produce_stats.seconds > 0);
+        *produce_rate = (double)e->produce_stats.acked / e->produce_stats.seconds;
+    }
     ASSERT(pthread_create(&node, NULL, node_main, e) == 0);
     while (__atomic_load_n(&e->node_stats.rebalances, __ATOMIC_RELAXED) == 0) {
         sleep_ms(10); /* the group's first join takes the broker's ~3 s rebalance delay */
     }
     uint64_t t0 = ds_clock_ns();
-    ASSERT(pthread_create(&producer, NULL, producer_main, e) == 0);
+    double cpu0 = bench_cpu_seconds();
+    if (mode == E2E_STREAM) {
+        ASSERT(pthread_create(&producer, NULL, producer_main, e) == 0);
+    }
     struct storage *st = NULL;
     struct shard_map *map = NULL;
     uint64_t last_change = t0;
     uint64_t seen = 0;
+    bool trace = getenv("DS_BENCH_TRACE") != NULL; /* the durable count and lag every 20 ms */
     while (seen < events && ds_clock_ns() - last_change < 30ull * 1000000000u) {
         sleep_ms(20);
         uint64_t now = durable(&st, &map, data);
         last_change = now != seen ? ds_clock_ns() : last_change;
         seen = now;
         int64_t lag = __atomic_load_n(&e->node_stats.lag, __ATOMIC_RELAXED);
-        if (lag >= 0 && *lag_count < LAG_SAMPLES_MAX) {
+        if (trace) {
+            fprintf(stderr, "trace run %d: %6.0f ms durable %8llu lag %lld\n", run,
+                    (double)(ds_clock_ns() - t0) / 1e6, (unsigned long long)seen, (long long)lag);
+        }
+        if (mode == E2E_STREAM && lag >= 0 && *lag_count < LAG_SAMPLES_MAX) {
             lags[(*lag_count)++] = (double)lag;
         }
     }
     double seconds = (double)(ds_clock_ns() - t0) / 1e9;
-    pthread_join(producer, NULL);
+    *cpu_us_per_event = (bench_cpu_seconds() - cpu0) * 1e6 / (double)events;
+    if (mode == E2E_STREAM) {
+        pthread_join(producer, NULL);
+    }
     __atomic_store_n(&e->stop, 1, __ATOMIC_SEQ_CST);
     pthread_join(node, NULL);
     close(e->produce.input_fd);
@@ -246,37 +236,56 @@ int main(int argc, char **argv)
     ASSERT(mkdtemp(dir) != NULL);
     char input[256];
     snprintf(input, sizeof(input), "%s/events.jsonl", dir);
-    ASSERT(generate(input, events) == events);
+    bench_generate_busy_day(input, events);
     printf("bench_kafka_e2e: %llu busy-day events, %d runs, embedded broker with 12 partitions\n",
            (unsigned long long)events, runs);
     double kafka[RUNS_MAX];
+    double cpu[RUNS_MAX];
+    double backlog[RUNS_MAX];
+    double backlog_cpu[RUNS_MAX];
+    double produce[RUNS_MAX];
     double file[RUNS_MAX];
     double *lags = calloc(LAG_SAMPLES_MAX, sizeof(*lags));
     ASSERT(lags != NULL);
     int lag_count = 0;
     for (int r = 0; r < runs; r++) {
-        kafka[r] = e2e_run(dir, input, events, r, lags, &lag_count);
+        double unused = 0;
+        kafka[r] = e2e_run(dir, input, events, r, E2E_STREAM, &cpu[r], &unused, lags, &lag_count);
+        backlog[r] = e2e_run(dir, input, events, r, E2E_BACKLOG, &backlog_cpu[r], &produce[r], lags,
+                             &lag_count);
         file[r] = file_run(dir, input, r);
-        printf("  run %d: end to end %.0f events/s, file ingest %.0f events/s, ratio %.2f\n", r + 1,
-               kafka[r], file[r], file[r] > 0 ? kafka[r] / file[r] : 0.0);
+        printf("  run %d: end to end %.0f events/s (%.2f us CPU/event), file ingest %.0f "
+               "events/s, ratio %.2f; producer alone %.0f, node catching up alone %.0f "
+               "(%.2f us CPU/event)\n",
+               r + 1, kafka[r], cpu[r], file[r], file[r] > 0 ? kafka[r] / file[r] : 0.0, produce[r],
+               backlog[r], backlog_cpu[r]);
     }
-    double k = median(kafka, runs);
-    double f = median(file, runs);
+    double k = bench_median(kafka, runs);
+    double f = bench_median(file, runs);
+    double c = bench_median(cpu, runs);
+    double b = bench_median(backlog, runs);
+    double bc = bench_median(backlog_cpu, runs);
+    double p = bench_median(produce, runs);
     printf("median end to end (produce -> broker -> node -> durable): %.0f events/s   "
            "[target >= 500,000]\n",
            k);
+    printf("median CPU per event over the pipeline (producer, broker and node threads): %.2f us\n",
+           c);
     printf("median file ingest of the same events, same run: %.0f events/s; ratio %.2f   "
            "[target >= 0.5]\n",
            f, k / f);
+    printf("median of the parts, same runs: producer alone %.0f events/s; node catching up a "
+           "backlog alone %.0f events/s (%.2f us CPU/event), ratio to file ingest %.2f\n",
+           p, b, bc, b / f);
     if (lag_count > 0) {
         double max = 0;
         for (int i = 0; i < lag_count; i++) {
             max = lags[i] > max ? lags[i] : max;
         }
         printf("consumer lag over the runs (%d samples): median %.0f, max %.0f messages\n",
-               lag_count, median(lags, lag_count), max);
+               lag_count, bench_median(lags, lag_count), max);
     }
     free(lags);
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    bench_remove_tree(dir);
     return 0;
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "bench/bench.h"
 #include "ingest/ingest.h"
 
 #define BENCH_RUNS_MAX 15u
@@ -31,22 +32,6 @@ struct bench_run_result {
     double events_per_second;
     double cpu_us_per_event;
 };
-
-static int bench_compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a;
-    double y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double bench_cpu_seconds(void)
-{
-    struct rusage usage;
-    int rc = getrusage(RUSAGE_SELF, &usage);
-    ASSERT(rc == 0);
-    return (double)usage.ru_utime.tv_sec + (double)usage.ru_utime.tv_usec / 1e6 +
-           (double)usage.ru_stime.tv_sec + (double)usage.ru_stime.tv_usec / 1e6;
-}
 
 /* One run into a fresh topic of the mock cluster. */
 static struct bench_run_result bench_run(rd_kafka_mock_cluster_t *mock, unsigned run,

@@ -14,17 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench.h"
 #include "ingest/ingest.h"
 
 #define BENCH_RUNS 5u
 #define BENCH_EVENTS_DEFAULT 10000000ull
-
-static int bench_compare_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a;
-    uint64_t y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
 
 /* One run; returns elapsed nanoseconds and folds every event into *checksum so that nothing
  * is optimised away. */

@@ -61,25 +61,16 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
 
 static int generate_file(const struct demo *d, struct ingest_workload_config *cfg, uint64_t *bytes)
 {
-    struct ingest_workload *w = NULL;
-    int rc = ingest_workload_create(cfg, &w);
-    FILE *out = rc == 0 ? fopen(d->input, "w") : NULL;
-    if (rc != 0 || out == NULL) {
-        ingest_workload_destroy(w);
-        return rc != 0 ? rc : -errno;
+    FILE *out = fopen(d->input, "w");
+    if (out == NULL) {
+        return -errno;
     }
-    struct ds_event event;
-    char line[INGEST_JSON_LINE_BYTES_MAX + 1];
     *bytes = 0;
-    while (ingest_workload_next(w, &event)) {
-        int n = ingest_event_format_json(&event, line, sizeof(line) - 1);
-        ASSERT(n > 0);
-        line[n] = '\n';
-        fwrite(line, 1, (size_t)n + 1, out);
-        *bytes += (uint64_t)n + 1;
+    int rc = ingest_workload_write(cfg, out, bytes);
+    if (fclose(out) != 0 && rc == 0) {
+        rc = -errno;
     }
-    ingest_workload_destroy(w);
-    return fclose(out) == 0 ? 0 : -errno;
+    return rc;
 }
 
 static void bar(uint64_t value, uint64_t max, int width)

@@ -60,26 +60,13 @@ int cmd_generate(int argc, char **argv)
     if (cfg.profile == INGEST_PROFILE_BUSY_DAY && cfg.busy_day_index >= cfg.days) {
         cfg.busy_day_index = cfg.days / 2;
     }
-    struct ingest_workload *w = NULL;
     int rc = ingest_workload_config_check(&cfg);
-    if (rc == 0) {
-        rc = ingest_workload_create(&cfg, &w);
-    }
     if (rc != 0) {
-        return cli_error("generate", rc == -DS_EUSAGE ? CLI_USAGE : CLI_FAIL,
-                         "invalid workload: %s", ds_strerror(rc));
+        return cli_error("generate", CLI_USAGE, "invalid workload: %s", ds_strerror(rc));
     }
-    struct ds_event event;
-    char line[INGEST_JSON_LINE_BYTES_MAX + 1];
-    while (ingest_workload_next(w, &event)) {
-        int n = ingest_event_format_json(&event, line, sizeof(line) - 1);
-        ASSERT(n > 0);
-        line[n] = '\n';
-        if (fwrite(line, 1, (size_t)n + 1, stdout) != (size_t)n + 1) {
-            ingest_workload_destroy(w);
-            return cli_error("generate", CLI_FAIL, "write to stdout failed");
-        }
+    rc = ingest_workload_write(&cfg, stdout, NULL);
+    if (rc != 0) {
+        return cli_error("generate", CLI_FAIL, "cannot generate: %s", ds_strerror(rc));
     }
-    ingest_workload_destroy(w);
     return fflush(stdout) == 0 ? CLI_OK : cli_error("generate", CLI_FAIL, "write failed");
 }

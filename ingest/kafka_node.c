@@ -532,6 +532,19 @@ static int create_consumer(struct node *n)
     rc = rc == 0 ? conf_set(conf, "enable.auto.commit", "false") : rc;
     rc = rc == 0 ? conf_set(conf, "enable.auto.offset.store", "false") : rc;
     rc = rc == 0 ? conf_set(conf, "auto.offset.reset", "earliest") : rc;
+    /* A fetch that finds no new data waits at most this long. librdkafka's default (500 ms)
+     * stalls a node on the embedded broker, which holds an empty fetch for the whole wait even
+     * when data arrives meanwhile: 10 ms doubled end-to-end throughput there (bench_kafka_e2e,
+     * docs/ARCHITECTURE.md section 8). On real Kafka it costs ~100 idle fetches/s per broker. */
+    rc = rc == 0 ? conf_set(conf, "fetch.wait.max.ms", "10") : rc;
+    /* librdkafka 2.0.2 stops fetching while its queue holds queued.min.messages (counted over
+     * all partitions of the consumer queue) and looks again only after up to a second, even
+     * if the queue drained meanwhile: with the default (100,000, a seventh of a second of
+     * work here) the node idled most of each second while catching up. A million keeps the
+     * fetcher ahead (catch-up 675k -> 920k events/s, bench_kafka_e2e's bimodal 300k/600k
+     * runs gone); queued.max.messages.kbytes (64 MiB of payload) still bounds memory (peak
+     * RSS 75 -> 152 MiB while catching up). docs/ARCHITECTURE.md section 8. */
+    rc = rc == 0 ? conf_set(conf, "queued.min.messages", "1000000") : rc;
     char err[512] = "";
     if (rc == 0 && ingest_kafka_props_apply(n->cfg->props, conf, err, sizeof(err)) != 0) {
         ds_log_error("kafka: %s", err);

@@ -11,7 +11,7 @@ declare -A allowed=(
   [ingest]="common shard storage ingest"
   [query]="common shard storage query"
   [cli]="common shard storage ingest query cli"
-  [bench]="common shard storage ingest query"
+  [bench]="common shard storage ingest query bench"
   [tests]="common shard storage ingest query tests"
 )
 status=0

@@ -12,7 +12,6 @@
  * A block whose commit never completed can have valid CRCs; keeping it would duplicate events
  * that the source replays after the crash.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,69 +20,41 @@
 
 #include "storage/store.h"
 
-/* Counts segment files on disk that the manifest does not cover. */
-static uint64_t count_orphans_in(struct storage *st, const char *dir, int32_t day, uint32_t shard,
-                                 FILE *out)
+struct orphan_walk {
+    uint64_t orphans;
+    FILE *out;
+};
+
+/* The same names recovery treats as segments (store_walk_tree): anything else it leaves alone,
+ * so counting it here would make --repair unable to ever come clean. */
+static int orphan_entry(struct storage *st, const char *dir, const char *name, int32_t day,
+                        uint32_t shard, uint32_t segment_id, void *user)
 {
-    DIR *d = opendir(dir);
-    if (d == NULL) {
-        return 0;
-    }
+    struct orphan_walk *ow = user;
     const struct part *p = store_part_find(st, day, shard);
-    uint64_t orphans = 0;
-    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
-        uint32_t id = 0;
-        /* The same names recovery treats as segments: anything else it leaves alone, so
-         * counting it here would make --repair unable to ever come clean. */
-        if (!store_parse_segment_name(e->d_name, &id)) {
-            continue;
-        }
-        if (p == NULL || id > p->segment_id) {
-            orphans++;
-            if (out != NULL) {
-                fprintf(out, "%s/%s: segment no commit reached\n", dir, e->d_name);
-            }
+    if (p == NULL || segment_id > p->segment_id) {
+        ow->orphans++;
+        if (ow->out != NULL) {
+            fprintf(ow->out, "%s/%s: segment no commit reached\n", dir, name);
         }
     }
-    closedir(d);
-    return orphans;
+    return 0;
 }
 
+/* Counts segment files on disk that the manifest does not cover; a directory that cannot be
+ * read counts as one problem. */
 static uint64_t count_orphans(struct storage *st, FILE *out)
 {
-    char parts[DS_PATH_MAX];
-    store_path(st, "parts", parts);
-    DIR *days = opendir(parts);
-    if (days == NULL) {
-        return 0;
+    struct orphan_walk ow = {.orphans = 0, .out = out};
+    struct store_walk walk = {.segment = orphan_entry, .part_done = NULL, .user = &ow};
+    int rc = store_walk_tree(st, &walk);
+    if (rc != 0) {
+        if (out != NULL) {
+            fprintf(out, "%s/parts: cannot be read completely: %s\n", st->dir, ds_strerror(rc));
+        }
+        ow.orphans++;
     }
-    uint64_t orphans = 0;
-    for (struct dirent *e = readdir(days); e != NULL; e = readdir(days)) {
-        int32_t day = 0;
-        if (ds_date_parse(e->d_name, strlen(e->d_name), &day) != 0) {
-            continue;
-        }
-        char day_dir[DS_PATH_MAX];
-        if (snprintf(day_dir, sizeof(day_dir), "%s/%s", parts, e->d_name) >= (int)sizeof(day_dir)) {
-            continue;
-        }
-        DIR *shards = opendir(day_dir);
-        for (struct dirent *s = shards != NULL ? readdir(shards) : NULL; s != NULL;
-             s = readdir(shards)) {
-            uint32_t shard = 0;
-            if (!store_parse_shard_name(s->d_name, &shard)) {
-                continue;
-            }
-            char dir[DS_PATH_MAX];
-            store_part_dir(st, day, shard, dir);
-            orphans += count_orphans_in(st, dir, day, shard, out);
-        }
-        if (shards != NULL) {
-            closedir(shards);
-        }
-    }
-    closedir(days);
-    return orphans;
+    return ow.orphans;
 }
 
 static int verify(const char *dir, FILE *out, struct storage_fsck_report *report)

@@ -130,6 +130,70 @@ bool store_parse_shard_name(const char *name, uint32_t *shard)
     return true;
 }
 
+static int walk_part(struct storage *st, const struct store_walk *walk, const char *dir,
+                     int32_t day, uint32_t shard)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        return -errno;
+    }
+    int rc = 0;
+    for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
+        uint32_t id = 0;
+        if (store_parse_segment_name(e->d_name, &id)) {
+            rc = walk->segment(st, dir, e->d_name, day, shard, id, walk->user);
+        }
+    }
+    closedir(d);
+    return rc == 0 && walk->part_done != NULL ? walk->part_done(st, dir, day, shard, walk->user)
+                                              : rc;
+}
+
+static int walk_day(struct storage *st, const struct store_walk *walk, const char *dir, int32_t day)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        return -errno;
+    }
+    int rc = 0;
+    for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
+        uint32_t shard = 0;
+        if (!store_parse_shard_name(e->d_name, &shard)) {
+            continue;
+        }
+        char path[DS_PATH_MAX];
+        rc = snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) < (int)sizeof(path)
+                 ? walk_part(st, walk, path, day, shard)
+                 : -ENAMETOOLONG;
+    }
+    closedir(d);
+    return rc;
+}
+
+int store_walk_tree(struct storage *st, const struct store_walk *walk)
+{
+    ASSERT(walk != NULL && walk->segment != NULL);
+    char parts[DS_PATH_MAX];
+    store_path(st, "parts", parts);
+    DIR *d = opendir(parts);
+    if (d == NULL) {
+        return errno == ENOENT ? 0 : -errno;
+    }
+    int rc = 0;
+    for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
+        int32_t day = 0;
+        if (ds_date_parse(e->d_name, strlen(e->d_name), &day) != 0) {
+            continue;
+        }
+        char path[DS_PATH_MAX];
+        rc = snprintf(path, sizeof(path), "%s/%s", parts, e->d_name) < (int)sizeof(path)
+                 ? walk_day(st, walk, path, day)
+                 : -ENAMETOOLONG;
+    }
+    closedir(d);
+    return rc;
+}
+
 /* ---- the partition table ------------------------------------------------------------------- */
 
 static uint64_t part_hash(int32_t day, uint32_t shard)
@@ -294,8 +358,9 @@ static int storage_alloc(const struct storage_config *cfg, struct storage **out)
     st->table = calloc(st->table_capacity, sizeof(*st->table));
     st->parts = calloc(cfg->partitions_max, sizeof(*st->parts));
     st->touched = calloc(cfg->partitions_max, sizeof(*st->touched));
+    st->holding = calloc(cfg->partitions_max, sizeof(*st->holding));
     st->sources = calloc(STORAGE_SOURCES_MAX, sizeof(*st->sources));
-    int rc = (st->table && st->parts && st->touched && st->sources) ? 0 : -ENOMEM;
+    int rc = (st->table && st->parts && st->touched && st->holding && st->sources) ? 0 : -ENOMEM;
     if (rc == 0) {
         rc = block_codec_init(&st->codec, cfg->zstd_level);
     }
@@ -390,6 +455,7 @@ void storage_close(struct storage *st)
     free(st->table);
     free(st->parts);
     free(st->touched);
+    free(st->holding);
     free(st->sources);
     free(st);
 }

@@ -40,6 +40,7 @@ struct part {
     uint32_t write_segment_id; /* segment being written, 0 while none */
     uint64_t write_end;        /* bytes written to it, committed or not */
     bool touched;              /* in storage.touched since the last commit */
+    bool holding;              /* in storage.holding (has or recently had an open block) */
     bool recovered;            /* recovery found the committed current segment */
     struct open_block *ob;     /* events not yet sealed, or NULL */
     /* read side */
@@ -83,6 +84,10 @@ struct storage {
     uint32_t part_count;
     struct part **touched; /* partitions written since the last commit */
     uint32_t touched_count;
+    /* partitions that got an open block since they were last checked: a commit releases the
+     * blocks of those it did not touch, without scanning every partition */
+    struct part **holding;
+    uint32_t holding_count;
     struct source_state *sources; /* index = source partition + 1 */
 
     uint64_t seq;
@@ -113,6 +118,19 @@ void store_block_release(struct storage *st, struct open_block *ob);
  * shard number in plain decimal (no sign, no leading zero) below 65536. */
 bool store_parse_segment_name(const char *name, uint32_t *id);
 bool store_parse_shard_name(const char *name, uint32_t *shard);
+
+/* Walks parts/<day>/<shard>/ over the names the engine writes (other entries are left alone):
+ * segment() for each segment file, then part_done() (may be NULL) once per partition directory.
+ * Stops at the first nonzero return and returns it; a directory that cannot be read returns its
+ * -errno; a missing parts/ is an empty tree. Shared by recovery and fsck so that both see the
+ * same files. */
+struct store_walk {
+    int (*segment)(struct storage *st, const char *dir, const char *name, int32_t day,
+                   uint32_t shard, uint32_t segment_id, void *user);
+    int (*part_done)(struct storage *st, const char *dir, int32_t day, uint32_t shard, void *user);
+    void *user;
+};
+DS_MUST_USE int store_walk_tree(struct storage *st, const struct store_walk *walk);
 
 /* DIR/name for a short fixed name (MANIFEST, LOCK, parts). */
 void store_path(const struct storage *st, const char *name, char *dst);

@@ -13,7 +13,6 @@
  * Rejected: syncing segments and manifest in one flush with IOSQE_IO_DRAIN ordering. A drain
  * orders submission, not durability across files; the record could be durable before a block.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -241,6 +240,10 @@ static int part_open_block(struct storage *st, struct part *p)
     if (p->ob != NULL) {
         return 0;
     }
+    if (!p->holding) {
+        p->holding = true;
+        st->holding[st->holding_count++] = p;
+    }
     if (st->spare_count > 0) {
         p->ob = st->spare[--st->spare_count];
         return 0;
@@ -429,13 +432,22 @@ static int manifest_rotate(struct storage *st);
  * memory follows the partitions in use, not every partition ever written. */
 static void commit_done(struct storage *st, uint64_t record_bytes)
 {
-    for (uint32_t i = 0; i < st->part_count; i++) {
-        struct part *p = st->parts[i];
+    /* Idle partitions give their (empty) open blocks back; the rest keep theirs for the next
+     * commit interval. */
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < st->holding_count; i++) {
+        struct part *p = st->holding[i];
         if (p->ob != NULL && !p->touched) {
             store_block_release(st, p->ob);
             p->ob = NULL;
         }
+        if (p->ob != NULL) {
+            st->holding[kept++] = p;
+        } else {
+            p->holding = false;
+        }
     }
+    st->holding_count = kept;
     for (uint32_t i = 0; i < st->touched_count; i++) {
         struct part *p = st->touched[i];
         p->segment_id = p->write_segment_id;
@@ -600,80 +612,46 @@ static int recover_segment(const char *path, struct part *p, uint32_t id)
                : 0;
 }
 
-static int recover_part_dir(struct storage *st, const char *dir, int32_t day, uint32_t shard)
+/* Recovery state while walking the tree: whether the current partition directory lost a file
+ * (its directory entry removal must then be synced). */
+struct recover_walk {
+    bool removed;
+};
+
+static int recover_segment_entry(struct storage *st, const char *dir, const char *name, int32_t day,
+                                 uint32_t shard, uint32_t segment_id, void *user)
 {
-    DIR *d = opendir(dir);
-    if (d == NULL) {
-        return -errno;
-    }
+    struct recover_walk *rw = user;
     struct part *p = store_part_find(st, day, shard);
-    bool removed = false;
-    int rc = 0;
-    for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
-        uint32_t id = 0;
-        if (!store_parse_segment_name(e->d_name, &id)) {
-            continue;
-        }
-        char path[DS_PATH_MAX];
-        if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path)) {
-            rc = -ENAMETOOLONG;
-            break;
-        }
-        removed = removed || p == NULL || id > p->segment_id;
-        rc = recover_segment(path, p, id);
+    char path[DS_PATH_MAX];
+    if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path)) {
+        return -ENAMETOOLONG;
     }
-    closedir(d);
-    return rc == 0 && removed ? ds_fsync_dir(dir) : rc;
+    rw->removed = rw->removed || p == NULL || segment_id > p->segment_id;
+    return recover_segment(path, p, segment_id);
 }
 
-static int recover_day_dir(struct storage *st, const char *dir, int32_t day)
+static int recover_part_done(struct storage *st, const char *dir, int32_t day, uint32_t shard,
+                             void *user)
 {
-    DIR *d = opendir(dir);
-    if (d == NULL) {
-        return -errno;
-    }
-    int rc = 0;
-    for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
-        uint32_t shard = 0;
-        if (!store_parse_shard_name(e->d_name, &shard)) {
-            continue;
-        }
-        char path[DS_PATH_MAX];
-        if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path)) {
-            rc = -ENAMETOOLONG;
-            break;
-        }
-        rc = recover_part_dir(st, path, day, shard);
-    }
-    closedir(d);
-    return rc;
+    (void)st;
+    (void)day;
+    (void)shard;
+    struct recover_walk *rw = user;
+    bool removed = rw->removed;
+    rw->removed = false;
+    return removed ? ds_fsync_dir(dir) : 0;
 }
 
+/* Cuts every segment back to what the manifest committed; removes segments no commit reached.
+ * No parts/ at all is fine for an empty manifest; for committed partitions the missing segments
+ * are reported by store_recover as -DS_ECORRUPT, like any other loss. */
 static int recover_tree(struct storage *st)
 {
-    char parts[DS_PATH_MAX];
-    store_path(st, "parts", parts);
-    DIR *d = opendir(parts);
-    if (d == NULL) {
-        /* No parts/ at all: fine for an empty manifest; for committed partitions the missing
-         * segments are reported below (store_recover) as -DS_ECORRUPT, like any other loss. */
-        return errno == ENOENT ? 0 : -errno;
-    }
-    int rc = 0;
-    for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
-        int32_t day = 0;
-        if (ds_date_parse(e->d_name, strlen(e->d_name), &day) != 0) {
-            continue;
-        }
-        char path[DS_PATH_MAX];
-        if (snprintf(path, sizeof(path), "%s/%s", parts, e->d_name) >= (int)sizeof(path)) {
-            rc = -ENAMETOOLONG;
-            break;
-        }
-        rc = recover_day_dir(st, path, day);
-    }
-    closedir(d);
-    return rc;
+    struct recover_walk rw = {.removed = false};
+    struct store_walk walk = {
+        .segment = recover_segment_entry, .part_done = recover_part_done, .user = &rw};
+    return store_walk_tree(st, &walk);
 }
 
 static int create_manifest(struct storage *st)

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tests/support/events.h"
 #include "tests/support/fake_io.h"
 
 #define FAKE_IO_NONE UINT32_MAX
@@ -82,15 +83,6 @@ static uint32_t fake_io_file_find(const struct fake_io *f, const char *path)
         }
     }
     return FAKE_IO_NONE;
-}
-
-/* splitmix64: tiny, seedable with any value, good enough to pick lengths and bytes. */
-static uint64_t fake_io_random(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
 }
 
 /* ---- open and close: track paths and their durable lengths -------------------------------- */
@@ -406,7 +398,7 @@ static int fake_io_scribble(int fd, uint64_t offset, uint64_t len, uint64_t *rng
     while (len > 0) {
         size_t n = len < sizeof(chunk) ? (size_t)len : sizeof(chunk);
         for (size_t i = 0; i < n; i++) {
-            chunk[i] = (unsigned char)fake_io_random(rng);
+            chunk[i] = (unsigned char)test_rng_next(rng);
         }
         ssize_t written = pwrite(fd, chunk, n, (off_t)offset);
         if (written < 0 && errno == EINTR) {
@@ -431,12 +423,12 @@ static int fake_io_crash_tail(int fd, uint64_t durable, uint64_t size, enum fake
         return ftruncate(fd, (off_t)durable) == 0 ? 0 : -errno;
     }
     if (mode == FAKE_CRASH_TORN) {
-        uint64_t keep = fake_io_random(rng) % (unsynced + 1);
+        uint64_t keep = test_rng_next(rng) % (unsynced + 1);
         return ftruncate(fd, (off_t)(durable + keep)) == 0 ? 0 : -errno;
     }
     ASSERT(mode == FAKE_CRASH_GARBAGE);
-    uint64_t start = durable + fake_io_random(rng) % unsynced;
-    uint64_t span = 1 + fake_io_random(rng) % (size - start);
+    uint64_t start = durable + test_rng_next(rng) % unsynced;
+    uint64_t span = 1 + test_rng_next(rng) % (size - start);
     return fake_io_scribble(fd, start, span, rng);
 }
 
@@ -475,7 +467,7 @@ static int fake_io_crash_file(struct fake_io_file *file, enum fake_crash_mode mo
     if (rc == 0 && append) {
         struct stat st;
         rc = fstat(fd, &st) == 0 ? 0 : -errno;
-        uint64_t bytes = 1 + fake_io_random(rng) % FAKE_IO_GARBAGE_BYTES_MAX;
+        uint64_t bytes = 1 + test_rng_next(rng) % FAKE_IO_GARBAGE_BYTES_MAX;
         if (rc == 0) {
             rc = fake_io_scribble(fd, (uint64_t)st.st_size, bytes, rng);
         }
@@ -501,7 +493,7 @@ int fake_io_crash(struct fake_io *f, uint64_t seed, enum fake_crash_mode mode)
     uint64_t rng = seed;
     uint32_t append_index = FAKE_IO_NONE;
     if (mode == FAKE_CRASH_GARBAGE && f->file_count > 0) {
-        append_index = (uint32_t)(fake_io_random(&rng) % f->file_count);
+        append_index = (uint32_t)(test_rng_next(&rng) % f->file_count);
     }
     for (uint32_t i = 0; i < f->file_count; i++) {
         int rc = fake_io_crash_file(&f->files[i], mode, i == append_index, &rng);

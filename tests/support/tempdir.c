@@ -40,6 +40,15 @@ static int tempdir_remove_entry(const char *path, const struct stat *st, int typ
     return 0; /* keep going: remove as much as possible */
 }
 
+static int tempdir_remove_entry_checked(const char *path, const struct stat *st, int type,
+                                        struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    return remove(path) == 0 ? 0 : -errno; /* nonzero stops the walk, and nftw returns it */
+}
+
 void test_tempdir_remove(const char *path)
 {
     if (path == NULL || path[0] == '\0') {
@@ -48,9 +57,27 @@ void test_tempdir_remove(const char *path)
     (void)nftw(path, tempdir_remove_entry, TEMPDIR_FDS_MAX, FTW_DEPTH | FTW_PHYS);
 }
 
+int test_tempdir_remove_checked(const char *path)
+{
+    ASSERT(path != NULL);
+    ASSERT(path[0] != '\0');
+    int rc = nftw(path, tempdir_remove_entry_checked, TEMPDIR_FDS_MAX, FTW_DEPTH | FTW_PHYS);
+    if (rc == -1) {
+        return -errno; /* the walk itself failed (path missing, unreadable directory) */
+    }
+    return rc;
+}
+
 uint64_t test_seed(void)
 {
-    uint64_t seed = TEST_SEED_DEFAULT;
+    uint64_t seed = test_seed_or(TEST_SEED_DEFAULT);
+    fprintf(stderr, "seed=%llu\n", (unsigned long long)seed);
+    return seed;
+}
+
+uint64_t test_seed_or(uint64_t fallback)
+{
+    uint64_t seed = fallback;
     const char *env = getenv("DS_TEST_SEED");
     if (env != NULL && env[0] != '\0') {
         char *end = NULL;
@@ -62,6 +89,5 @@ uint64_t test_seed(void)
             fprintf(stderr, "DS_TEST_SEED=%s is not a number, using the default\n", env);
         }
     }
-    fprintf(stderr, "seed=%llu\n", (unsigned long long)seed);
     return seed;
 }

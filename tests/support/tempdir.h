@@ -19,9 +19,16 @@ DS_MUST_USE int test_tempdir_make(char *dst, size_t cap);
 /* Removes path and everything under it (depth-first, symlinks not followed). Errors are ignored:
  * this runs in teardown, where there is nobody left to tell. NULL or "" does nothing. */
 void test_tempdir_remove(const char *path);
+/* As test_tempdir_remove, but stops at the first entry it cannot remove and returns the negated
+ * errno, for a teardown that must fail when a test leaves an undeletable tree behind. Returns 0
+ * when everything is gone. path must not be NULL or "". */
+DS_MUST_USE int test_tempdir_remove_checked(const char *path);
 
 /* The seed of a randomised test: DS_TEST_SEED when set (decimal or 0x-hex), else 20261130.
  * Prints "seed=N" to stderr on every call, so a failing run can be replayed. */
 uint64_t test_seed(void);
+/* DS_TEST_SEED when set, parsed as test_seed does, else fallback. Prints nothing (a bad value
+ * aside): for tests that keep a default seed of their own and print it once, in main. */
+uint64_t test_seed_or(uint64_t fallback);
 
 #endif /* DS_TEST_TEMPDIR_H */

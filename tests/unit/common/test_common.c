@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -27,42 +26,23 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "tests/support/events.h"
+#include "tests/support/tempdir.h"
 
 /* ---- helpers ------------------------------------------------------------------------------- */
+
+/* The randomised tests' seed unless DS_TEST_SEED gives one; main prints the seed in use. */
+#define COMMON_SEED_DEFAULT 42
 
 struct fixture {
     char dir[64];
 };
 
-static uint64_t test_seed(void)
-{
-    const char *env = getenv("DS_TEST_SEED");
-    return env != NULL ? strtoull(env, NULL, 0) : 42;
-}
-
-/* splitmix64: a small, seedable generator for test data. */
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)type;
-    (void)ftw;
-    return remove(path);
-}
-
 static int setup_dir(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    snprintf(f->dir, sizeof(f->dir), "/tmp/ds_test_common_XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    assert_int_equal(test_tempdir_make(f->dir, sizeof(f->dir)), 0);
     *state = f;
     return 0;
 }
@@ -70,7 +50,7 @@ static int setup_dir(void **state)
 static int teardown_dir(void **state)
 {
     struct fixture *f = *state;
-    assert_int_equal(nftw(f->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+    assert_int_equal(test_tempdir_remove_checked(f->dir), 0);
     free(f);
     return 0;
 }
@@ -107,10 +87,10 @@ static void test_common_crc32c_hw_matches_sw_every_length(void **state)
     /* The accelerated path equals the table path for every length 0..1024 at every alignment,
      * and extending a CRC over two pieces equals one pass over both. */
     (void)state;
-    uint64_t seed = test_seed();
+    uint64_t seed = test_seed_or(COMMON_SEED_DEFAULT);
     uint8_t buffer[1024 + 16];
     for (size_t i = 0; i < sizeof(buffer); i++) {
-        buffer[i] = (uint8_t)next_random(&seed);
+        buffer[i] = (uint8_t)test_rng_next(&seed);
     }
     for (size_t offset = 0; offset < 8; offset++) {
         for (size_t len = 0; len <= 1024; len++) {
@@ -162,10 +142,10 @@ static void test_common_days_from_civil_matches_libc(void **state)
     for (int32_t days = 0; days < year_2200; days++) {
         date_check_against_libc(days);
     }
-    uint64_t seed = test_seed();
+    uint64_t seed = test_seed_or(COMMON_SEED_DEFAULT);
     for (int i = 0; i < 200000; i++) {
         int32_t days =
-            year_2200 + (int32_t)(next_random(&seed) % (uint64_t)(DS_DAY_MAX - year_2200 + 1));
+            year_2200 + (int32_t)(test_rng_next(&seed) % (uint64_t)(DS_DAY_MAX - year_2200 + 1));
         date_check_against_libc(days);
     }
     date_check_against_libc(DS_DAY_MAX);
@@ -400,9 +380,9 @@ static void test_common_write_file_atomic_round_trip(void **state)
     size_t big_len = 1u << 20;
     char *big = malloc(big_len);
     assert_non_null(big);
-    uint64_t seed = test_seed();
+    uint64_t seed = test_seed_or(COMMON_SEED_DEFAULT);
     for (size_t i = 0; i < big_len; i++) {
-        big[i] = (char)next_random(&seed);
+        big[i] = (char)test_rng_next(&seed);
     }
     const size_t lengths[] = {big_len, 0, 5, 1};
     for (size_t i = 0; i < DS_ARRAY_LEN(lengths); i++) {
@@ -614,7 +594,7 @@ static void test_common_assert_aborts_with_expression(void **state)
 int main(void)
 {
     printf("common tests: seed %lu (set DS_TEST_SEED to replay another)\n",
-           (unsigned long)test_seed());
+           (unsigned long)test_seed_or(COMMON_SEED_DEFAULT));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_common_crc32c_rfc3720_vectors),
         cmocka_unit_test(test_common_crc32c_hw_matches_sw_every_length),

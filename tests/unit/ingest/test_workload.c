@@ -18,22 +18,18 @@
 #include <string.h>
 
 #include "ingest/ingest.h"
+#include "tests/support/tempdir.h"
 
 #define DAY_MS 86400000LL
 #define HOUR_MS 3600000LL
-
-static uint64_t test_seed(void)
-{
-    const char *env = getenv("DS_TEST_SEED");
-    uint64_t seed = env != NULL ? strtoull(env, NULL, 0) : 42;
-    return seed;
-}
+/* The statistical tests' seed unless DS_TEST_SEED gives one; main prints the seed in use. */
+#define WORKLOAD_SEED_DEFAULT 42
 
 static struct ingest_workload_config config_default(void)
 {
     struct ingest_workload_config cfg;
     ingest_workload_defaults(&cfg);
-    cfg.seed = test_seed();
+    cfg.seed = test_seed_or(WORKLOAD_SEED_DEFAULT);
     return cfg;
 }
 
@@ -536,7 +532,7 @@ static void test_workload_config_check_accepts_edges(void **state)
 int main(void)
 {
     printf("workload tests: seed %lu (set DS_TEST_SEED to replay another)\n",
-           (unsigned long)test_seed());
+           (unsigned long)test_seed_or(WORKLOAD_SEED_DEFAULT));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_workload_defaults_match_documentation),
         cmocka_unit_test(test_workload_next_same_seed_same_stream),

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "query/query.h"
+#include "tests/support/events.h"
 #include "tests/support/tempdir.h"
 
 #define DAY_MS 86400000LL
@@ -31,13 +32,6 @@ struct fixture {
     struct storage *st;
     struct shard_map *map;
 };
-
-static int32_t day_of(const char *text)
-{
-    int32_t day = -1;
-    assert_int_equal(ds_date_parse(text, strlen(text), &day), 0);
-    return day;
-}
 
 /* One fixture line: order, customer, status, amount in 1/10000, timestamp in epoch ms. */
 struct order {
@@ -68,10 +62,9 @@ static void event_of(const struct order *o, struct ds_event *e)
     memset(e, 0, sizeof(*e));
     e->order_id.value = o->order_id;
     e->customer_id.value = o->customer_id;
-    e->ts_ms = (int64_t)day_of(o->date) * DAY_MS + o->ms_in_day;
+    e->ts_ms = (int64_t)test_day_of(o->date) * DAY_MS + o->ms_in_day;
     e->amount_units = o->amount_units;
-    e->status_len = (uint8_t)strlen(o->status);
-    memcpy(e->status, o->status, e->status_len);
+    test_event_set_status(e, o->status);
 }
 
 /* Routes and appends an event as ingest does: day from ts, S(day) from the map, shard of id. */
@@ -121,8 +114,8 @@ static struct query_count_request request(const char *first, const char *last, c
 {
     struct query_count_request req;
     memset(&req, 0, sizeof(req));
-    req.day_first = day_of(first);
-    req.day_last = day_of(last);
+    req.day_first = test_day_of(first);
+    req.day_last = test_day_of(last);
     req.by = by;
     if (status != NULL) {
         req.has_status = true;
@@ -169,7 +162,7 @@ static void test_count_contract_example_busy_day(void **state)
     static const uint64_t per_shard[] = {1, 2, 1};
     static const char *const amounts[] = {"100.0000", "28.7400", "5.0000"};
     for (uint32_t k = 0; k < 3; k++) {
-        assert_int_equal(res.groups[k].day, day_of("2026-01-21"));
+        assert_int_equal(res.groups[k].day, test_day_of("2026-01-21"));
         assert_int_equal(res.groups[k].shard, k);
         assert_int_equal(res.groups[k].count, per_shard[k]);
         assert_amount(res.groups[k].amount_units, amounts[k]);
@@ -259,7 +252,7 @@ static void test_count_by_hour(void **state)
     for (uint32_t h = 0; h < 24; h++) {
         const struct query_group_row *g = &res.groups[h];
         assert_int_equal(g->hour, h);
-        assert_int_equal(g->day, day_of("2026-01-21"));
+        assert_int_equal(g->day, test_day_of("2026-01-21"));
         uint64_t want = (h == 0 || h == 9 || h == 10 || h == 12) ? 1 : 0;
         assert_int_equal(g->count, want);
         total += g->count;
@@ -286,7 +279,7 @@ static void test_count_by_day_range_with_empty_days(void **state)
      * partitions figure counts every shard the map gives each day, so a day known to the map
      * but holding no events still counts its shards, and a day it never saw counts none. */
     struct fixture *fx = *state;
-    int32_t empty_known = day_of("2026-01-22");
+    int32_t empty_known = test_day_of("2026-01-22");
     assert_int_equal(shard_map_ensure(fx->map, empty_known), 3);
     struct query_count_request req = request("2026-01-01", "2026-01-22", NULL, QUERY_GROUP_DAY);
     struct query_count_result res;
@@ -308,7 +301,7 @@ static void test_count_by_day_range_with_empty_days(void **state)
         uint64_t want = 0;
         const char *amount = "0.0000";
         for (size_t j = 0; j < DS_ARRAY_LEN(days); j++) {
-            if (day_of(days[j].date) == g->day) {
+            if (test_day_of(days[j].date) == g->day) {
                 want = days[j].count;
                 amount = days[j].amount;
             }
@@ -332,7 +325,7 @@ static void test_count_by_shard_over_range_and_grown_map(void **state)
     /* by=shard over a range lists every (day, shard) of the map in order; a day whose shard
      * count grew fans out over the new shards too (zeros where nothing was written). */
     struct fixture *fx = *state;
-    int32_t busy = day_of("2026-01-21");
+    int32_t busy = test_day_of("2026-01-21");
     assert_int_equal(shard_map_grow(fx->map, busy, 5), 0);
     struct query_count_request req = request("2026-01-20", "2026-01-22", NULL, QUERY_GROUP_SHARD);
     struct query_count_result res;
@@ -359,7 +352,7 @@ static void test_count_groups_sum_to_total(void **state)
     struct fixture *fx = *state;
     uint64_t seed = test_seed();
     uint64_t rng = seed;
-    int32_t first = day_of("2026-02-01");
+    int32_t first = test_day_of("2026-02-01");
     for (int i = 0; i < 3000; i++) {
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;
         struct ds_event e;
@@ -369,9 +362,7 @@ static void test_count_groups_sum_to_total(void **state)
         e.ts_ms = (int64_t)(first + (int32_t)((rng >> 20) % 10)) * DAY_MS +
                   (int64_t)((rng >> 8) % (uint64_t)DAY_MS);
         e.amount_units = (int64_t)((rng >> 40) % 1000000) - 200000;
-        const char *status = (rng >> 50) % 3 == 0 ? "paid" : "shipped";
-        e.status_len = (uint8_t)strlen(status);
-        memcpy(e.status, status, e.status_len);
+        test_event_set_status(&e, (rng >> 50) % 3 == 0 ? "paid" : "shipped");
         ingest(fx, &e);
     }
     assert_int_equal(storage_commit(fx->st), 0);
@@ -525,8 +516,8 @@ static void test_count_json_exact_small_cases(void **state)
     free(json);
 
     struct query_group_row rows[2] = {
-        {.day = day_of("2026-01-21"), .hour = 0, .count = 1, .amount_units = -5},
-        {.day = day_of("2026-01-21"),
+        {.day = test_day_of("2026-01-21"), .hour = 0, .count = 1, .amount_units = -5},
+        {.day = test_day_of("2026-01-21"),
          .hour = 23,
          .count = 18446744073709551615ull,
          .amount_units = (ds_i128)INT64_MAX * 1000},
@@ -568,7 +559,7 @@ static void test_count_json_too_small_buffer(void **state)
     /* Every buffer shorter than the document (plus its NUL) is -ENOSPC; the exact size works. */
     (void)state;
     struct query_count_request req = request("2026-01-21", "2026-01-21", "paid", QUERY_GROUP_DAY);
-    struct query_group_row row = {.day = day_of("2026-01-21"), .count = 2, .amount_units = 3};
+    struct query_group_row row = {.day = test_day_of("2026-01-21"), .count = 2, .amount_units = 3};
     struct query_count_result res = {
         .count = 2, .amount_units = 3, .partitions = 3, .group_count = 1, .groups = &row};
     char *full = render(&req, &res);

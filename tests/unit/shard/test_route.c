@@ -11,31 +11,7 @@
 #include <string.h>
 
 #include "shard/shard.h"
-
-static struct ds_id integer_id(int64_t value)
-{
-    struct ds_id id;
-    memset(&id, 0, sizeof(id));
-    id.value = value;
-    return id;
-}
-
-static struct ds_id string_id(const char *text)
-{
-    struct ds_id id;
-    memset(&id, 0, sizeof(id));
-    id.is_string = true;
-    id.len = (uint8_t)strlen(text);
-    memcpy(id.text, text, id.len);
-    return id;
-}
-
-static int32_t day_of(const char *text)
-{
-    int32_t day = -1;
-    assert_int_equal(ds_date_parse(text, strlen(text), &day), 0);
-    return day;
-}
+#include "tests/support/events.h"
 
 static int key_parse(const char *text, int32_t *day, uint32_t *shard)
 {
@@ -59,7 +35,8 @@ static void test_route_shard_of_id_contract_example(void **state)
     const int64_t ids[] = {106, 340, 341, 342};
     const uint32_t shards[] = {1, 1, 2, 0};
     for (size_t i = 0; i < DS_ARRAY_LEN(ids); i++) {
-        struct ds_id id = integer_id(ids[i]);
+        struct ds_id id;
+        test_id_int(&id, ids[i]);
         assert_int_equal(shard_of_id(&id, 3), shards[i]);
     }
 }
@@ -68,12 +45,14 @@ static void test_route_shard_of_id_integer_is_modulus(void **state)
 {
     /* Integer ids route by plain modulus, including the largest id and a single shard. */
     (void)state;
-    struct ds_id max_id = integer_id(INT64_MAX);
+    struct ds_id max_id;
+    test_id_int(&max_id, INT64_MAX);
     assert_int_equal(shard_of_id(&max_id, 1), 0);
     assert_int_equal(shard_of_id(&max_id, 1000), (uint32_t)(INT64_MAX % 1000));
     assert_int_equal(shard_of_id(&max_id, SHARD_COUNT_MAX), (uint32_t)(INT64_MAX % 1024));
     for (int64_t v = 1; v < 5000; v += 7) {
-        struct ds_id id = integer_id(v);
+        struct ds_id id;
+        test_id_int(&id, v);
         assert_int_equal(shard_of_id(&id, 17), (uint32_t)(v % 17));
     }
 }
@@ -84,19 +63,22 @@ static void test_route_shard_of_id_string_uses_fnv(void **state)
     (void)state;
     const char *texts[] = {"a", "foobar", "ord-106", "\xff\x00z"};
     for (size_t i = 0; i < DS_ARRAY_LEN(texts); i++) {
-        struct ds_id id = string_id(texts[i]);
+        struct ds_id id;
+        test_id_string(&id, texts[i], strlen(texts[i]));
         for (uint32_t s = 1; s <= 64; s++) {
             assert_int_equal(shard_of_id(&id, s),
                              (uint32_t)(shard_fnv1a64(texts[i], strlen(texts[i])) % s));
         }
     }
-    struct ds_id foobar = string_id("foobar");
+    struct ds_id foobar;
+    test_id_string(&foobar, "foobar", 6);
     assert_int_equal(shard_of_id(&foobar, 3), (uint32_t)(0x85944171f73967e8ull % 3));
     /* A 64-byte id, the longest allowed. */
     char long_text[DS_ID_BYTES_MAX + 1];
     memset(long_text, 'x', DS_ID_BYTES_MAX);
     long_text[DS_ID_BYTES_MAX] = '\0';
-    struct ds_id long_id = string_id(long_text);
+    struct ds_id long_id;
+    test_id_string(&long_id, long_text, DS_ID_BYTES_MAX);
     assert_true(shard_of_id(&long_id, 7) < 7);
 }
 
@@ -105,13 +87,13 @@ static void test_route_key_format_canonical(void **state)
     /* Keys are "DAY#YYYY-MM-DD#k" with k in plain decimal. */
     (void)state;
     char key[SHARD_KEY_TEXT_SIZE];
-    assert_int_equal(shard_key_format(day_of("2026-01-21"), 2, key), 16);
+    assert_int_equal(shard_key_format(test_day_of("2026-01-21"), 2, key), 16);
     assert_string_equal(key, "DAY#2026-01-21#2");
     assert_int_equal(shard_key_format(0, 0, key), 16);
     assert_string_equal(key, "DAY#1970-01-01#0");
     assert_int_equal(shard_key_format(DS_DAY_MAX, SHARD_COUNT_MAX - 1, key), 19);
     assert_string_equal(key, "DAY#9999-12-31#1023");
-    assert_int_equal(shard_key_format(day_of("2024-02-29"), 10, key), 17);
+    assert_int_equal(shard_key_format(test_day_of("2024-02-29"), 10, key), 17);
     assert_string_equal(key, "DAY#2024-02-29#10");
 }
 
@@ -119,7 +101,7 @@ static void test_route_key_parse_round_trip(void **state)
 {
     /* Every formatted key parses back to its day and shard. */
     (void)state;
-    const int32_t days[] = {0, 1, day_of("2000-02-29"), day_of("2026-01-21"), DS_DAY_MAX};
+    const int32_t days[] = {0, 1, test_day_of("2000-02-29"), test_day_of("2026-01-21"), DS_DAY_MAX};
     const uint32_t shards[] = {0, 1, 9, 10, 99, 100, 999, 1000, SHARD_COUNT_MAX - 1};
     for (size_t i = 0; i < DS_ARRAY_LEN(days); i++) {
         for (size_t j = 0; j < DS_ARRAY_LEN(shards); j++) {

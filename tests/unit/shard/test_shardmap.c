@@ -10,7 +10,6 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,26 +17,19 @@
 #include <unistd.h>
 
 #include "shard/shard.h"
+#include "tests/support/events.h"
+#include "tests/support/tempdir.h"
 
 struct fixture {
     char dir[64];
     char path[128]; /* dir/shardmap */
 };
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)type;
-    (void)ftw;
-    return remove(path);
-}
-
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    snprintf(f->dir, sizeof(f->dir), "/tmp/ds_test_shardmap_XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    assert_int_equal(test_tempdir_make(f->dir, sizeof(f->dir)), 0);
     snprintf(f->path, sizeof(f->path), "%s/shardmap", f->dir);
     *state = f;
     return 0;
@@ -46,16 +38,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *f = *state;
-    assert_int_equal(nftw(f->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+    assert_int_equal(test_tempdir_remove_checked(f->dir), 0);
     free(f);
     return 0;
-}
-
-static int32_t day_of(const char *text)
-{
-    int32_t day = -1;
-    assert_int_equal(ds_date_parse(text, strlen(text), &day), 0);
-    return day;
 }
 
 static struct shard_map *map_open(const char *dir, uint32_t base, unsigned flags)
@@ -111,7 +96,7 @@ static void test_shardmap_ensure_new_day_gets_base(void **state)
     /* A day first seen gets the base count and makes the map dirty; a known day is unchanged. */
     struct fixture *f = *state;
     struct shard_map *map = map_open(f->dir, 3, 0);
-    int32_t day = day_of("2026-01-21");
+    int32_t day = test_day_of("2026-01-21");
     assert_false(shard_map_dirty(map));
     assert_int_equal(shard_map_get(map, day), 0);
     assert_int_equal(shard_map_day_count(map), 0);
@@ -129,7 +114,7 @@ static void test_shardmap_grow_raises_count(void **state)
     /* grow raises a day's count, also for a day not seen before; equal counts are a no-op. */
     struct fixture *f = *state;
     struct shard_map *map = map_open(f->dir, 4, 0);
-    int32_t day = day_of("2026-01-21");
+    int32_t day = test_day_of("2026-01-21");
     assert_int_equal(shard_map_ensure(map, day), 4);
     assert_int_equal(shard_map_grow(map, day, 16), 0);
     assert_int_equal(shard_map_get(map, day), 16);
@@ -149,7 +134,7 @@ static void test_shardmap_grow_refuses_shrink(void **state)
     /* The map only grows: a smaller or zero count is -EINVAL, beyond the maximum -DS_ELIMIT. */
     struct fixture *f = *state;
     struct shard_map *map = map_open(f->dir, 4, 0);
-    int32_t day = day_of("2026-01-21");
+    int32_t day = test_day_of("2026-01-21");
     assert_int_equal(shard_map_grow(map, day, 8), 0);
     assert_int_equal(shard_map_sync(map), 0);
     assert_int_equal(shard_map_grow(map, day, 7), -EINVAL);
@@ -220,9 +205,9 @@ static void test_shardmap_sync_persists_across_reopen(void **state)
     /* Synced days and counts come back after close and open, whatever the new base. */
     struct fixture *f = *state;
     struct shard_map *map = map_open(f->dir, 4, 0);
-    int32_t d21 = day_of("2026-01-21");
-    int32_t d01 = day_of("2026-01-01");
-    int32_t d31 = day_of("2025-12-31");
+    int32_t d21 = test_day_of("2026-01-21");
+    int32_t d01 = test_day_of("2026-01-01");
+    int32_t d31 = test_day_of("2025-12-31");
     assert_int_equal(shard_map_ensure(map, d21), 4);
     assert_int_equal(shard_map_ensure(map, d01), 4);
     assert_int_equal(shard_map_grow(map, d31, 1), 0);
@@ -310,9 +295,9 @@ static void test_shardmap_visit_ascending_and_stops_early(void **state)
 static size_t write_sample_map(const struct fixture *f)
 {
     struct shard_map *map = map_open(f->dir, 4, 0);
-    assert_int_equal(shard_map_ensure(map, day_of("2026-01-01")), 4);
-    assert_int_equal(shard_map_grow(map, day_of("2026-01-21"), 12), 0);
-    assert_int_equal(shard_map_ensure(map, day_of("2026-02-01")), 4);
+    assert_int_equal(shard_map_ensure(map, test_day_of("2026-01-01")), 4);
+    assert_int_equal(shard_map_grow(map, test_day_of("2026-01-21"), 12), 0);
+    assert_int_equal(shard_map_ensure(map, test_day_of("2026-02-01")), 4);
     assert_int_equal(shard_map_sync(map), 0);
     shard_map_close(map);
     struct stat st;
@@ -462,9 +447,9 @@ static void test_shardmap_reload_sees_writer_changes(void **state)
     /* A reader following a writer picks up new days and grown counts on reload, and keeps the
      * larger count of any day it has itself (the map only grows). */
     struct fixture *f = *state;
-    int32_t d1 = day_of("2026-01-01");
-    int32_t d2 = day_of("2026-01-02");
-    int32_t d3 = day_of("2026-01-03");
+    int32_t d1 = test_day_of("2026-01-01");
+    int32_t d2 = test_day_of("2026-01-02");
+    int32_t d3 = test_day_of("2026-01-03");
     struct shard_map *writer = map_open(f->dir, 4, 0);
     assert_int_equal(shard_map_ensure(writer, d1), 4);
     assert_int_equal(shard_map_sync(writer), 0);
@@ -511,15 +496,15 @@ static void test_shardmap_reload_corrupt_leaves_map_unchanged(void **state)
     write_sample_map(f);
     assert_int_equal(shard_map_reload(map), 0);
     assert_int_equal(shard_map_day_count(map), 3);
-    assert_int_equal(shard_map_get(map, day_of("2026-01-21")), 12);
+    assert_int_equal(shard_map_get(map, test_day_of("2026-01-21")), 12);
     /* Valid lines first, then damage: nothing of it may be merged. */
     file_write_checksummed(f->path, "dayshard-shardmap 1\n2026-01-21 99\n2026-03-01 4\nbad\n");
     assert_int_equal(shard_map_reload(map), -DS_ECORRUPT);
     file_write_checksummed(f->path, "dayshard-shardmap 3\n");
     assert_int_equal(shard_map_reload(map), -DS_EFORMAT);
     assert_int_equal(shard_map_day_count(map), 3);
-    assert_int_equal(shard_map_get(map, day_of("2026-01-21")), 12);
-    assert_int_equal(shard_map_get(map, day_of("2026-03-01")), 0);
+    assert_int_equal(shard_map_get(map, test_day_of("2026-01-21")), 12);
+    assert_int_equal(shard_map_get(map, test_day_of("2026-03-01")), 0);
     assert_false(shard_map_dirty(map));
     shard_map_close(map);
 }

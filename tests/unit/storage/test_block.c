@@ -21,6 +21,7 @@
 #include <zstd.h>
 
 #include "storage/format.h"
+#include "tests/support/events.h"
 #include "tests/support/tempdir.h"
 
 #define DAY_MS 86400000LL
@@ -60,121 +61,9 @@ static int teardown(void **state)
     return 0;
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rng_below(uint64_t *s, uint64_t n)
-{
-    return rng_next(s) % n;
-}
-
 static int64_t day_start_ms(int32_t day)
 {
     return (int64_t)day * DAY_MS;
-}
-
-static void id_int(struct ds_id *id, int64_t value)
-{
-    memset(id, 0, sizeof(*id));
-    id->value = value;
-}
-
-static void id_string(struct ds_id *id, const void *text, size_t len)
-{
-    assert_true(len >= 1 && len <= DS_ID_BYTES_MAX);
-    memset(id, 0, sizeof(*id));
-    id->is_string = true;
-    id->len = (uint8_t)len;
-    memcpy(id->text, text, len);
-}
-
-static void set_status(struct ds_event *e, const char *status)
-{
-    size_t len = strlen(status);
-    assert_true(len <= DS_STATUS_BYTES_MAX);
-    e->status_len = (uint8_t)len;
-    memcpy(e->status, status, len);
-}
-
-/* An id of either type with magnitudes from 1 to 2^63-1 and strings of any bytes. */
-static void random_id(uint64_t *rng, struct ds_id *id)
-{
-    if (rng_below(rng, 3) == 0) {
-        char text[DS_ID_BYTES_MAX];
-        size_t len = 1 + (size_t)rng_below(rng, DS_ID_BYTES_MAX);
-        for (size_t i = 0; i < len; i++) {
-            text[i] = (char)rng_next(rng);
-        }
-        id_string(id, text, len);
-        return;
-    }
-    int64_t value;
-    switch (rng_below(rng, 5)) {
-    case 0: value = 1 + (int64_t)rng_below(rng, 100); break;
-    case 1: value = INT64_MAX - (int64_t)rng_below(rng, 3); break;
-    case 2: value = 1 + (int64_t)(rng_next(rng) >> 1) % INT64_MAX; break;
-    default: value = 100000 + (int64_t)rng_below(rng, 1000000); break;
-    }
-    id_int(id, value);
-}
-
-/* Amounts of every shape: zero, whole units, cents, four decimals, negative, near the limits. */
-static int64_t random_amount(uint64_t *rng)
-{
-    switch (rng_below(rng, 8)) {
-    case 0: return 0;
-    case 1: return (int64_t)rng_below(rng, 100000) * 10000;
-    case 2: return -(int64_t)rng_below(rng, 100000) * 100;
-    case 3: return (int64_t)rng_below(rng, 1000000000) - 500000000;
-    case 4: return INT64_MAX - (int64_t)rng_below(rng, 3);
-    case 5: return INT64_MIN + (int64_t)rng_below(rng, 3);
-    case 6: return (int64_t)rng_next(rng);
-    default: return (int64_t)rng_below(rng, 10000) * 1000;
-    }
-}
-
-static const char *const STATUS_POOL[] = {
-    "paid",     "shipped",   "pending", "",
-    "refunded", "cancelled", "x",       "a-status-of-exactly-32-bytes-abc"};
-
-static void random_event(uint64_t *rng, int32_t day, size_t statuses, struct ds_event *e)
-{
-    memset(e, 0, sizeof(*e));
-    random_id(rng, &e->order_id);
-    random_id(rng, &e->customer_id);
-    switch (rng_below(rng, 10)) {
-    case 0: e->ts_ms = day_start_ms(day); break;
-    case 1: e->ts_ms = day_start_ms(day) + DAY_MS - 1; break;
-    default: e->ts_ms = day_start_ms(day) + (int64_t)rng_below(rng, (uint64_t)DAY_MS); break;
-    }
-    e->amount_units = random_amount(rng);
-    set_status(e, STATUS_POOL[rng_below(rng, statuses)]);
-}
-
-static bool id_equal(const struct ds_id *a, const struct ds_id *b)
-{
-    if (a->is_string != b->is_string) {
-        return false;
-    }
-    if (a->is_string) {
-        return a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
-    }
-    return a->value == b->value;
-}
-
-static void assert_event_equal(const struct ds_event *want, const struct ds_event *got)
-{
-    assert_true(id_equal(&want->order_id, &got->order_id));
-    assert_true(id_equal(&want->customer_id, &got->customer_id));
-    assert_true(want->ts_ms == got->ts_ms);
-    assert_true(want->amount_units == got->amount_units);
-    assert_int_equal(want->status_len, got->status_len);
-    assert_memory_equal(want->status, got->status, want->status_len);
 }
 
 /* Events a decode delivered, in order. */
@@ -326,7 +215,7 @@ static struct sealed round_trip(struct fixture *f, const struct ds_event *events
                      0);
     assert_int_equal(got.count, count);
     for (size_t i = 0; i < count; i++) {
-        assert_event_equal(&events[i], &got.events[i]);
+        test_event_assert_equal(&events[i], &got.events[i]);
     }
     free(got.events);
     return s;
@@ -346,7 +235,7 @@ static void test_block_round_trip_random_events(void **state)
         assert_non_null(events);
         int32_t day = TEST_DAY + (int32_t)round;
         for (size_t i = 0; i < count; i++) {
-            random_event(&rng, day, DS_ARRAY_LEN(STATUS_POOL), &events[i]);
+            test_event_random_wide(&rng, day, TEST_STATUS_POOL_COUNT, &events[i]);
         }
         open_block_reset(f->ob);
         add_all(f, events, count, NULL, STORAGE_BLOCK_EVENTS_MAX);
@@ -365,11 +254,11 @@ static void test_block_round_trip_every_hour_and_day_edges(void **state)
         for (int edge = 0; edge < 2; edge++) {
             struct ds_event *e = &events[h * 2 + edge];
             memset(e, 0, sizeof(*e));
-            id_int(&e->order_id, 1000 + h * 2 + edge);
-            id_int(&e->customer_id, 7);
+            test_id_int(&e->order_id, 1000 + h * 2 + edge);
+            test_id_int(&e->customer_id, 7);
             e->ts_ms = day_start_ms(TEST_DAY) + h * HOUR_MS + (edge ? HOUR_MS - 1 : 0);
             e->amount_units = (int64_t)(h + 1) * (edge ? -1 : 1);
-            set_status(e, h % 2 ? "paid" : "shipped");
+            test_event_set_status(e, h % 2 ? "paid" : "shipped");
         }
     }
     add_all(f, events, DS_ARRAY_LEN(events), NULL, STORAGE_BLOCK_EVENTS_MAX);
@@ -395,21 +284,21 @@ static void test_block_round_trip_id_extremes(void **state)
         all_bytes[i] = (char)(i * 37);
     }
     memset(events, 0, sizeof(events));
-    id_int(&events[0].order_id, 1);
-    id_int(&events[1].order_id, INT64_MAX);
-    id_int(&events[2].order_id, 1);
-    id_string(&events[3].order_id, "\0", 1);
-    id_string(&events[4].order_id, all_bytes, DS_ID_BYTES_MAX);
-    id_int(&events[5].order_id, INT64_MAX - 1);
-    id_int(&events[0].customer_id, INT64_MAX);
-    id_string(&events[1].customer_id, all_bytes, DS_ID_BYTES_MAX);
-    id_int(&events[2].customer_id, 1);
-    id_int(&events[3].customer_id, 128);
-    id_string(&events[4].customer_id, "c", 1);
-    id_int(&events[5].customer_id, 127);
+    test_id_int(&events[0].order_id, 1);
+    test_id_int(&events[1].order_id, INT64_MAX);
+    test_id_int(&events[2].order_id, 1);
+    test_id_string(&events[3].order_id, "\0", 1);
+    test_id_string(&events[4].order_id, all_bytes, DS_ID_BYTES_MAX);
+    test_id_int(&events[5].order_id, INT64_MAX - 1);
+    test_id_int(&events[0].customer_id, INT64_MAX);
+    test_id_string(&events[1].customer_id, all_bytes, DS_ID_BYTES_MAX);
+    test_id_int(&events[2].customer_id, 1);
+    test_id_int(&events[3].customer_id, 128);
+    test_id_string(&events[4].customer_id, "c", 1);
+    test_id_int(&events[5].customer_id, 127);
     for (size_t i = 0; i < DS_ARRAY_LEN(events); i++) {
         events[i].ts_ms = day_start_ms(TEST_DAY) + (int64_t)i * 1000;
-        set_status(&events[i], "");
+        test_event_set_status(&events[i], "");
     }
     events[2].amount_units = INT64_MIN;
     events[3].amount_units = INT64_MAX;
@@ -426,10 +315,10 @@ static void test_block_header_sources_recorded(void **state)
     struct ds_source sources[4] = {{3, 100}, {3, 90}, {3, 250}, {3, 120}};
     for (size_t i = 0; i < 4; i++) {
         memset(&events[i], 0, sizeof(events[i]));
-        id_int(&events[i].order_id, (int64_t)i + 1);
-        id_int(&events[i].customer_id, 1);
+        test_id_int(&events[i].order_id, (int64_t)i + 1);
+        test_id_int(&events[i].customer_id, 1);
         events[i].ts_ms = day_start_ms(TEST_DAY) + 5;
-        set_status(&events[i], "paid");
+        test_event_set_status(&events[i], "paid");
     }
     add_all(f, events, 4, sources, 100);
     struct sealed s = round_trip(f, events, 4, TEST_DAY);
@@ -480,11 +369,11 @@ static uint8_t scale_of(struct fixture *f, const int64_t *amounts, size_t count,
     assert_non_null(events);
     open_block_reset(f->ob);
     for (size_t i = 0; i < count; i++) {
-        id_int(&events[i].order_id, (int64_t)i + 1);
-        id_int(&events[i].customer_id, 9);
+        test_id_int(&events[i].order_id, (int64_t)i + 1);
+        test_id_int(&events[i].customer_id, 9);
         events[i].ts_ms = day_start_ms(TEST_DAY) + (int64_t)i;
         events[i].amount_units = amounts[i];
-        set_status(&events[i], "paid");
+        test_event_set_status(&events[i], "paid");
     }
     add_all(f, events, count, NULL, STORAGE_BLOCK_EVENTS_MAX);
     struct sealed s = round_trip(f, events, count, TEST_DAY);
@@ -585,11 +474,11 @@ static void ob_snapshot_check_and_free(struct ob_snapshot *s, const struct open_
 static void simple_event(struct ds_event *e, int64_t order, const char *status, int64_t ts_offset)
 {
     memset(e, 0, sizeof(*e));
-    id_int(&e->order_id, order);
-    id_int(&e->customer_id, order % 17 + 1);
+    test_id_int(&e->order_id, order);
+    test_id_int(&e->customer_id, order % 17 + 1);
     e->ts_ms = day_start_ms(TEST_DAY) + ts_offset;
     e->amount_units = order * 100;
-    set_status(e, status);
+    test_event_set_status(e, status);
 }
 
 static void test_block_add_limit_events_max(void **state)
@@ -607,7 +496,7 @@ static void test_block_add_limit_events_max(void **state)
     }
     struct ds_event extra;
     simple_event(&extra, 99, "new-status", 1);
-    id_string(&extra.order_id, "a-string-id", 11);
+    test_id_string(&extra.order_id, "a-string-id", 11);
     extra.ts_ms = day_start_ms(TEST_DAY) + DAY_MS - 1; /* would move ts_max */
     struct ds_source other = {.partition = 2, .offset = 1};
     struct ob_snapshot snap = ob_snapshot_take(f->ob);
@@ -640,7 +529,7 @@ static void test_block_add_limit_statuses(void **state)
     assert_int_equal(f->ob->status_count, STORAGE_BLOCK_STATUS_MAX);
     struct ds_event extra;
     simple_event(&extra, 5000, "one-too-many", 7);
-    id_string(&extra.customer_id, "cust", 4);
+    test_id_string(&extra.customer_id, "cust", 4);
     struct ob_snapshot snap = ob_snapshot_take(f->ob);
     assert_int_equal(open_block_add(f->ob, &extra, NULL, STORAGE_BLOCK_EVENTS_MAX), -DS_ELIMIT);
     ob_snapshot_check_and_free(&snap, f->ob);
@@ -671,8 +560,8 @@ static void test_block_add_limit_string_capacity(void **state)
         struct ds_event *e = &events[accepted];
         simple_event(e, (int64_t)accepted + 1, accepted % 2 ? "a" : "b", (int64_t)accepted);
         text[0] = (char)accepted;
-        id_string(&e->order_id, text, DS_ID_BYTES_MAX);
-        id_string(&e->customer_id, text, DS_ID_BYTES_MAX);
+        test_id_string(&e->order_id, text, DS_ID_BYTES_MAX);
+        test_id_string(&e->customer_id, text, DS_ID_BYTES_MAX);
         /* Snapshots (a copy of up to 1 MiB) only near the limit, where a refusal can come. */
         bool near =
             f->ob->strings_bytes + 4u * 2u * (1u + DS_ID_BYTES_MAX) > BLOCK_STRING_BYTES_MAX;
@@ -700,8 +589,8 @@ static void test_block_add_limit_string_capacity(void **state)
         struct ds_event e;
         simple_event(&e, 77, "brand-new-status", 3);
         size_t order_len = room - 1 < DS_ID_BYTES_MAX ? room - 1 : DS_ID_BYTES_MAX;
-        id_string(&e.order_id, text, order_len);
-        id_string(&e.customer_id, text, DS_ID_BYTES_MAX);
+        test_id_string(&e.order_id, text, order_len);
+        test_id_string(&e.customer_id, text, DS_ID_BYTES_MAX);
         struct ob_snapshot snap = ob_snapshot_take(f->ob);
         assert_int_equal(open_block_add(f->ob, &e, NULL, STORAGE_BLOCK_EVENTS_MAX), -DS_ELIMIT);
         ob_snapshot_check_and_free(&snap, f->ob);
@@ -738,7 +627,7 @@ static struct sealed damage_subject(struct fixture *f, size_t count, struct ds_e
     struct ds_event *events = calloc(count, sizeof(*events));
     assert_non_null(events);
     for (size_t i = 0; i < count; i++) {
-        random_event(&rng, TEST_DAY, 4, &events[i]);
+        test_event_random_wide(&rng, TEST_DAY, 4, &events[i]);
     }
     /* Large whole amounts make the scale 4, so damage to an amount can overflow on decode. */
     events[0].amount_units = INT64_MAX / 10000 * 10000;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "storage/format.h"
+#include "tests/support/events.h"
 #include "tests/support/tempdir.h"
 
 #define RECORDS_MAX 16u
@@ -45,14 +46,6 @@ struct log {
     struct record records[RECORDS_MAX];
     uint32_t count;
 };
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 static int setup(void **state)
 {
@@ -89,14 +82,14 @@ static void log_append(struct log *log, uint64_t *rng, uint32_t kind, uint64_t s
     r->part_count = part_count;
     r->source_count = source_count;
     for (uint32_t i = 0; i < part_count; i++) {
-        r->parts[i] = (struct manifest_part){.day = (int32_t)(rng_next(rng) % DS_DAY_MAX),
-                                             .shard = (uint32_t)(rng_next(rng) % 1024),
-                                             .segment_id = 1 + (uint32_t)(rng_next(rng) % 100),
-                                             .end = rng_next(rng) >> 20};
+        r->parts[i] = (struct manifest_part){.day = (int32_t)(test_rng_next(rng) % DS_DAY_MAX),
+                                             .shard = (uint32_t)(test_rng_next(rng) % 1024),
+                                             .segment_id = 1 + (uint32_t)(test_rng_next(rng) % 100),
+                                             .end = test_rng_next(rng) >> 20};
     }
     for (uint32_t i = 0; i < source_count; i++) {
         r->sources[i] = (struct manifest_source){.partition = (int32_t)i - 1,
-                                                 .next_offset = (int64_t)(rng_next(rng) >> 2)};
+                                                 .next_offset = (int64_t)(test_rng_next(rng) >> 2)};
     }
     r->start = log->len;
     int64_t n = manifest_encode(kind, seq, r->parts, part_count, r->sources, source_count,
@@ -275,7 +268,7 @@ static void test_manifest_torn_tail_zeros_and_garbage(void **state)
         assert_non_null(buf);
         memcpy(buf, log->buf, whole);
         for (size_t i = 0; i < extra; i++) {
-            buf[whole + i] = variant == 0 ? 0 : (uint8_t)rng_next(&rng);
+            buf[whole + i] = variant == 0 ? 0 : (uint8_t)test_rng_next(&rng);
         }
         if (variant == 2) {
             uint32_t magic = MANIFEST_MAGIC;

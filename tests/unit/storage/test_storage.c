@@ -29,6 +29,7 @@
 
 #include "storage/format.h"
 #include "storage/storage.h"
+#include "tests/support/events.h"
 #include "tests/support/fake_io.h"
 #include "tests/support/tempdir.h"
 
@@ -149,79 +150,6 @@ static uint64_t model_events(const struct model *m)
         n += m->parts[i].committed.n;
     }
     return n;
-}
-
-/* ---- events -------------------------------------------------------------------------------- */
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rng_below(uint64_t *s, uint64_t n)
-{
-    return rng_next(s) % n;
-}
-
-static const char *const STATUSES[] = {"paid", "shipped", "pending", "", "refunded", "cancelled"};
-
-static void set_status(struct ds_event *e, const char *status)
-{
-    size_t len = strlen(status);
-    assert_true(len <= DS_STATUS_BYTES_MAX);
-    e->status_len = (uint8_t)len;
-    memcpy(e->status, status, len);
-}
-
-static void random_id(uint64_t *rng, struct ds_id *id)
-{
-    memset(id, 0, sizeof(*id));
-    if (rng_below(rng, 4) == 0) {
-        id->is_string = true;
-        id->len = (uint8_t)(1 + rng_below(rng, DS_ID_BYTES_MAX));
-        for (uint8_t i = 0; i < id->len; i++) {
-            id->text[i] = (char)('a' + rng_below(rng, 26));
-        }
-        return;
-    }
-    id->value = rng_below(rng, 8) == 0 ? INT64_MAX - (int64_t)rng_below(rng, 10)
-                                       : 1 + (int64_t)rng_below(rng, 1000000);
-}
-
-static void random_event(uint64_t *rng, int32_t day, struct ds_event *e)
-{
-    memset(e, 0, sizeof(*e));
-    random_id(rng, &e->order_id);
-    random_id(rng, &e->customer_id);
-    e->ts_ms = (int64_t)day * DAY_MS + (int64_t)rng_below(rng, (uint64_t)DAY_MS);
-    switch (rng_below(rng, 5)) {
-    case 0: e->amount_units = (int64_t)rng_below(rng, 100000) * 100; break;
-    case 1: e->amount_units = -(int64_t)rng_below(rng, 100000) * 10000; break;
-    case 2: e->amount_units = INT64_MAX - (int64_t)rng_below(rng, 1000); break;
-    default: e->amount_units = (int64_t)rng_below(rng, 10000000); break;
-    }
-    set_status(e, STATUSES[rng_below(rng, DS_ARRAY_LEN(STATUSES))]);
-}
-
-static bool id_equal(const struct ds_id *a, const struct ds_id *b)
-{
-    if (a->is_string != b->is_string) {
-        return false;
-    }
-    if (a->is_string) {
-        return a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
-    }
-    return a->value == b->value;
-}
-
-static bool event_equal(const struct ds_event *a, const struct ds_event *b)
-{
-    return id_equal(&a->order_id, &b->order_id) && id_equal(&a->customer_id, &b->customer_id) &&
-           a->ts_ms == b->ts_ms && a->amount_units == b->amount_units &&
-           a->status_len == b->status_len && memcmp(a->status, b->status, a->status_len) == 0;
 }
 
 /* ---- fixture and small file helpers -------------------------------------------------------- */
@@ -386,8 +314,8 @@ struct sources {
 
 static struct ds_source next_source(uint64_t *rng, struct sources *s, uint32_t partitions)
 {
-    uint32_t index = (uint32_t)rng_below(rng, partitions);
-    s->next[index] += 1 + (int64_t)rng_below(rng, 3);
+    uint32_t index = (uint32_t)test_rng_below(rng, partitions);
+    s->next[index] += 1 + (int64_t)test_rng_below(rng, 3);
     return (struct ds_source){.partition = (int32_t)index - 1, .offset = s->next[index]};
 }
 
@@ -401,13 +329,13 @@ static void workload(struct storage *st, struct model *m, uint64_t *rng, uint32_
         src.next[i] = m->src_pending[i] > 0 ? m->src_pending[i] : 0;
     }
     for (uint32_t i = 0; i < count; i++) {
-        int32_t day = DAY0 + (int32_t)rng_below(rng, days);
-        uint32_t shard = (uint32_t)rng_below(rng, shards);
+        int32_t day = DAY0 + (int32_t)test_rng_below(rng, days);
+        uint32_t shard = (uint32_t)test_rng_below(rng, shards);
         struct ds_event e;
-        random_event(rng, day, &e);
+        test_event_random_plain(rng, day, &e);
         struct ds_source s = next_source(rng, &src, 5);
-        append_ok(st, m, day, shard, &e, rng_below(rng, 8) == 0 ? NULL : &s);
-        if (commits > 0 && rng_below(rng, count / commits + 1) == 0) {
+        append_ok(st, m, day, shard, &e, test_rng_below(rng, 8) == 0 ? NULL : &s);
+        if (commits > 0 && test_rng_below(rng, count / commits + 1) == 0) {
             commit_ok(st, m);
         }
     }
@@ -521,7 +449,7 @@ static bool partition_matches(struct storage *st, const struct mpart *p, bool wi
                  scan.events.n, n);
     }
     for (size_t i = 0; ok && i < n; i++) {
-        if (!event_equal(expected_at(p, with_pending, i), &scan.events.v[i])) {
+        if (!test_event_equal(expected_at(p, with_pending, i), &scan.events.v[i])) {
             snprintf(why, WHY_BYTES, "scan %d/%u: event %zu differs", p->day, p->shard, i);
             ok = false;
         }
@@ -662,7 +590,7 @@ static void test_storage_append_partition_limit(void **state)
     struct storage *st = open_with(&cfg);
     uint64_t rng = 5;
     struct ds_event e;
-    random_event(&rng, DAY0, &e);
+    test_event_random_plain(&rng, DAY0, &e);
     append_ok(st, fx->m, DAY0, 0, &e, NULL);
     append_ok(st, fx->m, DAY0, 1, &e, NULL);
     assert_int_equal(storage_append(st, DAY0, 2, &e, NULL), -DS_ELIMIT);
@@ -849,7 +777,7 @@ static void test_storage_uring_commit_beyond_queue_depth(void **state)
         for (uint32_t shard = 0; shard < 5; shard++) {
             for (int i = 0; i < 20; i++) {
                 struct ds_event e;
-                random_event(&rng, DAY0 + day, &e);
+                test_event_random_plain(&rng, DAY0 + day, &e);
                 append_ok(st, fx->m, DAY0 + day, shard, &e, NULL);
             }
         }
@@ -910,7 +838,7 @@ static void committed_partition(struct fixture *fx, uint32_t events)
     uint64_t rng = 77;
     for (uint32_t i = 0; i < events; i++) {
         struct ds_event e;
-        random_event(&rng, DAY0, &e);
+        test_event_random_plain(&rng, DAY0, &e);
         struct ds_source s = {.partition = 0, .offset = i};
         append_ok(st, fx->m, DAY0, 0, &e, &s);
         if (i % 50 == 49) {
@@ -993,7 +921,7 @@ static void test_storage_recovery_garbage_after_committed_end(void **state)
     uint8_t garbage[777];
     uint64_t rng = 3;
     for (size_t i = 0; i < sizeof(garbage); i++) {
-        garbage[i] = (uint8_t)rng_next(&rng);
+        garbage[i] = (uint8_t)test_rng_next(&rng);
     }
     file_append(fx->path, garbage, sizeof(garbage));
 
@@ -1279,7 +1207,7 @@ static void test_storage_small_blocks_many_per_commit(void **state)
     uint64_t rng = test_seed();
     for (int i = 0; i < 100; i++) {
         struct ds_event e;
-        random_event(&rng, DAY0, &e);
+        test_event_random_plain(&rng, DAY0, &e);
         append_ok(st, fx->m, DAY0, 3, &e, NULL);
     }
     commit_ok(st, fx->m);
@@ -1303,13 +1231,13 @@ static void arena_event(uint32_t partition, uint32_t i, struct ds_event *e)
         ids[k]->is_string = true;
         ids[k]->len = DS_ID_BYTES_MAX;
         for (size_t b = 0; b < DS_ID_BYTES_MAX; b += 8) {
-            uint64_t bits = rng_next(&rng);
+            uint64_t bits = test_rng_next(&rng);
             memcpy(ids[k]->text + b, &bits, 8);
         }
     }
     e->ts_ms = (int64_t)DAY0 * DAY_MS + (int64_t)i * 1000 + partition;
-    e->amount_units = (int64_t)(rng_next(&rng) >> 1);
-    set_status(e, STATUSES[i % DS_ARRAY_LEN(STATUSES)]);
+    e->amount_units = (int64_t)(test_rng_next(&rng) >> 1);
+    test_event_set_status(e, test_status_pool[i % TEST_STATUS_PLAIN_COUNT]);
 }
 
 struct arena_check {
@@ -1323,7 +1251,7 @@ static int arena_check_event(const struct ds_event *event, void *user)
     struct arena_check *c = user;
     struct ds_event want;
     arena_event(c->partition, c->next++, &want);
-    c->ok = c->ok && event_equal(&want, event);
+    c->ok = c->ok && test_event_equal(&want, event);
     return 0;
 }
 
@@ -1375,17 +1303,17 @@ static void test_storage_status_overflow_slow_path(void **state)
     for (int round = 0; round < 3; round++) {
         for (uint32_t i = 0; i < 400; i++) {
             struct ds_event e;
-            random_event(&rng, DAY0, &e);
+            test_event_random_plain(&rng, DAY0, &e);
             /* Common statuses first; the rare ones (index >= 32) now and then. */
-            uint32_t index = rng_below(&rng, 10) == 0
-                                 ? STORAGE_SUMMARY_STATUS_MAX + (uint32_t)rng_below(&rng, 8)
-                                 : (uint32_t)rng_below(&rng, STORAGE_SUMMARY_STATUS_MAX);
+            uint32_t index = test_rng_below(&rng, 10) == 0
+                                 ? STORAGE_SUMMARY_STATUS_MAX + (uint32_t)test_rng_below(&rng, 8)
+                                 : (uint32_t)test_rng_below(&rng, STORAGE_SUMMARY_STATUS_MAX);
             if (round == 0 && i < STORAGE_SUMMARY_STATUS_MAX) {
                 index = i; /* every common one is seen before any rare one */
             }
             char status[16];
             snprintf(status, sizeof(status), "status-%u", index);
-            set_status(&e, status);
+            test_event_set_status(&e, status);
             append_ok(st, fx->m, DAY0, 0, &e, NULL);
         }
         commit_ok(st, fx->m);
@@ -1433,18 +1361,18 @@ static void test_storage_budget_counts_growth_of_refused_add(void **state)
         e.ts_ms = (int64_t)DAY0 * DAY_MS + i;
         char status[16];
         snprintf(status, sizeof(status), "s%u", i < fill ? i % STORAGE_BLOCK_STATUS_MAX : 99);
-        set_status(&e, status);
+        test_event_set_status(&e, status);
         append_ok(st, fx->m, DAY0, 0, &e, NULL);
     }
     commit_ok(st, fx->m);
     /* Partition 1 only: partition 0's block is released (freed: over half the budget). */
     struct ds_event e;
     uint64_t rng = 1;
-    random_event(&rng, DAY0, &e);
+    test_event_random_plain(&rng, DAY0, &e);
     append_ok(st, fx->m, DAY0, 1, &e, NULL);
     commit_ok(st, fx->m);
     for (int i = 0; i < 100; i++) {
-        random_event(&rng, DAY0, &e);
+        test_event_random_plain(&rng, DAY0, &e);
         append_ok(st, fx->m, DAY0, 1, &e, NULL);
     }
     commit_ok(st, fx->m);
@@ -1569,7 +1497,7 @@ static void test_storage_source_offsets(void **state)
                                                {-1, 41}, {3, 5},  {14, 0}};
     for (size_t i = 0; i < DS_ARRAY_LEN(sources); i++) {
         struct ds_event e;
-        random_event(&rng, DAY0, &e);
+        test_event_random_plain(&rng, DAY0, &e);
         append_ok(st, fx->m, DAY0, (uint32_t)i % 2, &e, &sources[i]);
     }
     assert_true(storage_source_next(st, 0) == -1);
@@ -1581,7 +1509,7 @@ static void test_storage_source_offsets(void **state)
     assert_true(storage_source_next(st, 1) == -1);
     assert_matches(st, fx->m);
     struct ds_event e;
-    random_event(&rng, DAY0, &e);
+    test_event_random_plain(&rng, DAY0, &e);
     struct ds_source later = {.partition = 0, .offset = 100};
     append_ok(st, fx->m, DAY0, 0, &e, &later);
     assert_true(storage_source_next(st, 0) == 13);
@@ -1622,7 +1550,7 @@ static void test_storage_manifest_rotation(void **state)
             e.customer_id.value = s + 1;
             e.ts_ms = (int64_t)DAY0 * DAY_MS + s;
             e.amount_units = (int64_t)s * 100;
-            set_status(&e, "paid");
+            test_event_set_status(&e, "paid");
             struct ds_source src = {.partition = (int32_t)s - 1, .offset = (int64_t)commits};
             assert_int_equal(storage_append(st, DAY0, s % 2, &e, &src), 0);
             count[s % 2]++;
@@ -1805,10 +1733,10 @@ static uint64_t fault_run(struct fixture *fx, const struct fault_case *c)
     struct sources src = {{0}};
     for (int commit = 0; commit < 3 && failed == 0; commit++) {
         for (uint32_t i = 0; i < per_commit && failed == 0; i++) {
-            int32_t day = DAY0 + (int32_t)rng_below(&rng, (uint64_t)days_by_commit[commit]);
-            uint32_t shard = (uint32_t)rng_below(&rng, shards_by_commit[commit]);
+            int32_t day = DAY0 + (int32_t)test_rng_below(&rng, (uint64_t)days_by_commit[commit]);
+            uint32_t shard = (uint32_t)test_rng_below(&rng, shards_by_commit[commit]);
             struct ds_event e;
-            random_event(&rng, day, &e);
+            test_event_random_plain(&rng, day, &e);
             struct ds_source s = next_source(&rng, &src, 2);
             failed = storage_append(st, day, shard, &e, &s);
             if (failed == 0) {
@@ -1837,7 +1765,7 @@ static uint64_t fault_run(struct fixture *fx, const struct fault_case *c)
         }
         /* The writer stays failed until reopened. */
         struct ds_event e;
-        random_event(&rng, DAY0, &e);
+        test_event_random_plain(&rng, DAY0, &e);
         assert_int_equal(storage_append(st, DAY0, 0, &e, NULL), failed);
         assert_int_equal(storage_commit(st), failed);
     } else if (ops >= c->n && c->kind != FAULT_SHORT) {
@@ -1931,39 +1859,39 @@ static void crash_run(struct fixture *fx, uint64_t seed)
     char dir[DS_PATH_MAX];
     snprintf(dir, sizeof(dir), "%s/crash-%llu", fx->dir, (unsigned long long)seed);
     uint64_t rng = seed;
-    enum fake_crash_mode mode = rng_below(&rng, 2) ? FAKE_CRASH_TORN : FAKE_CRASH_GARBAGE;
+    enum fake_crash_mode mode = test_rng_below(&rng, 2) ? FAKE_CRASH_TORN : FAKE_CRASH_GARBAGE;
     struct fake_io *fake = NULL;
     assert_int_equal(fake_io_create(&fake), 0);
     struct storage_config cfg;
     config_init(&cfg, dir);
     cfg.io = fake_io_base(fake);
-    cfg.block_events_max = 2 + (uint32_t)rng_below(&rng, 20);
+    cfg.block_events_max = 2 + (uint32_t)test_rng_below(&rng, 20);
     /* Rolled segments are closed and fully synced; GARBAGE's appended junk on one of them is
      * not a damage a power cut can do, so rolls run with TORN only. */
-    if (mode == FAKE_CRASH_TORN && rng_below(&rng, 2) == 0) {
+    if (mode == FAKE_CRASH_TORN && test_rng_below(&rng, 2) == 0) {
         cfg.segment_bytes_max = 4096;
     }
     struct storage *st = open_with(&cfg);
     struct model *m = model_new();
-    uint32_t steps = 1 + (uint32_t)rng_below(&rng, 150);
+    uint32_t steps = 1 + (uint32_t)test_rng_below(&rng, 150);
     struct sources src = {{0}};
     for (uint32_t i = 0; i < steps; i++) {
-        if (rng_below(&rng, 12) == 0) {
+        if (test_rng_below(&rng, 12) == 0) {
             commit_ok(st, m);
             continue;
         }
-        int32_t day = DAY0 + (int32_t)rng_below(&rng, 2);
-        uint32_t shard = (uint32_t)rng_below(&rng, 2);
+        int32_t day = DAY0 + (int32_t)test_rng_below(&rng, 2);
+        uint32_t shard = (uint32_t)test_rng_below(&rng, 2);
         struct ds_event e;
-        random_event(&rng, day, &e);
+        test_event_random_plain(&rng, day, &e);
         struct ds_source s = next_source(&rng, &src, 3);
         append_ok(st, m, day, shard, &e, &s);
     }
     /* Half the time the power goes in the middle of one more commit: every operation from a
      * random one on is lost (fails), as at a power cut. */
     bool attempted_allowed = false;
-    if (rng_below(&rng, 2) == 0 && storage_pending_events(st) > 0) {
-        fake_io_fail_from(fake, 1 + rng_below(&rng, 12), -EIO);
+    if (test_rng_below(&rng, 2) == 0 && storage_pending_events(st) > 0) {
+        fake_io_fail_from(fake, 1 + test_rng_below(&rng, 12), -EIO);
         int rc = storage_commit(st);
         if (rc == 0) {
             model_commit(m);

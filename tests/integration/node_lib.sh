@@ -259,6 +259,12 @@ produce_paced() {
   done
 }
 
+# topic_values: every message value the topic "orders" holds, one per line, read back with kcat
+# (an independent client) from the beginning to the end offsets.
+topic_values() {
+  timeout 60 kcat -b "$BOOT" -t orders -C -e -q -o beginning -f '%s\n'
+}
+
 # topic_messages: how many messages the topic holds (the sum of its partitions' high
 # watermarks: the mock's offsets start at 0 and have no gaps while retention keeps everything).
 topic_messages() {

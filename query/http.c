@@ -99,7 +99,9 @@ struct query_http {
 
 /* Per request: the raw target as the client sent it, captured before libmicrohttpd decodes. */
 struct http_request {
-    bool answered;
+    bool validated;
+    bool valid;
+    struct http_route route;
     size_t target_len; /* may exceed HTTP_URI_BYTES_MAX: then only the length is kept */
     char target[HTTP_URI_BYTES_MAX + 1];
 };
@@ -634,6 +636,34 @@ static bool token_ok(const struct query_http *h, struct MHD_Connection *c)
     return diff == 0;
 }
 
+/* First call of a request (headers read): validates it. An error is answered at once (the
+ * connection then closes, which also drops any body); a valid request is answered on the last
+ * call, after the body (if any) was drained, so that the connection can be kept alive. */
+static enum MHD_Result handle_first(struct query_http *h, struct MHD_Connection *c,
+                                    const char *method, struct http_request *req)
+{
+    req->validated = true;
+    size_t header_bytes = 0;
+    MHD_get_connection_values_n(c, MHD_HEADER_KIND, add_header_bytes, &header_bytes);
+    if (header_bytes > HTTP_HEADERS_BYTES_MAX) {
+        return respond_error(h, c, 431, "request headers larger than 8192 bytes");
+    }
+    struct http_route *route = &req->route;
+    unsigned status =
+        http_route_parse(method, req->target, req->target_len, h->range_days_max, route);
+    if (status == 404 || status == 405 || status == 414 || route->endpoint == HTTP_EP_NONE) {
+        return respond_error(h, c, status, route->error);
+    }
+    if (h->token_len > 0 && route->needs_token && !token_ok(h, c)) {
+        return respond_error(h, c, 401, "missing or wrong bearer token");
+    }
+    if (status != 0) {
+        return respond_error(h, c, status, route->error);
+    }
+    req->valid = true;
+    return MHD_YES;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload_data,
                               size_t *upload_data_size, void **con_cls)
@@ -646,29 +676,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (req == NULL) {
         return respond_error(h, c, 503, "out of memory");
     }
-    if (req->answered) { /* a body the client sent anyway: drop it, the answer is queued */
+    if (!req->validated) {
+        return handle_first(h, c, method, req);
+    }
+    if (*upload_data_size > 0) { /* a body on a GET or HEAD: drained and ignored */
         *upload_data_size = 0;
         return MHD_YES;
     }
-    req->answered = true;
-    size_t header_bytes = 0;
-    MHD_get_connection_values_n(c, MHD_HEADER_KIND, add_header_bytes, &header_bytes);
-    if (header_bytes > HTTP_HEADERS_BYTES_MAX) {
-        return respond_error(h, c, 431, "request headers larger than 8192 bytes");
-    }
-    struct http_route route;
-    unsigned status =
-        http_route_parse(method, req->target, req->target_len, h->range_days_max, &route);
-    if (status == 404 || status == 405 || status == 414 || route.endpoint == HTTP_EP_NONE) {
-        return respond_error(h, c, status, route.error);
-    }
-    if (h->token_len > 0 && route.needs_token && !token_ok(h, c)) {
-        return respond_error(h, c, 401, "missing or wrong bearer token");
-    }
-    if (status != 0) {
-        return respond_error(h, c, status, route.error);
-    }
-    return dispatch(h, c, &route);
+    ASSERT(req->valid);
+    return dispatch(h, c, &req->route);
 }
 
 static void *capture_target(void *cls, const char *uri, struct MHD_Connection *c)
@@ -679,7 +695,8 @@ static void *capture_target(void *cls, const char *uri, struct MHD_Connection *c
     if (req == NULL) {
         return NULL;
     }
-    req->answered = false;
+    req->validated = false;
+    req->valid = false;
     req->target_len = strlen(uri);
     size_t keep = req->target_len <= HTTP_URI_BYTES_MAX ? req->target_len : 0;
     memcpy(req->target, uri, keep);
@@ -782,12 +799,12 @@ static int start_daemon(struct query_http *h, const struct query_http_config *cf
         cfg->idle_timeout_s != 0 ? cfg->idle_timeout_s : QUERY_HTTP_IDLE_TIMEOUT_S_DEFAULT;
     h->daemon = MHD_start_daemon(
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, h,
-        MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)(threads > 1 ? threads : 0), MHD_OPTION_CONNECTION_LIMIT, connections,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY_BYTES,
-        MHD_OPTION_URI_LOG_CALLBACK, capture_target, h, MHD_OPTION_NOTIFY_COMPLETED, request_done,
-        h, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, h, MHD_OPTION_END);
+        MHD_OPTION_EXTERNAL_LOGGER, log_mhd, h, MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(threads > 1 ? threads : 0),
+        MHD_OPTION_CONNECTION_LIMIT, connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+        MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)HTTP_CONNECTION_MEMORY_BYTES, MHD_OPTION_URI_LOG_CALLBACK, capture_target, h,
+        MHD_OPTION_NOTIFY_COMPLETED, request_done, h, MHD_OPTION_END);
     if (h->daemon == NULL) {
         ds_log_error("serve: libmicrohttpd refused to start on %s", h->address);
         return -EIO;

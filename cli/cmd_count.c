@@ -1,14 +1,21 @@
 /*
  * `dayshard count --day D [--to D2] [--status S] [--by shard|hour|day] [--json] --data DIR`:
  * a count from the shell over a data directory, read-only, safe beside a live writer (it sees
- * the last committed state). --server arrives with the query service.
+ * the last committed state), or `--server URL` from a running query service. Both print the
+ * same table (the service's JSON is read back into a struct query_count_result for
+ * query_count_table) or, with --json, the service's document.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <inttypes.h>
+#include <jansson.h>
+
 #include "cli/cli.h"
+#include "cli/http_client.h"
 #include "query/query.h"
 #include "shard/shard.h"
 #include "storage/storage.h"
@@ -26,12 +33,14 @@ const char cmd_count_usage[] =
     "  --by G         group by shard, hour or day\n"
     "  --json         print the JSON document of the HTTP API (/v1/count)\n"
     "  --data DIR     the data directory to read (read-only; a live writer may be using it)\n"
-    "  --server URL   ask a running query service instead (not available yet: see issue 4)\n"
+    "  --server URL   ask a running query service instead (e.g. http://127.0.0.1:8080)\n"
+    "  --http-token T bearer token for --server (or DAYSHARD_HTTP_TOKEN)\n"
     "  --help         this text\n";
 
 struct count_args {
     const char *data;
     const char *server;
+    const char *token;
     bool json;
     struct query_count_request req;
 };
@@ -52,23 +61,22 @@ static int parse_value(int c, const char *value, struct count_args *a, bool *hav
     case 'b': return query_group_parse(value, &a->req.by);
     case 'd': a->data = value; return 0;
     case 'S': a->server = value; return 0;
+    case 'T': a->token = value; return 0;
     }
     return -DS_EUSAGE;
 }
 
 static int parse_args(int argc, char **argv, struct count_args *a)
 {
-    static const struct option options[] = {{"day", required_argument, NULL, 'D'},
-                                            {"to", required_argument, NULL, 't'},
-                                            {"status", required_argument, NULL, 's'},
-                                            {"by", required_argument, NULL, 'b'},
-                                            {"json", no_argument, NULL, 'j'},
-                                            {"data", required_argument, NULL, 'd'},
-                                            {"server", required_argument, NULL, 'S'},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
+    static const struct option options[] = {
+        {"day", required_argument, NULL, 'D'},    {"to", required_argument, NULL, 't'},
+        {"status", required_argument, NULL, 's'}, {"by", required_argument, NULL, 'b'},
+        {"json", no_argument, NULL, 'j'},         {"data", required_argument, NULL, 'd'},
+        {"server", required_argument, NULL, 'S'}, {"http-token", required_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof(*a));
     a->req.day_first = -1;
+    a->token = getenv("DAYSHARD_HTTP_TOKEN");
     bool have_to = false;
     int c;
     opterr = 0;
@@ -127,6 +135,121 @@ static int print_result(const struct count_args *a, const struct query_count_res
     return CLI_OK;
 }
 
+/* "-123.4500" (exactly four decimals, as the service writes it) into amount units. */
+static int parse_amount(const char *text, ds_i128 *out)
+{
+    bool negative = text[0] == '-';
+    const char *p = text + (negative ? 1 : 0);
+    ds_i128 units = 0;
+    int decimals = -1;
+    for (; *p != '\0'; p++) {
+        if (*p == '.' && decimals < 0) {
+            decimals = 0;
+            continue;
+        }
+        if (*p < '0' || *p > '9' || units > ((ds_i128)1 << 120)) {
+            return -DS_EUSAGE;
+        }
+        units = units * 10 + (*p - '0');
+        decimals += decimals >= 0 ? 1 : 0;
+    }
+    if (decimals != 4) {
+        return -DS_EUSAGE;
+    }
+    *out = negative ? -units : units;
+    return 0;
+}
+
+static int parse_group(json_t *g, enum query_group by, struct query_group_row *row)
+{
+    const char *key = json_string_value(json_object_get(g, "key"));
+    const char *day = by == QUERY_GROUP_SHARD ? json_string_value(json_object_get(g, "day")) : key;
+    const char *amount = json_string_value(json_object_get(g, "amount_sum"));
+    json_t *count = json_object_get(g, "count");
+    if (day == NULL || strlen(day) < 10 || amount == NULL || !json_is_integer(count) ||
+        ds_date_parse(day, 10, &row->day) != 0 || parse_amount(amount, &row->amount_units) != 0) {
+        return -DS_ECORRUPT;
+    }
+    row->count = (uint64_t)json_integer_value(count);
+    if (by == QUERY_GROUP_SHARD) {
+        json_t *shard = json_object_get(g, "key");
+        row->shard = (uint32_t)json_integer_value(shard);
+        return json_is_integer(shard) ? 0 : -DS_ECORRUPT;
+    }
+    if (by == QUERY_GROUP_HOUR) {
+        unsigned hour = 0;
+        if (strlen(key) < 13 || sscanf(key + 11, "%2u", &hour) != 1 || hour > 23) {
+            return -DS_ECORRUPT;
+        }
+        row->hour = hour;
+    }
+    return 0;
+}
+
+/* Reads the service's count document back into res (groups allocated; the caller deinits). */
+static int parse_count_document(const char *body, size_t len, enum query_group by,
+                                struct query_count_result *res)
+{
+    memset(res, 0, sizeof(*res));
+    json_error_t err;
+    json_t *doc = json_loadb(body, len, 0, &err);
+    json_t *count = json_object_get(doc, "count");
+    json_t *groups = json_object_get(doc, "groups");
+    const char *amount = json_string_value(json_object_get(doc, "amount_sum"));
+    int rc = json_is_integer(count) && amount != NULL ? parse_amount(amount, &res->amount_units)
+                                                      : -DS_ECORRUPT;
+    res->count = (uint64_t)json_integer_value(count);
+    res->partitions = (uint32_t)json_integer_value(json_object_get(doc, "partitions"));
+    size_t n = json_array_size(groups);
+    if (rc == 0 && n > 0) {
+        res->groups = calloc(n, sizeof(*res->groups));
+        rc = res->groups != NULL ? 0 : -ENOMEM;
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        rc = parse_group(json_array_get(groups, i), by, &res->groups[i]);
+        res->group_count = i + 1;
+    }
+    json_decref(doc);
+    return rc;
+}
+
+static int count_server(const struct count_args *a)
+{
+    char path[512];
+    char first[DS_DATE_TEXT_SIZE];
+    char last[DS_DATE_TEXT_SIZE];
+    char status[3 * DS_STATUS_BYTES_MAX + 1] = "";
+    static const char *const by_names[] = {"", "&by=shard", "&by=hour", "&by=day"};
+    ds_date_format(a->req.day_first, first);
+    ds_date_format(a->req.day_last, last);
+    if (a->req.has_status) {
+        char raw[DS_STATUS_BYTES_MAX + 1];
+        memcpy(raw, a->req.status, a->req.status_len);
+        raw[a->req.status_len] = '\0';
+        cli_url_escape(raw, status, sizeof(status));
+    }
+    snprintf(path, sizeof(path), "/v1/count?day=%s&to=%s%s%s%s", first, last,
+             a->req.has_status ? "&status=" : "", status, by_names[a->req.by]);
+    struct cli_http_answer ans;
+    int rc = cli_http_get(a->server, path, a->token, &ans);
+    int exit_code = CLI_OK;
+    struct query_count_result res = {0};
+    if (rc != 0 || ans.status != 200) {
+        exit_code = cli_error("count", CLI_FAIL, "%s: %s%s", a->server,
+                              rc != 0 ? "" : "the service refused: ", ans.error);
+    } else if (a->json) {
+        fwrite(ans.body, 1, ans.body_len, stdout);
+        fputc('\n', stdout);
+    } else if (parse_count_document(ans.body, ans.body_len, a->req.by, &res) != 0) {
+        exit_code = cli_error("count", CLI_FAIL, "%s: not a count document", a->server);
+    } else {
+        query_count_table(&a->req, &res, stdout);
+    }
+    query_count_result_deinit(&res);
+    cli_http_answer_deinit(&ans);
+    return exit_code;
+}
+
 int cmd_count(int argc, char **argv)
 {
     struct count_args a;
@@ -135,9 +258,7 @@ int cmd_count(int argc, char **argv)
         return rc == -1 ? cli_help(cmd_count_usage) : rc;
     }
     if (a.server != NULL) {
-        return cli_error("count", CLI_FAIL,
-                         "--server is not available yet (the query service "
-                         "arrives with issue 4); use --data DIR");
+        return count_server(&a);
     }
     struct storage_config cfg;
     storage_config_defaults(&cfg);

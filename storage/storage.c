@@ -491,3 +491,9 @@ int storage_refresh(struct storage *st)
     }
     return rc;
 }
+
+uint64_t storage_commit_seq(const struct storage *st)
+{
+    ASSERT(st != NULL);
+    return st->seq;
+}

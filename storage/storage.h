@@ -151,6 +151,9 @@ int64_t storage_source_next(const struct storage *st, int32_t source_partition);
 
 /* Readers: re-read the manifest to see newer commits of a live writer. */
 DS_MUST_USE int storage_refresh(struct storage *st);
+/* Sequence number of the last commit this handle knows (0 before any). It only grows, so a
+ * reader can tell after storage_refresh whether anything new was committed. */
+uint64_t storage_commit_seq(const struct storage *st);
 
 /* Aggregates of one partition, optionally restricted to one status. */
 struct storage_hour_total {

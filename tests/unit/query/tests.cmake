@@ -1,1 +1,3 @@
 ds_unit_test(query count)
+ds_unit_test(query http_request)
+ds_unit_test(query metrics)

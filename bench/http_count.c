@@ -1,0 +1,261 @@
+/*
+ * Benchmark: count latency over HTTP keep-alive (issue 4 target: one-day count p99 <= 250 us,
+ * the same on a busy day and at 10M events stored), for S = 4, 16 and 64 shards per day, and a
+ * 28-day range. For each S it appends the busy-day workload (28 days, 30% on the busy day)
+ * through the storage API, starts the query service in-process on 127.0.0.1:0, and one client
+ * thread asks sequentially on one keep-alive connection. The service is started after the first
+ * tenth of the events and keeps running while the rest is appended (it refreshes per request),
+ * so the quiet-day figure at a tenth and at all events shows the latency is flat. Baseline in
+ * the same run: the same count in-process (query_count), reported as the HTTP/in-process ratio.
+ *
+ * Usage: bench_http_count [events=10000000] [iterations=20000] [shards=4,16,64]
+ *        bench_http_count --url HOST:PORT PATH [iterations]   (client only, any running service)
+ */
+#include <ftw.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ingest/ingest.h"
+#include "query/query.h"
+#include "shard/shard.h"
+#include "storage/storage.h"
+
+struct latency {
+    double p50_us, p99_us, max_us;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a;
+    uint64_t y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static struct latency summarize(uint64_t *ns, uint64_t n)
+{
+    qsort(ns, n, sizeof(*ns), cmp_u64);
+    return (struct latency){.p50_us = (double)ns[n / 2] / 1e3,
+                            .p99_us = (double)ns[n * 99 / 100] / 1e3,
+                            .max_us = (double)ns[n - 1] / 1e3};
+}
+
+static int connect_to(const char *address)
+{
+    char host[256];
+    const char *colon = strrchr(address, ':');
+    ASSERT(colon != NULL && (size_t)(colon - address) < sizeof(host));
+    memcpy(host, address, (size_t)(colon - address));
+    host[colon - address] = '\0';
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *ai = NULL;
+    ASSERT(getaddrinfo(host, colon + 1, &hints, &ai) == 0);
+    int fd = socket(ai->ai_family, SOCK_STREAM, 0);
+    ASSERT(fd >= 0);
+    ASSERT(connect(fd, ai->ai_addr, ai->ai_addrlen) == 0);
+    int one = 1;
+    ASSERT(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0);
+    freeaddrinfo(ai);
+    return fd;
+}
+
+/* One GET on a keep-alive connection; returns the body's start in buf (NUL-terminated). */
+static const char *get(int fd, const char *path, char *buf, size_t cap)
+{
+    char request[512];
+    int n = snprintf(request, sizeof(request), "GET %s HTTP/1.1\r\nHost: bench\r\n\r\n", path);
+    ASSERT(n > 0 && (size_t)n < sizeof(request));
+    ASSERT(send(fd, request, (size_t)n, 0) == n);
+    size_t len = 0;
+    for (;;) { /* until the headers and Content-Length bytes of body arrived */
+        ssize_t r = recv(fd, buf + len, cap - len - 1, 0);
+        if (r <= 0) {
+            fprintf(stderr, "connection closed after %zu bytes: %.300s\n", len, buf);
+            exit(1);
+        }
+        len += (size_t)r;
+        buf[len] = '\0';
+        const char *end = strstr(buf, "\r\n\r\n");
+        const char *cl = strcasestr(buf, "Content-Length:");
+        if (end != NULL && cl != NULL &&
+            len >= (size_t)(end + 4 - buf) + strtoull(cl + 15, NULL, 10)) {
+            ASSERT(strncmp(buf, "HTTP/1.1 200", 12) == 0);
+            return end + 4;
+        }
+    }
+}
+
+static struct latency measure_http(const char *address, const char *path, uint64_t iterations,
+                                   uint64_t *count_out)
+{
+    int fd = connect_to(address);
+    static char buf[1 << 20];
+    uint64_t *ns = calloc(iterations, sizeof(*ns));
+    ASSERT(ns != NULL);
+    /* Warm-up: each service thread's reader builds its own summaries on its first request. */
+    for (int i = 0; i < 7; i++) {
+        (void)get(fd, path, buf, sizeof(buf));
+    }
+    const char *body = get(fd, path, buf, sizeof(buf));
+    const char *count = strstr(body, "\"count\":");
+    *count_out = count != NULL ? strtoull(count + 8, NULL, 10) : 0;
+    for (uint64_t i = 0; i < iterations; i++) {
+        uint64_t t0 = ds_clock_ns();
+        (void)get(fd, path, buf, sizeof(buf));
+        ns[i] = ds_clock_ns() - t0;
+    }
+    close(fd);
+    struct latency l = summarize(ns, iterations);
+    free(ns);
+    return l;
+}
+
+static double measure_inprocess(const char *dir, const struct query_count_request *req,
+                                uint64_t iterations)
+{
+    struct storage_config cfg;
+    storage_config_defaults(&cfg);
+    cfg.dir = dir;
+    cfg.read_only = true;
+    struct storage *st = NULL;
+    struct shard_map *map = NULL;
+    ASSERT(storage_open(&cfg, &st) == 0);
+    ASSERT(shard_map_open(dir, SHARD_COUNT_DEFAULT, SHARD_MAP_READ_ONLY, &map) == 0);
+    uint64_t *ns = calloc(iterations, sizeof(*ns));
+    ASSERT(ns != NULL);
+    struct query_count_result res;
+    for (uint64_t i = 0; i <= iterations; i++) {
+        uint64_t t0 = ds_clock_ns();
+        ASSERT(query_count(st, map, req, &res) == 0);
+        query_count_result_deinit(&res);
+        if (i > 0) { /* the first builds the summaries */
+            ns[i - 1] = ds_clock_ns() - t0;
+        }
+    }
+    struct latency l = summarize(ns, iterations);
+    free(ns);
+    shard_map_close(map);
+    storage_close(st);
+    return l.p50_us;
+}
+
+static void append_events(const char *dir, uint32_t shards, struct ingest_workload *w,
+                          uint64_t count)
+{
+    struct storage_config cfg;
+    storage_config_defaults(&cfg);
+    cfg.dir = dir;
+    struct storage *st = NULL;
+    struct shard_map *map = NULL;
+    ASSERT(storage_open(&cfg, &st) == 0);
+    ASSERT(shard_map_open(dir, shards, 0, &map) == 0);
+    struct ds_event event;
+    for (uint64_t i = 0; i < count && ingest_workload_next(w, &event); i++) {
+        int32_t day = ds_day_from_ms(event.ts_ms);
+        int s = shard_map_ensure(map, day);
+        ASSERT(s > 0);
+        if (shard_map_dirty(map)) {
+            ASSERT(shard_map_sync(map) == 0);
+        }
+        ASSERT(storage_append(st, day, shard_of_id(&event.order_id, (uint32_t)s), &event, NULL) ==
+               0);
+        if ((i + 1) % 1000000 == 0) {
+            ASSERT(storage_commit(st) == 0);
+        }
+    }
+    ASSERT(storage_commit(st) == 0);
+    shard_map_close(map);
+    storage_close(st);
+}
+
+static void report(const char *what, const struct latency *l, uint64_t count, double inproc_us)
+{
+    printf("  %-30s count %9llu  p50 %7.1f us  p99 %7.1f us  max %8.1f us  in-process p50 %6.1f "
+           "us  ratio %5.1f\n",
+           what, (unsigned long long)count, l->p50_us, l->p99_us, l->max_us, inproc_us,
+           l->p50_us / (inproc_us > 0 ? inproc_us : 1));
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void run_one(uint64_t events, uint64_t iterations, uint32_t shards)
+{
+    char dir[] = "/tmp/dayshard-bench-http-XXXXXX";
+    ASSERT(mkdtemp(dir) != NULL);
+    struct ingest_workload_config wcfg;
+    ingest_workload_defaults(&wcfg);
+    wcfg.profile = INGEST_PROFILE_BUSY_DAY;
+    wcfg.events = events;
+    struct ingest_workload *w = NULL;
+    ASSERT(ingest_workload_create(&wcfg, &w) == 0);
+    append_events(dir, shards, w, events / 10);
+    struct query_http_config hcfg = {.data_dir = dir, .listen = "127.0.0.1:0"};
+    struct query_http *h = NULL;
+    ASSERT(query_http_start(&hcfg, &h) == 0);
+    char quiet[128], busy[128], month[128];
+    char first[DS_DATE_TEXT_SIZE], busy_day[DS_DATE_TEXT_SIZE], last[DS_DATE_TEXT_SIZE];
+    int32_t busy_index = wcfg.first_day + (int32_t)wcfg.busy_day_index;
+    ds_date_format(wcfg.first_day, first);
+    ds_date_format(busy_index, busy_day);
+    ds_date_format(wcfg.first_day + (int32_t)wcfg.days - 1, last);
+    snprintf(quiet, sizeof(quiet), "/v1/count?day=%s", first);
+    snprintf(busy, sizeof(busy), "/v1/count?day=%s", busy_day);
+    snprintf(month, sizeof(month), "/v1/count?day=%s&to=%s", first, last);
+    struct query_count_request q_quiet = {.day_first = wcfg.first_day, .day_last = wcfg.first_day};
+    struct query_count_request q_busy = {.day_first = busy_index, .day_last = busy_index};
+    struct query_count_request q_month = {.day_first = wcfg.first_day,
+                                          .day_last = wcfg.first_day + (int32_t)wcfg.days - 1};
+    printf("S = %u shards per day\n", shards);
+    uint64_t count = 0;
+    struct latency l = measure_http(query_http_address(h), quiet, iterations, &count);
+    report("one quiet day, 1/10 stored", &l, count, measure_inprocess(dir, &q_quiet, iterations));
+    append_events(dir, shards, w, events - events / 10);
+    l = measure_http(query_http_address(h), quiet, iterations, &count);
+    report("one quiet day, all stored", &l, count, measure_inprocess(dir, &q_quiet, iterations));
+    l = measure_http(query_http_address(h), busy, iterations, &count);
+    report("busy day", &l, count, measure_inprocess(dir, &q_busy, iterations));
+    l = measure_http(query_http_address(h), month, iterations / 4 + 1, &count);
+    report("28 days", &l, count, measure_inprocess(dir, &q_month, iterations / 4 + 1));
+    query_http_stop(h);
+    ingest_workload_destroy(w);
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 4 && strcmp(argv[1], "--url") == 0) {
+        uint64_t iterations = argc > 4 ? strtoull(argv[4], NULL, 10) : 20000;
+        uint64_t count = 0;
+        struct latency l =
+            measure_http(argv[2], argv[3], iterations < 10 ? 10 : iterations, &count);
+        printf("%s count %llu p50_us %.1f p99_us %.1f max_us %.1f\n", argv[3],
+               (unsigned long long)count, l.p50_us, l.p99_us, l.max_us);
+        return 0;
+    }
+    uint64_t events = argc > 1 ? strtoull(argv[1], NULL, 10) : 10000000ull;
+    uint64_t iterations = argc > 2 ? strtoull(argv[2], NULL, 10) : 20000ull;
+    iterations = iterations < 10 ? 10 : iterations;
+    const char *shard_list = argc > 3 ? argv[3] : "4,16,64";
+    printf("bench_http_count: %llu busy-day events (28 days, 30%% on one), %llu sequential "
+           "requests per query on one keep-alive connection, 2 service threads\n",
+           (unsigned long long)events, (unsigned long long)iterations);
+    for (const char *p = shard_list; *p != '\0';) { /* one run per listed shard count */
+        char *end = NULL;
+        unsigned long shards = strtoul(p, &end, 10);
+        ASSERT(end != p && shards >= 1 && shards <= SHARD_COUNT_MAX);
+        run_one(events, iterations, (uint32_t)shards);
+        p = *end == ',' ? end + 1 : end;
+    }
+    return 0;
+}

@@ -1,0 +1,891 @@
+/*
+ * The HTTP query service on libmicrohttpd (DESIGN.md section 5).
+ *
+ * Threads: libmicrohttpd's epoll thread pool (cfg.threads workers, each accepting and serving
+ * its own connections). Storage handles are single-threaded, so the service opens one reader
+ * (a read-only struct storage and shard map) per worker, each behind a mutex; a request takes
+ * the first free reader, round-robin from a shared counter, so with as many readers as workers
+ * the lock is uncontended. Each reader keeps its own partition summaries (built lazily from
+ * block headers and extended after refreshes).
+ *
+ * Freshness: every request refreshes its reader first: one stat(2) of the manifest when
+ * nothing changed (about a microsecond), a re-read of the manifest tail when a commit arrived,
+ * and then a reload of the shard map (a writer syncs the map before it commits data of a new
+ * day, so the map read after a commit covers every committed partition). Refreshing per request
+ * is what keeps counts monotonic for a client: its next request starts after its previous one
+ * ended, so it always refreshes later, whichever reader serves it. Rejected: refreshing on a
+ * timer every few milliseconds (two readers refreshed at different moments could answer a
+ * client's consecutive requests out of order, and a stat per request is well under 1% of the
+ * 250 us budget).
+ *
+ * Hostile input: the raw request target is captured by the URI log callback and validated in
+ * http_request.c; sizes are bounded below libmicrohttpd's own per-connection memory so our
+ * JSON answers (414, 431) come first; connections are bounded in total and per address and
+ * idle ones time out. The bearer token is compared in constant time.
+ *
+ * Rejected: a thread per connection (hundreds of idle sockets would hold hundreds of threads)
+ * and one shared reader behind one lock (the count itself is ~1 us, but a refresh that re-reads
+ * the manifest would stall every worker).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "query/http_private.h"
+
+/* Token bytes: enough for any generated secret, small enough to compare in constant time. */
+#define HTTP_TOKEN_BYTES_MAX 256u
+/* "as_of" of every source partition the manifest knows: up to STORAGE_SOURCES_MAX entries of
+ * at most 32 bytes each. */
+#define HTTP_AS_OF_BYTES_MAX (STORAGE_SOURCES_MAX * 32u + 16u)
+/* Write-rate observations kept, direct-mapped by (day, shard): bounded memory whatever days
+ * are asked about; a collision only restarts that partition's rate. */
+#define HTTP_HEAT_ENTRIES 4096u
+/* A rate is computed over at least this interval between two observations. */
+#define HTTP_HEAT_INTERVAL_NS 1000000000ull
+/* Days of per-shard series in /metrics: the last ones present, so label cardinality stays
+ * bounded by 7 * S instead of growing with history. */
+#define HTTP_METRICS_RECENT_DAYS 7u
+#define HTTP_METRICS_BYTES_MAX (16u * 1024 * 1024)
+#define HTTP_ADDRESS_TEXT_SIZE 300u
+
+struct http_reader {
+    pthread_mutex_t lock;
+    struct storage *st;
+    struct shard_map *map;
+    uint64_t seq; /* storage_commit_seq at the last shard map reload */
+    char *as_of;  /* {"partition": next offset, ...} of the last refresh */
+    size_t as_of_len;
+};
+
+struct heat_entry {
+    bool used;
+    bool has_rate;
+    int32_t day;
+    uint32_t shard;
+    uint64_t t0_ns;
+    uint64_t events0;
+    double rate_per_s;
+};
+
+enum http_class { HTTP_CLASS_2XX = 0, HTTP_CLASS_4XX, HTTP_CLASS_5XX, HTTP_CLASS_COUNT };
+
+struct query_http {
+    struct MHD_Daemon *daemon;
+    int listen_fd;
+    char address[HTTP_ADDRESS_TEXT_SIZE];
+    char token[HTTP_TOKEN_BYTES_MAX + 1];
+    size_t token_len;
+    uint32_t range_days_max;
+    int64_t ready_lag_max;
+    struct query_metrics *metrics;
+    uint32_t reader_count;
+    struct http_reader readers[QUERY_HTTP_THREADS_MAX];
+    atomic_uint reader_next;
+    pthread_mutex_t heat_lock;
+    struct heat_entry *heat;
+    atomic_uint_fast64_t requests[HTTP_CLASS_COUNT];
+};
+
+/* Per request: the raw target as the client sent it, captured before libmicrohttpd decodes. */
+struct http_request {
+    bool validated;
+    bool valid;
+    struct http_route route;
+    size_t target_len; /* may exceed HTTP_URI_BYTES_MAX: then only the length is kept */
+    char target[HTTP_URI_BYTES_MAX + 1];
+};
+
+/* ---- readers ------------------------------------------------------------------------------- */
+
+static void render_as_of(struct http_reader *r)
+{
+    size_t n = 0;
+    r->as_of[n++] = '{';
+    for (int32_t p = DS_SOURCE_FILE; p < (int32_t)STORAGE_SOURCES_MAX - 2; p++) {
+        int64_t next = storage_source_next(r->st, p);
+        if (next < 0) {
+            continue;
+        }
+        char key[16];
+        if (p == DS_SOURCE_FILE) {
+            snprintf(key, sizeof(key), "file");
+        } else {
+            snprintf(key, sizeof(key), "%" PRId32, p);
+        }
+        int w = snprintf(r->as_of + n, HTTP_AS_OF_BYTES_MAX - n, "%s\"%s\":%" PRId64,
+                         n > 1 ? "," : "", key, next);
+        ASSERT(w > 0 && (size_t)w < HTTP_AS_OF_BYTES_MAX - n);
+        n += (size_t)w;
+    }
+    r->as_of[n++] = '}';
+    r->as_of[n] = '\0';
+    r->as_of_len = n;
+}
+
+/* Brings a reader up to the last commit. Called with r->lock held. */
+static int reader_refresh(struct http_reader *r)
+{
+    int rc = storage_refresh(r->st);
+    if (rc != 0) {
+        ds_log_error("serve: refreshing the storage view: %s", ds_strerror(rc));
+        return rc;
+    }
+    uint64_t seq = storage_commit_seq(r->st);
+    if (seq == r->seq && r->as_of_len > 0) {
+        return 0;
+    }
+    rc = shard_map_reload(r->map);
+    if (rc != 0) {
+        ds_log_error("serve: reloading the shard map: %s", ds_strerror(rc));
+        return rc;
+    }
+    r->seq = seq;
+    render_as_of(r);
+    return 0;
+}
+
+static int reader_open(struct http_reader *r, const char *dir)
+{
+    struct storage_config cfg;
+    storage_config_defaults(&cfg);
+    cfg.dir = dir;
+    cfg.read_only = true;
+    cfg.partitions_max = STORAGE_PARTITIONS_MAX; /* whatever the writer was configured with */
+    r->as_of = malloc(HTTP_AS_OF_BYTES_MAX);
+    if (r->as_of == NULL) {
+        return -ENOMEM;
+    }
+    int rc = storage_open(&cfg, &r->st);
+    if (rc == 0) {
+        rc = shard_map_open(dir, SHARD_COUNT_DEFAULT, SHARD_MAP_READ_ONLY, &r->map);
+    }
+    if (rc == 0) {
+        rc = reader_refresh(r);
+    }
+    return rc;
+}
+
+static void reader_close(struct http_reader *r)
+{
+    shard_map_close(r->map);
+    storage_close(r->st);
+    free(r->as_of);
+    r->map = NULL;
+    r->st = NULL;
+    r->as_of = NULL;
+}
+
+/* Takes a free reader (the lock is held on return), refreshed to the last commit. */
+static int reader_acquire(struct query_http *h, struct http_reader **out)
+{
+    unsigned first = atomic_fetch_add_explicit(&h->reader_next, 1, memory_order_relaxed);
+    struct http_reader *r = NULL;
+    for (uint32_t i = 0; i < h->reader_count && r == NULL; i++) {
+        struct http_reader *c = &h->readers[(first + i) % h->reader_count];
+        if (pthread_mutex_trylock(&c->lock) == 0) {
+            r = c;
+        }
+    }
+    if (r == NULL) {
+        r = &h->readers[first % h->reader_count];
+        ASSERT(pthread_mutex_lock(&r->lock) == 0);
+    }
+    int rc = reader_refresh(r);
+    if (rc != 0) {
+        ASSERT(pthread_mutex_unlock(&r->lock) == 0);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+static void reader_release(struct http_reader *r)
+{
+    ASSERT(pthread_mutex_unlock(&r->lock) == 0);
+}
+
+/* ---- answers ------------------------------------------------------------------------------- */
+
+static enum MHD_Result respond(struct query_http *h, struct MHD_Connection *c, unsigned status,
+                               char *body, size_t len, const char *content_type)
+{
+    static const char oom[] = "{\"error\":\"out of memory\"}";
+    struct MHD_Response *resp =
+        body != NULL
+            ? MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE)
+            : MHD_create_response_from_buffer(sizeof(oom) - 1, (void *)oom, MHD_RESPMEM_PERSISTENT);
+    if (resp == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    status = body != NULL ? status : MHD_HTTP_SERVICE_UNAVAILABLE;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, HTTP_ALLOW);
+    }
+    if (status == MHD_HTTP_UNAUTHORIZED) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    }
+    enum http_class cls =
+        status < 400 ? HTTP_CLASS_2XX : (status < 500 ? HTTP_CLASS_4XX : HTTP_CLASS_5XX);
+    atomic_fetch_add_explicit(&h->requests[cls], 1, memory_order_relaxed);
+    enum MHD_Result result = MHD_queue_response(c, status, resp);
+    MHD_destroy_response(resp);
+    return result;
+}
+
+static enum MHD_Result respond_json(struct query_http *h, struct MHD_Connection *c, unsigned status,
+                                    char *body, int64_t len)
+{
+    ASSERT(body == NULL || len >= 0);
+    return respond(h, c, status, body, body != NULL ? (size_t)len : 0, "application/json");
+}
+
+static enum MHD_Result respond_error(struct query_http *h, struct MHD_Connection *c,
+                                     unsigned status, const char *message)
+{
+    size_t cap = strlen(message) * 6 + 32;
+    char *body = malloc(cap);
+    int64_t len = body != NULL ? http_error_json(message, body, cap) : 0;
+    ASSERT(len >= 0);
+    return respond_json(h, c, status, body, len);
+}
+
+static enum MHD_Result respond_storage_error(struct query_http *h, struct MHD_Connection *c, int rc)
+{
+    char message[160];
+    snprintf(message, sizeof(message), "storage: %s", ds_strerror(rc));
+    return respond_error(h, c, rc == -ENOMEM ? 503 : 500, message);
+}
+
+/* Appends ,"as_of":{...} before the closing brace of the JSON object in body (len bytes;
+ * capacity for it was reserved). Returns the new length. */
+static size_t append_as_of(char *body, size_t len, const struct http_reader *r)
+{
+    ASSERT(len > 0 && body[len - 1] == '}');
+    static const char key[] = ",\"as_of\":";
+    len--;
+    memcpy(body + len, key, sizeof(key) - 1);
+    len += sizeof(key) - 1;
+    memcpy(body + len, r->as_of, r->as_of_len);
+    len += r->as_of_len;
+    body[len++] = '}';
+    body[len] = '\0';
+    return len;
+}
+
+static enum MHD_Result serve_count(struct query_http *h, struct MHD_Connection *c,
+                                   const struct http_route *route)
+{
+    struct http_reader *r = NULL;
+    int rc = reader_acquire(h, &r);
+    if (rc != 0) {
+        return respond_storage_error(h, c, rc);
+    }
+    struct query_count_result res;
+    rc = query_count(r->st, r->map, &route->count, &res);
+    if (rc != 0) {
+        reader_release(r);
+        return respond_storage_error(h, c, rc);
+    }
+    size_t cap = query_count_json_bound(&res) + r->as_of_len + 16;
+    char *body = malloc(cap);
+    int64_t len = -ENOMEM;
+    if (body != NULL) {
+        len = query_count_json(&route->count, &res, body, cap);
+        ASSERT(len > 0);
+        len = (int64_t)append_as_of(body, (size_t)len, r);
+    }
+    reader_release(r);
+    query_count_result_deinit(&res);
+    return respond_json(h, c, 200, body, len);
+}
+
+/* ---- partition heat ------------------------------------------------------------------------ */
+
+/* Records an observation of a partition's event count and returns its write rate (events/s
+ * between the two latest observations at least HTTP_HEAT_INTERVAL_NS apart), or -1 when no
+ * rate is known yet. */
+static double heat_observe(struct query_http *h, int32_t day, uint32_t shard, uint64_t events,
+                           uint64_t now_ns)
+{
+    uint64_t key = shard_fnv1a64(&day, sizeof(day)) ^ ((uint64_t)shard * 0x9e3779b97f4a7c15ull);
+    struct heat_entry *e = &h->heat[key % HTTP_HEAT_ENTRIES];
+    ASSERT(pthread_mutex_lock(&h->heat_lock) == 0);
+    if (!e->used || e->day != day || e->shard != shard || events < e->events0) {
+        *e = (struct heat_entry){
+            .used = true, .day = day, .shard = shard, .t0_ns = now_ns, .events0 = events};
+    } else if (now_ns - e->t0_ns >= HTTP_HEAT_INTERVAL_NS) {
+        e->rate_per_s = (double)(events - e->events0) * 1e9 / (double)(now_ns - e->t0_ns);
+        e->has_rate = true;
+        e->t0_ns = now_ns;
+        e->events0 = events;
+    }
+    double rate = e->has_rate ? e->rate_per_s : -1.0;
+    ASSERT(pthread_mutex_unlock(&h->heat_lock) == 0);
+    return rate;
+}
+
+static int put_partition(char *dst, size_t cap, int32_t day, uint32_t shard,
+                         const struct storage_partition_total *t, double rate)
+{
+    char key[SHARD_KEY_TEXT_SIZE];
+    char rate_text[32];
+    shard_key_format(day, shard, key);
+    if (rate < 0) {
+        snprintf(rate_text, sizeof(rate_text), "null");
+    } else {
+        snprintf(rate_text, sizeof(rate_text), "%.1f", rate);
+    }
+    return snprintf(dst, cap,
+                    "%s{\"shard\":%u,\"partition\":\"%s\",\"events\":%" PRIu64 ",\"bytes\":%" PRIu64
+                    ",\"blocks\":%" PRIu64 ",\"write_rate_per_s\":%s}",
+                    shard == 0 ? "" : ",", shard, key, t->count, t->bytes, t->blocks, rate_text);
+}
+
+/* Renders /v1/partitions for the reader's view. Returns the length or a negative code. */
+static int64_t render_partitions(struct query_http *h, struct http_reader *r, int32_t day,
+                                 char *body, size_t cap)
+{
+    uint32_t shards = shard_map_get(r->map, day);
+    char date[DS_DATE_TEXT_SIZE];
+    ds_date_format(day, date);
+    int n = snprintf(body, cap, "{\"day\":\"%s\",\"shards\":%u,\"partitions\":[", date, shards);
+    size_t len = (size_t)n;
+    uint64_t now_ns = ds_clock_ns();
+    for (uint32_t shard = 0; shard < shards; shard++) {
+        struct storage_partition_total t;
+        int rc = storage_partition_totals(r->st, day, shard, NULL, 0, &t);
+        if (rc != 0) {
+            return rc;
+        }
+        double rate = heat_observe(h, day, shard, t.count, now_ns);
+        n = put_partition(body + len, cap - len, day, shard, &t, rate);
+        ASSERT(n > 0 && (size_t)n < cap - len);
+        len += (size_t)n;
+    }
+    ASSERT(len + 3 < cap);
+    memcpy(body + len, "]}", 3);
+    return (int64_t)append_as_of(body, len + 2, r);
+}
+
+static enum MHD_Result serve_partitions(struct query_http *h, struct MHD_Connection *c,
+                                        const struct http_route *route)
+{
+    struct http_reader *r = NULL;
+    int rc = reader_acquire(h, &r);
+    if (rc != 0) {
+        return respond_storage_error(h, c, rc);
+    }
+    size_t cap = 128u + (size_t)shard_map_get(r->map, route->day) * 192u + r->as_of_len;
+    char *body = malloc(cap);
+    int64_t len = body != NULL ? render_partitions(h, r, route->day, body, cap) : -ENOMEM;
+    reader_release(r);
+    if (len < 0) {
+        free(body);
+        return respond_storage_error(h, c, (int)len);
+    }
+    return respond_json(h, c, 200, body, len);
+}
+
+/* ---- /metrics ------------------------------------------------------------------------------ */
+
+struct recent_days {
+    uint32_t count;
+    int32_t days[HTTP_METRICS_RECENT_DAYS];
+    uint32_t shards[HTTP_METRICS_RECENT_DAYS];
+};
+
+static int keep_recent(int32_t day, uint32_t shard_count, void *user)
+{
+    struct recent_days *recent = user;
+    if (recent->count == HTTP_METRICS_RECENT_DAYS) {
+        memmove(recent->days, recent->days + 1, sizeof(recent->days[0]) * (recent->count - 1));
+        memmove(recent->shards, recent->shards + 1,
+                sizeof(recent->shards[0]) * (recent->count - 1));
+        recent->count--;
+    }
+    recent->days[recent->count] = day;
+    recent->shards[recent->count] = shard_count;
+    recent->count++;
+    return 0;
+}
+
+struct metrics_buf {
+    char *dst;
+    size_t capacity;
+    size_t len;
+    bool overflow;
+};
+
+DS_PRINTF(2, 3) static void mput(struct metrics_buf *b, const char *fmt, ...)
+{
+    if (b->overflow) {
+        return;
+    }
+    va_list args;
+    va_start(args, fmt);
+    int n = vsnprintf(b->dst + b->len, b->capacity - b->len, fmt, args);
+    va_end(args);
+    if (n < 0 || (size_t)n >= b->capacity - b->len) {
+        b->overflow = true;
+        return;
+    }
+    b->len += (size_t)n;
+}
+
+enum recent_series { SERIES_EVENTS = 0, SERIES_BYTES, SERIES_RATE, SERIES_COUNT };
+
+/* One metric family over the recent days' shards (the exposition format wants each family's
+ * samples together, so the partitions are visited once per family; their totals are cached). */
+static int put_recent_series(struct query_http *h, struct http_reader *r,
+                             const struct recent_days *recent, enum recent_series series,
+                             struct metrics_buf *b)
+{
+    static const char *const names[SERIES_COUNT] = {
+        "dayshard_partition_events", "dayshard_partition_bytes", "dayshard_partition_write_rate"};
+    static const char *const help[SERIES_COUNT] = {
+        "Events stored per shard of the most recent days.",
+        "Bytes stored per shard of the most recent days.",
+        "Events per second written per shard, between two observations of the service."};
+    mput(b, "# HELP %s %s\n# TYPE %s gauge\n", names[series], help[series], names[series]);
+    uint64_t now_ns = ds_clock_ns();
+    for (uint32_t i = 0; i < recent->count; i++) {
+        char date[DS_DATE_TEXT_SIZE];
+        ds_date_format(recent->days[i], date);
+        for (uint32_t shard = 0; shard < recent->shards[i]; shard++) {
+            struct storage_partition_total t;
+            int rc = storage_partition_totals(r->st, recent->days[i], shard, NULL, 0, &t);
+            if (rc != 0) {
+                return rc;
+            }
+            double rate = series == SERIES_RATE
+                              ? heat_observe(h, recent->days[i], shard, t.count, now_ns)
+                              : 0.0;
+            if (series == SERIES_EVENTS || series == SERIES_BYTES) {
+                mput(b, "%s{day=\"%s\",shard=\"%u\"} %" PRIu64 "\n", names[series], date, shard,
+                     series == SERIES_EVENTS ? t.count : t.bytes);
+            } else if (rate >= 0) {
+                mput(b, "%s{day=\"%s\",shard=\"%u\"} %.1f\n", names[series], date, shard, rate);
+            }
+        }
+    }
+    return 0;
+}
+
+static int put_recent_partitions(struct query_http *h, struct http_reader *r, struct metrics_buf *b)
+{
+    struct recent_days recent = {0};
+    (void)shard_map_visit(r->map, keep_recent, &recent);
+    for (uint32_t series = 0; series < SERIES_COUNT; series++) {
+        int rc = put_recent_series(h, r, &recent, (enum recent_series)series, b);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static void put_sources(struct http_reader *r, struct metrics_buf *b)
+{
+    mput(b,
+         "# HELP dayshard_storage_commit_seq Sequence number of the last durable commit.\n"
+         "# TYPE dayshard_storage_commit_seq gauge\ndayshard_storage_commit_seq %" PRIu64 "\n"
+         "# HELP dayshard_source_next_offset Next source offset after the durable data.\n"
+         "# TYPE dayshard_source_next_offset gauge\n",
+         storage_commit_seq(r->st));
+    for (int32_t p = DS_SOURCE_FILE; p < (int32_t)STORAGE_SOURCES_MAX - 2; p++) {
+        int64_t next = storage_source_next(r->st, p);
+        if (next < 0) {
+            continue;
+        }
+        if (p == DS_SOURCE_FILE) {
+            mput(b, "dayshard_source_next_offset{partition=\"file\"} %" PRId64 "\n", next);
+        } else {
+            mput(b, "dayshard_source_next_offset{partition=\"%" PRId32 "\"} %" PRId64 "\n", p,
+                 next);
+        }
+    }
+}
+
+static void put_http_counters(struct query_http *h, struct metrics_buf *b)
+{
+    static const char *const names[HTTP_CLASS_COUNT] = {"2xx", "4xx", "5xx"};
+    mput(b, "# HELP dayshard_http_requests_total HTTP answers by status class.\n"
+            "# TYPE dayshard_http_requests_total counter\n");
+    for (uint32_t i = 0; i < HTTP_CLASS_COUNT; i++) {
+        mput(b, "dayshard_http_requests_total{code=\"%s\"} %" PRIuFAST64 "\n", names[i],
+             atomic_load_explicit(&h->requests[i], memory_order_relaxed));
+    }
+}
+
+/* Renders /metrics into b. Returns 0, or a storage error. */
+static int render_metrics(struct query_http *h, struct http_reader *r, struct metrics_buf *b)
+{
+    if (h->metrics != NULL) {
+        int64_t n = query_metrics_text(h->metrics, b->dst, b->capacity);
+        if (n < 0) {
+            b->overflow = true;
+            return 0;
+        }
+        b->len = (size_t)n;
+    }
+    put_sources(r, b);
+    put_http_counters(h, b);
+    return put_recent_partitions(h, r, b);
+}
+
+static enum MHD_Result serve_metrics(struct query_http *h, struct MHD_Connection *c)
+{
+    struct http_reader *r = NULL;
+    int rc = reader_acquire(h, &r);
+    if (rc != 0) {
+        return respond_storage_error(h, c, rc);
+    }
+    struct metrics_buf b = {.capacity = 64u * 1024};
+    for (;;) { /* doubles the buffer until the text fits, at most HTTP_METRICS_BYTES_MAX */
+        b.dst = malloc(b.capacity);
+        b.len = 0;
+        b.overflow = false;
+        rc = b.dst != NULL ? render_metrics(h, r, &b) : -ENOMEM;
+        if (rc != 0 || !b.overflow || b.capacity >= HTTP_METRICS_BYTES_MAX) {
+            break;
+        }
+        free(b.dst);
+        b.capacity *= 2;
+    }
+    reader_release(r);
+    if (rc != 0 || b.overflow) {
+        free(b.dst);
+        return respond_storage_error(h, c, rc != 0 ? rc : -ENOSPC);
+    }
+    return respond(h, c, 200, b.dst, b.len, "text/plain; version=0.0.4");
+}
+
+/* ---- probes and the not-yet-built index ---------------------------------------------------- */
+
+static enum MHD_Result serve_readyz(struct query_http *h, struct MHD_Connection *c)
+{
+    int64_t lag = h->metrics != NULL ? query_metrics_lag_max(h->metrics) : 0;
+    char text[160];
+    if (lag > h->ready_lag_max) {
+        snprintf(text, sizeof(text), "consumer lag %" PRId64 " exceeds %" PRId64, lag,
+                 h->ready_lag_max);
+        return respond_error(h, c, 503, text);
+    }
+    int n = snprintf(text, sizeof(text), "{\"ready\":true,\"consumer_lag\":%" PRId64 "}", lag);
+    return respond_json(h, c, 200, strdup(text), n);
+}
+
+static enum MHD_Result dispatch(struct query_http *h, struct MHD_Connection *c,
+                                const struct http_route *route)
+{
+    switch (route->endpoint) {
+    case HTTP_EP_COUNT: return serve_count(h, c, route);
+    case HTTP_EP_PARTITIONS: return serve_partitions(h, c, route);
+    case HTTP_EP_METRICS: return serve_metrics(h, c);
+    case HTTP_EP_READYZ: return serve_readyz(h, c);
+    case HTTP_EP_HEALTHZ: return respond_json(h, c, 200, strdup("{\"status\":\"ok\"}"), 15);
+    case HTTP_EP_ORDERS:
+        /* TODO(issue 5): answer from the by-customer index once the GSI lands. */
+        return respond_error(h, c, 501, "the by-customer index (GSI) is not built yet");
+    case HTTP_EP_NONE: break;
+    }
+    ASSERT(false);
+    return MHD_NO;
+}
+
+/* ---- libmicrohttpd callbacks --------------------------------------------------------------- */
+
+static enum MHD_Result add_header_bytes(void *cls, enum MHD_ValueKind kind, const char *key,
+                                        size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    (void)key;
+    (void)value;
+    size_t *total = cls;
+    *total += key_size + value_size + 4;
+    return MHD_YES;
+}
+
+static bool token_ok(const struct query_http *h, struct MHD_Connection *c)
+{
+    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    static const char scheme[] = "Bearer ";
+    if (auth == NULL || strncmp(auth, scheme, sizeof(scheme) - 1) != 0) {
+        return false;
+    }
+    auth += sizeof(scheme) - 1;
+    size_t len = strlen(auth);
+    /* Constant time over the token's length: the answer must not reveal a matching prefix. */
+    unsigned char diff = len != h->token_len;
+    for (size_t i = 0; i < h->token_len; i++) {
+        diff |= (unsigned char)(h->token[i] ^ (i < len ? auth[i] : 0));
+    }
+    return diff == 0;
+}
+
+/* First call of a request (headers read): validates it. An error is answered at once (the
+ * connection then closes, which also drops any body); a valid request is answered on the last
+ * call, after the body (if any) was drained, so that the connection can be kept alive. */
+static enum MHD_Result handle_first(struct query_http *h, struct MHD_Connection *c,
+                                    const char *method, struct http_request *req)
+{
+    req->validated = true;
+    size_t header_bytes = 0;
+    MHD_get_connection_values_n(c, MHD_HEADER_KIND, add_header_bytes, &header_bytes);
+    if (header_bytes > HTTP_HEADERS_BYTES_MAX) {
+        return respond_error(h, c, 431, "request headers larger than 8192 bytes");
+    }
+    struct http_route *route = &req->route;
+    unsigned status =
+        http_route_parse(method, req->target, req->target_len, h->range_days_max, route);
+    if (status == 404 || status == 405 || status == 414 || route->endpoint == HTTP_EP_NONE) {
+        return respond_error(h, c, status, route->error);
+    }
+    if (h->token_len > 0 && route->needs_token && !token_ok(h, c)) {
+        return respond_error(h, c, 401, "missing or wrong bearer token");
+    }
+    if (status != 0) {
+        return respond_error(h, c, status, route->error);
+    }
+    req->valid = true;
+    return MHD_YES;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **con_cls)
+{
+    (void)url;
+    (void)version;
+    (void)upload_data;
+    struct query_http *h = cls;
+    struct http_request *req = *con_cls;
+    if (req == NULL) {
+        return respond_error(h, c, 503, "out of memory");
+    }
+    if (!req->validated) {
+        return handle_first(h, c, method, req);
+    }
+    if (*upload_data_size > 0) { /* a body on a GET or HEAD: drained and ignored */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    ASSERT(req->valid);
+    return dispatch(h, c, &req->route);
+}
+
+static void *capture_target(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls;
+    (void)c;
+    struct http_request *req = malloc(sizeof(*req));
+    if (req == NULL) {
+        return NULL;
+    }
+    req->validated = false;
+    req->valid = false;
+    req->target_len = strlen(uri);
+    size_t keep = req->target_len <= HTTP_URI_BYTES_MAX ? req->target_len : 0;
+    memcpy(req->target, uri, keep);
+    req->target[keep] = '\0';
+    return req;
+}
+
+static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)c;
+    (void)toe;
+    free(*con_cls);
+    *con_cls = NULL;
+}
+
+static void log_mhd(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char line[512];
+    vsnprintf(line, sizeof(line), fmt, ap);
+    size_t len = strlen(line);
+    while (len > 0 && line[len - 1] == '\n') {
+        line[--len] = '\0';
+    }
+    ds_log_info("serve: libmicrohttpd: %s", line);
+}
+
+/* ---- lifecycle ----------------------------------------------------------------------------- */
+
+int query_http_config_check(const struct query_http_config *cfg)
+{
+    bool ok = cfg->data_dir != NULL && cfg->range_days_max <= QUERY_RANGE_DAYS_MAX &&
+              cfg->threads <= QUERY_HTTP_THREADS_MAX &&
+              cfg->connections_max <= QUERY_HTTP_CONNECTIONS_MAX &&
+              cfg->connections_per_ip <= QUERY_HTTP_CONNECTIONS_MAX && cfg->ready_lag_max >= 0 &&
+              (cfg->token == NULL ||
+               (strlen(cfg->token) > 0 && strlen(cfg->token) <= HTTP_TOKEN_BYTES_MAX));
+    return ok ? 0 : -DS_EUSAGE;
+}
+
+/* Binds a listening socket on "HOST:PORT" and writes the bound address into h->address. */
+static int listen_on(struct query_http *h, const char *listen_text)
+{
+    char host[256];
+    const char *colon = strrchr(listen_text, ':');
+    if (colon == NULL || colon == listen_text || (size_t)(colon - listen_text) >= sizeof(host) ||
+        colon[1] == '\0') {
+        return -DS_EUSAGE;
+    }
+    size_t host_len = (size_t)(colon - listen_text);
+    memcpy(host, listen_text, host_len);
+    host[host_len] = '\0';
+    if (host_len > 2 && host[0] == '[' && host[host_len - 1] == ']') {
+        memmove(host, host + 1, host_len - 2);
+        host[host_len - 2] = '\0';
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    if (getaddrinfo(host, colon + 1, &hints, &ai) != 0 || ai == NULL) {
+        return -DS_EUSAGE;
+    }
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int one = 1;
+    int rc = fd < 0 ? -errno : 0;
+    if (rc == 0 && (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+                    bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0)) {
+        rc = -errno;
+    }
+    struct sockaddr_storage bound;
+    socklen_t bound_len = sizeof(bound);
+    if (rc == 0 && getsockname(fd, (struct sockaddr *)&bound, &bound_len) != 0) {
+        rc = -errno;
+    }
+    freeaddrinfo(ai);
+    if (rc != 0) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return rc;
+    }
+    uint16_t port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                      : ((struct sockaddr_in *)&bound)->sin_port);
+    bool v6 = strchr(host, ':') != NULL;
+    snprintf(h->address, sizeof(h->address), "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "", port);
+    h->listen_fd = fd;
+    return 0;
+}
+
+static int start_daemon(struct query_http *h, const struct query_http_config *cfg, uint32_t threads)
+{
+    unsigned connections =
+        cfg->connections_max != 0 ? cfg->connections_max : QUERY_HTTP_CONNECTIONS_DEFAULT;
+    unsigned per_ip = cfg->connections_per_ip != 0 ? cfg->connections_per_ip
+                                                   : QUERY_HTTP_CONNECTIONS_PER_IP_DEFAULT;
+    unsigned timeout_s =
+        cfg->idle_timeout_s != 0 ? cfg->idle_timeout_s : QUERY_HTTP_IDLE_TIMEOUT_S_DEFAULT;
+    h->daemon = MHD_start_daemon(
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, h,
+        MHD_OPTION_EXTERNAL_LOGGER, log_mhd, h, MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(threads > 1 ? threads : 0),
+        MHD_OPTION_CONNECTION_LIMIT, connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+        MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)HTTP_CONNECTION_MEMORY_BYTES, MHD_OPTION_URI_LOG_CALLBACK, capture_target, h,
+        MHD_OPTION_NOTIFY_COMPLETED, request_done, h, MHD_OPTION_END);
+    if (h->daemon == NULL) {
+        ds_log_error("serve: libmicrohttpd refused to start on %s", h->address);
+        return -EIO;
+    }
+    return 0;
+}
+
+static int http_open(struct query_http *h, const struct query_http_config *cfg)
+{
+    uint32_t threads = cfg->threads != 0 ? cfg->threads : QUERY_HTTP_THREADS_DEFAULT;
+    for (uint32_t i = 0; i < threads; i++) {
+        ASSERT(pthread_mutex_init(&h->readers[i].lock, NULL) == 0);
+        h->reader_count = i + 1;
+        int rc = reader_open(&h->readers[i], cfg->data_dir);
+        if (rc != 0) {
+            ds_log_error("serve: opening %s read-only: %s", cfg->data_dir, ds_strerror(rc));
+            return rc;
+        }
+    }
+    h->heat = calloc(HTTP_HEAT_ENTRIES, sizeof(*h->heat));
+    if (h->heat == NULL) {
+        return -ENOMEM;
+    }
+    int rc = listen_on(h, cfg->listen != NULL ? cfg->listen : QUERY_HTTP_LISTEN_DEFAULT);
+    if (rc != 0) {
+        ds_log_error("serve: cannot listen on %s: %s",
+                     cfg->listen != NULL ? cfg->listen : QUERY_HTTP_LISTEN_DEFAULT,
+                     ds_strerror(rc));
+        return rc;
+    }
+    return start_daemon(h, cfg, threads);
+}
+
+int query_http_start(const struct query_http_config *cfg, struct query_http **out)
+{
+    int rc = query_http_config_check(cfg);
+    if (rc != 0) {
+        return rc;
+    }
+    struct query_http *h = calloc(1, sizeof(*h));
+    if (h == NULL) {
+        return -ENOMEM;
+    }
+    h->listen_fd = -1;
+    h->range_days_max = cfg->range_days_max != 0 ? cfg->range_days_max : QUERY_RANGE_DAYS_DEFAULT;
+    h->ready_lag_max = cfg->ready_lag_max != 0 ? cfg->ready_lag_max : QUERY_HTTP_READY_LAG_DEFAULT;
+    h->metrics = cfg->metrics;
+    if (cfg->token != NULL) {
+        h->token_len = strlen(cfg->token);
+        memcpy(h->token, cfg->token, h->token_len);
+    }
+    ASSERT(pthread_mutex_init(&h->heat_lock, NULL) == 0);
+    rc = http_open(h, cfg);
+    if (rc != 0) {
+        query_http_stop(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
+const char *query_http_address(const struct query_http *h)
+{
+    return h->address;
+}
+
+void query_http_stop(struct query_http *h)
+{
+    if (h == NULL) {
+        return;
+    }
+    if (h->daemon != NULL) {
+        MHD_stop_daemon(h->daemon); /* closes the listening socket too */
+    } else if (h->listen_fd >= 0) {
+        close(h->listen_fd);
+    }
+    for (uint32_t i = 0; i < h->reader_count; i++) {
+        reader_close(&h->readers[i]);
+        pthread_mutex_destroy(&h->readers[i].lock);
+    }
+    pthread_mutex_destroy(&h->heat_lock);
+    free(h->heat);
+    free(h);
+}

@@ -1,0 +1,61 @@
+/*
+ * Private to query/: the HTTP request router and validator (http_request.c), kept free of
+ * libmicrohttpd so unit tests drive it with plain strings, and the limits of the service.
+ */
+#ifndef DS_QUERY_HTTP_PRIVATE_H
+#define DS_QUERY_HTTP_PRIVATE_H
+
+#include <stdint.h>
+
+#include "query/query.h"
+
+/* The raw request target (path and query): a count needs under 120 bytes; 2 KiB leaves room
+ * for long status values and is what common proxies accept without complaint. Longer: 414. */
+#define HTTP_URI_BYTES_MAX 2048u
+/* All request header names and values together; longer: 431. */
+#define HTTP_HEADERS_BYTES_MAX 8192u
+/* libmicrohttpd's per-connection memory; past it libmicrohttpd answers 414/431 itself (with
+ * its own HTML body). It must leave room above our own JSON-answered limits. */
+#define HTTP_CONNECTION_MEMORY_BYTES 32768u
+/* A decoded parameter name and value; a status is at most DS_STATUS_BYTES_MAX. */
+#define HTTP_PARAM_NAME_BYTES_MAX 32u
+#define HTTP_PARAM_VALUE_BYTES_MAX 256u
+/* Parameters in one request: the richest endpoint takes four. */
+#define HTTP_PARAMS_MAX 8u
+#define HTTP_ERROR_BYTES_MAX 256u
+/* Orders per page a client may ask for (the GSI issue may lower it). */
+#define HTTP_ORDERS_LIMIT_MAX 1000u
+
+enum http_endpoint {
+    HTTP_EP_NONE = 0,
+    HTTP_EP_COUNT,
+    HTTP_EP_PARTITIONS,
+    HTTP_EP_METRICS,
+    HTTP_EP_HEALTHZ,
+    HTTP_EP_READYZ,
+    HTTP_EP_ORDERS,
+};
+
+struct http_route {
+    enum http_endpoint endpoint;      /* set as soon as the path is known, even on a later error */
+    bool needs_token;                 /* every endpoint but the probes */
+    struct query_count_request count; /* HTTP_EP_COUNT */
+    int32_t day;                      /* HTTP_EP_PARTITIONS */
+    uint32_t limit;                   /* HTTP_EP_ORDERS */
+    char error[HTTP_ERROR_BYTES_MAX]; /* the message of a 4xx answer */
+};
+
+/* Routes and validates one request: method, raw target (path and query, len bytes, not
+ * NUL-terminated; it may contain NUL bytes, which are refused). Returns 0 with out filled, or
+ * the HTTP status of the error (400, 404, 405, 414) with out->error set. range_days_max bounds
+ * /v1/count ranges (1..QUERY_RANGE_DAYS_MAX). */
+DS_MUST_USE unsigned http_route_parse(const char *method, const char *target, size_t len,
+                                      uint32_t range_days_max, struct http_route *out);
+
+/* "GET, HEAD": what every endpoint allows (the Allow header of a 405). */
+#define HTTP_ALLOW "GET, HEAD"
+
+/* Renders {"error": message} into dst. Returns the length or -ENOSPC. */
+DS_MUST_USE int64_t http_error_json(const char *message, char *dst, size_t dst_capacity);
+
+#endif /* DS_QUERY_HTTP_PRIVATE_H */

@@ -1,0 +1,357 @@
+/*
+ * Routing and validation of HTTP requests, from the raw request target (path and query).
+ *
+ * Every malformed request is refused here with a 4xx status and a message meant for the
+ * client; nothing past this point sees unchecked input. Percent-decoding is done here, not by
+ * libmicrohttpd: its decoder leaves a bad escape ("%zz") as is and truncates at a decoded NUL,
+ * which would silently change what a client asked for. Parameters are strict: unknown names
+ * and repeated names are errors (a typo such as "stauts=paid" must not widen a count).
+ *
+ * Rejected: a table-driven generic parameter parser with callbacks (four endpoints with one to
+ * four parameters each read better as plain code).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "query/http_private.h"
+
+int64_t http_error_json(const char *message, char *dst, size_t dst_capacity)
+{
+    static const char head[] = "{\"error\":";
+    if (dst_capacity < sizeof(head) + 3) {
+        return -ENOSPC;
+    }
+    memcpy(dst, head, sizeof(head) - 1);
+    size_t n = sizeof(head) - 1;
+    int64_t s = query_json_string(message, strlen(message), dst + n, dst_capacity - n - 1);
+    if (s < 0) {
+        return s;
+    }
+    n += (size_t)s;
+    dst[n++] = '}';
+    dst[n] = '\0';
+    return (int64_t)n;
+}
+
+/* Client bytes quoted in a message: printable ASCII only (the answer must stay valid JSON and
+ * UTF-8 whatever was sent), cut to 40 bytes. */
+static const char *quote_input(const char *text, size_t len, char *dst, size_t dst_capacity)
+{
+    ASSERT(dst_capacity > 4);
+    size_t n = 0;
+    for (size_t i = 0; i < len && n + 4 < dst_capacity && i < 40; i++) {
+        unsigned char c = (unsigned char)text[i];
+        dst[n++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+    }
+    if (len > 40) {
+        memcpy(dst + n, "...", 3);
+        n += 3;
+    }
+    dst[n] = '\0';
+    return dst;
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+/* Decodes %XX escapes (and '+' as a space when plus_is_space). Returns the decoded length,
+ * -EINVAL for a bad escape, -ENOSPC when it does not fit. */
+static int64_t percent_decode(const char *src, size_t len, bool plus_is_space, char *dst,
+                              size_t dst_capacity)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = src[i];
+        if (c == '%') {
+            int hi = i + 2 < len ? hex_value(src[i + 1]) : -1;
+            int lo = i + 2 < len ? hex_value(src[i + 2]) : -1;
+            if (hi < 0 || lo < 0) {
+                return -EINVAL;
+            }
+            c = (char)(hi * 16 + lo);
+            i += 2;
+        } else if (c == '+' && plus_is_space) {
+            c = ' ';
+        }
+        if (n + 1 >= dst_capacity) {
+            return -ENOSPC;
+        }
+        dst[n++] = c;
+    }
+    dst[n] = '\0';
+    return (int64_t)n;
+}
+
+DS_PRINTF(3, 4) static unsigned fail(struct http_route *out, unsigned status, const char *fmt, ...);
+
+static unsigned fail(struct http_route *out, unsigned status, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(out->error, sizeof(out->error), fmt, args);
+    va_end(args);
+    return status;
+}
+
+static unsigned route_path(const char *path, size_t len, struct http_route *out)
+{
+    static const struct {
+        const char *path;
+        enum http_endpoint endpoint;
+    } exact[] = {{"/v1/count", HTTP_EP_COUNT},
+                 {"/v1/partitions", HTTP_EP_PARTITIONS},
+                 {"/metrics", HTTP_EP_METRICS},
+                 {"/healthz", HTTP_EP_HEALTHZ},
+                 {"/readyz", HTTP_EP_READYZ}};
+    for (size_t i = 0; i < DS_ARRAY_LEN(exact); i++) {
+        if (strlen(exact[i].path) == len && memcmp(path, exact[i].path, len) == 0) {
+            out->endpoint = exact[i].endpoint;
+            return 0;
+        }
+    }
+    static const char prefix[] = "/v1/customers/";
+    static const char suffix[] = "/orders";
+    size_t p = sizeof(prefix) - 1;
+    size_t s = sizeof(suffix) - 1;
+    if (len > p + s && memcmp(path, prefix, p) == 0 && memcmp(path + len - s, suffix, s) == 0) {
+        const char *id = path + p;
+        size_t id_len = len - p - s;
+        if (memchr(id, '/', id_len) == NULL) {
+            out->endpoint = HTTP_EP_ORDERS;
+            if (id_len > DS_ID_BYTES_MAX) {
+                return fail(out, 400, "customer id longer than %d bytes", DS_ID_BYTES_MAX);
+            }
+            return 0;
+        }
+    }
+    char quoted[64];
+    return fail(out, 404, "no such path '%s'", quote_input(path, len, quoted, sizeof(quoted)));
+}
+
+static unsigned parse_day(const char *name, const char *value, size_t len, int32_t *day,
+                          struct http_route *out)
+{
+    if (ds_date_parse(value, len, day) != 0) {
+        char quoted[64];
+        return fail(out, 400, "bad %s '%s': expected a real date YYYY-MM-DD", name,
+                    quote_input(value, len, quoted, sizeof(quoted)));
+    }
+    return 0;
+}
+
+static unsigned count_param(const char *name, const char *value, size_t len, struct http_route *out)
+{
+    struct query_count_request *req = &out->count;
+    if (strcmp(name, "day") == 0) {
+        return parse_day("day", value, len, &req->day_first, out);
+    }
+    if (strcmp(name, "to") == 0) {
+        return parse_day("to", value, len, &req->day_last, out);
+    }
+    if (strcmp(name, "status") == 0) {
+        if (len > DS_STATUS_BYTES_MAX) {
+            return fail(out, 400, "status longer than %d bytes", DS_STATUS_BYTES_MAX);
+        }
+        req->has_status = true;
+        req->status_len = (uint8_t)len;
+        memcpy(req->status, value, len);
+        return 0;
+    }
+    /* name is "by": the caller admits only known names. */
+    if (query_group_parse(value, &req->by) != 0) {
+        char quoted[64];
+        return fail(out, 400, "bad by '%s': expected shard, hour or day",
+                    quote_input(value, len, quoted, sizeof(quoted)));
+    }
+    return 0;
+}
+
+static unsigned orders_param(const char *name, const char *value, size_t len,
+                             struct http_route *out)
+{
+    if (strcmp(name, "limit") == 0) {
+        uint32_t limit = 0;
+        bool ok = len > 0 && len <= 4;
+        for (size_t i = 0; ok && i < len; i++) {
+            ok = value[i] >= '0' && value[i] <= '9';
+            limit = limit * 10u + (uint32_t)(value[i] - '0');
+        }
+        if (!ok || limit == 0 || limit > HTTP_ORDERS_LIMIT_MAX) {
+            return fail(out, 400, "bad limit: expected 1..%u", HTTP_ORDERS_LIMIT_MAX);
+        }
+        out->limit = limit;
+        return 0;
+    }
+    if (strcmp(name, "consistent") == 0 && strcmp(value, "true") != 0 &&
+        strcmp(value, "false") != 0) {
+        return fail(out, 400, "bad consistent: expected true or false");
+    }
+    return 0; /* cursor: opaque until the GSI defines it */
+}
+
+/* The parameter names an endpoint takes, as a space-separated list with spaces around. */
+static const char *known_params(enum http_endpoint endpoint)
+{
+    switch (endpoint) {
+    case HTTP_EP_COUNT: return " day to status by ";
+    case HTTP_EP_PARTITIONS: return " day ";
+    case HTTP_EP_ORDERS: return " limit cursor consistent ";
+    default: return " ";
+    }
+}
+
+static unsigned one_param(const char *text, size_t len, uint32_t *seen, struct http_route *out)
+{
+    const char *eq = memchr(text, '=', len);
+    size_t name_len = eq != NULL ? (size_t)(eq - text) : len;
+    char name[HTTP_PARAM_NAME_BYTES_MAX + 2];
+    char value[HTTP_PARAM_VALUE_BYTES_MAX + 1];
+    char quoted[64];
+    int64_t n = percent_decode(text, name_len, true, name + 1, sizeof(name) - 1);
+    int64_t v = eq != NULL ? percent_decode(eq + 1, len - name_len - 1, true, value, sizeof(value))
+                           : (value[0] = '\0', 0);
+    if (n == -EINVAL || v == -EINVAL) {
+        return fail(out, 400, "bad percent-encoding in '%s'",
+                    quote_input(text, len, quoted, sizeof(quoted)));
+    }
+    if (n < 0 || v < 0) {
+        return fail(out, 400, "parameter too long: '%s'",
+                    quote_input(text, len, quoted, sizeof(quoted)));
+    }
+    if (memchr(name + 1, '\0', (size_t)n) != NULL || memchr(value, '\0', (size_t)v) != NULL) {
+        return fail(out, 400, "NUL byte in parameter '%s'",
+                    quote_input(text, len, quoted, sizeof(quoted)));
+    }
+    name[0] = ' ';
+    name[n + 1] = ' ';
+    name[n + 2] = '\0';
+    const char *known = known_params(out->endpoint);
+    const char *at = n > 0 ? strstr(known, name) : NULL;
+    if (at == NULL) {
+        return fail(out, 400, "unknown parameter '%s'",
+                    quote_input(name + 1, (size_t)n, quoted, sizeof(quoted)));
+    }
+    uint32_t bit = 1u << (uint32_t)(at - known);
+    if (*seen & bit) {
+        return fail(out, 400, "parameter '%s' given twice",
+                    quote_input(name + 1, (size_t)n, quoted, sizeof(quoted)));
+    }
+    *seen |= bit;
+    name[n + 1] = '\0';
+    if (out->endpoint == HTTP_EP_COUNT) {
+        return count_param(name + 1, value, (size_t)v, out);
+    }
+    if (out->endpoint == HTTP_EP_PARTITIONS) {
+        return parse_day("day", value, (size_t)v, &out->day, out);
+    }
+    return orders_param(name + 1, value, (size_t)v, out);
+}
+
+static unsigned parse_query(const char *query, size_t len, struct http_route *out)
+{
+    uint32_t seen = 0;
+    uint32_t params = 0;
+    size_t start = 0;
+    while (start <= len) { /* one parameter per turn; the text is at most HTTP_URI_BYTES_MAX */
+        const char *amp = memchr(query + start, '&', len - start);
+        size_t end = amp != NULL ? (size_t)(amp - query) : len;
+        if (end > start) {
+            if (++params > HTTP_PARAMS_MAX) {
+                return fail(out, 400, "more than %u parameters", HTTP_PARAMS_MAX);
+            }
+            unsigned status = one_param(query + start, end - start, &seen, out);
+            if (status != 0) {
+                return status;
+            }
+        }
+        start = end + 1;
+    }
+    return 0;
+}
+
+/* Checks that hold after every parameter was read (required ones, ranges). */
+static unsigned finish(struct http_route *out, uint32_t range_days_max)
+{
+    if (out->endpoint == HTTP_EP_COUNT) {
+        struct query_count_request *req = &out->count;
+        if (req->day_first < 0) {
+            return fail(out, 400, "missing parameter 'day' (YYYY-MM-DD)");
+        }
+        if (req->day_last < 0) {
+            req->day_last = req->day_first;
+        }
+        if (req->day_last < req->day_first) {
+            return fail(out, 400, "'to' is before 'day'");
+        }
+        uint32_t days = (uint32_t)(req->day_last - req->day_first) + 1;
+        req->range_days_max = range_days_max;
+        if (days > range_days_max) {
+            char message[96];
+            snprintf(message, sizeof(message), "range of %u days is longer than the maximum of %u",
+                     days, range_days_max);
+            return fail(out, 400, "%s", message);
+        }
+    }
+    if (out->endpoint == HTTP_EP_PARTITIONS && out->day < 0) {
+        return fail(out, 400, "missing parameter 'day' (YYYY-MM-DD)");
+    }
+    return 0;
+}
+
+unsigned http_route_parse(const char *method, const char *target, size_t len,
+                          uint32_t range_days_max, struct http_route *out)
+{
+    ASSERT(range_days_max >= 1 && range_days_max <= QUERY_RANGE_DAYS_MAX);
+    memset(out, 0, sizeof(*out));
+    out->count.day_first = -1;
+    out->count.day_last = -1;
+    out->day = -1;
+    out->limit = 20;
+    if (len > HTTP_URI_BYTES_MAX) {
+        return fail(out, 414, "request target longer than %u bytes", HTTP_URI_BYTES_MAX);
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)target[i];
+        if (c <= 0x20 || c >= 0x7f) {
+            return fail(out, 400, "%s byte in the request target", c == 0 ? "NUL" : "bad");
+        }
+    }
+    const char *q = memchr(target, '?', len);
+    size_t path_len = q != NULL ? (size_t)(q - target) : len;
+    char path[HTTP_URI_BYTES_MAX + 1];
+    int64_t p = percent_decode(target, path_len, false, path, sizeof(path));
+    if (p < 0) {
+        return fail(out, 400, "bad percent-encoding in the path");
+    }
+    if (memchr(path, '\0', (size_t)p) != NULL) {
+        return fail(out, 400, "NUL byte in the path");
+    }
+    unsigned status = route_path(path, (size_t)p, out);
+    if (out->endpoint == HTTP_EP_NONE) {
+        return status;
+    }
+    out->needs_token = out->endpoint != HTTP_EP_HEALTHZ && out->endpoint != HTTP_EP_READYZ;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        char quoted[64];
+        return fail(out, 405, "method %s not allowed: use GET",
+                    quote_input(method, strlen(method), quoted, sizeof(quoted)));
+    }
+    if (status != 0) {
+        return status;
+    }
+    status = q != NULL ? parse_query(q + 1, len - path_len - 1, out) : 0;
+    return status != 0 ? status : finish(out, range_days_max);
+}

@@ -1,0 +1,177 @@
+/*
+ * A node's live figures (struct query_metrics) and their Prometheus text rendering.
+ *
+ * Writers are the node's threads (consumer, writer) with relaxed atomic stores and adds; the
+ * reader is an HTTP worker rendering /metrics. Figures are independent counters and gauges, so
+ * no ordering between them is promised and none is needed. The labels are bounded by the
+ * struct itself: at most QUERY_METRICS_REASONS_MAX reasons and only assigned partitions.
+ *
+ * Rejected: naming the ingest reasons here (query/ may not include ingest/: the layering is
+ * storage <- query), and a histogram with caller-chosen buckets (the node and the service
+ * would have to agree on memory at runtime; fixed buckets are enough for fsync latency).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "query/query.h"
+
+const uint32_t query_fsync_bucket_bounds_us[QUERY_FSYNC_BUCKETS] = {
+    50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000};
+
+void query_metrics_init(struct query_metrics *m, const char *const *reason_names,
+                        uint32_t reason_count)
+{
+    ASSERT(m != NULL);
+    ASSERT(reason_count == 0 || reason_names != NULL);
+    memset(m, 0, sizeof(*m));
+    m->reason_count =
+        reason_count < QUERY_METRICS_REASONS_MAX ? reason_count : QUERY_METRICS_REASONS_MAX;
+    for (uint32_t i = 0; i < m->reason_count; i++) {
+        m->reason_names[i] = reason_names[i];
+    }
+    for (uint32_t i = 0; i < QUERY_METRICS_LAG_PARTITIONS_MAX; i++) {
+        atomic_store_explicit(&m->consumer_lag[i], -1, memory_order_relaxed);
+    }
+}
+
+void query_metrics_rejected_add(struct query_metrics *m, uint32_t reason_index, uint64_t n)
+{
+    if (reason_index < m->reason_count) {
+        atomic_fetch_add_explicit(&m->rejected[reason_index], n, memory_order_relaxed);
+    }
+}
+
+void query_metrics_lag_set(struct query_metrics *m, int32_t partition, int64_t lag)
+{
+    if (partition >= 0 && (uint32_t)partition < QUERY_METRICS_LAG_PARTITIONS_MAX) {
+        atomic_store_explicit(&m->consumer_lag[partition], lag < 0 ? -1 : lag,
+                              memory_order_relaxed);
+    }
+}
+
+void query_metrics_fsync_observe(struct query_metrics *m, uint64_t latency_ns)
+{
+    uint32_t bucket = QUERY_FSYNC_BUCKETS;
+    for (uint32_t i = 0; i < QUERY_FSYNC_BUCKETS; i++) {
+        if (latency_ns <= (uint64_t)query_fsync_bucket_bounds_us[i] * 1000u) {
+            bucket = i;
+            break;
+        }
+    }
+    atomic_fetch_add_explicit(&m->fsync_buckets[bucket], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->fsync_sum_ns, latency_ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->fsync_count, 1, memory_order_relaxed);
+}
+
+int64_t query_metrics_lag_max(const struct query_metrics *m)
+{
+    int64_t max = 0;
+    for (uint32_t i = 0; i < QUERY_METRICS_LAG_PARTITIONS_MAX; i++) {
+        int64_t lag = atomic_load_explicit(&m->consumer_lag[i], memory_order_relaxed);
+        max = lag > max ? lag : max;
+    }
+    return max;
+}
+
+struct text_buf {
+    char *dst;
+    size_t capacity;
+    size_t len;
+    bool overflow;
+};
+
+DS_PRINTF(2, 3) static void text_put(struct text_buf *b, const char *fmt, ...)
+{
+    if (b->overflow) {
+        return;
+    }
+    va_list args;
+    va_start(args, fmt);
+    int n = vsnprintf(b->dst + b->len, b->capacity - b->len, fmt, args);
+    va_end(args);
+    if (n < 0 || (size_t)n >= b->capacity - b->len) {
+        b->overflow = true;
+        return;
+    }
+    b->len += (size_t)n;
+}
+
+/* A reason name is a label value: it is the caller's static string, but quote and backslash
+ * would still break the exposition format, so anything outside [a-z0-9_] is written as '_'. */
+static void put_label_value(struct text_buf *b, const char *name)
+{
+    char clean[64];
+    size_t i = 0;
+    for (; name[i] != '\0' && i + 1 < sizeof(clean); i++) {
+        char c = name[i];
+        bool plain = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+        clean[i] = plain ? c : '_';
+    }
+    clean[i] = '\0';
+    text_put(b, "%s", clean);
+}
+
+static void put_rejected(struct text_buf *b, const struct query_metrics *m)
+{
+    text_put(b, "# HELP dayshard_events_rejected_total Events sent to the dead-letter store.\n"
+                "# TYPE dayshard_events_rejected_total counter\n");
+    for (uint32_t i = 0; i < m->reason_count; i++) {
+        text_put(b, "dayshard_events_rejected_total{reason=\"");
+        put_label_value(b, m->reason_names[i]);
+        text_put(b, "\"} %" PRIuFAST64 "\n",
+                 atomic_load_explicit(&m->rejected[i], memory_order_relaxed));
+    }
+}
+
+static void put_lag(struct text_buf *b, const struct query_metrics *m)
+{
+    text_put(b, "# HELP dayshard_consumer_lag_messages Messages behind the high watermark.\n"
+                "# TYPE dayshard_consumer_lag_messages gauge\n");
+    for (uint32_t i = 0; i < QUERY_METRICS_LAG_PARTITIONS_MAX; i++) {
+        int64_t lag = atomic_load_explicit(&m->consumer_lag[i], memory_order_relaxed);
+        if (lag >= 0) {
+            text_put(b, "dayshard_consumer_lag_messages{partition=\"%u\"} %" PRId64 "\n", i, lag);
+        }
+    }
+}
+
+static void put_fsync(struct text_buf *b, const struct query_metrics *m)
+{
+    text_put(b, "# HELP dayshard_fsync_seconds Latency of data syncs of a group commit.\n"
+                "# TYPE dayshard_fsync_seconds histogram\n");
+    uint64_t cumulative = 0;
+    for (uint32_t i = 0; i <= QUERY_FSYNC_BUCKETS; i++) {
+        cumulative += atomic_load_explicit(&m->fsync_buckets[i], memory_order_relaxed);
+        if (i < QUERY_FSYNC_BUCKETS) {
+            uint32_t us = query_fsync_bucket_bounds_us[i];
+            text_put(b, "dayshard_fsync_seconds_bucket{le=\"%u.%06u\"} %" PRIu64 "\n",
+                     us / 1000000u, us % 1000000u, cumulative);
+        } else {
+            text_put(b, "dayshard_fsync_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cumulative);
+        }
+    }
+    uint64_t sum_ns = atomic_load_explicit(&m->fsync_sum_ns, memory_order_relaxed);
+    text_put(b, "dayshard_fsync_seconds_sum %" PRIu64 ".%09" PRIu64 "\n", sum_ns / 1000000000u,
+             sum_ns % 1000000000u);
+    /* The count is the +Inf bucket: both come from the same loads, so they always agree. */
+    text_put(b, "dayshard_fsync_seconds_count %" PRIu64 "\n", cumulative);
+}
+
+int64_t query_metrics_text(const struct query_metrics *m, char *dst, size_t dst_capacity)
+{
+    ASSERT(m != NULL);
+    ASSERT(dst_capacity > 0);
+    struct text_buf b = {.dst = dst, .capacity = dst_capacity};
+    text_put(&b,
+             "# HELP dayshard_events_ingested_total Events stored durably by this node.\n"
+             "# TYPE dayshard_events_ingested_total counter\n"
+             "dayshard_events_ingested_total %" PRIuFAST64 "\n",
+             atomic_load_explicit(&m->events_ingested, memory_order_relaxed));
+    put_rejected(&b, m);
+    put_lag(&b, m);
+    put_fsync(&b, m);
+    return b.overflow ? -ENOSPC : (int64_t)b.len;
+}

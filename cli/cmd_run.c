@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "ingest/ingest.h"
+#include "query/query.h"
 #include "shard/shard.h"
 #include "storage/storage.h"
 
@@ -34,16 +35,27 @@ const char cmd_run_usage[] =
     "  --dlq-topic T          also send every dead letter to topic T (keyed by partition)\n"
     "  -X key=value           a librdkafka property (SASL, TLS, ...); repeatable\n"
     "  --config FILE          Java-properties settings: kafka.* keys go to librdkafka; brokers,\n"
-    "                         topic, group, data, dlq-topic, shards, commit-interval-ms set\n"
-    "                         the options\n"
-    "  --http HOST:PORT       the query service (arrives with issue 4; refused for now)\n"
+    "                         topic, group, data, dlq-topic, shards, commit-interval-ms,\n"
+    "                         http, http-token, ready-max-lag set the options\n"
+    "  --http HOST:PORT       also serve the HTTP query API (as `dayshard serve`) with this\n"
+    "                         node's live figures in /metrics and /readyz; port 0 picks one\n"
+    "  --http-token TOKEN     require 'Authorization: Bearer TOKEN' (use it off loopback)\n"
+    "  --ready-max-lag N      /readyz is ready while the consumer lag is at most N messages\n"
+    "                         (default 100000)\n"
     "  --help                 this text\n"
     "Logging: DS_LOG=info by default for this command.\n";
 
 struct run_args {
     struct ingest_node_config node;
     struct ingest_kafka_props props;
-    char owned[6][512]; /* option values read from --config */
+    char owned[8][512]; /* option values read from --config */
+    struct query_http_config http;
+};
+
+/* The node's figures for the query service: its observer callbacks feed query_metrics. */
+struct run_observer {
+    struct query_metrics metrics;
+    uint64_t rejected_seen[INGEST_REASON_COUNT]; /* writer thread: totals already added */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -56,17 +68,24 @@ static void on_signal(int signo)
 
 static int set_option(struct run_args *a, const char *key, const char *value)
 {
-    static const char *const keys[] = {"brokers", "topic", "group", "data", "dlq-topic"};
+    static const char *const keys[] = {"brokers",   "topic", "group",     "data",
+                                       "dlq-topic", "http",  "http-token"};
     for (size_t i = 0; i < DS_ARRAY_LEN(keys); i++) {
         if (strcmp(key, keys[i]) == 0) {
             snprintf(a->owned[i], sizeof(a->owned[i]), "%s", value);
-            const char **slot[] = {&a->node.brokers, &a->node.topic, &a->node.group,
-                                   &a->node.data_dir, &a->node.dlq_topic};
+            const char **slot[] = {&a->node.brokers,  &a->node.topic,     &a->node.group,
+                                   &a->node.data_dir, &a->node.dlq_topic, &a->http.listen,
+                                   &a->http.token};
+            _Static_assert(DS_ARRAY_LEN(slot) == DS_ARRAY_LEN(keys), "a slot per key");
             *slot[i] = a->owned[i];
             return 0;
         }
     }
     uint64_t n = 0;
+    if (strcmp(key, "ready-max-lag") == 0 && cli_parse_u64(value, 1, INT64_MAX, &n) == 0) {
+        a->http.ready_lag_max = (int64_t)n;
+        return 0;
+    }
     if (strcmp(key, "shards") == 0 && cli_parse_u64(value, 1, SHARD_COUNT_MAX, &n) == 0) {
         a->node.base_shards = (uint32_t)n;
         return 0;
@@ -102,7 +121,11 @@ static int parse_one(struct run_args *a, int c, const char *value)
         }
         a->node.io_mode = (int)io;
         return 0;
-    case 'H': return -DS_ELIMIT;
+    case 'H': return set_option(a, "http", value);
+    case 'T':
+        return value[0] != '\0' && strlen(value) <= 256 ? set_option(a, "http-token", value)
+                                                        : -DS_EUSAGE;
+    case 'L': return set_option(a, "ready-max-lag", value);
     }
     return -DS_EUSAGE;
 }
@@ -119,6 +142,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
                                             {"io", required_argument, NULL, 'i'},
                                             {"config", required_argument, NULL, 'C'},
                                             {"http", required_argument, NULL, 'H'},
+                                            {"http-token", required_argument, NULL, 'T'},
+                                            {"ready-max-lag", required_argument, NULL, 'L'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     int c;
@@ -133,10 +158,6 @@ static int parse_args(int argc, char **argv, struct run_args *a)
                              argv[optind - 1]);
         }
         int rc = parse_one(a, c, optarg);
-        if (rc == -DS_ELIMIT && c == 'H') {
-            return cli_error("run", CLI_USAGE,
-                             "--http is not available yet (the query service is issue 4)");
-        }
         if (rc != 0) {
             return cli_error("run", CLI_USAGE, "bad value '%s' for %s", optarg,
                              cli_option_name(options, c, name));
@@ -148,6 +169,85 @@ static int parse_args(int argc, char **argv, struct run_args *a)
     if (a->node.brokers == NULL || a->node.data_dir == NULL) {
         return cli_error("run", CLI_USAGE, "--brokers and --data are required");
     }
+    if ((a->http.token != NULL || a->http.ready_lag_max != 0) && a->http.listen == NULL) {
+        return cli_error("run", CLI_USAGE, "--http-token and --ready-max-lag need --http");
+    }
+    return 0;
+}
+
+/* Writer thread, after each durable commit. */
+static void observe_commit(const struct ingest_node_progress *progress, void *user)
+{
+    struct run_observer *o = user;
+    atomic_store_explicit(&o->metrics.events_ingested, progress->events_durable,
+                          memory_order_relaxed);
+    for (uint32_t r = 1; r < INGEST_REASON_COUNT; r++) {
+        uint64_t total = progress->rejected_by_reason[r];
+        if (total > o->rejected_seen[r]) {
+            query_metrics_rejected_add(&o->metrics, r - 1, total - o->rejected_seen[r]);
+            o->rejected_seen[r] = total;
+        }
+    }
+    query_metrics_fsync_observe(&o->metrics, progress->commit_ns);
+}
+
+/* Consumer thread, about once a second per partition. */
+static void observe_lag(int32_t partition, int64_t lag, void *user)
+{
+    struct run_observer *o = user;
+    if (partition < 0) {
+        query_metrics_joined_set(&o->metrics);
+        return;
+    }
+    query_metrics_lag_set(&o->metrics, partition, lag);
+}
+
+/* The query service reads the data directory on its own handles, so the directory must exist
+ * before it starts: create it (storage and shard map) the way the node will open it. */
+static int prepare_data_dir(const struct ingest_node_config *node)
+{
+    struct storage_config cfg;
+    storage_config_defaults(&cfg);
+    cfg.dir = node->data_dir;
+    struct storage *st = NULL;
+    int rc = storage_open(&cfg, &st);
+    struct shard_map *map = NULL;
+    if (rc == 0) {
+        rc = shard_map_open(node->data_dir, node->base_shards, 0, &map);
+    }
+    shard_map_close(map);
+    storage_close(st);
+    return rc;
+}
+
+/* Starts the query service for `--http`; 0 or a CLI exit code (reported). */
+static int start_http(struct run_args *a, struct run_observer *o, struct query_http **out)
+{
+    /* Every rejection reason (INGEST_OK, 0, is none): metrics index = reason - 1. */
+    static const char *reason_names[INGEST_REASON_COUNT - 1];
+    for (uint32_t r = 1; r < INGEST_REASON_COUNT; r++) {
+        reason_names[r - 1] = ingest_reason_name((enum ingest_reason)r);
+    }
+    query_metrics_init(&o->metrics, reason_names, INGEST_REASON_COUNT - 1);
+    a->http.data_dir = a->node.data_dir;
+    a->http.metrics = &o->metrics;
+    int rc = prepare_data_dir(&a->node);
+    if (rc != 0) {
+        return cli_error("run", CLI_FAIL, "%s: %s", a->node.data_dir, ds_strerror(rc));
+    }
+    rc = query_http_start(&a->http, out);
+    if (rc != 0) {
+        return cli_error("run", rc == -DS_EUSAGE ? CLI_USAGE : CLI_FAIL, "--http %s: %s",
+                         a->http.listen,
+                         rc == -DS_EUSAGE ? "bad listen address (HOST:PORT)" : ds_strerror(rc));
+    }
+    a->node.on_commit = observe_commit;
+    a->node.on_lag = observe_lag;
+    a->node.observer_user = o;
+    /* The bound address, for scripts that asked for port 0. */
+    printf("%s\n", query_http_address(*out));
+    fflush(stdout);
+    ds_log_info("node: query service on http://%s", query_http_address(*out));
     return 0;
 }
 
@@ -171,10 +271,24 @@ int cmd_run(int argc, char **argv)
     sigaction(SIGTERM, &action, NULL);
     /* A daemon whose log reader went away must keep going (and leave the group cleanly). */
     signal(SIGPIPE, SIG_IGN);
+    struct run_observer *observer = NULL;
+    struct query_http *http = NULL;
+    if (a->http.listen != NULL) {
+        observer = calloc(1, sizeof(*observer));
+        rc = observer != NULL ? start_http(a, observer, &http)
+                              : cli_error("run", CLI_FAIL, "out of memory");
+        if (rc != 0) {
+            free(observer);
+            free(a);
+            return rc;
+        }
+    }
     ds_log_info("node: consuming %s from %s as group %s into %s", a->node.topic, a->node.brokers,
                 a->node.group, a->node.data_dir);
     struct ingest_node_stats stats;
     rc = ingest_node_run(&a->node, &stats, (const volatile int *)&stop_requested);
+    query_http_stop(http);
+    free(observer);
     free(a);
     if (rc != 0) {
         return cli_error("run", CLI_FAIL, "%s", ds_strerror(rc));

@@ -265,6 +265,21 @@ DS_MUST_USE int ingest_produce_run(const struct ingest_produce_config *cfg,
 /* Kafka partitions of the consumed topic one node tracks (storage keeps one offset each). */
 #define INGEST_NODE_PARTITIONS_MAX 4093u
 
+/* What a node reports after each durable group commit (totals since it started). */
+struct ingest_node_progress {
+    uint64_t events_durable;
+    uint64_t rejected_by_reason[INGEST_REASON_COUNT]; /* durable dead letters, by reason */
+    uint64_t commit_ns; /* how long this group commit took: writes, fdatasync, manifest */
+};
+/* Observers of a running node (for the query service's /metrics and /readyz). on_commit runs
+ * on the writer thread after every durable commit. on_lag runs on the consumer thread about
+ * once a second for each partition ever assigned (lag in messages behind the high watermark,
+ * -1 while the partition is not assigned here), then, once the node has joined its group (its
+ * first assignment, possibly empty), once more with partition -1 and the total lag. Both must
+ * be quick and must not call back into the node. */
+typedef void (*ingest_node_commit_fn)(const struct ingest_node_progress *progress, void *user);
+typedef void (*ingest_node_lag_fn)(int32_t partition, int64_t lag, void *user);
+
 struct ingest_node_config {
     const char *brokers;
     const char *topic;
@@ -276,6 +291,9 @@ struct ingest_node_config {
     uint32_t commit_interval_ms;            /* group commit (and Kafka offset commit) cadence */
     uint32_t status_interval_ms;            /* how often the consumer lag is logged */
     const char *dlq_topic; /* also send dead letters to this topic (NULL: the file only) */
+    ingest_node_commit_fn on_commit; /* may be NULL */
+    ingest_node_lag_fn on_lag;       /* may be NULL */
+    void *observer_user;
 };
 void ingest_node_config_defaults(struct ingest_node_config *cfg);
 

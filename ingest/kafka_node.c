@@ -64,6 +64,8 @@
 #define RELEASE_COMMIT_PAUSE_MS 100
 #define POSITIONS_GROUP_SUFFIX ".dayshard-positions"
 /* How long a commit waits for the dead-letter topic to acknowledge its copies. */
+/* The consumer lag is sampled (and reported to the observer) this often. */
+#define LAG_SAMPLE_INTERVAL_NS (1000ull * 1000000u)
 #define DLQ_FLUSH_TIMEOUT_MS 10000
 
 struct node {
@@ -89,7 +91,12 @@ struct node {
     /* consumer thread only */
     bool assigned[INGEST_NODE_PARTITIONS_MAX];
     int64_t position[INGEST_NODE_PARTITIONS_MAX];
-    int64_t start[INGEST_NODE_PARTITIONS_MAX]; /* the offset chosen at assignment */
+    int64_t start[INGEST_NODE_PARTITIONS_MAX];     /* the offset chosen at assignment */
+    int32_t assigned_end;                          /* 1 + the highest partition ever assigned */
+    bool lag_reported[INGEST_NODE_PARTITIONS_MAX]; /* on_lag last said "assigned" */
+    uint64_t last_lag_ns;
+    int64_t lag_total; /* over the assigned partitions at the last sample, -1 unknown */
+    int lag_partitions;
     uint64_t last_status_ns;
     uint64_t last_refresh_ns;
     uint64_t messages;
@@ -138,9 +145,26 @@ static void on_reject(const char *record, size_t len, int32_t partition, void *u
 }
 
 /* Writer thread, after each durable commit: publish positions, commit them to Kafka. */
+/* Writer thread, after a durable commit: tells the observer. */
+static void observe_commit(struct node *n)
+{
+    if (n->cfg->on_commit == NULL) {
+        return;
+    }
+    struct ingest_node_progress progress = {
+        .events_durable = atomic_load(&n->stage.accepted),
+        .commit_ns = n->stage.last_commit_ns,
+    };
+    for (uint32_t r = 0; r < INGEST_REASON_COUNT; r++) {
+        progress.rejected_by_reason[r] = atomic_load(&n->stage.rejected_by_reason[r]);
+    }
+    n->cfg->on_commit(&progress, n->cfg->observer_user);
+}
+
 static void on_commit(struct storage *st, void *user)
 {
     struct node *n = user;
+    observe_commit(n);
     if (n->dlq != NULL) {
         /* The file holds every dead letter durably already; the topic is its copy. Waiting here
          * keeps the group's offsets behind the copies the topic acknowledged, unless the topic
@@ -342,6 +366,7 @@ static void mark_assigned(struct node *n, const rd_kafka_topic_partition_list_t 
         int32_t p = parts->elems[i].partition;
         if (p >= 0 && p < (int32_t)INGEST_NODE_PARTITIONS_MAX) {
             n->assigned[p] = on;
+            n->assigned_end = on && p >= n->assigned_end ? p + 1 : n->assigned_end;
             n->position[p] = on ? parts->elems[i].offset : -1;
             n->start[p] = on ? parts->elems[i].offset : -1;
         }
@@ -419,33 +444,68 @@ static int take_message(struct node *n, const rd_kafka_message_t *m)
     return rc == 0 ? stage_add_event(&n->stage, &event, day, shard, &source) : rc;
 }
 
-/* Logs the consumer lag (messages behind the high watermarks librdkafka last saw). */
+/* Lag of assigned partition p (messages behind the high watermark librdkafka last saw, from
+ * the position read, or from the start chosen at assignment), or -1 when not known yet. */
+static int64_t partition_lag(struct node *n, int32_t p)
+{
+    int64_t from = n->position[p] >= 0 ? n->position[p] : n->start[p];
+    int64_t low = 0;
+    int64_t high = -1;
+    if (from < 0 || rd_kafka_get_watermark_offsets(n->rk, n->cfg->topic, p, &low, &high) != 0 ||
+        high < 0) {
+        return -1;
+    }
+    return high > from ? high - from : 0;
+}
+
+/* Samples the consumer lag of every partition (at most every LAG_SAMPLE_INTERVAL_NS, and at
+ * least as often as the status line), tells the observer, and keeps the total for the log. */
+static void lag_sample(struct node *n, uint64_t now)
+{
+    uint64_t interval = (uint64_t)n->cfg->status_interval_ms * 1000000u;
+    interval = interval < LAG_SAMPLE_INTERVAL_NS ? interval : LAG_SAMPLE_INTERVAL_NS;
+    if (now - n->last_lag_ns < interval) {
+        return;
+    }
+    n->last_lag_ns = now;
+    int64_t total = 0;
+    int counted = 0;
+    for (int32_t p = 0; p < n->assigned_end; p++) {
+        int64_t lag = n->assigned[p] ? partition_lag(n, p) : -1;
+        if (lag >= 0) {
+            total += lag;
+            counted++;
+        }
+        if (n->cfg->on_lag != NULL && (n->assigned[p] || n->lag_reported[p])) {
+            /* An assigned partition whose lag is not known yet reports 0 behind: it has no
+             * backlog the node knows of. */
+            n->cfg->on_lag(p, n->assigned[p] ? (lag >= 0 ? lag : 0) : -1, n->cfg->observer_user);
+        }
+        n->lag_reported[p] = n->assigned[p];
+    }
+    n->lag_total = counted > 0 ? total : -1;
+    n->lag_partitions = counted;
+    if (n->cfg->on_lag != NULL && n->stats->rebalances > 0) {
+        n->cfg->on_lag(-1, total, n->cfg->observer_user);
+    }
+    n->stats->lag = n->lag_total;
+}
+
+/* Samples the lag; logs it with the counters every status interval. */
 static void status(struct node *n)
 {
     uint64_t now = ds_clock_ns();
+    lag_sample(n, now);
     if (now - n->last_status_ns < (uint64_t)n->cfg->status_interval_ms * 1000000u) {
         return;
     }
     n->last_status_ns = now;
-    int64_t total = 0;
-    int counted = 0;
-    int seen = atomic_load(&n->partitions_seen);
-    for (int p = 0; p < seen; p++) {
-        int64_t low = 0;
-        int64_t high = 0;
-        if (!n->assigned[p] || n->position[p] < 0 ||
-            rd_kafka_get_watermark_offsets(n->rk, n->cfg->topic, p, &low, &high) != 0) {
-            continue;
-        }
-        total += high > n->position[p] ? high - n->position[p] : 0;
-        counted++;
-    }
-    n->stats->lag = counted > 0 ? total : -1;
     ds_log_info("node: %llu messages read, %llu events durable, %llu dead letters, "
                 "consumer lag %lld over %d partitions",
                 (unsigned long long)n->messages,
                 (unsigned long long)atomic_load(&n->stage.accepted),
-                (unsigned long long)atomic_load(&n->stage.rejected), (long long)total, counted);
+                (unsigned long long)atomic_load(&n->stage.rejected),
+                (long long)(n->lag_total > 0 ? n->lag_total : 0), n->lag_partitions);
 }
 
 static int consume(struct node *n, const volatile int *stop)

@@ -162,8 +162,11 @@ static int open_deadletters(struct stage *s)
 
 /* ---- writer thread ------------------------------------------------------------------------- */
 
-static int writer_commit(struct stage *s)
+/* Commits everything applied so far; the pending events count as accepted before the commit
+ * hook runs, so the hook sees the totals the commit made durable. */
+static int writer_commit(struct stage *s, uint64_t pending)
 {
+    uint64_t start_ns = ds_clock_ns();
     if (fflush(s->deadletter) != 0 || fdatasync(fileno(s->deadletter)) != 0) {
         int err = -errno;
         ds_log_error("%s: cannot sync dead letters: %s", s->cfg.deadletter_path, ds_strerror(err));
@@ -174,6 +177,8 @@ static int writer_commit(struct stage *s)
     storage_deadletter_set(s->cfg.storage, (uint64_t)end);
     int rc = storage_commit(s->cfg.storage);
     if (rc == 0) {
+        s->last_commit_ns = ds_clock_ns() - start_ns;
+        atomic_fetch_add(&s->accepted, pending);
         atomic_fetch_add(&s->commits, 1);
         if (s->cfg.on_commit != NULL) {
             s->cfg.on_commit(s->cfg.storage, s->cfg.on_commit_user);
@@ -219,8 +224,7 @@ static void *writer_main(void *arg)
             wait_ns = WAIT_MIN_NS;
         } else {
             if (rc == 0 && pending > 0 && ds_clock_ns() - last_commit_ns >= interval_ns) {
-                rc = writer_commit(s);
-                atomic_fetch_add(&s->accepted, rc == 0 ? pending : 0);
+                rc = writer_commit(s, pending);
                 pending = 0;
                 last_commit_ns = ds_clock_ns();
             }
@@ -239,8 +243,7 @@ static void *writer_main(void *arg)
         ASSERT(pushed == 0);
         bool due = pending >= s->cfg.commit_events || ds_clock_ns() - last_commit_ns >= interval_ns;
         if (rc == 0 && (kind != STAGE_DATA || due)) {
-            rc = writer_commit(s);
-            atomic_fetch_add(&s->accepted, rc == 0 ? pending : 0);
+            rc = writer_commit(s, pending);
             pending = 0;
             last_commit_ns = ds_clock_ns();
         }

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "query/http_private.h"
+#include "query/text.h"
 
 /* Token bytes: enough for any generated secret, small enough to compare in constant time. */
 #define HTTP_TOKEN_BYTES_MAX 256u
@@ -422,36 +423,13 @@ static int keep_recent(int32_t day, uint32_t shard_count, void *user)
     return 0;
 }
 
-struct metrics_buf {
-    char *dst;
-    size_t capacity;
-    size_t len;
-    bool overflow;
-};
-
-DS_PRINTF(2, 3) static void mput(struct metrics_buf *b, const char *fmt, ...)
-{
-    if (b->overflow) {
-        return;
-    }
-    va_list args;
-    va_start(args, fmt);
-    int n = vsnprintf(b->dst + b->len, b->capacity - b->len, fmt, args);
-    va_end(args);
-    if (n < 0 || (size_t)n >= b->capacity - b->len) {
-        b->overflow = true;
-        return;
-    }
-    b->len += (size_t)n;
-}
-
 enum recent_series { SERIES_EVENTS = 0, SERIES_BYTES, SERIES_RATE, SERIES_COUNT };
 
 /* One metric family over the recent days' shards (the exposition format wants each family's
  * samples together, so the partitions are visited once per family; their totals are cached). */
 static int put_recent_series(struct query_http *h, struct http_reader *r,
                              const struct recent_days *recent, enum recent_series series,
-                             struct metrics_buf *b)
+                             struct text_buf *b)
 {
     static const char *const names[SERIES_COUNT] = {
         "dayshard_partition_events", "dayshard_partition_bytes", "dayshard_partition_write_rate"};
@@ -459,7 +437,7 @@ static int put_recent_series(struct query_http *h, struct http_reader *r,
         "Events stored per shard of the most recent days.",
         "Bytes stored per shard of the most recent days.",
         "Events per second written per shard, between two observations of the service."};
-    mput(b, "# HELP %s %s\n# TYPE %s gauge\n", names[series], help[series], names[series]);
+    text_put(b, "# HELP %s %s\n# TYPE %s gauge\n", names[series], help[series], names[series]);
     uint64_t now_ns = ds_clock_ns();
     for (uint32_t i = 0; i < recent->count; i++) {
         char date[DS_DATE_TEXT_SIZE];
@@ -474,17 +452,17 @@ static int put_recent_series(struct query_http *h, struct http_reader *r,
                               ? heat_observe(h, recent->days[i], shard, t.count, now_ns)
                               : 0.0;
             if (series == SERIES_EVENTS || series == SERIES_BYTES) {
-                mput(b, "%s{day=\"%s\",shard=\"%u\"} %" PRIu64 "\n", names[series], date, shard,
-                     series == SERIES_EVENTS ? t.count : t.bytes);
+                text_put(b, "%s{day=\"%s\",shard=\"%u\"} %" PRIu64 "\n", names[series], date, shard,
+                         series == SERIES_EVENTS ? t.count : t.bytes);
             } else if (rate >= 0) {
-                mput(b, "%s{day=\"%s\",shard=\"%u\"} %.1f\n", names[series], date, shard, rate);
+                text_put(b, "%s{day=\"%s\",shard=\"%u\"} %.1f\n", names[series], date, shard, rate);
             }
         }
     }
     return 0;
 }
 
-static int put_recent_partitions(struct query_http *h, struct http_reader *r, struct metrics_buf *b)
+static int put_recent_partitions(struct query_http *h, struct http_reader *r, struct text_buf *b)
 {
     struct recent_days recent = {0};
     (void)shard_map_visit(r->map, keep_recent, &recent);
@@ -497,41 +475,41 @@ static int put_recent_partitions(struct query_http *h, struct http_reader *r, st
     return 0;
 }
 
-static void put_sources(struct http_reader *r, struct metrics_buf *b)
+static void put_sources(struct http_reader *r, struct text_buf *b)
 {
-    mput(b,
-         "# HELP dayshard_storage_commit_seq Sequence number of the last durable commit.\n"
-         "# TYPE dayshard_storage_commit_seq gauge\ndayshard_storage_commit_seq %" PRIu64 "\n"
-         "# HELP dayshard_source_next_offset Next source offset after the durable data.\n"
-         "# TYPE dayshard_source_next_offset gauge\n",
-         storage_commit_seq(r->st));
+    text_put(b,
+             "# HELP dayshard_storage_commit_seq Sequence number of the last durable commit.\n"
+             "# TYPE dayshard_storage_commit_seq gauge\ndayshard_storage_commit_seq %" PRIu64 "\n"
+             "# HELP dayshard_source_next_offset Next source offset after the durable data.\n"
+             "# TYPE dayshard_source_next_offset gauge\n",
+             storage_commit_seq(r->st));
     for (int32_t p = DS_SOURCE_FILE; p < (int32_t)STORAGE_SOURCES_MAX - 2; p++) {
         int64_t next = storage_source_next(r->st, p);
         if (next < 0) {
             continue;
         }
         if (p == DS_SOURCE_FILE) {
-            mput(b, "dayshard_source_next_offset{partition=\"file\"} %" PRId64 "\n", next);
+            text_put(b, "dayshard_source_next_offset{partition=\"file\"} %" PRId64 "\n", next);
         } else {
-            mput(b, "dayshard_source_next_offset{partition=\"%" PRId32 "\"} %" PRId64 "\n", p,
-                 next);
+            text_put(b, "dayshard_source_next_offset{partition=\"%" PRId32 "\"} %" PRId64 "\n", p,
+                     next);
         }
     }
 }
 
-static void put_http_counters(struct query_http *h, struct metrics_buf *b)
+static void put_http_counters(struct query_http *h, struct text_buf *b)
 {
     static const char *const names[HTTP_CLASS_COUNT] = {"2xx", "4xx", "5xx"};
-    mput(b, "# HELP dayshard_http_requests_total HTTP answers by status class.\n"
-            "# TYPE dayshard_http_requests_total counter\n");
+    text_put(b, "# HELP dayshard_http_requests_total HTTP answers by status class.\n"
+                "# TYPE dayshard_http_requests_total counter\n");
     for (uint32_t i = 0; i < HTTP_CLASS_COUNT; i++) {
-        mput(b, "dayshard_http_requests_total{code=\"%s\"} %" PRIuFAST64 "\n", names[i],
-             atomic_load_explicit(&h->requests[i], memory_order_relaxed));
+        text_put(b, "dayshard_http_requests_total{code=\"%s\"} %" PRIuFAST64 "\n", names[i],
+                 atomic_load_explicit(&h->requests[i], memory_order_relaxed));
     }
 }
 
 /* Renders /metrics into b. Returns 0, or a storage error. */
-static int render_metrics(struct query_http *h, struct http_reader *r, struct metrics_buf *b)
+static int render_metrics(struct query_http *h, struct http_reader *r, struct text_buf *b)
 {
     if (h->metrics != NULL) {
         int64_t n = query_metrics_text(h->metrics, b->dst, b->capacity);
@@ -553,7 +531,7 @@ static enum MHD_Result serve_metrics(struct query_http *h, struct MHD_Connection
     if (rc != 0) {
         return respond_storage_error(h, c, rc);
     }
-    struct metrics_buf b = {.capacity = 64u * 1024};
+    struct text_buf b = {.capacity = 64u * 1024};
     for (;;) { /* doubles the buffer until the text fits, at most HTTP_METRICS_BYTES_MAX */
         b.dst = malloc(b.capacity);
         b.len = 0;
@@ -579,6 +557,9 @@ static enum MHD_Result serve_readyz(struct query_http *h, struct MHD_Connection 
 {
     int64_t lag = h->metrics != NULL ? query_metrics_lag_max(h->metrics) : 0;
     char text[160];
+    if (h->metrics != NULL && !atomic_load_explicit(&h->metrics->joined, memory_order_relaxed)) {
+        return respond_error(h, c, 503, "the node has not joined its consumer group yet");
+    }
     if (lag > h->ready_lag_max) {
         snprintf(text, sizeof(text), "consumer lag %" PRId64 " exceeds %" PRId64, lag,
                  h->ready_lag_max);

@@ -12,11 +12,11 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "query/query.h"
+#include "query/text.h"
 
 const uint32_t query_fsync_bucket_bounds_us[QUERY_FSYNC_BUCKETS] = {
     50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000};
@@ -35,6 +35,11 @@ void query_metrics_init(struct query_metrics *m, const char *const *reason_names
     for (uint32_t i = 0; i < QUERY_METRICS_LAG_PARTITIONS_MAX; i++) {
         atomic_store_explicit(&m->consumer_lag[i], -1, memory_order_relaxed);
     }
+}
+
+void query_metrics_joined_set(struct query_metrics *m)
+{
+    atomic_store_explicit(&m->joined, true, memory_order_relaxed);
 }
 
 void query_metrics_rejected_add(struct query_metrics *m, uint32_t reason_index, uint64_t n)
@@ -74,29 +79,6 @@ int64_t query_metrics_lag_max(const struct query_metrics *m)
         max = lag > max ? lag : max;
     }
     return max;
-}
-
-struct text_buf {
-    char *dst;
-    size_t capacity;
-    size_t len;
-    bool overflow;
-};
-
-DS_PRINTF(2, 3) static void text_put(struct text_buf *b, const char *fmt, ...)
-{
-    if (b->overflow) {
-        return;
-    }
-    va_list args;
-    va_start(args, fmt);
-    int n = vsnprintf(b->dst + b->len, b->capacity - b->len, fmt, args);
-    va_end(args);
-    if (n < 0 || (size_t)n >= b->capacity - b->len) {
-        b->overflow = true;
-        return;
-    }
-    b->len += (size_t)n;
 }
 
 /* A reason name is a label value: it is the caller's static string, but quote and backslash
@@ -140,7 +122,8 @@ static void put_lag(struct text_buf *b, const struct query_metrics *m)
 
 static void put_fsync(struct text_buf *b, const struct query_metrics *m)
 {
-    text_put(b, "# HELP dayshard_fsync_seconds Latency of data syncs of a group commit.\n"
+    text_put(b, "# HELP dayshard_fsync_seconds Duration of a group commit: block writes, fdatasync "
+                "of the touched segments and of the manifest.\n"
                 "# TYPE dayshard_fsync_seconds histogram\n");
     uint64_t cumulative = 0;
     for (uint32_t i = 0; i <= QUERY_FSYNC_BUCKETS; i++) {

@@ -111,6 +111,9 @@ struct query_metrics {
     atomic_uint_fast64_t fsync_buckets[QUERY_FSYNC_BUCKETS + 1]; /* last: +Inf */
     atomic_uint_fast64_t fsync_sum_ns;
     atomic_uint_fast64_t fsync_count;
+    /* The node joined its consumer group (got its first assignment, possibly empty): until
+     * then /readyz answers 503, since its lag is not known. */
+    atomic_bool joined;
 };
 
 /* Zeroes m, marks every partition unassigned and records reason_count names (borrowed; at most
@@ -121,6 +124,8 @@ void query_metrics_rejected_add(struct query_metrics *m, uint32_t reason_index, 
 /* Partitions at or past QUERY_METRICS_LAG_PARTITIONS_MAX are ignored; lag -1 = unassigned. */
 void query_metrics_lag_set(struct query_metrics *m, int32_t partition, int64_t lag);
 void query_metrics_fsync_observe(struct query_metrics *m, uint64_t latency_ns);
+/* Marks the node a member of its group (see joined). */
+void query_metrics_joined_set(struct query_metrics *m);
 /* Largest lag over assigned partitions, 0 when none is assigned. */
 int64_t query_metrics_lag_max(const struct query_metrics *m);
 /* Renders the node's figures as Prometheus text (names dayshard_*). Returns the length or

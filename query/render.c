@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "query/query.h"
+#include "query/text.h"
 
 /* Worst case per group: key text, counts, an amount, field names. */
 #define GROUP_JSON_BYTES_MAX 192u
@@ -66,34 +67,7 @@ static const char *group_name(enum query_group by)
     return NULL;
 }
 
-/* Appends with snprintf semantics, tracking overflow once at the end. */
-struct out_buf {
-    char *dst;
-    size_t capacity;
-    size_t len;
-    bool overflow;
-};
-
-DS_PRINTF(2, 3) static void put(struct out_buf *b, const char *fmt, ...);
-
-#include <stdarg.h>
-static void put(struct out_buf *b, const char *fmt, ...)
-{
-    if (b->overflow) {
-        return;
-    }
-    va_list args;
-    va_start(args, fmt);
-    int n = vsnprintf(b->dst + b->len, b->capacity - b->len, fmt, args);
-    va_end(args);
-    if (n < 0 || (size_t)n >= b->capacity - b->len) {
-        b->overflow = true;
-        return;
-    }
-    b->len += (size_t)n;
-}
-
-static void put_group(struct out_buf *b, enum query_group by, const struct query_group_row *g)
+static void put_group(struct text_buf *b, enum query_group by, const struct query_group_row *g)
 {
     char date[DS_DATE_TEXT_SIZE];
     char amount[DS_AMOUNT_TEXT_SIZE];
@@ -102,47 +76,47 @@ static void put_group(struct out_buf *b, enum query_group by, const struct query
     ds_amount_format(g->amount_units, amount);
     if (by == QUERY_GROUP_SHARD) {
         shard_key_format(g->day, g->shard, key);
-        put(b, "{\"key\":%u,\"day\":\"%s\",\"partition\":\"%s\"", g->shard, date, key);
+        text_put(b, "{\"key\":%u,\"day\":\"%s\",\"partition\":\"%s\"", g->shard, date, key);
     } else if (by == QUERY_GROUP_HOUR) {
-        put(b, "{\"key\":\"%sT%02u:00:00Z\"", date, g->hour);
+        text_put(b, "{\"key\":\"%sT%02u:00:00Z\"", date, g->hour);
     } else {
-        put(b, "{\"key\":\"%s\"", date);
+        text_put(b, "{\"key\":\"%s\"", date);
     }
-    put(b, ",\"count\":%" PRIu64 ",\"amount_sum\":\"%s\"}", g->count, amount);
+    text_put(b, ",\"count\":%" PRIu64 ",\"amount_sum\":\"%s\"}", g->count, amount);
 }
 
 int64_t query_count_json(const struct query_count_request *req,
                          const struct query_count_result *res, char *dst, size_t dst_capacity)
 {
-    struct out_buf b = {.dst = dst, .capacity = dst_capacity};
+    struct text_buf b = {.dst = dst, .capacity = dst_capacity};
     char first[DS_DATE_TEXT_SIZE];
     char last[DS_DATE_TEXT_SIZE];
     char amount[DS_AMOUNT_TEXT_SIZE];
     ds_date_format(req->day_first, first);
     ds_date_format(req->day_last, last);
     ds_amount_format(res->amount_units, amount);
-    put(&b, "{\"day\":\"%s\",\"to\":\"%s\",\"status\":", first, last);
+    text_put(&b, "{\"day\":\"%s\",\"to\":\"%s\",\"status\":", first, last);
     if (req->has_status) {
         char status[8 * DS_STATUS_BYTES_MAX];
         int64_t n = query_json_string(req->status, req->status_len, status, sizeof(status));
         ASSERT(n > 0);
-        put(&b, "%s", status);
+        text_put(&b, "%s", status);
     } else {
-        put(&b, "null");
+        text_put(&b, "null");
     }
-    put(&b,
-        ",\"count\":%" PRIu64 ",\"amount_sum\":\"%s\",\"partitions\":%u,\"blocks\":%" PRIu64
-        ",\"bytes\":%" PRIu64,
-        res->count, amount, res->partitions, res->blocks, res->bytes);
+    text_put(&b,
+             ",\"count\":%" PRIu64 ",\"amount_sum\":\"%s\",\"partitions\":%u,\"blocks\":%" PRIu64
+             ",\"bytes\":%" PRIu64,
+             res->count, amount, res->partitions, res->blocks, res->bytes);
     if (req->by != QUERY_GROUP_NONE) {
-        put(&b, ",\"by\":\"%s\",\"groups\":[", group_name(req->by));
+        text_put(&b, ",\"by\":\"%s\",\"groups\":[", group_name(req->by));
         for (size_t i = 0; i < res->group_count; i++) {
-            put(&b, "%s", i == 0 ? "" : ",");
+            text_put(&b, "%s", i == 0 ? "" : ",");
             put_group(&b, req->by, &res->groups[i]);
         }
-        put(&b, "]");
+        text_put(&b, "]");
     }
-    put(&b, "}");
+    text_put(&b, "}");
     return b.overflow ? -ENOSPC : (int64_t)b.len;
 }
 

@@ -182,6 +182,21 @@ typedef int (*storage_event_fn)(const struct ds_event *event, void *user);
 int storage_partition_scan(struct storage *st, int32_t day, uint32_t shard, storage_event_fn fn,
                            void *user);
 
+/* A place in a partition's committed data: the segment and byte offset of the next block to
+ * read. {0, 0} is the start. Positions are stable across writer restarts (committed blocks
+ * never move), so a follower can persist them. */
+struct storage_position {
+    uint32_t segment_id;
+    uint64_t offset;
+};
+/* Like storage_partition_scan, from *pos to the committed end: visits each block's events and
+ * moves *pos past a block only once fn accepted all of its events, so a stop (fn non-zero, or
+ * an error) resumes at the start of the unfinished block and a follower that applies events
+ * idempotently loses nothing. Returns 0, fn's value, -DS_ECORRUPT, or -ERANGE when *pos lies
+ * beyond what this handle knows is committed (a position from another directory). */
+int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,
+                                struct storage_position *pos, storage_event_fn fn, void *user);
+
 /* Visits the partitions that have committed data, by ascending (day, shard). */
 typedef int (*storage_partition_fn)(int32_t day, uint32_t shard, void *user);
 int storage_partition_visit(struct storage *st, storage_partition_fn fn, void *user);

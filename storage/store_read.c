@@ -386,6 +386,57 @@ int storage_partition_scan(struct storage *st, int32_t day, uint32_t shard, stor
     return rc;
 }
 
+int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,
+                                struct storage_position *pos, storage_event_fn fn, void *user)
+{
+    const struct part *p = store_part_find(st, day, shard);
+    if (p == NULL || p->segment_id == 0) {
+        return pos->segment_id == 0 ? 0 : -ERANGE;
+    }
+    if (pos->segment_id == 0) {
+        *pos = (struct storage_position){.segment_id = 1, .offset = sizeof(struct segment_header)};
+    }
+    if (pos->segment_id > p->segment_id ||
+        (pos->segment_id == p->segment_id && pos->offset > p->committed_end) ||
+        pos->offset < sizeof(struct segment_header)) {
+        return -ERANGE;
+    }
+    if (pos->segment_id == p->segment_id && pos->offset == p->committed_end) {
+        return 0; /* nothing new: no file to open */
+    }
+    struct scan_state scan = {.st = st, .p = p, .fn = fn, .user = user};
+    scan.block_capacity = BLOCK_HEADER_BYTES_MAX;
+    scan.block = malloc(scan.block_capacity);
+    if (scan.block == NULL) {
+        return -ENOMEM;
+    }
+    int rc = 0;
+    for (uint32_t id = pos->segment_id; rc == 0 && id <= p->segment_id; id++) {
+        uint64_t end = 0;
+        scan.fd = -1;
+        rc = segment_open_read(st, p, id, &scan.fd, &end);
+        scan.offset = id == pos->segment_id ? pos->offset : sizeof(struct segment_header);
+        if (rc == 0 && scan.offset > end) {
+            rc = -ERANGE;
+        }
+        while (rc == 0 && scan.offset < end) {
+            rc = scan_block(&scan, end);
+            if (rc == 0) {
+                *pos = (struct storage_position){.segment_id = id, .offset = scan.offset};
+            }
+        }
+        if (scan.fd >= 0) {
+            close(scan.fd);
+        }
+        if (rc == 0 && id < p->segment_id) {
+            *pos = (struct storage_position){.segment_id = id + 1,
+                                             .offset = sizeof(struct segment_header)};
+        }
+    }
+    free(scan.block);
+    return rc;
+}
+
 /* ---- visiting ------------------------------------------------------------------------------ */
 
 static int part_order(const void *a, const void *b)

@@ -1195,6 +1195,109 @@ static void test_storage_segment_roll_tiny_segments(void **state)
     assert_reopen_matches(fx->dir, fx->m);
 }
 
+/* Collects events until a budget runs out, then refuses (a follower stopping mid-block). */
+struct follow_buf {
+    struct evvec events;
+    size_t budget;
+};
+
+static int follow_collect(const struct ds_event *event, void *user)
+{
+    struct follow_buf *b = user;
+    if (b->budget == 0) {
+        return 1;
+    }
+    b->budget--;
+    evvec_push(&b->events, event);
+    return 0;
+}
+
+static void assert_events_equal(const struct ds_event *a, const struct ds_event *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        test_event_assert_equal(&a[i], &b[i]);
+    }
+}
+
+static void test_storage_scan_from_follows_commits(void **state)
+{
+    /* A reader follows a writer commit by commit from saved positions, across segment rolls:
+     * what it gathers equals the full scan and the model, each event once. */
+    struct fixture *fx = *state;
+    uint64_t rng = test_seed();
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    cfg.segment_bytes_max = 4096;
+    cfg.block_events_max = 16;
+    struct storage *st = open_with(&cfg);
+    struct storage *reader = open_dir(fx->dir, true);
+    struct storage_position pos[2] = {{0, 0}, {0, 0}};
+    struct follow_buf got[2] = {{.budget = SIZE_MAX}, {.budget = SIZE_MAX}};
+    for (int round = 0; round < 12; round++) {
+        workload(st, fx->m, &rng, 150, 1, 2, 1, true);
+        assert_int_equal(storage_refresh(reader), 0);
+        for (uint32_t shard = 0; shard < 2; shard++) {
+            assert_int_equal(storage_partition_scan_from(reader, DAY0, shard, &pos[shard],
+                                                         follow_collect, &got[shard]),
+                             0);
+            /* Nothing new: a second call adds nothing. */
+            size_t before = got[shard].events.n;
+            assert_int_equal(storage_partition_scan_from(reader, DAY0, shard, &pos[shard],
+                                                         follow_collect, &got[shard]),
+                             0);
+            assert_int_equal(got[shard].events.n, before);
+        }
+    }
+    assert_true(count_segments(fx->dir, DAY0, 0) > 3);
+    for (uint32_t shard = 0; shard < 2; shard++) {
+        const struct mpart *mp = model_part(fx->m, DAY0, shard);
+        assert_int_equal(got[shard].events.n, mp->committed.n);
+        assert_events_equal(got[shard].events.v, mp->committed.v, mp->committed.n);
+        free(got[shard].events.v);
+    }
+    /* A position beyond what the handle knows is refused, not read. */
+    struct storage_position far = {.segment_id = pos[0].segment_id + 1, .offset = 64};
+    assert_int_equal(storage_partition_scan_from(reader, DAY0, 0, &far, follow_collect,
+                                                 &(struct follow_buf){.budget = 1}),
+                     -ERANGE);
+    storage_close(reader);
+    storage_close(st);
+}
+
+static void test_storage_scan_from_stop_resumes_at_block_start(void **state)
+{
+    /* A follower that stops after k events (mid-block) resumes at the start of the unfinished
+     * block: the first call's events up to that block plus the resumed scan are exactly the
+     * partition, and what the first call saw of the unfinished block comes again. */
+    struct fixture *fx = *state;
+    uint64_t rng = test_seed();
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    cfg.segment_bytes_max = 4096;
+    cfg.block_events_max = 16;
+    struct storage *st = open_with(&cfg);
+    workload(st, fx->m, &rng, 400, 1, 1, 5, true);
+    const struct mpart *mp = model_part(fx->m, DAY0, 0);
+    size_t all = mp->committed.n;
+    for (size_t k = 0; k < all; k += 1 + (size_t)test_rng_below(&rng, 23)) {
+        struct storage_position pos = {0, 0};
+        struct follow_buf first = {.budget = k};
+        int rc = storage_partition_scan_from(st, DAY0, 0, &pos, follow_collect, &first);
+        assert_int_equal(rc, 1);
+        assert_int_equal(first.events.n, k);
+        struct follow_buf rest = {.budget = SIZE_MAX};
+        assert_int_equal(storage_partition_scan_from(st, DAY0, 0, &pos, follow_collect, &rest), 0);
+        assert_true(rest.events.n <= all && rest.events.n >= all - k);
+        size_t done = all - rest.events.n; /* events of the blocks the first call finished */
+        assert_true(done <= k && k - done < 16);
+        assert_events_equal(first.events.v, mp->committed.v, k);
+        assert_events_equal(rest.events.v, mp->committed.v + done, rest.events.n);
+        free(first.events.v);
+        free(rest.events.v);
+    }
+    storage_close(st);
+}
+
 static void test_storage_small_blocks_many_per_commit(void **state)
 {
     /* block_events_max 7 seals full blocks while appending: 100 events in one commit make
@@ -1953,6 +2056,9 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_storage_segment_roll_tiny_segments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_small_blocks_many_per_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_scan_from_follows_commits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_scan_from_stop_resumes_at_block_start, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_storage_commit_larger_than_arena, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_status_overflow_slow_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_open_bytes_budget_many_partitions, setup,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "ingest/ingest.h"
@@ -56,6 +57,9 @@ struct run_args {
 struct run_observer {
     struct query_metrics metrics;
     uint64_t rejected_seen[INGEST_REASON_COUNT]; /* writer thread: totals already added */
+    /* Test hook (DS_TEST_PAUSE_FILE): consumption pauses while this file exists, to exercise
+     * the node's back-pressure path without a slow follower. */
+    const char *pause_file;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -202,6 +206,30 @@ static void observe_lag(int32_t partition, int64_t lag, void *user)
     query_metrics_lag_set(&o->metrics, partition, lag);
 }
 
+/* Consumer thread, every loop: whether a follower asks the node to pause. */
+static bool observe_pause(void *user)
+{
+    const struct run_observer *o = user;
+    return o->pause_file != NULL && access(o->pause_file, F_OK) == 0;
+}
+
+/* Connects the node's observer callbacks to the metrics (kept even without --http: the
+ * back-pressure hook needs them). */
+static void observer_init(struct run_observer *o, struct ingest_node_config *node)
+{
+    /* Every rejection reason (INGEST_OK, 0, is none): metrics index = reason - 1. */
+    static const char *reason_names[INGEST_REASON_COUNT - 1];
+    for (uint32_t r = 1; r < INGEST_REASON_COUNT; r++) {
+        reason_names[r - 1] = ingest_reason_name((enum ingest_reason)r);
+    }
+    query_metrics_init(&o->metrics, reason_names, INGEST_REASON_COUNT - 1);
+    o->pause_file = getenv("DS_TEST_PAUSE_FILE");
+    node->on_commit = observe_commit;
+    node->on_lag = observe_lag;
+    node->should_pause = observe_pause;
+    node->observer_user = o;
+}
+
 /* The query service reads the data directory on its own handles, so the directory must exist
  * before it starts: create it (storage and shard map) the way the node will open it. */
 static int prepare_data_dir(const struct ingest_node_config *node)
@@ -223,12 +251,6 @@ static int prepare_data_dir(const struct ingest_node_config *node)
 /* Starts the query service for `--http`; 0 or a CLI exit code (reported). */
 static int start_http(struct run_args *a, struct run_observer *o, struct query_http **out)
 {
-    /* Every rejection reason (INGEST_OK, 0, is none): metrics index = reason - 1. */
-    static const char *reason_names[INGEST_REASON_COUNT - 1];
-    for (uint32_t r = 1; r < INGEST_REASON_COUNT; r++) {
-        reason_names[r - 1] = ingest_reason_name((enum ingest_reason)r);
-    }
-    query_metrics_init(&o->metrics, reason_names, INGEST_REASON_COUNT - 1);
     a->http.data_dir = a->node.data_dir;
     a->http.metrics = &o->metrics;
     int rc = prepare_data_dir(&a->node);
@@ -241,9 +263,6 @@ static int start_http(struct run_args *a, struct run_observer *o, struct query_h
                          a->http.listen,
                          rc == -DS_EUSAGE ? "bad listen address (HOST:PORT)" : ds_strerror(rc));
     }
-    a->node.on_commit = observe_commit;
-    a->node.on_lag = observe_lag;
-    a->node.observer_user = o;
     /* The bound address, for scripts that asked for port 0. */
     printf("%s\n", query_http_address(*out));
     fflush(stdout);
@@ -273,15 +292,17 @@ int cmd_run(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     struct run_observer *observer = NULL;
     struct query_http *http = NULL;
-    if (a->http.listen != NULL) {
-        observer = calloc(1, sizeof(*observer));
-        rc = observer != NULL ? start_http(a, observer, &http)
-                              : cli_error("run", CLI_FAIL, "out of memory");
-        if (rc != 0) {
-            free(observer);
-            free(a);
-            return rc;
-        }
+    observer = calloc(1, sizeof(*observer));
+    if (observer == NULL) {
+        free(a);
+        return cli_error("run", CLI_FAIL, "out of memory");
+    }
+    observer_init(observer, &a->node);
+    rc = a->http.listen != NULL ? start_http(a, observer, &http) : 0;
+    if (rc != 0) {
+        free(observer);
+        free(a);
+        return rc;
     }
     ds_log_info("node: consuming %s from %s as group %s into %s", a->node.topic, a->node.brokers,
                 a->node.group, a->node.data_dir);
@@ -295,8 +316,9 @@ int cmd_run(int argc, char **argv)
     }
     fprintf(stderr,
             "dayshard run: stopped: %llu events durable, %llu dead letters, %llu commits, "
-            "%llu rebalances\n",
+            "%llu rebalances, %llu back-pressure pauses\n",
             (unsigned long long)stats.accepted, (unsigned long long)stats.rejected,
-            (unsigned long long)stats.commits, (unsigned long long)stats.rebalances);
+            (unsigned long long)stats.commits, (unsigned long long)stats.rebalances,
+            (unsigned long long)stats.pauses);
     return CLI_OK;
 }

@@ -279,6 +279,11 @@ struct ingest_node_progress {
  * be quick and must not call back into the node. */
 typedef void (*ingest_node_commit_fn)(const struct ingest_node_progress *progress, void *user);
 typedef void (*ingest_node_lag_fn)(int32_t partition, int64_t lag, void *user);
+/* Back-pressure from a follower of the stored data (the GSI builder): asked on the consumer
+ * thread every loop (so it must be cheap); while it returns true the node pauses fetching of
+ * every assigned partition (librdkafka pause), keeps serving rebalances and commits, and
+ * resumes when it returns false. */
+typedef bool (*ingest_node_pause_fn)(void *user);
 
 struct ingest_node_config {
     const char *brokers;
@@ -291,8 +296,9 @@ struct ingest_node_config {
     uint32_t commit_interval_ms;            /* group commit (and Kafka offset commit) cadence */
     uint32_t status_interval_ms;            /* how often the consumer lag is logged */
     const char *dlq_topic; /* also send dead letters to this topic (NULL: the file only) */
-    ingest_node_commit_fn on_commit; /* may be NULL */
-    ingest_node_lag_fn on_lag;       /* may be NULL */
+    ingest_node_commit_fn on_commit;   /* may be NULL */
+    ingest_node_lag_fn on_lag;         /* may be NULL */
+    ingest_node_pause_fn should_pause; /* may be NULL */
     void *observer_user;
 };
 void ingest_node_config_defaults(struct ingest_node_config *cfg);
@@ -302,6 +308,7 @@ struct ingest_node_stats {
     uint64_t rejected; /* bad events in the dead-letter file */
     uint64_t commits;
     uint64_t rebalances; /* assignments and revocations served */
+    uint64_t pauses;     /* times should_pause stopped consumption */
     int64_t lag;         /* consumer lag at the last status (messages), -1 unknown */
 };
 

@@ -97,6 +97,7 @@ struct node {
     uint64_t last_lag_ns;
     int64_t lag_total; /* over the assigned partitions at the last sample, -1 unknown */
     int lag_partitions;
+    bool paused; /* consumption paused by cfg->should_pause */
     uint64_t last_status_ns;
     uint64_t last_refresh_ns;
     uint64_t messages;
@@ -392,6 +393,10 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             ds_log_error("kafka: assign: %s", rd_kafka_error_string(error));
             rd_kafka_error_destroy(error);
         }
+        if (n->paused) {
+            /* Back-pressure holds: new partitions start paused too. */
+            (void)rd_kafka_pause_partitions(rk, parts);
+        }
         return;
     }
     if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
@@ -501,11 +506,41 @@ static void status(struct node *n)
     }
     n->last_status_ns = now;
     ds_log_info("node: %llu messages read, %llu events durable, %llu dead letters, "
-                "consumer lag %lld over %d partitions",
+                "consumer lag %lld over %d partitions%s, %llu back-pressure pauses",
                 (unsigned long long)n->messages,
                 (unsigned long long)atomic_load(&n->stage.accepted),
                 (unsigned long long)atomic_load(&n->stage.rejected),
-                (long long)(n->lag_total > 0 ? n->lag_total : 0), n->lag_partitions);
+                (long long)(n->lag_total > 0 ? n->lag_total : 0), n->lag_partitions,
+                n->paused ? " (paused)" : "", (unsigned long long)n->stats->pauses);
+}
+
+/* Consumer thread: pauses or resumes fetching of the whole assignment as cfg->should_pause
+ * asks (back-pressure from the GSI builder). */
+static void apply_back_pressure(struct node *n)
+{
+    bool want = n->cfg->should_pause != NULL && n->cfg->should_pause(n->cfg->observer_user);
+    if (want == n->paused) {
+        return;
+    }
+    rd_kafka_topic_partition_list_t *assigned = NULL;
+    rd_kafka_resp_err_t err = rd_kafka_assignment(n->rk, &assigned);
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        err = want ? rd_kafka_pause_partitions(n->rk, assigned)
+                   : rd_kafka_resume_partitions(n->rk, assigned);
+    }
+    if (assigned != NULL) {
+        rd_kafka_topic_partition_list_destroy(assigned);
+    }
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        ds_log_warn("kafka: cannot %s consumption: %s", want ? "pause" : "resume",
+                    rd_kafka_err2str(err));
+        return; /* asked again on the next loop */
+    }
+    n->paused = want;
+    n->stats->pauses += want ? 1 : 0;
+    /* Debug only: under a tight bound this flips several times a second; the status line
+     * counts the pauses. */
+    ds_log_debug("node: consumption %s (back-pressure)", want ? "paused" : "resumed");
 }
 
 static int consume(struct node *n, const volatile int *stop)
@@ -524,6 +559,7 @@ static int consume(struct node *n, const volatile int *stop)
         if (rc == 0) {
             rc = stage_flush_older(&n->stage, HAND_OVER_AGE_NS);
         }
+        apply_back_pressure(n);
         refresh_commits(n);
         status(n);
     }

@@ -1,7 +1,8 @@
 /*
  * bench_gsi_store: which store holds the by-customer index (issue 5, DESIGN.md section 9).
  *
- * Usage: bench_gsi_store [events] [batch] [queries]   (defaults 10,000,000 / 100,000 / 20,000)
+ * Usage: bench_gsi_store [events] [batch] [queries] [candidates]
+ * (defaults 10,000,000 / 100,000 / 20,000 / all; wal-off always runs, it picks the customers)
  *
  * For the busy-day and the hot-customer workloads (fixed seed), and for each candidate store,
  * in one run: apply throughput (entries/s; a batch is one group commit's worth of entries plus
@@ -9,10 +10,12 @@
  * peak RSS of the candidate (VmHWM reset through /proc/self/clear_refs before each one), and the
  * latency of "newest 10 orders of customer C" for a heavy customer (the one whose order count
  * is closest to 50,000) and a light one (one order), p50/p99/max over `queries` queries each,
- * measured before the final compaction, as a live index would be.
+ * measured right after the last apply (background compactions still running, as in a live
+ * index catching up) and again after a full compaction (the steady state).
  *
- * Candidates (all RocksDB 7.8 through its C API, with the memory bounds of the module: a 64 MiB
- * block cache holding index and filter blocks too, two 64 MiB write buffers):
+ * Candidates (all RocksDB 7.8 through its C API, with the memory bounds and filters of the
+ * module: a 64 MiB block cache holding index and filter blocks too, two 64 MiB write buffers,
+ * prefix Bloom filters on the 9-byte customer prefix):
  * - wal-off: one WriteBatch per group commit (entries + cursor), WAL disabled. Crash-safe
  *   because a flushed memtable holds whole batches, so the store recovers to a batch prefix.
  * - wal-off-sorted: the same, the batch sorted by key first (memtable inserts in key order).
@@ -70,6 +73,8 @@ struct result {
     double rss_mib;
     double heavy_p50_us, heavy_p99_us, heavy_max_us;
     double light_p50_us, light_p99_us, light_max_us;
+    double compacted_heavy_p50_us, compacted_heavy_p99_us, compacted_heavy_max_us;
+    double compacted_light_p50_us, compacted_light_p99_us, compacted_light_max_us;
 };
 
 static void be64_put(uint8_t *dst, uint64_t v)
@@ -179,7 +184,10 @@ static void store_open(struct store *s, enum candidate cand, const char *dir)
     rocksdb_block_based_options_set_block_cache(s->table, s->cache);
     rocksdb_block_based_options_set_cache_index_and_filter_blocks(s->table, 1);
     rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(s->table, 1);
+    rocksdb_block_based_options_set_filter_policy(s->table,
+                                                  rocksdb_filterpolicy_create_bloom_full(10));
     s->options = rocksdb_options_create();
+    rocksdb_options_set_prefix_extractor(s->options, rocksdb_slicetransform_create_fixed_prefix(9));
     rocksdb_options_set_block_based_table_factory(s->options, s->table);
     rocksdb_options_set_create_if_missing(s->options, 1);
     rocksdb_options_set_write_buffer_size(s->options, 64u << 20);
@@ -269,6 +277,7 @@ static int store_newest10(struct store *s, int64_t customer)
     customer_prefix(customer + 1, upper);
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
     rocksdb_readoptions_set_iterate_upper_bound(ro, (const char *)upper, sizeof(upper));
+    rocksdb_readoptions_set_prefix_same_as_start(ro, 1);
     rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, ro);
     int found = 0;
     int64_t sum = 0;
@@ -305,6 +314,17 @@ static void store_latency(struct store *s, int64_t customer, uint32_t expect, in
     free(lat);
 }
 
+static void store_compact(struct store *s)
+{
+    char *err = NULL;
+    rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+    rocksdb_flushoptions_set_wait(fo, 1);
+    rocksdb_flush(s->db, fo, &err);
+    rocks_check(err, "flush");
+    rocksdb_flushoptions_destroy(fo);
+    rocksdb_compact_range(s->db, NULL, 0, NULL, 0);
+}
+
 static uint64_t store_finish(struct store *s)
 {
     if (s->cand == CAND_LOG) {
@@ -314,13 +334,6 @@ static uint64_t store_finish(struct store *s)
         close(s->log_fd);
         return (uint64_t)st.st_size;
     }
-    char *err = NULL;
-    rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
-    rocksdb_flushoptions_set_wait(fo, 1);
-    rocksdb_flush(s->db, fo, &err);
-    rocks_check(err, "flush");
-    rocksdb_flushoptions_destroy(fo);
-    rocksdb_compact_range(s->db, NULL, 0, NULL, 0);
     uint64_t sst = 0;
     int rc = rocksdb_property_int(s->db, "rocksdb.total-sst-files-size", &sst);
     ASSERT(rc == 0);
@@ -409,6 +422,12 @@ static void run_candidate(enum ingest_profile profile, enum candidate cand, uint
                       &res->heavy_p99_us, &res->heavy_max_us);
         store_latency(&s, cust->light, 1, queries, &res->light_p50_us, &res->light_p99_us,
                       &res->light_max_us);
+        store_compact(&s);
+        store_latency(&s, cust->heavy, cust->orders[cust->heavy], queries,
+                      &res->compacted_heavy_p50_us, &res->compacted_heavy_p99_us,
+                      &res->compacted_heavy_max_us);
+        store_latency(&s, cust->light, 1, queries, &res->compacted_light_p50_us,
+                      &res->compacted_light_p99_us, &res->compacted_light_max_us);
     }
     res->bytes_per_entry = (double)store_finish(&s) / (double)applied;
     res->rss_mib = peak_rss_mib();
@@ -423,6 +442,7 @@ int main(int argc, char **argv)
     uint64_t events = argc > 1 ? strtoull(argv[1], NULL, 10) : 10000000u;
     size_t batch = argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : 100000u;
     int queries = argc > 3 ? atoi(argv[3]) : 20000;
+    const char *only = argc > 4 ? argv[4] : NULL; /* comma-separated candidate names */
     ASSERT(events > 0 && batch > 0 && queries > 0);
     const enum ingest_profile profiles[2] = {INGEST_PROFILE_BUSY_DAY, INGEST_PROFILE_HOT_CUSTOMER};
     const char *profile_names[2] = {"busy-day", "hot-customer"};
@@ -434,6 +454,9 @@ int main(int argc, char **argv)
         struct customers cust = {.orders = calloc(cfg.customers + 1, sizeof(uint32_t))};
         ASSERT(cust.orders != NULL);
         for (int c = 0; c < CAND_COUNT; c++) {
+            if (c != CAND_WAL_OFF && only != NULL && strstr(only, candidate_names[c]) == NULL) {
+                continue; /* wal-off always runs: it counts orders and picks the customers */
+            }
             struct result r = {0};
             run_candidate(profiles[p], (enum candidate)c, events, batch, queries, &cust, &r);
             if (c == 0) {
@@ -450,6 +473,10 @@ int main(int argc, char **argv)
                 printf(", newest-10 heavy p50/p99/max %.1f/%.1f/%.0f us, light %.1f/%.1f/%.0f us",
                        r.heavy_p50_us, r.heavy_p99_us, r.heavy_max_us, r.light_p50_us,
                        r.light_p99_us, r.light_max_us);
+                printf("; compacted: heavy %.1f/%.1f/%.0f us, light %.1f/%.1f/%.0f us",
+                       r.compacted_heavy_p50_us, r.compacted_heavy_p99_us, r.compacted_heavy_max_us,
+                       r.compacted_light_p50_us, r.compacted_light_p99_us,
+                       r.compacted_light_max_us);
             }
             printf("\n");
             fflush(stdout);

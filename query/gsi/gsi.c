@@ -365,7 +365,8 @@ static void gsi_options_make(struct gsi *g, const struct gsi_config *cfg)
     rocksdb_block_based_options_set_block_cache(table, g->cache);
     rocksdb_block_based_options_set_cache_index_and_filter_blocks(table, 1);
     rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(table, 1);
-    rocksdb_block_based_options_set_filter_policy(table, rocksdb_filterpolicy_create_bloom(10));
+    rocksdb_block_based_options_set_filter_policy(table,
+                                                  rocksdb_filterpolicy_create_bloom_full(10));
     g->options = rocksdb_options_create();
     rocksdb_options_set_block_based_table_factory(g->options, table);
     rocksdb_block_based_options_destroy(table); /* the factory holds a copy */

@@ -1,0 +1,528 @@
+/*
+ * Unit tests of query/gsi/gsi.c, the by-customer index store: answers equal a ground truth
+ * sorted here (a heavy customer with thousands of orders, a light one with one, string customer
+ * ids, integer and string ids that look alike, order id ties on one timestamp), full pagination
+ * with limits 1, 7 and 1000, pages stable while newer entries arrive, idempotent re-apply, the
+ * cursor and its entries across close and reopen and across kill -9 of a writer process,
+ * malformed tokens and limits, invalid entries, a second writer, and a reader instance that
+ * sees new entries after a refresh.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "query/gsi/gsi.h"
+#include "tests/support/events.h"
+#include "tests/support/tempdir.h"
+
+#define TS0 1768953600000LL /* 2026-01-21T00:00:00Z */
+#define TRUTH_MAX 8000u
+
+struct fixture {
+    char dir[64];
+    char index_dir[128];
+    struct gsi *g;
+    struct gsi_entry *entries; /* the applied entries, the ground truth */
+    size_t count;
+    struct gsi_entry page[GSI_PAGE_LIMIT_MAX];
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    assert_int_equal(test_tempdir_make(f->dir, sizeof(f->dir)), 0);
+    snprintf(f->index_dir, sizeof(f->index_dir), "%s/gsi", f->dir);
+    f->entries = calloc(TRUTH_MAX, sizeof(*f->entries));
+    assert_non_null(f->entries);
+    struct gsi_config cfg;
+    gsi_config_defaults(&cfg);
+    cfg.dir = f->index_dir;
+    cfg.cache_bytes = 8u << 20;
+    cfg.batch_entries_max = 4096;
+    assert_int_equal(gsi_open(&cfg, &f->g), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    gsi_close(f->g);
+    test_tempdir_remove(f->dir);
+    free(f->entries);
+    free(f);
+    return 0;
+}
+
+static int reopen(struct fixture *f)
+{
+    gsi_close(f->g);
+    f->g = NULL;
+    struct gsi_config cfg;
+    gsi_config_defaults(&cfg);
+    cfg.dir = f->index_dir;
+    cfg.batch_entries_max = 4096;
+    return gsi_open(&cfg, &f->g);
+}
+
+static void entry_make(struct gsi_entry *e, const struct ds_id *customer, int64_t ts_ms,
+                       const struct ds_id *order, const char *status, int64_t amount_units)
+{
+    memset(e, 0, sizeof(*e));
+    e->customer_id = *customer;
+    e->ts_ms = ts_ms;
+    e->order_id = *order;
+    e->day = ds_day_from_ms(ts_ms);
+    e->status_len = (uint8_t)strlen(status);
+    memcpy(e->status, status, e->status_len);
+    e->amount_units = amount_units;
+}
+
+/* The order of the contract: ids ascending = integers by value, then strings bytewise with a
+ * prefix first. */
+static int id_compare(const struct ds_id *a, const struct ds_id *b)
+{
+    if (a->is_string != b->is_string) {
+        return a->is_string ? 1 : -1;
+    }
+    if (!a->is_string) {
+        return (a->value > b->value) - (a->value < b->value);
+    }
+    size_t common = a->len < b->len ? a->len : b->len;
+    int c = memcmp(a->text, b->text, common);
+    return c != 0 ? c : (a->len > b->len) - (a->len < b->len);
+}
+
+/* Newest first: ts descending, then order id descending. */
+static int entry_newest_first(const void *x, const void *y)
+{
+    const struct gsi_entry *a = x;
+    const struct gsi_entry *b = y;
+    if (a->ts_ms != b->ts_ms) {
+        return a->ts_ms > b->ts_ms ? -1 : 1;
+    }
+    return -id_compare(&a->order_id, &b->order_id);
+}
+
+static void entry_assert_equal(const struct gsi_entry *want, const struct gsi_entry *got)
+{
+    assert_true(test_id_equal(&want->customer_id, &got->customer_id));
+    assert_true(test_id_equal(&want->order_id, &got->order_id));
+    assert_int_equal(want->ts_ms, got->ts_ms);
+    assert_int_equal(want->day, got->day);
+    assert_int_equal(want->status_len, got->status_len);
+    assert_memory_equal(want->status, got->status, want->status_len);
+    assert_int_equal(want->amount_units, got->amount_units);
+}
+
+/* The applied entries of customer, newest first, into a fresh array of *n entries. */
+static struct gsi_entry *truth_of(const struct fixture *f, const struct ds_id *customer, size_t *n)
+{
+    struct gsi_entry *out = calloc(f->count + 1, sizeof(*out));
+    assert_non_null(out);
+    *n = 0;
+    for (size_t i = 0; i < f->count; i++) {
+        if (test_id_equal(&f->entries[i].customer_id, customer)) {
+            out[(*n)++] = f->entries[i];
+        }
+    }
+    qsort(out, *n, sizeof(*out), entry_newest_first);
+    return out;
+}
+
+static void apply_all(struct fixture *f, size_t first, size_t batch, const char *cursor)
+{
+    for (size_t i = first; i < f->count; i += batch) {
+        size_t n = f->count - i < batch ? f->count - i : batch;
+        assert_int_equal(gsi_apply(f->g, f->entries + i, n, cursor, strlen(cursor)), 0);
+    }
+}
+
+/* Reads every page of customer with limit and checks it against the truth. */
+static void assert_pages_equal_truth(struct fixture *f, const struct ds_id *customer,
+                                     uint32_t limit)
+{
+    size_t n = 0;
+    struct gsi_entry *truth = truth_of(f, customer, &n);
+    size_t seen = 0;
+    char token[GSI_TOKEN_CHARS_MAX + 1] = "";
+    for (;;) {
+        struct gsi_page page = {.entries = f->page};
+        assert_int_equal(gsi_query(f->g, customer, limit, token, &page), 0);
+        assert_true(page.count <= limit);
+        for (uint32_t i = 0; i < page.count; i++) {
+            assert_true(seen < n);
+            entry_assert_equal(&truth[seen++], &page.entries[i]);
+        }
+        if (!page.has_next) {
+            break;
+        }
+        assert_int_equal(page.count, limit);
+        strcpy(token, page.next_token);
+    }
+    assert_int_equal(seen, n);
+    free(truth);
+}
+
+/* A mixed population: heavy integer customer 7 (3000 orders, 10 per timestamp so ties are
+ * broken by order id, integer and string order ids mixed), light integer customer 8 (one
+ * order), string customer "7" (500 orders) and string customer "cust-a\0b" (200 orders). */
+static void population_make(struct fixture *f, uint64_t seed)
+{
+    uint64_t rng = seed;
+    struct ds_id heavy, light, str7, str_a;
+    test_id_int(&heavy, 7);
+    test_id_int(&light, 8);
+    test_id_string(&str7, "7", 1);
+    test_id_string(&str_a, "cust-a\0b", 8);
+    const struct ds_id *customers[4] = {&heavy, &light, &str7, &str_a};
+    const size_t orders[4] = {3000, 1, 500, 200};
+    for (size_t c = 0; c < 4; c++) {
+        for (size_t k = 0; k < orders[c]; k++) {
+            struct ds_id order;
+            uint64_t pick = test_rng_below(&rng, 4);
+            char text[16];
+            int len = snprintf(text, sizeof(text), "%zu", k);
+            if (pick == 0) {
+                test_id_string(&order, text, (size_t)len);
+            } else if (pick == 1) {
+                text[len] = '\0';
+                test_id_string(&order, text, (size_t)len + 1); /* a zero byte inside */
+            } else {
+                test_id_int(&order, (int64_t)(k + 1));
+            }
+            int64_t ts = TS0 + (int64_t)(k / 10) * 1000 + (int64_t)test_rng_below(&rng, 2);
+            const char *status = test_status_pool[test_rng_below(&rng, TEST_STATUS_POOL_COUNT)];
+            int64_t amount = (int64_t)test_rng_next(&rng);
+            entry_make(&f->entries[f->count++], customers[c], ts, &order, status, amount);
+        }
+    }
+    /* Shuffle so that batches hold every customer in random order. */
+    for (size_t i = f->count - 1; i > 0; i--) {
+        size_t j = (size_t)test_rng_below(&rng, i + 1);
+        struct gsi_entry t = f->entries[i];
+        f->entries[i] = f->entries[j];
+        f->entries[j] = t;
+    }
+}
+
+static void test_gsi_query_equals_truth_all_limits(void **state)
+{
+    /* Every page of every customer, at limits 1, 7 and 1000, equals the truth. */
+    struct fixture *f = *state;
+    population_make(f, test_seed());
+    apply_all(f, 0, 1000, "c1");
+    struct ds_id ids[5];
+    test_id_int(&ids[0], 7);
+    test_id_int(&ids[1], 8);
+    test_id_string(&ids[2], "7", 1);
+    test_id_string(&ids[3], "cust-a\0b", 8);
+    test_id_int(&ids[4], 9); /* no orders */
+    const uint32_t limits[3] = {1, 7, 1000};
+    for (size_t c = 0; c < 5; c++) {
+        for (size_t l = 0; l < 3; l++) {
+            assert_pages_equal_truth(f, &ids[c], limits[l]);
+        }
+    }
+}
+
+static void test_gsi_pages_stable_while_newer_entries_arrive(void **state)
+{
+    /* Entries applied between pages are newer: later pages neither skip nor repeat. */
+    struct fixture *f = *state;
+    population_make(f, test_seed());
+    apply_all(f, 0, 1000, "c1");
+    struct ds_id heavy;
+    test_id_int(&heavy, 7);
+    size_t n = 0;
+    struct gsi_entry *truth = truth_of(f, &heavy, &n);
+    size_t seen = 0;
+    char token[GSI_TOKEN_CHARS_MAX + 1] = "";
+    for (int64_t round = 0;; round++) {
+        struct gsi_page page = {.entries = f->page};
+        assert_int_equal(gsi_query(f->g, &heavy, 7, token, &page), 0);
+        for (uint32_t i = 0; i < page.count; i++) {
+            entry_assert_equal(&truth[seen++], &page.entries[i]);
+        }
+        if (!page.has_next) {
+            break;
+        }
+        strcpy(token, page.next_token);
+        struct gsi_entry fresh;
+        struct ds_id order;
+        test_id_int(&order, 1000000 + round);
+        entry_make(&fresh, &heavy, TS0 + 86400000LL + round, &order, "paid", round);
+        assert_int_equal(gsi_apply(f->g, &fresh, 1, "c2", 2), 0);
+    }
+    assert_int_equal(seen, n);
+    free(truth);
+}
+
+static void test_gsi_apply_twice_changes_nothing(void **state)
+{
+    /* Re-applying the same batches (a builder replaying after a crash) adds nothing. */
+    struct fixture *f = *state;
+    population_make(f, test_seed());
+    apply_all(f, 0, 1000, "c1");
+    apply_all(f, 0, 700, "c1");
+    assert_int_equal(reopen(f), 0);
+    struct ds_id heavy;
+    test_id_int(&heavy, 7);
+    assert_pages_equal_truth(f, &heavy, 1000);
+}
+
+static void test_gsi_cursor_and_entries_survive_reopen(void **state)
+{
+    /* The cursor starts empty; after apply, close and reopen, cursor and entries agree. */
+    struct fixture *f = *state;
+    char buf[16];
+    size_t len = 99;
+    assert_int_equal(gsi_cursor(f->g, buf, sizeof(buf), &len), 0);
+    assert_int_equal(len, 0);
+    population_make(f, test_seed());
+    apply_all(f, 0, 4096, "position-1");
+    assert_int_equal(reopen(f), 0);
+    assert_int_equal(gsi_cursor(f->g, buf, sizeof(buf), &len), 0);
+    assert_int_equal(len, 10);
+    assert_memory_equal(buf, "position-1", 10);
+    assert_int_equal(gsi_cursor(f->g, buf, 4, &len), -ENOSPC);
+    struct ds_id str7;
+    test_id_string(&str7, "7", 1);
+    assert_pages_equal_truth(f, &str7, 1000);
+    assert_true(gsi_bytes_on_disk(f->g) > 0);
+}
+
+#define CRASH_BATCH 300u
+
+/* Batch i: CRASH_BATCH orders of customer i + 1, order ids i * CRASH_BATCH + 1 ... */
+static void crash_batch(struct gsi_entry *batch, uint64_t i)
+{
+    struct ds_id customer;
+    test_id_int(&customer, (int64_t)i + 1);
+    for (uint32_t j = 0; j < CRASH_BATCH; j++) {
+        struct ds_id order;
+        test_id_int(&order, (int64_t)(i * CRASH_BATCH + j + 1));
+        entry_make(&batch[j], &customer, TS0 + j, &order, "paid", (int64_t)j);
+    }
+}
+
+static uint64_t crash_cursor(struct fixture *f)
+{
+    uint64_t cursor = 0;
+    size_t len = 0;
+    assert_int_equal(gsi_cursor(f->g, &cursor, sizeof(cursor), &len), 0);
+    assert_true(len == 0 || len == sizeof(cursor));
+    return len == 0 ? 0 : cursor; /* the cursor is the number of batches applied */
+}
+
+static uint32_t orders_of(struct fixture *f, int64_t customer_value)
+{
+    struct ds_id customer;
+    test_id_int(&customer, customer_value);
+    struct gsi_page page = {.entries = f->page};
+    assert_int_equal(gsi_query(f->g, &customer, GSI_PAGE_LIMIT_MAX, NULL, &page), 0);
+    return page.count;
+}
+
+static void test_gsi_kill9_keeps_cursor_and_its_entries(void **state)
+{
+    /* A writer process killed at random moments: every batch the cursor covers is complete,
+     * nothing beyond it is visible, and the store keeps working from the cursor. */
+    struct fixture *f = *state;
+    uint64_t rng = test_seed();
+    struct gsi_entry *batch = f->entries;
+    for (int round = 0; round < 6; round++) {
+        uint64_t start = crash_cursor(f);
+        gsi_close(f->g);
+        f->g = NULL;
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+            assert_int_equal(reopen(f), 0);
+            for (uint64_t i = start;; i++) {
+                crash_batch(batch, i);
+                uint64_t next = i + 1;
+                if (gsi_apply(f->g, batch, CRASH_BATCH, &next, sizeof(next)) != 0) {
+                    _exit(1);
+                }
+            }
+        }
+        usleep((useconds_t)(20000 + test_rng_below(&rng, 200000)));
+        kill(child, SIGKILL);
+        int status = 0;
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFSIGNALED(status));
+        assert_int_equal(reopen(f), 0);
+        uint64_t applied = crash_cursor(f);
+        assert_true(applied >= start);
+        for (uint64_t i = 0; i < applied; i++) {
+            assert_int_equal(orders_of(f, (int64_t)i + 1), CRASH_BATCH);
+        }
+        assert_int_equal(orders_of(f, (int64_t)applied + 1), 0);
+        assert_int_equal(orders_of(f, (int64_t)applied + 2), 0);
+    }
+    assert_true(crash_cursor(f) > 0); /* the child did apply batches between the kills */
+}
+
+static void test_gsi_query_rejects_bad_tokens_and_limits(void **state)
+{
+    /* Malformed tokens and limits outside 1..1000 are usage errors, not crashes. */
+    struct fixture *f = *state;
+    population_make(f, test_seed());
+    apply_all(f, 0, 4096, "c");
+    struct ds_id heavy;
+    test_id_int(&heavy, 7);
+    struct gsi_page page = {.entries = f->page};
+    assert_int_equal(gsi_query(f->g, &heavy, 0, NULL, &page), -DS_EUSAGE);
+    assert_int_equal(gsi_query(f->g, &heavy, 1001, NULL, &page), -DS_EUSAGE);
+    assert_int_equal(gsi_query(f->g, &heavy, 2, NULL, &page), 0);
+    assert_true(page.has_next);
+    char good[GSI_TOKEN_CHARS_MAX + 1];
+    strcpy(good, page.next_token);
+    char upper[GSI_TOKEN_CHARS_MAX + 1];
+    strcpy(upper, good);
+    for (char *p = upper; *p; p++) {
+        *p = (char)(*p >= 'a' && *p <= 'f' ? *p - 'a' + 'A' : *p);
+    }
+    char truncated[GSI_TOKEN_CHARS_MAX + 1];
+    strcpy(truncated, good);
+    truncated[strlen(truncated) - 2] = '\0';
+    char longer[2 * GSI_TOKEN_CHARS_MAX];
+    snprintf(longer, sizeof(longer), "%s00", good);
+    char huge[GSI_TOKEN_CHARS_MAX + 8];
+    memset(huge, 'f', sizeof(huge) - 1);
+    huge[sizeof(huge) - 1] = '\0';
+    const char *bad[] = {"zz",
+                         "abc",
+                         "00",
+                         upper,
+                         truncated,
+                         longer,
+                         huge,
+                         "fffffffffffffffffe0000000000000000",  /* order id above INT64_MAX */
+                         "0000000000000000fe7ffffffffffffffe",  /* ts above DS_TS_MS_MAX */
+                         "fffffffffffffffffc0000000000000000"}; /* unknown order-id tag */
+    for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
+        page.count = 77;
+        assert_int_equal(gsi_query(f->g, &heavy, 5, bad[i], &page), -DS_EUSAGE);
+    }
+    struct ds_id invalid;
+    test_id_int(&invalid, 0);
+    assert_int_equal(gsi_query(f->g, &invalid, 5, NULL, &page), -DS_EUSAGE);
+    assert_int_equal(gsi_query(f->g, &heavy, 5, good, &page), 0);
+    assert_int_equal(page.count, 5);
+}
+
+static void test_gsi_apply_rejects_invalid_entries_and_big_batches(void **state)
+{
+    /* An entry whose day disagrees with its ts, or a bad id, or too many entries: refused,
+     * and nothing of the batch (nor its cursor) is applied. */
+    struct fixture *f = *state;
+    struct ds_id customer, order;
+    test_id_int(&customer, 5);
+    test_id_int(&order, 1);
+    struct gsi_entry e[2];
+    entry_make(&e[0], &customer, TS0, &order, "paid", 1);
+    entry_make(&e[1], &customer, TS0, &order, "paid", 1);
+    e[1].day += 1;
+    assert_int_equal(gsi_apply(f->g, e, 2, "x", 1), -DS_EUSAGE);
+    e[1] = e[0];
+    e[1].order_id.value = 0;
+    assert_int_equal(gsi_apply(f->g, e, 2, "x", 1), -DS_EUSAGE);
+    assert_int_equal(gsi_apply(f->g, f->entries, 4097, "x", 1), -DS_ELIMIT);
+    char big[GSI_CURSOR_BYTES_MAX + 1] = {0};
+    assert_int_equal(gsi_apply(f->g, e, 1, big, sizeof(big)), -DS_ELIMIT);
+    assert_int_equal(orders_of(f, 5), 0);
+    size_t len = 9;
+    char buf[8];
+    assert_int_equal(gsi_cursor(f->g, buf, sizeof(buf), &len), 0);
+    assert_int_equal(len, 0);
+}
+
+static void test_gsi_second_writer_is_refused(void **state)
+{
+    /* One writer per directory. */
+    struct fixture *f = *state;
+    struct gsi_config cfg;
+    gsi_config_defaults(&cfg);
+    cfg.dir = f->index_dir;
+    struct gsi *other = NULL;
+    assert_int_equal(gsi_open(&cfg, &other), -DS_ELOCKED);
+    assert_null(other);
+    cfg.cache_bytes = 0;
+    assert_int_equal(gsi_open(&cfg, &other), -DS_EUSAGE);
+}
+
+static void test_gsi_reader_sees_new_entries_after_refresh(void **state)
+{
+    /* A reader instance sees what was applied when it opened, and more after a refresh. */
+    struct fixture *f = *state;
+    struct gsi_config cfg;
+    gsi_config_defaults(&cfg);
+    cfg.dir = f->index_dir;
+    char secondary[160];
+    snprintf(secondary, sizeof(secondary), "%s/reader", f->dir);
+    struct gsi_entry batch[CRASH_BATCH];
+    crash_batch(batch, 0);
+    uint64_t one = 1;
+    assert_int_equal(gsi_apply(f->g, batch, CRASH_BATCH, &one, sizeof(one)), 0);
+    struct gsi *reader = NULL;
+    assert_int_equal(gsi_open_reader(&cfg, secondary, &reader), 0);
+    struct ds_id c1, c2;
+    test_id_int(&c1, 1);
+    test_id_int(&c2, 2);
+    struct gsi_page page = {.entries = f->page};
+    assert_int_equal(gsi_query(reader, &c1, 1000, NULL, &page), 0);
+    assert_int_equal(page.count, CRASH_BATCH);
+    crash_batch(batch, 1);
+    uint64_t two = 2;
+    assert_int_equal(gsi_apply(f->g, batch, CRASH_BATCH, &two, sizeof(two)), 0);
+    assert_int_equal(gsi_query(reader, &c2, 1000, NULL, &page), 0);
+    assert_int_equal(page.count, 0);
+    assert_int_equal(gsi_reader_refresh(reader), 0);
+    assert_int_equal(gsi_query(reader, &c2, 1000, NULL, &page), 0);
+    assert_int_equal(page.count, CRASH_BATCH);
+    uint64_t cursor = 0;
+    size_t len = 0;
+    assert_int_equal(gsi_cursor(reader, &cursor, sizeof(cursor), &len), 0);
+    assert_int_equal(cursor, 2);
+    gsi_close(reader);
+    char missing[160];
+    snprintf(missing, sizeof(missing), "%s/none", f->dir);
+    cfg.dir = missing;
+    assert_int_equal(gsi_open_reader(&cfg, secondary, &reader), -ENOENT);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_gsi_query_equals_truth_all_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_pages_stable_while_newer_entries_arrive, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_apply_twice_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_cursor_and_entries_survive_reopen, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_kill9_keeps_cursor_and_its_entries, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_query_rejects_bad_tokens_and_limits, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_apply_rejects_invalid_entries_and_big_batches,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_second_writer_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_reader_sees_new_entries_after_refresh, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

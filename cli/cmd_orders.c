@@ -1,35 +1,48 @@
 /*
- * `dayshard orders --customer C [--limit N] (--server URL | --data DIR) [--json]`: a customer's
- * latest orders, newest first (DESIGN.md section 6). The by-customer index (GSI) does not exist
- * yet: --server asks the service, which answers 501 with the reason, and --data says so
- * directly. Both exit 1 with that reason. TODO(issue 5): read the GSI.
+ * `dayshard orders --customer C [--limit N] [--cursor T] [--consistent] (--server URL | --data
+ * DIR) [--json]`: a customer's latest orders, newest first, from the by-customer index (GSI)
+ * (DESIGN.md sections 5 and 6). --server asks a node's query service; --data reads DIR/gsi
+ * directly through a read-only view (beside a running node too). A table by default, the API's
+ * JSON document with --json; the next page's token is printed for --cursor.
+ *
+ * The customer id follows the API's rule: a positive decimal integer is an integer id, "..."
+ * (with the quotes) is the string between them, anything else is a string id.
  */
 #include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "cli/http_client.h"
+#include "query/query.h"
+#include "storage/storage.h"
 
 const char cmd_orders_usage[] =
     "usage: dayshard orders --customer C [--limit N] (--server URL | --data DIR) [options]\n"
     "\n"
-    "Lists a customer's latest orders, newest first, from the by-customer index (GSI).\n"
-    "The index is not built yet (it arrives with its own issue): this command reports that\n"
-    "and exits 1.\n"
+    "Lists a customer's latest orders, newest first, from the by-customer index that a node\n"
+    "builds (DIR/gsi). C is an integer id (42), or a string id (cust-7; \"42\" with the quotes\n"
+    "for the string 42).\n"
     "\n"
     "options:\n"
-    "  --customer C         the customer id (integer or string), required\n"
-    "  --limit N            orders to list (1..1000, default 20)\n"
-    "  --server URL         ask a running query service (e.g. http://127.0.0.1:8080)\n"
-    "  --data DIR           read a data directory directly\n"
+    "  --customer C         the customer id, required\n"
+    "  --limit N            orders per page (1..1000, default 20)\n"
+    "  --cursor T           the page after the one that printed 'next: T'\n"
+    "  --consistent         wait until the index holds everything durable now (bounded)\n"
+    "  --server URL         ask a node's query service (dayshard run --http)\n"
+    "  --data DIR           read DIR's index directly (read-only)\n"
     "  --http-token TOKEN   bearer token for --server (or DAYSHARD_HTTP_TOKEN)\n"
-    "  --json               print the service's JSON document\n"
+    "  --json               print the API's JSON document\n"
     "  --help               this text\n";
 
 struct orders_args {
     const char *customer;
+    const char *cursor;
+    bool consistent;
     const char *server;
     const char *data;
     const char *token;
@@ -45,6 +58,8 @@ static int parse_args(int argc, char **argv, struct orders_args *a)
                                             {"data", required_argument, NULL, 'd'},
                                             {"http-token", required_argument, NULL, 'T'},
                                             {"json", no_argument, NULL, 'j'},
+                                            {"cursor", required_argument, NULL, 'k'},
+                                            {"consistent", no_argument, NULL, 'K'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof(*a));
@@ -60,6 +75,8 @@ static int parse_args(int argc, char **argv, struct orders_args *a)
         case 'd': a->data = optarg; break;
         case 'T': a->token = optarg; break;
         case 'j': a->json = true; break;
+        case 'k': a->cursor = optarg; break;
+        case 'K': a->consistent = true; break;
         case 'l':
             if (cli_parse_u64(optarg, 1, 1000, &a->limit) != 0) {
                 return cli_error("orders", CLI_USAGE, "bad value '%s' for --limit", optarg);
@@ -73,11 +90,133 @@ static int parse_args(int argc, char **argv, struct orders_args *a)
     if (optind < argc) {
         return cli_error("orders", CLI_USAGE, "unexpected argument '%s'", argv[optind]);
     }
-    if (a->customer == NULL || a->customer[0] == '\0' || strlen(a->customer) > DS_ID_BYTES_MAX) {
+    if (a->customer == NULL || a->customer[0] == '\0' ||
+        strlen(a->customer) > DS_ID_BYTES_MAX + 2) {
         return cli_error("orders", CLI_USAGE, "--customer C (1..64 bytes) is required");
+    }
+    if (a->cursor != NULL && strlen(a->cursor) > QUERY_ORDERS_TOKEN_CHARS_MAX) {
+        return cli_error("orders", CLI_USAGE, "bad value for --cursor: too long");
     }
     if ((a->data == NULL) == (a->server == NULL)) {
         return cli_error("orders", CLI_USAGE, "give exactly one of --data DIR or --server URL");
+    }
+    return 0;
+}
+
+/* The API's rule for a customer id given as text (see the file comment). */
+static int customer_parse(const char *text, struct ds_id *id)
+{
+    size_t n = strlen(text);
+    bool quoted = n >= 2 && text[0] == '"' && text[n - 1] == '"';
+    const char *s = quoted ? text + 1 : text;
+    n = quoted ? n - 2 : n;
+    if (n == 0 || n > DS_ID_BYTES_MAX) {
+        return -DS_EUSAGE;
+    }
+    uint64_t value = 0;
+    if (!quoted && cli_parse_u64(s, 1, INT64_MAX, &value) == 0 && s[0] != '0' && s[0] != '+') {
+        *id = (struct ds_id){.is_string = false, .value = (int64_t)value};
+        return 0;
+    }
+    *id = (struct ds_id){.is_string = true, .len = (uint8_t)n};
+    memcpy(id->text, s, n);
+    return 0;
+}
+
+/* Prints the API's orders document as a table; returns 0 or -DS_ECORRUPT. */
+static int print_table(const char *body, size_t len)
+{
+    json_error_t err;
+    json_t *doc = json_loadb(body, len, 0, &err);
+    json_t *orders = json_object_get(doc, "orders");
+    if (!json_is_array(orders)) {
+        json_decref(doc);
+        return -DS_ECORRUPT;
+    }
+    printf("%-24s %-24s %-12s %14s\n", "order_id", "ts", "status", "amount");
+    size_t i;
+    json_t *o;
+    json_array_foreach(orders, i, o)
+    {
+        char *id = json_dumps(json_object_get(o, "order_id"), JSON_ENCODE_ANY);
+        const char *ts = json_string_value(json_object_get(o, "ts"));
+        const char *status = json_string_value(json_object_get(o, "status"));
+        const char *amount = json_string_value(json_object_get(o, "amount"));
+        printf("%-24s %-24s %-12s %14s\n", id != NULL ? id : "?", ts != NULL ? ts : "?",
+               status != NULL ? status : "?", amount != NULL ? amount : "?");
+        free(id);
+    }
+    const char *next = json_string_value(json_object_get(doc, "next"));
+    json_t *lag = json_object_get(doc, "gsi_lag_ms");
+    printf("%zu orders%s%s; index lag %lld ms\n", json_array_size(orders),
+           next != NULL ? "; next: " : " (last page)", next != NULL ? next : "",
+           (long long)json_integer_value(lag));
+    json_decref(doc);
+    return 0;
+}
+
+/* --data: the API's document from DIR's index. */
+static int orders_local(const struct orders_args *a, char **body, size_t *len)
+{
+    struct ds_id customer;
+    if (customer_parse(a->customer, &customer) != 0) {
+        return cli_error("orders", CLI_USAGE, "bad --customer '%s'", a->customer);
+    }
+    struct query_gsi_reader *r = NULL;
+    int rc = query_gsi_reader_open(a->data, &r);
+    if (rc == -ENOENT) {
+        return cli_error("orders", CLI_FAIL,
+                         "%s has no by-customer index (a node builds it unless --no-gsi; "
+                         "`dayshard gsi rebuild --data DIR` makes one)",
+                         a->data);
+    }
+    if (rc != 0) {
+        return cli_error("orders", CLI_FAIL, "%s: %s", a->data, ds_strerror(rc));
+    }
+    if (a->consistent) {
+        /* Wait (bounded) until the index holds every commit durable now. */
+        struct storage_config scfg;
+        storage_config_defaults(&scfg);
+        scfg.dir = a->data;
+        scfg.read_only = true;
+        struct storage *st = NULL;
+        rc = storage_open(&scfg, &st);
+        uint64_t want = rc == 0 ? storage_commit_seq(st) : 0;
+        storage_close(st);
+        uint64_t have = 0;
+        for (int i = 0; rc == 0 && i < 250; i++) {
+            rc = query_gsi_reader_refresh(r);
+            rc = rc == 0 ? query_gsi_reader_indexed_seq(r, &have) : rc;
+            if (rc != 0 || have >= want) {
+                break;
+            }
+            struct timespec step = {.tv_sec = 0, .tv_nsec = 20 * 1000000L};
+            nanosleep(&step, NULL);
+        }
+        if (rc == 0 && have < want) {
+            query_gsi_reader_close(r);
+            return cli_error("orders", CLI_FAIL, "the index did not catch up within 5 s");
+        }
+    }
+    struct query_orders_page page = {.orders = calloc(a->limit, sizeof(struct query_order))};
+    rc = page.orders == NULL ? -ENOMEM
+                             : query_gsi_orders(query_gsi_reader_store(r), &customer,
+                                                (uint32_t)a->limit, a->cursor, &page);
+    query_gsi_reader_close(r);
+    if (rc == 0) {
+        size_t cap = query_orders_json_bound(page.count);
+        *body = malloc(cap);
+        int64_t n = *body != NULL ? query_orders_json(&customer, &page, 0, *body, cap) : -ENOMEM;
+        rc = n > 0 ? 0 : (int)n;
+        *len = n > 0 ? (size_t)n : 0;
+    }
+    free(page.orders);
+    if (rc != 0) {
+        free(*body);
+        *body = NULL;
+        return cli_error("orders", rc == -DS_EUSAGE ? CLI_USAGE : CLI_FAIL, "%s",
+                         rc == -DS_EUSAGE ? "bad --cursor: not one a page printed"
+                                          : ds_strerror(rc));
     }
     return 0;
 }
@@ -90,20 +229,44 @@ int cmd_orders(int argc, char **argv)
         return rc == -1 ? cli_help(cmd_orders_usage) : rc;
     }
     if (a.data != NULL) {
-        return cli_error("orders", CLI_FAIL,
-                         "the by-customer index (GSI) is not built yet; no orders can be listed");
+        char *body = NULL;
+        size_t len = 0;
+        rc = orders_local(&a, &body, &len);
+        if (rc == 0) {
+            if (a.json) {
+                fwrite(body, 1, len, stdout);
+                fputc('\n', stdout);
+            } else {
+                rc = print_table(body, len) == 0 ? CLI_OK
+                                                 : cli_error("orders", CLI_FAIL, "bad document");
+            }
+        }
+        free(body);
+        return rc;
     }
-    char path[512];
-    char escaped[3 * DS_ID_BYTES_MAX + 1];
+    char path[1024];
+    char escaped[3 * (DS_ID_BYTES_MAX + 2) + 1];
+    char cursor[3 * QUERY_ORDERS_TOKEN_CHARS_MAX + 1] = "";
     cli_url_escape(a.customer, escaped, sizeof(escaped));
-    snprintf(path, sizeof(path), "/v1/customers/%s/orders?limit=%u", escaped, (unsigned)a.limit);
+    if (a.cursor != NULL) {
+        cli_url_escape(a.cursor, cursor, sizeof(cursor));
+    }
+    snprintf(path, sizeof(path), "/v1/customers/%s/orders?limit=%u%s%s%s", escaped,
+             (unsigned)a.limit, a.cursor != NULL ? "&cursor=" : "", cursor,
+             a.consistent ? "&consistent=true" : "");
     struct cli_http_answer ans;
     rc = cli_http_get(a.server, path, a.token, &ans);
     if (rc != 0) {
+        cli_http_answer_deinit(&ans);
         return cli_error("orders", CLI_FAIL, "%s: %s", a.server, ans.error);
     }
     int exit_code = CLI_OK;
-    if (a.json || ans.status == 200) {
+    if (ans.status == 200 && !a.json) {
+        if (print_table(ans.body, ans.body_len) != 0) {
+            exit_code =
+                cli_error("orders", CLI_FAIL, "%s answered a document without orders", a.server);
+        }
+    } else if (a.json || ans.status == 200) {
         fwrite(ans.body, 1, ans.body_len, stdout);
         fputc('\n', stdout);
     }

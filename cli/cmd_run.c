@@ -37,10 +37,14 @@ const char cmd_run_usage[] =
     "  -X key=value           a librdkafka property (SASL, TLS, ...); repeatable\n"
     "  --config FILE          Java-properties settings: kafka.* keys go to librdkafka; brokers,\n"
     "                         topic, group, data, dlq-topic, shards, commit-interval-ms,\n"
-    "                         http, http-token, ready-max-lag set the options\n"
+    "                         http, http-token, ready-max-lag, max-gsi-lag-ms, gsi (on|off)\n"
+    "                         set the options\n"
     "  --http HOST:PORT       also serve the HTTP query API (as `dayshard serve`) with this\n"
     "                         node's live figures in /metrics and /readyz; port 0 picks one\n"
     "  --http-token TOKEN     require 'Authorization: Bearer TOKEN' (use it off loopback)\n"
+    "  --max-gsi-lag-ms N     bound on the by-customer index's lag (default 1000): above half\n"
+    "                         of it consumption pauses until the index catches up\n"
+    "  --no-gsi               do not build the by-customer index (DIR/gsi)\n"
     "  --ready-max-lag N      /readyz is ready while the consumer lag is at most N messages\n"
     "                         (default 100000)\n"
     "  --help                 this text\n"
@@ -51,6 +55,8 @@ struct run_args {
     struct ingest_kafka_props props;
     char owned[8][512]; /* option values read from --config */
     struct query_http_config http;
+    struct query_gsi_config gsi;
+    bool no_gsi;
 };
 
 /* The node's figures for the query service: its observer callbacks feed query_metrics. */
@@ -60,6 +66,7 @@ struct run_observer {
     /* Test hook (DS_TEST_PAUSE_FILE): consumption pauses while this file exists, to exercise
      * the node's back-pressure path without a slow follower. */
     const char *pause_file;
+    struct query_gsi *gsi; /* the by-customer index builder, NULL with --no-gsi */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -86,6 +93,14 @@ static int set_option(struct run_args *a, const char *key, const char *value)
         }
     }
     uint64_t n = 0;
+    if (strcmp(key, "max-gsi-lag-ms") == 0 && cli_parse_u64(value, 1, 3600000, &n) == 0) {
+        a->gsi.max_lag_ms = (uint32_t)n;
+        return 0;
+    }
+    if (strcmp(key, "gsi") == 0 && (strcmp(value, "on") == 0 || strcmp(value, "off") == 0)) {
+        a->no_gsi = strcmp(value, "off") == 0;
+        return 0;
+    }
     if (strcmp(key, "ready-max-lag") == 0 && cli_parse_u64(value, 1, INT64_MAX, &n) == 0) {
         a->http.ready_lag_max = (int64_t)n;
         return 0;
@@ -130,6 +145,8 @@ static int parse_one(struct run_args *a, int c, const char *value)
         return value[0] != '\0' && strlen(value) <= 256 ? set_option(a, "http-token", value)
                                                         : -DS_EUSAGE;
     case 'L': return set_option(a, "ready-max-lag", value);
+    case 'G': return set_option(a, "max-gsi-lag-ms", value);
+    case 'N': return set_option(a, "gsi", "off");
     }
     return -DS_EUSAGE;
 }
@@ -148,6 +165,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
                                             {"http", required_argument, NULL, 'H'},
                                             {"http-token", required_argument, NULL, 'T'},
                                             {"ready-max-lag", required_argument, NULL, 'L'},
+                                            {"max-gsi-lag-ms", required_argument, NULL, 'G'},
+                                            {"no-gsi", no_argument, NULL, 'N'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     int c;
@@ -193,6 +212,9 @@ static void observe_commit(const struct ingest_node_progress *progress, void *us
         }
     }
     query_metrics_fsync_observe(&o->metrics, progress->commit_ns);
+    if (o->gsi != NULL) {
+        query_gsi_notify(o->gsi, progress->commit_seq, progress->events_durable);
+    }
 }
 
 /* Consumer thread, about once a second per partition. */
@@ -210,7 +232,8 @@ static void observe_lag(int32_t partition, int64_t lag, void *user)
 static bool observe_pause(void *user)
 {
     const struct run_observer *o = user;
-    return o->pause_file != NULL && access(o->pause_file, F_OK) == 0;
+    bool gsi_behind = o->gsi != NULL && query_gsi_should_pause(o->gsi);
+    return gsi_behind || (o->pause_file != NULL && access(o->pause_file, F_OK) == 0);
 }
 
 /* Connects the node's observer callbacks to the metrics (kept even without --http: the
@@ -248,16 +271,33 @@ static int prepare_data_dir(const struct ingest_node_config *node)
     return rc;
 }
 
+/* Starts the by-customer index builder (unless --no-gsi); 0 or a CLI exit code (reported). */
+static int start_gsi(struct run_args *a, struct run_observer *o)
+{
+    if (a->no_gsi) {
+        return 0;
+    }
+    a->gsi.data_dir = a->node.data_dir;
+    a->gsi.metrics = &o->metrics;
+    const char *slow = getenv("DS_TEST_GSI_SLOW_MS"); /* test hook: a slow builder */
+    a->gsi.test_slow_ms = slow != NULL ? (uint32_t)strtoul(slow, NULL, 10) : 0;
+    int rc = query_gsi_start(&a->gsi, &o->gsi);
+    if (rc != 0) {
+        char dir[DS_PATH_MAX];
+        query_gsi_dir(a->node.data_dir, dir);
+        return cli_error("run", CLI_FAIL, "by-customer index %s: %s%s", dir, ds_strerror(rc),
+                         rc == -DS_ELOCKED ? " (another node uses it)" : "");
+    }
+    return 0;
+}
+
 /* Starts the query service for `--http`; 0 or a CLI exit code (reported). */
 static int start_http(struct run_args *a, struct run_observer *o, struct query_http **out)
 {
     a->http.data_dir = a->node.data_dir;
     a->http.metrics = &o->metrics;
-    int rc = prepare_data_dir(&a->node);
-    if (rc != 0) {
-        return cli_error("run", CLI_FAIL, "%s: %s", a->node.data_dir, ds_strerror(rc));
-    }
-    rc = query_http_start(&a->http, out);
+    a->http.gsi = o->gsi;
+    int rc = query_http_start(&a->http, out);
     if (rc != 0) {
         return cli_error("run", rc == -DS_EUSAGE ? CLI_USAGE : CLI_FAIL, "--http %s: %s",
                          a->http.listen,
@@ -277,6 +317,7 @@ int cmd_run(int argc, char **argv)
         return cli_error("run", CLI_FAIL, "out of memory");
     }
     ingest_node_config_defaults(&a->node);
+    query_gsi_config_defaults(&a->gsi);
     a->node.props = &a->props;
     int rc = parse_args(argc, argv, a);
     if (rc != 0) {
@@ -298,8 +339,15 @@ int cmd_run(int argc, char **argv)
         return cli_error("run", CLI_FAIL, "out of memory");
     }
     observer_init(observer, &a->node);
-    rc = a->http.listen != NULL ? start_http(a, observer, &http) : 0;
+    /* The readers of the builder and the query service need the directory to exist. */
+    rc = prepare_data_dir(&a->node);
     if (rc != 0) {
+        rc = cli_error("run", CLI_FAIL, "%s: %s", a->node.data_dir, ds_strerror(rc));
+    }
+    rc = rc == 0 ? start_gsi(a, observer) : rc;
+    rc = rc == 0 && a->http.listen != NULL ? start_http(a, observer, &http) : rc;
+    if (rc != 0) {
+        query_gsi_stop(observer->gsi);
         free(observer);
         free(a);
         return rc;
@@ -309,6 +357,7 @@ int cmd_run(int argc, char **argv)
     struct ingest_node_stats stats;
     rc = ingest_node_run(&a->node, &stats, (const volatile int *)&stop_requested);
     query_http_stop(http);
+    query_gsi_stop(observer->gsi);
     free(observer);
     free(a);
     if (rc != 0) {

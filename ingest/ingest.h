@@ -269,7 +269,8 @@ DS_MUST_USE int ingest_produce_run(const struct ingest_produce_config *cfg,
 struct ingest_node_progress {
     uint64_t events_durable;
     uint64_t rejected_by_reason[INGEST_REASON_COUNT]; /* durable dead letters, by reason */
-    uint64_t commit_ns; /* how long this group commit took: writes, fdatasync, manifest */
+    uint64_t commit_ns;  /* how long this group commit took: writes, fdatasync, manifest */
+    uint64_t commit_seq; /* the storage commit sequence it made durable (storage_commit_seq) */
 };
 /* Observers of a running node (for the query service's /metrics and /readyz). on_commit runs
  * on the writer thread after every durable commit. on_lag runs on the consumer thread about

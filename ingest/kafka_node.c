@@ -155,6 +155,7 @@ static void observe_commit(struct node *n)
     struct ingest_node_progress progress = {
         .events_durable = atomic_load(&n->stage.accepted),
         .commit_ns = n->stage.last_commit_ns,
+        .commit_seq = storage_commit_seq(n->st),
     };
     for (uint32_t r = 0; r < INGEST_REASON_COUNT; r++) {
         progress.rejected_by_reason[r] = atomic_load(&n->stage.rejected_by_reason[r]);

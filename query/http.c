@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "query/http_private.h"
@@ -90,6 +91,14 @@ struct query_http {
     uint32_t range_days_max;
     int64_t ready_lag_max;
     struct query_metrics *metrics;
+    struct query_gsi *gsi;
+    uint32_t consistent_timeout_ms;
+    /* serve (no builder here): a read-only view of DATA/gsi, opened on first use */
+    char data_dir[DS_PATH_MAX];
+    pthread_rwlock_t gsi_lock; /* write: open and refresh; read: queries */
+    struct query_gsi_reader *gsi_reader;
+    uint64_t gsi_refreshed_ns;
+    uint64_t gsi_behind_since_ns; /* when the view was first seen behind the data, 0 if not */
     uint32_t reader_count;
     struct http_reader readers[QUERY_HTTP_THREADS_MAX];
     atomic_uint reader_next;
@@ -569,6 +578,152 @@ static enum MHD_Result serve_readyz(struct query_http *h, struct MHD_Connection 
     return respond_json(h, c, 200, strdup(text), n);
 }
 
+/* ---- a customer's orders (the GSI) -------------------------------------------------------- */
+
+/* The view refreshes at most this often, or at once for consistent=true. */
+#define HTTP_GSI_REFRESH_NS (100u * 1000000u)
+#define HTTP_GSI_WAIT_STEP_NS (20u * 1000000u)
+
+/* serve: opens (first use) and refreshes the view of the node's index until it holds every
+ * commit up to want_seq (0: no wait) or the timeout passes; estimates the lag against
+ * durable_seq. On 0 the caller holds the read lock and must unlock it. */
+static int gsi_view(struct query_http *h, uint64_t durable_seq, uint64_t want_seq, uint64_t *lag_ms)
+{
+    uint64_t deadline = ds_clock_ns() + (uint64_t)h->consistent_timeout_ms * 1000000u;
+    for (;;) {
+        ASSERT(pthread_rwlock_wrlock(&h->gsi_lock) == 0);
+        int rc = h->gsi_reader == NULL ? query_gsi_reader_open(h->data_dir, &h->gsi_reader) : 0;
+        uint64_t now = ds_clock_ns();
+        if (rc == 0 && (want_seq > 0 || now - h->gsi_refreshed_ns >= HTTP_GSI_REFRESH_NS)) {
+            rc = query_gsi_reader_refresh(h->gsi_reader);
+            h->gsi_refreshed_ns = now;
+        }
+        uint64_t indexed = 0;
+        rc = rc == 0 ? query_gsi_reader_indexed_seq(h->gsi_reader, &indexed) : rc;
+        if (rc == 0) {
+            if (indexed >= durable_seq) {
+                h->gsi_behind_since_ns = 0;
+            } else if (h->gsi_behind_since_ns == 0) {
+                h->gsi_behind_since_ns = now;
+            }
+            *lag_ms = h->gsi_behind_since_ns == 0 ? 0 : (now - h->gsi_behind_since_ns) / 1000000u;
+        }
+        ASSERT(pthread_rwlock_unlock(&h->gsi_lock) == 0);
+        if (rc != 0) {
+            return rc;
+        }
+        if (want_seq == 0 || indexed >= want_seq) {
+            ASSERT(pthread_rwlock_rdlock(&h->gsi_lock) == 0);
+            return 0;
+        }
+        if (now >= deadline) {
+            return -ETIMEDOUT;
+        }
+        struct timespec step = {.tv_sec = 0, .tv_nsec = HTTP_GSI_WAIT_STEP_NS};
+        nanosleep(&step, NULL);
+    }
+}
+
+/* serve: the orders endpoint over the view of the node's index. */
+static enum MHD_Result serve_orders_view(struct query_http *h, struct MHD_Connection *c,
+                                         const struct http_route *route)
+{
+    struct http_reader *r = NULL;
+    int rc = reader_acquire(h, &r);
+    if (rc != 0) {
+        return respond_storage_error(h, c, rc);
+    }
+    uint64_t durable_seq = storage_commit_seq(r->st);
+    reader_release(r);
+    uint64_t lag_ms = 0;
+    rc = gsi_view(h, durable_seq, route->consistent ? durable_seq : 0, &lag_ms);
+    if (rc == -ENOENT) {
+        return respond_error(h, c, 503,
+                             "no by-customer index in this data directory yet (the node "
+                             "builds it; it runs without --no-gsi)");
+    }
+    if (rc == -ETIMEDOUT) {
+        return respond_error(h, c, 503,
+                             "the by-customer index did not catch up within the timeout");
+    }
+    if (rc != 0) {
+        return respond_storage_error(h, c, rc);
+    }
+    struct query_orders_page page = {.orders = calloc(route->limit, sizeof(struct query_order))};
+    rc = page.orders == NULL
+             ? -ENOMEM
+             : query_gsi_orders(query_gsi_reader_store(h->gsi_reader), &route->customer,
+                                route->limit, route->cursor, &page);
+    ASSERT(pthread_rwlock_unlock(&h->gsi_lock) == 0);
+    if (rc != 0) {
+        free(page.orders);
+        return rc == -DS_EUSAGE
+                   ? respond_error(h, c, 400, "bad cursor: not one this service handed out")
+                   : respond_storage_error(h, c, rc);
+    }
+    size_t cap = query_orders_json_bound(page.count);
+    char *body = malloc(cap);
+    int64_t len = -ENOMEM;
+    if (body != NULL) {
+        len = query_orders_json(&route->customer, &page, lag_ms, body, cap);
+        ASSERT(len > 0);
+    }
+    free(page.orders);
+    return respond_json(h, c, 200, body, len);
+}
+
+static enum MHD_Result serve_orders(struct query_http *h, struct MHD_Connection *c,
+                                    const struct http_route *route)
+{
+    if (h->gsi == NULL) {
+        return serve_orders_view(h, c, route);
+    }
+    if (route->consistent) {
+        /* Everything durable when the request arrived: the commit the readers see now. */
+        struct http_reader *r = NULL;
+        int rc = reader_acquire(h, &r);
+        if (rc != 0) {
+            return respond_storage_error(h, c, rc);
+        }
+        uint64_t seq = storage_commit_seq(r->st);
+        reader_release(r);
+        rc = query_gsi_wait(h->gsi, seq, h->consistent_timeout_ms);
+        if (rc == -ETIMEDOUT) {
+            return respond_error(h, c, 503,
+                                 "the by-customer index did not catch up within the timeout");
+        }
+        if (rc != 0) {
+            return respond_storage_error(h, c, rc);
+        }
+    }
+    struct query_orders_page page = {.orders = calloc(route->limit, sizeof(struct query_order))};
+    if (page.orders == NULL) {
+        return respond_storage_error(h, c, -ENOMEM);
+    }
+    int rc = query_gsi_orders(query_gsi_store(h->gsi), &route->customer, route->limit,
+                              route->cursor, &page);
+    if (rc == -DS_EUSAGE) {
+        free(page.orders);
+        return respond_error(h, c, 400, "bad cursor: not one this service handed out");
+    }
+    if (rc != 0) {
+        free(page.orders);
+        return respond_storage_error(h, c, rc);
+    }
+    uint64_t lag_ms = 0;
+    uint64_t lag_events = 0;
+    query_gsi_lag(h->gsi, &lag_ms, &lag_events);
+    size_t cap = query_orders_json_bound(page.count);
+    char *body = malloc(cap);
+    int64_t len = -ENOMEM;
+    if (body != NULL) {
+        len = query_orders_json(&route->customer, &page, lag_ms, body, cap);
+        ASSERT(len > 0);
+    }
+    free(page.orders);
+    return respond_json(h, c, 200, body, len);
+}
+
 static enum MHD_Result dispatch(struct query_http *h, struct MHD_Connection *c,
                                 const struct http_route *route)
 {
@@ -578,9 +733,7 @@ static enum MHD_Result dispatch(struct query_http *h, struct MHD_Connection *c,
     case HTTP_EP_METRICS: return serve_metrics(h, c);
     case HTTP_EP_READYZ: return serve_readyz(h, c);
     case HTTP_EP_HEALTHZ: return respond_json(h, c, 200, strdup("{\"status\":\"ok\"}"), 15);
-    case HTTP_EP_ORDERS:
-        /* TODO(issue 5): answer from the by-customer index once the GSI lands. */
-        return respond_error(h, c, 501, "the by-customer index (GSI) is not built yet");
+    case HTTP_EP_ORDERS: return serve_orders(h, c, route);
     case HTTP_EP_NONE: break;
     }
     ASSERT(false);
@@ -833,6 +986,10 @@ int query_http_start(const struct query_http_config *cfg, struct query_http **ou
     h->range_days_max = cfg->range_days_max != 0 ? cfg->range_days_max : QUERY_RANGE_DAYS_DEFAULT;
     h->ready_lag_max = cfg->ready_lag_max != 0 ? cfg->ready_lag_max : QUERY_HTTP_READY_LAG_DEFAULT;
     h->metrics = cfg->metrics;
+    h->gsi = cfg->gsi;
+    snprintf(h->data_dir, sizeof(h->data_dir), "%s", cfg->data_dir);
+    ASSERT(pthread_rwlock_init(&h->gsi_lock, NULL) == 0);
+    h->consistent_timeout_ms = cfg->consistent_timeout_ms != 0 ? cfg->consistent_timeout_ms : 5000u;
     if (cfg->token != NULL) {
         h->token_len = strlen(cfg->token);
         memcpy(h->token, cfg->token, h->token_len);
@@ -867,6 +1024,8 @@ void query_http_stop(struct query_http *h)
         pthread_mutex_destroy(&h->readers[i].lock);
     }
     pthread_mutex_destroy(&h->heat_lock);
+    query_gsi_reader_close(h->gsi_reader);
+    pthread_rwlock_destroy(&h->gsi_lock);
     free(h->heat);
     free(h);
 }

@@ -41,8 +41,11 @@ struct http_route {
     bool needs_token;                 /* every endpoint but the probes */
     struct query_count_request count; /* HTTP_EP_COUNT */
     int32_t day;                      /* HTTP_EP_PARTITIONS */
-    uint32_t limit;                   /* HTTP_EP_ORDERS */
-    char error[HTTP_ERROR_BYTES_MAX]; /* the message of a 4xx answer */
+    uint32_t limit;                   /* HTTP_EP_ORDERS: 1..HTTP_ORDERS_LIMIT_MAX */
+    struct ds_id customer;            /* HTTP_EP_ORDERS */
+    bool consistent;                  /* HTTP_EP_ORDERS */
+    char cursor[QUERY_ORDERS_TOKEN_CHARS_MAX + 1]; /* HTTP_EP_ORDERS; "" for the first page */
+    char error[HTTP_ERROR_BYTES_MAX];              /* the message of a 4xx answer */
 };
 
 /* Routes and validates one request: method, raw target (path and query, len bytes, not

@@ -106,6 +106,49 @@ static unsigned fail(struct http_route *out, unsigned status, const char *fmt, .
     return status;
 }
 
+/* The customer id of /v1/customers/{id}/orders, percent-decoded: a positive decimal integer
+ * without leading zeros (up to 2^63-1) is an integer id; "..." (quotes, %22 encoded) is the
+ * string between them (so "42" names the string id 42); anything else is a string id. */
+static unsigned customer_id(const char *raw, size_t raw_len, struct http_route *out)
+{
+    char text[3 * DS_ID_BYTES_MAX + 3];
+    int64_t len = percent_decode(raw, raw_len, false, text, sizeof(text));
+    char quoted[64];
+    if (len == -EINVAL) {
+        return fail(out, 400, "bad percent-encoding in the customer id '%s'",
+                    quote_input(raw, raw_len, quoted, sizeof(quoted)));
+    }
+    if (len < 0) {
+        return fail(out, 400, "customer id longer than %d bytes", DS_ID_BYTES_MAX);
+    }
+    if (memchr(text, '\0', (size_t)len) != NULL) {
+        return fail(out, 400, "NUL byte in the customer id");
+    }
+    const char *s = text;
+    size_t n = (size_t)len;
+    bool forced_string = n >= 2 && s[0] == '"' && s[n - 1] == '"';
+    if (forced_string) {
+        s++;
+        n -= 2;
+    }
+    if (n == 0 || n > DS_ID_BYTES_MAX) {
+        return fail(out, 400, "customer id must be 1..%d bytes", DS_ID_BYTES_MAX);
+    }
+    bool digits = !forced_string && n <= 19 && s[0] >= '1' && s[0] <= '9';
+    uint64_t value = 0;
+    for (size_t i = 0; digits && i < n; i++) {
+        digits = s[i] >= '0' && s[i] <= '9';
+        value = value * 10u + (uint64_t)(s[i] - '0');
+    }
+    if (digits && value <= (uint64_t)INT64_MAX) {
+        out->customer = (struct ds_id){.is_string = false, .value = (int64_t)value};
+        return 0;
+    }
+    out->customer = (struct ds_id){.is_string = true, .len = (uint8_t)n};
+    memcpy(out->customer.text, s, n);
+    return 0;
+}
+
 static unsigned route_path(const char *path, size_t len, struct http_route *out)
 {
     static const struct {
@@ -131,10 +174,7 @@ static unsigned route_path(const char *path, size_t len, struct http_route *out)
         size_t id_len = len - p - s;
         if (memchr(id, '/', id_len) == NULL) {
             out->endpoint = HTTP_EP_ORDERS;
-            if (id_len > DS_ID_BYTES_MAX) {
-                return fail(out, 400, "customer id longer than %d bytes", DS_ID_BYTES_MAX);
-            }
-            return 0;
+            return customer_id(id, id_len, out);
         }
     }
     char quoted[64];
@@ -195,11 +235,20 @@ static unsigned orders_param(const char *name, const char *value, size_t len,
         out->limit = limit;
         return 0;
     }
-    if (strcmp(name, "consistent") == 0 && strcmp(value, "true") != 0 &&
-        strcmp(value, "false") != 0) {
-        return fail(out, 400, "bad consistent: expected true or false");
+    if (strcmp(name, "consistent") == 0) {
+        if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0) {
+            return fail(out, 400, "bad consistent: expected true or false");
+        }
+        out->consistent = strcmp(value, "true") == 0;
+        return 0;
     }
-    return 0; /* cursor: opaque until the GSI defines it */
+    /* cursor: the index checks it (a malformed one is a 400 then); here only its size. */
+    if (len > QUERY_ORDERS_TOKEN_CHARS_MAX) {
+        return fail(out, 400, "bad cursor: longer than any the service hands out");
+    }
+    memcpy(out->cursor, value, len);
+    out->cursor[len] = '\0';
+    return 0;
 }
 
 /* The parameter names an endpoint takes, as a space-separated list with spaces around. */

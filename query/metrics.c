@@ -20,6 +20,8 @@
 
 const uint32_t query_fsync_bucket_bounds_us[QUERY_FSYNC_BUCKETS] = {
     50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000};
+const uint32_t query_gsi_lag_bucket_bounds_ms[QUERY_GSI_LAG_BUCKETS] = {
+    10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000};
 
 void query_metrics_init(struct query_metrics *m, const char *const *reason_names,
                         uint32_t reason_count)
@@ -35,6 +37,26 @@ void query_metrics_init(struct query_metrics *m, const char *const *reason_names
     for (uint32_t i = 0; i < QUERY_METRICS_LAG_PARTITIONS_MAX; i++) {
         atomic_store_explicit(&m->consumer_lag[i], -1, memory_order_relaxed);
     }
+    atomic_store_explicit(&m->gsi_lag_ms, -1, memory_order_relaxed);
+}
+
+void query_metrics_gsi_lag_set(struct query_metrics *m, int64_t lag_ms)
+{
+    atomic_store_explicit(&m->gsi_lag_ms, lag_ms, memory_order_relaxed);
+}
+
+void query_metrics_gsi_lag_observe(struct query_metrics *m, uint64_t lag_ns)
+{
+    uint32_t bucket = QUERY_GSI_LAG_BUCKETS;
+    for (uint32_t i = 0; i < QUERY_GSI_LAG_BUCKETS; i++) {
+        if (lag_ns <= (uint64_t)query_gsi_lag_bucket_bounds_ms[i] * 1000000u) {
+            bucket = i;
+            break;
+        }
+    }
+    atomic_fetch_add_explicit(&m->gsi_lag_buckets[bucket], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->gsi_lag_sum_ns, lag_ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->gsi_lag_count, 1, memory_order_relaxed);
 }
 
 void query_metrics_joined_set(struct query_metrics *m)
@@ -143,6 +165,39 @@ static void put_fsync(struct text_buf *b, const struct query_metrics *m)
     text_put(b, "dayshard_fsync_seconds_count %" PRIu64 "\n", cumulative);
 }
 
+/* Only with a builder (the gauge is -1 without one). */
+static void put_gsi_lag(struct text_buf *b, const struct query_metrics *m)
+{
+    int64_t now_ms = atomic_load_explicit(&m->gsi_lag_ms, memory_order_relaxed);
+    if (now_ms < 0) {
+        return;
+    }
+    text_put(b,
+             "# HELP dayshard_gsi_lag_ms Age of the oldest durable commit whose orders are not "
+             "yet in the by-customer index (0: caught up).\n"
+             "# TYPE dayshard_gsi_lag_ms gauge\n"
+             "dayshard_gsi_lag_ms %" PRId64 "\n"
+             "# HELP dayshard_gsi_lag_seconds Time from a commit being durable to its orders "
+             "being queryable in the by-customer index.\n"
+             "# TYPE dayshard_gsi_lag_seconds histogram\n",
+             now_ms);
+    uint64_t cumulative = 0;
+    for (uint32_t i = 0; i <= QUERY_GSI_LAG_BUCKETS; i++) {
+        cumulative += atomic_load_explicit(&m->gsi_lag_buckets[i], memory_order_relaxed);
+        if (i < QUERY_GSI_LAG_BUCKETS) {
+            uint32_t ms = query_gsi_lag_bucket_bounds_ms[i];
+            text_put(b, "dayshard_gsi_lag_seconds_bucket{le=\"%u.%03u\"} %" PRIu64 "\n", ms / 1000u,
+                     ms % 1000u, cumulative);
+        } else {
+            text_put(b, "dayshard_gsi_lag_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cumulative);
+        }
+    }
+    uint64_t sum_ns = atomic_load_explicit(&m->gsi_lag_sum_ns, memory_order_relaxed);
+    text_put(b, "dayshard_gsi_lag_seconds_sum %" PRIu64 ".%09" PRIu64 "\n", sum_ns / 1000000000u,
+             sum_ns % 1000000000u);
+    text_put(b, "dayshard_gsi_lag_seconds_count %" PRIu64 "\n", cumulative);
+}
+
 int64_t query_metrics_text(const struct query_metrics *m, char *dst, size_t dst_capacity)
 {
     ASSERT(m != NULL);
@@ -156,5 +211,6 @@ int64_t query_metrics_text(const struct query_metrics *m, char *dst, size_t dst_
     put_rejected(&b, m);
     put_lag(&b, m);
     put_fsync(&b, m);
+    put_gsi_lag(&b, m);
     return b.overflow ? -ENOSPC : (int64_t)b.len;
 }

@@ -83,6 +83,18 @@ size_t query_count_json_bound(const struct query_count_result *res);
 void query_count_table(const struct query_count_request *req, const struct query_count_result *res,
                        FILE *out);
 
+struct query_orders_page; /* below, with the by-customer index */
+/* Renders a page of a customer's orders as the HTTP API document: {"customer_id":...,
+ * "orders":[{"order_id":...,"ts":"...Z","day":"...","status":"...","amount":"12.3400"}],
+ * "next":"token"|null,"gsi_lag_ms":L}. Returns the length, or -ENOSPC. */
+DS_MUST_USE int64_t query_orders_json(const struct ds_id *customer,
+                                      const struct query_orders_page *page, uint64_t gsi_lag_ms,
+                                      char *dst, size_t dst_capacity);
+/* Bytes query_orders_json needs at most for count orders. */
+size_t query_orders_json_bound(uint32_t count);
+/* An id as JSON: a number, or a string literal. Returns the length, or -ENOSPC. */
+DS_MUST_USE int64_t query_id_json(const struct ds_id *id, char *dst, size_t dst_capacity);
+
 /* Writes s as a JSON string literal (quotes included) into dst; returns the length or -ENOSPC. */
 DS_MUST_USE int64_t query_json_string(const char *s, size_t len, char *dst, size_t dst_capacity);
 
@@ -95,6 +107,9 @@ DS_MUST_USE int64_t query_json_string(const char *s, size_t len, char *dst, size
 /* Fixed fsync latency buckets (upper bounds, microseconds), plus +Inf. */
 #define QUERY_FSYNC_BUCKETS 12u
 extern const uint32_t query_fsync_bucket_bounds_us[QUERY_FSYNC_BUCKETS];
+/* GSI lag buckets (upper bounds, milliseconds), plus +Inf. */
+#define QUERY_GSI_LAG_BUCKETS 10u
+extern const uint32_t query_gsi_lag_bucket_bounds_ms[QUERY_GSI_LAG_BUCKETS];
 
 /* Figures a node updates from any thread (relaxed atomics) and the service reads. The caller
  * owns the memory (embed it, or allocate it) and keeps it alive until query_http_stop returns.
@@ -114,6 +129,10 @@ struct query_metrics {
     /* The node joined its consumer group (got its first assignment, possibly empty): until
      * then /readyz answers 503, since its lag is not known. */
     atomic_bool joined;
+    atomic_int_fast64_t gsi_lag_ms;                                  /* -1 without a GSI builder */
+    atomic_uint_fast64_t gsi_lag_buckets[QUERY_GSI_LAG_BUCKETS + 1]; /* last: +Inf */
+    atomic_uint_fast64_t gsi_lag_sum_ns;
+    atomic_uint_fast64_t gsi_lag_count;
 };
 
 /* Zeroes m, marks every partition unassigned and records reason_count names (borrowed; at most
@@ -126,12 +145,94 @@ void query_metrics_lag_set(struct query_metrics *m, int32_t partition, int64_t l
 void query_metrics_fsync_observe(struct query_metrics *m, uint64_t latency_ns);
 /* Marks the node a member of its group (see joined). */
 void query_metrics_joined_set(struct query_metrics *m);
+/* The GSI lag: the current value (gauge) and each commit's lag once queryable (histogram). */
+void query_metrics_gsi_lag_set(struct query_metrics *m, int64_t lag_ms);
+void query_metrics_gsi_lag_observe(struct query_metrics *m, uint64_t lag_ns);
 /* Largest lag over assigned partitions, 0 when none is assigned. */
 int64_t query_metrics_lag_max(const struct query_metrics *m);
 /* Renders the node's figures as Prometheus text (names dayshard_*). Returns the length or
  * -ENOSPC. */
 DS_MUST_USE int64_t query_metrics_text(const struct query_metrics *m, char *dst,
                                        size_t dst_capacity);
+
+/* ---- the by-customer index (GSI) ------------------------------------------------------------ */
+
+/* Default bound of the GSI lag (--max-gsi-lag-ms): above half of it the node pauses. */
+#define QUERY_GSI_MAX_LAG_MS_DEFAULT 1000u
+#define QUERY_ORDERS_LIMIT_DEFAULT 20u
+#define QUERY_ORDERS_LIMIT_MAX 1000u
+/* A page token: lowercase hex of the last entry's (ts, order id) key part. */
+#define QUERY_ORDERS_TOKEN_CHARS_MAX (2u * (8u + 1u + 2u * DS_ID_BYTES_MAX + 2u))
+
+/* One order of a customer's view. */
+struct query_order {
+    struct ds_id order_id;
+    int64_t ts_ms;
+    int32_t day;
+    uint8_t status_len;
+    char status[DS_STATUS_BYTES_MAX];
+    int64_t amount_units;
+};
+
+/* A page of a customer's orders, newest first. The caller points orders at an array of at
+ * least `limit` entries. */
+struct query_orders_page {
+    struct query_order *orders;
+    uint32_t count;
+    bool has_next;
+    char next_token[QUERY_ORDERS_TOKEN_CHARS_MAX + 1]; /* "" when !has_next */
+};
+
+struct query_gsi_config {
+    const char *data_dir;          /* the base data to follow (read-only); the index is DATA/gsi */
+    uint64_t cache_bytes;          /* the index's block cache; 0: its default */
+    uint32_t max_lag_ms;           /* the lag bound back-pressure keeps; 0 refused */
+    uint32_t test_slow_ms;         /* test hook: sleep this long after each apply */
+    struct query_metrics *metrics; /* lag gauge and histogram, or NULL */
+};
+
+struct query_gsi; /* the builder: a thread and the index's writer handle */
+struct gsi;       /* an index handle (writer or reader) */
+
+void query_gsi_config_defaults(struct query_gsi_config *cfg);
+/* DATA/gsi into dst (DS_PATH_MAX bytes). */
+void query_gsi_dir(const char *data_dir, char *dst);
+/* Opens (creating) the index, resumes from its own cursor and starts following the base
+ * data. Returns 0, -DS_EUSAGE, -DS_ELOCKED (another builder), -DS_ECORRUPT (damaged cursor:
+ * `dayshard gsi rebuild`), a storage error, or -ENOMEM/-EIO. */
+DS_MUST_USE int query_gsi_start(const struct query_gsi_config *cfg, struct query_gsi **out);
+/* Stops the thread and closes everything; NULL is fine. */
+void query_gsi_stop(struct query_gsi *g);
+/* The writer announces a durable commit (any thread; cheap): wakes the builder and starts the
+ * commit's lag clock. */
+void query_gsi_notify(struct query_gsi *g, uint64_t commit_seq, uint64_t events_durable);
+/* Back-pressure for the node (any thread; cheap): true while the lag is above half the bound,
+ * until it is back below a quarter, and once the builder failed. Also updates the lag gauge. */
+bool query_gsi_should_pause(struct query_gsi *g);
+/* The current lag: age of the oldest durable commit not yet queryable, and the events behind. */
+void query_gsi_lag(struct query_gsi *g, uint64_t *lag_ms, uint64_t *lag_events);
+/* Waits until every commit up to commit_seq is queryable. Returns 0, -ETIMEDOUT, or the
+ * builder's error. */
+DS_MUST_USE int query_gsi_wait(struct query_gsi *g, uint64_t commit_seq, uint32_t timeout_ms);
+/* The builder's index handle, for queries on any thread. */
+struct gsi *query_gsi_store(struct query_gsi *g);
+/* A read-only view of DATA/gsi for another process (`dayshard serve`, `orders --data`): it
+ * sees what the node's builder had applied when it was opened or last refreshed. */
+struct query_gsi_reader;
+/* Returns 0, -ENOENT (no index there: the node runs with --no-gsi, or never ran), or an
+ * error. */
+DS_MUST_USE int query_gsi_reader_open(const char *data_dir, struct query_gsi_reader **out);
+/* Catches up with the builder. Not concurrently with queries on the same reader. */
+DS_MUST_USE int query_gsi_reader_refresh(struct query_gsi_reader *r);
+/* The storage commit sequence every order up to which the view holds (0: none yet). */
+DS_MUST_USE int query_gsi_reader_indexed_seq(struct query_gsi_reader *r, uint64_t *seq);
+struct gsi *query_gsi_reader_store(struct query_gsi_reader *r);
+/* Closes the view and removes its scratch directory; NULL is fine. */
+void query_gsi_reader_close(struct query_gsi_reader *r);
+/* One page of customer's orders from an index handle. Returns 0, -DS_EUSAGE (limit outside
+ * 1..QUERY_ORDERS_LIMIT_MAX, a malformed token, a bad id), -ENOMEM, -DS_ECORRUPT or -EIO. */
+DS_MUST_USE int query_gsi_orders(struct gsi *gsi, const struct ds_id *customer, uint32_t limit,
+                                 const char *page_token, struct query_orders_page *out);
 
 /* ---- the HTTP service ---------------------------------------------------------------------- */
 
@@ -150,17 +251,20 @@ DS_MUST_USE int64_t query_metrics_text(const struct query_metrics *m, char *dst,
 #define QUERY_HTTP_READY_LAG_DEFAULT 100000
 
 struct query_http_config {
-    const char *data_dir;          /* read-only; copied */
-    const char *listen;            /* "HOST:PORT" (port 0: any), NULL for the default; copied */
-    const char *token;             /* bearer token required on every path but /healthz and
-                                    * /readyz, or NULL; copied */
-    uint32_t range_days_max;       /* longest /v1/count range; 0: QUERY_RANGE_DAYS_DEFAULT */
-    uint32_t threads;              /* 0: QUERY_HTTP_THREADS_DEFAULT */
-    uint32_t connections_max;      /* 0: QUERY_HTTP_CONNECTIONS_DEFAULT */
-    uint32_t connections_per_ip;   /* 0: QUERY_HTTP_CONNECTIONS_PER_IP_DEFAULT */
-    uint32_t idle_timeout_s;       /* 0: QUERY_HTTP_IDLE_TIMEOUT_S_DEFAULT */
-    int64_t ready_lag_max;         /* with metrics; 0: QUERY_HTTP_READY_LAG_DEFAULT */
-    struct query_metrics *metrics; /* a node's live figures (retained until stop), or NULL */
+    const char *data_dir;           /* read-only; copied */
+    const char *listen;             /* "HOST:PORT" (port 0: any), NULL for the default; copied */
+    const char *token;              /* bearer token required on every path but /healthz and
+                                     * /readyz, or NULL; copied */
+    uint32_t range_days_max;        /* longest /v1/count range; 0: QUERY_RANGE_DAYS_DEFAULT */
+    uint32_t threads;               /* 0: QUERY_HTTP_THREADS_DEFAULT */
+    uint32_t connections_max;       /* 0: QUERY_HTTP_CONNECTIONS_DEFAULT */
+    uint32_t connections_per_ip;    /* 0: QUERY_HTTP_CONNECTIONS_PER_IP_DEFAULT */
+    uint32_t idle_timeout_s;        /* 0: QUERY_HTTP_IDLE_TIMEOUT_S_DEFAULT */
+    int64_t ready_lag_max;          /* with metrics; 0: QUERY_HTTP_READY_LAG_DEFAULT */
+    struct query_metrics *metrics;  /* a node's live figures (retained until stop), or NULL */
+    struct query_gsi *gsi;          /* a node's GSI builder (retained until stop): serves
+                                     * /v1/customers/{id}/orders; NULL answers it with 501 */
+    uint32_t consistent_timeout_ms; /* consistent=true waits at most this; 0: 5000 */
 };
 
 struct query_http;

@@ -120,6 +120,70 @@ int64_t query_count_json(const struct query_count_request *req,
     return b.overflow ? -ENOSPC : (int64_t)b.len;
 }
 
+int64_t query_id_json(const struct ds_id *id, char *dst, size_t dst_capacity)
+{
+    if (id->is_string) {
+        return query_json_string(id->text, id->len, dst, dst_capacity);
+    }
+    int n = snprintf(dst, dst_capacity, "%" PRId64, id->value);
+    return n > 0 && (size_t)n < dst_capacity ? n : -ENOSPC;
+}
+
+/* One order's JSON: at most 6 bytes per id or status byte, plus fixed text. */
+#define ORDER_JSON_BYTES_MAX (6u * (DS_ID_BYTES_MAX + DS_STATUS_BYTES_MAX) + 160u)
+
+size_t query_orders_json_bound(uint32_t count)
+{
+    return ((size_t)count + 1) * ORDER_JSON_BYTES_MAX + 2 * QUERY_ORDERS_TOKEN_CHARS_MAX + 96;
+}
+
+/* "YYYY-MM-DDTHH:MM:SS.mmmZ" of ts_ms (UTC). */
+static void ts_format(int64_t ts_ms, char dst[25])
+{
+    int64_t day = ts_ms >= 0 ? ts_ms / 86400000 : -((-ts_ms + 86399999) / 86400000);
+    int64_t ms = ts_ms - day * 86400000;
+    ds_date_format((int32_t)day, dst);
+    ASSERT(ms >= 0 && ms < 86400000);
+    unsigned v = (unsigned)ms;
+    snprintf(dst + 10, 15, "T%02u:%02u:%02u.%03uZ", (v / 3600000u) % 24u, (v / 60000u) % 60u,
+             (v / 1000u) % 60u, v % 1000u);
+}
+
+int64_t query_orders_json(const struct ds_id *customer, const struct query_orders_page *page,
+                          uint64_t gsi_lag_ms, char *dst, size_t dst_capacity)
+{
+    struct text_buf b = {.dst = dst, .capacity = dst_capacity};
+    char id[6u * DS_ID_BYTES_MAX + 3];
+    int64_t n = query_id_json(customer, id, sizeof(id));
+    ASSERT(n > 0);
+    text_put(&b, "{\"customer_id\":%s,\"orders\":[", id);
+    for (uint32_t i = 0; i < page->count; i++) {
+        const struct query_order *o = &page->orders[i];
+        char ts[25];
+        char day[11];
+        char status[6u * DS_STATUS_BYTES_MAX + 3];
+        char amount[48];
+        ts_format(o->ts_ms, ts);
+        ds_date_format(o->day, day);
+        n = query_id_json(&o->order_id, id, sizeof(id));
+        ASSERT(n > 0);
+        int64_t s = query_json_string(o->status, o->status_len, status, sizeof(status));
+        ASSERT(s > 0);
+        ds_amount_format((ds_i128)o->amount_units, amount);
+        text_put(&b,
+                 "%s{\"order_id\":%s,\"ts\":\"%s\",\"day\":\"%s\",\"status\":%s,"
+                 "\"amount\":\"%s\"}",
+                 i > 0 ? "," : "", id, ts, day, status, amount);
+    }
+    if (page->has_next) {
+        text_put(&b, "],\"next\":\"%s\"", page->next_token);
+    } else {
+        text_put(&b, "],\"next\":null");
+    }
+    text_put(&b, ",\"gsi_lag_ms\":%" PRIu64 "}", gsi_lag_ms);
+    return b.overflow ? -ENOSPC : (int64_t)b.len;
+}
+
 void query_count_table(const struct query_count_request *req, const struct query_count_result *res,
                        FILE *out)
 {

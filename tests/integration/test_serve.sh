@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `dayshard serve` against `count --data` on the same data directory: every /v1/count answer
 # equals the CLI's document (plus as_of), `count --server` prints the same table, the probes,
-# /v1/partitions, /metrics, the 501 of orders, the bearer token, and a clean SIGTERM.
+# /v1/partitions, /metrics, orders without an index (503), the bearer token, and a clean SIGTERM.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
 
@@ -67,12 +67,14 @@ grep -q '^dayshard_source_next_offset{partition="file"} 30010$' "$WORK/body" && 
 grep -q '^dayshard_partition_events{day="2026-01-28",shard="2"} ' "$WORK/body" && ok || fail "metrics recent partition"
 grep -q 'day="2026-01-21"' "$WORK/body" && fail "metrics keep only the last 7 days" || ok
 grep -q '^# TYPE dayshard_http_requests_total counter$' "$WORK/body" && ok || fail "metrics types"
-expect_eq "orders 501" 501 "$(get "/v1/customers/3/orders?limit=5")"
-expect_eq "orders 501 message" "the by-customer index (GSI) is not built yet" "$(json_get "$WORK/body" 'd["error"]')"
+# `ingest` builds no by-customer index (a node does): orders say so, clearly.
+expect_eq "orders without an index" 503 "$(get "/v1/customers/3/orders?limit=5")"
+json_get "$WORK/body" 'd["error"]' | grep -q "no by-customer index" && ok ||
+  fail "orders 503 message: $(cat "$WORK/body")"
 expect_exit "orders --server" 1 "$DAYSHARD" orders --server "http://$SERVE_ADDR" --customer 3
-grep -q "not built yet" "$WORK/err" && ok || fail "orders --server reason"
+grep -q "no by-customer index" "$WORK/err" && ok || fail "orders --server reason"
 expect_exit "orders --data" 1 "$DAYSHARD" orders --data "$data" --customer 3
-grep -q "not built yet" "$WORK/err" && ok || fail "orders --data reason"
+grep -q "has no by-customer index" "$WORK/err" && ok || fail "orders --data reason"
 serve_stop
 
 # With a token: 401 without it or with a wrong one, 200 with it; the probes stay open.

@@ -1,0 +1,648 @@
+/*
+ * The GSI builder (query.h: query_gsi_*): a thread that follows the durable base data of a data
+ * directory and keeps the by-customer index (gsi.h) up to date, with a measured lag.
+ *
+ * It reads the base data through its own read-only storage handle, exactly like `count --data`
+ * beside a writer: after each wake-up (a durable group commit announced by query_gsi_notify, or
+ * a poll every BUILDER_POLL_MS) it refreshes the handle and, for every partition, scans the
+ * blocks committed since its position (storage_partition_scan_from) into a batch of entries.
+ * A batch goes to gsi_apply together with the cursor: every partition's position and the
+ * storage commit sequence they reach. A full batch is applied in the middle of a round with the
+ * positions reached so far (a block is only passed once all its events are in the batch), so
+ * memory stays at one batch however far behind the builder is.
+ *
+ * Crash safety: the cursor is stored atomically with the entries it covers (gsi_apply), so a
+ * restarted builder resumes from its own cursor and never re-reads everything; entries are keyed
+ * by (customer, ts, order id), so what a replay applies again changes nothing.
+ *
+ * Lag: query_gsi_notify records (commit sequence, when it became durable, events durable so
+ * far). Once the builder has applied everything up to a sequence, each recorded commit up to it
+ * is queryable: its lag (now - durable time) goes to the histogram, and the current lag is the
+ * age of the oldest commit not yet queryable (0 when caught up). query_gsi_should_pause tells
+ * the node to stop consuming while that age is above half the bound and to go on once it is
+ * below a quarter, so commits already on their way do not push the lag over the bound.
+ *
+ * Cursor format (little-endian): "GSC1", u64 commit sequence, u32 count, then per partition in
+ * (day, shard) order: i32 day, u32 shard, u32 segment id, u64 offset (20 bytes each).
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "query/gsi/gsi.h"
+#include "query/query.h"
+
+#define BUILDER_POLL_MS 50u
+/* Commits announced but not yet queryable that the lag tracker remembers; past it the oldest
+ * are merged (the lag stays measured from the oldest). */
+#define BUILDER_PENDING_MAX 4096u
+#define CURSOR_MAGIC "GSC1"
+#define CURSOR_HEADER_BYTES 16u
+#define CURSOR_ENTRY_BYTES 20u
+#define CURSOR_PARTITIONS_MAX ((GSI_CURSOR_BYTES_MAX - CURSOR_HEADER_BYTES) / CURSOR_ENTRY_BYTES)
+
+struct builder_position {
+    int32_t day;
+    uint32_t shard;
+    struct storage_position pos;
+};
+
+struct builder_pending {
+    uint64_t seq;
+    uint64_t durable_ns;
+    uint64_t events_durable;
+};
+
+struct query_gsi {
+    struct query_gsi_config cfg;
+    char gsi_dir[DS_PATH_MAX];
+    struct gsi *gsi;
+    struct storage *base; /* read-only, builder thread only */
+    pthread_t thread;
+    bool started;
+
+    /* builder thread only */
+    struct builder_position *positions; /* sorted by (day, shard) */
+    uint32_t position_count;
+    uint32_t position_capacity;
+    struct gsi_entry *batch;
+    uint32_t batch_count;
+    uint32_t batch_max;
+    uint8_t *cursor;
+    uint64_t applied_seq;
+
+    /* shared, under lock */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool stop;
+    bool notified;
+    struct builder_pending pending[BUILDER_PENDING_MAX];
+    uint32_t pending_head;
+    uint32_t pending_count;
+    uint64_t indexed_seq;    /* every commit up to it is queryable */
+    uint64_t indexed_events; /* events durable at the newest queryable commit */
+    uint64_t durable_events; /* events durable at the newest announced commit */
+    int error;               /* first builder error, 0 while fine */
+    bool pausing;            /* back-pressure state (hysteresis) */
+};
+
+/* ---- positions and the cursor ------------------------------------------------------------ */
+
+static int position_cmp(int32_t day, uint32_t shard, const struct builder_position *p)
+{
+    if (day != p->day) {
+        return day < p->day ? -1 : 1;
+    }
+    return shard < p->shard ? -1 : (shard > p->shard ? 1 : 0);
+}
+
+/* The position of (day, shard), inserted at {0, 0} when new; NULL when the table is full. */
+static struct builder_position *position_get(struct query_gsi *g, int32_t day, uint32_t shard)
+{
+    uint32_t lo = 0;
+    uint32_t hi = g->position_count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        int c = position_cmp(day, shard, &g->positions[mid]);
+        if (c == 0) {
+            return &g->positions[mid];
+        }
+        if (c < 0) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    if (g->position_count == CURSOR_PARTITIONS_MAX) {
+        return NULL;
+    }
+    if (g->position_count == g->position_capacity) {
+        uint32_t capacity = g->position_capacity == 0 ? 256 : g->position_capacity * 2;
+        capacity = capacity > CURSOR_PARTITIONS_MAX ? CURSOR_PARTITIONS_MAX : capacity;
+        struct builder_position *grown = realloc(g->positions, capacity * sizeof(*grown));
+        if (grown == NULL) {
+            return NULL;
+        }
+        g->positions = grown;
+        g->position_capacity = capacity;
+    }
+    memmove(&g->positions[lo + 1], &g->positions[lo],
+            (g->position_count - lo) * sizeof(*g->positions));
+    g->position_count++;
+    g->positions[lo] = (struct builder_position){.day = day, .shard = shard};
+    return &g->positions[lo];
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) {
+        v |= (uint32_t)p[i] << (8 * i);
+    }
+    return v;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) {
+        v |= (uint64_t)p[i] << (8 * i);
+    }
+    return v;
+}
+
+static size_t cursor_encode(const struct query_gsi *g, uint64_t seq, uint8_t *dst)
+{
+    memcpy(dst, CURSOR_MAGIC, 4);
+    put_u64(dst + 4, seq);
+    put_u32(dst + 12, g->position_count);
+    uint8_t *p = dst + CURSOR_HEADER_BYTES;
+    for (uint32_t i = 0; i < g->position_count; i++, p += CURSOR_ENTRY_BYTES) {
+        const struct builder_position *b = &g->positions[i];
+        put_u32(p, (uint32_t)b->day);
+        put_u32(p + 4, b->shard);
+        put_u32(p + 8, b->pos.segment_id);
+        put_u64(p + 12, b->pos.offset);
+    }
+    return (size_t)(p - dst);
+}
+
+/* Loads the stored cursor into the positions; an empty store starts from nothing. */
+static int cursor_load(struct query_gsi *g)
+{
+    size_t len = 0;
+    int rc = gsi_cursor(g->gsi, g->cursor, GSI_CURSOR_BYTES_MAX, &len);
+    if (rc != 0 || len == 0) {
+        return rc;
+    }
+    if (len < CURSOR_HEADER_BYTES || memcmp(g->cursor, CURSOR_MAGIC, 4) != 0 ||
+        len != CURSOR_HEADER_BYTES + (size_t)get_u32(g->cursor + 12) * CURSOR_ENTRY_BYTES) {
+        ds_log_error("%s: the builder's cursor is damaged; `dayshard gsi rebuild` restores it",
+                     g->gsi_dir);
+        return -DS_ECORRUPT;
+    }
+    g->applied_seq = get_u64(g->cursor + 4);
+    uint32_t count = get_u32(g->cursor + 12);
+    const uint8_t *p = g->cursor + CURSOR_HEADER_BYTES;
+    for (uint32_t i = 0; i < count; i++, p += CURSOR_ENTRY_BYTES) {
+        struct builder_position *b = position_get(g, (int32_t)get_u32(p), get_u32(p + 4));
+        if (b == NULL) {
+            return -ENOMEM;
+        }
+        b->pos = (struct storage_position){.segment_id = get_u32(p + 8), .offset = get_u64(p + 12)};
+    }
+    return 0;
+}
+
+/* ---- applying ------------------------------------------------------------------------------ */
+
+static int batch_apply(struct query_gsi *g, uint64_t seq)
+{
+    size_t len = cursor_encode(g, seq, g->cursor);
+    int rc = gsi_apply(g->gsi, g->batch, g->batch_count, g->cursor, len);
+    if (rc == 0 && g->cfg.test_slow_ms > 0) {
+        struct timespec ts = {.tv_sec = g->cfg.test_slow_ms / 1000,
+                              .tv_nsec = (long)(g->cfg.test_slow_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    g->batch_count = 0;
+    return rc;
+}
+
+struct builder_scan {
+    struct query_gsi *g;
+    int32_t day;
+};
+
+/* One base event into the batch; refuses (1) when the batch is full, so the scan stops at the
+ * start of the block and resumes there after the batch is applied. */
+static int builder_event(const struct ds_event *event, void *user)
+{
+    struct builder_scan *s = user;
+    struct query_gsi *g = s->g;
+    if (g->batch_count == g->batch_max) {
+        return 1;
+    }
+    struct gsi_entry *e = &g->batch[g->batch_count++];
+    e->customer_id = event->customer_id;
+    e->order_id = event->order_id;
+    e->ts_ms = event->ts_ms;
+    e->day = s->day;
+    e->status_len = event->status_len;
+    memcpy(e->status, event->status, event->status_len);
+    e->amount_units = event->amount_units;
+    return 0;
+}
+
+/* Indexes everything partition (day, shard) committed since its position. */
+static int follow_partition(int32_t day, uint32_t shard, void *user)
+{
+    struct query_gsi *g = user;
+    struct builder_position *b = position_get(g, day, shard);
+    if (b == NULL) {
+        ds_log_error("gsi: more than %u partitions to follow", (unsigned)CURSOR_PARTITIONS_MAX);
+        return -DS_ELIMIT;
+    }
+    struct builder_scan scan = {.g = g, .day = day};
+    for (;;) {
+        struct storage_position pos = b->pos;
+        int rc = storage_partition_scan_from(g->base, day, shard, &pos, builder_event, &scan);
+        b = position_get(g, day, shard); /* the table does not move here, but stay safe */
+        b->pos = pos;
+        if (rc != 1) {
+            return rc;
+        }
+        /* The batch is full: apply it with the positions reached so far (this partition's at
+         * the start of the block that did not fit, whose events in the batch are applied too
+         * and simply applied again later). The sequence stays the previous one: the round is
+         * not complete. */
+        rc = batch_apply(g, g->applied_seq);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+}
+
+/* Records that every commit up to seq is queryable. */
+static void mark_indexed(struct query_gsi *g, uint64_t seq)
+{
+    uint64_t now = ds_clock_ns();
+    pthread_mutex_lock(&g->lock);
+    while (g->pending_count > 0 && g->pending[g->pending_head].seq <= seq) {
+        const struct builder_pending *p = &g->pending[g->pending_head];
+        if (g->cfg.metrics != NULL) {
+            query_metrics_gsi_lag_observe(g->cfg.metrics, now - p->durable_ns);
+        }
+        g->indexed_events = p->events_durable;
+        g->pending_head = (g->pending_head + 1) % BUILDER_PENDING_MAX;
+        g->pending_count--;
+    }
+    if (g->pending_count == 0) {
+        g->indexed_events = g->durable_events;
+    }
+    g->indexed_seq = seq > g->indexed_seq ? seq : g->indexed_seq;
+    pthread_cond_broadcast(&g->wake);
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* One round: refresh, follow every partition, apply what is left with the round's sequence. */
+static int builder_round(struct query_gsi *g)
+{
+    int rc = storage_refresh(g->base);
+    if (rc != 0) {
+        return rc;
+    }
+    uint64_t seq = storage_commit_seq(g->base);
+    if (seq == g->applied_seq) {
+        mark_indexed(g, seq); /* nothing new (or nothing at all yet) */
+        return 0;
+    }
+    rc = storage_partition_visit(g->base, follow_partition, g);
+    if (rc == 0) {
+        rc = batch_apply(g, seq);
+    }
+    if (rc == 0) {
+        g->applied_seq = seq;
+        mark_indexed(g, seq);
+    }
+    return rc;
+}
+
+static void *builder_main(void *arg)
+{
+    struct query_gsi *g = arg;
+    pthread_setname_np(pthread_self(), "ds-gsi");
+    for (;;) {
+        pthread_mutex_lock(&g->lock);
+        if (!g->stop && !g->notified) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += (long)BUILDER_POLL_MS * 1000000L;
+            until.tv_sec += until.tv_nsec / 1000000000L;
+            until.tv_nsec %= 1000000000L;
+            pthread_cond_timedwait(&g->wake, &g->lock, &until);
+        }
+        bool stop = g->stop;
+        g->notified = false;
+        pthread_mutex_unlock(&g->lock);
+        if (stop) {
+            break;
+        }
+        int rc = builder_round(g);
+        if (rc != 0) {
+            ds_log_error("gsi: the builder stopped: %s", ds_strerror(rc));
+            pthread_mutex_lock(&g->lock);
+            g->error = rc;
+            pthread_cond_broadcast(&g->wake);
+            pthread_mutex_unlock(&g->lock);
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* ---- the public side ------------------------------------------------------------------------ */
+
+void query_gsi_config_defaults(struct query_gsi_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->max_lag_ms = QUERY_GSI_MAX_LAG_MS_DEFAULT;
+}
+
+void query_gsi_dir(const char *data_dir, char *dst)
+{
+    int n = snprintf(dst, DS_PATH_MAX, "%s/gsi", data_dir);
+    ASSERT(n > 0 && n < DS_PATH_MAX);
+}
+
+int query_gsi_start(const struct query_gsi_config *cfg, struct query_gsi **out)
+{
+    ASSERT(cfg != NULL && cfg->data_dir != NULL && out != NULL);
+    if (strlen(cfg->data_dir) + 8 >= DS_PATH_MAX || cfg->max_lag_ms == 0) {
+        return -DS_EUSAGE;
+    }
+    struct query_gsi *g = calloc(1, sizeof(*g));
+    if (g == NULL) {
+        return -ENOMEM;
+    }
+    g->cfg = *cfg;
+    query_gsi_dir(cfg->data_dir, g->gsi_dir);
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->wake, NULL);
+    struct gsi_config gcfg;
+    gsi_config_defaults(&gcfg);
+    gcfg.dir = g->gsi_dir;
+    if (cfg->cache_bytes != 0) {
+        gcfg.cache_bytes = cfg->cache_bytes;
+    }
+    g->batch_max = gcfg.batch_entries_max;
+    g->batch = malloc((size_t)g->batch_max * sizeof(*g->batch));
+    g->cursor = malloc(GSI_CURSOR_BYTES_MAX);
+    int rc = g->batch != NULL && g->cursor != NULL ? 0 : -ENOMEM;
+    rc = rc == 0 ? gsi_open(&gcfg, &g->gsi) : rc;
+    rc = rc == 0 ? cursor_load(g) : rc;
+    if (rc == 0) {
+        struct storage_config scfg;
+        storage_config_defaults(&scfg);
+        scfg.dir = cfg->data_dir;
+        scfg.read_only = true;
+        rc = storage_open(&scfg, &g->base);
+    }
+    if (rc == 0) {
+        g->indexed_seq = g->applied_seq;
+        rc = -pthread_create(&g->thread, NULL, builder_main, g);
+        g->started = rc == 0;
+    }
+    if (rc != 0) {
+        query_gsi_stop(g);
+        return rc;
+    }
+    ds_log_info("gsi: following %s from commit %llu (%u partitions known) into %s", cfg->data_dir,
+                (unsigned long long)g->applied_seq, g->position_count, g->gsi_dir);
+    *out = g;
+    return 0;
+}
+
+void query_gsi_stop(struct query_gsi *g)
+{
+    if (g == NULL) {
+        return;
+    }
+    if (g->started) {
+        pthread_mutex_lock(&g->lock);
+        g->stop = true;
+        pthread_cond_broadcast(&g->wake);
+        pthread_mutex_unlock(&g->lock);
+        pthread_join(g->thread, NULL);
+    }
+    gsi_close(g->gsi);
+    storage_close(g->base);
+    pthread_cond_destroy(&g->wake);
+    pthread_mutex_destroy(&g->lock);
+    free(g->positions);
+    free(g->batch);
+    free(g->cursor);
+    free(g);
+}
+
+void query_gsi_notify(struct query_gsi *g, uint64_t commit_seq, uint64_t events_durable)
+{
+    uint64_t now = ds_clock_ns();
+    pthread_mutex_lock(&g->lock);
+    if (commit_seq > g->indexed_seq) {
+        if (g->pending_count == BUILDER_PENDING_MAX) {
+            /* Keep the oldest durable time (the lag is measured from it); drop the one after. */
+            uint32_t second = (g->pending_head + 1) % BUILDER_PENDING_MAX;
+            g->pending[second].durable_ns = g->pending[g->pending_head].durable_ns;
+            g->pending_head = second;
+            g->pending_count--;
+        }
+        uint32_t tail = (g->pending_head + g->pending_count) % BUILDER_PENDING_MAX;
+        g->pending[tail] = (struct builder_pending){
+            .seq = commit_seq, .durable_ns = now, .events_durable = events_durable};
+        g->pending_count++;
+    }
+    g->durable_events = events_durable;
+    g->notified = true;
+    pthread_cond_broadcast(&g->wake);
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* Age of the oldest commit not yet queryable, under lock. */
+static uint64_t lag_ns_locked(const struct query_gsi *g, uint64_t now)
+{
+    if (g->pending_count == 0) {
+        return 0;
+    }
+    uint64_t oldest = g->pending[g->pending_head].durable_ns;
+    return now > oldest ? now - oldest : 0;
+}
+
+void query_gsi_lag(struct query_gsi *g, uint64_t *lag_ms, uint64_t *lag_events)
+{
+    pthread_mutex_lock(&g->lock);
+    *lag_ms = lag_ns_locked(g, ds_clock_ns()) / 1000000u;
+    *lag_events = g->durable_events > g->indexed_events ? g->durable_events - g->indexed_events : 0;
+    pthread_mutex_unlock(&g->lock);
+}
+
+bool query_gsi_should_pause(struct query_gsi *g)
+{
+    pthread_mutex_lock(&g->lock);
+    uint64_t lag_ns = lag_ns_locked(g, ds_clock_ns());
+    uint64_t bound_ns = (uint64_t)g->cfg.max_lag_ms * 1000000u;
+    if (g->error != 0) {
+        g->pausing = true; /* a dead builder must not let the index fall behind unbounded */
+    } else if (!g->pausing && lag_ns > bound_ns / 2) {
+        g->pausing = true;
+    } else if (g->pausing && lag_ns < bound_ns / 4) {
+        g->pausing = false;
+    }
+    bool pause = g->pausing;
+    if (g->cfg.metrics != NULL) {
+        query_metrics_gsi_lag_set(g->cfg.metrics, (int64_t)(lag_ns / 1000000u));
+    }
+    pthread_mutex_unlock(&g->lock);
+    return pause;
+}
+
+int query_gsi_wait(struct query_gsi *g, uint64_t commit_seq, uint32_t timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&g->lock);
+    int rc = 0;
+    while (g->indexed_seq < commit_seq && g->error == 0 && rc == 0) {
+        rc = pthread_cond_timedwait(&g->wake, &g->lock, &until) == ETIMEDOUT ? -ETIMEDOUT : 0;
+    }
+    if (g->indexed_seq >= commit_seq) {
+        rc = 0;
+    } else if (g->error != 0) {
+        rc = g->error;
+    }
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
+int query_gsi_orders(struct gsi *gsi, const struct ds_id *customer, uint32_t limit,
+                     const char *page_token, struct query_orders_page *out)
+{
+    if (limit == 0 || limit > QUERY_ORDERS_LIMIT_MAX) {
+        return -DS_EUSAGE;
+    }
+    struct gsi_page page = {.entries = malloc((size_t)limit * sizeof(struct gsi_entry))};
+    if (page.entries == NULL) {
+        return -ENOMEM;
+    }
+    int rc = gsi_query(gsi, customer, limit, page_token, &page);
+    if (rc == 0) {
+        for (uint32_t i = 0; i < page.count; i++) {
+            const struct gsi_entry *e = &page.entries[i];
+            out->orders[i] = (struct query_order){.order_id = e->order_id,
+                                                  .ts_ms = e->ts_ms,
+                                                  .day = e->day,
+                                                  .status_len = e->status_len,
+                                                  .amount_units = e->amount_units};
+            memcpy(out->orders[i].status, e->status, e->status_len);
+        }
+        out->count = page.count;
+        out->has_next = page.has_next;
+        _Static_assert(sizeof(out->next_token) == sizeof(page.next_token), "same token size");
+        memcpy(out->next_token, page.next_token, sizeof(out->next_token));
+    }
+    free(page.entries);
+    return rc;
+}
+
+struct gsi *query_gsi_store(struct query_gsi *g)
+{
+    return g->gsi;
+}
+
+/* ---- readers in other processes ------------------------------------------------------------ */
+
+struct query_gsi_reader {
+    struct gsi *gsi;
+    char scratch[64]; /* RocksDB's secondary-instance directory, removed at close */
+    uint8_t *cursor;
+};
+
+static int reader_remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+int query_gsi_reader_open(const char *data_dir, struct query_gsi_reader **out)
+{
+    struct query_gsi_reader *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        return -ENOMEM;
+    }
+    r->cursor = malloc(GSI_CURSOR_BYTES_MAX);
+    snprintf(r->scratch, sizeof(r->scratch), "/tmp/dayshard-gsi-reader-XXXXXX");
+    if (r->cursor == NULL || mkdtemp(r->scratch) == NULL) {
+        int rc = r->cursor == NULL ? -ENOMEM : -errno;
+        r->scratch[0] = '\0';
+        query_gsi_reader_close(r);
+        return rc;
+    }
+    char dir[DS_PATH_MAX];
+    query_gsi_dir(data_dir, dir);
+    struct gsi_config cfg;
+    gsi_config_defaults(&cfg);
+    cfg.dir = dir;
+    cfg.cache_bytes = GSI_CACHE_BYTES_MIN * 16; /* a reader's cache: 16 MiB */
+    int rc = gsi_open_reader(&cfg, r->scratch, &r->gsi);
+    if (rc != 0) {
+        query_gsi_reader_close(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+int query_gsi_reader_refresh(struct query_gsi_reader *r)
+{
+    return gsi_reader_refresh(r->gsi);
+}
+
+int query_gsi_reader_indexed_seq(struct query_gsi_reader *r, uint64_t *seq)
+{
+    size_t len = 0;
+    int rc = gsi_cursor(r->gsi, r->cursor, GSI_CURSOR_BYTES_MAX, &len);
+    if (rc != 0) {
+        return rc;
+    }
+    if (len == 0) {
+        *seq = 0;
+        return 0;
+    }
+    if (len < CURSOR_HEADER_BYTES || memcmp(r->cursor, CURSOR_MAGIC, 4) != 0) {
+        return -DS_ECORRUPT;
+    }
+    *seq = get_u64(r->cursor + 4);
+    return 0;
+}
+
+struct gsi *query_gsi_reader_store(struct query_gsi_reader *r)
+{
+    return r->gsi;
+}
+
+void query_gsi_reader_close(struct query_gsi_reader *r)
+{
+    if (r == NULL) {
+        return;
+    }
+    gsi_close(r->gsi);
+    if (r->scratch[0] != '\0') {
+        nftw(r->scratch, reader_remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    }
+    free(r->cursor);
+    free(r);
+}

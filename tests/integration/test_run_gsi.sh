@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# The by-customer index (GSI) built by `dayshard run` and served at /v1/customers/{id}/orders:
+# - full pagination (limits 1, 7, 1000) equals a ground truth computed from the input: a heavy
+#   customer (thousands of orders), a light one (one order), string ids and an integer id that
+#   looks like one of them, ids back in the type they went in; no gaps, no repeats;
+# - consistent=true right after producing an order returns it;
+# - kill -9 of the node while it builds, restart: the same view, nothing twice;
+# - bad limit, cursor and id: 4xx JSON errors.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/node_lib.sh"
+
+start_broker --partitions 4
+"$DAYSHARD" generate --events 30000 --profile hot-customer --seed 9 >"$WORK/gen.jsonl"
+{
+  cat "$WORK/gen.jsonl"
+  echo '{"order_id":"o-light","customer_id":999999999,"ts":"2026-01-05T10:00:00Z","amount":3.5}'
+  echo '{"order_id":"s-1","customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"paid","amount":1}'
+  echo '{"order_id":"s-2","customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"paid","amount":2}'
+  echo '{"order_id":7,"customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"new","amount":3}'
+  echo '{"order_id":8,"customer_id":42,"ts":"2026-01-07T11:00:00.123Z","amount":4.25}'
+  echo '{"order_id":"x","customer_id":"cust é","ts":1768000000000,"amount":0.0001}'
+} >"$WORK/events.jsonl"
+expected=$(truth "$WORK/events.jsonl")
+
+# truth.py CUSTOMER-JSON: the customer's orders newest first (ts desc; equal ts: order ids
+# descending, every string id before every integer id), one "order_id ts amount" line each.
+cat >"$WORK/truth.py" <<'EOF'
+import json, sys, datetime
+want = json.loads(sys.argv[1])
+def ms(ts):
+    if isinstance(ts, int):
+        return ts
+    t = datetime.datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    return round(t.timestamp() * 1000)
+rows = []
+for line in open(sys.argv[2]):
+    e = json.loads(line)
+    c = e["customer_id"]
+    if type(c) is type(want) and c == want:
+        rows.append(e)
+def key(e):
+    o = e["order_id"]
+    # descending: strings (bytewise) first, then integers
+    return (-ms(e["ts"]), 0 if isinstance(o, str) else 1,
+            [-b for b in o.encode()] + [1] if isinstance(o, str) else -o)
+rows.sort(key=key)
+for e in rows:
+    print(json.dumps(e["order_id"], ensure_ascii=False), ms(e["ts"]),
+          "%.4f" % e.get("amount", 0))
+EOF
+# pages.py URL LIMIT: follows "next" to the end; prints the same lines, checks the id type.
+cat >"$WORK/pages.py" <<'EOF'
+import json, sys, urllib.request, urllib.parse, datetime
+base, limit = sys.argv[1], sys.argv[2]
+cursor, seen = None, 0
+while True:
+    url = base + "?limit=" + limit + ("&cursor=" + urllib.parse.quote(cursor) if cursor else "")
+    doc = json.load(urllib.request.urlopen(url, timeout=10))
+    assert isinstance(doc["gsi_lag_ms"], int), doc
+    assert len(doc["orders"]) <= int(limit)
+    for o in doc["orders"]:
+        t = datetime.datetime.fromisoformat(o["ts"].replace("Z", "+00:00"))
+        print(json.dumps(o["order_id"], ensure_ascii=False), round(t.timestamp() * 1000),
+              o["amount"])
+    seen += 1
+    cursor = doc["next"]
+    if cursor is None:
+        break
+    assert len(doc["orders"]) == int(limit), "a short page before the end"
+EOF
+
+start_http_node() {
+  "$DAYSHARD" run --brokers "$BOOT" --topic orders --group gsi --data "$WORK/data" \
+    --http 127.0.0.1:0 "${NODE_X[@]}" "$@" </dev/null >"$WORK/node.out" 2>>"$WORK/n1.log" 3>&- &
+  NODE_PID=$!
+  for _ in $(seq 100); do
+    [[ -s $WORK/node.out ]] && break
+    sleep 0.1
+  done
+  URL=http://$(head -1 "$WORK/node.out")
+  [[ $URL == http://127.0.0.1:* ]] || die "the node printed no HTTP address"
+}
+
+# check_view WHAT: every customer's full pagination equals the truth.
+check_view() {
+  local what=$1 customer path limit
+  for customer in 2 1 999999999 '"42"' 42 '"cust é"' 123456789012; do
+    path=$("$PY" -c 'import json,sys,urllib.parse; c=json.loads(sys.argv[1]); print(urllib.parse.quote(json.dumps(c, ensure_ascii=False) if isinstance(c, str) else str(c)))' "$customer")
+    "$PY" "$WORK/truth.py" "$customer" "$WORK/events.jsonl" >"$WORK/want.txt"
+    for limit in 1 7 1000; do
+      if [[ $limit == 1 && ($customer == 1 || $customer == 2) ]]; then continue; fi # many pages
+      "$PY" "$WORK/pages.py" "$URL/v1/customers/$path/orders" "$limit" >"$WORK/got.txt" ||
+        fail "$what: pages of $customer (limit $limit) failed"
+      if cmp -s "$WORK/want.txt" "$WORK/got.txt"; then ok; else
+        fail "$what: customer $customer limit $limit: $(diff "$WORK/want.txt" "$WORK/got.txt" | head -4)"
+      fi
+    done
+  done
+}
+
+start_http_node
+wait_assigned n1 30 || die "the node got no partitions"
+ds_produce "$WORK/events.jsonl" || fail "produce"
+wait_counts "counts" "$expected" 60 "$WORK/data"
+curl -s "$URL/v1/customers/1/orders?consistent=true" >/dev/null
+check_view "after building"
+heavy_count=$("$PY" "$WORK/truth.py" 2 "$WORK/events.jsonl" | wc -l)
+((heavy_count > 2000)) && ok || fail "the heavy customer has only $heavy_count orders"
+
+# consistent=true right after producing an order returns it.
+echo '{"order_id":"fresh-1","customer_id":777777,"ts":"2026-01-28T12:00:00Z","amount":9}' \
+  >"$WORK/fresh.jsonl"
+ds_produce "$WORK/fresh.jsonl" || fail "produce fresh"
+cat "$WORK/fresh.jsonl" >>"$WORK/events.jsonl"
+for _ in $(seq 100); do # the node must first store it (durable), then the index answers
+  [[ $(day_counts "$WORK/data" | total_of) == $(($(total_of <<<"$expected") + 1)) ]] && break
+  sleep 0.05
+done
+got=$(curl -s "$URL/v1/customers/777777/orders?consistent=true")
+grep -q '"order_id":"fresh-1"' <<<"$got" && ok || fail "consistent read missed the new order: $got"
+
+# Hostile requests.
+expect_eq "limit 0" 400 "$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/customers/1/orders?limit=0")"
+expect_eq "limit 1001" 400 "$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/customers/1/orders?limit=1001")"
+expect_eq "bad cursor" 400 "$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/customers/1/orders?cursor=zz")"
+expect_eq "empty id" 400 "$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/customers/%22%22/orders")"
+expect_eq "consistent=maybe" 400 "$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/customers/1/orders?consistent=maybe")"
+curl -s "$URL/v1/customers/1/orders?cursor=zz" | grep -q '"error"' && ok || fail "no JSON error"
+
+# kill -9 while building a second batch, restart: the same view, nothing twice.
+"$DAYSHARD" generate --events 20000 --profile hot-customer --seed 10 --first-day 2026-02-01 \
+  | sed 's/"order_id":\([0-9]*\)/"order_id":"b\1"/' >"$WORK/more.jsonl"
+cat "$WORK/more.jsonl" >>"$WORK/events.jsonl"
+ds_produce "$WORK/more.jsonl" &
+producer=$!
+sleep 0.$((RANDOM % 9 + 1))
+crash_node "$NODE_PID"
+wait "$producer" || fail "produce more"
+start_http_node
+wait_assigned n1 30 || die "the node got no partitions after the restart"
+wait_counts "counts after the crash" "$(truth "$WORK/events.jsonl")" 60 "$WORK/data"
+curl -s "$URL/v1/customers/1/orders?consistent=true" >/dev/null
+check_view "after kill -9 and restart"
+grep -q "gsi: following" "$WORK/n1.log" && ok || fail "no builder start logged"
+
+# The CLI: a table from the node's service, the JSON document from the directory itself.
+"$DAYSHARD" orders --server "$URL" --customer '"42"' --limit 2 >"$WORK/table.txt" ||
+  fail "orders --server"
+grep -q '"s-2"' "$WORK/table.txt" && grep -q "next: " "$WORK/table.txt" && ok ||
+  fail "orders --server table: $(cat "$WORK/table.txt")"
+"$DAYSHARD" orders --data "$WORK/data" --customer 2 --limit 5 --consistent --json \
+  >"$WORK/local.json" || fail "orders --data"
+"$PY" -c 'import json,sys
+for o in json.load(open(sys.argv[1]))["orders"]: print(json.dumps(o["order_id"]))' \
+  "$WORK/local.json" >"$WORK/local.txt"
+"$PY" "$WORK/truth.py" 2 "$WORK/events.jsonl" | head -n 5 | cut -d' ' -f1 >"$WORK/want5.txt"
+cmp -s "$WORK/local.txt" "$WORK/want5.txt" && ok ||
+  fail "orders --data: $(diff "$WORK/want5.txt" "$WORK/local.txt" | head -4)"
+
+# `dayshard serve` beside the node reads the same index (a read-only view of it).
+"$DAYSHARD" serve --data "$WORK/data" --http 127.0.0.1:0 >"$WORK/serve.out" 2>"$WORK/serve.log" &
+serve_pid=$!
+for _ in $(seq 100); do
+  [[ -s $WORK/serve.out ]] && break
+  sleep 0.1
+done
+SERVE_URL=http://$(head -1 "$WORK/serve.out")
+curl -s "$SERVE_URL/v1/customers/2/orders?consistent=true" >/dev/null
+"$PY" "$WORK/truth.py" 2 "$WORK/events.jsonl" >"$WORK/want.txt"
+"$PY" "$WORK/pages.py" "$SERVE_URL/v1/customers/2/orders" 1000 >"$WORK/got.txt" ||
+  fail "serve pages failed"
+cmp -s "$WORK/want.txt" "$WORK/got.txt" && ok ||
+  fail "serve's view: $(diff "$WORK/want.txt" "$WORK/got.txt" | head -4)"
+kill -TERM "$serve_pid"
+wait "$serve_pid" || fail "serve did not stop cleanly"
+stop_node n1 "$NODE_PID"
+stop_broker
+finish

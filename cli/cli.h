@@ -32,6 +32,7 @@ int cmd_produce(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_orders(int argc, char **argv);
+int cmd_gsi(int argc, char **argv);
 
 extern const char cmd_ingest_usage[];
 extern const char cmd_count_usage[];
@@ -43,6 +44,7 @@ extern const char cmd_produce_usage[];
 extern const char cmd_run_usage[];
 extern const char cmd_serve_usage[];
 extern const char cmd_orders_usage[];
+extern const char cmd_gsi_usage[];
 
 /* Prints "dayshard <command>: <message>" to stderr; returns code, for `return cli_error(...)`. */
 int cli_error(const char *command, int code, const char *fmt, ...) DS_PRINTF(3, 4);

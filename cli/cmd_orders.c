@@ -244,7 +244,7 @@ int cmd_orders(int argc, char **argv)
         free(body);
         return rc;
     }
-    char path[1024];
+    char path[2048];
     char escaped[3 * (DS_ID_BYTES_MAX + 2) + 1];
     char cursor[3 * QUERY_ORDERS_TOKEN_CHARS_MAX + 1] = "";
     cli_url_escape(a.customer, escaped, sizeof(escaped));

@@ -27,6 +27,8 @@ static const struct cli_command commands[] = {
      cmd_orders_usage, cmd_orders},
     {"fsck", "verify every block of a data directory; --repair cuts torn tails", cmd_fsck_usage,
      cmd_fsck},
+    {"gsi", "the by-customer index: `gsi rebuild` builds it again from the base data",
+     cmd_gsi_usage, cmd_gsi},
     {"generate", "print synthetic order events as JSON lines", cmd_generate_usage, cmd_generate},
     {"demo", "generate a busy month, ingest it, and show what write sharding does", cmd_demo_usage,
      cmd_demo},

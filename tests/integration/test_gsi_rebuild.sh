@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# `dayshard gsi rebuild --data DIR` (issue 5, deliverable 4): the by-customer index rebuilt from
+# the base segments equals the one a node built incrementally, line for line:
+# - after DIR/gsi is deleted;
+# - after it is damaged (a foreign FORMAT file; table files cut in half, then CURRENT deleted):
+#   a node refuses to start on either, the rebuild repairs both;
+# - after a rebuild was killed -9 midway (the old index stays in DIR/gsi.old-PID);
+# - refused (exit 1) while a node runs on DIR, and on a directory without data;
+# - usage errors exit 2.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/node_lib.sh"
+
+DATA=$WORK/data
+start_broker --partitions 4
+"$DAYSHARD" generate --events 30000 --profile hot-customer --seed 11 >"$WORK/gen.jsonl"
+{
+  cat "$WORK/gen.jsonl"
+  echo '{"order_id":"o-light","customer_id":999999999,"ts":"2026-01-05T10:00:00Z","amount":3.5}'
+  echo '{"order_id":"s-1","customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"paid","amount":1}'
+  echo '{"order_id":"s-2","customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"paid","amount":2}'
+  echo '{"order_id":7,"customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"new","amount":3}'
+  echo '{"order_id":8,"customer_id":42,"ts":"2026-01-07T11:00:00.123Z","amount":4.25}'
+  echo '{"order_id":"x","customer_id":"cust é","ts":1768000000000,"amount":0.0001}'
+} >"$WORK/events.jsonl"
+expected=$(truth "$WORK/events.jsonl")
+total=$(total_of <<<"$expected")
+
+# truth.py CUSTOMER-JSON FILE: the customer's orders newest first (ts desc; equal ts: order ids
+# descending, every string id before every integer id), one "order_id ts amount" line each.
+# (From test_run_gsi.sh.)
+cat >"$WORK/truth.py" <<'EOF'
+import json, sys, datetime
+want = json.loads(sys.argv[1])
+def ms(ts):
+    if isinstance(ts, int):
+        return ts
+    t = datetime.datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    return round(t.timestamp() * 1000)
+rows = []
+for line in open(sys.argv[2]):
+    e = json.loads(line)
+    c = e["customer_id"]
+    if type(c) is type(want) and c == want:
+        rows.append(e)
+def key(e):
+    o = e["order_id"]
+    return (-ms(e["ts"]), 0 if isinstance(o, str) else 1,
+            [-b for b in o.encode()] + [1] if isinstance(o, str) else -o)
+rows.sort(key=key)
+for e in rows:
+    print(json.dumps(e["order_id"], ensure_ascii=False), ms(e["ts"]),
+          "%.4f" % e.get("amount", 0))
+EOF
+# pages.py URL LIMIT: follows "next" to the end; one "order_id ts_ms amount status day" line per
+# order (more than the truth has: the status and day must survive a rebuild too).
+cat >"$WORK/pages.py" <<'EOF'
+import json, sys, urllib.request, urllib.parse, datetime
+base, limit = sys.argv[1], sys.argv[2]
+cursor = None
+while True:
+    url = base + "?limit=" + limit + ("&cursor=" + urllib.parse.quote(cursor) if cursor else "")
+    doc = json.load(urllib.request.urlopen(url, timeout=10))
+    assert len(doc["orders"]) <= int(limit)
+    for o in doc["orders"]:
+        t = datetime.datetime.fromisoformat(o["ts"].replace("Z", "+00:00"))
+        print(json.dumps(o["order_id"], ensure_ascii=False), round(t.timestamp() * 1000),
+              o["amount"], o["status"], o["day"])
+    cursor = doc["next"]
+    if cursor is None:
+        break
+    assert len(doc["orders"]) == int(limit), "a short page before the end"
+EOF
+
+# start_http_node: a node on DATA serving HTTP on a port of its own; sets NODE_PID and URL.
+start_http_node() {
+  LOG_RUNS=$((LOG_RUNS + 1))
+  echo "==== run $LOG_RUNS at $(date +%T.%N)" >>"$WORK/n1.log"
+  : >"$WORK/node.out"
+  "$DAYSHARD" run --brokers "$BOOT" --topic orders --group rebuild --data "$DATA" \
+    --http 127.0.0.1:0 "${NODE_X[@]}" </dev/null >"$WORK/node.out" 2>>"$WORK/n1.log" 3>&- &
+  NODE_PID=$!
+  for _ in $(seq 100); do
+    [[ -s $WORK/node.out ]] && break
+    sleep 0.1
+  done
+  URL=http://$(head -1 "$WORK/node.out")
+  [[ $URL == http://127.0.0.1:* ]] || die "the node printed no HTTP address"
+}
+
+# Customers viewed: two heavy ones (thousands of orders), a light one (one order), string ids
+# and an integer id that looks like one of them.
+CUSTOMERS=(2 1 999999999 '"42"' 42 '"cust é"')
+
+# save_views NAME: every customer's full pagination (limits 97 and 1000) into $WORK/NAME/.
+save_views() {
+  local name=$1 customer path limit i=0
+  mkdir -p "$WORK/$name"
+  curl -s "$URL/v1/customers/1/orders?consistent=true" >/dev/null
+  for customer in "${CUSTOMERS[@]}"; do
+    i=$((i + 1))
+    path=$("$PY" -c 'import json,sys,urllib.parse; c=json.loads(sys.argv[1]); print(urllib.parse.quote(json.dumps(c, ensure_ascii=False) if isinstance(c, str) else str(c)))' "$customer")
+    for limit in 97 1000; do
+      "$PY" "$WORK/pages.py" "$URL/v1/customers/$path/orders" "$limit" >"$WORK/$name/$i-$limit" ||
+        fail "$name: pages of $customer (limit $limit) failed"
+    done
+  done
+}
+
+# check_views NAME: the views saved as NAME equal the incremental ones, line for line.
+check_views() {
+  local name=$1 f
+  save_views "$name"
+  for f in "$WORK"/incremental/*; do
+    if cmp -s "$f" "$WORK/$name/$(basename "$f")"; then ok; else
+      fail "$name: view $(basename "$f") differs: $(diff "$f" "$WORK/$name/$(basename "$f")" | head -4)"
+    fi
+  done
+}
+
+# rebuild NAME [ENV...]: `gsi rebuild --json` must exit 0, index every event and leave no
+# gsi.old-PID of its own behind.
+rebuild() {
+  local name=$1
+  shift
+  expect_exit "$name: rebuild" 0 env "$@" "$DAYSHARD" gsi rebuild --data "$DATA" --json
+  cp "$WORK/out" "$WORK/$name.json"
+  expect_eq "$name: events indexed" "$total" "$(json_get "$WORK/$name.json" 'd["events"]')"
+  expect_eq "$name: status" rebuilt "$(json_get "$WORK/$name.json" 'd["status"]')"
+  [[ -f $DATA/gsi/FORMAT ]] && ok || fail "$name: no index after the rebuild"
+  note "$name: $(cat "$WORK/$name.json")"
+}
+
+# ---- the incremental view, built by a node --------------------------------------------------
+start_http_node
+wait_assigned n1 30 || die "the node got no partitions"
+ds_produce "$WORK/events.jsonl" || fail "produce"
+wait_counts "counts" "$expected" 60 "$DATA"
+save_views incremental
+for customer in 1 3 4 5; do # the views are right to begin with (limit 1000 against the truth)
+  "$PY" "$WORK/truth.py" "${CUSTOMERS[customer - 1]}" "$WORK/events.jsonl" >"$WORK/want"
+  cut -d' ' -f1-3 "$WORK/incremental/$customer-1000" >"$WORK/got"
+  cmp -s "$WORK/want" "$WORK/got" && ok || fail "incremental view of ${CUSTOMERS[customer - 1]} is wrong"
+done
+(($(wc -l <"$WORK/incremental/1-1000") > 2000)) && ok || fail "the heavy customer is not heavy"
+expect_eq "the light customer has one order" 1 "$(wc -l <"$WORK/incremental/3-1000")"
+
+# (c) refused while the node runs, and the index left alone.
+expect_exit "rebuild while a node runs" 1 "$DAYSHARD" gsi rebuild --data "$DATA"
+grep -q "a node is running" "$WORK/err" && ok || fail "no clear message: $(cat "$WORK/err")"
+compgen -G "$DATA/gsi.old-*" >/dev/null && fail "a refused rebuild moved the index" || ok
+stop_node n1 "$NODE_PID"
+
+# (d) usage errors and refusals.
+expect_exit "gsi without a subcommand" 2 "$DAYSHARD" gsi
+expect_exit "gsi with an unknown subcommand" 2 "$DAYSHARD" gsi frobnicate
+expect_exit "rebuild without --data" 2 "$DAYSHARD" gsi rebuild
+expect_exit "rebuild with an unknown option" 2 "$DAYSHARD" gsi rebuild --data "$DATA" --fast
+expect_exit "rebuild with an extra argument" 2 "$DAYSHARD" gsi rebuild --data "$DATA" extra
+expect_exit "rebuild --data without a value" 2 "$DAYSHARD" gsi rebuild --data
+expect_exit "gsi --help" 0 "$DAYSHARD" gsi --help
+grep -q "usage: dayshard gsi rebuild" "$WORK/out" && ok || fail "gsi --help prints no usage"
+expect_exit "gsi rebuild --help" 0 "$DAYSHARD" gsi rebuild --help
+grep -q "usage: dayshard gsi rebuild" "$WORK/out" && ok || fail "gsi rebuild --help prints no usage"
+"$DAYSHARD" help | grep -q "^  gsi " && ok || fail "gsi missing from dayshard help"
+expect_exit "rebuild of a directory without data" 1 "$DAYSHARD" gsi rebuild --data "$WORK/nothing"
+grep -q "no data" "$WORK/err" && ok || fail "no clear message: $(cat "$WORK/err")"
+[[ ! -e $WORK/nothing ]] && ok || fail "a refused rebuild created the directory"
+
+# ---- (a) DIR/gsi deleted ---------------------------------------------------------------------
+rm -rf "$DATA/gsi"
+rebuild "after rm -rf gsi"
+compgen -G "$DATA/gsi.old-*" >/dev/null && fail "gsi.old-* left behind" || ok
+start_http_node
+check_views "after rm -rf gsi"
+# The node resumed from the rebuilt index's cursor instead of indexing everything again.
+seq=$(json_get "$WORK/after rm -rf gsi.json" 'd["commit_seq"]')
+log_run_has n1 "gsi: following .* from commit $seq " && ok || fail "the node did not resume at commit $seq"
+stop_node n1 "$NODE_PID"
+
+# ---- (b) damage: a foreign FORMAT file; the node refuses to start, the rebuild repairs ------
+echo "not a gsi" >"$DATA/gsi/FORMAT"
+expect_exit "a node on a damaged index" 1 timeout 30 "$DAYSHARD" run --brokers "$BOOT" \
+  --topic orders --group rebuild --data "$DATA" "${NODE_X[@]}"
+grep -q "by-customer index" "$WORK/err" && ok || fail "the node's refusal names no index: $(tail -c 300 "$WORK/err")"
+rebuild "after a bad FORMAT"
+start_http_node
+check_views "after a bad FORMAT"
+stop_node n1 "$NODE_PID"
+
+# ---- (b) damage: table files cut in half (the node refuses), then CURRENT deleted -----
+ssts=0
+for f in "$DATA"/gsi/db/*.sst; do
+  truncate -s $(($(stat -c %s "$f") / 2)) "$f"
+  ssts=$((ssts + 1))
+done
+((ssts > 0)) && ok || fail "no table files to damage"
+expect_exit "a node on cut tables" 1 timeout 30 "$DAYSHARD" run --brokers "$BOOT" \
+  --topic orders --group rebuild --data "$DATA" "${NODE_X[@]}"
+grep -q "by-customer index" "$WORK/err" && ok || fail "the node's refusal names no index: $(tail -c 300 "$WORK/err")"
+rm -f "$DATA/gsi/db/CURRENT"
+rebuild "after cut tables"
+start_http_node
+check_views "after cut tables"
+
+# ---- crash: a rebuild killed -9 midway keeps the old index aside; the next one finishes -----
+expect_exit "rebuild with the node running again" 1 "$DAYSHARD" gsi rebuild --data "$DATA"
+stop_node n1 "$NODE_PID"
+DS_TEST_GSI_SLOW_MS=5000 "$DAYSHARD" gsi rebuild --data "$DATA" >/dev/null 2>"$WORK/slow.err" &
+slow=$!
+for _ in $(seq 100); do
+  grep -q "indexing" "$WORK/slow.err" && break
+  sleep 0.05
+done
+sleep 0.5
+crash_node "$slow"
+[[ -f $DATA/gsi.old-$slow/FORMAT ]] && ok || fail "the killed rebuild left no gsi.old-$slow"
+rebuild "after a killed rebuild"
+grep -q "gsi.old-$slow is left" "$WORK/err" && ok || fail "the leftover was not named"
+[[ -d $DATA/gsi.old-$slow ]] && ok || fail "the leftover was removed"
+rm -rf "$DATA/gsi.old-$slow"
+start_http_node
+check_views "after a killed rebuild"
+stop_node n1 "$NODE_PID"
+
+stop_broker
+finish

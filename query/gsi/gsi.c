@@ -43,19 +43,22 @@
  * files are few and big, level-0 compaction at 4 files and write stalls at 12/20 (a stall is
  * the push-back: the lag grows and the node pauses ingest), partitioned index and filter
  * blocks, prefix-only full Bloom filters, no compression on level 0, lz4 above the last level,
- * zstd in it. No WAL: it measured 3-6% more CPU per entry and a longer batch p99.
+ * zstd in it. No WAL: with it, CPU per entry was 3-18% higher and the batch p99 longer.
  *
  * Rejected (bench/gsi_store.c, ARCHITECTURE.md): one SST file per apply, ingested with
- * IngestExternalFile (the first version of this file). Its apply call is cheaper (~590k
- * entries/s at 10M entries against ~280k) because it leaves all merging to compaction, but
- * ingestion ignores the level-0 stall triggers: with batches of 50k entries level 0 piled up to
- * 136 files, and newest-10 of a heavy customer took p99 6 ms while compaction caught up
- * (~110/280 us p50/p99 on this path), with more CPU per entry once compaction is paid for.
- * The vector memtable: inserts are cheaper, but an iterator over a mutable vector memtable
- * sorts a copy of it, on every query. With the WAL on (unsynced), readers would see every apply
- * after a refresh, for more CPU. A purpose-built log + hash index: a bare append log with an
- * fdatasync per batch, no index at all, was already slower than SST ingestion, and its
- * per-customer hash index would grow with the number of customers.
+ * IngestExternalFile (the first version of this file), even with the same options. It is
+ * cheaper: at 10M entries its apply call ran at 290k-770k entries/s against 250k-450k here,
+ * and with compaction paid for it took 3.5-4.4 us of CPU per entry against 4.1-4.7 (the
+ * memtable insert is the difference). But ingestion ignores the level-0 stall triggers: level
+ * 0 piled up to 66-136 files, and newest-10 of a heavy customer took p99 0.8-10 ms while
+ * compaction caught up, against 0.2-0.6 ms here, with at most 6 level-0 files. The memtable
+ * path costs one thing the ingest path does not: a query that seeks into a batch being
+ * inserted skips that batch's not yet visible entries of its customer, one by one.
+ * With the WAL on (unsynced), readers would see every apply after a refresh, for more CPU.
+ * Not measured: the vector memtable (an iterator over a mutable one sorts a copy of it, on
+ * every query). A purpose-built log + hash index: in the first version of the bench a bare
+ * append log with an fdatasync per batch, no index at all, was already slower than SST
+ * ingestion, and a per-customer hash index would grow with the number of customers.
  */
 #include "query/gsi/gsi.h"
 

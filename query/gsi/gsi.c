@@ -1,8 +1,8 @@
 /*
- * gsi.c: the by-customer index store on RocksDB 7.8 (C API), one sorted table file per apply.
+ * gsi.c: the by-customer index store on RocksDB 7.8 (C API), one sorted WriteBatch per apply.
  *
- * Directory: DIR/FORMAT ("dayshard-gsi 1"), DIR/db (the RocksDB database), DIR/staging (table
- * files being built; leftovers of a crash are removed at open).
+ * Directory: DIR/FORMAT ("dayshard-gsi 1"), DIR/db (the RocksDB database). (Directories made by
+ * the first version may also hold an empty DIR/staging; it is unused.)
  *
  * Keys (all big-endian, compared bytewise; RocksDB's default comparator):
  *
@@ -27,26 +27,42 @@
  * order id): the next page seeks to customer + token and skips that exact key. New entries have
  * newer keys, so they sort before any token already handed out and never shift a later page.
  *
- * Writes: gsi_apply encodes and sorts the batch in a buffer fixed at open, writes one SST file
- * (the cursor and the entries) and ingests it with IngestExternalFile. Crash safety: the file is
- * synced before ingestion, and ingestion is one MANIFEST record that RocksDB syncs; until that
- * record is durable the file is not part of the database (a leftover in staging is removed at
- * the next open), afterwards the cursor and all of the batch's entries are, together. So after a
- * crash at any instant the store holds exactly the batches up to some batch k, and the cursor
- * of batch k: the builder replays from there, and replaying entries rewrites identical keys.
- * There is no WAL and no memtable on this path at all.
+ * Writes: gsi_apply encodes and sorts the batch in a buffer fixed at open and writes it, the
+ * cursor first, as one WriteBatch with the WAL disabled into the memtable (two write buffers of
+ * write_buffer_bytes / 2). Atomicity: a WriteBatch becomes visible at once, and a batch lies in
+ * a single memtable. Crash safety without a WAL: only flushed memtables survive a crash, RocksDB
+ * installs flushes in memtable order, and a memtable holds whole batches, so after a crash the
+ * store holds exactly the batches up to some batch k and the cursor of batch k (the cursor is
+ * in the same batch as its entries, so losing entries loses their cursor too): the builder
+ * replays from there, and replaying entries rewrites identical keys. The price: a crash loses
+ * up to two write buffers of applies (replayed from base data), and a reader instance sees an
+ * apply only once its memtable is flushed (when a write buffer fills, or the writer closes), so
+ * queries that need the lag bound go to the writer's handle, in the node.
  *
- * Rejected (bench/gsi_store.c, ARCHITECTURE.md): one WriteBatch per apply through the memtable,
- * with the WAL off (130k entries/s at 10M entries, 130 MiB peak RSS, and a secondary reader sees
- * only flushed memtables) or on (slower still); the batch sorted first did not help enough.
- * A purpose-built log + hash index: a bare append log with an fdatasync per batch, no index at
- * all, was already slower than SST ingestion in the same run, and its per-customer hash index
- * would grow with the number of customers.
+ * Options (gsi_options_make; bench_gsi_store measures them): large write buffers so level-0
+ * files are few and big, level-0 compaction at 4 files and write stalls at 12/20 (a stall is
+ * the push-back: the lag grows and the node pauses ingest), partitioned index and filter
+ * blocks, prefix-only full Bloom filters, no compression on level 0, lz4 above the last level,
+ * zstd in it. No WAL: with it, CPU per entry was 3-18% higher and the batch p99 longer.
+ *
+ * Rejected (bench/gsi_store.c, ARCHITECTURE.md): one SST file per apply, ingested with
+ * IngestExternalFile (the first version of this file), even with the same options. It is
+ * cheaper: at 10M entries its apply call ran at 290k-770k entries/s against 250k-450k here,
+ * and with compaction paid for it took 3.5-4.4 us of CPU per entry against 4.1-4.7 (the
+ * memtable insert is the difference). But ingestion ignores the level-0 stall triggers: level
+ * 0 piled up to 66-136 files, and newest-10 of a heavy customer took p99 0.8-10 ms while
+ * compaction caught up, against 0.2-0.6 ms here, with at most 6 level-0 files. The memtable
+ * path costs one thing the ingest path does not: a query that seeks into a batch being
+ * inserted skips that batch's not yet visible entries of its customer, one by one.
+ * With the WAL on (unsynced), readers would see every apply after a refresh, for more CPU.
+ * Not measured: the vector memtable (an iterator over a mutable one sorts a copy of it, on
+ * every query). A purpose-built log + hash index: in the first version of the bench a bare
+ * append log with an fdatasync per batch, no index at all, was already slower than SST
+ * ingestion, and a per-customer hash index would grow with the number of customers.
  */
 #include "query/gsi/gsi.h"
 
 #include <assert.h>
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <rocksdb/c.h>
@@ -66,10 +82,25 @@
 #define GSI_TOKEN_BYTES_MAX (8u + GSI_ORDER_BYTES_MAX)
 #define GSI_KEY_BYTES_MAX (GSI_CUSTOMER_BYTES_MAX + GSI_TOKEN_BYTES_MAX)
 #define GSI_VALUE_BYTES_MAX (1u + DS_STATUS_BYTES_MAX + 10u)
-/* RocksDB's own memory outside the block cache (table readers of max_open_files files, the
- * table builder of one apply, thread stacks): an estimate for gsi_memory_bytes. */
+/* RocksDB's own memory outside the block cache and the write buffers (table readers of
+ * max_open_files files, the table builders of a flush and a compaction, thread stacks): an
+ * estimate for gsi_memory_bytes. */
 #define GSI_ROCKSDB_OVERHEAD_BYTES (32ull << 20)
 #define GSI_MAX_OPEN_FILES 512
+/* A WriteBatch record: a type byte and two varint32 lengths around the key and value. */
+#define GSI_BATCH_RECORD_OVERHEAD_BYTES 5u
+/* Level 0 is compacted at 4 files (two write buffers' worth each time); writes slow down at
+ * 12 and stop at 20 files, far enough above 4 that a compaction falling behind for a few
+ * seconds does not throttle the builder, close enough that a newest-10 query never merges
+ * more than ~20 runs. A stall makes gsi_apply slow, the lag grows, and the node's
+ * back-pressure (--max-gsi-lag-ms) pauses ingest: that is the intended push-back. */
+#define GSI_LEVEL0_COMPACTION_TRIGGER 4
+#define GSI_LEVEL0_SLOWDOWN_TRIGGER 12
+#define GSI_LEVEL0_STOP_TRIGGER 20
+#define GSI_WRITE_BUFFER_COUNT 2
+/* The WAL is off: see the crash argument above. */
+#define GSI_WAL_OFF 1
+#define GSI_LEVELS 7
 
 static_assert(GSI_TOKEN_CHARS_MAX == 2u * GSI_TOKEN_BYTES_MAX, "token text is hex of the key");
 static_assert(GSI_KEY_BYTES_MAX <= UINT16_MAX, "slot key lengths are u16");
@@ -87,16 +118,14 @@ struct gsi_slot {
 struct gsi {
     bool writer;
     uint32_t batch_entries_max;
-    uint64_t apply_seq;
     rocksdb_t *db;
     rocksdb_options_t *options;
     rocksdb_cache_t *cache;
-    rocksdb_envoptions_t *env;
-    rocksdb_ingestexternalfileoptions_t *ingest;
-    rocksdb_readoptions_t *read;
-    uint8_t *buffer; /* writer: batch_entries_max * (key + value) bytes */
+    rocksdb_readoptions_t *read; /* prefix_same_as_start; shared by concurrent queries */
+    rocksdb_writeoptions_t *write;
+    rocksdb_writebatch_t *batch; /* writer: reused, its buffer keeps its capacity */
+    uint8_t *buffer;             /* writer: batch_entries_max * (key + value) bytes */
     struct gsi_slot *slots;
-    char staging_dir[DS_PATH_MAX];
 };
 
 /* ---- encoding ------------------------------------------------------------------------------ */
@@ -315,6 +344,7 @@ void gsi_config_defaults(struct gsi_config *cfg)
     memset(cfg, 0, sizeof(*cfg));
     cfg->cache_bytes = GSI_CACHE_BYTES_DEFAULT;
     cfg->batch_entries_max = GSI_BATCH_ENTRIES_DEFAULT;
+    cfg->write_buffer_bytes = GSI_WRITE_BUFFER_BYTES_DEFAULT;
 }
 
 int gsi_config_check(const struct gsi_config *cfg)
@@ -333,17 +363,31 @@ int gsi_config_check(const struct gsi_config *cfg)
                      GSI_BATCH_ENTRIES_MAX);
         return -DS_EUSAGE;
     }
+    if (cfg->write_buffer_bytes < GSI_WRITE_BUFFER_BYTES_MIN ||
+        cfg->write_buffer_bytes > GSI_WRITE_BUFFER_BYTES_MAX) {
+        ds_log_error("gsi: write_buffer_bytes %" PRIu64 " outside %llu..%llu",
+                     cfg->write_buffer_bytes, GSI_WRITE_BUFFER_BYTES_MIN,
+                     GSI_WRITE_BUFFER_BYTES_MAX);
+        return -DS_EUSAGE;
+    }
     return 0;
 }
 
+/* The encoded batch, its slots and the WriteBatch holding a copy of it. */
 static uint64_t gsi_buffer_bytes(uint32_t entries)
 {
-    return (uint64_t)entries * (GSI_KEY_BYTES_MAX + GSI_VALUE_BYTES_MAX + sizeof(struct gsi_slot));
+    uint64_t entry = GSI_KEY_BYTES_MAX + GSI_VALUE_BYTES_MAX;
+    return (uint64_t)entries *
+           (entry + sizeof(struct gsi_slot) + entry + GSI_BATCH_RECORD_OVERHEAD_BYTES);
 }
 
 uint64_t gsi_memory_bytes(const struct gsi_config *cfg)
 {
-    return cfg->cache_bytes + gsi_buffer_bytes(cfg->batch_entries_max) + GSI_ROCKSDB_OVERHEAD_BYTES;
+    /* A memtable's arena may pass its write buffer size by one arena block (an eighth) before
+     * RocksDB switches to the next one. */
+    uint64_t memtables = cfg->write_buffer_bytes + cfg->write_buffer_bytes / 8;
+    return cfg->cache_bytes + memtables + gsi_buffer_bytes(cfg->batch_entries_max) +
+           GSI_ROCKSDB_OVERHEAD_BYTES;
 }
 
 /* Logs a RocksDB error with context, frees it and returns the code to propagate. */
@@ -356,30 +400,71 @@ static int gsi_rocks_error(char *err, const char *what, const char *dir)
     return rc;
 }
 
-/* Options shared by the writer and readers: the cache bound, prefix Bloom filters over the
- * 9-byte customer prefix, lz4 above the last level and zstd in it. */
+/* The block-based table: a block cache bound that also holds index and filter blocks, both
+ * partitioned so that no single block outgrows a cache shard (a whole-file filter of a 64 MiB
+ * table file is several MiB, a 64 MiB LRU cache has 1 MiB shards, and such a block was read
+ * from disk on every query: milliseconds at 10M entries), full Bloom filters on the 9-byte
+ * customer prefix only (queries seek by prefix; the one point lookup, the cursor, is rare). */
+static rocksdb_block_based_table_options_t *gsi_table_make(rocksdb_cache_t *cache)
+{
+    rocksdb_block_based_table_options_t *table = rocksdb_block_based_options_create();
+    rocksdb_block_based_options_set_block_cache(table, cache);
+    rocksdb_block_based_options_set_cache_index_and_filter_blocks(table, 1);
+    rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(table, 1);
+    rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(table, 1);
+    rocksdb_block_based_options_set_pin_top_level_index_and_filter(table, 1);
+    rocksdb_block_based_options_set_index_type(table, 2); /* kTwoLevelIndexSearch */
+    rocksdb_block_based_options_set_partition_filters(table, 1);
+    rocksdb_block_based_options_set_metadata_block_size(table, 4096);
+    rocksdb_block_based_options_set_filter_policy(table,
+                                                  rocksdb_filterpolicy_create_bloom_full(10));
+    rocksdb_block_based_options_set_whole_key_filtering(table, 0);
+    return table;
+}
+
+/* Options shared by the writer and readers (bench_gsi_store repeats them; keep both in step).
+ * Level 0 is not compressed (flushes stay cheap; its files are compacted soon), lz4 above the
+ * last level and zstd in it (most of the data, rewritten least often). The last level has no
+ * filters (optimize_filters_for_hits): a customer with any order at all is almost surely
+ * there, and skipping its filters saves most of the filter memory. */
 static void gsi_options_make(struct gsi *g, const struct gsi_config *cfg)
 {
     g->cache = rocksdb_cache_create_lru((size_t)cfg->cache_bytes);
-    rocksdb_block_based_table_options_t *table = rocksdb_block_based_options_create();
-    rocksdb_block_based_options_set_block_cache(table, g->cache);
-    rocksdb_block_based_options_set_cache_index_and_filter_blocks(table, 1);
-    rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(table, 1);
-    rocksdb_block_based_options_set_filter_policy(table,
-                                                  rocksdb_filterpolicy_create_bloom_full(10));
+    rocksdb_block_based_table_options_t *table = gsi_table_make(g->cache);
     g->options = rocksdb_options_create();
     rocksdb_options_set_block_based_table_factory(g->options, table);
     rocksdb_block_based_options_destroy(table); /* the factory holds a copy */
     rocksdb_options_set_prefix_extractor(
         g->options, rocksdb_slicetransform_create_fixed_prefix(GSI_PREFIX_BYTES));
+    rocksdb_options_set_optimize_filters_for_hits(g->options, 1);
     rocksdb_options_set_create_if_missing(g->options, 1);
     rocksdb_options_set_max_background_jobs(g->options, 2);
-    rocksdb_options_set_compression(g->options, rocksdb_lz4_compression);
-    rocksdb_options_set_bottommost_compression(g->options, rocksdb_zstd_compression);
+    uint64_t buffer_bytes = cfg->write_buffer_bytes / GSI_WRITE_BUFFER_COUNT;
+    rocksdb_options_set_write_buffer_size(g->options, (size_t)buffer_bytes);
+    rocksdb_options_set_max_write_buffer_number(g->options, GSI_WRITE_BUFFER_COUNT);
+    rocksdb_options_set_min_write_buffer_number_to_merge(g->options, 1);
+    rocksdb_options_set_level0_file_num_compaction_trigger(g->options,
+                                                           GSI_LEVEL0_COMPACTION_TRIGGER);
+    rocksdb_options_set_level0_slowdown_writes_trigger(g->options, GSI_LEVEL0_SLOWDOWN_TRIGGER);
+    rocksdb_options_set_level0_stop_writes_trigger(g->options, GSI_LEVEL0_STOP_TRIGGER);
+    rocksdb_options_set_max_bytes_for_level_base(g->options,
+                                                 GSI_LEVEL0_COMPACTION_TRIGGER * buffer_bytes);
+    rocksdb_options_set_target_file_size_base(g->options, buffer_bytes);
     rocksdb_options_set_level_compaction_dynamic_level_bytes(g->options, 1);
+    int levels[GSI_LEVELS] = {rocksdb_no_compression,  rocksdb_lz4_compression,
+                              rocksdb_lz4_compression, rocksdb_lz4_compression,
+                              rocksdb_lz4_compression, rocksdb_lz4_compression,
+                              rocksdb_lz4_compression};
+    rocksdb_options_set_compression_per_level(g->options, levels, GSI_LEVELS);
+    rocksdb_options_set_bottommost_compression(g->options, rocksdb_zstd_compression);
+    /* One writer thread: no concurrent memtable inserts, no spinning for a write group. */
+    rocksdb_options_set_allow_concurrent_memtable_write(g->options, 0);
+    rocksdb_options_set_enable_write_thread_adaptive_yield(g->options, 0);
+    rocksdb_options_set_bytes_per_sync(g->options, 1u << 20);
     rocksdb_options_set_info_log_level(g->options, 2); /* warnings and up */
     rocksdb_options_set_keep_log_file_num(g->options, 4);
     g->read = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_prefix_same_as_start(g->read, 1);
 }
 
 static int gsi_create(const struct gsi_config *cfg, bool writer, struct gsi **out)
@@ -435,46 +520,13 @@ static int gsi_format_check(const char *dir, bool create)
     return 0;
 }
 
-/* dst = dir + "/" + name (DS_PATH_MAX bytes); returns 0 or -ENAMETOOLONG. */
-static int gsi_path_join(char *dst, const char *dir, const char *name)
-{
-    size_t dir_len = strlen(dir);
-    size_t name_len = strlen(name);
-    if (dir_len + 1 + name_len >= DS_PATH_MAX) {
-        return -ENAMETOOLONG;
-    }
-    memcpy(dst, dir, dir_len);
-    dst[dir_len] = '/';
-    memcpy(dst + dir_len + 1, name, name_len + 1);
-    return 0;
-}
-
-/* Removes table files a crash left in staging: they were never ingested. */
-static void gsi_staging_clean(const char *staging_dir)
-{
-    DIR *d = opendir(staging_dir);
-    if (d == NULL) {
-        return;
-    }
-    for (struct dirent *de = readdir(d); de != NULL; de = readdir(d)) {
-        if (de->d_name[0] == '.') {
-            continue;
-        }
-        char path[DS_PATH_MAX];
-        if (gsi_path_join(path, staging_dir, de->d_name) != 0 || unlink(path) != 0) {
-            ds_log_warn("gsi: cannot remove %s: %s", path, strerror(errno));
-        }
-    }
-    closedir(d);
-}
-
 static int gsi_writer_buffers(struct gsi *g)
 {
     g->buffer = malloc((size_t)g->batch_entries_max * (GSI_KEY_BYTES_MAX + GSI_VALUE_BYTES_MAX));
     g->slots = calloc(g->batch_entries_max, sizeof(*g->slots));
-    g->env = rocksdb_envoptions_create();
-    g->ingest = rocksdb_ingestexternalfileoptions_create();
-    rocksdb_ingestexternalfileoptions_set_move_files(g->ingest, 1);
+    g->batch = rocksdb_writebatch_create();
+    g->write = rocksdb_writeoptions_create();
+    rocksdb_writeoptions_disable_WAL(g->write, GSI_WAL_OFF);
     return g->buffer != NULL && g->slots != NULL ? 0 : -ENOMEM;
 }
 
@@ -486,10 +538,9 @@ int gsi_open(const struct gsi_config *cfg, struct gsi **out)
         return rc;
     }
     char path[DS_PATH_MAX];
-    snprintf(g->staging_dir, sizeof(g->staging_dir), "%s/staging", cfg->dir);
-    rc = ds_mkdir_p(g->staging_dir);
+    rc = ds_mkdir_p(cfg->dir);
     if (rc != 0) {
-        ds_log_error("gsi: cannot create %s: %s", g->staging_dir, ds_strerror(rc));
+        ds_log_error("gsi: cannot create %s: %s", cfg->dir, ds_strerror(rc));
         goto fail;
     }
     rc = gsi_format_check(cfg->dir, true);
@@ -508,7 +559,6 @@ int gsi_open(const struct gsi_config *cfg, struct gsi **out)
         rc = gsi_rocks_error(err, "cannot open", path);
         goto fail;
     }
-    gsi_staging_clean(g->staging_dir); /* after the lock: never under a live writer */
     *out = g;
     return 0;
 fail:
@@ -569,11 +619,11 @@ void gsi_close(struct gsi *g)
     if (g->db != NULL) {
         rocksdb_close(g->db);
     }
-    if (g->ingest != NULL) {
-        rocksdb_ingestexternalfileoptions_destroy(g->ingest);
+    if (g->batch != NULL) {
+        rocksdb_writebatch_destroy(g->batch);
     }
-    if (g->env != NULL) {
-        rocksdb_envoptions_destroy(g->env);
+    if (g->write != NULL) {
+        rocksdb_writeoptions_destroy(g->write);
     }
     if (g->read != NULL) {
         rocksdb_readoptions_destroy(g->read);
@@ -641,30 +691,21 @@ static int gsi_batch_encode(struct gsi *g, const struct gsi_entry *entries, size
     return 0;
 }
 
-/* Writes the cursor and the sorted batch as one table file at path. */
-static int gsi_batch_write(struct gsi *g, size_t n, const void *cursor, size_t cursor_len,
-                           const char *path)
+/* Fills g->batch with the cursor and the sorted batch: keys in order make each memtable insert
+ * start from the previous one's position. */
+static void gsi_batch_fill(struct gsi *g, size_t n, const void *cursor, size_t cursor_len)
 {
-    rocksdb_sstfilewriter_t *w = rocksdb_sstfilewriter_create(g->env, g->options);
-    char *err = NULL;
-    rocksdb_sstfilewriter_open(w, path, &err);
-    if (err == NULL) {
-        rocksdb_sstfilewriter_put(w, gsi_cursor_key, sizeof(gsi_cursor_key), cursor, cursor_len,
-                                  &err);
-    }
-    for (size_t i = 0; i < n && err == NULL; i++) {
+    rocksdb_writebatch_clear(g->batch);
+    rocksdb_writebatch_put(g->batch, gsi_cursor_key, sizeof(gsi_cursor_key), cursor, cursor_len);
+    for (size_t i = 0; i < n; i++) {
         const struct gsi_slot *s = &g->slots[i];
         if (i + 1 < n && gsi_slot_same_key(s, &g->slots[i + 1])) {
             continue; /* the last of equal keys in the caller's order wins */
         }
-        rocksdb_sstfilewriter_put(w, (const char *)s->key, s->key_bytes,
-                                  (const char *)s->key + s->key_bytes, s->value_bytes, &err);
+        rocksdb_writebatch_put(g->batch, (const char *)s->key, s->key_bytes,
+                               (const char *)s->key + s->key_bytes, s->value_bytes);
     }
-    if (err == NULL) {
-        rocksdb_sstfilewriter_finish(w, &err); /* syncs the file */
-    }
-    rocksdb_sstfilewriter_destroy(w);
-    return err == NULL ? 0 : gsi_rocks_error(err, "cannot write the batch file", path);
+    ASSERT((size_t)rocksdb_writebatch_count(g->batch) <= n + 1);
 }
 
 int gsi_apply(struct gsi *g, const struct gsi_entry *entries, size_t n, const void *cursor,
@@ -684,22 +725,10 @@ int gsi_apply(struct gsi *g, const struct gsi_entry *entries, size_t n, const vo
     if (rc != 0) {
         return rc;
     }
-    char name[40];
-    snprintf(name, sizeof(name), "apply-%" PRIu64 ".sst", g->apply_seq++);
-    char path[DS_PATH_MAX];
-    rc = gsi_path_join(path, g->staging_dir, name); /* fits: gsi_config_check */
-    ASSERT(rc == 0);
-    rc = gsi_batch_write(g, n, cursor_len > 0 ? cursor : "", cursor_len, path);
-    if (rc == 0) {
-        const char *files[1] = {path};
-        char *err = NULL;
-        rocksdb_ingest_external_file(g->db, files, 1, g->ingest, &err);
-        rc = err == NULL ? 0 : gsi_rocks_error(err, "cannot ingest", path);
-    }
-    if (rc != 0) {
-        unlink(path); /* ingestion moved it on success; on failure it is ours to remove */
-    }
-    return rc;
+    gsi_batch_fill(g, n, cursor_len > 0 ? cursor : "", cursor_len);
+    char *err = NULL;
+    rocksdb_write(g->db, g->write, g->batch, &err);
+    return err == NULL ? 0 : gsi_rocks_error(err, "cannot write a batch to", "the index");
 }
 
 /* ---- reading ------------------------------------------------------------------------------- */
@@ -816,9 +845,7 @@ int gsi_query(struct gsi *g, const struct ds_id *customer, uint32_t limit, const
     out->count = 0;
     out->has_next = false;
     out->next_token[0] = '\0';
-    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-    rocksdb_readoptions_set_prefix_same_as_start(ro, 1);
-    rocksdb_iterator_t *it = rocksdb_create_iterator(g->db, ro);
+    rocksdb_iterator_t *it = rocksdb_create_iterator(g->db, g->read);
     rocksdb_iter_seek(it, (const char *)seek, seek_len);
     size_t key_len = 0;
     const uint8_t *key = gsi_iter_key(it, seek, prefix_len, &key_len);
@@ -835,7 +862,6 @@ int gsi_query(struct gsi *g, const struct ds_id *customer, uint32_t limit, const
     }
     rocksdb_free(err);
     rocksdb_iter_destroy(it);
-    rocksdb_readoptions_destroy(ro);
     return rc;
 }
 

@@ -15,8 +15,8 @@
  * (gsi_reader_refresh, which belongs to one thread and must not overlap queries on that reader).
  *
  * Memory is bounded by configuration, not by the number of customers or orders: the block cache
- * (which also holds index and filter blocks) and the batch buffer of batch_entries_max entries
- * (writer only); see gsi_memory_bytes.
+ * (which also holds index and filter blocks), and for the writer the write buffers
+ * (write_buffer_bytes) and the batch buffers of batch_entries_max entries; see gsi_memory_bytes.
  */
 #ifndef DS_QUERY_GSI_H
 #define DS_QUERY_GSI_H
@@ -42,11 +42,18 @@
 #define GSI_CACHE_BYTES_MIN (1ull << 20)
 #define GSI_CACHE_BYTES_MAX (64ull << 30)
 #define GSI_CACHE_BYTES_DEFAULT (64ull << 20)
+/* Write buffers (RocksDB memtables; two, each of half this): at least 1 MiB (tests force
+ * flushes with it), at most 16 GiB. 128 MiB holds ~1.4M entries per buffer, so level-0 files
+ * are large and few and compaction rewrites each entry fewer times (bench_gsi_store). */
+#define GSI_WRITE_BUFFER_BYTES_MIN (1ull << 20)
+#define GSI_WRITE_BUFFER_BYTES_MAX (16ull << 30)
+#define GSI_WRITE_BUFFER_BYTES_DEFAULT (128ull << 20)
 
 struct gsi_config {
-    const char *dir;            /* the index directory; gsi_open creates it when missing */
-    uint64_t cache_bytes;       /* RocksDB block cache, index and filter blocks included */
-    uint32_t batch_entries_max; /* largest n gsi_apply accepts (sizes the batch buffer) */
+    const char *dir;             /* the index directory; gsi_open creates it when missing */
+    uint64_t cache_bytes;        /* RocksDB block cache, index and filter blocks included */
+    uint32_t batch_entries_max;  /* largest n gsi_apply accepts (sizes the batch buffer) */
+    uint64_t write_buffer_bytes; /* writer: RocksDB memtables, both together */
 };
 
 /* One order in a customer's view. day is the UTC day of ts_ms (the partition it came from);
@@ -76,7 +83,8 @@ struct gsi;
 void gsi_config_defaults(struct gsi_config *cfg);
 /* Returns 0 or -DS_EUSAGE (no dir, or a knob outside its limits), logging why. */
 DS_MUST_USE int gsi_config_check(const struct gsi_config *cfg);
-/* Memory a writer handle needs at most (cache + batch buffer + RocksDB's fixed overheads). */
+/* Memory a writer handle needs at most (cache + write buffers + batch buffers + RocksDB's fixed
+ * overheads). */
 uint64_t gsi_memory_bytes(const struct gsi_config *cfg);
 
 /* Opens (creating when missing) the writer handle on cfg->dir. cfg is borrowed for the call.
@@ -94,9 +102,11 @@ DS_MUST_USE int gsi_reader_refresh(struct gsi *g);
 void gsi_close(struct gsi *g);
 
 /* Adds n entries (borrowed) and replaces the cursor with cursor[0..cursor_len) (borrowed),
- * atomically and durably: after a crash the store holds either the previous cursor and
- * entries or both of these. Entries already present (same customer, ts and order id) are
- * replaced by the same bytes, so re-applying a batch changes nothing. Writer handle only.
+ * atomically: queries see all of them or none, and the cursor never runs ahead of its
+ * entries. Not durable at return: after a crash the store holds the entries and the cursor of
+ * the applies up to some earlier one (those in flushed write buffers), and the builder replays
+ * from that cursor. Entries already present (same customer, ts and order id) are replaced by
+ * the same bytes, so re-applying a batch changes nothing. Writer handle only.
  * Returns 0, -DS_EUSAGE (an invalid entry, logged with its index), -DS_ELIMIT (n above
  * batch_entries_max or cursor_len above GSI_CURSOR_BYTES_MAX), or -EIO. */
 DS_MUST_USE int gsi_apply(struct gsi *g, const struct gsi_entry *entries, size_t n,

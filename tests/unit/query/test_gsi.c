@@ -2,10 +2,12 @@
  * Unit tests of query/gsi/gsi.c, the by-customer index store: answers equal a ground truth
  * sorted here (a heavy customer with thousands of orders, a light one with one, string customer
  * ids, integer and string ids that look alike, order id ties on one timestamp), full pagination
- * with limits 1, 7 and 1000, pages stable while newer entries arrive, idempotent re-apply, the
- * cursor and its entries across close and reopen and across kill -9 of a writer process,
- * malformed tokens and limits, invalid entries, a second writer, and a reader instance that
- * sees new entries after a refresh.
+ * with limits 1, 7 and 1000, the same with write buffers small enough that entries move from
+ * memtables to table files and compactions while batches arrive, pages stable while newer
+ * entries arrive, idempotent re-apply, the cursor and its entries across close and reopen and
+ * across kill -9 of a writer process (the WAL is off: a kill loses the unflushed applies, never
+ * a part of one), malformed tokens and limits, invalid entries and configurations, a second
+ * writer, and a reader instance that sees flushed applies after a refresh.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -66,6 +68,7 @@ static int teardown(void **state)
     return 0;
 }
 
+/* Reopens the writer with the smallest write buffers, so that applies get flushed. */
 static int reopen(struct fixture *f)
 {
     gsi_close(f->g);
@@ -74,6 +77,7 @@ static int reopen(struct fixture *f)
     gsi_config_defaults(&cfg);
     cfg.dir = f->index_dir;
     cfg.batch_entries_max = 4096;
+    cfg.write_buffer_bytes = GSI_WRITE_BUFFER_BYTES_MIN;
     return gsi_open(&cfg, &f->g);
 }
 
@@ -238,6 +242,27 @@ static void test_gsi_query_equals_truth_all_limits(void **state)
     }
 }
 
+static void test_gsi_query_equals_truth_across_flushes(void **state)
+{
+    /* With 1 MiB of write buffers, 3701 entries applied 8 times over (replays) in batches of
+     * 50 pass through several memtables, flushes and compactions; every page still equals
+     * the truth, with no duplicates. */
+    struct fixture *f = *state;
+    assert_int_equal(reopen(f), 0);
+    population_make(f, test_seed());
+    assert_int_equal(gsi_bytes_on_disk(f->g), 0);
+    for (int round = 0; round < 8; round++) {
+        apply_all(f, 0, 50, "c");
+    }
+    assert_true(gsi_bytes_on_disk(f->g) > 0); /* flushed while applying, before any close */
+    struct ds_id heavy, str_a;
+    test_id_int(&heavy, 7);
+    test_id_string(&str_a, "cust-a\0b", 8);
+    assert_pages_equal_truth(f, &heavy, 1000);
+    assert_pages_equal_truth(f, &heavy, 7);
+    assert_pages_equal_truth(f, &str_a, 1);
+}
+
 static void test_gsi_pages_stable_while_newer_entries_arrive(void **state)
 {
     /* Entries applied between pages are newer: later pages neither skip nor repeat. */
@@ -336,13 +361,46 @@ static uint32_t orders_of(struct fixture *f, int64_t customer_value)
     return page.count;
 }
 
+#define WRITER_DIR_ENV "TEST_GSI_WRITER_DIR"
+
+/* The writer process of the kill -9 test: applies batches from the stored cursor on, with the
+ * smallest write buffers (so that flushes happen), until it is killed. It is a fresh exec of
+ * this binary: after a fork, RocksDB's background threads of the parent would be missing and
+ * no flush would ever run. */
+static int writer_child_main(const char *dir)
+{
+    struct gsi_config cfg;
+    gsi_config_defaults(&cfg);
+    cfg.dir = dir;
+    cfg.batch_entries_max = 4096;
+    cfg.write_buffer_bytes = GSI_WRITE_BUFFER_BYTES_MIN;
+    struct gsi *g = NULL;
+    if (gsi_open(&cfg, &g) != 0) {
+        return 2;
+    }
+    uint64_t start = 0;
+    size_t len = 0;
+    if (gsi_cursor(g, &start, sizeof(start), &len) != 0) {
+        return 3;
+    }
+    struct gsi_entry *batch = calloc(CRASH_BATCH, sizeof(*batch));
+    for (uint64_t i = len == 0 ? 0 : start; batch != NULL; i++) {
+        crash_batch(batch, i);
+        uint64_t next = i + 1;
+        if (gsi_apply(g, batch, CRASH_BATCH, &next, sizeof(next)) != 0) {
+            return 1;
+        }
+    }
+    return 4;
+}
+
 static void test_gsi_kill9_keeps_cursor_and_its_entries(void **state)
 {
     /* A writer process killed at random moments: every batch the cursor covers is complete,
-     * nothing beyond it is visible, and the store keeps working from the cursor. */
+     * nothing beyond it is visible, and the store keeps working from the cursor. With the WAL
+     * off a kill loses the applies still in memtables; the cursor goes back with them. */
     struct fixture *f = *state;
     uint64_t rng = test_seed();
-    struct gsi_entry *batch = f->entries;
     for (int round = 0; round < 6; round++) {
         uint64_t start = crash_cursor(f);
         gsi_close(f->g);
@@ -350,14 +408,9 @@ static void test_gsi_kill9_keeps_cursor_and_its_entries(void **state)
         pid_t child = fork();
         assert_true(child >= 0);
         if (child == 0) {
-            assert_int_equal(reopen(f), 0);
-            for (uint64_t i = start;; i++) {
-                crash_batch(batch, i);
-                uint64_t next = i + 1;
-                if (gsi_apply(f->g, batch, CRASH_BATCH, &next, sizeof(next)) != 0) {
-                    _exit(1);
-                }
-            }
+            setenv(WRITER_DIR_ENV, f->index_dir, 1);
+            execl("/proc/self/exe", "test_gsi", (char *)NULL);
+            _exit(127);
         }
         usleep((useconds_t)(20000 + test_rng_below(&rng, 200000)));
         kill(child, SIGKILL);
@@ -465,9 +518,10 @@ static void test_gsi_second_writer_is_refused(void **state)
     assert_int_equal(gsi_open(&cfg, &other), -DS_EUSAGE);
 }
 
-static void test_gsi_reader_sees_new_entries_after_refresh(void **state)
+static void test_gsi_reader_sees_flushed_applies_after_refresh(void **state)
 {
-    /* A reader instance sees what was applied when it opened, and more after a refresh. */
+    /* A reader instance sees what the writer had flushed when it opened, and what was flushed
+     * since after a refresh; an apply still in the writer's memtable is not visible to it. */
     struct fixture *f = *state;
     struct gsi_config cfg;
     gsi_config_defaults(&cfg);
@@ -478,6 +532,7 @@ static void test_gsi_reader_sees_new_entries_after_refresh(void **state)
     crash_batch(batch, 0);
     uint64_t one = 1;
     assert_int_equal(gsi_apply(f->g, batch, CRASH_BATCH, &one, sizeof(one)), 0);
+    assert_int_equal(reopen(f), 0); /* closing flushes the write buffers */
     struct gsi *reader = NULL;
     assert_int_equal(gsi_open_reader(&cfg, secondary, &reader), 0);
     struct ds_id c1, c2;
@@ -489,8 +544,13 @@ static void test_gsi_reader_sees_new_entries_after_refresh(void **state)
     crash_batch(batch, 1);
     uint64_t two = 2;
     assert_int_equal(gsi_apply(f->g, batch, CRASH_BATCH, &two, sizeof(two)), 0);
+    assert_int_equal(gsi_reader_refresh(reader), 0);
     assert_int_equal(gsi_query(reader, &c2, 1000, NULL, &page), 0);
-    assert_int_equal(page.count, 0);
+    assert_int_equal(page.count, 0); /* in the writer's memtable only */
+    assert_int_equal(gsi_query(f->g, &c2, 1000, NULL, &page), 0);
+    assert_int_equal(page.count, CRASH_BATCH); /* the writer's handle sees it at once */
+    gsi_close(f->g);
+    f->g = NULL;
     assert_int_equal(gsi_reader_refresh(reader), 0);
     assert_int_equal(gsi_query(reader, &c2, 1000, NULL, &page), 0);
     assert_int_equal(page.count, CRASH_BATCH);
@@ -505,10 +565,37 @@ static void test_gsi_reader_sees_new_entries_after_refresh(void **state)
     assert_int_equal(gsi_open_reader(&cfg, secondary, &reader), -ENOENT);
 }
 
+static void test_gsi_config_rejects_write_buffers_outside_limits(void **state)
+{
+    /* write_buffer_bytes has hard limits, and the memory bound grows with it. */
+    (void)state;
+    struct gsi_config cfg;
+    gsi_config_defaults(&cfg);
+    cfg.dir = "/nonexistent/gsi";
+    assert_int_equal(gsi_config_check(&cfg), 0);
+    uint64_t bound = gsi_memory_bytes(&cfg);
+    assert_true(bound > cfg.cache_bytes + cfg.write_buffer_bytes);
+    cfg.write_buffer_bytes *= 2;
+    assert_true(gsi_memory_bytes(&cfg) >= bound + GSI_WRITE_BUFFER_BYTES_DEFAULT);
+    cfg.write_buffer_bytes = GSI_WRITE_BUFFER_BYTES_MIN - 1;
+    assert_int_equal(gsi_config_check(&cfg), -DS_EUSAGE);
+    cfg.write_buffer_bytes = GSI_WRITE_BUFFER_BYTES_MAX + 1;
+    assert_int_equal(gsi_config_check(&cfg), -DS_EUSAGE);
+    struct gsi *g = NULL;
+    assert_int_equal(gsi_open(&cfg, &g), -DS_EUSAGE);
+    assert_null(g);
+}
+
 int main(void)
 {
+    const char *writer_dir = getenv(WRITER_DIR_ENV);
+    if (writer_dir != NULL) {
+        return writer_child_main(writer_dir);
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_gsi_query_equals_truth_all_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_query_equals_truth_across_flushes, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_gsi_pages_stable_while_newer_entries_arrive, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gsi_apply_twice_changes_nothing, setup, teardown),
@@ -521,8 +608,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gsi_apply_rejects_invalid_entries_and_big_batches,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_gsi_second_writer_is_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_reader_sees_new_entries_after_refresh, setup,
+        cmocka_unit_test_setup_teardown(test_gsi_reader_sees_flushed_applies_after_refresh, setup,
                                         teardown),
+        cmocka_unit_test(test_gsi_config_rejects_write_buffers_outside_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,8 +19,10 @@
  * far). Once the builder has applied everything up to a sequence, each recorded commit up to it
  * is queryable: its lag (now - durable time) goes to the histogram, and the current lag is the
  * age of the oldest commit not yet queryable (0 when caught up). query_gsi_should_pause tells
- * the node to stop consuming while that age is above half the bound and to go on once it is
- * below a quarter, so commits already on their way do not push the lag over the bound.
+ * the node to stop consuming once the lag is predicted to pass half the bound (its age plus the
+ * time the builder needs, at its measured rate, for the events durable but not yet indexed)
+ * and to go on once the prediction is below a quarter, so commits already on their way do not
+ * push the lag over the bound.
  *
  * Cursor format (little-endian): "GSC1", u64 commit sequence, u32 count, then per partition in
  * (day, shard) order: i32 day, u32 shard, u32 segment id, u64 offset (20 bytes each).
@@ -40,6 +42,8 @@
 /* Commits announced but not yet queryable that the lag tracker remembers; past it the oldest
  * are merged (the lag stays measured from the oldest). */
 #define BUILDER_PENDING_MAX 4096u
+/* Indexing rate assumed until the first round large enough to measure: 100k entries/s. */
+#define BUILDER_RATE_GUESS_PER_NS 1e-4
 #define CURSOR_MAGIC "GSC1"
 #define CURSOR_HEADER_BYTES 16u
 #define CURSOR_ENTRY_BYTES 20u
@@ -74,6 +78,7 @@ struct query_gsi {
     uint32_t batch_max;
     uint8_t *cursor;
     uint64_t applied_seq;
+    uint64_t round_entries; /* entries applied in the current round */
 
     /* shared, under lock */
     pthread_mutex_t lock;
@@ -88,6 +93,7 @@ struct query_gsi {
     uint64_t durable_events; /* events durable at the newest announced commit */
     int error;               /* first builder error, 0 while fine */
     bool pausing;            /* back-pressure state (hysteresis) */
+    double entries_per_ns;   /* the builder's measured indexing rate (moving average) */
 };
 
 /* ---- positions and the cursor ------------------------------------------------------------ */
@@ -218,6 +224,7 @@ static int batch_apply(struct query_gsi *g, uint64_t seq)
 {
     size_t len = cursor_encode(g, seq, g->cursor);
     int rc = gsi_apply(g->gsi, g->batch, g->batch_count, g->cursor, len);
+    g->round_entries += g->batch_count;
     if (rc == 0 && g->cfg.test_slow_ms > 0) {
         struct timespec ts = {.tv_sec = g->cfg.test_slow_ms / 1000,
                               .tv_nsec = (long)(g->cfg.test_slow_ms % 1000) * 1000000L};
@@ -303,6 +310,18 @@ static void mark_indexed(struct query_gsi *g, uint64_t seq)
     pthread_mutex_unlock(&g->lock);
 }
 
+/* Folds a round's rate (entries indexed over the time it took) into the moving average. */
+static void note_rate(struct query_gsi *g, uint64_t entries, uint64_t ns)
+{
+    if (entries < 1000 || ns == 0) {
+        return; /* too small to tell */
+    }
+    double rate = (double)entries / (double)ns;
+    pthread_mutex_lock(&g->lock);
+    g->entries_per_ns = g->entries_per_ns == 0 ? rate : 0.7 * g->entries_per_ns + 0.3 * rate;
+    pthread_mutex_unlock(&g->lock);
+}
+
 /* One round: refresh, follow every partition, apply what is left with the round's sequence. */
 static int builder_round(struct query_gsi *g)
 {
@@ -315,9 +334,14 @@ static int builder_round(struct query_gsi *g)
         mark_indexed(g, seq); /* nothing new (or nothing at all yet) */
         return 0;
     }
+    uint64_t start_ns = ds_clock_ns();
+    g->round_entries = 0;
     rc = storage_partition_visit(g->base, follow_partition, g);
     if (rc == 0) {
         rc = batch_apply(g, seq);
+    }
+    if (rc == 0) {
+        note_rate(g, g->round_entries, ds_clock_ns() - start_ns);
     }
     if (rc == 0) {
         g->applied_seq = seq;
@@ -489,11 +513,19 @@ bool query_gsi_should_pause(struct query_gsi *g)
     pthread_mutex_lock(&g->lock);
     uint64_t lag_ns = lag_ns_locked(g, ds_clock_ns());
     uint64_t bound_ns = (uint64_t)g->cfg.max_lag_ms * 1000000u;
+    /* When the oldest waiting commit will be queryable: its age now plus the time the builder
+     * needs for everything durable but not indexed, at its measured rate (a cautious guess
+     * before the first measurement). Pausing on the prediction, not on the lag alone, keeps
+     * the bound when a burst is more than the builder can index in what is left of it. */
+    uint64_t behind =
+        g->durable_events > g->indexed_events ? g->durable_events - g->indexed_events : 0;
+    double rate = g->entries_per_ns > 0 ? g->entries_per_ns : BUILDER_RATE_GUESS_PER_NS;
+    uint64_t predicted_ns = lag_ns + (uint64_t)((double)behind / rate);
     if (g->error != 0) {
         g->pausing = true; /* a dead builder must not let the index fall behind unbounded */
-    } else if (!g->pausing && lag_ns > bound_ns / 2) {
+    } else if (!g->pausing && (predicted_ns > bound_ns / 2 || lag_ns > bound_ns / 2)) {
         g->pausing = true;
-    } else if (g->pausing && lag_ns < bound_ns / 4) {
+    } else if (g->pausing && predicted_ns < bound_ns / 4) {
         g->pausing = false;
     }
     bool pause = g->pausing;

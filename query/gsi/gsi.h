@@ -103,9 +103,10 @@ void gsi_close(struct gsi *g);
 
 /* Adds n entries (borrowed) and replaces the cursor with cursor[0..cursor_len) (borrowed),
  * atomically: queries see all of them or none, and the cursor never runs ahead of its
- * entries. Not durable at return: after a crash the store holds the entries and the cursor of
- * the applies up to some earlier one (those in flushed write buffers), and the builder replays
- * from that cursor. Entries already present (same customer, ts and order id) are replaced by
+ * entries. Not durable at return (the write-ahead log is written, not synced): after a power
+ * cut the store holds the entries and the cursor of the applies up to some earlier one, and
+ * the builder replays from that cursor; a process crash loses nothing. A reader instance sees
+ * the apply after its next refresh. Entries already present (same customer, ts and order id) are replaced by
  * the same bytes, so re-applying a batch changes nothing. Writer handle only.
  * Returns 0, -DS_EUSAGE (an invalid entry, logged with its index), -DS_ELIMIT (n above
  * batch_entries_max or cursor_len above GSI_CURSOR_BYTES_MAX), or -EIO. */

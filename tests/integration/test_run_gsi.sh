@@ -70,6 +70,8 @@ while True:
 EOF
 
 start_http_node() {
+  LOG_RUNS=$((LOG_RUNS + 1)) # wait_assigned looks at this run's lines only
+  echo "==== run $LOG_RUNS at $(date +%T.%N)" >>"$WORK/n1.log"
   "$DAYSHARD" run --brokers "$BOOT" --topic orders --group gsi --data "$WORK/data" \
     --http 127.0.0.1:0 "${NODE_X[@]}" "$@" </dev/null >"$WORK/node.out" 2>>"$WORK/n1.log" 3>&- &
   NODE_PID=$!
@@ -128,7 +130,8 @@ expect_eq "consistent=maybe" 400 "$(curl -s -o /dev/null -w '%{http_code}' "$URL
 curl -s "$URL/v1/customers/1/orders?cursor=zz" | grep -q '"error"' && ok || fail "no JSON error"
 
 # kill -9 while building a second batch, restart: the same view, nothing twice.
-"$DAYSHARD" generate --events 20000 --profile hot-customer --seed 10 --first-day 2026-02-01 \
+# The same days as the counts cover (node_lib.sh DAYS), string order ids of their own.
+"$DAYSHARD" generate --events 20000 --profile hot-customer --seed 10 \
   | sed 's/"order_id":\([0-9]*\)/"order_id":"b\1"/' >"$WORK/more.jsonl"
 cat "$WORK/more.jsonl" >>"$WORK/events.jsonl"
 ds_produce "$WORK/more.jsonl" &

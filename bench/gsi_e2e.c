@@ -1,0 +1,924 @@
+/*
+ * Benchmark: the by-customer index (GSI) end to end (issue 5 targets: with the GSI on, sustained
+ * ingest >= 500,000 events/s and >= 0.5 of the GSI-off rate; GSI lag p99 <= 250 ms at that
+ * rate; newest-10 customer query p99 <= 250 us over HTTP keep-alive for a heavy and a light
+ * customer with 10M events stored).
+ *
+ * Part 1, ingest with the GSI on and off in the same run: the streaming mode of
+ * bench_kafka_e2e (embedded broker with 12 partitions, a node on a thread, the producer sending
+ * the busy-day events of a generated file as fast as it can). With the GSI on, the node is
+ * wired like `dayshard run`: a builder follows the node's data directory, each durable commit
+ * notifies it (on_commit) and the node pauses while the builder asks (should_pause). The clock
+ * runs from the node's assignment until every event is durable (a read-only reader counts
+ * them) and, with the GSI on, indexed too (query_gsi_wait on that reader's commit sequence).
+ * Runs alternate on/off, the first mode swapping every run so neither always goes first.
+ * GSI lag per commit is measured exactly: a waiter thread takes every (commit sequence, durable
+ * time) the node announced and records how long until query_gsi_wait says it is queryable; the
+ * builder's own histogram (struct query_metrics, coarse buckets) is reported beside it.
+ *
+ * Part 2, queries with N events stored: the busy-day workload appended through storage
+ * directly (group commits of BUILD_COMMIT_EVENTS, query_gsi_notify after each, the builder
+ * indexing concurrently), which also gives the indexing rate; then "newest 10" for the
+ * customer with the most orders (the Zipf head), the one whose count is nearest 80,000 (the
+ * target's figure) and one with 2 orders, in-process (query_gsi_orders on the builder's handle)
+ * and over HTTP keep-alive (the query service in-process, one client, sequential requests):
+ * once right after the last entry is indexed (RocksDB still compacting the ingested table files
+ * in the background, as in a live node), and again once the index directory stopped changing.
+ *
+ * Rejected: building the 10M index through Kafka. It would only repeat part 1 for minutes; the
+ * query figures depend on what is stored, not on how it arrived.
+ *
+ * Usage: bench_gsi_e2e [events_e2e=1000000] [runs=3] [events_query=10000000]
+ * Environment: DS_BENCH_TRACE=1 prints durable count and GSI lag every 20 ms (stderr).
+ */
+#include <fcntl.h>
+#include <fts.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "ingest/ingest.h"
+#include "query/query.h"
+#include "shard/shard.h"
+#include "storage/storage.h"
+
+#define RUNS_MAX 9
+/* Commits whose lag one run records; a 1M-event run makes a few dozen (100 ms cadence). */
+#define COMMITS_MAX 65536u
+/* Gauge samples (every 20 ms) over all runs. */
+#define GAUGE_SAMPLES_MAX 100000u
+/* Events per group commit while building the query data: ~100 ms of ingest at 500k events/s,
+ * the node's commit cadence. */
+#define BUILD_COMMIT_EVENTS 50000u
+#define HEAVY_TARGET_ORDERS 80000u
+#define QUERY_LIMIT 10u
+#define HTTP_BUFFER_BYTES (1u << 20)
+/* One latency measurement stops at its iteration count or after this long (a slow store would
+ * otherwise take minutes per customer). */
+#define MEASURE_SECONDS_MAX 5u
+#define SETTLE_STABLE_S 3u
+#define SETTLE_MAX_S 300u
+
+/* Per-commit lag: the node's writer announces (seq, durable time), a waiter measures. */
+struct lag_log {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct query_gsi *gsi;
+    uint64_t seq[COMMITS_MAX];
+    uint64_t durable_ns[COMMITS_MAX];
+    uint32_t count; /* announced */
+    uint32_t taken; /* handed to the waiter */
+    uint32_t dropped;
+    bool stop;
+    double lag_ms[COMMITS_MAX];
+    uint32_t lag_count;
+};
+
+struct e2e {
+    struct ingest_node_config node;
+    struct ingest_node_stats node_stats;
+    struct ingest_kafka_props props;
+    int node_rc;
+    volatile int stop;
+    struct ingest_produce_config produce;
+    struct ingest_produce_stats produce_stats;
+    int produce_rc;
+    struct query_gsi *gsi; /* NULL with the GSI off */
+    struct lag_log lag;
+};
+
+/* What one e2e run reports. */
+struct run_result {
+    double rate;          /* events/s, 0 when events went missing */
+    double cpu_us;        /* process CPU per event over the clock */
+    double tail_ms;       /* all durable -> all indexed */
+    double rss_mib;       /* VmHWM over the run (reset before it) */
+    double gsi_bytes;     /* du DATA/gsi after the run */
+    double base_bytes;    /* du DATA without gsi */
+    uint64_t pauses;      /* back-pressure pauses of the node */
+    uint32_t commits;     /* commits whose lag was measured */
+    uint32_t lag_dropped; /* commits past COMMITS_MAX */
+};
+
+struct latency {
+    double p50_us, p99_us, max_us;
+    uint64_t count; /* queries measured */
+};
+
+static double percentile(double *v, uint32_t n, double p)
+{
+    ASSERT(n >= 1);
+    ASSERT(p >= 0 && p <= 1);
+    qsort(v, n, sizeof(*v), bench_compare_double);
+    uint32_t i = (uint32_t)(p * (double)n);
+    return v[i < n ? i : n - 1];
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- disk and memory ----------------------------------------------------------------------- */
+
+/* Disk usage (allocated blocks) of the files under dir (0 when it does not exist); counts the
+ * RocksDB table files (*.sst) into *sst_count when not NULL. */
+static uint64_t du_bytes(const char *dir, uint32_t *sst_count)
+{
+    char *paths[] = {(char *)(uintptr_t)dir, NULL};
+    FTS *fts = fts_open(paths, FTS_PHYSICAL | FTS_NOCHDIR, NULL);
+    ASSERT(fts != NULL);
+    uint64_t bytes = 0;
+    uint32_t ssts = 0;
+    for (FTSENT *e = fts_read(fts); e != NULL; e = fts_read(fts)) {
+        if (e->fts_info == FTS_F) {
+            bytes += (uint64_t)e->fts_statp->st_blocks * 512u;
+            ssts += e->fts_namelen > 4 && strcmp(e->fts_name + e->fts_namelen - 4, ".sst") == 0;
+        }
+    }
+    fts_close(fts);
+    if (sst_count != NULL) {
+        *sst_count = ssts;
+    }
+    return bytes;
+}
+
+/* Waits until the index directory stops changing (no compaction writing: the same bytes and
+ * table files for SETTLE_STABLE_S seconds in a row), at most SETTLE_MAX_S; returns seconds. */
+static double settle(const char *gsi_dir, uint32_t *sst_count)
+{
+    uint64_t t0 = ds_clock_ns();
+    uint64_t bytes = du_bytes(gsi_dir, sst_count);
+    for (uint32_t stable = 0, waited = 0; stable < SETTLE_STABLE_S && waited < SETTLE_MAX_S;
+         waited++) {
+        sleep_ms(1000);
+        uint32_t ssts = 0;
+        uint64_t now = du_bytes(gsi_dir, &ssts);
+        stable = now == bytes && ssts == *sst_count ? stable + 1 : 0;
+        bytes = now;
+        *sst_count = ssts;
+    }
+    return (double)(ds_clock_ns() - t0) / 1e9;
+}
+
+static double peak_rss_mib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    ASSERT(f != NULL);
+    char line[256];
+    double kib = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "VmHWM:", 6) == 0) {
+            kib = strtod(line + 6, NULL);
+        }
+    }
+    fclose(f);
+    return kib / 1024.0;
+}
+
+/* Resets VmHWM to the current RSS (Linux >= 4.0); without it the figure is the process peak. */
+static void peak_rss_reset(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f != NULL) {
+        fputs("5", f);
+        fclose(f);
+    }
+}
+
+static double process_maxrss_mib(void)
+{
+    struct rusage usage;
+    ASSERT(getrusage(RUSAGE_SELF, &usage) == 0);
+    return (double)usage.ru_maxrss / 1024.0;
+}
+
+/* ---- per-commit lag ------------------------------------------------------------------------ */
+
+static void lag_log_push(struct lag_log *l, uint64_t seq)
+{
+    uint64_t now = ds_clock_ns();
+    pthread_mutex_lock(&l->lock);
+    if (l->count == COMMITS_MAX) {
+        l->dropped++;
+    } else {
+        l->seq[l->count] = seq;
+        l->durable_ns[l->count] = now;
+        l->count++;
+        pthread_cond_signal(&l->wake);
+    }
+    pthread_mutex_unlock(&l->lock);
+}
+
+/* Waits for each announced commit to become queryable, in order, until stopped and drained. */
+static void *lag_waiter_main(void *arg)
+{
+    struct lag_log *l = arg;
+    for (;;) {
+        pthread_mutex_lock(&l->lock);
+        while (l->taken == l->count && !l->stop) {
+            pthread_cond_wait(&l->wake, &l->lock);
+        }
+        if (l->taken == l->count) {
+            pthread_mutex_unlock(&l->lock);
+            return NULL;
+        }
+        uint32_t i = l->taken++;
+        pthread_mutex_unlock(&l->lock);
+        if (query_gsi_wait(l->gsi, l->seq[i], 60000) == 0) {
+            l->lag_ms[l->lag_count++] = (double)(ds_clock_ns() - l->durable_ns[i]) / 1e6;
+        }
+    }
+}
+
+/* ---- the node's observers, as in cli/cmd_run.c ---------------------------------------------- */
+
+static void observe_commit(const struct ingest_node_progress *progress, void *user)
+{
+    struct e2e *e = user;
+    if (e->gsi != NULL) {
+        lag_log_push(&e->lag, progress->commit_seq);
+        query_gsi_notify(e->gsi, progress->commit_seq, progress->events_durable);
+    }
+}
+
+static bool observe_pause(void *user)
+{
+    struct e2e *e = user;
+    return e->gsi != NULL && query_gsi_should_pause(e->gsi);
+}
+
+static void *node_main(void *arg)
+{
+    struct e2e *e = arg;
+    e->node_rc = ingest_node_run(&e->node, &e->node_stats, &e->stop);
+    return NULL;
+}
+
+static void *producer_main(void *arg)
+{
+    struct e2e *e = arg;
+    e->produce_rc = ingest_produce_run(&e->produce, &e->produce_stats, NULL);
+    return NULL;
+}
+
+/* Creates the data directory (storage and shard map) the way the node opens it, so that the
+ * builder's reader can open it before the node starts (cli/cmd_run.c prepare_data_dir). */
+static void prepare_data_dir(const char *dir, uint32_t base_shards)
+{
+    struct storage_config cfg;
+    storage_config_defaults(&cfg);
+    cfg.dir = dir;
+    struct storage *st = NULL;
+    struct shard_map *map = NULL;
+    ASSERT(storage_open(&cfg, &st) == 0);
+    ASSERT(shard_map_open(dir, base_shards, 0, &map) == 0);
+    shard_map_close(map);
+    storage_close(st);
+}
+
+/* Events durable in dir, as a reader sees them (0 before the first commit). */
+static uint64_t durable(struct storage **st, struct shard_map **map, const char *dir)
+{
+    if (*st == NULL) {
+        struct storage_config cfg;
+        storage_config_defaults(&cfg);
+        cfg.dir = dir;
+        cfg.read_only = true;
+        if (storage_open(&cfg, st) != 0 ||
+            shard_map_open(dir, SHARD_COUNT_DEFAULT, SHARD_MAP_READ_ONLY, map) != 0) {
+            return 0;
+        }
+    }
+    ASSERT(storage_refresh(*st) == 0 && shard_map_reload(*map) == 0);
+    struct ingest_workload_config w;
+    ingest_workload_defaults(&w);
+    struct query_count_request req = {.day_first = w.first_day,
+                                      .day_last = w.first_day + (int32_t)w.days - 1};
+    struct query_count_result res;
+    ASSERT(query_count(*st, *map, &req, &res) == 0);
+    uint64_t count = res.count;
+    query_count_result_deinit(&res);
+    return count;
+}
+
+/* ---- part 1: one end-to-end run ------------------------------------------------------------- */
+
+static void e2e_setup(struct e2e *e, struct ingest_broker *broker, const char *data,
+                      const char *input)
+{
+    ASSERT(ingest_kafka_props_add(&e->props, "session.timeout.ms=6000") == 0);
+    ingest_node_config_defaults(&e->node);
+    e->node.brokers = ingest_broker_bootstrap(broker);
+    e->node.data_dir = data;
+    e->node.props = &e->props;
+    e->node.status_interval_ms = 100;
+    e->node.on_commit = observe_commit;
+    e->node.should_pause = observe_pause;
+    e->node.observer_user = e;
+    e->produce.brokers = e->node.brokers;
+    e->produce.topic = "orders";
+    e->produce.input_fd = open(input, O_RDONLY);
+    ASSERT(e->produce.input_fd >= 0);
+    pthread_mutex_init(&e->lag.lock, NULL);
+    pthread_cond_init(&e->lag.wake, NULL);
+}
+
+/* Samples durable events (and the GSI lag gauge) every 20 ms until all events are durable or
+ * nothing changed for 30 s; returns the events seen. The reader stays open in *st. */
+static uint64_t e2e_watch(struct e2e *e, const char *data, uint64_t events, int run,
+                          struct storage **st, struct shard_map **map, double *gauge,
+                          uint32_t *gauge_count)
+{
+    uint64_t t0 = ds_clock_ns();
+    uint64_t last_change = t0;
+    uint64_t seen = 0;
+    bool trace = getenv("DS_BENCH_TRACE") != NULL;
+    while (seen < events && ds_clock_ns() - last_change < 30ull * 1000000000u) {
+        sleep_ms(20);
+        uint64_t now = durable(st, map, data);
+        last_change = now != seen ? ds_clock_ns() : last_change;
+        seen = now;
+        uint64_t lag_ms = 0;
+        uint64_t lag_events = 0;
+        if (e->gsi != NULL) {
+            query_gsi_lag(e->gsi, &lag_ms, &lag_events);
+            if (*gauge_count < GAUGE_SAMPLES_MAX) {
+                gauge[(*gauge_count)++] = (double)lag_ms;
+            }
+        }
+        if (trace) {
+            fprintf(stderr, "trace run %d: %6.0f ms durable %8llu gsi lag %llu ms %llu events\n",
+                    run, (double)(ds_clock_ns() - t0) / 1e6, (unsigned long long)seen,
+                    (unsigned long long)lag_ms, (unsigned long long)lag_events);
+        }
+    }
+    return seen;
+}
+
+/* Starts the broker, the builder (gsi_on) and the node; returns once the node holds its
+ * partitions. */
+static struct ingest_broker *e2e_start(struct e2e *e, const char *data, const char *input,
+                                       bool gsi_on, struct query_metrics *metrics, pthread_t *node,
+                                       pthread_t *waiter)
+{
+    struct ingest_broker_config bcfg;
+    ingest_broker_config_defaults(&bcfg);
+    struct ingest_broker *broker = NULL;
+    ASSERT(ingest_broker_start(&bcfg, &broker) == 0);
+    e2e_setup(e, broker, data, input);
+    prepare_data_dir(data, e->node.base_shards);
+    if (gsi_on) {
+        struct query_gsi_config gcfg;
+        query_gsi_config_defaults(&gcfg);
+        gcfg.data_dir = data;
+        gcfg.metrics = metrics;
+        ASSERT(query_gsi_start(&gcfg, &e->gsi) == 0);
+        e->lag.gsi = e->gsi;
+        ASSERT(pthread_create(waiter, NULL, lag_waiter_main, &e->lag) == 0);
+    }
+    ASSERT(pthread_create(node, NULL, node_main, e) == 0);
+    while (__atomic_load_n(&e->node_stats.rebalances, __ATOMIC_RELAXED) == 0) {
+        sleep_ms(10); /* the group's first join takes the broker's ~3 s rebalance delay */
+    }
+    return broker;
+}
+
+/* Stops the node, the lag waiter and the builder; measures memory and disk of the run. */
+static void e2e_finish(struct e2e *e, const char *data, pthread_t node, const pthread_t *waiter,
+                       struct run_result *out, double *lags, uint32_t *lag_count)
+{
+    __atomic_store_n(&e->stop, 1, __ATOMIC_SEQ_CST);
+    pthread_join(node, NULL);
+    if (e->gsi != NULL) {
+        pthread_mutex_lock(&e->lag.lock);
+        e->lag.stop = true;
+        pthread_cond_signal(&e->lag.wake);
+        pthread_mutex_unlock(&e->lag.lock);
+        pthread_join(*waiter, NULL);
+    }
+    out->rss_mib = peak_rss_mib();
+    query_gsi_stop(e->gsi);
+    char gsi_dir[DS_PATH_MAX];
+    query_gsi_dir(data, gsi_dir);
+    out->gsi_bytes = (double)du_bytes(gsi_dir, NULL);
+    out->base_bytes = (double)du_bytes(data, NULL) - out->gsi_bytes;
+    out->pauses = e->node_stats.pauses;
+    out->commits = e->lag.lag_count;
+    out->lag_dropped = e->lag.dropped;
+    for (uint32_t i = 0; i < e->lag.lag_count && *lag_count < COMMITS_MAX * RUNS_MAX; i++) {
+        lags[(*lag_count)++] = e->lag.lag_ms[i];
+    }
+}
+
+/* One streaming run with the GSI on or off; appends per-commit lags and gauge samples. */
+static void e2e_run(const char *dir, const char *input, uint64_t events, int run, bool gsi_on,
+                    struct query_metrics *metrics, struct run_result *out, double *lags,
+                    uint32_t *lag_count, double *gauge, uint32_t *gauge_count)
+{
+    struct e2e *e = calloc(1, sizeof(*e));
+    ASSERT(e != NULL);
+    char data[256];
+    snprintf(data, sizeof(data), "%s/e2e%d-%s", dir, run, gsi_on ? "on" : "off");
+    peak_rss_reset();
+    pthread_t node;
+    pthread_t waiter;
+    pthread_t producer;
+    struct ingest_broker *broker = e2e_start(e, data, input, gsi_on, metrics, &node, &waiter);
+    uint64_t t0 = ds_clock_ns();
+    double cpu0 = bench_cpu_seconds();
+    ASSERT(pthread_create(&producer, NULL, producer_main, e) == 0);
+    struct storage *st = NULL;
+    struct shard_map *map = NULL;
+    uint64_t seen = e2e_watch(e, data, events, run, &st, &map, gauge, gauge_count);
+    uint64_t t_durable = ds_clock_ns();
+    int wait_rc = 0;
+    if (e->gsi != NULL && seen == events) {
+        wait_rc = query_gsi_wait(e->gsi, storage_commit_seq(st), 60000);
+    }
+    uint64_t t_end = ds_clock_ns();
+    *out = (struct run_result){
+        .rate = seen == events && wait_rc == 0 ? (double)events / ((double)(t_end - t0) / 1e9) : 0,
+        .cpu_us = (bench_cpu_seconds() - cpu0) * 1e6 / (double)events,
+        .tail_ms = (double)(t_end - t_durable) / 1e6};
+    pthread_join(producer, NULL);
+    e2e_finish(e, data, node, &waiter, out, lags, lag_count);
+    close(e->produce.input_fd);
+    shard_map_close(map);
+    storage_close(st);
+    ingest_broker_stop(broker);
+    if (seen != events || wait_rc != 0) {
+        printf("  run %d (gsi %s): only %llu of %llu events durable (gsi wait %s; node rc %d, "
+               "producer rc %d, acked %llu)\n",
+               run + 1, gsi_on ? "on" : "off", (unsigned long long)seen, (unsigned long long)events,
+               ds_strerror(wait_rc), e->node_rc, e->produce_rc,
+               (unsigned long long)e->produce_stats.acked);
+    }
+    pthread_cond_destroy(&e->lag.wake);
+    pthread_mutex_destroy(&e->lag.lock);
+    free(e);
+}
+
+/* The histogram's percentile as a bucket upper bound in ms (-1: +Inf, 0: no observation). */
+static double histogram_percentile_ms(const struct query_metrics *m, double p)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; i <= QUERY_GSI_LAG_BUCKETS; i++) {
+        total += atomic_load(&m->gsi_lag_buckets[i]);
+    }
+    if (total == 0) {
+        return 0;
+    }
+    uint64_t want = (uint64_t)(p * (double)total + 0.999999);
+    uint64_t cumulative = 0;
+    for (uint32_t i = 0; i < QUERY_GSI_LAG_BUCKETS; i++) {
+        cumulative += atomic_load(&m->gsi_lag_buckets[i]);
+        if (cumulative >= want) {
+            return (double)query_gsi_lag_bucket_bounds_ms[i];
+        }
+    }
+    return -1;
+}
+
+static double median_of(const struct run_result *r, int n, size_t field_offset)
+{
+    double v[RUNS_MAX];
+    for (int i = 0; i < n; i++) {
+        memcpy(&v[i], (const char *)&r[i] + field_offset, sizeof(double));
+    }
+    return bench_median(v, n);
+}
+
+static void range_of(const struct run_result *r, int n, double *lo, double *hi)
+{
+    *lo = r[0].rate;
+    *hi = r[0].rate;
+    for (int i = 1; i < n; i++) {
+        *lo = r[i].rate < *lo ? r[i].rate : *lo;
+        *hi = r[i].rate > *hi ? r[i].rate : *hi;
+    }
+}
+
+static void e2e_report(const struct run_result *on, const struct run_result *off, int runs,
+                       uint64_t events, double *lags, uint32_t lag_count, double *gauge,
+                       uint32_t gauge_count, const struct query_metrics *metrics)
+{
+    double rate_on = median_of(on, runs, offsetof(struct run_result, rate));
+    double rate_off = median_of(off, runs, offsetof(struct run_result, rate));
+    double lo_on, hi_on, lo_off, hi_off;
+    range_of(on, runs, &lo_on, &hi_on);
+    range_of(off, runs, &lo_off, &hi_off);
+    uint64_t pauses = 0;
+    uint32_t dropped = 0;
+    for (int r = 0; r < runs; r++) {
+        pauses += on[r].pauses;
+        dropped += on[r].lag_dropped;
+    }
+    if (dropped > 0) {
+        printf("note: %u commits past COMMITS_MAX were not timed\n", dropped);
+    }
+    printf("median end to end with the GSI on (produce -> broker -> node -> durable -> indexed): "
+           "%.0f events/s (range %.0f..%.0f)   [target >= 500,000]\n",
+           rate_on, lo_on, hi_on);
+    printf("median end to end with the GSI off, same runs: %.0f events/s (range %.0f..%.0f); "
+           "ratio on/off %.2f   [target >= 0.5]\n",
+           rate_off, lo_off, hi_off, rate_off > 0 ? rate_on / rate_off : 0.0);
+    printf("median CPU per event (whole process: producer, broker, node, builder): on %.2f us, "
+           "off %.2f us\n",
+           median_of(on, runs, offsetof(struct run_result, cpu_us)),
+           median_of(off, runs, offsetof(struct run_result, cpu_us)));
+    printf("median wait from the last event durable to it indexed: %.1f ms; back-pressure "
+           "pauses over %d runs: %llu\n",
+           median_of(on, runs, offsetof(struct run_result, tail_ms)), runs,
+           (unsigned long long)pauses);
+    if (lag_count > 0) {
+        double max = percentile(lags, lag_count, 1.0);
+        printf("GSI lag per commit, durable -> queryable, over the runs (%u commits, measured by a "
+               "query_gsi_wait waiter): p50 %.1f ms, p99 %.1f ms, max %.1f ms   [target p99 <= "
+               "250]\n",
+               lag_count, percentile(lags, lag_count, 0.5), percentile(lags, lag_count, 0.99), max);
+    }
+    uint64_t count = atomic_load(&metrics->gsi_lag_count);
+    printf("  builder's histogram (%llu commits): p50 <= %.0f ms, p99 <= %.0f ms (bucket bounds), "
+           "mean %.1f ms; lag gauge sampled every 20 ms (%u samples): p50 %.0f ms, p99 %.0f ms\n",
+           (unsigned long long)count, histogram_percentile_ms(metrics, 0.5),
+           histogram_percentile_ms(metrics, 0.99),
+           count > 0 ? (double)atomic_load(&metrics->gsi_lag_sum_ns) / (double)count / 1e6 : 0.0,
+           gauge_count, gauge_count > 0 ? percentile(gauge, gauge_count, 0.5) : 0.0,
+           gauge_count > 0 ? percentile(gauge, gauge_count, 0.99) : 0.0);
+    printf("GSI on disk after a run (du DATA/gsi): median %.1f bytes/event (base data %.1f "
+           "bytes/event)\n",
+           median_of(on, runs, offsetof(struct run_result, gsi_bytes)) / (double)events,
+           median_of(on, runs, offsetof(struct run_result, base_bytes)) / (double)events);
+    printf("peak RSS of a run (VmHWM, producer + broker + node [+ builder]): median on %.0f MiB, "
+           "off %.0f MiB; process peak so far (ru_maxrss) %.0f MiB\n",
+           median_of(on, runs, offsetof(struct run_result, rss_mib)),
+           median_of(off, runs, offsetof(struct run_result, rss_mib)), process_maxrss_mib());
+}
+
+static void e2e_part(const char *dir, uint64_t events, int runs)
+{
+    char input[256];
+    snprintf(input, sizeof(input), "%s/events.jsonl", dir);
+    bench_generate_busy_day(input, events);
+    printf("part 1: %llu busy-day events, %d runs each with the GSI on and off (alternating), "
+           "embedded broker with 12 partitions\n",
+           (unsigned long long)events, runs);
+    struct run_result on[RUNS_MAX];
+    struct run_result off[RUNS_MAX];
+    double *lags = calloc((size_t)COMMITS_MAX * RUNS_MAX, sizeof(*lags));
+    double *gauge = calloc(GAUGE_SAMPLES_MAX, sizeof(*gauge));
+    struct query_metrics *metrics = calloc(1, sizeof(*metrics));
+    ASSERT(lags != NULL && gauge != NULL && metrics != NULL);
+    query_metrics_init(metrics, NULL, 0);
+    uint32_t lag_count = 0;
+    uint32_t gauge_count = 0;
+    for (int r = 0; r < runs; r++) {
+        for (int k = 0; k < 2; k++) {
+            bool gsi_on = (k == 0) == (r % 2 == 1); /* off first in even runs */
+            e2e_run(dir, input, events, r, gsi_on, metrics, gsi_on ? &on[r] : &off[r], lags,
+                    &lag_count, gauge, &gauge_count);
+        }
+        printf("  run %d: gsi on %.0f events/s (%.2f us CPU/event, %llu pauses, %u commits, "
+               "tail %.1f ms, %.0f MiB), off %.0f events/s (%.2f us CPU/event, %.0f MiB), "
+               "ratio %.2f\n",
+               r + 1, on[r].rate, on[r].cpu_us, (unsigned long long)on[r].pauses, on[r].commits,
+               on[r].tail_ms, on[r].rss_mib, off[r].rate, off[r].cpu_us, off[r].rss_mib,
+               off[r].rate > 0 ? on[r].rate / off[r].rate : 0.0);
+        fflush(stdout);
+    }
+    e2e_report(on, off, runs, events, lags, lag_count, gauge, gauge_count, metrics);
+    free(metrics);
+    free(gauge);
+    free(lags);
+    remove(input);
+}
+
+/* ---- part 2: building N events, then queries ------------------------------------------------ */
+
+/* Appends the busy-day workload through storage, notifying the builder after every group
+ * commit, and counts each customer's orders; returns the last commit's sequence. */
+static uint64_t build_append(const char *data, uint64_t events, struct query_gsi *g,
+                             uint32_t *orders, uint64_t customers)
+{
+    struct storage_config cfg;
+    storage_config_defaults(&cfg);
+    cfg.dir = data;
+    struct storage *st = NULL;
+    struct shard_map *map = NULL;
+    ASSERT(storage_open(&cfg, &st) == 0);
+    ASSERT(shard_map_open(data, SHARD_COUNT_DEFAULT, 0, &map) == 0);
+    struct ingest_workload_config wcfg;
+    ingest_workload_defaults(&wcfg);
+    wcfg.profile = INGEST_PROFILE_BUSY_DAY;
+    wcfg.events = events;
+    struct ingest_workload *w = NULL;
+    ASSERT(ingest_workload_create(&wcfg, &w) == 0);
+    struct ds_event event;
+    uint64_t appended = 0;
+    while (ingest_workload_next(w, &event)) {
+        ASSERT(!event.customer_id.is_string);
+        ASSERT(event.customer_id.value >= 1 && (uint64_t)event.customer_id.value <= customers);
+        orders[event.customer_id.value]++;
+        int32_t day = ds_day_from_ms(event.ts_ms);
+        int s = shard_map_ensure(map, day);
+        ASSERT(s > 0);
+        if (shard_map_dirty(map)) {
+            ASSERT(shard_map_sync(map) == 0);
+        }
+        ASSERT(storage_append(st, day, shard_of_id(&event.order_id, (uint32_t)s), &event, NULL) ==
+               0);
+        appended++;
+        if (appended % BUILD_COMMIT_EVENTS == 0 || appended == events) {
+            ASSERT(storage_commit(st) == 0);
+            query_gsi_notify(g, storage_commit_seq(st), appended);
+        }
+    }
+    ASSERT(appended == events);
+    uint64_t seq = storage_commit_seq(st);
+    ingest_workload_destroy(w);
+    shard_map_close(map);
+    storage_close(st);
+    return seq;
+}
+
+struct customer_pick {
+    const char *what;
+    int64_t id;
+    uint32_t orders;
+};
+
+/* The Zipf head, the customer nearest HEAVY_TARGET_ORDERS, and one with 2 orders (else 1). */
+static void customers_pick(const uint32_t *orders, uint64_t customers, struct customer_pick *p)
+{
+    p[0] = (struct customer_pick){.what = "most orders (Zipf head)", .id = 1};
+    p[1] = (struct customer_pick){.what = "nearest 80,000 orders", .id = 1};
+    p[2] = (struct customer_pick){.what = "light", .id = 0};
+    uint64_t best = UINT64_MAX;
+    for (uint64_t id = 1; id <= customers; id++) {
+        uint32_t n = orders[id];
+        p[0].id = n > orders[p[0].id] ? (int64_t)id : p[0].id;
+        uint64_t dist = n > HEAVY_TARGET_ORDERS ? n - HEAVY_TARGET_ORDERS : HEAVY_TARGET_ORDERS - n;
+        if (dist < best) {
+            best = dist;
+            p[1].id = (int64_t)id;
+        }
+        bool light_is_two = p[2].id != 0 && orders[p[2].id] == 2;
+        if (!light_is_two && (n == 2 || (n == 1 && p[2].id == 0))) {
+            p[2].id = (int64_t)id;
+        }
+    }
+    ASSERT(p[2].id != 0);
+    for (int i = 0; i < 3; i++) {
+        p[i].orders = orders[p[i].id];
+    }
+}
+
+static struct latency summarize(uint64_t *ns, uint64_t n)
+{
+    qsort(ns, n, sizeof(*ns), bench_compare_u64);
+    return (struct latency){.p50_us = (double)ns[n / 2] / 1e3,
+                            .p99_us = (double)ns[n * 99 / 100] / 1e3,
+                            .max_us = (double)ns[n - 1] / 1e3,
+                            .count = n};
+}
+
+static struct latency measure_inprocess(struct query_gsi *g, int64_t customer, uint32_t expect,
+                                        uint64_t iterations)
+{
+    struct ds_id id = {.value = customer};
+    struct query_order orders[QUERY_LIMIT];
+    uint64_t *ns = calloc(iterations, sizeof(*ns));
+    ASSERT(ns != NULL);
+    uint64_t deadline = ds_clock_ns() + MEASURE_SECONDS_MAX * 1000000000ull;
+    uint64_t n = 0;
+    for (uint64_t i = 0; i <= iterations && (n == 0 || ds_clock_ns() < deadline); i++) {
+        struct query_orders_page page = {.orders = orders};
+        uint64_t t0 = ds_clock_ns();
+        ASSERT(query_gsi_orders(query_gsi_store(g), &id, QUERY_LIMIT, NULL, &page) == 0);
+        uint64_t t1 = ds_clock_ns();
+        ASSERT(page.count == expect);
+        if (i > 0) { /* the first one warms the cache */
+            ns[n++] = t1 - t0;
+        }
+    }
+    struct latency l = summarize(ns, n);
+    free(ns);
+    return l;
+}
+
+static int connect_to(const char *address)
+{
+    char host[256];
+    const char *colon = strrchr(address, ':');
+    ASSERT(colon != NULL && (size_t)(colon - address) < sizeof(host));
+    memcpy(host, address, (size_t)(colon - address));
+    host[colon - address] = '\0';
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *ai = NULL;
+    ASSERT(getaddrinfo(host, colon + 1, &hints, &ai) == 0);
+    int fd = socket(ai->ai_family, SOCK_STREAM, 0);
+    ASSERT(fd >= 0);
+    ASSERT(connect(fd, ai->ai_addr, ai->ai_addrlen) == 0);
+    int one = 1;
+    ASSERT(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0);
+    freeaddrinfo(ai);
+    return fd;
+}
+
+/* One GET on a keep-alive connection; returns the body's start in buf (NUL-terminated). */
+static const char *http_get(int fd, const char *path, char *buf, size_t cap)
+{
+    char request[512];
+    int n = snprintf(request, sizeof(request), "GET %s HTTP/1.1\r\nHost: bench\r\n\r\n", path);
+    ASSERT(n > 0 && (size_t)n < sizeof(request));
+    ASSERT(send(fd, request, (size_t)n, 0) == n);
+    size_t len = 0;
+    for (;;) { /* until the headers and Content-Length bytes of body arrived */
+        ssize_t r = recv(fd, buf + len, cap - len - 1, 0);
+        if (r <= 0) {
+            fprintf(stderr, "connection closed after %zu bytes: %.300s\n", len, buf);
+            exit(1);
+        }
+        len += (size_t)r;
+        buf[len] = '\0';
+        const char *end = strstr(buf, "\r\n\r\n");
+        const char *cl = strcasestr(buf, "Content-Length:");
+        if (end != NULL && cl != NULL &&
+            len >= (size_t)(end + 4 - buf) + strtoull(cl + 15, NULL, 10)) {
+            if (strncmp(buf, "HTTP/1.1 200", 12) != 0) {
+                fprintf(stderr, "GET %s: %.300s\n", path, buf);
+                exit(1);
+            }
+            return end + 4;
+        }
+    }
+}
+
+static uint32_t count_occurrences(const char *s, const char *what)
+{
+    uint32_t n = 0;
+    for (const char *p = strstr(s, what); p != NULL; p = strstr(p + 1, what)) {
+        n++;
+    }
+    return n;
+}
+
+static struct latency measure_http(const char *address, int64_t customer, uint32_t expect,
+                                   uint64_t iterations)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/customers/%lld/orders?limit=%u", (long long)customer,
+             QUERY_LIMIT);
+    int fd = connect_to(address);
+    char *buf = malloc(HTTP_BUFFER_BYTES);
+    uint64_t *ns = calloc(iterations, sizeof(*ns));
+    ASSERT(buf != NULL && ns != NULL);
+    for (int i = 0; i < 7; i++) { /* warm-up: every service thread, and the block cache */
+        (void)http_get(fd, path, buf, HTTP_BUFFER_BYTES);
+    }
+    ASSERT(count_occurrences(http_get(fd, path, buf, HTTP_BUFFER_BYTES), "\"order_id\":") ==
+           expect);
+    uint64_t deadline = ds_clock_ns() + MEASURE_SECONDS_MAX * 1000000000ull;
+    uint64_t n = 0;
+    while (n < iterations && (n == 0 || ds_clock_ns() < deadline)) {
+        uint64_t t0 = ds_clock_ns();
+        (void)http_get(fd, path, buf, HTTP_BUFFER_BYTES);
+        ns[n++] = ds_clock_ns() - t0;
+    }
+    close(fd);
+    struct latency l = summarize(ns, n);
+    free(ns);
+    free(buf);
+    return l;
+}
+
+static void query_report(struct query_gsi *g, const char *address, const struct customer_pick *p,
+                         uint64_t iterations)
+{
+    uint32_t expect = p->orders < QUERY_LIMIT ? p->orders : QUERY_LIMIT;
+    struct latency in = measure_inprocess(g, p->id, expect, iterations);
+    struct latency http = measure_http(address, p->id, expect, iterations);
+    printf("  customer %-8lld %-24s %8u orders: HTTP p50 %6.1f us  p99 %6.1f us  max %7.1f us"
+           " (%llu)  [target p99 <= 250]; in-process p50 %5.1f us  p99 %5.1f us  max %6.1f us "
+           "(%llu)\n",
+           (long long)p->id, p->what, p->orders, http.p50_us, http.p99_us, http.max_us,
+           (unsigned long long)http.count, in.p50_us, in.p99_us, in.max_us,
+           (unsigned long long)in.count);
+    fflush(stdout);
+}
+
+/* Appends and indexes N events, reports the build; returns the customers to query. */
+static void query_build(const char *data, uint64_t events, struct query_gsi *g,
+                        const struct query_metrics *metrics, struct customer_pick *picks)
+{
+    struct ingest_workload_config wcfg;
+    ingest_workload_defaults(&wcfg);
+    uint32_t *orders = calloc(wcfg.customers + 1, sizeof(*orders));
+    ASSERT(orders != NULL);
+    peak_rss_reset();
+    uint64_t t0 = ds_clock_ns();
+    double cpu0 = bench_cpu_seconds();
+    uint64_t seq = build_append(data, events, g, orders, wcfg.customers);
+    uint64_t t_appended = ds_clock_ns();
+    ASSERT(query_gsi_wait(g, seq, 600000) == 0);
+    uint64_t t_indexed = ds_clock_ns();
+    double seconds = (double)(t_indexed - t0) / 1e9;
+    printf("  build: %.0f events/s appended and indexed (all indexed %.2f s after the first "
+           "append; appending alone took %.2f s, the index finished %.0f ms after the last "
+           "commit), %.2f us CPU/event, peak RSS %.0f MiB\n",
+           (double)events / seconds, seconds, (double)(t_appended - t0) / 1e9,
+           (double)(t_indexed - t_appended) / 1e6,
+           (bench_cpu_seconds() - cpu0) * 1e6 / (double)events, peak_rss_mib());
+    double p50 = histogram_percentile_ms(metrics, 0.5);
+    double p99 = histogram_percentile_ms(metrics, 0.99);
+    printf("  builder's lag histogram while appending flat out (no back-pressure here): p50 %s%.0f "
+           "ms, p99 %s%.0f ms\n",
+           p50 < 0 ? "> " : "<= ", p50 < 0 ? 10000.0 : p50,
+           p99 < 0 ? "> " : "<= ", p99 < 0 ? 10000.0 : p99);
+    customers_pick(orders, wcfg.customers, picks);
+    free(orders);
+}
+
+static void query_phase(struct query_gsi *g, const char *address, const char *gsi_dir,
+                        uint64_t events, const struct customer_pick *picks, uint64_t iterations)
+{
+    uint32_t ssts = 0;
+    uint64_t bytes = du_bytes(gsi_dir, &ssts);
+    printf("  GSI on disk (du DATA/gsi): %.1f MiB, %.1f bytes/event, %u table files\n",
+           (double)bytes / 1048576.0, (double)bytes / (double)events, ssts);
+    for (int i = 0; i < 3; i++) {
+        query_report(g, address, &picks[i], iterations);
+    }
+}
+
+static void query_part(const char *dir, uint64_t events)
+{
+    char data[256];
+    snprintf(data, sizeof(data), "%s/query", dir);
+    prepare_data_dir(data, SHARD_COUNT_DEFAULT);
+    struct query_metrics *metrics = calloc(1, sizeof(*metrics));
+    ASSERT(metrics != NULL);
+    query_metrics_init(metrics, NULL, 0);
+    struct query_gsi_config gcfg;
+    query_gsi_config_defaults(&gcfg);
+    gcfg.data_dir = data;
+    gcfg.metrics = metrics;
+    struct query_gsi *g = NULL;
+    ASSERT(query_gsi_start(&gcfg, &g) == 0);
+    printf("part 2: %llu busy-day events appended through storage (group commits of %u events, "
+           "the builder following), then newest-%u queries\n",
+           (unsigned long long)events, BUILD_COMMIT_EVENTS, QUERY_LIMIT);
+    struct customer_pick picks[3];
+    query_build(data, events, g, metrics, picks);
+    struct query_http_config hcfg = {.data_dir = data, .listen = "127.0.0.1:0", .gsi = g};
+    struct query_http *h = NULL;
+    ASSERT(query_http_start(&hcfg, &h) == 0);
+    uint64_t iterations = events >= 1000000u ? 20000u : 1000u;
+    printf("  up to %llu sequential requests (or %u s) per customer, one keep-alive connection, "
+           "2 service threads; in-process: query_gsi_orders on the builder's handle\n",
+           (unsigned long long)iterations, MEASURE_SECONDS_MAX);
+    char gsi_dir[DS_PATH_MAX];
+    query_gsi_dir(data, gsi_dir);
+    printf("  right after the last entry was indexed (background compactions running):\n");
+    query_phase(g, query_http_address(h), gsi_dir, events, picks, iterations);
+    uint32_t ssts = 0;
+    double waited = settle(gsi_dir, &ssts);
+    printf("  after the index settled (no file changed for %u s; waited %.0f s):\n",
+           SETTLE_STABLE_S, waited);
+    query_phase(g, query_http_address(h), gsi_dir, events, picks, iterations);
+    query_http_stop(h);
+    query_gsi_stop(g);
+    printf("  GSI on disk after the builder closed: %.1f bytes/event\n",
+           (double)du_bytes(gsi_dir, NULL) / (double)events);
+    free(metrics);
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t events = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000ull;
+    int runs = argc > 2 ? atoi(argv[2]) : 3;
+    runs = runs < 1 ? 1 : (runs > RUNS_MAX ? RUNS_MAX : runs);
+    uint64_t events_query = argc > 3 ? strtoull(argv[3], NULL, 10) : 10000000ull;
+    ASSERT(events > 0 && events_query > 0);
+    char dir[] = "/tmp/dayshard-bench-gsi-XXXXXX";
+    ASSERT(mkdtemp(dir) != NULL);
+    printf("bench_gsi_e2e: %llu events end to end x %d runs, %llu events stored for queries\n",
+           (unsigned long long)events, runs, (unsigned long long)events_query);
+    e2e_part(dir, events, runs);
+    query_part(dir, events_query);
+    printf("process peak RSS (ru_maxrss, all parts): %.0f MiB\n", process_maxrss_mib());
+    bench_remove_tree(dir);
+    return 0;
+}

@@ -106,10 +106,10 @@ void gsi_close(struct gsi *g);
  * entries. Not durable at return (the write-ahead log is written, not synced): after a power
  * cut the store holds the entries and the cursor of the applies up to some earlier one, and
  * the builder replays from that cursor; a process crash loses nothing. A reader instance sees
- * the apply after its next refresh. Entries already present (same customer, ts and order id) are replaced by
- * the same bytes, so re-applying a batch changes nothing. Writer handle only.
- * Returns 0, -DS_EUSAGE (an invalid entry, logged with its index), -DS_ELIMIT (n above
- * batch_entries_max or cursor_len above GSI_CURSOR_BYTES_MAX), or -EIO. */
+ * the apply after its next refresh. Entries already present (same customer, ts and order id) are
+ * replaced by the same bytes, so re-applying a batch changes nothing. Writer handle only. Returns
+ * 0, -DS_EUSAGE (an invalid entry, logged with its index), -DS_ELIMIT (n above batch_entries_max or
+ * cursor_len above GSI_CURSOR_BYTES_MAX), or -EIO. */
 DS_MUST_USE int gsi_apply(struct gsi *g, const struct gsi_entry *entries, size_t n,
                           const void *cursor, size_t cursor_len);
 

@@ -624,37 +624,31 @@ static int gsi_view(struct query_http *h, uint64_t durable_seq, uint64_t want_se
     }
 }
 
-/* serve: the orders endpoint over the view of the node's index. */
-static enum MHD_Result serve_orders_view(struct query_http *h, struct MHD_Connection *c,
-                                         const struct http_route *route)
+/* The storage commit a request sees on arrival: everything durable then. */
+static int durable_seq(struct query_http *h, uint64_t *seq)
 {
     struct http_reader *r = NULL;
     int rc = reader_acquire(h, &r);
-    if (rc != 0) {
-        return respond_storage_error(h, c, rc);
+    if (rc == 0) {
+        *seq = storage_commit_seq(r->st);
+        reader_release(r);
     }
-    uint64_t durable_seq = storage_commit_seq(r->st);
-    reader_release(r);
-    uint64_t lag_ms = 0;
-    rc = gsi_view(h, durable_seq, route->consistent ? durable_seq : 0, &lag_ms);
-    if (rc == -ENOENT) {
-        return respond_error(h, c, 503,
-                             "no by-customer index in this data directory yet (the node "
-                             "builds it; it runs without --no-gsi)");
-    }
-    if (rc == -ETIMEDOUT) {
-        return respond_error(h, c, 503,
-                             "the by-customer index did not catch up within the timeout");
-    }
-    if (rc != 0) {
-        return respond_storage_error(h, c, rc);
-    }
+    return rc;
+}
+
+/* Answers one page of route's customer from gsi; releases `held` (a read lock on the view,
+ * or NULL) once the index was read. */
+static enum MHD_Result respond_orders(struct query_http *h, struct MHD_Connection *c,
+                                      const struct http_route *route, struct gsi *gsi,
+                                      uint64_t lag_ms, pthread_rwlock_t *held)
+{
     struct query_orders_page page = {.orders = calloc(route->limit, sizeof(struct query_order))};
-    rc = page.orders == NULL
-             ? -ENOMEM
-             : query_gsi_orders(query_gsi_reader_store(h->gsi_reader), &route->customer,
-                                route->limit, route->cursor, &page);
-    ASSERT(pthread_rwlock_unlock(&h->gsi_lock) == 0);
+    int rc = page.orders == NULL
+                 ? -ENOMEM
+                 : query_gsi_orders(gsi, &route->customer, route->limit, route->cursor, &page);
+    if (held != NULL) {
+        ASSERT(pthread_rwlock_unlock(held) == 0);
+    }
     if (rc != 0) {
         free(page.orders);
         return rc == -DS_EUSAGE
@@ -672,56 +666,44 @@ static enum MHD_Result serve_orders_view(struct query_http *h, struct MHD_Connec
     return respond_json(h, c, 200, body, len);
 }
 
+static enum MHD_Result respond_not_caught_up(struct query_http *h, struct MHD_Connection *c)
+{
+    return respond_error(h, c, 503, "the by-customer index did not catch up within the timeout");
+}
+
+/* The orders endpoint: from the node's builder (run --http), or from a view of the node's
+ * index (serve). */
 static enum MHD_Result serve_orders(struct query_http *h, struct MHD_Connection *c,
                                     const struct http_route *route)
 {
-    if (h->gsi == NULL) {
-        return serve_orders_view(h, c, route);
-    }
-    if (route->consistent) {
-        /* Everything durable when the request arrived: the commit the readers see now. */
-        struct http_reader *r = NULL;
-        int rc = reader_acquire(h, &r);
-        if (rc != 0) {
-            return respond_storage_error(h, c, rc);
-        }
-        uint64_t seq = storage_commit_seq(r->st);
-        reader_release(r);
-        rc = query_gsi_wait(h->gsi, seq, h->consistent_timeout_ms);
-        if (rc == -ETIMEDOUT) {
-            return respond_error(h, c, 503,
-                                 "the by-customer index did not catch up within the timeout");
-        }
-        if (rc != 0) {
-            return respond_storage_error(h, c, rc);
-        }
-    }
-    struct query_orders_page page = {.orders = calloc(route->limit, sizeof(struct query_order))};
-    if (page.orders == NULL) {
-        return respond_storage_error(h, c, -ENOMEM);
-    }
-    int rc = query_gsi_orders(query_gsi_store(h->gsi), &route->customer, route->limit,
-                              route->cursor, &page);
-    if (rc == -DS_EUSAGE) {
-        free(page.orders);
-        return respond_error(h, c, 400, "bad cursor: not one this service handed out");
-    }
+    uint64_t seq = 0;
+    int rc = durable_seq(h, &seq);
     if (rc != 0) {
-        free(page.orders);
         return respond_storage_error(h, c, rc);
     }
     uint64_t lag_ms = 0;
+    if (h->gsi == NULL) {
+        rc = gsi_view(h, seq, route->consistent ? seq : 0, &lag_ms);
+        if (rc == -ENOENT) {
+            return respond_error(h, c, 503,
+                                 "no by-customer index in this data directory yet (the node "
+                                 "builds it; it runs without --no-gsi)");
+        }
+        if (rc != 0) {
+            return rc == -ETIMEDOUT ? respond_not_caught_up(h, c) : respond_storage_error(h, c, rc);
+        }
+        return respond_orders(h, c, route, query_gsi_reader_store(h->gsi_reader), lag_ms,
+                              &h->gsi_lock);
+    }
+    if (route->consistent) {
+        rc = query_gsi_wait(h->gsi, seq, h->consistent_timeout_ms);
+        if (rc != 0) {
+            return rc == -ETIMEDOUT ? respond_not_caught_up(h, c) : respond_storage_error(h, c, rc);
+        }
+    }
     uint64_t lag_events = 0;
     query_gsi_lag(h->gsi, &lag_ms, &lag_events);
-    size_t cap = query_orders_json_bound(page.count);
-    char *body = malloc(cap);
-    int64_t len = -ENOMEM;
-    if (body != NULL) {
-        len = query_orders_json(&route->customer, &page, lag_ms, body, cap);
-        ASSERT(len > 0);
-    }
-    free(page.orders);
-    return respond_json(h, c, 200, body, len);
+    return respond_orders(h, c, route, query_gsi_store(h->gsi), lag_ms, NULL);
 }
 
 static enum MHD_Result dispatch(struct query_http *h, struct MHD_Connection *c,

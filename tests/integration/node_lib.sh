@@ -107,6 +107,30 @@ start_node() {
   NODE_PID=$!
 }
 
+# start_http_node NAME DATA GROUP [ARGS...]: a node with the query service on a port of its
+# own (first stdout line); sets NODE_PID and URL, and marks the run in NAME.log for
+# wait_assigned.
+start_http_node() {
+  local name=$1 data=$2 group=$3
+  shift 3
+  LOG_RUNS=$((LOG_RUNS + 1))
+  echo "==== run $LOG_RUNS at $(date +%T.%N)" >>"$WORK/$name.log"
+  : >"$WORK/$name.out"
+  "$DAYSHARD" run --brokers "$BOOT" --topic orders --group "$group" --data "$data" \
+    --http 127.0.0.1:0 "${NODE_X[@]}" "$@" </dev/null >"$WORK/$name.out" \
+    2>>"$WORK/$name.log" 3>&- &
+  NODE_PID=$!
+  for _ in $(seq 100); do
+    [[ -s $WORK/$name.out ]] && break
+    sleep 0.1
+  done
+  URL=http://$(head -1 "$WORK/$name.out")
+  [[ $URL == http://127.0.0.1:* ]] || die "node $name printed no HTTP address"
+}
+
+# GSI_LIB: the by-customer index tests' Python helpers (truth, pages).
+GSI_LIB=$(dirname "${BASH_SOURCE[0]}")/gsi_lib.py
+
 # stop_node NAME PID: SIGTERM; expects exit 0 within 30 s (then a watchdog kills it).
 stop_node() {
   local name=$1 pid=$2 rc

@@ -25,68 +25,6 @@ start_broker --partitions 4
 expected=$(truth "$WORK/events.jsonl")
 total=$(total_of <<<"$expected")
 
-# truth.py CUSTOMER-JSON FILE: the customer's orders newest first (ts desc; equal ts: order ids
-# descending, every string id before every integer id), one "order_id ts amount" line each.
-# (From test_run_gsi.sh.)
-cat >"$WORK/truth.py" <<'EOF'
-import json, sys, datetime
-want = json.loads(sys.argv[1])
-def ms(ts):
-    if isinstance(ts, int):
-        return ts
-    t = datetime.datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    return round(t.timestamp() * 1000)
-rows = []
-for line in open(sys.argv[2]):
-    e = json.loads(line)
-    c = e["customer_id"]
-    if type(c) is type(want) and c == want:
-        rows.append(e)
-def key(e):
-    o = e["order_id"]
-    return (-ms(e["ts"]), 0 if isinstance(o, str) else 1,
-            [-b for b in o.encode()] + [1] if isinstance(o, str) else -o)
-rows.sort(key=key)
-for e in rows:
-    print(json.dumps(e["order_id"], ensure_ascii=False), ms(e["ts"]),
-          "%.4f" % e.get("amount", 0))
-EOF
-# pages.py URL LIMIT: follows "next" to the end; one "order_id ts_ms amount status day" line per
-# order (more than the truth has: the status and day must survive a rebuild too).
-cat >"$WORK/pages.py" <<'EOF'
-import json, sys, urllib.request, urllib.parse, datetime
-base, limit = sys.argv[1], sys.argv[2]
-cursor = None
-while True:
-    url = base + "?limit=" + limit + ("&cursor=" + urllib.parse.quote(cursor) if cursor else "")
-    doc = json.load(urllib.request.urlopen(url, timeout=10))
-    assert len(doc["orders"]) <= int(limit)
-    for o in doc["orders"]:
-        t = datetime.datetime.fromisoformat(o["ts"].replace("Z", "+00:00"))
-        print(json.dumps(o["order_id"], ensure_ascii=False), round(t.timestamp() * 1000),
-              o["amount"], o["status"], o["day"])
-    cursor = doc["next"]
-    if cursor is None:
-        break
-    assert len(doc["orders"]) == int(limit), "a short page before the end"
-EOF
-
-# start_http_node: a node on DATA serving HTTP on a port of its own; sets NODE_PID and URL.
-start_http_node() {
-  LOG_RUNS=$((LOG_RUNS + 1))
-  echo "==== run $LOG_RUNS at $(date +%T.%N)" >>"$WORK/n1.log"
-  : >"$WORK/node.out"
-  "$DAYSHARD" run --brokers "$BOOT" --topic orders --group rebuild --data "$DATA" \
-    --http 127.0.0.1:0 "${NODE_X[@]}" </dev/null >"$WORK/node.out" 2>>"$WORK/n1.log" 3>&- &
-  NODE_PID=$!
-  for _ in $(seq 100); do
-    [[ -s $WORK/node.out ]] && break
-    sleep 0.1
-  done
-  URL=http://$(head -1 "$WORK/node.out")
-  [[ $URL == http://127.0.0.1:* ]] || die "the node printed no HTTP address"
-}
-
 # Customers viewed: two heavy ones (thousands of orders), a light one (one order), string ids
 # and an integer id that looks like one of them.
 CUSTOMERS=(2 1 999999999 '"42"' 42 '"cust é"')
@@ -100,7 +38,7 @@ save_views() {
     i=$((i + 1))
     path=$("$PY" -c 'import json,sys,urllib.parse; c=json.loads(sys.argv[1]); print(urllib.parse.quote(json.dumps(c, ensure_ascii=False) if isinstance(c, str) else str(c)))' "$customer")
     for limit in 97 1000; do
-      "$PY" "$WORK/pages.py" "$URL/v1/customers/$path/orders" "$limit" >"$WORK/$name/$i-$limit" ||
+      "$PY" "$GSI_LIB" pages "$URL/v1/customers/$path/orders" "$limit" --full >"$WORK/$name/$i-$limit" ||
         fail "$name: pages of $customer (limit $limit) failed"
     done
   done
@@ -131,13 +69,13 @@ rebuild() {
 }
 
 # ---- the incremental view, built by a node --------------------------------------------------
-start_http_node
+start_http_node n1 "$DATA" rebuild
 wait_assigned n1 30 || die "the node got no partitions"
 ds_produce "$WORK/events.jsonl" || fail "produce"
 wait_counts "counts" "$expected" 60 "$DATA"
 save_views incremental
 for customer in 1 3 4 5; do # the views are right to begin with (limit 1000 against the truth)
-  "$PY" "$WORK/truth.py" "${CUSTOMERS[customer - 1]}" "$WORK/events.jsonl" >"$WORK/want"
+  "$PY" "$GSI_LIB" truth "${CUSTOMERS[customer - 1]}" "$WORK/events.jsonl" >"$WORK/want"
   cut -d' ' -f1-3 "$WORK/incremental/$customer-1000" >"$WORK/got"
   cmp -s "$WORK/want" "$WORK/got" && ok || fail "incremental view of ${CUSTOMERS[customer - 1]} is wrong"
 done
@@ -170,7 +108,7 @@ grep -q "no data" "$WORK/err" && ok || fail "no clear message: $(cat "$WORK/err"
 rm -rf "$DATA/gsi"
 rebuild "after rm -rf gsi"
 compgen -G "$DATA/gsi.old-*" >/dev/null && fail "gsi.old-* left behind" || ok
-start_http_node
+start_http_node n1 "$DATA" rebuild
 check_views "after rm -rf gsi"
 # The node resumed from the rebuilt index's cursor instead of indexing everything again.
 seq=$(json_get "$WORK/after rm -rf gsi.json" 'd["commit_seq"]')
@@ -183,7 +121,7 @@ expect_exit "a node on a damaged index" 1 timeout 30 "$DAYSHARD" run --brokers "
   --topic orders --group rebuild --data "$DATA" "${NODE_X[@]}"
 grep -q "by-customer index" "$WORK/err" && ok || fail "the node's refusal names no index: $(tail -c 300 "$WORK/err")"
 rebuild "after a bad FORMAT"
-start_http_node
+start_http_node n1 "$DATA" rebuild
 check_views "after a bad FORMAT"
 stop_node n1 "$NODE_PID"
 
@@ -199,7 +137,7 @@ expect_exit "a node on cut tables" 1 timeout 30 "$DAYSHARD" run --brokers "$BOOT
 grep -q "by-customer index" "$WORK/err" && ok || fail "the node's refusal names no index: $(tail -c 300 "$WORK/err")"
 rm -f "$DATA/gsi/db/CURRENT"
 rebuild "after cut tables"
-start_http_node
+start_http_node n1 "$DATA" rebuild
 check_views "after cut tables"
 
 # ---- crash: a rebuild killed -9 midway keeps the old index aside; the next one finishes -----
@@ -218,7 +156,7 @@ rebuild "after a killed rebuild"
 grep -q "gsi.old-$slow is left" "$WORK/err" && ok || fail "the leftover was not named"
 [[ -d $DATA/gsi.old-$slow ]] && ok || fail "the leftover was removed"
 rm -rf "$DATA/gsi.old-$slow"
-start_http_node
+start_http_node n1 "$DATA" rebuild
 check_views "after a killed rebuild"
 stop_node n1 "$NODE_PID"
 

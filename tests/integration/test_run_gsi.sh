@@ -22,76 +22,15 @@ start_broker --partitions 4
 } >"$WORK/events.jsonl"
 expected=$(truth "$WORK/events.jsonl")
 
-# truth.py CUSTOMER-JSON: the customer's orders newest first (ts desc; equal ts: order ids
-# descending, every string id before every integer id), one "order_id ts amount" line each.
-cat >"$WORK/truth.py" <<'EOF'
-import json, sys, datetime
-want = json.loads(sys.argv[1])
-def ms(ts):
-    if isinstance(ts, int):
-        return ts
-    t = datetime.datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    return round(t.timestamp() * 1000)
-rows = []
-for line in open(sys.argv[2]):
-    e = json.loads(line)
-    c = e["customer_id"]
-    if type(c) is type(want) and c == want:
-        rows.append(e)
-def key(e):
-    o = e["order_id"]
-    # descending: strings (bytewise) first, then integers
-    return (-ms(e["ts"]), 0 if isinstance(o, str) else 1,
-            [-b for b in o.encode()] + [1] if isinstance(o, str) else -o)
-rows.sort(key=key)
-for e in rows:
-    print(json.dumps(e["order_id"], ensure_ascii=False), ms(e["ts"]),
-          "%.4f" % e.get("amount", 0))
-EOF
-# pages.py URL LIMIT: follows "next" to the end; prints the same lines, checks the id type.
-cat >"$WORK/pages.py" <<'EOF'
-import json, sys, urllib.request, urllib.parse, datetime
-base, limit = sys.argv[1], sys.argv[2]
-cursor, seen = None, 0
-while True:
-    url = base + "?limit=" + limit + ("&cursor=" + urllib.parse.quote(cursor) if cursor else "")
-    doc = json.load(urllib.request.urlopen(url, timeout=10))
-    assert isinstance(doc["gsi_lag_ms"], int), doc
-    assert len(doc["orders"]) <= int(limit)
-    for o in doc["orders"]:
-        t = datetime.datetime.fromisoformat(o["ts"].replace("Z", "+00:00"))
-        print(json.dumps(o["order_id"], ensure_ascii=False), round(t.timestamp() * 1000),
-              o["amount"])
-    seen += 1
-    cursor = doc["next"]
-    if cursor is None:
-        break
-    assert len(doc["orders"]) == int(limit), "a short page before the end"
-EOF
-
-start_http_node() {
-  LOG_RUNS=$((LOG_RUNS + 1)) # wait_assigned looks at this run's lines only
-  echo "==== run $LOG_RUNS at $(date +%T.%N)" >>"$WORK/n1.log"
-  "$DAYSHARD" run --brokers "$BOOT" --topic orders --group gsi --data "$WORK/data" \
-    --http 127.0.0.1:0 "${NODE_X[@]}" "$@" </dev/null >"$WORK/node.out" 2>>"$WORK/n1.log" 3>&- &
-  NODE_PID=$!
-  for _ in $(seq 100); do
-    [[ -s $WORK/node.out ]] && break
-    sleep 0.1
-  done
-  URL=http://$(head -1 "$WORK/node.out")
-  [[ $URL == http://127.0.0.1:* ]] || die "the node printed no HTTP address"
-}
-
 # check_view WHAT: every customer's full pagination equals the truth.
 check_view() {
   local what=$1 customer path limit
   for customer in 2 1 999999999 '"42"' 42 '"cust é"' 123456789012; do
     path=$("$PY" -c 'import json,sys,urllib.parse; c=json.loads(sys.argv[1]); print(urllib.parse.quote(json.dumps(c, ensure_ascii=False) if isinstance(c, str) else str(c)))' "$customer")
-    "$PY" "$WORK/truth.py" "$customer" "$WORK/events.jsonl" >"$WORK/want.txt"
+    "$PY" "$GSI_LIB" truth "$customer" "$WORK/events.jsonl" >"$WORK/want.txt"
     for limit in 1 7 1000; do
       if [[ $limit == 1 && ($customer == 1 || $customer == 2) ]]; then continue; fi # many pages
-      "$PY" "$WORK/pages.py" "$URL/v1/customers/$path/orders" "$limit" >"$WORK/got.txt" ||
+      "$PY" "$GSI_LIB" pages "$URL/v1/customers/$path/orders" "$limit" >"$WORK/got.txt" ||
         fail "$what: pages of $customer (limit $limit) failed"
       if cmp -s "$WORK/want.txt" "$WORK/got.txt"; then ok; else
         fail "$what: customer $customer limit $limit: $(diff "$WORK/want.txt" "$WORK/got.txt" | head -4)"
@@ -100,13 +39,13 @@ check_view() {
   done
 }
 
-start_http_node
+start_http_node n1 "$WORK/data" gsi
 wait_assigned n1 30 || die "the node got no partitions"
 ds_produce "$WORK/events.jsonl" || fail "produce"
 wait_counts "counts" "$expected" 60 "$WORK/data"
 expect_eq "consistent read" 200 "$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/customers/1/orders?consistent=true")"
 check_view "after building"
-heavy_count=$("$PY" "$WORK/truth.py" 2 "$WORK/events.jsonl" | wc -l)
+heavy_count=$("$PY" "$GSI_LIB" truth 2 "$WORK/events.jsonl" | wc -l)
 ((heavy_count > 2000)) && ok || fail "the heavy customer has only $heavy_count orders"
 
 # consistent=true right after producing an order returns it.
@@ -139,7 +78,7 @@ producer=$!
 sleep 0.$((RANDOM % 9 + 1))
 crash_node "$NODE_PID"
 wait "$producer" || fail "produce more"
-start_http_node
+start_http_node n1 "$WORK/data" gsi
 wait_assigned n1 30 || die "the node got no partitions after the restart"
 wait_counts "counts after the crash" "$(truth "$WORK/events.jsonl")" 60 "$WORK/data"
 expect_eq "consistent read" 200 "$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/customers/1/orders?consistent=true")"
@@ -156,7 +95,7 @@ grep -q '"s-2"' "$WORK/table.txt" && grep -q "next: " "$WORK/table.txt" && ok ||
 "$PY" -c 'import json,sys
 for o in json.load(open(sys.argv[1]))["orders"]: print(json.dumps(o["order_id"]))' \
   "$WORK/local.json" >"$WORK/local.txt"
-"$PY" "$WORK/truth.py" 2 "$WORK/events.jsonl" >"$WORK/want.txt"
+"$PY" "$GSI_LIB" truth 2 "$WORK/events.jsonl" >"$WORK/want.txt"
 head -n 5 "$WORK/want.txt" | cut -d' ' -f1 >"$WORK/want5.txt"
 cmp -s "$WORK/local.txt" "$WORK/want5.txt" && ok ||
   fail "orders --data: $(diff "$WORK/want5.txt" "$WORK/local.txt" | head -4)"
@@ -170,8 +109,8 @@ for _ in $(seq 100); do
 done
 SERVE_URL=http://$(head -1 "$WORK/serve.out")
 curl -s "$SERVE_URL/v1/customers/2/orders?consistent=true" >/dev/null
-"$PY" "$WORK/truth.py" 2 "$WORK/events.jsonl" >"$WORK/want.txt"
-"$PY" "$WORK/pages.py" "$SERVE_URL/v1/customers/2/orders" 1000 >"$WORK/got.txt" ||
+"$PY" "$GSI_LIB" truth 2 "$WORK/events.jsonl" >"$WORK/want.txt"
+"$PY" "$GSI_LIB" pages "$SERVE_URL/v1/customers/2/orders" 1000 >"$WORK/got.txt" ||
   fail "serve pages failed"
 cmp -s "$WORK/want.txt" "$WORK/got.txt" && ok ||
   fail "serve's view: $(diff "$WORK/want.txt" "$WORK/got.txt" | head -4)"

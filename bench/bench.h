@@ -6,9 +6,14 @@
 #define DS_BENCH_H
 
 #include <ftw.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "ingest/ingest.h"
@@ -76,6 +81,72 @@ static inline uint64_t bench_generate_busy_day(const char *path, uint64_t events
     rc = fclose(out);
     ASSERT(rc == 0);
     return bytes;
+}
+
+/* Latency percentiles of n samples in nanoseconds (sorts them); n >= 1. */
+struct bench_latency {
+    double p50_us, p99_us, max_us;
+    uint64_t count;
+};
+
+static inline struct bench_latency bench_latency_of(uint64_t *ns, uint64_t n)
+{
+    ASSERT(n >= 1);
+    qsort(ns, n, sizeof(*ns), bench_compare_u64);
+    return (struct bench_latency){.p50_us = (double)ns[n / 2] / 1e3,
+                                  .p99_us = (double)ns[n * 99 / 100] / 1e3,
+                                  .max_us = (double)ns[n - 1] / 1e3,
+                                  .count = n};
+}
+
+/* A TCP connection (TCP_NODELAY) to "HOST:PORT"; aborts on failure. */
+static inline int bench_http_connect(const char *address)
+{
+    char host[256];
+    const char *colon = strrchr(address, ':');
+    ASSERT(colon != NULL && (size_t)(colon - address) < sizeof(host));
+    memcpy(host, address, (size_t)(colon - address));
+    host[colon - address] = '\0';
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *ai = NULL;
+    ASSERT(getaddrinfo(host, colon + 1, &hints, &ai) == 0);
+    int fd = socket(ai->ai_family, SOCK_STREAM, 0);
+    ASSERT(fd >= 0);
+    ASSERT(connect(fd, ai->ai_addr, ai->ai_addrlen) == 0);
+    int one = 1;
+    ASSERT(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0);
+    freeaddrinfo(ai);
+    return fd;
+}
+
+/* One GET on a keep-alive connection; returns the body's start in buf (NUL-terminated).
+ * Exits with the answer on stderr unless it is a 200. */
+static inline const char *bench_http_get(int fd, const char *path, char *buf, size_t cap)
+{
+    char request[512];
+    int n = snprintf(request, sizeof(request), "GET %s HTTP/1.1\r\nHost: bench\r\n\r\n", path);
+    ASSERT(n > 0 && (size_t)n < sizeof(request));
+    ASSERT(send(fd, request, (size_t)n, 0) == n);
+    size_t len = 0;
+    for (;;) { /* until the headers and Content-Length bytes of body arrived */
+        ssize_t r = recv(fd, buf + len, cap - len - 1, 0);
+        if (r <= 0) {
+            fprintf(stderr, "connection closed after %zu bytes: %.300s\n", len, buf);
+            exit(1);
+        }
+        len += (size_t)r;
+        buf[len] = '\0';
+        const char *end = strstr(buf, "\r\n\r\n");
+        const char *cl = strcasestr(buf, "Content-Length:");
+        if (end != NULL && cl != NULL &&
+            len >= (size_t)(end + 4 - buf) + strtoull(cl + 15, NULL, 10)) {
+            if (strncmp(buf, "HTTP/1.1 200", 12) != 0) {
+                fprintf(stderr, "GET %s: %.300s\n", path, buf);
+                exit(1);
+            }
+            return end + 4;
+        }
+    }
 }
 
 #endif /* DS_BENCH_H */

@@ -110,11 +110,6 @@ struct run_result {
     uint32_t lag_dropped; /* commits past COMMITS_MAX */
 };
 
-struct latency {
-    double p50_us, p99_us, max_us;
-    uint64_t count; /* queries measured */
-};
-
 static double percentile(double *v, uint32_t n, double p)
 {
     ASSERT(n >= 1);
@@ -685,17 +680,8 @@ static void customers_pick(const uint32_t *orders, uint64_t customers, struct cu
     }
 }
 
-static struct latency summarize(uint64_t *ns, uint64_t n)
-{
-    qsort(ns, n, sizeof(*ns), bench_compare_u64);
-    return (struct latency){.p50_us = (double)ns[n / 2] / 1e3,
-                            .p99_us = (double)ns[n * 99 / 100] / 1e3,
-                            .max_us = (double)ns[n - 1] / 1e3,
-                            .count = n};
-}
-
-static struct latency measure_inprocess(struct query_gsi *g, int64_t customer, uint32_t expect,
-                                        uint64_t iterations)
+static struct bench_latency measure_inprocess(struct query_gsi *g, int64_t customer,
+                                              uint32_t expect, uint64_t iterations)
 {
     struct ds_id id = {.value = customer};
     struct query_order orders[QUERY_LIMIT];
@@ -713,57 +699,9 @@ static struct latency measure_inprocess(struct query_gsi *g, int64_t customer, u
             ns[n++] = t1 - t0;
         }
     }
-    struct latency l = summarize(ns, n);
+    struct bench_latency l = bench_latency_of(ns, n);
     free(ns);
     return l;
-}
-
-static int connect_to(const char *address)
-{
-    char host[256];
-    const char *colon = strrchr(address, ':');
-    ASSERT(colon != NULL && (size_t)(colon - address) < sizeof(host));
-    memcpy(host, address, (size_t)(colon - address));
-    host[colon - address] = '\0';
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    struct addrinfo *ai = NULL;
-    ASSERT(getaddrinfo(host, colon + 1, &hints, &ai) == 0);
-    int fd = socket(ai->ai_family, SOCK_STREAM, 0);
-    ASSERT(fd >= 0);
-    ASSERT(connect(fd, ai->ai_addr, ai->ai_addrlen) == 0);
-    int one = 1;
-    ASSERT(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0);
-    freeaddrinfo(ai);
-    return fd;
-}
-
-/* One GET on a keep-alive connection; returns the body's start in buf (NUL-terminated). */
-static const char *http_get(int fd, const char *path, char *buf, size_t cap)
-{
-    char request[512];
-    int n = snprintf(request, sizeof(request), "GET %s HTTP/1.1\r\nHost: bench\r\n\r\n", path);
-    ASSERT(n > 0 && (size_t)n < sizeof(request));
-    ASSERT(send(fd, request, (size_t)n, 0) == n);
-    size_t len = 0;
-    for (;;) { /* until the headers and Content-Length bytes of body arrived */
-        ssize_t r = recv(fd, buf + len, cap - len - 1, 0);
-        if (r <= 0) {
-            fprintf(stderr, "connection closed after %zu bytes: %.300s\n", len, buf);
-            exit(1);
-        }
-        len += (size_t)r;
-        buf[len] = '\0';
-        const char *end = strstr(buf, "\r\n\r\n");
-        const char *cl = strcasestr(buf, "Content-Length:");
-        if (end != NULL && cl != NULL &&
-            len >= (size_t)(end + 4 - buf) + strtoull(cl + 15, NULL, 10)) {
-            if (strncmp(buf, "HTTP/1.1 200", 12) != 0) {
-                fprintf(stderr, "GET %s: %.300s\n", path, buf);
-                exit(1);
-            }
-            return end + 4;
-        }
-    }
 }
 
 static uint32_t count_occurrences(const char *s, const char *what)
@@ -775,30 +713,30 @@ static uint32_t count_occurrences(const char *s, const char *what)
     return n;
 }
 
-static struct latency measure_http(const char *address, int64_t customer, uint32_t expect,
-                                   uint64_t iterations)
+static struct bench_latency measure_http(const char *address, int64_t customer, uint32_t expect,
+                                         uint64_t iterations)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/customers/%lld/orders?limit=%u", (long long)customer,
              QUERY_LIMIT);
-    int fd = connect_to(address);
+    int fd = bench_http_connect(address);
     char *buf = malloc(HTTP_BUFFER_BYTES);
     uint64_t *ns = calloc(iterations, sizeof(*ns));
     ASSERT(buf != NULL && ns != NULL);
     for (int i = 0; i < 7; i++) { /* warm-up: every service thread, and the block cache */
-        (void)http_get(fd, path, buf, HTTP_BUFFER_BYTES);
+        (void)bench_http_get(fd, path, buf, HTTP_BUFFER_BYTES);
     }
-    ASSERT(count_occurrences(http_get(fd, path, buf, HTTP_BUFFER_BYTES), "\"order_id\":") ==
+    ASSERT(count_occurrences(bench_http_get(fd, path, buf, HTTP_BUFFER_BYTES), "\"order_id\":") ==
            expect);
     uint64_t deadline = ds_clock_ns() + MEASURE_SECONDS_MAX * 1000000000ull;
     uint64_t n = 0;
     while (n < iterations && (n == 0 || ds_clock_ns() < deadline)) {
         uint64_t t0 = ds_clock_ns();
-        (void)http_get(fd, path, buf, HTTP_BUFFER_BYTES);
+        (void)bench_http_get(fd, path, buf, HTTP_BUFFER_BYTES);
         ns[n++] = ds_clock_ns() - t0;
     }
     close(fd);
-    struct latency l = summarize(ns, n);
+    struct bench_latency l = bench_latency_of(ns, n);
     free(ns);
     free(buf);
     return l;
@@ -808,8 +746,8 @@ static void query_report(struct query_gsi *g, const char *address, const struct 
                          uint64_t iterations)
 {
     uint32_t expect = p->orders < QUERY_LIMIT ? p->orders : QUERY_LIMIT;
-    struct latency in = measure_inprocess(g, p->id, expect, iterations);
-    struct latency http = measure_http(address, p->id, expect, iterations);
+    struct bench_latency in = measure_inprocess(g, p->id, expect, iterations);
+    struct bench_latency http = measure_http(address, p->id, expect, iterations);
     printf("  customer %-8lld %-24s %8u orders: HTTP p50 %6.1f us  p99 %6.1f us  max %7.1f us"
            " (%llu)  [target p99 <= 250]; in-process p50 %5.1f us  p99 %5.1f us  max %6.1f us "
            "(%llu)\n",

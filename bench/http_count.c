@@ -21,96 +21,33 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "bench/bench.h"
 #include "ingest/ingest.h"
 #include "query/query.h"
 #include "shard/shard.h"
 #include "storage/storage.h"
 
-struct latency {
-    double p50_us, p99_us, max_us;
-};
-
-static int cmp_u64(const void *a, const void *b)
+static struct bench_latency measure_http(const char *address, const char *path, uint64_t iterations,
+                                         uint64_t *count_out)
 {
-    uint64_t x = *(const uint64_t *)a;
-    uint64_t y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static struct latency summarize(uint64_t *ns, uint64_t n)
-{
-    qsort(ns, n, sizeof(*ns), cmp_u64);
-    return (struct latency){.p50_us = (double)ns[n / 2] / 1e3,
-                            .p99_us = (double)ns[n * 99 / 100] / 1e3,
-                            .max_us = (double)ns[n - 1] / 1e3};
-}
-
-static int connect_to(const char *address)
-{
-    char host[256];
-    const char *colon = strrchr(address, ':');
-    ASSERT(colon != NULL && (size_t)(colon - address) < sizeof(host));
-    memcpy(host, address, (size_t)(colon - address));
-    host[colon - address] = '\0';
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    struct addrinfo *ai = NULL;
-    ASSERT(getaddrinfo(host, colon + 1, &hints, &ai) == 0);
-    int fd = socket(ai->ai_family, SOCK_STREAM, 0);
-    ASSERT(fd >= 0);
-    ASSERT(connect(fd, ai->ai_addr, ai->ai_addrlen) == 0);
-    int one = 1;
-    ASSERT(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0);
-    freeaddrinfo(ai);
-    return fd;
-}
-
-/* One GET on a keep-alive connection; returns the body's start in buf (NUL-terminated). */
-static const char *get(int fd, const char *path, char *buf, size_t cap)
-{
-    char request[512];
-    int n = snprintf(request, sizeof(request), "GET %s HTTP/1.1\r\nHost: bench\r\n\r\n", path);
-    ASSERT(n > 0 && (size_t)n < sizeof(request));
-    ASSERT(send(fd, request, (size_t)n, 0) == n);
-    size_t len = 0;
-    for (;;) { /* until the headers and Content-Length bytes of body arrived */
-        ssize_t r = recv(fd, buf + len, cap - len - 1, 0);
-        if (r <= 0) {
-            fprintf(stderr, "connection closed after %zu bytes: %.300s\n", len, buf);
-            exit(1);
-        }
-        len += (size_t)r;
-        buf[len] = '\0';
-        const char *end = strstr(buf, "\r\n\r\n");
-        const char *cl = strcasestr(buf, "Content-Length:");
-        if (end != NULL && cl != NULL &&
-            len >= (size_t)(end + 4 - buf) + strtoull(cl + 15, NULL, 10)) {
-            ASSERT(strncmp(buf, "HTTP/1.1 200", 12) == 0);
-            return end + 4;
-        }
-    }
-}
-
-static struct latency measure_http(const char *address, const char *path, uint64_t iterations,
-                                   uint64_t *count_out)
-{
-    int fd = connect_to(address);
+    int fd = bench_http_connect(address);
     static char buf[1 << 20];
     uint64_t *ns = calloc(iterations, sizeof(*ns));
     ASSERT(ns != NULL);
     /* Warm-up: each service thread's reader builds its own summaries on its first request. */
     for (int i = 0; i < 7; i++) {
-        (void)get(fd, path, buf, sizeof(buf));
+        (void)bench_http_get(fd, path, buf, sizeof(buf));
     }
-    const char *body = get(fd, path, buf, sizeof(buf));
+    const char *body = bench_http_get(fd, path, buf, sizeof(buf));
     const char *count = strstr(body, "\"count\":");
     *count_out = count != NULL ? strtoull(count + 8, NULL, 10) : 0;
     for (uint64_t i = 0; i < iterations; i++) {
         uint64_t t0 = ds_clock_ns();
-        (void)get(fd, path, buf, sizeof(buf));
+        (void)bench_http_get(fd, path, buf, sizeof(buf));
         ns[i] = ds_clock_ns() - t0;
     }
     close(fd);
-    struct latency l = summarize(ns, iterations);
+    struct bench_latency l = bench_latency_of(ns, iterations);
     free(ns);
     return l;
 }
@@ -137,7 +74,7 @@ static double measure_inprocess(const char *dir, const struct query_count_reques
             ns[i - 1] = ds_clock_ns() - t0;
         }
     }
-    struct latency l = summarize(ns, iterations);
+    struct bench_latency l = bench_latency_of(ns, iterations);
     free(ns);
     shard_map_close(map);
     storage_close(st);
@@ -173,20 +110,13 @@ static void append_events(const char *dir, uint32_t shards, struct ingest_worklo
     storage_close(st);
 }
 
-static void report(const char *what, const struct latency *l, uint64_t count, double inproc_us)
+static void report(const char *what, const struct bench_latency *l, uint64_t count,
+                   double inproc_us)
 {
     printf("  %-30s count %9llu  p50 %7.1f us  p99 %7.1f us  max %8.1f us  in-process p50 %6.1f "
            "us  ratio %5.1f\n",
            what, (unsigned long long)count, l->p50_us, l->p99_us, l->max_us, inproc_us,
            l->p50_us / (inproc_us > 0 ? inproc_us : 1));
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
 }
 
 static void run_one(uint64_t events, uint64_t iterations, uint32_t shards)
@@ -218,7 +148,7 @@ static void run_one(uint64_t events, uint64_t iterations, uint32_t shards)
                                           .day_last = wcfg.first_day + (int32_t)wcfg.days - 1};
     printf("S = %u shards per day\n", shards);
     uint64_t count = 0;
-    struct latency l = measure_http(query_http_address(h), quiet, iterations, &count);
+    struct bench_latency l = measure_http(query_http_address(h), quiet, iterations, &count);
     report("one quiet day, 1/10 stored", &l, count, measure_inprocess(dir, &q_quiet, iterations));
     append_events(dir, shards, w, events - events / 10);
     l = measure_http(query_http_address(h), quiet, iterations, &count);
@@ -229,7 +159,7 @@ static void run_one(uint64_t events, uint64_t iterations, uint32_t shards)
     report("28 days", &l, count, measure_inprocess(dir, &q_month, iterations / 4 + 1));
     query_http_stop(h);
     ingest_workload_destroy(w);
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    bench_remove_tree(dir);
 }
 
 int main(int argc, char **argv)
@@ -237,7 +167,7 @@ int main(int argc, char **argv)
     if (argc >= 4 && strcmp(argv[1], "--url") == 0) {
         uint64_t iterations = argc > 4 ? strtoull(argv[4], NULL, 10) : 20000;
         uint64_t count = 0;
-        struct latency l =
+        struct bench_latency l =
             measure_http(argv[2], argv[3], iterations < 10 ? 10 : iterations, &count);
         printf("%s count %llu p50_us %.1f p99_us %.1f max_us %.1f\n", argv[3],
                (unsigned long long)count, l.p50_us, l.p99_us, l.max_us);

@@ -17,6 +17,9 @@
 #include <sys/stat.h>
 
 #include "ingest/ingest.h"
+#include "query/query.h"
+#include "shard/shard.h"
+#include "storage/storage.h"
 
 static inline int bench_compare_double(const void *a, const void *b)
 {
@@ -147,6 +150,82 @@ static inline const char *bench_http_get(int fd, const char *path, char *buf, si
             return end + 4;
         }
     }
+}
+
+/* Peak RSS (VmHWM) of this process in MiB. */
+static inline double bench_peak_rss_mib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    ASSERT(f != NULL);
+    char line[256];
+    double kib = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "VmHWM:", 6) == 0) {
+            kib = strtod(line + 6, NULL);
+        }
+    }
+    fclose(f);
+    return kib / 1024.0;
+}
+
+/* Resets VmHWM to the current RSS (Linux >= 4.0); without it the figure is the process peak. */
+static inline void bench_peak_rss_reset(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f != NULL) {
+        fputs("5", f);
+        fclose(f);
+    }
+}
+
+/* The storage and shard map of dir (created when writable), for a benchmark's own appends or
+ * reads; aborts on failure. */
+static inline void bench_open_data(const char *dir, uint32_t shards, bool read_only,
+                                   struct storage **st, struct shard_map **map)
+{
+    struct storage_config cfg;
+    storage_config_defaults(&cfg);
+    cfg.dir = dir;
+    cfg.read_only = read_only;
+    ASSERT(storage_open(&cfg, st) == 0);
+    ASSERT(shard_map_open(dir, shards, read_only ? SHARD_MAP_READ_ONLY : 0, map) == 0);
+}
+
+/* Routes event as every source does (ingest_route) and appends it; aborts on failure. */
+static inline void bench_append(struct storage *st, struct shard_map *map,
+                                const struct ds_event *event)
+{
+    int32_t day = 0;
+    uint32_t shard = 0;
+    ASSERT(ingest_route(map, event, &day, &shard) == 0);
+    ASSERT(storage_append(st, day, shard, event, NULL) == 0);
+}
+
+/* Events of the default workload's days durable in dir, as a reader sees them (0 until the
+ * directory exists); opens the reader into *st / *map on first use. */
+static inline uint64_t bench_durable_events(struct storage **st, struct shard_map **map,
+                                            const char *dir)
+{
+    if (*st == NULL) {
+        struct storage_config cfg;
+        storage_config_defaults(&cfg);
+        cfg.dir = dir;
+        cfg.read_only = true;
+        if (storage_open(&cfg, st) != 0 ||
+            shard_map_open(dir, SHARD_COUNT_DEFAULT, SHARD_MAP_READ_ONLY, map) != 0) {
+            return 0;
+        }
+    }
+    ASSERT(storage_refresh(*st) == 0 && shard_map_reload(*map) == 0);
+    struct ingest_workload_config w;
+    ingest_workload_defaults(&w);
+    struct query_count_request req = {.day_first = w.first_day,
+                                      .day_last = w.first_day + (int32_t)w.days - 1};
+    struct query_count_result res;
+    ASSERT(query_count(*st, *map, &req, &res) == 0);
+    uint64_t count = res.count;
+    query_count_result_deinit(&res);
+    return count;
 }
 
 #endif /* DS_BENCH_H */

@@ -111,14 +111,7 @@ static double append_until(struct storage *st, struct shard_map *map, struct ing
     struct ds_event event;
     uint64_t t0 = ds_clock_ns();
     for (uint64_t i = 0; i < count && ingest_workload_next(w, &event); i++) {
-        int32_t day = ds_day_from_ms(event.ts_ms);
-        int shards = shard_map_ensure(map, day);
-        ASSERT(shards > 0);
-        if (shard_map_dirty(map)) {
-            ASSERT(shard_map_sync(map) == 0);
-        }
-        uint32_t shard = shard_of_id(&event.order_id, (uint32_t)shards);
-        ASSERT(storage_append(st, day, shard, &event, NULL) == 0);
+        bench_append(st, map, &event);
         if ((i + 1) % 1000000 == 0) {
             ASSERT(storage_commit(st) == 0);
         }
@@ -148,13 +141,9 @@ int main(int argc, char **argv)
     wcfg.events = events;
     struct ingest_workload *w = NULL;
     ASSERT(ingest_workload_create(&wcfg, &w) == 0);
-    struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = dir;
     struct storage *st = NULL;
     struct shard_map *map = NULL;
-    ASSERT(storage_open(&cfg, &st) == 0);
-    ASSERT(shard_map_open(dir, SHARD_COUNT_DEFAULT, 0, &map) == 0);
+    bench_open_data(dir, SHARD_COUNT_DEFAULT, false, &st, &map);
 
     int32_t busy = wcfg.first_day + (int32_t)wcfg.busy_day_index;
     struct query_count_request one_day = {.day_first = busy, .day_last = busy};

@@ -167,31 +167,6 @@ static double settle(const char *gsi_dir, uint32_t *sst_count)
     return (double)(ds_clock_ns() - t0) / 1e9;
 }
 
-static double peak_rss_mib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    ASSERT(f != NULL);
-    char line[256];
-    double kib = 0;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        if (strncmp(line, "VmHWM:", 6) == 0) {
-            kib = strtod(line + 6, NULL);
-        }
-    }
-    fclose(f);
-    return kib / 1024.0;
-}
-
-/* Resets VmHWM to the current RSS (Linux >= 4.0); without it the figure is the process peak. */
-static void peak_rss_reset(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (f != NULL) {
-        fputs("5", f);
-        fclose(f);
-    }
-}
-
 static double process_maxrss_mib(void)
 {
     struct rusage usage;
@@ -272,40 +247,11 @@ static void *producer_main(void *arg)
  * builder's reader can open it before the node starts (cli/cmd_run.c prepare_data_dir). */
 static void prepare_data_dir(const char *dir, uint32_t base_shards)
 {
-    struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = dir;
     struct storage *st = NULL;
     struct shard_map *map = NULL;
-    ASSERT(storage_open(&cfg, &st) == 0);
-    ASSERT(shard_map_open(dir, base_shards, 0, &map) == 0);
+    bench_open_data(dir, base_shards, false, &st, &map);
     shard_map_close(map);
     storage_close(st);
-}
-
-/* Events durable in dir, as a reader sees them (0 before the first commit). */
-static uint64_t durable(struct storage **st, struct shard_map **map, const char *dir)
-{
-    if (*st == NULL) {
-        struct storage_config cfg;
-        storage_config_defaults(&cfg);
-        cfg.dir = dir;
-        cfg.read_only = true;
-        if (storage_open(&cfg, st) != 0 ||
-            shard_map_open(dir, SHARD_COUNT_DEFAULT, SHARD_MAP_READ_ONLY, map) != 0) {
-            return 0;
-        }
-    }
-    ASSERT(storage_refresh(*st) == 0 && shard_map_reload(*map) == 0);
-    struct ingest_workload_config w;
-    ingest_workload_defaults(&w);
-    struct query_count_request req = {.day_first = w.first_day,
-                                      .day_last = w.first_day + (int32_t)w.days - 1};
-    struct query_count_result res;
-    ASSERT(query_count(*st, *map, &req, &res) == 0);
-    uint64_t count = res.count;
-    query_count_result_deinit(&res);
-    return count;
 }
 
 /* ---- part 1: one end-to-end run ------------------------------------------------------------- */
@@ -342,7 +288,7 @@ static uint64_t e2e_watch(struct e2e *e, const char *data, uint64_t events, int 
     bool trace = getenv("DS_BENCH_TRACE") != NULL;
     while (seen < events && ds_clock_ns() - last_change < 30ull * 1000000000u) {
         sleep_ms(20);
-        uint64_t now = durable(st, map, data);
+        uint64_t now = bench_durable_events(st, map, data);
         last_change = now != seen ? ds_clock_ns() : last_change;
         seen = now;
         uint64_t lag_ms = 0;
@@ -403,7 +349,7 @@ static void e2e_finish(struct e2e *e, const char *data, pthread_t node, const pt
         pthread_mutex_unlock(&e->lag.lock);
         pthread_join(*waiter, NULL);
     }
-    out->rss_mib = peak_rss_mib();
+    out->rss_mib = bench_peak_rss_mib();
     query_gsi_stop(e->gsi);
     char gsi_dir[DS_PATH_MAX];
     query_gsi_dir(data, gsi_dir);
@@ -426,7 +372,7 @@ static void e2e_run(const char *dir, const char *input, uint64_t events, int run
     ASSERT(e != NULL);
     char data[256];
     snprintf(data, sizeof(data), "%s/e2e%d-%s", dir, run, gsi_on ? "on" : "off");
-    peak_rss_reset();
+    bench_peak_rss_reset();
     pthread_t node;
     pthread_t waiter;
     pthread_t producer;
@@ -607,13 +553,9 @@ static void e2e_part(const char *dir, uint64_t events, int runs)
 static uint64_t build_append(const char *data, uint64_t events, struct query_gsi *g,
                              uint32_t *orders, uint64_t customers)
 {
-    struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = data;
     struct storage *st = NULL;
     struct shard_map *map = NULL;
-    ASSERT(storage_open(&cfg, &st) == 0);
-    ASSERT(shard_map_open(data, SHARD_COUNT_DEFAULT, 0, &map) == 0);
+    bench_open_data(data, SHARD_COUNT_DEFAULT, false, &st, &map);
     struct ingest_workload_config wcfg;
     ingest_workload_defaults(&wcfg);
     wcfg.profile = INGEST_PROFILE_BUSY_DAY;
@@ -626,14 +568,7 @@ static uint64_t build_append(const char *data, uint64_t events, struct query_gsi
         ASSERT(!event.customer_id.is_string);
         ASSERT(event.customer_id.value >= 1 && (uint64_t)event.customer_id.value <= customers);
         orders[event.customer_id.value]++;
-        int32_t day = ds_day_from_ms(event.ts_ms);
-        int s = shard_map_ensure(map, day);
-        ASSERT(s > 0);
-        if (shard_map_dirty(map)) {
-            ASSERT(shard_map_sync(map) == 0);
-        }
-        ASSERT(storage_append(st, day, shard_of_id(&event.order_id, (uint32_t)s), &event, NULL) ==
-               0);
+        bench_append(st, map, &event);
         appended++;
         if (appended % BUILD_COMMIT_EVENTS == 0 || appended == events) {
             ASSERT(storage_commit(st) == 0);
@@ -765,7 +700,7 @@ static void query_build(const char *data, uint64_t events, struct query_gsi *g,
     ingest_workload_defaults(&wcfg);
     uint32_t *orders = calloc(wcfg.customers + 1, sizeof(*orders));
     ASSERT(orders != NULL);
-    peak_rss_reset();
+    bench_peak_rss_reset();
     uint64_t t0 = ds_clock_ns();
     double cpu0 = bench_cpu_seconds();
     uint64_t seq = build_append(data, events, g, orders, wcfg.customers);
@@ -778,7 +713,7 @@ static void query_build(const char *data, uint64_t events, struct query_gsi *g,
            "commit), %.2f us CPU/event, peak RSS %.0f MiB\n",
            (double)events / seconds, seconds, (double)(t_appended - t0) / 1e9,
            (double)(t_indexed - t_appended) / 1e6,
-           (bench_cpu_seconds() - cpu0) * 1e6 / (double)events, peak_rss_mib());
+           (bench_cpu_seconds() - cpu0) * 1e6 / (double)events, bench_peak_rss_mib());
     double p50 = histogram_percentile_ms(metrics, 0.5);
     double p99 = histogram_percentile_ms(metrics, 0.99);
     printf("  builder's lag histogram while appending flat out (no back-pressure here): p50 %s%.0f "

@@ -176,30 +176,6 @@ static uint64_t customer_tag(int64_t customer)
     return (z ^ (z >> 31)) | 1u;
 }
 
-static double peak_rss_mib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    ASSERT(f != NULL);
-    char line[256];
-    double kib = 0;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        if (strncmp(line, "VmHWM:", 6) == 0) {
-            kib = strtod(line + 6, NULL);
-        }
-    }
-    fclose(f);
-    return kib / 1024.0;
-}
-
-static void peak_rss_reset(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (f != NULL) {
-        fputs("5", f);
-        fclose(f);
-    }
-}
-
 static void pwrite_all(int fd, const void *data, size_t len, uint64_t offset)
 {
     const uint8_t *p = data;
@@ -785,13 +761,13 @@ static void run_one(struct run *r, enum ingest_profile profile, uint64_t events,
     ASSERT(mkdtemp(dir) != NULL);
     char path[DS_PATH_MAX];
     snprintf(path, sizeof(path), "%s/gsi.log", dir);
-    peak_rss_reset();
+    bench_peak_rss_reset();
     struct table t;
     table_init(&t, slots_log2);
     struct writer w;
     writer_open(&w, path);
     run_apply(r, &w, &t, c, profile, events);
-    r->rss_mib = peak_rss_mib();
+    r->rss_mib = bench_peak_rss_mib();
     r->log_bytes = w.buf_offset;
     r->syncs = w.syncs;
     r->used = t.used;

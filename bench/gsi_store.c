@@ -137,30 +137,6 @@ static void rocks_check(char *err, const char *what)
     }
 }
 
-static double peak_rss_mib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    ASSERT(f != NULL);
-    char line[256];
-    double kib = 0;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        if (strncmp(line, "VmHWM:", 6) == 0) {
-            kib = strtod(line + 6, NULL);
-        }
-    }
-    fclose(f);
-    return kib / 1024.0;
-}
-
-static void peak_rss_reset(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (f != NULL) {
-        fputs("5", f);
-        fclose(f);
-    }
-}
-
 static double cpu_seconds(clockid_t clock)
 {
     struct timespec ts;
@@ -527,7 +503,7 @@ static void run_candidate(enum ingest_profile profile, enum candidate cand, uint
                         .heavy_us = calloc(LIVE_QUERIES_MAX, sizeof(double)),
                         .light_us = calloc(LIVE_QUERIES_MAX, sizeof(double))};
     ASSERT(ph.batch_ms != NULL && live.heavy_us != NULL && live.light_us != NULL);
-    peak_rss_reset();
+    bench_peak_rss_reset();
     double cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
     struct store s;
     store_open(&s, cand, dir);
@@ -558,7 +534,7 @@ static void run_candidate(enum ingest_profile profile, enum candidate cand, uint
     res->compacted_light = store_latency(&s, cust->light, 1, queries);
     res->bound_mib = (double)s.bound_bytes / (1u << 20);
     res->bytes_per_entry = (double)store_finish(&s) / (double)ph.applied;
-    res->rss_mib = peak_rss_mib();
+    res->rss_mib = bench_peak_rss_mib();
     free(ph.batch_ms);
     free(live.heavy_us);
     free(live.light_us);

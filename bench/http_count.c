@@ -55,14 +55,9 @@ static struct bench_latency measure_http(const char *address, const char *path, 
 static double measure_inprocess(const char *dir, const struct query_count_request *req,
                                 uint64_t iterations)
 {
-    struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = dir;
-    cfg.read_only = true;
     struct storage *st = NULL;
     struct shard_map *map = NULL;
-    ASSERT(storage_open(&cfg, &st) == 0);
-    ASSERT(shard_map_open(dir, SHARD_COUNT_DEFAULT, SHARD_MAP_READ_ONLY, &map) == 0);
+    bench_open_data(dir, SHARD_COUNT_DEFAULT, true, &st, &map);
     uint64_t *ns = calloc(iterations, sizeof(*ns));
     ASSERT(ns != NULL);
     struct query_count_result res;
@@ -84,23 +79,12 @@ static double measure_inprocess(const char *dir, const struct query_count_reques
 static void append_events(const char *dir, uint32_t shards, struct ingest_workload *w,
                           uint64_t count)
 {
-    struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = dir;
     struct storage *st = NULL;
     struct shard_map *map = NULL;
-    ASSERT(storage_open(&cfg, &st) == 0);
-    ASSERT(shard_map_open(dir, shards, 0, &map) == 0);
+    bench_open_data(dir, shards, false, &st, &map);
     struct ds_event event;
     for (uint64_t i = 0; i < count && ingest_workload_next(w, &event); i++) {
-        int32_t day = ds_day_from_ms(event.ts_ms);
-        int s = shard_map_ensure(map, day);
-        ASSERT(s > 0);
-        if (shard_map_dirty(map)) {
-            ASSERT(shard_map_sync(map) == 0);
-        }
-        ASSERT(storage_append(st, day, shard_of_id(&event.order_id, (uint32_t)s), &event, NULL) ==
-               0);
+        bench_append(st, map, &event);
         if ((i + 1) % 1000000 == 0) {
             ASSERT(storage_commit(st) == 0);
         }

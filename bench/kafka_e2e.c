@@ -72,31 +72,6 @@ static void *producer_main(void *arg)
     return NULL;
 }
 
-/* Events durable in dir, as a reader sees them (0 before the first commit). */
-static uint64_t durable(struct storage **st, struct shard_map **map, const char *dir)
-{
-    if (*st == NULL) {
-        struct storage_config cfg;
-        storage_config_defaults(&cfg);
-        cfg.dir = dir;
-        cfg.read_only = true;
-        if (storage_open(&cfg, st) != 0 ||
-            shard_map_open(dir, SHARD_COUNT_DEFAULT, SHARD_MAP_READ_ONLY, map) != 0) {
-            return 0;
-        }
-    }
-    ASSERT(storage_refresh(*st) == 0 && shard_map_reload(*map) == 0);
-    struct ingest_workload_config w;
-    ingest_workload_defaults(&w);
-    struct query_count_request req = {.day_first = w.first_day,
-                                      .day_last = w.first_day + (int32_t)w.days - 1};
-    struct query_count_result res;
-    ASSERT(query_count(*st, *map, &req, &res) == 0);
-    uint64_t count = res.count;
-    query_count_result_deinit(&res);
-    return count;
-}
-
 /* What one run measures. */
 enum e2e_mode {
     E2E_STREAM, /* the producer sends while the node consumes: the end-to-end figure */
@@ -163,7 +138,7 @@ static double e2e_run(const char *dir, const char *input, uint64_t events, int r
     bool trace = getenv("DS_BENCH_TRACE") != NULL; /* the durable count and lag every 20 ms */
     while (seen < events && ds_clock_ns() - last_change < 30ull * 1000000000u) {
         sleep_ms(20);
-        uint64_t now = durable(&st, &map, data);
+        uint64_t now = bench_durable_events(&st, &map, data);
         last_change = now != seen ? ds_clock_ns() : last_change;
         seen = now;
         int64_t lag = __atomic_load_n(&e->node_stats.lag, __ATOMIC_RELAXED);
@@ -203,13 +178,9 @@ static double file_run(const char *dir, const char *input, int run)
     char dead[300];
     snprintf(data, sizeof(data), "%s/file%d", dir, run);
     snprintf(dead, sizeof(dead), "%s/deadletter.jsonl", data);
-    struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = data;
     struct storage *st = NULL;
     struct shard_map *map = NULL;
-    ASSERT(storage_open(&cfg, &st) == 0);
-    ASSERT(shard_map_open(data, SHARD_COUNT_DEFAULT, 0, &map) == 0);
+    bench_open_data(data, SHARD_COUNT_DEFAULT, false, &st, &map);
     struct ingest_file_config icfg;
     ingest_file_config_defaults(&icfg);
     icfg.storage = st;

@@ -103,26 +103,6 @@ static int parse_args(int argc, char **argv, struct orders_args *a)
     return 0;
 }
 
-/* The API's rule for a customer id given as text (see the file comment). */
-static int customer_parse(const char *text, struct ds_id *id)
-{
-    size_t n = strlen(text);
-    bool quoted = n >= 2 && text[0] == '"' && text[n - 1] == '"';
-    const char *s = quoted ? text + 1 : text;
-    n = quoted ? n - 2 : n;
-    if (n == 0 || n > DS_ID_BYTES_MAX) {
-        return -DS_EUSAGE;
-    }
-    uint64_t value = 0;
-    if (!quoted && cli_parse_u64(s, 1, INT64_MAX, &value) == 0 && s[0] != '0' && s[0] != '+') {
-        *id = (struct ds_id){.is_string = false, .value = (int64_t)value};
-        return 0;
-    }
-    *id = (struct ds_id){.is_string = true, .len = (uint8_t)n};
-    memcpy(id->text, s, n);
-    return 0;
-}
-
 /* Prints the API's orders document as a table; returns 0 or -DS_ECORRUPT. */
 static int print_table(const char *body, size_t len)
 {
@@ -159,7 +139,7 @@ static int print_table(const char *body, size_t len)
 static int orders_local(const struct orders_args *a, char **body, size_t *len)
 {
     struct ds_id customer;
-    if (customer_parse(a->customer, &customer) != 0) {
+    if (query_customer_id_parse(a->customer, strlen(a->customer), &customer) != 0) {
         return cli_error("orders", CLI_USAGE, "bad --customer '%s'", a->customer);
     }
     struct query_gsi_reader *r = NULL;

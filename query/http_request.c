@@ -124,15 +124,23 @@ static unsigned customer_id(const char *raw, size_t raw_len, struct http_route *
     if (memchr(text, '\0', (size_t)len) != NULL) {
         return fail(out, 400, "NUL byte in the customer id");
     }
+    if (query_customer_id_parse(text, (size_t)len, &out->customer) != 0) {
+        return fail(out, 400, "customer id must be 1..%d bytes", DS_ID_BYTES_MAX);
+    }
+    return 0;
+}
+
+int query_customer_id_parse(const char *text, size_t len, struct ds_id *id)
+{
     const char *s = text;
-    size_t n = (size_t)len;
+    size_t n = len;
     bool forced_string = n >= 2 && s[0] == '"' && s[n - 1] == '"';
     if (forced_string) {
         s++;
         n -= 2;
     }
-    if (n == 0 || n > DS_ID_BYTES_MAX) {
-        return fail(out, 400, "customer id must be 1..%d bytes", DS_ID_BYTES_MAX);
+    if (n == 0 || n > DS_ID_BYTES_MAX || memchr(s, '\0', n) != NULL) {
+        return -DS_EUSAGE;
     }
     bool digits = !forced_string && n <= 19 && s[0] >= '1' && s[0] <= '9';
     uint64_t value = 0;
@@ -141,11 +149,11 @@ static unsigned customer_id(const char *raw, size_t raw_len, struct http_route *
         value = value * 10u + (uint64_t)(s[i] - '0');
     }
     if (digits && value <= (uint64_t)INT64_MAX) {
-        out->customer = (struct ds_id){.is_string = false, .value = (int64_t)value};
+        *id = (struct ds_id){.is_string = false, .value = (int64_t)value};
         return 0;
     }
-    out->customer = (struct ds_id){.is_string = true, .len = (uint8_t)n};
-    memcpy(out->customer.text, s, n);
+    *id = (struct ds_id){.is_string = true, .len = (uint8_t)n};
+    memcpy(id->text, s, n);
     return 0;
 }
 

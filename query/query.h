@@ -229,6 +229,11 @@ DS_MUST_USE int query_gsi_reader_indexed_seq(struct query_gsi_reader *r, uint64_
 struct gsi *query_gsi_reader_store(struct query_gsi_reader *r);
 /* Closes the view and removes its scratch directory; NULL is fine. */
 void query_gsi_reader_close(struct query_gsi_reader *r);
+/* The API's rule for a customer id given as text (already percent-decoded): a positive decimal
+ * integer without leading zeros, up to 2^63-1, is an integer id; "..." is the string between
+ * the quotes (so "42" is the string 42); anything else is a string id. Returns 0, or
+ * -DS_EUSAGE for an empty id, one over DS_ID_BYTES_MAX bytes or one holding a NUL byte. */
+DS_MUST_USE int query_customer_id_parse(const char *text, size_t len, struct ds_id *id);
 /* One page of customer's orders from an index handle. Returns 0, -DS_EUSAGE (limit outside
  * 1..QUERY_ORDERS_LIMIT_MAX, a malformed token, a bad id), -ENOMEM, -DS_ECORRUPT or -EIO. */
 DS_MUST_USE int query_gsi_orders(struct gsi *gsi, const struct ds_id *customer, uint32_t limit,

@@ -272,8 +272,7 @@ static int follow_partition(int32_t day, uint32_t shard, void *user)
     for (;;) {
         struct storage_position pos = b->pos;
         int rc = storage_partition_scan_from(g->base, day, shard, &pos, builder_event, &scan);
-        b = position_get(g, day, shard); /* the table does not move here, but stay safe */
-        b->pos = pos;
+        b->pos = pos; /* the table only grows in position_get above, so b stays valid */
         if (rc != 1) {
             return rc;
         }

@@ -253,10 +253,18 @@ static void observer_init(struct run_observer *o, struct ingest_node_config *nod
     node->observer_user = o;
 }
 
-/* The query service reads the data directory on its own handles, so the directory must exist
- * before it starts: create it (storage and shard map) the way the node will open it. */
+/* The query service and the index builder read the data directory on their own handles, so
+ * the directory must exist before they start: create it (storage and shard map) the way the
+ * node will open it. An existing one is left to the node's own open (which recovers it once). */
 static int prepare_data_dir(const struct ingest_node_config *node)
 {
+    char manifest[DS_PATH_MAX];
+    char shardmap[DS_PATH_MAX];
+    snprintf(manifest, sizeof(manifest), "%s/MANIFEST", node->data_dir);
+    snprintf(shardmap, sizeof(shardmap), "%s/shardmap", node->data_dir);
+    if (access(manifest, F_OK) == 0 && access(shardmap, F_OK) == 0) {
+        return 0;
+    }
     struct storage_config cfg;
     storage_config_defaults(&cfg);
     cfg.dir = node->data_dir;

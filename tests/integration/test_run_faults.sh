@@ -19,13 +19,15 @@ start_broker --brokers 3
 DATA=$WORK/data
 start_node node "$DATA" it-faults
 wait_assigned node 30 || fail "no assignment within 30 s"
-# One request in flight per broker connection: with librdkafka 2.0.2's mock broker, an
-# idempotent producer with several Produce requests in flight loses a few messages per
-# "errors Produce" burst while reporting every one delivered (measured with `dayshard produce`
-# and with kcat alike; none lost with one request in flight, or without idempotence).
+# The producer is not idempotent here (acks=all, one request in flight): librdkafka 2.0.2's
+# mock broker loses acknowledged messages of an idempotent producer around "errors Produce"
+# bursts and leader moves (with several requests in flight: a few per burst; with one: 1-3 in
+# 90,000 in about a third of the runs, seen on a fresh clone), reporting them delivered. This
+# test is about the node; without idempotence a retried batch can only be stored twice, which
+# the truth below (what the topic holds) absorbs, and a lost one is still caught.
 note "node assigned; producing and injecting faults"
-produce_paced "$WORK/events.jsonl" 2200 -X max.in.flight.requests.per.connection=1 \
-  >"$WORK/producer.out" 2>&1 &
+produce_paced "$WORK/events.jsonl" 2200 -X enable.idempotence=false -X acks=all \
+  -X max.in.flight.requests.per.connection=1 >"$WORK/producer.out" 2>&1 &
 producer=$!
 
 # step SECONDS COMMAND...: waits about SECONDS (jittered by up to half a second), then sends the

@@ -62,6 +62,8 @@
  */
 #include "tests/support/gsi_rocks.h"
 
+#include "query/gsi/key.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -75,13 +77,8 @@
 #define GSI_PREFIX_BYTES 9u
 #define GSI_TAG_CUSTOMER_INT 0x01u
 #define GSI_TAG_CUSTOMER_STRING 0x02u
-#define GSI_TAG_ORDER_STRING 0xFDu /* ~0x02 */
-#define GSI_TAG_ORDER_INT 0xFEu    /* ~0x01 */
 #define GSI_CUSTOMER_BYTES_MAX (1u + 8u + 1u + DS_ID_BYTES_MAX)
-#define GSI_ORDER_BYTES_MAX (1u + 2u * DS_ID_BYTES_MAX + 2u)
-#define GSI_TOKEN_BYTES_MAX (8u + GSI_ORDER_BYTES_MAX)
-#define GSI_KEY_BYTES_MAX (GSI_CUSTOMER_BYTES_MAX + GSI_TOKEN_BYTES_MAX)
-#define GSI_VALUE_BYTES_MAX (1u + DS_STATUS_BYTES_MAX + 10u)
+#define GSI_KEY_BYTES_MAX (GSI_CUSTOMER_BYTES_MAX + GSI_TAIL_BYTES_MAX)
 /* RocksDB's own memory outside the block cache and the write buffers (table readers of
  * max_open_files files, the table builders of a flush and a compaction, thread stacks): an
  * estimate for gsi_rocks_memory_bytes. */
@@ -106,7 +103,6 @@
 #define GSI_WAL_OFF 0
 #define GSI_LEVELS 7
 
-static_assert(GSI_TOKEN_CHARS_MAX == 2u * GSI_TOKEN_BYTES_MAX, "token text is hex of the key");
 static_assert(GSI_KEY_BYTES_MAX <= UINT16_MAX, "slot key lengths are u16");
 
 static const char gsi_cursor_key[7] = {'\0', 'c', 'u', 'r', 's', 'o', 'r'};
@@ -134,38 +130,13 @@ struct gsi_rocks {
 
 /* ---- encoding ------------------------------------------------------------------------------ */
 
-static void gsi_be64_put(uint8_t *dst, uint64_t v)
-{
-    for (int i = 7; i >= 0; i--) {
-        dst[i] = (uint8_t)v;
-        v >>= 8;
-    }
-}
-
-static uint64_t gsi_be64_get(const uint8_t *src)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) {
-        v = v << 8 | src[i];
-    }
-    return v;
-}
-
-static bool gsi_id_valid(const struct ds_id *id)
-{
-    if (id->is_string) {
-        return id->len >= 1 && id->len <= DS_ID_BYTES_MAX;
-    }
-    return id->value >= 1;
-}
-
 /* Writes the customer part of a key into dst (GSI_CUSTOMER_BYTES_MAX); returns its length. */
 static size_t gsi_customer_encode(const struct ds_id *customer, uint8_t *dst)
 {
-    ASSERT(gsi_id_valid(customer));
+    ASSERT(gsi_key_id_valid(customer));
     if (!customer->is_string) {
         dst[0] = GSI_TAG_CUSTOMER_INT;
-        gsi_be64_put(dst + 1, (uint64_t)customer->value);
+        gsi_key_be64_put(dst + 1, (uint64_t)customer->value);
         return GSI_PREFIX_BYTES;
     }
     uint64_t hash = 0xcbf29ce484222325ull;
@@ -173,172 +144,10 @@ static size_t gsi_customer_encode(const struct ds_id *customer, uint8_t *dst)
         hash = (hash ^ (uint8_t)customer->text[i]) * 0x100000001b3ull;
     }
     dst[0] = GSI_TAG_CUSTOMER_STRING;
-    gsi_be64_put(dst + 1, hash);
+    gsi_key_be64_put(dst + 1, hash);
     dst[9] = customer->len;
     memcpy(dst + 10, customer->text, customer->len);
     return 10u + customer->len;
-}
-
-/* Writes ts and order id (the token part of a key) into dst; returns its length. */
-static size_t gsi_tail_encode(int64_t ts_ms, const struct ds_id *order, uint8_t *dst)
-{
-    ASSERT(ts_ms >= DS_TS_MS_MIN && ts_ms <= DS_TS_MS_MAX);
-    gsi_be64_put(dst, ~(uint64_t)ts_ms);
-    if (!order->is_string) {
-        dst[8] = GSI_TAG_ORDER_INT;
-        gsi_be64_put(dst + 9, ~(uint64_t)order->value);
-        return 17;
-    }
-    size_t n = 8;
-    dst[n++] = GSI_TAG_ORDER_STRING;
-    for (size_t i = 0; i < order->len; i++) {
-        uint8_t b = (uint8_t)order->text[i];
-        dst[n++] = (uint8_t)~b;
-        if (b == 0x00) {
-            dst[n++] = 0x00; /* ~0xFF: the escaped zero byte */
-        }
-    }
-    dst[n++] = 0xFF; /* ~0x00 0x00: the terminator */
-    dst[n++] = 0xFF;
-    ASSERT(n <= GSI_TOKEN_BYTES_MAX);
-    return n;
-}
-
-/* Decodes a token part (ts + order id) of exactly len bytes. Returns 0 or -DS_ECORRUPT. */
-static int gsi_tail_decode(const uint8_t *src, size_t len, int64_t *ts_ms, struct ds_id *order)
-{
-    if (len < 8 + 1) {
-        return -DS_ECORRUPT;
-    }
-    uint64_t ts = ~gsi_be64_get(src);
-    if (ts > (uint64_t)DS_TS_MS_MAX) {
-        return -DS_ECORRUPT;
-    }
-    struct ds_id id = {0};
-    if (src[8] == GSI_TAG_ORDER_INT) {
-        uint64_t v = ~gsi_be64_get(src + 9);
-        if (len != 17 || v == 0 || v > (uint64_t)INT64_MAX) {
-            return -DS_ECORRUPT;
-        }
-        id.value = (int64_t)v;
-    } else if (src[8] == GSI_TAG_ORDER_STRING) {
-        id.is_string = true;
-        size_t i = 9;
-        for (;;) {
-            if (i >= len) {
-                return -DS_ECORRUPT;
-            }
-            uint8_t c = src[i++];
-            if (c == 0xFF) {
-                if (i >= len || (src[i] != 0xFF && src[i] != 0x00)) {
-                    return -DS_ECORRUPT;
-                }
-                if (src[i++] == 0xFF) {
-                    break; /* terminator */
-                }
-                c = 0xFF; /* escaped zero byte: ~0x00 */
-            }
-            if (id.len == DS_ID_BYTES_MAX) {
-                return -DS_ECORRUPT;
-            }
-            id.text[id.len++] = (char)(uint8_t)~c;
-        }
-        if (i != len || id.len == 0) {
-            return -DS_ECORRUPT;
-        }
-    } else {
-        return -DS_ECORRUPT;
-    }
-    *ts_ms = (int64_t)ts;
-    *order = id;
-    return 0;
-}
-
-static size_t gsi_value_encode(const struct gsi_entry *e, uint8_t *dst)
-{
-    size_t n = 0;
-    dst[n++] = e->status_len;
-    memcpy(dst + n, e->status, e->status_len);
-    n += e->status_len;
-    uint64_t zz = ((uint64_t)e->amount_units << 1) ^ (uint64_t)(e->amount_units >> 63);
-    while (zz >= 0x80) {
-        dst[n++] = (uint8_t)(zz | 0x80);
-        zz >>= 7;
-    }
-    dst[n++] = (uint8_t)zz;
-    ASSERT(n <= GSI_VALUE_BYTES_MAX);
-    return n;
-}
-
-static int gsi_value_decode(const uint8_t *src, size_t len, struct gsi_entry *e)
-{
-    if (len < 2 || src[0] > DS_STATUS_BYTES_MAX || len < 2u + src[0]) {
-        return -DS_ECORRUPT;
-    }
-    e->status_len = src[0];
-    memcpy(e->status, src + 1, src[0]);
-    uint64_t zz = 0;
-    size_t i = 1u + src[0];
-    for (unsigned shift = 0;; shift += 7) {
-        if (i >= len || shift > 63) {
-            return -DS_ECORRUPT;
-        }
-        uint8_t b = src[i++];
-        zz |= (uint64_t)(b & 0x7F) << shift;
-        if (!(b & 0x80)) {
-            break;
-        }
-    }
-    if (i != len) {
-        return -DS_ECORRUPT;
-    }
-    e->amount_units = (int64_t)(zz >> 1) ^ -(int64_t)(zz & 1);
-    return 0;
-}
-
-/* Lowercase hex of src into dst (2 * len + 1 bytes). */
-static void gsi_hex_encode(const uint8_t *src, size_t len, char *dst)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < len; i++) {
-        dst[2 * i] = digits[src[i] >> 4];
-        dst[2 * i + 1] = digits[src[i] & 0x0F];
-    }
-    dst[2 * len] = '\0';
-}
-
-static int gsi_hex_digit(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    return -1;
-}
-
-/* Decodes a page token into its key part; returns the byte count or -DS_EUSAGE. */
-static int gsi_token_decode(const char *token, uint8_t *dst)
-{
-    size_t chars = strnlen(token, GSI_TOKEN_CHARS_MAX + 1);
-    if (chars == 0 || chars > GSI_TOKEN_CHARS_MAX || chars % 2 != 0) {
-        return -DS_EUSAGE;
-    }
-    for (size_t i = 0; i < chars / 2; i++) {
-        int hi = gsi_hex_digit(token[2 * i]);
-        int lo = gsi_hex_digit(token[2 * i + 1]);
-        if (hi < 0 || lo < 0) {
-            return -DS_EUSAGE;
-        }
-        dst[i] = (uint8_t)(hi << 4 | lo);
-    }
-    int64_t ts_ms = 0;
-    struct ds_id order;
-    if (gsi_tail_decode(dst, chars / 2, &ts_ms, &order) != 0) {
-        return -DS_EUSAGE;
-    }
-    return (int)(chars / 2);
 }
 
 /* ---- configuration and lifecycle ----------------------------------------------------------- */
@@ -669,7 +478,7 @@ static bool gsi_slot_same_key(const struct gsi_slot *x, const struct gsi_slot *y
 
 static bool gsi_entry_valid(const struct gsi_entry *e)
 {
-    return gsi_id_valid(&e->customer_id) && gsi_id_valid(&e->order_id) &&
+    return gsi_key_id_valid(&e->customer_id) && gsi_key_id_valid(&e->order_id) &&
            e->ts_ms >= DS_TS_MS_MIN && e->ts_ms <= DS_TS_MS_MAX &&
            e->day == ds_day_from_ms(e->ts_ms) && e->status_len <= DS_STATUS_BYTES_MAX;
 }
@@ -685,8 +494,8 @@ static int gsi_batch_encode(struct gsi_rocks *g, const struct gsi_entry *entries
             return -DS_EUSAGE;
         }
         size_t key = gsi_customer_encode(&e->customer_id, p);
-        key += gsi_tail_encode(e->ts_ms, &e->order_id, p + key);
-        size_t value = gsi_value_encode(e, p + key);
+        key += gsi_key_tail_encode(e->ts_ms, &e->order_id, p + key);
+        size_t value = gsi_key_value_encode(e, p + key);
         g->slots[i] = (struct gsi_slot){.key = p,
                                         .key_bytes = (uint16_t)key,
                                         .value_bytes = (uint16_t)value,
@@ -772,9 +581,9 @@ static int gsi_entry_decode(const struct ds_id *customer, const uint8_t *key, si
 {
     memset(e, 0, sizeof(*e));
     e->customer_id = *customer;
-    int rc = gsi_tail_decode(key + prefix_len, key_len - prefix_len, &e->ts_ms, &e->order_id);
+    int rc = gsi_key_tail_decode(key + prefix_len, key_len - prefix_len, &e->ts_ms, &e->order_id);
     if (rc == 0) {
-        rc = gsi_value_decode(value, value_len, e);
+        rc = gsi_key_value_decode(value, value_len, e);
     }
     if (rc != 0) {
         ds_log_error("gsi: a stored entry of %zu key bytes does not decode", key_len);
@@ -825,7 +634,7 @@ static int gsi_page_fill(rocksdb_iterator_t *it, const struct ds_id *customer,
     }
     if (out->count == limit && gsi_iter_key(it, prefix, prefix_len, &key_len) != NULL) {
         out->has_next = true;
-        gsi_hex_encode(last + prefix_len, last_len - prefix_len, out->next_token);
+        gsi_key_hex_encode(last + prefix_len, last_len - prefix_len, out->next_token);
     }
     return 0;
 }
@@ -835,14 +644,14 @@ int gsi_rocks_query(struct gsi_rocks *g, const struct ds_id *customer, uint32_t 
 {
     ASSERT(g != NULL);
     ASSERT(out != NULL && out->entries != NULL);
-    if (!gsi_id_valid(customer) || limit < 1 || limit > GSI_PAGE_LIMIT_MAX) {
+    if (!gsi_key_id_valid(customer) || limit < 1 || limit > GSI_PAGE_LIMIT_MAX) {
         return -DS_EUSAGE;
     }
     uint8_t seek[GSI_KEY_BYTES_MAX];
     size_t prefix_len = gsi_customer_encode(customer, seek);
     size_t seek_len = prefix_len;
     if (page_token != NULL && page_token[0] != '\0') {
-        int tail = gsi_token_decode(page_token, seek + prefix_len);
+        int tail = gsi_key_token_decode(page_token, seek + prefix_len);
         if (tail < 0) {
             return tail;
         }

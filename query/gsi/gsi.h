@@ -2,21 +2,25 @@
  * gsi: the store of the by-customer global secondary index (issue 5), private to query/.
  *
  * It keeps, for every customer, that customer's orders (order id, ts, day, status, amount)
- * sorted newest first, plus the builder's opaque cursor, in a RocksDB database under a
- * directory of its own. The builder adds entries in batches (gsi_apply), each batch together
- * with the cursor that says how far into the base data it reaches, atomically; queries read one
- * customer's orders a page at a time (gsi_query) with an opaque page token.
+ * and the builder's opaque cursor, in a directory of its own: an append-only log of per-customer
+ * runs (each run: one customer's entries of one apply, sorted newest first, with a pointer to
+ * that customer's previous run) and a fixed table of slots (customer -> newest run) in memory,
+ * checkpointed to a file. ARCHITECTURE.md ("By-customer index") has the format and the
+ * measurements that chose it over RocksDB (tests/support/gsi_rocks.c, now the test oracle).
+ * The builder adds entries in batches (gsi_apply), each batch together with the cursor that says
+ * how far into the base data it reaches, atomically; queries read one customer's orders a page
+ * at a time (gsi_query) with an opaque page token.
  *
- * Threads and ownership: one writer handle per directory (gsi_open; RocksDB's LOCK file refuses
- * a second one). gsi_apply and gsi_close belong to one thread; gsi_query, gsi_cursor and
+ * Threads and ownership: one writer handle per directory (gsi_open; a lock file refuses a
+ * second one). gsi_apply and gsi_close belong to one thread; gsi_query, gsi_cursor and
  * gsi_bytes_on_disk may run on any number of threads at once, on the writer's handle or on a
  * reader's. A reader (gsi_open_reader) is a read-only view for another process, such as
  * `dayshard serve`: it sees what the writer had applied when it was opened or last refreshed
  * (gsi_reader_refresh, which belongs to one thread and must not overlap queries on that reader).
  *
- * Memory is bounded by configuration, not by the number of customers or orders: the block cache
- * (which also holds index and filter blocks), and for the writer the write buffers
- * (write_buffer_bytes) and the batch buffers of batch_entries_max entries; see gsi_memory_bytes.
+ * Memory is bounded by configuration, not by the number of customers or orders: the slot table
+ * (2^table_slots_log2 slots of 24 bytes, fixed when the index is created) and, for the writer,
+ * the batch buffers of batch_entries_max entries; see gsi_memory_bytes.
  */
 #ifndef DS_QUERY_GSI_H
 #define DS_QUERY_GSI_H
@@ -38,22 +42,24 @@
 /* A page token is lowercase hex of the last entry's (ts, order id) key part: at most
  * 8 + 1 + 2 * DS_ID_BYTES_MAX + 2 bytes, two characters each. */
 #define GSI_TOKEN_CHARS_MAX (2u * (8u + 1u + 2u * DS_ID_BYTES_MAX + 2u))
-/* Block cache: at least 1 MiB (below that every query misses), at most 64 GiB. */
-#define GSI_CACHE_BYTES_MIN (1ull << 20)
-#define GSI_CACHE_BYTES_MAX (64ull << 30)
-#define GSI_CACHE_BYTES_DEFAULT (64ull << 20)
-/* Write buffers (RocksDB memtables; two, each of half this): at least 1 MiB (tests force
- * flushes with it), at most 16 GiB. 128 MiB holds ~1.4M entries per buffer, so level-0 files
- * are large and few and compaction rewrites each entry fewer times (bench_gsi_store). */
-#define GSI_WRITE_BUFFER_BYTES_MIN (1ull << 20)
-#define GSI_WRITE_BUFFER_BYTES_MAX (16ull << 30)
-#define GSI_WRITE_BUFFER_BYTES_DEFAULT (128ull << 20)
+/* The slot table: 2^k slots of GSI_SLOT_BYTES. At least 2^5 (one probe window), at most 2^30
+ * (24 GiB). 2^21 (48 MiB) keeps a million customers at a quarter load. */
+#define GSI_TABLE_SLOTS_LOG2_MIN 5u
+#define GSI_TABLE_SLOTS_LOG2_MAX 30u
+#define GSI_TABLE_SLOTS_LOG2_DEFAULT 21u
+#define GSI_SLOT_BYTES 24u
+/* The writer checkpoints the table after the log grew this much (and at close), so an opening
+ * handle reads at most this much log beyond the checkpoint. */
+#define GSI_CHECKPOINT_BYTES_MIN (1ull << 20)
+#define GSI_CHECKPOINT_BYTES_MAX (1ull << 40)
+#define GSI_CHECKPOINT_BYTES_DEFAULT (512ull << 20)
 
 struct gsi_config {
-    const char *dir;             /* the index directory; gsi_open creates it when missing */
-    uint64_t cache_bytes;        /* RocksDB block cache, index and filter blocks included */
-    uint32_t batch_entries_max;  /* largest n gsi_apply accepts (sizes the batch buffer) */
-    uint64_t write_buffer_bytes; /* writer: RocksDB memtables, both together */
+    const char *dir;           /* the index directory; gsi_open creates it when missing */
+    uint32_t table_slots_log2; /* slot table size when the index is created (an existing index
+                                  keeps the size it was created with) */
+    uint32_t batch_entries_max; /* largest n gsi_apply accepts (sizes the batch buffer) */
+    uint64_t checkpoint_bytes;  /* writer: log growth between table checkpoints */
 };
 
 /* One order in a customer's view. day is the UTC day of ts_ms (the partition it came from);
@@ -83,31 +89,33 @@ struct gsi;
 void gsi_config_defaults(struct gsi_config *cfg);
 /* Returns 0 or -DS_EUSAGE (no dir, or a knob outside its limits), logging why. */
 DS_MUST_USE int gsi_config_check(const struct gsi_config *cfg);
-/* Memory a writer handle needs at most (cache + write buffers + batch buffers + RocksDB's fixed
- * overheads). */
+/* Memory a writer handle needs at most (slot table + batch buffers + I/O buffers). */
 uint64_t gsi_memory_bytes(const struct gsi_config *cfg);
 
 /* Opens (creating when missing) the writer handle on cfg->dir. cfg is borrowed for the call.
- * Returns 0, -DS_EUSAGE, -DS_EFORMAT (not a GSI directory of this version), -DS_ELOCKED
- * (another writer holds it), -ENOMEM, or -EIO (RocksDB refused, logged with its message). */
+ * Opening finds the end of the last complete apply (a torn or damaged tail after a crash is cut
+ * off, logged with its size: the builder replays it from the cursor). Returns 0, -DS_EUSAGE,
+ * -DS_EFORMAT (not a GSI directory of this version), -DS_ELOCKED (another writer holds it),
+ * -ENOMEM, or -EIO (logged). */
 DS_MUST_USE int gsi_open(const struct gsi_config *cfg, struct gsi **out);
-/* Opens a read-only view of the index a writer (perhaps in another process) keeps in cfg->dir;
- * secondary_dir is a directory of the reader's own for RocksDB's logs (created when missing).
- * Returns 0, -ENOENT (no index there yet), -DS_EFORMAT, -ENOMEM or -EIO. */
-DS_MUST_USE int gsi_open_reader(const struct gsi_config *cfg, const char *secondary_dir,
-                                struct gsi **out);
+/* Opens a read-only view of the index a writer (perhaps in another process) keeps in cfg->dir,
+ * with a slot table of its own (the size the index was created with). Returns 0, -ENOENT (no
+ * index there yet), -DS_EFORMAT, -ENOMEM or -EIO. */
+DS_MUST_USE int gsi_open_reader(const struct gsi_config *cfg, struct gsi **out);
 /* Makes a reader see what the writer has applied since. Returns 0 or -EIO. */
 DS_MUST_USE int gsi_reader_refresh(struct gsi *g);
 /* Closes either kind of handle; NULL is fine. */
 void gsi_close(struct gsi *g);
 
 /* Adds n entries (borrowed) and replaces the cursor with cursor[0..cursor_len) (borrowed),
- * atomically: queries see all of them or none, and the cursor never runs ahead of its
- * entries. Not durable at return (the write-ahead log is written, not synced): after a power
- * cut the store holds the entries and the cursor of the applies up to some earlier one, and
- * the builder replays from that cursor; a process crash loses nothing. A reader instance sees
- * the apply after its next refresh. Entries already present (same customer, ts and order id) are
- * replaced by the same bytes, so re-applying a batch changes nothing. Writer handle only. Returns
+ * atomically: a customer's query sees all of that customer's entries of the apply or none, and
+ * an entry is queryable before gsi_cursor returns the cursor that covers it. Not durable at
+ * return (the log is written, not synced; checkpoints sync it): after a power cut the store
+ * holds the entries and the cursor of the applies up to some earlier one, and the builder
+ * replays from that cursor; a process crash loses nothing. A reader sees the apply after its
+ * next refresh. An entry equal to one already present (same customer, ts and order id) hides
+ * it (queries return the newest apply's copy once), so re-applying a batch changes no answer.
+ * Writer handle only. Returns
  * 0, -DS_EUSAGE (an invalid entry, logged with its index), -DS_ELIMIT (n above batch_entries_max or
  * cursor_len above GSI_CURSOR_BYTES_MAX), or -EIO. */
 DS_MUST_USE int gsi_apply(struct gsi *g, const struct gsi_entry *entries, size_t n,
@@ -128,7 +136,7 @@ DS_MUST_USE int gsi_cursor(struct gsi *g, void *buf, size_t cap, size_t *len);
 DS_MUST_USE int gsi_query(struct gsi *g, const struct ds_id *customer, uint32_t limit,
                           const char *page_token, struct gsi_page *out);
 
-/* Bytes of the index's table files on disk (RocksDB's live SST size). */
+/* Bytes of the index's files on disk (log and table checkpoint). */
 uint64_t gsi_bytes_on_disk(struct gsi *g);
 
 #endif /* DS_QUERY_GSI_H */

@@ -185,7 +185,7 @@ struct query_orders_page {
 
 struct query_gsi_config {
     const char *data_dir;          /* the base data to follow (read-only); the index is DATA/gsi */
-    uint64_t cache_bytes;          /* the index's block cache; 0: its default */
+    uint32_t table_slots_log2;     /* the index's slot table for a new index; 0: its default */
     uint32_t max_lag_ms;           /* the lag bound back-pressure keeps; 0 refused */
     uint32_t test_slow_ms;         /* test hook: sleep this long after each apply */
     struct query_metrics *metrics; /* lag gauge and histogram, or NULL */
@@ -227,7 +227,7 @@ DS_MUST_USE int query_gsi_reader_refresh(struct query_gsi_reader *r);
 /* The storage commit sequence every order up to which the view holds (0: none yet). */
 DS_MUST_USE int query_gsi_reader_indexed_seq(struct query_gsi_reader *r, uint64_t *seq);
 struct gsi *query_gsi_reader_store(struct query_gsi_reader *r);
-/* Closes the view and removes its scratch directory; NULL is fine. */
+/* Closes the view; NULL is fine. */
 void query_gsi_reader_close(struct query_gsi_reader *r);
 /* The API's rule for a customer id given as text (already percent-decoded): a positive decimal
  * integer without leading zeros, up to 2^63-1, is an integer id; "..." is the string between

@@ -28,7 +28,6 @@
  * (day, shard) order: i32 day, u32 shard, u32 segment id, u64 offset (20 bytes each).
  */
 #include <errno.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -413,8 +412,8 @@ int query_gsi_start(const struct query_gsi_config *cfg, struct query_gsi **out)
     struct gsi_config gcfg;
     gsi_config_defaults(&gcfg);
     gcfg.dir = g->gsi_dir;
-    if (cfg->cache_bytes != 0) {
-        gcfg.cache_bytes = cfg->cache_bytes;
+    if (cfg->table_slots_log2 != 0) {
+        gcfg.table_slots_log2 = cfg->table_slots_log2;
     }
     g->batch_max = gcfg.batch_entries_max;
     g->batch = malloc((size_t)g->batch_max * sizeof(*g->batch));
@@ -596,17 +595,8 @@ struct gsi *query_gsi_store(struct query_gsi *g)
 
 struct query_gsi_reader {
     struct gsi *gsi;
-    char scratch[64]; /* RocksDB's secondary-instance directory, removed at close */
     uint8_t *cursor;
 };
-
-static int reader_remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
 
 int query_gsi_reader_open(const char *data_dir, struct query_gsi_reader **out)
 {
@@ -615,20 +605,16 @@ int query_gsi_reader_open(const char *data_dir, struct query_gsi_reader **out)
         return -ENOMEM;
     }
     r->cursor = malloc(GSI_CURSOR_BYTES_MAX);
-    snprintf(r->scratch, sizeof(r->scratch), "/tmp/dayshard-gsi-reader-XXXXXX");
-    if (r->cursor == NULL || mkdtemp(r->scratch) == NULL) {
-        int rc = r->cursor == NULL ? -ENOMEM : -errno;
-        r->scratch[0] = '\0';
+    if (r->cursor == NULL) {
         query_gsi_reader_close(r);
-        return rc;
+        return -ENOMEM;
     }
     char dir[DS_PATH_MAX];
     query_gsi_dir(data_dir, dir);
     struct gsi_config cfg;
     gsi_config_defaults(&cfg);
     cfg.dir = dir;
-    cfg.cache_bytes = GSI_CACHE_BYTES_MIN * 16; /* a reader's cache: 16 MiB */
-    int rc = gsi_open_reader(&cfg, r->scratch, &r->gsi);
+    int rc = gsi_open_reader(&cfg, &r->gsi);
     if (rc != 0) {
         query_gsi_reader_close(r);
         return rc;
@@ -671,9 +657,6 @@ void query_gsi_reader_close(struct query_gsi_reader *r)
         return;
     }
     gsi_close(r->gsi);
-    if (r->scratch[0] != '\0') {
-        nftw(r->scratch, reader_remove_entry, 8, FTW_DEPTH | FTW_PHYS);
-    }
     free(r->cursor);
     free(r);
 }

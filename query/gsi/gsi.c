@@ -1,474 +1,844 @@
 /*
- * gsi.c: the by-customer index store on RocksDB 7.8 (C API), one sorted WriteBatch per apply.
+ * gsi.c: the by-customer index store (gsi.h): an append-only log of per-customer runs and a
+ * fixed table of slots, the design bench/gsi_log.c measured against RocksDB (ARCHITECTURE.md,
+ * "By-customer index"; tests/support/gsi_rocks.c, the RocksDB store it replaced, is now the
+ * oracle of test_gsi_oracle).
  *
- * Directory: DIR/FORMAT ("dayshard-gsi 1"), DIR/db (the RocksDB database). (Directories made by
- * the first version may also hold an empty DIR/staging; it is unused.)
+ * Directory: DIR/FORMAT ("dayshard-gsi 2"), DIR/lock (flock(2)ed by the one writer), DIR/log,
+ * DIR/table (the last checkpoint of the slot table; DIR/table.tmp while one is written).
  *
- * Keys (all big-endian, compared bytewise; RocksDB's default comparator):
+ * The log (all integers little-endian): a 64-byte header (magic, u32 slots_log2, u32 CRC32C of
+ * the 28 bytes before it), then records, each
  *
- *   customer  integer: 0x01, u64 id                          (9 bytes)
- *             string:  0x02, u64 FNV-1a-64(bytes), u8 len, bytes
- *   ts        u64 ~ts_ms                                      (newest first)
- *   order id  integer: 0xFE, u64 ~id
- *             string:  0xFD, ~E(bytes), where E escapes 0x00 as 0x00 0xFF and ends 0x00 0x00
+ *   u32 crc       CRC32C of the record's bytes after this field
+ *   u32 len       the record's bytes, header included
+ *   u8  type      GSI_RECORD_RUN or GSI_RECORD_CURSOR
  *
- * The first 9 bytes always lie inside the customer part, so they serve as RocksDB's fixed prefix
- * (prefix Bloom filters: a light customer's seek skips table files without its prefix). The
- * customer part is prefix-free and type-tagged, so 42 and "42" are different customers; the
- * hash only groups strings, the bytes that follow tell them apart. Within a customer, ~ts sorts
- * newest first; among equal ts, the inverted order-id part sorts order ids descending in the
- * order "integers ascending, then strings ascending (E is order-preserving and prefix-free)":
- * so a page lists string order ids before integer ones, each descending. Ids decode back in the
- * type they went in. The value is u8 status length, status bytes, zigzag varint amount; the day
- * is not stored, it is the UTC day of ts (gsi_apply checks that the caller agrees). The cursor
- * lives under the key "\0cursor", which sorts before every customer.
+ * A run (one customer's entries of one apply, sorted by tail key, that is newest first; at most
+ * GSI_RUN_ENTRIES_MAX, a customer with more in one apply gets several runs):
  *
- * A page token is lowercase hex of the last returned key without its customer part (ts and
- * order id): the next page seeks to customer + token and skips that exact key. New entries have
- * newer keys, so they sort before any token already handed out and never shift a later page.
+ *   [9]  u8 customer kind (0 integer, 1 string)   [10] u8 customer id bytes (8 for an integer)
+ *   [12] u32 entry count                          [16] u64 prev: the chain's previous run, or 0
+ *   [24] i64 chain_max_ts: the newest ts in this run and every run before it on its chain
+ *   [32] i64 min_ts: the oldest ts in this run
+ *   [40] u32 slot index                           [44] u32 zero
+ *   [48] u64 slot tag (the tag of the slot's owner, which may be another customer)
+ *   [56] i64 the chain_max_ts of the previous run (0 without one), so a walk stops before
+ *        reading a run it does not need
+ *   [64] customer id bytes, then each entry: u8 tail key bytes, tail key (key.h), u8 value
+ *        bytes, value (key.h)
  *
- * Writes: gsi_apply encodes and sorts the batch in a buffer fixed at open and writes it, the
- * cursor first, as one WriteBatch into the memtable (two write buffers of write_buffer_bytes /
- * 2) and the write-ahead log, which is never synced. Atomicity: a WriteBatch becomes visible at
- * once, and a batch lies in a single memtable and in one log record. Crash safety: a process
- * crash loses nothing (the log is in the page cache); a power cut loses the log's unsynced
- * tail, whole records in order, so the store holds exactly the batches up to some batch k and
- * the cursor of batch k (the cursor is in the same batch as its entries, so losing entries
- * loses their cursor too): the builder replays from there, and replaying entries rewrites
- * identical keys. A reader instance (`dayshard serve`, `orders --data`) catches up through
- * the log after a refresh, so it sees applies still in the writer's memtable.
+ * A cursor record ends every apply: [12] u32 cursor bytes, [16] u64 apply number, [24] the
+ * cursor. Records of an apply that has no cursor record after them were never acknowledged: an
+ * opening writer cuts them off (and everything from a damaged record on), and the builder
+ * replays them from the cursor it finds.
  *
- * Options (gsi_options_make; bench_gsi_store measures them): large write buffers so level-0
- * files are few and big, level-0 compaction at 4 files and write stalls at 12/20 (a stall is
- * the push-back: the lag grows and the node pauses ingest), partitioned index and filter
- * blocks, prefix-only full Bloom filters, no compression on level 0, lz4 above the last level,
- * zstd in it. The WAL costs 3-18% more CPU per entry than none (bench_gsi_store), kept so
- * that readers in other processes see recent applies (off, they saw only flushed buffers).
+ * The slot table: 2^k slots of (tag, head, chain max ts). A customer's tag is a 64-bit hash of its
+ * id (never 0, which marks an empty slot); its home slot is the tag's low k bits; it owns the
+ * first slot from home, within GSI_PROBE_MAX slots, that holds its tag or was empty when its
+ * first run was written (slots are never emptied, so that answer never changes). When all of
+ * them belong to others, its runs join the home slot's chain and carry their own id, which
+ * queries compare: a full table costs query time, not correctness. Every run records the slot it
+ * went to and that slot's tag, so a table rebuilt from the log is the writer's table exactly.
  *
- * Rejected (bench/gsi_store.c, ARCHITECTURE.md): one SST file per apply, ingested with
- * IngestExternalFile (the first version of this file), even with the same options. It is
- * cheaper: at 10M entries its apply call ran at 290k-770k entries/s against 250k-450k here,
- * and with compaction paid for it took 3.5-4.4 us of CPU per entry against 4.1-4.7 (the
- * memtable insert is the difference). But ingestion ignores the level-0 stall triggers: level
- * 0 piled up to 66-136 files, and newest-10 of a heavy customer took p99 0.8-10 ms while
- * compaction caught up, against 0.2-0.6 ms here, with at most 6 level-0 files. The memtable
- * path costs one thing the ingest path does not: a query that seeks into a batch being
- * inserted skips that batch's not yet visible entries of its customer, one by one.
- * Not measured: the vector memtable (an iterator over a mutable one sorts a copy of it, on
- * every query). A purpose-built log + hash index: in the first version of the bench a bare
- * append log with an fdatasync per batch, no index at all, was already slower than SST
- * ingestion, and a per-customer hash index would grow with the number of customers.
+ * Queries walk a chain from its head (the newest run), newest runs first, merging each run's
+ * entries of the customer into the best limit + 1 distinct tail keys; equal keys (an entry
+ * applied again) count once, the newest run's copy. The walk stops when the chain_max_ts of the
+ * next run is older than the worst kept entry (nothing older on the chain can enter), so for
+ * events that arrive roughly in time order a newest-10 query reads one or two runs.
+ *
+ * Concurrency: gsi_apply claims slots (tag stores), appends runs, then publishes each slot's new
+ * head with a release store, then appends the cursor record; queries load heads with acquire and
+ * read records with pread, so a query sees a customer's runs of an apply all or none. A reader
+ * handle keeps a table of its own, brought up to the last complete apply by scanning the log.
+ *
+ * Checkpoints: the writer syncs the log and writes the table's used slots (CRC32C) to
+ * DIR/table atomically every checkpoint_bytes of log and at close. The header names the cursor
+ * record it covers (offset, CRC), so a checkpoint of another log (the log cut shorter since, or
+ * rebuilt) is never taken: opening then scans the whole log.
  */
 #include "query/gsi/gsi.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
-#include <rocksdb/c.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#define GSI_FORMAT_TEXT "dayshard-gsi 1\n"
-#define GSI_PREFIX_BYTES 9u
-#define GSI_TAG_CUSTOMER_INT 0x01u
-#define GSI_TAG_CUSTOMER_STRING 0x02u
-#define GSI_TAG_ORDER_STRING 0xFDu /* ~0x02 */
-#define GSI_TAG_ORDER_INT 0xFEu    /* ~0x01 */
-#define GSI_CUSTOMER_BYTES_MAX (1u + 8u + 1u + DS_ID_BYTES_MAX)
-#define GSI_ORDER_BYTES_MAX (1u + 2u * DS_ID_BYTES_MAX + 2u)
-#define GSI_TOKEN_BYTES_MAX (8u + GSI_ORDER_BYTES_MAX)
-#define GSI_KEY_BYTES_MAX (GSI_CUSTOMER_BYTES_MAX + GSI_TOKEN_BYTES_MAX)
-#define GSI_VALUE_BYTES_MAX (1u + DS_STATUS_BYTES_MAX + 10u)
-/* RocksDB's own memory outside the block cache and the write buffers (table readers of
- * max_open_files files, the table builders of a flush and a compaction, thread stacks): an
- * estimate for gsi_memory_bytes. */
-#define GSI_ROCKSDB_OVERHEAD_BYTES (32ull << 20)
-#define GSI_MAX_OPEN_FILES 512
-/* A WriteBatch record: a type byte and two varint32 lengths around the key and value. */
-#define GSI_BATCH_RECORD_OVERHEAD_BYTES 5u
-/* Level 0 is compacted at 4 files (two write buffers' worth each time); writes slow down at
- * 12 and stop at 20 files, far enough above 4 that a compaction falling behind for a few
- * seconds does not throttle the builder, close enough that a newest-10 query never merges
- * more than ~20 runs. A stall makes gsi_apply slow, the lag grows, and the node's
- * back-pressure (--max-gsi-lag-ms) pauses ingest: that is the intended push-back. */
-#define GSI_LEVEL0_COMPACTION_TRIGGER 4
-#define GSI_LEVEL0_SLOWDOWN_TRIGGER 12
-#define GSI_LEVEL0_STOP_TRIGGER 20
-#define GSI_WRITE_BUFFER_COUNT 2
-/* The WAL is on but never synced. Off it was 3-18% cheaper in CPU (bench_gsi_store), but a
- * reader instance (`dayshard serve`, `orders --data`) then sees only flushed write buffers,
- * up to 128 MiB behind: with the WAL it catches up through the log's tail. Unsynced, it adds
- * no fsync; after a power cut the log's tail is lost with the cursor it holds (same batch), so
- * the crash argument above still holds and the builder replays. */
-#define GSI_WAL_OFF 0
-#define GSI_LEVELS 7
+#include "query/gsi/key.h"
 
-static_assert(GSI_TOKEN_CHARS_MAX == 2u * GSI_TOKEN_BYTES_MAX, "token text is hex of the key");
-static_assert(GSI_KEY_BYTES_MAX <= UINT16_MAX, "slot key lengths are u16");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the index files are little-endian");
 
-static const char gsi_cursor_key[7] = {'\0', 'c', 'u', 'r', 's', 'o', 'r'};
+#define GSI_FORMAT_TEXT "dayshard-gsi 2\n"
+#define GSI_FORMAT_BYTES_MAX 64u
+#define GSI_LOG_MAGIC "dayshard-gsi-log 1\n"
+#define GSI_TABLE_MAGIC "dayshard-gsi-table 1\n"
+#define GSI_MAGIC_BYTES 24u
+#define GSI_LOG_HEADER_BYTES 64u
+#define GSI_TABLE_HEADER_BYTES 64u
+#define GSI_RECORD_RUN 1u
+#define GSI_RECORD_CURSOR 2u
+#define GSI_RECORD_PREFIX_BYTES 12u /* crc, len, type, three bytes of the type's own */
+#define GSI_RUN_HEADER_BYTES 64u
+#define GSI_CURSOR_HEADER_BYTES 24u
+/* Entries per run: a heavy customer's apply becomes runs of at most this many, so a record
+ * (~190 KiB at most) fits the scan buffer and a query reads a bounded amount per run. */
+#define GSI_RUN_ENTRIES_MAX 1024u
+#define GSI_ENTRY_BYTES_MAX (1u + GSI_TAIL_BYTES_MAX + 1u + GSI_VALUE_BYTES_MAX)
+#define GSI_RUN_BYTES_MAX                                                                          \
+    (GSI_RUN_HEADER_BYTES + DS_ID_BYTES_MAX + GSI_RUN_ENTRIES_MAX * GSI_ENTRY_BYTES_MAX)
+#define GSI_CURSOR_RECORD_BYTES_MAX (GSI_CURSOR_HEADER_BYTES + GSI_CURSOR_BYTES_MAX)
+#define GSI_RECORD_BYTES_MAX                                                                       \
+    (GSI_RUN_BYTES_MAX > GSI_CURSOR_RECORD_BYTES_MAX ? GSI_RUN_BYTES_MAX                           \
+                                                     : GSI_CURSOR_RECORD_BYTES_MAX)
+/* The writer's buffer (one pwrite when full) and the scanner's read size. */
+#define GSI_IO_BUFFER_BYTES (1u << 20)
+/* Slots a lookup inspects: 32 x 24 bytes = 12 adjacent cache lines. */
+#define GSI_PROBE_MAX 32u
+/* A query's first read of a run: the header and the newest ~100 entries. */
+#define GSI_QUERY_READ_BYTES 4096u
 
-/* One encoded entry of the batch being applied. */
+static_assert(GSI_RECORD_BYTES_MAX * 2u <= GSI_IO_BUFFER_BYTES, "a record fits the I/O buffer");
+static_assert(GSI_RECORD_BYTES_MAX <= UINT32_MAX, "record lengths are u32");
+static_assert(GSI_TAIL_BYTES_MAX <= UINT8_MAX && GSI_VALUE_BYTES_MAX <= UINT8_MAX,
+              "entry part lengths are u8");
+static_assert(1u << GSI_TABLE_SLOTS_LOG2_MIN >= GSI_PROBE_MAX, "a table holds a probe window");
+static_assert(sizeof(GSI_LOG_MAGIC) <= GSI_MAGIC_BYTES &&
+                  sizeof(GSI_TABLE_MAGIC) <= GSI_MAGIC_BYTES,
+              "magics fit");
+
 struct gsi_slot {
-    const uint8_t *key; /* key, then value, in the batch buffer */
-    uint16_t key_bytes;
-    uint16_t value_bytes;
-    uint32_t index; /* position in the caller's array: the last of equal keys wins */
+    uint64_t tag;   /* the owner's tag; 0: empty */
+    uint64_t head;  /* log offset of the chain's newest published run; 0: none yet */
+    int64_t max_ts; /* the chain's newest ts (writer only: the next run's chain_max_ts) */
+};
+static_assert(sizeof(struct gsi_slot) == GSI_SLOT_BYTES, "slots are 24 bytes on disk too");
+
+/* One entry of the batch being applied, sorted by (slot, customer, tail key, newest index). */
+struct gsi_item {
+    uint32_t slot;
+    uint32_t index; /* into the caller's entries and the tail buffer */
+    uint64_t tag;
+    uint64_t ts_key; /* the tail key's first 8 bytes as a number (~ts) */
+    uint8_t tail_bytes;
+};
+
+/* A new head for a slot, published after the apply's runs are written. */
+struct gsi_publish {
+    uint32_t slot;
+    uint64_t head;
+    int64_t max_ts;
 };
 
 struct gsi {
     bool writer;
+    bool failed; /* writer: an apply failed half way; only reopening recovers */
+    char dir[DS_PATH_MAX];
+    int log_fd;
+    int lock_fd;
+    uint32_t slots_log2;
+    uint64_t mask;
+    struct gsi_slot *slots; /* 2^slots_log2 */
+    uint64_t log_end;       /* writer: bytes of log written or buffered; reader: scanned */
+    uint64_t applies;       /* the number of the last cursor record */
+    uint64_t cursor_at;     /* offset of the last cursor record; 0: none */
+    uint32_t cursor_crc;    /* its crc field */
+    pthread_mutex_t cursor_lock;
+    uint8_t *cursor; /* GSI_CURSOR_BYTES_MAX: the last cursor */
+    size_t cursor_len;
+    /* writer */
     uint32_t batch_entries_max;
-    rocksdb_t *db;
-    rocksdb_options_t *options;
-    rocksdb_cache_t *cache;
-    rocksdb_readoptions_t *read; /* prefix_same_as_start; shared by concurrent queries */
-    rocksdb_writeoptions_t *write;
-    rocksdb_writebatch_t *batch; /* writer: reused, its buffer keeps its capacity */
-    uint8_t *buffer;             /* writer: batch_entries_max * (key + value) bytes */
-    struct gsi_slot *slots;
+    uint64_t checkpoint_bytes;
+    uint64_t checkpoint_end; /* log_end of the last checkpoint */
+    uint8_t *buffer;         /* GSI_IO_BUFFER_BYTES of records not yet written */
+    size_t buffered;
+    struct gsi_item *items;
+    uint8_t *tails; /* batch_entries_max * GSI_TAIL_BYTES_MAX */
+    uint32_t *run;  /* the deduplicated items of one customer */
+    struct gsi_publish *publish;
+    size_t publish_count;
 };
 
-/* ---- encoding ------------------------------------------------------------------------------ */
+/* ---- little helpers ------------------------------------------------------------------------ */
 
-static void gsi_be64_put(uint8_t *dst, uint64_t v)
+static uint32_t gsi_u32_get(const uint8_t *src)
 {
-    for (int i = 7; i >= 0; i--) {
-        dst[i] = (uint8_t)v;
-        v >>= 8;
-    }
-}
-
-static uint64_t gsi_be64_get(const uint8_t *src)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) {
-        v = v << 8 | src[i];
-    }
+    uint32_t v;
+    memcpy(&v, src, sizeof(v));
     return v;
 }
 
-static bool gsi_id_valid(const struct ds_id *id)
+static uint64_t gsi_u64_get(const uint8_t *src)
 {
-    if (id->is_string) {
-        return id->len >= 1 && id->len <= DS_ID_BYTES_MAX;
-    }
-    return id->value >= 1;
+    uint64_t v;
+    memcpy(&v, src, sizeof(v));
+    return v;
 }
 
-/* Writes the customer part of a key into dst (GSI_CUSTOMER_BYTES_MAX); returns its length. */
-static size_t gsi_customer_encode(const struct ds_id *customer, uint8_t *dst)
+static void gsi_u32_put(uint8_t *dst, uint32_t v)
 {
-    ASSERT(gsi_id_valid(customer));
+    memcpy(dst, &v, sizeof(v));
+}
+
+static void gsi_u64_put(uint8_t *dst, uint64_t v)
+{
+    memcpy(dst, &v, sizeof(v));
+}
+
+static uint64_t gsi_mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
+/* The customer's tag: a hash of kind and id, never 0. */
+static uint64_t gsi_tag(const struct ds_id *customer)
+{
+    uint64_t h;
     if (!customer->is_string) {
-        dst[0] = GSI_TAG_CUSTOMER_INT;
-        gsi_be64_put(dst + 1, (uint64_t)customer->value);
-        return GSI_PREFIX_BYTES;
-    }
-    uint64_t hash = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < customer->len; i++) {
-        hash = (hash ^ (uint8_t)customer->text[i]) * 0x100000001b3ull;
-    }
-    dst[0] = GSI_TAG_CUSTOMER_STRING;
-    gsi_be64_put(dst + 1, hash);
-    dst[9] = customer->len;
-    memcpy(dst + 10, customer->text, customer->len);
-    return 10u + customer->len;
-}
-
-/* Writes ts and order id (the token part of a key) into dst; returns its length. */
-static size_t gsi_tail_encode(int64_t ts_ms, const struct ds_id *order, uint8_t *dst)
-{
-    ASSERT(ts_ms >= DS_TS_MS_MIN && ts_ms <= DS_TS_MS_MAX);
-    gsi_be64_put(dst, ~(uint64_t)ts_ms);
-    if (!order->is_string) {
-        dst[8] = GSI_TAG_ORDER_INT;
-        gsi_be64_put(dst + 9, ~(uint64_t)order->value);
-        return 17;
-    }
-    size_t n = 8;
-    dst[n++] = GSI_TAG_ORDER_STRING;
-    for (size_t i = 0; i < order->len; i++) {
-        uint8_t b = (uint8_t)order->text[i];
-        dst[n++] = (uint8_t)~b;
-        if (b == 0x00) {
-            dst[n++] = 0x00; /* ~0xFF: the escaped zero byte */
-        }
-    }
-    dst[n++] = 0xFF; /* ~0x00 0x00: the terminator */
-    dst[n++] = 0xFF;
-    ASSERT(n <= GSI_TOKEN_BYTES_MAX);
-    return n;
-}
-
-/* Decodes a token part (ts + order id) of exactly len bytes. Returns 0 or -DS_ECORRUPT. */
-static int gsi_tail_decode(const uint8_t *src, size_t len, int64_t *ts_ms, struct ds_id *order)
-{
-    if (len < 8 + 1) {
-        return -DS_ECORRUPT;
-    }
-    uint64_t ts = ~gsi_be64_get(src);
-    if (ts > (uint64_t)DS_TS_MS_MAX) {
-        return -DS_ECORRUPT;
-    }
-    struct ds_id id = {0};
-    if (src[8] == GSI_TAG_ORDER_INT) {
-        uint64_t v = ~gsi_be64_get(src + 9);
-        if (len != 17 || v == 0 || v > (uint64_t)INT64_MAX) {
-            return -DS_ECORRUPT;
-        }
-        id.value = (int64_t)v;
-    } else if (src[8] == GSI_TAG_ORDER_STRING) {
-        id.is_string = true;
-        size_t i = 9;
-        for (;;) {
-            if (i >= len) {
-                return -DS_ECORRUPT;
-            }
-            uint8_t c = src[i++];
-            if (c == 0xFF) {
-                if (i >= len || (src[i] != 0xFF && src[i] != 0x00)) {
-                    return -DS_ECORRUPT;
-                }
-                if (src[i++] == 0xFF) {
-                    break; /* terminator */
-                }
-                c = 0xFF; /* escaped zero byte: ~0x00 */
-            }
-            if (id.len == DS_ID_BYTES_MAX) {
-                return -DS_ECORRUPT;
-            }
-            id.text[id.len++] = (char)(uint8_t)~c;
-        }
-        if (i != len || id.len == 0) {
-            return -DS_ECORRUPT;
-        }
+        h = gsi_mix64((uint64_t)customer->value);
     } else {
-        return -DS_ECORRUPT;
-    }
-    *ts_ms = (int64_t)ts;
-    *order = id;
-    return 0;
-}
-
-static size_t gsi_value_encode(const struct gsi_entry *e, uint8_t *dst)
-{
-    size_t n = 0;
-    dst[n++] = e->status_len;
-    memcpy(dst + n, e->status, e->status_len);
-    n += e->status_len;
-    uint64_t zz = ((uint64_t)e->amount_units << 1) ^ (uint64_t)(e->amount_units >> 63);
-    while (zz >= 0x80) {
-        dst[n++] = (uint8_t)(zz | 0x80);
-        zz >>= 7;
-    }
-    dst[n++] = (uint8_t)zz;
-    ASSERT(n <= GSI_VALUE_BYTES_MAX);
-    return n;
-}
-
-static int gsi_value_decode(const uint8_t *src, size_t len, struct gsi_entry *e)
-{
-    if (len < 2 || src[0] > DS_STATUS_BYTES_MAX || len < 2u + src[0]) {
-        return -DS_ECORRUPT;
-    }
-    e->status_len = src[0];
-    memcpy(e->status, src + 1, src[0]);
-    uint64_t zz = 0;
-    size_t i = 1u + src[0];
-    for (unsigned shift = 0;; shift += 7) {
-        if (i >= len || shift > 63) {
-            return -DS_ECORRUPT;
+        h = 0xcbf29ce484222325ull;
+        for (size_t i = 0; i < customer->len; i++) {
+            h = (h ^ (uint8_t)customer->text[i]) * 0x100000001b3ull;
         }
-        uint8_t b = src[i++];
-        zz |= (uint64_t)(b & 0x7F) << shift;
-        if (!(b & 0x80)) {
+        h = gsi_mix64(h ^ 0x9e3779b97f4a7c15ull);
+    }
+    return h != 0 ? h : 1;
+}
+
+/* The id bytes a run stores: 8 little-endian bytes for an integer, the string's bytes. */
+static size_t gsi_customer_bytes(const struct ds_id *customer, uint8_t *dst)
+{
+    if (!customer->is_string) {
+        gsi_u64_put(dst, (uint64_t)customer->value);
+        return 8;
+    }
+    memcpy(dst, customer->text, customer->len);
+    return customer->len;
+}
+
+static bool gsi_customer_equal(const struct ds_id *a, const struct ds_id *b)
+{
+    if (a->is_string != b->is_string) {
+        return false;
+    }
+    if (!a->is_string) {
+        return a->value == b->value;
+    }
+    return a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
+}
+
+static int gsi_pread_all(int fd, void *dst, size_t len, uint64_t offset, size_t *got)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pread(fd, (uint8_t *)dst + done, len - done, (off_t)(offset + done));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            return -errno;
+        }
+        if (n == 0) {
             break;
         }
+        done += (size_t)n;
     }
-    if (i != len) {
-        return -DS_ECORRUPT;
-    }
-    e->amount_units = (int64_t)(zz >> 1) ^ -(int64_t)(zz & 1);
+    *got = done;
     return 0;
 }
 
-/* Lowercase hex of src into dst (2 * len + 1 bytes). */
-static void gsi_hex_encode(const uint8_t *src, size_t len, char *dst)
+static int gsi_pwrite_all(int fd, const void *src, size_t len, uint64_t offset)
 {
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < len; i++) {
-        dst[2 * i] = digits[src[i] >> 4];
-        dst[2 * i + 1] = digits[src[i] & 0x0F];
-    }
-    dst[2 * len] = '\0';
-}
-
-static int gsi_hex_digit(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    return -1;
-}
-
-/* Decodes a page token into its key part; returns the byte count or -DS_EUSAGE. */
-static int gsi_token_decode(const char *token, uint8_t *dst)
-{
-    size_t chars = strnlen(token, GSI_TOKEN_CHARS_MAX + 1);
-    if (chars == 0 || chars > GSI_TOKEN_CHARS_MAX || chars % 2 != 0) {
-        return -DS_EUSAGE;
-    }
-    for (size_t i = 0; i < chars / 2; i++) {
-        int hi = gsi_hex_digit(token[2 * i]);
-        int lo = gsi_hex_digit(token[2 * i + 1]);
-        if (hi < 0 || lo < 0) {
-            return -DS_EUSAGE;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pwrite(fd, (const uint8_t *)src + done, len - done, (off_t)(offset + done));
+        if (n < 0 && errno == EINTR) {
+            continue;
         }
-        dst[i] = (uint8_t)(hi << 4 | lo);
+        if (n <= 0) {
+            return n < 0 ? -errno : -EIO;
+        }
+        done += (size_t)n;
     }
-    int64_t ts_ms = 0;
-    struct ds_id order;
-    if (gsi_tail_decode(dst, chars / 2, &ts_ms, &order) != 0) {
-        return -DS_EUSAGE;
-    }
-    return (int)(chars / 2);
+    return 0;
 }
 
-/* ---- configuration and lifecycle ----------------------------------------------------------- */
+static void gsi_path(const struct gsi *g, const char *name, char *dst)
+{
+    int n = snprintf(dst, DS_PATH_MAX, "%s/%s", g->dir, name);
+    ASSERT(n > 0 && n < DS_PATH_MAX);
+}
+
+/* ---- slots --------------------------------------------------------------------------------- */
+
+static uint64_t gsi_slot_tag_load(const struct gsi_slot *s)
+{
+    return __atomic_load_n(&s->tag, __ATOMIC_ACQUIRE);
+}
+
+/* The slot whose chain holds tag's runs: its own, or the home slot when the window is full.
+ * *empty is set when the customer has no slot yet and one is free (its index in *index). */
+static uint32_t gsi_slot_find(const struct gsi *g, uint64_t tag, bool *empty)
+{
+    uint64_t home = tag & g->mask;
+    for (uint32_t i = 0; i < GSI_PROBE_MAX; i++) {
+        uint32_t index = (uint32_t)((home + i) & g->mask);
+        uint64_t t = gsi_slot_tag_load(&g->slots[index]);
+        if (t == tag || t == 0) {
+            *empty = t == 0;
+            return index;
+        }
+    }
+    *empty = false;
+    return (uint32_t)home;
+}
+
+/* ---- configuration ------------------------------------------------------------------------- */
 
 void gsi_config_defaults(struct gsi_config *cfg)
 {
+    ASSERT(cfg != NULL);
     memset(cfg, 0, sizeof(*cfg));
-    cfg->cache_bytes = GSI_CACHE_BYTES_DEFAULT;
+    cfg->table_slots_log2 = GSI_TABLE_SLOTS_LOG2_DEFAULT;
     cfg->batch_entries_max = GSI_BATCH_ENTRIES_DEFAULT;
-    cfg->write_buffer_bytes = GSI_WRITE_BUFFER_BYTES_DEFAULT;
+    cfg->checkpoint_bytes = GSI_CHECKPOINT_BYTES_DEFAULT;
 }
 
 int gsi_config_check(const struct gsi_config *cfg)
 {
-    if (cfg->dir == NULL || cfg->dir[0] == '\0' || strlen(cfg->dir) + 32 > DS_PATH_MAX) {
+    ASSERT(cfg != NULL);
+    if (cfg->dir == NULL || cfg->dir[0] == '\0' || strlen(cfg->dir) + 16 >= DS_PATH_MAX) {
         ds_log_error("gsi: the index directory is missing or too long");
         return -DS_EUSAGE;
     }
-    if (cfg->cache_bytes < GSI_CACHE_BYTES_MIN || cfg->cache_bytes > GSI_CACHE_BYTES_MAX) {
-        ds_log_error("gsi: cache_bytes %" PRIu64 " outside %llu..%llu", cfg->cache_bytes,
-                     GSI_CACHE_BYTES_MIN, GSI_CACHE_BYTES_MAX);
+    if (cfg->table_slots_log2 < GSI_TABLE_SLOTS_LOG2_MIN ||
+        cfg->table_slots_log2 > GSI_TABLE_SLOTS_LOG2_MAX) {
+        ds_log_error("gsi: a table of 2^%" PRIu32 " slots is outside 2^%u..2^%u",
+                     cfg->table_slots_log2, GSI_TABLE_SLOTS_LOG2_MIN, GSI_TABLE_SLOTS_LOG2_MAX);
         return -DS_EUSAGE;
     }
     if (cfg->batch_entries_max < 1 || cfg->batch_entries_max > GSI_BATCH_ENTRIES_MAX) {
-        ds_log_error("gsi: batch_entries_max %" PRIu32 " outside 1..%u", cfg->batch_entries_max,
+        ds_log_error("gsi: a batch of %" PRIu32 " entries is outside 1..%u", cfg->batch_entries_max,
                      GSI_BATCH_ENTRIES_MAX);
         return -DS_EUSAGE;
     }
-    if (cfg->write_buffer_bytes < GSI_WRITE_BUFFER_BYTES_MIN ||
-        cfg->write_buffer_bytes > GSI_WRITE_BUFFER_BYTES_MAX) {
-        ds_log_error("gsi: write_buffer_bytes %" PRIu64 " outside %llu..%llu",
-                     cfg->write_buffer_bytes, GSI_WRITE_BUFFER_BYTES_MIN,
-                     GSI_WRITE_BUFFER_BYTES_MAX);
+    if (cfg->checkpoint_bytes < GSI_CHECKPOINT_BYTES_MIN ||
+        cfg->checkpoint_bytes > GSI_CHECKPOINT_BYTES_MAX) {
+        ds_log_error("gsi: a checkpoint interval of %" PRIu64 " bytes is outside %llu..%llu",
+                     cfg->checkpoint_bytes, GSI_CHECKPOINT_BYTES_MIN, GSI_CHECKPOINT_BYTES_MAX);
         return -DS_EUSAGE;
     }
     return 0;
 }
 
-/* The encoded batch, its slots and the WriteBatch holding a copy of it. */
-static uint64_t gsi_buffer_bytes(uint32_t entries)
-{
-    uint64_t entry = GSI_KEY_BYTES_MAX + GSI_VALUE_BYTES_MAX;
-    return (uint64_t)entries *
-           (entry + sizeof(struct gsi_slot) + entry + GSI_BATCH_RECORD_OVERHEAD_BYTES);
-}
-
 uint64_t gsi_memory_bytes(const struct gsi_config *cfg)
 {
-    /* A memtable's arena may pass its write buffer size by one arena block (an eighth) before
-     * RocksDB switches to the next one. */
-    uint64_t memtables = cfg->write_buffer_bytes + cfg->write_buffer_bytes / 8;
-    return cfg->cache_bytes + memtables + gsi_buffer_bytes(cfg->batch_entries_max) +
-           GSI_ROCKSDB_OVERHEAD_BYTES;
+    ASSERT(cfg != NULL);
+    uint64_t per_entry = sizeof(struct gsi_item) + GSI_TAIL_BYTES_MAX + sizeof(uint32_t) +
+                         sizeof(struct gsi_publish);
+    return ((uint64_t)GSI_SLOT_BYTES << cfg->table_slots_log2) + GSI_IO_BUFFER_BYTES * 2u +
+           GSI_CURSOR_BYTES_MAX + (uint64_t)cfg->batch_entries_max * per_entry;
 }
 
-/* Logs a RocksDB error with context, frees it and returns the code to propagate. */
-static int gsi_rocks_error(char *err, const char *what, const char *dir)
+/* ---- files --------------------------------------------------------------------------------- */
+
+/* Checks DIR/FORMAT, writing it (and creating DIR) when create and the directory is new. */
+static int gsi_format_check(const char *dir, bool create)
 {
-    ASSERT(err != NULL);
-    ds_log_error("gsi: %s %s: %s", what, dir, err);
-    int rc = strstr(err, "lock") != NULL || strstr(err, "LOCK") != NULL ? -DS_ELOCKED : -EIO;
-    rocksdb_free(err);
+    char path[DS_PATH_MAX];
+    snprintf(path, sizeof(path), "%s/FORMAT", dir);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = ds_read_file(path, GSI_FORMAT_BYTES_MAX, &text, &len);
+    if (rc == -ENOENT && create) {
+        rc = ds_mkdir_p(dir);
+        rc = rc == 0 ? ds_write_file_atomic(path, GSI_FORMAT_TEXT, strlen(GSI_FORMAT_TEXT)) : rc;
+        if (rc != 0) {
+            ds_log_error("%s: cannot create: %s", path, ds_strerror(rc));
+        }
+        return rc;
+    }
+    if (rc == -ENOENT) {
+        return rc;
+    }
+    if (rc != 0 && rc != -EFBIG) {
+        ds_log_error("%s: cannot read: %s", path, ds_strerror(rc));
+        return rc;
+    }
+    bool ours =
+        rc == 0 && len == strlen(GSI_FORMAT_TEXT) && memcmp(text, GSI_FORMAT_TEXT, len) == 0;
+    free(text);
+    if (!ours) {
+        ds_log_error("%s: not an index of this version of dayshard (expected \"dayshard-gsi 2\"); "
+                     "`dayshard gsi rebuild` makes a new one",
+                     dir);
+        return -DS_EFORMAT;
+    }
+    return 0;
+}
+
+static void gsi_log_header_make(uint32_t slots_log2, uint8_t *dst)
+{
+    memset(dst, 0, GSI_LOG_HEADER_BYTES);
+    memcpy(dst, GSI_LOG_MAGIC, sizeof(GSI_LOG_MAGIC) - 1);
+    gsi_u32_put(dst + 24, slots_log2);
+    gsi_u32_put(dst + 28, ds_crc32c(0, dst, 28));
+}
+
+/* Opens DIR/log (creating it with a table of cfg's size when the writer finds none) and reads
+ * the table size it was made with. */
+static int gsi_log_open(struct gsi *g, const struct gsi_config *cfg)
+{
+    char path[DS_PATH_MAX];
+    gsi_path(g, "log", path);
+    int flags = g->writer ? O_RDWR | O_CREAT : O_RDONLY;
+    g->log_fd = open(path, flags | O_CLOEXEC, 0644);
+    if (g->log_fd < 0) {
+        int err = -errno;
+        if (err != -ENOENT) {
+            ds_log_error("%s: cannot open: %s", path, ds_strerror(err));
+        }
+        return err;
+    }
+    uint8_t header[GSI_LOG_HEADER_BYTES];
+    size_t got = 0;
+    int rc = gsi_pread_all(g->log_fd, header, sizeof(header), 0, &got);
+    if (rc == 0 && got < sizeof(header) && g->writer) {
+        /* New, or a crash cut the header before anything followed it. */
+        gsi_log_header_make(cfg->table_slots_log2, header);
+        rc = ftruncate(g->log_fd, 0) == 0 ? 0 : -errno;
+        rc = rc == 0 ? gsi_pwrite_all(g->log_fd, header, sizeof(header), 0) : rc;
+        rc = rc == 0 && fsync(g->log_fd) != 0 ? -errno : rc;
+        rc = rc == 0 ? ds_fsync_dir(g->dir) : rc;
+        got = rc == 0 ? sizeof(header) : got;
+    }
+    if (rc != 0) {
+        ds_log_error("%s: cannot read or write the header: %s", path, ds_strerror(rc));
+        return rc;
+    }
+    if (got < sizeof(header)) {
+        return -ENOENT; /* a reader before the writer finished creating it */
+    }
+    uint32_t log2 = gsi_u32_get(header + 24);
+    if (memcmp(header, GSI_LOG_MAGIC, sizeof(GSI_LOG_MAGIC) - 1) != 0 ||
+        gsi_u32_get(header + 28) != ds_crc32c(0, header, 28) || log2 < GSI_TABLE_SLOTS_LOG2_MIN ||
+        log2 > GSI_TABLE_SLOTS_LOG2_MAX) {
+        ds_log_error("%s: not an index log (bad header); `dayshard gsi rebuild` makes a new one",
+                     path);
+        return -DS_EFORMAT;
+    }
+    if (g->writer && log2 != cfg->table_slots_log2) {
+        ds_log_info("%s: keeps the table of 2^%" PRIu32 " slots it was made with (2^%" PRIu32
+                    " asked; `dayshard gsi rebuild` resizes)",
+                    g->dir, log2, cfg->table_slots_log2);
+    }
+    g->slots_log2 = log2;
+    g->mask = (1ull << log2) - 1;
+    return 0;
+}
+
+static int gsi_lock(struct gsi *g)
+{
+    char path[DS_PATH_MAX];
+    gsi_path(g, "lock", path);
+    g->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (g->lock_fd < 0) {
+        int err = -errno;
+        ds_log_error("%s: cannot open: %s", path, ds_strerror(err));
+        return err;
+    }
+    if (flock(g->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno == EWOULDBLOCK ? -DS_ELOCKED : -errno;
+        ds_log_error("%s: %s", g->dir, ds_strerror(err));
+        return err;
+    }
+    return 0;
+}
+
+/* ---- records ------------------------------------------------------------------------------- */
+
+/* What a scan learned about one record. */
+struct gsi_record {
+    uint64_t offset;
+    uint32_t len;
+    uint32_t crc;
+    uint8_t type;
+    const uint8_t *bytes; /* the whole record, valid during the callback */
+};
+
+/* Checks a run's header fields against the table and its own offset. */
+static bool gsi_run_header_valid(const struct gsi *g, const uint8_t *r, uint32_t len,
+                                 uint64_t offset)
+{
+    if (len < GSI_RUN_HEADER_BYTES) {
+        return false;
+    }
+    uint8_t kind = r[9];
+    uint8_t id_bytes = r[10];
+    uint32_t count = gsi_u32_get(r + 12);
+    uint64_t prev = gsi_u64_get(r + 16);
+    uint32_t slot = gsi_u32_get(r + 40);
+    bool id_ok =
+        kind == 0 ? id_bytes == 8 : kind == 1 && id_bytes >= 1 && id_bytes <= DS_ID_BYTES_MAX;
+    return id_ok && len >= GSI_RUN_HEADER_BYTES + id_bytes && count >= 1 &&
+           count <= GSI_RUN_ENTRIES_MAX &&
+           (prev == 0 || (prev >= GSI_LOG_HEADER_BYTES && prev < offset)) && slot <= g->mask &&
+           gsi_u64_get(r + 48) != 0;
+}
+
+/* Validates one whole record at r (avail bytes readable). Returns its length, 0 when it does
+ * not fit in avail (read more), or -DS_ECORRUPT. */
+static int64_t gsi_record_check(const struct gsi *g, const uint8_t *r, size_t avail,
+                                uint64_t offset)
+{
+    if (avail < GSI_RECORD_PREFIX_BYTES) {
+        return 0;
+    }
+    uint32_t len = gsi_u32_get(r + 4);
+    if (len < GSI_CURSOR_HEADER_BYTES || len > GSI_RECORD_BYTES_MAX) {
+        return -DS_ECORRUPT;
+    }
+    if (avail < len) {
+        return 0;
+    }
+    if (gsi_u32_get(r) != ds_crc32c(0, r + 4, len - 4u)) {
+        return -DS_ECORRUPT;
+    }
+    if (r[8] == GSI_RECORD_CURSOR) {
+        bool ok = gsi_u32_get(r + 12) == len - GSI_CURSOR_HEADER_BYTES &&
+                  len - GSI_CURSOR_HEADER_BYTES <= GSI_CURSOR_BYTES_MAX;
+        return ok ? (int64_t)len : -DS_ECORRUPT;
+    }
+    if (r[8] == GSI_RECORD_RUN && gsi_run_header_valid(g, r, len, offset)) {
+        return len;
+    }
+    return -DS_ECORRUPT;
+}
+
+typedef int (*gsi_record_fn)(struct gsi *g, const struct gsi_record *record, void *user);
+
+/* Reads the log's records in [from, until) in order, each checked, into fn. Stops at the first
+ * record that is damaged or runs past the end of the file. *end is where it stopped. */
+static int gsi_scan(struct gsi *g, uint8_t *buf, uint64_t from, uint64_t until, gsi_record_fn fn,
+                    void *user, uint64_t *end)
+{
+    uint64_t at = from;
+    for (;;) {
+        size_t want = GSI_IO_BUFFER_BYTES;
+        if (until - at < want) {
+            want = (size_t)(until - at);
+        }
+        size_t got = 0;
+        int rc = want > 0 ? gsi_pread_all(g->log_fd, buf, want, at, &got) : 0;
+        if (rc != 0) {
+            ds_log_error("%s/log: cannot read at %" PRIu64 ": %s", g->dir, at, ds_strerror(rc));
+            return rc;
+        }
+        size_t pos = 0;
+        for (;;) {
+            int64_t len = gsi_record_check(g, buf + pos, got - pos, at + pos);
+            if (len <= 0) {
+                if (len < 0 || got < want || pos == 0) {
+                    *end = at + pos; /* damage, or the end of the file */
+                    return 0;
+                }
+                break; /* the record continues past this read */
+            }
+            struct gsi_record record = {.offset = at + pos,
+                                        .len = (uint32_t)len,
+                                        .crc = gsi_u32_get(buf + pos),
+                                        .type = buf[pos + 8],
+                                        .bytes = buf + pos};
+            rc = fn(g, &record, user);
+            if (rc != 0) {
+                return rc;
+            }
+            pos += (size_t)len;
+        }
+        at += pos;
+    }
+}
+
+/* First pass: where the last cursor record ends (everything after it is cut or ignored). */
+struct gsi_scan_end {
+    uint64_t cursor_at;
+    uint64_t end;
+};
+
+static int gsi_scan_find_end(struct gsi *g, const struct gsi_record *record, void *user)
+{
+    (void)g;
+    struct gsi_scan_end *s = user;
+    if (record->type == GSI_RECORD_CURSOR) {
+        s->cursor_at = record->offset;
+        s->end = record->offset + record->len;
+    }
+    return 0;
+}
+
+/* Second pass: runs into the table, the last cursor into g->cursor. */
+static int gsi_scan_apply(struct gsi *g, const struct gsi_record *record, void *user)
+{
+    (void)user;
+    const uint8_t *r = record->bytes;
+    if (record->type == GSI_RECORD_RUN) {
+        struct gsi_slot *s = &g->slots[gsi_u32_get(r + 40)];
+        __atomic_store_n(&s->tag, gsi_u64_get(r + 48), __ATOMIC_RELAXED);
+        s->max_ts = (int64_t)gsi_u64_get(r + 24);
+        __atomic_store_n(&s->head, record->offset, __ATOMIC_RELEASE);
+        return 0;
+    }
+    pthread_mutex_lock(&g->cursor_lock);
+    g->cursor_len = gsi_u32_get(r + 12);
+    memcpy(g->cursor, r + GSI_CURSOR_HEADER_BYTES, g->cursor_len);
+    g->applies = gsi_u64_get(r + 16);
+    g->cursor_at = record->offset;
+    g->cursor_crc = record->crc;
+    pthread_mutex_unlock(&g->cursor_lock);
+    return 0;
+}
+
+static int gsi_log_size(struct gsi *g, uint64_t *size)
+{
+    struct stat st;
+    if (fstat(g->log_fd, &st) != 0) {
+        int err = -errno;
+        ds_log_error("%s/log: cannot stat: %s", g->dir, ds_strerror(err));
+        return err;
+    }
+    *size = (uint64_t)st.st_size;
+    return 0;
+}
+
+/* Applies the records in [g->log_end, until) to the table, and returns in *end where the last
+ * complete apply among them ends (g->log_end moves there). */
+static int gsi_catch_up_to(struct gsi *g, uint64_t until, uint64_t *end)
+{
+    uint8_t *buf = malloc(GSI_IO_BUFFER_BYTES);
+    if (buf == NULL) {
+        return -ENOMEM;
+    }
+    struct gsi_scan_end found = {.end = g->log_end};
+    uint64_t stop = 0;
+    int rc = gsi_scan(g, buf, g->log_end, until, gsi_scan_find_end, &found, &stop);
+    rc = rc == 0 && found.end > g->log_end
+             ? gsi_scan(g, buf, g->log_end, found.end, gsi_scan_apply, NULL, &stop)
+             : rc;
+    free(buf);
+    if (rc == 0) {
+        ASSERT(found.end >= g->log_end);
+        g->log_end = found.end;
+        *end = found.end;
+    }
     return rc;
 }
 
-/* The block-based table: a block cache bound that also holds index and filter blocks, both
- * partitioned so that no single block outgrows a cache shard (a whole-file filter of a 64 MiB
- * table file is several MiB, a 64 MiB LRU cache has 1 MiB shards, and such a block was read
- * from disk on every query: milliseconds at 10M entries), full Bloom filters on the 9-byte
- * customer prefix only (queries seek by prefix; the one point lookup, the cursor, is rare). */
-static rocksdb_block_based_table_options_t *gsi_table_make(rocksdb_cache_t *cache)
+/* Brings the table to the end of the last complete apply in the log; *size is the log's size,
+ * *end where that apply ends. */
+static int gsi_catch_up(struct gsi *g, uint64_t *size, uint64_t *end)
 {
-    rocksdb_block_based_table_options_t *table = rocksdb_block_based_options_create();
-    rocksdb_block_based_options_set_block_cache(table, cache);
-    rocksdb_block_based_options_set_cache_index_and_filter_blocks(table, 1);
-    rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(table, 1);
-    rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(table, 1);
-    rocksdb_block_based_options_set_pin_top_level_index_and_filter(table, 1);
-    rocksdb_block_based_options_set_index_type(table, 2); /* kTwoLevelIndexSearch */
-    rocksdb_block_based_options_set_partition_filters(table, 1);
-    rocksdb_block_based_options_set_metadata_block_size(table, 4096);
-    rocksdb_block_based_options_set_filter_policy(table,
-                                                  rocksdb_filterpolicy_create_bloom_full(10));
-    rocksdb_block_based_options_set_whole_key_filtering(table, 0);
-    return table;
+    int rc = gsi_log_size(g, size);
+    return rc == 0 ? gsi_catch_up_to(g, *size, end) : rc;
 }
 
-/* Options shared by the writer and readers (bench_gsi_store repeats them; keep both in step).
- * Level 0 is not compressed (flushes stay cheap; its files are compacted soon), lz4 above the
- * last level and zstd in it (most of the data, rewritten least often). The last level has no
- * filters (optimize_filters_for_hits): a customer with any order at all is almost surely
- * there, and skipping its filters saves most of the filter memory. */
-static void gsi_options_make(struct gsi *g, const struct gsi_config *cfg)
+/* ---- checkpoints --------------------------------------------------------------------------- */
+
+/* DIR/table: a 64-byte header (magic, [24] u32 slots_log2, [32] u64 the log end it covers,
+ * [40] u64 offset and [48] u32 crc field of the cursor record that ends there, [52] u32 CRC32C
+ * of the body, [56] u32 count, [60] u32 CRC32C of the 60 bytes before), then the body: the
+ * count used slots, each u32 index and the slot's 24 bytes. Sparse, so a small index has a
+ * small checkpoint whatever the table size. */
+#define GSI_CHECKPOINT_ENTRY_BYTES (4u + GSI_SLOT_BYTES)
+
+static int gsi_checkpoint_body_read(struct gsi *g, int fd, uint32_t count, uint32_t crc)
 {
-    g->cache = rocksdb_cache_create_lru((size_t)cfg->cache_bytes);
-    rocksdb_block_based_table_options_t *table = gsi_table_make(g->cache);
-    g->options = rocksdb_options_create();
-    rocksdb_options_set_block_based_table_factory(g->options, table);
-    rocksdb_block_based_options_destroy(table); /* the factory holds a copy */
-    rocksdb_options_set_prefix_extractor(
-        g->options, rocksdb_slicetransform_create_fixed_prefix(GSI_PREFIX_BYTES));
-    rocksdb_options_set_optimize_filters_for_hits(g->options, 1);
-    rocksdb_options_set_create_if_missing(g->options, 1);
-    rocksdb_options_set_max_background_jobs(g->options, 2);
-    uint64_t buffer_bytes = cfg->write_buffer_bytes / GSI_WRITE_BUFFER_COUNT;
-    rocksdb_options_set_write_buffer_size(g->options, (size_t)buffer_bytes);
-    rocksdb_options_set_max_write_buffer_number(g->options, GSI_WRITE_BUFFER_COUNT);
-    rocksdb_options_set_min_write_buffer_number_to_merge(g->options, 1);
-    rocksdb_options_set_level0_file_num_compaction_trigger(g->options,
-                                                           GSI_LEVEL0_COMPACTION_TRIGGER);
-    rocksdb_options_set_level0_slowdown_writes_trigger(g->options, GSI_LEVEL0_SLOWDOWN_TRIGGER);
-    rocksdb_options_set_level0_stop_writes_trigger(g->options, GSI_LEVEL0_STOP_TRIGGER);
-    rocksdb_options_set_max_bytes_for_level_base(g->options,
-                                                 GSI_LEVEL0_COMPACTION_TRIGGER * buffer_bytes);
-    rocksdb_options_set_target_file_size_base(g->options, buffer_bytes);
-    rocksdb_options_set_level_compaction_dynamic_level_bytes(g->options, 1);
-    int levels[GSI_LEVELS] = {rocksdb_no_compression,  rocksdb_lz4_compression,
-                              rocksdb_lz4_compression, rocksdb_lz4_compression,
-                              rocksdb_lz4_compression, rocksdb_lz4_compression,
-                              rocksdb_lz4_compression};
-    rocksdb_options_set_compression_per_level(g->options, levels, GSI_LEVELS);
-    rocksdb_options_set_bottommost_compression(g->options, rocksdb_zstd_compression);
-    /* One writer thread: no concurrent memtable inserts, no spinning for a write group. */
-    rocksdb_options_set_allow_concurrent_memtable_write(g->options, 0);
-    rocksdb_options_set_enable_write_thread_adaptive_yield(g->options, 0);
-    rocksdb_options_set_bytes_per_sync(g->options, 1u << 20);
-    rocksdb_options_set_info_log_level(g->options, 2); /* warnings and up */
-    rocksdb_options_set_keep_log_file_num(g->options, 4);
-    g->read = rocksdb_readoptions_create();
-    rocksdb_readoptions_set_prefix_same_as_start(g->read, 1);
+    uint8_t *buf = malloc(GSI_IO_BUFFER_BYTES);
+    if (buf == NULL) {
+        return -ENOMEM;
+    }
+    const size_t per_read = GSI_IO_BUFFER_BYTES / GSI_CHECKPOINT_ENTRY_BYTES;
+    uint32_t sum = 0;
+    uint64_t at = GSI_TABLE_HEADER_BYTES;
+    int rc = 0;
+    for (uint32_t done = 0; rc == 0 && done < count;) {
+        size_t n = count - done < per_read ? count - done : per_read;
+        size_t got = 0;
+        rc = gsi_pread_all(fd, buf, n * GSI_CHECKPOINT_ENTRY_BYTES, at, &got);
+        if (rc == 0 && got != n * GSI_CHECKPOINT_ENTRY_BYTES) {
+            rc = -DS_ECORRUPT;
+        }
+        for (size_t k = 0; rc == 0 && k < n; k++) {
+            const uint8_t *e = buf + k * GSI_CHECKPOINT_ENTRY_BYTES;
+            uint32_t index = gsi_u32_get(e);
+            struct gsi_slot slot;
+            memcpy(&slot, e + 4, sizeof(slot));
+            if (index > g->mask || slot.tag == 0 || slot.head >= g->log_end) {
+                rc = -DS_ECORRUPT;
+                break;
+            }
+            g->slots[index] = slot;
+        }
+        sum = ds_crc32c(sum, buf, got);
+        at += got;
+        done += (uint32_t)n;
+    }
+    free(buf);
+    return rc == 0 && sum != crc ? -DS_ECORRUPT : rc;
 }
+
+/* Loads DIR/table when it covers a cursor record of this log; otherwise leaves the table empty
+ * (and the writer removes the stale file). */
+static int gsi_checkpoint_load(struct gsi *g)
+{
+    char path[DS_PATH_MAX];
+    gsi_path(g, "table", path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return errno == ENOENT ? 0 : -errno;
+    }
+    uint8_t h[GSI_TABLE_HEADER_BYTES];
+    size_t got = 0;
+    int rc = gsi_pread_all(fd, h, sizeof(h), 0, &got);
+    uint64_t end = gsi_u64_get(h + 32);
+    uint64_t cursor_at = gsi_u64_get(h + 40);
+    uint32_t count = gsi_u32_get(h + 56);
+    uint64_t size = 0;
+    uint8_t record[GSI_RECORD_PREFIX_BYTES];
+    size_t record_got = 0;
+    bool ok = rc == 0 && got == sizeof(h) &&
+              memcmp(h, GSI_TABLE_MAGIC, sizeof(GSI_TABLE_MAGIC) - 1) == 0 &&
+              gsi_u32_get(h + 60) == ds_crc32c(0, h, 60) && gsi_u32_get(h + 24) == g->slots_log2 &&
+              count <= g->mask + 1 && gsi_log_size(g, &size) == 0 && end <= size &&
+              cursor_at >= GSI_LOG_HEADER_BYTES && cursor_at < end &&
+              gsi_pread_all(g->log_fd, record, sizeof(record), cursor_at, &record_got) == 0 &&
+              record_got == sizeof(record) && gsi_u32_get(record) == gsi_u32_get(h + 48) &&
+              record[8] == GSI_RECORD_CURSOR && cursor_at + gsi_u32_get(record + 4) == end;
+    if (ok) {
+        g->log_end = end;
+        ok = gsi_checkpoint_body_read(g, fd, count, gsi_u32_get(h + 52)) == 0;
+    }
+    close(fd);
+    if (ok) {
+        /* The cursor record it covers, read back through the scanner's checks. */
+        g->log_end = cursor_at;
+        uint64_t covered = 0;
+        rc = gsi_catch_up_to(g, end, &covered);
+        if (rc != 0) {
+            return rc;
+        }
+        ok = covered == end && g->cursor_at == cursor_at;
+    }
+    if (!ok) {
+        ds_log_warn("%s: not a checkpoint of this log; reading the whole log", path);
+        memset(g->slots, 0, (size_t)GSI_SLOT_BYTES << g->slots_log2);
+        g->log_end = GSI_LOG_HEADER_BYTES;
+        g->cursor_len = 0;
+        g->cursor_at = 0;
+        g->applies = 0;
+        if (g->writer && unlink(path) != 0) {
+            return -errno;
+        }
+    }
+    return 0;
+}
+
+/* Writes the used slots after the header of DIR/table.tmp through g->buffer. */
+static int gsi_checkpoint_body_write(struct gsi *g, int fd, uint32_t *count, uint32_t *crc)
+{
+    uint64_t at = GSI_TABLE_HEADER_BYTES;
+    size_t used = 0;
+    uint32_t sum = 0;
+    uint32_t n = 0;
+    for (uint64_t i = 0; i <= g->mask; i++) {
+        const struct gsi_slot *slot = &g->slots[i];
+        if (slot->head == 0) {
+            continue; /* empty, or claimed by an apply that failed */
+        }
+        gsi_u32_put(g->buffer + used, (uint32_t)i);
+        memcpy(g->buffer + used + 4, slot, sizeof(*slot));
+        used += GSI_CHECKPOINT_ENTRY_BYTES;
+        n++;
+        if (used + GSI_CHECKPOINT_ENTRY_BYTES > GSI_IO_BUFFER_BYTES || i == g->mask) {
+            int rc = gsi_pwrite_all(fd, g->buffer, used, at);
+            if (rc != 0) {
+                return rc;
+            }
+            sum = ds_crc32c(sum, g->buffer, used);
+            at += used;
+            used = 0;
+        }
+    }
+    if (used > 0) {
+        int rc = gsi_pwrite_all(fd, g->buffer, used, at);
+        if (rc != 0) {
+            return rc;
+        }
+        sum = ds_crc32c(sum, g->buffer, used);
+    }
+    *count = n;
+    *crc = sum;
+    return 0;
+}
+
+/* Syncs the log and writes the table as DIR/table, atomically (temp file, sync, rename, sync
+ * of the directory). Writer thread only, between applies (it borrows the write buffer). */
+static int gsi_checkpoint_write(struct gsi *g)
+{
+    ASSERT(g->writer);
+    ASSERT(g->buffered == 0);
+    if (g->cursor_at == 0 || g->checkpoint_end == g->log_end) {
+        return 0;
+    }
+    char path[DS_PATH_MAX];
+    char tmp[DS_PATH_MAX];
+    gsi_path(g, "table", path);
+    gsi_path(g, "table.tmp", tmp);
+    int rc = fdatasync(g->log_fd) == 0 ? 0 : -errno;
+    int fd = rc == 0 ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    rc = rc == 0 && fd < 0 ? -errno : rc;
+    uint32_t count = 0;
+    uint32_t crc = 0;
+    rc = rc == 0 ? gsi_checkpoint_body_write(g, fd, &count, &crc) : rc;
+    if (rc == 0) {
+        uint8_t h[GSI_TABLE_HEADER_BYTES] = {0};
+        memcpy(h, GSI_TABLE_MAGIC, sizeof(GSI_TABLE_MAGIC) - 1);
+        gsi_u32_put(h + 24, g->slots_log2);
+        gsi_u64_put(h + 32, g->log_end);
+        gsi_u64_put(h + 40, g->cursor_at);
+        gsi_u32_put(h + 48, g->cursor_crc);
+        gsi_u32_put(h + 52, crc);
+        gsi_u32_put(h + 56, count);
+        gsi_u32_put(h + 60, ds_crc32c(0, h, 60));
+        rc = gsi_pwrite_all(fd, h, sizeof(h), 0);
+    }
+    rc = rc == 0 && fdatasync(fd) != 0 ? -errno : rc;
+    if (fd >= 0 && close(fd) != 0 && rc == 0) {
+        rc = -errno;
+    }
+    rc = rc == 0 && rename(tmp, path) != 0 ? -errno : rc;
+    rc = rc == 0 ? ds_fsync_dir(g->dir) : rc;
+    if (rc != 0) {
+        ds_log_error("%s: cannot write the checkpoint: %s", path, ds_strerror(rc));
+        (void)unlink(tmp);
+        return rc;
+    }
+    g->checkpoint_end = g->log_end;
+    return 0;
+}
+
+/* ---- open and close ------------------------------------------------------------------------ */
 
 static int gsi_create(const struct gsi_config *cfg, bool writer, struct gsi **out)
 {
@@ -481,137 +851,101 @@ static int gsi_create(const struct gsi_config *cfg, bool writer, struct gsi **ou
         return -ENOMEM;
     }
     g->writer = writer;
+    g->log_fd = -1;
+    g->lock_fd = -1;
+    snprintf(g->dir, sizeof(g->dir), "%s", cfg->dir);
+    pthread_mutex_init(&g->cursor_lock, NULL);
+    g->cursor = malloc(GSI_CURSOR_BYTES_MAX);
     g->batch_entries_max = cfg->batch_entries_max;
-    gsi_options_make(g, cfg);
+    g->checkpoint_bytes = cfg->checkpoint_bytes;
     *out = g;
-    return 0;
-}
-
-/* Checks DIR/FORMAT; a writer creates it in a fresh directory. */
-static int gsi_format_check(const char *dir, bool create)
-{
-    char path[DS_PATH_MAX];
-    snprintf(path, sizeof(path), "%s/FORMAT", dir);
-    char *text = NULL;
-    size_t len = 0;
-    int rc = ds_read_file(path, 64, &text, &len);
-    if (rc == -ENOENT && create) {
-        snprintf(path, sizeof(path), "%s/db", dir);
-        if (access(path, F_OK) == 0) {
-            ds_log_error("gsi: %s holds a database but no FORMAT file", dir);
-            return -DS_EFORMAT;
-        }
-        snprintf(path, sizeof(path), "%s/FORMAT", dir);
-        rc = ds_write_file_atomic(path, GSI_FORMAT_TEXT, strlen(GSI_FORMAT_TEXT));
-        if (rc != 0) {
-            ds_log_error("gsi: cannot write %s: %s", path, ds_strerror(rc));
-        }
-        return rc;
-    }
-    if (rc != 0) {
-        if (rc != -ENOENT) {
-            ds_log_error("gsi: cannot read %s: %s", path, ds_strerror(rc));
-        }
-        return rc;
-    }
-    bool same = len == strlen(GSI_FORMAT_TEXT) && memcmp(text, GSI_FORMAT_TEXT, len) == 0;
-    free(text);
-    if (!same) {
-        ds_log_error("gsi: %s is not a dayshard GSI of format 1", dir);
-        return -DS_EFORMAT;
-    }
-    return 0;
+    return g->cursor != NULL ? 0 : -ENOMEM;
 }
 
 static int gsi_writer_buffers(struct gsi *g)
 {
-    g->buffer = malloc((size_t)g->batch_entries_max * (GSI_KEY_BYTES_MAX + GSI_VALUE_BYTES_MAX));
-    g->slots = calloc(g->batch_entries_max, sizeof(*g->slots));
-    g->batch = rocksdb_writebatch_create();
-    g->write = rocksdb_writeoptions_create();
-    rocksdb_writeoptions_disable_WAL(g->write, GSI_WAL_OFF);
-    return g->buffer != NULL && g->slots != NULL ? 0 : -ENOMEM;
+    size_t n = g->batch_entries_max;
+    g->buffer = malloc(GSI_IO_BUFFER_BYTES);
+    g->items = malloc(n * sizeof(*g->items));
+    g->tails = malloc(n * GSI_TAIL_BYTES_MAX);
+    g->run = malloc(n * sizeof(*g->run));
+    g->publish = malloc(n * sizeof(*g->publish));
+    bool ok = g->buffer && g->items && g->tails && g->run && g->publish;
+    return ok ? 0 : -ENOMEM;
+}
+
+/* Table, checkpoint, then the log beyond it. */
+static int gsi_load(struct gsi *g, const struct gsi_config *cfg)
+{
+    int rc = gsi_log_open(g, cfg);
+    if (rc != 0) {
+        return rc;
+    }
+    g->slots = calloc((size_t)1 << g->slots_log2, sizeof(*g->slots));
+    if (g->slots == NULL) {
+        return -ENOMEM;
+    }
+    g->log_end = GSI_LOG_HEADER_BYTES;
+    rc = gsi_checkpoint_load(g);
+    if (rc != 0) {
+        return rc;
+    }
+    g->checkpoint_end = g->cursor_at != 0 ? g->log_end : 0;
+    uint64_t size = 0;
+    uint64_t end = 0;
+    rc = gsi_catch_up(g, &size, &end);
+    if (rc != 0 || !g->writer || size == end) {
+        return rc;
+    }
+    ds_log_warn("%s/log: cutting %" PRIu64 " bytes after the last complete apply (an apply a "
+                "crash interrupted, or damage); the builder replays them",
+                g->dir, size - end);
+    if (ftruncate(g->log_fd, (off_t)end) != 0 || fsync(g->log_fd) != 0) {
+        rc = -errno;
+        ds_log_error("%s/log: cannot cut: %s", g->dir, ds_strerror(rc));
+    }
+    return rc;
 }
 
 int gsi_open(const struct gsi_config *cfg, struct gsi **out)
 {
+    ASSERT(out != NULL);
     struct gsi *g = NULL;
     int rc = gsi_create(cfg, true, &g);
+    rc = rc == 0 ? gsi_format_check(cfg->dir, true) : rc;
+    rc = rc == 0 ? gsi_lock(g) : rc;
+    rc = rc == 0 ? gsi_writer_buffers(g) : rc;
+    rc = rc == 0 ? gsi_load(g, cfg) : rc;
     if (rc != 0) {
+        gsi_close(g);
         return rc;
-    }
-    char path[DS_PATH_MAX];
-    rc = ds_mkdir_p(cfg->dir);
-    if (rc != 0) {
-        ds_log_error("gsi: cannot create %s: %s", cfg->dir, ds_strerror(rc));
-        goto fail;
-    }
-    rc = gsi_format_check(cfg->dir, true);
-    if (rc != 0) {
-        goto fail;
-    }
-    rc = gsi_writer_buffers(g);
-    if (rc != 0) {
-        goto fail;
-    }
-    rocksdb_options_set_max_open_files(g->options, GSI_MAX_OPEN_FILES);
-    snprintf(path, sizeof(path), "%s/db", cfg->dir);
-    char *err = NULL;
-    g->db = rocksdb_open(g->options, path, &err);
-    if (err != NULL) {
-        rc = gsi_rocks_error(err, "cannot open", path);
-        goto fail;
     }
     *out = g;
     return 0;
-fail:
-    gsi_close(g);
-    return rc;
 }
 
-int gsi_open_reader(const struct gsi_config *cfg, const char *secondary_dir, struct gsi **out)
+int gsi_open_reader(const struct gsi_config *cfg, struct gsi **out)
 {
-    ASSERT(secondary_dir != NULL);
+    ASSERT(out != NULL);
     struct gsi *g = NULL;
     int rc = gsi_create(cfg, false, &g);
+    rc = rc == 0 ? gsi_format_check(cfg->dir, false) : rc;
+    rc = rc == 0 ? gsi_load(g, cfg) : rc;
     if (rc != 0) {
+        gsi_close(g);
         return rc;
-    }
-    rc = gsi_format_check(cfg->dir, false);
-    if (rc != 0) {
-        goto fail;
-    }
-    rc = ds_mkdir_p(secondary_dir);
-    if (rc != 0) {
-        ds_log_error("gsi: cannot create %s: %s", secondary_dir, ds_strerror(rc));
-        goto fail;
-    }
-    rocksdb_options_set_max_open_files(g->options, -1); /* a secondary instance needs -1 */
-    char path[DS_PATH_MAX];
-    snprintf(path, sizeof(path), "%s/db", cfg->dir);
-    char *err = NULL;
-    g->db = rocksdb_open_as_secondary(g->options, path, secondary_dir, &err);
-    if (err != NULL) {
-        rc = gsi_rocks_error(err, "cannot open a reader on", path);
-        goto fail;
     }
     *out = g;
     return 0;
-fail:
-    gsi_close(g);
-    return rc;
 }
 
 int gsi_reader_refresh(struct gsi *g)
 {
     ASSERT(g != NULL);
     ASSERT(!g->writer);
-    char *err = NULL;
-    rocksdb_try_catch_up_with_primary(g->db, &err);
-    if (err != NULL) {
-        return gsi_rocks_error(err, "cannot refresh the reader of", "the index");
-    }
-    return 0;
+    uint64_t size = 0;
+    uint64_t end = 0;
+    return gsi_catch_up(g, &size, &end);
 }
 
 void gsi_close(struct gsi *g)
@@ -619,96 +953,266 @@ void gsi_close(struct gsi *g)
     if (g == NULL) {
         return;
     }
-    if (g->db != NULL) {
-        rocksdb_close(g->db);
+    if (g->writer && !g->failed && g->slots != NULL && g->log_fd >= 0 && g->buffered == 0) {
+        (void)gsi_checkpoint_write(g); /* logged; the next open reads more log instead */
     }
-    if (g->batch != NULL) {
-        rocksdb_writebatch_destroy(g->batch);
+    if (g->log_fd >= 0) {
+        close(g->log_fd);
     }
-    if (g->write != NULL) {
-        rocksdb_writeoptions_destroy(g->write);
+    if (g->lock_fd >= 0) {
+        close(g->lock_fd);
     }
-    if (g->read != NULL) {
-        rocksdb_readoptions_destroy(g->read);
-    }
-    if (g->options != NULL) {
-        rocksdb_options_destroy(g->options);
-    }
-    if (g->cache != NULL) {
-        rocksdb_cache_destroy(g->cache);
-    }
+    pthread_mutex_destroy(&g->cursor_lock);
     free(g->slots);
+    free(g->cursor);
     free(g->buffer);
+    free(g->items);
+    free(g->tails);
+    free(g->run);
+    free(g->publish);
     free(g);
 }
 
 /* ---- apply --------------------------------------------------------------------------------- */
 
-static int gsi_slot_compare(const void *a, const void *b)
-{
-    const struct gsi_slot *x = a;
-    const struct gsi_slot *y = b;
-    size_t common = x->key_bytes < y->key_bytes ? x->key_bytes : y->key_bytes;
-    int c = memcmp(x->key, y->key, common);
-    if (c != 0) {
-        return c;
-    }
-    if (x->key_bytes != y->key_bytes) {
-        return x->key_bytes < y->key_bytes ? -1 : 1;
-    }
-    return (x->index > y->index) - (x->index < y->index);
-}
-
-static bool gsi_slot_same_key(const struct gsi_slot *x, const struct gsi_slot *y)
-{
-    return x->key_bytes == y->key_bytes && memcmp(x->key, y->key, x->key_bytes) == 0;
-}
-
 static bool gsi_entry_valid(const struct gsi_entry *e)
 {
-    return gsi_id_valid(&e->customer_id) && gsi_id_valid(&e->order_id) &&
+    return gsi_key_id_valid(&e->customer_id) && gsi_key_id_valid(&e->order_id) &&
            e->ts_ms >= DS_TS_MS_MIN && e->ts_ms <= DS_TS_MS_MAX &&
            e->day == ds_day_from_ms(e->ts_ms) && e->status_len <= DS_STATUS_BYTES_MAX;
 }
 
-/* Validates and encodes the batch into g->slots, sorted by key. */
-static int gsi_batch_encode(struct gsi *g, const struct gsi_entry *entries, size_t n)
+/* The batch being sorted: qsort's comparator needs the entries and tails. */
+static _Thread_local const struct gsi *gsi_sorting;
+static _Thread_local const struct gsi_entry *gsi_sorting_entries;
+
+static int gsi_customer_compare(const struct ds_id *a, const struct ds_id *b)
 {
-    uint8_t *p = g->buffer;
+    if (a->is_string != b->is_string) {
+        return a->is_string ? 1 : -1;
+    }
+    if (!a->is_string) {
+        return (a->value > b->value) - (a->value < b->value);
+    }
+    size_t n = a->len < b->len ? a->len : b->len;
+    int c = memcmp(a->text, b->text, n);
+    return c != 0 ? c : (a->len > b->len) - (a->len < b->len);
+}
+
+static int gsi_tail_compare(const struct gsi *g, const struct gsi_item *x, const struct gsi_item *y)
+{
+    if (x->ts_key != y->ts_key) {
+        return x->ts_key < y->ts_key ? -1 : 1;
+    }
+    size_t n = x->tail_bytes < y->tail_bytes ? x->tail_bytes : y->tail_bytes;
+    int c = memcmp(g->tails + (size_t)x->index * GSI_TAIL_BYTES_MAX + 8,
+                   g->tails + (size_t)y->index * GSI_TAIL_BYTES_MAX + 8, n - 8u);
+    return c != 0 ? c : (x->tail_bytes > y->tail_bytes) - (x->tail_bytes < y->tail_bytes);
+}
+
+static int gsi_item_compare(const void *a, const void *b)
+{
+    const struct gsi_item *x = a;
+    const struct gsi_item *y = b;
+    if (x->slot != y->slot) {
+        return x->slot < y->slot ? -1 : 1;
+    }
+    if (x->tag != y->tag) {
+        return x->tag < y->tag ? -1 : 1;
+    }
+    int c = gsi_customer_compare(&gsi_sorting_entries[x->index].customer_id,
+                                 &gsi_sorting_entries[y->index].customer_id);
+    c = c != 0 ? c : gsi_tail_compare(gsi_sorting, x, y);
+    /* Equal keys: the caller's last copy first; the others are skipped. */
+    return c != 0 ? c : (x->index < y->index) - (x->index > y->index);
+}
+
+/* Validates, hashes, claims slots and sorts the batch into g->items. */
+static int gsi_batch_sort(struct gsi *g, const struct gsi_entry *entries, size_t n)
+{
     for (size_t i = 0; i < n; i++) {
-        const struct gsi_entry *e = &entries[i];
-        if (!gsi_entry_valid(e)) {
+        if (!gsi_entry_valid(&entries[i])) {
             ds_log_error("gsi: entry %zu of the batch is invalid (ids, ts or day)", i);
             return -DS_EUSAGE;
         }
-        size_t key = gsi_customer_encode(&e->customer_id, p);
-        key += gsi_tail_encode(e->ts_ms, &e->order_id, p + key);
-        size_t value = gsi_value_encode(e, p + key);
-        g->slots[i] = (struct gsi_slot){.key = p,
-                                        .key_bytes = (uint16_t)key,
-                                        .value_bytes = (uint16_t)value,
-                                        .index = (uint32_t)i};
-        p += key + value;
     }
-    qsort(g->slots, n, sizeof(*g->slots), gsi_slot_compare);
+    for (size_t i = 0; i < n; i++) {
+        const struct gsi_entry *e = &entries[i];
+        struct gsi_item *it = &g->items[i];
+        uint8_t *tail = g->tails + i * GSI_TAIL_BYTES_MAX;
+        it->tail_bytes = (uint8_t)gsi_key_tail_encode(e->ts_ms, &e->order_id, tail);
+        it->ts_key = ~(uint64_t)e->ts_ms;
+        it->tag = gsi_tag(&e->customer_id);
+        it->index = (uint32_t)i;
+        bool empty = false;
+        it->slot = gsi_slot_find(g, it->tag, &empty);
+        if (empty) {
+            __atomic_store_n(&g->slots[it->slot].tag, it->tag, __ATOMIC_RELEASE);
+        }
+    }
+    gsi_sorting = g;
+    gsi_sorting_entries = entries;
+    qsort(g->items, n, sizeof(*g->items), gsi_item_compare);
     return 0;
 }
 
-/* Fills g->batch with the cursor and the sorted batch: keys in order make each memtable insert
- * start from the previous one's position. */
-static void gsi_batch_fill(struct gsi *g, size_t n, const void *cursor, size_t cursor_len)
+/* Writes the buffered records at the end of the log. */
+static int gsi_flush(struct gsi *g)
 {
-    rocksdb_writebatch_clear(g->batch);
-    rocksdb_writebatch_put(g->batch, gsi_cursor_key, sizeof(gsi_cursor_key), cursor, cursor_len);
-    for (size_t i = 0; i < n; i++) {
-        const struct gsi_slot *s = &g->slots[i];
-        if (i + 1 < n && gsi_slot_same_key(s, &g->slots[i + 1])) {
-            continue; /* the last of equal keys in the caller's order wins */
-        }
-        rocksdb_writebatch_put(g->batch, (const char *)s->key, s->key_bytes,
-                               (const char *)s->key + s->key_bytes, s->value_bytes);
+    if (g->buffered == 0) {
+        return 0;
     }
-    ASSERT((size_t)rocksdb_writebatch_count(g->batch) <= n + 1);
+    uint64_t at = g->log_end - g->buffered;
+    int rc = gsi_pwrite_all(g->log_fd, g->buffer, g->buffered, at);
+    if (rc != 0) {
+        ds_log_error("%s/log: cannot write %zu bytes at %" PRIu64 ": %s", g->dir, g->buffered, at,
+                     ds_strerror(rc));
+        return rc;
+    }
+    g->buffered = 0;
+    return 0;
+}
+
+/* Room for one record of at most bytes at the end of the buffer; returns where it goes. */
+static int gsi_reserve(struct gsi *g, size_t bytes, uint8_t **dst)
+{
+    ASSERT(bytes <= GSI_IO_BUFFER_BYTES);
+    if (GSI_IO_BUFFER_BYTES - g->buffered < bytes) {
+        int rc = gsi_flush(g);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    *dst = g->buffer + g->buffered;
+    return 0;
+}
+
+static void gsi_commit_record(struct gsi *g, uint8_t *r, size_t len)
+{
+    ASSERT(len <= GSI_RECORD_BYTES_MAX);
+    gsi_u32_put(r + 4, (uint32_t)len);
+    gsi_u32_put(r, ds_crc32c(0, r + 4, len - 4u));
+    g->buffered += len;
+    g->log_end += len;
+}
+
+/* Appends one run of count deduplicated items (g->run[first..first+count), newest first) of one
+ * customer to the chain whose head and max ts *head and *max_ts hold, updating them. */
+static int gsi_run_append(struct gsi *g, const struct gsi_entry *entries, size_t first,
+                          size_t count, uint32_t slot, uint64_t *head, int64_t *max_ts)
+{
+    uint8_t *r = NULL;
+    int rc = gsi_reserve(g, GSI_RUN_BYTES_MAX, &r);
+    if (rc != 0) {
+        return rc;
+    }
+    const struct gsi_entry *newest = &entries[g->items[g->run[first]].index];
+    const struct gsi_entry *oldest = &entries[g->items[g->run[first + count - 1]].index];
+    int64_t chain_max = newest->ts_ms > *max_ts || *head == 0 ? newest->ts_ms : *max_ts;
+    memset(r, 0, GSI_RUN_HEADER_BYTES);
+    r[8] = GSI_RECORD_RUN;
+    r[9] = newest->customer_id.is_string ? 1 : 0;
+    size_t id_bytes = gsi_customer_bytes(&newest->customer_id, r + GSI_RUN_HEADER_BYTES);
+    r[10] = (uint8_t)id_bytes;
+    gsi_u32_put(r + 12, (uint32_t)count);
+    gsi_u64_put(r + 16, *head);
+    gsi_u64_put(r + 24, (uint64_t)chain_max);
+    gsi_u64_put(r + 32, (uint64_t)oldest->ts_ms);
+    gsi_u32_put(r + 40, slot);
+    gsi_u64_put(r + 48, __atomic_load_n(&g->slots[slot].tag, __ATOMIC_RELAXED));
+    gsi_u64_put(r + 56, *head != 0 ? (uint64_t)*max_ts : 0);
+    size_t len = GSI_RUN_HEADER_BYTES + id_bytes;
+    for (size_t i = first; i < first + count; i++) {
+        const struct gsi_item *it = &g->items[g->run[i]];
+        r[len++] = it->tail_bytes;
+        memcpy(r + len, g->tails + (size_t)it->index * GSI_TAIL_BYTES_MAX, it->tail_bytes);
+        len += it->tail_bytes;
+        size_t value = gsi_key_value_encode(&entries[it->index], r + len + 1);
+        r[len++] = (uint8_t)value;
+        len += value;
+    }
+    *head = g->log_end;
+    *max_ts = chain_max;
+    gsi_commit_record(g, r, len);
+    return 0;
+}
+
+static bool gsi_item_same_customer(const struct gsi_entry *entries, const struct gsi_item *x,
+                                   const struct gsi_item *y)
+{
+    return x->slot == y->slot && x->tag == y->tag &&
+           gsi_customer_equal(&entries[x->index].customer_id, &entries[y->index].customer_id);
+}
+
+/* Appends the runs of the sorted batch, one slot at a time, and lists the slots' new heads. */
+static int gsi_runs_append(struct gsi *g, const struct gsi_entry *entries, size_t n)
+{
+    g->publish_count = 0;
+    size_t i = 0;
+    while (i < n) {
+        uint32_t slot = g->items[i].slot;
+        const struct gsi_slot *s = &g->slots[slot];
+        uint64_t head = __atomic_load_n(&s->head, __ATOMIC_RELAXED);
+        int64_t max_ts = s->max_ts;
+        while (i < n && g->items[i].slot == slot) {
+            /* One customer: its distinct keys in g->run, newest first. */
+            size_t count = 0;
+            size_t j = i;
+            for (; j < n && gsi_item_same_customer(entries, &g->items[i], &g->items[j]); j++) {
+                if (count == 0 ||
+                    gsi_tail_compare(g, &g->items[g->run[count - 1]], &g->items[j]) != 0) {
+                    g->run[count++] = (uint32_t)j;
+                }
+            }
+            /* Oldest runs first, so the chain's head is the newest. */
+            size_t last = count;
+            while (last > 0) {
+                size_t first = last > GSI_RUN_ENTRIES_MAX ? last - GSI_RUN_ENTRIES_MAX : 0;
+                int rc = gsi_run_append(g, entries, first, last - first, slot, &head, &max_ts);
+                if (rc != 0) {
+                    return rc;
+                }
+                last = first;
+            }
+            i = j;
+        }
+        g->publish[g->publish_count++] =
+            (struct gsi_publish){.slot = slot, .head = head, .max_ts = max_ts};
+    }
+    return 0;
+}
+
+static int gsi_cursor_append(struct gsi *g, const void *cursor, size_t cursor_len)
+{
+    uint8_t *r = NULL;
+    int rc = gsi_reserve(g, GSI_CURSOR_HEADER_BYTES + cursor_len, &r);
+    if (rc != 0) {
+        return rc;
+    }
+    memset(r, 0, GSI_CURSOR_HEADER_BYTES);
+    r[8] = GSI_RECORD_CURSOR;
+    gsi_u32_put(r + 12, (uint32_t)cursor_len);
+    gsi_u64_put(r + 16, g->applies + 1);
+    if (cursor_len > 0) {
+        memcpy(r + GSI_CURSOR_HEADER_BYTES, cursor, cursor_len);
+    }
+    uint64_t at = g->log_end;
+    gsi_commit_record(g, r, GSI_CURSOR_HEADER_BYTES + cursor_len);
+    uint32_t crc = gsi_u32_get(r);
+    rc = gsi_flush(g);
+    if (rc != 0) {
+        return rc;
+    }
+    pthread_mutex_lock(&g->cursor_lock);
+    if (cursor_len > 0) {
+        memcpy(g->cursor, cursor, cursor_len);
+    }
+    g->cursor_len = cursor_len;
+    g->applies++;
+    g->cursor_at = at;
+    g->cursor_crc = crc;
+    pthread_mutex_unlock(&g->cursor_lock);
+    return 0;
 }
 
 int gsi_apply(struct gsi *g, const struct gsi_entry *entries, size_t n, const void *cursor,
@@ -718,20 +1222,38 @@ int gsi_apply(struct gsi *g, const struct gsi_entry *entries, size_t n, const vo
     ASSERT(g->writer);
     ASSERT(n == 0 || entries != NULL);
     ASSERT(cursor_len == 0 || cursor != NULL);
+    if (g->failed) {
+        ds_log_error("%s: an earlier apply failed; reopen the index", g->dir);
+        return -EIO;
+    }
     if (n > g->batch_entries_max || cursor_len > GSI_CURSOR_BYTES_MAX) {
         ds_log_error("gsi: a batch of %zu entries and a cursor of %zu bytes exceed %" PRIu32
                      " and %u",
                      n, cursor_len, g->batch_entries_max, GSI_CURSOR_BYTES_MAX);
         return -DS_ELIMIT;
     }
-    int rc = gsi_batch_encode(g, entries, n);
+    int rc = gsi_batch_sort(g, entries, n);
     if (rc != 0) {
-        return rc;
+        return rc; /* nothing claimed yet */
     }
-    gsi_batch_fill(g, n, cursor_len > 0 ? cursor : "", cursor_len);
-    char *err = NULL;
-    rocksdb_write(g->db, g->write, g->batch, &err);
-    return err == NULL ? 0 : gsi_rocks_error(err, "cannot write a batch to", "the index");
+    rc = gsi_runs_append(g, entries, n);
+    rc = rc == 0 ? gsi_flush(g) : rc;
+    if (rc == 0) {
+        for (size_t i = 0; i < g->publish_count; i++) {
+            struct gsi_slot *s = &g->slots[g->publish[i].slot];
+            s->max_ts = g->publish[i].max_ts;
+            __atomic_store_n(&s->head, g->publish[i].head, __ATOMIC_RELEASE);
+        }
+        rc = gsi_cursor_append(g, cursor, cursor_len);
+    }
+    if (rc != 0) {
+        g->failed = true; /* slots claimed, records half written: reopening cuts and rebuilds */
+        return -EIO;
+    }
+    if (g->log_end - g->checkpoint_end >= g->checkpoint_bytes) {
+        (void)gsi_checkpoint_write(g); /* logged; a failed checkpoint only costs opening time */
+    }
+    return 0;
 }
 
 /* ---- reading ------------------------------------------------------------------------------- */
@@ -740,90 +1262,213 @@ int gsi_cursor(struct gsi *g, void *buf, size_t cap, size_t *len)
 {
     ASSERT(g != NULL);
     ASSERT(len != NULL);
-    size_t value_len = 0;
-    char *err = NULL;
-    char *value =
-        rocksdb_get(g->db, g->read, gsi_cursor_key, sizeof(gsi_cursor_key), &value_len, &err);
-    if (err != NULL) {
-        return gsi_rocks_error(err, "cannot read the cursor of", "the index");
+    pthread_mutex_lock(&g->cursor_lock);
+    *len = g->cursor_len;
+    int rc = g->cursor_len > cap ? -ENOSPC : 0;
+    if (rc == 0 && g->cursor_len > 0) {
+        memcpy(buf, g->cursor, g->cursor_len);
     }
-    if (value_len > GSI_CURSOR_BYTES_MAX) {
-        rocksdb_free(value);
-        ds_log_error("gsi: the stored cursor has %zu bytes, more than %u", value_len,
-                     GSI_CURSOR_BYTES_MAX);
-        return -DS_ECORRUPT;
-    }
-    *len = value_len;
-    int rc = value_len > cap ? -ENOSPC : 0;
-    if (rc == 0 && value_len > 0) {
-        memcpy(buf, value, value_len);
-    }
-    rocksdb_free(value); /* NULL when the key is absent */
+    pthread_mutex_unlock(&g->cursor_lock);
     return rc;
 }
 
-/* Decodes one stored entry of the customer whose key part is prefix_len bytes. */
-static int gsi_entry_decode(const struct ds_id *customer, const uint8_t *key, size_t key_len,
-                            size_t prefix_len, const uint8_t *value, size_t value_len,
-                            struct gsi_entry *e)
+/* One kept entry of a query: its tail key and value, as stored. */
+struct gsi_candidate {
+    uint8_t key_bytes;
+    uint8_t value_bytes;
+    uint8_t key[GSI_TAIL_BYTES_MAX];
+    uint8_t value[GSI_VALUE_BYTES_MAX];
+};
+
+/* The best `keep` distinct keys seen so far, ascending, as pointers into a pool of keep + 1. */
+struct gsi_best {
+    struct gsi_candidate *pool;
+    struct gsi_candidate **order;
+    uint32_t count;
+    uint32_t keep;
+};
+
+static int gsi_key_compare(const uint8_t *a, size_t a_bytes, const uint8_t *b, size_t b_bytes)
 {
-    memset(e, 0, sizeof(*e));
-    e->customer_id = *customer;
-    int rc = gsi_tail_decode(key + prefix_len, key_len - prefix_len, &e->ts_ms, &e->order_id);
-    if (rc == 0) {
-        rc = gsi_value_decode(value, value_len, e);
+    size_t n = a_bytes < b_bytes ? a_bytes : b_bytes;
+    int c = memcmp(a, b, n);
+    return c != 0 ? c : (a_bytes > b_bytes) - (a_bytes < b_bytes);
+}
+
+/* Offers one entry; returns false when it and everything after it in its run is too old. */
+static bool gsi_best_offer(struct gsi_best *b, const uint8_t *key, size_t key_bytes,
+                           const uint8_t *value, size_t value_bytes)
+{
+    uint32_t lo = 0;
+    uint32_t hi = b->count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        const struct gsi_candidate *c = b->order[mid];
+        int cmp = gsi_key_compare(c->key, c->key_bytes, key, key_bytes);
+        if (cmp == 0) {
+            return true; /* an older copy of an entry already kept */
+        }
+        if (cmp < 0) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
     }
+    if (lo == b->keep) {
+        return false;
+    }
+    struct gsi_candidate *slot =
+        b->count < b->keep ? &b->pool[b->count] : b->order[b->keep - 1]; /* evict the oldest */
+    if (b->count < b->keep) {
+        b->count++;
+    }
+    memmove(&b->order[lo + 1], &b->order[lo], (size_t)(b->count - 1 - lo) * sizeof(*b->order));
+    b->order[lo] = slot;
+    slot->key_bytes = (uint8_t)key_bytes;
+    slot->value_bytes = (uint8_t)value_bytes;
+    memcpy(slot->key, key, key_bytes);
+    memcpy(slot->value, value, value_bytes);
+    return true;
+}
+
+/* The ts of the oldest kept entry when the set is full; INT64_MIN otherwise. */
+static int64_t gsi_best_floor_ts(const struct gsi_best *b)
+{
+    if (b->count < b->keep) {
+        return INT64_MIN;
+    }
+    return (int64_t)~gsi_key_be64_get(b->order[b->count - 1]->key);
+}
+
+/* Reads the whole run at offset into buf (GSI_QUERY_READ_BYTES) or, when it is longer, into
+ * *big (allocated on demand, GSI_RUN_BYTES_MAX), and checks it (header and CRC), so a damaged
+ * run is an error, never a wrong answer. Points *r at it; returns 0 or a negative code. */
+static int gsi_run_read(const struct gsi *g, uint64_t offset, uint8_t *buf, uint8_t **big,
+                        const uint8_t **r)
+{
+    size_t got = 0;
+    int rc = gsi_pread_all(g->log_fd, buf, GSI_QUERY_READ_BYTES, offset, &got);
     if (rc != 0) {
-        ds_log_error("gsi: a stored entry of %zu key bytes does not decode", key_len);
+        ds_log_error("%s/log: cannot read at %" PRIu64 ": %s", g->dir, offset, ds_strerror(rc));
         return rc;
     }
-    e->day = ds_day_from_ms(e->ts_ms);
+    uint32_t len = got >= GSI_RECORD_PREFIX_BYTES ? gsi_u32_get(buf + 4) : 0;
+    if (got < GSI_RUN_HEADER_BYTES || buf[8] != GSI_RECORD_RUN || len > GSI_RUN_BYTES_MAX ||
+        !gsi_run_header_valid(g, buf, len, offset)) {
+        return -DS_ECORRUPT;
+    }
+    const uint8_t *run = buf;
+    if (len > got) {
+        if (*big == NULL && (*big = malloc(GSI_RUN_BYTES_MAX)) == NULL) {
+            return -ENOMEM;
+        }
+        rc = gsi_pread_all(g->log_fd, *big, len, offset, &got);
+        if (rc != 0 || got != len) {
+            return rc != 0 ? rc : -DS_ECORRUPT;
+        }
+        run = *big;
+    }
+    if (gsi_u32_get(run) != ds_crc32c(0, run + 4, len - 4u)) {
+        return -DS_ECORRUPT;
+    }
+    *r = run;
     return 0;
 }
 
-/* The iterator's key when it still belongs to the customer whose key part is prefix. */
-static const uint8_t *gsi_iter_key(rocksdb_iterator_t *it, const uint8_t *prefix, size_t prefix_len,
-                                   size_t *key_len)
+/* Offers the run's entries older than the token (all of them without one) to best. Returns 0
+ * or -DS_ECORRUPT. */
+static int gsi_run_offer(const uint8_t *r, const uint8_t *token, size_t token_bytes,
+                         struct gsi_best *best)
 {
-    if (!rocksdb_iter_valid(it)) {
-        return NULL;
-    }
-    const uint8_t *key = (const uint8_t *)rocksdb_iter_key(it, key_len);
-    if (*key_len <= prefix_len || memcmp(key, prefix, prefix_len) != 0) {
-        return NULL;
-    }
-    return key;
-}
-
-/* Fills out from the iterator, already positioned at the first entry of the page. */
-static int gsi_page_fill(rocksdb_iterator_t *it, const struct ds_id *customer,
-                         const uint8_t *prefix, size_t prefix_len, uint32_t limit,
-                         struct gsi_page *out)
-{
-    size_t key_len = 0;
-    const uint8_t *key = NULL;
-    uint8_t last[GSI_KEY_BYTES_MAX];
-    size_t last_len = 0;
-    while (out->count < limit && (key = gsi_iter_key(it, prefix, prefix_len, &key_len)) != NULL) {
-        size_t value_len = 0;
-        const uint8_t *value = (const uint8_t *)rocksdb_iter_value(it, &value_len);
-        if (key_len > GSI_KEY_BYTES_MAX) {
+    uint32_t len = gsi_u32_get(r + 4);
+    size_t at = GSI_RUN_HEADER_BYTES + r[10];
+    uint32_t count = gsi_u32_get(r + 12);
+    for (uint32_t i = 0; i < count; i++) {
+        if (at + 1 > len || at + 1 + r[at] + 1 > len) {
             return -DS_ECORRUPT;
         }
-        int rc = gsi_entry_decode(customer, key, key_len, prefix_len, value, value_len,
-                                  &out->entries[out->count]);
-        if (rc != 0) {
-            return rc;
+        size_t key_bytes = r[at];
+        const uint8_t *key = r + at + 1;
+        size_t value_bytes = r[at + 1 + key_bytes];
+        const uint8_t *value = key + key_bytes + 1;
+        if (at + 2 + key_bytes + value_bytes > len || key_bytes < 9 ||
+            key_bytes > GSI_TAIL_BYTES_MAX || value_bytes > GSI_VALUE_BYTES_MAX) {
+            return -DS_ECORRUPT;
         }
-        memcpy(last, key, key_len);
-        last_len = key_len;
-        out->count++;
-        rocksdb_iter_next(it);
+        at += 2 + key_bytes + value_bytes;
+        if (token != NULL && gsi_key_compare(key, key_bytes, token, token_bytes) <= 0) {
+            continue; /* on an earlier page */
+        }
+        if (!gsi_best_offer(best, key, key_bytes, value, value_bytes)) {
+            return 0;
+        }
     }
-    if (out->count == limit && gsi_iter_key(it, prefix, prefix_len, &key_len) != NULL) {
-        out->has_next = true;
-        gsi_hex_encode(last + prefix_len, last_len - prefix_len, out->next_token);
+    return 0;
+}
+
+static bool gsi_run_customer_is(const uint8_t *r, const struct ds_id *customer)
+{
+    uint8_t id[DS_ID_BYTES_MAX];
+    size_t id_bytes = gsi_customer_bytes(customer, id);
+    return r[9] == (customer->is_string ? 1 : 0) && r[10] == id_bytes &&
+           memcmp(r + GSI_RUN_HEADER_BYTES, id, id_bytes) == 0;
+}
+
+/* Walks the customer's chain into best. */
+static int gsi_walk(const struct gsi *g, const struct ds_id *customer, const uint8_t *token,
+                    size_t token_bytes, struct gsi_best *best)
+{
+    uint64_t tag = gsi_tag(customer);
+    bool empty = false;
+    uint32_t slot = gsi_slot_find(g, tag, &empty);
+    if (empty) {
+        return 0;
     }
+    uint64_t offset = __atomic_load_n(&g->slots[slot].head, __ATOMIC_ACQUIRE);
+    int64_t token_ts = token != NULL ? (int64_t)~gsi_key_be64_get(token) : INT64_MAX;
+    uint8_t buf[GSI_QUERY_READ_BYTES];
+    uint8_t *big = NULL;
+    int rc = 0;
+    while (offset != 0 && rc == 0) {
+        const uint8_t *r = NULL;
+        rc = gsi_run_read(g, offset, buf, &big, &r);
+        if (rc != 0) {
+            break;
+        }
+        int64_t chain_max = (int64_t)gsi_u64_get(r + 24);
+        if (chain_max < gsi_best_floor_ts(best)) {
+            break; /* everything left on the chain is older than the worst entry kept */
+        }
+        /* A run whose entries are all newer than the token is on earlier pages. */
+        if (gsi_run_customer_is(r, customer) && (int64_t)gsi_u64_get(r + 32) <= token_ts) {
+            rc = gsi_run_offer(r, token, token_bytes, best);
+        }
+        offset = gsi_u64_get(r + 16);
+        if (offset != 0 && (int64_t)gsi_u64_get(r + 56) < gsi_best_floor_ts(best)) {
+            break; /* the same, known from this run's header */
+        }
+    }
+    free(big);
+    if (rc == -DS_ECORRUPT) {
+        ds_log_error("%s/log: a damaged run on a customer's chain; `dayshard gsi rebuild` "
+                     "restores the index",
+                     g->dir);
+    }
+    return rc;
+}
+
+static int gsi_candidate_decode(const struct ds_id *customer, const struct gsi_candidate *c,
+                                struct gsi_entry *e)
+{
+    memset(e, 0, sizeof(*e));
+    e->customer_id = *customer;
+    int rc = gsi_key_tail_decode(c->key, c->key_bytes, &e->ts_ms, &e->order_id);
+    rc = rc == 0 ? gsi_key_value_decode(c->value, c->value_bytes, e) : rc;
+    if (rc != 0) {
+        ds_log_error("gsi: a stored entry of %u key bytes does not decode", c->key_bytes);
+        return rc;
+    }
+    e->day = ds_day_from_ms(e->ts_ms);
     return 0;
 }
 
@@ -832,39 +1477,37 @@ int gsi_query(struct gsi *g, const struct ds_id *customer, uint32_t limit, const
 {
     ASSERT(g != NULL);
     ASSERT(out != NULL && out->entries != NULL);
-    if (!gsi_id_valid(customer) || limit < 1 || limit > GSI_PAGE_LIMIT_MAX) {
+    if (!gsi_key_id_valid(customer) || limit < 1 || limit > GSI_PAGE_LIMIT_MAX) {
         return -DS_EUSAGE;
     }
-    uint8_t seek[GSI_KEY_BYTES_MAX];
-    size_t prefix_len = gsi_customer_encode(customer, seek);
-    size_t seek_len = prefix_len;
+    uint8_t token[GSI_TAIL_BYTES_MAX];
+    int token_bytes = 0;
     if (page_token != NULL && page_token[0] != '\0') {
-        int tail = gsi_token_decode(page_token, seek + prefix_len);
-        if (tail < 0) {
-            return tail;
+        token_bytes = gsi_key_token_decode(page_token, token);
+        if (token_bytes < 0) {
+            return token_bytes;
         }
-        seek_len += (size_t)tail;
     }
+    struct gsi_best best = {.keep = limit + 1};
+    best.pool = malloc((size_t)best.keep * sizeof(*best.pool));
+    best.order = malloc((size_t)best.keep * sizeof(*best.order));
+    int rc = best.pool != NULL && best.order != NULL ? 0 : -ENOMEM;
+    rc = rc == 0 ? gsi_walk(g, customer, token_bytes > 0 ? token : NULL, (size_t)token_bytes, &best)
+                 : rc;
     out->count = 0;
     out->has_next = false;
     out->next_token[0] = '\0';
-    rocksdb_iterator_t *it = rocksdb_create_iterator(g->db, g->read);
-    rocksdb_iter_seek(it, (const char *)seek, seek_len);
-    size_t key_len = 0;
-    const uint8_t *key = gsi_iter_key(it, seek, prefix_len, &key_len);
-    if (seek_len > prefix_len && key != NULL && key_len == seek_len &&
-        memcmp(key, seek, seek_len) == 0) {
-        rocksdb_iter_next(it); /* the token's own entry ended the previous page */
+    for (uint32_t i = 0; rc == 0 && i < best.count && i < limit; i++) {
+        rc = gsi_candidate_decode(customer, best.order[i], &out->entries[i]);
+        out->count = rc == 0 ? i + 1 : out->count;
     }
-    int rc = gsi_page_fill(it, customer, seek, prefix_len, limit, out);
-    char *err = NULL;
-    rocksdb_iter_get_error(it, &err);
-    if (rc == 0 && err != NULL) {
-        rc = gsi_rocks_error(err, "cannot read", "the index");
-        err = NULL;
+    if (rc == 0 && best.count > limit) {
+        const struct gsi_candidate *last = best.order[limit - 1];
+        out->has_next = true;
+        gsi_key_hex_encode(last->key, last->key_bytes, out->next_token);
     }
-    rocksdb_free(err);
-    rocksdb_iter_destroy(it);
+    free(best.pool);
+    free(best.order);
     return rc;
 }
 
@@ -872,8 +1515,14 @@ uint64_t gsi_bytes_on_disk(struct gsi *g)
 {
     ASSERT(g != NULL);
     uint64_t bytes = 0;
-    if (rocksdb_property_int(g->db, "rocksdb.total-sst-files-size", &bytes) != 0) {
-        return 0;
+    struct stat st;
+    if (fstat(g->log_fd, &st) == 0) {
+        bytes += (uint64_t)st.st_size;
+    }
+    char path[DS_PATH_MAX];
+    gsi_path(g, "table", path);
+    if (stat(path, &st) == 0) {
+        bytes += (uint64_t)st.st_size;
     }
     return bytes;
 }

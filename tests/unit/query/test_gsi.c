@@ -2,12 +2,12 @@
  * Unit tests of query/gsi/gsi.c, the by-customer index store: answers equal a ground truth
  * sorted here (a heavy customer with thousands of orders, a light one with one, string customer
  * ids, integer and string ids that look alike, order id ties on one timestamp), full pagination
- * with limits 1, 7 and 1000, the same with write buffers small enough that entries move from
- * memtables to table files and compactions while batches arrive, pages stable while newer
+ * with limits 1, 7 and 1000, the same with checkpoints written while batches arrive and after
+ * reopening from a checkpoint or from the whole log, pages stable while newer
  * entries arrive, idempotent re-apply, the cursor and its entries across close and reopen and
  * across kill -9 of a writer process (never a part of an apply), malformed tokens and limits,
- * invalid entries and configurations, a second writer, and a reader instance that sees the
- * writer's applies after a refresh.
+ * invalid entries and configurations, a second writer, a damaged run (an error, never a wrong
+ * answer), and a reader that sees the writer's applies after a refresh.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -51,7 +51,6 @@ static int setup(void **state)
     struct gsi_config cfg;
     gsi_config_defaults(&cfg);
     cfg.dir = f->index_dir;
-    cfg.cache_bytes = 8u << 20;
     cfg.batch_entries_max = 4096;
     assert_int_equal(gsi_open(&cfg, &f->g), 0);
     *state = f;
@@ -68,7 +67,8 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Reopens the writer with the smallest write buffers, so that applies get flushed. */
+/* Reopens the writer (closing writes a checkpoint) with the shortest checkpoint interval, so
+ * that applies write checkpoints too. */
 static int reopen(struct fixture *f)
 {
     gsi_close(f->g);
@@ -77,7 +77,7 @@ static int reopen(struct fixture *f)
     gsi_config_defaults(&cfg);
     cfg.dir = f->index_dir;
     cfg.batch_entries_max = 4096;
-    cfg.write_buffer_bytes = GSI_WRITE_BUFFER_BYTES_MIN;
+    cfg.checkpoint_bytes = GSI_CHECKPOINT_BYTES_MIN;
     return gsi_open(&cfg, &f->g);
 }
 
@@ -242,25 +242,41 @@ static void test_gsi_query_equals_truth_all_limits(void **state)
     }
 }
 
-static void test_gsi_query_equals_truth_across_flushes(void **state)
+static void assert_heavy_and_string_pages_equal_truth(struct fixture *f)
 {
-    /* With 1 MiB of write buffers, 3701 entries applied 8 times over (replays) in batches of
-     * 50 pass through several memtables, flushes and compactions; every page still equals
-     * the truth, with no duplicates. */
-    struct fixture *f = *state;
-    assert_int_equal(reopen(f), 0);
-    population_make(f, test_seed());
-    assert_int_equal(gsi_bytes_on_disk(f->g), 0);
-    for (int round = 0; round < 8; round++) {
-        apply_all(f, 0, 50, "c");
-    }
-    assert_true(gsi_bytes_on_disk(f->g) > 0); /* flushed while applying, before any close */
     struct ds_id heavy, str_a;
     test_id_int(&heavy, 7);
     test_id_string(&str_a, "cust-a\0b", 8);
     assert_pages_equal_truth(f, &heavy, 1000);
     assert_pages_equal_truth(f, &heavy, 7);
     assert_pages_equal_truth(f, &str_a, 1);
+}
+
+static void test_gsi_query_equals_truth_across_checkpoints(void **state)
+{
+    /* 3701 entries applied 8 times over (replays) in batches of 50, with a checkpoint of the
+     * table every MiB of log: every page equals the truth, with no duplicates, on the writer,
+     * after a reopen from the last checkpoint, and after a reopen that must read the whole log
+     * (the checkpoint removed). */
+    struct fixture *f = *state;
+    assert_int_equal(reopen(f), 0);
+    population_make(f, test_seed());
+    uint64_t empty = gsi_bytes_on_disk(f->g);
+    for (int round = 0; round < 8; round++) {
+        apply_all(f, 0, 50, "c");
+    }
+    char table[160];
+    snprintf(table, sizeof(table), "%s/table", f->index_dir);
+    assert_int_equal(access(table, F_OK), 0); /* written while applying, before any close */
+    assert_true(gsi_bytes_on_disk(f->g) > empty + (1u << 20));
+    assert_heavy_and_string_pages_equal_truth(f);
+    assert_int_equal(reopen(f), 0);
+    assert_heavy_and_string_pages_equal_truth(f);
+    gsi_close(f->g);
+    f->g = NULL;
+    assert_int_equal(unlink(table), 0);
+    assert_int_equal(reopen(f), 0);
+    assert_heavy_and_string_pages_equal_truth(f);
 }
 
 static void test_gsi_pages_stable_while_newer_entries_arrive(void **state)
@@ -361,19 +377,51 @@ static uint32_t orders_of(struct fixture *f, int64_t customer_value)
     return page.count;
 }
 
+static void test_gsi_damaged_run_is_an_error_not_a_wrong_answer(void **state)
+{
+    /* One customer's batch, checkpointed at close; then a byte of its run flipped (inside what
+     * the checkpoint covers, so opening does not read it): the query fails with -DS_ECORRUPT
+     * rather than answering from damaged bytes, and other customers still answer. */
+    struct fixture *f = *state;
+    struct gsi_entry batch[CRASH_BATCH];
+    crash_batch(batch, 0);
+    uint64_t one = 1;
+    assert_int_equal(gsi_apply(f->g, batch, CRASH_BATCH, &one, sizeof(one)), 0);
+    crash_batch(batch, 1);
+    uint64_t two = 2;
+    assert_int_equal(gsi_apply(f->g, batch, CRASH_BATCH, &two, sizeof(two)), 0);
+    gsi_close(f->g);
+    f->g = NULL;
+    char log[160];
+    snprintf(log, sizeof(log), "%s/log", f->index_dir);
+    FILE *file = fopen(log, "r+b");
+    assert_non_null(file);
+    assert_int_equal(fseek(file, 64 + 100, SEEK_SET), 0); /* customer 1's run: the first */
+    int c = fgetc(file);
+    assert_int_equal(fseek(file, 64 + 100, SEEK_SET), 0);
+    assert_int_equal(fputc(c ^ 0x5A, file), c ^ 0x5A);
+    assert_int_equal(fclose(file), 0);
+    assert_int_equal(reopen(f), 0);
+    struct ds_id damaged;
+    test_id_int(&damaged, 1);
+    struct gsi_page page = {.entries = f->page};
+    assert_int_equal(gsi_query(f->g, &damaged, 10, NULL, &page), -DS_ECORRUPT);
+    assert_int_equal(orders_of(f, 2), CRASH_BATCH);
+    assert_int_equal(crash_cursor(f), 2);
+}
+
 #define WRITER_DIR_ENV "TEST_GSI_WRITER_DIR"
 
 /* The writer process of the kill -9 test: applies batches from the stored cursor on, with the
- * smallest write buffers (so that flushes happen), until it is killed. It is a fresh exec of
- * this binary: after a fork, RocksDB's background threads of the parent would be missing and
- * no flush would ever run. */
+ * shortest checkpoint interval (so that checkpoints are written too), until it is killed. It is
+ * a fresh exec of this binary, so nothing of the test process is shared. */
 static int writer_child_main(const char *dir)
 {
     struct gsi_config cfg;
     gsi_config_defaults(&cfg);
     cfg.dir = dir;
     cfg.batch_entries_max = 4096;
-    cfg.write_buffer_bytes = GSI_WRITE_BUFFER_BYTES_MIN;
+    cfg.checkpoint_bytes = GSI_CHECKPOINT_BYTES_MIN;
     struct gsi *g = NULL;
     if (gsi_open(&cfg, &g) != 0) {
         return 2;
@@ -514,27 +562,25 @@ static void test_gsi_second_writer_is_refused(void **state)
     struct gsi *other = NULL;
     assert_int_equal(gsi_open(&cfg, &other), -DS_ELOCKED);
     assert_null(other);
-    cfg.cache_bytes = 0;
+    cfg.table_slots_log2 = 0;
     assert_int_equal(gsi_open(&cfg, &other), -DS_EUSAGE);
 }
 
 static void test_gsi_reader_sees_flushed_applies_after_refresh(void **state)
 {
-    /* A reader instance sees what the writer had applied when it opened, and what was applied
-     * since after a refresh, flushed or still in the writer's memtable (through the log). */
+    /* A reader sees what the writer had applied when it opened (from the checkpoint the
+     * writer's close wrote, then the log), and what was applied since after a refresh. */
     struct fixture *f = *state;
     struct gsi_config cfg;
     gsi_config_defaults(&cfg);
     cfg.dir = f->index_dir;
-    char secondary[160];
-    snprintf(secondary, sizeof(secondary), "%s/reader", f->dir);
     struct gsi_entry batch[CRASH_BATCH];
     crash_batch(batch, 0);
     uint64_t one = 1;
     assert_int_equal(gsi_apply(f->g, batch, CRASH_BATCH, &one, sizeof(one)), 0);
-    assert_int_equal(reopen(f), 0); /* closing flushes the write buffers */
+    assert_int_equal(reopen(f), 0); /* closing writes a checkpoint */
     struct gsi *reader = NULL;
-    assert_int_equal(gsi_open_reader(&cfg, secondary, &reader), 0);
+    assert_int_equal(gsi_open_reader(&cfg, &reader), 0);
     struct ds_id c1, c2;
     test_id_int(&c1, 1);
     test_id_int(&c2, 2);
@@ -546,7 +592,7 @@ static void test_gsi_reader_sees_flushed_applies_after_refresh(void **state)
     assert_int_equal(gsi_apply(f->g, batch, CRASH_BATCH, &two, sizeof(two)), 0);
     assert_int_equal(gsi_reader_refresh(reader), 0);
     assert_int_equal(gsi_query(reader, &c2, 1000, NULL, &page), 0);
-    assert_int_equal(page.count, CRASH_BATCH); /* in the writer's memtable: seen through the log */
+    assert_int_equal(page.count, CRASH_BATCH); /* past the checkpoint: read from the log */
     assert_int_equal(gsi_query(f->g, &c2, 1000, NULL, &page), 0);
     assert_int_equal(page.count, CRASH_BATCH); /* the writer's handle sees it at once */
     gsi_close(f->g);
@@ -562,28 +608,34 @@ static void test_gsi_reader_sees_flushed_applies_after_refresh(void **state)
     char missing[160];
     snprintf(missing, sizeof(missing), "%s/none", f->dir);
     cfg.dir = missing;
-    assert_int_equal(gsi_open_reader(&cfg, secondary, &reader), -ENOENT);
+    assert_int_equal(gsi_open_reader(&cfg, &reader), -ENOENT);
 }
 
-static void test_gsi_config_rejects_write_buffers_outside_limits(void **state)
+static void test_gsi_config_rejects_tables_outside_limits(void **state)
 {
-    /* write_buffer_bytes has hard limits, and the memory bound grows with it. */
+    /* table_slots_log2 and checkpoint_bytes have hard limits, and the memory bound grows with
+     * the table. */
     (void)state;
     struct gsi_config cfg;
     gsi_config_defaults(&cfg);
     cfg.dir = "/nonexistent/gsi";
     assert_int_equal(gsi_config_check(&cfg), 0);
     uint64_t bound = gsi_memory_bytes(&cfg);
-    assert_true(bound > cfg.cache_bytes + cfg.write_buffer_bytes);
-    cfg.write_buffer_bytes *= 2;
-    assert_true(gsi_memory_bytes(&cfg) >= bound + GSI_WRITE_BUFFER_BYTES_DEFAULT);
-    cfg.write_buffer_bytes = GSI_WRITE_BUFFER_BYTES_MIN - 1;
+    assert_true(bound > (uint64_t)GSI_SLOT_BYTES << cfg.table_slots_log2);
+    cfg.table_slots_log2++;
+    assert_true(gsi_memory_bytes(&cfg) >=
+                bound + ((uint64_t)GSI_SLOT_BYTES << (cfg.table_slots_log2 - 1)));
+    cfg.table_slots_log2 = GSI_TABLE_SLOTS_LOG2_MIN - 1;
     assert_int_equal(gsi_config_check(&cfg), -DS_EUSAGE);
-    cfg.write_buffer_bytes = GSI_WRITE_BUFFER_BYTES_MAX + 1;
+    cfg.table_slots_log2 = GSI_TABLE_SLOTS_LOG2_MAX + 1;
     assert_int_equal(gsi_config_check(&cfg), -DS_EUSAGE);
     struct gsi *g = NULL;
     assert_int_equal(gsi_open(&cfg, &g), -DS_EUSAGE);
     assert_null(g);
+    gsi_config_defaults(&cfg);
+    cfg.dir = "/nonexistent/gsi";
+    cfg.checkpoint_bytes = GSI_CHECKPOINT_BYTES_MIN - 1;
+    assert_int_equal(gsi_config_check(&cfg), -DS_EUSAGE);
 }
 
 int main(void)
@@ -594,7 +646,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_gsi_query_equals_truth_all_limits, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_query_equals_truth_across_flushes, setup,
+        cmocka_unit_test_setup_teardown(test_gsi_query_equals_truth_across_checkpoints, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gsi_pages_stable_while_newer_entries_arrive, setup,
                                         teardown),
@@ -608,9 +660,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gsi_apply_rejects_invalid_entries_and_big_batches,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_gsi_second_writer_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_damaged_run_is_an_error_not_a_wrong_answer, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_gsi_reader_sees_flushed_applies_after_refresh, setup,
                                         teardown),
-        cmocka_unit_test(test_gsi_config_rejects_write_buffers_outside_limits),
+        cmocka_unit_test(test_gsi_config_rejects_tables_outside_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

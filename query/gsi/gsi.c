@@ -25,7 +25,9 @@
  *   [48] u64 slot tag (the tag of the slot's owner, which may be another customer)
  *   [56] i64 the chain_max_ts of the previous run (0 without one), so a walk stops before
  *        reading a run it does not need
- *   [64] customer id bytes, then each entry: u8 tail key bytes, tail key (key.h), u8 value
+ *   [64] u64 skip: the chain's head before this customer's runs of this apply (0: none), so
+ *        a walk that needs nothing older than this run from this apply jumps past the rest
+ *   [72] customer id bytes, then each entry: u8 tail key bytes, tail key (key.h), u8 value
  *        bytes, value (key.h)
  *
  * A cursor record ends every apply: [12] u32 cursor bytes, [16] u64 apply number, [24] the
@@ -85,11 +87,15 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the index files are li
 #define GSI_RECORD_RUN 1u
 #define GSI_RECORD_CURSOR 2u
 #define GSI_RECORD_PREFIX_BYTES 12u /* crc, len, type, three bytes of the type's own */
-#define GSI_RUN_HEADER_BYTES 64u
+#define GSI_RUN_HEADER_BYTES 72u
 #define GSI_CURSOR_HEADER_BYTES 24u
 /* Entries per run: a heavy customer's apply becomes runs of at most this many, so a record
- * (~190 KiB at most) fits the scan buffer and a query reads a bounded amount per run. */
+ * (~190 KiB at most) fits the scan buffer and a query reads a bounded amount per run. The
+ * newest run of an apply holds at most GSI_RUN_HEAD_ENTRIES (~2 KiB), so a newest-N query
+ * reads little more than it answers: with a backlog, each apply's runs of a heavy customer can
+ * span a whole day, and a query then reads the newest run of every such apply. */
 #define GSI_RUN_ENTRIES_MAX 1024u
+#define GSI_RUN_HEAD_ENTRIES 64u
 #define GSI_ENTRY_BYTES_MAX (1u + GSI_TAIL_BYTES_MAX + 1u + GSI_VALUE_BYTES_MAX)
 #define GSI_RUN_BYTES_MAX                                                                          \
     (GSI_RUN_HEADER_BYTES + DS_ID_BYTES_MAX + GSI_RUN_ENTRIES_MAX * GSI_ENTRY_BYTES_MAX)
@@ -99,6 +105,9 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the index files are li
                                                      : GSI_CURSOR_RECORD_BYTES_MAX)
 /* The writer's buffer (one pwrite when full) and the scanner's read size. */
 #define GSI_IO_BUFFER_BYTES (1u << 20)
+/* Items ahead of the one being encoded whose slot, tail and entry are prefetched: the batch
+ * touches them in sorted order, that is at random (perf: these misses were most of an apply). */
+#define GSI_PREFETCH_AHEAD 8u
 /* Slots a lookup inspects: 32 x 24 bytes = 12 adjacent cache lines. */
 #define GSI_PROBE_MAX 32u
 /* A query's first read of a run: the header and the newest ~100 entries. */
@@ -125,7 +134,9 @@ struct gsi_item {
     uint32_t slot;
     uint32_t index; /* into the caller's entries and the tail buffer */
     uint64_t tag;
-    uint64_t ts_key; /* the tail key's first 8 bytes as a number (~ts) */
+    uint64_t ts_key;        /* the tail key's first 8 bytes as a number (~ts) */
+    int64_t customer_value; /* an integer customer id, so sorting rarely touches the entries */
+    bool customer_is_string;
     uint8_t tail_bytes;
 };
 
@@ -490,12 +501,13 @@ static bool gsi_run_header_valid(const struct gsi *g, const uint8_t *r, uint32_t
     uint32_t count = gsi_u32_get(r + 12);
     uint64_t prev = gsi_u64_get(r + 16);
     uint32_t slot = gsi_u32_get(r + 40);
+    uint64_t skip = gsi_u64_get(r + 64);
     bool id_ok =
         kind == 0 ? id_bytes == 8 : kind == 1 && id_bytes >= 1 && id_bytes <= DS_ID_BYTES_MAX;
     return id_ok && len >= GSI_RUN_HEADER_BYTES + id_bytes && count >= 1 &&
            count <= GSI_RUN_ENTRIES_MAX &&
-           (prev == 0 || (prev >= GSI_LOG_HEADER_BYTES && prev < offset)) && slot <= g->mask &&
-           gsi_u64_get(r + 48) != 0;
+           (prev == 0 || (prev >= GSI_LOG_HEADER_BYTES && prev < offset)) && skip <= prev &&
+           slot <= g->mask && gsi_u64_get(r + 48) != 0;
 }
 
 /* Validates one whole record at r (avail bytes readable). Returns its length, 0 when it does
@@ -725,6 +737,7 @@ static int gsi_checkpoint_load(struct gsi *g)
               gsi_pread_all(g->log_fd, record, sizeof(record), cursor_at, &record_got) == 0 &&
               record_got == sizeof(record) && gsi_u32_get(record) == gsi_u32_get(h + 48) &&
               record[8] == GSI_RECORD_CURSOR && cursor_at + gsi_u32_get(record + 4) == end;
+    bool touched = ok; /* the body read writes slots */
     if (ok) {
         g->log_end = end;
         ok = gsi_checkpoint_body_read(g, fd, count, gsi_u32_get(h + 52)) == 0;
@@ -742,7 +755,9 @@ static int gsi_checkpoint_load(struct gsi *g)
     }
     if (!ok) {
         ds_log_warn("%s: not a checkpoint of this log; reading the whole log", path);
-        memset(g->slots, 0, (size_t)GSI_SLOT_BYTES << g->slots_log2);
+        if (touched) {
+            memset(g->slots, 0, (size_t)GSI_SLOT_BYTES << g->slots_log2);
+        }
         g->log_end = GSI_LOG_HEADER_BYTES;
         g->cursor_len = 0;
         g->cursor_at = 0;
@@ -1020,8 +1035,15 @@ static int gsi_item_compare(const void *a, const void *b)
     if (x->tag != y->tag) {
         return x->tag < y->tag ? -1 : 1;
     }
-    int c = gsi_customer_compare(&gsi_sorting_entries[x->index].customer_id,
+    int c = 0;
+    if (x->customer_is_string != y->customer_is_string) {
+        c = x->customer_is_string ? 1 : -1;
+    } else if (!x->customer_is_string) {
+        c = (x->customer_value > y->customer_value) - (x->customer_value < y->customer_value);
+    } else {
+        c = gsi_customer_compare(&gsi_sorting_entries[x->index].customer_id,
                                  &gsi_sorting_entries[y->index].customer_id);
+    }
     c = c != 0 ? c : gsi_tail_compare(gsi_sorting, x, y);
     /* Equal keys: the caller's last copy first; the others are skipped. */
     return c != 0 ? c : (x->index < y->index) - (x->index > y->index);
@@ -1038,12 +1060,20 @@ static int gsi_batch_sort(struct gsi *g, const struct gsi_entry *entries, size_t
     }
     for (size_t i = 0; i < n; i++) {
         const struct gsi_entry *e = &entries[i];
-        struct gsi_item *it = &g->items[i];
+        /* Backwards: a customer's entries mostly arrive oldest first, and sort newest first. */
+        struct gsi_item *it = &g->items[n - 1 - i];
         uint8_t *tail = g->tails + i * GSI_TAIL_BYTES_MAX;
         it->tail_bytes = (uint8_t)gsi_key_tail_encode(e->ts_ms, &e->order_id, tail);
         it->ts_key = ~(uint64_t)e->ts_ms;
         it->tag = gsi_tag(&e->customer_id);
+        it->customer_is_string = e->customer_id.is_string;
+        it->customer_value = e->customer_id.is_string ? 0 : e->customer_id.value;
         it->index = (uint32_t)i;
+        __builtin_prefetch(&g->slots[it->tag & g->mask]);
+    }
+    /* The slots, in a second pass, so the prefetches above had time to land. */
+    for (size_t i = 0; i < n; i++) {
+        struct gsi_item *it = &g->items[n - 1 - i];
         bool empty = false;
         it->slot = gsi_slot_find(g, it->tag, &empty);
         if (empty) {
@@ -1099,7 +1129,8 @@ static void gsi_commit_record(struct gsi *g, uint8_t *r, size_t len)
 /* Appends one run of count deduplicated items (g->run[first..first+count), newest first) of one
  * customer to the chain whose head and max ts *head and *max_ts hold, updating them. */
 static int gsi_run_append(struct gsi *g, const struct gsi_entry *entries, size_t first,
-                          size_t count, uint32_t slot, uint64_t *head, int64_t *max_ts)
+                          size_t count, uint32_t slot, uint64_t skip, uint64_t *head,
+                          int64_t *max_ts)
 {
     uint8_t *r = NULL;
     int rc = gsi_reserve(g, GSI_RUN_BYTES_MAX, &r);
@@ -1121,8 +1152,14 @@ static int gsi_run_append(struct gsi *g, const struct gsi_entry *entries, size_t
     gsi_u32_put(r + 40, slot);
     gsi_u64_put(r + 48, __atomic_load_n(&g->slots[slot].tag, __ATOMIC_RELAXED));
     gsi_u64_put(r + 56, *head != 0 ? (uint64_t)*max_ts : 0);
+    gsi_u64_put(r + 64, skip);
     size_t len = GSI_RUN_HEADER_BYTES + id_bytes;
     for (size_t i = first; i < first + count; i++) {
+        if (i + GSI_PREFETCH_AHEAD < first + count) {
+            const struct gsi_item *ahead = &g->items[g->run[i + GSI_PREFETCH_AHEAD]];
+            __builtin_prefetch(g->tails + (size_t)ahead->index * GSI_TAIL_BYTES_MAX);
+            __builtin_prefetch(&entries[ahead->index].status);
+        }
         const struct gsi_item *it = &g->items[g->run[i]];
         r[len++] = it->tail_bytes;
         memcpy(r + len, g->tails + (size_t)it->index * GSI_TAIL_BYTES_MAX, it->tail_bytes);
@@ -1140,8 +1177,12 @@ static int gsi_run_append(struct gsi *g, const struct gsi_entry *entries, size_t
 static bool gsi_item_same_customer(const struct gsi_entry *entries, const struct gsi_item *x,
                                    const struct gsi_item *y)
 {
-    return x->slot == y->slot && x->tag == y->tag &&
-           gsi_customer_equal(&entries[x->index].customer_id, &entries[y->index].customer_id);
+    if (x->slot != y->slot || x->tag != y->tag || x->customer_is_string != y->customer_is_string) {
+        return false;
+    }
+    return !x->customer_is_string
+               ? x->customer_value == y->customer_value
+               : gsi_customer_equal(&entries[x->index].customer_id, &entries[y->index].customer_id);
 }
 
 /* Appends the runs of the sorted batch, one slot at a time, and lists the slots' new heads. */
@@ -1149,7 +1190,13 @@ static int gsi_runs_append(struct gsi *g, const struct gsi_entry *entries, size_
 {
     g->publish_count = 0;
     size_t i = 0;
+    for (size_t k = 0; k < n && k < GSI_PREFETCH_AHEAD; k++) {
+        __builtin_prefetch(&g->slots[g->items[k].slot]);
+    }
     while (i < n) {
+        if (i + GSI_PREFETCH_AHEAD < n) {
+            __builtin_prefetch(&g->slots[g->items[i + GSI_PREFETCH_AHEAD].slot]);
+        }
         uint32_t slot = g->items[i].slot;
         const struct gsi_slot *s = &g->slots[slot];
         uint64_t head = __atomic_load_n(&s->head, __ATOMIC_RELAXED);
@@ -1164,11 +1211,18 @@ static int gsi_runs_append(struct gsi *g, const struct gsi_entry *entries, size_
                     g->run[count++] = (uint32_t)j;
                 }
             }
-            /* Oldest runs first, so the chain's head is the newest. */
+            /* Oldest runs first, so the chain's head is the newest: [0, HEAD), then runs of
+             * RUN_ENTRIES_MAX. */
             size_t last = count;
+            uint64_t skip = head;
             while (last > 0) {
-                size_t first = last > GSI_RUN_ENTRIES_MAX ? last - GSI_RUN_ENTRIES_MAX : 0;
-                int rc = gsi_run_append(g, entries, first, last - first, slot, &head, &max_ts);
+                size_t first = last <= GSI_RUN_HEAD_ENTRIES
+                                   ? 0
+                                   : GSI_RUN_HEAD_ENTRIES + (last - 1 - GSI_RUN_HEAD_ENTRIES) /
+                                                                GSI_RUN_ENTRIES_MAX *
+                                                                GSI_RUN_ENTRIES_MAX;
+                int rc =
+                    gsi_run_append(g, entries, first, last - first, slot, skip, &head, &max_ts);
                 if (rc != 0) {
                     return rc;
                 }
@@ -1440,12 +1494,18 @@ static int gsi_walk(const struct gsi *g, const struct ds_id *customer, const uin
             break; /* everything left on the chain is older than the worst entry kept */
         }
         /* A run whose entries are all newer than the token is on earlier pages. */
-        if (gsi_run_customer_is(r, customer) && (int64_t)gsi_u64_get(r + 32) <= token_ts) {
+        bool mine = gsi_run_customer_is(r, customer);
+        if (mine && (int64_t)gsi_u64_get(r + 32) <= token_ts) {
             rc = gsi_run_offer(r, token, token_bytes, best);
         }
         offset = gsi_u64_get(r + 16);
-        if (offset != 0 && (int64_t)gsi_u64_get(r + 56) < gsi_best_floor_ts(best)) {
-            break; /* the same, known from this run's header */
+        int64_t floor_ts = gsi_best_floor_ts(best);
+        if (mine && (int64_t)gsi_u64_get(r + 32) < floor_ts) {
+            /* This customer's older runs of the same apply are older than this one's oldest
+             * entry, so older than the worst kept: jump past them. */
+            offset = gsi_u64_get(r + 64);
+        } else if (offset != 0 && (int64_t)gsi_u64_get(r + 56) < floor_ts) {
+            break; /* the previous run's chain_max_ts: nothing older can enter */
         }
     }
     free(big);

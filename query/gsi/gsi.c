@@ -108,6 +108,9 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the index files are li
 /* Items ahead of the one being encoded whose slot, tail and entry are prefetched: the batch
  * touches them in sorted order, that is at random (perf: these misses were most of an apply). */
 #define GSI_PREFETCH_AHEAD 8u
+/* Digit of the radix sort on slot indexes: 2^11 counters (16 KiB) fit L1 and L2 comfortably,
+ * and a table of up to 2^22 slots takes two passes. */
+#define GSI_RADIX_BITS 11u
 /* Slots a lookup inspects: 32 x 24 bytes = 12 adjacent cache lines. */
 #define GSI_PROBE_MAX 32u
 /* A query's first read of a run: the header and the newest ~100 entries. */
@@ -170,8 +173,9 @@ struct gsi {
     uint8_t *buffer;         /* GSI_IO_BUFFER_BYTES of records not yet written */
     size_t buffered;
     struct gsi_item *items;
-    uint8_t *tails; /* batch_entries_max * GSI_TAIL_BYTES_MAX */
-    uint32_t *run;  /* the deduplicated items of one customer */
+    struct gsi_item *items_spare; /* the radix sort's other half */
+    uint8_t *tails;               /* batch_entries_max * GSI_TAIL_BYTES_MAX */
+    uint32_t *run;                /* the deduplicated items of one customer */
     struct gsi_publish *publish;
     size_t publish_count;
 };
@@ -357,7 +361,7 @@ int gsi_config_check(const struct gsi_config *cfg)
 uint64_t gsi_memory_bytes(const struct gsi_config *cfg)
 {
     ASSERT(cfg != NULL);
-    uint64_t per_entry = sizeof(struct gsi_item) + GSI_TAIL_BYTES_MAX + sizeof(uint32_t) +
+    uint64_t per_entry = 2u * sizeof(struct gsi_item) + GSI_TAIL_BYTES_MAX + sizeof(uint32_t) +
                          sizeof(struct gsi_publish);
     return ((uint64_t)GSI_SLOT_BYTES << cfg->table_slots_log2) + GSI_IO_BUFFER_BYTES * 2u +
            GSI_CURSOR_BYTES_MAX + (uint64_t)cfg->batch_entries_max * per_entry;
@@ -882,10 +886,11 @@ static int gsi_writer_buffers(struct gsi *g)
     size_t n = g->batch_entries_max;
     g->buffer = malloc(GSI_IO_BUFFER_BYTES);
     g->items = malloc(n * sizeof(*g->items));
+    g->items_spare = malloc(n * sizeof(*g->items_spare));
     g->tails = malloc(n * GSI_TAIL_BYTES_MAX);
     g->run = malloc(n * sizeof(*g->run));
     g->publish = malloc(n * sizeof(*g->publish));
-    bool ok = g->buffer && g->items && g->tails && g->run && g->publish;
+    bool ok = g->buffer && g->items && g->items_spare && g->tails && g->run && g->publish;
     return ok ? 0 : -ENOMEM;
 }
 
@@ -982,6 +987,7 @@ void gsi_close(struct gsi *g)
     free(g->cursor);
     free(g->buffer);
     free(g->items);
+    free(g->items_spare);
     free(g->tails);
     free(g->run);
     free(g->publish);
@@ -1049,6 +1055,50 @@ static int gsi_item_compare(const void *a, const void *b)
     return c != 0 ? c : (x->index < y->index) - (x->index > y->index);
 }
 
+/* Sorts g->items[0..n) by gsi_item_compare: a stable radix sort on the slot (passes of
+ * GSI_RADIX_BITS), then each slot's group is checked and, only when out of order (customers
+ * sharing a slot, equal ts, late events), sorted with qsort. The items were laid out newest
+ * first per customer for events that arrive in time order, so most groups are already in
+ * order: perf had qsort over the whole batch at a third of an apply's CPU. */
+static void gsi_items_sort(struct gsi *g, size_t n)
+{
+    struct gsi_item *from = g->items;
+    struct gsi_item *to = g->items_spare;
+    size_t counts[1u << GSI_RADIX_BITS];
+    for (uint32_t shift = 0; shift < g->slots_log2; shift += GSI_RADIX_BITS) {
+        memset(counts, 0, sizeof(counts));
+        for (size_t i = 0; i < n; i++) {
+            counts[(from[i].slot >> shift) & ((1u << GSI_RADIX_BITS) - 1)]++;
+        }
+        size_t sum = 0;
+        for (size_t d = 0; d < DS_ARRAY_LEN(counts); d++) {
+            size_t c = counts[d];
+            counts[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++) {
+            to[counts[(from[i].slot >> shift) & ((1u << GSI_RADIX_BITS) - 1)]++] = from[i];
+        }
+        struct gsi_item *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != g->items) {
+        memcpy(g->items, from, n * sizeof(*g->items));
+    }
+    for (size_t first = 0; first < n;) {
+        size_t end = first + 1;
+        bool sorted = true;
+        for (; end < n && g->items[end].slot == g->items[first].slot; end++) {
+            sorted = sorted && gsi_item_compare(&g->items[end - 1], &g->items[end]) < 0;
+        }
+        if (!sorted) {
+            qsort(&g->items[first], end - first, sizeof(*g->items), gsi_item_compare);
+        }
+        first = end;
+    }
+}
+
 /* Validates, hashes, claims slots and sorts the batch into g->items. */
 static int gsi_batch_sort(struct gsi *g, const struct gsi_entry *entries, size_t n)
 {
@@ -1082,7 +1132,7 @@ static int gsi_batch_sort(struct gsi *g, const struct gsi_entry *entries, size_t
     }
     gsi_sorting = g;
     gsi_sorting_entries = entries;
-    qsort(g->items, n, sizeof(*g->items), gsi_item_compare);
+    gsi_items_sort(g, n);
     return 0;
 }
 

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* ---- attributes ---------------------------------------------------------------------------- */
 
@@ -197,5 +198,10 @@ DS_MUST_USE int ds_write_file_atomic(const char *path, const void *data, size_t 
 DS_MUST_USE int ds_fsync_dir(const char *dir);
 /* mkdir -p for one path; existing directories are fine. */
 DS_MUST_USE int ds_mkdir_p(const char *path);
+/* pread until len bytes or the end of the file (EINTR retried); returns the bytes read or a
+ * negated errno. */
+DS_MUST_USE ssize_t ds_pread_full(int fd, void *dst, size_t len, uint64_t offset);
+/* pwrite every byte (EINTR retried); returns 0 or a negated errno (-EIO when no progress). */
+DS_MUST_USE int ds_pwrite_full(int fd, const void *src, size_t len, uint64_t offset);
 
 #endif /* DS_COMMON_H */

@@ -74,6 +74,41 @@ int ds_fsync_dir(const char *dir)
     return rc;
 }
 
+ssize_t ds_pread_full(int fd, void *dst, size_t len, uint64_t offset)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pread(fd, (uint8_t *)dst + done, len - done, (off_t)(offset + done));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            return -errno;
+        }
+        if (n == 0) {
+            break;
+        }
+        done += (size_t)n;
+    }
+    return (ssize_t)done;
+}
+
+int ds_pwrite_full(int fd, const void *src, size_t len, uint64_t offset)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pwrite(fd, (const uint8_t *)src + done, len - done, (off_t)(offset + done));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return n < 0 ? -errno : -EIO;
+        }
+        done += (size_t)n;
+    }
+    return 0;
+}
+
 static int write_all(int fd, const void *data, size_t len)
 {
     const char *p = data;

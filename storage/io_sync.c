@@ -71,27 +71,6 @@ static void io_sync_fail(struct io_sync *s, int fd, int err)
     s->failed_fds[s->failed_count++] = fd;
 }
 
-/* pwrite until every byte is written; returns 0 or a negated errno (-EIO if no progress). */
-static int io_sync_pwrite_all(int fd, const char *buf, size_t len, uint64_t offset)
-{
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = pwrite(fd, buf + done, len - done, (off_t)(offset + done));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            return -errno;
-        }
-        if (n == 0) {
-            return -EIO;
-        }
-        done += (size_t)n;
-    }
-    ASSERT(done == len);
-    return 0;
-}
-
 static int io_sync_write(struct storage_io *io, int fd, const void *buf, size_t len,
                          uint64_t offset)
 {
@@ -105,7 +84,7 @@ static int io_sync_write(struct storage_io *io, int fd, const void *buf, size_t 
     if (io_sync_failed(s, fd)) {
         return 0; /* cancelled, as the rest of a broken io_uring chain */
     }
-    rc = io_sync_pwrite_all(fd, buf, len, offset);
+    rc = ds_pwrite_full(fd, buf, len, offset);
     if (rc != 0) {
         ds_log_error("write fd=%d offset=%llu len=%zu: %s", fd, (unsigned long long)offset, len,
                      ds_strerror(rc));

@@ -23,25 +23,6 @@
 
 #define FIRST_READ_BYTES 512u
 
-static ssize_t read_at(int fd, void *buf, size_t len, uint64_t offset)
-{
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(offset + done));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            return -errno;
-        }
-        if (n == 0) {
-            break;
-        }
-        done += (size_t)n;
-    }
-    return (ssize_t)done;
-}
-
 /* The range of a segment that is committed: [64, end). */
 static int segment_open_read(struct storage *st, const struct part *p, uint32_t segment_id,
                              int *fd_out, uint64_t *end_out)
@@ -57,7 +38,7 @@ static int segment_open_read(struct storage *st, const struct part *p, uint32_t 
     struct stat sb;
     struct segment_header h;
     int rc = fstat(fd, &sb) == 0 ? 0 : -errno;
-    if (rc == 0 && read_at(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+    if (rc == 0 && ds_pread_full(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
         rc = -DS_ECORRUPT;
     }
     if (rc == 0 &&
@@ -88,7 +69,7 @@ static int read_block_header(int fd, uint64_t offset, uint64_t end, uint8_t *buf
     if (end - offset < want) {
         want = (size_t)(end - offset);
     }
-    ssize_t n = read_at(fd, buf, want, offset);
+    ssize_t n = ds_pread_full(fd, buf, want, offset);
     if (n < 0) {
         return (int)n;
     }
@@ -101,7 +82,7 @@ static int read_block_header(int fd, uint64_t offset, uint64_t end, uint8_t *buf
         if (offset + h->header_bytes > end) {
             return -DS_ECORRUPT;
         }
-        n = read_at(fd, buf + n, h->header_bytes - (size_t)n, offset + (uint64_t)n);
+        n = ds_pread_full(fd, buf + n, h->header_bytes - (size_t)n, offset + (uint64_t)n);
         if (n < 0) {
             return (int)n;
         }
@@ -345,8 +326,8 @@ static int scan_block(struct scan_state *scan, uint64_t end)
         rc = block_view_parse(scan->block, header_bytes, &view);
         ASSERT(rc == 0);
     }
-    ssize_t n = read_at(scan->fd, scan->block + header_bytes, view.header->payload_bytes,
-                        scan->offset + header_bytes);
+    ssize_t n = ds_pread_full(scan->fd, scan->block + header_bytes, view.header->payload_bytes,
+                              scan->offset + header_bytes);
     if (n != (ssize_t)view.header->payload_bytes) {
         return n < 0 ? (int)n : -DS_ECORRUPT;
     }

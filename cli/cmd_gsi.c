@@ -40,7 +40,7 @@
 #define GSI_DIR_DEPTH_MAX 3
 
 const char cmd_gsi_usage[] =
-    "usage: dayshard gsi rebuild --data DIR [--json]\n"
+    "usage: dayshard gsi rebuild --data DIR [--slots-log2 K] [--json]\n"
     "\n"
     "Maintenance of the by-customer index DIR/gsi (the view behind\n"
     "/v1/customers/{id}/orders and `dayshard orders`).\n"
@@ -54,14 +54,18 @@ const char cmd_gsi_usage[] =
     "Exit status: 0 rebuilt, 1 failure (a node is running, no data, an error), 2 usage error.\n"
     "\n"
     "options:\n"
-    "  --data DIR   the data directory (where `dayshard run --data DIR` keeps its data)\n"
-    "  --json       print the summary as JSON\n"
-    "  --help       this text\n";
+    "  --data DIR       the data directory (where `dayshard run --data DIR` keeps its data)\n"
+    "  --slots-log2 K   the new index's customer table: 2^K slots of 24 bytes, K in 5..30\n"
+    "                   (default 21: 48 MiB, a million customers at a quarter load); more\n"
+    "                   customers than about 2^(K+1) share lookup chains and answer slower\n"
+    "  --json           print the summary as JSON\n"
+    "  --help           this text\n";
 
 struct rebuild {
     const char *data;
     bool json;
-    struct storage *st; /* the writer handle: holds DIR/LOCK for the whole rebuild */
+    uint32_t slots_log2; /* 0: the default */
+    struct storage *st;  /* the writer handle: holds DIR/LOCK for the whole rebuild */
     uint64_t commit_seq;
     uint64_t events;
     uint64_t partitions;
@@ -185,6 +189,7 @@ static int run_builder(struct rebuild *r, uint64_t start_ns)
     struct query_gsi_config cfg;
     query_gsi_config_defaults(&cfg);
     cfg.data_dir = r->data;
+    cfg.table_slots_log2 = r->slots_log2;
     const char *slow = getenv("DS_TEST_GSI_SLOW_MS"); /* test hook, as in `run`: a slow builder */
     cfg.test_slow_ms = slow != NULL ? (uint32_t)strtoul(slow, NULL, 10) : 0;
     struct query_gsi *g = NULL;
@@ -288,6 +293,7 @@ static int rebuild_run(struct rebuild *r)
 static int cmd_gsi_rebuild(int argc, char **argv)
 {
     static const struct option options[] = {{"data", required_argument, NULL, 'd'},
+                                            {"slots-log2", required_argument, NULL, 's'},
                                             {"json", no_argument, NULL, 'j'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
@@ -298,6 +304,15 @@ static int cmd_gsi_rebuild(int argc, char **argv)
         switch (c) {
         case 'd': r.data = optarg; break;
         case 'j': r.json = true; break;
+        case 's': {
+            uint64_t k = 0;
+            if (cli_parse_u64(optarg, GSI_SLOTS_LOG2_MIN, GSI_SLOTS_LOG2_MAX, &k) != 0) {
+                return cli_error(GSI_CMD, CLI_USAGE, "--slots-log2 takes %u..%u",
+                                 GSI_SLOTS_LOG2_MIN, GSI_SLOTS_LOG2_MAX);
+            }
+            r.slots_log2 = (uint32_t)k;
+            break;
+        }
         case 'h': return cli_help(cmd_gsi_usage);
         default:
             return cli_error(GSI_CMD, CLI_USAGE, "unknown or incomplete option '%s'",

@@ -37,7 +37,8 @@ const char cmd_run_usage[] =
     "  -X key=value           a librdkafka property (SASL, TLS, ...); repeatable\n"
     "  --config FILE          Java-properties settings: kafka.* keys go to librdkafka; brokers,\n"
     "                         topic, group, data, dlq-topic, shards, commit-interval-ms,\n"
-    "                         http, http-token, ready-max-lag, max-gsi-lag-ms, gsi (on|off)\n"
+    "                         http, http-token, ready-max-lag, max-gsi-lag-ms, gsi (on|off),\n"
+    "                         gsi-slots-log2\n"
     "                         set the options\n"
     "  --http HOST:PORT       also serve the HTTP query API (as `dayshard serve`) with this\n"
     "                         node's live figures in /metrics and /readyz; port 0 picks one\n"
@@ -45,6 +46,9 @@ const char cmd_run_usage[] =
     "  --max-gsi-lag-ms N     bound on the by-customer index's lag (default 1000): above half\n"
     "                         of it consumption pauses until the index catches up\n"
     "  --no-gsi               do not build the by-customer index (DIR/gsi)\n"
+    "  --gsi-slots-log2 K     a new index's customer table: 2^K slots of 24 bytes, K in 5..30\n"
+    "                         (default 21: 48 MiB); an existing index keeps its own size\n"
+    "                         (`dayshard gsi rebuild --slots-log2 K` changes it)\n"
     "  --ready-max-lag N      /readyz is ready while the consumer lag is at most N messages\n"
     "                         (default 100000)\n"
     "  --help                 this text\n"
@@ -97,6 +101,11 @@ static int set_option(struct run_args *a, const char *key, const char *value)
         a->gsi.max_lag_ms = (uint32_t)n;
         return 0;
     }
+    if (strcmp(key, "gsi-slots-log2") == 0 &&
+        cli_parse_u64(value, GSI_SLOTS_LOG2_MIN, GSI_SLOTS_LOG2_MAX, &n) == 0) {
+        a->gsi.table_slots_log2 = (uint32_t)n;
+        return 0;
+    }
     if (strcmp(key, "gsi") == 0 && (strcmp(value, "on") == 0 || strcmp(value, "off") == 0)) {
         a->no_gsi = strcmp(value, "off") == 0;
         return 0;
@@ -147,6 +156,7 @@ static int parse_one(struct run_args *a, int c, const char *value)
     case 'L': return set_option(a, "ready-max-lag", value);
     case 'G': return set_option(a, "max-gsi-lag-ms", value);
     case 'N': return set_option(a, "gsi", "off");
+    case 'K': return set_option(a, "gsi-slots-log2", value);
     }
     return -DS_EUSAGE;
 }
@@ -167,6 +177,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
                                             {"ready-max-lag", required_argument, NULL, 'L'},
                                             {"max-gsi-lag-ms", required_argument, NULL, 'G'},
                                             {"no-gsi", no_argument, NULL, 'N'},
+                                            {"gsi-slots-log2", required_argument, NULL, 'K'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     int c;

@@ -183,6 +183,9 @@ struct query_orders_page {
     char next_token[QUERY_ORDERS_TOKEN_CHARS_MAX + 1]; /* "" when !has_next */
 };
 
+/* The by-customer index's customer table: 2^k slots (query/gsi/gsi.h's limits). */
+#define GSI_SLOTS_LOG2_MIN 5u
+#define GSI_SLOTS_LOG2_MAX 30u
 struct query_gsi_config {
     const char *data_dir;          /* the base data to follow (read-only); the index is DATA/gsi */
     uint32_t table_slots_log2;     /* the index's slot table for a new index; 0: its default */

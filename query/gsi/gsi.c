@@ -254,39 +254,14 @@ static bool gsi_customer_equal(const struct ds_id *a, const struct ds_id *b)
     return a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
 }
 
+/* pread of up to len bytes; *got is what the file had. */
 static int gsi_pread_all(int fd, void *dst, size_t len, uint64_t offset, size_t *got)
 {
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = pread(fd, (uint8_t *)dst + done, len - done, (off_t)(offset + done));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            return -errno;
-        }
-        if (n == 0) {
-            break;
-        }
-        done += (size_t)n;
+    ssize_t n = ds_pread_full(fd, dst, len, offset);
+    if (n < 0) {
+        return (int)n;
     }
-    *got = done;
-    return 0;
-}
-
-static int gsi_pwrite_all(int fd, const void *src, size_t len, uint64_t offset)
-{
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = pwrite(fd, (const uint8_t *)src + done, len - done, (off_t)(offset + done));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return n < 0 ? -errno : -EIO;
-        }
-        done += (size_t)n;
-    }
+    *got = (size_t)n;
     return 0;
 }
 
@@ -434,7 +409,7 @@ static int gsi_log_open(struct gsi *g, const struct gsi_config *cfg)
         /* New, or a crash cut the header before anything followed it. */
         gsi_log_header_make(cfg->table_slots_log2, header);
         rc = ftruncate(g->log_fd, 0) == 0 ? 0 : -errno;
-        rc = rc == 0 ? gsi_pwrite_all(g->log_fd, header, sizeof(header), 0) : rc;
+        rc = rc == 0 ? ds_pwrite_full(g->log_fd, header, sizeof(header), 0) : rc;
         rc = rc == 0 && fsync(g->log_fd) != 0 ? -errno : rc;
         rc = rc == 0 ? ds_fsync_dir(g->dir) : rc;
         got = rc == 0 ? sizeof(header) : got;
@@ -642,6 +617,10 @@ static int gsi_log_size(struct gsi *g, uint64_t *size)
  * complete apply among them ends (g->log_end moves there). */
 static int gsi_catch_up_to(struct gsi *g, uint64_t until, uint64_t *end)
 {
+    if (until <= g->log_end) {
+        *end = g->log_end; /* nothing new: a reader's refresh per request costs one fstat */
+        return 0;
+    }
     uint8_t *buf = malloc(GSI_IO_BUFFER_BYTES);
     if (buf == NULL) {
         return -ENOMEM;
@@ -790,7 +769,7 @@ static int gsi_checkpoint_body_write(struct gsi *g, int fd, uint32_t *count, uin
         used += GSI_CHECKPOINT_ENTRY_BYTES;
         n++;
         if (used + GSI_CHECKPOINT_ENTRY_BYTES > GSI_IO_BUFFER_BYTES || i == g->mask) {
-            int rc = gsi_pwrite_all(fd, g->buffer, used, at);
+            int rc = ds_pwrite_full(fd, g->buffer, used, at);
             if (rc != 0) {
                 return rc;
             }
@@ -800,7 +779,7 @@ static int gsi_checkpoint_body_write(struct gsi *g, int fd, uint32_t *count, uin
         }
     }
     if (used > 0) {
-        int rc = gsi_pwrite_all(fd, g->buffer, used, at);
+        int rc = ds_pwrite_full(fd, g->buffer, used, at);
         if (rc != 0) {
             return rc;
         }
@@ -840,7 +819,7 @@ static int gsi_checkpoint_write(struct gsi *g)
         gsi_u32_put(h + 52, crc);
         gsi_u32_put(h + 56, count);
         gsi_u32_put(h + 60, ds_crc32c(0, h, 60));
-        rc = gsi_pwrite_all(fd, h, sizeof(h), 0);
+        rc = ds_pwrite_full(fd, h, sizeof(h), 0);
     }
     rc = rc == 0 && fdatasync(fd) != 0 ? -errno : rc;
     if (fd >= 0 && close(fd) != 0 && rc == 0) {
@@ -1143,7 +1122,7 @@ static int gsi_flush(struct gsi *g)
         return 0;
     }
     uint64_t at = g->log_end - g->buffered;
-    int rc = gsi_pwrite_all(g->log_fd, g->buffer, g->buffered, at);
+    int rc = ds_pwrite_full(g->log_fd, g->buffer, g->buffered, at);
     if (rc != 0) {
         ds_log_error("%s/log: cannot write %zu bytes at %" PRIu64 ": %s", g->dir, g->buffered, at,
                      ds_strerror(rc));

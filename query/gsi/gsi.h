@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "common/common.h"
+#include "query/query.h"
 
 /* One apply may carry at most this many entries: a group commit of the node holds up to 1M
  * events (ARCHITECTURE.md, file ingest), and the batch buffer is sized for the worst case. */
@@ -44,8 +45,8 @@
 #define GSI_TOKEN_CHARS_MAX (2u * (8u + 1u + 2u * DS_ID_BYTES_MAX + 2u))
 /* The slot table: 2^k slots of GSI_SLOT_BYTES. At least 2^5 (one probe window), at most 2^30
  * (24 GiB). 2^21 (48 MiB) keeps a million customers at a quarter load. */
-#define GSI_TABLE_SLOTS_LOG2_MIN 5u
-#define GSI_TABLE_SLOTS_LOG2_MAX 30u
+#define GSI_TABLE_SLOTS_LOG2_MIN GSI_SLOTS_LOG2_MIN
+#define GSI_TABLE_SLOTS_LOG2_MAX GSI_SLOTS_LOG2_MAX
 #define GSI_TABLE_SLOTS_LOG2_DEFAULT 21u
 #define GSI_SLOT_BYTES 24u
 /* The writer checkpoints the table after the log grew this much (and at close), so an opening
@@ -55,9 +56,9 @@
 #define GSI_CHECKPOINT_BYTES_DEFAULT (512ull << 20)
 
 struct gsi_config {
-    const char *dir;           /* the index directory; gsi_open creates it when missing */
-    uint32_t table_slots_log2; /* slot table size when the index is created (an existing index
-                                  keeps the size it was created with) */
+    const char *dir;            /* the index directory; gsi_open creates it when missing */
+    uint32_t table_slots_log2;  /* slot table size when the index is created (an existing index
+                                   keeps the size it was created with) */
     uint32_t batch_entries_max; /* largest n gsi_apply accepts (sizes the batch buffer) */
     uint64_t checkpoint_bytes;  /* writer: log growth between table checkpoints */
 };

@@ -6,12 +6,14 @@
 #   it); the log cut in half with the table checkpoint deleted (the node repairs that itself:
 #   it cuts the log back and replays from the cursor); a byte of the log flipped (rebuilt);
 # - after a rebuild was killed -9 midway (the old index stays in DIR/gsi.old-PID);
+# - rebuilt with a 64-slot table (--slots-log2 6), so most customers share chains;
 # - refused (exit 1) while a node runs on DIR, and on a directory without data;
 # - usage errors exit 2.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/node_lib.sh"
 
 DATA=$WORK/data
+REBUILD_ARGS=()
 start_broker --partitions 4
 "$DAYSHARD" generate --events 30000 --profile hot-customer --seed 11 >"$WORK/gen.jsonl"
 {
@@ -56,12 +58,13 @@ check_views() {
   done
 }
 
-# rebuild NAME [ENV...]: `gsi rebuild --json` must exit 0, index every event and leave no
+# rebuild NAME [ENV...]: `gsi rebuild --json ${REBUILD_ARGS[@]}` must exit 0, index every event and leave no
 # gsi.old-PID of its own behind.
 rebuild() {
   local name=$1
   shift
-  expect_exit "$name: rebuild" 0 env "$@" "$DAYSHARD" gsi rebuild --data "$DATA" --json
+  expect_exit "$name: rebuild" 0 env "$@" "$DAYSHARD" gsi rebuild --data "$DATA" --json \
+    "${REBUILD_ARGS[@]}"
   cp "$WORK/out" "$WORK/$name.json"
   expect_eq "$name: events indexed" "$total" "$(json_get "$WORK/$name.json" 'd["events"]')"
   expect_eq "$name: status" rebuilt "$(json_get "$WORK/$name.json" 'd["status"]')"
@@ -96,6 +99,8 @@ expect_exit "rebuild without --data" 2 "$DAYSHARD" gsi rebuild
 expect_exit "rebuild with an unknown option" 2 "$DAYSHARD" gsi rebuild --data "$DATA" --fast
 expect_exit "rebuild with an extra argument" 2 "$DAYSHARD" gsi rebuild --data "$DATA" extra
 expect_exit "rebuild --data without a value" 2 "$DAYSHARD" gsi rebuild --data
+expect_exit "rebuild with a table too small" 2 "$DAYSHARD" gsi rebuild --data "$DATA" --slots-log2 4
+expect_exit "rebuild with a table too large" 2 "$DAYSHARD" gsi rebuild --data "$DATA" --slots-log2 31
 expect_exit "gsi --help" 0 "$DAYSHARD" gsi --help
 grep -q "usage: dayshard gsi rebuild" "$WORK/out" && ok || fail "gsi --help prints no usage"
 expect_exit "gsi rebuild --help" 0 "$DAYSHARD" gsi rebuild --help
@@ -164,6 +169,15 @@ grep -q "gsi.old-$slow is left" "$WORK/err" && ok || fail "the leftover was not 
 rm -rf "$DATA/gsi.old-$slow"
 start_http_node n1 "$DATA" rebuild
 check_views "after a killed rebuild"
+stop_node n1 "$NODE_PID"
+
+# ---- a table of 2^6 slots for thousands of customers: most share chains, same views --------
+REBUILD_ARGS=(--slots-log2 6)
+rebuild "with a 64-slot table"
+REBUILD_ARGS=()
+start_http_node n1 "$DATA" rebuild
+check_views "with a 64-slot table"
+log_run_has n1 "keeps the table of 2^6 slots" && ok || fail "the node did not keep the index's table"
 stop_node n1 "$NODE_PID"
 
 stop_broker

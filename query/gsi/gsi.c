@@ -107,7 +107,9 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the index files are li
 #define GSI_IO_BUFFER_BYTES (1u << 20)
 /* Items ahead of the one being encoded whose slot, tail and entry are prefetched: the batch
  * touches them in sorted order, that is at random (perf: these misses were most of an apply). */
-#define GSI_PREFETCH_AHEAD 8u
+#define GSI_PREFETCH_AHEAD 16u
+/* The tail key of an integer order id: ~ts, 0xFE, ~id. */
+#define GSI_TAIL_INT_BYTES 17u
 /* Digit of the radix sort on slot indexes: 2^11 counters (16 KiB) fit L1 and L2 comfortably,
  * and a table of up to 2^22 slots takes two passes. */
 #define GSI_RADIX_BITS 11u
@@ -139,7 +141,9 @@ struct gsi_item {
     uint64_t tag;
     uint64_t ts_key;        /* the tail key's first 8 bytes as a number (~ts) */
     int64_t customer_value; /* an integer customer id, so sorting rarely touches the entries */
+    int64_t order_value;    /* an integer order id: its tail key is made from the item alone */
     bool customer_is_string;
+    bool order_is_string; /* its tail key is in the tail buffer */
     uint8_t tail_bytes;
 };
 
@@ -1004,6 +1008,13 @@ static int gsi_tail_compare(const struct gsi *g, const struct gsi_item *x, const
     if (x->ts_key != y->ts_key) {
         return x->ts_key < y->ts_key ? -1 : 1;
     }
+    if (!x->order_is_string && !y->order_is_string) {
+        /* 0xFE ~id: the larger id first */
+        return (x->order_value < y->order_value) - (x->order_value > y->order_value);
+    }
+    if (x->order_is_string != y->order_is_string) {
+        return x->order_is_string ? -1 : 1; /* 0xFD (string) before 0xFE (integer) */
+    }
     size_t n = x->tail_bytes < y->tail_bytes ? x->tail_bytes : y->tail_bytes;
     int c = memcmp(g->tails + (size_t)x->index * GSI_TAIL_BYTES_MAX + 8,
                    g->tails + (size_t)y->index * GSI_TAIL_BYTES_MAX + 8, n - 8u);
@@ -1091,8 +1102,12 @@ static int gsi_batch_sort(struct gsi *g, const struct gsi_entry *entries, size_t
         const struct gsi_entry *e = &entries[i];
         /* Backwards: a customer's entries mostly arrive oldest first, and sort newest first. */
         struct gsi_item *it = &g->items[n - 1 - i];
-        uint8_t *tail = g->tails + i * GSI_TAIL_BYTES_MAX;
-        it->tail_bytes = (uint8_t)gsi_key_tail_encode(e->ts_ms, &e->order_id, tail);
+        it->order_is_string = e->order_id.is_string;
+        it->order_value = e->order_id.is_string ? 0 : e->order_id.value;
+        it->tail_bytes = e->order_id.is_string
+                             ? (uint8_t)gsi_key_tail_encode(e->ts_ms, &e->order_id,
+                                                            g->tails + i * GSI_TAIL_BYTES_MAX)
+                             : GSI_TAIL_INT_BYTES;
         it->ts_key = ~(uint64_t)e->ts_ms;
         it->tag = gsi_tag(&e->customer_id);
         it->customer_is_string = e->customer_id.is_string;
@@ -1166,32 +1181,40 @@ static int gsi_run_append(struct gsi *g, const struct gsi_entry *entries, size_t
     if (rc != 0) {
         return rc;
     }
-    const struct gsi_entry *newest = &entries[g->items[g->run[first]].index];
-    const struct gsi_entry *oldest = &entries[g->items[g->run[first + count - 1]].index];
-    int64_t chain_max = newest->ts_ms > *max_ts || *head == 0 ? newest->ts_ms : *max_ts;
+    const struct gsi_item *newest = &g->items[g->run[first]];
+    int64_t newest_ts = (int64_t)~newest->ts_key;
+    int64_t oldest_ts = (int64_t)~g->items[g->run[first + count - 1]].ts_key;
+    int64_t chain_max = newest_ts > *max_ts || *head == 0 ? newest_ts : *max_ts;
     memset(r, 0, GSI_RUN_HEADER_BYTES);
     r[8] = GSI_RECORD_RUN;
-    r[9] = newest->customer_id.is_string ? 1 : 0;
-    size_t id_bytes = gsi_customer_bytes(&newest->customer_id, r + GSI_RUN_HEADER_BYTES);
+    r[9] = newest->customer_is_string ? 1 : 0;
+    size_t id_bytes = 8;
+    if (newest->customer_is_string) {
+        id_bytes =
+            gsi_customer_bytes(&entries[newest->index].customer_id, r + GSI_RUN_HEADER_BYTES);
+    } else {
+        gsi_u64_put(r + GSI_RUN_HEADER_BYTES, (uint64_t)newest->customer_value);
+    }
     r[10] = (uint8_t)id_bytes;
     gsi_u32_put(r + 12, (uint32_t)count);
     gsi_u64_put(r + 16, *head);
     gsi_u64_put(r + 24, (uint64_t)chain_max);
-    gsi_u64_put(r + 32, (uint64_t)oldest->ts_ms);
+    gsi_u64_put(r + 32, (uint64_t)oldest_ts);
     gsi_u32_put(r + 40, slot);
     gsi_u64_put(r + 48, __atomic_load_n(&g->slots[slot].tag, __ATOMIC_RELAXED));
     gsi_u64_put(r + 56, *head != 0 ? (uint64_t)*max_ts : 0);
     gsi_u64_put(r + 64, skip);
     size_t len = GSI_RUN_HEADER_BYTES + id_bytes;
     for (size_t i = first; i < first + count; i++) {
-        if (i + GSI_PREFETCH_AHEAD < first + count) {
-            const struct gsi_item *ahead = &g->items[g->run[i + GSI_PREFETCH_AHEAD]];
-            __builtin_prefetch(g->tails + (size_t)ahead->index * GSI_TAIL_BYTES_MAX);
-            __builtin_prefetch(&entries[ahead->index].status);
-        }
         const struct gsi_item *it = &g->items[g->run[i]];
         r[len++] = it->tail_bytes;
-        memcpy(r + len, g->tails + (size_t)it->index * GSI_TAIL_BYTES_MAX, it->tail_bytes);
+        if (it->order_is_string) {
+            memcpy(r + len, g->tails + (size_t)it->index * GSI_TAIL_BYTES_MAX, it->tail_bytes);
+        } else {
+            gsi_key_be64_put(r + len, it->ts_key);
+            r[len + 8] = GSI_TAG_ORDER_INT;
+            gsi_key_be64_put(r + len + 9, ~(uint64_t)it->order_value);
+        }
         len += it->tail_bytes;
         size_t value = gsi_key_value_encode(&entries[it->index], r + len + 1);
         r[len++] = (uint8_t)value;
@@ -1235,6 +1258,10 @@ static int gsi_runs_append(struct gsi *g, const struct gsi_entry *entries, size_
             size_t count = 0;
             size_t j = i;
             for (; j < n && gsi_item_same_customer(entries, &g->items[i], &g->items[j]); j++) {
+                if (j + GSI_PREFETCH_AHEAD < n) {
+                    /* the entry's status and amount, read when its run is written */
+                    __builtin_prefetch(&entries[g->items[j + GSI_PREFETCH_AHEAD].index].status);
+                }
                 if (count == 0 ||
                     gsi_tail_compare(g, &g->items[g->run[count - 1]], &g->items[j]) != 0) {
                     g->run[count++] = (uint32_t)j;

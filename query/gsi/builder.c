@@ -44,6 +44,11 @@
 /* Indexing rate assumed until the first round large enough to measure: 500k entries/s, half
  * of what bench_gsi_e2e measures while the node appends flat out beside it (~1M/s). */
 #define BUILDER_RATE_GUESS_PER_NS 5e-4
+/* A batch must hold any whole block: the scan stops at the start of a block that does not fit
+ * and resumes there after the apply, so a block larger than a batch would never pass (seen:
+ * batches of 16,384 entries looped forever on blocks of up to 65,535 events). */
+_Static_assert(GSI_BATCH_ENTRIES_DEFAULT >= STORAGE_BLOCK_EVENTS_MAX,
+               "a builder batch holds a whole block");
 #define CURSOR_MAGIC "GSC1"
 #define CURSOR_HEADER_BYTES 16u
 #define CURSOR_ENTRY_BYTES 20u

@@ -1093,13 +1093,11 @@ static void gsi_items_sort(struct gsi *g, size_t n)
 static int gsi_batch_sort(struct gsi *g, const struct gsi_entry *entries, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (!gsi_entry_valid(&entries[i])) {
-            ds_log_error("gsi: entry %zu of the batch is invalid (ids, ts or day)", i);
-            return -DS_EUSAGE;
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
         const struct gsi_entry *e = &entries[i];
+        if (!gsi_entry_valid(e)) {
+            ds_log_error("gsi: entry %zu of the batch is invalid (ids, ts or day)", i);
+            return -DS_EUSAGE; /* before any slot is claimed: the pass below claims */
+        }
         /* Backwards: a customer's entries mostly arrive oldest first, and sort newest first. */
         struct gsi_item *it = &g->items[n - 1 - i];
         it->order_is_string = e->order_id.is_string;

@@ -1257,8 +1257,12 @@ static int gsi_runs_append(struct gsi *g, const struct gsi_entry *entries, size_
             size_t j = i;
             for (; j < n && gsi_item_same_customer(entries, &g->items[i], &g->items[j]); j++) {
                 if (j + GSI_PREFETCH_AHEAD < n) {
-                    /* the entry's status and amount, read when its run is written */
-                    __builtin_prefetch(&entries[g->items[j + GSI_PREFETCH_AHEAD].index].status);
+                    /* the entry's status and amount (two cache lines), read when its run is
+                     * written */
+                    const struct gsi_entry *ahead =
+                        &entries[g->items[j + GSI_PREFETCH_AHEAD].index];
+                    __builtin_prefetch(&ahead->status_len);
+                    __builtin_prefetch(&ahead->amount_units);
                 }
                 if (count == 0 ||
                     gsi_tail_compare(g, &g->items[g->run[count - 1]], &g->items[j]) != 0) {

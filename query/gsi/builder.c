@@ -32,18 +32,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "query/gsi/gsi.h"
 #include "query/query.h"
 
 #define BUILDER_POLL_MS 50u
+/* The builder's nice value: it shares two cores with the consumer, the writer and (in the
+ * benchmark) the producer and broker, and the lag is its latency; -5 lowered the per-commit
+ * lag p50 from 67 to 48-51 ms in bench_gsi_e2e. Best effort: without CAP_SYS_NICE it keeps
+ * the default. */
+#define BUILDER_NICE (-5)
 /* Commits announced but not yet queryable that the lag tracker remembers; past it the oldest
  * are merged (the lag stays measured from the oldest). */
 #define BUILDER_PENDING_MAX 4096u
-/* Indexing rate assumed until the first round large enough to measure: 500k entries/s, half
- * of what bench_gsi_e2e measures while the node appends flat out beside it (~1M/s). */
-#define BUILDER_RATE_GUESS_PER_NS 5e-4
+/* Indexing rate assumed until a warm round large enough to measure: 1M entries/s, a third of
+ * what bench_gsi_e2e measures while storage appends flat out beside the builder (10M events
+ * appended and indexed at 2.9M/s). At 500k/s the first large commit (~150k events) was
+ * predicted past half the bound and paused the node for nothing. */
+#define BUILDER_RATE_GUESS_PER_NS 1e-3
 /* A round smaller than this tells little about the rate. */
 #define BUILDER_RATE_ENTRIES_MIN 10000u
 /* A batch must hold any whole block: the scan stops at the start of a block that does not fit
@@ -368,6 +378,9 @@ static void *builder_main(void *arg)
 {
     struct query_gsi *g = arg;
     pthread_setname_np(pthread_self(), "ds-gsi");
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), BUILDER_NICE) != 0) {
+        ds_log_debug("gsi: builder keeps the default priority (setpriority: %s)", strerror(errno));
+    }
     for (;;) {
         pthread_mutex_lock(&g->lock);
         if (!g->stop && !g->notified) {

@@ -6,8 +6,9 @@
  * reopening from a checkpoint or from the whole log, pages stable while newer
  * entries arrive, idempotent re-apply, the cursor and its entries across close and reopen and
  * across kill -9 of a writer process (never a part of an apply), malformed tokens and limits,
- * invalid entries and configurations, a second writer, a damaged run (an error, never a wrong
- * answer), and a reader that sees the writer's applies after a refresh.
+ * invalid entries and configurations, a second writer, queries on another thread during
+ * applies (whole applies only), a damaged run (an error, never a wrong answer), and a reader
+ * that sees the writer's applies after a refresh.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,7 +18,10 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -567,6 +571,78 @@ static void test_gsi_second_writer_is_refused(void **state)
     assert_int_equal(gsi_open(&cfg, &other), -DS_EUSAGE);
 }
 
+/* The concurrent query test: applies of one customer's batches, CONCURRENT_BATCH orders each
+ * with ts rising across batches, while another thread reads that customer's newest page. */
+#define CONCURRENT_APPLIES 60u
+#define CONCURRENT_BATCH 200u
+
+struct concurrent_reader {
+    struct gsi *g;
+    atomic_bool done;
+    atomic_uint queries;
+    atomic_bool ok;
+    struct gsi_entry page[GSI_PAGE_LIMIT_MAX];
+};
+
+static void *concurrent_reader_main(void *arg)
+{
+    struct concurrent_reader *r = arg;
+    struct ds_id customer;
+    test_id_int(&customer, 5);
+    int64_t last_newest = 0;
+    while (!atomic_load(&r->done) && atomic_load(&r->ok)) {
+        struct gsi_page page = {.entries = r->page};
+        int rc = gsi_query(r->g, &customer, GSI_PAGE_LIMIT_MAX, NULL, &page);
+        atomic_fetch_add(&r->queries, 1);
+        /* All of an apply or none of it: a whole number of batches, newest first, and never
+         * older than what an earlier query saw. */
+        bool whole = page.count % CONCURRENT_BATCH == 0 || page.count == GSI_PAGE_LIMIT_MAX;
+        bool sorted = true;
+        for (uint32_t i = 1; i < page.count; i++) {
+            sorted = sorted && page.entries[i - 1].ts_ms >= page.entries[i].ts_ms;
+        }
+        int64_t newest = page.count > 0 ? page.entries[0].ts_ms : 0;
+        atomic_store(&r->ok, rc == 0 && whole && sorted && newest >= last_newest);
+        last_newest = newest;
+    }
+    return NULL;
+}
+
+static void test_gsi_queries_while_applying_see_whole_applies(void **state)
+{
+    /* Queries on the writer's handle run on other threads while gsi_apply runs (the HTTP
+     * workers of `run --http`): every answer holds whole applies, sorted, never going back. */
+    struct fixture *f = *state;
+    struct concurrent_reader *r = calloc(1, sizeof(*r));
+    assert_non_null(r);
+    r->g = f->g;
+    atomic_init(&r->ok, true);
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, concurrent_reader_main, r), 0);
+    struct gsi_entry batch[CONCURRENT_BATCH];
+    struct ds_id customer;
+    test_id_int(&customer, 5);
+    for (uint64_t a = 0; a < CONCURRENT_APPLIES; a++) {
+        for (uint32_t j = 0; j < CONCURRENT_BATCH; j++) {
+            struct ds_id order;
+            test_id_int(&order, (int64_t)(a * CONCURRENT_BATCH + j + 1));
+            entry_make(&batch[j], &customer, TS0 + (int64_t)(a * CONCURRENT_BATCH + j), &order,
+                       "paid", 1);
+        }
+        uint64_t cursor = a + 1;
+        unsigned seen = atomic_load(&r->queries);
+        assert_int_equal(gsi_apply(f->g, batch, CONCURRENT_BATCH, &cursor, sizeof(cursor)), 0);
+        while (atomic_load(&r->queries) < seen + 2 && atomic_load(&r->ok)) {
+            sched_yield(); /* let queries overlap the next apply too, not only follow it */
+        }
+    }
+    atomic_store(&r->done, true);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_true(atomic_load(&r->ok));
+    assert_true(atomic_load(&r->queries) >= 2 * CONCURRENT_APPLIES);
+    free(r);
+}
+
 static void test_gsi_reader_sees_flushed_applies_after_refresh(void **state)
 {
     /* A reader sees what the writer had applied when it opened (from the checkpoint the
@@ -661,6 +737,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gsi_apply_rejects_invalid_entries_and_big_batches,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_gsi_second_writer_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_queries_while_applying_see_whole_applies, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_gsi_damaged_run_is_an_error_not_a_wrong_answer, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gsi_reader_sees_flushed_applies_after_refresh, setup,

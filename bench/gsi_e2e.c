@@ -14,7 +14,11 @@
  * Runs alternate on/off, the first mode swapping every run so neither always goes first.
  * GSI lag per commit is measured exactly: a waiter thread takes every (commit sequence, durable
  * time) the node announced and records how long until query_gsi_wait says it is queryable; the
- * builder's own histogram (struct query_metrics, coarse buckets) is reported beside it.
+ * builder's own histogram (struct query_metrics, coarse buckets) is reported beside it. The
+ * per-commit lag is also reported without each run's first two commits: the producer starts
+ * before the node has joined its group, so the second commit carries the backlog of 100k-180k
+ * events and its lag is the time to index that backlog in one go (measured: it was the only
+ * commit over 120 ms in every run).
  *
  * Part 2, queries with N events stored: the busy-day workload appended through storage
  * directly (group commits of BUILD_COMMIT_EVENTS, query_gsi_notify after each, the builder
@@ -55,6 +59,10 @@
 #define RUNS_MAX 9
 /* Commits whose lag one run records; a 1M-event run makes a few dozen (100 ms cadence). */
 #define COMMITS_MAX 65536u
+/* Commits of a run counted apart: the first is the few events fetched right after the
+ * assignment, the second the backlog the producer built meanwhile (100k-180k events): their
+ * lag is the time to index that backlog, not the lag at the sustained rate. */
+#define STARTUP_COMMITS 2u
 /* Gauge samples (every 20 ms) over all runs. */
 #define GAUGE_SAMPLES_MAX 100000u
 /* Events per group commit while building the query data: ~100 ms of ingest at 500k events/s,
@@ -82,6 +90,15 @@ struct lag_log {
     bool stop;
     double lag_ms[COMMITS_MAX];
     uint32_t lag_count;
+};
+
+/* Per-commit GSI lags of all runs: all of them, and those after each run's first
+ * STARTUP_COMMITS. */
+struct lag_samples {
+    double *all;
+    uint32_t all_count;
+    double *steady;
+    uint32_t steady_count;
 };
 
 struct e2e {
@@ -338,7 +355,7 @@ static struct ingest_broker *e2e_start(struct e2e *e, const char *data, const ch
 
 /* Stops the node, the lag waiter and the builder; measures memory and disk of the run. */
 static void e2e_finish(struct e2e *e, const char *data, pthread_t node, const pthread_t *waiter,
-                       struct run_result *out, double *lags, uint32_t *lag_count)
+                       struct run_result *out, struct lag_samples *lags)
 {
     __atomic_store_n(&e->stop, 1, __ATOMIC_SEQ_CST);
     pthread_join(node, NULL);
@@ -358,15 +375,18 @@ static void e2e_finish(struct e2e *e, const char *data, pthread_t node, const pt
     out->pauses = e->node_stats.pauses;
     out->commits = e->lag.lag_count;
     out->lag_dropped = e->lag.dropped;
-    for (uint32_t i = 0; i < e->lag.lag_count && *lag_count < COMMITS_MAX * RUNS_MAX; i++) {
-        lags[(*lag_count)++] = e->lag.lag_ms[i];
+    for (uint32_t i = 0; i < e->lag.lag_count && lags->all_count < COMMITS_MAX * RUNS_MAX; i++) {
+        lags->all[lags->all_count++] = e->lag.lag_ms[i];
+        if (i >= STARTUP_COMMITS) {
+            lags->steady[lags->steady_count++] = e->lag.lag_ms[i];
+        }
     }
 }
 
 /* One streaming run with the GSI on or off; appends per-commit lags and gauge samples. */
 static void e2e_run(const char *dir, const char *input, uint64_t events, int run, bool gsi_on,
-                    struct query_metrics *metrics, struct run_result *out, double *lags,
-                    uint32_t *lag_count, double *gauge, uint32_t *gauge_count)
+                    struct query_metrics *metrics, struct run_result *out, struct lag_samples *lags,
+                    double *gauge, uint32_t *gauge_count)
 {
     struct e2e *e = calloc(1, sizeof(*e));
     ASSERT(e != NULL);
@@ -394,7 +414,7 @@ static void e2e_run(const char *dir, const char *input, uint64_t events, int run
         .cpu_us = (bench_cpu_seconds() - cpu0) * 1e6 / (double)events,
         .tail_ms = (double)(t_end - t_durable) / 1e6};
     pthread_join(producer, NULL);
-    e2e_finish(e, data, node, &waiter, out, lags, lag_count);
+    e2e_finish(e, data, node, &waiter, out, lags);
     close(e->produce.input_fd);
     shard_map_close(map);
     storage_close(st);
@@ -452,7 +472,7 @@ static void range_of(const struct run_result *r, int n, double *lo, double *hi)
 }
 
 static void e2e_report(const struct run_result *on, const struct run_result *off, int runs,
-                       uint64_t events, double *lags, uint32_t lag_count, double *gauge,
+                       uint64_t events, struct lag_samples *lags, double *gauge,
                        uint32_t gauge_count, const struct query_metrics *metrics)
 {
     double rate_on = median_of(on, runs, offsetof(struct run_result, rate));
@@ -483,12 +503,22 @@ static void e2e_report(const struct run_result *on, const struct run_result *off
            "pauses over %d runs: %llu\n",
            median_of(on, runs, offsetof(struct run_result, tail_ms)), runs,
            (unsigned long long)pauses);
-    if (lag_count > 0) {
-        double max = percentile(lags, lag_count, 1.0);
+    if (lags->all_count > 0) {
+        double *all = lags->all;
+        uint32_t n = lags->all_count;
         printf("GSI lag per commit, durable -> queryable, over the runs (%u commits, measured by a "
                "query_gsi_wait waiter): p50 %.1f ms, p99 %.1f ms, max %.1f ms   [target p99 <= "
                "250]\n",
-               lag_count, percentile(lags, lag_count, 0.5), percentile(lags, lag_count, 0.99), max);
+               n, percentile(all, n, 0.5), percentile(all, n, 0.99), percentile(all, n, 1.0));
+    }
+    if (lags->steady_count > 0) {
+        double *steady = lags->steady;
+        uint32_t n = lags->steady_count;
+        printf("  the same without each run's first %u commits (the backlog the producer built "
+               "while the node joined its group, indexed in one go; %u commits): p50 %.1f ms, "
+               "p99 %.1f ms, max %.1f ms\n",
+               STARTUP_COMMITS, n, percentile(steady, n, 0.5), percentile(steady, n, 0.99),
+               percentile(steady, n, 1.0));
     }
     uint64_t count = atomic_load(&metrics->gsi_lag_count);
     printf("  builder's histogram (%llu commits): p50 <= %.0f ms, p99 <= %.0f ms (bucket bounds), "
@@ -518,18 +548,18 @@ static void e2e_part(const char *dir, uint64_t events, int runs)
            (unsigned long long)events, runs);
     struct run_result on[RUNS_MAX];
     struct run_result off[RUNS_MAX];
-    double *lags = calloc((size_t)COMMITS_MAX * RUNS_MAX, sizeof(*lags));
+    struct lag_samples lags = {.all = calloc((size_t)COMMITS_MAX * RUNS_MAX, sizeof(double)),
+                               .steady = calloc((size_t)COMMITS_MAX * RUNS_MAX, sizeof(double))};
     double *gauge = calloc(GAUGE_SAMPLES_MAX, sizeof(*gauge));
     struct query_metrics *metrics = calloc(1, sizeof(*metrics));
-    ASSERT(lags != NULL && gauge != NULL && metrics != NULL);
+    ASSERT(lags.all != NULL && lags.steady != NULL && gauge != NULL && metrics != NULL);
     query_metrics_init(metrics, NULL, 0);
-    uint32_t lag_count = 0;
     uint32_t gauge_count = 0;
     for (int r = 0; r < runs; r++) {
         for (int k = 0; k < 2; k++) {
             bool gsi_on = (k == 0) == (r % 2 == 1); /* off first in even runs */
-            e2e_run(dir, input, events, r, gsi_on, metrics, gsi_on ? &on[r] : &off[r], lags,
-                    &lag_count, gauge, &gauge_count);
+            e2e_run(dir, input, events, r, gsi_on, metrics, gsi_on ? &on[r] : &off[r], &lags, gauge,
+                    &gauge_count);
         }
         printf("  run %d: gsi on %.0f events/s (%.2f us CPU/event, %llu pauses, %u commits, "
                "tail %.1f ms, %.0f MiB), off %.0f events/s (%.2f us CPU/event, %.0f MiB), "
@@ -539,10 +569,11 @@ static void e2e_part(const char *dir, uint64_t events, int runs)
                off[r].rate > 0 ? on[r].rate / off[r].rate : 0.0);
         fflush(stdout);
     }
-    e2e_report(on, off, runs, events, lags, lag_count, gauge, gauge_count, metrics);
+    e2e_report(on, off, runs, events, &lags, gauge, gauge_count, metrics);
     free(metrics);
     free(gauge);
-    free(lags);
+    free(lags.all);
+    free(lags.steady);
     remove(input);
 }
 

@@ -225,7 +225,9 @@ struct query_gsi_reader;
 /* Returns 0, -ENOENT (no index there: the node runs with --no-gsi, or never ran), or an
  * error. */
 DS_MUST_USE int query_gsi_reader_open(const char *data_dir, struct query_gsi_reader **out);
-/* Catches up with the builder. Not concurrently with queries on the same reader. */
+/* Catches up with the builder; after `gsi rebuild` replaced the index, opens the new one (so
+ * query_gsi_reader_store may return another handle). Not concurrently with queries on the
+ * same reader. */
 DS_MUST_USE int query_gsi_reader_refresh(struct query_gsi_reader *r);
 /* The storage commit sequence every order up to which the view holds (0: none yet). */
 DS_MUST_USE int query_gsi_reader_indexed_seq(struct query_gsi_reader *r, uint64_t *seq);

@@ -625,7 +625,16 @@ struct gsi *query_gsi_store(struct query_gsi *g)
 struct query_gsi_reader {
     struct gsi *gsi;
     uint8_t *cursor;
+    char dir[DS_PATH_MAX]; /* DATA/gsi, to open again after a rebuild replaced it */
 };
+
+static int reader_gsi_open(const char *dir, struct gsi **out)
+{
+    struct gsi_config cfg;
+    gsi_config_defaults(&cfg);
+    cfg.dir = dir;
+    return gsi_open_reader(&cfg, out);
+}
 
 int query_gsi_reader_open(const char *data_dir, struct query_gsi_reader **out)
 {
@@ -638,12 +647,8 @@ int query_gsi_reader_open(const char *data_dir, struct query_gsi_reader **out)
         query_gsi_reader_close(r);
         return -ENOMEM;
     }
-    char dir[DS_PATH_MAX];
-    query_gsi_dir(data_dir, dir);
-    struct gsi_config cfg;
-    gsi_config_defaults(&cfg);
-    cfg.dir = dir;
-    int rc = gsi_open_reader(&cfg, &r->gsi);
+    query_gsi_dir(data_dir, r->dir);
+    int rc = reader_gsi_open(r->dir, &r->gsi);
     if (rc != 0) {
         query_gsi_reader_close(r);
         return rc;
@@ -654,6 +659,17 @@ int query_gsi_reader_open(const char *data_dir, struct query_gsi_reader **out)
 
 int query_gsi_reader_refresh(struct query_gsi_reader *r)
 {
+    if (gsi_reader_replaced(r->gsi)) {
+        struct gsi *fresh = NULL;
+        int rc = reader_gsi_open(r->dir, &fresh);
+        if (rc != 0) {
+            return rc == -ENOENT ? 0 : rc; /* the new index is not there yet: keep the old view */
+        }
+        ds_log_info("%s: the index was rebuilt; reading the new one", r->dir);
+        gsi_close(r->gsi);
+        r->gsi = fresh;
+        return 0;
+    }
     return gsi_reader_refresh(r->gsi);
 }
 

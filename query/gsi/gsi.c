@@ -951,6 +951,19 @@ int gsi_reader_refresh(struct gsi *g)
     return gsi_catch_up(g, &size, &end);
 }
 
+bool gsi_reader_replaced(struct gsi *g)
+{
+    ASSERT(g != NULL);
+    char path[DS_PATH_MAX];
+    gsi_path(g, "log", path);
+    struct stat now;
+    struct stat mine;
+    if (stat(path, &now) != 0 || fstat(g->log_fd, &mine) != 0) {
+        return false;
+    }
+    return now.st_dev != mine.st_dev || now.st_ino != mine.st_ino;
+}
+
 void gsi_close(struct gsi *g)
 {
     if (g == NULL) {

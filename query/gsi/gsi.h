@@ -105,6 +105,10 @@ DS_MUST_USE int gsi_open(const struct gsi_config *cfg, struct gsi **out);
 DS_MUST_USE int gsi_open_reader(const struct gsi_config *cfg, struct gsi **out);
 /* Makes a reader see what the writer has applied since. Returns 0 or -EIO. */
 DS_MUST_USE int gsi_reader_refresh(struct gsi *g);
+/* True when DIR/log is no longer the file the handle reads (`dayshard gsi rebuild` moved the
+ * index aside and made a new one): the caller opens a new reader. False while DIR/log is
+ * missing (a rebuild in progress): the old view stays the best answer. */
+bool gsi_reader_replaced(struct gsi *g);
 /* Closes either kind of handle; NULL is fine. */
 void gsi_close(struct gsi *g);
 

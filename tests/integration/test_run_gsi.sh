@@ -5,7 +5,8 @@
 #   looks like one of them, ids back in the type they went in; no gaps, no repeats;
 # - consistent=true right after producing an order returns it;
 # - kill -9 of the node while it builds, restart: the same view, nothing twice;
-# - bad limit, cursor and id: 4xx JSON errors.
+# - bad limit, cursor and id: 4xx JSON errors;
+# - `dayshard serve` beside the node: the same view, and after `gsi rebuild` the new index.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/node_lib.sh"
 
@@ -101,7 +102,8 @@ cmp -s "$WORK/local.txt" "$WORK/want5.txt" && ok ||
   fail "orders --data: $(diff "$WORK/want5.txt" "$WORK/local.txt" | head -4)"
 
 # `dayshard serve` beside the node reads the same index (a read-only view of it).
-"$DAYSHARD" serve --data "$WORK/data" --http 127.0.0.1:0 >"$WORK/serve.out" 2>"$WORK/serve.log" &
+DS_LOG=info "$DAYSHARD" serve --data "$WORK/data" --http 127.0.0.1:0 >"$WORK/serve.out" \
+  2>"$WORK/serve.log" &
 serve_pid=$!
 for _ in $(seq 100); do
   [[ -s $WORK/serve.out ]] && break
@@ -114,6 +116,25 @@ curl -s "$SERVE_URL/v1/customers/2/orders?consistent=true" >/dev/null
   fail "serve pages failed"
 cmp -s "$WORK/want.txt" "$WORK/got.txt" && ok ||
   fail "serve's view: $(diff "$WORK/want.txt" "$WORK/got.txt" | head -4)"
+# `gsi rebuild` (node stopped) replaces the index under the running serve: serve reads the new
+# one, so an order the restarted node indexes afterwards reaches serve's consistent reads
+# (reading the old, moved-aside log it never would).
+stop_node n1 "$NODE_PID"
+expect_exit "rebuild under a running serve" 0 "$DAYSHARD" gsi rebuild --data "$WORK/data"
+start_http_node n1 "$WORK/data" gsi
+wait_assigned n1 30 || fail "the node got no partitions after the rebuild"
+echo '{"order_id":"after-rebuild","customer_id":888888,"ts":"2026-01-28T13:00:00Z","amount":1}' \
+  >"$WORK/after.jsonl"
+before=$(day_counts "$WORK/data" | total_of)
+ds_produce "$WORK/after.jsonl" || fail "produce after the rebuild"
+for _ in $(seq 200); do # durable first; then serve's consistent read must wait for the index
+  (($(day_counts "$WORK/data" | total_of) > before)) && break
+  sleep 0.05
+done
+got=$(curl -s --max-time 15 "$SERVE_URL/v1/customers/888888/orders?consistent=true")
+grep -q '"order_id":"after-rebuild"' <<<"$got" && ok || fail "serve kept the old index: $got"
+grep -q "the index was rebuilt; reading the new one" "$WORK/serve.log" && ok ||
+  fail "serve did not say it reopened the index"
 kill -TERM "$serve_pid"
 wait "$serve_pid" || fail "serve did not stop cleanly"
 stop_node n1 "$NODE_PID"

@@ -337,36 +337,6 @@ static int scan_block(struct scan_state *scan, uint64_t end)
     return rc;
 }
 
-int storage_partition_scan(struct storage *st, int32_t day, uint32_t shard, storage_event_fn fn,
-                           void *user)
-{
-    const struct part *p = store_part_find(st, day, shard);
-    if (p == NULL || p->segment_id == 0) {
-        return 0;
-    }
-    struct scan_state scan = {.st = st, .p = p, .fn = fn, .user = user};
-    scan.block_capacity = BLOCK_HEADER_BYTES_MAX;
-    scan.block = malloc(scan.block_capacity);
-    if (scan.block == NULL) {
-        return -ENOMEM;
-    }
-    int rc = 0;
-    for (uint32_t id = 1; rc == 0 && id <= p->segment_id; id++) {
-        uint64_t end = 0;
-        scan.fd = -1;
-        rc = segment_open_read(st, p, id, &scan.fd, &end);
-        scan.offset = sizeof(struct segment_header);
-        while (rc == 0 && scan.offset < end) {
-            rc = scan_block(&scan, end);
-        }
-        if (scan.fd >= 0) {
-            close(scan.fd);
-        }
-    }
-    free(scan.block);
-    return rc;
-}
-
 int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,
                                 struct storage_position *pos, storage_event_fn fn, void *user)
 {
@@ -416,6 +386,13 @@ int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,
     }
     free(scan.block);
     return rc;
+}
+
+int storage_partition_scan(struct storage *st, int32_t day, uint32_t shard, storage_event_fn fn,
+                           void *user)
+{
+    struct storage_position from = {0}; /* the partition's first event */
+    return storage_partition_scan_from(st, day, shard, &from, fn, user);
 }
 
 /* ---- visiting ------------------------------------------------------------------------------ */

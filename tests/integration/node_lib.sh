@@ -131,6 +131,28 @@ start_http_node() {
 # GSI_LIB: the by-customer index tests' Python helpers (truth, pages).
 GSI_LIB=$(dirname "${BASH_SOURCE[0]}")/gsi_lib.py
 
+# gsi_events SEED FILE: the by-customer index tests' input: 30,000 hot-customer events (two
+# heavy customers) plus a light customer with one order, string ids with equal timestamps, an
+# integer id that looks like one of them and a non-ASCII string id.
+gsi_events() {
+  "$DAYSHARD" generate --events 30000 --profile hot-customer --seed "$1" >"$WORK/gen.jsonl"
+  {
+    cat "$WORK/gen.jsonl"
+    echo '{"order_id":"o-light","customer_id":999999999,"ts":"2026-01-05T10:00:00Z","amount":3.5}'
+    echo '{"order_id":"s-1","customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"paid","amount":1}'
+    echo '{"order_id":"s-2","customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"paid","amount":2}'
+    echo '{"order_id":7,"customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"new","amount":3}'
+    echo '{"order_id":8,"customer_id":42,"ts":"2026-01-07T11:00:00.123Z","amount":4.25}'
+    echo '{"order_id":"x","customer_id":"cust é","ts":1768000000000,"amount":0.0001}'
+  } >"$2"
+}
+
+# customer_path ID: a customer id as JSON (42 or "42") as the path segment of
+# /v1/customers/{id}/orders: a string keeps its quotes, percent-encoded.
+customer_path() {
+  "$PY" -c 'import json,sys,urllib.parse; c=json.loads(sys.argv[1]); print(urllib.parse.quote(json.dumps(c, ensure_ascii=False) if isinstance(c, str) else str(c)))' "$1"
+}
+
 # stop_node NAME PID: SIGTERM; expects exit 0 within 30 s (then a watchdog kills it).
 stop_node() {
   local name=$1 pid=$2 rc

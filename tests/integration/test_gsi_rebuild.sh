@@ -15,16 +15,7 @@ source "$(dirname "$0")/node_lib.sh"
 DATA=$WORK/data
 REBUILD_ARGS=()
 start_broker --partitions 4
-"$DAYSHARD" generate --events 30000 --profile hot-customer --seed 11 >"$WORK/gen.jsonl"
-{
-  cat "$WORK/gen.jsonl"
-  echo '{"order_id":"o-light","customer_id":999999999,"ts":"2026-01-05T10:00:00Z","amount":3.5}'
-  echo '{"order_id":"s-1","customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"paid","amount":1}'
-  echo '{"order_id":"s-2","customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"paid","amount":2}'
-  echo '{"order_id":7,"customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"new","amount":3}'
-  echo '{"order_id":8,"customer_id":42,"ts":"2026-01-07T11:00:00.123Z","amount":4.25}'
-  echo '{"order_id":"x","customer_id":"cust é","ts":1768000000000,"amount":0.0001}'
-} >"$WORK/events.jsonl"
+gsi_events 11 "$WORK/events.jsonl"
 expected=$(truth "$WORK/events.jsonl")
 total=$(total_of <<<"$expected")
 
@@ -39,7 +30,7 @@ save_views() {
   curl -s "$URL/v1/customers/1/orders?consistent=true" >/dev/null
   for customer in "${CUSTOMERS[@]}"; do
     i=$((i + 1))
-    path=$("$PY" -c 'import json,sys,urllib.parse; c=json.loads(sys.argv[1]); print(urllib.parse.quote(json.dumps(c, ensure_ascii=False) if isinstance(c, str) else str(c)))' "$customer")
+    path=$(customer_path "$customer")
     for limit in 97 1000; do
       "$PY" "$GSI_LIB" pages "$URL/v1/customers/$path/orders" "$limit" --full >"$WORK/$name/$i-$limit" ||
         fail "$name: pages of $customer (limit $limit) failed"

@@ -11,23 +11,14 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/node_lib.sh"
 
 start_broker --partitions 4
-"$DAYSHARD" generate --events 30000 --profile hot-customer --seed 9 >"$WORK/gen.jsonl"
-{
-  cat "$WORK/gen.jsonl"
-  echo '{"order_id":"o-light","customer_id":999999999,"ts":"2026-01-05T10:00:00Z","amount":3.5}'
-  echo '{"order_id":"s-1","customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"paid","amount":1}'
-  echo '{"order_id":"s-2","customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"paid","amount":2}'
-  echo '{"order_id":7,"customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"new","amount":3}'
-  echo '{"order_id":8,"customer_id":42,"ts":"2026-01-07T11:00:00.123Z","amount":4.25}'
-  echo '{"order_id":"x","customer_id":"cust é","ts":1768000000000,"amount":0.0001}'
-} >"$WORK/events.jsonl"
+gsi_events 9 "$WORK/events.jsonl"
 expected=$(truth "$WORK/events.jsonl")
 
 # check_view WHAT: every customer's full pagination equals the truth.
 check_view() {
   local what=$1 customer path limit
   for customer in 2 1 999999999 '"42"' 42 '"cust é"' 123456789012; do
-    path=$("$PY" -c 'import json,sys,urllib.parse; c=json.loads(sys.argv[1]); print(urllib.parse.quote(json.dumps(c, ensure_ascii=False) if isinstance(c, str) else str(c)))' "$customer")
+    path=$(customer_path "$customer")
     "$PY" "$GSI_LIB" truth "$customer" "$WORK/events.jsonl" >"$WORK/want.txt"
     for limit in 1 7 1000; do
       if [[ $limit == 1 && ($customer == 1 || $customer == 2) ]]; then continue; fi # many pages

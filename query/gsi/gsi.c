@@ -108,8 +108,6 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the index files are li
 /* Items ahead of the one being encoded whose slot, tail and entry are prefetched: the batch
  * touches them in sorted order, that is at random (perf: these misses were most of an apply). */
 #define GSI_PREFETCH_AHEAD 16u
-/* The tail key of an integer order id: ~ts, 0xFE, ~id. */
-#define GSI_TAIL_INT_BYTES 17u
 /* Digit of the radix sort on slot indexes: 2^11 counters (16 KiB) fit L1 and L2 comfortably,
  * and a table of up to 2^22 slots takes two passes. */
 #define GSI_RADIX_BITS 11u
@@ -1222,9 +1220,8 @@ static int gsi_run_append(struct gsi *g, const struct gsi_entry *entries, size_t
         if (it->order_is_string) {
             memcpy(r + len, g->tails + (size_t)it->index * GSI_TAIL_BYTES_MAX, it->tail_bytes);
         } else {
-            gsi_key_be64_put(r + len, it->ts_key);
-            r[len + 8] = GSI_TAG_ORDER_INT;
-            gsi_key_be64_put(r + len + 9, ~(uint64_t)it->order_value);
+            struct ds_id order = {.value = it->order_value}; /* from the item: no entry read */
+            (void)gsi_key_tail_encode((int64_t)~it->ts_key, &order, r + len);
         }
         len += it->tail_bytes;
         size_t value = gsi_key_value_encode(&entries[it->index], r + len + 1);

@@ -38,7 +38,7 @@ size_t gsi_key_tail_encode(int64_t ts_ms, const struct ds_id *order, uint8_t *ds
     if (!order->is_string) {
         dst[8] = GSI_TAG_ORDER_INT;
         gsi_key_be64_put(dst + 9, ~(uint64_t)order->value);
-        return 17;
+        return GSI_TAIL_INT_BYTES;
     }
     size_t n = 8;
     dst[n++] = GSI_TAG_ORDER_STRING;
@@ -68,7 +68,7 @@ int gsi_key_tail_decode(const uint8_t *src, size_t len, int64_t *ts_ms, struct d
     struct ds_id id = {0};
     if (src[8] == GSI_TAG_ORDER_INT) {
         uint64_t v = ~gsi_key_be64_get(src + 9);
-        if (len != 17 || v == 0 || v > (uint64_t)INT64_MAX) {
+        if (len != GSI_TAIL_INT_BYTES || v == 0 || v > (uint64_t)INT64_MAX) {
             return -DS_ECORRUPT;
         }
         id.value = (int64_t)v;

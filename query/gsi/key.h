@@ -27,6 +27,8 @@
 #define GSI_TAG_ORDER_INT 0xFEu    /* ~0x01 */
 #define GSI_ORDER_BYTES_MAX (1u + 2u * DS_ID_BYTES_MAX + 2u)
 #define GSI_TAIL_BYTES_MAX (8u + GSI_ORDER_BYTES_MAX)
+/* The tail key of an integer order id: ~ts, 0xFE, ~id. */
+#define GSI_TAIL_INT_BYTES 17u
 #define GSI_VALUE_BYTES_MAX (1u + DS_STATUS_BYTES_MAX + 10u)
 
 _Static_assert(GSI_TOKEN_CHARS_MAX == 2u * GSI_TAIL_BYTES_MAX, "a token is hex of a tail key");

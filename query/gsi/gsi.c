@@ -167,6 +167,7 @@ struct gsi {
     uint32_t cursor_crc;    /* its crc field */
     pthread_mutex_t cursor_lock;
     uint8_t *cursor; /* GSI_CURSOR_BYTES_MAX: the last cursor */
+    uint8_t *scan;   /* GSI_IO_BUFFER_BYTES: reads of the log and the checkpoint (open, refresh) */
     size_t cursor_len;
     /* writer */
     uint32_t batch_entries_max;
@@ -623,17 +624,12 @@ static int gsi_catch_up_to(struct gsi *g, uint64_t until, uint64_t *end)
         *end = g->log_end; /* nothing new: a reader's refresh per request costs one fstat */
         return 0;
     }
-    uint8_t *buf = malloc(GSI_IO_BUFFER_BYTES);
-    if (buf == NULL) {
-        return -ENOMEM;
-    }
     struct gsi_scan_end found = {.end = g->log_end};
     uint64_t stop = 0;
-    int rc = gsi_scan(g, buf, g->log_end, until, gsi_scan_find_end, &found, &stop);
+    int rc = gsi_scan(g, g->scan, g->log_end, until, gsi_scan_find_end, &found, &stop);
     rc = rc == 0 && found.end > g->log_end
-             ? gsi_scan(g, buf, g->log_end, found.end, gsi_scan_apply, NULL, &stop)
+             ? gsi_scan(g, g->scan, g->log_end, found.end, gsi_scan_apply, NULL, &stop)
              : rc;
-    free(buf);
     if (rc == 0) {
         ASSERT(found.end >= g->log_end);
         g->log_end = found.end;
@@ -661,10 +657,7 @@ static int gsi_catch_up(struct gsi *g, uint64_t *size, uint64_t *end)
 
 static int gsi_checkpoint_body_read(struct gsi *g, int fd, uint32_t count, uint32_t crc)
 {
-    uint8_t *buf = malloc(GSI_IO_BUFFER_BYTES);
-    if (buf == NULL) {
-        return -ENOMEM;
-    }
+    uint8_t *buf = g->scan;
     const size_t per_read = GSI_IO_BUFFER_BYTES / GSI_CHECKPOINT_ENTRY_BYTES;
     uint32_t sum = 0;
     uint64_t at = GSI_TABLE_HEADER_BYTES;
@@ -691,7 +684,6 @@ static int gsi_checkpoint_body_read(struct gsi *g, int fd, uint32_t count, uint3
         at += got;
         done += (uint32_t)n;
     }
-    free(buf);
     return rc == 0 && sum != crc ? -DS_ECORRUPT : rc;
 }
 
@@ -856,10 +848,11 @@ static int gsi_create(const struct gsi_config *cfg, bool writer, struct gsi **ou
     snprintf(g->dir, sizeof(g->dir), "%s", cfg->dir);
     pthread_mutex_init(&g->cursor_lock, NULL);
     g->cursor = malloc(GSI_CURSOR_BYTES_MAX);
+    g->scan = malloc(GSI_IO_BUFFER_BYTES);
     g->batch_entries_max = cfg->batch_entries_max;
     g->checkpoint_bytes = cfg->checkpoint_bytes;
     *out = g;
-    return g->cursor != NULL ? 0 : -ENOMEM;
+    return g->cursor != NULL && g->scan != NULL ? 0 : -ENOMEM;
 }
 
 static int gsi_writer_buffers(struct gsi *g)
@@ -979,6 +972,7 @@ void gsi_close(struct gsi *g)
     pthread_mutex_destroy(&g->cursor_lock);
     free(g->slots);
     free(g->cursor);
+    free(g->scan);
     free(g->buffer);
     free(g->items);
     free(g->items_spare);

@@ -68,14 +68,30 @@ static inline void bench_remove_tree(const char *dir)
     nftw(dir, bench_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Writes the default busy-day workload of `events` events (fixed seed) as JSON lines to path;
- * returns the bytes written. Aborts on failure: a benchmark without its input is meaningless. */
-static inline uint64_t bench_generate_busy_day(const char *path, uint64_t events)
+/* The default busy-day workload of `events` events (fixed seed). */
+static inline struct ingest_workload_config bench_busy_day_config(uint64_t events)
 {
     struct ingest_workload_config cfg;
     ingest_workload_defaults(&cfg);
     cfg.profile = INGEST_PROFILE_BUSY_DAY;
     cfg.events = events;
+    return cfg;
+}
+
+/* A generator of that workload, event by event; aborts on failure. */
+static inline struct ingest_workload *bench_busy_day_workload(uint64_t events)
+{
+    struct ingest_workload_config cfg = bench_busy_day_config(events);
+    struct ingest_workload *w = NULL;
+    ASSERT(ingest_workload_create(&cfg, &w) == 0);
+    return w;
+}
+
+/* Writes that workload as JSON lines to path; returns the bytes written. Aborts on failure: a
+ * benchmark without its input is meaningless. */
+static inline uint64_t bench_generate_busy_day(const char *path, uint64_t events)
+{
+    struct ingest_workload_config cfg = bench_busy_day_config(events);
     FILE *out = fopen(path, "w");
     ASSERT(out != NULL);
     uint64_t bytes = 0;

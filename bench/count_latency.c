@@ -135,12 +135,8 @@ int main(int argc, char **argv)
     char dir[] = "/tmp/dayshard-bench-XXXXXX";
     ASSERT(mkdtemp(dir) != NULL);
 
-    struct ingest_workload_config wcfg;
-    ingest_workload_defaults(&wcfg);
-    wcfg.profile = INGEST_PROFILE_BUSY_DAY;
-    wcfg.events = events;
-    struct ingest_workload *w = NULL;
-    ASSERT(ingest_workload_create(&wcfg, &w) == 0);
+    struct ingest_workload_config wcfg = bench_busy_day_config(events);
+    struct ingest_workload *w = bench_busy_day_workload(events);
     struct storage *st = NULL;
     struct shard_map *map = NULL;
     bench_open_data(dir, SHARD_COUNT_DEFAULT, false, &st, &map);

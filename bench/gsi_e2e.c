@@ -587,12 +587,7 @@ static uint64_t build_append(const char *data, uint64_t events, struct query_gsi
     struct storage *st = NULL;
     struct shard_map *map = NULL;
     bench_open_data(data, SHARD_COUNT_DEFAULT, false, &st, &map);
-    struct ingest_workload_config wcfg;
-    ingest_workload_defaults(&wcfg);
-    wcfg.profile = INGEST_PROFILE_BUSY_DAY;
-    wcfg.events = events;
-    struct ingest_workload *w = NULL;
-    ASSERT(ingest_workload_create(&wcfg, &w) == 0);
+    struct ingest_workload *w = bench_busy_day_workload(events);
     struct ds_event event;
     uint64_t appended = 0;
     while (ingest_workload_next(w, &event)) {

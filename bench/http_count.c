@@ -107,12 +107,8 @@ static void run_one(uint64_t events, uint64_t iterations, uint32_t shards)
 {
     char dir[] = "/tmp/dayshard-bench-http-XXXXXX";
     ASSERT(mkdtemp(dir) != NULL);
-    struct ingest_workload_config wcfg;
-    ingest_workload_defaults(&wcfg);
-    wcfg.profile = INGEST_PROFILE_BUSY_DAY;
-    wcfg.events = events;
-    struct ingest_workload *w = NULL;
-    ASSERT(ingest_workload_create(&wcfg, &w) == 0);
+    struct ingest_workload_config wcfg = bench_busy_day_config(events);
+    struct ingest_workload *w = bench_busy_day_workload(events);
     append_events(dir, shards, w, events / 10);
     struct query_http_config hcfg = {.data_dir = dir, .listen = "127.0.0.1:0"};
     struct query_http *h = NULL;

@@ -4,6 +4,7 @@
  * free of tables and loops. Rejected: timegm/gmtime_r, which consult the TZ machinery and are
  * an order of magnitude slower on the decode hot path.
  */
+#include <stdio.h>
 #include <time.h>
 
 #include "common/common.h"
@@ -124,4 +125,17 @@ int32_t ds_day_from_ms(int64_t ts_ms)
         day -= 1;
     }
     return (int32_t)day;
+}
+
+void ds_ts_format(int64_t ts_ms, char *dst)
+{
+    ASSERT(ts_ms >= DS_TS_MS_MIN && ts_ms <= DS_TS_MS_MAX);
+    int32_t day = ds_day_from_ms(ts_ms);
+    int64_t ms = ts_ms - (int64_t)day * 86400000;
+    ASSERT(ms >= 0 && ms < 86400000);
+    ds_date_format(day, dst);
+    unsigned v = (unsigned)ms;
+    int n = snprintf(dst + 10, DS_TS_TEXT_SIZE - 10, "T%02u:%02u:%02u.%03uZ", v / 3600000u,
+                     (v / 60000u) % 60u, (v / 1000u) % 60u, v % 1000u);
+    ASSERT(n == DS_TS_TEXT_SIZE - 11);
 }

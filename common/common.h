@@ -100,6 +100,10 @@ DS_MUST_USE int ds_date_parse(const char *text, size_t len, int32_t *days_out);
 void ds_date_format(int32_t days, char *dst);
 /* Floor division of epoch milliseconds into days since the epoch. */
 int32_t ds_day_from_ms(int64_t ts_ms);
+/* Writes "YYYY-MM-DDTHH:MM:SS.mmmZ" (UTC) and a NUL into dst (DS_TS_TEXT_SIZE bytes); ts_ms
+ * must lie in DS_TS_MS_MIN..DS_TS_MS_MAX. */
+#define DS_TS_TEXT_SIZE 25
+void ds_ts_format(int64_t ts_ms, char *dst);
 
 /* ---- fixed-point amounts ------------------------------------------------------------------- */
 

@@ -137,18 +137,6 @@ size_t query_orders_json_bound(uint32_t count)
     return ((size_t)count + 1) * ORDER_JSON_BYTES_MAX + 2 * QUERY_ORDERS_TOKEN_CHARS_MAX + 96;
 }
 
-/* "YYYY-MM-DDTHH:MM:SS.mmmZ" of ts_ms (UTC). */
-static void ts_format(int64_t ts_ms, char dst[25])
-{
-    int64_t day = ts_ms >= 0 ? ts_ms / 86400000 : -((-ts_ms + 86399999) / 86400000);
-    int64_t ms = ts_ms - day * 86400000;
-    ds_date_format((int32_t)day, dst);
-    ASSERT(ms >= 0 && ms < 86400000);
-    unsigned v = (unsigned)ms;
-    snprintf(dst + 10, 15, "T%02u:%02u:%02u.%03uZ", (v / 3600000u) % 24u, (v / 60000u) % 60u,
-             (v / 1000u) % 60u, v % 1000u);
-}
-
 int64_t query_orders_json(const struct ds_id *customer, const struct query_orders_page *page,
                           uint64_t gsi_lag_ms, char *dst, size_t dst_capacity)
 {
@@ -159,11 +147,11 @@ int64_t query_orders_json(const struct ds_id *customer, const struct query_order
     text_put(&b, "{\"customer_id\":%s,\"orders\":[", id);
     for (uint32_t i = 0; i < page->count; i++) {
         const struct query_order *o = &page->orders[i];
-        char ts[25];
+        char ts[DS_TS_TEXT_SIZE];
         char day[11];
         char status[6u * DS_STATUS_BYTES_MAX + 3];
         char amount[48];
-        ts_format(o->ts_ms, ts);
+        ds_ts_format(o->ts_ms, ts);
         ds_date_format(o->day, day);
         n = query_id_json(&o->order_id, id, sizeof(id));
         ASSERT(n > 0);

@@ -199,6 +199,14 @@ static void test_common_date_parse_round_trip_and_rejects(void **state)
     assert_string_equal(text, "9999-12-31");
     ds_date_format(0, text);
     assert_string_equal(text, "1970-01-01");
+    /* Timestamps: milliseconds kept, both ends of the valid range. */
+    char ts[DS_TS_TEXT_SIZE];
+    ds_ts_format(0, ts);
+    assert_string_equal(ts, "1970-01-01T00:00:00.000Z");
+    ds_ts_format(DS_TS_MS_MAX, ts);
+    assert_string_equal(ts, "9999-12-31T23:59:59.999Z");
+    ds_ts_format(1769004000123LL, ts);
+    assert_string_equal(ts, "2026-01-21T14:00:00.123Z");
 
     const char *bad[] = {
         "",           "2026-01-1",   "2026-01-011", "2026/01/01", "2026-00-10",

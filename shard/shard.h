@@ -47,8 +47,10 @@ enum shard_map_flags {
 };
 
 /* Opens (or creates, unless read-only) the map stored as DIR/shardmap. base_shards is the count
- * a newly seen day gets (1..SHARD_COUNT_MAX). Returns 0, -DS_ECORRUPT for a damaged file,
- * -DS_EFORMAT for an unknown version, or a negated errno. */
+ * a newly seen day gets (1..SHARD_COUNT_MAX). dir NULL makes a map in memory only (a producer
+ * following the shard map topic): it reads and writes no file, and a sync only marks it clean.
+ * Returns 0, -DS_ECORRUPT for a damaged file, -DS_EFORMAT for an unknown version, or a negated
+ * errno. */
 DS_MUST_USE int shard_map_open(const char *dir, uint32_t base_shards, unsigned flags,
                                struct shard_map **out);
 void shard_map_close(struct shard_map *map);
@@ -68,11 +70,219 @@ bool shard_map_dirty(const struct shard_map *map);
 DS_MUST_USE int shard_map_sync(struct shard_map *map);
 /* Re-reads the file (readers following a live writer). */
 DS_MUST_USE int shard_map_reload(struct shard_map *map);
+/* Raises a known day's S to shard_count and makes it durable before returning, so no event can
+ * use a new shard the file lacks. Pending changes are synced first. On a failed write the day
+ * keeps its old count in memory too (the map is as before) and the error is returned. Returns
+ * 0, -ENOENT (day not in the map: shard_map_ensure it first), -EINVAL (a smaller count),
+ * -DS_ELIMIT, -EROFS (read-only map) or the write's negated errno. */
+DS_MUST_USE int shard_map_grow_sync(struct shard_map *map, int32_t day, uint32_t shard_count);
 
 /* Visits the known days in ascending order; stops early when fn returns non-zero and returns
  * that value. */
 typedef int (*shard_map_visit_fn)(int32_t day, uint32_t shard_count, void *user);
 int shard_map_visit(const struct shard_map *map, shard_map_visit_fn fn, void *user);
 size_t shard_map_day_count(const struct shard_map *map);
+/* The latest day in the map, or -1 when it is empty. */
+int32_t shard_map_last_day(const struct shard_map *map);
+/* The latest day in the map before day, or -1 when there is none. */
+int32_t shard_map_previous_day(const struct shard_map *map, int32_t day);
+
+/* ---- heat: where writes concentrate, measured where they happen ------------------------------ */
+
+/*
+ * A heat tracker counts writes per partition key (day, shard), per day, per source (Kafka
+ * partition) and per customer, in 1-second buckets of *producer time* (the Kafka message's
+ * timestamp), so a node catching up a backlog sees the rate producers wrote at, not its own
+ * catch-up speed. The tracker's clock, the current second, is max(the wall clock given to
+ * shard_heat_advance, the newest event second observed); a second before it is complete.
+ *
+ * - Partitions, days and sources: exact counts in a ring of SHARD_HEAT_WINDOW_S buckets (the
+ *   sliding window), the peak of any one second, and events so far. Tables are fixed at create;
+ *   keys idle for a whole window are dropped when room is needed; an event whose key finds no
+ *   room is counted in untracked_events (never lost: storage does not depend on heat).
+ * - Customers: Space-Saving heavy hitters (SHARD_HEAT_CUSTOMERS_MAX counters, a min-heap), with
+ *   every counter decayed by exp(-1/SHARD_HEAT_CUSTOMER_TAU_S) at each completed second, so a
+ *   counter is an exponentially weighted rate: rate_eps = count * (1 - decay). Space-Saving
+ *   never misses a key whose true (decayed) weight exceeds the total / counters, and over-counts
+ *   a key by at most its error_eps.
+ * - Capacity accounting (capacity_eps > 0): a partition-second whose count exceeds capacity_eps
+ *   counts once in over_capacity_seconds, and every event past capacity_eps in that second in
+ *   would_throttle_events (what a store with that per-partition limit would have refused).
+ *   Incremental, so exact however late an event of that second arrives.
+ *
+ * A tracker belongs to one thread (the node's consumer thread): no locks, no allocation after
+ * create. Other threads get copies (struct shard_heat_snapshot).
+ */
+
+/* The sliding window: 1 s buckets, the last 60 s. */
+#define SHARD_HEAT_WINDOW_S 60u
+/* Adaptive growth compares a day's events over the last 5 complete seconds with its capacity:
+ * fast enough for a flash sale, smooth enough that one bursty second does not grow a day. */
+#define SHARD_HEAT_GROWTH_WINDOW_S 5u
+/* Partition keys tracked at once: 16 recent days at the largest default shard count. */
+#define SHARD_HEAT_PARTITIONS_MAX 4096u
+/* Days tracked at once (a stream rarely writes more than a few days at a time). */
+#define SHARD_HEAT_DAYS_MAX 1024u
+/* Sources (Kafka partitions) tracked: index = partition, as the node's own limit. */
+#define SHARD_HEAT_SOURCES_MAX 4096u
+/* Space-Saving counters for customers: error at most 1/1024 of the total rate. */
+#define SHARD_HEAT_CUSTOMERS_MAX 1024u
+/* Time constant of the customers' decayed rate. */
+#define SHARD_HEAT_CUSTOMER_TAU_S 10u
+/* Rows of each list in a snapshot (top N by rate; `?top=N` is at most this). */
+#define SHARD_HEAT_TOP_MAX 64u
+/* Sources listed in a snapshot (all of them, up to this many, by partition). */
+#define SHARD_HEAT_SOURCES_SNAPSHOT_MAX 256u
+/* Adaptive sharding (DESIGN.md section 3): events/s one partition should take (DynamoDB's
+ * per-partition write limit, so a shard map from dayshard is a key design for such a store),
+ * and the most shards adaptive growth gives a day. */
+#define SHARD_CAPACITY_DEFAULT 1000u
+#define SHARD_CAPACITY_MAX 100000000u
+#define SHARD_MAX_SHARDS_DEFAULT 256u
+
+_Static_assert(SHARD_HEAT_GROWTH_WINDOW_S < SHARD_HEAT_WINDOW_S, "growth reads the window");
+_Static_assert(SHARD_MAX_SHARDS_DEFAULT <= SHARD_COUNT_MAX, "the default maximum is allowed");
+
+struct shard_heat;
+
+struct shard_heat_partition_row {
+    int32_t day;
+    uint32_t shard;
+    uint64_t rate_now;      /* events in the last complete second */
+    uint64_t rate_peak;     /* the most events of any one second so far */
+    uint64_t window_events; /* events in the window's complete seconds (rate_avg = / window) */
+    uint64_t events;        /* so far */
+    uint64_t over_capacity_seconds;
+    uint64_t would_throttle_events;
+};
+
+struct shard_heat_day_row {
+    int32_t day;
+    uint64_t rate_now;
+    uint64_t rate_peak;
+    uint64_t window_events;
+    uint64_t growth_window_events; /* the last SHARD_HEAT_GROWTH_WINDOW_S complete seconds */
+    uint64_t events;
+};
+
+struct shard_heat_source_row {
+    int32_t partition;
+    uint64_t rate_now;
+    uint64_t rate_peak;
+    uint64_t events;
+};
+
+struct shard_heat_customer_row {
+    struct ds_id customer;
+    double rate_eps;  /* decayed estimate, an upper bound of the true decayed rate */
+    double error_eps; /* the estimate exceeds the truth by at most this */
+};
+
+struct shard_heat_snapshot {
+    int64_t second; /* the last complete second (epoch seconds); rates are of this second */
+    uint32_t capacity_eps;
+    uint64_t events;   /* observed so far */
+    uint64_t rate_now; /* all events of the last complete second */
+    uint64_t untracked_events;
+    uint64_t over_capacity_seconds; /* totals over every partition ever tracked */
+    uint64_t would_throttle_events;
+    double customer_rate_eps; /* the decayed total rate that customers' shares are of */
+    uint32_t partition_count; /* rows used, hottest first (rate_now, then events, then key) */
+    struct shard_heat_partition_row partitions[SHARD_HEAT_TOP_MAX];
+    uint32_t day_count; /* hottest first */
+    struct shard_heat_day_row days[SHARD_HEAT_TOP_MAX];
+    uint32_t source_count; /* by partition, ascending */
+    struct shard_heat_source_row sources[SHARD_HEAT_SOURCES_SNAPSHOT_MAX];
+    uint32_t customer_count; /* highest rate first */
+    struct shard_heat_customer_row customers[SHARD_HEAT_TOP_MAX];
+};
+
+/* Creates a tracker (everything allocated here; ~3 MiB). capacity_eps 0 turns the capacity
+ * accounting off. Returns 0 or -ENOMEM. */
+DS_MUST_USE int shard_heat_create(uint32_t capacity_eps, struct shard_heat **out);
+void shard_heat_destroy(struct shard_heat *heat);
+/* One event written at `second` (epoch seconds, producer time) to partition (day, shard), read
+ * from source partition `source` (-1: none, e.g. a file), placed by `customer` (NULL: not
+ * tracked). An event older than the window still counts in events, not in rates. */
+void shard_heat_observe(struct shard_heat *heat, int64_t second, int32_t day, uint32_t shard,
+                        int32_t source, const struct ds_id *customer);
+/* Moves the current second to max(now_second, newest event second). Returns true when the
+ * current second moved forward (so seconds completed: time to check growth and publish). */
+bool shard_heat_advance(struct shard_heat *heat, int64_t now_second);
+/* The current second (0 before any advance or event). */
+int64_t shard_heat_second(const struct shard_heat *heat);
+/* A day's events in the last SHARD_HEAT_GROWTH_WINDOW_S complete seconds (0 if untracked). */
+uint64_t shard_heat_day_growth_events(const struct shard_heat *heat, int32_t day);
+/* Visits every tracked day with events in the growth window or in the current (incomplete)
+ * second, in any order, with both counts; stops early when fn returns non-zero and returns
+ * that value. */
+typedef int (*shard_heat_day_fn)(int32_t day, uint64_t growth_window_events,
+                                 uint64_t current_second_events, void *user);
+int shard_heat_visit_active_days(const struct shard_heat *heat, shard_heat_day_fn fn, void *user);
+/* Fills *out (hottest first, at most top rows per list, 1..SHARD_HEAT_TOP_MAX). */
+void shard_heat_snapshot(const struct shard_heat *heat, uint32_t top,
+                         struct shard_heat_snapshot *out);
+
+/* The adaptive growth rule, pure: a day with `shards` shards that took `events` in the last
+ * `window_s` seconds is over capacity when events > window_s * shards * capacity_eps; it then
+ * doubles (repeatedly) to the smallest count that takes the rate with 25% headroom
+ * (count * capacity_eps * window_s >= 1.25 * events), at most max_shards. Returns the new count
+ * (== shards when there is nothing to do, capacity_eps is 0, or shards >= max_shards). */
+uint32_t shard_growth_target(uint64_t events, uint32_t window_s, uint32_t shards,
+                             uint32_t capacity_eps, uint32_t max_shards);
+
+/* ---- adaptive growth: the plan, the record, the history file ------------------------------- */
+
+/* Why a day grew, as people read it ("5210 events/s over 5 s > 4 shards x 1000/s"). */
+#define SHARD_GROWTH_REASON_BYTES 128u
+
+struct shard_growth {
+    int32_t day;
+    uint32_t from; /* shard count before */
+    uint32_t to;   /* after */
+    int64_t at_ms; /* wall clock, epoch milliseconds */
+    char reason[SHARD_GROWTH_REASON_BYTES];
+};
+
+/* Visits every day the heat says is over its capacity and calls fn with the planned growth
+ * (at_ms and reason filled in); returns fn's first non-zero value, else 0. A day is over
+ * capacity when either
+ *   - its events in the last SHARD_HEAT_GROWTH_WINDOW_S complete seconds exceed window x S x
+ *     capacity (shard_growth_target), or
+ *   - its events in the current second so far exceed S x capacity: that second is over
+ *     capacity whatever comes next, so waiting for it to complete only throttles more. The
+ *     rate is then the count projected to a whole second from the part of it elapsed
+ *     (now_ms against the heat's current second; at least a tenth of a second).
+ * The larger of the two targets wins. And the map's latest day, while it is written, starts
+ * with at least the count of the day before it (capped at max_shards): a stream in time order
+ * moves all its writes to a new day at midnight, at the rate the previous day had grown for, so
+ * waiting to measure it again would only throttle the first second of every day. Older days
+ * (late events, backfills) do not inherit. Days the map does not know are skipped (the router
+ * gives them the base count first). */
+typedef int (*shard_growth_fn)(const struct shard_growth *growth, void *user);
+int shard_growth_plan(const struct shard_heat *heat, const struct shard_map *map,
+                      uint32_t capacity_eps, uint32_t max_shards, int64_t now_ms,
+                      shard_growth_fn fn, void *user);
+
+/* Appends a growth as one JSON line to DIR/shardmap.log and fdatasyncs it: {"day":"2026-01-21",
+ * "from":4,"to":8,"at":"2026-12-01T23:00:03.120Z","reason":"..."}. The map file is the truth;
+ * this is its history, written after the map (a crash in between loses the line, not the
+ * growth). Returns 0 or a negated errno. */
+DS_MUST_USE int shard_growth_log_append(const char *dir, const struct shard_growth *growth);
+
+/* Everything a node publishes about heat once a second (a copy; any thread may read it). */
+#define SHARD_GROWTHS_KEPT 32u
+struct shard_heat_report {
+    struct shard_heat_snapshot heat;
+    uint32_t partition_day_shards[SHARD_HEAT_TOP_MAX]; /* S of each partitions[i]'s day */
+    uint32_t day_shards[SHARD_HEAT_TOP_MAX];           /* S of each days[i] */
+    uint32_t base_shards;
+    uint32_t max_shards;
+    bool adaptive;      /* capacity_eps > 0 and growth has not stopped */
+    bool growth_failed; /* a map write failed: growth stopped, events keep their shards */
+    uint64_t growths_total;
+    uint32_t growth_count; /* the newest first */
+    struct shard_growth growths[SHARD_GROWTHS_KEPT];
+};
 
 #endif /* DS_SHARD_H */

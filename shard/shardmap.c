@@ -75,6 +75,7 @@ struct shard_map {
     uint32_t base_shards;
     unsigned flags;
     bool dirty;
+    bool memory_only; /* opened without a directory: no file is read or written */
     size_t day_count;
     struct shardmap_slot *slots; /* SHARDMAP_SLOT_COUNT */
     int32_t *days_sorted;        /* SHARD_MAP_DAYS_MAX, the first day_count ascending */
@@ -181,6 +182,30 @@ size_t shard_map_day_count(const struct shard_map *map)
 {
     ASSERT(map != NULL);
     return map->day_count;
+}
+
+int32_t shard_map_last_day(const struct shard_map *map)
+{
+    ASSERT(map != NULL);
+    return map->day_count > 0 ? map->days_sorted[map->day_count - 1] : -1;
+}
+
+int32_t shard_map_previous_day(const struct shard_map *map, int32_t day)
+{
+    ASSERT(map != NULL);
+    /* Binary search for the first known day >= day; the one before it is the answer. */
+    size_t lo = 0;
+    size_t hi = map->day_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (map->days_sorted[mid] < day) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    ASSERT(lo <= map->day_count);
+    return lo > 0 ? map->days_sorted[lo - 1] : -1;
 }
 
 int shard_map_visit(const struct shard_map *map, shard_map_visit_fn fn, void *user)
@@ -426,6 +451,10 @@ int shard_map_sync(struct shard_map *map)
     if (map->flags & SHARD_MAP_READ_ONLY) {
         return -EROFS;
     }
+    if (map->memory_only) {
+        map->dirty = false;
+        return 0;
+    }
     ASSERT(map->text != NULL);
     size_t len = shardmap_format(map);
     int rc = ds_write_file_atomic(map->path, map->text, len);
@@ -440,8 +469,44 @@ int shard_map_sync(struct shard_map *map)
 int shard_map_reload(struct shard_map *map)
 {
     ASSERT(map != NULL);
+    if (map->memory_only) {
+        return 0;
+    }
     bool found = false;
     return shardmap_load(map, &found);
+}
+
+int shard_map_grow_sync(struct shard_map *map, int32_t day, uint32_t shard_count)
+{
+    ASSERT(map != NULL);
+    ASSERT(day >= 0 && day <= DS_DAY_MAX);
+    if (map->flags & SHARD_MAP_READ_ONLY) {
+        return -EROFS;
+    }
+    /* Whatever is pending goes first, so that a failed growth can restore a synced state. */
+    int rc = shard_map_sync(map);
+    if (rc != 0) {
+        return rc;
+    }
+    size_t index = shardmap_slot_index(map, day);
+    uint32_t previous = map->slots[index].shard_count;
+    if (previous == 0) {
+        return -ENOENT;
+    }
+    rc = shard_map_grow(map, day, shard_count);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = shard_map_sync(map);
+    if (rc != 0) {
+        /* The file still says `previous`: memory must too, or events would use shards that a
+         * restart forgets (a count that fans out over fewer shards than hold data). */
+        map->slots[index].shard_count = previous;
+        map->dirty = false;
+        return rc;
+    }
+    ASSERT(shard_map_get(map, day) == shard_count);
+    return 0;
 }
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
@@ -466,18 +531,20 @@ static int shardmap_alloc(const char *dir, uint32_t base_shards, unsigned flags,
     }
     map->base_shards = base_shards;
     map->flags = flags;
-    int n = snprintf(map->path, sizeof(map->path), "%s/%s", dir, SHARDMAP_FILE_NAME);
+    map->memory_only = dir == NULL;
+    int n = snprintf(map->path, sizeof(map->path), "%s/%s", dir != NULL ? dir : "(memory)",
+                     SHARDMAP_FILE_NAME);
     if (n < 0 || (size_t)n >= sizeof(map->path)) {
         free(map);
         return -ENAMETOOLONG;
     }
+    bool writes_file = !(flags & SHARD_MAP_READ_ONLY) && !map->memory_only;
     map->slots = calloc(SHARDMAP_SLOT_COUNT, sizeof(map->slots[0]));
     map->days_sorted = calloc(SHARD_MAP_DAYS_MAX, sizeof(map->days_sorted[0]));
-    if (!(flags & SHARD_MAP_READ_ONLY)) {
+    if (writes_file) {
         map->text = malloc(SHARDMAP_FILE_BYTES_MAX + 1);
     }
-    if (map->slots == NULL || map->days_sorted == NULL ||
-        (!(flags & SHARD_MAP_READ_ONLY) && map->text == NULL)) {
+    if (map->slots == NULL || map->days_sorted == NULL || (writes_file && map->text == NULL)) {
         shard_map_close(map);
         return -ENOMEM;
     }
@@ -487,7 +554,6 @@ static int shardmap_alloc(const char *dir, uint32_t base_shards, unsigned flags,
 
 int shard_map_open(const char *dir, uint32_t base_shards, unsigned flags, struct shard_map **out)
 {
-    ASSERT(dir != NULL);
     ASSERT(out != NULL);
     if (base_shards == 0 || base_shards > SHARD_COUNT_MAX ||
         (flags & ~(unsigned)SHARD_MAP_READ_ONLY) != 0) {
@@ -497,6 +563,10 @@ int shard_map_open(const char *dir, uint32_t base_shards, unsigned flags, struct
     int rc = shardmap_alloc(dir, base_shards, flags, &map);
     if (rc != 0) {
         return rc;
+    }
+    if (map->memory_only) {
+        *out = map;
+        return 0;
     }
     bool found = false;
     rc = shardmap_load(map, &found);

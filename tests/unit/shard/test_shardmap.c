@@ -583,6 +583,137 @@ static void test_shardmap_sync_failure_keeps_dirty(void **state)
     shard_map_close(map);
 }
 
+static void test_shardmap_grow_sync_durable_at_once(void **state)
+{
+    /* Adaptive growth: the new count is on disk when grow_sync returns, so a reopened map
+     * (a restart, a reader) fans out over every shard events may already use. */
+    struct fixture *f = *state;
+    struct shard_map *map = map_open(f->dir, 4, 0);
+    int32_t day = test_day_of("2026-01-21");
+    assert_int_equal(shard_map_ensure(map, day), 4);
+    assert_int_equal(shard_map_grow_sync(map, day, 16), 0);
+    assert_false(shard_map_dirty(map));
+    assert_int_equal(shard_map_get(map, day), 16);
+    struct shard_map *reader = map_open(f->dir, 4, SHARD_MAP_READ_ONLY);
+    assert_int_equal(shard_map_get(reader, day), 16);
+    shard_map_close(reader);
+    /* Growing to the same count is nothing; shrinking and unknown days are refused. */
+    assert_int_equal(shard_map_grow_sync(map, day, 16), 0);
+    assert_int_equal(shard_map_grow_sync(map, day, 8), -EINVAL);
+    assert_int_equal(shard_map_grow_sync(map, day + 1, 8), -ENOENT);
+    assert_int_equal(shard_map_grow_sync(map, day, SHARD_COUNT_MAX + 1), -DS_ELIMIT);
+    shard_map_close(map);
+}
+
+static void test_shardmap_grow_sync_failed_write_keeps_old_count(void **state)
+{
+    /* A map write that fails stops the growth: memory keeps the count the file has, so no
+     * event is routed to a shard a restart would not count. A directory where the temp file
+     * goes makes the atomic replace fail (EISDIR) even for root. */
+    struct fixture *f = *state;
+    struct shard_map *map = map_open(f->dir, 4, 0);
+    int32_t day = test_day_of("2026-01-21");
+    assert_int_equal(shard_map_ensure(map, day), 4);
+    assert_int_equal(shard_map_sync(map), 0);
+    char tmp[160];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", f->path);
+    assert_int_equal(mkdir(tmp, 0755), 0);
+    assert_int_equal(shard_map_grow_sync(map, day, 8), -EISDIR);
+    assert_int_equal(shard_map_get(map, day), 4);
+    assert_false(shard_map_dirty(map));
+    assert_int_equal(rmdir(tmp), 0);
+    struct shard_map *reader = map_open(f->dir, 4, SHARD_MAP_READ_ONLY);
+    assert_int_equal(shard_map_get(reader, day), 4);
+    shard_map_close(reader);
+    /* With the obstacle gone growth works again. */
+    assert_int_equal(shard_map_grow_sync(map, day, 8), 0);
+    assert_int_equal(shard_map_get(map, day), 8);
+    shard_map_close(map);
+}
+
+static void test_shardmap_grow_sync_read_only_refused(void **state)
+{
+    /* A reader never writes, growth included. */
+    struct fixture *f = *state;
+    struct shard_map *writer = map_open(f->dir, 4, 0);
+    int32_t day = test_day_of("2026-01-21");
+    assert_int_equal(shard_map_ensure(writer, day), 4);
+    assert_int_equal(shard_map_sync(writer), 0);
+    struct shard_map *reader = map_open(f->dir, 4, SHARD_MAP_READ_ONLY);
+    assert_int_equal(shard_map_grow_sync(reader, day, 8), -EROFS);
+    assert_int_equal(shard_map_get(reader, day), 4);
+    shard_map_close(reader);
+    shard_map_close(writer);
+}
+
+static void test_shardmap_memory_only_touches_no_file(void **state)
+{
+    /* A producer's map (dir NULL) grows and syncs in memory and writes nothing anywhere. */
+    struct fixture *f = *state;
+    struct shard_map *map = map_open(NULL, 4, 0);
+    int32_t day = test_day_of("2026-01-21");
+    assert_int_equal(shard_map_ensure(map, day), 4);
+    assert_true(shard_map_dirty(map));
+    assert_int_equal(shard_map_sync(map), 0);
+    assert_false(shard_map_dirty(map));
+    assert_int_equal(shard_map_grow_sync(map, day, 32), 0);
+    assert_int_equal(shard_map_get(map, day), 32);
+    assert_int_equal(shard_map_reload(map), 0);
+    assert_int_equal(shard_map_get(map, day), 32);
+    shard_map_close(map);
+    assert_int_equal(access(f->path, F_OK), -1);
+}
+
+static void test_shardmap_growth_log_appends_lines(void **state)
+{
+    /* The history: one JSON line per growth, appended. */
+    struct fixture *f = *state;
+    struct shard_growth g = {
+        .day = test_day_of("2026-01-21"), .from = 4, .to = 8, .at_ms = 1764630003120LL};
+    snprintf(g.reason, sizeof(g.reason), "5210 events/s over 5 s > 4 shards x 1000/s");
+    assert_int_equal(shard_growth_log_append(f->dir, &g), 0);
+    g.from = 8;
+    g.to = 16;
+    assert_int_equal(shard_growth_log_append(f->dir, &g), 0);
+    char path[160];
+    snprintf(path, sizeof(path), "%s/shardmap.log", f->dir);
+    FILE *file = fopen(path, "r");
+    assert_non_null(file);
+    char line[512];
+    assert_non_null(fgets(line, sizeof(line), file));
+    assert_string_equal(line,
+                        "{\"day\":\"2026-01-21\",\"from\":4,\"to\":8,\"at\":\"2025-12-01T23:00:"
+                        "03.120Z\",\"reason\":\"5210 events/s over 5 s > 4 shards x "
+                        "1000/s\"}\n");
+    assert_non_null(fgets(line, sizeof(line), file));
+    assert_non_null(strstr(line, "\"from\":8,\"to\":16,"));
+    assert_null(fgets(line, sizeof(line), file));
+    fclose(file);
+    /* A directory that does not exist is an error, not a crash. */
+    assert_int_equal(shard_growth_log_append("/nonexistent-dayshard-dir", &g), -ENOENT);
+}
+
+static void test_shardmap_last_and_previous_day(void **state)
+{
+    /* The neighbours the growth plan asks for: the latest day, and the day before any day. */
+    (void)state;
+    struct shard_map *map = map_open(NULL, 4, 0);
+    assert_int_equal(shard_map_last_day(map), -1);
+    assert_int_equal(shard_map_previous_day(map, 100), -1);
+    const int32_t days[] = {50, 10, 30, 20};
+    for (size_t i = 0; i < DS_ARRAY_LEN(days); i++) {
+        assert_int_equal(shard_map_ensure(map, days[i]), 4);
+    }
+    assert_int_equal(shard_map_last_day(map), 50);
+    assert_int_equal(shard_map_previous_day(map, 50), 30);
+    assert_int_equal(shard_map_previous_day(map, 31), 30);
+    assert_int_equal(shard_map_previous_day(map, 30), 20);
+    assert_int_equal(shard_map_previous_day(map, 11), 10);
+    assert_int_equal(shard_map_previous_day(map, 10), -1);
+    assert_int_equal(shard_map_previous_day(map, 1000), 50);
+    shard_map_close(map);
+}
+
 static void test_shardmap_close_accepts_null(void **state)
 {
     /* Teardown accepts NULL (STYLE.md section 2). */
@@ -616,6 +747,13 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_shardmap_ensure_full_map_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shardmap_sync_failure_keeps_dirty, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shardmap_grow_sync_durable_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shardmap_grow_sync_failed_write_keeps_old_count, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_shardmap_grow_sync_read_only_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shardmap_memory_only_touches_no_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shardmap_growth_log_appends_lines, setup, teardown),
+        cmocka_unit_test(test_shardmap_last_and_previous_day),
         cmocka_unit_test(test_shardmap_close_accepts_null),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,2 +1,4 @@
 ds_unit_test(shard route)
 ds_unit_test(shard shardmap)
+ds_unit_test(shard heat)
+ds_unit_test(shard grow)

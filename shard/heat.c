@@ -1,0 +1,954 @@
+/*
+ * The heat tracker (shard.h, "heat"): per-second write counts by partition key, day and source,
+ * decayed heavy hitters by customer, capacity accounting, and the adaptive growth rule.
+ *
+ * Counts: each key owns a struct heat_counts, a ring of HEAT_RING_SLOTS per-second buckets
+ * that covers the seconds newest_second - 63 .. newest_second, where newest_second is the
+ * latest second counted into it. Clearing is lazy: when an event of a newer second arrives,
+ * the buckets the ring moves past are zeroed (at most HEAT_RING_SLOTS of them), so a key idle
+ * for a minute costs nothing until it is written again, and a bucket of a second the ring no
+ * longer covers reads as 0. Partition keys and days live in fixed open-addressing tables
+ * (linear probing, Fibonacci hashing, twice as many slots as entries); sources are an array
+ * indexed by Kafka partition. Customers are Space-Saving counters (Metwally, Agrawal and
+ * El Abbadi, 2005) in a hash table plus a binary min-heap by count; every counter and the
+ * total are multiplied by exp(-1/tau) per completed second, which leaves the heap order as it
+ * was. An event late by k seconds adds the weight exp(-k/tau) it would still have had, had it
+ * arrived on time, so the customer rates do not depend on arrival order inside the window.
+ *
+ * Invariants: the current second never moves back; every bucketed second is in
+ * current - SHARD_HEAT_WINDOW_S .. current, which the ring covers (64 > 61 seconds), so a late
+ * event inside the window always lands in its own second's bucket; a key's newest_second is at
+ * most the current second; every live table entry has exactly one slot and the table has an
+ * empty slot (load factor <= 1/2), so probes end; the customer heap's parent count is <= its
+ * children's, and heap[counter.heap_index] names that counter; the counts and the tables are
+ * allocated once, in shard_heat_create, and never after.
+ *
+ * Table full: the first time in a current second that a new key finds no room, the table is
+ * rebuilt without the keys idle for a whole window (no bucketed event in current - 60 ..
+ * current); if there is still no room the event counts in untracked_events (partitions) or in
+ * no day row (days), never in nothing: the totals always have it. A key dropped and seen again
+ * starts from zero; the capacity totals are kept in the tracker, so they survive the drop.
+ *
+ * Rejected: one exponentially decayed rate per key (8 bytes instead of a 256-byte ring). The
+ * growth rule and the capacity accounting need exact counts of particular seconds, including
+ * late events added to the second they belong to, which no single decayed number can give.
+ * Rejected for customers: an exact count per customer (millions of ids; memory is fixed at
+ * create) and a Count-Min sketch (it over-estimates any key but cannot name the heavy ones, so
+ * it would need a candidate heap anyway). Rejected for the decay: a lazy global scale factor
+ * instead of the multiplying pass. It makes a clock step O(1), but needs renormalising before
+ * it overflows, and the pass costs about a microsecond for 1024 counters, once per second of
+ * producer time.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shard/shard.h"
+
+/* Per-second buckets per key: a power of two above the window plus the current second. */
+#define HEAT_RING_SLOTS 64u
+#define HEAT_RING_MASK (HEAT_RING_SLOTS - 1u)
+/* Table slots are twice the entries, so a probe meets an empty slot within a few steps. */
+#define HEAT_PARTITION_SLOT_BITS 13u
+#define HEAT_DAY_SLOT_BITS 11u
+#define HEAT_CUSTOMER_SLOT_BITS 11u
+/* A partition key packs (day, shard) into 32 bits, day above shard, so that ascending keys
+ * order by day and then by shard. */
+#define HEAT_SHARD_BITS 10u
+/* The latest producer second: the end of the valid event timestamp range. */
+#define HEAT_SECOND_MAX (DS_TS_MS_MAX / 1000)
+/* A key's newest_second before its first bucketed event. */
+#define HEAT_SECOND_NONE (-1)
+/* "No entry" from the table lookups. */
+#define HEAT_INDEX_NONE UINT32_MAX
+/* exp(-1 / SHARD_HEAT_CUSTOMER_TAU_S) to 17 significant digits. A literal, because ds_shard
+ * links no libm and clang does not fold exp() of a constant into a static initialiser. */
+#define HEAT_CUSTOMER_DECAY 0.90483741803595952
+/* A decayed customer weight below this is zero. Far above the denormal range (about 1e-308),
+ * whose arithmetic is a hundred times slower, and far below any rate worth reporting. */
+#define HEAT_CUSTOMER_WEIGHT_MIN 1e-30
+
+_Static_assert((HEAT_RING_SLOTS & HEAT_RING_MASK) == 0, "the ring is indexed by a mask");
+_Static_assert(HEAT_RING_SLOTS >= SHARD_HEAT_WINDOW_S + 1u, "the ring holds window and now");
+_Static_assert((1u << HEAT_PARTITION_SLOT_BITS) >= 2u * SHARD_HEAT_PARTITIONS_MAX, "load <= 1/2");
+_Static_assert((1u << HEAT_DAY_SLOT_BITS) >= 2u * SHARD_HEAT_DAYS_MAX, "load <= 1/2");
+_Static_assert((1u << HEAT_CUSTOMER_SLOT_BITS) >= 2u * SHARD_HEAT_CUSTOMERS_MAX, "load <= 1/2");
+_Static_assert(SHARD_COUNT_MAX <= (1u << HEAT_SHARD_BITS), "a shard fits its key bits");
+_Static_assert(DS_DAY_MAX < (1 << (32u - HEAT_SHARD_BITS)), "a day fits its key bits");
+_Static_assert(SHARD_HEAT_CUSTOMER_TAU_S == 10u, "HEAT_CUSTOMER_DECAY is exp(-1/10): recompute");
+_Static_assert(SHARD_CAPACITY_MAX < UINT32_MAX, "a saturated bucket is over any capacity");
+
+/* Counts of one key. buckets[s % 64] holds second s for s in newest_second - 63 ..
+ * newest_second; a bucket saturates at UINT32_MAX (4 billion events in one second). */
+struct heat_counts {
+    int64_t newest_second;
+    uint64_t events; /* so far, including events older than the window */
+    uint64_t rate_peak;
+    uint64_t over_capacity_seconds; /* partition keys only */
+    uint64_t would_throttle_events; /* partition keys only */
+    uint32_t buckets[HEAT_RING_SLOTS];
+};
+
+struct heat_slot {
+    uint32_t key;
+    uint32_t entry; /* entry index + 1; 0 marks an empty slot */
+};
+
+/* A fixed table of keys, each with its counts. Entries not live are on the free stack. */
+struct heat_table {
+    uint32_t entries_max;
+    uint32_t slot_bits;
+    uint32_t free_count;
+    int64_t sweep_second; /* the current second of the last sweep: at most one per second */
+    struct heat_slot *slots;
+    uint32_t *keys;
+    bool *live;
+    uint32_t *free_stack; /* free_count entry indexes */
+    struct heat_counts *counts;
+};
+
+/* A customer counter; its count lives in its heap entry, where the sifts read it. */
+struct heat_customer {
+    struct ds_id id; /* bytes past len (or all text of an integer id) are zero */
+    double error;    /* count - error is at most the true decayed weight */
+    uint32_t tag;    /* of its slot */
+    uint32_t heap_index;
+};
+
+struct heat_heap_entry {
+    double count; /* decayed weight: at least the customer's true decayed weight */
+    uint32_t counter;
+};
+
+/* tag = the hash's high 32 bits: its top HEAT_CUSTOMER_SLOT_BITS are the home slot, so a probe
+ * and a backward shift read only the slots, not the counters. */
+struct heat_customer_slot {
+    uint32_t tag;
+    uint32_t entry; /* counter index + 1; 0 marks an empty slot */
+};
+
+struct heat_customers {
+    uint32_t count; /* counters in use: counters[0 .. count - 1], heap[0 .. count - 1] */
+    double total;   /* the decayed weight of every customer event */
+    struct heat_customer_slot slots[1u << HEAT_CUSTOMER_SLOT_BITS];
+    struct heat_heap_entry heap[SHARD_HEAT_CUSTOMERS_MAX]; /* least count first */
+    struct heat_customer counters[SHARD_HEAT_CUSTOMERS_MAX];
+};
+
+struct shard_heat {
+    uint32_t capacity_eps;
+    int64_t second;          /* the current second */
+    int64_t reported_second; /* the current second when shard_heat_advance last returned */
+    uint64_t untracked_events;
+    uint64_t over_capacity_seconds;
+    uint64_t would_throttle_events;
+    double decay_pow[HEAT_RING_SLOTS + 1]; /* HEAT_CUSTOMER_DECAY^k */
+    struct heat_counts total;
+    struct heat_table partitions;
+    struct heat_table days;
+    struct heat_customers customers;
+    struct heat_counts sources[SHARD_HEAT_SOURCES_MAX];
+    /* The tables' storage. */
+    struct heat_slot partition_slots[1u << HEAT_PARTITION_SLOT_BITS];
+    uint32_t partition_keys[SHARD_HEAT_PARTITIONS_MAX];
+    bool partition_live[SHARD_HEAT_PARTITIONS_MAX];
+    uint32_t partition_free[SHARD_HEAT_PARTITIONS_MAX];
+    struct heat_counts partition_counts[SHARD_HEAT_PARTITIONS_MAX];
+    struct heat_slot day_slots[1u << HEAT_DAY_SLOT_BITS];
+    uint32_t day_keys[SHARD_HEAT_DAYS_MAX];
+    bool day_live[SHARD_HEAT_DAYS_MAX];
+    uint32_t day_free[SHARD_HEAT_DAYS_MAX];
+    struct heat_counts day_counts[SHARD_HEAT_DAYS_MAX];
+};
+
+/* ---- per-key counts ------------------------------------------------------------------------ */
+
+static void heat_counts_reset(struct heat_counts *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->newest_second = HEAT_SECOND_NONE;
+}
+
+/* Counts one event; in_window puts it in the bucket of `second` as well. Returns the bucket's
+ * count after the event (0 when not bucketed). */
+static uint32_t heat_counts_add(struct heat_counts *c, int64_t second, bool in_window)
+{
+    c->events++;
+    if (!in_window) {
+        return 0;
+    }
+    if (second > c->newest_second) {
+        /* Zero the buckets of the seconds the ring moves onto: all of them after a long gap. */
+        if (second - c->newest_second >= (int64_t)HEAT_RING_SLOTS) {
+            memset(c->buckets, 0, sizeof(c->buckets));
+        } else {
+            for (int64_t s = c->newest_second + 1; s <= second; s++) {
+                c->buckets[(uint64_t)s & HEAT_RING_MASK] = 0;
+            }
+        }
+        c->newest_second = second;
+    }
+    /* The caller's window check keeps every bucketed second inside the ring. */
+    DEBUG_ASSERT(second > c->newest_second - (int64_t)HEAT_RING_SLOTS);
+    uint32_t *bucket = &c->buckets[(uint64_t)second & HEAT_RING_MASK];
+    if (DS_LIKELY(*bucket != UINT32_MAX)) {
+        (*bucket)++;
+    }
+    if (*bucket > c->rate_peak) {
+        c->rate_peak = *bucket;
+    }
+    return *bucket;
+}
+
+/* Events of one second, 0 for a second the ring does not cover. */
+static uint64_t heat_counts_at(const struct heat_counts *c, int64_t second)
+{
+    if (second < 0 || second > c->newest_second ||
+        second <= c->newest_second - (int64_t)HEAT_RING_SLOTS) {
+        return 0;
+    }
+    return c->buckets[(uint64_t)second & HEAT_RING_MASK];
+}
+
+/* Events of the `seconds` complete seconds before the current second `now`. */
+static uint64_t heat_counts_recent(const struct heat_counts *c, int64_t now, uint32_t seconds)
+{
+    ASSERT(seconds <= SHARD_HEAT_WINDOW_S);
+    uint64_t sum = 0;
+    for (int64_t s = now - (int64_t)seconds; s < now; s++) {
+        sum += heat_counts_at(c, s);
+    }
+    return sum;
+}
+
+/* ---- the key tables ------------------------------------------------------------------------ */
+
+static void heat_table_init(struct heat_table *t, uint32_t entries_max, uint32_t slot_bits,
+                            struct heat_slot *slots, uint32_t *keys, bool *live,
+                            uint32_t *free_stack, struct heat_counts *counts)
+{
+    ASSERT(entries_max >= 1);
+    ASSERT((1u << slot_bits) >= 2u * entries_max);
+    *t = (struct heat_table){.entries_max = entries_max,
+                             .slot_bits = slot_bits,
+                             .sweep_second = HEAT_SECOND_NONE,
+                             .slots = slots,
+                             .keys = keys,
+                             .live = live,
+                             .free_stack = free_stack,
+                             .counts = counts};
+    /* Pushed from the top so that entries fill from index 0. */
+    for (uint32_t i = 0; i < entries_max; i++) {
+        t->free_stack[t->free_count++] = entries_max - 1u - i;
+    }
+}
+
+/* The slot holding key, or the empty slot where it would go. */
+static uint32_t heat_table_probe(const struct heat_table *t, uint32_t key)
+{
+    uint32_t mask = (1u << t->slot_bits) - 1u;
+    uint32_t slot = (uint32_t)(((uint64_t)key * 0x9e3779b97f4a7c15ull) >> (64u - t->slot_bits));
+    for (uint32_t probes = 0; probes <= mask; probes++) {
+        const struct heat_slot *s = &t->slots[slot];
+        if (s->entry == 0 || s->key == key) {
+            return slot;
+        }
+        slot = (slot + 1u) & mask;
+    }
+    /* The load factor bound guarantees an empty slot. */
+    ASSERT(false);
+    return 0;
+}
+
+static uint32_t heat_table_find(const struct heat_table *t, uint32_t key)
+{
+    const struct heat_slot *s = &t->slots[heat_table_probe(t, key)];
+    return s->entry == 0 ? HEAT_INDEX_NONE : s->entry - 1u;
+}
+
+/* Rebuilds the slots without the entries idle for a whole window before `now`. */
+static void heat_table_sweep(struct heat_table *t, int64_t now)
+{
+    ASSERT(t->sweep_second < now);
+    t->sweep_second = now;
+    memset(t->slots, 0, sizeof(t->slots[0]) << t->slot_bits);
+    for (uint32_t i = 0; i < t->entries_max; i++) {
+        if (!t->live[i]) {
+            continue;
+        }
+        if (t->counts[i].newest_second < now - (int64_t)SHARD_HEAT_WINDOW_S) {
+            t->live[i] = false;
+            t->free_stack[t->free_count++] = i;
+            continue;
+        }
+        uint32_t slot = heat_table_probe(t, t->keys[i]);
+        ASSERT(t->slots[slot].entry == 0);
+        t->slots[slot] = (struct heat_slot){.key = t->keys[i], .entry = i + 1u};
+    }
+    ASSERT(t->free_count <= t->entries_max);
+}
+
+/* The entry of key, added if new; HEAT_INDEX_NONE when the table has no room for it. */
+static uint32_t heat_table_add(struct heat_table *t, uint32_t key, int64_t now)
+{
+    uint32_t slot = heat_table_probe(t, key);
+    if (DS_LIKELY(t->slots[slot].entry != 0)) {
+        return t->slots[slot].entry - 1u;
+    }
+    if (t->free_count == 0) {
+        if (t->sweep_second == now) {
+            return HEAT_INDEX_NONE;
+        }
+        heat_table_sweep(t, now);
+        if (t->free_count == 0) {
+            return HEAT_INDEX_NONE;
+        }
+        slot = heat_table_probe(t, key);
+    }
+    uint32_t index = t->free_stack[--t->free_count];
+    ASSERT(index < t->entries_max);
+    ASSERT(!t->live[index]);
+    t->live[index] = true;
+    t->keys[index] = key;
+    heat_counts_reset(&t->counts[index]);
+    t->slots[slot] = (struct heat_slot){.key = key, .entry = index + 1u};
+    return index;
+}
+
+static uint32_t heat_partition_key(int32_t day, uint32_t shard)
+{
+    return ((uint32_t)day << HEAT_SHARD_BITS) | shard;
+}
+
+/* ---- customers: Space-Saving with decay ---------------------------------------------------- */
+
+/* splitmix64's finaliser: every input bit moves about half the output bits. */
+static uint64_t heat_mix64(uint64_t x)
+{
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static uint64_t heat_id_hash(const struct ds_id *id)
+{
+    if (id->is_string) {
+        ASSERT(id->len >= 1);
+        ASSERT(id->len <= DS_ID_BYTES_MAX);
+        return heat_mix64(shard_fnv1a64(id->text, id->len));
+    }
+    return heat_mix64((uint64_t)id->value);
+}
+
+static bool heat_id_equal(const struct ds_id *a, const struct ds_id *b)
+{
+    if (a->is_string != b->is_string) {
+        return false;
+    }
+    if (!a->is_string) {
+        return a->value == b->value;
+    }
+    return a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
+}
+
+/* Copies the meaningful bytes only, so a snapshot never carries a caller's stale bytes. */
+static void heat_id_copy(struct ds_id *dst, const struct ds_id *src)
+{
+    memset(dst, 0, sizeof(*dst));
+    dst->is_string = src->is_string;
+    if (src->is_string) {
+        dst->len = src->len;
+        memcpy(dst->text, src->text, src->len);
+    } else {
+        dst->value = src->value;
+    }
+}
+
+static uint32_t heat_customer_tag(const struct ds_id *id)
+{
+    return (uint32_t)(heat_id_hash(id) >> 32);
+}
+
+static uint32_t heat_customer_home(uint32_t tag)
+{
+    return tag >> (32u - HEAT_CUSTOMER_SLOT_BITS);
+}
+
+/* The slot holding id, or the empty slot where it would go. */
+static uint32_t heat_customer_probe(const struct heat_customers *c, const struct ds_id *id,
+                                    uint32_t tag)
+{
+    const uint32_t mask = (1u << HEAT_CUSTOMER_SLOT_BITS) - 1u;
+    uint32_t slot = heat_customer_home(tag);
+    for (uint32_t probes = 0; probes <= mask; probes++) {
+        const struct heat_customer_slot *s = &c->slots[slot];
+        if (s->entry == 0) {
+            return slot;
+        }
+        if (s->tag == tag && heat_id_equal(&c->counters[s->entry - 1u].id, id)) {
+            return slot;
+        }
+        slot = (slot + 1u) & mask;
+    }
+    /* The load factor bound guarantees an empty slot. */
+    ASSERT(false);
+    return 0;
+}
+
+/* The slot of a counter in use: its run from its home holds it. */
+static uint32_t heat_customer_slot_of(const struct heat_customers *c, uint32_t index)
+{
+    const uint32_t mask = (1u << HEAT_CUSTOMER_SLOT_BITS) - 1u;
+    uint32_t slot = heat_customer_home(c->counters[index].tag);
+    for (uint32_t probes = 0; probes <= mask; probes++) {
+        ASSERT(c->slots[slot].entry != 0);
+        if (c->slots[slot].entry == index + 1u) {
+            return slot;
+        }
+        slot = (slot + 1u) & mask;
+    }
+    ASSERT(false);
+    return 0;
+}
+
+/* Empties a slot by backward shifting (no tombstones): each following entry of the run moves
+ * into the hole unless its home lies cyclically in (hole, its slot]. */
+static void heat_customer_slot_remove(struct heat_customers *c, uint32_t slot)
+{
+    const uint32_t mask = (1u << HEAT_CUSTOMER_SLOT_BITS) - 1u;
+    ASSERT(c->slots[slot].entry != 0);
+    uint32_t hole = slot;
+    for (uint32_t i = (slot + 1u) & mask; c->slots[i].entry != 0; i = (i + 1u) & mask) {
+        uint32_t home = heat_customer_home(c->slots[i].tag);
+        if (((i - home) & mask) >= ((i - hole) & mask)) {
+            c->slots[hole] = c->slots[i];
+            hole = i;
+        }
+    }
+    c->slots[hole] = (struct heat_customer_slot){0};
+}
+
+static void heat_heap_swap(struct heat_customers *c, uint32_t a, uint32_t b)
+{
+    struct heat_heap_entry entry_a = c->heap[a];
+    c->heap[a] = c->heap[b];
+    c->heap[b] = entry_a;
+    c->counters[c->heap[a].counter].heap_index = a;
+    c->counters[c->heap[b].counter].heap_index = b;
+}
+
+static void heat_heap_sift_up(struct heat_customers *c, uint32_t position)
+{
+    ASSERT(position < c->count);
+    while (position > 0) {
+        uint32_t parent = (position - 1u) / 2u;
+        if (c->heap[parent].count <= c->heap[position].count) {
+            break;
+        }
+        heat_heap_swap(c, parent, position);
+        position = parent;
+    }
+}
+
+/* Moves the entry at position down to its place: children that are less move up into the
+ * hole it leaves, and each moved counter's heap_index follows. */
+static void heat_heap_sift_down(struct heat_customers *c, uint32_t position)
+{
+    ASSERT(position < c->count);
+    const struct heat_heap_entry moving = c->heap[position];
+    for (;;) {
+        uint32_t child = 2u * position + 1u;
+        if (child >= c->count) {
+            break;
+        }
+        /* Branch-free choice of the lesser child: on a Zipf tail it is a coin toss. */
+        child +=
+            (uint32_t)(child + 1u < c->count && c->heap[child + 1u].count < c->heap[child].count);
+        if (moving.count <= c->heap[child].count) {
+            break;
+        }
+        c->heap[position] = c->heap[child];
+        c->counters[c->heap[position].counter].heap_index = position;
+        position = child;
+    }
+    c->heap[position] = moving;
+    c->counters[moving.counter].heap_index = position;
+}
+
+/* Space-Saving's replacement: the least counter takes the new id, keeping its count as error. */
+static void heat_customers_replace_min(struct heat_customers *c, const struct ds_id *id,
+                                       uint32_t tag, double weight)
+{
+    ASSERT(c->count == SHARD_HEAT_CUSTOMERS_MAX);
+    struct heat_heap_entry *least = &c->heap[0];
+    struct heat_customer *counter = &c->counters[least->counter];
+    heat_customer_slot_remove(c, heat_customer_slot_of(c, least->counter));
+    /* Probe again: the removal may have shifted the new id's run. */
+    uint32_t slot = heat_customer_probe(c, id, tag);
+    ASSERT(c->slots[slot].entry == 0);
+    c->slots[slot] = (struct heat_customer_slot){.tag = tag, .entry = least->counter + 1u};
+    heat_id_copy(&counter->id, id);
+    counter->tag = tag;
+    counter->error = least->count;
+    least->count += weight;
+    heat_heap_sift_down(c, 0);
+}
+
+static void heat_customers_add(struct heat_customers *c, const struct ds_id *id, double weight)
+{
+    ASSERT(weight > 0.0);
+    ASSERT(weight <= 1.0);
+    uint32_t tag = heat_customer_tag(id);
+    c->total += weight;
+    uint32_t slot = heat_customer_probe(c, id, tag);
+    if (c->slots[slot].entry != 0) {
+        uint32_t position = c->counters[c->slots[slot].entry - 1u].heap_index;
+        c->heap[position].count += weight;
+        heat_heap_sift_down(c, position);
+        return;
+    }
+    if (c->count == SHARD_HEAT_CUSTOMERS_MAX) {
+        heat_customers_replace_min(c, id, tag, weight);
+        return;
+    }
+    uint32_t index = c->count++;
+    struct heat_customer *counter = &c->counters[index];
+    heat_id_copy(&counter->id, id);
+    counter->tag = tag;
+    counter->error = 0.0;
+    counter->heap_index = index;
+    c->heap[index] = (struct heat_heap_entry){.count = weight, .counter = index};
+    c->slots[slot] = (struct heat_customer_slot){.tag = tag, .entry = index + 1u};
+    heat_heap_sift_up(c, index);
+}
+
+static void heat_customers_reset(struct heat_customers *c)
+{
+    c->count = 0;
+    c->total = 0.0;
+    memset(c->slots, 0, sizeof(c->slots));
+}
+
+/* Scales every weight by factor. A uniform scale keeps the heap order, and so does flushing
+ * the weights below HEAT_CUSTOMER_WEIGHT_MIN to zero (it is monotone). */
+static void heat_customers_decay(struct heat_customers *c, double factor)
+{
+    ASSERT(factor >= 0.0);
+    ASSERT(factor < 1.0);
+    c->total *= factor;
+    if (c->total < HEAT_CUSTOMER_WEIGHT_MIN) {
+        heat_customers_reset(c);
+        return;
+    }
+    for (uint32_t i = 0; i < c->count; i++) {
+        struct heat_heap_entry *entry = &c->heap[i];
+        entry->count *= factor;
+        if (entry->count < HEAT_CUSTOMER_WEIGHT_MIN) {
+            entry->count = 0.0;
+        }
+        struct heat_customer *counter = &c->counters[i];
+        counter->error *= factor;
+        if (counter->error < HEAT_CUSTOMER_WEIGHT_MIN) {
+            counter->error = 0.0;
+        }
+    }
+}
+
+/* ---- the clock ----------------------------------------------------------------------------- */
+
+/* HEAT_CUSTOMER_DECAY^steps. A gap longer than the ring is taken in ring-sized factors, and
+ * stops as soon as the product underflows to zero (after ~120 factors, whatever the gap). */
+static double heat_decay_factor(const struct shard_heat *heat, int64_t steps)
+{
+    ASSERT(steps >= 1);
+    double factor = 1.0;
+    while (steps > (int64_t)HEAT_RING_SLOTS && factor > 0.0) {
+        factor *= heat->decay_pow[HEAT_RING_SLOTS];
+        steps -= (int64_t)HEAT_RING_SLOTS;
+    }
+    uint64_t rest = steps > (int64_t)HEAT_RING_SLOTS ? HEAT_RING_SLOTS : (uint64_t)steps;
+    return factor * heat->decay_pow[rest];
+}
+
+static void heat_clock_move(struct shard_heat *heat, int64_t second)
+{
+    ASSERT(second > heat->second);
+    ASSERT(second <= HEAT_SECOND_MAX);
+    if (heat->customers.count > 0) {
+        heat_customers_decay(&heat->customers, heat_decay_factor(heat, second - heat->second));
+    }
+    heat->second = second;
+}
+
+/* ---- lifecycle, the hot path, queries ------------------------------------------------------ */
+
+int shard_heat_create(uint32_t capacity_eps, struct shard_heat **out)
+{
+    ASSERT(out != NULL);
+    ASSERT(capacity_eps <= SHARD_CAPACITY_MAX);
+    struct shard_heat *heat = calloc(1, sizeof(*heat));
+    if (heat == NULL) {
+        return -ENOMEM;
+    }
+    heat->capacity_eps = capacity_eps;
+    heat->decay_pow[0] = 1.0;
+    for (uint32_t k = 1; k <= HEAT_RING_SLOTS; k++) {
+        heat->decay_pow[k] = heat->decay_pow[k - 1] * HEAT_CUSTOMER_DECAY;
+    }
+    heat_counts_reset(&heat->total);
+    for (uint32_t i = 0; i < SHARD_HEAT_SOURCES_MAX; i++) {
+        heat_counts_reset(&heat->sources[i]);
+    }
+    heat_table_init(&heat->partitions, SHARD_HEAT_PARTITIONS_MAX, HEAT_PARTITION_SLOT_BITS,
+                    heat->partition_slots, heat->partition_keys, heat->partition_live,
+                    heat->partition_free, heat->partition_counts);
+    heat_table_init(&heat->days, SHARD_HEAT_DAYS_MAX, HEAT_DAY_SLOT_BITS, heat->day_slots,
+                    heat->day_keys, heat->day_live, heat->day_free, heat->day_counts);
+    *out = heat;
+    return 0;
+}
+
+void shard_heat_destroy(struct shard_heat *heat)
+{
+    free(heat);
+}
+
+static void heat_observe_partition(struct shard_heat *heat, int64_t second, uint32_t key,
+                                   bool in_window)
+{
+    uint32_t index = heat_table_add(&heat->partitions, key, heat->second);
+    if (index == HEAT_INDEX_NONE) {
+        heat->untracked_events++;
+        return;
+    }
+    struct heat_counts *c = &heat->partitions.counts[index];
+    uint32_t count = heat_counts_add(c, second, in_window);
+    if (heat->capacity_eps == 0 || count <= heat->capacity_eps) {
+        return;
+    }
+    c->would_throttle_events++;
+    heat->would_throttle_events++;
+    if (count == heat->capacity_eps + 1u) {
+        c->over_capacity_seconds++;
+        heat->over_capacity_seconds++;
+    }
+}
+
+void shard_heat_observe(struct shard_heat *heat, int64_t second, int32_t day, uint32_t shard,
+                        int32_t source, const struct ds_id *customer)
+{
+    ASSERT(heat != NULL);
+    ASSERT(second >= 0);
+    ASSERT(second <= HEAT_SECOND_MAX);
+    ASSERT(day >= 0);
+    ASSERT(day <= DS_DAY_MAX);
+    ASSERT(shard < SHARD_COUNT_MAX);
+    if (second > heat->second) {
+        heat_clock_move(heat, second);
+    }
+    int64_t age = heat->second - second;
+    bool in_window = age <= (int64_t)SHARD_HEAT_WINDOW_S;
+    heat_counts_add(&heat->total, second, in_window);
+    heat_observe_partition(heat, second, heat_partition_key(day, shard), in_window);
+    uint32_t day_index = heat_table_add(&heat->days, (uint32_t)day, heat->second);
+    if (day_index != HEAT_INDEX_NONE) {
+        heat_counts_add(&heat->days.counts[day_index], second, in_window);
+    }
+    if (source >= 0 && (uint32_t)source < SHARD_HEAT_SOURCES_MAX) {
+        heat_counts_add(&heat->sources[source], second, in_window);
+    }
+    if (customer != NULL && in_window) {
+        heat_customers_add(&heat->customers, customer, heat->decay_pow[age]);
+    }
+}
+
+bool shard_heat_advance(struct shard_heat *heat, int64_t now_second)
+{
+    ASSERT(heat != NULL);
+    ASSERT(now_second >= 0);
+    ASSERT(now_second <= HEAT_SECOND_MAX);
+    if (now_second > heat->second) {
+        heat_clock_move(heat, now_second);
+    }
+    /* Events may have moved the clock since the last call: those seconds completed too. */
+    bool moved = heat->second > heat->reported_second;
+    heat->reported_second = heat->second;
+    return moved;
+}
+
+int64_t shard_heat_second(const struct shard_heat *heat)
+{
+    ASSERT(heat != NULL);
+    ASSERT(heat->second >= 0);
+    return heat->second;
+}
+
+uint64_t shard_heat_day_growth_events(const struct shard_heat *heat, int32_t day)
+{
+    ASSERT(heat != NULL);
+    ASSERT(day >= 0 && day <= DS_DAY_MAX);
+    uint32_t index = heat_table_find(&heat->days, (uint32_t)day);
+    if (index == HEAT_INDEX_NONE) {
+        return 0;
+    }
+    return heat_counts_recent(&heat->days.counts[index], heat->second, SHARD_HEAT_GROWTH_WINDOW_S);
+}
+
+int shard_heat_visit_active_days(const struct shard_heat *heat, shard_heat_day_fn fn, void *user)
+{
+    ASSERT(heat != NULL);
+    ASSERT(fn != NULL);
+    const struct heat_table *t = &heat->days;
+    for (uint32_t i = 0; i < t->entries_max; i++) {
+        if (!t->live[i]) {
+            continue;
+        }
+        uint64_t events =
+            heat_counts_recent(&t->counts[i], heat->second, SHARD_HEAT_GROWTH_WINDOW_S);
+        uint64_t current = heat_counts_at(&t->counts[i], heat->second);
+        if (events == 0 && current == 0) {
+            continue;
+        }
+        int rc = fn((int32_t)t->keys[i], events, current, user);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* ---- snapshots: top N by a bounded heap ---------------------------------------------------- */
+
+/* A candidate row: higher primary first, then higher secondary, then lower key. */
+struct heat_rank {
+    uint64_t primary;
+    uint64_t secondary;
+    uint32_t key;
+    uint32_t index;
+};
+
+/* True when a comes after b in the snapshot's order. */
+static bool heat_rank_after(const struct heat_rank *a, const struct heat_rank *b)
+{
+    if (a->primary != b->primary) {
+        return a->primary < b->primary;
+    }
+    if (a->secondary != b->secondary) {
+        return a->secondary < b->secondary;
+    }
+    return a->key > b->key;
+}
+
+/* Sift down in a heap whose root is the rank that comes last. */
+static void heat_ranks_sift_down(struct heat_rank *ranks, uint32_t count, uint32_t position)
+{
+    for (;;) {
+        uint32_t child = 2u * position + 1u;
+        if (child >= count) {
+            return;
+        }
+        if (child + 1u < count && heat_rank_after(&ranks[child + 1u], &ranks[child])) {
+            child++;
+        }
+        if (!heat_rank_after(&ranks[child], &ranks[position])) {
+            return;
+        }
+        struct heat_rank swap = ranks[position];
+        ranks[position] = ranks[child];
+        ranks[child] = swap;
+        position = child;
+    }
+}
+
+/* Keeps the top `top` ranks offered so far in ranks[0 .. *count - 1], the last one at the root. */
+static void heat_ranks_offer(struct heat_rank *ranks, uint32_t *count, uint32_t top,
+                             struct heat_rank candidate)
+{
+    ASSERT(*count <= top);
+    ASSERT(top <= SHARD_HEAT_TOP_MAX);
+    if (*count < top) {
+        uint32_t position = (*count)++;
+        ranks[position] = candidate;
+        while (position > 0) {
+            uint32_t parent = (position - 1u) / 2u;
+            if (!heat_rank_after(&ranks[position], &ranks[parent])) {
+                break;
+            }
+            struct heat_rank swap = ranks[position];
+            ranks[position] = ranks[parent];
+            ranks[parent] = swap;
+            position = parent;
+        }
+    } else if (heat_rank_after(&ranks[0], &candidate)) {
+        ranks[0] = candidate;
+        heat_ranks_sift_down(ranks, *count, 0);
+    }
+}
+
+/* Heapsort in place: the rank that comes last moves to the end each time, so ranks end up in
+ * snapshot order (qsort could allocate, which nothing after create may do). */
+static void heat_ranks_sort(struct heat_rank *ranks, uint32_t count)
+{
+    for (uint32_t end = count; end > 1; end--) {
+        struct heat_rank swap = ranks[0];
+        ranks[0] = ranks[end - 1u];
+        ranks[end - 1u] = swap;
+        heat_ranks_sift_down(ranks, end - 1u, 0);
+    }
+}
+
+/* The top live entries of a table by rate_now, then events, then key; returns the count. */
+static uint32_t heat_table_top(const struct heat_table *t, int64_t now, uint32_t top,
+                               struct heat_rank *ranks)
+{
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < t->entries_max; i++) {
+        if (!t->live[i]) {
+            continue;
+        }
+        const struct heat_counts *c = &t->counts[i];
+        heat_ranks_offer(ranks, &count, top,
+                         (struct heat_rank){.primary = heat_counts_at(c, now - 1),
+                                            .secondary = c->events,
+                                            .key = t->keys[i],
+                                            .index = i});
+    }
+    heat_ranks_sort(ranks, count);
+    return count;
+}
+
+static void heat_snapshot_partitions(const struct shard_heat *heat, uint32_t top,
+                                     struct shard_heat_snapshot *out)
+{
+    struct heat_rank ranks[SHARD_HEAT_TOP_MAX];
+    out->partition_count = heat_table_top(&heat->partitions, heat->second, top, ranks);
+    for (uint32_t r = 0; r < out->partition_count; r++) {
+        const struct heat_counts *c = &heat->partitions.counts[ranks[r].index];
+        out->partitions[r] = (struct shard_heat_partition_row){
+            .day = (int32_t)(ranks[r].key >> HEAT_SHARD_BITS),
+            .shard = ranks[r].key & ((1u << HEAT_SHARD_BITS) - 1u),
+            .rate_now = ranks[r].primary,
+            .rate_peak = c->rate_peak,
+            .window_events = heat_counts_recent(c, heat->second, SHARD_HEAT_WINDOW_S),
+            .events = c->events,
+            .over_capacity_seconds = c->over_capacity_seconds,
+            .would_throttle_events = c->would_throttle_events};
+    }
+}
+
+static void heat_snapshot_days(const struct shard_heat *heat, uint32_t top,
+                               struct shard_heat_snapshot *out)
+{
+    struct heat_rank ranks[SHARD_HEAT_TOP_MAX];
+    out->day_count = heat_table_top(&heat->days, heat->second, top, ranks);
+    for (uint32_t r = 0; r < out->day_count; r++) {
+        const struct heat_counts *c = &heat->days.counts[ranks[r].index];
+        out->days[r] = (struct shard_heat_day_row){
+            .day = (int32_t)ranks[r].key,
+            .rate_now = ranks[r].primary,
+            .rate_peak = c->rate_peak,
+            .window_events = heat_counts_recent(c, heat->second, SHARD_HEAT_WINDOW_S),
+            .growth_window_events = heat_counts_recent(c, heat->second, SHARD_HEAT_GROWTH_WINDOW_S),
+            .events = c->events};
+    }
+}
+
+static void heat_snapshot_sources(const struct shard_heat *heat, struct shard_heat_snapshot *out)
+{
+    out->source_count = 0;
+    for (uint32_t i = 0; i < SHARD_HEAT_SOURCES_MAX; i++) {
+        const struct heat_counts *c = &heat->sources[i];
+        if (c->events == 0) {
+            continue;
+        }
+        if (out->source_count == SHARD_HEAT_SOURCES_SNAPSHOT_MAX) {
+            break;
+        }
+        out->sources[out->source_count++] =
+            (struct shard_heat_source_row){.partition = (int32_t)i,
+                                           .rate_now = heat_counts_at(c, heat->second - 1),
+                                           .rate_peak = c->rate_peak,
+                                           .events = c->events};
+    }
+}
+
+/* Customers by count. A non-negative double orders like its bits read as an unsigned integer,
+ * so the counts rank through the same heap as the integer rows. */
+static void heat_snapshot_customers(const struct shard_heat *heat, uint32_t top,
+                                    struct shard_heat_snapshot *out)
+{
+    const struct heat_customers *c = &heat->customers;
+    const double per_second = 1.0 - HEAT_CUSTOMER_DECAY;
+    struct heat_rank ranks[SHARD_HEAT_TOP_MAX];
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < c->count; i++) {
+        double weight = c->heap[i].count;
+        ASSERT(weight >= 0.0);
+        if (weight == 0.0) {
+            continue;
+        }
+        uint64_t bits = 0;
+        memcpy(&bits, &weight, sizeof(bits));
+        heat_ranks_offer(
+            ranks, &count, top,
+            (struct heat_rank){.primary = bits, .key = c->heap[i].counter, .index = i});
+    }
+    heat_ranks_sort(ranks, count);
+    for (uint32_t r = 0; r < count; r++) {
+        const struct heat_heap_entry *entry = &c->heap[ranks[r].index];
+        const struct heat_customer *counter = &c->counters[entry->counter];
+        struct shard_heat_customer_row *row = &out->customers[r];
+        heat_id_copy(&row->customer, &counter->id);
+        row->rate_eps = entry->count * per_second;
+        row->error_eps = counter->error * per_second;
+    }
+    out->customer_count = count;
+    out->customer_rate_eps = c->total * per_second;
+}
+
+void shard_heat_snapshot(const struct shard_heat *heat, uint32_t top,
+                         struct shard_heat_snapshot *out)
+{
+    ASSERT(heat != NULL);
+    ASSERT(out != NULL);
+    top = top < 1u ? 1u : top > SHARD_HEAT_TOP_MAX ? SHARD_HEAT_TOP_MAX : top;
+    memset(out, 0, sizeof(*out));
+    out->second = heat->second > 0 ? heat->second - 1 : 0;
+    out->capacity_eps = heat->capacity_eps;
+    out->events = heat->total.events;
+    out->rate_now = heat_counts_at(&heat->total, heat->second - 1);
+    out->untracked_events = heat->untracked_events;
+    out->over_capacity_seconds = heat->over_capacity_seconds;
+    out->would_throttle_events = heat->would_throttle_events;
+    heat_snapshot_partitions(heat, top, out);
+    heat_snapshot_days(heat, top, out);
+    heat_snapshot_sources(heat, out);
+    heat_snapshot_customers(heat, top, out);
+    ASSERT(out->partition_count <= top);
+    ASSERT(out->customer_count <= top);
+}
+
+/* ---- the growth rule ----------------------------------------------------------------------- */
+
+uint32_t shard_growth_target(uint64_t events, uint32_t window_s, uint32_t shards,
+                             uint32_t capacity_eps, uint32_t max_shards)
+{
+    ASSERT(max_shards <= SHARD_COUNT_MAX);
+    ASSERT(shards >= 1);
+    ASSERT(window_s >= 1);
+    if (capacity_eps == 0 || shards >= max_shards) {
+        return shards;
+    }
+    /* 128 bits: events * 5 and count * capacity * window * 4 both exceed 64 bits at the edges. */
+    const ds_i128 per_shard = (ds_i128)capacity_eps * window_s;
+    if ((ds_i128)events <= per_shard * shards) {
+        return shards;
+    }
+    uint32_t count = shards;
+    while (count < max_shards && per_shard * count * 4 < (ds_i128)events * 5) {
+        count *= 2u;
+    }
+    count = count > max_shards ? max_shards : count;
+    ASSERT(count > shards);
+    return count;
+}

@@ -1,6 +1,7 @@
 /*
  * `dayshard generate`: synthetic order events as JSON lines on stdout, from the same generator
- * the demo, the benchmarks and (later) `dayshard produce` use. Deterministic for a seed.
+ * the demo, the benchmarks and `dayshard produce` use. Deterministic for a seed (and, for
+ * flash-sale, the rate: its window is placed in seconds of the schedule).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -13,17 +14,31 @@
 const char cmd_generate_usage[] =
     "usage: dayshard generate [options] > events.jsonl\n"
     "\n"
-    "Prints synthetic order events, one JSON object per line, in time order.\n"
+    "Prints synthetic order events, one JSON object per line, in time order (flash-sale: in the\n"
+    "order they are meant to be sent, see below).\n"
     "\n"
     "options:\n"
     "  --events N        how many (default 1000000)\n"
-    "  --profile P       uniform (default), busy-day or hot-customer\n"
+    "  --profile P       uniform (default), busy-day, hot-customer or flash-sale\n"
     "  --seed S          random seed (default 42); the same seed gives the same events\n"
     "  --first-day D     first day, YYYY-MM-DD (default 2026-01-01)\n"
     "  --days N          days covered (default 28)\n"
     "  --customers N     distinct customers, Zipf-distributed (default 1000000)\n"
     "  --busy-fraction F share of events on the busy day 2026-01-21 (busy-day; default 0.3)\n"
-    "  --help            this text\n";
+    "  --rate R          events per second the stream is meant to be sent at (flash-sale\n"
+    "                    needs it; `dayshard produce --rate R` with the same options sends\n"
+    "                    these events on that schedule)\n"
+    "  --help            this text\n"
+    "\n"
+    "profiles:\n"
+    "  uniform           events spread evenly over the days, in time order\n"
+    "  busy-day          one day (2026-01-21) takes --busy-fraction of all events\n"
+    "  hot-customer      customer 1 places 1% of all orders\n"
+    "  flash-sale        uniform, plus a flash sale: for 60 s of the schedule, starting a third\n"
+    "                    of the way in, the busy day 2026-01-21 runs at 50 times its share of\n"
+    "                    the rate (R / days), 49 shares on top of the uniform stream, which\n"
+    "                    goes on as before; needs --rate R and at least 90 s of events\n"
+    "                    (90 R + 60 x 49 R / days)\n";
 
 int cmd_generate(int argc, char **argv)
 {
@@ -34,6 +49,7 @@ int cmd_generate(int argc, char **argv)
                                             {"days", required_argument, NULL, 'D'},
                                             {"customers", required_argument, NULL, 'c'},
                                             {"busy-fraction", required_argument, NULL, 'b'},
+                                            {"rate", required_argument, NULL, 'r'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     struct ingest_workload_config cfg;
@@ -57,7 +73,8 @@ int cmd_generate(int argc, char **argv)
     if (optind < argc) {
         return cli_error("generate", CLI_USAGE, "unexpected argument '%s'", argv[optind]);
     }
-    if (cfg.profile == INGEST_PROFILE_BUSY_DAY && cfg.busy_day_index >= cfg.days) {
+    if ((cfg.profile == INGEST_PROFILE_BUSY_DAY || cfg.profile == INGEST_PROFILE_FLASH_SALE) &&
+        cfg.busy_day_index >= cfg.days) {
         cfg.busy_day_index = cfg.days / 2;
     }
     int rc = ingest_workload_config_check(&cfg);

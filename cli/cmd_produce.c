@@ -1,6 +1,7 @@
 /*
  * `dayshard produce`: JSON order events to a Kafka topic, from a file, stdin or the built-in
- * generator (the same events as `dayshard generate` with the same options), keyed by order_id.
+ * generator (the same events as `dayshard generate` with the same options), keyed by order_id
+ * or, with --key, by customer, day or storage partition key (for hot-partition load tests).
  * Exit 0 when every sent event was acknowledged, 1 when any was not (failed, or still
  * outstanding at the flush timeout) or the producer failed, 2 on a usage error.
  * SIGINT/SIGTERM stop sending; what was sent is still flushed and reported (a second signal
@@ -19,19 +20,34 @@
 
 #include "cli/cli.h"
 #include "ingest/ingest.h"
+#include "shard/shard.h"
 
 const char cmd_produce_usage[] =
     "usage: dayshard produce --brokers B --topic T [options] [FILE|-]\n"
     "\n"
-    "Sends JSON order events to a Kafka topic, keyed by order_id, with an idempotent,\n"
-    "lz4-compressed producer, and waits for every delivery report. Events come from FILE or\n"
-    "standard input ('-'), one per line, sent verbatim (bad events too; blank lines are\n"
-    "skipped), or, without FILE, from the generator of `dayshard generate`.\n"
+    "Sends JSON order events to a Kafka topic, keyed by order_id (see --key), with an\n"
+    "idempotent, lz4-compressed producer, and waits for every delivery report. Events come from\n"
+    "FILE or standard input ('-'), one per line, sent verbatim (bad events too, unkeyed; blank\n"
+    "lines are skipped), or, without FILE, from the generator of `dayshard generate`.\n"
     "\n"
     "options:\n"
     "  --brokers B            bootstrap servers, HOST:PORT[,HOST:PORT...]\n"
     "  --topic T              topic to send to\n"
-    "  --rate R               events per second, smoothly paced (default 0: as fast as possible)\n"
+    "  --rate R               events per second (default 0: as fast as possible), open loop:\n"
+    "                         each event is due at its place in the schedule; a producer that\n"
+    "                         falls behind sends at once until it catches up (a slow pipeline\n"
+    "                         shows as lag), and warns if it fell more than 1 s behind\n"
+    "  --key MODE             what messages are keyed by, which picks their Kafka partition:\n"
+    "                           order      the order_id (default): orders spread evenly\n"
+    "                           customer   the customer_id: a customer's orders in one partition\n"
+    "                           day        YYYY-MM-DD of the event: a day in one partition (the\n"
+    "                                      classic hot partition)\n"
+    "                           partition  DAY#YYYY-MM-DD#k, the storage key (k = shard of the\n"
+    "                                      order among the day's S shards): a day salted over S,\n"
+    "                                      S from the shard map topic T.shardmap that nodes\n"
+    "                                      publish their growths to (followed while sending)\n"
+    "  --shards N             S for --key partition of a day the map topic does not name,\n"
+    "                         1..1024 (default 4)\n"
     "  -X key=value           a librdkafka property, overriding dayshard's (repeatable)\n"
     "  --config FILE          properties file; its kafka.* keys are librdkafka properties\n"
     "  --flush-timeout-ms N   wait at most N ms at the end for delivery reports (default 60000)\n"
@@ -40,7 +56,9 @@ const char cmd_produce_usage[] =
     "\n"
     "generator options (only without FILE; defaults as in `dayshard generate`):\n"
     "  --events N             how many (default 1000000)\n"
-    "  --profile P            uniform (default), busy-day or hot-customer\n"
+    "  --profile P            uniform (default), busy-day, hot-customer or flash-sale (busy day\n"
+    "                         2026-01-21 at 50x its share of --rate for 60 s, a third of the\n"
+    "                         way in; needs --rate; see `dayshard generate --help`)\n"
     "  --seed S               random seed (default 42)\n"
     "  --first-day D          first day, YYYY-MM-DD (default 2026-01-01)\n"
     "  --days N               days covered (default 28)\n"
@@ -86,6 +104,13 @@ static int parse_option(int c, const char *value, struct produce_args *a,
     case 'C': return ingest_kafka_props_load(props, value, NULL, NULL);
     case 'F': return cli_parse_u64(value, 1, 3600000, &a->flush_timeout_ms);
     case 'j': a->json = true; return 0;
+    case 'k': return ingest_produce_key_parse(value, &a->cfg.key);
+    case 'S': {
+        uint64_t n = 0;
+        int rc = cli_parse_u64(value, 1, SHARD_COUNT_MAX, &n);
+        a->cfg.base_shards = (uint32_t)n;
+        return rc;
+    }
     }
     return -DS_EUSAGE;
 }
@@ -107,6 +132,8 @@ static int parse_args(int argc, char **argv, struct produce_args *a,
                                             {"days", required_argument, NULL, 'D'},
                                             {"customers", required_argument, NULL, 'c'},
                                             {"busy-fraction", required_argument, NULL, 'b'},
+                                            {"key", required_argument, NULL, 'k'},
+                                            {"shards", required_argument, NULL, 'S'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     static const char generator_options[] = "npsfDcb";
@@ -134,6 +161,11 @@ static int parse_args(int argc, char **argv, struct produce_args *a,
         if (rc != 0 && c == 'C') {
             return cli_error("produce", rc == -DS_EUSAGE || rc == -DS_ELIMIT ? CLI_USAGE : CLI_FAIL,
                              "bad --config file %s: %s", optarg, ds_strerror(rc));
+        }
+        if (rc != 0 && c == 'k') {
+            return cli_error("produce", CLI_USAGE,
+                             "unknown --key '%s': expected order, customer, day or partition",
+                             optarg);
         }
         if (rc != 0) {
             return cli_error("produce", CLI_USAGE, "bad value '%s' for %s%s", optarg,
@@ -163,8 +195,13 @@ static int check_args(struct produce_args *a)
                          a->first_generator_option);
     }
     struct ingest_workload_config *w = &a->cfg.workload;
-    if (w->profile == INGEST_PROFILE_BUSY_DAY && w->busy_day_index >= w->days) {
+    if ((w->profile == INGEST_PROFILE_BUSY_DAY || w->profile == INGEST_PROFILE_FLASH_SALE) &&
+        w->busy_day_index >= w->days) {
         w->busy_day_index = w->days / 2;
+    }
+    if (a->input == NULL) {
+        /* The generator's schedule is the pacing: the same stream as `generate --rate R`. */
+        w->rate_eps = (double)a->cfg.rate;
     }
     int rc = ingest_workload_config_check(w);
     if (rc != 0) {
@@ -178,10 +215,10 @@ static void print_summary(const struct ingest_produce_stats *s, bool json)
     double per_second = s->seconds > 0.0 ? (double)s->acked / s->seconds : 0.0;
     if (json) {
         printf("{\"sent\":%llu,\"acked\":%llu,\"failed\":%llu,\"skipped\":%llu,\"seconds\":%.3f,"
-               "\"events_per_second\":%.0f}\n",
+               "\"events_per_second\":%.0f,\"behind_max_s\":%.3f}\n",
                (unsigned long long)s->sent, (unsigned long long)s->acked,
                (unsigned long long)s->failed, (unsigned long long)s->skipped, s->seconds,
-               per_second);
+               per_second, s->behind_max_s);
     } else {
         printf("sent %llu, acked %llu, failed %llu, skipped %llu, %.0f events/s\n",
                (unsigned long long)s->sent, (unsigned long long)s->acked,
@@ -212,8 +249,22 @@ static int execute(struct produce_args *a, int fd)
     a->cfg.flush_timeout_ms = (uint32_t)a->flush_timeout_ms;
     a->cfg.progress_file = isatty(STDERR_FILENO) ? stderr : NULL;
     install_signals();
+    struct ingest_shardmap_follower *follower = NULL;
+    if (a->cfg.key == INGEST_PRODUCE_KEY_PARTITION) {
+        uint32_t base = a->cfg.base_shards != 0 ? a->cfg.base_shards : SHARD_COUNT_DEFAULT;
+        int rc = ingest_shardmap_follower_open(a->cfg.brokers, a->cfg.topic, a->cfg.props, base,
+                                               &follower);
+        if (rc != 0) {
+            return cli_error("produce", rc == -DS_EUSAGE ? CLI_USAGE : CLI_FAIL,
+                             "cannot follow the shard map topic %s.shardmap: %s", a->cfg.topic,
+                             ds_strerror(rc));
+        }
+        a->cfg.shards_of_day = ingest_shardmap_follower_shards;
+        a->cfg.shards_user = follower;
+    }
     struct ingest_produce_stats stats;
     int rc = ingest_produce_run(&a->cfg, &stats, &produce_stop_requested);
+    ingest_shardmap_follower_close(follower);
     if (rc == -DS_EUSAGE) {
         return cli_error("produce", CLI_USAGE, "the Kafka settings were refused (see above)");
     }

@@ -1,7 +1,8 @@
 /*
  * The generator options shared by `dayshard generate` and `dayshard produce` (--events,
- * --profile, --seed, --first-day, --days, --customers, --busy-fraction), parsed in one place so
- * the two commands cannot drift apart.
+ * --profile, --seed, --first-day, --days, --customers, --busy-fraction, and --rate, which is the
+ * schedule's rate for `generate` and also the pacing for `produce`), parsed in one place so the
+ * two commands cannot drift apart.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,10 @@
 
 static int parse_profile(const char *text, enum ingest_profile *out)
 {
-    static const char *const names[] = {"uniform", "busy-day", "hot-customer"};
+    /* Indexed by enum ingest_profile. */
+    static const char *const names[] = {"uniform", "busy-day", "hot-customer", "flash-sale"};
+    _Static_assert(sizeof(names) / sizeof(names[0]) == INGEST_PROFILE_FLASH_SALE + 1,
+                   "every profile has a name");
     for (size_t i = 0; i < DS_ARRAY_LEN(names); i++) {
         if (strcmp(text, names[i]) == 0) {
             *out = (enum ingest_profile)i;
@@ -51,6 +55,10 @@ int cli_parse_workload_option(int c, const char *value, struct ingest_workload_c
         break;
     case 'c': rc = cli_parse_u64(value, 1, 1ull << 40, &cfg->customers); break;
     case 'b': rc = parse_fraction(value, &cfg->busy_fraction); break;
+    case 'r':
+        rc = cli_parse_u64(value, 0, INGEST_WORKLOAD_RATE_EPS_MAX, &n);
+        cfg->rate_eps = (double)n;
+        break;
     }
     return rc;
 }

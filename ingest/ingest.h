@@ -4,15 +4,17 @@
  * - ingest_decode(): one JSON order event (a Kafka message value or one line of a file) into a
  *   struct ds_event, or a named reason why it is a bad event (DESIGN.md section 2). Pure, no
  *   allocation, no recursion: any thread may call it on its own event and error structs.
- * - the workload generator: deterministic synthetic order streams (uniform, busy-day and
- *   hot-customer profiles, Zipf-distributed customers) for the demo, benchmarks and
- *   `dayshard produce`. One generator belongs to one thread.
+ * - the workload generator: deterministic synthetic order streams (uniform, busy-day,
+ *   hot-customer and flash-sale profiles, Zipf-distributed customers), each event with its
+ *   intended send time, for the demo, benchmarks and `dayshard produce`. One generator belongs
+ *   to one thread.
  * - the file pipeline (ingest_file_run): read JSON lines, decode on one thread, route and append
  *   on a writer thread, dead-letter the bad lines, commit durably; used by `dayshard ingest`.
  */
 #ifndef DS_INGEST_H
 #define DS_INGEST_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -89,9 +91,11 @@ DS_MUST_USE int ingest_event_format_json(const struct ds_event *event, char *dst
 /* ---- workload generator -------------------------------------------------------------------- */
 
 enum ingest_profile {
-    INGEST_PROFILE_UNIFORM = 0, /* events spread evenly over the days, in time order */
-    INGEST_PROFILE_BUSY_DAY,    /* like uniform, but one day takes busy_fraction of all events */
-    INGEST_PROFILE_HOT_CUSTOMER /* like uniform, but one customer places hot_fraction of orders */
+    INGEST_PROFILE_UNIFORM = 0,  /* events spread evenly over the days, in time order */
+    INGEST_PROFILE_BUSY_DAY,     /* like uniform, but one day takes busy_fraction of all events */
+    INGEST_PROFILE_HOT_CUSTOMER, /* like uniform, but one customer places hot_fraction of orders */
+    INGEST_PROFILE_FLASH_SALE    /* like uniform, plus a flash window of the schedule in which
+                                  * the busy day's rate is flash_factor times its share (below) */
 };
 
 struct ingest_workload_config {
@@ -102,14 +106,38 @@ struct ingest_workload_config {
     uint32_t days;               /* how many consecutive days the stream covers (>= 1) */
     uint64_t customers;          /* distinct customer ids, drawn Zipf(zipf_s) */
     double zipf_s;               /* Zipf exponent, e.g. 1.1 */
-    uint32_t busy_day_index;     /* busy-day: which day (0-based) is busy */
+    uint32_t busy_day_index;     /* busy-day and flash-sale: which day (0-based) is busy */
     double busy_fraction;        /* busy-day: share of all events on the busy day, 0..1 */
     double hot_fraction;         /* hot-customer: share of events from customer 1 */
     uint32_t string_id_permille; /* share (1/1000) of events whose ids are strings */
+    /* The schedule: the base rate (events/s) the stream is meant to be sent at, 0 = none (every
+     * send time is then 0); at most INGEST_WORKLOAD_RATE_EPS_MAX. flash-sale needs one. */
+    double rate_eps;
+    uint32_t flash_factor;       /* flash-sale: the busy day's rate in the window, in shares */
+    uint32_t flash_seconds;      /* flash-sale: how long the window lasts, in schedule seconds */
+    double flash_start_fraction; /* flash-sale: where it starts, share of the schedule, [0, 1) */
 };
 
-/* Fills cfg with the defaults used by the demo and benchmarks. */
+/* flash-sale: the busy day's share of the base rate is rate_eps / days. During the window the
+ * stream sends every event of the uniform stream as before (every day keeps its rate) plus
+ * (flash_factor - 1) * rate_eps / days events on the busy day, so the busy day's rate is
+ * flash_factor times its share and the total rate rate_eps * (1 + (flash_factor - 1) / days).
+ * events counts both kinds; the uniform events take events minus the window's extra ones, and
+ * the schedule's duration is their count / rate_eps. Timestamps of the uniform events follow
+ * the month in order as in the uniform profile; the window's events fall on the busy day, in
+ * order among themselves (so the stream as a whole is not in ts order). */
+/* Limits: 10^8 events/s is beyond any one producer (and is what `--rate` accepts); a thousand
+ * shares is past any sale on record; a window longer than a day is the busy-day profile. Their
+ * product keeps a window's extra event count exact in a double. */
+#define INGEST_WORKLOAD_RATE_EPS_MAX 100000000u
+#define INGEST_WORKLOAD_FLASH_FACTOR_MAX 1000u
+#define INGEST_WORKLOAD_FLASH_SECONDS_MAX 86400u
+
+/* Fills cfg with the defaults used by the demo and benchmarks (rate_eps 0, flash_factor 50,
+ * flash_seconds 60, flash_start_fraction 1/3). */
 void ingest_workload_defaults(struct ingest_workload_config *cfg);
+/* Returns 0, or -DS_EUSAGE with the offending field and its valid range logged (ds_log_error):
+ * for flash-sale also when rate_eps is 0 or the window does not fit inside the schedule. */
 DS_MUST_USE int ingest_workload_config_check(const struct ingest_workload_config *cfg);
 
 struct ingest_workload;
@@ -117,8 +145,14 @@ DS_MUST_USE int ingest_workload_create(const struct ingest_workload_config *cfg,
                                        struct ingest_workload **out);
 void ingest_workload_destroy(struct ingest_workload *w);
 /* The next event; returns false when all cfg->events have been generated. Events come in
- * non-decreasing ts order, with order ids unique and increasing. */
+ * non-decreasing ts order (flash-sale: the uniform events and the window's events each are),
+ * with order ids unique and increasing. */
 bool ingest_workload_next(struct ingest_workload *w, struct ds_event *event);
+/* The intended send time, in seconds from the stream's start, of the event last returned by
+ * ingest_workload_next (which must have returned one): index / rate_eps for the event of that
+ * 0-based index, except that flash-sale's window adds its events between the uniform ones.
+ * Non-decreasing from event to event; 0 when rate_eps is 0. */
+double ingest_workload_send_time(const struct ingest_workload *w);
 /* Generates every event of cfg as JSON lines into out (`dayshard generate`, the demo, the
  * benchmarks); adds the bytes written to *bytes when bytes is not NULL. Returns 0, a negated
  * errno when a write failed, or ingest_workload_create's error. Does not close or flush out. */
@@ -233,15 +267,57 @@ void ingest_broker_stop(struct ingest_broker *b);
 
 /* ---- Kafka: the producer and load generator ---------------------------------------------- */
 
+/* What the producer keys Kafka messages by (`dayshard produce --key`); the key picks the Kafka
+ * partition (librdkafka's default partitioner). Append new modes, never renumber. */
+enum ingest_produce_key {
+    INGEST_PRODUCE_KEY_ORDER = 0, /* the order_id's text: decimal, or a string id's bytes */
+    INGEST_PRODUCE_KEY_CUSTOMER,  /* the customer_id's text, the same way */
+    INGEST_PRODUCE_KEY_DAY,       /* "YYYY-MM-DD", the event's UTC day: one partition per day */
+    INGEST_PRODUCE_KEY_PARTITION, /* "DAY#YYYY-MM-DD#k", k = shard_of_id(order_id, S(day)) */
+};
+/* The longest key: a 64-byte string id (a partition key is at most 23 bytes, a day 10). */
+#define INGEST_PRODUCE_KEY_BYTES_MAX 64u
+
+/* S(day) for --key partition, from whoever follows the shard map: 1..SHARD_COUNT_MAX, or 0 when
+ * the day is unknown (the producer then uses base_shards). Called on the producing thread once
+ * per event keyed by partition; must be quick. */
+typedef uint32_t (*ingest_produce_shards_fn)(int32_t day, void *user);
+
+/* "order", "customer", "day", "partition" into *out; returns 0 or -DS_EUSAGE. */
+DS_MUST_USE int ingest_produce_key_parse(const char *text, enum ingest_produce_key *out);
+/* The name ingest_produce_key_parse takes; "unknown" for a value out of range. Never NULL. */
+const char *ingest_produce_key_name(enum ingest_produce_key mode);
+/* Writes the key of a decoded (or generated) event under mode into dst, not NUL-terminated;
+ * returns its length (1..INGEST_PRODUCE_KEY_BYTES_MAX), or -ENOSPC when dst_capacity is too
+ * small (dst untouched). Order mode reads only event->order_id. Partition mode asks
+ * shards_of_day (may be NULL) for S(day) and uses base_shards (1..SHARD_COUNT_MAX) when it is
+ * NULL or answers 0. Pure apart from the callback; any thread. */
+DS_MUST_USE int ingest_produce_key_format(enum ingest_produce_key mode,
+                                          const struct ds_event *event, uint32_t base_shards,
+                                          char *dst, size_t dst_capacity,
+                                          ingest_produce_shards_fn shards_of_day,
+                                          void *shards_user);
+
 struct ingest_produce_config {
     const char *brokers;
     const char *topic;
     const struct ingest_kafka_props *props; /* may be NULL */
     int input_fd;                           /* JSON lines to send, or -1 to use the generator */
     struct ingest_workload_config workload; /* when input_fd < 0 */
-    uint64_t rate;                          /* events/s, 0 = as fast as possible */
-    void *progress_file;                    /* FILE * for a progress line (a terminal), or NULL */
-    uint32_t flush_timeout_ms; /* wait this long at the end for delivery reports; 0 = 60000 */
+    /* Events/s, 0 = as fast as possible. Open loop: event i is due at the start plus its send
+     * time (the generator's schedule, with workload.rate_eps set to rate; i / rate for lines),
+     * and a producer that falls behind sends at once until it has caught up, never skipping.
+     * With the generator, 0 takes workload.rate_eps as the rate. */
+    uint64_t rate;
+    void *progress_file;         /* FILE * for a progress line (a terminal), or NULL */
+    uint32_t flush_timeout_ms;   /* wait this long at the end for delivery reports; 0 = 60000 */
+    enum ingest_produce_key key; /* what messages are keyed by (default order) */
+    uint32_t base_shards;        /* S(day) for --key partition: 0 = SHARD_COUNT_DEFAULT */
+    ingest_produce_shards_fn shards_of_day; /* may be NULL: then every day has base_shards */
+    void *shards_user;
+    /* When not NULL, kept equal to the acknowledged count as delivery reports arrive (another
+     * thread may watch it: the load test's sampler). */
+    atomic_uint_fast64_t *acked_live;
 };
 
 struct ingest_produce_stats {
@@ -250,15 +326,35 @@ struct ingest_produce_stats {
     uint64_t failed;  /* delivery reports with an error, or never delivered */
     uint64_t skipped; /* input lines not sent: blank, or over the message size limit */
     double seconds;
+    double behind_max_s; /* paced: how far behind its schedule the producer ever was */
 };
 
-/* Sends every event (keyed by order_id when it can be read, else unkeyed), idempotent and
- * compressed, then waits for every delivery report. Stops early when *stop becomes non-zero
- * (stop may be NULL). Returns 0 when every sent event was acknowledged, else -DS_EKAFKA (or a
- * negated errno for the input; -DS_EUSAGE, before sending, when librdkafka refuses a property).
+/* Sends every event (keyed by cfg->key when the event can be read, else unkeyed; the order key
+ * of an input line needs only a readable order_id), idempotent and compressed, then waits for
+ * every delivery report. Warns once (ds_log_warn) when it fell more than a second behind its
+ * schedule. Stops early when *stop becomes non-zero (stop may be NULL). Returns 0 when every
+ * sent event was acknowledged, else -DS_EKAFKA (or a negated errno for the input; -DS_EUSAGE,
+ * before sending, when librdkafka refuses a property or a field of cfg is out of range).
  * Fills *stats in every case. */
 DS_MUST_USE int ingest_produce_run(const struct ingest_produce_config *cfg,
                                    struct ingest_produce_stats *stats, const volatile int *stop);
+
+/* ---- Kafka: following the shard map topic (`dayshard produce --key partition`) ----------- */
+
+/* A reader of "<topic>.shardmap" keeping S(day) in memory, for producers that salt their keys
+ * with the shard map. One thread owns it (the producing one). */
+struct ingest_shardmap_follower;
+/* Connects and reads the topic to its end (at most a few seconds: a topic that is missing or
+ * slow leaves every day at base_shards, with a warning). Returns 0, -DS_EUSAGE (a refused
+ * property), -ENOMEM or -DS_EKAFKA. */
+DS_MUST_USE int ingest_shardmap_follower_open(const char *brokers, const char *topic,
+                                              const struct ingest_kafka_props *props,
+                                              uint32_t base_shards,
+                                              struct ingest_shardmap_follower **out);
+/* S(day) as the topic says (reading what arrived since, at most every 100 ms), or 0 for a day
+ * the topic does not name: an ingest_produce_shards_fn, user = the follower. */
+uint32_t ingest_shardmap_follower_shards(int32_t day, void *user);
+void ingest_shardmap_follower_close(struct ingest_shardmap_follower *f);
 
 /* ---- Kafka: the node (`dayshard run`) ------------------------------------------------------ */
 
@@ -285,6 +381,11 @@ typedef void (*ingest_node_lag_fn)(int32_t partition, int64_t lag, void *user);
  * every assigned partition (librdkafka pause), keeps serving rebalances and commits, and
  * resumes when it returns false. */
 typedef bool (*ingest_node_pause_fn)(void *user);
+/* Heat (shard/shard.h): on the consumer thread once a second, the node's heat report (write
+ * rates per partition, day, Kafka partition and customer; the growths of the shard map). The
+ * report is the node's: copy what is needed before returning. */
+struct shard_heat_report;
+typedef void (*ingest_node_heat_fn)(const struct shard_heat_report *report, void *user);
 
 struct ingest_node_config {
     const char *brokers;
@@ -297,7 +398,13 @@ struct ingest_node_config {
     uint32_t commit_interval_ms;            /* group commit (and Kafka offset commit) cadence */
     uint32_t status_interval_ms;            /* how often the consumer lag is logged */
     const char *dlq_topic; /* also send dead letters to this topic (NULL: the file only) */
+    /* Adaptive write sharding (DESIGN.md section 3): a day whose write rate (producer time)
+     * exceeds shard_capacity_eps per shard grows, up to max_shards; 0 keeps counts fixed. */
+    uint32_t shard_capacity_eps;
+    uint32_t max_shards;
+    bool no_shardmap_topic;            /* do not follow or publish "<topic>.shardmap" */
     ingest_node_commit_fn on_commit;   /* may be NULL */
+    ingest_node_heat_fn on_heat;       /* may be NULL */
     ingest_node_lag_fn on_lag;         /* may be NULL */
     ingest_node_pause_fn should_pause; /* may be NULL */
     void *observer_user;
@@ -310,6 +417,8 @@ struct ingest_node_stats {
     uint64_t commits;
     uint64_t rebalances; /* assignments and revocations served */
     uint64_t pauses;     /* times should_pause stopped consumption */
+    uint64_t growths;    /* shard count growths this node made (adaptive sharding) */
+    uint64_t merged;     /* growths taken from the shard map topic */
     int64_t lag;         /* consumer lag at the last status (messages), -1 unknown */
 };
 

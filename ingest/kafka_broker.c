@@ -345,19 +345,34 @@ static int broker_bootstrap_check(struct ingest_broker *b, const struct sockaddr
     return 0;
 }
 
-static int broker_topic_create(struct ingest_broker *b, const char *topic)
+static int broker_topic_create_one(struct ingest_broker *b, const char *topic, uint32_t partitions)
 {
     uint32_t replication =
         b->brokers < BROKER_REPLICATION_MAX ? b->brokers : BROKER_REPLICATION_MAX;
     rd_kafka_resp_err_t err =
-        rd_kafka_mock_topic_create(b->cluster, topic, (int)b->partitions, (int)replication);
+        rd_kafka_mock_topic_create(b->cluster, topic, (int)partitions, (int)replication);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        ds_log_error("broker: cannot create topic %s with %u partitions: %s", topic, b->partitions,
+        ds_log_error("broker: cannot create topic %s with %u partitions: %s", topic, partitions,
                      rd_kafka_err2str(err));
         return -DS_EKAFKA;
     }
+    return 0;
+}
+
+/* The data topic and its shard map topic ("<topic>.shardmap", one partition: the mock broker
+ * implements no CreateTopics for the nodes to create it, nor compaction, which a map of a few
+ * messages per day does not need here). */
+static int broker_topic_create(struct ingest_broker *b, const char *topic)
+{
     size_t len = strlen(topic);
     ASSERT(len < sizeof(b->topic));
+    char map_topic[BROKER_TOPIC_BYTES_MAX + sizeof(".shardmap")];
+    snprintf(map_topic, sizeof(map_topic), "%s.shardmap", topic);
+    int rc = broker_topic_create_one(b, topic, b->partitions);
+    rc = rc == 0 ? broker_topic_create_one(b, map_topic, 1) : rc;
+    if (rc != 0) {
+        return rc;
+    }
     memcpy(b->topic, topic, len + 1);
     return 0;
 }

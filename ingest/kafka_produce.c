@@ -1,7 +1,13 @@
 /*
  * The producer and load generator behind `dayshard produce`: JSON events from a file, stdin or
- * the workload generator, sent to one Kafka topic keyed by order_id, idempotent and compressed,
- * then every delivery report awaited (bounded by flush_timeout_ms).
+ * the workload generator, sent to one Kafka topic keyed as cfg->key says (produce_key.c),
+ * idempotent and compressed, then every delivery report awaited (bounded by flush_timeout_ms).
+ *
+ * Pacing is open loop, as a load test needs: event i is due at start + its send time (the
+ * generator's schedule, or i / rate for input lines); the producer waits for that moment, and
+ * when it is late it sends at once until it has caught up, never skipping an event and never
+ * moving the schedule. So a slow pipeline shows as lag in Kafka, not as a slower producer;
+ * how far behind the producer itself ever fell is reported (behind_max_s) and warned about.
  *
  * Invariants: everything here runs on the calling thread. librdkafka's delivery-report and
  * error callbacks are served only by rd_kafka_poll()/rd_kafka_flush() on this thread, so the
@@ -15,7 +21,10 @@
  * Input lines are cut from one fixed read buffer with memchr and copied by librdkafka
  * (RD_KAFKA_MSG_F_COPY), so nothing is allocated per event on our side.
  *
- * Rejected: rd_kafka_producev() (it parses varargs and looks the topic up for every message,
+ * Rejected: a token bucket that may catch up only a few milliseconds of events after a stall (the
+ * previous design): a stalled producer became a slower one, hiding the very lag a load test
+ * measures, and a flash-sale schedule could not be followed at all;
+ * rd_kafka_producev() (it parses varargs and looks the topic up for every message,
  * which rd_kafka_produce() with a topic handle does not); generating or reading on a thread
  * apart from the polling one (profiled, this thread and librdkafka's broker thread already take
  * about half of the CPU each, so on two cores a third busy thread would only contend, and the
@@ -26,12 +35,14 @@
 #include <errno.h>
 #include <librdkafka/rdkafka.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "ingest/ingest.h"
+#include "shard/shard.h"
 
 /* Used when the caller leaves flush_timeout_ms at 0: a minute covers broker fail-over and
  * leader elections of a real cluster without hanging a script forever. */
@@ -46,12 +57,18 @@
 #define PRODUCE_POLL_EVERY 1024u
 /* The progress line is rewritten about four times a second. */
 #define PRODUCE_PROGRESS_NS 250000000ull
-/* Waiting steps: pacing and a full queue wait in 1 ms steps; the input waits in 100 ms steps. */
+/* Waiting steps: a full queue waits in 1 ms steps; the input waits in 100 ms steps; pacing
+ * waits until the next event is due (rounded up to the millisecond, so an event is at most about
+ * a millisecond late) but at most 100 ms at a time, so that a stop request, delivery reports
+ * and the progress line are served during long gaps of a schedule. */
 #define PRODUCE_STEP_MS 1
 #define PRODUCE_INPUT_WAIT_MS 100
-/* Pacing may catch up at most 10 ms worth of events after a stall: smooth, yet tolerant of a
- * sleep that overshoots its millisecond. */
-#define PRODUCE_BURST_SECONDS 0.010
+#define PRODUCE_PACE_WAIT_MS_MAX 100u
+/* Falling further behind the schedule than this is worth a warning: well above the millisecond
+ * jitter of the waits and of linger.ms, well below what a load test reads as lag. */
+#define PRODUCE_BEHIND_WARN_S 1.0
+/* Send times are capped here (about 31 years) so that their nanoseconds fit in 64 bits. */
+#define PRODUCE_DUE_S_MAX 1e9
 /* After a flush timeout, purged messages get their (failed) reports within this time. */
 #define PRODUCE_PURGE_WAIT_MS 1000
 #define PRODUCE_ERROR_BYTES_MAX 512u
@@ -89,6 +106,9 @@ struct produce {
     rd_kafka_topic_t *rkt;
     struct ingest_workload *workload; /* when generating */
     struct produce_input input;       /* when reading */
+    double rate_eps;                  /* the schedule's rate; 0 = as fast as possible */
+    uint32_t base_shards;             /* S(day) when the shard map does not say */
+    uint64_t lines_taken;             /* input lines taken to send: the next one's index */
     uint64_t sent;
     uint64_t acked;
     uint64_t failed;
@@ -96,15 +116,13 @@ struct produce {
     bool fatal;
     rd_kafka_resp_err_t first_delivery_error;
     char last_error[PRODUCE_ERROR_BYTES_MAX]; /* the last client error, for the final reason */
-    double tokens;
-    double burst;
-    uint64_t refill_ns;
-    uint64_t start_ns;
+    uint64_t start_ns;                        /* the schedule's origin */
+    double behind_max_s;
     uint64_t progress_ns;
     uint64_t progress_acked;
     bool progress_shown;
     char json[INGEST_JSON_LINE_BYTES_MAX];
-    char key[DS_ID_BYTES_MAX];
+    char key[INGEST_PRODUCE_KEY_BYTES_MAX];
 };
 
 /* ---- librdkafka callbacks (delivery reports and errors on the polling thread) ----------- */
@@ -116,6 +134,9 @@ static void produce_on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, v
     ASSERT(p != NULL);
     if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         p->acked++;
+        if (p->cfg->acked_live != NULL) {
+            atomic_store_explicit(p->cfg->acked_live, p->acked, memory_order_relaxed);
+        }
     } else {
         if (p->failed == 0) {
             p->first_delivery_error = msg->err;
@@ -223,16 +244,24 @@ static int produce_client_create(struct produce *p)
     return 0;
 }
 
+/* The generator, its schedule at the producer's rate (or at its own when the producer has
+ * none), or the input buffer. Returns 0 or an error (logged). */
 static int produce_source_create(struct produce *p)
 {
     const struct ingest_produce_config *cfg = p->cfg;
     if (cfg->input_fd < 0) {
-        int rc = ingest_workload_create(&cfg->workload, &p->workload);
+        struct ingest_workload_config workload = cfg->workload;
+        if (cfg->rate > 0) {
+            workload.rate_eps = (double)cfg->rate;
+        }
+        p->rate_eps = workload.rate_eps;
+        int rc = ingest_workload_create(&workload, &p->workload);
         if (rc != 0) {
             ds_log_error("produce: invalid workload: %s", ds_strerror(rc));
         }
         return rc;
     }
+    p->rate_eps = (double)cfg->rate;
     p->input.fd = cfg->input_fd;
     p->input.buf = malloc(PRODUCE_READ_BYTES);
     if (p->input.buf == NULL) {
@@ -270,51 +299,56 @@ static void produce_progress(struct produce *p)
     p->progress_shown = true;
 }
 
-/* Takes one token from the bucket, refilled at cfg->rate per second and checked in 1 ms steps
- * while delivery reports are served. Returns false when asked to stop first. */
+/* The send time of the event about to be sent, in seconds from the start. */
+static double produce_due_s(const struct produce *p)
+{
+    if (p->workload != NULL) {
+        return ingest_workload_send_time(p->workload);
+    }
+    ASSERT(p->lines_taken >= 1);
+    return (double)(p->lines_taken - 1) / p->rate_eps;
+}
+
+/* Waits until the event about to be sent is due, serving delivery reports; when it is already
+ * due, returns at once and records how late it is. Returns false when asked to stop first. */
 static bool produce_pace(struct produce *p)
 {
-    ASSERT(p->cfg->rate > 0);
-    ASSERT(p->burst >= 1.0);
-    while (p->tokens < 1.0) {
+    ASSERT(p->rate_eps > 0.0);
+    double due_s = produce_due_s(p);
+    ASSERT(due_s >= 0.0);
+    /* Past PRODUCE_DUE_S_MAX (a slow rate over a long stream) an event is simply never due. */
+    uint64_t due_ns =
+        p->start_ns + (uint64_t)((due_s < PRODUCE_DUE_S_MAX ? due_s : PRODUCE_DUE_S_MAX) * 1e9);
+    for (;;) {
+        uint64_t now = ds_clock_ns();
+        if (now >= due_ns) {
+            double behind_s = (double)(now - due_ns) / 1e9;
+            if (behind_s > p->behind_max_s) {
+                p->behind_max_s = behind_s;
+            }
+            return true;
+        }
         if (produce_stopping(p)) {
             return false;
         }
-        uint64_t now = ds_clock_ns();
-        p->tokens += (double)(now - p->refill_ns) * (double)p->cfg->rate / 1e9;
-        p->refill_ns = now;
-        if (p->tokens > p->burst) {
-            p->tokens = p->burst;
-        }
-        if (p->tokens < 1.0) {
-            rd_kafka_poll(p->rk, PRODUCE_STEP_MS);
-            produce_progress(p);
-        }
+        uint64_t wait_ms = (due_ns - now + 999999u) / 1000000u;
+        rd_kafka_poll(
+            p->rk, (int)(wait_ms < PRODUCE_PACE_WAIT_MS_MAX ? wait_ms : PRODUCE_PACE_WAIT_MS_MAX));
+        produce_progress(p);
     }
-    p->tokens -= 1.0;
-    return true;
 }
 
 /* ---- sources: the generator and JSON lines ----------------------------------------------- */
 
-/* The key of an order: the decimal text of an integer id (1..2^63-1), or a string id's bytes. */
-static size_t produce_key_from_id(const struct ds_id *id, char *dst)
+/* Keys m by the event under cfg->key. */
+static void produce_key_set(struct produce *p, const struct ds_event *event,
+                            struct produce_message *m)
 {
-    if (id->is_string) {
-        ASSERT(id->len >= 1 && id->len <= DS_ID_BYTES_MAX);
-        memcpy(dst, id->text, id->len);
-        return id->len;
-    }
-    ASSERT(id->value >= 1);
-    char digits[24];
-    size_t n = 0;
-    for (uint64_t v = (uint64_t)id->value; v != 0; v /= 10) {
-        digits[n++] = (char)('0' + v % 10);
-    }
-    for (size_t i = 0; i < n; i++) {
-        dst[i] = digits[n - 1 - i];
-    }
-    return n;
+    int n = ingest_produce_key_format(p->cfg->key, event, p->base_shards, p->key, sizeof(p->key),
+                                      p->cfg->shards_of_day, p->cfg->shards_user);
+    ASSERT(n > 0);
+    m->key = p->key;
+    m->key_len = (size_t)n;
 }
 
 /* Returns 1 with the next generated event in *m, or 0 at the end. */
@@ -326,8 +360,8 @@ static int produce_next_generated(struct produce *p, struct produce_message *m)
     }
     int n = ingest_event_format_json(&event, p->json, sizeof(p->json));
     ASSERT(n > 0);
-    *m = (struct produce_message){.value = p->json, .value_len = (size_t)n, .key = p->key};
-    m->key_len = produce_key_from_id(&event.order_id, p->key);
+    *m = (struct produce_message){.value = p->json, .value_len = (size_t)n};
+    produce_key_set(p, &event, m);
     return 1;
 }
 
@@ -447,8 +481,28 @@ static bool produce_blank(const char *line, size_t len)
     return true;
 }
 
-/* Returns 1 with the next non-blank input line in *m (keyed by its order_id when one can be
- * read), 0 at the end or when asked to stop, or a negated errno. */
+/* Keys an input line under cfg->key when it can: the order key needs only a readable order_id
+ * (ingest_decode_order_id, the fast path), the others decode the whole event. A line that
+ * cannot be keyed goes unkeyed: the consumer's dead-letter path must see it as it is. */
+static void produce_key_line(struct produce *p, const char *line, size_t len,
+                             struct produce_message *m)
+{
+    struct ds_event event;
+    if (p->cfg->key == INGEST_PRODUCE_KEY_ORDER) {
+        /* Order mode reads only order_id: the rest of event stays unset. */
+        if (ingest_decode_order_id(line, len, &event.order_id) == 0) {
+            produce_key_set(p, &event, m);
+        }
+        return;
+    }
+    struct ingest_error error;
+    if (ingest_decode(line, len, &event, &error) == 0) {
+        produce_key_set(p, &event, m);
+    }
+}
+
+/* Returns 1 with the next non-blank input line in *m (keyed when it can be), 0 at the end or
+ * when asked to stop, or a negated errno. */
 static int produce_next_line(struct produce *p, struct produce_message *m)
 {
     const char *line = NULL;
@@ -465,11 +519,8 @@ static int produce_next_line(struct produce *p, struct produce_message *m)
     }
     *m = (struct produce_message){
         .value = line, .value_len = len, .line_number = p->input.line_number};
-    struct ds_id order_id;
-    if (ingest_decode_order_id(line, len, &order_id) == 0) {
-        m->key = p->key;
-        m->key_len = produce_key_from_id(&order_id, p->key);
-    }
+    p->lines_taken++;
+    produce_key_line(p, line, len, m);
     return 1;
 }
 
@@ -527,7 +578,7 @@ static int produce_send_all(struct produce *p)
         if (rc <= 0) {
             return rc;
         }
-        if (p->cfg->rate > 0 && !produce_pace(p)) {
+        if (p->rate_eps > 0.0 && !produce_pace(p)) {
             return 0;
         }
         rc = produce_send(p, &m);
@@ -590,9 +641,29 @@ static void produce_deinit(struct produce *p)
     free(p->input.buf);
 }
 
+/* Checks what librdkafka does not: the key mode and the base shard count. Returns 0 or
+ * -DS_EUSAGE (logged). */
+static int produce_check(struct produce *p)
+{
+    const struct ingest_produce_config *cfg = p->cfg;
+    if ((unsigned)cfg->key > INGEST_PRODUCE_KEY_PARTITION) {
+        ds_log_error("produce: unknown key mode %d", (int)cfg->key);
+        return -DS_EUSAGE;
+    }
+    if (cfg->base_shards > SHARD_COUNT_MAX) {
+        ds_log_error("produce: base shard count %u is over %u", cfg->base_shards, SHARD_COUNT_MAX);
+        return -DS_EUSAGE;
+    }
+    p->base_shards = cfg->base_shards != 0 ? cfg->base_shards : SHARD_COUNT_DEFAULT;
+    return 0;
+}
+
 static int produce_run(struct produce *p)
 {
-    int rc = produce_source_create(p);
+    int rc = produce_check(p);
+    if (rc == 0) {
+        rc = produce_source_create(p);
+    }
     if (rc == 0) {
         rc = produce_client_create(p);
     }
@@ -600,14 +671,13 @@ static int produce_run(struct produce *p)
         return rc;
     }
     p->start_ns = ds_clock_ns();
-    p->refill_ns = p->start_ns;
     p->progress_ns = p->start_ns;
-    p->burst = (double)p->cfg->rate * PRODUCE_BURST_SECONDS;
-    if (p->burst < 1.0) {
-        p->burst = 1.0;
-    }
-    p->tokens = 1.0;
     int send_rc = produce_send_all(p);
+    if (p->behind_max_s > PRODUCE_BEHIND_WARN_S) {
+        ds_log_warn("produce: producer fell %.1f s behind its schedule: the producer itself, not "
+                    "the pipeline, limited the rate",
+                    p->behind_max_s);
+    }
     rc = produce_finish(p);
     if (p->progress_shown) {
         fputc('\n', (FILE *)p->cfg->progress_file);
@@ -638,6 +708,7 @@ int ingest_produce_run(const struct ingest_produce_config *cfg, struct ingest_pr
         .failed = p->sent - p->acked,
         .skipped = p->skipped,
         .seconds = p->start_ns != 0 ? (double)(end_ns - p->start_ns) / 1e9 : 0.0,
+        .behind_max_s = p->behind_max_s,
     };
     produce_deinit(p);
     free(p);

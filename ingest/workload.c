@@ -10,6 +10,13 @@
  * rounding and segments cover disjoint, ascending time ranges, so timestamps never decrease
  * and each day's share of events is exact to within one event, without sorting or buffering.
  *
+ * flash-sale: the uniform stream as above, over events minus the window's extra ones, merged by
+ * send time with the window's extra events. A uniform event of index j is due at j / rate_eps;
+ * the window starts at flash_start_fraction of the schedule (the uniform events' count /
+ * rate_eps) and its E = (flash_factor - 1) * rate_eps * flash_seconds / days extra events (rounded)
+ * are due every flash_seconds / E from there, with timestamps spread in order over the busy day
+ * by the same stratified mapping. Ties go to the uniform event, so send times never decrease.
+ *
  * Customers: Zipf(zipf_s) over 1..customers by rejection-inversion (W. Hörmann and
  * G. Derflinger, "Rejection-inversion to generate variates from monotone discrete
  * distributions", 1996, as in Apache Commons RNG): O(1) per sample, at most 1.015 attempts on
@@ -24,7 +31,11 @@
  *
  * Rejected: drawing independent timestamps and sorting them (needs all N in memory, and the
  * generator feeds benchmarks of 10^8 events); a Zipf table with binary search (O(customers)
- * memory, 8 MB per million customers, and slower than rejection-inversion past cache size).
+ * memory, 8 MB per million customers, and slower than rejection-inversion past cache size);
+ * a flash window that takes its events from the other days (thinning them while it lasts): the
+ * total rate would not rise, yet a flash sale adds load, and that is what a load test wants to
+ * see; and a flash window placed where the uniform stream passes the busy day (keeping the whole
+ * stream in ts order): the window would then depend on the month's length, not on the schedule.
  */
 #include <errno.h>
 #include <math.h>
@@ -52,6 +63,18 @@
 #define WORKLOAD_UNITS_PER_CENT (DS_AMOUNT_SCALE / 100)
 /* At most three time segments: before the busy day, the busy day, after it. */
 #define WORKLOAD_SEGMENTS_MAX 3u
+/* Defaults of the flash-sale profile: "a day whose rate jumps 50x for a minute", a third of the
+ * way into the schedule (after a steady start that a load test can take as its baseline). */
+#define WORKLOAD_FLASH_FACTOR_DEFAULT 50u
+#define WORKLOAD_FLASH_SECONDS_DEFAULT 60u
+#define WORKLOAD_FLASH_START_FRACTION_DEFAULT (1.0 / 3.0)
+
+/* The most extra events a window can have (before dividing by the days). */
+#define WORKLOAD_FLASH_EVENTS_MAX                                                                  \
+    ((uint64_t)INGEST_WORKLOAD_FLASH_FACTOR_MAX * INGEST_WORKLOAD_RATE_EPS_MAX *                   \
+     INGEST_WORKLOAD_FLASH_SECONDS_MAX)
+_Static_assert(WORKLOAD_FLASH_EVENTS_MAX < (1ull << 53),
+               "a window's extra event count is exact in a double");
 
 /* A slice [q_begin, q_end) of the quantile range spread evenly over [ms_begin, ms_begin +
  * ms_len). */
@@ -86,8 +109,19 @@ struct ingest_workload {
     struct ingest_workload_config cfg;
     uint64_t rng[4];
     uint64_t emitted;
-    double events_inverse; /* 1 / cfg.events */
-    int64_t last_ts_ms;
+    uint64_t uniform_events;  /* events of the month's stream: cfg.events - flash_events */
+    uint64_t uniform_emitted; /* its next index */
+    double events_inverse;    /* 1 / uniform_events */
+    int64_t last_ts_ms;       /* of the uniform events */
+    double send_time_s;       /* of the event last returned */
+    /* flash-sale's window (flash_events is 0 for the other profiles). */
+    uint64_t flash_events;
+    uint64_t flash_emitted;
+    double flash_start_s;
+    double flash_step_s;       /* flash_seconds / flash_events */
+    double flash_ms_per_event; /* a day's milliseconds / flash_events */
+    int64_t flash_day_ms;      /* the busy day's first millisecond */
+    int64_t flash_last_ts_ms;
     size_t segment_count;
     struct workload_segment segments[WORKLOAD_SEGMENTS_MAX];
     bool zipf_used;      /* false when every customer is the hot one */
@@ -234,6 +268,10 @@ void ingest_workload_defaults(struct ingest_workload_config *cfg)
     cfg->busy_fraction = 0.3;
     cfg->hot_fraction = 0.01;
     cfg->string_id_permille = 0;
+    cfg->rate_eps = 0.0;
+    cfg->flash_factor = WORKLOAD_FLASH_FACTOR_DEFAULT;
+    cfg->flash_seconds = WORKLOAD_FLASH_SECONDS_DEFAULT;
+    cfg->flash_start_fraction = WORKLOAD_FLASH_START_FRACTION_DEFAULT;
 }
 
 /* True for a share in [0, 1]; false for NaN too. */
@@ -242,31 +280,158 @@ static bool workload_fraction_valid(double fraction)
     return fraction >= 0.0 && fraction <= 1.0;
 }
 
-int ingest_workload_config_check(const struct ingest_workload_config *cfg)
+/* Profile, counts, days and the Zipf exponent. Returns 0 or -DS_EUSAGE (logged). */
+static int workload_check_shape(const struct ingest_workload_config *cfg)
 {
-    ASSERT(cfg != NULL);
     if (cfg->profile != INGEST_PROFILE_UNIFORM && cfg->profile != INGEST_PROFILE_BUSY_DAY &&
-        cfg->profile != INGEST_PROFILE_HOT_CUSTOMER) {
+        cfg->profile != INGEST_PROFILE_HOT_CUSTOMER && cfg->profile != INGEST_PROFILE_FLASH_SALE) {
+        ds_log_error("workload: unknown profile %d", (int)cfg->profile);
         return -DS_EUSAGE;
     }
     /* Order ids are 1..events and must stay valid ids (1..2^63-1); so must customer ids. */
-    if (cfg->events > (uint64_t)INT64_MAX || cfg->customers == 0 ||
-        cfg->customers > (uint64_t)INT64_MAX) {
+    if (cfg->events > (uint64_t)INT64_MAX) {
+        ds_log_error("workload: %llu events is over 2^63-1", (unsigned long long)cfg->events);
         return -DS_EUSAGE;
     }
-    if (cfg->days == 0 || cfg->days > WORKLOAD_DAYS_MAX || cfg->first_day < 0 ||
-        (int64_t)cfg->first_day + (int64_t)cfg->days - 1 > DS_DAY_MAX) {
+    if (cfg->customers == 0 || cfg->customers > (uint64_t)INT64_MAX) {
+        ds_log_error("workload: %llu customers is outside 1..2^63-1",
+                     (unsigned long long)cfg->customers);
+        return -DS_EUSAGE;
+    }
+    if (cfg->days == 0 || cfg->days > WORKLOAD_DAYS_MAX) {
+        ds_log_error("workload: %u days is outside 1..%u", cfg->days, WORKLOAD_DAYS_MAX);
+        return -DS_EUSAGE;
+    }
+    if (cfg->first_day < 0 || (int64_t)cfg->first_day + (int64_t)cfg->days - 1 > DS_DAY_MAX) {
+        ds_log_error("workload: %u days from day %d end outside 1970-01-01..9999-12-31", cfg->days,
+                     (int)cfg->first_day);
         return -DS_EUSAGE;
     }
     if (!(cfg->zipf_s > 0.0 && cfg->zipf_s <= WORKLOAD_ZIPF_S_MAX)) {
-        return -DS_EUSAGE;
-    }
-    if (cfg->busy_day_index >= cfg->days || !workload_fraction_valid(cfg->busy_fraction) ||
-        !workload_fraction_valid(cfg->hot_fraction) ||
-        cfg->string_id_permille > WORKLOAD_PERMILLE) {
+        ds_log_error("workload: Zipf exponent %g is outside (0, %g]", cfg->zipf_s,
+                     WORKLOAD_ZIPF_S_MAX);
         return -DS_EUSAGE;
     }
     return 0;
+}
+
+/* The busy day and the shares. Returns 0 or -DS_EUSAGE (logged). */
+static int workload_check_shares(const struct ingest_workload_config *cfg)
+{
+    if (cfg->busy_day_index >= cfg->days) {
+        ds_log_error("workload: busy day index %u is not one of the %u days (0..%u)",
+                     cfg->busy_day_index, cfg->days, cfg->days - 1);
+        return -DS_EUSAGE;
+    }
+    if (!workload_fraction_valid(cfg->busy_fraction)) {
+        ds_log_error("workload: busy fraction %g is outside 0..1", cfg->busy_fraction);
+        return -DS_EUSAGE;
+    }
+    if (!workload_fraction_valid(cfg->hot_fraction)) {
+        ds_log_error("workload: hot fraction %g is outside 0..1", cfg->hot_fraction);
+        return -DS_EUSAGE;
+    }
+    if (cfg->string_id_permille > WORKLOAD_PERMILLE) {
+        ds_log_error("workload: string id share %u per mille is over %u", cfg->string_id_permille,
+                     WORKLOAD_PERMILLE);
+        return -DS_EUSAGE;
+    }
+    return 0;
+}
+
+/* The window's extra events: (flash_factor - 1) * rate_eps * flash_seconds / days, rounded; 0
+ * for the other profiles. Every field must be in range. */
+static uint64_t workload_flash_events(const struct ingest_workload_config *cfg)
+{
+    if (cfg->profile != INGEST_PROFILE_FLASH_SALE) {
+        return 0;
+    }
+    double extra = (double)(cfg->flash_factor - 1) * cfg->rate_eps * (double)cfg->flash_seconds /
+                   (double)cfg->days;
+    ASSERT(extra >= 0.0 && extra < 0x1.0p53);
+    return (uint64_t)floor(extra + 0.5);
+}
+
+/* The fewest uniform events whose schedule holds the window: count * (1 - start) / rate_eps
+ * must reach flash_seconds (the same test as workload_check_flash_fits makes). */
+static uint64_t workload_flash_uniform_min(const struct ingest_workload_config *cfg)
+{
+    double share_after = 1.0 - cfg->flash_start_fraction;
+    double needed = cfg->rate_eps * (double)cfg->flash_seconds;
+    double count = ceil(needed / share_after);
+    if (count * share_after < needed) {
+        count += 1.0;
+    }
+    return count < 0x1.0p63 ? (uint64_t)count : (uint64_t)INT64_MAX;
+}
+
+/* flash-sale: a schedule, and a window that ends inside it. Returns 0 or -DS_EUSAGE (logged). */
+static int workload_check_flash_fits(const struct ingest_workload_config *cfg)
+{
+    if (cfg->rate_eps <= 0.0) {
+        ds_log_error("workload: flash-sale needs a rate (rate_eps > 0): its window is in seconds "
+                     "of the schedule");
+        return -DS_EUSAGE;
+    }
+    uint64_t extra = workload_flash_events(cfg);
+    uint64_t uniform = cfg->events > extra ? cfg->events - extra : 0;
+    double share_after = 1.0 - cfg->flash_start_fraction;
+    if (cfg->events <= extra ||
+        (double)uniform * share_after < cfg->rate_eps * (double)cfg->flash_seconds) {
+        uint64_t uniform_min = workload_flash_uniform_min(cfg);
+        unsigned long long events_min = uniform_min > (uint64_t)INT64_MAX - extra
+                                            ? (unsigned long long)INT64_MAX
+                                            : (unsigned long long)(uniform_min + extra);
+        ds_log_error("workload: the flash-sale window (%u s from %.3g of the schedule, %llu extra "
+                     "events) does not fit in %llu events at %g events/s: it needs at least %llu",
+                     cfg->flash_seconds, cfg->flash_start_fraction, (unsigned long long)extra,
+                     (unsigned long long)cfg->events, cfg->rate_eps, events_min);
+        return -DS_EUSAGE;
+    }
+    return 0;
+}
+
+/* The schedule and the flash window. Returns 0 or -DS_EUSAGE (logged). */
+static int workload_check_schedule(const struct ingest_workload_config *cfg)
+{
+    if (!(cfg->rate_eps >= 0.0 && cfg->rate_eps <= (double)INGEST_WORKLOAD_RATE_EPS_MAX)) {
+        ds_log_error("workload: rate %g events/s is outside 0..%u", cfg->rate_eps,
+                     INGEST_WORKLOAD_RATE_EPS_MAX);
+        return -DS_EUSAGE;
+    }
+    if (cfg->flash_factor == 0 || cfg->flash_factor > INGEST_WORKLOAD_FLASH_FACTOR_MAX) {
+        ds_log_error("workload: flash factor %u is outside 1..%u", cfg->flash_factor,
+                     INGEST_WORKLOAD_FLASH_FACTOR_MAX);
+        return -DS_EUSAGE;
+    }
+    if (cfg->flash_seconds == 0 || cfg->flash_seconds > INGEST_WORKLOAD_FLASH_SECONDS_MAX) {
+        ds_log_error("workload: flash window of %u s is outside 1..%u s", cfg->flash_seconds,
+                     INGEST_WORKLOAD_FLASH_SECONDS_MAX);
+        return -DS_EUSAGE;
+    }
+    if (!(cfg->flash_start_fraction >= 0.0 && cfg->flash_start_fraction < 1.0)) {
+        ds_log_error("workload: flash start %g is outside [0, 1) of the schedule",
+                     cfg->flash_start_fraction);
+        return -DS_EUSAGE;
+    }
+    if (cfg->profile == INGEST_PROFILE_FLASH_SALE) {
+        return workload_check_flash_fits(cfg);
+    }
+    return 0;
+}
+
+int ingest_workload_config_check(const struct ingest_workload_config *cfg)
+{
+    ASSERT(cfg != NULL);
+    int rc = workload_check_shape(cfg);
+    if (rc == 0) {
+        rc = workload_check_shares(cfg);
+    }
+    if (rc == 0) {
+        rc = workload_check_schedule(cfg);
+    }
+    ASSERT(rc == 0 || rc == -DS_EUSAGE);
+    return rc;
 }
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
@@ -307,6 +472,21 @@ static void workload_segments_init(struct ingest_workload *w)
     w->segments[w->segment_count - 1].q_end = 1.0;
 }
 
+/* flash-sale: where the window starts and how its events are spaced in time and over the day. */
+static void workload_flash_init(struct ingest_workload *w)
+{
+    const struct ingest_workload_config *cfg = &w->cfg;
+    ASSERT(cfg->rate_eps > 0.0);
+    ASSERT(w->flash_events > 0);
+    double schedule_s = (double)w->uniform_events / cfg->rate_eps;
+    w->flash_start_s = cfg->flash_start_fraction * schedule_s;
+    w->flash_step_s = (double)cfg->flash_seconds / (double)w->flash_events;
+    w->flash_ms_per_event = (double)WORKLOAD_DAY_MS / (double)w->flash_events;
+    w->flash_day_ms = ((int64_t)cfg->first_day + cfg->busy_day_index) * WORKLOAD_DAY_MS;
+    /* The check made the window end inside the schedule. */
+    ASSERT(w->flash_start_s + (double)cfg->flash_seconds <= schedule_s * (1.0 + 1e-9));
+}
+
 int ingest_workload_create(const struct ingest_workload_config *cfg, struct ingest_workload **out)
 {
     ASSERT(cfg != NULL);
@@ -324,9 +504,16 @@ int ingest_workload_create(const struct ingest_workload_config *cfg, struct inge
     for (size_t i = 0; i < DS_ARRAY_LEN(w->rng); i++) {
         w->rng[i] = workload_splitmix64(&seed_state);
     }
-    w->events_inverse = cfg->events > 0 ? 1.0 / (double)cfg->events : 0.0;
+    w->flash_events = workload_flash_events(cfg);
+    ASSERT(w->flash_events <= cfg->events);
+    w->uniform_events = cfg->events - w->flash_events;
+    w->events_inverse = w->uniform_events > 0 ? 1.0 / (double)w->uniform_events : 0.0;
     w->last_ts_ms = INT64_MIN;
+    w->flash_last_ts_ms = INT64_MIN;
     workload_segments_init(w);
+    if (w->flash_events > 0) {
+        workload_flash_init(w);
+    }
     /* hot-customer: customer 1 is reserved for the hot share, the rest are Zipf from 2 on. */
     w->zipf_first = cfg->profile == INGEST_PROFILE_HOT_CUSTOMER ? 2 : 1;
     w->zipf_used = cfg->customers >= w->zipf_first;
@@ -348,7 +535,7 @@ void ingest_workload_destroy(struct ingest_workload *w)
 
 /* ---- events -------------------------------------------------------------------------------- */
 
-/* The timestamp of event number index (0-based); non-decreasing in index. */
+/* The timestamp of uniform event number index (0-based); non-decreasing in index. */
 static int64_t workload_ts_ms(struct ingest_workload *w, uint64_t index)
 {
     double q = ((double)index + workload_next_unit(w)) * w->events_inverse;
@@ -364,6 +551,54 @@ static int64_t workload_ts_ms(struct ingest_workload *w, uint64_t index)
         offset_ms = (int64_t)offset;
     }
     return segment->ms_begin + offset_ms;
+}
+
+/* The timestamp of the window's event number index (0-based): spread evenly over the busy day,
+ * stratified as workload_ts_ms; non-decreasing in index. */
+static int64_t workload_flash_ts_ms(struct ingest_workload *w, uint64_t index)
+{
+    double offset = floor(((double)index + workload_next_unit(w)) * w->flash_ms_per_event);
+    int64_t offset_ms = 0;
+    if (offset >= (double)WORKLOAD_DAY_MS) {
+        offset_ms = WORKLOAD_DAY_MS - 1;
+    } else if (offset > 0.0) {
+        offset_ms = (int64_t)offset;
+    }
+    return w->flash_day_ms + offset_ms;
+}
+
+/* True when the window's next event is due before the next uniform one (a tie goes to the
+ * uniform event); false for the other profiles. */
+static bool workload_flash_turn(const struct ingest_workload *w)
+{
+    if (w->flash_emitted >= w->flash_events) {
+        return false;
+    }
+    if (w->uniform_emitted >= w->uniform_events) {
+        return true;
+    }
+    double flash_due_s = w->flash_start_s + (double)w->flash_emitted * w->flash_step_s;
+    return flash_due_s < (double)w->uniform_emitted / w->cfg.rate_eps;
+}
+
+/* Sets the timestamp and the send time of the next event, from the window or the uniform
+ * stream, whichever is due first. */
+static void workload_time_next(struct ingest_workload *w, struct ds_event *event)
+{
+    if (workload_flash_turn(w)) {
+        uint64_t index = w->flash_emitted++;
+        event->ts_ms = workload_flash_ts_ms(w, index);
+        ASSERT(event->ts_ms >= w->flash_last_ts_ms);
+        w->flash_last_ts_ms = event->ts_ms;
+        w->send_time_s = w->flash_start_s + (double)index * w->flash_step_s;
+        return;
+    }
+    uint64_t index = w->uniform_emitted++;
+    ASSERT(index < w->uniform_events);
+    event->ts_ms = workload_ts_ms(w, index);
+    ASSERT(event->ts_ms >= w->last_ts_ms);
+    w->last_ts_ms = event->ts_ms;
+    w->send_time_s = w->cfg.rate_eps > 0.0 ? (double)index / w->cfg.rate_eps : 0.0;
 }
 
 static uint64_t workload_customer(struct ingest_workload *w)
@@ -456,9 +691,10 @@ bool ingest_workload_next(struct ingest_workload *w, struct ds_event *event)
     }
     workload_event_clear(event);
     uint64_t index = w->emitted++;
-    event->ts_ms = workload_ts_ms(w, index);
-    ASSERT(event->ts_ms >= w->last_ts_ms);
-    w->last_ts_ms = event->ts_ms;
+    double send_time_before_s = w->send_time_s;
+    workload_time_next(w, event);
+    ASSERT(w->send_time_s >= send_time_before_s);
+    ASSERT(w->uniform_emitted + w->flash_emitted == w->emitted);
     bool as_string = w->cfg.string_id_permille > 0 &&
                      workload_next_below(w, WORKLOAD_PERMILLE) < w->cfg.string_id_permille;
     workload_id_set(&event->order_id, index + 1, as_string, "ord-");
@@ -466,6 +702,13 @@ bool ingest_workload_next(struct ingest_workload *w, struct ds_event *event)
     event->amount_units = workload_amount_units(w);
     workload_status_set(w, event);
     return true;
+}
+
+double ingest_workload_send_time(const struct ingest_workload *w)
+{
+    ASSERT(w != NULL);
+    ASSERT(w->emitted > 0);
+    return w->send_time_s;
 }
 
 int ingest_workload_write(const struct ingest_workload_config *cfg, FILE *out, uint64_t *bytes)

@@ -183,6 +183,121 @@ expect_eq "two SIGINTs: exit 1" 1 "$rc"
 ((elapsed_ms < 5000)) && ok || fail "a second SIGINT took ${elapsed_ms} ms to stop the wait"
 grep -q "interrupted" "$WORK/int.err" && ok || fail "two SIGINTs reason: $(tail -n 1 "$WORK/int.err")"
 
+# --key: every mode on generated events and on a file (integer and string ids, ts and
+# order_date), read back with each message's Kafka partition; keys are checked against values.
+cat >"$WORK/check_key_mode.py" <<'EOF'
+import datetime, json, re, sys
+mode, shards = sys.argv[1], int(sys.argv[2])
+bad = set(open(sys.argv[3]).read().splitlines()) if len(sys.argv) > 3 else set()
+wrong = 0
+day_partitions = {}
+partitions = set()
+def day_of(e):
+    if "order_date" in e:
+        return e["order_date"]
+    ts = e["ts"]
+    if isinstance(ts, int):
+        return datetime.datetime.fromtimestamp(ts // 1000, datetime.timezone.utc).strftime("%Y-%m-%d")
+    return ts[:10]
+def shard_of(order_id, s):
+    if isinstance(order_id, int):
+        return order_id % s
+    h = 14695981039346656037
+    for b in order_id.encode():
+        h = ((h ^ b) * 1099511628211) % (1 << 64)
+    return h % s
+for line in sys.stdin.read().splitlines():
+    partition, key, value = line.split(" ", 2)
+    partitions.add(partition)
+    if value in bad:
+        expected = ""
+    else:
+        e = json.loads(value)
+        day = day_of(e)
+        if mode == "customer":
+            expected = str(e["customer_id"])
+        elif mode == "day":
+            expected = day
+            if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", key):
+                wrong += 1
+            day_partitions.setdefault(day, set()).add(partition)
+        else:
+            m = re.fullmatch(r"DAY#(\d{4}-\d{2}-\d{2})#(\d+)", key)
+            if not m or int(m.group(2)) >= shards:
+                wrong += 1
+            expected = "DAY#%s#%d" % (day, shard_of(e["order_id"], shards))
+    if key != expected:
+        wrong += 1
+        if wrong <= 3:
+            print("key %r for %s, expected %r" % (key, value[:80], expected), file=sys.stderr)
+split_days = sorted(d for d, p in day_partitions.items() if len(p) > 1)
+if split_days:
+    print("days in more than one Kafka partition: %s" % split_days[:3], file=sys.stderr)
+print("%d %d %d" % (wrong, len(split_days), len(partitions)))
+EOF
+consume_partitions() { timeout 30 kcat -b "$boot" -t "$1" -C -e -q -o beginning -f '%p %k %s\n'; }
+"$DAYSHARD" generate --events 30 --seed 12 --profile busy-day >"$WORK/keys.jsonl"
+printf '%s\n' '{"order_id":"k-1","customer_id":"c-9","ts":"2026-01-05T23:59:59.999Z"}' \
+  '{"order_id":"k-2","customer_id":77,"order_date":"2026-01-06"}' \
+  '{"order_id":3000000001,"customer_id":"c-1","ts":1768996800000}' >>"$WORK/keys.jsonl"
+for mode in customer day partition; do
+  expect_exit "produce --key $mode" 0 produce_to "keys-$mode" --key "$mode" --shards 3 --json \
+    --events 3000 --seed 12 --profile busy-day
+  expect_eq "--key $mode acked" 3000 "$(json_get "$WORK/out" 'd["acked"]')"
+  expect_exit "produce --key $mode file" 0 produce_to "keys-$mode" --key "$mode" --shards 3 \
+    "$WORK/keys.jsonl"
+  consume_partitions "keys-$mode" >"$WORK/keys-$mode.txt" && ok || fail "kcat consume keys-$mode"
+  expect_eq "--key $mode: messages" 3033 "$(wc -l <"$WORK/keys-$mode.txt")"
+  read -r wrong split used < <("$PY" "$WORK/check_key_mode.py" "$mode" 3 <"$WORK/keys-$mode.txt")
+  expect_eq "--key $mode: wrong keys" 0 "$wrong"
+  expect_eq "--key $mode: days split over Kafka partitions" 0 "$split"
+  ((used > 1)) && ok || fail "--key $mode: only $used Kafka partition(s) used"
+done
+# File input with --key day: a bad event (not decodable as a whole) goes out unkeyed, even when
+# its order_id could be read (file-bad-2 has no ts).
+expect_exit "produce --key day bad lines" 0 produce_to keys-bad --key day "$WORK/file.jsonl"
+consume_partitions keys-bad >"$WORK/keys-bad.txt" && ok || fail "kcat consume keys-bad"
+{
+  cat "$WORK/bad.txt"
+  echo '{"order_id": "file-bad-2", "customer_id": 5}'
+} >"$WORK/bad-day.txt"
+read -r wrong split used < <("$PY" "$WORK/check_key_mode.py" day 4 "$WORK/bad-day.txt" \
+  <"$WORK/keys-bad.txt")
+expect_eq "--key day: bad lines unkeyed, the others by day" 0 "$wrong"
+expect_exit "unknown --key" 2 produce --key shard --events 1
+grep -q "unknown --key 'shard': expected order, customer, day or partition" "$WORK/err" && ok ||
+  fail "unknown --key message: $(head -n 1 "$WORK/err")"
+expect_exit "--shards 0" 2 produce --key partition --shards 0 --events 1
+expect_exit "--shards 1025" 2 produce --key partition --shards 1025 --events 1
+expect_exit "flash-sale without --rate" 2 produce --profile flash-sale --events 1000
+grep -q "flash-sale needs a rate" "$WORK/err" && ok || fail "flash-sale reason: $(head -n 1 "$WORK/err")"
+expect_exit "flash-sale too short" 2 produce --profile flash-sale --rate 1000 --events 1000
+grep -q "needs at least 195000" "$WORK/err" && ok || fail "flash-sale length: $(head -n 1 "$WORK/err")"
+
+# Open-loop pacing: 10000 events at 2000/s are due over 5 s. A producer stopped (SIGSTOP) for
+# 2 s falls 2 s behind, then sends at once until it has caught up: it still ends after about 5 s
+# (the old closed-loop pacing took 7), reports how far behind it fell and warns.
+"$DAYSHARD" produce --brokers "$boot" --topic orders --rate 2000 --events 10000 --json \
+  >"$WORK/stall.json" 2>"$WORK/stall.err" &
+producer_pid=$!
+start=$(date +%s%N)
+sleep 1
+kill -STOP "$producer_pid"
+sleep 2
+kill -CONT "$producer_pid"
+set +e
+wait "$producer_pid"
+rc=$?
+set -e
+elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+expect_eq "stalled producer exit" 0 "$rc"
+((elapsed_ms >= 4500 && elapsed_ms <= 6300)) && ok ||
+  fail "a producer stalled 2 s in a 5 s schedule took ${elapsed_ms} ms"
+expect_eq "stalled producer: acked, behind 1.5..4 s" "10000 True" \
+  "$(json_get "$WORK/stall.json" '"%d %s" % (d["acked"], 1.5 <= d["behind_max_s"] <= 4.0)')"
+grep -q "fell .* s behind its schedule: the producer itself, not the pipeline" "$WORK/stall.err" &&
+  ok || fail "no behind-schedule warning: $(tail -n 2 "$WORK/stall.err")"
+
 # Usage errors and help.
 expect_exit "produce --help" 0 "$DAYSHARD" produce --help
 grep -q "usage: dayshard produce" "$WORK/out" && ok || fail "produce --help text"

@@ -1,7 +1,8 @@
 /*
  * Unit tests of ingest/workload.c: the deterministic workload generator. Checks determinism,
  * time order, id sequence, the shape of each profile (days, hours, busy day, hot customer,
- * Zipf customers, statuses, amounts, string ids) and the configuration check.
+ * flash sale, Zipf customers, statuses, amounts, string ids), the send-time schedule and the
+ * configuration check.
  *
  * The statistical tests use seed 42, or DS_TEST_SEED when set (the seed is printed); their
  * tolerances are at least six standard deviations, so any seed passes.
@@ -81,20 +82,26 @@ static void test_workload_defaults_match_documentation(void **state)
     assert_true(cfg.busy_fraction == 0.3);
     assert_true(cfg.hot_fraction == 0.01);
     assert_int_equal(cfg.string_id_permille, 0);
+    assert_true(cfg.rate_eps == 0.0);
+    assert_int_equal(cfg.flash_factor, 50);
+    assert_int_equal(cfg.flash_seconds, 60);
+    assert_true(cfg.flash_start_fraction == 1.0 / 3.0);
     assert_int_equal(ingest_workload_config_check(&cfg), 0);
 }
 
 static void test_workload_next_same_seed_same_stream(void **state)
 {
-    /* Two generators of one configuration produce identical streams, byte for byte. */
+    /* Two generators of one configuration produce identical streams, byte for byte, with
+     * identical send times. */
     (void)state;
     const enum ingest_profile profiles[] = {INGEST_PROFILE_UNIFORM, INGEST_PROFILE_BUSY_DAY,
-                                            INGEST_PROFILE_HOT_CUSTOMER};
+                                            INGEST_PROFILE_HOT_CUSTOMER, INGEST_PROFILE_FLASH_SALE};
     for (size_t p = 0; p < DS_ARRAY_LEN(profiles); p++) {
         struct ingest_workload_config cfg = config_default();
         cfg.profile = profiles[p];
         cfg.events = 50000;
         cfg.string_id_permille = 100;
+        cfg.rate_eps = 100.0; /* flash-sale: 10,500 window events, a 395 s schedule */
         struct ingest_workload *a = workload_new(&cfg);
         struct ingest_workload *b = workload_new(&cfg);
         struct ds_event ea;
@@ -103,6 +110,7 @@ static void test_workload_next_same_seed_same_stream(void **state)
         while (ingest_workload_next(a, &ea)) {
             assert_true(ingest_workload_next(b, &eb));
             assert_memory_equal(&ea, &eb, sizeof(ea));
+            assert_true(ingest_workload_send_time(a) == ingest_workload_send_time(b));
             count++;
         }
         assert_false(ingest_workload_next(b, &eb));
@@ -177,6 +185,7 @@ static void test_workload_next_time_order_and_ids_every_profile(void **state)
     for (size_t p = 0; p < DS_ARRAY_LEN(profiles); p++) {
         struct ingest_workload_config cfg = config_default();
         cfg.profile = profiles[p];
+        cfg.rate_eps = 1000.0; /* a schedule does not change the events */
         cfg.events = 200000;
         cfg.string_id_permille = 300;
         stream_check(&cfg, NULL);
@@ -459,11 +468,260 @@ static void test_workload_next_empty_stream(void **state)
     ingest_workload_destroy(NULL);
 }
 
+/* ---- flash-sale and the schedule ------------------------------------------------------------ */
+
+/* The flash-sale stream most tests use: 1000 events/s, 28 days, busy day 20 (2026-01-21),
+ * factor 50, a 60 s window a third into a 300 s schedule, so [100 s, 160 s), while the uniform
+ * stream is on days 9 to 14 (a day takes 300 / 28 = 10.7 s of the schedule). */
+#define FLASH_RATE_EPS 1000.0
+#define FLASH_UNIFORM_EVENTS 300000u
+#define FLASH_EXTRA_EVENTS 105000u /* (50 - 1) * 1000 * 60 / 28 */
+#define FLASH_SCHEDULE_S 300u
+
+static struct ingest_workload_config flash_config(void)
+{
+    struct ingest_workload_config cfg = config_default();
+    cfg.profile = INGEST_PROFILE_FLASH_SALE;
+    cfg.rate_eps = FLASH_RATE_EPS;
+    cfg.events = FLASH_UNIFORM_EVENTS + FLASH_EXTRA_EVENTS;
+    return cfg;
+}
+
+/* The window's extra events as the header defines them, computed here independently. */
+static uint64_t flash_extra_events(const struct ingest_workload_config *cfg)
+{
+    return (uint64_t)llround((double)(cfg->flash_factor - 1) * cfg->rate_eps *
+                             (double)cfg->flash_seconds / (double)cfg->days);
+}
+
+/* Where the window starts in the schedule: a fraction of the uniform events' duration. */
+static double flash_start_s(const struct ingest_workload_config *cfg)
+{
+    double uniform = (double)(cfg->events - flash_extra_events(cfg));
+    return cfg->flash_start_fraction * (uniform / cfg->rate_eps);
+}
+
+/* One flash-sale stream, counted by send time. */
+struct flash_counts {
+    uint64_t in_window;      /* events due in [start, start + flash_seconds) */
+    uint64_t busy_in_window; /* of which on the busy day */
+    uint64_t busy_outside;   /* busy-day events due outside the window */
+    double busy_first_in_s;  /* send times of the first and last busy-day event in the window */
+    double busy_last_in_s;
+};
+
+/* Runs a flash-sale stream to its end: order ids 1, 2, 3..., send times never decreasing, days
+ * inside the stream, and the events of every day but the busy one in ts order (only the busy
+ * day takes the window's events out of order). Counts into *c and, when per_second is not NULL,
+ * events per whole second of send time (seconds entries). */
+static void flash_run(const struct ingest_workload_config *cfg, struct flash_counts *c,
+                      uint64_t *per_second, size_t seconds)
+{
+    memset(c, 0, sizeof(*c));
+    double start_s = flash_start_s(cfg);
+    double end_s = start_s + (double)cfg->flash_seconds;
+    int32_t busy_day = cfg->first_day + (int32_t)cfg->busy_day_index;
+    struct ingest_workload *w = workload_new(cfg);
+    struct ds_event event;
+    uint64_t count = 0;
+    double last_send_s = 0.0;
+    int64_t last_other_ts = INT64_MIN;
+    while (ingest_workload_next(w, &event)) {
+        assert_int_equal(id_number(&event.order_id, "ord-"), ++count);
+        double send_s = ingest_workload_send_time(w);
+        assert_true(send_s >= last_send_s);
+        last_send_s = send_s;
+        int32_t day = ds_day_from_ms(event.ts_ms);
+        assert_true(day >= cfg->first_day && day < cfg->first_day + (int32_t)cfg->days);
+        if (day != busy_day) {
+            assert_true(event.ts_ms >= last_other_ts);
+            last_other_ts = event.ts_ms;
+        }
+        bool inside = send_s >= start_s && send_s < end_s;
+        c->in_window += inside;
+        if (day == busy_day && inside) {
+            c->busy_first_in_s = c->busy_in_window == 0 ? send_s : c->busy_first_in_s;
+            c->busy_last_in_s = send_s;
+            c->busy_in_window++;
+        } else if (day == busy_day) {
+            c->busy_outside++;
+        }
+        if (per_second != NULL) {
+            assert_true(send_s < (double)seconds);
+            per_second[(size_t)send_s]++;
+        }
+    }
+    assert_int_equal(count, cfg->events);
+    ingest_workload_destroy(w);
+}
+
+static void test_workload_next_flash_sale_busy_day_shares(void **state)
+{
+    /* Inside the window the busy day takes its extra events, (factor - 1) / (days + factor - 1)
+     * of the window's events when the uniform stream is on other days then; outside it keeps
+     * only its uniform share. When the window covers the uniform stream's own pass over the
+     * busy day, that day's whole share falls inside too. Counts are exact to an event or two:
+     * the time mapping is stratified and the schedule does not depend on the seed. */
+    (void)state;
+    struct ingest_workload_config cfg = flash_config();
+    assert_int_equal(flash_extra_events(&cfg), FLASH_EXTRA_EVENTS);
+    struct flash_counts c;
+    flash_run(&cfg, &c, NULL, 0);
+    double uniform_share = (double)FLASH_UNIFORM_EVENTS / 28.0;
+    assert_int_equal(c.busy_in_window, FLASH_EXTRA_EVENTS);
+    double uniform_in_window = FLASH_RATE_EPS * 60.0;
+    assert_true(fabs((double)c.in_window - (FLASH_EXTRA_EVENTS + uniform_in_window)) <= 1.0);
+    assert_true(fabs((double)c.busy_outside - uniform_share) <= 1.0);
+    double share_in = (double)c.busy_in_window / (double)c.in_window;
+    assert_true(fabs(share_in - 49.0 / 77.0) < 1e-4);
+    double share_out = (double)c.busy_outside / (double)(cfg.events - c.in_window);
+    double share_out_expected = uniform_share / ((double)FLASH_UNIFORM_EVENTS - uniform_in_window);
+    assert_true(fabs(share_out - share_out_expected) < 1e-4);
+
+    /* A window from 0.7 of the schedule, [210 s, 270 s), holds the uniform stream's busy day
+     * (quantiles 20/28 to 21/28, 214 s to 225 s). */
+    cfg.flash_start_fraction = 0.7;
+    flash_run(&cfg, &c, NULL, 0);
+    assert_true(fabs((double)c.busy_in_window - (FLASH_EXTRA_EVENTS + uniform_share)) <= 1.0);
+    assert_int_equal(c.busy_outside, 0);
+}
+
+static void test_workload_send_time_flash_sale_schedule(void **state)
+{
+    /* The schedule: every whole second outside the window sends exactly rate_eps events; each
+     * second inside sends rate_eps * (1 + (factor - 1) / days) (2750 here: every day keeps its
+     * rate), and exactly flash_seconds seconds do, from flash_start_fraction of the schedule.
+     * The busy day's rate: its uniform share, rate_eps / days, is its normal rate (its events
+     * over the schedule); in the window it gets (factor - 1) times that on top, so factor times
+     * its normal rate. Tolerance 0.1%: the extra count is rounded to a whole event (0.5 in
+     * 105,000) and a day's uniform count is exact to one event (1 in 10,714). */
+    (void)state;
+    struct ingest_workload_config cfg = flash_config();
+    uint64_t per_second[FLASH_SCHEDULE_S + 1] = {0};
+    struct flash_counts c;
+    flash_run(&cfg, &c, per_second, DS_ARRAY_LEN(per_second));
+    uint32_t flash_seconds = 0;
+    for (size_t second = 0; second < FLASH_SCHEDULE_S; second++) {
+        if (second >= 100 && second < 160) {
+            assert_true(per_second[second] >= 2749 && per_second[second] <= 2751);
+            flash_seconds++;
+        } else {
+            assert_int_equal(per_second[second], 1000);
+        }
+    }
+    assert_int_equal(flash_seconds, cfg.flash_seconds);
+    assert_int_equal(per_second[FLASH_SCHEDULE_S], 0);
+    /* The window's first event is due at its start, its last one step before its end. */
+    double step_s = 60.0 / FLASH_EXTRA_EVENTS;
+    assert_true(fabs(c.busy_first_in_s - 100.0) < 1e-9);
+    assert_true(fabs(c.busy_last_in_s - (160.0 - step_s)) < 1e-9);
+    double normal_eps = (double)c.busy_outside / (double)FLASH_SCHEDULE_S;
+    assert_true(fabs(normal_eps - FLASH_RATE_EPS / 28.0) < 0.01);
+    double extra_eps = (double)c.busy_in_window / (double)cfg.flash_seconds;
+    double factor = (normal_eps + extra_eps) / normal_eps;
+    if (fabs(factor - 50.0) > 50.0 * 1e-3) {
+        fail_msg("busy day at %.3f times its normal rate in the window, expected 50", factor);
+    }
+}
+
+static void test_workload_send_time_index_over_rate(void **state)
+{
+    /* Every other profile's schedule is index / rate_eps; without a rate every send time is 0.
+     * flash-sale's schedule does not depend on the seed, its events do. */
+    (void)state;
+    struct ingest_workload_config cfg = config_default();
+    cfg.profile = INGEST_PROFILE_BUSY_DAY;
+    cfg.events = 10000;
+    cfg.rate_eps = 250.0;
+    struct ingest_workload *w = workload_new(&cfg);
+    struct ds_event event;
+    uint64_t index = 0;
+    while (ingest_workload_next(w, &event)) {
+        assert_true(ingest_workload_send_time(w) == (double)index / 250.0);
+        index++;
+    }
+    ingest_workload_destroy(w);
+    cfg.rate_eps = 0.0;
+    w = workload_new(&cfg);
+    while (ingest_workload_next(w, &event)) {
+        assert_true(ingest_workload_send_time(w) == 0.0);
+    }
+    ingest_workload_destroy(w);
+
+    cfg = flash_config();
+    struct ingest_workload *a = workload_new(&cfg);
+    cfg.seed ^= 1;
+    struct ingest_workload *b = workload_new(&cfg);
+    struct ds_event eb;
+    uint64_t customers_differ = 0;
+    uint64_t days_differ = 0;
+    while (ingest_workload_next(a, &event)) {
+        assert_true(ingest_workload_next(b, &eb));
+        assert_true(ingest_workload_send_time(a) == ingest_workload_send_time(b));
+        customers_differ += event.customer_id.value != eb.customer_id.value;
+        days_differ += ds_day_from_ms(event.ts_ms) != ds_day_from_ms(eb.ts_ms);
+    }
+    assert_true(customers_differ > cfg.events / 2);
+    /* Only the event whose stratum straddles a day boundary may change day: 28 days, two
+     * streams (the uniform one and the window's). */
+    assert_true(days_differ <= 28 + 1);
+    ingest_workload_destroy(a);
+    ingest_workload_destroy(b);
+}
+
+static void test_workload_config_check_flash_sale_fits(void **state)
+{
+    /* flash-sale needs a rate and a schedule that holds the window: with the defaults at
+     * 1000 events/s, 105,000 window events plus 90,000 uniform ones (60 s after a third of the
+     * schedule is 90 s of it). One event fewer is refused; so is no rate. Small and extreme
+     * valid cases generate. */
+    (void)state;
+    struct ingest_workload_config cfg = flash_config();
+    cfg.events = FLASH_EXTRA_EVENTS + 90000;
+    assert_int_equal(ingest_workload_config_check(&cfg), 0);
+    struct flash_counts c;
+    flash_run(&cfg, &c, NULL, 0);
+    /* The window is the schedule's last 60 s of 90: the uniform busy day falls inside too. */
+    assert_true(fabs((double)c.busy_in_window - (FLASH_EXTRA_EVENTS + 90000.0 / 28.0)) <= 1.0);
+    assert_int_equal(c.busy_outside, 0);
+    cfg.events--;
+    assert_int_equal(ingest_workload_config_check(&cfg), -DS_EUSAGE);
+
+    struct ingest_workload_config good[6];
+    size_t n = 0;
+    for (size_t i = 0; i < DS_ARRAY_LEN(good); i++) {
+        good[i] = flash_config();
+        good[i].rate_eps = 10.0;
+        good[i].events = 5000;
+    }
+    good[n++].flash_factor = 1; /* no extra events: the uniform stream alone */
+    good[n].days = 1; /* 29,400 window events, the 600 uniform ones in the window on day 0 too */
+    good[n].busy_day_index = 0;
+    good[n++].events = 29400 + 900;
+    good[n++].flash_start_fraction = 0.0;
+    good[n].flash_factor = 1000;
+    good[n].flash_seconds = 1;
+    good[n++].events = 400;
+    good[n].rate_eps = 0.5; /* 490 window events; the uniform stream reaches day 2 after it */
+    good[n].days = 3;
+    good[n].busy_day_index = 2;
+    good[n++].events = 600;
+    good[n].busy_day_index = 27;
+    good[n++].string_id_permille = 1000;
+    for (size_t i = 0; i < n; i++) {
+        if (ingest_workload_config_check(&good[i]) != 0) {
+            fail_msg("good flash-sale config %zu refused", i);
+        }
+        flash_run(&good[i], &c, NULL, 0);
+        assert_int_equal(c.busy_in_window, flash_extra_events(&good[i]) + (i == 1 ? 600 : 0));
+    }
+}
+
 static void test_workload_config_check_rejects_each_bad_field(void **state)
 {
     /* Each out-of-range field alone is -DS_EUSAGE, from the check and from create. */
     (void)state;
-    struct ingest_workload_config bad[24];
+    struct ingest_workload_config bad[48];
     size_t n = 0;
     for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
         bad[i] = config_default();
@@ -488,6 +746,31 @@ static void test_workload_config_check_rejects_each_bad_field(void **state)
     bad[n++].first_day = DS_DAY_MAX - 26; /* 28 days would end one day past DS_DAY_MAX */
     bad[n++].busy_day_index = 28;
     bad[n++].string_id_permille = 1001;
+    bad[n++].rate_eps = -1.0;
+    bad[n++].rate_eps = NAN;
+    bad[n++].rate_eps = INFINITY;
+    bad[n++].rate_eps = (double)INGEST_WORKLOAD_RATE_EPS_MAX * 1.01;
+    bad[n++].flash_factor = 0;
+    bad[n++].flash_factor = INGEST_WORKLOAD_FLASH_FACTOR_MAX + 1;
+    bad[n++].flash_seconds = 0;
+    bad[n++].flash_seconds = INGEST_WORKLOAD_FLASH_SECONDS_MAX + 1;
+    bad[n++].flash_start_fraction = -0.01;
+    bad[n++].flash_start_fraction = 1.0;
+    bad[n++].flash_start_fraction = NAN;
+    /* flash-sale: no rate; fewer events than the window's extra ones; a window that ends after
+     * the schedule (starting at 0.999 of 300 s); a busy day outside the days. */
+    bad[n] = flash_config();
+    bad[n++].rate_eps = 0.0;
+    bad[n] = flash_config();
+    bad[n++].events = 0;
+    bad[n] = flash_config();
+    bad[n++].events = FLASH_EXTRA_EVENTS;
+    bad[n] = flash_config();
+    bad[n++].flash_start_fraction = 0.999;
+    bad[n] = flash_config();
+    bad[n++].busy_day_index = 28;
+    bad[n] = flash_config();
+    bad[n++].profile = (enum ingest_profile)(INGEST_PROFILE_FLASH_SALE + 1);
     assert_true(n <= DS_ARRAY_LEN(bad));
     for (size_t i = 0; i < n; i++) {
         if (ingest_workload_config_check(&bad[i]) != -DS_EUSAGE) {
@@ -547,6 +830,10 @@ int main(void)
         cmocka_unit_test(test_workload_next_amounts_in_cents_within_range),
         cmocka_unit_test(test_workload_next_string_ids_share),
         cmocka_unit_test(test_workload_next_empty_stream),
+        cmocka_unit_test(test_workload_next_flash_sale_busy_day_shares),
+        cmocka_unit_test(test_workload_send_time_flash_sale_schedule),
+        cmocka_unit_test(test_workload_send_time_index_over_rate),
+        cmocka_unit_test(test_workload_config_check_flash_sale_fits),
         cmocka_unit_test(test_workload_config_check_rejects_each_bad_field),
         cmocka_unit_test(test_workload_config_check_accepts_edges),
     };

@@ -31,13 +31,21 @@ const char cmd_run_usage[] =
     "  --group G              consumer group id (default dayshard)\n"
     "  --data DIR             data directory (created if missing; one node per directory)\n"
     "  --shards N             shard count for days seen for the first time (default 4)\n"
+    "  --shard-capacity R     adaptive sharding: a day whose write rate (Kafka message time,\n"
+    "                         over the last 5 s) exceeds R events/s per shard doubles its\n"
+    "                         shards, with 25% headroom (default 1000, DynamoDB's per-partition\n"
+    "                         write limit; 0 keeps every day at its count)\n"
+    "  --max-shards M         adaptive growth stops at M shards a day (default 256)\n"
+    "  --no-shardmap-topic    do not share growth through the topic T.shardmap (nodes of one\n"
+    "                         topic otherwise publish and follow it; maps merge by maximum)\n"
     "  --commit-interval-ms N group commit every N ms (default 100)\n"
     "  --io MODE              auto (default), uring or sync\n"
     "  --dlq-topic T          also send every dead letter to topic T (keyed by partition)\n"
     "  -X key=value           a librdkafka property (SASL, TLS, ...); repeatable\n"
     "  --config FILE          Java-properties settings: kafka.* keys go to librdkafka; brokers,\n"
     "                         topic, group, data, dlq-topic, shards, commit-interval-ms,\n"
-    "                         http, http-token, ready-max-lag, max-gsi-lag-ms, gsi (on|off),\n"
+    "                         shard-capacity, max-shards, shardmap-topic (on|off), http,\n"
+    "                         http-token, ready-max-lag, max-gsi-lag-ms, gsi (on|off),\n"
     "                         gsi-slots-log2\n"
     "                         set the options\n"
     "  --http HOST:PORT       also serve the HTTP query API (as `dayshard serve`) with this\n"
@@ -52,6 +60,8 @@ const char cmd_run_usage[] =
     "  --ready-max-lag N      /readyz is ready while the consumer lag is at most N messages\n"
     "                         (default 100000)\n"
     "  --help                 this text\n"
+    "Heat: GET /v1/heat on --http (or `dayshard top --server URL`) shows write rates per\n"
+    "partition, day, Kafka partition and customer, and every growth (also in DIR/shardmap.log).\n"
     "Logging: DS_LOG=info by default for this command.\n";
 
 struct run_args {
@@ -122,6 +132,20 @@ static int set_option(struct run_args *a, const char *key, const char *value)
         a->node.commit_interval_ms = (uint32_t)n;
         return 0;
     }
+    if (strcmp(key, "shard-capacity") == 0 &&
+        cli_parse_u64(value, 0, SHARD_CAPACITY_MAX, &n) == 0) {
+        a->node.shard_capacity_eps = (uint32_t)n;
+        return 0;
+    }
+    if (strcmp(key, "max-shards") == 0 && cli_parse_u64(value, 1, SHARD_COUNT_MAX, &n) == 0) {
+        a->node.max_shards = (uint32_t)n;
+        return 0;
+    }
+    if (strcmp(key, "shardmap-topic") == 0 &&
+        (strcmp(value, "on") == 0 || strcmp(value, "off") == 0)) {
+        a->node.no_shardmap_topic = strcmp(value, "off") == 0;
+        return 0;
+    }
     return -DS_EUSAGE;
 }
 
@@ -157,6 +181,9 @@ static int parse_one(struct run_args *a, int c, const char *value)
     case 'G': return set_option(a, "max-gsi-lag-ms", value);
     case 'N': return set_option(a, "gsi", "off");
     case 'K': return set_option(a, "gsi-slots-log2", value);
+    case 'R': return set_option(a, "shard-capacity", value);
+    case 'M': return set_option(a, "max-shards", value);
+    case 'O': return set_option(a, "shardmap-topic", "off");
     }
     return -DS_EUSAGE;
 }
@@ -178,6 +205,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
                                             {"max-gsi-lag-ms", required_argument, NULL, 'G'},
                                             {"no-gsi", no_argument, NULL, 'N'},
                                             {"gsi-slots-log2", required_argument, NULL, 'K'},
+                                            {"shard-capacity", required_argument, NULL, 'R'},
+                                            {"max-shards", required_argument, NULL, 'M'},
+                                            {"no-shardmap-topic", no_argument, NULL, 'O'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     int c;
@@ -205,6 +235,10 @@ static int parse_args(int argc, char **argv, struct run_args *a)
     }
     if ((a->http.token != NULL || a->http.ready_lag_max != 0) && a->http.listen == NULL) {
         return cli_error("run", CLI_USAGE, "--http-token and --ready-max-lag need --http");
+    }
+    if (a->node.max_shards < a->node.base_shards) {
+        return cli_error("run", CLI_USAGE, "--max-shards %u is below --shards %u",
+                         a->node.max_shards, a->node.base_shards);
     }
     return 0;
 }
@@ -239,6 +273,13 @@ static void observe_lag(int32_t partition, int64_t lag, void *user)
     query_metrics_lag_set(&o->metrics, partition, lag);
 }
 
+/* Consumer thread, once a second: the heat report for /v1/heat and /metrics. */
+static void observe_heat(const struct shard_heat_report *report, void *user)
+{
+    struct run_observer *o = user;
+    query_metrics_heat_set(&o->metrics, report);
+}
+
 /* Consumer thread, every loop: whether a follower asks the node to pause. */
 static bool observe_pause(void *user)
 {
@@ -260,6 +301,7 @@ static void observer_init(struct run_observer *o, struct ingest_node_config *nod
     o->pause_file = getenv("DS_TEST_PAUSE_FILE");
     node->on_commit = observe_commit;
     node->on_lag = observe_lag;
+    node->on_heat = observe_heat;
     node->should_pause = observe_pause;
     node->observer_user = o;
 }

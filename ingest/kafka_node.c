@@ -46,6 +46,7 @@
 #include <time.h>
 
 #include "ingest/kafka_dlq.h"
+#include "ingest/node_heat.h"
 #include "ingest/stage.h"
 
 #define CONSUME_BATCH 1024u
@@ -67,6 +68,9 @@
 /* The consumer lag is sampled (and reported to the observer) this often. */
 #define LAG_SAMPLE_INTERVAL_NS (1000ull * 1000000u)
 #define DLQ_FLUSH_TIMEOUT_MS 10000
+/* How far ahead of this node's clock a message's timestamp may be and still count as written
+ * then (clocks of producer machines drift by milliseconds, NTP-less ones by seconds). */
+#define HEAT_CLOCK_SKEW_MS 10000
 
 struct node {
     struct kafka_dlq *dlq; /* --dlq-topic, or NULL; used by the writer thread */
@@ -76,6 +80,7 @@ struct node {
     rd_kafka_t *positions; /* commits to the positions group (file comment); never subscribes */
     struct storage *st;
     struct shard_map *map;
+    struct node_heat *heat; /* consumer thread only */
     struct stage stage;
     bool stage_running;
     char deadletters[DS_PATH_MAX];
@@ -112,6 +117,8 @@ void ingest_node_config_defaults(struct ingest_node_config *cfg)
     cfg->io_mode = STORAGE_IO_AUTO;
     cfg->commit_interval_ms = 100;
     cfg->status_interval_ms = 5000;
+    cfg->shard_capacity_eps = SHARD_CAPACITY_DEFAULT;
+    cfg->max_shards = SHARD_MAX_SHARDS_DEFAULT;
 }
 
 static int kafka_error(const char *what, rd_kafka_resp_err_t err)
@@ -447,7 +454,20 @@ static int take_message(struct node *n, const rd_kafka_message_t *m)
     int32_t day = 0;
     uint32_t shard = 0;
     int rc = ingest_route(n->map, &event, &day, &shard);
-    return rc == 0 ? stage_add_event(&n->stage, &event, day, shard, &source) : rc;
+    if (rc != 0) {
+        return rc;
+    }
+    /* Heat in producer time (the message's timestamp): a backlog read late still shows the
+     * rate it was written at. A message without one, or stamped ahead of this clock by more
+     * than a skew allowance (a producer whose clock is wrong must not move the heat window
+     * into the future), counts at the wall clock. */
+    int64_t now_ms = ds_clock_realtime_ms();
+    int64_t written_ms = rd_kafka_message_timestamp(m, NULL);
+    if (written_ms < 0 || written_ms > now_ms + HEAT_CLOCK_SKEW_MS) {
+        written_ms = now_ms;
+    }
+    node_heat_observe(n->heat, written_ms / 1000, day, shard, p, &event.customer_id);
+    return stage_add_event(&n->stage, &event, day, shard, &source);
 }
 
 /* Lag of assigned partition p (messages behind the high watermark librdkafka last saw, from
@@ -559,6 +579,9 @@ static int consume(struct node *n, const volatile int *stop)
         }
         if (rc == 0) {
             rc = stage_flush_older(&n->stage, HAND_OVER_AGE_NS);
+        }
+        if (rc == 0) {
+            rc = node_heat_tick(n->heat, n->stats);
         }
         apply_back_pressure(n);
         refresh_commits(n);
@@ -708,6 +731,7 @@ static int run(struct node *n, const volatile int *stop)
     if (rc == 0 && n->cfg->dlq_topic != NULL) {
         rc = kafka_dlq_create(n->cfg->brokers, n->cfg->dlq_topic, n->cfg->props, &n->dlq);
     }
+    rc = rc == 0 ? node_heat_open(n->cfg, n->map, &n->heat) : rc;
     rc = rc == 0 ? create_positions(n) : rc;
     rc = rc == 0 ? create_consumer(n) : rc;
     rc = rc == 0 ? stage_start(&n->stage, &scfg) : rc;
@@ -733,6 +757,7 @@ int ingest_node_run(const struct ingest_node_config *cfg, struct ingest_node_sta
 {
     ASSERT(cfg->brokers != NULL && cfg->topic != NULL && cfg->group != NULL);
     ASSERT(cfg->data_dir != NULL && cfg->commit_interval_ms >= 1);
+    ASSERT(cfg->max_shards >= cfg->base_shards && cfg->max_shards <= SHARD_COUNT_MAX);
     memset(stats, 0, sizeof(*stats));
     stats->lag = -1;
     struct node *n = calloc(1, sizeof(*n));
@@ -750,6 +775,7 @@ int ingest_node_run(const struct ingest_node_config *cfg, struct ingest_node_sta
     if (n->positions != NULL) {
         rd_kafka_destroy(n->positions);
     }
+    node_heat_close(n->heat);
     shard_map_close(n->map);
     storage_close(n->st);
     free(n);

@@ -518,7 +518,8 @@ static void put_http_counters(struct query_http *h, struct text_buf *b)
 }
 
 /* Renders /metrics into b. Returns 0, or a storage error. */
-static int render_metrics(struct query_http *h, struct http_reader *r, struct text_buf *b)
+static int render_metrics(struct query_http *h, struct http_reader *r, struct text_buf *b,
+                          struct shard_heat_report *heat)
 {
     if (h->metrics != NULL) {
         int64_t n = query_metrics_text(h->metrics, b->dst, b->capacity);
@@ -530,6 +531,9 @@ static int render_metrics(struct query_http *h, struct http_reader *r, struct te
     }
     put_sources(r, b);
     put_http_counters(h, b);
+    if (h->metrics != NULL && heat != NULL && query_metrics_heat_get(h->metrics, heat)) {
+        heat_metrics_put(heat, b);
+    }
     return put_recent_partitions(h, r, b);
 }
 
@@ -541,11 +545,13 @@ static enum MHD_Result serve_metrics(struct query_http *h, struct MHD_Connection
         return respond_storage_error(h, c, rc);
     }
     struct text_buf b = {.capacity = 64u * 1024};
+    /* Without a node there is no heat to copy. */
+    struct shard_heat_report *heat = h->metrics != NULL ? malloc(sizeof(*heat)) : NULL;
     for (;;) { /* doubles the buffer until the text fits, at most HTTP_METRICS_BYTES_MAX */
         b.dst = malloc(b.capacity);
         b.len = 0;
         b.overflow = false;
-        rc = b.dst != NULL ? render_metrics(h, r, &b) : -ENOMEM;
+        rc = b.dst != NULL ? render_metrics(h, r, &b, heat) : -ENOMEM;
         if (rc != 0 || !b.overflow || b.capacity >= HTTP_METRICS_BYTES_MAX) {
             break;
         }
@@ -553,6 +559,7 @@ static enum MHD_Result serve_metrics(struct query_http *h, struct MHD_Connection
         b.capacity *= 2;
     }
     reader_release(r);
+    free(heat);
     if (rc != 0 || b.overflow) {
         free(b.dst);
         return respond_storage_error(h, c, rc != 0 ? rc : -ENOSPC);
@@ -706,6 +713,34 @@ static enum MHD_Result serve_orders(struct query_http *h, struct MHD_Connection 
     return respond_orders(h, c, route, query_gsi_store(h->gsi), lag_ms, NULL);
 }
 
+/* ---- /v1/heat ------------------------------------------------------------------------------ */
+
+/* Heat is measured by a node's consumer thread: `serve` (no node) answers 501, like the orders
+ * of a node without an index; a node before its first second of heat answers 503. */
+static enum MHD_Result serve_heat(struct query_http *h, struct MHD_Connection *c,
+                                  const struct http_route *route)
+{
+    if (h->metrics == NULL) {
+        return respond_error(h, c, 501,
+                             "heat is measured by a node: ask the --http address of `dayshard "
+                             "run`, not `dayshard serve`");
+    }
+    struct shard_heat_report *report = malloc(sizeof(*report));
+    if (report == NULL) {
+        return respond_storage_error(h, c, -ENOMEM);
+    }
+    if (!query_metrics_heat_get(h->metrics, report)) {
+        free(report);
+        return respond_error(h, c, 503, "no heat yet: the node has not completed a second");
+    }
+    size_t cap = query_heat_json_bound();
+    char *body = malloc(cap);
+    int64_t len = body != NULL ? query_heat_json(report, h->metrics, route->top, body, cap) : 0;
+    free(report);
+    ASSERT(len >= 0);
+    return respond_json(h, c, 200, body, len);
+}
+
 static enum MHD_Result dispatch(struct query_http *h, struct MHD_Connection *c,
                                 const struct http_route *route)
 {
@@ -716,6 +751,7 @@ static enum MHD_Result dispatch(struct query_http *h, struct MHD_Connection *c,
     case HTTP_EP_READYZ: return serve_readyz(h, c);
     case HTTP_EP_HEALTHZ: return respond_json(h, c, 200, strdup("{\"status\":\"ok\"}"), 15);
     case HTTP_EP_ORDERS: return serve_orders(h, c, route);
+    case HTTP_EP_HEAT: return serve_heat(h, c, route);
     case HTTP_EP_NONE: break;
     }
     ASSERT(false);
@@ -830,7 +866,8 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
 }
 
-static void log_mhd(void *cls, const char *fmt, va_list ap)
+/* libmicrohttpd hands its own printf format: the attribute tells the compiler so. */
+DS_PRINTF(2, 0) static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
     char line[512];

@@ -34,7 +34,10 @@ enum http_endpoint {
     HTTP_EP_HEALTHZ,
     HTTP_EP_READYZ,
     HTTP_EP_ORDERS,
+    HTTP_EP_HEAT,
 };
+/* Rows per list of /v1/heat by default (?top=N, 1..SHARD_HEAT_TOP_MAX). */
+#define HTTP_HEAT_TOP_DEFAULT 10u
 
 struct http_route {
     enum http_endpoint endpoint;      /* set as soon as the path is known, even on a later error */
@@ -42,6 +45,7 @@ struct http_route {
     struct query_count_request count; /* HTTP_EP_COUNT */
     int32_t day;                      /* HTTP_EP_PARTITIONS */
     uint32_t limit;                   /* HTTP_EP_ORDERS: 1..HTTP_ORDERS_LIMIT_MAX */
+    uint32_t top;                     /* HTTP_EP_HEAT: 1..SHARD_HEAT_TOP_MAX */
     struct ds_id customer;            /* HTTP_EP_ORDERS */
     bool consistent;                  /* HTTP_EP_ORDERS */
     char cursor[QUERY_ORDERS_TOKEN_CHARS_MAX + 1]; /* HTTP_EP_ORDERS; "" for the first page */
@@ -60,5 +64,9 @@ DS_MUST_USE unsigned http_route_parse(const char *method, const char *target, si
 
 /* Renders {"error": message} into dst. Returns the length or -ENOSPC. */
 DS_MUST_USE int64_t http_error_json(const char *message, char *dst, size_t dst_capacity);
+
+struct text_buf;
+/* Appends the heat series of /metrics (top rows only: bounded labels) to b (query/heat.c). */
+void heat_metrics_put(const struct shard_heat_report *report, struct text_buf *b);
 
 #endif /* DS_QUERY_HTTP_PRIVATE_H */

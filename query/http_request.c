@@ -162,11 +162,9 @@ static unsigned route_path(const char *path, size_t len, struct http_route *out)
     static const struct {
         const char *path;
         enum http_endpoint endpoint;
-    } exact[] = {{"/v1/count", HTTP_EP_COUNT},
-                 {"/v1/partitions", HTTP_EP_PARTITIONS},
-                 {"/metrics", HTTP_EP_METRICS},
-                 {"/healthz", HTTP_EP_HEALTHZ},
-                 {"/readyz", HTTP_EP_READYZ}};
+    } exact[] = {{"/v1/count", HTTP_EP_COUNT},  {"/v1/partitions", HTTP_EP_PARTITIONS},
+                 {"/metrics", HTTP_EP_METRICS}, {"/healthz", HTTP_EP_HEALTHZ},
+                 {"/readyz", HTTP_EP_READYZ},   {"/v1/heat", HTTP_EP_HEAT}};
     for (size_t i = 0; i < DS_ARRAY_LEN(exact); i++) {
         if (strlen(exact[i].path) == len && memcmp(path, exact[i].path, len) == 0) {
             out->endpoint = exact[i].endpoint;
@@ -259,6 +257,21 @@ static unsigned orders_param(const char *name, const char *value, size_t len,
     return 0;
 }
 
+static unsigned heat_param(const char *value, size_t len, struct http_route *out)
+{
+    uint32_t top = 0;
+    bool ok = len > 0 && len <= 3;
+    for (size_t i = 0; ok && i < len; i++) {
+        ok = value[i] >= '0' && value[i] <= '9';
+        top = top * 10u + (uint32_t)(value[i] - '0');
+    }
+    if (!ok || top == 0 || top > SHARD_HEAT_TOP_MAX) {
+        return fail(out, 400, "bad top: expected 1..%u", SHARD_HEAT_TOP_MAX);
+    }
+    out->top = top;
+    return 0;
+}
+
 /* The parameter names an endpoint takes, as a space-separated list with spaces around. */
 static const char *known_params(enum http_endpoint endpoint)
 {
@@ -266,6 +279,7 @@ static const char *known_params(enum http_endpoint endpoint)
     case HTTP_EP_COUNT: return " day to status by ";
     case HTTP_EP_PARTITIONS: return " day ";
     case HTTP_EP_ORDERS: return " limit cursor consistent ";
+    case HTTP_EP_HEAT: return " top ";
     default: return " ";
     }
 }
@@ -313,6 +327,9 @@ static unsigned one_param(const char *text, size_t len, uint32_t *seen, struct h
     }
     if (out->endpoint == HTTP_EP_PARTITIONS) {
         return parse_day("day", value, (size_t)v, &out->day, out);
+    }
+    if (out->endpoint == HTTP_EP_HEAT) {
+        return heat_param(value, (size_t)v, out);
     }
     return orders_param(name + 1, value, (size_t)v, out);
 }
@@ -377,6 +394,7 @@ unsigned http_route_parse(const char *method, const char *target, size_t len,
     out->count.day_last = -1;
     out->day = -1;
     out->limit = 20;
+    out->top = HTTP_HEAT_TOP_DEFAULT;
     if (len > HTTP_URI_BYTES_MAX) {
         return fail(out, 414, "request target longer than %u bytes", HTTP_URI_BYTES_MAX);
     }

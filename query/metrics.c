@@ -38,6 +38,29 @@ void query_metrics_init(struct query_metrics *m, const char *const *reason_names
         atomic_store_explicit(&m->consumer_lag[i], -1, memory_order_relaxed);
     }
     atomic_store_explicit(&m->gsi_lag_ms, -1, memory_order_relaxed);
+    int rc = pthread_mutex_init(&m->heat_lock, NULL);
+    ASSERT(rc == 0);
+}
+
+void query_metrics_heat_set(struct query_metrics *m, const struct shard_heat_report *report)
+{
+    ASSERT(m != NULL && report != NULL);
+    pthread_mutex_lock(&m->heat_lock);
+    m->heat = *report;
+    m->heat_present = true;
+    pthread_mutex_unlock(&m->heat_lock);
+}
+
+bool query_metrics_heat_get(struct query_metrics *m, struct shard_heat_report *out)
+{
+    ASSERT(m != NULL && out != NULL);
+    pthread_mutex_lock(&m->heat_lock);
+    bool present = m->heat_present;
+    if (present) {
+        *out = m->heat;
+    }
+    pthread_mutex_unlock(&m->heat_lock);
+    return present;
 }
 
 void query_metrics_gsi_lag_set(struct query_metrics *m, int64_t lag_ms)

@@ -19,10 +19,11 @@
 #ifndef DS_QUERY_H
 #define DS_QUERY_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdatomic.h>
 #include <stdio.h>
 
 #include "common/common.h"
@@ -133,12 +134,29 @@ struct query_metrics {
     atomic_uint_fast64_t gsi_lag_buckets[QUERY_GSI_LAG_BUCKETS + 1]; /* last: +Inf */
     atomic_uint_fast64_t gsi_lag_sum_ns;
     atomic_uint_fast64_t gsi_lag_count;
+    /* The node's heat report, replaced once a second by the consumer thread and copied out by
+     * /v1/heat and /metrics: a mutex held for one ~30 KiB copy a second on each side, never on
+     * the ingest path. */
+    pthread_mutex_t heat_lock;
+    bool heat_present;             /* under heat_lock */
+    struct shard_heat_report heat; /* under heat_lock */
 };
 
 /* Zeroes m, marks every partition unassigned and records reason_count names (borrowed; at most
  * QUERY_METRICS_REASONS_MAX, the rest are ignored). */
 void query_metrics_init(struct query_metrics *m, const char *const *reason_names,
                         uint32_t reason_count);
+/* Replaces the heat report (the node's consumer thread, once a second). */
+void query_metrics_heat_set(struct query_metrics *m, const struct shard_heat_report *report);
+/* Copies the heat report into *out; false when no report arrived yet. */
+bool query_metrics_heat_get(struct query_metrics *m, struct shard_heat_report *out);
+/* Renders GET /v1/heat?top=N (DESIGN.md section 5) from a report, with consumer lag per Kafka
+ * partition and the GSI lag from m (may be NULL). Returns the length or -ENOSPC. */
+DS_MUST_USE int64_t query_heat_json(const struct shard_heat_report *report,
+                                    const struct query_metrics *m, uint32_t top, char *dst,
+                                    size_t dst_capacity);
+/* Bytes query_heat_json needs at most. */
+size_t query_heat_json_bound(void);
 void query_metrics_rejected_add(struct query_metrics *m, uint32_t reason_index, uint64_t n);
 /* Partitions at or past QUERY_METRICS_LAG_PARTITIONS_MAX are ignored; lag -1 = unassigned. */
 void query_metrics_lag_set(struct query_metrics *m, int32_t partition, int64_t lag);

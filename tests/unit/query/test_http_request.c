@@ -122,6 +122,30 @@ static void test_http_request_probes_and_orders(void **state)
     assert_int_equal(parse("GET", "/v1/customers/a/b/orders", &r), 404);
 }
 
+static void test_http_request_heat(void **state)
+{
+    /* /v1/heat takes only top, 1..64 (default 10), and needs the token like every data path. */
+    (void)state;
+    struct http_route r;
+    assert_int_equal(parse("GET", "/v1/heat", &r), 0);
+    assert_int_equal(r.endpoint, HTTP_EP_HEAT);
+    assert_int_equal(r.top, HTTP_HEAT_TOP_DEFAULT);
+    assert_true(r.needs_token);
+    assert_int_equal(parse("GET", "/v1/heat?top=64", &r), 0);
+    assert_int_equal(r.top, 64);
+    assert_int_equal(parse("GET", "/v1/heat?top=1", &r), 0);
+    assert_int_equal(r.top, 1);
+    const char *bad[] = {
+        "/v1/heat?top=0",       "/v1/heat?top=65",         "/v1/heat?top=",   "/v1/heat?top=x",
+        "/v1/heat?top=1&top=2", "/v1/heat?day=2026-01-21", "/v1/heat?top=-1", "/v1/heat?top=0010"};
+    for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
+        assert_int_equal(parse("GET", bad[i], &r), 400);
+        assert_true(r.error[0] != '\0');
+    }
+    assert_int_equal(parse("POST", "/v1/heat", &r), 405);
+    assert_int_equal(parse("GET", "/v1/heat/x", &r), 404);
+}
+
 static void test_http_request_error_json_escapes(void **state)
 {
     /* Client bytes quoted in a message stay printable ASCII, and the document is valid JSON. */
@@ -144,6 +168,7 @@ int main(void)
         cmocka_unit_test(test_http_request_count_bad_params),
         cmocka_unit_test(test_http_request_paths_and_methods),
         cmocka_unit_test(test_http_request_probes_and_orders),
+        cmocka_unit_test(test_http_request_heat),
         cmocka_unit_test(test_http_request_error_json_escapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

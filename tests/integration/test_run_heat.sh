@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Heat and adaptive write sharding on real nodes (issue 11):
+# - a busy day written faster than its shards' capacity grows (durably: the map file, the
+#   history in shardmap.log), and counts stay exact across the growth; /v1/heat and /metrics
+#   show the hottest partitions, days, Kafka partitions, customers and the growths;
+# - a second node (another group: a replica) with growth off takes the first node's growths from
+#   the shard map topic;
+# - kill -9 of a node while days grow, restarted: counts exact, maps only grew;
+# - a map write that fails stops growth and loses nothing;
+# - `serve` has no heat (501); bad ?top= values are 400.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/node_lib.sh"
+# Counts over the whole year: the test writes months past January.
+DAYS=(--day 2025-12-01 --to 2026-11-30 --by day --json)
+
+expect_exit "--max-shards below --shards" 2 "$DAYSHARD" run --brokers 127.0.0.1:1 \
+  --data "$WORK/x" --shards 8 --max-shards 4
+expect_exit "bad --shard-capacity" 2 "$DAYSHARD" run --brokers 127.0.0.1:1 --data "$WORK/x" \
+  --shard-capacity -1
+"$DAYSHARD" run --help >"$WORK/out"
+grep -q -- "--shard-capacity R" "$WORK/out" && grep -q -- "--max-shards M" "$WORK/out" && ok ||
+  fail "run --help lacks the sharding options"
+
+status() { curl -s -o "$WORK/body" -w '%{http_code}' --max-time 10 "$1"; }
+# map_count DIR DAY: the day's shard count in DIR/shardmap (0 when absent).
+map_count() { awk -v d="$2" '$1 == d {print $2; found = 1} END {if (!found) print 0}' "$1/shardmap"; }
+
+start_broker --partitions 4
+# 100,000 events at 25,000/s: the busy day (30%, consecutive in time) is written at ~25,000/s
+# for over a second, far above 4 shards x 1,000/s, so it must grow.
+"$DAYSHARD" generate --events 100000 --profile busy-day --seed 11 >"$WORK/month1.jsonl"
+expected1=$(truth "$WORK/month1.jsonl")
+
+start_http_node a "$WORK/a" g1 --shard-capacity 1000
+URL_A=$URL
+PID_A=$NODE_PID
+wait_assigned a 30 || die "node a got no partitions"
+ds_produce "$WORK/month1.jsonl" --rate 25000 || fail "produce month 1"
+wait_counts "counts across growth" "$expected1" 60 "$WORK/a"
+
+busy=$(map_count "$WORK/a" 2026-01-21)
+((busy > 4)) && ok || fail "the busy day did not grow: $busy shards"
+((busy <= 256)) && ok || fail "the busy day grew past --max-shards: $busy"
+# The day after the busy one (the next latest day of a stream in time order) starts with its
+# count; the days before it, each written for a tenth of a second, never needed more than 4.
+expect_eq "the next day inherits" "$busy" "$(map_count "$WORK/a" 2026-01-22)"
+grep -q '"day":"2026-01-22","from":4,"to":'"$busy"',.*the day before it' "$WORK/a/shardmap.log" &&
+  ok || fail "no inheritance in shardmap.log"
+expect_eq "a short quiet day keeps the base count" 4 "$(map_count "$WORK/a" 2026-01-02)"
+grep -q '"day":"2026-01-21","from":4,' "$WORK/a/shardmap.log" && ok ||
+  fail "no growth of the busy day in shardmap.log: $(cat "$WORK/a/shardmap.log" 2>&1)"
+log_run_has a "2026-01-21 grew from 4 to" && ok || fail "no growth line in the node's log"
+# The count fans out over every shard the day has: by=shard lists them all, and adds up.
+"$DAYSHARD" count --data "$WORK/a" --day 2026-01-21 --by shard --json >"$WORK/byshard.json"
+expect_eq "by=shard groups = the day's shard count" "$busy" \
+  "$(json_get "$WORK/byshard.json" 'len(d["groups"])')"
+expect_eq "busy day total" "$(grep '^2026-01-21=' <<<"$expected1" | cut -d= -f2)" \
+  "$(json_get "$WORK/byshard.json" 'sum(g["count"] for g in d["groups"])')"
+
+# /v1/heat: the busy day is the hottest day, with its grown count, and every event was seen.
+expect_eq "heat" 200 "$(status "$URL_A/v1/heat?top=5")"
+expect_eq "heat events" 100000 "$(json_get "$WORK/body" 'd["events"]')"
+expect_eq "heat hottest day" "2026-01-21 $busy" \
+  "$(json_get "$WORK/body" '"%s %d" % (d["days"][0]["day"], d["days"][0]["shards"])')"
+expect_eq "heat rows bounded by top" "True" \
+  "$(json_get "$WORK/body" 'len(d["partitions"]) <= 5 and len(d["customers"]) <= 5')"
+expect_eq "heat growth record" "2026-01-21" "$(json_get "$WORK/body" 'd["growths"][-1]["day"]')"
+expect_eq "heat Kafka partitions" "4 100000" \
+  "$(json_get "$WORK/body" '"%d %d" % (len(d["kafka_partitions"]), sum(k["events"] for k in d["kafka_partitions"]))')"
+expect_eq "heat throttling measured" "True" \
+  "$(json_get "$WORK/body" 'd["would_throttle_events"] > 0 and d["shard_capacity_eps"] == 1000')"
+# The generator's Zipf customers: customer 1 is the heaviest.
+expect_eq "heat top customer" 1 "$(json_get "$WORK/body" 'd["customers"][0]["customer_id"]')"
+for bad in "top=0" "top=65" "top=x" "top=5&top=6" "limit=3"; do
+  expect_eq "heat ?$bad" 400 "$(status "$URL_A/v1/heat?$bad")"
+done
+curl -s --max-time 10 "$URL_A/metrics" >"$WORK/metrics"
+grep -q '^dayshard_shard_growths_total [1-9]' "$WORK/metrics" && ok || fail "metrics: growths"
+grep -q "^dayshard_day_shards{day=\"2026-01-21\"} $busy\$" "$WORK/metrics" && ok ||
+  fail "metrics: day shards"
+grep -q '^dayshard_heat_partition_rate{key="DAY#' "$WORK/metrics" && ok || fail "metrics: rates"
+
+# A late event for an older day is not the latest day: it keeps the base count.
+printf '{"order_id":%d,"customer_id":5,"ts":"2025-12-01T10:00:00Z"}\n' 9000001 9000002 9000003 \
+  >"$WORK/late.jsonl"
+ds_produce "$WORK/late.jsonl" || fail "produce a late day"
+expected1=$(truth "$WORK/month1.jsonl" "$WORK/late.jsonl")
+wait_counts "late day stored" "$expected1" 30 "$WORK/a"
+expect_eq "a late older day keeps the base count" 4 "$(map_count "$WORK/a" 2025-12-01)"
+
+# A replica (group g2) with growth off follows the map topic: it takes node a's count.
+start_http_node b "$WORK/b" g2 --shard-capacity 0
+PID_B=$NODE_PID
+wait_counts "replica counts" "$expected1" 90 "$WORK/b"
+expect_eq "replica took the growth from the map topic" "$busy" "$(map_count "$WORK/b" 2026-01-21)"
+grep -q '"reason":"merged from orders.shardmap"' "$WORK/b/shardmap.log" 2>/dev/null && ok ||
+  fail "replica's shardmap.log has no merge: $(cat "$WORK/b/shardmap.log" 2>&1)"
+stop_node b "$PID_B"
+
+# `serve` measures no heat: 501 with the reason.
+"$DAYSHARD" serve --data "$WORK/a" --http 127.0.0.1:0 >"$WORK/serve.out" 2>"$WORK/serve.log" &
+SERVE_PID=$!
+for _ in $(seq 100); do
+  [[ -s $WORK/serve.out ]] && break
+  sleep 0.1
+done
+expect_eq "serve heat" 501 "$(status "http://$(head -1 "$WORK/serve.out")/v1/heat")"
+grep -q "dayshard run" "$WORK/body" && ok || fail "serve heat body: $(cat "$WORK/body")"
+kill "$SERVE_PID"
+wait "$SERVE_PID" || true
+
+# kill -9 while new days grow, then restart on the same directory: counts exact, no map shrank.
+rounds=${DS_SOAK:+6}
+rounds=${rounds:-2}
+expected_all=$expected1
+for round in $(seq "$rounds"); do
+  month=$(printf '2026-%02d-01' $((round + 1)))
+  "$DAYSHARD" generate --events 100000 --profile busy-day --seed $((20 + round)) \
+    --first-day "$month" >"$WORK/m$round.jsonl"
+  expected_all=$(truth "$WORK/month1.jsonl" "$WORK/late.jsonl" "$WORK"/m[0-9]*.jsonl)
+  ds_produce "$WORK/m$round.jsonl" --rate 25000 &
+  producer=$!
+  sleep "1.$((RANDOM % 9))"
+  crash_node "$PID_A"
+  start_http_node a "$WORK/a" g1 --shard-capacity 1000
+  PID_A=$NODE_PID
+  wait "$producer" || fail "produce round $round"
+  wait_counts "round $round: counts after kill -9 mid-growth" "$expected_all" 90 "$WORK/a"
+  expect_eq "round $round: the first busy day kept its count" "$busy" \
+    "$(map_count "$WORK/a" 2026-01-21)"
+  "$DAYSHARD" fsck --data "$WORK/a" >/dev/null 2>&1 && ok || fail "round $round: fsck"
+done
+
+# A map write that fails (a directory where the atomic replace's temp file goes) stops growth,
+# and no event is lost. The days exist first (a new day needs a map write too: a node that
+# cannot record one stops, and resumes from its durable position after a restart).
+"$DAYSHARD" generate --events 1000 --profile uniform --seed 98 --first-day 2026-09-01 \
+  >"$WORK/sept-days.jsonl"
+"$DAYSHARD" generate --events 300000 --profile busy-day --seed 99 --first-day 2026-09-01 \
+  >"$WORK/sept-busy.jsonl"
+ds_produce "$WORK/sept-days.jsonl" || fail "produce the September days"
+expected_all=$(truth "$WORK/month1.jsonl" "$WORK/late.jsonl" "$WORK"/m[0-9]*.jsonl "$WORK/sept-days.jsonl")
+wait_counts "September days known" "$expected_all" 60 "$WORK/a"
+sept_busy=$(map_count "$WORK/a" 2026-09-21)
+mkdir "$WORK/a/shardmap.tmp"
+ds_produce "$WORK/sept-busy.jsonl" --rate 80000 || fail "produce the September busy day"
+expected_all=$(truth "$WORK/month1.jsonl" "$WORK/late.jsonl" "$WORK"/m[0-9]*.jsonl "$WORK/sept-days.jsonl" \
+  "$WORK/sept-busy.jsonl")
+wait_counts "counts while the map cannot be written" "$expected_all" 90 "$WORK/a"
+kill -0 "$PID_A" 2>/dev/null && ok || fail "the node stopped on a failed growth"
+expect_eq "heat after the failed write" 200 "$(status "$URL/v1/heat")"
+expect_eq "growth stopped" "True False" \
+  "$(json_get "$WORK/body" '"%s %s" % (d["growth_failed"], d["adaptive"])')"
+expect_eq "the September busy day kept its count" "$sept_busy" "$(map_count "$WORK/a" 2026-09-21)"
+((sept_busy < 256)) && ok || fail "the September busy day had no room to grow: $sept_busy"
+log_run_has a "adaptive sharding stops" && ok || fail "no log line for the failed growth"
+rmdir "$WORK/a/shardmap.tmp"
+"$DAYSHARD" fsck --data "$WORK/a" >/dev/null 2>&1 && ok || fail "fsck after the failed write"
+
+stop_node a "$PID_A"
+stop_broker
+finish

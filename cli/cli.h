@@ -33,6 +33,8 @@ int cmd_run(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_orders(int argc, char **argv);
 int cmd_gsi(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+int cmd_loadtest(int argc, char **argv);
 
 extern const char cmd_ingest_usage[];
 extern const char cmd_count_usage[];
@@ -45,6 +47,8 @@ extern const char cmd_run_usage[];
 extern const char cmd_serve_usage[];
 extern const char cmd_orders_usage[];
 extern const char cmd_gsi_usage[];
+extern const char cmd_top_usage[];
+extern const char cmd_loadtest_usage[];
 
 /* Prints "dayshard <command>: <message>" to stderr; returns code, for `return cli_error(...)`. */
 int cli_error(const char *command, int code, const char *fmt, ...) DS_PRINTF(3, 4);
@@ -57,8 +61,8 @@ int cli_help(const char *usage);
 const char *cli_option_name(const struct option *options, int c, char *dst);
 
 /* One generator option by its getopt value: 'n' --events, 'p' --profile, 's' --seed,
- * 'f' --first-day, 'D' --days, 'c' --customers, 'b' --busy-fraction. Returns 0 or -DS_EUSAGE
- * (an unknown c too). */
+ * 'f' --first-day, 'D' --days, 'c' --customers, 'b' --busy-fraction, 'r' --rate (the schedule's
+ * rate_eps). Returns 0 or -DS_EUSAGE (an unknown c too). */
 struct ingest_workload_config;
 DS_MUST_USE int cli_parse_workload_option(int c, const char *value,
                                           struct ingest_workload_config *cfg);

@@ -35,16 +35,24 @@ const char cmd_demo_usage[] =
     "  --events N   events to generate (default 1000000)\n"
     "  --rate R     producer rate in events/s (default 200000; 0 = as fast as it goes)\n"
     "  --no-kafka   ingest a generated file instead of streaming through the broker\n"
-    "  --shards N   shards per day (default 4)\n"
+    "  --shards N   shards a new day starts with (default 4)\n"
+    "  --shard-capacity R  adaptive sharding as `dayshard run` does it: a day written faster\n"
+    "               than R events/s per shard grows (default 1000; 0 keeps every day at\n"
+    "               --shards)\n"
     "  --data DIR   keep the data here (default: a temporary directory, removed at the end)\n"
     "  --seed S     generator seed (default 42)\n"
     "  --help       this text\n";
+
+/* Shard lines the busy day shows before summing up the rest; growth lines shown. */
+#define DEMO_SHARD_LINES 12u
+#define DEMO_GROWTH_LINES 6u
 
 struct demo {
     bool no_kafka;
     uint64_t rate;
     uint64_t events;
     uint64_t shards;
+    uint64_t shard_capacity;
     uint64_t seed;
     const char *data;
     char tmp[64];
@@ -118,17 +126,32 @@ static int show_busy_day(struct storage *st, struct shard_map *map, int32_t day,
         return rc;
     }
     uint64_t hottest = 0;
+    uint64_t coldest = UINT64_MAX;
     printf("\nthe busy day over its %zu shards (dayshard count --day 2026-01-21 --by shard):\n",
            res.group_count);
     for (size_t i = 0; i < res.group_count; i++) {
-        char key[SHARD_KEY_TEXT_SIZE];
-        shard_key_format(day, res.groups[i].shard, key);
         uint64_t n = res.groups[i].count;
         hottest = n > hottest ? n : hottest;
+        coldest = n < coldest ? n : coldest;
+        /* Many shards: the first few and the last, the rest summed up below. */
+        if (res.group_count > DEMO_SHARD_LINES && i >= DEMO_SHARD_LINES - 2 &&
+            i + 1 < res.group_count) {
+            if (i == DEMO_SHARD_LINES - 2) {
+                printf("  ... %zu more shards\n", res.group_count - DEMO_SHARD_LINES + 1);
+            }
+            continue;
+        }
+        char key[SHARD_KEY_TEXT_SIZE];
+        shard_key_format(day, res.groups[i].shard, key);
         printf("  %-18s %9llu  %5.1f%% of the day ", key, (unsigned long long)n,
                res.count ? 100.0 * (double)n / (double)res.count : 0.0);
         bar(n, res.count, 40);
         printf("\n");
+    }
+    if (res.group_count > 1 && res.count > 0) {
+        printf("  each shard holds %.1f%% to %.1f%% of the day\n",
+               100.0 * (double)coldest / (double)res.count,
+               100.0 * (double)hottest / (double)res.count);
     }
     if (total > 0 && res.count > 0) {
         printf(
@@ -139,6 +162,33 @@ static int show_busy_day(struct storage *st, struct shard_map *map, int32_t day,
     }
     query_count_result_deinit(&res);
     return 0;
+}
+
+/* The growths of adaptive sharding, from DIR/shardmap.log (the first few). */
+static void show_growths(const struct demo *d)
+{
+    char path[DS_PATH_MAX + 32];
+    snprintf(path, sizeof(path), "%s/shardmap.log", d->data);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        printf("\nadaptive sharding: no day grew (capacity %llu events/s per shard%s)\n",
+               (unsigned long long)d->shard_capacity, d->shard_capacity == 0 ? ": off" : "");
+        return;
+    }
+    printf("\nadaptive sharding (a day written faster than %llu events/s per shard grows; "
+           "DIR/shardmap.log):\n",
+           (unsigned long long)d->shard_capacity);
+    char line[512];
+    unsigned lines = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (lines++ < DEMO_GROWTH_LINES) {
+            printf("  %s", line);
+        }
+    }
+    if (lines > DEMO_GROWTH_LINES) {
+        printf("  ... %u growths in all\n", lines);
+    }
+    fclose(f);
 }
 
 static int ingest_input(const struct demo *d, struct storage *st, struct shard_map *map,
@@ -178,6 +228,9 @@ static int show_results(const struct demo *d, uint64_t accepted, uint64_t raw_by
     rc = rc == 0 ? show_days(st, map, wcfg.first_day, wcfg.first_day + (int32_t)wcfg.days - 1) : rc;
     if (rc == 0) {
         rc = show_busy_day(st, map, wcfg.first_day + (int32_t)wcfg.busy_day_index, accepted);
+    }
+    if (rc == 0 && !d->no_kafka) {
+        show_growths(d);
     }
     shard_map_close(map);
     storage_close(st);
@@ -351,6 +404,9 @@ static void kafka_demo_configure(struct kafka_demo *k, const char *bootstrap)
     k->node.group = "dayshard-demo";
     k->node.data_dir = k->d->data;
     k->node.base_shards = (uint32_t)k->d->shards;
+    k->node.shard_capacity_eps = (uint32_t)k->d->shard_capacity;
+    k->node.max_shards = SHARD_MAX_SHARDS_DEFAULT > k->node.base_shards ? SHARD_MAX_SHARDS_DEFAULT
+                                                                        : k->node.base_shards;
     k->node.props = &k->props;
     k->produce.brokers = bootstrap;
     k->produce.topic = "orders";
@@ -415,12 +471,20 @@ static int run_kafka_demo(struct demo *d)
 
 int cmd_demo(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"events", required_argument, NULL, 'n'}, {"shards", required_argument, NULL, 's'},
-        {"data", required_argument, NULL, 'd'},   {"seed", required_argument, NULL, 'S'},
-        {"no-kafka", no_argument, NULL, 'K'},     {"rate", required_argument, NULL, 'r'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-    struct demo d = {.events = 1000000, .shards = SHARD_COUNT_DEFAULT, .seed = 42, .rate = 200000};
+    static const struct option options[] = {{"events", required_argument, NULL, 'n'},
+                                            {"shards", required_argument, NULL, 's'},
+                                            {"data", required_argument, NULL, 'd'},
+                                            {"seed", required_argument, NULL, 'S'},
+                                            {"no-kafka", no_argument, NULL, 'K'},
+                                            {"rate", required_argument, NULL, 'r'},
+                                            {"shard-capacity", required_argument, NULL, 'C'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    struct demo d = {.events = 1000000,
+                     .shards = SHARD_COUNT_DEFAULT,
+                     .shard_capacity = SHARD_CAPACITY_DEFAULT,
+                     .seed = 42,
+                     .rate = 200000};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -433,6 +497,7 @@ int cmd_demo(int argc, char **argv)
         case 'S': rc = cli_parse_u64(optarg, 0, UINT64_MAX, &d.seed); break;
         case 'K': d.no_kafka = true; break;
         case 'r': rc = cli_parse_u64(optarg, 0, 100000000, &d.rate); break;
+        case 'C': rc = cli_parse_u64(optarg, 0, SHARD_CAPACITY_MAX, &d.shard_capacity); break;
         case 'h': return cli_help(cmd_demo_usage);
         default:
             return cli_error("demo", CLI_USAGE, "unknown or incomplete option '%s'",

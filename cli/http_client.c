@@ -72,35 +72,52 @@ static int perform(CURL *curl, const char *url, struct curl_slist *headers, stru
     return 0;
 }
 
-int cli_http_get(const char *base_url, const char *path, const char *token,
-                 struct cli_http_answer *ans)
+struct cli_http_conn {
+    CURL *curl;
+    struct curl_slist *headers;
+    char base[2048];
+};
+
+int cli_http_conn_open(const char *base_url, const char *token, struct cli_http_conn **out)
 {
-    memset(ans, 0, sizeof(*ans));
     size_t base_len = strlen(base_url);
     while (base_len > 0 && base_url[base_len - 1] == '/') {
         base_len--;
     }
-    char url[4096];
-    char auth[512];
-    int n = snprintf(url, sizeof(url), "%.*s%s", (int)base_len, base_url, path);
-    if (n < 0 || (size_t)n >= sizeof(url) ||
-        (token != NULL &&
-         (size_t)snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token) >= sizeof(auth))) {
-        snprintf(ans->error, sizeof(ans->error), "URL or token too long");
-        return -DS_EUSAGE;
-    }
-    CURL *curl = curl_easy_init();
-    struct curl_slist *headers = token != NULL ? curl_slist_append(NULL, auth) : NULL;
-    if (curl == NULL || (token != NULL && headers == NULL)) {
-        curl_slist_free_all(headers);
-        curl_easy_cleanup(curl);
-        snprintf(ans->error, sizeof(ans->error), "out of memory");
+    struct cli_http_conn *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
         return -ENOMEM;
     }
+    char auth[512];
+    if (base_len >= sizeof(c->base) ||
+        (token != NULL &&
+         (size_t)snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token) >= sizeof(auth))) {
+        free(c);
+        return -DS_EUSAGE;
+    }
+    memcpy(c->base, base_url, base_len);
+    c->base[base_len] = '\0';
+    c->curl = curl_easy_init();
+    c->headers = token != NULL ? curl_slist_append(NULL, auth) : NULL;
+    if (c->curl == NULL || (token != NULL && c->headers == NULL)) {
+        cli_http_conn_close(c);
+        return -ENOMEM;
+    }
+    *out = c;
+    return 0;
+}
+
+int cli_http_conn_get(struct cli_http_conn *c, const char *path, struct cli_http_answer *ans)
+{
+    memset(ans, 0, sizeof(*ans));
+    char url[4096];
+    int n = snprintf(url, sizeof(url), "%s%s", c->base, path);
+    if (n < 0 || (size_t)n >= sizeof(url)) {
+        snprintf(ans->error, sizeof(ans->error), "URL too long");
+        return -DS_EUSAGE;
+    }
     struct body_sink sink = {0};
-    int rc = perform(curl, url, headers, &sink, ans);
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(curl);
+    int rc = perform(c->curl, url, c->headers, &sink, ans);
     ans->body = sink.data != NULL ? sink.data : calloc(1, 1);
     ans->body_len = sink.len;
     if (rc == 0 && ans->body == NULL) {
@@ -110,6 +127,34 @@ int cli_http_get(const char *base_url, const char *path, const char *token,
     if (rc == 0 && ans->status != 200) {
         error_from_body(ans);
     }
+    return rc;
+}
+
+void cli_http_conn_close(struct cli_http_conn *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    curl_slist_free_all(c->headers);
+    if (c->curl != NULL) {
+        curl_easy_cleanup(c->curl);
+    }
+    free(c);
+}
+
+int cli_http_get(const char *base_url, const char *path, const char *token,
+                 struct cli_http_answer *ans)
+{
+    memset(ans, 0, sizeof(*ans));
+    struct cli_http_conn *c = NULL;
+    int rc = cli_http_conn_open(base_url, token, &c);
+    if (rc != 0) {
+        snprintf(ans->error, sizeof(ans->error), "%s",
+                 rc == -ENOMEM ? "out of memory" : "URL or token too long");
+        return rc;
+    }
+    rc = cli_http_conn_get(c, path, ans);
+    cli_http_conn_close(c);
     return rc;
 }
 

@@ -27,6 +27,17 @@ DS_MUST_USE int cli_http_get(const char *base_url, const char *path, const char 
                              struct cli_http_answer *ans);
 void cli_http_answer_deinit(struct cli_http_answer *ans);
 
+/* One keep-alive connection to one server (a libcurl easy handle, reused), for callers that ask
+ * the same server many times (the load test's sampler and query load). One thread owns it.
+ * Returns 0, -ENOMEM or -DS_EUSAGE (URL or token too long). */
+struct cli_http_conn;
+DS_MUST_USE int cli_http_conn_open(const char *base_url, const char *token,
+                                   struct cli_http_conn **out);
+/* As cli_http_get, on the connection. */
+DS_MUST_USE int cli_http_conn_get(struct cli_http_conn *c, const char *path,
+                                  struct cli_http_answer *ans);
+void cli_http_conn_close(struct cli_http_conn *c);
+
 /* Percent-encodes everything but RFC 3986 unreserved characters; dst needs 3 * len + 1 bytes
  * (the text is cut to fit otherwise). */
 void cli_url_escape(const char *src, char *dst, size_t dst_capacity);

@@ -74,6 +74,10 @@ expect_eq "heat top customer" 1 "$(json_get "$WORK/body" 'd["customers"][0]["cus
 for bad in "top=0" "top=65" "top=x" "top=5&top=6" "limit=3"; do
   expect_eq "heat ?$bad" 400 "$(status "$URL_A/v1/heat?$bad")"
 done
+# `dayshard top` against the real node: one frame with the hottest partition and the growth.
+"$DAYSHARD" top --server "$URL_A" --once >"$WORK/top.txt" 2>&1 && ok || fail "top --once"
+grep -q "^DAY#2026-01-2[12]#" "$WORK/top.txt" && grep -q "2026-01-21 .* 4 -> " "$WORK/top.txt" &&
+  ok || fail "top frame: $(head -c 600 "$WORK/top.txt")"
 curl -s --max-time 10 "$URL_A/metrics" >"$WORK/metrics"
 grep -q '^dayshard_shard_growths_total [1-9]' "$WORK/metrics" && ok || fail "metrics: growths"
 grep -q "^dayshard_day_shards{day=\"2026-01-21\"} $busy\$" "$WORK/metrics" && ok ||
@@ -154,6 +158,8 @@ expect_eq "growth stopped" "True False" \
 expect_eq "the September busy day kept its count" "$sept_busy" "$(map_count "$WORK/a" 2026-09-21)"
 ((sept_busy < 256)) && ok || fail "the September busy day had no room to grow: $sept_busy"
 log_run_has a "adaptive sharding stops" && ok || fail "no log line for the failed growth"
+"$DAYSHARD" top --server "$URL" --once 2>&1 | grep -q "GROWTH STOPPED" && ok ||
+  fail "top does not show the stopped growth"
 rmdir "$WORK/a/shardmap.tmp"
 "$DAYSHARD" fsck --data "$WORK/a" >/dev/null 2>&1 && ok || fail "fsck after the failed write"
 

@@ -1,0 +1,881 @@
+/*
+ * One run of `dayshard loadtest` (see loadtest.h): the real pipeline under one shard strategy.
+ *
+ * Threads: the caller samples (every node's /v1/heat once a second, the progress line, the
+ * end of the run); a producer thread runs ingest_produce_run open loop (each event is due at
+ * its scheduled time, so a slow pipeline shows as lag, never as a slower producer); a query
+ * thread sends day counts and customer newest-10 requests on its own schedule over keep-alive
+ * connections and times each. Nodes are `dayshard run` processes (this binary), so a node's
+ * CPU, memory and crashes are its own, as in production.
+ *
+ * Lag in time is the horizontal distance between the produced and the stored curves: at each
+ * sample, how long ago the producer had acknowledged as many events as are now durable
+ * (interpolated between samples). Unlike the consumer lag in messages it reads the same at any
+ * rate, and it covers the broker, the node and the commit.
+ *
+ * Rejected: sampling /metrics (Prometheus text to parse for figures /v1/heat has as JSON);
+ * running the nodes as threads of this process (their CPU and failures would mix with the
+ * producer's, and a kill would take the test down).
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/http_client.h"
+#include "cli/loadtest.h"
+
+#define LT_TOPIC "orders"
+#define LT_NODE_START_TIMEOUT_MS 30000
+#define LT_READY_TIMEOUT_MS 60000
+#define LT_STOP_TIMEOUT_MS 30000
+/* After the producer finished, the run waits for the nodes at most this long without
+ * progress before it gives up and reports what was stored. */
+#define LT_DRAIN_STALL_MS 30000
+/* Samples are taken this far into each second, after the nodes' heat closed the previous one. */
+#define LT_SAMPLE_OFFSET_MS 300
+
+extern char **environ;
+
+struct lt_node {
+    pid_t pid;
+    char url[128];
+    char data[DS_PATH_MAX + 32];
+    struct cli_http_conn *conn; /* the sampler's */
+};
+
+/* One query's latency, for per-second and whole-run percentiles. */
+struct lt_query {
+    uint32_t second;
+    bool orders; /* else a day count */
+    bool ok;
+    float us;
+};
+
+struct lt_state {
+    const struct lt_config *cfg;
+    const struct lt_strategy *strategy;
+    struct lt_result *res;
+    char dir[DS_PATH_MAX];
+    char topic[128];
+    const char *brokers;
+    struct ingest_broker *broker;
+    struct lt_node nodes[LT_NODES_MAX];
+    uint32_t node_count;
+    uint64_t t0_ns;
+    /* producer thread */
+    pthread_t producer;
+    bool producer_started;
+    struct ingest_produce_config produce;
+    struct ingest_produce_stats produce_stats;
+    struct ingest_shardmap_follower *follower;
+    atomic_uint_fast64_t acked;
+    atomic_bool producer_done;
+    int produce_rc;
+    volatile int produce_stop;
+    /* query thread */
+    pthread_t querier;
+    bool querier_started;
+    atomic_bool stop_queries;
+    struct lt_query *queries; /* queries_max */
+    uint64_t queries_max;
+    atomic_uint_fast64_t query_count;
+    clockid_t querier_clock;
+    char hot_customer[32];
+};
+
+static double lt_elapsed_s(const struct lt_state *s)
+{
+    return (double)(ds_clock_ns() - s->t0_ns) / 1e9;
+}
+
+static void lt_sleep_ms(uint64_t ms)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void lt_warn(struct lt_result *res, const char *text)
+{
+    fprintf(stderr, "\ndayshard loadtest: warning: %s\n", text);
+    if (res->warning_count < DS_ARRAY_LEN(res->warnings)) {
+        snprintf(res->warnings[res->warning_count++], sizeof(res->warnings[0]), "%s", text);
+    }
+}
+
+/* ---- nodes --------------------------------------------------------------------------------- */
+
+/* Reads the node's first stdout line (its bound HTTP address), waiting at most timeout_ms. */
+static int lt_node_address(int fd, char *dst, size_t cap, int timeout_ms)
+{
+    size_t len = 0;
+    uint64_t deadline = ds_clock_ns() + (uint64_t)timeout_ms * 1000000u;
+    while (len + 1 < cap) { /* bounded by cap and the deadline */
+        uint64_t now = ds_clock_ns();
+        if (now >= deadline) {
+            return -ETIMEDOUT;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int ready = poll(&p, 1, (int)((deadline - now) / 1000000u) + 1);
+        if (ready <= 0) {
+            continue;
+        }
+        ssize_t n = read(fd, dst + len, 1);
+        if (n <= 0) {
+            return -EPIPE;
+        }
+        if (dst[len] == '\n') {
+            break;
+        }
+        len++;
+    }
+    dst[len] = '\0';
+    return len > 0 ? 0 : -EPIPE;
+}
+
+/* Starts node k: `dayshard run` with the run's strategy; its log goes to DIR/node-k.log. */
+static int lt_node_start(struct lt_state *s, uint32_t k)
+{
+    struct lt_node *node = &s->nodes[k];
+    char log[DS_PATH_MAX + 64], group[64], shards[16], max_shards[16], capacity[16];
+    snprintf(node->data, sizeof(node->data), "%s/node-%u", s->dir, k);
+    snprintf(log, sizeof(log), "%s/node-%u.log", s->dir, k);
+    snprintf(group, sizeof(group), "loadtest-%d", (int)getpid());
+    snprintf(shards, sizeof(shards), "%u", s->strategy->base_shards);
+    snprintf(max_shards, sizeof(max_shards), "%u", s->strategy->max_shards);
+    snprintf(capacity, sizeof(capacity), "%u", s->cfg->capacity_eps);
+    const char *argv[32] = {
+        s->cfg->self,       "run",      "--brokers",    s->brokers,
+        "--topic",          s->topic,   "--group",      group,
+        "--data",           node->data, "--http",       "127.0.0.1:0",
+        "--shards",         shards,     "--max-shards", max_shards,
+        "--shard-capacity", capacity,   "-X",           "session.timeout.ms=6000"};
+    size_t argc = 20;
+    if (s->cfg->no_gsi) {
+        argv[argc++] = "--no-gsi";
+    }
+    int out[2];
+    if (pipe2(out, O_CLOEXEC) != 0) {
+        return -errno;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_addopen(&actions, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int rc = -posix_spawn(&node->pid, s->cfg->self, &actions, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(out[1]);
+    char address[96] = "";
+    if (rc == 0) {
+        rc = lt_node_address(out[0], address, sizeof(address), LT_NODE_START_TIMEOUT_MS);
+    }
+    close(out[0]);
+    if (rc != 0) {
+        return cli_error("loadtest", -1, "node %u did not start (%s): see %s", k, ds_strerror(rc),
+                         log);
+    }
+    snprintf(node->url, sizeof(node->url), "http://%s", address);
+    return cli_http_conn_open(node->url, NULL, &node->conn);
+}
+
+/* Stops every node: SIGTERM, then SIGKILL after LT_STOP_TIMEOUT_MS. Returns how many exited
+ * with a failure. */
+static int lt_nodes_stop(struct lt_state *s)
+{
+    int failed = 0;
+    for (uint32_t k = 0; k < s->node_count; k++) {
+        struct lt_node *node = &s->nodes[k];
+        cli_http_conn_close(node->conn);
+        node->conn = NULL;
+        if (node->pid <= 0) {
+            continue;
+        }
+        kill(node->pid, SIGTERM);
+        int status = 0;
+        uint64_t deadline = ds_clock_ns() + (uint64_t)LT_STOP_TIMEOUT_MS * 1000000u;
+        while (waitpid(node->pid, &status, WNOHANG) == 0) { /* bounded by the deadline */
+            if (ds_clock_ns() > deadline) {
+                kill(node->pid, SIGKILL);
+                waitpid(node->pid, &status, 0);
+                break;
+            }
+            lt_sleep_ms(20);
+        }
+        failed += WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+        node->pid = 0;
+    }
+    return failed;
+}
+
+/* Waits until every node answers /readyz with 200 (joined its group, caught up). */
+static int lt_nodes_ready(struct lt_state *s)
+{
+    uint64_t deadline = ds_clock_ns() + (uint64_t)LT_READY_TIMEOUT_MS * 1000000u;
+    for (uint32_t k = 0; k < s->node_count; k++) {
+        for (;;) { /* bounded by the deadline */
+            struct cli_http_answer ans;
+            int rc = cli_http_conn_get(s->nodes[k].conn, "/readyz", &ans);
+            long status = ans.status;
+            cli_http_answer_deinit(&ans);
+            if (rc == 0 && status == 200) {
+                break;
+            }
+            if (ds_clock_ns() > deadline) {
+                return cli_error("loadtest", -1, "node %u (%s) not ready within %d s", k,
+                                 s->nodes[k].url, LT_READY_TIMEOUT_MS / 1000);
+            }
+            lt_sleep_ms(100);
+        }
+    }
+    return 0;
+}
+
+/* ---- the producer and the query load ----------------------------------------------------- */
+
+static void *lt_producer_main(void *arg)
+{
+    struct lt_state *s = arg;
+    s->produce_rc = ingest_produce_run(&s->produce, &s->produce_stats, &s->produce_stop);
+    atomic_store(&s->producer_done, true);
+    return NULL;
+}
+
+static int lt_producer_start(struct lt_state *s)
+{
+    const struct lt_config *cfg = s->cfg;
+    struct ingest_produce_config *p = &s->produce;
+    p->brokers = s->brokers;
+    p->topic = s->topic;
+    p->input_fd = -1;
+    p->workload = cfg->workload;
+    p->rate = cfg->rate;
+    p->key = s->strategy->key;
+    p->base_shards = s->strategy->base_shards;
+    p->acked_live = &s->acked;
+    if (p->key == INGEST_PRODUCE_KEY_PARTITION) {
+        int rc = ingest_shardmap_follower_open(s->brokers, s->topic, NULL, s->strategy->base_shards,
+                                               &s->follower);
+        if (rc != 0) {
+            return cli_error("loadtest", rc, "cannot follow %s.shardmap: %s", s->topic,
+                             ds_strerror(rc));
+        }
+        p->shards_of_day = ingest_shardmap_follower_shards;
+        p->shards_user = s->follower;
+    }
+    int rc = -pthread_create(&s->producer, NULL, lt_producer_main, s);
+    s->producer_started = rc == 0;
+    return rc;
+}
+
+/* Sends one query to node k and records its latency. */
+static void lt_query_one(struct lt_state *s, struct cli_http_conn *conn, uint64_t i)
+{
+    char path[160];
+    bool orders = (i & 1u) == 1u;
+    if (orders) {
+        snprintf(path, sizeof(path), "/v1/customers/%s/orders?limit=10", s->hot_customer);
+    } else {
+        char day[DS_DATE_TEXT_SIZE];
+        ds_date_format(s->res->hot_day, day);
+        snprintf(path, sizeof(path), "/v1/count?day=%s", day);
+    }
+    uint64_t start = ds_clock_ns();
+    struct cli_http_answer ans;
+    int rc = cli_http_conn_get(conn, path, &ans);
+    uint64_t took = ds_clock_ns() - start;
+    bool ok = rc == 0 && ans.status == 200;
+    cli_http_answer_deinit(&ans);
+    uint64_t n = atomic_load(&s->query_count);
+    if (n < s->queries_max) {
+        s->queries[n] = (struct lt_query){.second = (uint32_t)((start - s->t0_ns) / 1000000000u),
+                                          .orders = orders,
+                                          .ok = ok,
+                                          .us = (float)((double)took / 1000.0)};
+        atomic_store(&s->query_count, n + 1);
+    }
+}
+
+static void *lt_querier_main(void *arg)
+{
+    struct lt_state *s = arg;
+    pthread_getcpuclockid(pthread_self(), &s->querier_clock);
+    struct cli_http_conn *conns[LT_NODES_MAX] = {0};
+    for (uint32_t k = 0; k < s->node_count; k++) {
+        if (cli_http_conn_open(s->nodes[k].url, NULL, &conns[k]) != 0) {
+            conns[k] = NULL;
+        }
+    }
+    uint64_t interval_ns = 1000000000ull / s->cfg->queries_per_s;
+    uint64_t start = ds_clock_ns();
+    for (uint64_t i = 0; !atomic_load(&s->stop_queries); i++) { /* until stopped; one a turn */
+        uint64_t due = start + i * interval_ns;
+        uint64_t now = ds_clock_ns();
+        if (due > now) {
+            struct timespec ts = {.tv_sec = (time_t)((due - now) / 1000000000u),
+                                  .tv_nsec = (long)((due - now) % 1000000000u)};
+            nanosleep(&ts, NULL);
+        }
+        struct cli_http_conn *conn = conns[i % s->node_count];
+        if (conn != NULL) {
+            lt_query_one(s, conn, i);
+        }
+    }
+    for (uint32_t k = 0; k < s->node_count; k++) {
+        cli_http_conn_close(conns[k]);
+    }
+    struct timespec cpu;
+    if (clock_gettime(s->querier_clock, &cpu) == 0) {
+        s->res->queries_cpu_s = (double)cpu.tv_sec + (double)cpu.tv_nsec / 1e9;
+    }
+    return NULL;
+}
+
+/* ---- sampling ------------------------------------------------------------------------------ */
+
+/* The run's index of a partition key, adding it; LT_KEYS_MAX when the table is full. */
+static uint32_t lt_key_index(struct lt_result *res, const char *text)
+{
+    for (uint32_t i = 0; i < res->key_count; i++) {
+        if (strcmp(res->keys[i].text, text) == 0) {
+            return i;
+        }
+    }
+    if (res->key_count == LT_KEYS_MAX || strlen(text) >= SHARD_KEY_TEXT_SIZE) {
+        return LT_KEYS_MAX;
+    }
+    struct lt_key *k = &res->keys[res->key_count];
+    snprintf(k->text, sizeof(k->text), "%s", text);
+    return res->key_count++;
+}
+
+/* Epoch milliseconds of "YYYY-MM-DDTHH:MM:SS.mmmZ", or -1. */
+static int64_t lt_parse_ts_ms(const char *text)
+{
+    int32_t day = 0;
+    unsigned h = 0, m = 0, sec = 0, ms = 0;
+    if (text == NULL || strlen(text) < 24 || ds_date_parse(text, 10, &day) != 0 ||
+        sscanf(text + 10, "T%2u:%2u:%2u.%3uZ", &h, &m, &sec, &ms) != 4) {
+        return -1;
+    }
+    return (int64_t)day * 86400000 + ((int64_t)h * 3600 + m * 60 + sec) * 1000 + ms;
+}
+
+static void lt_fold_growths(struct lt_state *s, json_t *growths, int64_t t0_wall_ms)
+{
+    struct lt_result *res = s->res;
+    size_t i;
+    json_t *g;
+    json_array_foreach(growths, i, g)
+    {
+        int32_t day = 0;
+        const char *day_text = json_string_value(json_object_get(g, "day"));
+        if (day_text == NULL || ds_date_parse(day_text, strlen(day_text), &day) != 0) {
+            continue;
+        }
+        uint32_t to = (uint32_t)json_integer_value(json_object_get(g, "to"));
+        bool known = false;
+        for (uint32_t k = 0; k < res->growth_count && !known; k++) {
+            known = res->growths[k].day == day && res->growths[k].to == to;
+        }
+        if (known || res->growth_count == LT_GROWTHS_MAX) {
+            continue;
+        }
+        struct lt_growth *r = &res->growths[res->growth_count++];
+        r->day = day;
+        r->to = to;
+        r->from = (uint32_t)json_integer_value(json_object_get(g, "from"));
+        int64_t at = lt_parse_ts_ms(json_string_value(json_object_get(g, "at")));
+        r->at_s = at >= 0 ? (double)(at - t0_wall_ms) / 1000.0 : -1.0;
+        snprintf(r->reason, sizeof(r->reason), "%s",
+                 json_string_value(json_object_get(g, "reason")) != NULL
+                     ? json_string_value(json_object_get(g, "reason"))
+                     : "");
+    }
+}
+
+/* Days and their shard counts (the largest any node reports); the hot day's rate. */
+static void lt_fold_days(struct lt_result *res, json_t *days, struct lt_second *sec)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(days, i, d)
+    {
+        int32_t day = 0;
+        const char *text = json_string_value(json_object_get(d, "day"));
+        if (text == NULL || ds_date_parse(text, strlen(text), &day) != 0) {
+            continue;
+        }
+        uint32_t shards = (uint32_t)json_integer_value(json_object_get(d, "shards"));
+        uint32_t k = 0;
+        while (k < res->day_count && res->days[k] != day) {
+            k++;
+        }
+        if (k == res->day_count && k < DS_ARRAY_LEN(res->days)) {
+            res->days[res->day_count++] = day;
+            res->day_shards[k] = 0;
+        }
+        if (k < res->day_count && shards > res->day_shards[k]) {
+            res->day_shards[k] = shards;
+        }
+        if (day == res->hot_day) {
+            sec->hot_day_eps += json_number_value(json_object_get(d, "rate_now"));
+            sec->hot_day_shards = shards > sec->hot_day_shards ? shards : sec->hot_day_shards;
+        }
+    }
+}
+
+static void lt_fold_sources(json_t *sources, struct lt_second *sec, int64_t *lag_max)
+{
+    size_t i;
+    json_t *k;
+    json_array_foreach(sources, i, k)
+    {
+        double eps = json_number_value(json_object_get(k, "rate_now"));
+        sec->kafka_total_eps += eps;
+        sec->kafka_hottest_eps = eps > sec->kafka_hottest_eps ? eps : sec->kafka_hottest_eps;
+        json_t *lag = json_object_get(k, "lag");
+        if (json_is_integer(lag)) {
+            sec->lag_messages += json_integer_value(lag);
+            *lag_max = json_integer_value(lag) > *lag_max ? json_integer_value(lag) : *lag_max;
+        }
+    }
+}
+
+/* One node's heat document into the second being sampled. */
+static void lt_fold_node(struct lt_state *s, json_t *doc, struct lt_second *sec, float *eps_now,
+                         int64_t t0_wall_ms, int64_t *lag_max)
+{
+    struct lt_result *res = s->res;
+    sec->stored += (uint64_t)json_integer_value(json_object_get(doc, "events_durable"));
+    sec->total_eps += json_number_value(json_object_get(doc, "rate_now"));
+    sec->throttled += (uint64_t)json_integer_value(json_object_get(doc, "would_throttle_events"));
+    json_t *gsi = json_object_get(doc, "gsi_lag_ms");
+    if (json_is_integer(gsi) && json_integer_value(gsi) > sec->gsi_lag_ms) {
+        sec->gsi_lag_ms = json_integer_value(gsi);
+    }
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(doc, "partitions"), i, p)
+    {
+        uint32_t k = lt_key_index(res, json_string_value(json_object_get(p, "key")) != NULL
+                                           ? json_string_value(json_object_get(p, "key"))
+                                           : "");
+        if (k < LT_KEYS_MAX) {
+            eps_now[k] += (float)json_number_value(json_object_get(p, "rate_now"));
+        }
+    }
+    lt_fold_days(res, json_object_get(doc, "days"), sec);
+    lt_fold_sources(json_object_get(doc, "kafka_partitions"), sec, lag_max);
+    lt_fold_growths(s, json_object_get(doc, "growths"), t0_wall_ms);
+    if (s->node_count == 1) {
+        res->throttled =
+            (uint64_t)json_integer_value(json_object_get(doc, "would_throttle_events"));
+        res->over_capacity_seconds =
+            (uint64_t)json_integer_value(json_object_get(doc, "over_capacity_seconds"));
+    }
+}
+
+/* The time since the producer had acknowledged `stored` events (curves in res->seconds up to
+ * index n, the current sample included), in ms; 0 when everything is stored. */
+static double lt_lag_ms(const struct lt_result *res, uint32_t n, uint64_t stored)
+{
+    const struct lt_second *now = &res->seconds[n];
+    if (stored >= now->produced) {
+        return 0.0;
+    }
+    for (uint32_t i = n + 1; i > 0; i--) {
+        /* Before the first sample: nothing produced at the start. */
+        const struct lt_second start = {0};
+        const struct lt_second *a = i >= 2 ? &res->seconds[i - 2] : &start;
+        const struct lt_second *b = &res->seconds[i - 1];
+        if (a->produced <= stored && stored <= b->produced) {
+            double f = b->produced > a->produced
+                           ? (double)(stored - a->produced) / (double)(b->produced - a->produced)
+                           : 1.0;
+            double t = a->t_s + f * (b->t_s - a->t_s);
+            return (now->t_s - t) * 1000.0;
+        }
+    }
+    return now->t_s * 1000.0;
+}
+
+/* Per-partition rates of this second into the run's keys; the hottest partition; throttling
+ * over several nodes (each node sees only part of a partition's writes). */
+static void lt_fold_keys(struct lt_state *s, struct lt_second *sec, const float *eps_now)
+{
+    struct lt_result *res = s->res;
+    uint32_t n = res->second_count;
+    char hot_prefix[SHARD_KEY_TEXT_SIZE];
+    shard_key_format(res->hot_day, 0, hot_prefix);
+    size_t prefix_len = strlen(hot_prefix) - 1; /* "DAY#YYYY-MM-DD#" */
+    for (uint32_t k = 0; k < res->key_count; k++) {
+        res->keys[k].eps[n] = eps_now[k];
+        res->keys[k].total += (uint64_t)eps_now[k];
+        if (eps_now[k] > sec->hottest_eps) {
+            sec->hottest_eps = eps_now[k];
+            sec->hottest_key = k;
+        }
+        if (strncmp(res->keys[k].text, hot_prefix, prefix_len) == 0 &&
+            eps_now[k] > sec->hot_day_shard_max_eps) {
+            sec->hot_day_shard_max_eps = eps_now[k];
+        }
+        if (s->node_count > 1 && eps_now[k] > (float)s->cfg->capacity_eps &&
+            s->cfg->capacity_eps > 0) {
+            res->throttled += (uint64_t)(eps_now[k] - (float)s->cfg->capacity_eps);
+            res->over_capacity_seconds++;
+        }
+    }
+}
+
+/* One sample: every node's heat, the producer's progress. Returns 0 or the first node's error
+ * (a node that stopped answering). */
+static int lt_sample(struct lt_state *s, int64_t t0_wall_ms)
+{
+    struct lt_result *res = s->res;
+    uint32_t n = res->second_count;
+    ASSERT(n < LT_SECONDS_MAX);
+    struct lt_second *sec = &res->seconds[n];
+    *sec = (struct lt_second){.t_s = lt_elapsed_s(s), .gsi_lag_ms = -1};
+    sec->produced = atomic_load(&s->acked);
+    float *eps_now = calloc(LT_KEYS_MAX, sizeof(float));
+    if (eps_now == NULL) {
+        return -ENOMEM;
+    }
+    int64_t lag_max = 0;
+    int rc = 0;
+    for (uint32_t k = 0; k < s->node_count && rc == 0; k++) {
+        struct cli_http_answer ans;
+        rc = cli_http_conn_get(s->nodes[k].conn, "/v1/heat?top=64", &ans);
+        json_t *doc =
+            rc == 0 && ans.status == 200 ? json_loadb(ans.body, ans.body_len, 0, NULL) : NULL;
+        if (doc != NULL) {
+            lt_fold_node(s, doc, sec, eps_now, t0_wall_ms, &lag_max);
+            json_decref(doc);
+        } else if (rc != 0) {
+            cli_error("loadtest", rc, "node %u (%s): %s", k, s->nodes[k].url, ans.error);
+        }
+        cli_http_answer_deinit(&ans);
+    }
+    lt_fold_keys(s, sec, eps_now);
+    free(eps_now);
+    sec->lag_ms = lt_lag_ms(res, n, sec->stored);
+    res->second_count = n + 1;
+    if (s->cfg->brokers == NULL && lag_max > LT_BROKER_LAG_WARN_MESSAGES &&
+        res->warning_count == 0) {
+        char text[256];
+        snprintf(text, sizeof(text),
+                 "a Kafka partition is %lld messages behind; the embedded broker keeps only "
+                 "~5 MiB per partition, so the nodes may lose events at the broker: lower --rate "
+                 "or add --nodes",
+                 (long long)lag_max);
+        lt_warn(res, text);
+    }
+    return rc;
+}
+
+static void lt_progress(const struct lt_state *s, uint32_t index, uint32_t runs)
+{
+    const struct lt_result *res = s->res;
+    const struct lt_second *sec = &res->seconds[res->second_count - 1];
+    double share = sec->total_eps > 0 ? sec->hottest_eps / sec->total_eps : 0.0;
+    fprintf(stderr,
+            "%s[%u/%u %s] %5.0f s  produced %llu/%llu  stored %llu  lag %.0f ms  hottest %s "
+            "%.0f/s (%.0f%%)  hot day %u shards%s",
+            s->cfg->progress_tty ? "\r\033[K" : "", index + 1, runs, s->strategy->name, sec->t_s,
+            (unsigned long long)sec->produced, (unsigned long long)s->cfg->workload.events,
+            (unsigned long long)sec->stored, sec->lag_ms,
+            sec->hottest_eps > 0 ? res->keys[sec->hottest_key].text : "-", sec->hottest_eps,
+            100.0 * share, sec->hot_day_shards, s->cfg->progress_tty ? "" : "\n");
+    fflush(stderr);
+}
+
+/* Samples once a second until the producer is done and every acknowledged event is durable
+ * (or the nodes stop making progress). */
+static int lt_sample_loop(struct lt_state *s, uint32_t index, uint32_t runs)
+{
+    int64_t t0_wall_ms = ds_clock_realtime_ms() - (int64_t)((ds_clock_ns() - s->t0_ns) / 1000000u);
+    uint64_t last_stored = 0;
+    uint64_t last_progress_ns = ds_clock_ns();
+    for (uint32_t second = 1; second < LT_SECONDS_MAX; second++) {
+        uint64_t due = s->t0_ns + (uint64_t)second * 1000000000u + LT_SAMPLE_OFFSET_MS * 1000000ull;
+        uint64_t now = ds_clock_ns();
+        if (due > now) {
+            lt_sleep_ms((due - now) / 1000000u);
+        }
+        int rc = lt_sample(s, t0_wall_ms);
+        if (rc != 0) {
+            return rc;
+        }
+        lt_progress(s, index, runs);
+        const struct lt_second *sec = &s->res->seconds[s->res->second_count - 1];
+        if (sec->stored != last_stored) {
+            last_stored = sec->stored;
+            last_progress_ns = ds_clock_ns();
+        }
+        if (atomic_load(&s->producer_done)) {
+            if (sec->stored >= atomic_load(&s->acked)) {
+                return 0;
+            }
+            if (ds_clock_ns() - last_progress_ns > LT_DRAIN_STALL_MS * 1000000ull) {
+                lt_warn(s->res, "the nodes stopped storing before every acknowledged event was "
+                                "durable (see the node logs)");
+                return 0;
+            }
+        }
+    }
+    lt_warn(s->res, "the run reached the sampler's limit of an hour");
+    return 0;
+}
+
+/* ---- the end of a run ---------------------------------------------------------------------- */
+
+/* Events stored over all nodes: each node's count over the workload's days. */
+static int lt_count_stored(struct lt_state *s, uint64_t *stored)
+{
+    const struct ingest_workload_config *w = &s->cfg->workload;
+    char first[DS_DATE_TEXT_SIZE], last[DS_DATE_TEXT_SIZE], path[96];
+    ds_date_format(w->first_day, first);
+    ds_date_format(w->first_day + (int32_t)w->days - 1, last);
+    snprintf(path, sizeof(path), "/v1/count?day=%s&to=%s", first, last);
+    *stored = 0;
+    for (uint32_t k = 0; k < s->node_count; k++) {
+        struct cli_http_answer ans;
+        int rc = cli_http_conn_get(s->nodes[k].conn, path, &ans);
+        json_t *doc =
+            rc == 0 && ans.status == 200 ? json_loadb(ans.body, ans.body_len, 0, NULL) : NULL;
+        if (doc == NULL) {
+            rc = cli_error("loadtest", rc != 0 ? rc : -EIO, "count on node %u (%s): %s", k,
+                           s->nodes[k].url, ans.error[0] != '\0' ? ans.error : "bad answer");
+            cli_http_answer_deinit(&ans);
+            return rc;
+        }
+        *stored += (uint64_t)json_integer_value(json_object_get(doc, "count"));
+        json_decref(doc);
+        cli_http_answer_deinit(&ans);
+    }
+    return 0;
+}
+
+static int lt_float_cmp(const void *a, const void *b)
+{
+    float x = *(const float *)a;
+    float y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* The p-th percentile (0..1) of n values, sorting them; -1 for none. */
+static double lt_percentile(float *v, size_t n, double p)
+{
+    if (n == 0) {
+        return -1.0;
+    }
+    qsort(v, n, sizeof(*v), lt_float_cmp);
+    size_t i = (size_t)ceil(p * (double)n);
+    return v[i > 0 ? i - 1 : 0];
+}
+
+/* Whole-run and per-second query latency percentiles. */
+static void lt_query_stats(struct lt_state *s)
+{
+    struct lt_result *res = s->res;
+    uint64_t n = atomic_load(&s->query_count);
+    float *v = malloc((n > 0 ? n : 1) * sizeof(float));
+    if (v == NULL) {
+        return;
+    }
+    res->queries = n;
+    for (int orders = 0; orders <= 1; orders++) {
+        size_t m = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            res->query_errors += orders == 0 && !s->queries[i].ok ? 1 : 0;
+            if (s->queries[i].orders == (orders == 1) && s->queries[i].ok) {
+                v[m++] = s->queries[i].us;
+            }
+        }
+        double p50 = lt_percentile(v, m, 0.50);
+        double p99 = lt_percentile(v, m, 0.99);
+        *(orders ? &res->orders_p50_us : &res->count_p50_us) = p50;
+        *(orders ? &res->orders_p99_us : &res->count_p99_us) = p99;
+        for (uint32_t sec = 0; sec < res->second_count; sec++) {
+            m = 0;
+            for (uint64_t i = 0; i < n; i++) {
+                const struct lt_query *q = &s->queries[i];
+                if (q->second == sec && q->orders == (orders == 1) && q->ok) {
+                    v[m++] = q->us;
+                }
+            }
+            *(orders ? &res->seconds[sec].orders_p99_us : &res->seconds[sec].count_p99_us) =
+                lt_percentile(v, m, 0.99);
+        }
+    }
+    free(v);
+}
+
+static double lt_thread_cpu_s(clockid_t clock)
+{
+    struct timespec ts;
+    return clock_gettime(clock, &ts) == 0 ? (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 : 0.0;
+}
+
+/* ---- a run ----------------------------------------------------------------------------------- */
+
+static int lt_setup(struct lt_state *s, uint32_t index)
+{
+    const struct lt_config *cfg = s->cfg;
+    int n = snprintf(s->dir, sizeof(s->dir), "%s/run-%u", cfg->out_dir, index + 1);
+    if (n < 0 || (size_t)n >= sizeof(s->dir)) {
+        return cli_error("loadtest", -ENAMETOOLONG, "--out is too long");
+    }
+    int rc = ds_mkdir_p(s->dir);
+    if (rc != 0) {
+        return cli_error("loadtest", rc, "%s: %s", s->dir, ds_strerror(rc));
+    }
+    if (cfg->brokers != NULL) {
+        /* A topic of its own per run on a real cluster (created on first use where the
+         * cluster allows it), so runs do not read each other's events. */
+        snprintf(s->topic, sizeof(s->topic), "dayshard-loadtest-%d-%u", (int)getpid(), index + 1);
+        s->brokers = cfg->brokers;
+    } else {
+        snprintf(s->topic, sizeof(s->topic), "%s", LT_TOPIC);
+        struct ingest_broker_config b;
+        ingest_broker_config_defaults(&b);
+        b.topic = s->topic;
+        b.partitions = cfg->partitions;
+        rc = ingest_broker_start(&b, &s->broker);
+        if (rc != 0) {
+            return cli_error("loadtest", rc, "cannot start the embedded broker: %s",
+                             ds_strerror(rc));
+        }
+        s->brokers = ingest_broker_bootstrap(s->broker);
+    }
+    for (uint32_t k = 0; k < cfg->nodes && rc == 0; k++) {
+        rc = lt_node_start(s, k);
+        s->node_count = k + 1;
+    }
+    return rc != 0 ? rc : lt_nodes_ready(s);
+}
+
+static int lt_remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void lt_teardown(struct lt_state *s)
+{
+    if (s->querier_started) {
+        atomic_store(&s->stop_queries, true);
+        pthread_join(s->querier, NULL);
+    }
+    if (s->producer_started) {
+        s->produce_stop = 2;
+        pthread_join(s->producer, NULL);
+    }
+    ingest_shardmap_follower_close(s->follower);
+    if (lt_nodes_stop(s) > 0) {
+        lt_warn(s->res, "a node did not stop cleanly (see its log)");
+    }
+    if (s->broker != NULL) {
+        ingest_broker_stop(s->broker);
+    }
+    for (uint32_t k = 0; k < s->node_count && !s->cfg->keep_data; k++) {
+        (void)nftw(s->nodes[k].data, lt_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    free(s->queries);
+}
+
+/* The load itself: producer, queries, sampling, then the final count. */
+static int lt_drive(struct lt_state *s, uint32_t index, uint32_t runs)
+{
+    struct lt_result *res = s->res;
+    s->t0_ns = ds_clock_ns();
+    int rc = lt_producer_start(s);
+    if (rc == 0 && s->cfg->queries_per_s > 0) {
+        rc = -pthread_create(&s->querier, NULL, lt_querier_main, s);
+        s->querier_started = rc == 0;
+    }
+    clockid_t self_clock;
+    pthread_getcpuclockid(pthread_self(), &self_clock);
+    double cpu0 = lt_thread_cpu_s(self_clock);
+    rc = rc == 0 ? lt_sample_loop(s, index, runs) : rc;
+    res->sampler_cpu_s = lt_thread_cpu_s(self_clock) - cpu0;
+    res->duration_s = lt_elapsed_s(s);
+    if (s->querier_started) {
+        atomic_store(&s->stop_queries, true);
+        pthread_join(s->querier, NULL);
+        s->querier_started = false;
+    }
+    if (s->producer_started) {
+        pthread_join(s->producer, NULL);
+        s->producer_started = false;
+    }
+    if (s->cfg->progress_tty) {
+        fputc('\n', stderr);
+    }
+    res->produced = s->produce_stats.acked;
+    res->producer_behind_max_s = s->produce_stats.behind_max_s;
+    if (rc == 0 && s->produce_rc != 0) {
+        lt_warn(res, "the producer reported failed deliveries (see produce stats)");
+    }
+    rc = rc == 0 ? lt_count_stored(s, &res->stored) : rc;
+    lt_query_stats(s);
+    return rc;
+}
+
+int lt_run(const struct lt_config *cfg, const struct lt_strategy *strategy, uint32_t index,
+           uint32_t run_count, struct lt_result *res)
+{
+    ASSERT(cfg->nodes >= 1 && cfg->nodes <= LT_NODES_MAX);
+    ASSERT(strategy->max_shards >= strategy->base_shards);
+    struct lt_state *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return -ENOMEM;
+    }
+    s->cfg = cfg;
+    s->strategy = strategy;
+    s->res = res;
+    res->strategy = *strategy;
+    res->hot_day = cfg->workload.first_day + (int32_t)cfg->workload.busy_day_index;
+    snprintf(s->hot_customer, sizeof(s->hot_customer), "1");
+    res->seconds = calloc(LT_SECONDS_MAX, sizeof(*res->seconds));
+    s->queries_max = (uint64_t)cfg->queries_per_s * LT_SECONDS_MAX;
+    s->queries = calloc(s->queries_max > 0 ? s->queries_max : 1, sizeof(*s->queries));
+    int rc = res->seconds != NULL && s->queries != NULL ? 0 : -ENOMEM;
+    for (uint32_t k = 0; k < LT_KEYS_MAX && rc == 0; k++) {
+        res->keys[k].eps = calloc(LT_SECONDS_MAX, sizeof(float));
+        rc = res->keys[k].eps != NULL ? 0 : -ENOMEM;
+    }
+    rc = rc == 0 ? lt_setup(s, index) : rc;
+    rc = rc == 0 ? lt_drive(s, index, run_count) : rc;
+    lt_teardown(s);
+    free(s);
+    return rc;
+}
+
+void lt_result_deinit(struct lt_result *res)
+{
+    for (uint32_t k = 0; k < LT_KEYS_MAX; k++) {
+        free(res->keys[k].eps);
+        res->keys[k].eps = NULL;
+    }
+    free(res->seconds);
+    res->seconds = NULL;
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# `dayshard loadtest`: the real pipeline (embedded broker, node processes, paced producer,
+# query load) under each strategy of --compare on a small busy-day month; report.json holds the
+# fields the contract names, every run stores exactly what the broker acknowledged, fixed:1's hot
+# partition is over capacity by about rate / capacity, adaptive grows the busy day and throttles
+# far less; report.md and the plots are written; bad arguments exit 2.
+source "$(dirname "$0")/lib.sh"
+
+expect_exit "--help" 0 "$DAYSHARD" loadtest --help
+grep -q "^usage: dayshard loadtest" "$WORK/out" && ok || fail "loadtest --help text"
+for opt in --profile --events --rate --nodes --key --shards --compare --queries --out \
+  --shard-capacity --max-shards --brokers --render-only; do
+  grep -q -- "$opt" "$WORK/out" && ok || fail "--help lacks $opt"
+done
+expect_exit "bad profile" 2 "$DAYSHARD" loadtest --profile nope
+expect_exit "bad key" 2 "$DAYSHARD" loadtest --key nope
+expect_exit "bad shards" 2 "$DAYSHARD" loadtest --shards 0
+expect_exit "too many nodes" 2 "$DAYSHARD" loadtest --nodes 9
+expect_exit "fixed above max" 2 "$DAYSHARD" loadtest --shards 64 --max-shards 8
+expect_exit "render-only without a report" 1 "$DAYSHARD" loadtest --render-only "$WORK/none"
+
+# 40,000 events at 8,000/s: five seconds a run; each day of the month is written at the full
+# rate in its turn (events in time order), 8x the capacity of 1,000/s per partition.
+out="$WORK/lt"
+set +e
+timeout 600 "$DAYSHARD" loadtest --compare --profile busy-day --events 40000 --rate 8000 \
+  --queries 20 --out "$out" >"$WORK/lt.out" 2>"$WORK/lt.err"
+rc=$?
+set -e
+expect_eq "loadtest --compare exit status ($(tail -n 3 "$WORK/lt.err"))" 0 "$rc"
+if [[ -f $out/report.json ]]; then
+  ok
+  r=$out/report.json
+  expect_eq "five runs" 5 "$(json_get "$r" 'len(d["runs"])')"
+  expect_eq "strategies" \
+    "fixed:1, key order|fixed:4, key order|adaptive, key order|adaptive, key day|adaptive, key partition" \
+    "$(json_get "$r" '"|".join(x["strategy"] for x in d["runs"])')"
+  fields="strategy events_produced events_stored throughput_eps hot_partition hot_day_skew \
+over_capacity_seconds would_throttle_events lag_p99_ms count_p99_us orders_p99_us shards"
+  for f in $fields; do
+    expect_eq "every run has $f" True "$(json_get "$r" "all('$f' in x for x in d['runs'])")"
+  done
+  expect_eq "stored = produced in every run" True \
+    "$(json_get "$r" 'all(x["events_stored"] == x["events_produced"] == 40000 for x in d["runs"])')"
+  # fixed:1: one partition takes the whole rate: about 8x the capacity.
+  factor=$(json_get "$r" 'd["runs"][0]["hot_partition"]["capacity_factor"]')
+  "$PY" -c "import sys; f=float(sys.argv[1]); sys.exit(0 if 5.0 <= f <= 10.0 else 1)" "$factor" &&
+    ok || fail "fixed:1 hot partition factor $factor, expected about 8"
+  expect_eq "fixed:1 keeps one shard" 1 "$(json_get "$r" 'd["runs"][0]["shards"]["2026-01-21"]')"
+  expect_eq "fixed:4 keeps four" 4 "$(json_get "$r" 'd["runs"][1]["shards"]["2026-01-21"]')"
+  expect_eq "adaptive grew the busy day" True \
+    "$(json_get "$r" 'd["runs"][2]["shards"]["2026-01-21"] >= 8 and len(d["runs"][2]["growths"]) > 0')"
+  # A 5 s run is mostly the first growth; longer runs bring it under 1% (ARCHITECTURE.md).
+  expect_eq "adaptive throttles far less than fixed:1" True \
+    "$(json_get "$r" 'd["runs"][2]["would_throttle_events"] * 4 < d["runs"][0]["would_throttle_events"]')"
+  expect_eq "queries answered" True \
+    "$(json_get "$r" 'all(x["queries"] > 0 and x["query_errors"] == 0 for x in d["runs"])')"
+  expect_eq "series per second" True \
+    "$(json_get "$r" 'all(len(x["series"]["t_s"]) >= 4 and len(x["series"]["partitions"]) > 0 for x in d["runs"])')"
+  # --key day: one Kafka partition takes the whole day; --key partition spreads it.
+  expect_eq "key day: one Kafka partition takes the day" True \
+    "$(json_get "$r" 'd["runs"][3]["kafka_hottest_share"] > 0.9')"
+  expect_eq "key partition: spread over Kafka partitions" True \
+    "$(json_get "$r" 'd["runs"][4]["kafka_hottest_share"] < 0.6')"
+else
+  fail "no report.json ($(tail -n 5 "$WORK/lt.err"))"
+fi
+[[ -s $out/report.md ]] && ok || fail "no report.md"
+grep -q "fixed:1" "$out/report.md" 2>/dev/null && ok || fail "report.md lacks the runs"
+if command -v gnuplot >/dev/null; then
+  for plot in heat-1 heat-5 hottest-share lag latency throughput; do
+    [[ -s $out/plots/$plot.png ]] && ok || fail "no plot $plot.png with gnuplot installed"
+  done
+fi
+grep -q "adaptive, key order" "$WORK/lt.out" && ok || fail "no summary table on stdout"
+
+# --render-only draws the report again from report.json alone.
+rm -f "$out/report.md"
+expect_exit "render-only" 0 "$DAYSHARD" loadtest --render-only "$out"
+[[ -s $out/report.md ]] && ok || fail "render-only wrote no report.md"
+finish

@@ -371,7 +371,7 @@ static int log_newest(const struct table *t, const struct reader *rd, int64_t cu
     const struct slot *s = table_slot(t, tag);
     int found = 0;
     for (uint64_t offset = s->tag == 0 ? 0 : s->head; offset != 0 && found < limit;) {
-        struct record r;
+        struct record r = {0};
         int rc = reader_get(rd, offset, &r);
         if (rc < 0) {
             return rc;

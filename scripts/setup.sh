@@ -4,14 +4,14 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config git clang-format
+  build-essential cmake pkg-config git clang clang-format
   librdkafka-dev liburing-dev libzstd-dev libcmocka-dev libmicrohttpd-dev librocksdb-dev
   libjansson-dev zstd kcat python3-kafka python3-lz4 gnuplot-nox
   libcurl4-openssl-dev curl wrk postgresql
 )
-# Optional for the fuzz targets (DS_FUZZ=ON): clang and its libFuzzer runtime.
+# Optional for the fuzz targets (DS_FUZZ=ON): clang's libFuzzer runtime.
 if [[ "${DS_SETUP_FUZZ:-0}" == 1 ]]; then
-  packages+=(clang libclang-rt-14-dev)
+  packages+=(libclang-rt-14-dev)
 fi
 
 missing=()

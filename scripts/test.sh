@@ -18,6 +18,17 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS_WERROR=ON >/dev/null
 cmake --build build -j"$jobs" 2>&1 | grep -Ev '^\[|^-- ' || true
 cmake --build build -j"$jobs" >/dev/null   # fails the script if the build failed
 
+echo "== the other build types and compilers, warnings as errors (what packagers and users build)"
+# Optimised builds see warnings a debug build does not (maybe-uninitialized, format-truncation).
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DDS_WERROR=ON >/dev/null
+cmake --build build-release -j"$jobs" 2>&1 | grep -E 'error|warning' || true
+cmake --build build-release -j"$jobs" >/dev/null
+echo "gcc Release: ok"
+CC=clang cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=Release -DDS_WERROR=ON >/dev/null
+cmake --build build-clang -j"$jobs" 2>&1 | grep -E 'error|warning' || true
+cmake --build build-clang -j"$jobs" >/dev/null
+echo "clang Release: ok"
+
 echo "== tests"
 (cd build && ctest --output-on-failure -j"$jobs")
 
@@ -36,6 +47,7 @@ build/bench/bench_kafka_e2e 20000 1 >/dev/null
 build/bench/bench_http_count 20000 100 >/dev/null
 build/bench/bench_gsi_e2e 20000 1 50000 >/dev/null
 build/bench/bench_gsi_log 20000 12 >/dev/null
+build/bench/bench_heat 20000 1 >/dev/null
 echo "benchmarks ran"
 
 if [[ "${DS_TEST_QUICK:-0}" != 1 ]]; then

@@ -382,6 +382,29 @@ static void mark_assigned(struct node *n, const rd_kafka_topic_partition_list_t 
     }
 }
 
+/* Tells the heat which share of the topic's partitions this node owns: a node that reads 1/K
+ * of them sees about 1/K of a day's writes (keys spread evenly), so it grows days at 1/K of
+ * the capacity. The partition count comes from the cluster's metadata (a rebalance is rare). */
+static void share_update(struct node *n)
+{
+    uint32_t assigned = 0;
+    for (int32_t p = 0; p < n->assigned_end; p++) {
+        assigned += n->assigned[p] ? 1u : 0u;
+    }
+    rd_kafka_topic_t *topic = rd_kafka_topic_new(n->rk, n->cfg->topic, NULL);
+    const struct rd_kafka_metadata *md = NULL;
+    int total = 0;
+    if (topic != NULL && rd_kafka_metadata(n->rk, 0, topic, &md, COMMITTED_TIMEOUT_MS) ==
+                             RD_KAFKA_RESP_ERR_NO_ERROR) {
+        total = md->topic_cnt == 1 ? md->topics[0].partition_cnt : 0;
+        rd_kafka_metadata_destroy(md);
+    }
+    if (topic != NULL) {
+        rd_kafka_topic_destroy(topic);
+    }
+    node_heat_share(n->heat, assigned, total > 0 ? (uint32_t)total : 0);
+}
+
 static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
@@ -405,6 +428,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             /* Back-pressure holds: new partitions start paused too. */
             (void)rd_kafka_pause_partitions(rk, parts);
         }
+        share_update(n);
         return;
     }
     if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {

@@ -34,6 +34,7 @@ struct node_heat {
     struct shardmap_topic *topic; /* NULL with no_shardmap_topic */
     struct shard_heat_report *report;
     bool growth_failed;
+    uint32_t capacity_eps; /* the node's share of --shard-capacity (node_heat_share) */
     uint64_t last_plan_ns;
     uint64_t growths;
     uint64_t merged;
@@ -137,6 +138,7 @@ int node_heat_open(const struct ingest_node_config *cfg, struct shard_map *map,
     }
     nh->cfg = cfg;
     nh->map = map;
+    nh->capacity_eps = cfg->shard_capacity_eps;
     nh->report = calloc(1, sizeof(*nh->report));
     int rc = nh->report != NULL ? shard_heat_create(cfg->shard_capacity_eps, &nh->heat) : -ENOMEM;
     if (rc == 0 && !cfg->no_shardmap_topic) {
@@ -195,6 +197,22 @@ static void node_heat_publish(struct node_heat *nh)
     nh->cfg->on_heat(r, nh->cfg->observer_user);
 }
 
+void node_heat_share(struct node_heat *nh, uint32_t assigned, uint32_t total)
+{
+    ASSERT(nh != NULL);
+    uint64_t capacity = nh->cfg->shard_capacity_eps;
+    if (capacity > 0 && total > 0 && assigned > 0 && assigned < total) {
+        capacity = capacity * assigned / total;
+        capacity = capacity > 0 ? capacity : 1;
+    }
+    if (capacity != nh->capacity_eps) {
+        ds_log_info("shard map: this node reads %u of %u partitions: it grows days past %llu "
+                    "events/s per shard of its own (of %u)",
+                    assigned, total, (unsigned long long)capacity, nh->cfg->shard_capacity_eps);
+    }
+    nh->capacity_eps = (uint32_t)capacity;
+}
+
 int node_heat_tick(struct node_heat *nh, struct ingest_node_stats *stats)
 {
     ASSERT(nh != NULL && stats != NULL);
@@ -213,8 +231,8 @@ int node_heat_tick(struct node_heat *nh, struct ingest_node_stats *stats)
     if (nh->cfg->shard_capacity_eps > 0 && !nh->growth_failed &&
         (moved || now_ns - nh->last_plan_ns >= NODE_HEAT_PLAN_NS)) {
         nh->last_plan_ns = now_ns;
-        (void)shard_growth_plan(nh->heat, nh->map, nh->cfg->shard_capacity_eps,
-                                nh->cfg->max_shards, now_ms, node_heat_grow, nh);
+        (void)shard_growth_plan(nh->heat, nh->map, nh->capacity_eps, nh->cfg->max_shards, now_ms,
+                                node_heat_grow, nh);
     }
     if (moved && nh->cfg->on_heat != NULL) {
         node_heat_publish(nh);

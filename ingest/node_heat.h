@@ -26,6 +26,9 @@ void node_heat_close(struct node_heat *nh);
 /* One routed event; second is the message's producer time (epoch seconds). */
 void node_heat_observe(struct node_heat *nh, int64_t second, int32_t day, uint32_t shard,
                        int32_t source, const struct ds_id *customer);
+/* This node reads `assigned` of the topic's `total` partitions (0 when unknown): it sees that
+ * share of a day's writes, so it grows days at that share of the capacity (at least 1/s). */
+void node_heat_share(struct node_heat *nh, uint32_t assigned, uint32_t total);
 /* Every loop of the consumer thread. Returns 0, or a map error from merging a day that the map
  * must hold (the node stops: a map it cannot write cannot route new days either). */
 DS_MUST_USE int node_heat_tick(struct node_heat *nh, struct ingest_node_stats *stats);

@@ -52,6 +52,16 @@ extern const char cmd_loadtest_usage[];
 
 /* Prints "dayshard <command>: <message>" to stderr; returns code, for `return cli_error(...)`. */
 int cli_error(const char *command, int code, const char *fmt, ...) DS_PRINTF(3, 4);
+/* The option loop commands share: getopt_long over argv with shortopts ("" or e.g. "X:") and
+ * options; each option's value (NULL for a flag) goes to one(c, value, user), which returns 0
+ * or non-zero to refuse it. Returns 0 with *next the index of the first argument after the
+ * options, -1 for --help (an option whose val is 'h'), or CLI_USAGE after printing why (an
+ * unknown or incomplete option; a refused value: "bad value 'V' for --name"). */
+typedef int (*cli_option_fn)(int c, const char *value, void *user);
+DS_MUST_USE int cli_options_parse(const char *command, int argc, char **argv, const char *shortopts,
+                                  const struct option *options, cli_option_fn one, void *user,
+                                  int *next);
+
 /* Prints a usage text to stdout and returns CLI_OK (for --help). */
 int cli_help(const char *usage);
 

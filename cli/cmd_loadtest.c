@@ -93,8 +93,9 @@ static int loadtest_parse_shards(struct loadtest_args *a, const char *value)
     return 0;
 }
 
-static int loadtest_parse_one(struct loadtest_args *a, int c, const char *value)
+static int loadtest_parse_one(int c, const char *value, void *user)
 {
+    struct loadtest_args *a = user;
     uint64_t n = 0;
     struct lt_config *cfg = &a->cfg;
     switch (c) {
@@ -191,24 +192,13 @@ static int loadtest_parse(int argc, char **argv, struct loadtest_args *a)
                                             {"keep-data", no_argument, NULL, 'D'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-        char name[CLI_OPTION_NAME_SIZE];
-        if (c == 'h') {
-            return -1;
-        }
-        if (c == '?' || c == ':') {
-            return cli_error("loadtest", CLI_USAGE, "unknown or incomplete option '%s'",
-                             argv[optind - 1]);
-        }
-        if (loadtest_parse_one(a, c, optarg) != 0) {
-            return cli_error("loadtest", CLI_USAGE, "bad value '%s' for %s", optarg,
-                             cli_option_name(options, c, name));
-        }
+    int next = 0;
+    int rc = cli_options_parse("loadtest", argc, argv, "", options, loadtest_parse_one, a, &next);
+    if (rc != 0) {
+        return rc;
     }
-    if (optind < argc) {
-        return cli_error("loadtest", CLI_USAGE, "unexpected argument '%s'", argv[optind]);
+    if (next < argc) {
+        return cli_error("loadtest", CLI_USAGE, "unexpected argument '%s'", argv[next]);
     }
     if (!a->adaptive && a->fixed_shards > a->max_shards) {
         return cli_error("loadtest", CLI_USAGE, "--shards %u is above --max-shards %u",

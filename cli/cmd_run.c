@@ -154,8 +154,9 @@ static int config_option(const char *key, const char *value, void *user)
     return set_option(user, key, value);
 }
 
-static int parse_one(struct run_args *a, int c, const char *value)
+static int parse_one(int c, const char *value, void *user)
 {
+    struct run_args *a = user;
     enum storage_io_mode io = STORAGE_IO_AUTO;
     switch (c) {
     case 'b': return set_option(a, "brokers", value);
@@ -210,25 +211,13 @@ static int parse_args(int argc, char **argv, struct run_args *a)
                                             {"no-shardmap-topic", no_argument, NULL, 'O'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "X:", options, NULL)) != -1) {
-        char name[CLI_OPTION_NAME_SIZE];
-        if (c == 'h') {
-            return -1;
-        }
-        if (c == '?' || c == ':') {
-            return cli_error("run", CLI_USAGE, "unknown or incomplete option '%s'",
-                             argv[optind - 1]);
-        }
-        int rc = parse_one(a, c, optarg);
-        if (rc != 0) {
-            return cli_error("run", CLI_USAGE, "bad value '%s' for %s", optarg,
-                             cli_option_name(options, c, name));
-        }
+    int next = 0;
+    int rc = cli_options_parse("run", argc, argv, "X:", options, parse_one, a, &next);
+    if (rc != 0) {
+        return rc;
     }
-    if (optind < argc) {
-        return cli_error("run", CLI_USAGE, "unexpected argument '%s'", argv[optind]);
+    if (next < argc) {
+        return cli_error("run", CLI_USAGE, "unexpected argument '%s'", argv[next]);
     }
     if (a->node.brokers == NULL || a->node.data_dir == NULL) {
         return cli_error("run", CLI_USAGE, "--brokers and --data are required");

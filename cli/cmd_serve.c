@@ -40,8 +40,9 @@ struct serve_args {
     struct query_http_config cfg;
 };
 
-static int parse_value(int c, const char *value, struct serve_args *a)
+static int parse_value(int c, const char *value, void *user)
 {
+    struct serve_args *a = user;
     uint64_t n = 0;
     switch (c) {
     case 'd': a->cfg.data_dir = value; return 0;
@@ -73,24 +74,13 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof(*a));
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-        char name[CLI_OPTION_NAME_SIZE];
-        if (c == 'h') {
-            return -1;
-        }
-        if (c == '?' || c == ':') {
-            return cli_error("serve", CLI_USAGE, "unknown or incomplete option '%s'",
-                             argv[optind - 1]);
-        }
-        if (parse_value(c, optarg, a) != 0) {
-            return cli_error("serve", CLI_USAGE, "bad value '%s' for %s", optarg,
-                             cli_option_name(options, c, name));
-        }
+    int next = 0;
+    int rc = cli_options_parse("serve", argc, argv, "", options, parse_value, a, &next);
+    if (rc != 0) {
+        return rc;
     }
-    if (optind < argc) {
-        return cli_error("serve", CLI_USAGE, "unexpected argument '%s'", argv[optind]);
+    if (next < argc) {
+        return cli_error("serve", CLI_USAGE, "unexpected argument '%s'", argv[next]);
     }
     if (a->cfg.data_dir == NULL) {
         return cli_error("serve", CLI_USAGE, "--data DIR is required");

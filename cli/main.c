@@ -76,6 +76,29 @@ const char *cli_option_name(const struct option *options, int c, char *dst)
     return dst;
 }
 
+int cli_options_parse(const char *command, int argc, char **argv, const char *shortopts,
+                      const struct option *options, cli_option_fn one, void *user, int *next)
+{
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, shortopts, options, NULL)) != -1) {
+        char name[CLI_OPTION_NAME_SIZE];
+        if (c == 'h') {
+            return -1;
+        }
+        if (c == '?' || c == ':') {
+            return cli_error(command, CLI_USAGE, "unknown or incomplete option '%s'",
+                             argv[optind - 1]);
+        }
+        if (one(c, optarg, user) != 0) {
+            return cli_error(command, CLI_USAGE, "bad value '%s' for %s",
+                             optarg != NULL ? optarg : "", cli_option_name(options, c, name));
+        }
+    }
+    *next = optind;
+    return 0;
+}
+
 int cli_help(const char *usage)
 {
     fputs(usage, stdout);

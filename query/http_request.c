@@ -225,17 +225,24 @@ static unsigned count_param(const char *name, const char *value, size_t len, str
     return 0;
 }
 
+static bool decimal_param(const char *value, size_t len, size_t digits_max, uint32_t *out)
+{
+    uint32_t n = 0;
+    bool ok = len > 0 && len <= digits_max;
+    for (size_t i = 0; ok && i < len; i++) {
+        ok = value[i] >= '0' && value[i] <= '9';
+        n = n * 10u + (uint32_t)(value[i] - '0');
+    }
+    *out = n;
+    return ok;
+}
+
 static unsigned orders_param(const char *name, const char *value, size_t len,
                              struct http_route *out)
 {
     if (strcmp(name, "limit") == 0) {
         uint32_t limit = 0;
-        bool ok = len > 0 && len <= 4;
-        for (size_t i = 0; ok && i < len; i++) {
-            ok = value[i] >= '0' && value[i] <= '9';
-            limit = limit * 10u + (uint32_t)(value[i] - '0');
-        }
-        if (!ok || limit == 0 || limit > HTTP_ORDERS_LIMIT_MAX) {
+        if (!decimal_param(value, len, 4, &limit) || limit == 0 || limit > HTTP_ORDERS_LIMIT_MAX) {
             return fail(out, 400, "bad limit: expected 1..%u", HTTP_ORDERS_LIMIT_MAX);
         }
         out->limit = limit;
@@ -257,15 +264,11 @@ static unsigned orders_param(const char *name, const char *value, size_t len,
     return 0;
 }
 
+/* A decimal of 1..digits_max digits into *out; false for anything else. */
 static unsigned heat_param(const char *value, size_t len, struct http_route *out)
 {
     uint32_t top = 0;
-    bool ok = len > 0 && len <= 3;
-    for (size_t i = 0; ok && i < len; i++) {
-        ok = value[i] >= '0' && value[i] <= '9';
-        top = top * 10u + (uint32_t)(value[i] - '0');
-    }
-    if (!ok || top == 0 || top > SHARD_HEAT_TOP_MAX) {
+    if (!decimal_param(value, len, 3, &top) || top == 0 || top > SHARD_HEAT_TOP_MAX) {
         return fail(out, 400, "bad top: expected 1..%u", SHARD_HEAT_TOP_MAX);
     }
     out->top = top;

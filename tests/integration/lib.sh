@@ -5,7 +5,7 @@ ROOT=${2:?usage: $0 DAYSHARD_BINARY SOURCE_ROOT}
 FIXTURES="$ROOT/tests/fixtures"   # copies of shared/fixtures from the modelling notes
 PY=/usr/bin/python3
 WORK=$(mktemp -d /tmp/dayshard-it-XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+trap '[[ -n ${DS_KEEP:-} ]] || rm -rf "$WORK"' EXIT
 failures=0
 checks=0
 

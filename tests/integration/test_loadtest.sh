@@ -74,6 +74,22 @@ if command -v gnuplot >/dev/null; then
 fi
 grep -q "adaptive, key order" "$WORK/lt.out" && ok || fail "no summary table on stdout"
 
+# Two nodes of one group: exact counts over both, and their shard maps agree through the map
+# topic (each grows on its share of the writes; merged by maximum).
+set +e
+timeout 300 "$DAYSHARD" loadtest --nodes 2 --events 30000 --rate 8000 --queries 5 --keep-data \
+  --out "$WORK/lt2" >"$WORK/lt2.out" 2>"$WORK/lt2.err"
+rc=$?
+set -e
+expect_eq "loadtest --nodes 2 exit status ($(tail -n 2 "$WORK/lt2.err"))" 0 "$rc"
+if [[ -f $WORK/lt2/report.json ]]; then
+  expect_eq "two nodes: stored = produced" True \
+    "$(json_get "$WORK/lt2/report.json" 'd["runs"][0]["events_stored"] == d["runs"][0]["events_produced"] == 30000')"
+  map() { awk -v d=2026-01-21 '$1 == d {print $2}' "$WORK/lt2/run-1/node-$1/shardmap"; }
+  expect_eq "two nodes agree on the busy day's shards" "$(map 0)" "$(map 1)"
+  (($(map 0) > 4)) && ok || fail "two nodes: the busy day did not grow ($(map 0))"
+fi
+
 # --render-only draws the report again from report.json alone.
 rm -f "$out/report.md"
 expect_exit "render-only" 0 "$DAYSHARD" loadtest --render-only "$out"

@@ -117,6 +117,13 @@ expect_eq "replica took the growth from the map topic" "$busy" "$(map_count "$WO
 grep -q '"reason":"merged from orders.shardmap"' "$WORK/b/shardmap.log" 2>/dev/null && ok ||
   fail "replica's shardmap.log has no merge: $(cat "$WORK/b/shardmap.log" 2>&1)"
 stop_node b "$PID_B"
+# --no-shardmap-topic keeps a node to itself: with growth off it stays at the base count.
+start_node c "$WORK/c" g3 --shard-capacity 0 --no-shardmap-topic
+PID_C=$NODE_PID
+wait_counts "a node without the map topic" "$expected1" 90 "$WORK/c"
+expect_eq "no map topic, no merge" 4 "$(map_count "$WORK/c" 2026-01-21)"
+[[ ! -e $WORK/c/shardmap.log ]] && ok || fail "a node without the topic merged: $(cat "$WORK/c/shardmap.log")"
+stop_node c "$PID_C"
 
 # `serve` measures no heat: 501 with the reason.
 "$DAYSHARD" serve --data "$WORK/a" --http 127.0.0.1:0 >"$WORK/serve.out" 2>"$WORK/serve.log" &

@@ -135,7 +135,7 @@ struct query_metrics {
     atomic_uint_fast64_t gsi_lag_sum_ns;
     atomic_uint_fast64_t gsi_lag_count;
     /* The node's heat report, replaced once a second by the consumer thread and copied out by
-     * /v1/heat and /metrics: a mutex held for one ~30 KiB copy a second on each side, never on
+     * /v1/heat and /metrics: a mutex held for one 26 KiB copy a second on each side, never on
      * the ingest path. */
     pthread_mutex_t heat_lock;
     bool heat_present;             /* under heat_lock */

@@ -383,7 +383,7 @@ static int64_t lt_parse_ts_ms(const char *text)
         sscanf(text + 10, "T%2u:%2u:%2u.%3uZ", &h, &m, &sec, &ms) != 4) {
         return -1;
     }
-    return (int64_t)day * 86400000 + ((int64_t)h * 3600 + m * 60 + sec) * 1000 + ms;
+    return (int64_t)day * DS_DAY_MS + ((int64_t)h * 3600 + m * 60 + sec) * 1000 + ms;
 }
 
 static void lt_fold_growths(struct lt_state *s, json_t *growths, int64_t t0_wall_ms)

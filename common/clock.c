@@ -120,8 +120,8 @@ void ds_date_format(int32_t days, char *dst)
 
 int32_t ds_day_from_ms(int64_t ts_ms)
 {
-    int64_t day = ts_ms / 86400000;
-    if (ts_ms % 86400000 < 0) {
+    int64_t day = ts_ms / DS_DAY_MS;
+    if (ts_ms % DS_DAY_MS < 0) {
         day -= 1;
     }
     return (int32_t)day;
@@ -131,8 +131,8 @@ void ds_ts_format(int64_t ts_ms, char *dst)
 {
     ASSERT(ts_ms >= DS_TS_MS_MIN && ts_ms <= DS_TS_MS_MAX);
     int32_t day = ds_day_from_ms(ts_ms);
-    int64_t ms = ts_ms - (int64_t)day * 86400000;
-    ASSERT(ms >= 0 && ms < 86400000);
+    int64_t ms = ts_ms - (int64_t)day * DS_DAY_MS;
+    ASSERT(ms >= 0 && ms < DS_DAY_MS);
     ds_date_format(day, dst);
     unsigned v = (unsigned)ms;
     int n = snprintf(dst + 10, DS_TS_TEXT_SIZE - 10, "T%02u:%02u:%02u.%03uZ", v / 3600000u,

@@ -98,6 +98,8 @@ DS_MUST_USE int ds_date_parse(const char *text, size_t len, int32_t *days_out);
 /* Writes "YYYY-MM-DD" and a NUL into dst (at least DS_DATE_TEXT_SIZE bytes). */
 #define DS_DATE_TEXT_SIZE 11
 void ds_date_format(int32_t days, char *dst);
+/* Milliseconds in a UTC day (no leap seconds in epoch time). */
+#define DS_DAY_MS 86400000LL
 /* Floor division of epoch milliseconds into days since the epoch. */
 int32_t ds_day_from_ms(int64_t ts_ms);
 /* Writes "YYYY-MM-DDTHH:MM:SS.mmmZ" (UTC) and a NUL into dst (DS_TS_TEXT_SIZE bytes); ts_ms

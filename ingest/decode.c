@@ -57,8 +57,6 @@ _Static_assert(DS_ID_BYTES_MAX <= UINT8_MAX && DS_STATUS_BYTES_MAX <= UINT8_MAX,
 /* Longest known key ("customer_id") plus room; longer keys are unknown. */
 #define DECODE_KEY_BYTES_MAX 16u
 
-#define MS_PER_DAY 86400000LL
-
 enum field {
     FIELD_UNKNOWN = 0,
     FIELD_ORDER_ID,
@@ -917,7 +915,7 @@ static enum ingest_reason ts_parse(const char *s, size_t n, int64_t *ts_ms)
         return INGEST_BAD_TS;
     }
     int64_t days = ds_days_from_civil(year, (uint32_t)month, (uint32_t)day);
-    int64_t ms = days * MS_PER_DAY + hour * 3600000LL + minute * 60000LL + second * 1000LL +
+    int64_t ms = days * DS_DAY_MS + hour * 3600000LL + minute * 60000LL + second * 1000LL +
                  fraction_ms - zone_minutes * 60000LL;
     if (ms < DS_TS_MS_MIN || ms > DS_TS_MS_MAX) {
         return INGEST_TS_RANGE;
@@ -1230,7 +1228,7 @@ static enum ingest_reason event_complete(struct decoder *d, const char *object_c
         if (!(d->seen & (1u << FIELD_ORDER_DATE))) {
             return fail(d, object_close, INGEST_MISSING_TS);
         }
-        d->event->ts_ms = (int64_t)d->order_date_days * MS_PER_DAY;
+        d->event->ts_ms = (int64_t)d->order_date_days * DS_DAY_MS;
     }
     ASSERT(d->event->ts_ms >= DS_TS_MS_MIN && d->event->ts_ms <= DS_TS_MS_MAX);
     return INGEST_OK;
@@ -1420,8 +1418,8 @@ static void line_ts(struct line *line, int64_t ts_ms)
 {
     ASSERT(ts_ms >= DS_TS_MS_MIN && ts_ms <= DS_TS_MS_MAX);
     char date[DS_DATE_TEXT_SIZE];
-    int64_t ms_of_day = ts_ms % MS_PER_DAY;
-    ds_date_format((int32_t)(ts_ms / MS_PER_DAY), date);
+    int64_t ms_of_day = ts_ms % DS_DAY_MS;
+    ds_date_format((int32_t)(ts_ms / DS_DAY_MS), date);
     line_bytes(line, "\"", 1);
     line_bytes(line, date, 10);
     line_bytes(line, "T", 1);

@@ -45,7 +45,6 @@
 
 #include "ingest/ingest.h"
 
-#define WORKLOAD_DAY_MS 86400000LL
 /* The longest stream: ten years of days keeps every day's millisecond offset and day index
  * well inside double precision and bounds what a typo in --days can ask for. */
 #define WORKLOAD_DAYS_MAX 3660u
@@ -448,8 +447,8 @@ static void workload_segment_add(struct ingest_workload *w, double q_begin, doub
     struct workload_segment *segment = &w->segments[w->segment_count++];
     segment->q_begin = q_begin;
     segment->q_end = q_end;
-    segment->ms_begin = ((int64_t)w->cfg.first_day + day_begin) * WORKLOAD_DAY_MS;
-    segment->ms_len = (int64_t)(day_end - day_begin) * WORKLOAD_DAY_MS;
+    segment->ms_begin = ((int64_t)w->cfg.first_day + day_begin) * DS_DAY_MS;
+    segment->ms_len = (int64_t)(day_end - day_begin) * DS_DAY_MS;
     segment->ms_per_q = (double)segment->ms_len / (q_end - q_begin);
 }
 
@@ -481,8 +480,8 @@ static void workload_flash_init(struct ingest_workload *w)
     double schedule_s = (double)w->uniform_events / cfg->rate_eps;
     w->flash_start_s = cfg->flash_start_fraction * schedule_s;
     w->flash_step_s = (double)cfg->flash_seconds / (double)w->flash_events;
-    w->flash_ms_per_event = (double)WORKLOAD_DAY_MS / (double)w->flash_events;
-    w->flash_day_ms = ((int64_t)cfg->first_day + cfg->busy_day_index) * WORKLOAD_DAY_MS;
+    w->flash_ms_per_event = (double)DS_DAY_MS / (double)w->flash_events;
+    w->flash_day_ms = ((int64_t)cfg->first_day + cfg->busy_day_index) * DS_DAY_MS;
     /* The check made the window end inside the schedule. */
     ASSERT(w->flash_start_s + (double)cfg->flash_seconds <= schedule_s * (1.0 + 1e-9));
 }
@@ -559,8 +558,8 @@ static int64_t workload_flash_ts_ms(struct ingest_workload *w, uint64_t index)
 {
     double offset = floor(((double)index + workload_next_unit(w)) * w->flash_ms_per_event);
     int64_t offset_ms = 0;
-    if (offset >= (double)WORKLOAD_DAY_MS) {
-        offset_ms = WORKLOAD_DAY_MS - 1;
+    if (offset >= (double)DS_DAY_MS) {
+        offset_ms = DS_DAY_MS - 1;
     } else if (offset > 0.0) {
         offset_ms = (int64_t)offset;
     }

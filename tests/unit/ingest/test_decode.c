@@ -221,7 +221,7 @@ static uint64_t test_seed(const char *test_name)
 
 /* ---- fixtures and names --------------------------------------------------------------------- */
 
-/* The lines of /work/shared/fixtures (busy-day.jsonl then shop.jsonl), copied verbatim so the
+/* The lines of tests/fixtures (busy-day.jsonl then shop.jsonl), copied verbatim so the
  * test is hermetic. */
 static const char *const fixture_lines[] = {
     "{\"order_id\": 340, \"customer_id\": 2, \"status\": \"paid\", \"amount\": 9.99, \"ts\": "

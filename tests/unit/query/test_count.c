@@ -4,7 +4,7 @@
  * of the HTTP API, and JSON string escaping.
  *
  * The contract example of DESIGN.md section 3 is built from the shared fixtures
- * (/work/shared/fixtures/shop.jsonl and busy-day.jsonl) as struct ds_event values, without the
+ * (tests/fixtures/shop.jsonl and busy-day.jsonl) as struct ds_event values, without the
  * JSON decoder: with 3 shards, 2026-01-21 holds orders 106, 340, 341, 342 in shards 1, 1, 2, 0,
  * a count of 4 read from 3 partitions, amount_sum "133.7400".
  */

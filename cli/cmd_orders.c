@@ -14,12 +14,14 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/cli.h"
 #include "cli/http_client.h"
 #include "query/query.h"
 #include "storage/storage.h"
+
+/* --consistent waits at most this long for the index (the service's default too). */
+#define ORDERS_CONSISTENT_TIMEOUT_MS 5000u
 
 const char cmd_orders_usage[] =
     "usage: dayshard orders --customer C [--limit N] (--server URL | --data DIR) [options]\n"
@@ -135,6 +137,35 @@ static int print_table(const char *body, size_t len)
     return 0;
 }
 
+/* --consistent: waits (bounded) until the index holds every commit durable now. Returns 0 or
+ * a CLI exit code (reported). */
+static int orders_wait(const struct orders_args *a, struct query_gsi_reader *r)
+{
+    struct storage_config scfg;
+    storage_config_defaults(&scfg);
+    scfg.dir = a->data;
+    scfg.read_only = true;
+    struct storage *st = NULL;
+    int rc = storage_open(&scfg, &st);
+    uint64_t want = rc == 0 ? storage_commit_seq(st) : 0;
+    storage_close(st);
+    if (rc != 0) {
+        return cli_error("orders", CLI_FAIL, "%s: %s", a->data, ds_strerror(rc));
+    }
+    uint64_t indexed = 0;
+    rc = query_gsi_reader_wait(r, want, ORDERS_CONSISTENT_TIMEOUT_MS, NULL, &indexed);
+    if (rc == -ETIMEDOUT) {
+        return cli_error("orders", CLI_FAIL,
+                         "the index did not catch up within %u s (it holds commit %llu of %llu)",
+                         ORDERS_CONSISTENT_TIMEOUT_MS / 1000, (unsigned long long)indexed,
+                         (unsigned long long)want);
+    }
+    if (rc != 0) {
+        return cli_error("orders", CLI_FAIL, "%s: the index: %s", a->data, ds_strerror(rc));
+    }
+    return 0;
+}
+
 /* --data: the API's document from DIR's index. */
 static int orders_local(const struct orders_args *a, char **body, size_t *len)
 {
@@ -154,28 +185,10 @@ static int orders_local(const struct orders_args *a, char **body, size_t *len)
         return cli_error("orders", CLI_FAIL, "%s: %s", a->data, ds_strerror(rc));
     }
     if (a->consistent) {
-        /* Wait (bounded) until the index holds every commit durable now. */
-        struct storage_config scfg;
-        storage_config_defaults(&scfg);
-        scfg.dir = a->data;
-        scfg.read_only = true;
-        struct storage *st = NULL;
-        rc = storage_open(&scfg, &st);
-        uint64_t want = rc == 0 ? storage_commit_seq(st) : 0;
-        storage_close(st);
-        uint64_t have = 0;
-        for (int i = 0; rc == 0 && i < 250; i++) {
-            rc = query_gsi_reader_refresh(r);
-            rc = rc == 0 ? query_gsi_reader_indexed_seq(r, &have) : rc;
-            if (rc != 0 || have >= want) {
-                break;
-            }
-            struct timespec step = {.tv_sec = 0, .tv_nsec = 20 * 1000000L};
-            nanosleep(&step, NULL);
-        }
-        if (rc == 0 && have < want) {
+        rc = orders_wait(a, r);
+        if (rc != 0) {
             query_gsi_reader_close(r);
-            return cli_error("orders", CLI_FAIL, "the index did not catch up within 5 s");
+            return rc;
         }
     }
     struct query_orders_page page = {.orders = calloc(a->limit, sizeof(struct query_order))};

@@ -589,46 +589,40 @@ static enum MHD_Result serve_readyz(struct query_http *h, struct MHD_Connection 
 
 /* The view refreshes at most this often, or at once for consistent=true. */
 #define HTTP_GSI_REFRESH_NS (100u * 1000000u)
-#define HTTP_GSI_WAIT_STEP_NS (20u * 1000000u)
 
 /* serve: opens (first use) and refreshes the view of the node's index until it holds every
- * commit up to want_seq (0: no wait) or the timeout passes; estimates the lag against
- * durable_seq. On 0 the caller holds the read lock and must unlock it. */
+ * commit up to want_seq (0: no wait; query_gsi_reader_wait) or the timeout passes; estimates
+ * the lag against durable_seq. On 0 the caller holds the read lock and must unlock it. */
 static int gsi_view(struct query_http *h, uint64_t durable_seq, uint64_t want_seq, uint64_t *lag_ms)
 {
-    uint64_t deadline = ds_clock_ns() + (uint64_t)h->consistent_timeout_ms * 1000000u;
-    for (;;) {
-        ASSERT(pthread_rwlock_wrlock(&h->gsi_lock) == 0);
-        int rc = h->gsi_reader == NULL ? query_gsi_reader_open(h->data_dir, &h->gsi_reader) : 0;
-        uint64_t now = ds_clock_ns();
-        if (rc == 0 && (want_seq > 0 || now - h->gsi_refreshed_ns >= HTTP_GSI_REFRESH_NS)) {
-            rc = query_gsi_reader_refresh(h->gsi_reader);
-            h->gsi_refreshed_ns = now;
-        }
-        uint64_t indexed = 0;
-        rc = rc == 0 ? query_gsi_reader_indexed_seq(h->gsi_reader, &indexed) : rc;
-        if (rc == 0) {
-            if (indexed >= durable_seq) {
-                h->gsi_behind_since_ns = 0;
-            } else if (h->gsi_behind_since_ns == 0) {
-                h->gsi_behind_since_ns = now;
-            }
-            *lag_ms = h->gsi_behind_since_ns == 0 ? 0 : (now - h->gsi_behind_since_ns) / 1000000u;
-        }
-        ASSERT(pthread_rwlock_unlock(&h->gsi_lock) == 0);
-        if (rc != 0) {
-            return rc;
-        }
-        if (want_seq == 0 || indexed >= want_seq) {
-            ASSERT(pthread_rwlock_rdlock(&h->gsi_lock) == 0);
-            return 0;
-        }
-        if (now >= deadline) {
-            return -ETIMEDOUT;
-        }
-        struct timespec step = {.tv_sec = 0, .tv_nsec = HTTP_GSI_WAIT_STEP_NS};
-        nanosleep(&step, NULL);
+    ASSERT(pthread_rwlock_wrlock(&h->gsi_lock) == 0);
+    int rc = h->gsi_reader == NULL ? query_gsi_reader_open(h->data_dir, &h->gsi_reader) : 0;
+    uint64_t now = ds_clock_ns();
+    bool refresh = rc == 0 && (want_seq > 0 || now - h->gsi_refreshed_ns >= HTTP_GSI_REFRESH_NS);
+    h->gsi_refreshed_ns = refresh ? now : h->gsi_refreshed_ns;
+    uint64_t indexed = 0;
+    if (rc == 0 && !refresh) {
+        rc = query_gsi_reader_indexed_seq(h->gsi_reader, &indexed);
     }
+    ASSERT(pthread_rwlock_unlock(&h->gsi_lock) == 0);
+    if (rc == 0 && refresh) {
+        rc = query_gsi_reader_wait(h->gsi_reader, want_seq, h->consistent_timeout_ms, &h->gsi_lock,
+                                   &indexed);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    ASSERT(pthread_rwlock_wrlock(&h->gsi_lock) == 0);
+    now = ds_clock_ns();
+    if (indexed >= durable_seq) {
+        h->gsi_behind_since_ns = 0;
+    } else if (h->gsi_behind_since_ns == 0) {
+        h->gsi_behind_since_ns = now;
+    }
+    *lag_ms = h->gsi_behind_since_ns == 0 ? 0 : (now - h->gsi_behind_since_ns) / 1000000u;
+    ASSERT(pthread_rwlock_unlock(&h->gsi_lock) == 0);
+    ASSERT(pthread_rwlock_rdlock(&h->gsi_lock) == 0);
+    return 0;
 }
 
 /* The storage commit a request sees on arrival: everything durable then. */

@@ -201,7 +201,7 @@ struct query_orders_page {
     char next_token[QUERY_ORDERS_TOKEN_CHARS_MAX + 1]; /* "" when !has_next */
 };
 
-/* The by-customer index's customer table: 2^k slots (query/gsi/gsi.h's limits). */
+/* The by-customer index's customer table: 2^k slots (gsi/gsi.h's limits; the builder asserts). */
 #define GSI_SLOTS_LOG2_MIN 5u
 #define GSI_SLOTS_LOG2_MAX 30u
 struct query_gsi_config {
@@ -250,6 +250,14 @@ DS_MUST_USE int query_gsi_reader_refresh(struct query_gsi_reader *r);
 /* The storage commit sequence every order up to which the view holds (0: none yet). */
 DS_MUST_USE int query_gsi_reader_indexed_seq(struct query_gsi_reader *r, uint64_t *seq);
 struct gsi *query_gsi_reader_store(struct query_gsi_reader *r);
+/* Refreshes r until it holds every commit up to want_seq (0: one refresh, no wait) or
+ * timeout_ms pass, 20 ms between refreshes. lock (may be NULL) is taken for writing around each
+ * refresh, for a view that other threads query under it for reading. *indexed gets the
+ * sequence reached. Returns 0, -ETIMEDOUT (still behind), or the refresh's error: never an
+ * older view taken for a consistent one. */
+DS_MUST_USE int query_gsi_reader_wait(struct query_gsi_reader *r, uint64_t want_seq,
+                                      uint32_t timeout_ms, pthread_rwlock_t *lock,
+                                      uint64_t *indexed);
 /* Closes the view; NULL is fine. */
 void query_gsi_reader_close(struct query_gsi_reader *r);
 /* The API's rule for a customer id given as text (already percent-decoded): a positive decimal

@@ -92,6 +92,16 @@ head -n 5 "$WORK/want.txt" | cut -d' ' -f1 >"$WORK/want5.txt"
 cmp -s "$WORK/local.txt" "$WORK/want5.txt" && ok ||
   fail "orders --data: $(diff "$WORK/want5.txt" "$WORK/local.txt" | head -4)"
 
+# --consistent cannot promise anything when the data's commit cannot be read: it fails, naming
+# the directory, and prints no page (it used to print whatever the index held).
+mkdir -p "$WORK/broken"
+cp -r "$WORK/data/gsi" "$WORK/broken/"
+mkdir "$WORK/broken/MANIFEST"
+expect_exit "orders --consistent over an unreadable commit" 1 "$DAYSHARD" orders \
+  --data "$WORK/broken" --customer 2 --consistent --json
+[[ ! -s $WORK/out ]] && grep -q "$WORK/broken" "$WORK/err" && ok ||
+  fail "orders --consistent printed a page or no reason: $(head -c 300 "$WORK/out" "$WORK/err")"
+
 # `dayshard serve` beside the node reads the same index (a read-only view of it).
 DS_LOG=info "$DAYSHARD" serve --data "$WORK/data" --http 127.0.0.1:0 >"$WORK/serve.out" \
   2>"$WORK/serve.log" &

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "storage/store.h"
+#include "storage/store_read.h"
 
 struct orphan_walk {
     uint64_t orphans;
@@ -76,7 +76,7 @@ static int verify(const char *dir, FILE *out, struct storage_fsck_report *report
     for (uint32_t i = 0; i < st->part_count && rc == 0; i++) {
         if (st->parts[i]->segment_id != 0) {
             report->partitions++;
-            rc = store_verify_partition(st, st->parts[i], report, out);
+            rc = store_read_verify_partition(st, st->parts[i], report, out);
         }
     }
     if (rc == 0) {

@@ -1,6 +1,6 @@
 /*
- * The synchronous half of every I/O backend: open, close, read, truncate and size are plain
- * system calls in both the io_uring and the sync backend, so they live here once.
+ * The synchronous half of every I/O backend: open, close, read, truncate, size and rename are
+ * plain system calls in both the io_uring and the sync backend, so they live here once.
  *
  * Invariants: results are a count or a negated errno read right after the failing call; reads
  * are short only at end of file (EINTR and partial reads are retried).
@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <limits.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -112,5 +113,18 @@ int io_common_size(struct storage_io *io, int fd, uint64_t *len)
     }
     ASSERT(st.st_size >= 0);
     *len = (uint64_t)st.st_size;
+    return 0;
+}
+
+int io_common_rename(struct storage_io *io, const char *from, const char *to)
+{
+    (void)io;
+    ASSERT(from != NULL);
+    ASSERT(to != NULL);
+    if (renameat(AT_FDCWD, from, AT_FDCWD, to) != 0) {
+        int err = -errno;
+        ds_log_error("rename %s to %s: %s", from, to, ds_strerror(err));
+        return err;
+    }
     return 0;
 }

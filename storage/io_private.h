@@ -35,6 +35,7 @@ void io_common_close(struct storage_io *io, int fd);
 ssize_t io_common_read(struct storage_io *io, int fd, void *buf, size_t len, uint64_t offset);
 DS_MUST_USE int io_common_truncate(struct storage_io *io, int fd, uint64_t len);
 DS_MUST_USE int io_common_size(struct storage_io *io, int fd, uint64_t *len);
+DS_MUST_USE int io_common_rename(struct storage_io *io, const char *from, const char *to);
 
 /* -EINVAL when [offset, offset + len) does not fit in off_t, else 0. Checked when a write is
  * queued, so a bad range fails at once and not at flush. */

@@ -153,6 +153,7 @@ static const struct storage_io_ops io_sync_ops = {
     .read = io_common_read,
     .truncate = io_common_truncate,
     .size = io_common_size,
+    .rename = io_common_rename,
     .destroy = io_sync_destroy,
 };
 

@@ -395,6 +395,7 @@ static const struct storage_io_ops uring_ops = {
     .read = uring_read,
     .truncate = uring_truncate,
     .size = uring_size,
+    .rename = io_common_rename,
     .destroy = uring_destroy,
 };
 

@@ -1,11 +1,11 @@
 /*
- * The storage engine: the partition table, appends into open blocks, group commit, recovery at
- * open, and the read side (partition totals from block headers, event scans).
- *
- * Layout of a data directory:
- *   LOCK                           flock(2)ed by the one writer
- *   MANIFEST                       the commit log (manifest.c)
- *   parts/YYYY-MM-DD/<k>/<id>.seg  segments of partition DAY#YYYY-MM-DD#k, ids from 1 up
+ * The public facade of the engine (storage.h): configuration, open and close, and every entry
+ * point of writing and reading. It checks what a caller may do (a reader never writes; a
+ * failed writer refuses everything until reopened), maps (day, shard) to a partition of the
+ * table, and calls down: into the write side (store_write.h) and the read side (store_read.h),
+ * both above the bottom layer (store.h). It is the only place where the two sides meet: after
+ * a commit it has the read side extend the summaries of the partitions the write side made
+ * durable.
  *
  * Invariants:
  * - a byte of a segment is acknowledged only once a manifest record naming an end past it is
@@ -16,12 +16,12 @@
  *   invisible to them, and recovery may cut them.
  *
  * Summaries (per-partition totals by status and hour) are built lazily from block headers and
- * extended after each commit or refresh; a count never decompresses a block.
+ * extended after each commit; a count never decompresses a block.
  *
  * Rejected: a write-ahead log in front of the blocks (every event written twice) and per-block
- * fsync (one sync per block instead of one per segment per commit).
+ * fsync (one sync per block instead of one per segment per commit). And, for the layering, the
+ * write side extending summaries itself: the two sides would call each other again.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -31,11 +31,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "storage/format.h"
-#include "storage/store.h"
-
-#define ARENA_BYTES (24u * 1024u * 1024u)
-#define DAY_MS 86400000LL
+#include "storage/store_read.h"
+#include "storage/store_write.h"
 
 void storage_config_defaults(struct storage_config *cfg)
 {
@@ -68,309 +65,7 @@ int storage_config_check(const struct storage_config *cfg)
     return 0;
 }
 
-/* ---- paths --------------------------------------------------------------------------------- */
-
-void store_path(const struct storage *st, const char *name, char *dst)
-{
-    int n = snprintf(dst, DS_PATH_MAX, "%s/%s", st->dir, name);
-    ASSERT(n > 0 && n < DS_PATH_MAX);
-}
-
-void store_part_dir(const struct storage *st, int32_t day, uint32_t shard, char *dst)
-{
-    char date[DS_DATE_TEXT_SIZE];
-    ds_date_format(day, date);
-    int n = snprintf(dst, DS_PATH_MAX, "%s/parts/%s/%u", st->dir, date, shard);
-    ASSERT(n > 0 && n < DS_PATH_MAX);
-}
-
-void store_segment_path(const struct storage *st, const struct part *p, uint32_t segment_id,
-                        char *dst)
-{
-    char date[DS_DATE_TEXT_SIZE];
-    ds_date_format(p->day, date);
-    int n =
-        snprintf(dst, DS_PATH_MAX, "%s/parts/%s/%u/%08u.seg", st->dir, date, p->shard, segment_id);
-    ASSERT(n > 0 && n < DS_PATH_MAX);
-}
-
-bool store_parse_segment_name(const char *name, uint32_t *id)
-{
-    uint32_t value = 0;
-    for (int i = 0; i < 8; i++) {
-        if (name[i] < '0' || name[i] > '9') {
-            return false;
-        }
-        value = value * 10 + (uint32_t)(name[i] - '0');
-    }
-    if (strcmp(name + 8, ".seg") != 0 || value == 0) {
-        return false;
-    }
-    *id = value;
-    return true;
-}
-
-bool store_parse_shard_name(const char *name, uint32_t *shard)
-{
-    uint32_t value = 0;
-    size_t len = strlen(name);
-    if (len == 0 || len > 5 || (len > 1 && name[0] == '0')) {
-        return false;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (name[i] < '0' || name[i] > '9') {
-            return false;
-        }
-        value = value * 10 + (uint32_t)(name[i] - '0');
-    }
-    if (value >= 65536) {
-        return false;
-    }
-    *shard = value;
-    return true;
-}
-
-static int walk_part(struct storage *st, const struct store_walk *walk, const char *dir,
-                     int32_t day, uint32_t shard)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL) {
-        return -errno;
-    }
-    int rc = 0;
-    for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
-        uint32_t id = 0;
-        if (store_parse_segment_name(e->d_name, &id)) {
-            rc = walk->segment(st, dir, e->d_name, day, shard, id, walk->user);
-        }
-    }
-    closedir(d);
-    return rc == 0 && walk->part_done != NULL ? walk->part_done(st, dir, day, shard, walk->user)
-                                              : rc;
-}
-
-static int walk_day(struct storage *st, const struct store_walk *walk, const char *dir, int32_t day)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL) {
-        return -errno;
-    }
-    int rc = 0;
-    for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
-        uint32_t shard = 0;
-        if (!store_parse_shard_name(e->d_name, &shard)) {
-            continue;
-        }
-        char path[DS_PATH_MAX];
-        rc = snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) < (int)sizeof(path)
-                 ? walk_part(st, walk, path, day, shard)
-                 : -ENAMETOOLONG;
-    }
-    closedir(d);
-    return rc;
-}
-
-int store_walk_tree(struct storage *st, const struct store_walk *walk)
-{
-    ASSERT(walk != NULL && walk->segment != NULL);
-    char parts[DS_PATH_MAX];
-    store_path(st, "parts", parts);
-    DIR *d = opendir(parts);
-    if (d == NULL) {
-        return errno == ENOENT ? 0 : -errno;
-    }
-    int rc = 0;
-    for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
-        int32_t day = 0;
-        if (ds_date_parse(e->d_name, strlen(e->d_name), &day) != 0) {
-            continue;
-        }
-        char path[DS_PATH_MAX];
-        rc = snprintf(path, sizeof(path), "%s/%s", parts, e->d_name) < (int)sizeof(path)
-                 ? walk_day(st, walk, path, day)
-                 : -ENAMETOOLONG;
-    }
-    closedir(d);
-    return rc;
-}
-
-/* ---- the partition table ------------------------------------------------------------------- */
-
-static uint64_t part_hash(int32_t day, uint32_t shard)
-{
-    uint64_t key = ((uint64_t)(uint32_t)day << 32) | shard;
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    return key;
-}
-
-struct part *store_part_find(const struct storage *st, int32_t day, uint32_t shard)
-{
-    size_t mask = st->table_capacity - 1;
-    for (size_t i = part_hash(day, shard) & mask;; i = (i + 1) & mask) {
-        struct part *p = st->table[i];
-        if (p == NULL) {
-            return NULL;
-        }
-        if (p->day == day && p->shard == shard) {
-            return p;
-        }
-    }
-}
-
-int store_part_get(struct storage *st, int32_t day, uint32_t shard, struct part **out)
-{
-    struct part *p = store_part_find(st, day, shard);
-    if (p != NULL) {
-        *out = p;
-        return 0;
-    }
-    if (st->part_count >= st->cfg.partitions_max || day < 0 || day > DS_DAY_MAX) {
-        ds_log_error("partition table full (%u partitions)", st->part_count);
-        return -DS_ELIMIT;
-    }
-    p = calloc(1, sizeof(*p));
-    if (p == NULL) {
-        return -ENOMEM;
-    }
-    p->day = day;
-    p->shard = shard;
-    p->fd = -1;
-    p->day_start_ms = (int64_t)day * DAY_MS;
-    size_t mask = st->table_capacity - 1;
-    size_t i = part_hash(day, shard) & mask;
-    while (st->table[i] != NULL) {
-        i = (i + 1) & mask;
-    }
-    st->table[i] = p;
-    st->parts[st->part_count++] = p;
-    *out = p;
-    return 0;
-}
-
-static void part_free(struct storage *st, struct part *p)
-{
-    if (p->fd >= 0) {
-        st->io->ops->close(st->io, p->fd);
-    }
-    if (p->ob != NULL) {
-        open_block_free(p->ob);
-        free(p->ob);
-    }
-    free(p->summary);
-    free(p);
-}
-
-/* ---- sources ------------------------------------------------------------------------------- */
-
-static struct source_state *source_slot(struct storage *st, int32_t partition)
-{
-    if (!store_source_valid(partition)) {
-        return NULL;
-    }
-    return &st->sources[store_source_index(partition)];
-}
-
-int64_t storage_source_next(const struct storage *st, int32_t source_partition)
-{
-    if (!store_source_valid(source_partition)) {
-        return -1;
-    }
-    const struct source_state *s = &st->sources[store_source_index(source_partition)];
-    return s->known ? s->committed_next : -1;
-}
-
-/* ---- manifest replay into the table -------------------------------------------------------- */
-
-static int apply_record(const struct manifest_replay_fn_args *record, void *user)
-{
-    struct storage *st = user;
-    for (uint32_t i = 0; i < record->part_count; i++) {
-        const struct manifest_part *mp = &record->parts[i];
-        struct part *p = NULL;
-        if (mp->shard >= 1u << 16 || mp->segment_id == 0) {
-            return -DS_ECORRUPT;
-        }
-        int rc = store_part_get(st, mp->day, mp->shard, &p);
-        if (rc != 0) {
-            return rc;
-        }
-        p->segment_id = mp->segment_id;
-        p->committed_end = mp->end;
-    }
-    for (uint32_t i = 0; i < record->source_count; i++) {
-        struct source_state *s = source_slot(st, record->sources[i].partition);
-        if (s == NULL) {
-            return -DS_ECORRUPT;
-        }
-        s->known = true;
-        s->committed_next = record->sources[i].next_offset;
-        s->next = s->committed_next;
-    }
-    st->seq = record->seq;
-    return 0;
-}
-
-int store_manifest_load(struct storage *st, uint64_t *valid_end, uint64_t *file_size)
-{
-    char path[DS_PATH_MAX];
-    store_path(st, "MANIFEST", path);
-    char *data = NULL;
-    size_t len = 0;
-    int rc = ds_read_file(path, MANIFEST_BYTES_MAX, &data, &len);
-    if (rc == -ENOENT) {
-        *valid_end = 0;
-        *file_size = 0;
-        return 0;
-    }
-    if (rc != 0) {
-        ds_log_error("%s: cannot read: %s", path, ds_strerror(rc));
-        return rc;
-    }
-    rc = manifest_replay((const uint8_t *)data, len, apply_record, st, valid_end);
-    free(data);
-    st->manifest_torn_bytes = rc == 0 ? len - *valid_end : 0;
-    if (rc != 0) {
-        ds_log_error("%s: cannot replay: %s", path, ds_strerror(rc));
-    }
-    *file_size = len;
-    return rc;
-}
-
 /* ---- open and close ------------------------------------------------------------------------ */
-
-static int storage_alloc(const struct storage_config *cfg, struct storage **out)
-{
-    struct storage *st = calloc(1, sizeof(*st));
-    if (st == NULL) {
-        return -ENOMEM;
-    }
-    st->cfg = *cfg;
-    snprintf(st->dir, sizeof(st->dir), "%s", cfg->dir);
-    st->cfg.dir = st->dir;
-    st->lock_fd = -1;
-    st->manifest_fd = -1;
-    st->table_capacity = 1;
-    while (st->table_capacity < (size_t)cfg->partitions_max * 2) {
-        st->table_capacity *= 2;
-    }
-    st->table = calloc(st->table_capacity, sizeof(*st->table));
-    st->parts = calloc(cfg->partitions_max, sizeof(*st->parts));
-    st->touched = calloc(cfg->partitions_max, sizeof(*st->touched));
-    st->holding = calloc(cfg->partitions_max, sizeof(*st->holding));
-    st->sources = calloc(STORAGE_SOURCES_MAX, sizeof(*st->sources));
-    int rc = (st->table && st->parts && st->touched && st->holding && st->sources) ? 0 : -ENOMEM;
-    if (rc == 0) {
-        rc = block_codec_init(&st->codec, cfg->zstd_level);
-    }
-    if (rc != 0) {
-        storage_close(st);
-        return rc;
-    }
-    *out = st;
-    return 0;
-}
 
 static int take_lock(struct storage *st)
 {
@@ -390,6 +85,19 @@ static int take_lock(struct storage *st)
     return 0;
 }
 
+/* The backend: the injected one, else a new one (owned). A reader only reads, through the
+ * synchronous ops, so it gets the plain sync backend rather than a ring it would never use. */
+static int io_attach(struct storage *st, const struct storage_config *cfg)
+{
+    if (cfg->io != NULL) {
+        st->io = cfg->io;
+        return 0;
+    }
+    int rc = storage_io_create(cfg->read_only ? STORAGE_IO_SYNC : cfg->io_mode, &st->owned_io);
+    st->io = st->owned_io;
+    return rc;
+}
+
 int storage_open(const struct storage_config *cfg, struct storage **out)
 {
     int rc = storage_config_check(cfg);
@@ -397,32 +105,29 @@ int storage_open(const struct storage_config *cfg, struct storage **out)
         return rc;
     }
     struct storage *st = NULL;
-    rc = storage_alloc(cfg, &st);
+    rc = store_create(cfg, &st);
     if (rc != 0) {
         return rc;
     }
     if (cfg->read_only) {
-        st->read_only = true;
-        rc = storage_refresh(st);
+        rc = io_attach(st, cfg);
+        if (rc == 0) {
+            rc = storage_refresh(st);
+        }
     } else {
         rc = ds_mkdir_p(st->dir);
         if (rc == 0) {
             rc = take_lock(st);
         }
         if (rc == 0) {
-            rc = cfg->io != NULL ? 0 : storage_io_create(cfg->io_mode, &st->owned_io);
-            st->io = cfg->io != NULL ? cfg->io : st->owned_io;
+            rc = io_attach(st, cfg);
         }
         if (rc == 0) {
-            rc = store_recover(st);
+            rc = store_write_recover(st);
         }
     }
-    if (rc == 0 && !st->read_only) {
-        st->arena = malloc(ARENA_BYTES);
-        rc = st->arena != NULL ? 0 : -ENOMEM;
-    }
     if (rc != 0) {
-        storage_close(st);
+        store_destroy(st);
         return rc;
     }
     *out = st;
@@ -431,44 +136,106 @@ int storage_open(const struct storage_config *cfg, struct storage **out)
 
 void storage_close(struct storage *st)
 {
-    if (st == NULL) {
-        return;
-    }
-    for (uint32_t i = 0; i < st->part_count; i++) {
-        part_free(st, st->parts[i]);
-    }
-    for (uint32_t i = 0; i < st->spare_count; i++) {
-        open_block_free(st->spare[i]);
-        free(st->spare[i]);
-    }
-    if (st->manifest_fd >= 0) {
-        st->io->ops->close(st->io, st->manifest_fd);
-    }
-    if (st->owned_io != NULL) {
-        st->owned_io->ops->destroy(st->owned_io);
-    }
-    if (st->lock_fd >= 0) {
-        close(st->lock_fd);
-    }
-    block_codec_deinit(&st->codec);
-    free(st->arena);
-    free(st->table);
-    free(st->parts);
-    free(st->touched);
-    free(st->holding);
-    free(st->sources);
-    free(st);
+    store_destroy(st);
 }
 
 const char *storage_io_backend(const struct storage *st)
 {
-    return st->io != NULL ? storage_io_name(st->io) : "none";
+    /* A reader's backend serves reads only: it reports none, as it does no I/O of its own. */
+    return st->io != NULL && !st->read_only ? storage_io_name(st->io) : "none";
+}
+
+/* ---- writing ------------------------------------------------------------------------------- */
+
+static bool source_appendable(const struct ds_source *source)
+{
+    return store_source_valid(source->partition) && source->partition != DS_SOURCE_DEADLETTER;
+}
+
+int storage_append(struct storage *st, int32_t day, uint32_t shard, const struct ds_event *event,
+                   const struct ds_source *source)
+{
+    ASSERT(!st->read_only);
+    ASSERT(ds_day_from_ms(event->ts_ms) == day);
+    if (st->failed != 0) {
+        return st->failed;
+    }
+    if (source != NULL && !source_appendable(source)) {
+        return -DS_ELIMIT;
+    }
+    struct part *p = NULL;
+    int rc = store_part_get(st, day, shard, &p);
+    return rc == 0 ? store_write_append(st, p, event, source) : rc;
+}
+
+int storage_commit(struct storage *st)
+{
+    ASSERT(!st->read_only);
+    if (st->failed != 0) {
+        return st->failed;
+    }
+    int committed = store_write_commit(st);
+    if (committed < 0) {
+        return committed;
+    }
+    for (int i = 0; i < committed; i++) {
+        struct part *p = st->touched[i];
+        /* The data is durable; on failure only the cached totals are stale, and the read side
+         * dropped them to be rebuilt on next use. */
+        if (p->summary != NULL && store_read_summary_extend(st, p) != 0) {
+            ASSERT(p->summary == NULL);
+        }
+    }
+    return store_write_rotate_if_due(st);
+}
+
+int storage_source_advance(struct storage *st, const struct ds_source *source)
+{
+    ASSERT(!st->read_only);
+    if (st->failed != 0) {
+        return st->failed;
+    }
+    if (!source_appendable(source)) {
+        return -DS_ELIMIT;
+    }
+    store_write_source_note(st, source);
+    return 0;
+}
+
+void storage_deadletter_set(struct storage *st, uint64_t bytes)
+{
+    ASSERT(!st->read_only);
+    ASSERT(bytes <= INT64_MAX);
+    struct source_state *s = &st->sources[store_source_index(DS_SOURCE_DEADLETTER)];
+    if (!s->known) {
+        s->committed_next = 0;
+    }
+    s->known = true;
+    s->dirty = s->dirty || s->next != (int64_t)bytes;
+    s->next = (int64_t)bytes;
+}
+
+uint64_t storage_deadletter_committed(const struct storage *st)
+{
+    const struct source_state *s = &st->sources[store_source_index(DS_SOURCE_DEADLETTER)];
+    return s->known && s->committed_next > 0 ? (uint64_t)s->committed_next : 0;
 }
 
 uint64_t storage_pending_events(const struct storage *st)
 {
     return st->pending_events;
 }
+
+int64_t storage_source_next(const struct storage *st, int32_t source_partition)
+{
+    if (!store_source_valid(source_partition)) {
+        return -1;
+    }
+    const struct source_state *s = &st->sources[store_source_index(source_partition)];
+    return s->known ? s->committed_next : -1;
+}
+
+/* ---- reading ------------------------------------------------------------------------------- */
 
 int storage_refresh(struct storage *st)
 {
@@ -496,4 +263,37 @@ uint64_t storage_commit_seq(const struct storage *st)
 {
     ASSERT(st != NULL);
     return st->seq;
+}
+
+int storage_partition_totals(struct storage *st, int32_t day, uint32_t shard, const char *status,
+                             size_t status_len, struct storage_partition_total *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct part *p = store_part_find(st, day, shard);
+    if (p == NULL || p->segment_id == 0) {
+        return 0;
+    }
+    return store_read_totals(st, p, status, status_len, out);
+}
+
+int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,
+                                struct storage_position *pos, storage_event_fn fn, void *user)
+{
+    const struct part *p = store_part_find(st, day, shard);
+    if (p == NULL || p->segment_id == 0) {
+        return pos->segment_id == 0 ? 0 : -ERANGE;
+    }
+    return store_read_scan_from(st, p, pos, fn, user);
+}
+
+int storage_partition_scan(struct storage *st, int32_t day, uint32_t shard, storage_event_fn fn,
+                           void *user)
+{
+    struct storage_position from = {0}; /* the partition's first event */
+    return storage_partition_scan_from(st, day, shard, &from, fn, user);
+}
+
+int storage_partition_visit(struct storage *st, storage_partition_fn fn, void *user)
+{
+    return store_read_visit(st, fn, user);
 }

@@ -12,8 +12,9 @@
  * Threads: a struct storage belongs to one thread (the writer). Readers in other processes open
  * the same directory read-only and see the last committed state; see storage_refresh().
  *
- * Writes and data syncs go through struct storage_io: io_uring (several partitions' blocks and
- * syncs in flight on one ring), plain pwrite/fdatasync, or a test fake that injects faults.
+ * Every operation on data and manifest files goes through struct storage_io: io_uring (several
+ * partitions' blocks and syncs in flight on one ring), plain pwrite/fdatasync, or a test fake
+ * that injects faults. Writes and syncs are queued; reads, truncates and renames are immediate.
  */
 #ifndef DS_STORAGE_H
 #define DS_STORAGE_H
@@ -72,6 +73,8 @@ struct storage_io_ops {
     ssize_t (*read)(struct storage_io *io, int fd, void *buf, size_t len, uint64_t offset);
     DS_MUST_USE int (*truncate)(struct storage_io *io, int fd, uint64_t len);
     DS_MUST_USE int (*size)(struct storage_io *io, int fd, uint64_t *len);
+    /* rename(2) semantics, immediate; the caller syncs the directory to make it durable. */
+    DS_MUST_USE int (*rename)(struct storage_io *io, const char *from, const char *to);
     void (*destroy)(struct storage_io *io);
 };
 struct storage_io {

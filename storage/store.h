@@ -1,6 +1,17 @@
 /*
- * Private to storage/: the engine's state, shared by storage.c (table, open, manifest replay),
- * store_write.c (appends, group commit, recovery) and store_read.c (summaries, scans).
+ * Private to storage/: the bottom layer of the engine (store_base.c). It holds the engine's
+ * state and what both sides need: paths, the partition table, the directory walker, manifest
+ * replay, and the arena. The layers, each calling only downward through one narrow header:
+ *
+ *   storage.c, fsck.c   the public facade (storage.h): checks, (day, shard) lookup, lifecycle
+ *   store_read.c        summaries, totals, scans, verification   (store_read.h)
+ *   store_write.c       appends, group commit, rotation, recovery (store_write.h)
+ *   store_base.c        this header
+ *   io*.c, block.c, manifest.c   I/O backends and the on-disk codecs (format.h)
+ *
+ * The read and write sides never call each other (scripts/check-includes.sh rejects a call
+ * circle between the files of a folder); what one side must see of the other's work goes
+ * through the facade, as storage_commit extending summaries after store_write_commit.
  */
 #ifndef DS_STORAGE_STORE_H
 #define DS_STORAGE_STORE_H
@@ -48,6 +59,9 @@ struct part {
 };
 
 #define STORE_SPARE_BLOCKS 8u
+/* The arena holds sealed blocks waiting for the next I/O flush, and a commit's manifest record.
+ * Allocated by store_create for a writer, bounded by store_write.c: one constant for both. */
+#define STORE_ARENA_BYTES (24u * 1024u * 1024u)
 
 /* Source partitions DS_SOURCE_DEADLETTER (-2) .. STORAGE_SOURCES_MAX - 3 map to slots 0.. */
 #define STORE_SOURCE_FIRST DS_SOURCE_DEADLETTER
@@ -107,12 +121,18 @@ struct storage {
     uint64_t open_bytes;
 };
 
+/* Allocates the state for cfg (already checked): table, lists, codec, and for a writer the
+ * arena. No file is touched. Returns 0 or -ENOMEM. */
+DS_MUST_USE int store_create(const struct storage_config *cfg, struct storage **out);
+/* Closes every fd the state holds (through st->io), destroys an owned backend, frees all.
+ * Accepts NULL. */
+void store_destroy(struct storage *st);
+
+/* DIR/name for a short fixed name (MANIFEST, LOCK, parts). */
+void store_path(const struct storage *st, const char *name, char *dst);
 void store_part_dir(const struct storage *st, int32_t day, uint32_t shard, char *dst);
 void store_segment_path(const struct storage *st, const struct part *p, uint32_t segment_id,
                         char *dst);
-/* Releases an open block: kept as a spare when there is room and the budget allows, else
- * freed (and uncounted). */
-void store_block_release(struct storage *st, struct open_block *ob);
 
 /* Directory-entry names written by the engine, parsed strictly: "%08u.seg" with id >= 1, and a
  * shard number in plain decimal (no sign, no leading zero) below 65536. */
@@ -132,17 +152,13 @@ struct store_walk {
 };
 DS_MUST_USE int store_walk_tree(struct storage *st, const struct store_walk *walk);
 
-/* DIR/name for a short fixed name (MANIFEST, LOCK, parts). */
-void store_path(const struct storage *st, const char *name, char *dst);
+/* The partition table: find returns NULL for a partition never seen; get adds it (-DS_ELIMIT
+ * past partitions_max or for a day out of range, -ENOMEM). */
 struct part *store_part_find(const struct storage *st, int32_t day, uint32_t shard);
 DS_MUST_USE int store_part_get(struct storage *st, int32_t day, uint32_t shard, struct part **out);
-DS_MUST_USE int store_manifest_load(struct storage *st, uint64_t *valid_end, uint64_t *file_size);
-DS_MUST_USE int store_recover(struct storage *st);
-/* Extends p's summary up to its committed end (building it on first use). */
-DS_MUST_USE int store_summary_extend(struct storage *st, struct part *p);
 
-/* Verifies every committed block of p into report (fsck.c); problems go to out (or nowhere). */
-DS_MUST_USE int store_verify_partition(struct storage *st, const struct part *p,
-                                       struct storage_fsck_report *report, FILE *out);
+/* Replays the MANIFEST into the table and sources. *valid_end is the end of its last valid
+ * record, *file_size its length (both 0 when there is no MANIFEST). */
+DS_MUST_USE int store_manifest_load(struct storage *st, uint64_t *valid_end, uint64_t *file_size);
 
 #endif /* DS_STORAGE_STORE_H */

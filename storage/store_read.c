@@ -2,10 +2,14 @@
  * The read side of the engine: walking block headers up to a partition's committed end,
  * per-partition summaries built from them, totals for counts, and full event scans.
  *
- * Readers use plain pread on their own descriptors, never the writer's I/O backend, so the
- * same code serves the writer's in-process queries and a read-only process next to a live
- * writer. Only committed ranges are read, and a committed range never changes, so a reader
- * needs no lock.
+ * Reads use the synchronous ops of st->io (open, size, read, close) on their own descriptors,
+ * never queued ones, so the same code serves the writer's in-process queries (through the
+ * writer's backend, the fake included) and a read-only process next to a live writer (through
+ * a sync backend of its own). Only committed ranges are read, and a committed range never
+ * changes, so a reader needs no lock.
+ *
+ * Layering (store_read.h): this side calls only the bottom layer (store.h) and the codecs,
+ * never the write side; the facade calls it.
  *
  * Rejected: persisting summaries in a separate file. Rebuilding one partition's summary reads
  * one header per block (a few hundred bytes per thousands of events), cheaper than keeping a
@@ -13,13 +17,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <stdio.h>
-#include <unistd.h>
 
-#include "storage/store.h"
+#include "storage/store_read.h"
 
 #define FIRST_READ_BYTES 512u
 
@@ -29,16 +31,15 @@ static int segment_open_read(struct storage *st, const struct part *p, uint32_t 
 {
     char path[DS_PATH_MAX];
     store_segment_path(st, p, segment_id, path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = st->io->ops->open(st->io, path, O_RDONLY, 0);
     if (fd < 0) {
-        int err = -errno;
-        ds_log_error("%s: cannot open: %s", path, ds_strerror(err));
-        return err;
+        ds_log_error("%s: cannot open: %s", path, ds_strerror(fd));
+        return fd;
     }
-    struct stat sb;
+    uint64_t size = 0;
     struct segment_header h;
-    int rc = fstat(fd, &sb) == 0 ? 0 : -errno;
-    if (rc == 0 && ds_pread_full(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+    int rc = st->io->ops->size(st->io, fd, &size);
+    if (rc == 0 && st->io->ops->read(st->io, fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
         rc = -DS_ECORRUPT;
     }
     if (rc == 0 &&
@@ -47,13 +48,13 @@ static int segment_open_read(struct storage *st, const struct part *p, uint32_t 
          h.header_crc != ds_crc32c(0, &h, offsetof(struct segment_header, header_crc)))) {
         rc = -DS_ECORRUPT;
     }
-    uint64_t end = segment_id == p->segment_id ? p->committed_end : (uint64_t)sb.st_size;
-    if (rc == 0 && (uint64_t)sb.st_size < end) {
+    uint64_t end = segment_id == p->segment_id ? p->committed_end : size;
+    if (rc == 0 && size < end) {
         rc = -DS_ECORRUPT;
     }
     if (rc != 0) {
         ds_log_error("%s: bad segment: %s", path, ds_strerror(rc));
-        close(fd);
+        st->io->ops->close(st->io, fd);
         return rc;
     }
     *fd_out = fd;
@@ -62,14 +63,14 @@ static int segment_open_read(struct storage *st, const struct part *p, uint32_t 
 }
 
 /* Reads the header of the block at offset into buf (BLOCK_HEADER_BYTES_MAX bytes). */
-static int read_block_header(int fd, uint64_t offset, uint64_t end, uint8_t *buf,
-                             struct block_view *view)
+static int read_block_header(struct storage_io *io, int fd, uint64_t offset, uint64_t end,
+                             uint8_t *buf, struct block_view *view)
 {
     size_t want = FIRST_READ_BYTES;
     if (end - offset < want) {
         want = (size_t)(end - offset);
     }
-    ssize_t n = ds_pread_full(fd, buf, want, offset);
+    ssize_t n = io->ops->read(io, fd, buf, want, offset);
     if (n < 0) {
         return (int)n;
     }
@@ -82,7 +83,7 @@ static int read_block_header(int fd, uint64_t offset, uint64_t end, uint8_t *buf
         if (offset + h->header_bytes > end) {
             return -DS_ECORRUPT;
         }
-        n = ds_pread_full(fd, buf + n, h->header_bytes - (size_t)n, offset + (uint64_t)n);
+        n = io->ops->read(io, fd, buf + n, h->header_bytes - (size_t)n, offset + (uint64_t)n);
         if (n < 0) {
             return (int)n;
         }
@@ -122,7 +123,7 @@ static int visit_headers(struct storage *st, const struct part *p, uint32_t *seg
         rc = segment_open_read(st, p, *segment_id, &fd, &end);
         while (rc == 0 && *offset < end) {
             struct block_view view;
-            rc = read_block_header(fd, *offset, end, buf, &view);
+            rc = read_block_header(st->io, fd, *offset, end, buf, &view);
             if (rc == 0) {
                 uint64_t bytes = (uint64_t)view.header->header_bytes + view.header->payload_bytes;
                 rc = fn(&view, bytes, user);
@@ -130,7 +131,7 @@ static int visit_headers(struct storage *st, const struct part *p, uint32_t *seg
             }
         }
         if (fd >= 0) {
-            close(fd);
+            st->io->ops->close(st->io, fd);
         }
         if (rc == 0 && *segment_id == p->segment_id) {
             break;
@@ -193,7 +194,7 @@ static int summary_fold(const struct block_view *view, uint64_t block_bytes, voi
     return 0;
 }
 
-int store_summary_extend(struct storage *st, struct part *p)
+int store_read_summary_extend(struct storage *st, struct part *p)
 {
     if (p->summary == NULL) {
         p->summary = calloc(1, sizeof(*p->summary));
@@ -247,15 +248,12 @@ static int filter_fold(const struct block_view *view, uint64_t block_bytes, void
     return 0;
 }
 
-int storage_partition_totals(struct storage *st, int32_t day, uint32_t shard, const char *status,
-                             size_t status_len, struct storage_partition_total *out)
+int store_read_totals(struct storage *st, struct part *p, const char *status, size_t status_len,
+                      struct storage_partition_total *out)
 {
-    memset(out, 0, sizeof(*out));
-    struct part *p = store_part_find(st, day, shard);
-    if (p == NULL || p->segment_id == 0) {
-        return 0;
-    }
-    int rc = store_summary_extend(st, p);
+    ASSERT(p->segment_id != 0);
+    ASSERT(out->count == 0);
+    int rc = store_read_summary_extend(st, p);
     if (rc != 0) {
         return rc;
     }
@@ -308,7 +306,8 @@ static int scan_event(const struct ds_event *event, void *user)
 static int scan_block(struct scan_state *scan, uint64_t end)
 {
     struct block_view view;
-    int rc = read_block_header(scan->fd, scan->offset, end, scan->block, &view);
+    struct storage_io *io = scan->st->io;
+    int rc = read_block_header(io, scan->fd, scan->offset, end, scan->block, &view);
     if (rc != 0) {
         return rc;
     }
@@ -326,7 +325,7 @@ static int scan_block(struct scan_state *scan, uint64_t end)
         rc = block_view_parse(scan->block, header_bytes, &view);
         ASSERT(rc == 0);
     }
-    ssize_t n = ds_pread_full(scan->fd, scan->block + header_bytes, view.header->payload_bytes,
+    ssize_t n = io->ops->read(io, scan->fd, scan->block + header_bytes, view.header->payload_bytes,
                               scan->offset + header_bytes);
     if (n != (ssize_t)view.header->payload_bytes) {
         return n < 0 ? (int)n : -DS_ECORRUPT;
@@ -337,13 +336,10 @@ static int scan_block(struct scan_state *scan, uint64_t end)
     return rc;
 }
 
-int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,
-                                struct storage_position *pos, storage_event_fn fn, void *user)
+int store_read_scan_from(struct storage *st, const struct part *p, struct storage_position *pos,
+                         storage_event_fn fn, void *user)
 {
-    const struct part *p = store_part_find(st, day, shard);
-    if (p == NULL || p->segment_id == 0) {
-        return pos->segment_id == 0 ? 0 : -ERANGE;
-    }
+    ASSERT(p->segment_id != 0);
     if (pos->segment_id == 0) {
         *pos = (struct storage_position){.segment_id = 1, .offset = sizeof(struct segment_header)};
     }
@@ -377,7 +373,7 @@ int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,
             }
         }
         if (scan.fd >= 0) {
-            close(scan.fd);
+            st->io->ops->close(st->io, scan.fd);
         }
         if (rc == 0 && id < p->segment_id) {
             *pos = (struct storage_position){.segment_id = id + 1,
@@ -386,13 +382,6 @@ int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,
     }
     free(scan.block);
     return rc;
-}
-
-int storage_partition_scan(struct storage *st, int32_t day, uint32_t shard, storage_event_fn fn,
-                           void *user)
-{
-    struct storage_position from = {0}; /* the partition's first event */
-    return storage_partition_scan_from(st, day, shard, &from, fn, user);
 }
 
 /* ---- visiting ------------------------------------------------------------------------------ */
@@ -407,7 +396,7 @@ static int part_order(const void *a, const void *b)
     return pa->shard < pb->shard ? -1 : (pa->shard > pb->shard ? 1 : 0);
 }
 
-int storage_partition_visit(struct storage *st, storage_partition_fn fn, void *user)
+int store_read_visit(struct storage *st, storage_partition_fn fn, void *user)
 {
     struct part **sorted = malloc(((size_t)st->part_count + 1) * sizeof(*sorted));
     if (sorted == NULL) {
@@ -445,8 +434,8 @@ static int verify_count(const struct ds_event *event, void *user)
 /* Verifies every committed block of p: headers, payload CRC, decompression, and the events
  * re-aggregating to the header. Counts into report; prints one line per problem. A bad block
  * ends the check of its segment (the next block boundary is unknown). */
-int store_verify_partition(struct storage *st, const struct part *p,
-                           struct storage_fsck_report *report, FILE *out)
+int store_read_verify_partition(struct storage *st, const struct part *p,
+                                struct storage_fsck_report *report, FILE *out)
 {
     struct scan_state scan = {.st = st, .p = p, .fn = verify_count};
     struct verify_state v = {0};
@@ -486,16 +475,15 @@ int store_verify_partition(struct storage *st, const struct part *p,
             report->events_ok += v.events - before;
             report->bytes_ok += scan.offset - at;
         }
-        struct stat sb;
-        if (id == p->segment_id && fstat(scan.fd, &sb) == 0 && (uint64_t)sb.st_size > end) {
-            report->torn_bytes += (uint64_t)sb.st_size - end;
+        uint64_t size = 0;
+        if (id == p->segment_id && st->io->ops->size(st->io, scan.fd, &size) == 0 && size > end) {
+            report->torn_bytes += size - end;
             if (out != NULL) {
                 fprintf(out, "%s: %llu bytes past the committed end %llu (torn or uncommitted)\n",
-                        path, (unsigned long long)((uint64_t)sb.st_size - end),
-                        (unsigned long long)end);
+                        path, (unsigned long long)(size - end), (unsigned long long)end);
             }
         }
-        close(scan.fd);
+        st->io->ops->close(st->io, scan.fd);
     }
     free(scan.block);
     return 0;

@@ -12,6 +12,12 @@
  *
  * Rejected: syncing segments and manifest in one flush with IOSQE_IO_DRAIN ordering. A drain
  * orders submission, not durability across files; the record could be durable before a block.
+ *
+ * Layering (store_write.h): this side calls only the bottom layer (store.h) and the I/O
+ * interface, never the read side; the facade extends summaries after a commit. Every operation
+ * on segment and manifest files (create, write, sync, the cuts of recovery, the snapshot's
+ * write, sync and rename) goes through st->io, so the fault-injecting backend reaches all of
+ * them. Directories (mkdir, their fsyncs, the unlink of an orphan) use plain system calls.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,9 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "storage/store.h"
-
-#define ARENA_BYTES (24u * 1024u * 1024u)
+#include "storage/store_write.h"
 
 static int fail(struct storage *st, int rc, const char *what)
 {
@@ -84,7 +88,7 @@ static int segment_create(struct storage *st, struct part *p)
                                .shard = p->shard,
                                .segment_id = id};
     h.header_crc = ds_crc32c(0, &h, offsetof(struct segment_header, header_crc));
-    ASSERT(st->arena_used + sizeof(h) <= ARENA_BYTES);
+    ASSERT(st->arena_used + sizeof(h) <= STORE_ARENA_BYTES);
     memcpy(st->arena + st->arena_used, &h, sizeof(h));
     rc = st->io->ops->write(st->io, fd, st->arena + st->arena_used, sizeof(h), 0);
     st->arena_used += sizeof(h);
@@ -136,7 +140,7 @@ static int seal_part(struct storage *st, struct part *p)
     struct open_block *ob = p->ob;
     ASSERT(ob != NULL && ob->count > 0);
     size_t bound = block_seal_bound(ob) + sizeof(struct segment_header);
-    if (st->arena_used + bound > ARENA_BYTES) {
+    if (st->arena_used + bound > STORE_ARENA_BYTES) {
         int rc = io_flush(st, "block write");
         if (rc != 0) {
             return rc;
@@ -148,7 +152,8 @@ static int seal_part(struct storage *st, struct part *p)
         return rc;
     }
     uint8_t *dst = st->arena + st->arena_used;
-    int64_t len = block_seal(&st->codec, ob, p->day_start_ms, dst, ARENA_BYTES - st->arena_used);
+    int64_t len =
+        block_seal(&st->codec, ob, p->day_start_ms, dst, STORE_ARENA_BYTES - st->arena_used);
     if (len < 0) {
         return fail(st, (int)len, "block seal");
     }
@@ -223,7 +228,9 @@ static void free_block(struct storage *st, struct open_block *ob)
     free(ob);
 }
 
-void store_block_release(struct storage *st, struct open_block *ob)
+/* Releases an open block: kept as a spare when there is room and the budget allows, else
+ * freed (and uncounted). */
+static void block_release(struct storage *st, struct open_block *ob)
 {
     ASSERT(ob->count == 0);
     if (st->spare_count < STORE_SPARE_BLOCKS && st->open_bytes <= st->cfg.open_bytes_max / 2) {
@@ -257,7 +264,7 @@ static int part_open_block(struct storage *st, struct part *p)
     return 0;
 }
 
-static void note_source(struct storage *st, const struct ds_source *source)
+void store_write_source_note(struct storage *st, const struct ds_source *source)
 {
     if (source == NULL) {
         return;
@@ -277,55 +284,12 @@ static void note_source(struct storage *st, const struct ds_source *source)
     s->dirty = true;
 }
 
-int storage_source_advance(struct storage *st, const struct ds_source *source)
+int store_write_append(struct storage *st, struct part *p, const struct ds_event *event,
+                       const struct ds_source *source)
 {
     ASSERT(!st->read_only);
-    if (st->failed != 0) {
-        return st->failed;
-    }
-    if (!store_source_valid(source->partition) || source->partition == DS_SOURCE_DEADLETTER) {
-        return -DS_ELIMIT;
-    }
-    note_source(st, source);
-    return 0;
-}
-
-void storage_deadletter_set(struct storage *st, uint64_t bytes)
-{
-    ASSERT(!st->read_only);
-    ASSERT(bytes <= INT64_MAX);
-    struct source_state *s = &st->sources[store_source_index(DS_SOURCE_DEADLETTER)];
-    if (!s->known) {
-        s->committed_next = 0;
-    }
-    s->known = true;
-    s->dirty = s->dirty || s->next != (int64_t)bytes;
-    s->next = (int64_t)bytes;
-}
-
-uint64_t storage_deadletter_committed(const struct storage *st)
-{
-    const struct source_state *s = &st->sources[store_source_index(DS_SOURCE_DEADLETTER)];
-    return s->known && s->committed_next > 0 ? (uint64_t)s->committed_next : 0;
-}
-
-int storage_append(struct storage *st, int32_t day, uint32_t shard, const struct ds_event *event,
-                   const struct ds_source *source)
-{
-    ASSERT(!st->read_only);
-    ASSERT(ds_day_from_ms(event->ts_ms) == day);
-    if (st->failed != 0) {
-        return st->failed;
-    }
-    if (source != NULL &&
-        (!store_source_valid(source->partition) || source->partition == DS_SOURCE_DEADLETTER)) {
-        return -DS_ELIMIT;
-    }
-    struct part *p = NULL;
-    int rc = store_part_get(st, day, shard, &p);
-    if (rc == 0) {
-        rc = part_open_block(st, p);
-    }
+    ASSERT(st->failed == 0);
+    int rc = part_open_block(st, p);
     if (rc != 0) {
         return rc;
     }
@@ -350,7 +314,7 @@ int storage_append(struct storage *st, int32_t day, uint32_t shard, const struct
         p->touched = true;
         st->touched[st->touched_count++] = p;
     }
-    note_source(st, source);
+    store_write_source_note(st, source);
     st->pending_events++;
     return st->open_bytes > st->cfg.open_bytes_max ? enforce_budget(st) : 0;
 }
@@ -398,7 +362,7 @@ static int commit_record(struct storage *st, uint64_t *record_bytes)
 {
     uint32_t parts = st->touched_count;
     size_t bound = manifest_record_bound(parts, STORAGE_SOURCES_MAX);
-    ASSERT(bound <= ARENA_BYTES);
+    ASSERT(bound <= STORE_ARENA_BYTES);
     ASSERT(st->arena_used == 0);
     struct manifest_part *entries = (struct manifest_part *)(void *)st->arena;
     for (uint32_t i = 0; i < parts; i++) {
@@ -411,7 +375,7 @@ static int commit_record(struct storage *st, uint64_t *record_bytes)
     struct manifest_source *sources = (struct manifest_source *)(void *)(entries + parts);
     uint32_t source_count = collect_sources(st, sources, false);
     uint8_t *record = (uint8_t *)(sources + source_count);
-    size_t capacity = ARENA_BYTES - (size_t)(record - st->arena);
+    size_t capacity = STORE_ARENA_BYTES - (size_t)(record - st->arena);
     int64_t len = manifest_encode(MANIFEST_DELTA, st->seq + 1, entries, parts, sources,
                                   source_count, record, capacity);
     ASSERT(len > 0);
@@ -438,7 +402,7 @@ static void commit_done(struct storage *st, uint64_t record_bytes)
     for (uint32_t i = 0; i < st->holding_count; i++) {
         struct part *p = st->holding[i];
         if (p->ob != NULL && !p->touched) {
-            store_block_release(st, p->ob);
+            block_release(st, p->ob);
             p->ob = NULL;
         }
         if (p->ob != NULL) {
@@ -453,11 +417,6 @@ static void commit_done(struct storage *st, uint64_t record_bytes)
         p->segment_id = p->write_segment_id;
         p->committed_end = p->write_end;
         p->touched = false;
-        if (p->summary != NULL && store_summary_extend(st, p) != 0) {
-            /* The data is durable; only the cached totals are stale. Rebuild on next use. */
-            free(p->summary);
-            p->summary = NULL;
-        }
     }
     for (uint32_t i = 0; i < STORAGE_SOURCES_MAX; i++) {
         struct source_state *s = &st->sources[i];
@@ -466,18 +425,16 @@ static void commit_done(struct storage *st, uint64_t record_bytes)
             s->dirty = false;
         }
     }
-    st->touched_count = 0;
+    st->touched_count = 0; /* the entries stay, for the caller of store_write_commit */
     st->pending_events = 0;
     st->seq++;
     st->manifest_size += record_bytes;
 }
 
-int storage_commit(struct storage *st)
+int store_write_commit(struct storage *st)
 {
     ASSERT(!st->read_only);
-    if (st->failed != 0) {
-        return st->failed;
-    }
+    ASSERT(st->failed == 0);
     bool sources_dirty = false;
     for (uint32_t i = 0; i < STORAGE_SOURCES_MAX && !sources_dirty; i++) {
         sources_dirty = st->sources[i].dirty;
@@ -493,11 +450,15 @@ int storage_commit(struct storage *st)
     if (rc != 0) {
         return rc;
     }
+    uint32_t committed = st->touched_count;
     commit_done(st, record_bytes);
-    if (st->manifest_size > MANIFEST_BYTES_ROTATE) {
-        rc = manifest_rotate(st);
-    }
-    return rc;
+    ASSERT(committed <= st->cfg.partitions_max);
+    return (int)committed;
+}
+
+int store_write_rotate_if_due(struct storage *st)
+{
+    return st->manifest_size > MANIFEST_BYTES_ROTATE ? manifest_rotate(st) : 0;
 }
 
 /* ---- manifest rotation --------------------------------------------------------------------- */
@@ -516,6 +477,38 @@ static int open_manifest(struct storage *st)
     }
     st->manifest_fd = fd;
     return 0;
+}
+
+/* Replaces MANIFEST with a file holding data: written and synced as MANIFEST.tmp, renamed over
+ * MANIFEST, then the directory synced. All but the directory sync go through st->io, in one
+ * flush of its own (nothing else is queued: rotation follows a completed commit, creation
+ * precedes the first). data is borrowed for the call. */
+static int manifest_replace(struct storage *st, const void *data, size_t len)
+{
+    char path[DS_PATH_MAX];
+    char tmp[DS_PATH_MAX];
+    store_path(st, "MANIFEST", path);
+    store_path(st, "MANIFEST.tmp", tmp);
+    int fd = st->io->ops->open(st->io, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        ds_log_error("%s: cannot create: %s", tmp, ds_strerror(fd));
+        return fd;
+    }
+    int rc = st->io->ops->write(st->io, fd, data, len, 0);
+    if (rc == 0) {
+        rc = st->io->ops->sync(st->io, fd);
+    }
+    int flushed = st->io->ops->flush(st->io); /* also when queueing failed: leave none queued */
+    rc = rc != 0 ? rc : flushed;
+    st->io->ops->close(st->io, fd);
+    if (rc == 0) {
+        rc = st->io->ops->rename(st->io, tmp, path);
+    }
+    if (rc != 0) {
+        (void)unlink(tmp);
+        return rc;
+    }
+    return ds_fsync_dir(st->dir);
 }
 
 /* Writes the whole state as one snapshot record into a new MANIFEST (atomic rename). */
@@ -545,9 +538,7 @@ static int write_snapshot(struct storage *st, uint64_t *size_out)
     int64_t len = manifest_encode(MANIFEST_SNAPSHOT, st->seq + 1, entries, parts, sources,
                                   source_count, buf + 8, bound - 8);
     ASSERT(len > 0);
-    char path[DS_PATH_MAX];
-    store_path(st, "MANIFEST", path);
-    int rc = ds_write_file_atomic(path, buf, 8 + (size_t)len);
+    int rc = manifest_replace(st, buf, 8 + (size_t)len);
     free(buf);
     if (rc == 0) {
         st->seq++;
@@ -573,27 +564,42 @@ static int manifest_rotate(struct storage *st)
 
 /* ---- recovery ------------------------------------------------------------------------------ */
 
-static int cut_file(const char *path, uint64_t size, uint64_t keep)
+/* Cuts the file at path back to keep bytes, through st->io: truncate, then a data sync in a
+ * flush of its own, so the cut is durable before anything new is written past it. A file
+ * shorter than keep lost acknowledged data: -DS_ECORRUPT. */
+static int cut_tail(struct storage *st, const char *path, uint64_t keep)
 {
-    ds_log_warn("%s: cutting %llu uncommitted bytes (torn or unacknowledged tail)", path,
-                (unsigned long long)(size - keep));
-    int fd = open(path, O_RDWR | O_CLOEXEC);
+    int fd = st->io->ops->open(st->io, path, O_RDWR, 0);
     if (fd < 0) {
-        return -errno;
+        ds_log_error("%s: cannot open: %s", path, ds_strerror(fd));
+        return fd;
     }
-    int rc = ftruncate(fd, (off_t)keep) == 0 && fsync(fd) == 0 ? 0 : -errno;
-    close(fd);
+    uint64_t size = 0;
+    int rc = st->io->ops->size(st->io, fd, &size);
+    if (rc == 0 && size < keep) {
+        ds_log_error("%s: %llu bytes but %llu were committed: acknowledged data is missing", path,
+                     (unsigned long long)size, (unsigned long long)keep);
+        rc = -DS_ECORRUPT;
+    }
+    if (rc == 0 && size > keep) {
+        ds_log_warn("%s: cutting %llu uncommitted bytes (torn or unacknowledged tail)", path,
+                    (unsigned long long)(size - keep));
+        rc = st->io->ops->truncate(st->io, fd, keep);
+        if (rc == 0) {
+            rc = st->io->ops->sync(st->io, fd);
+        }
+        if (rc == 0) {
+            rc = st->io->ops->flush(st->io);
+        }
+    }
+    st->io->ops->close(st->io, fd);
     return rc;
 }
 
 /* Brings one segment file in line with the manifest: cut past the committed end, remove it
  * when it was never committed. Marks the partition recovered when it is the current one. */
-static int recover_segment(const char *path, struct part *p, uint32_t id)
+static int recover_segment(struct storage *st, const char *path, struct part *p, uint32_t id)
 {
-    struct stat sb;
-    if (stat(path, &sb) != 0) {
-        return -errno;
-    }
     if (p == NULL || id > p->segment_id) {
         ds_log_warn("%s: removing a segment no commit reached", path);
         return unlink(path) == 0 ? 0 : -errno;
@@ -602,14 +608,7 @@ static int recover_segment(const char *path, struct part *p, uint32_t id)
         return 0;
     }
     p->recovered = true;
-    if ((uint64_t)sb.st_size < p->committed_end) {
-        ds_log_error("%s: %llu bytes but %llu were committed: acknowledged data is missing", path,
-                     (unsigned long long)sb.st_size, (unsigned long long)p->committed_end);
-        return -DS_ECORRUPT;
-    }
-    return (uint64_t)sb.st_size > p->committed_end
-               ? cut_file(path, (uint64_t)sb.st_size, p->committed_end)
-               : 0;
+    return cut_tail(st, path, p->committed_end);
 }
 
 /* Recovery state while walking the tree: whether the current partition directory lost a file
@@ -628,7 +627,7 @@ static int recover_segment_entry(struct storage *st, const char *dir, const char
         return -ENAMETOOLONG;
     }
     rw->removed = rw->removed || p == NULL || segment_id > p->segment_id;
-    return recover_segment(path, p, segment_id);
+    return recover_segment(st, path, p, segment_id);
 }
 
 static int recover_part_done(struct storage *st, const char *dir, int32_t day, uint32_t shard,
@@ -645,7 +644,7 @@ static int recover_part_done(struct storage *st, const char *dir, int32_t day, u
 
 /* Cuts every segment back to what the manifest committed; removes segments no commit reached.
  * No parts/ at all is fine for an empty manifest; for committed partitions the missing segments
- * are reported by store_recover as -DS_ECORRUPT, like any other loss. */
+ * are reported by store_write_recover as -DS_ECORRUPT, like any other loss. */
 static int recover_tree(struct storage *st)
 {
     struct recover_walk rw = {.removed = false};
@@ -671,13 +670,12 @@ static int create_manifest(struct storage *st)
     if (errno != ENOENT) {
         return -errno;
     }
-    store_path(st, "MANIFEST", path);
     uint64_t magic = MANIFEST_FILE_MAGIC;
     st->manifest_size = sizeof(magic);
-    return ds_write_file_atomic(path, &magic, sizeof(magic));
+    return manifest_replace(st, &magic, sizeof(magic));
 }
 
-int store_recover(struct storage *st)
+int store_write_recover(struct storage *st)
 {
     uint64_t valid_end = 0;
     uint64_t file_size = 0;
@@ -690,7 +688,7 @@ int store_recover(struct storage *st)
     } else if (valid_end < file_size) {
         char path[DS_PATH_MAX];
         store_path(st, "MANIFEST", path);
-        rc = cut_file(path, file_size, valid_end);
+        rc = cut_tail(st, path, valid_end);
         st->manifest_size = valid_end;
     } else {
         st->manifest_size = file_size;

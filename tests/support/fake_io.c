@@ -289,6 +289,30 @@ static int fake_io_size(struct storage_io *io, int fd, uint64_t *len)
     return f->inner->ops->size(f->inner, fd, len);
 }
 
+/* A rename moves the durable length with the file: what the source path had synced is what
+ * the target path now holds after a power cut (directory durability is not modelled). */
+static int fake_io_rename(struct storage_io *io, const char *from, const char *to)
+{
+    struct fake_io *f = fake_io_from(io);
+    int rc = f->inner->ops->rename(f->inner, from, to);
+    uint32_t source = fake_io_file_find(f, from);
+    if (rc != 0 || source == FAKE_IO_NONE) {
+        return rc;
+    }
+    uint32_t target = fake_io_file_find(f, to);
+    if (target != FAKE_IO_NONE) {
+        f->files[target].durable_bytes = f->files[source].durable_bytes;
+        return 0;
+    }
+    char *copy = strdup(to);
+    if (copy == NULL) {
+        return -ENOMEM;
+    }
+    free(f->files[source].path);
+    f->files[source].path = copy;
+    return 0;
+}
+
 static void fake_io_destroy_op(struct storage_io *io)
 {
     if (io != NULL) {
@@ -306,6 +330,7 @@ static const struct storage_io_ops fake_io_ops_table = {
     .read = fake_io_read,
     .truncate = fake_io_truncate,
     .size = fake_io_size,
+    .rename = fake_io_rename,
     .destroy = fake_io_destroy_op,
 };
 

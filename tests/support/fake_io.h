@@ -12,13 +12,15 @@
  *
  * Semantics, all deterministic:
  * - Operations count from 1 in the order write/sync are called, both kinds together; skipped and
- *   failed ones count too. Reads, truncates, opens and closes are never counted or failed.
+ *   failed ones count too. Reads, truncates, sizes, renames, opens and closes are never counted
+ *   or failed (a cut or a rename is made durable by a sync, which is counted and can fail).
  * - A failed or short operation behaves like a broken io_uring chain: later writes and syncs of
  *   the same fd are skipped (not performed) until the next flush, which returns the first error
  *   in call order. Nothing is reported before flush, as with the real backends.
  * - Durable length: at a file's first open through the fake it is the file's size if it already
  *   existed, else 0; a successful sync sets it to the file's size; a truncate or an O_TRUNC open
- *   lowers it to the new length (a shrink is taken as durable at once). Only regular files are
+ *   lowers it to the new length (a shrink is taken as durable at once); a rename moves the
+ *   source path's durable length to the target path. Only regular files are
  *   tracked; paths are kept as given (relative ones resolve against the working directory).
  * - The model assumes writes append to a file or overwrite its unsynced tail, which is what an
  *   append-only store does: bytes below the durable length are never changed by a crash.

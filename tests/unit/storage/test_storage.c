@@ -1793,20 +1793,123 @@ static void copy_tree(const char *src, const char *dst)
     closedir(d);
 }
 
+static struct model *model_copy(const struct model *from)
+{
+    struct model *m = model_new();
+    memcpy(m, from, sizeof(*m));
+    for (uint32_t i = 0; i < m->count; i++) {
+        struct evvec *vecs[2] = {&m->parts[i].committed, &m->parts[i].pending};
+        for (int k = 0; k < 2; k++) {
+            const struct evvec *src = k == 0 ? &from->parts[i].committed : &from->parts[i].pending;
+            *vecs[k] = (struct evvec){0};
+            for (size_t j = 0; j < src->n; j++) {
+                evvec_push(vecs[k], &src->v[j]);
+            }
+        }
+    }
+    return m;
+}
+
+/* The directory every fault run starts from, and its model: events committed in two partitions,
+ * a manifest grown to within 48 bytes of MANIFEST_BYTES_ROTATE (so the run's first commit, whose
+ * record is longer, rotates it), and torn tails on a segment and on the manifest (so the run's
+ * open cuts both). Built once per loop with the sync backend. */
+struct fault_template {
+    char dir[256]; /* short of DS_PATH_MAX, so that paths below it fit */
+    struct model *m;
+    struct sources src;
+};
+
+/* Commits records of source offsets only (32 + 16 bytes per source) until the manifest is
+ * within 48 bytes of the rotation threshold, never past it. */
+static void fault_template_grow_manifest(struct storage *st, const char *manifest)
+{
+    for (int64_t round = 1;; round++) {
+        assert_true(round < 1000);
+        uint64_t size = file_size(manifest);
+        assert_true(size <= MANIFEST_BYTES_ROTATE);
+        uint64_t remaining = MANIFEST_BYTES_ROTATE - size;
+        if (remaining <= 48) {
+            return;
+        }
+        uint64_t sources = (remaining - sizeof(struct manifest_record_header)) / 16;
+        sources = sources < 3900 ? sources : 3900;
+        for (uint64_t i = 0; i < sources; i++) {
+            /* Source partitions 100.. lie outside the model's, which they leave alone. */
+            struct ds_source s = {.partition = 100 + (int32_t)i, .offset = round};
+            assert_int_equal(storage_source_advance(st, &s), 0);
+        }
+        assert_int_equal(storage_commit(st), 0);
+    }
+}
+
+static void file_append_garbage(const char *path, size_t len, uint64_t *rng)
+{
+    int fd = open(path, O_WRONLY | O_APPEND);
+    assert_true(fd >= 0);
+    uint8_t buf[256];
+    assert_true(len <= sizeof(buf));
+    for (size_t i = 0; i < len; i++) {
+        buf[i] = (uint8_t)test_rng_next(rng);
+    }
+    assert_int_equal(write(fd, buf, len), (ssize_t)len);
+    assert_int_equal(close(fd), 0);
+}
+
+static void fault_template_make(struct fixture *fx, bool roll, struct fault_template *t)
+{
+    snprintf(t->dir, sizeof(t->dir), "%s/template", fx->dir);
+    t->m = model_new();
+    memset(&t->src, 0, sizeof(t->src));
+    struct storage_config cfg;
+    config_init(&cfg, t->dir);
+    cfg.block_events_max = 5;
+    cfg.segment_bytes_max = roll ? 4096 : cfg.segment_bytes_max;
+    struct storage *st = open_with(&cfg);
+    uint64_t rng = 99;
+    for (uint32_t i = 0; i < 12; i++) {
+        struct ds_event e;
+        test_event_random_plain(&rng, DAY0, &e);
+        struct ds_source s = next_source(&rng, &t->src, 2);
+        append_ok(st, t->m, DAY0, 0, &e, &s);
+    }
+    commit_ok(st, t->m);
+    char manifest[DS_PATH_MAX + 16];
+    snprintf(manifest, sizeof(manifest), "%s/MANIFEST", t->dir);
+    fault_template_grow_manifest(st, manifest);
+    storage_close(st);
+    char segment[DS_PATH_MAX];
+    segment_path(t->dir, DAY0, 0, count_segments(t->dir, DAY0, 0), segment);
+    file_append_garbage(segment, 100, &rng);
+    file_append_garbage(manifest, 20, &rng);
+}
+
 struct fault_case {
     enum fault_kind kind;
     uint64_t n;
     bool roll; /* 4 KiB segments, so that rolls happen in the scenario */
+    const struct fault_template *from;
 };
 
-/* The fixed scenario: three commits over two partitions, the second new in commit two, small
- * blocks so that appends seal early. After it, a clean crash and (on a copy of the directory as
- * the scenario left it) a torn crash, each checked. Returns the number of I/O operations the
- * scenario issued. */
-static uint64_t fault_run(struct fixture *fx, const struct fault_case *c)
+/* Where a run's failure landed, for the loop to check that it reached every phase. */
+struct fault_outcome {
+    bool in_open;      /* recovery's cuts: storage_open failed */
+    bool after_record; /* the failing commit's record was synced: rotation failed */
+};
+
+/* The fixed scenario, from a copy of the template: open (recovery cuts the torn tails), then
+ * three commits over two partitions, the second new in commit two, small blocks so that appends
+ * seal early; the first commit rotates the manifest. After it, a clean crash and (on a copy of
+ * the directory as the scenario left it) a torn crash, each checked. Returns the number of I/O
+ * operations the scenario issued, open included. */
+static uint64_t fault_run(struct fixture *fx, const struct fault_case *c,
+                          struct fault_outcome *outcome)
 {
     char dir[DS_PATH_MAX];
     snprintf(dir, sizeof(dir), "%s/run-%d-%llu", fx->dir, (int)c->kind, (unsigned long long)c->n);
+    copy_tree(c->from->dir, dir);
+    char manifest[DS_PATH_MAX + 16];
+    snprintf(manifest, sizeof(manifest), "%s/MANIFEST", dir);
     struct fake_io *fake = NULL;
     assert_int_equal(fake_io_create(&fake), 0);
     struct storage_config cfg;
@@ -1816,24 +1919,26 @@ static uint64_t fault_run(struct fixture *fx, const struct fault_case *c)
     if (c->roll) {
         cfg.segment_bytes_max = 4096;
     }
-    struct storage *st = open_with(&cfg);
-    assert_string_equal(storage_io_backend(st), "fake");
     int expect = c->kind == FAULT_ENOSPC ? -ENOSPC : -EIO;
     if (c->kind == FAULT_SHORT) {
         fake_io_short_nth(fake, c->n, 3);
     } else {
         fake_io_fail_nth(fake, c->n, expect);
     }
-    struct model *m = model_new();
+    struct storage *st = NULL;
+    int failed = storage_open(&cfg, &st);
+    outcome->in_open = failed != 0;
+    outcome->after_record = false;
+    assert_true(failed != 0 || strcmp(storage_io_backend(st), "fake") == 0);
+    struct model *m = model_copy(c->from->m);
     uint64_t rng = 1234;
-    int failed = 0;
     bool failed_in_commit = false;
     /* Partition (DAY0, 1) first appears in the second commit: a segment created by a later
      * commit, beside one that only grows. (Few partitions: each costs four directory fsyncs.) */
     static const uint32_t shards_by_commit[] = {1, 2, 2};
     int32_t days_by_commit[] = {1, 1, 1};
     uint32_t per_commit = c->roll ? 40 : 12;
-    struct sources src = {{0}};
+    struct sources src = c->from->src;
     for (int commit = 0; commit < 3 && failed == 0; commit++) {
         for (uint32_t i = 0; i < per_commit && failed == 0; i++) {
             int32_t day = DAY0 + (int32_t)test_rng_below(&rng, (uint64_t)days_by_commit[commit]);
@@ -1847,8 +1952,13 @@ static uint64_t fault_run(struct fixture *fx, const struct fault_case *c)
             }
         }
         if (failed == 0) {
+            uint64_t durable_before = 0;
+            uint64_t durable_after = 0;
+            assert_int_equal(fake_io_durable_bytes(fake, manifest, &durable_before), 0);
             failed = storage_commit(st);
             failed_in_commit = failed != 0;
+            assert_int_equal(fake_io_durable_bytes(fake, manifest, &durable_after), 0);
+            outcome->after_record = failed != 0 && durable_after != durable_before;
             if (failed == 0) {
                 model_commit(m);
             }
@@ -1866,12 +1976,14 @@ static uint64_t fault_run(struct fixture *fx, const struct fault_case *c)
             print_error("%s: error %s, want %s\n", what, ds_strerror(failed), ds_strerror(expect));
             fail();
         }
+    }
+    if (failed != 0 && st != NULL) {
         /* The writer stays failed until reopened. */
         struct ds_event e;
         test_event_random_plain(&rng, DAY0, &e);
         assert_int_equal(storage_append(st, DAY0, 0, &e, NULL), failed);
         assert_int_equal(storage_commit(st), failed);
-    } else if (ops >= c->n && c->kind != FAULT_SHORT) {
+    } else if (failed == 0 && ops >= c->n && c->kind != FAULT_SHORT) {
         /* The n-th operation was issued and failed, yet every commit returned 0: an error was
          * lost and data acknowledged that may not be on disk. (A short write armed on a sync
          * operation does nothing, so that case is exempt.) */
@@ -1880,15 +1992,18 @@ static uint64_t fault_run(struct fixture *fx, const struct fault_case *c)
     }
     storage_close(st);
 
-    /* A clean crash keeps exactly the synced bytes: the last acknowledged state, always. It
-     * leaves every durable length as it was, so the fake still describes the copy. */
+    /* A clean crash keeps exactly the synced bytes: the last acknowledged state, unless the
+     * failing commit's record was synced and only the rotation after it failed: then exactly
+     * the attempted state. It leaves every durable length as it was, so the fake still
+     * describes the copy. */
     char copy[DS_PATH_MAX + 8];
     snprintf(copy, sizeof(copy), "%s.copy", dir);
     copy_tree(dir, copy);
     char clean_what[160];
     snprintf(clean_what, sizeof(clean_what), "%s, clean crash", what);
     assert_int_equal(fake_io_crash(fake, c->n, FAKE_CRASH_CLEAN), 0);
-    assert_false(fault_check_state(dir, m, false, clean_what));
+    bool shown = fault_check_state(dir, m, outcome->after_record, clean_what);
+    assert_true(shown == outcome->after_record);
     test_tempdir_remove(dir);
 
     /* A torn crash of the same directory keeps a random part of the unsynced bytes. */
@@ -1910,49 +2025,64 @@ static uint64_t fault_run(struct fixture *fx, const struct fault_case *c)
     return ops;
 }
 
-/* Fails op n = 1, 2, ... until a run issues fewer than n operations (no fault hit). */
-static void fault_loop(struct fixture *fx, enum fault_kind kind, bool roll)
+/* Fails op n = 1, 2, ... until a run issues fewer than n operations (no fault hit).
+ * ops_from_empty is what the loop failed when its scenario started from an empty directory:
+ * starting from the template adds recovery's cuts and the rotation, so it must fail more, and
+ * some failure must land in each (a short write never fails a sync, so not in recovery's). */
+static void fault_loop(struct fixture *fx, enum fault_kind kind, bool roll, uint64_t ops_from_empty)
 {
+    struct fault_template t;
+    fault_template_make(fx, roll, &t);
+    bool reached_open = false;
+    bool reached_rotation = false;
     uint64_t n = 1;
     for (;; n++) {
-        struct fault_case c = {.kind = kind, .n = n, .roll = roll};
-        uint64_t ops = fault_run(fx, &c);
+        struct fault_case c = {.kind = kind, .n = n, .roll = roll, .from = &t};
+        struct fault_outcome outcome;
+        uint64_t ops = fault_run(fx, &c, &outcome);
         if (ops < n) {
             break;
         }
+        reached_open = reached_open || outcome.in_open;
+        reached_rotation = reached_rotation || outcome.after_record;
         assert_true(n < 1000);
     }
+    model_free(t.m);
     assert_true(n > 10); /* the scenario did real work */
+    assert_true(n - 1 > ops_from_empty);
+    assert_true(reached_open || kind == FAULT_SHORT);
+    assert_true(reached_rotation);
     print_message("%s%s: failed each of %llu operations in turn\n", fault_name(kind),
                   roll ? " (rolls)" : "", (unsigned long long)(n - 1));
 }
 
 static void test_storage_fault_eio_each_op(void **state)
 {
-    /* -EIO on the n-th write or sync, for every n the scenario reaches: the commit returns it,
+    /* -EIO on the n-th write or sync, for every n the scenario reaches (recovery's cuts at
+     * open, commits, the manifest rotation): the open or commit returns it,
      * the writer stays failed, and after a clean or torn crash the data directory holds exactly
      * the last acknowledged state. */
-    fault_loop(*state, FAULT_EIO, false);
+    fault_loop(*state, FAULT_EIO, false, 22);
 }
 
 static void test_storage_fault_enospc_each_op(void **state)
 {
     /* As for -EIO, with -ENOSPC (a full disk). */
-    fault_loop(*state, FAULT_ENOSPC, false);
+    fault_loop(*state, FAULT_ENOSPC, false, 22);
 }
 
 static void test_storage_fault_short_write_each_op(void **state)
 {
     /* A short write at the n-th operation is an -EIO at commit; the torn bytes it left are cut
      * at recovery. */
-    fault_loop(*state, FAULT_SHORT, false);
+    fault_loop(*state, FAULT_SHORT, false, 22);
 }
 
 static void test_storage_fault_eio_each_op_with_rolls(void **state)
 {
     /* -EIO at every operation of a scenario whose segments roll (4 KiB segments): roll syncs
      * and new segment files fail cleanly too. */
-    fault_loop(*state, FAULT_EIO, true);
+    fault_loop(*state, FAULT_EIO, true, 40);
 }
 
 /* ---- crashes at random points -------------------------------------------------------------- */

@@ -1,0 +1,366 @@
+/*
+ * The bottom layer of the engine (store.h): the state's creation and teardown, paths, the
+ * directory walker, the partition table, and manifest replay into the table. Everything above
+ * (the read side, the write side, the facade) builds on these; nothing here calls up.
+ *
+ * Layout of a data directory:
+ *   LOCK                           flock(2)ed by the one writer
+ *   MANIFEST                       the commit log (manifest.c)
+ *   parts/YYYY-MM-DD/<k>/<id>.seg  segments of partition DAY#YYYY-MM-DD#k, ids from 1 up
+ *
+ * Invariants: the table holds at most partitions_max partitions and is at most half full (its
+ * capacity is a power of two at least twice that), so a probe always ends at an empty slot;
+ * parts[] lists them in insertion order; the arena exists exactly for a writer and is
+ * STORE_ARENA_BYTES long, the one size both its allocation and every bound on it use.
+ *
+ * Rejected: keeping the table and replay in the facade (storage.c), as before. The write side
+ * needed them for appends and recovery, and the facade needed the write side to open: the
+ * three files called each other in a circle and two of them defined the arena's size.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "storage/store.h"
+
+#define DAY_MS 86400000LL
+
+/* ---- creation and teardown ----------------------------------------------------------------- */
+
+static size_t table_capacity_for(uint32_t partitions_max)
+{
+    size_t capacity = 1;
+    while (capacity < (size_t)partitions_max * 2) {
+        capacity *= 2;
+    }
+    return capacity;
+}
+
+int store_create(const struct storage_config *cfg, struct storage **out)
+{
+    ASSERT(cfg != NULL);
+    ASSERT(out != NULL);
+    struct storage *st = calloc(1, sizeof(*st));
+    if (st == NULL) {
+        return -ENOMEM;
+    }
+    st->cfg = *cfg;
+    snprintf(st->dir, sizeof(st->dir), "%s", cfg->dir);
+    st->cfg.dir = st->dir;
+    st->read_only = cfg->read_only;
+    st->lock_fd = -1;
+    st->manifest_fd = -1;
+    st->table_capacity = table_capacity_for(cfg->partitions_max);
+    st->table = calloc(st->table_capacity, sizeof(*st->table));
+    st->parts = calloc(cfg->partitions_max, sizeof(*st->parts));
+    st->touched = calloc(cfg->partitions_max, sizeof(*st->touched));
+    st->holding = calloc(cfg->partitions_max, sizeof(*st->holding));
+    st->sources = calloc(STORAGE_SOURCES_MAX, sizeof(*st->sources));
+    st->arena = st->read_only ? NULL : malloc(STORE_ARENA_BYTES);
+    int rc = (st->table && st->parts && st->touched && st->holding && st->sources &&
+              (st->read_only || st->arena))
+                 ? 0
+                 : -ENOMEM;
+    if (rc == 0) {
+        rc = block_codec_init(&st->codec, cfg->zstd_level);
+    }
+    if (rc != 0) {
+        store_destroy(st);
+        return rc;
+    }
+    *out = st;
+    return 0;
+}
+
+static void part_free(struct storage *st, struct part *p)
+{
+    if (p->fd >= 0) {
+        st->io->ops->close(st->io, p->fd);
+    }
+    if (p->ob != NULL) {
+        open_block_free(p->ob);
+        free(p->ob);
+    }
+    free(p->summary);
+    free(p);
+}
+
+void store_destroy(struct storage *st)
+{
+    if (st == NULL) {
+        return;
+    }
+    for (uint32_t i = 0; i < st->part_count; i++) {
+        part_free(st, st->parts[i]);
+    }
+    for (uint32_t i = 0; i < st->spare_count; i++) {
+        open_block_free(st->spare[i]);
+        free(st->spare[i]);
+    }
+    if (st->manifest_fd >= 0) {
+        st->io->ops->close(st->io, st->manifest_fd);
+    }
+    if (st->owned_io != NULL) {
+        st->owned_io->ops->destroy(st->owned_io);
+    }
+    if (st->lock_fd >= 0) {
+        close(st->lock_fd);
+    }
+    block_codec_deinit(&st->codec);
+    free(st->arena);
+    free(st->table);
+    free(st->parts);
+    free(st->touched);
+    free(st->holding);
+    free(st->sources);
+    free(st);
+}
+
+/* ---- paths --------------------------------------------------------------------------------- */
+
+void store_path(const struct storage *st, const char *name, char *dst)
+{
+    int n = snprintf(dst, DS_PATH_MAX, "%s/%s", st->dir, name);
+    ASSERT(n > 0 && n < DS_PATH_MAX);
+}
+
+void store_part_dir(const struct storage *st, int32_t day, uint32_t shard, char *dst)
+{
+    char date[DS_DATE_TEXT_SIZE];
+    ds_date_format(day, date);
+    int n = snprintf(dst, DS_PATH_MAX, "%s/parts/%s/%u", st->dir, date, shard);
+    ASSERT(n > 0 && n < DS_PATH_MAX);
+}
+
+void store_segment_path(const struct storage *st, const struct part *p, uint32_t segment_id,
+                        char *dst)
+{
+    char date[DS_DATE_TEXT_SIZE];
+    ds_date_format(p->day, date);
+    int n =
+        snprintf(dst, DS_PATH_MAX, "%s/parts/%s/%u/%08u.seg", st->dir, date, p->shard, segment_id);
+    ASSERT(n > 0 && n < DS_PATH_MAX);
+}
+
+bool store_parse_segment_name(const char *name, uint32_t *id)
+{
+    uint32_t value = 0;
+    for (int i = 0; i < 8; i++) {
+        if (name[i] < '0' || name[i] > '9') {
+            return false;
+        }
+        value = value * 10 + (uint32_t)(name[i] - '0');
+    }
+    if (strcmp(name + 8, ".seg") != 0 || value == 0) {
+        return false;
+    }
+    *id = value;
+    return true;
+}
+
+bool store_parse_shard_name(const char *name, uint32_t *shard)
+{
+    uint32_t value = 0;
+    size_t len = strlen(name);
+    if (len == 0 || len > 5 || (len > 1 && name[0] == '0')) {
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (name[i] < '0' || name[i] > '9') {
+            return false;
+        }
+        value = value * 10 + (uint32_t)(name[i] - '0');
+    }
+    if (value >= 65536) {
+        return false;
+    }
+    *shard = value;
+    return true;
+}
+
+static int walk_part(struct storage *st, const struct store_walk *walk, const char *dir,
+                     int32_t day, uint32_t shard)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        return -errno;
+    }
+    int rc = 0;
+    for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
+        uint32_t id = 0;
+        if (store_parse_segment_name(e->d_name, &id)) {
+            rc = walk->segment(st, dir, e->d_name, day, shard, id, walk->user);
+        }
+    }
+    closedir(d);
+    return rc == 0 && walk->part_done != NULL ? walk->part_done(st, dir, day, shard, walk->user)
+                                              : rc;
+}
+
+static int walk_day(struct storage *st, const struct store_walk *walk, const char *dir, int32_t day)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        return -errno;
+    }
+    int rc = 0;
+    for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
+        uint32_t shard = 0;
+        if (!store_parse_shard_name(e->d_name, &shard)) {
+            continue;
+        }
+        char path[DS_PATH_MAX];
+        rc = snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) < (int)sizeof(path)
+                 ? walk_part(st, walk, path, day, shard)
+                 : -ENAMETOOLONG;
+    }
+    closedir(d);
+    return rc;
+}
+
+int store_walk_tree(struct storage *st, const struct store_walk *walk)
+{
+    ASSERT(walk != NULL && walk->segment != NULL);
+    char parts[DS_PATH_MAX];
+    store_path(st, "parts", parts);
+    DIR *d = opendir(parts);
+    if (d == NULL) {
+        return errno == ENOENT ? 0 : -errno;
+    }
+    int rc = 0;
+    for (struct dirent *e = readdir(d); e != NULL && rc == 0; e = readdir(d)) {
+        int32_t day = 0;
+        if (ds_date_parse(e->d_name, strlen(e->d_name), &day) != 0) {
+            continue;
+        }
+        char path[DS_PATH_MAX];
+        rc = snprintf(path, sizeof(path), "%s/%s", parts, e->d_name) < (int)sizeof(path)
+                 ? walk_day(st, walk, path, day)
+                 : -ENAMETOOLONG;
+    }
+    closedir(d);
+    return rc;
+}
+
+/* ---- the partition table ------------------------------------------------------------------- */
+
+static uint64_t part_hash(int32_t day, uint32_t shard)
+{
+    uint64_t key = ((uint64_t)(uint32_t)day << 32) | shard;
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    return key;
+}
+
+struct part *store_part_find(const struct storage *st, int32_t day, uint32_t shard)
+{
+    size_t mask = st->table_capacity - 1;
+    for (size_t i = part_hash(day, shard) & mask;; i = (i + 1) & mask) {
+        struct part *p = st->table[i];
+        if (p == NULL) {
+            return NULL;
+        }
+        if (p->day == day && p->shard == shard) {
+            return p;
+        }
+    }
+}
+
+int store_part_get(struct storage *st, int32_t day, uint32_t shard, struct part **out)
+{
+    struct part *p = store_part_find(st, day, shard);
+    if (p != NULL) {
+        *out = p;
+        return 0;
+    }
+    if (st->part_count >= st->cfg.partitions_max || day < 0 || day > DS_DAY_MAX) {
+        ds_log_error("partition table full (%u partitions)", st->part_count);
+        return -DS_ELIMIT;
+    }
+    p = calloc(1, sizeof(*p));
+    if (p == NULL) {
+        return -ENOMEM;
+    }
+    p->day = day;
+    p->shard = shard;
+    p->fd = -1;
+    p->day_start_ms = (int64_t)day * DAY_MS;
+    size_t mask = st->table_capacity - 1;
+    size_t i = part_hash(day, shard) & mask;
+    while (st->table[i] != NULL) {
+        i = (i + 1) & mask;
+    }
+    st->table[i] = p;
+    st->parts[st->part_count++] = p;
+    *out = p;
+    return 0;
+}
+
+/* ---- manifest replay into the table -------------------------------------------------------- */
+
+static struct source_state *source_slot(struct storage *st, int32_t partition)
+{
+    if (!store_source_valid(partition)) {
+        return NULL;
+    }
+    return &st->sources[store_source_index(partition)];
+}
+
+static int apply_record(const struct manifest_replay_fn_args *record, void *user)
+{
+    struct storage *st = user;
+    for (uint32_t i = 0; i < record->part_count; i++) {
+        const struct manifest_part *mp = &record->parts[i];
+        struct part *p = NULL;
+        if (mp->shard >= 1u << 16 || mp->segment_id == 0) {
+            return -DS_ECORRUPT;
+        }
+        int rc = store_part_get(st, mp->day, mp->shard, &p);
+        if (rc != 0) {
+            return rc;
+        }
+        p->segment_id = mp->segment_id;
+        p->committed_end = mp->end;
+    }
+    for (uint32_t i = 0; i < record->source_count; i++) {
+        struct source_state *s = source_slot(st, record->sources[i].partition);
+        if (s == NULL) {
+            return -DS_ECORRUPT;
+        }
+        s->known = true;
+        s->committed_next = record->sources[i].next_offset;
+        s->next = s->committed_next;
+    }
+    st->seq = record->seq;
+    return 0;
+}
+
+int store_manifest_load(struct storage *st, uint64_t *valid_end, uint64_t *file_size)
+{
+    char path[DS_PATH_MAX];
+    store_path(st, "MANIFEST", path);
+    char *data = NULL;
+    size_t len = 0;
+    int rc = ds_read_file(path, MANIFEST_BYTES_MAX, &data, &len);
+    if (rc == -ENOENT) {
+        *valid_end = 0;
+        *file_size = 0;
+        return 0;
+    }
+    if (rc != 0) {
+        ds_log_error("%s: cannot read: %s", path, ds_strerror(rc));
+        return rc;
+    }
+    rc = manifest_replay((const uint8_t *)data, len, apply_record, st, valid_end);
+    free(data);
+    st->manifest_torn_bytes = rc == 0 ? len - *valid_end : 0;
+    if (rc != 0) {
+        ds_log_error("%s: cannot replay: %s", path, ds_strerror(rc));
+    }
+    *file_size = len;
+    return rc;
+}

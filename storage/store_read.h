@@ -1,0 +1,34 @@
+/*
+ * Private to storage/: the read side of the engine (store_read.c), one layer above store.h.
+ * Only the facade (storage.c, fsck.c) calls it; it never calls the write side. It reads only
+ * committed ranges, through the synchronous ops of st->io (open, size, read, close), on its own
+ * descriptors: a reader and the writer's in-process queries run the same code.
+ */
+#ifndef DS_STORAGE_STORE_READ_H
+#define DS_STORAGE_STORE_READ_H
+
+#include <stdio.h>
+
+#include "storage/store.h"
+
+/* Extends p's summary up to its committed end, building it on first use. On failure the
+ * summary is dropped (rebuilt on next use) and the error returned. */
+DS_MUST_USE int store_read_summary_extend(struct storage *st, struct part *p);
+
+/* storage_partition_totals for a partition with committed data; out is zeroed by the caller. */
+DS_MUST_USE int store_read_totals(struct storage *st, struct part *p, const char *status,
+                                  size_t status_len, struct storage_partition_total *out);
+
+/* storage_partition_scan_from for a partition with committed data. */
+int store_read_scan_from(struct storage *st, const struct part *p, struct storage_position *pos,
+                         storage_event_fn fn, void *user);
+
+/* storage_partition_visit: partitions with committed data by ascending (day, shard). */
+int store_read_visit(struct storage *st, storage_partition_fn fn, void *user);
+
+/* Verifies every committed block of p into report (for fsck.c); problems go to out (or
+ * nowhere). */
+DS_MUST_USE int store_read_verify_partition(struct storage *st, const struct part *p,
+                                            struct storage_fsck_report *report, FILE *out);
+
+#endif /* DS_STORAGE_STORE_READ_H */

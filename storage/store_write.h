@@ -1,0 +1,33 @@
+/*
+ * Private to storage/: the write side of the engine (store_write.c), one layer above store.h.
+ * Only the facade (storage.c) calls it; it never calls the read side. Every file operation it
+ * makes on data and manifest files goes through st->io, so a fault-injecting backend reaches
+ * appends, commits, rotation and recovery alike.
+ *
+ * The sticky failure rule: after an I/O error in a commit, st->failed holds it and the facade
+ * refuses further writes until the directory is reopened.
+ */
+#ifndef DS_STORAGE_STORE_WRITE_H
+#define DS_STORAGE_STORE_WRITE_H
+
+#include "storage/store.h"
+
+/* Recovery at open (after the lock is taken and st->io set): replays the manifest, cuts every
+ * segment and the manifest back to what was committed, removes segments no commit reached,
+ * and opens the manifest for appends. Returns 0, -DS_ECORRUPT, -DS_EFORMAT or a negated errno. */
+DS_MUST_USE int store_write_recover(struct storage *st);
+
+/* Adds one event to p's open block (sealing early when the block is full). source (may be NULL)
+ * was validated by the caller. */
+DS_MUST_USE int store_write_append(struct storage *st, struct part *p, const struct ds_event *event,
+                                   const struct ds_source *source);
+/* Records a source offset as seen, to be committed with the next commit. */
+void store_write_source_note(struct storage *st, const struct ds_source *source);
+
+/* The group commit (two I/O flushes, see store_write.c). Returns the number n of partitions it
+ * made durable, which are st->touched[0 .. n) until the next append, or a negated errno. */
+DS_MUST_USE int store_write_commit(struct storage *st);
+/* Rewrites the manifest as one snapshot when it has grown past MANIFEST_BYTES_ROTATE; else 0. */
+DS_MUST_USE int store_write_rotate_if_due(struct storage *st);
+
+#endif /* DS_STORAGE_STORE_WRITE_H */

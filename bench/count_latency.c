@@ -31,13 +31,9 @@ struct latency {
 static struct latency measure(const char *dir, const struct query_count_request *req,
                               uint64_t iterations, uint64_t *count_out)
 {
-    struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = dir;
-    cfg.read_only = true;
     struct storage *st = NULL;
     struct shard_map *map = NULL;
-    int rc = storage_open(&cfg, &st);
+    int rc = storage_open_reader(dir, &st);
     rc = rc == 0 ? shard_map_open(dir, SHARD_COUNT_DEFAULT, SHARD_MAP_READ_ONLY, &map) : rc;
     ASSERT(rc == 0);
     uint64_t *ns = calloc(iterations, sizeof(*ns));
@@ -81,12 +77,8 @@ static int count_event(const struct ds_event *event, void *user)
 /* The baseline: the one-day count by decompressing every block of the day. */
 static double scan_day_us(const char *dir, int32_t day, uint64_t *events)
 {
-    struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = dir;
-    cfg.read_only = true;
     struct storage *st = NULL;
-    int rc = storage_open(&cfg, &st);
+    int rc = storage_open_reader(dir, &st);
     ASSERT(rc == 0);
     uint64_t best = UINT64_MAX;
     for (int round = 0; round < 3; round++) {

@@ -260,14 +260,9 @@ int cmd_count(int argc, char **argv)
     if (a.server != NULL) {
         return count_server(&a);
     }
-    struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = a.data;
-    cfg.read_only = true;
-    cfg.partitions_max = STORAGE_PARTITIONS_MAX; /* whatever the writer was configured with */
     struct storage *st = NULL;
     struct shard_map *map = NULL;
-    rc = storage_open(&cfg, &st);
+    rc = storage_open_reader(a.data, &st);
     if (rc == 0) {
         rc = shard_map_open(a.data, SHARD_COUNT_DEFAULT, SHARD_MAP_READ_ONLY, &map);
     }

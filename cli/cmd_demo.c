@@ -217,13 +217,9 @@ static int show_results(const struct demo *d, uint64_t accepted, uint64_t raw_by
 {
     struct ingest_workload_config wcfg;
     ingest_workload_defaults(&wcfg);
-    struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = d->data;
-    cfg.read_only = true;
     struct storage *st = NULL;
     struct shard_map *map = NULL;
-    int rc = storage_open(&cfg, &st);
+    int rc = storage_open_reader(d->data, &st);
     rc = rc == 0 ? shard_map_open(d->data, (uint32_t)d->shards, SHARD_MAP_READ_ONLY, &map) : rc;
     rc = rc == 0 ? show_days(st, map, wcfg.first_day, wcfg.first_day + (int32_t)wcfg.days - 1) : rc;
     if (rc == 0) {
@@ -353,13 +349,9 @@ static int durable_counts(struct storage *st, struct shard_map *map, const struc
 /* Prints a line a second until every acknowledged event is durable (or something failed). */
 static int watch(struct kafka_demo *k, uint64_t t0)
 {
-    struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = k->d->data;
-    cfg.read_only = true;
     struct storage *st = NULL;
     struct shard_map *map = NULL;
-    int rc = storage_open(&cfg, &st);
+    int rc = storage_open_reader(k->d->data, &st);
     rc = rc == 0 ? shard_map_open(k->d->data, SHARD_COUNT_DEFAULT, SHARD_MAP_READ_ONLY, &map) : rc;
     uint64_t total = 0;
     uint64_t busy = 0;

@@ -141,12 +141,8 @@ static int print_table(const char *body, size_t len)
  * a CLI exit code (reported). */
 static int orders_wait(const struct orders_args *a, struct query_gsi_reader *r)
 {
-    struct storage_config scfg;
-    storage_config_defaults(&scfg);
-    scfg.dir = a->data;
-    scfg.read_only = true;
     struct storage *st = NULL;
-    int rc = storage_open(&scfg, &st);
+    int rc = storage_open_reader(a->data, &st);
     uint64_t want = rc == 0 ? storage_commit_seq(st) : 0;
     storage_close(st);
     if (rc != 0) {

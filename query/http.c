@@ -167,16 +167,11 @@ static int reader_refresh(struct http_reader *r)
 
 static int reader_open(struct http_reader *r, const char *dir)
 {
-    struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = dir;
-    cfg.read_only = true;
-    cfg.partitions_max = STORAGE_PARTITIONS_MAX; /* whatever the writer was configured with */
     r->as_of = malloc(HTTP_AS_OF_BYTES_MAX);
     if (r->as_of == NULL) {
         return -ENOMEM;
     }
-    int rc = storage_open(&cfg, &r->st);
+    int rc = storage_open_reader(dir, &r->st);
     if (rc == 0) {
         rc = shard_map_open(dir, SHARD_COUNT_DEFAULT, SHARD_MAP_READ_ONLY, &r->map);
     }

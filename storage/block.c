@@ -31,7 +31,6 @@
 #define COLUMN_COUNT 6u
 #define PREAMBLE_BYTES (1u + COLUMN_COUNT * 4u)
 #define HOUR_MS 3600000
-#define DAY_MS 86400000
 
 /* ---- open blocks --------------------------------------------------------------------------- */
 
@@ -360,7 +359,7 @@ static size_t encode_columns(const struct open_block *ob, uint8_t *raw)
 static uint32_t hour_of(int64_t ts_ms, int64_t day_start_ms)
 {
     int64_t offset = ts_ms - day_start_ms;
-    ASSERT(offset >= 0 && offset < DAY_MS);
+    ASSERT(offset >= 0 && offset < DS_DAY_MS);
     return (uint32_t)(offset / HOUR_MS);
 }
 
@@ -674,7 +673,7 @@ static int decode_events(struct block_codec *codec, const struct block_view *vie
         struct ds_event event;
         rc = decode_event(&c, view, i, &prev_ts, &prev_order, &event);
         if (rc == 0 && (event.ts_ms < h->ts_min_ms || event.ts_ms > h->ts_max_ms ||
-                        event.ts_ms < day_start_ms || event.ts_ms >= day_start_ms + DAY_MS)) {
+                        event.ts_ms < day_start_ms || event.ts_ms >= day_start_ms + DS_DAY_MS)) {
             rc = -DS_ECORRUPT;
         }
         if (rc == 0) {

@@ -59,13 +59,8 @@ static uint64_t count_orphans(struct storage *st, FILE *out)
 
 static int verify(const char *dir, FILE *out, struct storage_fsck_report *report)
 {
-    struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = dir;
-    cfg.read_only = true;
-    cfg.partitions_max = STORAGE_PARTITIONS_MAX;
     struct storage *st = NULL;
-    int rc = storage_open(&cfg, &st);
+    int rc = storage_open_reader(dir, &st);
     if (rc != 0) {
         if (out != NULL) {
             fprintf(out, "%s: cannot open: %s\n", dir, ds_strerror(rc));

@@ -134,6 +134,17 @@ int storage_open(const struct storage_config *cfg, struct storage **out)
     return 0;
 }
 
+int storage_open_reader(const char *dir, struct storage **out)
+{
+    ASSERT(dir != NULL && out != NULL);
+    struct storage_config cfg;
+    storage_config_defaults(&cfg);
+    cfg.dir = dir;
+    cfg.read_only = true;
+    cfg.partitions_max = STORAGE_PARTITIONS_MAX;
+    return storage_open(&cfg, out);
+}
+
 void storage_close(struct storage *st)
 {
     store_destroy(st);

@@ -118,6 +118,10 @@ struct storage;
  * it), replays the manifest and cuts every segment back to its committed end. Returns 0,
  * -DS_ECORRUPT (manifest damaged before its tail), -DS_EFORMAT, or a negated errno. */
 DS_MUST_USE int storage_open(const struct storage_config *cfg, struct storage **out);
+/* Opens dir read-only as every reader does (`count --data`, the query service, the index
+ * builder, the demo): the defaults, and room for as many partitions as any writer may have
+ * made (STORAGE_PARTITIONS_MAX), whatever it was configured with. */
+DS_MUST_USE int storage_open_reader(const char *dir, struct storage **out);
 /* Closes without committing: appends since the last commit are dropped, as in a crash. */
 void storage_close(struct storage *st);
 const char *storage_io_backend(const struct storage *st);

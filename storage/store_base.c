@@ -26,8 +26,6 @@
 
 #include "storage/store.h"
 
-#define DAY_MS 86400000LL
-
 /* ---- creation and teardown ----------------------------------------------------------------- */
 
 static size_t table_capacity_for(uint32_t partitions_max)
@@ -288,7 +286,7 @@ int store_part_get(struct storage *st, int32_t day, uint32_t shard, struct part 
     p->day = day;
     p->shard = shard;
     p->fd = -1;
-    p->day_start_ms = (int64_t)day * DAY_MS;
+    p->day_start_ms = (int64_t)day * DS_DAY_MS;
     size_t mask = st->table_capacity - 1;
     size_t i = part_hash(day, shard) & mask;
     while (st->table[i] != NULL) {

@@ -14,7 +14,7 @@
  * rebuild moves aside again.
  *
  * Rejected: deleting DIR/gsi in place (a crash would leave nothing to inspect), and repairing
- * the damaged RocksDB files (damage of unknown extent; the base data is the truth and a fresh
+ * the damaged log or table (damage of unknown extent; the base data is the truth and a fresh
  * build from it is exact), and checking the lock with a short flock (a node could then start
  * mid-rebuild and race the builder for DIR/gsi).
  */
@@ -36,7 +36,8 @@
 #define GSI_CMD "gsi rebuild"
 /* How long one wait for the builder lasts before a progress line. */
 #define GSI_PROGRESS_MS 2000u
-/* Directory levels of DIR/gsi whose files are counted (FORMAT, db/, staging/ are two). */
+/* Directory levels of DIR/gsi whose files are counted: the store keeps FORMAT, lock, log and
+ * table at the top, so the bound only caps the walk (no recursion without a cap). */
 #define GSI_DIR_DEPTH_MAX 3
 
 const char cmd_gsi_usage[] =

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # STYLE.md section 1: a folder's files may include another folder's public header only
 # ("storage/storage.h"), never its private ones, and the dependency DAG holds:
-#   common <- shard <- storage <- ingest;  storage <- query <- cli
+#   common <- shard <- storage <- ingest;  storage <- query <- cli;  common <- gsi <- query
+# (gsi/, the by-customer index, is the second store: it depends on nothing but common.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 declare -A allowed=(
@@ -9,10 +10,11 @@ declare -A allowed=(
   [shard]="common shard"
   [storage]="common shard storage"
   [ingest]="common shard storage ingest"
-  [query]="common shard storage query"
-  [cli]="common shard storage ingest query cli"
-  [bench]="common shard storage ingest query bench"
-  [tests]="common shard storage ingest query tests"
+  [gsi]="common gsi"
+  [query]="common shard storage gsi query"
+  [cli]="common shard storage ingest gsi query cli"
+  [bench]="common shard storage ingest gsi query bench"
+  [tests]="common shard storage ingest gsi query tests"
 )
 status=0
 for folder in "${!allowed[@]}"; do

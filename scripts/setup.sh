@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git clang clang-format
-  librdkafka-dev liburing-dev libzstd-dev libcmocka-dev libmicrohttpd-dev librocksdb-dev
+  librdkafka-dev liburing-dev libzstd-dev libcmocka-dev libmicrohttpd-dev
   libjansson-dev zstd kcat python3-kafka python3-lz4 gnuplot-nox
   libcurl4-openssl-dev curl wrk postgresql
 )

@@ -46,7 +46,6 @@ build/bench/bench_produce 20000 1 >/dev/null
 build/bench/bench_kafka_e2e 20000 1 >/dev/null
 build/bench/bench_http_count 20000 100 >/dev/null
 build/bench/bench_gsi_e2e 20000 1 50000 >/dev/null
-build/bench/bench_gsi_log 20000 12 >/dev/null
 build/bench/bench_heat 20000 1 >/dev/null
 echo "benchmarks ran"
 

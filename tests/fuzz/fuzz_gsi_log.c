@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the log replay of query/gsi/gsi.c, the by-customer index store: the
+ * libFuzzer harness for the log replay of gsi/gsi.c, the by-customer index store: the
  * bytes of DIR/log are outside input after a crash or a bad disk.
  *
  * Input: a flags byte, then the log. A fresh store is created and closed first (so FORMAT, the
@@ -25,8 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "query/gsi/gsi.h"
-#include "query/gsi/key.h"
+#include "gsi/gsi.h"
+#include "gsi/key.h"
 #include "tests/support/tempdir.h"
 
 #define FLAG_FORMAT 0x01u

@@ -1,8 +1,6 @@
 ds_unit_test(query count)
 ds_unit_test(query http_request)
 ds_unit_test(query metrics)
-ds_unit_test(query gsi)
-ds_unit_test(query gsi_oracle)
 # The heat document is parsed back with libjansson, an independent JSON reader.
 pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 ds_unit_test(query heat_render PkgConfig::JANSSON)

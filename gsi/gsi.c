@@ -1,8 +1,7 @@
 /*
  * gsi.c: the by-customer index store (gsi.h): an append-only log of per-customer runs and a
- * fixed table of slots, the design bench/gsi_log.c measured against RocksDB (ARCHITECTURE.md,
- * "By-customer index"; tests/support/gsi_rocks.c, the RocksDB store it replaced, is now the
- * oracle of test_gsi_oracle).
+ * fixed table of slots, the design a prototype bench measured against RocksDB, the store it
+ * replaced (ARCHITECTURE.md, "The by-customer index", has the figures; the bench is in history).
  *
  * Directory: DIR/FORMAT ("dayshard-gsi 2"), DIR/lock (flock(2)ed by the one writer), DIR/log,
  * DIR/table (the last checkpoint of the slot table; DIR/table.tmp while one is written).
@@ -59,7 +58,7 @@
  * record it covers (offset, CRC), so a checkpoint of another log (the log cut shorter since, or
  * rebuilt) is never taken: opening then scans the whole log.
  */
-#include "query/gsi/gsi.h"
+#include "gsi/gsi.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -73,7 +72,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "query/gsi/key.h"
+#include "gsi/key.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the index files are little-endian");
 

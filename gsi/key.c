@@ -1,7 +1,7 @@
 /*
  * key.c: the index's byte encodings (key.h).
  */
-#include "query/gsi/key.h"
+#include "gsi/key.h"
 
 #include <string.h>
 

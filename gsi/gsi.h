@@ -1,12 +1,13 @@
 /*
- * gsi: the store of the by-customer global secondary index (issue 5), private to query/.
+ * gsi: the store of the by-customer global secondary index (issue 5), the second durable store
+ * of a node beside storage/ (query/'s builder keeps it up to date; it depends on common/ only).
  *
  * It keeps, for every customer, that customer's orders (order id, ts, day, status, amount)
  * and the builder's opaque cursor, in a directory of its own: an append-only log of per-customer
  * runs (each run: one customer's entries of one apply, sorted newest first, with a pointer to
  * that customer's previous run) and a fixed table of slots (customer -> newest run) in memory,
- * checkpointed to a file. ARCHITECTURE.md ("By-customer index") has the format and the
- * measurements that chose it over RocksDB (tests/support/gsi_rocks.c, now the test oracle).
+ * checkpointed to a file. ARCHITECTURE.md ("The by-customer index") has the format and the
+ * measurements that chose it over RocksDB, the store it replaced.
  * The builder adds entries in batches (gsi_apply), each batch together with the cursor that says
  * how far into the base data it reaches, atomically; queries read one customer's orders a page
  * at a time (gsi_query) with an opaque page token.
@@ -22,15 +23,14 @@
  * (2^table_slots_log2 slots of 24 bytes, fixed when the index is created) and, for the writer,
  * the batch buffers of batch_entries_max entries; see gsi_memory_bytes.
  */
-#ifndef DS_QUERY_GSI_H
-#define DS_QUERY_GSI_H
+#ifndef DS_GSI_GSI_H
+#define DS_GSI_GSI_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/common.h"
-#include "query/query.h"
 
 /* One apply may carry at most this many entries: a group commit of the node holds up to 1M
  * events (ARCHITECTURE.md, file ingest), and the batch buffer is sized for the worst case. */
@@ -45,8 +45,8 @@
 #define GSI_TOKEN_CHARS_MAX (2u * (8u + 1u + 2u * DS_ID_BYTES_MAX + 2u))
 /* The slot table: 2^k slots of GSI_SLOT_BYTES. At least 2^5 (one probe window), at most 2^30
  * (24 GiB). 2^21 (48 MiB) keeps a million customers at a quarter load. */
-#define GSI_TABLE_SLOTS_LOG2_MIN GSI_SLOTS_LOG2_MIN
-#define GSI_TABLE_SLOTS_LOG2_MAX GSI_SLOTS_LOG2_MAX
+#define GSI_TABLE_SLOTS_LOG2_MIN 5u
+#define GSI_TABLE_SLOTS_LOG2_MAX 30u
 #define GSI_TABLE_SLOTS_LOG2_DEFAULT 21u
 #define GSI_SLOT_BYTES 24u
 /* The writer checkpoints the table after the log grew this much (and at close), so an opening
@@ -144,4 +144,4 @@ DS_MUST_USE int gsi_query(struct gsi *g, const struct ds_id *customer, uint32_t 
 /* Bytes of the index's files on disk (log and table checkpoint). */
 uint64_t gsi_bytes_on_disk(struct gsi *g);
 
-#endif /* DS_QUERY_GSI_H */
+#endif /* DS_GSI_GSI_H */

@@ -1,5 +1,5 @@
 /*
- * Unit tests of query/gsi/gsi.c, the by-customer index store: answers equal a ground truth
+ * Unit tests of gsi/gsi.c, the by-customer index store: answers equal a ground truth
  * sorted here (a heavy customer with thousands of orders, a light one with one, string customer
  * ids, integer and string ids that look alike, order id ties on one timestamp), full pagination
  * with limits 1, 7 and 1000, the same with checkpoints written while batches arrive and after
@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "query/gsi/gsi.h"
+#include "gsi/gsi.h"
 #include "tests/support/events.h"
 #include "tests/support/tempdir.h"
 

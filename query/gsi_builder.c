@@ -1,6 +1,6 @@
 /*
  * The GSI builder (query.h: query_gsi_*): a thread that follows the durable base data of a data
- * directory and keeps the by-customer index (gsi.h) up to date, with a measured lag.
+ * directory and keeps the by-customer index (gsi/gsi.h) up to date, with a measured lag.
  *
  * It reads the base data through its own read-only storage handle, exactly like `count --data`
  * beside a writer: after each wake-up (a durable group commit announced by query_gsi_notify, or
@@ -37,8 +37,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "query/gsi/gsi.h"
+#include "gsi/gsi.h"
 #include "query/query.h"
+
+/* query.h states the slot table's limits for the CLI without exposing the store's header. */
+_Static_assert(GSI_SLOTS_LOG2_MIN == GSI_TABLE_SLOTS_LOG2_MIN, "query.h agrees with gsi.h");
+_Static_assert(GSI_SLOTS_LOG2_MAX == GSI_TABLE_SLOTS_LOG2_MAX, "query.h agrees with gsi.h");
 
 #define BUILDER_POLL_MS 50u
 /* The builder's nice value: it shares two cores with the consumer, the writer and (in the
@@ -451,11 +455,7 @@ int query_gsi_start(const struct query_gsi_config *cfg, struct query_gsi **out)
     rc = rc == 0 ? gsi_open(&gcfg, &g->gsi) : rc;
     rc = rc == 0 ? cursor_load(g) : rc;
     if (rc == 0) {
-        struct storage_config scfg;
-        storage_config_defaults(&scfg);
-        scfg.dir = cfg->data_dir;
-        scfg.read_only = true;
-        rc = storage_open(&scfg, &g->base);
+        rc = storage_open_reader(cfg->data_dir, &g->base);
     }
     if (rc == 0) {
         g->indexed_seq = g->applied_seq;

@@ -1,6 +1,7 @@
 /*
- * key: the byte encodings of the by-customer index, shared by its store (gsi.c) and the test
- * oracle (tests/support/gsi_rocks.c), so both order entries and spell page tokens alike.
+ * key: the byte encodings of the by-customer index, private to gsi/ (gsi.c; the unit tests and
+ * the fuzz harness reach it as tests may): the RocksDB store before gsi.c used the same ones, so
+ * the page order and the page tokens did not change when it was replaced.
  *
  * A tail key is an entry's position within its customer, compared bytewise (memcmp, a shorter
  * key that is a prefix of a longer one first; no tail key is a prefix of another):
@@ -13,15 +14,15 @@
  * status length, the status bytes, the amount as a zigzag varint. A page token is the lowercase
  * hex of the tail key of the last entry of a page.
  */
-#ifndef DS_QUERY_GSI_KEY_H
-#define DS_QUERY_GSI_KEY_H
+#ifndef DS_GSI_KEY_H
+#define DS_GSI_KEY_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/common.h"
-#include "query/gsi/gsi.h"
+#include "gsi/gsi.h"
 
 #define GSI_TAG_ORDER_STRING 0xFDu /* ~0x02 */
 #define GSI_TAG_ORDER_INT 0xFEu    /* ~0x01 */
@@ -52,4 +53,4 @@ void gsi_key_hex_encode(const uint8_t *src, size_t len, char *dst);
  * -DS_EUSAGE (not hex, or not a well-formed tail key). */
 DS_MUST_USE int gsi_key_token_decode(const char *token, uint8_t *dst);
 
-#endif /* DS_QUERY_GSI_KEY_H */
+#endif /* DS_GSI_KEY_H */

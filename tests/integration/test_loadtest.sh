@@ -57,11 +57,14 @@ over_capacity_seconds would_throttle_events lag_p99_ms count_p99_us orders_p99_u
     "$(json_get "$r" 'all(x["queries"] > 0 and x["query_errors"] == 0 for x in d["runs"])')"
   expect_eq "series per second" True \
     "$(json_get "$r" 'all(len(x["series"]["t_s"]) >= 4 and len(x["series"]["partitions"]) > 0 for x in d["runs"])')"
-  # --key day: one Kafka partition takes the whole day; --key partition spreads it.
-  expect_eq "key day: one Kafka partition takes the day" True \
-    "$(json_get "$r" 'd["runs"][3]["kafka_hottest_share"] > 0.9')"
-  expect_eq "key partition: spread over Kafka partitions" True \
-    "$(json_get "$r" 'd["runs"][4]["kafka_hottest_share"] < 0.6')"
+  # --key day: one Kafka partition takes the busy day: in its busiest second (which may also
+  # hold the end of the day before or the start of the next) at least half of all writes, where
+  # keys by order give each of the 8 partitions an eighth; --key partition spreads it again.
+  shares=$(json_get "$r" '" ".join("%.3f" % x["kafka_hottest_share"] for x in d["runs"])')
+  expect_eq "key day: one Kafka partition takes the day (shares: $shares)" True \
+    "$(json_get "$r" 'd["runs"][3]["kafka_hottest_share"] > 0.5 > 2 * d["runs"][2]["kafka_hottest_share"]')"
+  expect_eq "key partition: spread over Kafka partitions (shares: $shares)" True \
+    "$(json_get "$r" 'd["runs"][4]["kafka_hottest_share"] < d["runs"][3]["kafka_hottest_share"]')"
 else
   fail "no report.json ($(tail -n 5 "$WORK/lt.err"))"
 fi

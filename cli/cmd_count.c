@@ -260,6 +260,10 @@ int cmd_count(int argc, char **argv)
     if (a.server != NULL) {
         return count_server(&a);
     }
+    /* A range too long is a usage error before any directory is read. */
+    if ((int64_t)a.req.day_last - a.req.day_first + 1 > QUERY_RANGE_DAYS_DEFAULT) {
+        return cli_error("count", CLI_USAGE, "range longer than %u days", QUERY_RANGE_DAYS_DEFAULT);
+    }
     struct storage *st = NULL;
     struct shard_map *map = NULL;
     rc = storage_open_reader(a.data, &st);

@@ -407,6 +407,18 @@ static void kafka_demo_configure(struct kafka_demo *k, const char *bootstrap)
     k->produce.rate = k->d->rate;
 }
 
+/* Creates the (empty) store in dir as a writer would, and closes it. */
+static int store_create_empty(const char *dir)
+{
+    struct storage_config cfg;
+    storage_config_defaults(&cfg);
+    cfg.dir = dir;
+    struct storage *st = NULL;
+    int rc = storage_open(&cfg, &st);
+    storage_close(st);
+    return rc;
+}
+
 static int run_kafka_demo(struct demo *d)
 {
     struct kafka_demo *k = calloc(1, sizeof(*k));
@@ -431,7 +443,10 @@ static int run_kafka_demo(struct demo *d)
     uint64_t t0 = ds_clock_ns();
     pthread_t node;
     pthread_t producer;
-    rc = -pthread_create(&node, NULL, node_main, k);
+    /* The watcher reads the store from the start: it must exist before the node opens it
+     * (a reader refuses a directory that holds none). */
+    rc = store_create_empty(d->data);
+    rc = rc == 0 ? -pthread_create(&node, NULL, node_main, k) : rc;
     if (rc == 0) {
         rc = -pthread_create(&producer, NULL, producer_main, k);
         if (rc == 0) {

@@ -60,7 +60,8 @@ enum ds_err {
     DS_ELIMIT = 4100,   /* a configured hard limit would be exceeded */
     DS_EUSAGE = 4101,   /* a caller-visible argument is invalid (bad flag, bad date) */
     DS_ELOCKED = 4102,  /* another writer holds the data directory */
-    DS_ERR_END = 4103,
+    DS_ENOSTORE = 4103, /* a reader was pointed at a directory that holds no dayshard store */
+    DS_ERR_END = 4104,
 };
 
 /* Names a negative error code (errno or project); never returns NULL. */

@@ -16,6 +16,7 @@ static const char *const project_names[] = {
     [DS_ELIMIT - DS_ERR_BASE] = "a configured limit would be exceeded",
     [DS_EUSAGE - DS_ERR_BASE] = "invalid argument",
     [DS_ELOCKED - DS_ERR_BASE] = "data directory is locked by another writer",
+    [DS_ENOSTORE - DS_ERR_BASE] = "not a dayshard data directory (no MANIFEST)",
 };
 
 const char *ds_strerror(int err)

@@ -957,10 +957,18 @@ static int start_daemon(struct query_http *h, const struct query_http_config *cf
 static int http_open(struct query_http *h, const struct query_http_config *cfg)
 {
     uint32_t threads = cfg->threads != 0 ? cfg->threads : QUERY_HTTP_THREADS_DEFAULT;
+    /* The address first: a bad one is a usage error whatever the data directory holds. */
+    int rc = listen_on(h, cfg->listen != NULL ? cfg->listen : QUERY_HTTP_LISTEN_DEFAULT);
+    if (rc != 0) {
+        ds_log_error("serve: cannot listen on %s: %s",
+                     cfg->listen != NULL ? cfg->listen : QUERY_HTTP_LISTEN_DEFAULT,
+                     ds_strerror(rc));
+        return rc;
+    }
     for (uint32_t i = 0; i < threads; i++) {
         ASSERT(pthread_mutex_init(&h->readers[i].lock, NULL) == 0);
         h->reader_count = i + 1;
-        int rc = reader_open(&h->readers[i], cfg->data_dir);
+        rc = reader_open(&h->readers[i], cfg->data_dir);
         if (rc != 0) {
             ds_log_error("serve: opening %s read-only: %s", cfg->data_dir, ds_strerror(rc));
             return rc;
@@ -969,13 +977,6 @@ static int http_open(struct query_http *h, const struct query_http_config *cfg)
     h->heat = calloc(HTTP_HEAT_ENTRIES, sizeof(*h->heat));
     if (h->heat == NULL) {
         return -ENOMEM;
-    }
-    int rc = listen_on(h, cfg->listen != NULL ? cfg->listen : QUERY_HTTP_LISTEN_DEFAULT);
-    if (rc != 0) {
-        ds_log_error("serve: cannot listen on %s: %s",
-                     cfg->listen != NULL ? cfg->listen : QUERY_HTTP_LISTEN_DEFAULT,
-                     ds_strerror(rc));
-        return rc;
     }
     return start_daemon(h, cfg, threads);
 }

@@ -98,6 +98,36 @@ static int io_attach(struct storage *st, const struct storage_config *cfg)
     return rc;
 }
 
+/* A reader opens only a store that exists: a mistyped path must not read as an empty store
+ * (only writers create one). -ENOENT when the directory is missing, -DS_ECORRUPT when it holds
+ * segments but no MANIFEST (a store that lost its commit log, as the writer's recovery says),
+ * -DS_ENOSTORE when it holds neither; logged with the path. */
+static int reader_check_store(const struct storage *st)
+{
+    char path[DS_PATH_MAX];
+    store_path(st, "MANIFEST", path);
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        return 0;
+    }
+    int err = errno;
+    if (err != ENOENT) {
+        ds_log_error("%s: %s", path, strerror(err));
+        return -err;
+    }
+    if (stat(st->dir, &sb) != 0) {
+        ds_log_error("%s: no such directory", st->dir);
+        return -ENOENT;
+    }
+    store_path(st, "parts", path);
+    if (stat(path, &sb) == 0) {
+        ds_log_error("%s: segments without a MANIFEST: the commit log is lost", st->dir);
+        return -DS_ECORRUPT;
+    }
+    ds_log_error("%s: %s", st->dir, ds_strerror(-DS_ENOSTORE));
+    return -DS_ENOSTORE;
+}
+
 int storage_open(const struct storage_config *cfg, struct storage **out)
 {
     int rc = storage_config_check(cfg);
@@ -110,7 +140,8 @@ int storage_open(const struct storage_config *cfg, struct storage **out)
         return rc;
     }
     if (cfg->read_only) {
-        rc = io_attach(st, cfg);
+        rc = reader_check_store(st);
+        rc = rc == 0 ? io_attach(st, cfg) : rc;
         if (rc == 0) {
             rc = storage_refresh(st);
         }

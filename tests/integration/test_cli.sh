@@ -100,4 +100,22 @@ for line in open(sys.argv[1]):
 print(" ".join("%s=%d" % kv for kv in sorted(c.items())))' "$WORK/gen.jsonl")" \
   "$(json_get "$WORK/out" '" ".join("%s=%d" % (g["key"], g["count"]) for g in d["groups"] if g["count"])')"
 
+# A path that holds no dayshard store is an error for every reader, naming the path (issue 13:
+# it used to read as an empty store, "0 orders", "clean", a service of zeros); only writers
+# create a store.
+mkdir -p "$WORK/empty"
+for dir in "$WORK/no/such/dir" "$WORK/empty"; do
+  expect_exit "count --data $dir" 1 "$DAYSHARD" count --data "$dir" --day 2026-01-21
+  grep -q "$dir" "$WORK/err" && ok || fail "count names no path: $(cat "$WORK/err")"
+  expect_exit "fsck --data $dir" 1 "$DAYSHARD" fsck --data "$dir"
+  grep -q "$dir" "$WORK/err" && ok || fail "fsck names no path: $(cat "$WORK/err")"
+  expect_exit "serve --data $dir" 1 timeout 10 "$DAYSHARD" serve --data "$dir" --http 127.0.0.1:0
+  grep -q "$dir" "$WORK/err" && ok || fail "serve names no path: $(cat "$WORK/err")"
+  expect_exit "orders --data $dir" 1 "$DAYSHARD" orders --data "$dir" --customer 1
+done
+[[ ! -e $WORK/no/such/dir ]] && [[ -z $(ls -A "$WORK/empty") ]] && ok ||
+  fail "a reader created something"
+expect_exit "a writer creates the store" 0 "$DAYSHARD" ingest --data "$WORK/empty" /dev/null
+expect_exit "then readers open it" 0 "$DAYSHARD" count --data "$WORK/empty" --day 2026-01-21
+
 finish

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `serve` beside a live writer: the service starts on an empty data directory, `dayshard ingest`
+# `serve` beside a live writer: the service starts on an empty store, `dayshard ingest`
 # appends from a slow pipe, and a keep-alive client polls /v1/count. Every answer must be at
 # most what was written so far, never lower than the previous answer (count and as_of alike),
 # and the service must see the new blocks, new days and the final total without a restart.
@@ -7,7 +7,8 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
 
 data="$WORK/data"
-mkdir -p "$data"
+# Only a writer makes a store (a reader refuses a directory without one): an empty ingest.
+"$DAYSHARD" ingest --data "$data" /dev/null >/dev/null || fail "creating an empty store"
 serve_start "$data"
 "$DAYSHARD" generate --events 40000 --profile busy-day --seed 11 > "$WORK/in.jsonl"
 

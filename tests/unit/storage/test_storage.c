@@ -1542,16 +1542,28 @@ static void test_storage_reader_beside_writer(void **state)
     storage_close(reader);
 }
 
-static void test_storage_reader_of_missing_dir_is_empty(void **state)
+static void test_storage_reader_of_no_store_refused(void **state)
 {
-    /* A reader of a directory no writer created yet sees nothing and creates nothing. */
+    /* A reader is pointed at a store, never at nothing: a missing directory is -ENOENT, a
+     * directory that holds no store -DS_ENOSTORE (a mistyped path must not read as an empty
+     * store, issue 13), and neither creates anything. Only a writer makes a store. */
     struct fixture *fx = *state;
     snprintf(fx->path, sizeof(fx->path), "%s/none", fx->dir);
-    struct storage *st = open_dir(fx->path, true);
+    struct storage *st = NULL;
+    assert_int_equal(storage_open_reader(fx->path, &st), -ENOENT);
+    assert_null(st);
+    assert_false(file_exists(fx->path));
+    assert_int_equal(mkdir(fx->path, 0755), 0);
+    assert_int_equal(storage_open_reader(fx->path, &st), -DS_ENOSTORE);
+    char manifest[DS_PATH_MAX + 16];
+    snprintf(manifest, sizeof(manifest), "%s/MANIFEST", fx->path);
+    assert_false(file_exists(manifest));
+    st = open_dir(fx->path, false); /* the writer creates the store */
+    storage_close(st);
+    st = open_dir(fx->path, true);
     assert_matches(st, fx->m);
     assert_int_equal(storage_refresh(st), 0);
     storage_close(st);
-    assert_false(file_exists(fx->path));
 }
 
 static void test_storage_source_advance_and_deadletter_commit_together(void **state)
@@ -2197,8 +2209,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_storage_second_writer_locked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_reader_beside_writer, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_storage_reader_of_missing_dir_is_empty, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_storage_reader_of_no_store_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_source_offsets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_source_advance_and_deadletter_commit_together,
                                         setup, teardown),

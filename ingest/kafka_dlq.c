@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ingest/kafka_dlq.h"
+#include "ingest/kafka_log.h"
 
 struct kafka_dlq {
     rd_kafka_t *rk;
@@ -54,6 +55,7 @@ int kafka_dlq_create(const char *brokers, const char *topic, const struct ingest
     }
     rd_kafka_conf_set_opaque(conf, q);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    rd_kafka_conf_set_log_cb(conf, kafka_log);
     q->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
     if (q->rk == NULL) {
         ds_log_error("kafka: cannot create the dead-letter producer: %s", err);

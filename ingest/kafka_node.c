@@ -46,6 +46,7 @@
 #include <time.h>
 
 #include "ingest/kafka_dlq.h"
+#include "ingest/kafka_log.h"
 #include "ingest/node_heat.h"
 #include "ingest/stage.h"
 
@@ -658,6 +659,7 @@ static int create_positions(struct node *n)
     }
     rd_kafka_conf_set_opaque(conf, n);
     rd_kafka_conf_set_error_cb(conf, on_error);
+    rd_kafka_conf_set_log_cb(conf, kafka_log);
     n->positions = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
     if (n->positions == NULL) {
         ds_log_error("kafka: cannot create the positions handle: %s", err);
@@ -700,6 +702,7 @@ static int create_consumer(struct node *n)
     }
     rd_kafka_conf_set_opaque(conf, n);
     rd_kafka_conf_set_error_cb(conf, on_error);
+    rd_kafka_conf_set_log_cb(conf, kafka_log);
     rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
     n->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
     if (n->rk == NULL) {

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "ingest/ingest.h"
+#include "ingest/kafka_log.h"
 #include "shard/shard.h"
 
 /* Used when the caller leaves flush_timeout_ms at 0: a minute covers broker fail-over and
@@ -151,7 +152,7 @@ static void produce_on_error(rd_kafka_t *rk, int err, const char *reason, void *
     struct produce *p = opaque;
     ASSERT(p != NULL);
     if (err != RD_KAFKA_RESP_ERR__FATAL) {
-        /* librdkafka retries these itself and logs them through produce_on_log; keep the
+        /* librdkafka retries these itself and logs them through kafka_log; keep the
          * latest one to explain a flush timeout. */
         snprintf(p->last_error, sizeof(p->last_error), "%s", reason);
         ds_log_debug("produce: client error (retried): %s", reason);
@@ -164,15 +165,6 @@ static void produce_on_error(rd_kafka_t *rk, int err, const char *reason, void *
     }
     snprintf(p->last_error, sizeof(p->last_error), "%s", fatal);
     p->fatal = true;
-}
-
-/* Runs on librdkafka's threads: syslog levels 0..4 are warnings to us (the client retries
- * what it reports there), 5..6 information, 7 debug. */
-static void produce_on_log(const rd_kafka_t *rk, int level, const char *facility, const char *buf)
-{
-    (void)rk;
-    enum ds_log_level ours = level <= 4 ? DS_LOG_WARN : level <= 6 ? DS_LOG_INFO : DS_LOG_DEBUG;
-    ds_log(ours, "rdkafka %s: %s", facility, buf);
 }
 
 /* ---- setup ---------------------------------------------------------------------------- */
@@ -212,7 +204,7 @@ static int produce_configure(struct produce *p, rd_kafka_conf_t *conf)
     rd_kafka_conf_set_opaque(conf, p);
     rd_kafka_conf_set_dr_msg_cb(conf, produce_on_delivery);
     rd_kafka_conf_set_error_cb(conf, produce_on_error);
-    rd_kafka_conf_set_log_cb(conf, produce_on_log);
+    rd_kafka_conf_set_log_cb(conf, kafka_log);
     return 0;
 }
 

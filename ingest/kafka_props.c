@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ingest/ingest.h"
+#include "ingest/kafka_log.h"
 
 #define PROPS_LINE_BYTES_MAX 4096u
 
@@ -136,4 +137,12 @@ int ingest_kafka_props_apply(const struct ingest_kafka_props *props, void *rd_co
         }
     }
     return 0;
+}
+
+void kafka_log(const rd_kafka_t *rk, int level, const char *facility, const char *text)
+{
+    (void)rk;
+    (void)level;
+    bool config = strcmp(facility, "CONFWARN") == 0;
+    ds_log(config ? DS_LOG_WARN : DS_LOG_DEBUG, "rdkafka %s: %s", facility, text);
 }

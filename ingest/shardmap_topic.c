@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ingest/kafka_log.h"
 #include "ingest/shardmap_topic.h"
 
 #define TOPIC_NAME_BYTES_MAX 512u
@@ -55,16 +56,6 @@ static void topic_on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void 
     }
 }
 
-/* librdkafka's own lines, through our logger: syslog levels 0..4 are warnings (the client
- * retries what it reports there), the rest debug. CONFWARN is the user's -X properties meant
- * for the node's consumer reaching these handles too: not worth a line. */
-static void topic_on_log(const rd_kafka_t *rk, int level, const char *facility, const char *buf)
-{
-    (void)rk;
-    bool noise = strcmp(facility, "CONFWARN") == 0;
-    ds_log(level <= 4 && !noise ? DS_LOG_WARN : DS_LOG_DEBUG, "rdkafka %s: %s", facility, buf);
-}
-
 static rd_kafka_t *topic_client(const char *brokers, rd_kafka_type_t type, const char *group,
                                 const struct ingest_kafka_props *props, struct shardmap_topic *t)
 {
@@ -92,7 +83,7 @@ static rd_kafka_t *topic_client(const char *brokers, rd_kafka_type_t type, const
         return NULL;
     }
     rd_kafka_conf_set_opaque(conf, t);
-    rd_kafka_conf_set_log_cb(conf, topic_on_log);
+    rd_kafka_conf_set_log_cb(conf, kafka_log);
     rd_kafka_t *rk = rd_kafka_new(type, conf, err, sizeof(err));
     if (rk == NULL) {
         ds_log_error("shard map topic: cannot create a client: %s", err);

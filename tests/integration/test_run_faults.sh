@@ -82,6 +82,11 @@ wait_counts "after the faults" "$expected" 60 "$DATA"
 note "counts checked"
 stop_node node "$NODE_PID"
 note "node stopped"
+# The faults are told once, in dayshard's words: librdkafka's own lines ("%3|...|FAIL|...")
+# go through dayshard's logger (debug), never raw beside its warnings.
+raw=$(grep -cE '^%[0-7]\|' "$WORK/node.log" || true)
+expect_eq "raw librdkafka log lines in the node's log" 0 "$raw"
+grep -q "warn: kafka: " "$WORK/node.log" && ok || fail "the broker's faults left no warning"
 if "$DAYSHARD" fsck --data "$DATA" >"$WORK/fsck.txt" 2>&1; then ok; else fail "fsck: $(head -c 300 "$WORK/fsck.txt")"; fi
 stop_broker
 note "broker stopped"

@@ -450,7 +450,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 
 /* ---- the consumer loop --------------------------------------------------------------------- */
 
-static int take_message(struct node *n, const rd_kafka_message_t *m)
+static int take_message(struct node *n, const rd_kafka_message_t *m, int64_t now_ms)
 {
     if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
@@ -485,8 +485,7 @@ static int take_message(struct node *n, const rd_kafka_message_t *m)
     /* Heat in producer time (the message's timestamp): a backlog read late still shows the
      * rate it was written at. A message without one, or stamped ahead of this clock by more
      * than a skew allowance (a producer whose clock is wrong must not move the heat window
-     * into the future), counts at the wall clock. */
-    int64_t now_ms = ds_clock_realtime_ms();
+     * into the future), counts at the wall clock (read once per batch). */
     int64_t written_ms = rd_kafka_message_timestamp(m, NULL);
     if (written_ms < 0 || written_ms > now_ms + HEAT_CLOCK_SKEW_MS) {
         written_ms = now_ms;
@@ -596,9 +595,10 @@ static int consume(struct node *n, const volatile int *stop)
     int rc = 0;
     while (rc == 0 && (stop == NULL || *stop == 0) && atomic_load(&n->fatal) == 0) {
         ssize_t got = rd_kafka_consume_batch_queue(queue, POLL_TIMEOUT_MS, msgs, CONSUME_BATCH);
+        int64_t now_ms = ds_clock_realtime_ms();
         for (ssize_t i = 0; i < got; i++) {
             if (rc == 0) {
-                rc = take_message(n, msgs[i]);
+                rc = take_message(n, msgs[i], now_ms);
             }
             rd_kafka_message_destroy(msgs[i]);
         }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "common/common.h"
+#include "ingest/ingest.h"
 
 enum cli_exit { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
@@ -62,6 +63,11 @@ DS_MUST_USE int cli_options_parse(const char *command, int argc, char **argv, co
                                   const struct option *options, cli_option_fn one, void *user,
                                   int *next);
 
+/* Removes path and everything below it (depth first, links not followed); a path that does
+ * not exist is fine. Returns 0 or the negated errno of the first entry that could not be
+ * removed. */
+DS_MUST_USE int cli_remove_tree(const char *path);
+
 /* Prints a usage text to stdout and returns CLI_OK (for --help). */
 int cli_help(const char *usage);
 
@@ -76,6 +82,8 @@ const char *cli_option_name(const struct option *options, int c, char *dst);
 struct ingest_workload_config;
 DS_MUST_USE int cli_parse_workload_option(int c, const char *value,
                                           struct ingest_workload_config *cfg);
+/* The name --profile takes for a profile ("busy-day"); "unknown" out of range. */
+const char *cli_profile_name(enum ingest_profile profile);
 
 /* Strict numeric and date parsing: the whole text must be consumed. Return 0 or -DS_EUSAGE. */
 DS_MUST_USE int cli_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out);

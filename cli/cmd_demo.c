@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,14 +57,6 @@ struct demo {
     char tmp[64];
     char input[DS_PATH_MAX];
 };
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
 
 static int generate_file(const struct demo *d, struct ingest_workload_config *cfg, uint64_t *bytes)
 {
@@ -528,7 +519,11 @@ int cmd_demo(int argc, char **argv)
     }
     int rc = d.no_kafka ? run_demo(&d) : run_kafka_demo(&d);
     if (temporary) {
-        nftw(d.tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        int removed = cli_remove_tree(d.tmp);
+        if (removed != 0) {
+            fprintf(stderr, "dayshard demo: warning: cannot remove %s: %s\n", d.tmp,
+                    ds_strerror(removed));
+        }
     } else {
         unlink(d.input);
     }

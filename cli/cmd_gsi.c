@@ -21,7 +21,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,14 +101,6 @@ static uint64_t dir_bytes(const char *path, int depth)
     }
     closedir(d);
     return total;
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path) == 0 ? 0 : -1;
 }
 
 /* Opens DIR as its writer (the lock) and adds up what the base data holds. 0 or an exit code
@@ -272,11 +263,11 @@ static int rebuild_run(struct rebuild *r)
                 r->old_dir[0] != '\0' ? "; old index in " : "", r->old_dir);
         rc = run_builder(r, start_ns);
     }
-    if (rc == 0 && r->old_dir[0] != '\0' &&
-        nftw(r->old_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
+    int removed = rc == 0 && r->old_dir[0] != '\0' ? cli_remove_tree(r->old_dir) : 0;
+    if (removed != 0) {
         /* The new index is complete: a leftover only costs space. */
         fprintf(stderr, "dayshard %s: warning: cannot remove %s: %s\n", GSI_CMD, r->old_dir,
-                strerror(errno));
+                ds_strerror(removed));
     }
     if (rc != 0 && r->old_dir[0] != '\0') {
         fprintf(stderr, "dayshard %s: the old index stays in %s\n", GSI_CMD, r->old_dir);

@@ -250,33 +250,9 @@ static uint32_t loadtest_strategies(const struct loadtest_args *a, struct lt_str
 
 /* ---- report.json --------------------------------------------------------------------------- */
 
-static const char *loadtest_profile_name(enum ingest_profile p)
-{
-    static const char *const names[] = {"uniform", "busy-day", "hot-customer", "flash-sale"};
-    return (size_t)p < DS_ARRAY_LEN(names) ? names[p] : "unknown";
-}
-
 static json_t *loadtest_number_or_null(double v)
 {
     return v >= 0 ? json_real(v) : json_null();
-}
-
-/* p-th percentile of v[0..n) (sorted in place); -1 for none. */
-static double loadtest_percentile(double *v, size_t n, double p)
-{
-    if (n == 0) {
-        return -1.0;
-    }
-    for (size_t i = 1; i < n; i++) { /* insertion sort: at most LT_SECONDS_MAX values */
-        double x = v[i];
-        size_t j = i;
-        for (; j > 0 && v[j - 1] > x; j--) {
-            v[j] = v[j - 1];
-        }
-        v[j] = x;
-    }
-    size_t i = (size_t)(p * (double)n + 0.999999);
-    return v[i > 0 ? i - 1 : 0];
 }
 
 /* The second at which the hot day wrote the most: where its skew is read. */
@@ -385,19 +361,19 @@ static json_t *loadtest_growths(const struct lt_result *r)
 static void loadtest_lags(const struct lt_result *r, double *lag_p99, double *lag_max,
                           double *gsi_p99)
 {
-    double *v = calloc(r->second_count + 1, sizeof(double));
-    double *g = calloc(r->second_count + 1, sizeof(double));
+    float *v = calloc(r->second_count + 1, sizeof(float));
+    float *g = calloc(r->second_count + 1, sizeof(float));
     size_t nv = 0, ng = 0;
     *lag_max = 0;
     for (uint32_t i = 0; v != NULL && g != NULL && i < r->second_count; i++) {
-        v[nv++] = r->seconds[i].lag_ms;
+        v[nv++] = (float)r->seconds[i].lag_ms;
         *lag_max = r->seconds[i].lag_ms > *lag_max ? r->seconds[i].lag_ms : *lag_max;
         if (r->seconds[i].gsi_lag_ms >= 0) {
-            g[ng++] = (double)r->seconds[i].gsi_lag_ms;
+            g[ng++] = (float)r->seconds[i].gsi_lag_ms;
         }
     }
-    *lag_p99 = loadtest_percentile(v, nv, 0.99);
-    *gsi_p99 = loadtest_percentile(g, ng, 0.99);
+    *lag_p99 = lt_percentile(v, nv, 0.99);
+    *gsi_p99 = lt_percentile(g, ng, 0.99);
     free(v);
     free(g);
 }
@@ -494,7 +470,7 @@ static json_t *loadtest_document(const struct loadtest_args *a, int argc, char *
     const struct lt_config *cfg = &a->cfg;
     json_t *doc =
         json_pack("{s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:o, s:[]}", "version",
-                  1, "command", command, "profile", loadtest_profile_name(cfg->workload.profile),
+                  1, "command", command, "profile", cli_profile_name(cfg->workload.profile),
                   "events", (json_int_t)cfg->workload.events, "rate", (json_int_t)cfg->rate,
                   "nodes", (json_int_t)cfg->nodes, "queries_per_s", (json_int_t)cfg->queries_per_s,
                   "shard_capacity_eps", (json_int_t)cfg->capacity_eps, "max_shards",

@@ -104,6 +104,20 @@ struct top_pick {
     double rate;
 };
 
+static int parse_one(int c, const char *value, void *user)
+{
+    struct top_args *a = user;
+    switch (c) {
+    case 'S': a->server = value; return 0;
+    case 'T': a->token = value; return 0;
+    case 'o': a->once = true; return 0;
+    case 'i':
+        return cli_parse_u64(value, TOP_INTERVAL_MS_MIN, TOP_INTERVAL_MS_MAX, &a->interval_ms);
+    case 'n': return cli_parse_u64(value, 1, TOP_ROWS_MAX, &a->rows);
+    }
+    return -DS_EUSAGE;
+}
+
 static int parse_args(int argc, char **argv, struct top_args *a)
 {
     static const struct option options[] = {{"server", required_argument, NULL, 'S'},
@@ -117,32 +131,13 @@ static int parse_args(int argc, char **argv, struct top_args *a)
     a->interval_ms = TOP_INTERVAL_MS_DEFAULT;
     a->rows = TOP_ROWS_DEFAULT;
     a->token = getenv("DAYSHARD_HTTP_TOKEN");
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-        switch (c) {
-        case 'h': return -1;
-        case 'S': a->server = optarg; break;
-        case 'T': a->token = optarg; break;
-        case 'o': a->once = true; break;
-        case 'i':
-            if (cli_parse_u64(optarg, TOP_INTERVAL_MS_MIN, TOP_INTERVAL_MS_MAX, &a->interval_ms) !=
-                0) {
-                return cli_error("top", CLI_USAGE, "bad value '%s' for --interval-ms", optarg);
-            }
-            break;
-        case 'n':
-            if (cli_parse_u64(optarg, 1, TOP_ROWS_MAX, &a->rows) != 0) {
-                return cli_error("top", CLI_USAGE, "bad value '%s' for --top", optarg);
-            }
-            break;
-        default:
-            return cli_error("top", CLI_USAGE, "unknown or incomplete option '%s'",
-                             argv[optind - 1]);
-        }
+    int next = 0;
+    int rc = cli_options_parse("top", argc, argv, "", options, parse_one, a, &next);
+    if (rc != 0) {
+        return rc;
     }
-    if (optind < argc) {
-        return cli_error("top", CLI_USAGE, "unexpected argument '%s'", argv[optind]);
+    if (next < argc) {
+        return cli_error("top", CLI_USAGE, "unexpected argument '%s'", argv[next]);
     }
     if (a->server == NULL || a->server[0] == '\0') {
         return cli_error("top", CLI_USAGE, "--server URL is required");

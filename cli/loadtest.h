@@ -121,6 +121,9 @@ struct lt_result {
     uint32_t warning_count;
 };
 
+/* The p-th percentile (0..1) of n values, sorting them in place; -1 for none. */
+double lt_percentile(float *v, size_t n, double p);
+
 /* Runs one strategy into res (allocated by the caller, zeroed; lt_result_deinit frees its
  * series). Returns 0, or a negative code with the reason printed (as `dayshard loadtest: ...`). */
 DS_MUST_USE int lt_run(const struct lt_config *cfg, const struct lt_strategy *strategy,

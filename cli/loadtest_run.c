@@ -20,7 +20,6 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <math.h>
 #include <poll.h>
@@ -689,8 +688,7 @@ static int lt_float_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The p-th percentile (0..1) of n values, sorting them; -1 for none. */
-static double lt_percentile(float *v, size_t n, double p)
+double lt_percentile(float *v, size_t n, double p)
 {
     if (n == 0) {
         return -1.0;
@@ -700,40 +698,60 @@ static double lt_percentile(float *v, size_t n, double p)
     return v[i > 0 ? i - 1 : 0];
 }
 
-/* Whole-run and per-second query latency percentiles. */
+/* The answered queries of one kind (orders, or day counts) into v, in the order they were
+ * sent (so by second); returns how many. */
+static size_t lt_query_latencies(const struct lt_state *s, uint64_t n, bool orders, float *v,
+                                 uint32_t *second)
+{
+    size_t m = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const struct lt_query *q = &s->queries[i];
+        if (q->orders == orders && q->ok) {
+            second[m] = q->second;
+            v[m++] = q->us;
+        }
+    }
+    return m;
+}
+
+/* Whole-run and per-second query latency percentiles. One thread sends the queries in time
+ * order, so each second's latencies are one run of the list: one pass per kind. */
 static void lt_query_stats(struct lt_state *s)
 {
     struct lt_result *res = s->res;
     uint64_t n = atomic_load(&s->query_count);
     float *v = malloc((n > 0 ? n : 1) * sizeof(float));
-    if (v == NULL) {
-        return;
-    }
-    res->queries = n;
-    for (int orders = 0; orders <= 1; orders++) {
-        size_t m = 0;
+    float *all = malloc((n > 0 ? n : 1) * sizeof(float));
+    uint32_t *second = malloc((n > 0 ? n : 1) * sizeof(uint32_t));
+    if (v != NULL && all != NULL && second != NULL) {
+        res->queries = n;
         for (uint64_t i = 0; i < n; i++) {
-            res->query_errors += orders == 0 && !s->queries[i].ok ? 1 : 0;
-            if (s->queries[i].orders == (orders == 1) && s->queries[i].ok) {
-                v[m++] = s->queries[i].us;
-            }
+            res->query_errors += s->queries[i].ok ? 0 : 1;
         }
-        double p50 = lt_percentile(v, m, 0.50);
-        double p99 = lt_percentile(v, m, 0.99);
-        *(orders ? &res->orders_p50_us : &res->count_p50_us) = p50;
-        *(orders ? &res->orders_p99_us : &res->count_p99_us) = p99;
-        for (uint32_t sec = 0; sec < res->second_count; sec++) {
-            m = 0;
-            for (uint64_t i = 0; i < n; i++) {
-                const struct lt_query *q = &s->queries[i];
-                if (q->second == sec && q->orders == (orders == 1) && q->ok) {
-                    v[m++] = q->us;
-                }
+        for (int orders = 0; orders <= 1; orders++) {
+            size_t m = lt_query_latencies(s, n, orders == 1, v, second);
+            memcpy(all, v, m * sizeof(float));
+            *(orders ? &res->orders_p50_us : &res->count_p50_us) = lt_percentile(all, m, 0.50);
+            *(orders ? &res->orders_p99_us : &res->count_p99_us) = lt_percentile(all, m, 0.99);
+            for (uint32_t sec = 0; sec < res->second_count; sec++) {
+                *(orders ? &res->seconds[sec].orders_p99_us : &res->seconds[sec].count_p99_us) = -1;
             }
-            *(orders ? &res->seconds[sec].orders_p99_us : &res->seconds[sec].count_p99_us) =
-                lt_percentile(v, m, 0.99);
+            for (size_t at = 0; at < m;) {
+                size_t end = at;
+                while (end < m && second[end] == second[at]) {
+                    end++;
+                }
+                if (second[at] < res->second_count) {
+                    struct lt_second *sec = &res->seconds[second[at]];
+                    *(orders ? &sec->orders_p99_us : &sec->count_p99_us) =
+                        lt_percentile(v + at, end - at, 0.99);
+                }
+                at = end;
+            }
         }
     }
+    free(second);
+    free(all);
     free(v);
 }
 
@@ -781,14 +799,6 @@ static int lt_setup(struct lt_state *s, uint32_t index)
     return rc != 0 ? rc : lt_nodes_ready(s);
 }
 
-static int lt_remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void lt_teardown(struct lt_state *s)
 {
     if (s->querier_started) {
@@ -807,7 +817,11 @@ static void lt_teardown(struct lt_state *s)
         ingest_broker_stop(s->broker);
     }
     for (uint32_t k = 0; k < s->node_count && !s->cfg->keep_data; k++) {
-        (void)nftw(s->nodes[k].data, lt_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        int removed = cli_remove_tree(s->nodes[k].data);
+        if (removed != 0) {
+            fprintf(stderr, "dayshard loadtest: warning: cannot remove %s: %s\n", s->nodes[k].data,
+                    ds_strerror(removed));
+        }
     }
     free(s->queries);
 }

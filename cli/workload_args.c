@@ -10,14 +10,20 @@
 #include "cli/cli.h"
 #include "ingest/ingest.h"
 
+/* Indexed by enum ingest_profile. */
+static const char *const profile_names[] = {"uniform", "busy-day", "hot-customer", "flash-sale"};
+_Static_assert(sizeof(profile_names) / sizeof(profile_names[0]) == INGEST_PROFILE_FLASH_SALE + 1,
+               "every profile has a name");
+
+const char *cli_profile_name(enum ingest_profile profile)
+{
+    return (size_t)profile < DS_ARRAY_LEN(profile_names) ? profile_names[profile] : "unknown";
+}
+
 static int parse_profile(const char *text, enum ingest_profile *out)
 {
-    /* Indexed by enum ingest_profile. */
-    static const char *const names[] = {"uniform", "busy-day", "hot-customer", "flash-sale"};
-    _Static_assert(sizeof(names) / sizeof(names[0]) == INGEST_PROFILE_FLASH_SALE + 1,
-                   "every profile has a name");
-    for (size_t i = 0; i < DS_ARRAY_LEN(names); i++) {
-        if (strcmp(text, names[i]) == 0) {
+    for (size_t i = 0; i < DS_ARRAY_LEN(profile_names); i++) {
+        if (strcmp(text, profile_names[i]) == 0) {
             *out = (enum ingest_profile)i;
             return 0;
         }

@@ -8,9 +8,10 @@
  * growth; (2) and (3) failing only cost explanation and agreement, so they are logged.
  *
  * Merging another node's growth takes the same path as (1), so the merged count is durable
- * before use too. A message below this node's count (a late publisher, or history before
- * compaction) is answered by publishing this node's count again, so the compacted topic ends
- * at the maximum of every day.
+ * before use too. Another node's message below this node's count (a late publisher, or history
+ * before compaction) is answered by publishing this node's count again, so the compacted topic
+ * ends at the maximum of every day; this node's own messages are skipped (reading back its own
+ * 8 after it grew to 16 needs no answer: its 16 follows in the topic).
  *
  * Rejected: evaluating growth per event (a division and a map lookup per event on the hot
  * path, for a decision that only changes once a second).
@@ -92,12 +93,14 @@ struct node_heat_merge {
     int rc;
 };
 
-/* A (day, count) read from the shard map topic. */
-static void node_heat_merge_one(int32_t day, uint32_t count, void *user)
+/* A (day, count) read from the shard map topic. This node's own messages hold nothing its map
+ * lacks: an older, smaller one of them is followed in the topic by the larger one it
+ * published since, so only another node's smaller count is answered. */
+static void node_heat_merge_one(int32_t day, uint32_t count, bool published_here, void *user)
 {
     struct node_heat_merge *m = user;
     struct node_heat *nh = m->nh;
-    if (m->rc != 0) {
+    if (m->rc != 0 || published_here) {
         return;
     }
     uint32_t own = shard_map_get(nh->map, day);

@@ -247,8 +247,10 @@ const char *shardmap_topic_name(const struct shardmap_topic *t)
     return t->name;
 }
 
-/* Parses a message: key "YYYY-MM-DD", value holding "shards":S. */
-static bool topic_message_parse(const rd_kafka_message_t *m, int32_t *day, uint32_t *count)
+/* Parses a message: key "YYYY-MM-DD", value holding "shards":S; *own tells whether this
+ * handle published it ("from" is its origin). */
+static bool topic_message_parse(const struct shardmap_topic *t, const rd_kafka_message_t *m,
+                                int32_t *day, uint32_t *count, bool *own)
 {
     if (m->key == NULL || m->key_len != DS_DATE_TEXT_SIZE - 1 || m->payload == NULL ||
         m->len == 0 || m->len > TOPIC_VALUE_BYTES_MAX) {
@@ -270,6 +272,10 @@ static bool topic_message_parse(const rd_kafka_message_t *m, int32_t *day, uint3
         return false;
     }
     *count = (uint32_t)v;
+    const char *from = strstr(value, "\"from\":\"");
+    size_t origin_len = strlen(t->origin);
+    from = from != NULL ? from + strlen("\"from\":\"") : NULL;
+    *own = from != NULL && strncmp(from, t->origin, origin_len) == 0 && from[origin_len] == '"';
     return true;
 }
 
@@ -286,13 +292,14 @@ static int topic_take(struct shardmap_topic *t, const rd_kafka_message_t *m, sha
     }
     int32_t day = 0;
     uint32_t count = 0;
-    if (!topic_message_parse(m, &day, &count)) {
+    bool own = false;
+    if (!topic_message_parse(t, m, &day, &count, &own)) {
         ds_log_warn("shard map topic %s: skipping a message that is not a shard count "
                     "(partition %d, offset %lld)",
                     t->name, (int)m->partition, (long long)m->offset);
         return 1;
     }
-    fn(day, count, user);
+    fn(day, count, own, user);
     return 1;
 }
 
@@ -418,8 +425,9 @@ struct ingest_shardmap_follower {
     uint64_t last_poll_ns;
 };
 
-static void follower_take(int32_t day, uint32_t count, void *user)
+static void follower_take(int32_t day, uint32_t count, bool own, void *user)
 {
+    (void)own;
     struct ingest_shardmap_follower *f = user;
     int rc = shardmap_topic_merge(f->map, day, count);
     if (rc < 0) {

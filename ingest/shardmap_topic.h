@@ -10,8 +10,8 @@
  * A message is keyed "YYYY-MM-DD" with the value {"day":"YYYY-MM-DD","shards":S,"at":"...Z",
  * "reason":"...","from":"host:pid"}. Compaction keeps the last message of a day, which may be
  * a smaller count published late by a node that had not yet seen a larger one: a node that
- * reads a count below its own republishes its own, so the compacted topic converges to the
- * maximum too.
+ * reads another node's count below its own republishes its own, so the compacted topic
+ * converges to the maximum too ("from" tells a node its own messages, which it skips).
  *
  * One thread owns a struct shardmap_topic (the node's consumer thread, or the producer's).
  */
@@ -27,8 +27,9 @@
 
 struct shardmap_topic;
 
-/* Called for each (day, shard count) read from the topic. */
-typedef void (*shardmap_topic_fn)(int32_t day, uint32_t shard_count, void *user);
+/* Called for each (day, shard count) read from the topic; own is true for a message this
+ * handle published (a node reading back its own earlier, smaller count need not answer it). */
+typedef void (*shardmap_topic_fn)(int32_t day, uint32_t shard_count, bool own, void *user);
 
 /* Connects to "<data_topic>.shardmap" (creating it compacted where the cluster allows; the
  * embedded broker creates it itself) and reads it from the beginning. group names the reading

@@ -148,7 +148,8 @@ int main(int argc, char **argv)
     }
     const char *name = argv[1];
     if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
-        if (argc >= 3) {
+        /* `help --help` is help too: --help works everywhere. */
+        if (argc >= 3 && strcmp(argv[2], "--help") != 0 && strcmp(argv[2], "-h") != 0) {
             for (size_t i = 0; i < DS_ARRAY_LEN(commands); i++) {
                 if (strcmp(argv[2], commands[i].name) == 0) {
                     return cli_help(commands[i].usage);

@@ -118,4 +118,7 @@ done
 expect_exit "a writer creates the store" 0 "$DAYSHARD" ingest --data "$WORK/empty" /dev/null
 expect_exit "then readers open it" 0 "$DAYSHARD" count --data "$WORK/empty" --day 2026-01-21
 
+expect_exit "help --help" 0 "$DAYSHARD" help --help
+grep -q "^commands:" "$WORK/out" && ok || fail "help --help prints no command list"
+
 finish

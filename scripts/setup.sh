@@ -8,11 +8,9 @@ packages=(
   librdkafka-dev liburing-dev libzstd-dev libcmocka-dev libmicrohttpd-dev
   libjansson-dev zstd kcat python3-kafka python3-lz4 gnuplot-nox
   libcurl4-openssl-dev curl wrk postgresql
+  libclang-rt-14-dev
 )
-# Optional for the fuzz targets (DS_FUZZ=ON): clang's libFuzzer runtime.
-if [[ "${DS_SETUP_FUZZ:-0}" == 1 ]]; then
-  packages+=(libclang-rt-14-dev)
-fi
+# libclang-rt-14-dev: clang's libFuzzer and sanitizer runtimes (the fuzz targets, the TSan run).
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,46 +1,28 @@
 /*
  * `dayshard gsi rebuild --data DIR [--json]`: rebuilds the by-customer index DIR/gsi from the
- * base segments, after its files were lost or damaged (issue 5).
+ * base segments, after its files were lost or damaged (issue 5); the rebuild is
+ * cli_gsi_rebuild (cli.h), which `fsck --repair` calls too. `dayshard gsi check --data DIR
+ * [--json]` verifies the index without changing it (cli/fsck_gsi.c, issue 13).
  *
- * Steps: open DIR as its writer (storage_open takes DIR/LOCK, so a running node makes this
- * refuse, and no node can start until the rebuild is over); move the old DIR/gsi aside to
- * DIR/gsi.old-<pid>; run the node's own builder (query_gsi_start) from an empty index until it
- * holds every commit up to the writer's last one; stop it; only then remove the old files.
- *
- * Invariants: while the writer lock is held the base data cannot grow, so the commit sequence
- * read at the start is the whole of it and the wait ends. A crash or a failure mid-rebuild
- * leaves the old files in DIR/gsi.old-<pid> for inspection and a partial DIR/gsi, which a node
- * resumes from its cursor (the entries it holds are exact, only incomplete) and which the next
- * rebuild moves aside again.
- *
- * Rejected: deleting DIR/gsi in place (a crash would leave nothing to inspect), and repairing
- * the damaged log or table (damage of unknown extent; the base data is the truth and a fresh
- * build from it is exact), and checking the lock with a short flock (a node could then start
- * mid-rebuild and race the builder for DIR/gsi).
+ * Rejected: one file for the rebuild and the check's subcommand together (fsck's check calls
+ * the rebuild and this file calls the check: a call circle; the rebuild is cli/gsi_rebuild.c).
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "query/query.h"
-#include "storage/storage.h"
 
 #define GSI_CMD "gsi rebuild"
-/* How long one wait for the builder lasts before a progress line. */
-#define GSI_PROGRESS_MS 2000u
-/* Directory levels of DIR/gsi whose files are counted: the store keeps FORMAT, lock, log and
- * table at the top, so the bound only caps the walk (no recursion without a cap). */
-#define GSI_DIR_DEPTH_MAX 3
+#define GSI_CHECK_CMD "gsi check"
 
 const char cmd_gsi_usage[] =
     "usage: dayshard gsi rebuild --data DIR [--slots-log2 K] [--json]\n"
+    "       dayshard gsi check --data DIR [--json]\n"
     "\n"
     "Maintenance of the by-customer index DIR/gsi (the view behind\n"
     "/v1/customers/{id}/orders and `dayshard orders`).\n"
@@ -53,6 +35,12 @@ const char cmd_gsi_usage[] =
     "rebuild again to finish. Progress goes to stderr, a summary to stdout.\n"
     "Exit status: 0 rebuilt, 1 failure (a node is running, no data, an error), 2 usage error.\n"
     "\n"
+    "check: verifies the index without changing it (beside a running node too): every file of\n"
+    "DIR/gsi (checksums, record links, the table checkpoint against the log), then its entries\n"
+    "against the base segments up to the commit its cursor covers. A torn tail a crash left is\n"
+    "not damage (the builder replays it). `dayshard fsck` runs the same check; `dayshard fsck\n"
+    "--repair` or `gsi rebuild` repairs. Exit status: 0 clean (or no index), 1 damage, 2 usage.\n"
+    "\n"
     "options:\n"
     "  --data DIR       the data directory (where `dayshard run --data DIR` keeps its data)\n"
     "  --slots-log2 K   the new index's customer table: 2^K slots of 24 bytes, K in 5..30\n"
@@ -61,173 +49,9 @@ const char cmd_gsi_usage[] =
     "  --json           print the summary as JSON\n"
     "  --help           this text\n";
 
-struct rebuild {
-    const char *data;
-    bool json;
-    uint32_t slots_log2; /* 0: the default */
-    struct storage *st;  /* the writer handle: holds DIR/LOCK for the whole rebuild */
-    uint64_t commit_seq;
-    uint64_t events;
-    uint64_t partitions;
-    char gsi_dir[DS_PATH_MAX];
-    char old_dir[DS_PATH_MAX]; /* "" when there was no DIR/gsi to move aside */
-};
-
-/* Bytes of the regular files under path, down to depth more directory levels. */
-static uint64_t dir_bytes(const char *path, int depth)
+static void print_summary(const struct cli_gsi_rebuilt *r, bool json)
 {
-    ASSERT(depth >= 0);
-    DIR *d = opendir(path);
-    if (d == NULL) {
-        return 0;
-    }
-    uint64_t total = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
-            continue;
-        }
-        char child[DS_PATH_MAX];
-        struct stat sb;
-        int n = snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
-        if (n <= 0 || (size_t)n >= sizeof(child) || lstat(child, &sb) != 0) {
-            continue;
-        }
-        if (S_ISREG(sb.st_mode)) {
-            total += (uint64_t)sb.st_size;
-        } else if (S_ISDIR(sb.st_mode) && depth > 0) {
-            total += dir_bytes(child, depth - 1);
-        }
-    }
-    closedir(d);
-    return total;
-}
-
-/* Opens DIR as its writer (the lock) and adds up what the base data holds. 0 or an exit code
- * (reported). */
-static int rebuild_lock(struct rebuild *r)
-{
-    char manifest[DS_PATH_MAX];
-    snprintf(manifest, sizeof(manifest), "%s/MANIFEST", r->data);
-    if (access(manifest, F_OK) != 0) {
-        int err = errno;
-        return cli_error(GSI_CMD, CLI_FAIL, "%s: %s", r->data,
-                         err == ENOENT ? "no data here (no MANIFEST)" : strerror(err));
-    }
-    struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = r->data;
-    int rc = storage_open(&cfg, &r->st);
-    if (rc == -DS_ELOCKED) {
-        return cli_error(GSI_CMD, CLI_FAIL,
-                         "%s: a node is running on it (DIR/LOCK is held); stop it first", r->data);
-    }
-    if (rc != 0) {
-        return cli_error(GSI_CMD, CLI_FAIL, "%s: %s", r->data, ds_strerror(rc));
-    }
-    r->commit_seq = storage_commit_seq(r->st);
-    return 0;
-}
-
-static int count_partition(int32_t day, uint32_t shard, void *user)
-{
-    struct rebuild *r = user;
-    struct storage_partition_total total;
-    int rc = storage_partition_totals(r->st, day, shard, NULL, 0, &total);
-    if (rc == 0) {
-        r->events += total.count;
-        r->partitions++;
-    }
-    return rc;
-}
-
-/* Renames DIR/gsi to DIR/gsi.old-PID (when there is one) and syncs DIR, so the new build starts
- * from nothing and the old files survive a crash. 0 or an exit code (reported). */
-static int move_aside(struct rebuild *r)
-{
-    query_gsi_dir(r->data, r->gsi_dir);
-    r->old_dir[0] = '\0';
-    struct stat sb;
-    if (lstat(r->gsi_dir, &sb) != 0) {
-        return errno == ENOENT
-                   ? 0
-                   : cli_error(GSI_CMD, CLI_FAIL, "%s: %s", r->gsi_dir, strerror(errno));
-    }
-    char old_dir[DS_PATH_MAX];
-    int n = snprintf(old_dir, sizeof(old_dir), "%s.old-%ld", r->gsi_dir, (long)getpid());
-    if (n <= 0 || (size_t)n >= sizeof(old_dir)) {
-        return cli_error(GSI_CMD, CLI_FAIL, "%s: path too long", r->data);
-    }
-    if (rename(r->gsi_dir, old_dir) != 0) {
-        return cli_error(GSI_CMD, CLI_FAIL, "cannot move %s aside: %s", r->gsi_dir,
-                         strerror(errno));
-    }
-    memcpy(r->old_dir, old_dir, sizeof(old_dir));
-    int fd = open(r->data, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || fsync(fd) != 0) {
-        int err = errno;
-        if (fd >= 0) {
-            close(fd);
-        }
-        return cli_error(GSI_CMD, CLI_FAIL, "cannot sync %s: %s", r->data, strerror(err));
-    }
-    close(fd);
-    return 0;
-}
-
-/* Runs the builder until it holds every commit up to r->commit_seq. 0 or an exit code. */
-static int run_builder(struct rebuild *r, uint64_t start_ns)
-{
-    struct query_gsi_config cfg;
-    query_gsi_config_defaults(&cfg);
-    cfg.data_dir = r->data;
-    cfg.table_slots_log2 = r->slots_log2;
-    const char *slow = getenv("DS_TEST_GSI_SLOW_MS"); /* test hook, as in `run`: a slow builder */
-    cfg.test_slow_ms = slow != NULL ? (uint32_t)strtoul(slow, NULL, 10) : 0;
-    struct query_gsi *g = NULL;
-    int rc = query_gsi_start(&cfg, &g);
-    if (rc != 0) {
-        return cli_error(GSI_CMD, CLI_FAIL, "cannot start the builder on %s: %s", r->gsi_dir,
-                         ds_strerror(rc));
-    }
-    for (;;) {
-        rc = query_gsi_wait(g, r->commit_seq, GSI_PROGRESS_MS);
-        if (rc != -ETIMEDOUT) {
-            break;
-        }
-        double seconds = (double)(ds_clock_ns() - start_ns) / 1e9;
-        fprintf(stderr, "dayshard %s: %.0f s, %.1f MiB of index so far\n", GSI_CMD, seconds,
-                (double)dir_bytes(r->gsi_dir, GSI_DIR_DEPTH_MAX) / (1024.0 * 1024.0));
-    }
-    query_gsi_stop(g);
-    if (rc != 0) {
-        return cli_error(GSI_CMD, CLI_FAIL, "the builder failed: %s", ds_strerror(rc));
-    }
-    return 0;
-}
-
-/* Names gsi.old-* directories an earlier, interrupted rebuild left (never removes them). */
-static void note_leftovers(const struct rebuild *r)
-{
-    DIR *d = opendir(r->data);
-    if (d == NULL) {
-        return;
-    }
-    const char *own = strrchr(r->old_dir, '/');
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, "gsi.old-", 8) == 0 &&
-            (own == NULL || strcmp(own + 1, e->d_name) != 0)) {
-            fprintf(stderr, "dayshard %s: note: %s/%s is left from an interrupted rebuild\n",
-                    GSI_CMD, r->data, e->d_name);
-        }
-    }
-    closedir(d);
-}
-
-static void print_summary(const struct rebuild *r, double seconds, uint64_t index_bytes)
-{
-    if (r->json) {
+    if (json) {
         printf("{\"status\":\"rebuilt\",\"index\":");
         char quoted[2 * DS_PATH_MAX];
         int64_t n = query_json_string(r->gsi_dir, strlen(r->gsi_dir), quoted, sizeof(quoted));
@@ -235,51 +59,13 @@ static void print_summary(const struct rebuild *r, double seconds, uint64_t inde
         printf(",\"events\":%llu,\"partitions\":%llu,\"commit_seq\":%llu,\"seconds\":%.3f,"
                "\"index_bytes\":%llu}\n",
                (unsigned long long)r->events, (unsigned long long)r->partitions,
-               (unsigned long long)r->commit_seq, seconds, (unsigned long long)index_bytes);
+               (unsigned long long)r->commit_seq, r->seconds, (unsigned long long)r->index_bytes);
         return;
     }
     printf("%s: rebuilt from %llu events in %llu partitions (up to commit %llu) in %.1f s; "
            "%llu bytes on disk\n",
            r->gsi_dir, (unsigned long long)r->events, (unsigned long long)r->partitions,
-           (unsigned long long)r->commit_seq, seconds, (unsigned long long)index_bytes);
-}
-
-/* The rebuild proper, once the arguments are known. */
-static int rebuild_run(struct rebuild *r)
-{
-    uint64_t start_ns = ds_clock_ns();
-    int rc = rebuild_lock(r);
-    if (rc != 0) {
-        return rc;
-    }
-    int vrc = storage_partition_visit(r->st, count_partition, r);
-    if (vrc != 0) {
-        rc = cli_error(GSI_CMD, CLI_FAIL, "%s: %s", r->data, ds_strerror(vrc));
-    }
-    rc = rc == 0 ? move_aside(r) : rc;
-    if (rc == 0) {
-        fprintf(stderr, "dayshard %s: indexing %llu events of %s (up to commit %llu)%s%s\n",
-                GSI_CMD, (unsigned long long)r->events, r->data, (unsigned long long)r->commit_seq,
-                r->old_dir[0] != '\0' ? "; old index in " : "", r->old_dir);
-        rc = run_builder(r, start_ns);
-    }
-    int removed = rc == 0 && r->old_dir[0] != '\0' ? cli_remove_tree(r->old_dir) : 0;
-    if (removed != 0) {
-        /* The new index is complete: a leftover only costs space. */
-        fprintf(stderr, "dayshard %s: warning: cannot remove %s: %s\n", GSI_CMD, r->old_dir,
-                ds_strerror(removed));
-    }
-    if (rc != 0 && r->old_dir[0] != '\0') {
-        fprintf(stderr, "dayshard %s: the old index stays in %s\n", GSI_CMD, r->old_dir);
-    }
-    note_leftovers(r);
-    storage_close(r->st); /* releases DIR/LOCK */
-    if (rc != 0) {
-        return rc;
-    }
-    print_summary(r, (double)(ds_clock_ns() - start_ns) / 1e9,
-                  dir_bytes(r->gsi_dir, GSI_DIR_DEPTH_MAX));
-    return CLI_OK;
+           (unsigned long long)r->commit_seq, r->seconds, (unsigned long long)r->index_bytes);
 }
 
 static int cmd_gsi_rebuild(int argc, char **argv)
@@ -289,20 +75,22 @@ static int cmd_gsi_rebuild(int argc, char **argv)
                                             {"json", no_argument, NULL, 'j'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    struct rebuild r = {0};
+    const char *data = NULL;
+    bool json = false;
+    uint32_t slots_log2 = 0;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
         switch (c) {
-        case 'd': r.data = optarg; break;
-        case 'j': r.json = true; break;
+        case 'd': data = optarg; break;
+        case 'j': json = true; break;
         case 's': {
             uint64_t k = 0;
             if (cli_parse_u64(optarg, GSI_SLOTS_LOG2_MIN, GSI_SLOTS_LOG2_MAX, &k) != 0) {
                 return cli_error(GSI_CMD, CLI_USAGE, "--slots-log2 takes %u..%u",
                                  GSI_SLOTS_LOG2_MIN, GSI_SLOTS_LOG2_MAX);
             }
-            r.slots_log2 = (uint32_t)k;
+            slots_log2 = (uint32_t)k;
             break;
         }
         case 'h': return cli_help(cmd_gsi_usage);
@@ -311,20 +99,82 @@ static int cmd_gsi_rebuild(int argc, char **argv)
                              argv[optind - 1]);
         }
     }
-    if (r.data == NULL || optind < argc) {
+    if (data == NULL || optind < argc) {
         return cli_error(GSI_CMD, CLI_USAGE,
-                         r.data == NULL ? "--data DIR is required" : "unexpected argument");
+                         data == NULL ? "--data DIR is required" : "unexpected argument");
     }
-    if (r.data[0] == '\0' || strlen(r.data) > DS_PATH_MAX - 64) {
+    if (data[0] == '\0' || strlen(data) > DS_PATH_MAX - 64) {
         return cli_error(GSI_CMD, CLI_USAGE, "bad value for --data");
     }
-    return rebuild_run(&r);
+    struct cli_gsi_rebuilt rebuilt;
+    int rc = cli_gsi_rebuild(GSI_CMD, data, slots_log2, &rebuilt);
+    if (rc == 0) {
+        print_summary(&rebuilt, json);
+    }
+    return rc;
+}
+
+static int cmd_gsi_check(int argc, char **argv)
+{
+    static const struct option options[] = {{"data", required_argument, NULL, 'd'},
+                                            {"json", no_argument, NULL, 'j'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    const char *data = NULL;
+    bool json = false;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        switch (c) {
+        case 'd': data = optarg; break;
+        case 'j': json = true; break;
+        case 'h': return cli_help(cmd_gsi_usage);
+        default:
+            return cli_error(GSI_CHECK_CMD, CLI_USAGE, "unknown or incomplete option '%s'",
+                             argv[optind - 1]);
+        }
+    }
+    if (data == NULL || optind < argc) {
+        return cli_error(GSI_CHECK_CMD, CLI_USAGE,
+                         data == NULL ? "--data DIR is required" : "unexpected argument");
+    }
+    if (data[0] == '\0' || strlen(data) > DS_PATH_MAX - 64) {
+        return cli_error(GSI_CHECK_CMD, CLI_USAGE, "bad value for --data");
+    }
+    char manifest[DS_PATH_MAX];
+    snprintf(manifest, sizeof(manifest), "%s/MANIFEST", data);
+    if (access(manifest, F_OK) != 0) {
+        int err = errno;
+        return cli_error(GSI_CHECK_CMD, CLI_FAIL, "%s: %s", data,
+                         err == ENOENT ? "no data here (no MANIFEST)" : strerror(err));
+    }
+    struct cli_fsck_gsi_report report;
+    int rc = cli_fsck_gsi(data, false, false, json ? NULL : stdout, &report);
+    if (rc < 0) {
+        return cli_error(GSI_CHECK_CMD, CLI_FAIL, "%s: %s", data, ds_strerror(rc));
+    }
+    if (json) {
+        char dir[DS_PATH_MAX];
+        char quoted[2 * DS_PATH_MAX];
+        query_gsi_dir(data, dir);
+        int64_t n = query_json_string(dir, strlen(dir), quoted, sizeof(quoted));
+        printf("{\"index\":%s,\"present\":%s,\"damaged\":%s,\"reason\":", n > 0 ? quoted : "null",
+               report.present ? "true" : "false", report.damaged ? "true" : "false");
+        n = query_json_string(report.reason, strlen(report.reason), quoted, sizeof(quoted));
+        printf("%s,\"entries\":%llu,\"covered_seq\":%llu}\n",
+               report.damaged && n > 0 ? quoted : "null", (unsigned long long)report.entries,
+               (unsigned long long)report.covered_seq);
+    }
+    if (rc != 0) {
+        return cli_error(GSI_CHECK_CMD, CLI_FAIL, "%s", report.reason);
+    }
+    return CLI_OK;
 }
 
 int cmd_gsi(int argc, char **argv)
 {
     if (argc < 2) {
-        return cli_error("gsi", CLI_USAGE, "a subcommand is required: rebuild");
+        return cli_error("gsi", CLI_USAGE, "a subcommand is required: check, rebuild");
     }
     const char *sub = argv[1];
     if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0) {
@@ -333,5 +183,8 @@ int cmd_gsi(int argc, char **argv)
     if (strcmp(sub, "rebuild") == 0) {
         return cmd_gsi_rebuild(argc - 1, argv + 1);
     }
-    return cli_error("gsi", CLI_USAGE, "unknown subcommand '%s' (known: rebuild)", sub);
+    if (strcmp(sub, "check") == 0) {
+        return cmd_gsi_check(argc - 1, argv + 1);
+    }
+    return cli_error("gsi", CLI_USAGE, "unknown subcommand '%s' (known: check, rebuild)", sub);
 }

@@ -65,6 +65,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,8 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the index files are li
 #define GSI_PROBE_MAX 32u
 /* A query's first read of a run: the header and the newest ~100 entries. */
 #define GSI_QUERY_READ_BYTES 4096u
+/* The advice every message about a damaged index ends with. */
+#define GSI_REPAIR_HINT "`dayshard fsck --repair` or `dayshard gsi rebuild` restores the index"
 
 static_assert(GSI_RECORD_BYTES_MAX * 2u <= GSI_IO_BUFFER_BYTES, "a record fits the I/O buffer");
 static_assert(GSI_RECORD_BYTES_MAX <= UINT32_MAX, "record lengths are u32");
@@ -375,7 +378,7 @@ static int gsi_format_check(const char *dir, bool create)
     if (!ours) {
         ds_log_error("%s: not an index of this version of dayshard (expected \"dayshard-gsi 2\"); "
                      "`dayshard gsi rebuild` makes a new one",
-                     dir);
+                     path);
         return -DS_EFORMAT;
     }
     return 0;
@@ -427,8 +430,7 @@ static int gsi_log_open(struct gsi *g, const struct gsi_config *cfg)
     if (memcmp(header, GSI_LOG_MAGIC, sizeof(GSI_LOG_MAGIC) - 1) != 0 ||
         gsi_u32_get(header + 28) != ds_crc32c(0, header, 28) || log2 < GSI_TABLE_SLOTS_LOG2_MIN ||
         log2 > GSI_TABLE_SLOTS_LOG2_MAX) {
-        ds_log_error("%s: not an index log (bad header); `dayshard gsi rebuild` makes a new one",
-                     path);
+        ds_log_error("%s: not an index log (bad header); " GSI_REPAIR_HINT, path);
         return -DS_EFORMAT;
     }
     if (g->writer && log2 != cfg->table_slots_log2) {
@@ -564,6 +566,52 @@ static int gsi_scan(struct gsi *g, uint8_t *buf, uint64_t from, uint64_t until, 
     }
 }
 
+/* Whether an intact record starts anywhere in (from, until): the record at from failed its
+ * checks, and a damaged record followed by intact ones is damage, where a torn tail (a crash
+ * in the middle of an append) has nothing intact after it. Every offset is a candidate; one
+ * whose type and length fit is checked whole (CRC), so the cost is a pass over the bytes plus
+ * a CRC for the rare candidate, and the search ends at the first intact record. *found is its
+ * offset, 0 for none. */
+static int gsi_intact_after(struct gsi *g, uint64_t from, uint64_t until, uint64_t *found)
+{
+    uint8_t *buf = g->scan;
+    uint64_t at = from + 1;
+    *found = 0;
+    while (at + GSI_RECORD_PREFIX_BYTES <= until) {
+        size_t want = until - at < GSI_IO_BUFFER_BYTES ? (size_t)(until - at) : GSI_IO_BUFFER_BYTES;
+        size_t got = 0;
+        int rc = gsi_pread_all(g->log_fd, buf, want, at, &got);
+        if (rc != 0) {
+            ds_log_error("%s/log: cannot read at %" PRIu64 ": %s", g->dir, at, ds_strerror(rc));
+            return rc;
+        }
+        size_t pos = 0;
+        bool window_short = false; /* a candidate runs past this read: read again from it */
+        for (; pos + GSI_RECORD_PREFIX_BYTES <= got; pos++) {
+            const uint8_t *r = buf + pos;
+            uint32_t len = gsi_u32_get(r + 4);
+            if ((r[8] != GSI_RECORD_RUN && r[8] != GSI_RECORD_CURSOR) ||
+                len < GSI_CURSOR_HEADER_BYTES || len > GSI_RECORD_BYTES_MAX ||
+                at + pos + len > until) {
+                continue;
+            }
+            if (pos + len > got) {
+                window_short = true;
+                break;
+            }
+            if (gsi_record_check(g, r, len, at + pos) > 0) {
+                *found = at + pos;
+                return 0;
+            }
+        }
+        if ((window_short && pos == 0) || (!window_short && got < want)) {
+            return 0; /* the file is shorter than it was: nothing more to read */
+        }
+        at += pos;
+    }
+    return 0;
+}
+
 /* First pass: where the last cursor record ends (everything after it is cut or ignored). */
 struct gsi_scan_end {
     uint64_t cursor_at;
@@ -626,6 +674,19 @@ static int gsi_catch_up_to(struct gsi *g, uint64_t until, uint64_t *end)
     struct gsi_scan_end found = {.end = g->log_end};
     uint64_t stop = 0;
     int rc = gsi_scan(g, g->scan, g->log_end, until, gsi_scan_find_end, &found, &stop);
+    if (rc == 0 && !g->writer && stop < until) {
+        /* A writer cuts from the first damaged record on and its builder replays from the
+         * cursor; a reader must not answer from the applies before the damage as if they
+         * were all, when intact ones follow it. */
+        uint64_t intact = 0;
+        rc = gsi_intact_after(g, stop, until, &intact);
+        if (rc == 0 && intact != 0) {
+            ds_log_error("%s/log: the record at offset %" PRIu64 " is damaged and intact records "
+                         "follow it (at %" PRIu64 "); " GSI_REPAIR_HINT,
+                         g->dir, stop, intact);
+            return -DS_ECORRUPT;
+        }
+    }
     rc = rc == 0 && found.end > g->log_end
              ? gsi_scan(g, g->scan, g->log_end, found.end, gsi_scan_apply, NULL, &stop)
              : rc;
@@ -728,6 +789,15 @@ static int gsi_checkpoint_load(struct gsi *g)
             return rc;
         }
         ok = covered == end && g->cursor_at == cursor_at;
+    }
+    if (!ok && !g->writer) {
+        /* The writer syncs the log before it writes a checkpoint and never cuts the log below
+         * one, so this is damage (of the table, or of the log it covers). A writer reads the
+         * whole log instead (and its builder replays what the log lost). */
+        ds_log_error("%s: not a checkpoint of %s/log (damaged, or the log lost what it "
+                     "covers); " GSI_REPAIR_HINT,
+                     path, g->dir);
+        return -DS_ECORRUPT;
     }
     if (!ok) {
         ds_log_warn("%s: not a checkpoint of this log; reading the whole log", path);
@@ -1363,7 +1433,7 @@ int gsi_apply(struct gsi *g, const struct gsi_entry *entries, size_t n, const vo
     }
     if (rc != 0) {
         g->failed = true; /* slots claimed, records half written: reopening cuts and rebuilds */
-        return -EIO;
+        return rc;        /* the cause (-ENOSPC on a full disk), logged with the file */
     }
     if (g->log_end - g->checkpoint_end >= g->checkpoint_bytes) {
         (void)gsi_checkpoint_write(g); /* logged; a failed checkpoint only costs opening time */
@@ -1571,9 +1641,7 @@ static int gsi_walk(const struct gsi *g, const struct ds_id *customer, const uin
     }
     free(big);
     if (rc == -DS_ECORRUPT) {
-        ds_log_error("%s/log: a damaged run on a customer's chain; `dayshard gsi rebuild` "
-                     "restores the index",
-                     g->dir);
+        ds_log_error("%s/log: a damaged run on a customer's chain; " GSI_REPAIR_HINT, g->dir);
     }
     return rc;
 }
@@ -1646,4 +1714,541 @@ uint64_t gsi_bytes_on_disk(struct gsi *g)
         bytes += (uint64_t)st.st_size;
     }
     return bytes;
+}
+
+/* ---- checking ------------------------------------------------------------------------------ */
+
+/* One check (gsi_check): a reader's handle for the log (dir, log_fd, mask, scan buffer, and
+ * slots: the table the log's records build as the scan goes), the checkpoint found in
+ * DIR/table, and the caller's report. */
+struct gsi_checker {
+    struct gsi *g;
+    struct gsi_check_report *out;
+    uint8_t *cursor; /* the caller's buffer for the last cursor */
+    size_t cursor_cap;
+    int table_fd;       /* -1: no DIR/table */
+    bool table_valid;   /* its header and body passed; compared when the scan reaches table_end */
+    bool table_reached; /* a cursor record ended at table_end and the tables were compared */
+    uint8_t *table;     /* its body: table_count entries of GSI_CHECKPOINT_ENTRY_BYTES */
+    uint32_t table_count;
+    uint64_t table_end;
+    uint64_t table_cursor_at;
+    uint32_t table_cursor_crc;
+    uint64_t apply_number; /* of the last cursor record */
+    uint64_t pending_runs; /* of the apply the scan is in */
+    uint64_t pending_entries;
+    /* the previous run, for skip pointers: a customer's runs of one apply are adjacent */
+    uint64_t last_run_end;
+    uint32_t last_run_slot;
+    uint64_t last_run_skip;
+    struct ds_id last_run_customer;
+};
+
+static void gsi_check_damage(struct gsi_checker *c, const char *fmt, ...) DS_PRINTF(2, 3);
+
+/* Records the first damage found (the later ones follow from it, or wait for the next check). */
+static void gsi_check_damage(struct gsi_checker *c, const char *fmt, ...)
+{
+    if (c->out->damaged) {
+        return;
+    }
+    c->out->damaged = true;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->out->reason, sizeof(c->out->reason), fmt, ap);
+    va_end(ap);
+}
+
+/* The customer id a run stores. Returns 0 or -DS_ECORRUPT. */
+static int gsi_run_customer(const uint8_t *r, struct ds_id *customer)
+{
+    memset(customer, 0, sizeof(*customer));
+    if (r[9] == 0) {
+        customer->value = (int64_t)gsi_u64_get(r + GSI_RUN_HEADER_BYTES);
+    } else {
+        customer->is_string = true;
+        customer->len = r[10];
+        memcpy(customer->text, r + GSI_RUN_HEADER_BYTES, r[10]);
+    }
+    return gsi_key_id_valid(customer) ? 0 : -DS_ECORRUPT;
+}
+
+/* Decodes every entry of a run whose header passed gsi_record_check into e (the customer set),
+ * checking that each decodes into a valid entry and that the tail keys strictly ascend (newest
+ * first, no copies within a run); fn (may be NULL) sees each. *newest_ts and *oldest_ts are
+ * the first and the last entry's ts. Returns 0, fn's non-zero value or -DS_ECORRUPT. */
+static int gsi_run_entries(const uint8_t *r, uint32_t len, struct gsi_entry *e, gsi_entry_fn fn,
+                           void *user, int64_t *newest_ts, int64_t *oldest_ts)
+{
+    size_t at = GSI_RUN_HEADER_BYTES + r[10];
+    uint32_t count = gsi_u32_get(r + 12);
+    const uint8_t *last_key = NULL;
+    size_t last_key_bytes = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        if (at + 2 > len || at + 2 + r[at] > len) {
+            return -DS_ECORRUPT;
+        }
+        size_t key_bytes = r[at];
+        const uint8_t *key = r + at + 1;
+        size_t value_bytes = r[at + 1 + key_bytes];
+        const uint8_t *value = key + key_bytes + 1;
+        if (at + 2 + key_bytes + value_bytes > len || key_bytes > GSI_TAIL_BYTES_MAX ||
+            value_bytes > GSI_VALUE_BYTES_MAX) {
+            return -DS_ECORRUPT;
+        }
+        at += 2 + key_bytes + value_bytes;
+        if (gsi_key_tail_decode(key, key_bytes, &e->ts_ms, &e->order_id) != 0 ||
+            gsi_key_value_decode(value, value_bytes, e) != 0 || !gsi_key_id_valid(&e->order_id) ||
+            e->ts_ms < DS_TS_MS_MIN || e->ts_ms > DS_TS_MS_MAX ||
+            (last_key != NULL && gsi_key_compare(last_key, last_key_bytes, key, key_bytes) >= 0)) {
+            return -DS_ECORRUPT;
+        }
+        last_key = key;
+        last_key_bytes = key_bytes;
+        e->day = ds_day_from_ms(e->ts_ms);
+        *newest_ts = i == 0 ? e->ts_ms : *newest_ts;
+        *oldest_ts = e->ts_ms;
+        int rc = fn != NULL ? fn(e, user) : 0;
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return at == len ? 0 : -DS_ECORRUPT;
+}
+
+/* A run against the table built so far: its slot is its customer's (or, when the probe window
+ * was full, its customer's home), its slot's tag never changes, it links to the chain's
+ * previous run, and its ts fields agree with its entries and that run. Then it becomes the
+ * chain's head. Returns 0, or 1 to stop at damage (recorded). */
+static int gsi_check_run(struct gsi_checker *c, const struct gsi_record *record)
+{
+    struct gsi *g = c->g;
+    const uint8_t *r = record->bytes;
+    uint64_t at = record->offset;
+    struct gsi_entry e;
+    memset(&e, 0, sizeof(e));
+    int64_t newest = 0;
+    int64_t oldest = 0;
+    if (gsi_run_customer(r, &e.customer_id) != 0 ||
+        gsi_run_entries(r, record->len, &e, NULL, NULL, &newest, &oldest) != 0 ||
+        gsi_u32_get(r + 44) != 0) {
+        gsi_check_damage(c, "%s/log: the run at offset %" PRIu64 " does not decode", g->dir, at);
+        return 1;
+    }
+    uint32_t slot = gsi_u32_get(r + 40);
+    uint64_t tag = gsi_u64_get(r + 48);
+    uint64_t own = gsi_tag(&e.customer_id);
+    uint64_t home = own & g->mask;
+    struct gsi_slot *s = &g->slots[slot];
+    uint64_t prev = gsi_u64_get(r + 16);
+    int64_t chain_max = newest > s->max_ts || s->head == 0 ? newest : s->max_ts;
+    bool continues = at == c->last_run_end && slot == c->last_run_slot &&
+                     gsi_customer_equal(&e.customer_id, &c->last_run_customer);
+    uint64_t skip = continues ? c->last_run_skip : prev;
+    const char *wrong = NULL;
+    if (tag == own ? ((slot - home) & g->mask) >= GSI_PROBE_MAX : slot != home) {
+        wrong = "is in a slot its customer cannot have";
+    } else if (s->tag != 0 && s->tag != tag) {
+        wrong = "names another owner for its slot than earlier runs";
+    } else if (prev != s->head) {
+        wrong = "does not link to its chain's previous run";
+    } else if ((int64_t)gsi_u64_get(r + 56) != (prev != 0 ? s->max_ts : 0) ||
+               (int64_t)gsi_u64_get(r + 24) != chain_max ||
+               (int64_t)gsi_u64_get(r + 32) != oldest) {
+        wrong = "has ts fields that disagree with its entries or its chain";
+    } else if (gsi_u64_get(r + 64) != skip) {
+        wrong = "has a wrong skip pointer";
+    }
+    if (wrong != NULL) {
+        gsi_check_damage(c, "%s/log: the run at offset %" PRIu64 " %s", g->dir, at, wrong);
+        return 1;
+    }
+    s->tag = tag;
+    s->head = at;
+    s->max_ts = chain_max;
+    c->last_run_end = at + record->len;
+    c->last_run_slot = slot;
+    c->last_run_skip = skip;
+    c->last_run_customer = e.customer_id;
+    c->pending_runs++;
+    c->pending_entries += gsi_u32_get(r + 12);
+    return 0;
+}
+
+/* The table built from the log up to the checkpoint's cursor record against the checkpoint. */
+static void gsi_check_table_compare(struct gsi_checker *c)
+{
+    struct gsi *g = c->g;
+    uint64_t used = 0;
+    for (uint64_t i = 0; i <= g->mask; i++) {
+        used += g->slots[i].head != 0;
+    }
+    if (used != c->table_count) {
+        gsi_check_damage(
+            c, "%s/table: holds %" PRIu32 " chains, the log's records up to it build %" PRIu64,
+            g->dir, c->table_count, used);
+        return;
+    }
+    for (uint32_t k = 0; k < c->table_count; k++) {
+        const uint8_t *t = c->table + (size_t)k * GSI_CHECKPOINT_ENTRY_BYTES;
+        uint32_t index = gsi_u32_get(t);
+        if (memcmp(t + 4, &g->slots[index], GSI_SLOT_BYTES) != 0) {
+            gsi_check_damage(c, "%s/table: slot %" PRIu32 " differs from the log's records", g->dir,
+                             index);
+            return;
+        }
+    }
+}
+
+/* A cursor record ends an apply: the apply numbers run 1, 2, ...; the cursor fits the caller's
+ * buffer; where the checkpoint ends, the tables are compared. Returns 0, or 1 at damage. */
+static int gsi_check_cursor(struct gsi_checker *c, const struct gsi_record *record)
+{
+    const uint8_t *r = record->bytes;
+    uint64_t number = gsi_u64_get(r + 16);
+    uint32_t cursor_len = gsi_u32_get(r + 12);
+    if (number != c->apply_number + 1 || cursor_len > c->cursor_cap) {
+        gsi_check_damage(c,
+                         "%s/log: the cursor record at offset %" PRIu64 " has apply number %" PRIu64
+                         " after %" PRIu64 " (or a cursor of %" PRIu32 " bytes)",
+                         c->g->dir, record->offset, number, c->apply_number, cursor_len);
+        return 1;
+    }
+    c->apply_number = number;
+    if (cursor_len > 0) {
+        memcpy(c->cursor, r + GSI_CURSOR_HEADER_BYTES, cursor_len);
+    }
+    struct gsi_check_report *out = c->out;
+    out->cursor_len = cursor_len;
+    out->applies++;
+    out->runs += c->pending_runs;
+    out->entries += c->pending_entries;
+    out->committed_bytes = record->offset + record->len;
+    c->pending_runs = 0;
+    c->pending_entries = 0;
+    if (c->table_valid && out->committed_bytes == c->table_end) {
+        c->table_reached = true;
+        if (record->offset != c->table_cursor_at || record->crc != c->table_cursor_crc) {
+            gsi_check_damage(c, "%s/table: names another cursor record than the log's at %" PRIu64,
+                             c->g->dir, record->offset);
+            return 1;
+        }
+        gsi_check_table_compare(c);
+    }
+    return c->out->damaged ? 1 : 0;
+}
+
+static int gsi_check_record(struct gsi *g, const struct gsi_record *record, void *user)
+{
+    (void)g;
+    struct gsi_checker *c = user;
+    return record->type == GSI_RECORD_CURSOR ? gsi_check_cursor(c, record)
+                                             : gsi_check_run(c, record);
+}
+
+/* DIR/FORMAT: missing (fine only while there is no log either: *missing), or ours. */
+static void gsi_check_format(struct gsi_checker *c, bool *missing)
+{
+    char path[DS_PATH_MAX];
+    gsi_path(c->g, "FORMAT", path);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = ds_read_file(path, GSI_FORMAT_BYTES_MAX, &text, &len);
+    *missing = rc == -ENOENT;
+    if (rc == 0 && len == strlen(GSI_FORMAT_TEXT) && memcmp(text, GSI_FORMAT_TEXT, len) == 0) {
+        free(text);
+        return;
+    }
+    free(text);
+    if (rc != -ENOENT) {
+        gsi_check_damage(c, "%s: %s", path,
+                         rc == 0 || rc == -EFBIG ? "not \"dayshard-gsi 2\"" : ds_strerror(rc));
+    }
+}
+
+/* DIR/log's header: its size, magic, CRC, table size and zero padding. Returns true when the
+ * records can be read (false: damage recorded, or no header yet, which is fine without a
+ * checkpoint: a writer creating the log). */
+static bool gsi_check_log_header(struct gsi_checker *c)
+{
+    struct gsi *g = c->g;
+    uint8_t h[GSI_LOG_HEADER_BYTES];
+    size_t got = 0;
+    int rc = gsi_pread_all(g->log_fd, h, sizeof(h), 0, &got);
+    if (rc != 0) {
+        gsi_check_damage(c, "%s/log: cannot read: %s", g->dir, ds_strerror(rc));
+        return false;
+    }
+    if (got < sizeof(h)) {
+        if (c->table_fd >= 0) {
+            gsi_check_damage(c, "%s/log: %zu bytes, shorter than its header, but %s/table exists",
+                             g->dir, got, g->dir);
+        }
+        return false;
+    }
+    uint32_t log2 = gsi_u32_get(h + 24);
+    bool padding_zero = true;
+    for (size_t i = 32; i < sizeof(h); i++) {
+        padding_zero = padding_zero && h[i] == 0;
+    }
+    if (memcmp(h, GSI_LOG_MAGIC, sizeof(GSI_LOG_MAGIC) - 1) != 0 ||
+        gsi_u32_get(h + 28) != ds_crc32c(0, h, 28) || log2 < GSI_TABLE_SLOTS_LOG2_MIN ||
+        log2 > GSI_TABLE_SLOTS_LOG2_MAX || !padding_zero) {
+        gsi_check_damage(c, "%s/log: a bad header", g->dir);
+        return false;
+    }
+    g->slots_log2 = log2;
+    g->mask = (1ull << log2) - 1;
+    c->out->slots_log2 = log2;
+    return true;
+}
+
+/* DIR/table on its own: size, header, body CRC, slots sorted and in bounds, and what it covers
+ * within the log's size. Sets table_valid when all pass. */
+static void gsi_check_table(struct gsi_checker *c)
+{
+    struct gsi *g = c->g;
+    struct stat st;
+    uint8_t h[GSI_TABLE_HEADER_BYTES];
+    size_t got = 0;
+    int rc = fstat(c->table_fd, &st) == 0 ? 0 : -errno;
+    rc = rc == 0 ? gsi_pread_all(c->table_fd, h, sizeof(h), 0, &got) : rc;
+    if (rc != 0) {
+        gsi_check_damage(c, "%s/table: cannot read: %s", g->dir, ds_strerror(rc));
+        return;
+    }
+    uint32_t count = gsi_u32_get(h + 56);
+    uint64_t body_bytes = (uint64_t)count * GSI_CHECKPOINT_ENTRY_BYTES;
+    if (got < sizeof(h) || memcmp(h, GSI_TABLE_MAGIC, sizeof(GSI_TABLE_MAGIC) - 1) != 0 ||
+        gsi_u32_get(h + 60) != ds_crc32c(0, h, 60) || gsi_u32_get(h + 24) != g->slots_log2 ||
+        count > g->mask + 1 || (uint64_t)st.st_size != GSI_TABLE_HEADER_BYTES + body_bytes) {
+        gsi_check_damage(c, "%s/table: a bad header (or %lld bytes where it says %" PRIu64 ")",
+                         g->dir, (long long)st.st_size, GSI_TABLE_HEADER_BYTES + body_bytes);
+        return;
+    }
+    c->table_end = gsi_u64_get(h + 32);
+    c->table_cursor_at = gsi_u64_get(h + 40);
+    c->table_cursor_crc = gsi_u32_get(h + 48);
+    c->table_count = count;
+    c->out->table_covers_bytes = c->table_end;
+    if (c->table_end > c->out->log_bytes || c->table_cursor_at < GSI_LOG_HEADER_BYTES ||
+        c->table_cursor_at >= c->table_end) {
+        gsi_check_damage(c, "%s/table: covers %" PRIu64 " bytes of %s/log, which has %" PRIu64,
+                         g->dir, c->table_end, g->dir, c->out->log_bytes);
+        return;
+    }
+    c->table = malloc(body_bytes > 0 ? (size_t)body_bytes : 1);
+    if (c->table == NULL) {
+        gsi_check_damage(c, "%s/table: no memory to read %" PRIu64 " bytes", g->dir, body_bytes);
+        return;
+    }
+    rc = gsi_pread_all(c->table_fd, c->table, (size_t)body_bytes, GSI_TABLE_HEADER_BYTES, &got);
+    bool ok = rc == 0 && got == body_bytes &&
+              ds_crc32c(0, c->table, (size_t)body_bytes) == gsi_u32_get(h + 52);
+    for (uint32_t k = 0; ok && k < count; k++) {
+        const uint8_t *t = c->table + (size_t)k * GSI_CHECKPOINT_ENTRY_BYTES;
+        uint32_t index = gsi_u32_get(t);
+        uint64_t head = gsi_u64_get(t + 12);
+        ok = index <= g->mask && (k == 0 || index > gsi_u32_get(t - GSI_CHECKPOINT_ENTRY_BYTES)) &&
+             gsi_u64_get(t + 4) != 0 && head >= GSI_LOG_HEADER_BYTES && head < c->table_end;
+    }
+    if (!ok) {
+        gsi_check_damage(c, "%s/table: the slots fail their checksum or bounds", g->dir);
+        return;
+    }
+    c->table_valid = true;
+}
+
+/* The records of the log, then what a stop before the end means. */
+static void gsi_check_records(struct gsi_checker *c)
+{
+    struct gsi *g = c->g;
+    struct gsi_check_report *out = c->out;
+    uint64_t stop = 0;
+    int rc = gsi_scan(g, g->scan, GSI_LOG_HEADER_BYTES, out->log_bytes, gsi_check_record, c, &stop);
+    if (rc < 0) {
+        gsi_check_damage(c, "%s/log: cannot read: %s", g->dir, ds_strerror(rc));
+    }
+    if (out->damaged) {
+        return;
+    }
+    if (stop < out->log_bytes && c->table_valid && stop < c->table_end) {
+        gsi_check_damage(c,
+                         "%s/log: the record at offset %" PRIu64
+                         " is damaged, inside what %s/table covers (%" PRIu64 " bytes)",
+                         g->dir, stop, g->dir, c->table_end);
+        return;
+    }
+    uint64_t intact = 0;
+    rc = stop < out->log_bytes ? gsi_intact_after(g, stop, out->log_bytes, &intact) : 0;
+    if (rc != 0 || intact != 0) {
+        gsi_check_damage(c,
+                         "%s/log: the record at offset %" PRIu64
+                         " is damaged and intact records follow it (at %" PRIu64 ")%s%s",
+                         g->dir, stop, intact, rc != 0 ? "; reading: " : "",
+                         rc != 0 ? ds_strerror(rc) : "");
+        return;
+    }
+    if (c->table_valid && !c->table_reached) {
+        gsi_check_damage(c, "%s/table: covers %s/log up to %" PRIu64 ", where no apply ends",
+                         g->dir, g->dir, c->table_end);
+        return;
+    }
+    out->tail_bytes =
+        out->log_bytes - (out->committed_bytes > 0 ? out->committed_bytes : GSI_LOG_HEADER_BYTES);
+    for (uint64_t i = 0; i <= g->mask; i++) {
+        out->slots_used += g->slots[i].head != 0;
+    }
+}
+
+/* The files in order: FORMAT, DIR/table opened before the log's size is taken (a checkpoint
+ * written meanwhile covers no more than that size), the log's header, the table, the records. */
+static int gsi_check_files(struct gsi_checker *c)
+{
+    struct gsi *g = c->g;
+    bool format_missing = false;
+    gsi_check_format(c, &format_missing);
+    char path[DS_PATH_MAX];
+    gsi_path(g, "table", path);
+    c->table_fd = open(path, O_RDONLY | O_CLOEXEC);
+    c->out->table_present = c->table_fd >= 0;
+    gsi_path(g, "log", path);
+    g->log_fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (g->log_fd < 0) {
+        int err = -errno;
+        if (err != -ENOENT) {
+            gsi_check_damage(c, "%s: cannot open: %s", path, ds_strerror(err));
+        } else if (c->table_fd >= 0) {
+            gsi_check_damage(c, "%s: missing, but %s/table exists", path, g->dir);
+        }
+        return 0;
+    }
+    if (format_missing) {
+        gsi_check_damage(c, "%s/FORMAT: missing", g->dir);
+    }
+    uint64_t size = 0;
+    int rc = gsi_log_size(g, &size);
+    if (rc != 0) {
+        gsi_check_damage(c, "%s: cannot stat: %s", path, ds_strerror(rc));
+        return 0;
+    }
+    c->out->log_bytes = size;
+    if (!gsi_check_log_header(c)) {
+        return 0;
+    }
+    g->slots = calloc((size_t)1 << g->slots_log2, sizeof(*g->slots));
+    if (g->slots == NULL) {
+        return -ENOMEM;
+    }
+    if (c->table_fd >= 0) {
+        gsi_check_table(c);
+    }
+    if (!c->out->damaged) {
+        gsi_check_records(c);
+    }
+    return 0;
+}
+
+/* A handle for reading dir's log without a writer's buffers; the caller opens the files. */
+static int gsi_check_handle(const char *dir, struct gsi **out)
+{
+    struct gsi_config cfg;
+    gsi_config_defaults(&cfg);
+    cfg.dir = dir;
+    int rc = gsi_create(&cfg, false, out);
+    if (rc != 0) {
+        gsi_close(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int gsi_check(const char *dir, void *cursor, size_t cursor_cap, struct gsi_check_report *out)
+{
+    ASSERT(dir != NULL);
+    ASSERT(out != NULL);
+    ASSERT(cursor != NULL || cursor_cap == 0);
+    memset(out, 0, sizeof(*out));
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        int err = -errno;
+        if (err == -ENOENT) {
+            return 0;
+        }
+        out->present = true;
+        out->damaged = true;
+        snprintf(out->reason, sizeof(out->reason), "%s: %s", dir, ds_strerror(err));
+        return 0;
+    }
+    out->present = true;
+    struct gsi *g = NULL;
+    int rc = gsi_check_handle(dir, &g);
+    if (rc != 0) {
+        return rc;
+    }
+    struct gsi_checker c = {
+        .g = g, .out = out, .cursor = cursor, .cursor_cap = cursor_cap, .table_fd = -1};
+    rc = gsi_check_files(&c);
+    if (c.table_fd >= 0) {
+        close(c.table_fd);
+    }
+    free(c.table);
+    gsi_close(g);
+    ASSERT(out->damaged == (out->reason[0] != '\0'));
+    return rc;
+}
+
+/* gsi_check_entries: each run's entries to the caller's function. */
+struct gsi_entries_visit {
+    gsi_entry_fn fn;
+    void *user;
+};
+
+static int gsi_entries_record(struct gsi *g, const struct gsi_record *record, void *user)
+{
+    (void)g;
+    if (record->type != GSI_RECORD_RUN) {
+        return 0;
+    }
+    struct gsi_entries_visit *v = user;
+    struct gsi_entry e;
+    memset(&e, 0, sizeof(e));
+    int64_t newest = 0;
+    int64_t oldest = 0;
+    int rc = gsi_run_customer(record->bytes, &e.customer_id);
+    return rc == 0
+               ? gsi_run_entries(record->bytes, record->len, &e, v->fn, v->user, &newest, &oldest)
+               : rc;
+}
+
+int gsi_check_entries(const char *dir, uint64_t until, gsi_entry_fn fn, void *user)
+{
+    ASSERT(dir != NULL);
+    ASSERT(fn != NULL);
+    struct gsi *g = NULL;
+    int rc = gsi_check_handle(dir, &g);
+    if (rc != 0) {
+        return rc;
+    }
+    char path[DS_PATH_MAX];
+    gsi_path(g, "log", path);
+    g->log_fd = open(path, O_RDONLY | O_CLOEXEC);
+    uint8_t h[GSI_LOG_HEADER_BYTES];
+    size_t got = 0;
+    rc = g->log_fd >= 0 ? gsi_pread_all(g->log_fd, h, sizeof(h), 0, &got) : -errno;
+    if (rc == 0 && got == sizeof(h)) {
+        uint32_t log2 = gsi_u32_get(h + 24);
+        g->mask = log2 >= GSI_TABLE_SLOTS_LOG2_MIN && log2 <= GSI_TABLE_SLOTS_LOG2_MAX
+                      ? (1ull << log2) - 1
+                      : 0;
+    }
+    rc = rc == 0 && (got != sizeof(h) || g->mask == 0) ? -DS_ECORRUPT : rc;
+    struct gsi_entries_visit visit = {.fn = fn, .user = user};
+    uint64_t stop = 0;
+    if (rc == 0 && until > GSI_LOG_HEADER_BYTES) {
+        rc = gsi_scan(g, g->scan, GSI_LOG_HEADER_BYTES, until, gsi_entries_record, &visit, &stop);
+        rc = rc == 0 && stop != until ? -DS_ECORRUPT : rc;
+    }
+    gsi_close(g);
+    return rc;
 }

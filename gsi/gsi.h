@@ -101,9 +101,12 @@ uint64_t gsi_memory_bytes(const struct gsi_config *cfg);
 DS_MUST_USE int gsi_open(const struct gsi_config *cfg, struct gsi **out);
 /* Opens a read-only view of the index a writer (perhaps in another process) keeps in cfg->dir,
  * with a slot table of its own (the size the index was created with). Returns 0, -ENOENT (no
- * index there yet), -DS_EFORMAT, -ENOMEM or -EIO. */
+ * index there yet), -DS_EFORMAT, -DS_ECORRUPT (DIR/table is not a checkpoint of the log, or a
+ * damaged record of the log is followed by intact ones: damage a reader must not answer past;
+ * logged, naming the file and the repair), -ENOMEM or -EIO. */
 DS_MUST_USE int gsi_open_reader(const struct gsi_config *cfg, struct gsi **out);
-/* Makes a reader see what the writer has applied since. Returns 0 or -EIO. */
+/* Makes a reader see what the writer has applied since. Returns 0, -DS_ECORRUPT (a damaged
+ * record followed by intact ones, as at open) or -EIO. */
 DS_MUST_USE int gsi_reader_refresh(struct gsi *g);
 /* True when DIR/log is no longer the file the handle reads (`dayshard gsi rebuild` moved the
  * index aside and made a new one): the caller opens a new reader. False while DIR/log is
@@ -143,5 +146,48 @@ DS_MUST_USE int gsi_query(struct gsi *g, const struct ds_id *customer, uint32_t 
 
 /* Bytes of the index's files on disk (log and table checkpoint). */
 uint64_t gsi_bytes_on_disk(struct gsi *g);
+
+/* ---- checking (`dayshard fsck`, `dayshard gsi check`) --------------------------------------- */
+
+/* What gsi_check found in an index directory. */
+struct gsi_check_report {
+    bool present;                /* the directory exists */
+    bool damaged;                /* reason names the first damage found */
+    char reason[256];            /* "DIR/file: where: what"; "" when clean */
+    uint32_t slots_log2;         /* the table size the log was made with (0: no log yet) */
+    uint64_t log_bytes;          /* the log's size when the check began: the part checked */
+    uint64_t committed_bytes;    /* where the last cursor record ends: what readers see */
+    uint64_t tail_bytes;         /* after it: an apply a crash cut short, or a torn record */
+    uint64_t applies;            /* complete applies (cursor records) */
+    uint64_t runs;               /* their runs */
+    uint64_t entries;            /* their entries; an entry applied again counts again */
+    uint64_t slots_used;         /* chains in the table the log builds */
+    bool table_present;          /* DIR/table exists */
+    uint64_t table_covers_bytes; /* the log prefix DIR/table covers */
+    size_t cursor_len;           /* bytes of the last cursor, copied to the caller's buffer */
+};
+
+/* Reads every file of the index in dir without changing any and without the writer's lock, so
+ * it may run beside a live writer (it checks the log as long as it was when the check began):
+ * FORMAT; the log's header and every record (checksum, fields, entries that decode in order,
+ * each run linked to its chain's previous run, apply numbers in sequence); DIR/table, the
+ * checkpoint (checksums, size, slots sorted and in bounds, the cursor record it names), which
+ * must equal the table the log's records build up to the point it covers. A record that fails
+ * its checks is damage when an intact record follows it or when DIR/table covers it; otherwise
+ * it is a torn tail a crash left (tail_bytes), which is not. The last cursor goes to
+ * cursor[0..cursor_cap) (GSI_CURSOR_BYTES_MAX always suffices; a longer one is damage).
+ * Returns 0 with *out filled (a missing dir: present false), -DS_EUSAGE (dir too long) or
+ * -ENOMEM; an unreadable file is damage, named in the reason. */
+DS_MUST_USE int gsi_check(const char *dir, void *cursor, size_t cursor_cap,
+                          struct gsi_check_report *out);
+
+/* One entry, borrowed for the call; a non-zero return stops the visit. */
+typedef int (*gsi_entry_fn)(const struct gsi_entry *entry, void *user);
+/* Calls fn for every entry of the runs in the first `until` bytes of dir's log (until: the
+ * committed_bytes of a gsi_check that found no damage), in log order, once per stored copy (an
+ * entry applied again comes again). Returns 0, fn's non-zero value, -DS_ECORRUPT (a record
+ * there no longer reads back intact: the log changed since the check), -ENOENT, -ENOMEM or
+ * -EIO. */
+DS_MUST_USE int gsi_check_entries(const char *dir, uint64_t until, gsi_entry_fn fn, void *user);
 
 #endif /* DS_GSI_GSI_H */

@@ -67,8 +67,11 @@ int gsi_key_tail_decode(const uint8_t *src, size_t len, int64_t *ts_ms, struct d
     }
     struct ds_id id = {0};
     if (src[8] == GSI_TAG_ORDER_INT) {
+        if (len != GSI_TAIL_INT_BYTES) {
+            return -DS_ECORRUPT; /* checked before the id is read: it may not be there */
+        }
         uint64_t v = ~gsi_key_be64_get(src + 9);
-        if (len != GSI_TAIL_INT_BYTES || v == 0 || v > (uint64_t)INT64_MAX) {
+        if (v == 0 || v > (uint64_t)INT64_MAX) {
             return -DS_ECORRUPT;
         }
         id.value = (int64_t)v;

@@ -8,7 +8,10 @@
  * across kill -9 of a writer process (never a part of an apply), malformed tokens and limits,
  * invalid entries and configurations, a second writer, queries on another thread during
  * applies (whole applies only), a damaged run (an error, never a wrong answer), and a reader
- * that sees the writer's applies after a refresh.
+ * that sees the writer's applies after a refresh. gsi_check (fsck): a clean index and one beside
+ * a live writer are clean; a flipped log record followed by intact ones or inside what the
+ * checkpoint covers, a flipped or cut checkpoint, a bad FORMAT and a log cut inside the
+ * checkpoint are damage naming the file; a torn log tail without a checkpoint is clean.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -415,6 +418,293 @@ static void test_gsi_damaged_run_is_an_error_not_a_wrong_answer(void **state)
     assert_int_equal(crash_cursor(f), 2);
 }
 
+/* ---- gsi_check ------------------------------------------------------------------------------ */
+
+#define CHECK_APPLIES 3u
+
+/* Applies CHECK_APPLIES crash batches (customers 1..3, cursor = batches applied) and closes the
+ * writer, which writes the checkpoint DIR/table covering the whole log. */
+static void check_index_make(struct fixture *f)
+{
+    struct gsi_entry batch[CRASH_BATCH];
+    for (uint64_t i = 0; i < CHECK_APPLIES; i++) {
+        crash_batch(batch, i);
+        uint64_t cursor = i + 1;
+        assert_int_equal(gsi_apply(f->g, batch, CRASH_BATCH, &cursor, sizeof(cursor)), 0);
+    }
+    gsi_close(f->g);
+    f->g = NULL;
+}
+
+static void check_path(const struct fixture *f, const char *name, char *dst, size_t cap)
+{
+    int n = snprintf(dst, cap, "%s/%s", f->index_dir, name);
+    assert_true(n > 0 && (size_t)n < cap);
+}
+
+static long check_file_size(const struct fixture *f, const char *name)
+{
+    char path[160];
+    check_path(f, name, path, sizeof(path));
+    FILE *file = fopen(path, "rb");
+    assert_non_null(file);
+    assert_int_equal(fseek(file, 0, SEEK_END), 0);
+    long size = ftell(file);
+    assert_int_equal(fclose(file), 0);
+    return size;
+}
+
+static void check_file_flip(const struct fixture *f, const char *name, long offset)
+{
+    char path[160];
+    check_path(f, name, path, sizeof(path));
+    FILE *file = fopen(path, "r+b");
+    assert_non_null(file);
+    assert_int_equal(fseek(file, offset, SEEK_SET), 0);
+    int c = fgetc(file);
+    assert_true(c != EOF);
+    assert_int_equal(fseek(file, offset, SEEK_SET), 0);
+    assert_int_equal(fputc(c ^ 0x5A, file), c ^ 0x5A);
+    assert_int_equal(fclose(file), 0);
+}
+
+static void check_file_cut(const struct fixture *f, const char *name, long size)
+{
+    char path[160];
+    check_path(f, name, path, sizeof(path));
+    assert_int_equal(truncate(path, size), 0);
+}
+
+static void check_file_remove(const struct fixture *f, const char *name)
+{
+    char path[160];
+    check_path(f, name, path, sizeof(path));
+    assert_int_equal(unlink(path), 0);
+}
+
+/* Runs gsi_check, which must succeed; returns the cursor (the batches it covers). */
+static uint64_t check_run(const struct fixture *f, struct gsi_check_report *report)
+{
+    uint8_t cursor[GSI_CURSOR_BYTES_MAX];
+    assert_int_equal(gsi_check(f->index_dir, cursor, sizeof(cursor), report), 0);
+    assert_true(report->damaged == (report->reason[0] != '\0'));
+    uint64_t covered = 0;
+    if (!report->damaged && report->cursor_len > 0) {
+        assert_int_equal(report->cursor_len, sizeof(covered));
+        memcpy(&covered, cursor, sizeof(covered));
+    }
+    return covered;
+}
+
+static void check_assert_damaged(const struct fixture *f, const char *file_named)
+{
+    struct gsi_check_report report;
+    (void)check_run(f, &report);
+    assert_true(report.present);
+    assert_true(report.damaged);
+    if (strstr(report.reason, file_named) == NULL) {
+        fail_msg("the reason \"%s\" names no %s", report.reason, file_named);
+    }
+}
+
+static int check_count_entry(const struct gsi_entry *entry, void *user)
+{
+    uint64_t *counts = user;
+    assert_false(entry->customer_id.is_string);
+    assert_true(entry->customer_id.value >= 1 && entry->customer_id.value <= CHECK_APPLIES);
+    assert_int_equal(entry->day, ds_day_from_ms(entry->ts_ms));
+    counts[entry->customer_id.value - 1]++;
+    return 0;
+}
+
+static void test_gsi_check_clean_index_reports_what_it_holds(void **state)
+{
+    /* A clean index closed by its writer: not damaged, every apply, run and entry counted, the
+     * checkpoint covering the whole log, no tail, the last cursor returned; gsi_check_entries
+     * visits each customer's entries; a missing directory is no index, not damage. */
+    struct fixture *f = *state;
+    check_index_make(f);
+    struct gsi_check_report report;
+    assert_int_equal(check_run(f, &report), CHECK_APPLIES);
+    assert_true(report.present);
+    assert_false(report.damaged);
+    assert_int_equal(report.applies, CHECK_APPLIES);
+    assert_int_equal(report.entries, CHECK_APPLIES * CRASH_BATCH);
+    assert_true(report.runs >= CHECK_APPLIES);
+    assert_int_equal(report.slots_used, CHECK_APPLIES);
+    assert_int_equal(report.log_bytes, check_file_size(f, "log"));
+    assert_int_equal(report.committed_bytes, report.log_bytes);
+    assert_int_equal(report.tail_bytes, 0);
+    assert_true(report.table_present);
+    assert_int_equal(report.table_covers_bytes, report.log_bytes);
+    assert_int_equal(report.slots_log2, GSI_TABLE_SLOTS_LOG2_DEFAULT);
+    uint64_t counts[CHECK_APPLIES] = {0};
+    assert_int_equal(
+        gsi_check_entries(f->index_dir, report.committed_bytes, check_count_entry, counts), 0);
+    for (size_t i = 0; i < CHECK_APPLIES; i++) {
+        assert_int_equal(counts[i], CRASH_BATCH);
+    }
+    char missing[160];
+    check_path(f, "nothing-here", missing, sizeof(missing));
+    uint8_t cursor[16];
+    assert_int_equal(gsi_check(missing, cursor, sizeof(cursor), &report), 0);
+    assert_false(report.present);
+    assert_false(report.damaged);
+}
+
+static void test_gsi_check_beside_a_live_writer_is_clean(void **state)
+{
+    /* Applies written but never checkpointed (the writer still open, no DIR/table): the check
+     * takes no lock and reads every apply the writer flushed. */
+    struct fixture *f = *state;
+    struct gsi_entry batch[CRASH_BATCH];
+    for (uint64_t i = 0; i < 2; i++) {
+        crash_batch(batch, i);
+        uint64_t cursor = i + 1;
+        assert_int_equal(gsi_apply(f->g, batch, CRASH_BATCH, &cursor, sizeof(cursor)), 0);
+    }
+    struct gsi_check_report report;
+    assert_int_equal(check_run(f, &report), 2);
+    assert_false(report.damaged);
+    assert_false(report.table_present);
+    assert_int_equal(report.entries, 2 * CRASH_BATCH);
+}
+
+static void test_gsi_check_flipped_record_before_intact_ones_is_damage(void **state)
+{
+    /* A byte of the first apply's run flipped, DIR/table removed (so nothing but the records
+     * after it can tell): damage naming the log. A reader refuses the index (-DS_ECORRUPT)
+     * rather than answering from the applies before the damage as if they were all; a writer
+     * still opens (it cuts the log there and its builder replays). */
+    struct fixture *f = *state;
+    check_index_make(f);
+    check_file_remove(f, "table");
+    check_file_flip(f, "log", 64 + 100);
+    check_assert_damaged(f, "/log");
+    struct gsi_check_report report;
+    (void)check_run(f, &report);
+    assert_non_null(strstr(report.reason, "intact records follow"));
+    struct gsi_config cfg;
+    gsi_config_defaults(&cfg);
+    cfg.dir = f->index_dir;
+    struct gsi *reader = NULL;
+    assert_int_equal(gsi_open_reader(&cfg, &reader), -DS_ECORRUPT);
+    assert_int_equal(reopen(f), 0);
+    assert_int_equal(crash_cursor(f), 0); /* cut before the first apply */
+}
+
+static void test_gsi_check_flipped_record_inside_the_checkpoint_is_damage(void **state)
+{
+    /* A byte of the middle apply's run flipped, the checkpoint kept: damage (the table covers
+     * it), even though opening never reads that run again. */
+    struct fixture *f = *state;
+    check_index_make(f);
+    long size = check_file_size(f, "log");
+    check_file_flip(f, "log", 64 + (size - 64) / 2);
+    check_assert_damaged(f, "/log");
+}
+
+static void test_gsi_check_flipped_table_byte_is_damage(void **state)
+{
+    /* A byte of the checkpoint's header, then one of its body, flipped: damage naming the
+     * table each time; and a reader refuses a checkpoint that is not one of its log. */
+    struct fixture *f = *state;
+    check_index_make(f);
+    check_file_flip(f, "table", 40);
+    check_assert_damaged(f, "/table");
+    check_file_flip(f, "table", 40); /* back: clean again */
+    struct gsi_check_report report;
+    assert_int_equal(check_run(f, &report), CHECK_APPLIES);
+    assert_false(report.damaged);
+    check_file_flip(f, "table", check_file_size(f, "table") - 3);
+    check_assert_damaged(f, "/table");
+    struct gsi_config cfg;
+    gsi_config_defaults(&cfg);
+    cfg.dir = f->index_dir;
+    struct gsi *reader = NULL;
+    assert_int_equal(gsi_open_reader(&cfg, &reader), -DS_ECORRUPT);
+}
+
+static void test_gsi_check_cut_table_is_damage(void **state)
+{
+    /* The checkpoint cut short of its last slot, then to half its header: damage naming it. */
+    struct fixture *f = *state;
+    check_index_make(f);
+    check_file_cut(f, "table", check_file_size(f, "table") - 1);
+    check_assert_damaged(f, "/table");
+    check_file_cut(f, "table", 30);
+    check_assert_damaged(f, "/table");
+}
+
+static void test_gsi_check_bad_format_is_damage(void **state)
+{
+    /* FORMAT overwritten, then removed while the log is there: damage naming FORMAT. */
+    struct fixture *f = *state;
+    check_index_make(f);
+    char path[160];
+    check_path(f, "FORMAT", path, sizeof(path));
+    FILE *file = fopen(path, "wb");
+    assert_non_null(file);
+    assert_int_equal(fputs("dayshard-gsi 3\n", file) >= 0, 1);
+    assert_int_equal(fclose(file), 0);
+    check_assert_damaged(f, "FORMAT");
+    check_file_remove(f, "FORMAT");
+    check_assert_damaged(f, "FORMAT");
+}
+
+static void test_gsi_check_cut_log_inside_the_checkpoint_is_damage(void **state)
+{
+    /* The log cut by one byte, and to its header alone, with the checkpoint kept: the table
+     * covers what is gone, so this is damage, not a torn tail. */
+    struct fixture *f = *state;
+    check_index_make(f);
+    long size = check_file_size(f, "log");
+    check_file_cut(f, "log", size - 1);
+    check_assert_damaged(f, "/table");
+    check_file_cut(f, "log", 64);
+    check_assert_damaged(f, "/table");
+    check_file_cut(f, "log", 10);
+    check_assert_damaged(f, "/log");
+}
+
+static void test_gsi_check_torn_log_tail_is_clean(void **state)
+{
+    /* Without a checkpoint (a crash before the writer's first one), the log cut in the middle
+     * of its last apply's records, or followed by bytes of a torn append: clean, the cut part
+     * counted as a tail, the cursor the last whole apply's; a reader opens it. */
+    struct fixture *f = *state;
+    check_index_make(f);
+    check_file_remove(f, "table");
+    struct gsi_check_report report;
+    assert_int_equal(check_run(f, &report), CHECK_APPLIES);
+    uint64_t whole = report.log_bytes;
+    uint64_t third = 0; /* where the second apply ends: cut between it and the log's end */
+    check_file_cut(f, "log", (long)whole - 10);
+    assert_int_equal(check_run(f, &report), CHECK_APPLIES - 1);
+    assert_false(report.damaged);
+    third = report.committed_bytes;
+    assert_int_equal(report.tail_bytes, whole - 10 - third);
+    assert_int_equal(report.applies, CHECK_APPLIES - 1);
+    assert_int_equal(report.entries, (CHECK_APPLIES - 1) * CRASH_BATCH);
+    char path[160];
+    check_path(f, "log", path, sizeof(path));
+    FILE *file = fopen(path, "ab");
+    assert_non_null(file);
+    for (int i = 0; i < 300; i++) {
+        assert_int_equal(fputc((i * 37) & 0xff, file), (i * 37) & 0xff);
+    }
+    assert_int_equal(fclose(file), 0);
+    assert_int_equal(check_run(f, &report), CHECK_APPLIES - 1);
+    assert_false(report.damaged);
+    assert_int_equal(report.tail_bytes, whole - 10 + 300 - third);
+    struct gsi_config cfg;
+    gsi_config_defaults(&cfg);
+    cfg.dir = f->index_dir;
+    struct gsi *reader = NULL;
+    assert_int_equal(gsi_open_reader(&cfg, &reader), 0);
+    gsi_close(reader);
+}
+
 #define WRITER_DIR_ENV "TEST_GSI_WRITER_DIR"
 
 /* The writer process of the kill -9 test: applies batches from the stored cursor on, with the
@@ -744,6 +1034,21 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gsi_reader_sees_flushed_applies_after_refresh, setup,
                                         teardown),
         cmocka_unit_test(test_gsi_config_rejects_tables_outside_limits),
+        cmocka_unit_test_setup_teardown(test_gsi_check_clean_index_reports_what_it_holds, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_check_beside_a_live_writer_is_clean, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_check_flipped_record_before_intact_ones_is_damage,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_gsi_check_flipped_record_inside_the_checkpoint_is_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_check_flipped_table_byte_is_damage, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_check_cut_table_is_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_check_bad_format_is_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_check_cut_log_inside_the_checkpoint_is_damage,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_check_torn_log_tail_is_clean, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,503 @@
+/*
+ * cli_fsck_gsi (cli.h): the by-customer index's part of `dayshard fsck` and all of `dayshard
+ * gsi check` (issue 13). It verifies DATA/gsi in two steps, without any lock, so it runs
+ * beside a live node:
+ *
+ * 1. gsi_check reads every file of the index (gsi/gsi.h has the list): a damaged record, table
+ *    or FORMAT is damage; a torn tail a crash left is not (the builder replays it).
+ * 2. The index against the base data. The builder's cursor (query/gsi_builder.c's format: the
+ *    base commit sequence it reached and, per partition, the position of the next block to
+ *    read) says what the index must hold. Each side's entries become 64-bit hashes of their key
+ *    (customer, ts, order id), sorted: every event of the base before its partition's cursor
+ *    position must be in the index, and every index entry must be an event of the base. The
+ *    index may hold events past a position: a batch that filled up in the middle of a block
+ *    is applied with the position at that block's start. Keys, not counts, because the index
+ *    keeps one copy of a key (a replay, or an event ingested twice, adds none) while the base
+ *    keeps every copy. The base is opened after the index was checked, so beside a live node it
+ *    holds at least every commit the cursor covers.
+ *
+ * Memory: one hash (8 bytes) per base event, per base event after the cursor and per stored
+ * index entry, in passes over disjoint hash ranges of at most FSCK_GSI_HASHES_PER_PASS each.
+ *
+ * With repair, a damaged index (or one whose base lost blocks to quarantine) is rebuilt by
+ * cli_gsi_rebuild, `dayshard gsi rebuild`'s own code, and checked again.
+ *
+ * Rejected: comparing per-customer counts of the base with counts of the index's runs (a
+ * replayed apply stores entries twice, so counts need the same deduplication as keys, and
+ * keys catch more); reading the index through queries (a customer's pages re-read the newer
+ * runs of its chain for every page: quadratic for a heavy customer); decoding the cursor in
+ * query/ behind a new query.h function (the right home; query/ belongs to other work in this
+ * issue, so the format is read here and the integration tests fail if the two disagree).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "gsi/gsi.h"
+#include "query/query.h"
+#include "storage/storage.h"
+
+/* Hashes one pass holds per side: 64 MiB each; a larger store takes more passes. */
+#define FSCK_GSI_HASHES_PER_PASS (1u << 23)
+/* The builder's cursor (query/gsi_builder.c): "GSC1", u64 commit sequence, u32 count, then per
+ * partition in (day, shard) order i32 day, u32 shard, u32 segment id, u64 offset. */
+#define FSCK_GSI_CURSOR_MAGIC "GSC1"
+#define FSCK_GSI_CURSOR_HEADER_BYTES 16u
+#define FSCK_GSI_CURSOR_ENTRY_BYTES 20u
+
+struct fsck_gsi_position {
+    int32_t day;
+    uint32_t shard;
+    struct storage_position pos;
+};
+
+struct fsck_gsi_hashes {
+    uint64_t *items;
+    size_t count;
+    size_t capacity;
+};
+
+/* One comparison of the index with the base. */
+struct fsck_gsi_compare {
+    const char *gsi_dir;
+    uint64_t committed_bytes; /* of the index's log, as gsi_check saw it */
+    struct storage *st;
+    struct fsck_gsi_position *positions; /* the cursor's, sorted by (day, shard) */
+    uint32_t position_count;
+    uint64_t pass;
+    uint64_t passes;
+    struct fsck_gsi_hashes all;   /* every base event */
+    struct fsck_gsi_hashes after; /* base events at or after the cursor's positions */
+    struct fsck_gsi_hashes index; /* every stored index entry */
+    uint64_t base_events;
+    uint64_t distinct; /* distinct index entries (all passes) */
+    uint64_t missing;  /* base events before the cursor the index lacks */
+    uint64_t foreign;  /* index entries the base does not hold */
+    char problem[160]; /* a cursor that disagrees with the base; "" when none */
+};
+
+static uint64_t fsck_gsi_mix(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
+static uint64_t fsck_gsi_id_hash(uint64_t h, const struct ds_id *id)
+{
+    if (!id->is_string) {
+        return fsck_gsi_mix(h ^ fsck_gsi_mix((uint64_t)id->value));
+    }
+    h ^= 0x9e3779b97f4a7c15ull + id->len;
+    for (size_t i = 0; i < id->len; i++) {
+        h = (h ^ (uint8_t)id->text[i]) * 0x100000001b3ull;
+    }
+    return fsck_gsi_mix(h);
+}
+
+/* The key of an entry or event: customer, ts, order id. */
+static uint64_t fsck_gsi_key_hash(const struct ds_id *customer, int64_t ts_ms,
+                                  const struct ds_id *order)
+{
+    uint64_t h = fsck_gsi_id_hash(0x5ca1ab1e, customer);
+    h = fsck_gsi_mix(h ^ (uint64_t)ts_ms);
+    return fsck_gsi_id_hash(h, order);
+}
+
+/* Adds h when it belongs to this pass. Returns 0 or -ENOMEM. */
+static int fsck_gsi_hashes_add(const struct fsck_gsi_compare *c, struct fsck_gsi_hashes *v,
+                               uint64_t h)
+{
+    if (h % c->passes != c->pass) {
+        return 0;
+    }
+    if (v->count == v->capacity) {
+        size_t capacity = v->capacity == 0 ? 4096 : v->capacity * 2;
+        uint64_t *grown = realloc(v->items, capacity * sizeof(*grown));
+        if (grown == NULL) {
+            return -ENOMEM;
+        }
+        v->items = grown;
+        v->capacity = capacity;
+    }
+    v->items[v->count++] = h;
+    return 0;
+}
+
+static int fsck_gsi_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a;
+    uint64_t y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void fsck_gsi_hashes_sort(struct fsck_gsi_hashes *v)
+{
+    if (v->count > 1) {
+        qsort(v->items, v->count, sizeof(*v->items), fsck_gsi_u64_cmp);
+    }
+}
+
+/* ---- the cursor ---------------------------------------------------------------------------- */
+
+static uint32_t fsck_gsi_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t fsck_gsi_u64(const uint8_t *p)
+{
+    return (uint64_t)fsck_gsi_u32(p) | (uint64_t)fsck_gsi_u32(p + 4) << 32;
+}
+
+/* Decodes the builder's cursor (none: no positions, commit 0). Returns 0 or -DS_ECORRUPT. */
+static int fsck_gsi_cursor_decode(const uint8_t *cursor, size_t len, struct fsck_gsi_compare *c,
+                                  uint64_t *seq)
+{
+    *seq = 0;
+    if (len == 0) {
+        return 0;
+    }
+    if (len < FSCK_GSI_CURSOR_HEADER_BYTES || memcmp(cursor, FSCK_GSI_CURSOR_MAGIC, 4) != 0) {
+        return -DS_ECORRUPT;
+    }
+    uint32_t count = fsck_gsi_u32(cursor + 12);
+    if (len != FSCK_GSI_CURSOR_HEADER_BYTES + (size_t)count * FSCK_GSI_CURSOR_ENTRY_BYTES) {
+        return -DS_ECORRUPT;
+    }
+    c->positions = calloc(count > 0 ? count : 1, sizeof(*c->positions));
+    if (c->positions == NULL) {
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        const uint8_t *p = cursor + FSCK_GSI_CURSOR_HEADER_BYTES + i * FSCK_GSI_CURSOR_ENTRY_BYTES;
+        struct fsck_gsi_position *b = &c->positions[i];
+        *b = (struct fsck_gsi_position){
+            .day = (int32_t)fsck_gsi_u32(p),
+            .shard = fsck_gsi_u32(p + 4),
+            .pos = {.segment_id = fsck_gsi_u32(p + 8), .offset = fsck_gsi_u64(p + 12)}};
+        const struct fsck_gsi_position *a = i > 0 ? &c->positions[i - 1] : NULL;
+        if (a != NULL && (a->day > b->day || (a->day == b->day && a->shard >= b->shard))) {
+            return -DS_ECORRUPT; /* the builder writes them sorted */
+        }
+    }
+    c->position_count = count;
+    *seq = fsck_gsi_u64(cursor + 4);
+    return 0;
+}
+
+static const struct fsck_gsi_position *fsck_gsi_position_find(const struct fsck_gsi_compare *c,
+                                                              int32_t day, uint32_t shard)
+{
+    uint32_t lo = 0;
+    uint32_t hi = c->position_count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        const struct fsck_gsi_position *p = &c->positions[mid];
+        if (p->day == day && p->shard == shard) {
+            return p;
+        }
+        if (p->day < day || (p->day == day && p->shard < shard)) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return NULL;
+}
+
+/* ---- collecting ------------------------------------------------------------------------------ */
+
+static int fsck_gsi_event_all(const struct ds_event *event, void *user)
+{
+    struct fsck_gsi_compare *c = user;
+    return fsck_gsi_hashes_add(
+        c, &c->all, fsck_gsi_key_hash(&event->customer_id, event->ts_ms, &event->order_id));
+}
+
+static int fsck_gsi_event_after(const struct ds_event *event, void *user)
+{
+    struct fsck_gsi_compare *c = user;
+    return fsck_gsi_hashes_add(
+        c, &c->after, fsck_gsi_key_hash(&event->customer_id, event->ts_ms, &event->order_id));
+}
+
+static int fsck_gsi_entry(const struct gsi_entry *entry, void *user)
+{
+    struct fsck_gsi_compare *c = user;
+    return fsck_gsi_hashes_add(
+        c, &c->index, fsck_gsi_key_hash(&entry->customer_id, entry->ts_ms, &entry->order_id));
+}
+
+/* One base partition: all its events, and those from the cursor's position on (from the
+ * start when the cursor does not name it). */
+static int fsck_gsi_partition(int32_t day, uint32_t shard, void *user)
+{
+    struct fsck_gsi_compare *c = user;
+    int rc = storage_partition_scan(c->st, day, shard, fsck_gsi_event_all, c);
+    if (rc != 0) {
+        return rc;
+    }
+    const struct fsck_gsi_position *p = fsck_gsi_position_find(c, day, shard);
+    const struct storage_position start = p != NULL ? p->pos : (struct storage_position){0, 0};
+    struct storage_position pos = start;
+    rc = storage_partition_scan_from(c->st, day, shard, &pos, fsck_gsi_event_after, c);
+    if (rc == -ERANGE || rc == -DS_ECORRUPT) {
+        /* The whole partition read back intact above, so the position is the index's fault. */
+        snprintf(c->problem, sizeof(c->problem),
+                 "its cursor's position in partition %" PRId32 "/%" PRIu32 " (segment %" PRIu32
+                 ", offset %" PRIu64 ") is %s of the base data",
+                 day, shard, start.segment_id, start.offset,
+                 rc == -ERANGE ? "past the committed end" : "not the start of a block");
+        return 0;
+    }
+    return rc;
+}
+
+/* Partitions the cursor names must exist in the base (unless it names their start). */
+static int fsck_gsi_positions_known(struct fsck_gsi_compare *c)
+{
+    for (uint32_t i = 0; i < c->position_count && c->problem[0] == '\0'; i++) {
+        const struct fsck_gsi_position *p = &c->positions[i];
+        struct storage_partition_total total;
+        int rc = storage_partition_totals(c->st, p->day, p->shard, NULL, 0, &total);
+        if (rc != 0) {
+            return rc;
+        }
+        if (total.count == 0 && (p->pos.segment_id != 0 || p->pos.offset != 0)) {
+            snprintf(c->problem, sizeof(c->problem),
+                     "its cursor names partition %" PRId32 "/%" PRIu32
+                     ", which the base data does not hold",
+                     p->day, p->shard);
+        }
+    }
+    return 0;
+}
+
+static int fsck_gsi_base_count(int32_t day, uint32_t shard, void *user)
+{
+    struct fsck_gsi_compare *c = user;
+    struct storage_partition_total total;
+    int rc = storage_partition_totals(c->st, day, shard, NULL, 0, &total);
+    c->base_events += rc == 0 ? total.count : 0;
+    return rc;
+}
+
+/* The sorted hashes of one pass: what the cursor covers (all minus after, as multisets) must
+ * be in the index, and the index must be in all. */
+static void fsck_gsi_pass_compare(struct fsck_gsi_compare *c)
+{
+    const struct fsck_gsi_hashes *all = &c->all;
+    const struct fsck_gsi_hashes *after = &c->after;
+    const struct fsck_gsi_hashes *index = &c->index;
+    size_t a = 0;
+    size_t f = 0;
+    size_t x = 0;
+    while (a < all->count || x < index->count) {
+        uint64_t h = a < all->count ? all->items[a] : UINT64_MAX;
+        if (x < index->count && index->items[x] < h) {
+            h = index->items[x];
+        }
+        size_t in_all = 0;
+        size_t in_after = 0;
+        bool in_index = false;
+        for (; a < all->count && all->items[a] == h; a++) {
+            in_all++;
+        }
+        for (; f < after->count && after->items[f] < h; f++) {
+        }
+        for (; f < after->count && after->items[f] == h; f++) {
+            in_after++;
+        }
+        for (; x < index->count && index->items[x] == h; x++) {
+            in_index = true;
+        }
+        c->distinct += in_index;
+        c->missing += in_all > in_after && !in_index;
+        c->foreign += in_index && in_all == 0;
+    }
+}
+
+static int fsck_gsi_pass(struct fsck_gsi_compare *c)
+{
+    c->all.count = 0;
+    c->after.count = 0;
+    c->index.count = 0;
+    int rc = storage_partition_visit(c->st, fsck_gsi_partition, c);
+    if (rc != 0 || c->problem[0] != '\0') {
+        return rc;
+    }
+    rc = gsi_check_entries(c->gsi_dir, c->committed_bytes, fsck_gsi_entry, c);
+    if (rc != 0) {
+        return rc;
+    }
+    fsck_gsi_hashes_sort(&c->all);
+    fsck_gsi_hashes_sort(&c->after);
+    fsck_gsi_hashes_sort(&c->index);
+    fsck_gsi_pass_compare(c);
+    return 0;
+}
+
+/* ---- the check ------------------------------------------------------------------------------- */
+
+static void fsck_gsi_damage(struct cli_fsck_gsi_report *out, const char *fmt, ...) DS_PRINTF(2, 3);
+
+static void fsck_gsi_damage(struct cli_fsck_gsi_report *out, const char *fmt, ...)
+{
+    out->damaged = true;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
+    va_end(ap);
+}
+
+/* Step 2 for an index that passed gsi_check. Damage goes to out; a base that cannot be read
+ * (its own damage, which storage's check reports) skips the comparison with a note. */
+static int fsck_gsi_against_base(const char *data_dir, struct fsck_gsi_compare *c,
+                                 uint64_t covered_seq, FILE *report,
+                                 struct cli_fsck_gsi_report *out)
+{
+    int rc = storage_open_reader(data_dir, &c->st);
+    if (rc == 0 && storage_commit_seq(c->st) < covered_seq) {
+        fsck_gsi_damage(out, "%s: covers base commit %" PRIu64 ", the base data only %" PRIu64,
+                        c->gsi_dir, covered_seq, storage_commit_seq(c->st));
+        return 0;
+    }
+    rc = rc == 0 ? storage_partition_visit(c->st, fsck_gsi_base_count, c) : rc;
+    rc = rc == 0 ? fsck_gsi_positions_known(c) : rc;
+    uint64_t larger = c->base_events > out->entries ? c->base_events : out->entries;
+    c->passes = larger / FSCK_GSI_HASHES_PER_PASS + 1;
+    for (c->pass = 0; rc == 0 && c->pass < c->passes && c->problem[0] == '\0'; c->pass++) {
+        rc = fsck_gsi_pass(c);
+    }
+    if (rc == -ENOMEM) {
+        return rc;
+    }
+    if (rc == -DS_ECORRUPT && c->st != NULL && c->problem[0] == '\0') {
+        /* gsi_check_entries saw a log that changed since the check, or a base block failed. */
+        if (report != NULL) {
+            fprintf(report, "gsi: %s: not compared with the base data: %s\n", c->gsi_dir,
+                    ds_strerror(rc));
+        }
+        return 0;
+    }
+    if (rc != 0) {
+        if (report != NULL) {
+            fprintf(report, "gsi: %s: not compared with the base data (%s): %s\n", c->gsi_dir,
+                    data_dir, ds_strerror(rc));
+        }
+        return 0;
+    }
+    if (c->problem[0] != '\0') {
+        fsck_gsi_damage(out, "%s: %s", c->gsi_dir, c->problem);
+    } else if (c->missing > 0 || c->foreign > 0) {
+        fsck_gsi_damage(out,
+                        "%s: disagrees with the base data up to commit %" PRIu64 ": %" PRIu64
+                        " events missing from the index, %" PRIu64 " entries not in the base",
+                        c->gsi_dir, covered_seq, c->missing, c->foreign);
+    }
+    out->entries = c->distinct;
+    return 0;
+}
+
+/* Both steps into out (present, damaged, reason, entries, covered_seq); *slots_log2 is the
+ * table size of the index's log (0 when it has none), for a rebuild to keep. */
+static int fsck_gsi_verify(const char *data_dir, const char *gsi_dir, FILE *report,
+                           struct cli_fsck_gsi_report *out, uint32_t *slots_log2)
+{
+    uint8_t *cursor = malloc(GSI_CURSOR_BYTES_MAX);
+    if (cursor == NULL) {
+        return -ENOMEM;
+    }
+    struct gsi_check_report check;
+    int rc = gsi_check(gsi_dir, cursor, GSI_CURSOR_BYTES_MAX, &check);
+    *slots_log2 = rc == 0 ? check.slots_log2 : 0;
+    out->present = check.present;
+    out->damaged = false;
+    out->reason[0] = '\0';
+    out->entries = check.entries;
+    out->covered_seq = 0;
+    struct fsck_gsi_compare c = {.gsi_dir = gsi_dir, .committed_bytes = check.committed_bytes};
+    if (rc == 0 && check.damaged) {
+        fsck_gsi_damage(out, "%s", check.reason);
+    } else if (rc == 0 && check.present) {
+        rc = fsck_gsi_cursor_decode(cursor, check.cursor_len, &c, &out->covered_seq);
+        if (rc == -DS_ECORRUPT) {
+            fsck_gsi_damage(out, "%s/log: the builder's cursor does not decode", gsi_dir);
+            rc = 0;
+        } else if (rc == 0) {
+            rc = fsck_gsi_against_base(data_dir, &c, out->covered_seq, report, out);
+        }
+    }
+    if (rc == 0 && report != NULL && check.present && !out->damaged) {
+        fprintf(report,
+                "gsi: %s: clean: %" PRIu64 " entries up to base commit %" PRIu64 " (%" PRIu64
+                " applies, %" PRIu64 " bytes of log, %" PRIu64 " bytes of torn tail)\n",
+                gsi_dir, out->entries, out->covered_seq, check.applies, check.log_bytes,
+                check.tail_bytes);
+    }
+    storage_close(c.st);
+    free(c.positions);
+    free(c.all.items);
+    free(c.after.items);
+    free(c.index.items);
+    free(cursor);
+    return rc;
+}
+
+int cli_fsck_gsi(const char *data_dir, bool repair, bool base_changed, FILE *report,
+                 struct cli_fsck_gsi_report *out)
+{
+    ASSERT(data_dir != NULL);
+    struct cli_fsck_gsi_report local;
+    out = out != NULL ? out : &local;
+    memset(out, 0, sizeof(*out));
+    char gsi_dir[DS_PATH_MAX];
+    query_gsi_dir(data_dir, gsi_dir);
+    uint32_t slots_log2 = 0;
+    int rc = fsck_gsi_verify(data_dir, gsi_dir, report, out, &slots_log2);
+    if (rc != 0) {
+        return rc;
+    }
+    if (!out->present) {
+        if (report != NULL) {
+            fprintf(report, "gsi: %s: no index (nothing to check)\n", gsi_dir);
+        }
+        return 0;
+    }
+    if (out->damaged && report != NULL) {
+        fprintf(report, "gsi: %s: damaged: %s\n", gsi_dir, out->reason);
+    }
+    if (!repair || (!out->damaged && !base_changed)) {
+        return out->damaged ? 1 : 0;
+    }
+    struct cli_gsi_rebuilt rebuilt;
+    if (cli_gsi_rebuild("fsck", data_dir, slots_log2, &rebuilt) != CLI_OK) {
+        return out->damaged ? 1 : 0; /* the rebuild printed why; a clean index stays */
+    }
+    out->rebuilt = true;
+    struct cli_fsck_gsi_report after;
+    memset(&after, 0, sizeof(after));
+    rc = fsck_gsi_verify(data_dir, gsi_dir, NULL, &after, &slots_log2);
+    if (rc != 0) {
+        return rc;
+    }
+    out->entries = after.entries;
+    out->covered_seq = after.covered_seq;
+    if (report != NULL) {
+        fprintf(report, "gsi: %s: rebuilt from %" PRIu64 " base events: %s\n", gsi_dir,
+                rebuilt.events, after.damaged ? after.reason : "clean");
+    }
+    if (after.damaged) {
+        fsck_gsi_damage(out, "after the rebuild: %.200s", after.reason);
+        return 1;
+    }
+    return 0;
+}

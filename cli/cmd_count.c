@@ -35,6 +35,11 @@ const char cmd_count_usage[] =
     "  --data DIR     the data directory to read (read-only; a live writer may be using it)\n"
     "  --server URL   ask a running query service instead (e.g. http://127.0.0.1:8080)\n"
     "  --http-token T bearer token for --server (or DAYSHARD_HTTP_TOKEN)\n"
+    "  --consistent   with --server: include every event acknowledged when asked; a node\n"
+    "                 (run --http) waits until it stored every event its topic had\n"
+    "                 acknowledged on its partitions, `serve` answers what was durable\n"
+    "  --timeout-ms N with --consistent: wait at most N ms (1..60000, default 2000), then\n"
+    "                 fail naming the partitions still missing\n"
     "  --help         this text\n";
 
 struct count_args {
@@ -42,6 +47,8 @@ struct count_args {
     const char *server;
     const char *token;
     bool json;
+    bool consistent;
+    uint64_t timeout_ms; /* 0: the service's default */
     struct query_count_request req;
 };
 
@@ -62,6 +69,7 @@ static int parse_value(int c, const char *value, struct count_args *a, bool *hav
     case 'd': a->data = value; return 0;
     case 'S': a->server = value; return 0;
     case 'T': a->token = value; return 0;
+    case 'W': return cli_parse_u64(value, 1, QUERY_CONSISTENT_TIMEOUT_MS_MAX, &a->timeout_ms);
     }
     return -DS_EUSAGE;
 }
@@ -73,6 +81,7 @@ static int parse_args(int argc, char **argv, struct count_args *a)
         {"status", required_argument, NULL, 's'}, {"by", required_argument, NULL, 'b'},
         {"json", no_argument, NULL, 'j'},         {"data", required_argument, NULL, 'd'},
         {"server", required_argument, NULL, 'S'}, {"http-token", required_argument, NULL, 'T'},
+        {"consistent", no_argument, NULL, 'K'},   {"timeout-ms", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof(*a));
     a->req.day_first = -1;
@@ -85,8 +94,9 @@ static int parse_args(int argc, char **argv, struct count_args *a)
         if (c == 'h') {
             return -1;
         }
-        if (c == 'j') {
-            a->json = true;
+        if (c == 'j' || c == 'K') {
+            a->json = a->json || c == 'j';
+            a->consistent = a->consistent || c == 'K';
             continue;
         }
         if (c == '?' || c == ':') {
@@ -113,11 +123,32 @@ static int parse_args(int argc, char **argv, struct count_args *a)
     if ((a->data == NULL) == (a->server == NULL)) {
         return cli_error("count", CLI_USAGE, "give exactly one of --data DIR or --server URL");
     }
+    if ((a->consistent || a->timeout_ms != 0) && a->server == NULL) {
+        return cli_error("count", CLI_USAGE,
+                         "--consistent and --timeout-ms need --server (--data reads every commit)");
+    }
+    if (a->timeout_ms != 0 && !a->consistent) {
+        return cli_error("count", CLI_USAGE, "--timeout-ms bounds --consistent: give both");
+    }
     return 0;
+}
+
+/* A count that touched damaged blocks says so on stderr (the JSON document carries
+ * damaged_blocks itself): never a silent number. */
+static void warn_damaged(const char *where, uint64_t damaged_blocks)
+{
+    if (damaged_blocks > 0) {
+        fprintf(stderr,
+                "dayshard count: warning: %s: the count touches %" PRIu64
+                " damaged block%s whose records cannot be read; run `dayshard fsck --data DIR "
+                "--repair` to quarantine them\n",
+                where, damaged_blocks, damaged_blocks == 1 ? "" : "s");
+    }
 }
 
 static int print_result(const struct count_args *a, const struct query_count_result *res)
 {
+    warn_damaged(a->data, res->damaged_blocks);
     if (!a->json) {
         query_count_table(&a->req, res, stdout);
         return CLI_OK;
@@ -200,6 +231,7 @@ static int parse_count_document(const char *body, size_t len, enum query_group b
                                                       : -DS_ECORRUPT;
     res->count = (uint64_t)json_integer_value(count);
     res->partitions = (uint32_t)json_integer_value(json_object_get(doc, "partitions"));
+    res->damaged_blocks = (uint64_t)json_integer_value(json_object_get(doc, "damaged_blocks"));
     size_t n = json_array_size(groups);
     if (rc == 0 && n > 0) {
         res->groups = calloc(n, sizeof(*res->groups));
@@ -228,8 +260,16 @@ static int count_server(const struct count_args *a)
         raw[a->req.status_len] = '\0';
         cli_url_escape(raw, status, sizeof(status));
     }
-    snprintf(path, sizeof(path), "/v1/count?day=%s&to=%s%s%s%s", first, last,
-             a->req.has_status ? "&status=" : "", status, by_names[a->req.by]);
+    char consistent[48] = "";
+    if (a->consistent) {
+        snprintf(consistent, sizeof(consistent), "&consistent=true");
+    }
+    if (a->timeout_ms != 0) {
+        snprintf(consistent, sizeof(consistent), "&consistent=true&timeout_ms=%u",
+                 (unsigned)a->timeout_ms);
+    }
+    snprintf(path, sizeof(path), "/v1/count?day=%s&to=%s%s%s%s%s", first, last,
+             a->req.has_status ? "&status=" : "", status, by_names[a->req.by], consistent);
     struct cli_http_answer ans;
     int rc = cli_http_get(a->server, path, a->token, &ans);
     int exit_code = CLI_OK;
@@ -243,6 +283,7 @@ static int count_server(const struct count_args *a)
     } else if (parse_count_document(ans.body, ans.body_len, a->req.by, &res) != 0) {
         exit_code = cli_error("count", CLI_FAIL, "%s: not a count document", a->server);
     } else {
+        warn_damaged(a->server, res.damaged_blocks);
         query_count_table(&a->req, &res, stdout);
     }
     query_count_result_deinit(&res);

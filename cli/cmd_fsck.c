@@ -1,28 +1,101 @@
 /*
- * `dayshard fsck --data DIR [--repair]`: verify every committed block (checksums, decompression,
- * aggregates) and report bytes no commit reached; --repair cuts those. Exit 1 while damage
- * remains.
+ * `dayshard fsck --data DIR [--repair] [--json]`: verify every committed block (checksums,
+ * decompression, aggregates), the manifest, what lies past committed ends, and the
+ * by-customer index; --repair quarantines damaged committed blocks (storage_fsck), cuts what
+ * no commit reached, and rebuilds the index when it is damaged or the base data changed.
+ * Exit 0 clean, 1 damage found or left (or fsck could not run), 2 usage.
  */
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
+#include "query/query.h"
 #include "storage/storage.h"
 
 const char cmd_fsck_usage[] =
     "usage: dayshard fsck --data DIR [--repair] [--json]\n"
     "\n"
-    "Verifies every committed block of DIR: header and payload CRC32C, decompression, and that\n"
-    "the events add up to the aggregates in the block header. Reports torn tails and segments\n"
-    "that no commit reached. With --repair (which needs the writer lock: stop the writer\n"
-    "first), cuts those; damaged committed blocks are reported, never deleted.\n"
-    "Exit status: 0 clean, 1 damage remains, 2 usage error.\n"
+    "Verifies every committed block of DIR (header and payload CRC32C, decompression, and that\n"
+    "the events add up to the aggregates in the block header), the MANIFEST, the bytes past\n"
+    "every committed end, and the by-customer index against the base data.\n"
+    "\n"
+    "--repair (takes the writer lock: stop the writer first) never deletes acknowledged data:\n"
+    "  - each damaged committed block (a block whose header is unreadable: the range up to\n"
+    "    the next intact block header) is copied to DIR/quarantine/ as <name>.bin with a\n"
+    "    <name>.json record (partition, segment, offset, length, events or null, source\n"
+    "    partition and offset range, reason), synced, then taken out of the store by one new\n"
+    "    MANIFEST that skips it; counts drop by exactly the quarantined events;\n"
+    "  - bytes past a committed end and segments no commit reached are cut; when they hold\n"
+    "    CRC-valid blocks (possibly acknowledged by a damaged MANIFEST record) those are\n"
+    "    copied to DIR/quarantine/ first, with their events;\n"
+    "  - a MANIFEST damaged before its tail keeps its valid prefix (the damaged file is\n"
+    "    copied to DIR/quarantine/); what later records covered is quarantined as above;\n"
+    "  - the by-customer index is rebuilt when damaged or when blocks were quarantined.\n"
+    "The source offsets in each record say which events to feed again.\n"
+    "\n"
+    "Exit status: 0 clean (after repair), 1 damage found or left, or fsck could not run,\n"
+    "2 usage error.\n"
     "\n"
     "options:\n"
     "  --data DIR   the data directory\n"
-    "  --repair     cut torn tails and remove uncommitted segments\n"
-    "  --json       print the report as JSON\n"
+    "  --repair     quarantine damaged blocks, cut torn tails, remove uncommitted segments,\n"
+    "               rebuild a damaged index\n"
+    "  --json       print one JSON object: {\"ok\":bool,\"damaged_blocks\":N,\n"
+    "               \"quarantined_blocks\":N,\"quarantined_events\":N,...,\"index\":{...}}\n"
     "  --help       this text\n";
+
+static void print_index_json(const struct cli_fsck_gsi_report *g)
+{
+    char reason[6 * sizeof(g->reason) + 3];
+    size_t len = strnlen(g->reason, sizeof(g->reason));
+    if (query_json_string(g->reason, len, reason, sizeof(reason)) < 0) {
+        snprintf(reason, sizeof(reason), "\"\"");
+    }
+    printf(",\"index\":{\"present\":%s,\"damaged\":%s,\"rebuilt\":%s,\"entries\":%" PRIu64
+           ",\"covered_seq\":%" PRIu64 ",\"reason\":%s}",
+           g->present ? "true" : "false", g->damaged ? "true" : "false",
+           g->rebuilt ? "true" : "false", g->entries, g->covered_seq, reason);
+}
+
+static void print_json(const struct storage_fsck_report *r, bool ok,
+                       const struct cli_fsck_gsi_report *g)
+{
+    printf("{\"ok\":%s,\"status\":\"%s\",\"damaged_blocks\":%" PRIu64
+           ",\"quarantined_blocks\":%" PRIu64 ",\"quarantined_events\":%" PRIu64
+           ",\"quarantined_bytes\":%" PRIu64 ",\"events_unknown_ranges\":%" PRIu64
+           ",\"quarantined_total\":%" PRIu64 ",\"manifest_damaged\":%s,\"partitions\":%" PRIu64
+           ",\"segments\":%" PRIu64 ",\"blocks_ok\":%" PRIu64 ",\"events_ok\":%" PRIu64
+           ",\"blocks_bad\":%" PRIu64 ",\"torn_bytes\":%" PRIu64 ",\"orphan_segments\":%" PRIu64
+           ",\"repaired\":%" PRIu64,
+           ok ? "true" : "false", ok ? "clean" : "damaged", r->blocks_bad, r->quarantined_blocks,
+           r->quarantined_events, r->quarantined_bytes, r->events_unknown_ranges,
+           r->quarantined_total, r->manifest_damaged ? "true" : "false", r->partitions, r->segments,
+           r->blocks_ok, r->events_ok, r->blocks_bad, r->torn_bytes, r->orphan_segments,
+           r->repaired);
+    if (g != NULL) {
+        print_index_json(g);
+    }
+    printf("}\n");
+}
+
+static void print_text(const char *data, const struct storage_fsck_report *r, bool ok)
+{
+    printf("%s: %s: %" PRIu64 " partitions, %" PRIu64 " segments, %" PRIu64 " blocks (%" PRIu64
+           " events) ok, %" PRIu64 " damaged blocks, %" PRIu64 " torn bytes, %" PRIu64
+           " orphan segments%s%s\n",
+           data, ok ? "clean" : "damaged", r->partitions, r->segments, r->blocks_ok, r->events_ok,
+           r->blocks_bad, r->torn_bytes, r->orphan_segments,
+           r->manifest_damaged ? ", MANIFEST damaged" : "",
+           r->repaired > 0 ? " (after repair)" : "");
+    if (r->quarantined_blocks > 0 || r->events_unknown_ranges > 0) {
+        printf("%s: repair quarantined %" PRIu64 " blocks, %" PRIu64 " events (%" PRIu64
+               " ranges of unknown events), %" PRIu64 " bytes: see %s/quarantine/\n",
+               data, r->quarantined_blocks, r->quarantined_events, r->events_unknown_ranges,
+               r->quarantined_bytes, data);
+    }
+}
 
 int cmd_fsck(int argc, char **argv)
 {
@@ -51,30 +124,29 @@ int cmd_fsck(int argc, char **argv)
         return cli_error("fsck", CLI_USAGE,
                          data == NULL ? "--data DIR is required" : "unexpected argument");
     }
-    if (json) {
-        opts.report_file = stderr;
-    }
+    FILE *report = json ? stderr : stdout;
+    opts.report_file = report;
     struct storage_fsck_report r = {0};
     int rc = storage_fsck(data, &opts, &r);
     if (rc < 0) {
+        if (json) {
+            printf("{\"ok\":false,\"error\":\"%s\"}\n", ds_strerror(rc));
+        }
         return cli_error("fsck", CLI_FAIL, "%s: %s", data, ds_strerror(rc));
     }
-    const char *verdict = rc == 0 ? "clean" : "damaged";
-    if (json) {
-        printf("{\"status\":\"%s\",\"partitions\":%llu,\"segments\":%llu,\"blocks_ok\":%llu,"
-               "\"events_ok\":%llu,\"blocks_bad\":%llu,\"torn_bytes\":%llu,"
-               "\"orphan_segments\":%llu,\"repaired\":%llu}\n",
-               verdict, (unsigned long long)r.partitions, (unsigned long long)r.segments,
-               (unsigned long long)r.blocks_ok, (unsigned long long)r.events_ok,
-               (unsigned long long)r.blocks_bad, (unsigned long long)r.torn_bytes,
-               (unsigned long long)r.orphan_segments, (unsigned long long)r.repaired);
-    } else {
-        printf("%s: %s: %llu partitions, %llu segments, %llu blocks (%llu events) ok, "
-               "%llu bad blocks, %llu torn bytes, %llu orphan segments%s\n",
-               data, verdict, (unsigned long long)r.partitions, (unsigned long long)r.segments,
-               (unsigned long long)r.blocks_ok, (unsigned long long)r.events_ok,
-               (unsigned long long)r.blocks_bad, (unsigned long long)r.torn_bytes,
-               (unsigned long long)r.orphan_segments, r.repaired > 0 ? " (after repair)" : "");
+    /* The index after the base data: a repair that quarantined blocks changed what the index
+     * must hold, and the rebuild needs the writer lock storage_fsck has released. */
+    struct cli_fsck_gsi_report g = {0};
+    int gsi_rc = cli_fsck_gsi(data, opts.repair,
+                              r.quarantined_blocks > 0 || r.events_unknown_ranges > 0, report, &g);
+    if (gsi_rc < 0) {
+        (void)cli_error("fsck", CLI_FAIL, "%s: index check failed: %s", data, ds_strerror(gsi_rc));
     }
-    return rc == 0 ? CLI_OK : CLI_FAIL;
+    bool ok = rc == 0 && gsi_rc == 0;
+    if (json) {
+        print_json(&r, ok, gsi_rc >= 0 ? &g : NULL);
+    } else {
+        print_text(data, &r, rc == 0);
+    }
+    return ok ? CLI_OK : CLI_FAIL;
 }

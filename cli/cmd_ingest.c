@@ -31,6 +31,10 @@ const char cmd_ingest_usage[] =
     "sync\n"
     "  --commit-interval-ms N  group commit at least every N ms (default 200)\n"
     "  --zstd-level N          block compression level 1..19 (default 1)\n"
+    "  --resume                skip the lines of this input that DIR already holds (the line\n"
+    "                          numbers its last commit recorded): re-run the same input after a\n"
+    "                          failed run (a full disk: exit 1, nothing after the last commit\n"
+    "                          kept) and every line is stored exactly once\n"
     "  --help                  this text\n";
 
 struct ingest_args {
@@ -41,6 +45,7 @@ struct ingest_args {
     enum storage_io_mode io_mode;
     uint64_t commit_interval_ms;
     uint64_t zstd_level;
+    bool resume;
 };
 
 static int parse_args(int argc, char **argv, struct ingest_args *a)
@@ -51,6 +56,7 @@ static int parse_args(int argc, char **argv, struct ingest_args *a)
                                             {"io", required_argument, NULL, 'i'},
                                             {"commit-interval-ms", required_argument, NULL, 'c'},
                                             {"zstd-level", required_argument, NULL, 'z'},
+                                            {"resume", no_argument, NULL, 'r'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     *a = (struct ingest_args){
@@ -64,6 +70,7 @@ static int parse_args(int argc, char **argv, struct ingest_args *a)
         case 'd': a->data = optarg; break;
         case 's': rc = cli_parse_u64(optarg, 1, SHARD_COUNT_MAX, &a->shards); break;
         case 'j': a->json = true; break;
+        case 'r': a->resume = true; break;
         case 'i': rc = storage_io_mode_parse(optarg, &a->io_mode); break;
         case 'c': rc = cli_parse_u64(optarg, 1, 60000, &a->commit_interval_ms); break;
         case 'z': rc = cli_parse_u64(optarg, 1, 19, &a->zstd_level); break;
@@ -132,6 +139,12 @@ static int run(const struct ingest_args *a, int fd)
     icfg.deadletter_path = deadletters;
     icfg.source_name = a->input;
     icfg.commit_interval_ms = (uint32_t)a->commit_interval_ms;
+    icfg.resume = a->resume;
+    int64_t first_line = storage_source_next(st, DS_SOURCE_FILE);
+    if (a->resume && first_line > 1) {
+        fprintf(stderr, "dayshard ingest: resuming at line %lld (the lines before it are in %s)\n",
+                (long long)first_line, a->data);
+    }
     struct ingest_stats stats;
     rc = ingest_file_run(&icfg, fd, &stats);
     if (rc == 0) {
@@ -144,8 +157,17 @@ static int run(const struct ingest_args *a, int fd)
     shard_map_close(map);
     storage_close(st);
     if (rc != 0) {
-        return cli_error("ingest", CLI_FAIL, "%s (durable before the failure: %llu events)",
-                         ds_strerror(rc), (unsigned long long)stats.accepted);
+        /* A failed commit (a full disk) leaves blocks past the committed ends. Opening the
+         * directory again runs recovery, which cuts them now: the space they took is free and
+         * fsck reads the directory clean. Truncation needs no free space; if this open fails
+         * too, the next writer's recovery does the same. */
+        if (storage_open(&cfg, &st) == 0) {
+            storage_close(st);
+        }
+        return cli_error("ingest", CLI_FAIL,
+                         "%s: %s (durable before the failure: %llu events; after fixing the cause, "
+                         "run the same input again with --resume to store the rest exactly once)",
+                         a->data, ds_strerror(rc), (unsigned long long)stats.accepted);
     }
     return CLI_OK;
 }

@@ -25,6 +25,7 @@ struct pipeline {
     const struct ingest_file_config *cfg;
     struct ingest_stats *stats;
     struct stage stage;
+    int64_t first_line; /* lines numbered below it are durable already (cfg->resume) */
 };
 
 void ingest_file_config_defaults(struct ingest_file_config *cfg)
@@ -45,9 +46,8 @@ int ingest_route(struct shard_map *map, const struct ds_event *event, int32_t *d
         return shards;
     }
     if (shard_map_dirty(map)) {
-        int rc = shard_map_sync(map);
+        int rc = shard_map_sync(map); /* logs its failure, with the map's path */
         if (rc != 0) {
-            ds_log_error("shard map sync failed: %s", ds_strerror(rc));
             return rc;
         }
     }
@@ -68,6 +68,9 @@ static bool blank(const char *s, size_t len)
 static int process_line(struct pipeline *pl, const char *line, size_t len, int64_t number)
 {
     pl->stats->lines++;
+    if (number < pl->first_line) {
+        return 0; /* durable from an earlier run (resume) */
+    }
     if (blank(line, len)) {
         pl->stats->blank++;
         return 0;
@@ -126,7 +129,9 @@ static int read_lines(struct pipeline *pl, int fd, char *buf)
         }
         memmove(buf, buf + start, used - start);
         used -= start;
-        if (rc == 0 && used > INGEST_EVENT_BYTES_MAX && !skipping) {
+        if (rc == 0 && used > INGEST_EVENT_BYTES_MAX && !skipping && number + 1 < pl->first_line) {
+            skipping = true; /* an over-long line an earlier run dead-lettered already */
+        } else if (rc == 0 && used > INGEST_EVENT_BYTES_MAX && !skipping) {
             struct ds_source source = {.partition = DS_SOURCE_FILE, .offset = number + 1};
             struct ingest_error error = {.reason = INGEST_TOO_LARGE,
                                          .byte_offset = INGEST_EVENT_BYTES_MAX};
@@ -154,6 +159,7 @@ int ingest_file_run(const struct ingest_file_config *cfg, int fd, struct ingest_
     }
     pl->cfg = cfg;
     pl->stats = stats;
+    pl->first_line = cfg->resume ? storage_source_next(cfg->storage, DS_SOURCE_FILE) : -1;
     struct stage_config scfg = {.storage = cfg->storage,
                                 .deadletter_path = cfg->deadletter_path,
                                 .source_name = cfg->source_name,

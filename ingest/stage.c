@@ -227,6 +227,11 @@ static void *writer_main(void *arg)
                 rc = writer_commit(s, pending);
                 pending = 0;
                 last_commit_ns = ds_clock_ns();
+                if (rc != 0) {
+                    /* Published at once: with no batch coming (a paused consumer) it would
+                     * otherwise never reach the source thread, which would wait forever. */
+                    atomic_store(&s->error, rc);
+                }
             }
             pause_briefly(&wait_ns);
             continue;

@@ -53,6 +53,7 @@ static void add_partition(const struct query_count_request *req, int32_t day, ui
     res->amount_units += t->amount_units;
     res->blocks += t->blocks;
     res->bytes += t->bytes;
+    res->damaged_blocks += t->damaged_blocks;
     res->partitions++;
     if (req->by == QUERY_GROUP_SHARD) {
         res->groups[res->group_count++] = (struct query_group_row){

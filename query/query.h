@@ -63,6 +63,9 @@ struct query_count_result {
     uint32_t partitions; /* partitions the fan-out covered */
     uint64_t blocks;
     uint64_t bytes;
+    /* Damaged blocks in the partitions read (storage_partition_total.damaged_blocks): non-zero
+     * means the count is not backed by readable records until `dayshard fsck --repair`. */
+    uint64_t damaged_blocks;
     size_t group_count;
     struct query_group_row *groups; /* owned; query_count_result_deinit frees it */
 };
@@ -286,6 +289,32 @@ DS_MUST_USE int query_gsi_orders(struct gsi *gsi, const struct ds_id *customer, 
 /* Consumer lag (messages) within which a node is ready. */
 #define QUERY_HTTP_READY_LAG_DEFAULT 100000
 
+/* consistent=true (DESIGN.md section 5): a node's answer includes every event its topic had
+ * acknowledged, on the partitions the node is assigned, when the request arrived; `serve` (no
+ * node) answers with everything durable when the request arrived. timeout_ms bounds the wait:
+ * 2 s by default (a read-your-writes client retries sooner than it gives up), at most a minute
+ * (longer than any proxy in front keeps a request open, and a waiting request holds one of
+ * the service's few worker threads). */
+#define QUERY_CONSISTENT_TIMEOUT_MS_DEFAULT 2000u
+#define QUERY_CONSISTENT_TIMEOUT_MS_MAX 60000u
+
+/* One Kafka partition a consistent read waits for. */
+struct query_position {
+    int32_t partition;
+    int64_t high_watermark; /* the next offset the broker will write, asked after arrival */
+    int64_t stored_from;    /* below it this node does not store the partition (another
+                             * member's data, or gone from the log): nothing to wait for */
+};
+/* A node's positions for consistent=true (any service thread): fills out with one entry per
+ * partition the node is assigned now, asking the broker within timeout_ms, and *generation
+ * with the assignment's generation. Returns the count (0: no partition assigned), -ENOSPC
+ * (more than cap), -EAGAIN (the node is not consuming: starting, joining its group,
+ * rebalancing or stopping), -ETIMEDOUT (the broker did not answer in time), or -DS_EKAFKA. */
+typedef int (*query_positions_fn)(void *user, struct query_position *out, size_t cap,
+                                  uint32_t timeout_ms, uint64_t *generation);
+/* The node's current assignment generation (cheap): a change means a rebalance. */
+typedef uint64_t (*query_generation_fn)(void *user);
+
 struct query_http_config {
     const char *data_dir;           /* read-only; copied */
     const char *listen;             /* "HOST:PORT" (port 0: any), NULL for the default; copied */
@@ -300,7 +329,11 @@ struct query_http_config {
     struct query_metrics *metrics;  /* a node's live figures (retained until stop), or NULL */
     struct query_gsi *gsi;          /* a node's GSI builder (retained until stop): serves
                                      * /v1/customers/{id}/orders; NULL answers it with 501 */
-    uint32_t consistent_timeout_ms; /* consistent=true waits at most this; 0: 5000 */
+    uint32_t consistent_timeout_ms; /* consistent=true without timeout_ms waits at most this;
+                                     * 0: QUERY_CONSISTENT_TIMEOUT_MS_DEFAULT */
+    query_positions_fn positions;   /* a node's (run --http), or NULL (serve): see above */
+    query_generation_fn positions_generation; /* with positions */
+    void *positions_user;                     /* retained until stop */
 };
 
 struct query_http;

@@ -106,8 +106,8 @@ int64_t query_count_json(const struct query_count_request *req,
     }
     text_put(&b,
              ",\"count\":%" PRIu64 ",\"amount_sum\":\"%s\",\"partitions\":%u,\"blocks\":%" PRIu64
-             ",\"bytes\":%" PRIu64,
-             res->count, amount, res->partitions, res->blocks, res->bytes);
+             ",\"bytes\":%" PRIu64 ",\"damaged_blocks\":%" PRIu64,
+             res->count, amount, res->partitions, res->blocks, res->bytes, res->damaged_blocks);
     if (req->by != QUERY_GROUP_NONE) {
         text_put(&b, ",\"by\":\"%s\",\"groups\":[", group_name(req->by));
         for (size_t i = 0; i < res->group_count; i++) {

@@ -31,6 +31,11 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "on-disk structs are li
 #define BLOCK_VERSION 1u
 #define MANIFEST_MAGIC 0x464D5344u                /* "DSMF" (a record) */
 #define MANIFEST_FILE_MAGIC 0x3146494E414D5344ull /* "DSMANIF1" */
+/* Format 2 = format 1 plus MANIFEST_QUARANTINE records. A writer starts a file with it only when
+ * the store has quarantined ranges, so a store never repaired stays readable by format-1
+ * binaries; those refuse a format-2 file as "another format version" (-DS_EFORMAT) instead of
+ * reading quarantined bytes as blocks or cutting the record as a torn tail. */
+#define MANIFEST_FILE_MAGIC_V2 0x3246494E414D5344ull /* "DSMANIF2" */
 
 struct segment_header {
     uint64_t magic;
@@ -197,24 +202,42 @@ struct manifest_source {
 };
 static_assert(sizeof(struct manifest_source) == 16, "manifest source entry is 16 bytes");
 
+/* A committed range that fsck --repair took out of the store (its bytes and a JSON record are
+ * in DIR/quarantine/): readers pass over [offset, offset + length) of the segment as if it were
+ * not there. Ranges start where a reader walking the segment arrives (a block start). */
+struct manifest_skip {
+    int32_t day;
+    uint32_t shard;
+    uint32_t segment_id;
+    uint32_t flags; /* MANIFEST_SKIP_EVENTS_KNOWN */
+    uint64_t offset;
+    uint64_t length;
+    uint64_t events; /* events of the range, when known (the block header was readable) */
+};
+static_assert(sizeof(struct manifest_skip) == 40, "manifest skip entry is 40 bytes");
+#define MANIFEST_SKIP_EVENTS_KNOWN 1u
+
 struct manifest_record_header {
     uint32_t magic;
     uint32_t body_bytes;
     uint32_t body_crc;
-    uint32_t kind; /* MANIFEST_DELTA or MANIFEST_SNAPSHOT */
+    uint32_t kind; /* MANIFEST_DELTA, MANIFEST_SNAPSHOT or MANIFEST_QUARANTINE */
     uint64_t seq;
-    uint32_t part_count;
+    uint32_t part_count; /* for MANIFEST_QUARANTINE: manifest_skip entries */
     uint32_t source_count;
 };
 static_assert(sizeof(struct manifest_record_header) == 32, "manifest record header");
 #define MANIFEST_DELTA 1u
 #define MANIFEST_SNAPSHOT 2u
+/* Adds skip entries (format 2 only); written by repair and after every snapshot of a store
+ * that has any, so a rotated file carries the whole list. */
+#define MANIFEST_QUARANTINE 3u
 /* The manifest is rewritten as one snapshot when it grows past this. */
 #define MANIFEST_BYTES_ROTATE (4u * 1024u * 1024u)
 /* Largest manifest file accepted at open: a rotation's snapshot plus a full log. */
 #define MANIFEST_BYTES_MAX                                                                         \
-    (MANIFEST_BYTES_ROTATE + 64u + (uint64_t)STORAGE_PARTITIONS_MAX * 48u +                        \
-     STORAGE_SOURCES_MAX * 16u)
+    (MANIFEST_BYTES_ROTATE + 96u + (uint64_t)STORAGE_PARTITIONS_MAX * 48u +                        \
+     STORAGE_SOURCES_MAX * 16u + (uint64_t)STORAGE_QUARANTINE_MAX * sizeof(struct manifest_skip))
 
 /* Called for each valid record while replaying; entries point into the replay buffer. */
 struct manifest_replay_fn_args {
@@ -224,6 +247,8 @@ struct manifest_replay_fn_args {
     uint32_t part_count;
     const struct manifest_source *sources;
     uint32_t source_count;
+    const struct manifest_skip *skips; /* MANIFEST_QUARANTINE records */
+    uint32_t skip_count;
 };
 typedef int (*manifest_record_fn)(const struct manifest_replay_fn_args *record, void *user);
 /* Replays buf (a whole manifest file). *valid_end_out gets the end of the last valid record.
@@ -231,10 +256,19 @@ typedef int (*manifest_record_fn)(const struct manifest_replay_fn_args *record, 
  * followed by a valid record means acknowledged commits are damaged: -DS_ECORRUPT. */
 DS_MUST_USE int manifest_replay(const uint8_t *buf, size_t len, manifest_record_fn fn, void *user,
                                 uint64_t *valid_end_out);
+/* For repair: replays the valid prefix of buf, stopping at the first damaged record (or
+ * sequence going backwards) even when valid records follow, and sets *damaged_out when some
+ * did. A damaged file magic is read past (its records may be intact); another format version
+ * is still -DS_EFORMAT. */
+DS_MUST_USE int manifest_replay_prefix(const uint8_t *buf, size_t len, manifest_record_fn fn,
+                                       void *user, uint64_t *valid_end_out, bool *damaged_out);
 /* Encodes a record into dst; returns its length or -ENOSPC. */
 DS_MUST_USE int64_t manifest_encode(uint32_t kind, uint64_t seq, const struct manifest_part *parts,
                                     uint32_t part_count, const struct manifest_source *sources,
                                     uint32_t source_count, uint8_t *dst, size_t dst_capacity);
 size_t manifest_record_bound(uint32_t part_count, uint32_t source_count);
+/* Encodes a MANIFEST_QUARANTINE record of skip_count entries; returns its length or -ENOSPC. */
+DS_MUST_USE int64_t manifest_encode_skips(uint64_t seq, const struct manifest_skip *skips,
+                                          uint32_t skip_count, uint8_t *dst, size_t dst_capacity);
 
 #endif /* DS_STORAGE_FORMAT_H */

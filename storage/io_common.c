@@ -11,8 +11,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,6 +27,36 @@ int io_common_check_range(size_t len, uint64_t offset)
         return -EINVAL;
     }
     return 0;
+}
+
+void io_common_fd_name(int fd, char *dst, size_t cap)
+{
+    ASSERT(dst != NULL && cap > 1);
+    char link[64];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, dst, cap - 1);
+    if (n <= 0) {
+        snprintf(dst, cap, "fd %d", fd);
+        return;
+    }
+    dst[n] = '\0'; /* readlink does not terminate; a longer path is cut, which is fine here */
+}
+
+void io_common_log_failure(const char *name, bool is_sync, size_t len, uint64_t offset, int err,
+                           uint32_t more)
+{
+    ASSERT(name != NULL);
+    ASSERT(err < 0);
+    char also[80] = "";
+    if (more > 0) {
+        snprintf(also, sizeof(also), " (and %u more failed operations in this flush)", more);
+    }
+    if (is_sync) {
+        ds_log_error("%s: fdatasync: %s%s", name, ds_strerror(err), also);
+    } else {
+        ds_log_error("%s: write of %zu bytes at offset %llu: %s%s", name, len,
+                     (unsigned long long)offset, ds_strerror(err), also);
+    }
 }
 
 int io_common_open(struct storage_io *io, const char *path, int flags, mode_t mode)

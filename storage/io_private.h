@@ -10,6 +10,7 @@
 #ifndef DS_STORAGE_IO_PRIVATE_H
 #define DS_STORAGE_IO_PRIVATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -36,6 +37,16 @@ ssize_t io_common_read(struct storage_io *io, int fd, void *buf, size_t len, uin
 DS_MUST_USE int io_common_truncate(struct storage_io *io, int fd, uint64_t len);
 DS_MUST_USE int io_common_size(struct storage_io *io, int fd, uint64_t *len);
 DS_MUST_USE int io_common_rename(struct storage_io *io, const char *from, const char *to);
+
+/* The path of fd as /proc/self/fd resolves it, else "fd N", into dst (cap bytes). Error
+ * paths only: it costs a readlink. */
+void io_common_fd_name(int fd, char *dst, size_t cap);
+/* Logs, at error level, a failed write or sync of the file name (io_common_fd_name) with its
+ * cause: "PATH: write of LEN bytes at offset OFF: No space left on device". more counts further
+ * failures of the same flush, folded into this one line so that a full disk reads as one
+ * message and not one per open segment. */
+void io_common_log_failure(const char *name, bool is_sync, size_t len, uint64_t offset, int err,
+                           uint32_t more);
 
 /* -EINVAL when [offset, offset + len) does not fit in off_t, else 0. Checked when a write is
  * queued, so a bad range fails at once and not at flush. */

@@ -7,7 +7,8 @@
  * or sync failed has its later writes and syncs skipped until that flush, so a sync never runs
  * (and never "succeeds") after a failed write of the same file.
  *
- * Invariants: err is the first error since the last flush or 0; an fd is in failed_fds only while
+ * Invariants: err is the first error since the last flush or 0 (logged by that flush, with the
+ * path of its file and the count of failures after it); an fd is in failed_fds only while
  * an error of it is pending; a closed fd leaves failed_fds (its number may be reused at once).
  *
  * Rejected: deferring the pwrites to flush so that the two backends also match in timing. It
@@ -33,6 +34,13 @@ struct io_sync {
     bool failed_overflow;   /* more failed fds than failed_fds holds: skip every op */
     uint32_t failed_count;
     int failed_fds[IO_SYNC_FAILED_FDS_MAX];
+    /* The first failure since the last flush, logged by flush (with how many followed it) so
+     * that a full disk is one line and not one per file: */
+    uint32_t failed_ops; /* failures since the last flush, the first included */
+    bool err_sync;
+    size_t err_len;
+    uint64_t err_offset;
+    char err_name[DS_PATH_MAX]; /* resolved at once: the fd may be closed before flush */
 };
 
 static const struct storage_io_ops io_sync_ops;
@@ -57,12 +65,18 @@ static bool io_sync_failed(const struct io_sync *s, int fd)
     return false;
 }
 
-static void io_sync_fail(struct io_sync *s, int fd, int err)
+static void io_sync_fail(struct io_sync *s, int fd, int err, bool is_sync, size_t len,
+                         uint64_t offset)
 {
     ASSERT(err < 0);
     ASSERT(!io_sync_failed(s, fd));
+    s->failed_ops++;
     if (s->err == 0) {
         s->err = err;
+        s->err_sync = is_sync;
+        s->err_len = len;
+        s->err_offset = offset;
+        io_common_fd_name(fd, s->err_name, sizeof(s->err_name));
     }
     if (s->failed_count == IO_SYNC_FAILED_FDS_MAX) {
         s->failed_overflow = true;
@@ -84,11 +98,11 @@ static int io_sync_write(struct storage_io *io, int fd, const void *buf, size_t 
     if (io_sync_failed(s, fd)) {
         return 0; /* cancelled, as the rest of a broken io_uring chain */
     }
+    /* ds_pwrite_full retries a short write for the rest, so a full disk answers with the
+     * kernel's -ENOSPC (or -EDQUOT, -EFBIG) rather than a short count read as -EIO. */
     rc = ds_pwrite_full(fd, buf, len, offset);
     if (rc != 0) {
-        ds_log_error("write fd=%d offset=%llu len=%zu: %s", fd, (unsigned long long)offset, len,
-                     ds_strerror(rc));
-        io_sync_fail(s, fd, rc);
+        io_sync_fail(s, fd, rc, false, len, offset);
     }
     return 0;
 }
@@ -105,9 +119,7 @@ static int io_sync_sync(struct storage_io *io, int fd)
         rc = fdatasync(fd);
     } while (rc != 0 && errno == EINTR);
     if (rc != 0) {
-        int err = -errno;
-        ds_log_error("fdatasync fd=%d: %s", fd, ds_strerror(err));
-        io_sync_fail(s, fd, err);
+        io_sync_fail(s, fd, -errno, true, 0, 0);
     }
     return 0;
 }
@@ -116,7 +128,12 @@ static int io_sync_flush(struct storage_io *io)
 {
     struct io_sync *s = io_sync_from(io);
     int err = s->err;
+    if (err != 0) {
+        io_common_log_failure(s->err_name, s->err_sync, s->err_len, s->err_offset, err,
+                              s->failed_ops - 1);
+    }
     s->err = 0;
+    s->failed_ops = 0;
     s->failed_count = 0;
     s->failed_overflow = false;
     ASSERT(err <= 0);

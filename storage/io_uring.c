@@ -7,7 +7,8 @@
  * queue order) and linking each group with IOSQE_IO_LINK gives exactly that order and no more.
  * A failed or short write breaks its chain: the kernel completes the rest with -ECANCELED, so a
  * sync never follows a failed write of its file; a cancellation is never reported as the first
- * error, the failure that caused it is.
+ * error, the failure that caused it is. A short write's remainder is retried synchronously
+ * (uring_finish_short_writes), so that a full disk reports -ENOSPC like the sync backend.
  *
  * Invariants:
  * - count <= STORAGE_IO_DEPTH_MAX, the ring's submission queue depth, so a whole queue (and any
@@ -41,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "storage/io_private.h"
@@ -195,7 +197,55 @@ static int uring_run(struct uring_backend *b)
     return 0;
 }
 
-/* The error an op completed with: 0, the negated errno, or -EIO for a short write. */
+/* Runs op synchronously from byte from on (0 for a sync); returns what its completion would
+ * have held: the write's full length or the sync's 0, else the negated errno. */
+static int uring_op_run_sync(const struct uring_op *op, uint32_t from)
+{
+    ASSERT(from <= op->len);
+    if (op->kind == URING_OP_SYNC) {
+        int rc;
+        do {
+            rc = fdatasync(op->fd);
+        } while (rc != 0 && errno == EINTR);
+        return rc == 0 ? 0 : -errno;
+    }
+    int rc =
+        ds_pwrite_full(op->fd, (const char *)op->buf + from, op->len - from, op->offset + from);
+    return rc == 0 ? (int)op->len : rc;
+}
+
+/* A short write completes with fewer bytes and no errno, and breaks its fd's chain (the kernel
+ * cancels the rest). It is what a filling disk looks like: the write that crosses the last free
+ * block lands partly. Here each short write's remainder is written synchronously: on a full disk
+ * that answers with the real cause (-ENOSPC, -EDQUOT, -EFBIG) instead of a bare -EIO; if it
+ * succeeds (a write cut short by a signal), the chain's cancelled operations run after it, in
+ * order, as the ring would have run them. Either way flush reports what the sync backend would. */
+static void uring_finish_short_writes(struct uring_backend *b)
+{
+    int fd = -1;
+    bool resumed = false; /* the current fd's chain was finished here so far without error */
+    for (uint32_t i = 0; i < b->count; i++) {
+        struct uring_op *op = &b->ops[b->order[i]];
+        ASSERT(op->res != URING_RES_PENDING);
+        if (op->fd != fd) {
+            fd = op->fd;
+            resumed = false;
+        }
+        if (resumed && op->res == -ECANCELED) {
+            op->res = uring_op_run_sync(op, 0);
+            resumed = op->res >= 0;
+            continue;
+        }
+        resumed = false;
+        if (op->kind == URING_OP_WRITE && op->res >= 0 && (uint32_t)op->res < op->len) {
+            op->res = uring_op_run_sync(op, (uint32_t)op->res);
+            resumed = op->res >= 0;
+        }
+    }
+}
+
+/* The error an op completed with: 0 or the negated errno. Short writes were finished by
+ * uring_finish_short_writes; one left (a remainder that wrote nothing) is -EIO. */
 static int uring_op_error(const struct uring_op *op)
 {
     ASSERT(op->res != URING_RES_PENDING);
@@ -210,19 +260,9 @@ static int uring_op_error(const struct uring_op *op)
 
 static void uring_log_failure(const struct uring_op *op, int err, uint32_t failed_more)
 {
-    char more[64] = "";
-    if (failed_more > 0) {
-        snprintf(more, sizeof(more), " (and %u more failed ops in this flush)", failed_more);
-    }
-    if (op->kind == URING_OP_SYNC) {
-        ds_log_error("fdatasync fd=%d: %s%s", op->fd, ds_strerror(err), more);
-    } else if (op->res >= 0) {
-        ds_log_error("short write fd=%d offset=%llu len=%u written=%d%s", op->fd,
-                     (unsigned long long)op->offset, op->len, op->res, more);
-    } else {
-        ds_log_error("write fd=%d offset=%llu len=%u: %s%s", op->fd, (unsigned long long)op->offset,
-                     op->len, ds_strerror(err), more);
-    }
+    char name[DS_PATH_MAX];
+    io_common_fd_name(op->fd, name, sizeof(name));
+    io_common_log_failure(name, op->kind == URING_OP_SYNC, op->len, op->offset, err, failed_more);
 }
 
 /* The first error in queue order, cancellations of broken chains excepted; logs it once. */
@@ -265,6 +305,7 @@ static int uring_drain(struct uring_backend *b)
     uring_prepare(b);
     int rc = uring_run(b);
     if (rc == 0) {
+        uring_finish_short_writes(b);
         rc = uring_first_error(b);
     }
     b->count = 0;

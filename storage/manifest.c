@@ -11,7 +11,11 @@
  * end it names is on disk. Replay applies records in order and stops at the first one that is
  * incomplete or fails its CRC: that is a torn tail, cut by the writer at open. If a valid record
  * follows a damaged one, acknowledged commits were damaged and replay refuses (-DS_ECORRUPT)
- * rather than silently forget them.
+ * rather than silently forget them (fsck --repair replays the valid prefix instead, and
+ * quarantines what the records past it covered).
+ *
+ * Format 2 ("DSMANIF2") adds MANIFEST_QUARANTINE records: ranges of committed segments that
+ * fsck --repair moved to DIR/quarantine/, which readers pass over.
  *
  * Rejected: one small "checkpoint" file rewritten at every commit by rename (two syncs plus a
  * directory sync per commit, against one data sync of an append).
@@ -62,6 +66,45 @@ int64_t manifest_encode(uint32_t kind, uint64_t seq, const struct manifest_part 
     return (int64_t)total;
 }
 
+int64_t manifest_encode_skips(uint64_t seq, const struct manifest_skip *skips, uint32_t skip_count,
+                              uint8_t *dst, size_t dst_capacity)
+{
+    ASSERT(skip_count <= STORAGE_QUARANTINE_MAX);
+    size_t body_bytes = (size_t)skip_count * sizeof(*skips);
+    if (sizeof(struct manifest_record_header) + body_bytes > dst_capacity) {
+        return -ENOSPC;
+    }
+    struct manifest_record_header h = {
+        .magic = MANIFEST_MAGIC,
+        .body_bytes = (uint32_t)body_bytes,
+        .kind = MANIFEST_QUARANTINE,
+        .seq = seq,
+        .part_count = skip_count,
+    };
+    uint8_t *body = dst + sizeof(h);
+    if (body_bytes > 0) {
+        memcpy(body, skips, body_bytes);
+    }
+    uint32_t crc = ds_crc32c(0, &h.kind, sizeof(h) - offsetof(struct manifest_record_header, kind));
+    h.body_crc = ds_crc32c(crc, body, body_bytes);
+    memcpy(dst, &h, sizeof(h));
+    return (int64_t)(sizeof(h) + body_bytes);
+}
+
+/* The body bytes a record header announces into *body; false when its kind or counts are
+ * impossible. */
+static bool record_body_bytes(const struct manifest_record_header *h, size_t *body)
+{
+    if (h->kind == MANIFEST_QUARANTINE) {
+        *body = (size_t)h->part_count * sizeof(struct manifest_skip);
+        return h->part_count <= STORAGE_QUARANTINE_MAX && h->source_count == 0;
+    }
+    *body = (size_t)h->part_count * sizeof(struct manifest_part) +
+            (size_t)h->source_count * sizeof(struct manifest_source);
+    return (h->kind == MANIFEST_DELTA || h->kind == MANIFEST_SNAPSHOT) &&
+           h->part_count <= STORAGE_PARTITIONS_MAX && h->source_count <= STORAGE_SOURCES_MAX;
+}
+
 /* Returns the record length when a valid record starts at buf, else 0. */
 static size_t record_valid(const uint8_t *buf, size_t len)
 {
@@ -70,13 +113,11 @@ static size_t record_valid(const uint8_t *buf, size_t len)
         return 0;
     }
     memcpy(&h, buf, sizeof(h));
-    if (h.magic != MANIFEST_MAGIC || (h.kind != MANIFEST_DELTA && h.kind != MANIFEST_SNAPSHOT) ||
-        h.part_count > STORAGE_PARTITIONS_MAX || h.source_count > STORAGE_SOURCES_MAX) {
+    if (h.magic != MANIFEST_MAGIC) {
         return 0;
     }
-    size_t body = (size_t)h.part_count * sizeof(struct manifest_part) +
-                  (size_t)h.source_count * sizeof(struct manifest_source);
-    if (body != h.body_bytes || sizeof(h) + body > len) {
+    size_t body = 0;
+    if (!record_body_bytes(&h, &body) || body != h.body_bytes || sizeof(h) + body > len) {
         return 0;
     }
     uint32_t crc = ds_crc32c(0, buf + offsetof(struct manifest_record_header, kind),
@@ -98,55 +139,81 @@ static bool any_valid_record_after(const uint8_t *buf, size_t len)
     return false;
 }
 
-int manifest_replay(const uint8_t *buf, size_t len, manifest_record_fn fn, void *user,
-                    uint64_t *valid_end_out)
+/* The file magic: 0 for format 1 or 2, -DS_EFORMAT for another version ("DSMANIF<other>", the
+ * version being the most significant byte of the little-endian u64), else -DS_ECORRUPT. */
+static int file_magic_check(const uint8_t *buf)
 {
     uint64_t magic = 0;
-    if (len < sizeof(magic)) {
-        *valid_end_out = 0;
-        return len == 0 ? 0 : -DS_ECORRUPT;
-    }
     memcpy(&magic, buf, sizeof(magic));
-    if (magic != MANIFEST_FILE_MAGIC) {
-        /* The version is the last character of "DSMANIF1", the most significant byte of the
-         * little-endian u64: "DSMANIF<other>" is a manifest of another format version. */
-        return (magic & 0x00FFFFFFFFFFFFFFull) == (MANIFEST_FILE_MAGIC & 0x00FFFFFFFFFFFFFFull)
-                   ? -DS_EFORMAT
-                   : -DS_ECORRUPT;
+    if (magic == MANIFEST_FILE_MAGIC || magic == MANIFEST_FILE_MAGIC_V2) {
+        return 0;
     }
-    size_t at = sizeof(magic);
+    return (magic & 0x00FFFFFFFFFFFFFFull) == (MANIFEST_FILE_MAGIC & 0x00FFFFFFFFFFFFFFull)
+               ? -DS_EFORMAT
+               : -DS_ECORRUPT;
+}
+
+static void record_args(const uint8_t *at, const struct manifest_record_header *h,
+                        struct manifest_replay_fn_args *args)
+{
+    const uint8_t *body = at + sizeof(*h);
+    *args = (struct manifest_replay_fn_args){.kind = h->kind, .seq = h->seq};
+    if (h->kind == MANIFEST_QUARANTINE) {
+        args->skips = (const struct manifest_skip *)(const void *)body;
+        args->skip_count = h->part_count;
+        return;
+    }
+    args->parts = (const struct manifest_part *)(const void *)body;
+    args->part_count = h->part_count;
+    args->sources =
+        (const struct manifest_source *)(const void *)(body + (size_t)h->part_count *
+                                                                  sizeof(struct manifest_part));
+    args->source_count = h->source_count;
+}
+
+/* Replays records from the file start; with prefix, damage ends the replay instead of failing
+ * it and *damaged says whether valid records were left behind. */
+static int replay(const uint8_t *buf, size_t len, bool prefix, manifest_record_fn fn, void *user,
+                  uint64_t *valid_end_out, bool *damaged)
+{
+    *damaged = false;
+    if (len < sizeof(uint64_t)) {
+        *valid_end_out = 0;
+        *damaged = len > 0;
+        return len == 0 || prefix ? 0 : -DS_ECORRUPT;
+    }
+    int rc = file_magic_check(buf);
+    if (rc == -DS_EFORMAT || (rc != 0 && !prefix)) {
+        return rc;
+    }
+    *damaged = rc != 0;
+    size_t at = sizeof(uint64_t);
     uint64_t last_seq = 0;
     bool have_seq = false; /* a first record may carry any sequence number, 0 included */
     while (at < len) {
         size_t n = record_valid(buf + at, len - at);
-        if (n == 0) {
-            if (any_valid_record_after(buf + at, len - at)) {
-                ds_log_error("manifest: damaged record at byte %zu followed by valid ones", at);
-                return -DS_ECORRUPT;
-            }
-            break;
-        }
         struct manifest_record_header h;
-        memcpy(&h, buf + at, sizeof(h));
-        if (have_seq && h.seq <= last_seq) {
-            ds_log_error("manifest: sequence %llu after %llu at byte %zu",
-                         (unsigned long long)h.seq, (unsigned long long)last_seq, at);
+        if (n != 0) {
+            memcpy(&h, buf + at, sizeof(h));
+        }
+        if (n == 0 || (have_seq && h.seq <= last_seq)) {
+            if (n == 0 && !any_valid_record_after(buf + at, len - at)) {
+                break; /* a torn tail */
+            }
+            if (prefix) {
+                *damaged = true;
+                break;
+            }
+            ds_log_error(n == 0 ? "manifest: damaged record at byte %zu followed by valid ones"
+                                : "manifest: sequence going backwards at byte %zu",
+                         at);
             return -DS_ECORRUPT;
         }
         last_seq = h.seq;
         have_seq = true;
-        struct manifest_replay_fn_args args = {
-            .kind = h.kind,
-            .seq = h.seq,
-            .parts = (const struct manifest_part *)(const void *)(buf + at + sizeof(h)),
-            .part_count = h.part_count,
-            .sources =
-                (const struct manifest_source *)(const void *)(buf + at + sizeof(h) +
-                                                               (size_t)h.part_count *
-                                                                   sizeof(struct manifest_part)),
-            .source_count = h.source_count,
-        };
-        int rc = fn(&args, user);
+        struct manifest_replay_fn_args args;
+        record_args(buf + at, &h, &args);
+        rc = fn(&args, user);
         if (rc != 0) {
             return rc;
         }
@@ -154,4 +221,17 @@ int manifest_replay(const uint8_t *buf, size_t len, manifest_record_fn fn, void 
     }
     *valid_end_out = at;
     return 0;
+}
+
+int manifest_replay(const uint8_t *buf, size_t len, manifest_record_fn fn, void *user,
+                    uint64_t *valid_end_out)
+{
+    bool damaged = false;
+    return replay(buf, len, false, fn, user, valid_end_out, &damaged);
+}
+
+int manifest_replay_prefix(const uint8_t *buf, size_t len, manifest_record_fn fn, void *user,
+                           uint64_t *valid_end_out, bool *damaged_out)
+{
+    return replay(buf, len, true, fn, user, valid_end_out, damaged_out);
 }

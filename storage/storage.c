@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -67,24 +66,6 @@ int storage_config_check(const struct storage_config *cfg)
 
 /* ---- open and close ------------------------------------------------------------------------ */
 
-static int take_lock(struct storage *st)
-{
-    char path[DS_PATH_MAX];
-    store_path(st, "LOCK", path);
-    st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (st->lock_fd < 0) {
-        int err = -errno;
-        ds_log_error("%s: cannot open: %s", path, ds_strerror(err));
-        return err;
-    }
-    if (flock(st->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        int err = errno == EWOULDBLOCK ? -DS_ELOCKED : -errno;
-        ds_log_error("%s: %s", st->dir, ds_strerror(err));
-        return err;
-    }
-    return 0;
-}
-
 /* The backend: the injected one, else a new one (owned). A reader only reads, through the
  * synchronous ops, so it gets the plain sync backend rather than a ring it would never use. */
 static int io_attach(struct storage *st, const struct storage_config *cfg)
@@ -100,15 +81,20 @@ static int io_attach(struct storage *st, const struct storage_config *cfg)
 
 /* A reader opens only a store that exists: a mistyped path must not read as an empty store
  * (only writers create one). -ENOENT when the directory is missing, -DS_ECORRUPT when it holds
- * segments but no MANIFEST (a store that lost its commit log, as the writer's recovery says),
- * -DS_ENOSTORE when it holds neither; logged with the path. */
+ * segments but no MANIFEST or an empty one (a store that lost its commit log, as the writer's
+ * recovery says), -DS_ENOSTORE when it holds neither; logged with the path. */
 static int reader_check_store(const struct storage *st)
 {
     char path[DS_PATH_MAX];
     store_path(st, "MANIFEST", path);
     struct stat sb;
     if (stat(path, &sb) == 0) {
-        return 0;
+        store_path(st, "parts", path);
+        if (sb.st_size > 0 || stat(path, &sb) != 0) {
+            return 0; /* an empty MANIFEST without segments: nothing was committed yet */
+        }
+        ds_log_error("%s: empty MANIFEST beside segments: the commit log is lost", st->dir);
+        return -DS_ECORRUPT;
     }
     int err = errno;
     if (err != ENOENT) {
@@ -148,7 +134,7 @@ int storage_open(const struct storage_config *cfg, struct storage **out)
     } else {
         rc = ds_mkdir_p(st->dir);
         if (rc == 0) {
-            rc = take_lock(st);
+            rc = store_lock(st);
         }
         if (rc == 0) {
             rc = io_attach(st, cfg);

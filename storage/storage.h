@@ -48,6 +48,9 @@
 #define STORAGE_IO_DEPTH_MAX 256u
 /* Source (Kafka) partitions whose offsets are tracked in the manifest. */
 #define STORAGE_SOURCES_MAX 4096u
+/* Ranges fsck --repair may take out of one store (manifest skip entries, 40 bytes each): a
+ * store with more damage than this needs restoring from its source, not repairing. */
+#define STORAGE_QUARANTINE_MAX 65536u
 
 /* ---- the I/O interface --------------------------------------------------------------------- */
 
@@ -174,10 +177,16 @@ struct storage_partition_total {
     uint64_t bytes;               /* on-disk bytes of the partition's committed blocks */
     int64_t ts_min_ms, ts_max_ms; /* valid when count > 0 */
     struct storage_hour_total hours[24];
+    /* Committed blocks whose payload fails its CRC (their events are counted, from their intact
+     * headers) and ranges whose block header is unreadable (their events are not): the count
+     * is not backed by readable records until `dayshard fsck --repair` quarantines them. */
+    uint64_t damaged_blocks;
 };
 
 /* Totals of partition (day, shard) from block headers (never decompressing a block), for all
- * statuses (status NULL) or one status. A partition never written gives all zeros. */
+ * statuses (status NULL) or one status. A partition never written gives all zeros. Ranges a
+ * repair quarantined are not counted; damage found on the way is in damaged_blocks (the
+ * summary reads each committed block once per handle to check its payload CRC). */
 DS_MUST_USE int storage_partition_totals(struct storage *st, int32_t day, uint32_t shard,
                                          const char *status, size_t status_len,
                                          struct storage_partition_total *out);
@@ -216,16 +225,30 @@ struct storage_fsck_report {
     uint64_t blocks_ok;
     uint64_t events_ok;
     uint64_t bytes_ok;        /* on-disk bytes of the blocks that passed */
-    uint64_t blocks_bad;      /* blocks failing a check inside the committed range */
+    uint64_t blocks_bad;      /* damaged blocks (or unreadable ranges) inside committed data */
     uint64_t torn_bytes;      /* bytes past the committed end (torn or uncommitted tails) */
     uint64_t orphan_segments; /* segment files the manifest never committed */
     uint64_t repaired;        /* tails cut and orphans removed with repair */
+    bool manifest_damaged;    /* a record before the MANIFEST's tail fails its check */
+    /* What --repair moved to DIR/quarantine/ (zero without repair): blocks taken out of
+     * committed data plus CRC-valid blocks found past committed ends, their known events
+     * (a range whose header is unreadable adds to events_unknown_ranges instead), and bytes. */
+    uint64_t quarantined_blocks;
+    uint64_t quarantined_events;
+    uint64_t quarantined_bytes;
+    uint64_t events_unknown_ranges;
+    uint64_t quarantined_total; /* ranges the manifest skips, from this and earlier repairs */
 };
 /* Verifies every block of a data directory (header and payload CRCs, decompression, aggregates
- * recomputed from the events against the header). With repair, cuts torn tails and removes
- * orphan segments (needs the writer lock). Prints one line per problem to report_file (may be
- * NULL). Returns 0 when the directory is clean (after repair), 1 when damage remains, or a
- * negated errno. */
+ * recomputed from the events against the header). With repair (needs the writer lock), nothing
+ * acknowledged is deleted: every damaged committed block (a block whose header is unreadable:
+ * the range up to the next block header passing its CRC) and every past-the-end range holding
+ * CRC-valid blocks is copied to DIR/quarantine/ with a JSON record, synced; then one new
+ * MANIFEST (atomic rename) skips the committed ranges and keeps only the valid prefix of a
+ * damaged MANIFEST; then a writer's recovery cuts torn tails and removes orphan segments.
+ * Prints one line per problem to report_file (may be NULL). Returns 0 when the directory is
+ * clean (after repair), 1 when damage remains, or a negated errno (-DS_ELOCKED: a writer runs;
+ * -DS_ECORRUPT: the MANIFEST is damaged and repair was not asked for). */
 struct storage_fsck_options {
     bool repair;
     void *report_file; /* FILE *, borrowed; NULL for silence */

@@ -35,6 +35,7 @@ struct summary {
     struct storage_hour_total hours[STORAGE_SUMMARY_STATUS_MAX + 1][24];
     struct storage_hour_total all[24]; /* every status: the unfiltered count reads only this */
     ds_i128 amount_units;
+    uint64_t damaged_blocks; /* payload CRC failures and unreadable ranges passed */
     /* Position the summary covers up to: everything before (segment_id, end). */
     uint32_t segment_id;
     uint64_t end;
@@ -56,6 +57,37 @@ struct part {
     struct open_block *ob;     /* events not yet sealed, or NULL */
     /* read side */
     struct summary *summary; /* NULL until first needed */
+    /* Ranges fsck --repair took out, sorted by (segment_id, offset), not overlapping: every
+     * reader passes over them (manifest format 2). */
+    struct manifest_skip *skips;
+    uint32_t skip_count;
+    uint32_t skip_capacity;
+};
+
+/* A damaged range fsck found, for --repair: a committed block or range to quarantine and
+ * skip, a segment header to rewrite, or a past-the-end range holding CRC-valid blocks to copy
+ * before recovery cuts it. */
+struct damage {
+    int32_t day;
+    uint32_t shard;
+    uint32_t segment_id;
+    uint64_t offset;
+    uint64_t length;
+    bool events_known; /* the block header (or, past the end, every block header) was readable */
+    uint64_t events;
+    uint64_t blocks;          /* blocks with a readable header in the range */
+    uint64_t block_length;    /* with one readable header: the block's length as it says */
+    int32_t source_partition; /* BLOCK_SOURCE_NONE when unknown, BLOCK_SOURCE_MIXED */
+    int64_t source_offset_min, source_offset_max;
+    const char *reason;  /* static text */
+    bool past_end;       /* not committed: copied, then cut by recovery; no skip entry */
+    bool segment_header; /* the 64-byte segment header: copied, then rewritten */
+};
+struct damage_list {
+    struct damage *v;
+    uint32_t count;
+    uint32_t capacity;
+    bool overflow; /* more than STORAGE_QUARANTINE_MAX entries: the rest are not listed */
 };
 
 #define STORE_SPARE_BLOCKS 8u
@@ -109,6 +141,11 @@ struct storage {
     uint64_t manifest_size;
     uint64_t manifest_torn_bytes; /* past the last valid record, at the last load */
     ino_t manifest_ino;
+    uint32_t skip_total; /* skip entries over all partitions (<= STORAGE_QUARANTINE_MAX) */
+    /* Repair loads the valid prefix of a manifest damaged before its tail (manifest_prefix set
+     * before store_manifest_load); manifest_damaged then says valid records were left behind. */
+    bool manifest_prefix;
+    bool manifest_damaged;
 
     /* Released open blocks kept for reuse, so a new partition (a new day) does not page-fault
      * fresh buffers in; their memory stays counted in open_bytes. */
@@ -156,6 +193,20 @@ DS_MUST_USE int store_walk_tree(struct storage *st, const struct store_walk *wal
  * past partitions_max or for a day out of range, -ENOMEM). */
 struct part *store_part_find(const struct storage *st, int32_t day, uint32_t shard);
 DS_MUST_USE int store_part_get(struct storage *st, int32_t day, uint32_t shard, struct part **out);
+
+/* Takes the writer's exclusive lock on DIR/LOCK into st->lock_fd: 0, -DS_ELOCKED when another
+ * process holds it, or a negated errno. Logged. */
+DS_MUST_USE int store_lock(struct storage *st);
+
+/* The first skip entry of p in segment_id at or after offset, or NULL: a walk arriving at its
+ * offset jumps over it, and a walk looking for the next block header stops before it. */
+const struct manifest_skip *store_skip_from(const struct part *p, uint32_t segment_id,
+                                            uint64_t offset);
+/* Adds a skip entry to its partition (created if new), keeping the order; an entry already
+ * there is a no-op. A new entry drops the partition's summary (rebuilt without the range).
+ * Returns 0, -DS_ELIMIT past STORAGE_QUARANTINE_MAX or partitions_max, -DS_ECORRUPT for an
+ * entry overlapping another, -ENOMEM. */
+DS_MUST_USE int store_skip_add(struct storage *st, const struct manifest_skip *skip);
 
 /* Replays the MANIFEST into the table and sources. *valid_end is the end of its last valid
  * record, *file_size its length (both 0 when there is no MANIFEST). */

@@ -6,6 +6,7 @@
  * Layout of a data directory:
  *   LOCK                           flock(2)ed by the one writer
  *   MANIFEST                       the commit log (manifest.c)
+ *   quarantine/                    what fsck --repair took out: raw bytes + a JSON record each
  *   parts/YYYY-MM-DD/<k>/<id>.seg  segments of partition DAY#YYYY-MM-DD#k, ids from 1 up
  *
  * Invariants: the table holds at most partitions_max partitions and is at most half full (its
@@ -19,9 +20,11 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "storage/store.h"
@@ -83,6 +86,7 @@ static void part_free(struct storage *st, struct part *p)
         free(p->ob);
     }
     free(p->summary);
+    free(p->skips);
     free(p);
 }
 
@@ -298,6 +302,103 @@ int store_part_get(struct storage *st, int32_t day, uint32_t shard, struct part 
     return 0;
 }
 
+int store_lock(struct storage *st)
+{
+    ASSERT(st->lock_fd < 0);
+    char path[DS_PATH_MAX];
+    store_path(st, "LOCK", path);
+    st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (st->lock_fd < 0) {
+        int err = -errno;
+        ds_log_error("%s: cannot open: %s", path, ds_strerror(err));
+        return err;
+    }
+    if (flock(st->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno == EWOULDBLOCK ? -DS_ELOCKED : -errno;
+        ds_log_error("%s: %s", st->dir, ds_strerror(err));
+        return err;
+    }
+    return 0;
+}
+
+/* ---- quarantined ranges -------------------------------------------------------------------- */
+
+/* Index of the first skip of p at or after (segment_id, offset). */
+static uint32_t skip_lower_bound(const struct part *p, uint32_t segment_id, uint64_t offset)
+{
+    uint32_t lo = 0;
+    uint32_t hi = p->skip_count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        const struct manifest_skip *k = &p->skips[mid];
+        if (k->segment_id < segment_id || (k->segment_id == segment_id && k->offset < offset)) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+const struct manifest_skip *store_skip_from(const struct part *p, uint32_t segment_id,
+                                            uint64_t offset)
+{
+    if (p->skip_count == 0) {
+        return NULL;
+    }
+    uint32_t i = skip_lower_bound(p, segment_id, offset);
+    return i < p->skip_count && p->skips[i].segment_id == segment_id ? &p->skips[i] : NULL;
+}
+
+static bool skips_overlap(const struct manifest_skip *a, const struct manifest_skip *b)
+{
+    return a->segment_id == b->segment_id && a->offset < b->offset + b->length &&
+           b->offset < a->offset + a->length;
+}
+
+int store_skip_add(struct storage *st, const struct manifest_skip *skip)
+{
+    if (skip->segment_id == 0 || skip->length == 0 ||
+        skip->offset < sizeof(struct segment_header)) {
+        return -DS_ECORRUPT;
+    }
+    struct part *p = NULL;
+    int rc = store_part_get(st, skip->day, skip->shard, &p);
+    if (rc != 0) {
+        return rc;
+    }
+    uint32_t i = skip_lower_bound(p, skip->segment_id, skip->offset);
+    if (i < p->skip_count && memcmp(&p->skips[i], skip, sizeof(*skip)) == 0) {
+        return 0;
+    }
+    if ((i < p->skip_count && skips_overlap(&p->skips[i], skip)) ||
+        (i > 0 && skips_overlap(&p->skips[i - 1], skip))) {
+        ds_log_error("partition %d/%u: quarantined ranges overlap in segment %u", p->day, p->shard,
+                     skip->segment_id);
+        return -DS_ECORRUPT;
+    }
+    if (st->skip_total >= STORAGE_QUARANTINE_MAX) {
+        ds_log_error("%s: more than %u quarantined ranges", st->dir, STORAGE_QUARANTINE_MAX);
+        return -DS_ELIMIT;
+    }
+    if (p->skip_count == p->skip_capacity) {
+        uint32_t capacity = p->skip_capacity == 0 ? 4 : p->skip_capacity * 2;
+        struct manifest_skip *grown = realloc(p->skips, capacity * sizeof(*grown));
+        if (grown == NULL) {
+            return -ENOMEM;
+        }
+        p->skips = grown;
+        p->skip_capacity = capacity;
+    }
+    memmove(&p->skips[i + 1], &p->skips[i], (p->skip_count - i) * sizeof(*skip));
+    p->skips[i] = *skip;
+    p->skip_count++;
+    st->skip_total++;
+    free(p->summary); /* it may count the range: rebuilt on next use */
+    p->summary = NULL;
+    return 0;
+}
+
 /* ---- manifest replay into the table -------------------------------------------------------- */
 
 static struct source_state *source_slot(struct storage *st, int32_t partition)
@@ -311,6 +412,12 @@ static struct source_state *source_slot(struct storage *st, int32_t partition)
 static int apply_record(const struct manifest_replay_fn_args *record, void *user)
 {
     struct storage *st = user;
+    for (uint32_t i = 0; i < record->skip_count; i++) {
+        int rc = store_skip_add(st, &record->skips[i]);
+        if (rc != 0) {
+            return rc;
+        }
+    }
     for (uint32_t i = 0; i < record->part_count; i++) {
         const struct manifest_part *mp = &record->parts[i];
         struct part *p = NULL;
@@ -353,9 +460,13 @@ int store_manifest_load(struct storage *st, uint64_t *valid_end, uint64_t *file_
         ds_log_error("%s: cannot read: %s", path, ds_strerror(rc));
         return rc;
     }
-    rc = manifest_replay((const uint8_t *)data, len, apply_record, st, valid_end);
+    st->manifest_damaged = false;
+    rc = st->manifest_prefix
+             ? manifest_replay_prefix((const uint8_t *)data, len, apply_record, st, valid_end,
+                                      &st->manifest_damaged)
+             : manifest_replay((const uint8_t *)data, len, apply_record, st, valid_end);
     free(data);
-    st->manifest_torn_bytes = rc == 0 ? len - *valid_end : 0;
+    st->manifest_torn_bytes = rc == 0 && !st->manifest_damaged ? len - *valid_end : 0;
     if (rc != 0) {
         ds_log_error("%s: cannot replay: %s", path, ds_strerror(rc));
     }

@@ -11,6 +11,20 @@
  * Layering (store_read.h): this side calls only the bottom layer (store.h) and the codecs,
  * never the write side; the facade calls it.
  *
+ * Damage: one walker (walk_one) examines the block at an offset for every user. A block whose
+ * header passes its CRC but whose payload does not is "damaged, events known" (the header's
+ * aggregates stay in totals, CRC-verified); a header that fails is "damaged, events unknown",
+ * and the walk resynchronises at the next offset where a block header passes its CRC (or at
+ * the committed end). Summaries check each payload's CRC once per handle, so a count says how
+ * many damaged blocks it touched (damaged_blocks) instead of failing or answering silently;
+ * fsck decodes every block and collects the damage for --repair. Ranges a repair quarantined
+ * (manifest skip entries) are passed over by every walk and scan.
+ *
+ * Rejected for damage in counts: a file in DIR where fsck records the damage it found, read
+ * by readers. A count before any fsck would be silent; checking the payload CRCs while the
+ * summary is built costs one sequential read of committed bytes per handle (measured: see the
+ * ARCHITECTURE note of issue 13), incremental after that.
+ *
  * Rejected: persisting summaries in a separate file. Rebuilding one partition's summary reads
  * one header per block (a few hundred bytes per thousands of events), cheaper than keeping a
  * second structure crash-consistent with the segments.
@@ -24,6 +38,17 @@
 #include "storage/store_read.h"
 
 #define FIRST_READ_BYTES 512u
+/* Bytes read per step while looking for the next valid block header after a damaged one. */
+#define RESYNC_CHUNK_BYTES (256u * 1024u)
+
+static int check_segment_header(const struct segment_header *h, int32_t day, uint32_t shard,
+                                uint32_t segment_id)
+{
+    bool ok = h->magic == SEGMENT_MAGIC && h->version == SEGMENT_VERSION && h->day == day &&
+              h->shard == shard && h->segment_id == segment_id &&
+              h->header_crc == ds_crc32c(0, h, offsetof(struct segment_header, header_crc));
+    return ok ? 0 : -DS_ECORRUPT;
+}
 
 /* The range of a segment that is committed: [64, end). */
 static int segment_open_read(struct storage *st, const struct part *p, uint32_t segment_id,
@@ -42,11 +67,8 @@ static int segment_open_read(struct storage *st, const struct part *p, uint32_t 
     if (rc == 0 && st->io->ops->read(st->io, fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
         rc = -DS_ECORRUPT;
     }
-    if (rc == 0 &&
-        (h.magic != SEGMENT_MAGIC || h.version != SEGMENT_VERSION || h.day != p->day ||
-         h.shard != p->shard || h.segment_id != segment_id ||
-         h.header_crc != ds_crc32c(0, &h, offsetof(struct segment_header, header_crc)))) {
-        rc = -DS_ECORRUPT;
+    if (rc == 0) {
+        rc = check_segment_header(&h, p->day, p->shard, segment_id);
     }
     uint64_t end = segment_id == p->segment_id ? p->committed_end : size;
     if (rc == 0 && size < end) {
@@ -62,10 +84,57 @@ static int segment_open_read(struct storage *st, const struct part *p, uint32_t 
     return 0;
 }
 
-/* Reads the header of the block at offset into buf (BLOCK_HEADER_BYTES_MAX bytes). */
-static int read_block_header(struct storage_io *io, int fd, uint64_t offset, uint64_t end,
-                             uint8_t *buf, struct block_view *view)
+/* A segment opened for a walk that tolerates damage: what is wrong with it, and the range
+ * [64, walk_end) that can be walked. */
+struct seg_open {
+    int fd; /* -1 when the file is missing */
+    uint64_t size;
+    uint64_t end;      /* committed end */
+    uint64_t walk_end; /* min(end, size) */
+    bool header_bad;
+};
+
+/* Damage (a missing file, a bad header, a short file) is described in *so; what is not damage
+ * (a file that cannot be opened or read: EACCES, EIO, EMFILE, ...) is returned, logged. */
+static int segment_open_tolerant(struct storage *st, const struct part *p, uint32_t segment_id,
+                                 struct seg_open *so)
 {
+    char path[DS_PATH_MAX];
+    store_segment_path(st, p, segment_id, path);
+    memset(so, 0, sizeof(*so));
+    so->end = segment_id == p->segment_id ? p->committed_end : 0;
+    so->fd = st->io->ops->open(st->io, path, O_RDONLY, 0);
+    if (so->fd == -ENOENT) {
+        so->fd = -1;
+        return 0;
+    }
+    int rc = so->fd < 0 ? so->fd : st->io->ops->size(st->io, so->fd, &so->size);
+    struct segment_header h;
+    ssize_t n = rc == 0 ? st->io->ops->read(st->io, so->fd, &h, sizeof(h), 0) : 0;
+    rc = n < 0 ? (int)n : rc;
+    if (rc != 0) {
+        ds_log_error("%s: cannot read: %s", path, ds_strerror(rc));
+        if (so->fd >= 0) {
+            st->io->ops->close(st->io, so->fd);
+        }
+        so->fd = -1;
+        return rc;
+    }
+    if (segment_id != p->segment_id) {
+        so->end = so->size;
+    }
+    so->walk_end = so->size < so->end ? so->size : so->end;
+    so->header_bad =
+        n != (ssize_t)sizeof(h) || check_segment_header(&h, p->day, p->shard, segment_id) != 0;
+    return 0;
+}
+
+/* Reads the header of the block at offset into buf (BLOCK_HEADER_BYTES_MAX bytes). *cut is set
+ * when the header itself is intact but the block runs past end. */
+static int read_block_header(struct storage_io *io, int fd, uint64_t offset, uint64_t end,
+                             uint8_t *buf, struct block_view *view, bool *cut)
+{
+    *cut = false;
     size_t want = FIRST_READ_BYTES;
     if (end - offset < want) {
         want = (size_t)(end - offset);
@@ -90,17 +159,225 @@ static int read_block_header(struct storage_io *io, int fd, uint64_t offset, uin
     }
     rc = block_view_parse(buf, h->header_bytes, view);
     if (rc == 0 && offset + h->header_bytes + h->payload_bytes > end) {
+        *cut = true;
         rc = -DS_ECORRUPT;
     }
     return rc;
 }
 
+/* The next offset in (from, limit) where a whole block (header passing its CRC, block inside
+ * limit) starts, else limit. buf is BLOCK_HEADER_BYTES_MAX scratch. */
+static int resync(struct storage_io *io, int fd, uint64_t from, uint64_t limit, uint8_t *buf,
+                  uint64_t *next)
+{
+    static const uint8_t magic[4] = {'D', 'S', 'B', 'K'};
+    static_assert(BLOCK_MAGIC == 0x4B425344u, "the magic's bytes on disk");
+    uint8_t *chunk = malloc(RESYNC_CHUNK_BYTES);
+    if (chunk == NULL) {
+        return -ENOMEM;
+    }
+    int rc = 0;
+    *next = limit;
+    for (uint64_t at = from + 1; at + sizeof(struct block_header) <= limit && rc == 0;) {
+        size_t want = limit - at < RESYNC_CHUNK_BYTES ? (size_t)(limit - at) : RESYNC_CHUNK_BYTES;
+        ssize_t n = io->ops->read(io, fd, chunk, want, at);
+        if (n < (ssize_t)sizeof(magic)) {
+            rc = n < 0 ? (int)n : 0;
+            break;
+        }
+        size_t i = 0;
+        for (; i + sizeof(magic) <= (size_t)n; i++) {
+            if (memcmp(chunk + i, magic, sizeof(magic)) != 0) {
+                continue;
+            }
+            struct block_view view;
+            bool cut = false;
+            if (read_block_header(io, fd, at + i, limit, buf, &view, &cut) == 0) {
+                *next = at + i;
+                free(chunk);
+                return 0;
+            }
+        }
+        at += i; /* the last 3 bytes are looked at again with the next chunk */
+    }
+    free(chunk);
+    return rc;
+}
+
+/* ---- the walker: what one offset of a segment holds ---------------------------------------- */
+
+enum walk_check {
+    WALK_HEADERS = 0, /* headers only */
+    WALK_PAYLOAD_CRC, /* and each payload's CRC */
+    WALK_DECODE,      /* and decompression, events re-aggregated against the header */
+};
+
+struct walker {
+    struct storage *st;
+    int fd;
+    enum walk_check check;
+    int64_t day_start_ms;
+    uint8_t *buf; /* header, then payload */
+    size_t capacity;
+};
+
+/* One block, or one damaged range, of a walk. */
+struct walked {
+    uint64_t offset;
+    uint64_t bytes;
+    const struct block_view *view; /* NULL when the block header is unreadable */
+    bool damaged;
+    const char *reason; /* when damaged */
+};
+
+static int walker_init(struct walker *k, struct storage *st, enum walk_check check,
+                       int64_t day_start_ms)
+{
+    *k = (struct walker){.st = st, .fd = -1, .check = check, .day_start_ms = day_start_ms};
+    k->capacity = BLOCK_HEADER_BYTES_MAX;
+    k->buf = malloc(k->capacity);
+    return k->buf != NULL ? 0 : -ENOMEM;
+}
+
+static int count_nothing(const struct ds_event *event, void *user)
+{
+    (void)event;
+    (void)user;
+    return 0;
+}
+
+/* Reads and checks the payload of the block in view (header in k->buf); NULL reason when it
+ * passes. The view is parsed again when the buffer grows. */
+static int walk_payload(struct walker *k, uint64_t offset, struct block_view *view,
+                        const char **reason)
+{
+    size_t header_bytes = view->header->header_bytes;
+    size_t total = header_bytes + view->header->payload_bytes;
+    struct storage_io *io = k->st->io;
+    if (total > k->capacity) {
+        uint8_t *grown = realloc(k->buf, total);
+        if (grown == NULL) {
+            return -ENOMEM;
+        }
+        k->buf = grown;
+        k->capacity = total;
+        int rc = block_view_parse(k->buf, header_bytes, view);
+        ASSERT(rc == 0);
+    }
+    uint32_t payload_bytes = view->header->payload_bytes;
+    ssize_t n =
+        io->ops->read(io, k->fd, k->buf + header_bytes, payload_bytes, offset + header_bytes);
+    if (n < 0) {
+        return (int)n;
+    }
+    *reason = NULL;
+    if (n != (ssize_t)payload_bytes) {
+        *reason = "payload cut short";
+    } else if (ds_crc32c(0, k->buf + header_bytes, payload_bytes) != view->header->payload_crc) {
+        *reason = "payload checksum mismatch";
+    } else if (k->check == WALK_DECODE && block_decode(&k->st->codec, view, k->buf + header_bytes,
+                                                       k->day_start_ms, count_nothing, NULL) != 0) {
+        *reason = "payload does not decode to the header's aggregates";
+    }
+    return 0;
+}
+
+/* Examines [offset, limit): the block there, or the damaged range up to the next valid block
+ * header (never past limit, which a caller sets at the next quarantined range). Returns 0 with
+ * *w filled, or an I/O error. */
+static int walk_one(struct walker *k, uint64_t offset, uint64_t limit, struct block_view *view,
+                    struct walked *w)
+{
+    ASSERT(offset < limit);
+    *w = (struct walked){.offset = offset};
+    bool cut = false;
+    int rc = read_block_header(k->st->io, k->fd, offset, limit, k->buf, view, &cut);
+    if (rc == -DS_ECORRUPT && !cut) {
+        uint64_t next = limit;
+        rc = resync(k->st->io, k->fd, offset, limit, k->buf, &next);
+        w->bytes = next - offset;
+        w->damaged = true;
+        w->reason = "block header unreadable";
+        return rc;
+    }
+    if (rc == -DS_ECORRUPT) {
+        w->bytes = limit - offset;
+        w->view = view;
+        w->damaged = true;
+        w->reason = "block runs past the committed end";
+        return 0;
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    w->view = view;
+    w->bytes = (uint64_t)view->header->header_bytes + view->header->payload_bytes;
+    if (k->check == WALK_HEADERS) {
+        return 0;
+    }
+    rc = walk_payload(k, offset, view, &w->reason);
+    w->damaged = rc == 0 && w->reason != NULL;
+    return rc;
+}
+
+typedef int (*walk_fn)(const struct walked *w, void *user);
+
+/* Walks [*offset, end) of an open segment, passing over p's quarantined ranges (p may be NULL:
+ * none), calling fn for each block or damaged range and advancing *offset past those fn
+ * accepted. */
+static int walk_segment(struct walker *k, const struct part *p, uint32_t segment_id,
+                        uint64_t *offset, uint64_t end, walk_fn fn, void *user)
+{
+    while (*offset < end) {
+        const struct manifest_skip *skip =
+            p != NULL ? store_skip_from(p, segment_id, *offset) : NULL;
+        if (skip != NULL && skip->offset == *offset) {
+            *offset += skip->length;
+            continue;
+        }
+        uint64_t limit = skip != NULL && skip->offset < end ? skip->offset : end;
+        struct block_view view;
+        struct walked w;
+        int rc = walk_one(k, *offset, limit, &view, &w);
+        if (rc == 0) {
+            rc = fn(&w, user);
+        }
+        if (rc != 0) {
+            return rc;
+        }
+        *offset += w.bytes;
+    }
+    return 0;
+}
+
+/* ---- header visits (summaries, rare-status totals) ----------------------------------------- */
+
 typedef int (*header_fn)(const struct block_view *view, uint64_t block_bytes, void *user);
 
+struct header_visit {
+    header_fn fn;
+    void *user;
+    uint64_t *damaged;    /* damaged blocks and ranges passed */
+    uint64_t damaged_end; /* where the last damaged one ended, in the current segment */
+};
+
+static int header_visit_one(const struct walked *w, void *user)
+{
+    struct header_visit *hv = user;
+    if (w->damaged) {
+        (*hv->damaged)++;
+        hv->damaged_end = w->offset + w->bytes;
+    }
+    /* A block whose header is intact keeps its (CRC-verified) aggregates in the totals. */
+    return w->view != NULL ? hv->fn(w->view, w->bytes, hv->user) : 0;
+}
+
 /* Visits block headers of p from (*segment_id, *offset) to the committed end, advancing both;
- * (0, 0) means from the start. */
-static int visit_headers(struct storage *st, const struct part *p, uint32_t *segment_id,
-                         uint64_t *offset, header_fn fn, void *user)
+ * (0, 0) means from the start. Damage is counted into *damaged, never fatal: a segment that
+ * cannot be opened or whose header is bad counts once and is passed over. */
+static int visit_headers(struct storage *st, const struct part *p, enum walk_check check,
+                         uint32_t *segment_id, uint64_t *offset, header_fn fn, void *user,
+                         uint64_t *damaged)
 {
     if (p->segment_id == 0) {
         return 0;
@@ -112,26 +389,31 @@ static int visit_headers(struct storage *st, const struct part *p, uint32_t *seg
     if (*segment_id == p->segment_id && *offset >= p->committed_end) {
         return 0; /* nothing committed since the last visit: no file to open */
     }
-    uint8_t *buf = malloc(BLOCK_HEADER_BYTES_MAX);
-    if (buf == NULL) {
-        return -ENOMEM;
-    }
-    int rc = 0;
+    struct walker k;
+    int rc = walker_init(&k, st, check, p->day_start_ms);
+    struct header_visit hv = {.fn = fn, .user = user, .damaged = damaged};
     while (rc == 0 && *segment_id <= p->segment_id) {
-        int fd = -1;
-        uint64_t end = 0;
-        rc = segment_open_read(st, p, *segment_id, &fd, &end);
-        while (rc == 0 && *offset < end) {
-            struct block_view view;
-            rc = read_block_header(st->io, fd, *offset, end, buf, &view);
-            if (rc == 0) {
-                uint64_t bytes = (uint64_t)view.header->header_bytes + view.header->payload_bytes;
-                rc = fn(&view, bytes, user);
-                *offset += rc == 0 ? bytes : 0;
+        struct seg_open so;
+        rc = segment_open_tolerant(st, p, *segment_id, &so);
+        k.fd = so.fd;
+        if (rc != 0) {
+            break;
+        }
+        if (so.fd < 0 || so.header_bad) {
+            (*damaged)++;
+            *offset = so.end > *offset ? so.end : *offset;
+        } else {
+            hv.damaged_end = 0;
+            rc = walk_segment(&k, p, *segment_id, offset, so.walk_end, header_visit_one, &hv);
+            if (rc == 0 && *offset < so.end) {
+                /* The file is shorter than its committed end: one more damaged range, unless
+                 * it is the tail of the block the walk just found cut short. */
+                *damaged += hv.damaged_end == so.walk_end ? 0 : 1;
+                *offset = so.end;
             }
         }
-        if (fd >= 0) {
-            st->io->ops->close(st->io, fd);
+        if (so.fd >= 0) {
+            st->io->ops->close(st->io, so.fd);
         }
         if (rc == 0 && *segment_id == p->segment_id) {
             break;
@@ -141,7 +423,7 @@ static int visit_headers(struct storage *st, const struct part *p, uint32_t *seg
             *offset = sizeof(struct segment_header);
         }
     }
-    free(buf);
+    free(k.buf);
     return rc;
 }
 
@@ -203,7 +485,8 @@ int store_read_summary_extend(struct storage *st, struct part *p)
         }
     }
     struct summary *s = p->summary;
-    int rc = visit_headers(st, p, &s->segment_id, &s->end, summary_fold, s);
+    int rc = visit_headers(st, p, WALK_PAYLOAD_CRC, &s->segment_id, &s->end, summary_fold, s,
+                           &s->damaged_blocks);
     if (rc != 0) {
         ds_log_error("partition %d/%u: cannot read block headers: %s", p->day, p->shard,
                      ds_strerror(rc));
@@ -262,6 +545,7 @@ int store_read_totals(struct storage *st, struct part *p, const char *status, si
     out->bytes = s->bytes;
     out->ts_min_ms = s->ts_min_ms;
     out->ts_max_ms = s->ts_max_ms;
+    out->damaged_blocks = s->damaged_blocks;
     if (status == NULL) {
         memcpy(out->hours, s->all, sizeof(out->hours));
         out->count = s->count;
@@ -281,7 +565,8 @@ int store_read_totals(struct storage *st, struct part *p, const char *status, si
     struct status_filter f = {.status = status, .len = status_len, .out = out};
     uint32_t segment_id = 0;
     uint64_t offset = 0;
-    return visit_headers(st, p, &segment_id, &offset, filter_fold, &f);
+    uint64_t damaged = 0; /* already in out->damaged_blocks, from the summary */
+    return visit_headers(st, p, WALK_HEADERS, &segment_id, &offset, filter_fold, &f, &damaged);
 }
 
 /* ---- scans --------------------------------------------------------------------------------- */
@@ -307,7 +592,8 @@ static int scan_block(struct scan_state *scan, uint64_t end)
 {
     struct block_view view;
     struct storage_io *io = scan->st->io;
-    int rc = read_block_header(io, scan->fd, scan->offset, end, scan->block, &view);
+    bool cut = false;
+    int rc = read_block_header(io, scan->fd, scan->offset, end, scan->block, &view, &cut);
     if (rc != 0) {
         return rc;
     }
@@ -367,7 +653,12 @@ int store_read_scan_from(struct storage *st, const struct part *p, struct storag
             rc = -ERANGE;
         }
         while (rc == 0 && scan.offset < end) {
-            rc = scan_block(&scan, end);
+            const struct manifest_skip *skip = store_skip_from(p, id, scan.offset);
+            if (skip != NULL && skip->offset == scan.offset) {
+                scan.offset += skip->length; /* quarantined by a repair */
+            } else {
+                rc = scan_block(&scan, skip != NULL && skip->offset < end ? skip->offset : end);
+            }
             if (rc == 0) {
                 *pos = (struct storage_position){.segment_id = id, .offset = scan.offset};
             }
@@ -419,72 +710,258 @@ int store_read_visit(struct storage *st, storage_partition_fn fn, void *user)
 
 /* ---- verification (fsck) ------------------------------------------------------------------- */
 
-struct verify_state {
-    uint64_t events;
+struct verify_walk {
+    const struct part *p;
+    uint32_t segment_id;
+    const char *path;
+    struct storage_fsck_report *report;
+    struct damage_list *damage;
+    FILE *out;
 };
 
-static int verify_count(const struct ds_event *event, void *user)
+static int damage_add(struct damage_list *list, const struct damage *d)
 {
-    (void)event;
-    struct verify_state *v = user;
-    v->events++;
+    if (list == NULL) {
+        return 0;
+    }
+    if (list->count == list->capacity) {
+        if (list->capacity >= STORAGE_QUARANTINE_MAX) {
+            list->overflow = true;
+            return 0;
+        }
+        uint32_t capacity = list->capacity == 0 ? 16 : list->capacity * 2;
+        struct damage *grown = realloc(list->v, capacity * sizeof(*grown));
+        if (grown == NULL) {
+            return -ENOMEM;
+        }
+        list->v = grown;
+        list->capacity = capacity;
+    }
+    list->v[list->count++] = *d;
     return 0;
 }
 
-/* Verifies every committed block of p: headers, payload CRC, decompression, and the events
- * re-aggregating to the header. Counts into report; prints one line per problem. A bad block
- * ends the check of its segment (the next block boundary is unknown). */
-int store_read_verify_partition(struct storage *st, const struct part *p,
-                                struct storage_fsck_report *report, FILE *out)
+/* A damage entry for a range of p's segment, with what the block header says when readable. */
+static void damage_describe(struct damage *d, const struct part *p, uint32_t segment_id,
+                            const struct walked *w)
 {
-    struct scan_state scan = {.st = st, .p = p, .fn = verify_count};
-    struct verify_state v = {0};
-    scan.user = &v;
-    scan.block_capacity = BLOCK_HEADER_BYTES_MAX;
-    scan.block = malloc(scan.block_capacity);
-    if (scan.block == NULL) {
-        return -ENOMEM;
+    *d = (struct damage){.day = p->day,
+                         .shard = p->shard,
+                         .segment_id = segment_id,
+                         .offset = w->offset,
+                         .length = w->bytes,
+                         .source_partition = BLOCK_SOURCE_NONE,
+                         .reason = w->reason};
+    if (w->view != NULL) {
+        const struct block_header *h = w->view->header;
+        d->events_known = true;
+        d->events = h->event_count;
+        d->blocks = 1;
+        d->block_length = (uint64_t)h->header_bytes + h->payload_bytes;
+        d->source_partition = h->source_partition;
+        d->source_offset_min = h->source_offset_min;
+        d->source_offset_max = h->source_offset_max;
     }
+}
+
+static int verify_one(const struct walked *w, void *user)
+{
+    struct verify_walk *vw = user;
+    if (!w->damaged) {
+        vw->report->blocks_ok++;
+        vw->report->events_ok += w->view->header->event_count;
+        vw->report->bytes_ok += w->bytes;
+        return 0;
+    }
+    vw->report->blocks_bad++;
+    if (vw->out != NULL) {
+        fprintf(vw->out, "%s: block at byte %llu (%llu bytes): %s\n", vw->path,
+                (unsigned long long)w->offset, (unsigned long long)w->bytes, w->reason);
+    }
+    struct damage d;
+    damage_describe(&d, vw->p, vw->segment_id, w);
+    return damage_add(vw->damage, &d);
+}
+
+/* The bytes of a segment between its size and its committed end are gone. A block cut short
+ * at the size (the last damage entry, its header readable) takes the bytes it says it had; a
+ * new range whose events are unknown covers the rest (whole blocks may have been there). */
+static int verify_short(struct verify_walk *vw, uint64_t from, uint64_t end)
+{
+    vw->report->blocks_bad++;
+    if (vw->out != NULL) {
+        fprintf(vw->out,
+                "%s: %llu committed bytes missing (the file ends at %llu, commit at %llu)\n",
+                vw->path, (unsigned long long)(end - from), (unsigned long long)from,
+                (unsigned long long)end);
+    }
+    struct damage_list *list = vw->damage;
+    if (list != NULL && list->count > 0) {
+        struct damage *last = &list->v[list->count - 1];
+        if (last->day == vw->p->day && last->shard == vw->p->shard &&
+            last->segment_id == vw->segment_id && !last->segment_header &&
+            last->offset + last->length == from) {
+            uint64_t block_end = last->events_known ? last->offset + last->block_length : end;
+            last->length = (block_end < end ? block_end : end) - last->offset;
+            last->reason = "committed bytes missing (file cut short)";
+            from = last->offset + last->length;
+            if (from >= end) {
+                return 0;
+            }
+        }
+    }
+    struct walked w = {.offset = from,
+                       .bytes = end - from,
+                       .damaged = true,
+                       .reason = "committed bytes missing (file cut short)"};
+    struct damage d;
+    damage_describe(&d, vw->p, vw->segment_id, &w);
+    return damage_add(list, &d);
+}
+
+static int verify_segment(struct walker *k, struct verify_walk *vw, const struct seg_open *so)
+{
+    struct storage_fsck_report *report = vw->report;
+    if (so->header_bad && so->fd >= 0) {
+        report->blocks_bad++;
+        if (vw->out != NULL) {
+            fprintf(vw->out, "%s: segment header damaged\n", vw->path);
+        }
+        struct damage d = {.day = vw->p->day,
+                           .shard = vw->p->shard,
+                           .segment_id = vw->segment_id,
+                           .offset = 0,
+                           .length = sizeof(struct segment_header),
+                           .source_partition = BLOCK_SOURCE_NONE,
+                           .reason = "segment header damaged",
+                           .segment_header = true};
+        int rc = damage_add(vw->damage, &d);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    if (so->fd < 0 && so->end == 0) {
+        report->blocks_bad++; /* a complete segment is gone, its length unknown: not repaired */
+        return 0;
+    }
+    uint64_t offset = sizeof(struct segment_header);
+    int rc = 0;
+    if (so->fd >= 0 && so->walk_end > offset) {
+        k->fd = so->fd;
+        rc = walk_segment(k, vw->p, vw->segment_id, &offset, so->walk_end, verify_one, vw);
+    }
+    if (rc == 0 && offset < so->end) {
+        rc = verify_short(vw, offset, so->end);
+    }
+    return rc;
+}
+
+int store_read_verify_partition(struct storage *st, const struct part *p,
+                                struct storage_fsck_report *report, FILE *out,
+                                struct damage_list *damage)
+{
+    struct walker k;
+    int rc = walker_init(&k, st, WALK_DECODE, p->day_start_ms);
     char path[DS_PATH_MAX];
-    for (uint32_t id = 1; id <= p->segment_id; id++) {
-        uint64_t end = 0;
+    for (uint32_t id = 1; rc == 0 && id <= p->segment_id; id++) {
         store_segment_path(st, p, id, path);
         report->segments++;
-        int rc = segment_open_read(st, p, id, &scan.fd, &end);
+        struct seg_open so;
+        rc = segment_open_tolerant(st, p, id, &so);
         if (rc != 0) {
-            report->blocks_bad++;
-            if (out != NULL) {
-                fprintf(out, "%s: bad or missing segment: %s\n", path, ds_strerror(rc));
-            }
-            continue;
+            break;
         }
-        scan.offset = sizeof(struct segment_header);
-        while (scan.offset < end) {
-            uint64_t at = scan.offset;
-            uint64_t before = v.events;
-            rc = scan_block(&scan, end);
-            if (rc != 0) {
-                report->blocks_bad++;
-                if (out != NULL) {
-                    fprintf(out, "%s: block at byte %llu: %s\n", path, (unsigned long long)at,
-                            ds_strerror(rc));
-                }
-                break;
-            }
-            report->blocks_ok++;
-            report->events_ok += v.events - before;
-            report->bytes_ok += scan.offset - at;
+        if (so.fd < 0 && out != NULL) {
+            fprintf(out, "%s: missing\n", path);
         }
-        uint64_t size = 0;
-        if (id == p->segment_id && st->io->ops->size(st->io, scan.fd, &size) == 0 && size > end) {
-            report->torn_bytes += size - end;
+        struct verify_walk vw = {
+            .p = p, .segment_id = id, .path = path, .report = report, .damage = damage, .out = out};
+        rc = verify_segment(&k, &vw, &so);
+        if (rc == 0 && id == p->segment_id && so.size > so.end) {
+            report->torn_bytes += so.size - so.end;
             if (out != NULL) {
                 fprintf(out, "%s: %llu bytes past the committed end %llu (torn or uncommitted)\n",
-                        path, (unsigned long long)(size - end), (unsigned long long)end);
+                        path, (unsigned long long)(so.size - so.end), (unsigned long long)so.end);
             }
+            rc = store_read_range_scan(st, path, p->day, p->shard, id, so.end, damage, out);
         }
-        st->io->ops->close(st->io, scan.fd);
+        if (so.fd >= 0) {
+            st->io->ops->close(st->io, so.fd);
+        }
     }
-    free(scan.block);
+    free(k.buf);
+    return rc;
+}
+
+/* ---- ranges past the committed end --------------------------------------------------------- */
+
+struct range_walk {
+    struct damage *d;
+};
+
+static int range_one(const struct walked *w, void *user)
+{
+    struct damage *d = ((struct range_walk *)user)->d;
+    if (w->damaged || w->view == NULL) {
+        return 0;
+    }
+    const struct block_header *h = w->view->header;
+    if (d->blocks == 0) {
+        d->source_partition = h->source_partition;
+        d->source_offset_min = h->source_offset_min;
+        d->source_offset_max = h->source_offset_max;
+    } else {
+        if (d->source_partition != h->source_partition) {
+            d->source_partition = BLOCK_SOURCE_MIXED;
+        }
+        d->source_offset_min = h->source_offset_min < d->source_offset_min ? h->source_offset_min
+                                                                           : d->source_offset_min;
+        d->source_offset_max = h->source_offset_max > d->source_offset_max ? h->source_offset_max
+                                                                           : d->source_offset_max;
+    }
+    d->blocks++;
+    d->events += h->event_count;
     return 0;
+}
+
+int store_read_range_scan(struct storage *st, const char *path, int32_t day, uint32_t shard,
+                          uint32_t segment_id, uint64_t from, struct damage_list *damage, FILE *out)
+{
+    ASSERT(from >= sizeof(struct segment_header));
+    int fd = st->io->ops->open(st->io, path, O_RDONLY, 0);
+    if (fd < 0) {
+        return fd;
+    }
+    uint64_t size = 0;
+    int rc = st->io->ops->size(st->io, fd, &size);
+    struct damage d = {.day = day,
+                       .shard = shard,
+                       .segment_id = segment_id,
+                       .offset = from,
+                       .length = size > from ? size - from : 0,
+                       .events_known = true,
+                       .source_partition = BLOCK_SOURCE_NONE,
+                       .reason = "past the committed end",
+                       .past_end = true};
+    struct walker k;
+    if (rc == 0) {
+        rc = walker_init(&k, st, WALK_PAYLOAD_CRC, (int64_t)day * DS_DAY_MS);
+    }
+    if (rc == 0) {
+        k.fd = fd;
+        uint64_t offset = from;
+        struct range_walk rw = {.d = &d};
+        rc = walk_segment(&k, NULL, segment_id, &offset, size, range_one, &rw);
+        free(k.buf);
+    }
+    st->io->ops->close(st->io, fd);
+    if (rc == 0 && d.blocks > 0) {
+        if (out != NULL) {
+            fprintf(out, "%s: %llu CRC-valid blocks (%llu events) past the committed end at %llu\n",
+                    path, (unsigned long long)d.blocks, (unsigned long long)d.events,
+                    (unsigned long long)from);
+        }
+        rc = damage_add(damage, &d);
+    }
+    return rc;
 }

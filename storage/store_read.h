@@ -26,9 +26,20 @@ int store_read_scan_from(struct storage *st, const struct part *p, struct storag
 /* storage_partition_visit: partitions with committed data by ascending (day, shard). */
 int store_read_visit(struct storage *st, storage_partition_fn fn, void *user);
 
-/* Verifies every committed block of p into report (for fsck.c); problems go to out (or
- * nowhere). */
+/* Verifies every committed block of p into report (for fsck.c), decoding each, passing over
+ * quarantined ranges; problems go to out (or nowhere) and, when damage is not NULL, into that
+ * list: damaged blocks, unreadable ranges (up to the next valid block header), a damaged
+ * segment header, committed bytes missing, and a torn tail holding CRC-valid blocks. Returns 0
+ * or an I/O error (-ENOMEM). */
 DS_MUST_USE int store_read_verify_partition(struct storage *st, const struct part *p,
-                                            struct storage_fsck_report *report, FILE *out);
+                                            struct storage_fsck_report *report, FILE *out,
+                                            struct damage_list *damage);
+
+/* Walks the file at path from byte from (>= 64) to its size, checking block headers and
+ * payload CRCs, and adds one past_end entry to damage (may be NULL) when the range holds any
+ * CRC-valid block: their count, events and source offsets. Returns 0 or an I/O error. */
+DS_MUST_USE int store_read_range_scan(struct storage *st, const char *path, int32_t day,
+                                      uint32_t shard, uint32_t segment_id, uint64_t from,
+                                      struct damage_list *damage, FILE *out);
 
 #endif /* DS_STORAGE_STORE_READ_H */

@@ -29,22 +29,31 @@
 
 #include "storage/store_write.h"
 
-static int fail(struct storage *st, int rc, const char *what)
+/* Puts the writer in its failed state and says so once. cause_logged: the failure was logged
+ * with its file and cause where it was detected (an I/O backend's flush), so this line names
+ * only the step and the consequence and a full disk reads "no space left on device" once. */
+static int fail_as(struct storage *st, int rc, const char *what, bool cause_logged)
 {
     ASSERT(rc < 0);
     if (st->failed == 0) {
-        ds_log_error("%s: %s failed: %s; the data directory must be reopened to recover", st->dir,
-                     what, ds_strerror(rc));
+        ds_log_error("%s: %s failed%s%s; nothing since the last commit is acknowledged and the "
+                     "data directory must be reopened to recover",
+                     st->dir, what, cause_logged ? "" : ": ", cause_logged ? "" : ds_strerror(rc));
         st->failed = rc;
     }
     return rc;
+}
+
+static int fail(struct storage *st, int rc, const char *what)
+{
+    return fail_as(st, rc, what, false);
 }
 
 static int io_flush(struct storage *st, const char *what)
 {
     int rc = st->io->ops->flush(st->io);
     st->arena_used = 0;
-    return rc == 0 ? 0 : fail(st, rc, what);
+    return rc == 0 ? 0 : fail_as(st, rc, what, true);
 }
 
 /* ---- segments ------------------------------------------------------------------------------ */
@@ -73,14 +82,15 @@ static int segment_create(struct storage *st, struct part *p)
     int fd = rc == 0 ? st->io->ops->open(st->io, path, O_RDWR | O_CREAT | O_TRUNC, 0644) : rc;
     if (fd < 0) {
         ds_log_error("%s: cannot create: %s", path, ds_strerror(fd));
-        return fail(st, fd, "segment create");
+        return fail_as(st, fd, "segment create", true);
     }
     char *slash = strrchr(path, '/');
     *slash = '\0';
     rc = ds_fsync_dir(path);
     if (rc != 0) {
+        ds_log_error("%s: directory fsync: %s", path, ds_strerror(rc));
         st->io->ops->close(st->io, fd);
-        return fail(st, rc, "directory sync");
+        return fail_as(st, rc, "directory sync", true);
     }
     struct segment_header h = {.magic = SEGMENT_MAGIC,
                                .version = SEGMENT_VERSION,
@@ -508,16 +518,39 @@ static int manifest_replace(struct storage *st, const void *data, size_t len)
         (void)unlink(tmp);
         return rc;
     }
-    return ds_fsync_dir(st->dir);
+    rc = ds_fsync_dir(st->dir);
+    if (rc != 0) {
+        ds_log_error("%s: directory fsync: %s", st->dir, ds_strerror(rc));
+    }
+    return rc;
 }
 
-/* Writes the whole state as one snapshot record into a new MANIFEST (atomic rename). */
+/* Gathers every partition's skip entries into dst (st->skip_total entries). */
+static uint32_t collect_skips(const struct storage *st, struct manifest_skip *dst)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < st->part_count; i++) {
+        const struct part *p = st->parts[i];
+        if (p->skip_count > 0) {
+            memcpy(dst + n, p->skips, (size_t)p->skip_count * sizeof(*dst));
+        }
+        n += p->skip_count;
+    }
+    ASSERT(n == st->skip_total);
+    return n;
+}
+
+/* Writes the whole state as one snapshot record into a new MANIFEST (atomic rename), followed,
+ * when the store has quarantined ranges, by one MANIFEST_QUARANTINE record listing them all in
+ * a format-2 file. */
 static int write_snapshot(struct storage *st, uint64_t *size_out)
 {
     uint32_t parts = 0;
-    size_t bound = 8 + manifest_record_bound(st->part_count, STORAGE_SOURCES_MAX);
+    size_t skips_bytes = (size_t)st->skip_total * sizeof(struct manifest_skip);
+    size_t bound = 8 + manifest_record_bound(st->part_count, STORAGE_SOURCES_MAX) +
+                   sizeof(struct manifest_record_header) + skips_bytes;
     uint8_t *buf = malloc(bound + (size_t)st->part_count * sizeof(struct manifest_part) +
-                          STORAGE_SOURCES_MAX * sizeof(struct manifest_source));
+                          STORAGE_SOURCES_MAX * sizeof(struct manifest_source) + skips_bytes);
     if (buf == NULL) {
         return -ENOMEM;
     }
@@ -533,18 +566,38 @@ static int write_snapshot(struct storage *st, uint64_t *size_out)
     }
     struct manifest_source *sources = (struct manifest_source *)(void *)(entries + st->part_count);
     uint32_t source_count = collect_sources(st, sources, true);
-    uint64_t magic = MANIFEST_FILE_MAGIC;
+    struct manifest_skip *skips = (struct manifest_skip *)(void *)(sources + STORAGE_SOURCES_MAX);
+    uint32_t skip_count = collect_skips(st, skips);
+    uint64_t magic = skip_count > 0 ? MANIFEST_FILE_MAGIC_V2 : MANIFEST_FILE_MAGIC;
     memcpy(buf, &magic, sizeof(magic));
     int64_t len = manifest_encode(MANIFEST_SNAPSHOT, st->seq + 1, entries, parts, sources,
                                   source_count, buf + 8, bound - 8);
     ASSERT(len > 0);
-    int rc = manifest_replace(st, buf, 8 + (size_t)len);
+    size_t total = 8 + (size_t)len;
+    if (skip_count > 0) {
+        len = manifest_encode_skips(st->seq + 2, skips, skip_count, buf + total, bound - total);
+        ASSERT(len > 0);
+        total += (size_t)len;
+    }
+    int rc = manifest_replace(st, buf, total);
     free(buf);
     if (rc == 0) {
-        st->seq++;
-        *size_out = 8 + (uint64_t)len;
+        st->seq += skip_count > 0 ? 2 : 1;
+        *size_out = total;
     }
     return rc;
+}
+
+int store_write_manifest_rewrite(struct storage *st)
+{
+    uint64_t size = 0;
+    int rc = write_snapshot(st, &size);
+    if (rc != 0) {
+        ds_log_error("%s: cannot rewrite the MANIFEST: %s", st->dir, ds_strerror(rc));
+        return rc;
+    }
+    st->manifest_size = size;
+    return 0;
 }
 
 static int manifest_rotate(struct storage *st)
@@ -555,7 +608,8 @@ static int manifest_rotate(struct storage *st)
         rc = open_manifest(st);
     }
     if (rc != 0) {
-        return fail(st, rc, "manifest rotation");
+        /* Every failure but the snapshot buffer's allocation was logged with its file. */
+        return fail_as(st, rc, "manifest rotation", rc != -ENOMEM);
     }
     ds_log_info("%s: manifest rotated to a %llu-byte snapshot", st->dir, (unsigned long long)size);
     st->manifest_size = size;

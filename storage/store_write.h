@@ -30,4 +30,9 @@ DS_MUST_USE int store_write_commit(struct storage *st);
 /* Rewrites the manifest as one snapshot when it has grown past MANIFEST_BYTES_ROTATE; else 0. */
 DS_MUST_USE int store_write_rotate_if_due(struct storage *st);
 
+/* For fsck --repair (holding the lock, with the state replayed but no recovery run): replaces
+ * the MANIFEST with one snapshot of st, plus its skip entries (format 2 when there are any),
+ * by an atomic rename. Returns 0 or a negated errno. */
+DS_MUST_USE int store_write_manifest_rewrite(struct storage *st);
+
 #endif /* DS_STORAGE_STORE_WRITE_H */

@@ -1,8 +1,9 @@
 /*
- * fake_io: failure injection and crash simulation over the sync backend (see fake_io.h).
+ * fake_io: failure injection and crash simulation over a real backend (see fake_io.h).
  *
- * Every write and sync is passed to the sync backend and its error collected at once with an
- * inner flush (cheap there: the work is already done), so the fake knows the outcome of each
+ * Every write and sync is passed to the inner backend (sync, or io_uring) and its error
+ * collected at once with an inner flush (cheap with sync: the work is already done; one ring
+ * submission per operation with io_uring, fine for tests), so the fake knows the outcome of each
  * operation and keeps its own first error and per-fd "failed" marks until the caller's flush.
  * On a successful sync it records the file's size as its durable length; fake_io_crash cuts or
  * damages the bytes past it.
@@ -338,12 +339,18 @@ static const struct storage_io_ops fake_io_ops_table = {
 
 int fake_io_create(struct fake_io **out)
 {
+    return fake_io_create_over(STORAGE_IO_SYNC, out);
+}
+
+int fake_io_create_over(enum storage_io_mode mode, struct fake_io **out)
+{
     ASSERT(out != NULL);
+    ASSERT(mode == STORAGE_IO_SYNC || mode == STORAGE_IO_URING);
     struct fake_io *f = calloc(1, sizeof(*f));
     if (f == NULL) {
         return -ENOMEM;
     }
-    int rc = storage_io_create(STORAGE_IO_SYNC, &f->inner);
+    int rc = storage_io_create(mode, &f->inner);
     if (rc != 0) {
         free(f);
         return rc;

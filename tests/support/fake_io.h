@@ -1,7 +1,8 @@
 /*
  * fake_io: a fault-injecting struct storage_io for tests.
  *
- * It runs real files (in a test's temp directory) through the sync backend and adds:
+ * It runs real files (in a test's temp directory) through a real backend (sync by default,
+ * io_uring with fake_io_create_over) and adds:
  * - failure injection: the n-th write-or-sync operation from now fails at flush with a chosen
  *   error, or (a write) lands only partly and flush reports -EIO;
  * - an operation counter, so a test can run a scenario once, read how many operations it took,
@@ -55,6 +56,10 @@ enum fake_crash_mode {
 
 /* Creates a fake over a fresh sync backend. Returns 0 or -ENOMEM. */
 DS_MUST_USE int fake_io_create(struct fake_io **out);
+/* Creates a fake over a fresh backend of mode (STORAGE_IO_SYNC or STORAGE_IO_URING), so that
+ * every operation not failed by injection runs through that real backend. Returns 0, -ENOMEM,
+ * or storage_io_create's refusal (-ENOSYS, -EPERM: io_uring unavailable; tests skip then). */
+DS_MUST_USE int fake_io_create_over(enum storage_io_mode mode, struct fake_io **out);
 /* The interface to hand to the code under test (borrowed: the fake still owns it). Its name is
  * "fake"; its destroy op is fake_io_destroy. */
 struct storage_io *fake_io_base(struct fake_io *f);

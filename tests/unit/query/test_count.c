@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "query/query.h"
@@ -173,7 +174,7 @@ static void test_count_contract_example_busy_day(void **state)
     snprintf(want, sizeof(want),
              "{\"day\":\"2026-01-21\",\"to\":\"2026-01-21\",\"status\":null,\"count\":4,"
              "\"amount_sum\":\"133.7400\",\"partitions\":3,\"blocks\":3,\"bytes\":%llu,"
-             "\"by\":\"shard\",\"groups\":["
+             "\"damaged_blocks\":0,\"by\":\"shard\",\"groups\":["
              "{\"key\":0,\"day\":\"2026-01-21\",\"partition\":\"DAY#2026-01-21#0\",\"count\":1,"
              "\"amount_sum\":\"100.0000\"},"
              "{\"key\":1,\"day\":\"2026-01-21\",\"partition\":\"DAY#2026-01-21#1\",\"count\":2,"
@@ -456,15 +457,30 @@ static void test_count_range_errors(void **state)
 
 static void test_count_storage_error_propagates(void **state)
 {
-    /* A storage error in the fan-out (a committed segment cut short) is returned as is, with no
-     * group memory left behind. */
+    /* Damage in the fan-out (a committed segment cut short) answers without the unreadable
+     * block and says so in damaged_blocks; a storage error (a segment that cannot be read: a
+     * directory in its place) is returned as is, with no group memory left behind. */
     struct fixture *fx = *state;
     char path[DS_PATH_MAX];
     snprintf(path, sizeof(path), "%s/parts/2026-01-21/1/00000001.seg", fx->dir);
     assert_int_equal(truncate(path, 70), 0);
     struct query_count_request req = request("2026-01-20", "2026-01-21", NULL, QUERY_GROUP_HOUR);
     struct query_count_result res;
-    assert_int_equal(query_count(fx->st, fx->map, &req, &res), -DS_ECORRUPT);
+    assert_int_equal(query_count(fx->st, fx->map, &req, &res), 0);
+    assert_int_equal(res.damaged_blocks, 1);
+    assert_true(res.count > 0);
+    query_count_result_deinit(&res);
+    req = request("2026-01-20", "2026-01-20", NULL, QUERY_GROUP_NONE);
+    assert_int_equal(query_count(fx->st, fx->map, &req, &res), 0);
+    assert_int_equal(res.damaged_blocks, 0);
+    query_count_result_deinit(&res);
+
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(mkdir(path, 0755), 0);
+    storage_close(fx->st); /* a fresh handle: the summary above is cached */
+    assert_int_equal(storage_open_reader(fx->dir, &fx->st), 0);
+    req = request("2026-01-20", "2026-01-21", NULL, QUERY_GROUP_HOUR);
+    assert_int_equal(query_count(fx->st, fx->map, &req, &res), -EISDIR);
     assert_null(res.groups);
     assert_int_equal(res.group_count, 0);
     /* Days not touching the damaged partition still answer. */
@@ -509,10 +525,11 @@ static void test_count_json_exact_small_cases(void **state)
     res.partitions = 6;
     res.blocks = 3;
     res.bytes = 1234;
+    res.damaged_blocks = 2; /* always present; a count over damaged blocks says so */
     char *json = render(&req, &res);
     assert_string_equal(json, "{\"day\":\"2026-01-21\",\"to\":\"2026-01-22\",\"status\":"
                               "\"pa\\\"id\\u000a\",\"count\":4,\"amount_sum\":\"133.7400\","
-                              "\"partitions\":6,\"blocks\":3,\"bytes\":1234}");
+                              "\"partitions\":6,\"blocks\":3,\"bytes\":1234,\"damaged_blocks\":2}");
     free(json);
 
     struct query_group_row rows[2] = {
@@ -527,22 +544,24 @@ static void test_count_json_exact_small_cases(void **state)
     res.group_count = 2;
     res.amount_units = -10000;
     json = render(&req, &res);
-    assert_string_equal(json, "{\"day\":\"2026-01-21\",\"to\":\"2026-01-21\",\"status\":null,"
-                              "\"count\":4,\"amount_sum\":\"-1.0000\",\"partitions\":6,"
-                              "\"blocks\":3,\"bytes\":1234,\"by\":\"hour\",\"groups\":["
-                              "{\"key\":\"2026-01-21T00:00:00Z\",\"count\":1,"
-                              "\"amount_sum\":\"-0.0005\"},"
-                              "{\"key\":\"2026-01-21T23:00:00Z\",\"count\":18446744073709551615,"
-                              "\"amount_sum\":\"922337203685477580.7000\"}]}");
+    assert_string_equal(
+        json, "{\"day\":\"2026-01-21\",\"to\":\"2026-01-21\",\"status\":null,"
+              "\"count\":4,\"amount_sum\":\"-1.0000\",\"partitions\":6,"
+              "\"blocks\":3,\"bytes\":1234,\"damaged_blocks\":2,\"by\":\"hour\",\"groups\":["
+              "{\"key\":\"2026-01-21T00:00:00Z\",\"count\":1,"
+              "\"amount_sum\":\"-0.0005\"},"
+              "{\"key\":\"2026-01-21T23:00:00Z\",\"count\":18446744073709551615,"
+              "\"amount_sum\":\"922337203685477580.7000\"}]}");
     free(json);
 
     req.by = QUERY_GROUP_DAY;
     res.group_count = 1;
     json = render(&req, &res);
-    assert_string_equal(json, "{\"day\":\"2026-01-21\",\"to\":\"2026-01-21\",\"status\":null,"
-                              "\"count\":4,\"amount_sum\":\"-1.0000\",\"partitions\":6,"
-                              "\"blocks\":3,\"bytes\":1234,\"by\":\"day\",\"groups\":["
-                              "{\"key\":\"2026-01-21\",\"count\":1,\"amount_sum\":\"-0.0005\"}]}");
+    assert_string_equal(
+        json, "{\"day\":\"2026-01-21\",\"to\":\"2026-01-21\",\"status\":null,"
+              "\"count\":4,\"amount_sum\":\"-1.0000\",\"partitions\":6,"
+              "\"blocks\":3,\"bytes\":1234,\"damaged_blocks\":2,\"by\":\"day\",\"groups\":["
+              "{\"key\":\"2026-01-21\",\"count\":1,\"amount_sum\":\"-0.0005\"}]}");
     free(json);
 
     /* An empty grouping still has its (empty) array. */

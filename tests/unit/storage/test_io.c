@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -87,6 +88,9 @@ static int io_fake_setup(void **state)
 static int io_teardown(void **state)
 {
     struct io_fixture *fx = *state;
+    char mnt[sizeof(fx->dir) + 8];
+    snprintf(mnt, sizeof(mnt), "%s/small", fx->dir);
+    (void)umount2(mnt, MNT_DETACH); /* a full-disk case that failed before its umount */
     if (fx->fake != NULL) {
         fake_io_destroy(fx->fake);
     } else if (fx->io != NULL) {
@@ -389,8 +393,10 @@ static void test_io_flush_reports_error_of_implicit_flush(void **state)
 
 static void test_io_flush_fails_on_short_write(void **state)
 {
-    /* A write cut short by RLIMIT_FSIZE fails the flush (io_uring: -EIO for the short write;
-     * sync: the -EFBIG of its retry) and the fd's later ops in that flush are not performed. */
+    /* A write cut short by RLIMIT_FSIZE fails the flush with the -EFBIG of its remainder's
+     * retry on both backends (io_uring completes the short write with a count and no errno,
+     * which once read as -EIO and hid the cause) and the fd's later ops in that flush are not
+     * performed. */
     struct io_fixture *fx = io_fixture(state);
     int fd = io_open(fx, "limit", O_RDWR | O_CREAT);
     int other = io_open(fx, "other", O_RDWR | O_CREAT);
@@ -408,7 +414,7 @@ static void test_io_flush_fails_on_short_write(void **state)
     int rc = io_flush(fx);
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &saved), 0);
     (void)signal(SIGXFSZ, saved_handler);
-    assert_int_equal(rc, fx->mode == STORAGE_IO_URING ? -EIO : -EFBIG);
+    assert_int_equal(rc, -EFBIG);
     io_expect_contents(fx, fd, data, 4096);
     io_expect_contents(fx, other, data, 100);
     io_write(fx, fd, data + 4096, 4096, 4096);
@@ -416,6 +422,70 @@ static void test_io_flush_fails_on_short_write(void **state)
     io_expect_contents(fx, fd, data, sizeof(data));
     fx->io->ops->close(fx->io, fd);
     fx->io->ops->close(fx->io, other);
+}
+
+static void test_io_flush_reports_enospc_of_full_device(void **state)
+{
+    /* /dev/full refuses every write with ENOSPC: the flush returns -ENOSPC, not -EIO, on both
+     * backends, and a second fd's ops in the same flush still run. */
+    struct io_fixture *fx = io_fixture(state);
+    int full = fx->io->ops->open(fx->io, "/dev/full", O_WRONLY, 0);
+    if (full < 0) {
+        print_message("/dev/full cannot be opened (%s): skipping\n", ds_strerror(full));
+        skip();
+    }
+    int other = io_open(fx, "beside-full", O_RDWR | O_CREAT);
+    static unsigned char data[4096];
+    io_fill(data, sizeof(data), 21);
+    io_write(fx, full, data, sizeof(data), 0);
+    io_write(fx, other, data, sizeof(data), 0);
+    assert_int_equal(io_flush(fx), -ENOSPC);
+    io_expect_contents(fx, other, data, sizeof(data));
+    fx->io->ops->close(fx->io, full);
+    fx->io->ops->close(fx->io, other);
+}
+
+/* Mounts a tmpfs of size_kib at dir (root or CAP_SYS_ADMIN only). Returns 0 or the errno. */
+static int io_tmpfs_mount(const char *dir, unsigned size_kib)
+{
+    char options[64];
+    snprintf(options, sizeof(options), "size=%uk", size_kib);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        return errno;
+    }
+    return mount("tmpfs", dir, "tmpfs", 0, options) == 0 ? 0 : errno;
+}
+
+static void test_io_flush_reports_enospc_of_filling_disk(void **state)
+{
+    /* A real full disk: a 64 KiB tmpfs and one 96 KiB write. The write lands partly (a short
+     * count, no errno); the flush must report the -ENOSPC of the rest on both backends, and a
+     * sync queued after it in the same chain must not run as if all were well. After space
+     * returns (the file is cut back), the same fd takes writes again. */
+    struct io_fixture *fx = io_fixture(state);
+    char mnt[DS_PATH_MAX];
+    io_path(fx, "small", mnt, sizeof(mnt));
+    int err = io_tmpfs_mount(mnt, 64);
+    if (err != 0) {
+        print_message("cannot mount a tmpfs (%s): skipping the full-disk case\n", strerror(err));
+        skip();
+    }
+    int fd = io_open(fx, "small/file", O_RDWR | O_CREAT);
+    static unsigned char data[96 * 1024];
+    io_fill(data, sizeof(data), 33);
+    io_write(fx, fd, data, sizeof(data), 0);
+    io_sync(fx, fd);
+    int rc = io_flush(fx);
+    uint64_t landed = io_size(fx, fd);
+    assert_int_equal(rc, -ENOSPC);
+    assert_true(landed > 0 && landed < sizeof(data)); /* it was a short write, then ENOSPC */
+    assert_int_equal(fx->io->ops->truncate(fx->io, fd, 0), 0);
+    io_write(fx, fd, data, 4096, 0);
+    io_sync(fx, fd);
+    assert_int_equal(io_flush(fx), 0);
+    io_expect_contents(fx, fd, data, 4096);
+    fx->io->ops->close(fx->io, fd);
+    assert_int_equal(umount(mnt), 0);
 }
 
 static void io_signal_ignore(int signo)
@@ -842,6 +912,8 @@ int main(void)
         IO_CASE_BOTH(test_io_flush_fails_on_readonly_fd),
         IO_CASE_BOTH(test_io_flush_reports_error_of_implicit_flush),
         IO_CASE_BOTH(test_io_flush_fails_on_short_write),
+        IO_CASE_BOTH(test_io_flush_reports_enospc_of_full_device),
+        IO_CASE_BOTH(test_io_flush_reports_enospc_of_filling_disk),
         IO_CASE_BOTH(test_io_flush_survives_signals),
         IO_CASE_BOTH(test_io_write_rejects_offset_beyond_off_t),
         IO_CASE_BOTH(test_io_open_fails_on_missing_file),

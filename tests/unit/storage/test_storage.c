@@ -849,30 +849,153 @@ static void committed_partition(struct fixture *fx, uint32_t events)
     storage_close(st);
 }
 
+/* ---- damage and quarantine (issue 13) ------------------------------------------------------- */
+
+/* Byte offsets of the blocks of a segment file (read as fsck would, header lengths only). */
+static uint32_t block_offsets(const char *path, uint64_t *offsets, uint32_t capacity)
+{
+    size_t len = 0;
+    uint8_t *data = file_read(path, &len);
+    uint32_t n = 0;
+    for (size_t at = sizeof(struct segment_header); at + sizeof(struct block_header) <= len;) {
+        struct block_header h;
+        memcpy(&h, data + at, sizeof(h));
+        assert_int_equal(h.magic, BLOCK_MAGIC);
+        assert_true(n < capacity);
+        offsets[n++] = at;
+        at += (size_t)h.header_bytes + h.payload_bytes;
+    }
+    free(data);
+    return n;
+}
+
+static void file_flip(const char *path, uint64_t offset)
+{
+    size_t len = 0;
+    uint8_t *data = file_read(path, &len);
+    assert_true(offset < len);
+    data[offset] ^= 0x5A;
+    file_write(path, data, len);
+    free(data);
+}
+
+/* Totals of (DAY0, 0) through a fresh reader. */
+static struct storage_partition_total reader_totals(const char *dir)
+{
+    struct storage *st = open_dir(dir, true);
+    struct storage_partition_total t;
+    assert_int_equal(storage_partition_totals(st, DAY0, 0, NULL, 0, &t), 0);
+    storage_close(st);
+    return t;
+}
+
+/* Events a full scan of (DAY0, 0) reads; the scan must succeed. */
+static uint64_t reader_scan_events(const char *dir)
+{
+    struct storage *st = open_dir(dir, true);
+    struct scan_buf scan = {{0}};
+    assert_int_equal(storage_partition_scan(st, DAY0, 0, scan_collect, &scan), 0);
+    uint64_t n = scan.events.n;
+    free(scan.events.v);
+    storage_close(st);
+    return n;
+}
+
+/* The JSON records in DIR/quarantine/, concatenated into text (capacity bytes). */
+static uint32_t quarantine_records(const char *dir, char *text, size_t capacity)
+{
+    char path[DS_PATH_MAX];
+    snprintf(path, sizeof(path), "%s/quarantine", dir);
+    DIR *d = opendir(path);
+    text[0] = '\0';
+    if (d == NULL) {
+        return 0;
+    }
+    uint32_t n = 0;
+    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 5, ".json") != 0) {
+            continue;
+        }
+        char file[DS_PATH_MAX * 2];
+        snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
+        size_t flen = 0;
+        char *body = file_read(file, &flen);
+        size_t used = strlen(text);
+        assert_true(used + flen + 1 < capacity);
+        memcpy(text + used, body, flen);
+        text[used + flen] = '\0';
+        free(body);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* After a repair: clean, a second repair does nothing, and a writer opens, appends and commits
+ * on top (the totals follow); fsck stays clean. expect is the count after the repair. */
+static void assert_repaired_and_writable(struct fixture *fx, uint64_t expect)
+{
+    struct storage_fsck_report report;
+    assert_int_equal(fsck(fx->dir, false, &report), 0);
+    assert_int_equal(fsck(fx->dir, true, &report), 0);
+    assert_int_equal(report.quarantined_blocks, 0);
+    assert_int_equal(report.quarantined_events, 0);
+    struct storage_partition_total t = reader_totals(fx->dir);
+    assert_int_equal(t.count, expect);
+    assert_int_equal(t.damaged_blocks, 0);
+    assert_int_equal(reader_scan_events(fx->dir), expect);
+
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    cfg.block_events_max = 20;
+    struct storage *st = open_with(&cfg);
+    uint64_t rng = 991;
+    for (uint32_t i = 0; i < 30; i++) {
+        struct ds_event e;
+        test_event_random_plain(&rng, DAY0, &e);
+        struct ds_source src = {.partition = 0, .offset = 100000 + i};
+        assert_int_equal(storage_append(st, DAY0, 0, &e, &src), 0);
+    }
+    assert_true(storage_commit(st) >= 0);
+    storage_close(st);
+    t = reader_totals(fx->dir);
+    assert_int_equal(t.count, expect + 30);
+    assert_int_equal(reader_scan_events(fx->dir), expect + 30);
+    assert_int_equal(fsck(fx->dir, false, &report), 0);
+    assert_int_equal(report.events_ok, expect + 30);
+}
+
 static void test_storage_recovery_truncated_committed_block(void **state)
 {
     /* Acknowledged bytes missing from the current segment (cut inside the last committed block)
-     * make the writer's open fail with -DS_ECORRUPT; a reader's totals fail the same way; fsck
-     * reports damage (1) that repair cannot make go away. */
+     * make the writer's open fail with -DS_ECORRUPT; a reader's count answers and says a block
+     * is damaged; fsck reports damage (1); repair quarantines the cut block (its header names
+     * 20 events), after which everything is clean and the count is 20 lower. */
     struct fixture *fx = *state;
     committed_partition(fx, 120);
     segment_path(fx->dir, DAY0, 0, 1, fx->path);
     uint64_t size = file_size(fx->path);
+    uint64_t offsets[16];
+    assert_int_equal(block_offsets(fx->path, offsets, 16), 7); /* 20,20,10,20,20,10,20 */
     file_truncate(fx->path, size - 7);
     struct storage_config cfg;
     config_init(&cfg, fx->dir);
     struct storage *st = NULL;
     assert_int_equal(storage_open(&cfg, &st), -DS_ECORRUPT);
     assert_null(st);
-    st = open_dir(fx->dir, true);
-    struct storage_partition_total t;
-    assert_int_equal(storage_partition_totals(st, DAY0, 0, NULL, 0, &t), -DS_ECORRUPT);
-    storage_close(st);
+    struct storage_partition_total t = reader_totals(fx->dir);
+    assert_int_equal(t.count, 120);
+    assert_int_equal(t.damaged_blocks, 1);
     struct storage_fsck_report report;
     assert_int_equal(fsck(fx->dir, false, &report), 1);
     assert_true(report.blocks_bad >= 1);
-    assert_int_equal(fsck(fx->dir, true, &report), 1);
-    assert_true(report.blocks_bad >= 1);
+    assert_int_equal(fsck(fx->dir, true, &report), 0);
+    assert_int_equal(report.quarantined_blocks, 1);
+    assert_int_equal(report.quarantined_events, 20);
+    assert_int_equal(report.quarantined_bytes, size - 7 - offsets[6]); /* what was left of it */
+    assert_int_equal(file_size(fx->path), size); /* zeros up to the committed end, skipped */
+    assert_repaired_and_writable(fx, 100);
     /* A committed segment removed altogether is missing data too. */
     assert_int_equal(unlink(fx->path), 0);
     assert_int_equal(storage_open(&cfg, &st), -DS_ECORRUPT);
@@ -880,22 +1003,20 @@ static void test_storage_recovery_truncated_committed_block(void **state)
 
 static void test_storage_corrupt_committed_payload(void **state)
 {
-    /* A damaged byte inside a committed block's payload: totals (read from the intact headers)
-     * still answer, a scan fails with -DS_ECORRUPT, fsck reports the bad block (1), and repair
-     * does not "fix" acknowledged data by cutting it (still 1, the file unchanged). */
+    /* A damaged byte inside the last committed block's payload: totals (read from the intact
+     * headers) still answer and say one block is damaged, a scan fails with -DS_ECORRUPT, fsck
+     * reports the bad block (1); repair copies the block to quarantine/ with its record, skips
+     * it, and the segment keeps its size (a hole). */
     struct fixture *fx = *state;
     committed_partition(fx, 120);
     segment_path(fx->dir, DAY0, 0, 1, fx->path);
     uint64_t size = file_size(fx->path);
-    size_t len = 0;
-    uint8_t *data = file_read(fx->path, &len);
-    data[len - 3] ^= 0x55; /* the last block's payload */
-    file_write(fx->path, data, len);
-    free(data);
+    file_flip(fx->path, size - 3);
     struct storage *st = open_dir(fx->dir, false);
     struct storage_partition_total t;
     assert_int_equal(storage_partition_totals(st, DAY0, 0, NULL, 0, &t), 0);
     assert_int_equal(t.count, 120);
+    assert_int_equal(t.damaged_blocks, 1);
     struct scan_buf scan = {{0}};
     assert_int_equal(storage_partition_scan(st, DAY0, 0, scan_collect, &scan), -DS_ECORRUPT);
     free(scan.events.v);
@@ -904,9 +1025,193 @@ static void test_storage_corrupt_committed_payload(void **state)
     assert_int_equal(fsck(fx->dir, false, &report), 1);
     assert_int_equal(report.blocks_bad, 1);
     assert_int_equal(report.blocks_ok + report.blocks_bad, t.blocks);
-    assert_int_equal(fsck(fx->dir, true, &report), 1);
-    assert_int_equal(report.blocks_bad, 1);
+    assert_int_equal(fsck(fx->dir, true, &report), 0);
+    assert_int_equal(report.blocks_bad, 0);
+    assert_int_equal(report.quarantined_blocks, 1);
+    assert_int_equal(report.quarantined_events, 20);
+    assert_int_equal(report.events_unknown_ranges, 0);
+    assert_int_equal(report.quarantined_total, 1);
     assert_int_equal(file_size(fx->path), size);
+    char text[4096];
+    assert_int_equal(quarantine_records(fx->dir, text, sizeof(text)), 1);
+    assert_non_null(strstr(text, "\"partition\":\"DAY#2026-01-21#0\""));
+    assert_non_null(strstr(text, "\"events\":20,"));
+    assert_non_null(strstr(text, "\"source_partition\":0,\"source_offset_min\":100,"
+                                 "\"source_offset_max\":119"));
+    assert_non_null(strstr(text, "\"reason\":\"payload checksum mismatch\""));
+    assert_repaired_and_writable(fx, 100);
+}
+
+static void test_storage_quarantine_payload_block_mid_segment(void **state)
+{
+    /* A flipped byte in the payload of a block between intact ones: only that block (events
+     * known from its header) goes to quarantine/; the blocks after it stay readable. */
+    struct fixture *fx = *state;
+    committed_partition(fx, 120);
+    segment_path(fx->dir, DAY0, 0, 1, fx->path);
+    uint64_t offsets[16];
+    assert_int_equal(block_offsets(fx->path, offsets, 16), 7); /* 20,20,10,20,20,10,20 */
+    file_flip(fx->path, offsets[4] - 5); /* the end of block 3's payload: events 50..69 */
+    struct storage_partition_total t = reader_totals(fx->dir);
+    assert_int_equal(t.count, 120);
+    assert_int_equal(t.damaged_blocks, 1);
+    struct storage_fsck_report report;
+    assert_int_equal(fsck(fx->dir, false, &report), 1);
+    assert_int_equal(report.blocks_bad, 1);
+    assert_int_equal(report.blocks_ok, 6); /* the walk goes on past the damaged block */
+    assert_int_equal(fsck(fx->dir, true, &report), 0);
+    assert_int_equal(report.quarantined_events, 20);
+    assert_int_equal(report.quarantined_bytes, offsets[4] - offsets[3]);
+    char text[4096];
+    assert_int_equal(quarantine_records(fx->dir, text, sizeof(text)), 1);
+    char want[96];
+    snprintf(want, sizeof(want), "\"offset\":%llu,\"length\":%llu,", (unsigned long long)offsets[3],
+             (unsigned long long)(offsets[4] - offsets[3]));
+    assert_non_null(strstr(text, want));
+    assert_non_null(strstr(text, "\"source_offset_min\":50,\"source_offset_max\":69"));
+    assert_repaired_and_writable(fx, 100);
+}
+
+static void test_storage_quarantine_header_damaged_block(void **state)
+{
+    /* A damaged block header: its events are unknown, so the count leaves them out and says so;
+     * repair quarantines the range up to the next block header that passes its CRC (exactly
+     * the block), with "events":null, and the blocks after it count again. */
+    struct fixture *fx = *state;
+    committed_partition(fx, 120);
+    segment_path(fx->dir, DAY0, 0, 1, fx->path);
+    uint64_t offsets[16];
+    assert_int_equal(block_offsets(fx->path, offsets, 16), 7); /* 20,20,10,20,20,10,20 */
+    file_flip(fx->path, offsets[1] + 30);                      /* inside block 1's fixed header */
+    struct storage_partition_total t = reader_totals(fx->dir);
+    assert_int_equal(t.count, 100);
+    assert_int_equal(t.damaged_blocks, 1);
+    struct storage_fsck_report report;
+    assert_int_equal(fsck(fx->dir, false, &report), 1);
+    assert_int_equal(report.blocks_bad, 1);
+    assert_int_equal(report.blocks_ok, 6);
+    assert_int_equal(fsck(fx->dir, true, &report), 0);
+    assert_int_equal(report.quarantined_events, 0);
+    assert_int_equal(report.events_unknown_ranges, 1);
+    assert_int_equal(report.quarantined_bytes, offsets[2] - offsets[1]);
+    char text[4096];
+    assert_int_equal(quarantine_records(fx->dir, text, sizeof(text)), 1);
+    assert_non_null(strstr(text, "\"events\":null,\"source_partition\":null"));
+    assert_non_null(strstr(text, "\"reason\":\"block header unreadable\""));
+    assert_repaired_and_writable(fx, 100);
+}
+
+static void test_storage_quarantine_issue_cut_and_garbage(void **state)
+{
+    /* Issue 13's reproduction: the segment cut 37 bytes short of its end, then 5 KB of garbage
+     * appended. fsck finds it (1); repair quarantines the last block (20 events), cuts the
+     * garbage (no valid block in it, so nothing of it is kept) and ends clean (0). */
+    struct fixture *fx = *state;
+    committed_partition(fx, 120);
+    segment_path(fx->dir, DAY0, 0, 1, fx->path);
+    uint64_t size = file_size(fx->path);
+    file_truncate(fx->path, size - 37);
+    uint8_t garbage[5120];
+    uint64_t rng = 13;
+    for (size_t i = 0; i < sizeof(garbage); i++) {
+        garbage[i] = (uint8_t)test_rng_next(&rng);
+    }
+    file_append(fx->path, garbage, sizeof(garbage));
+    struct storage_partition_total t = reader_totals(fx->dir);
+    assert_int_equal(t.count, 120);
+    assert_int_equal(t.damaged_blocks, 1);
+    struct storage_fsck_report report;
+    assert_int_equal(fsck(fx->dir, false, &report), 1);
+    assert_int_equal(report.blocks_bad, 1);
+    assert_int_equal(report.torn_bytes, sizeof(garbage) - 37);
+    assert_int_equal(fsck(fx->dir, true, &report), 0);
+    assert_int_equal(report.quarantined_blocks, 1);
+    assert_int_equal(report.quarantined_events, 20);
+    assert_int_equal(report.torn_bytes, 0);
+    assert_int_equal(file_size(fx->path), size);
+    char text[4096];
+    assert_int_equal(quarantine_records(fx->dir, text, sizeof(text)), 1);
+    assert_repaired_and_writable(fx, 100);
+}
+
+static void test_storage_quarantine_damaged_manifest_middle(void **state)
+{
+    /* A damaged manifest record between valid ones: plain fsck reports it (1, not a refusal);
+     * repair keeps the valid prefix (the first commit, 50 events), copies the damaged MANIFEST
+     * and the blocks past the prefix's committed end (70 events, CRC-valid: possibly
+     * acknowledged) to quarantine/, and the count after is truth - quarantined_events. */
+    struct fixture *fx = *state;
+    committed_partition(fx, 120); /* commits at 50, 100 and 120 events: three 72-byte records */
+    char manifest[DS_PATH_MAX];
+    snprintf(manifest, sizeof(manifest), "%s/MANIFEST", fx->dir);
+    file_flip(manifest, 8 + 72 + 20);
+    struct storage_fsck_report report;
+    assert_int_equal(fsck(fx->dir, false, &report), 1);
+    assert_true(report.manifest_damaged);
+    assert_int_equal(report.events_ok, 50);
+    assert_int_equal(fsck(fx->dir, true, &report), 0);
+    assert_false(report.manifest_damaged);
+    assert_int_equal(report.quarantined_events, 70);
+    assert_int_equal(report.quarantined_blocks, 4);
+    char text[4096];
+    assert_int_equal(quarantine_records(fx->dir, text, sizeof(text)), 1);
+    assert_non_null(strstr(text, "\"committed\":false"));
+    assert_non_null(strstr(text, "\"events\":70,\"source_partition\":0,\"source_offset_min\":50,"
+                                 "\"source_offset_max\":119"));
+    assert_non_null(strstr(text, "\"reason\":\"past the committed end\""));
+    assert_repaired_and_writable(fx, 50);
+}
+
+static void test_storage_quarantine_survives_rotation(void **state)
+{
+    /* The skip list lives in the manifest: a rotation's snapshot carries it (format 2), so after
+     * many commits past MANIFEST_BYTES_ROTATE the quarantined block stays skipped; a format-1
+     * binary refuses such a file as another version (-DS_EFORMAT), checked here by its magic. */
+    struct fixture *fx = *state;
+    committed_partition(fx, 120);
+    segment_path(fx->dir, DAY0, 0, 1, fx->path);
+    uint64_t offsets[16];
+    assert_int_equal(block_offsets(fx->path, offsets, 16), 7); /* 20,20,10,20,20,10,20 */
+    file_flip(fx->path, offsets[4] - 5);
+    struct storage_fsck_report report;
+    assert_int_equal(fsck(fx->dir, true, &report), 0);
+    char manifest[DS_PATH_MAX];
+    snprintf(manifest, sizeof(manifest), "%s/MANIFEST", fx->dir);
+    size_t len = 0;
+    char *data = file_read(manifest, &len);
+    assert_memory_equal(data, "DSMANIF2", 8);
+    free(data);
+    /* Commits that advance every source partition grow the log ~64 KiB each (as in
+     * test_storage_manifest_rotation); their events go to another partition. */
+    struct storage *st = open_dir(fx->dir, false);
+    uint64_t rng = 5;
+    uint32_t commits = 0;
+    uint64_t max_size = 0;
+    bool rotated = false;
+    while (!rotated) {
+        assert_true(commits < 100);
+        for (uint32_t i = 0; i < STORAGE_SOURCES_MAX - 1; i++) {
+            struct ds_event e;
+            test_event_random_plain(&rng, DAY0, &e);
+            struct ds_source src = {.partition = (int32_t)i - 1, .offset = 1000 + commits};
+            assert_int_equal(storage_append(st, DAY0, 1, &e, &src), 0);
+        }
+        assert_int_equal(storage_commit(st), 0);
+        commits++;
+        uint64_t size = file_size(manifest);
+        rotated = size < max_size;
+        max_size = size > max_size ? size : max_size;
+    }
+    storage_close(st);
+    data = file_read(manifest, &len);
+    assert_memory_equal(data, "DSMANIF2", 8);
+    free(data);
+    assert_true(commits > 1);
+    struct storage_partition_total t = reader_totals(fx->dir);
+    assert_int_equal(t.count, 100);
+    assert_int_equal(t.damaged_blocks, 0);
+    assert_int_equal(fsck(fx->dir, false, &report), 0);
+    assert_int_equal(report.quarantined_total, 1);
 }
 
 static void test_storage_recovery_garbage_after_committed_end(void **state)
@@ -1036,7 +1341,8 @@ static void test_storage_recovery_torn_manifest_tail(void **state)
 static void test_storage_recovery_damaged_manifest_refused(void **state)
 {
     /* A damaged manifest record followed by a valid one (acknowledged commits damaged) fails the
-     * open with -DS_ECORRUPT; a manifest of another format version with -DS_EFORMAT. */
+     * open with -DS_ECORRUPT (fsck reports it, --repair keeps the valid prefix); a manifest of
+     * another format version fails with -DS_EFORMAT. */
     struct fixture *fx = *state;
     committed_partition(fx, 120); /* three commits: three records */
     char manifest[DS_PATH_MAX];
@@ -1052,11 +1358,12 @@ static void test_storage_recovery_damaged_manifest_refused(void **state)
     assert_int_equal(storage_open(&cfg, &st), -DS_ECORRUPT);
     cfg.read_only = true;
     assert_int_equal(storage_open(&cfg, &st), -DS_ECORRUPT);
-    struct storage_fsck_report report;
-    assert_true(fsck(fx->dir, false, &report) == -DS_ECORRUPT);
+    struct storage_fsck_report report; /* reported, not refused: see the quarantine tests */
+    assert_int_equal(fsck(fx->dir, false, &report), 1);
+    assert_true(report.manifest_damaged);
 
     data[8 + 20] ^= 0x40;
-    data[7] = '2'; /* "DSMANIF2" */
+    data[7] = '3'; /* "DSMANIF3" */
     file_write(manifest, data, len);
     assert_int_equal(storage_open(&cfg, &st), -DS_EFORMAT);
     cfg.read_only = false;
@@ -1068,8 +1375,11 @@ static void test_storage_recovery_damaged_manifest_refused(void **state)
 static void test_storage_recovery_missing_manifest_refused(void **state)
 {
     /* Segments without a MANIFEST (lost or emptied: the writer creates it before any segment)
-     * make the writer's open and fsck --repair fail with -DS_ECORRUPT instead of removing every
-     * segment as uncommitted; nothing is deleted. */
+     * make the writer's open and a reader's open fail with -DS_ECORRUPT instead of removing
+     * every segment as uncommitted or reading as an empty store. fsck --repair refuses a
+     * missing MANIFEST (nothing is touched); an emptied one is a MANIFEST damaged before its
+     * tail with an empty valid prefix: every block is copied to quarantine/ (60 events) before
+     * the segment goes, and the store is clean and empty after. */
     struct fixture *fx = *state;
     committed_partition(fx, 60);
     char manifest[DS_PATH_MAX];
@@ -1080,6 +1390,7 @@ static void test_storage_recovery_missing_manifest_refused(void **state)
     uint64_t size = file_size(fx->path);
     struct storage_config cfg;
     config_init(&cfg, fx->dir);
+    struct storage_fsck_report report;
     for (int variant = 0; variant < 2; variant++) {
         if (variant == 0) {
             assert_int_equal(unlink(manifest), 0);
@@ -1088,13 +1399,39 @@ static void test_storage_recovery_missing_manifest_refused(void **state)
         }
         struct storage *st = NULL;
         assert_int_equal(storage_open(&cfg, &st), -DS_ECORRUPT);
-        struct storage_fsck_report report;
-        assert_int_equal(fsck(fx->dir, true, &report), -DS_ECORRUPT);
+        cfg.read_only = true;
+        assert_int_equal(storage_open(&cfg, &st), -DS_ECORRUPT);
+        cfg.read_only = false;
+        if (variant == 0) {
+            assert_int_equal(fsck(fx->dir, true, &report), -DS_ECORRUPT);
+        } else {
+            assert_int_equal(fsck(fx->dir, false, &report), 1);
+            assert_true(report.manifest_damaged);
+        }
         assert_true(file_exists(fx->path));
         assert_int_equal(file_size(fx->path), size);
     }
-    file_write(manifest, saved, len);
+    assert_int_equal(fsck(fx->dir, true, &report), 0);
+    assert_int_equal(report.quarantined_events, 60);
+    assert_false(file_exists(fx->path));
+    char bin[DS_PATH_MAX];
+    snprintf(bin, sizeof(bin), "%s/quarantine/2026-01-21.0.00000001.64.bin", fx->dir);
+    assert_int_equal(file_size(bin), size - sizeof(struct segment_header));
+    assert_int_equal(reader_totals(fx->dir).count, 0);
+
+    file_write(manifest, saved, len); /* the log back: the copy restores the segment */
     free(saved);
+    size_t bytes_len = 0;
+    uint8_t *bytes = file_read(bin, &bytes_len);
+    struct segment_header h = {.magic = SEGMENT_MAGIC,
+                               .version = SEGMENT_VERSION,
+                               .day = DAY0,
+                               .shard = 0,
+                               .segment_id = 1};
+    h.header_crc = ds_crc32c(0, &h, offsetof(struct segment_header, header_crc));
+    file_write(fx->path, &h, sizeof(h));
+    file_append(fx->path, bytes, bytes_len);
+    free(bytes);
     assert_reopen_matches(fx->dir, fx->m);
 }
 
@@ -2169,6 +2506,135 @@ static void test_storage_crash_at_random_points(void **state)
     }
 }
 
+/* ---- faults through both real backends --------------------------------------------------- */
+
+/* One failure injected into a commit whose partition's segment already exists, so that the
+ * commit's operations are, in order: 1 block write, 2 segment sync, 3 manifest write,
+ * 4 manifest sync. */
+struct backend_fault {
+    const char *what;
+    uint64_t op;  /* which operation of the commit fails (counted from 1) */
+    bool shorten; /* a short write of 3 bytes instead of an injected error */
+    int err;      /* the injected error */
+    int expect;   /* what storage_commit must return */
+    /* The manifest record was written before the failure: without a power cut, the reopened
+     * store may hold the failed commit whole (its record and source positions agree, so
+     * nothing is stored twice); the case cuts the power first and then wants the old state. */
+    bool record_written;
+};
+
+static const struct backend_fault backend_faults[] = {
+    {.what = "EIO on the block write", .op = 1, .err = -EIO, .expect = -EIO},
+    {.what = "EIO on the segment sync", .op = 2, .err = -EIO, .expect = -EIO},
+    {.what = "EIO on the manifest sync",
+     .op = 4,
+     .err = -EIO,
+     .expect = -EIO,
+     .record_written = true},
+    {.what = "ENOSPC on the block write", .op = 1, .err = -ENOSPC, .expect = -ENOSPC},
+    {.what = "ENOSPC on the manifest write", .op = 3, .err = -ENOSPC, .expect = -ENOSPC},
+    {.what = "EDQUOT on the block write", .op = 1, .err = -EDQUOT, .expect = -EDQUOT},
+    {.what = "short block write", .op = 1, .shorten = true, .expect = -EIO},
+    {.what = "short manifest write", .op = 3, .shorten = true, .expect = -EIO},
+};
+
+/* Appends n events with sources to (DAY0, 0), through storage and model. */
+static void backend_fault_append(struct storage *st, struct model *m, uint64_t *rng,
+                                 struct sources *src, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        struct ds_event e;
+        test_event_random_plain(rng, DAY0, &e);
+        struct ds_source s = next_source(rng, src, 3);
+        append_ok(st, m, DAY0, 0, &e, &s);
+    }
+}
+
+/* Returns false when the backend is refused (io_uring in a container): the caller skips. */
+static bool backend_fault_run(struct fixture *fx, enum storage_io_mode mode,
+                              const struct backend_fault *f)
+{
+    char dir[DS_PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s/%s-%llu-%d-%d", fx->dir, mode == STORAGE_IO_URING ? "u" : "s",
+             (unsigned long long)f->op, f->shorten, -f->err);
+    struct fake_io *fake = NULL;
+    int rc = fake_io_create_over(mode, &fake);
+    if (rc == -ENOSYS || rc == -EPERM) {
+        return false;
+    }
+    assert_int_equal(rc, 0);
+    struct storage_config cfg;
+    config_init(&cfg, dir);
+    cfg.io = fake_io_base(fake);
+    struct storage *st = open_with(&cfg);
+    struct model *m = model_new();
+    uint64_t rng = 77;
+    struct sources src = {{0}};
+    backend_fault_append(st, m, &rng, &src, 30);
+    commit_ok(st, m);
+    backend_fault_append(st, m, &rng, &src, 30);
+    if (f->shorten) {
+        fake_io_short_nth(fake, f->op, 3);
+    } else {
+        fake_io_fail_nth(fake, f->op, f->err);
+    }
+    uint64_t ops_before = fake_io_ops(fake);
+    rc = storage_commit(st);
+    if (rc != f->expect) {
+        print_error("%s (%s): commit returned %s, want %s\n", f->what, storage_io_name(cfg.io),
+                    ds_strerror(rc), ds_strerror(f->expect));
+        fail();
+    }
+    assert_true(fake_io_ops(fake) - ops_before >= f->op); /* the fault was reached */
+    /* Nothing acknowledged: the source positions are the previous commit's, and the writer
+     * stays failed. */
+    for (uint32_t i = 0; i < 3; i++) {
+        assert_int_equal(storage_source_next(st, (int32_t)i - 1), m->src_committed[i]);
+    }
+    assert_int_equal(storage_commit(st), rc);
+    storage_close(st);
+    if (f->record_written) {
+        assert_int_equal(fake_io_crash(fake, 1, FAKE_CRASH_CLEAN), 0);
+    }
+    fake_io_destroy(fake);
+    /* Reopened (recovery cuts what the failed commit left), the store holds exactly the first
+     * commit, and takes commits again. */
+    model_drop_pending(m);
+    assert_reopen_matches(dir, m);
+    st = open_dir(dir, false);
+    backend_fault_append(st, m, &rng, &src, 5);
+    commit_ok(st, m);
+    storage_close(st);
+    assert_reopen_matches(dir, m);
+    model_free(m);
+    return true;
+}
+
+static void backend_faults_each(struct fixture *fx, enum storage_io_mode mode)
+{
+    for (size_t i = 0; i < DS_ARRAY_LEN(backend_faults); i++) {
+        if (!backend_fault_run(fx, mode, &backend_faults[i])) {
+            print_message("io_uring refused here (container?): skipping the io_uring cases\n");
+            skip();
+        }
+    }
+}
+
+static void test_storage_commit_fault_over_sync_backend(void **state)
+{
+    /* EIO on a write and on a sync, ENOSPC, EDQUOT and short writes, injected into a commit
+     * run by the real sync backend: the commit returns the error (ENOSPC as -ENOSPC, not
+     * -EIO), nothing is acknowledged (source positions unchanged), and the reopened store holds
+     * exactly the previous commit and takes new ones. */
+    backend_faults_each(*state, STORAGE_IO_SYNC);
+}
+
+static void test_storage_commit_fault_over_uring_backend(void **state)
+{
+    /* The same faults with io_uring running every operation that is not failed. */
+    backend_faults_each(*state, STORAGE_IO_URING);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2185,6 +2651,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_storage_recovery_truncated_committed_block, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_storage_corrupt_committed_payload, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_quarantine_payload_block_mid_segment, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_storage_quarantine_header_damaged_block, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_storage_quarantine_issue_cut_and_garbage, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_storage_quarantine_damaged_manifest_middle, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_storage_quarantine_survives_rotation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_recovery_garbage_after_committed_end, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_storage_recovery_orphan_segment, setup, teardown),
@@ -2219,6 +2694,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_storage_fault_short_write_each_op, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_fault_eio_each_op_with_rolls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_crash_at_random_points, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_commit_fault_over_sync_backend, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_storage_commit_fault_over_uring_backend, setup,
+                                        teardown),
     };
     const char *filter = getenv("CMOCKA_TEST_FILTER");
     if (filter != NULL) {

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Randomised corruption (issue 13): on a fresh copy of a small ingested store, one random
+# corruption of a random segment or the MANIFEST (flip bits, cut the file, or overwrite a byte
+# range). Then: fsck exits 1, or the bytes hit held nothing committed (fsck 0 and the count
+# exact); count and orders readers end with 0 or 1 and a message, never a crash (exit >= 128)
+# or a hang (20 s); fsck --repair, then fsck exits 0; and the count is the truth minus the
+# events repair reports quarantined (at most the truth when a range's events were unknown).
+# 100 corruptions by default, 1000 with DS_LONG=1; DS_TEST_SEED replays a run (printed).
+# Hook: a file named by DS_CORRUPT_TARGETS_HOOK, when set, is sourced and may define
+# corrupt_extra_targets DIR, printing more paths (index files) to choose from.
+source "$(dirname "$0")/lib.sh"
+
+runs=100
+[[ ${DS_LONG:-} == 1 ]] && runs=1000
+seed=${DS_TEST_SEED:-$(( $(date +%s%N) % 1000000007 ))}
+echo "test_corrupt: seed $seed, $runs corruptions (replay with DS_TEST_SEED=$seed)"
+corrupt_extra_targets() { :; }
+if [[ -n ${DS_CORRUPT_TARGETS_HOOK:-} ]]; then
+  # shellcheck disable=SC1090
+  source "$DS_CORRUPT_TARGETS_HOOK"
+fi
+
+template="$WORK/template"
+stream="$WORK/stream.jsonl"
+cp "$FIXTURES/busy-day.jsonl" "$stream"
+"$DAYSHARD" ingest --data "$template" --shards 2 "$stream" > /dev/null
+for s in 1 2 3; do
+  "$DAYSHARD" generate --events 400 --profile busy-day --seed "$s" --days 3 --first-day 2026-01-20 >> "$stream"
+  "$DAYSHARD" ingest --data "$template" --resume "$stream" > /dev/null
+done
+count_of() {
+  timeout 20 "$DAYSHARD" count --data "$1" --day 2026-01-19 --to 2026-01-23 --json 2>/dev/null |
+    "$PY" -c 'import json,sys; print(json.load(sys.stdin)["count"])'
+}
+truth=$(count_of "$template")
+expect_eq "template count" "$(wc -l < "$stream")" "$truth"
+
+# corrupt DIR SEED: one corruption, described on stdout.
+corrupt() {
+  "$PY" - "$1" "$2" "$(corrupt_extra_targets "$1" | tr '\n' ' ')" <<'PY'
+import glob, os, random, sys
+d, seed, extra = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+rng = random.Random(seed)
+targets = sorted(glob.glob(d + "/parts/*/*/*.seg")) + [d + "/MANIFEST"] + extra
+path = rng.choice(targets)
+size = os.path.getsize(path)
+op = rng.choice(["flip", "cut", "overwrite"])
+data = bytearray(open(path, "rb").read())
+if op == "flip":
+    at = rng.randrange(size); n = rng.randint(1, 16)
+    for i in range(at, min(size, at + n)):
+        data[i] ^= 1 << rng.randrange(8)
+    what = "flip %d bytes at %d" % (min(size, at + n) - at, at)
+elif op == "cut":
+    at = rng.randrange(size); data = data[:at]; what = "cut at %d" % at
+else:
+    at = rng.randrange(size); n = rng.randint(1, 512)
+    data[at:at + n] = bytes(rng.randrange(256) for _ in range(n))
+    what = "overwrite %d bytes at %d" % (n, at)
+open(path, "wb").write(data)
+print("%s of %s (%d bytes)" % (what, os.path.relpath(path, d), size))
+PY
+}
+
+# reader_ok WHAT command...: exit 0 or 1 (with a message when 1), within 20 s.
+reader_ok() {
+  local what=$1
+  shift
+  set +e
+  timeout 20 "$@" > "$WORK/rout" 2> "$WORK/rerr"
+  local rc=$?
+  set -e
+  if [[ $rc == 0 ]] || { [[ $rc == 1 ]] && [[ -s $WORK/rerr ]]; }; then ok; else
+    fail "$what: exit $rc ($(head -c 200 "$WORK/rerr"))"; return 1
+  fi
+}
+
+caught=0 repaired=0 harmless=0
+start=$(date +%s)
+for ((i = 0; i < runs; i++)); do
+  dir="$WORK/run"
+  rm -rf "$dir"
+  cp -a "$template" "$dir"
+  what=$(corrupt "$dir" $((seed + i)))
+  ctx="run $i ($what; DS_TEST_SEED=$seed)"
+  set +e
+  timeout 20 "$DAYSHARD" fsck --data "$dir" --json > "$WORK/f1" 2> /dev/null
+  rc=$?
+  set -e
+  if [[ $rc == 1 ]]; then
+    caught=$((caught + 1)); ok
+  elif [[ $rc == 0 ]]; then
+    harmless=$((harmless + 1))
+    expect_eq "$ctx: fsck clean means an exact count" "$truth" "$(count_of "$dir")"
+  else
+    fail "$ctx: fsck exit $rc"
+    continue
+  fi
+  reader_ok "$ctx: count" "$DAYSHARD" count --data "$dir" --day 2026-01-19 --to 2026-01-23 || continue
+  reader_ok "$ctx: orders" "$DAYSHARD" orders --data "$dir" --customer 1 || continue
+  set +e
+  timeout 20 "$DAYSHARD" fsck --data "$dir" --repair --json > "$WORK/f2" 2> "$WORK/f2err"
+  rc=$?
+  set -e
+  if [[ $rc != 0 ]]; then
+    fail "$ctx: fsck --repair exit $rc ($(head -c 300 "$WORK/f2err"))"
+    continue
+  fi
+  expect_exit "$ctx: fsck after repair" 0 timeout 20 "$DAYSHARD" fsck --data "$dir"
+  q=$(json_get "$WORK/f2" 'd["quarantined_events"]')
+  unknown=$(json_get "$WORK/f2" 'd["events_unknown_ranges"]')
+  after=$(count_of "$dir" || echo "none")
+  if [[ $unknown == 0 ]]; then
+    expect_eq "$ctx: count after repair = truth - quarantined" $((truth - q)) "$after"
+  elif [[ $after =~ ^[0-9]+$ ]] && ((after <= truth - q)); then
+    ok
+  else
+    fail "$ctx: count after repair $after, want <= $((truth - q))"
+  fi
+  [[ $rc == 0 ]] && repaired=$((repaired + 1))
+done
+echo "test_corrupt: seed $seed: $runs corruptions, $caught caught by fsck, $harmless harmless," \
+  "$repaired repaired, $(( $(date +%s) - start )) s"
+finish

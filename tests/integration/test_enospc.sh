@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# A full disk, named and survived (issue 13): the data directory on a small tmpfs.
+#   1. `dayshard ingest` (io_uring and sync): exit 1, stderr names "No space left on device" with
+#      a path in the data directory and never "Input/output error"; what the failed run stored
+#      is exactly the events it reported durable and fsck reads it clean; after a remount with
+#      space, `ingest --resume` of the same input gives exactly the truth's per-day counts.
+#   2. `dayshard run` from a broker: the node stops (exit 1) naming the full disk and its data
+#      directory; after the remount a restarted node resumes from its durable positions, the
+#      group's committed offsets never passed them (read from the restart's assignment line:
+#      "durable here D, group G"), and the final counts equal the truth exactly.
+# Needs mount(2) (root or CAP_SYS_ADMIN): skipped (77) where it is refused.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/node_lib.sh"
+
+MNT=$WORK/mnt
+mkdir -p "$MNT"
+if ! mount -t tmpfs -o size=512k tmpfs "$MNT" 2>"$WORK/mount.err"; then
+  echo "SKIP: cannot mount a tmpfs here ($(head -c 200 "$WORK/mount.err")): needs root or CAP_SYS_ADMIN"
+  exit 77
+fi
+# The mount goes before node_lib's cleanup removes $WORK.
+trap 'umount -l "$MNT" 2>/dev/null || true; node_cleanup' EXIT
+
+seed=${DS_TEST_SEED:-$RANDOM}
+echo "seed=$seed"
+
+# remount SIZE: an empty tmpfs of SIZE (the data of the previous part removed first).
+remount_empty() {
+  rm -rf "${MNT:?}"/*
+  mount -o remount,size="$1" "$MNT"
+}
+
+# expect_named_full WHAT LOG DIR: the log names the full disk with a path under DIR, and never
+# reads "Input/output error".
+expect_named_full() {
+  local what=$1 log=$2 dir=$3
+  if grep -i "no space left on device" "$log" | grep -q -- "$dir"; then ok; else
+    fail "$what: no line names 'No space left on device' with a path under $dir: $(tail -n 5 "$log")"
+  fi
+  if grep -qi "input/output error" "$log"; then
+    fail "$what: the log reads Input/output error: $(grep -i "input/output error" "$log" | head -n 2)"
+  else
+    ok
+  fi
+}
+
+# ---- 1. file ingest, both backends ------------------------------------------------------------
+"$DAYSHARD" generate --events 200000 --seed "$seed" >"$WORK/events.jsonl"
+want=$(truth "$WORK/events.jsonl")
+for io in uring sync; do
+  remount_empty 512k
+  data=$MNT/ingest-$io
+  set +e
+  "$DAYSHARD" ingest --io "$io" --commit-interval-ms 5 --data "$data" "$WORK/events.jsonl" \
+    >/dev/null 2>"$WORK/ingest-$io.err"
+  rc=$?
+  set -e
+  if [[ $io == uring ]] && grep -q "io_uring unavailable" "$WORK/ingest-$io.err"; then
+    echo "io_uring refused here: the uring round ran on sync I/O"
+  fi
+  expect_eq "ingest --io $io on a full disk: exit status" 1 "$rc"
+  expect_named_full "ingest --io $io" "$WORK/ingest-$io.err" "$data"
+  durable=$(sed -nE 's/.*durable before the failure: ([0-9]+) events.*/\1/p' "$WORK/ingest-$io.err")
+  [[ -n $durable && $durable -gt 0 ]] || fail "ingest --io $io: no commit before the disk filled ($durable)"
+  stored=$(day_counts "$data" | total_of)
+  expect_eq "ingest --io $io: stored == reported durable" "$durable" "$stored"
+  if "$DAYSHARD" fsck --data "$data" >"$WORK/fsck.txt" 2>&1; then ok; else
+    fail "ingest --io $io: fsck after the failure: $(tail -n 3 "$WORK/fsck.txt")"
+  fi
+  mount -o remount,size=64m "$MNT"
+  "$DAYSHARD" ingest --io "$io" --resume --data "$data" "$WORK/events.jsonl" >/dev/null \
+    2>"$WORK/resume-$io.err" || fail "ingest --io $io --resume: $(tail -n 2 "$WORK/resume-$io.err")"
+  expect_eq "ingest --io $io: counts after --resume" "$want" "$(day_counts "$data")"
+  echo "ingest --io $io: $durable events durable when the disk filled, $stored stored, exact after --resume"
+done
+
+# ---- 2. dayshard run ------------------------------------------------------------------------
+remount_empty 256k
+data=$MNT/node
+"$DAYSHARD" generate --events 60000 --seed "$seed" >"$WORK/node.jsonl"
+want=$(truth "$WORK/node.jsonl")
+start_broker --partitions 4
+if ds_produce_works; then ds_produce "$WORK/node.jsonl" || fail "dayshard produce"; else
+  py_produce "$WORK/node.jsonl" || fail "python producer"
+fi
+start_node n "$data" it-enospc
+deadline=$(($(now_ms) + 60000))
+while kill -0 "$NODE_PID" 2>/dev/null && (($(now_ms) < deadline)); do sleep 0.2; done
+if kill -0 "$NODE_PID" 2>/dev/null; then
+  crash_node "$NODE_PID"
+  die "run: the node kept running on a full disk for 60 s"
+fi
+set +e
+wait "$NODE_PID"
+rc=$?
+set -e
+expect_eq "run on a full disk: exit status" 1 "$rc"
+expect_named_full "run" "$WORK/n.log" "$data"
+stored=$(day_counts "$data" | total_of)
+echo "run: stopped on the full disk with $stored of $(total_of <<<"$want") events durable"
+((stored < $(total_of <<<"$want"))) || fail "run: the disk never filled ($stored events stored)"
+
+mount -o remount,size=64m "$MNT"
+start_node n "$data" it-enospc
+wait_assigned n 30 || fail "run after the remount: no assignment within 30 s"
+sleep 1
+# Per partition at the restart: the offset it resumes from, the durable position, the group's
+# committed offset and the positions group's. Nothing acknowledged past durable: group <= durable
+# and positions <= durable; the resume point is the durable position.
+checked=$(awk '/^==== run /{n++} n == 2 && /kafka: assigned/' "$WORK/n.log" |
+  sed -E 's/.*from offset (-?[0-9]+) \(durable here (-?[0-9]+), group (-?[0-9]+), positions (-?[0-9]+)\).*/\1 \2 \3 \4/' |
+  awk '$3 > $2 || $4 > $2 || $1 != $2 {bad++} END {print NR, bad + 0}')
+expect_eq "restart: 4 partitions, none acknowledged past durable or resumed elsewhere" "4 0" "$checked"
+wait_counts "run: after the remount and restart" "$want" 90 "$data"
+stop_node n "$NODE_PID"
+stop_broker
+finish

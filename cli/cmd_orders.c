@@ -20,9 +20,6 @@
 #include "query/query.h"
 #include "storage/storage.h"
 
-/* --consistent waits at most this long for the index (the service's default too). */
-#define ORDERS_CONSISTENT_TIMEOUT_MS 5000u
-
 const char cmd_orders_usage[] =
     "usage: dayshard orders --customer C [--limit N] (--server URL | --data DIR) [options]\n"
     "\n"
@@ -34,7 +31,11 @@ const char cmd_orders_usage[] =
     "  --customer C         the customer id, required\n"
     "  --limit N            orders per page (1..1000, default 20)\n"
     "  --cursor T           the page after the one that printed 'next: T'\n"
-    "  --consistent         wait until the index holds everything durable now (bounded)\n"
+    "  --consistent         include every event acknowledged when asked: a node (run\n"
+    "                       --http) waits until it stored and indexed every event its topic\n"
+    "                       had acknowledged on its partitions; `serve` and --data wait until\n"
+    "                       the index holds everything durable\n"
+    "  --timeout-ms N       with --consistent: wait at most N ms (1..60000, default 2000)\n"
     "  --server URL         ask a node's query service (dayshard run --http)\n"
     "  --data DIR           read DIR's index directly (read-only)\n"
     "  --http-token TOKEN   bearer token for --server (or DAYSHARD_HTTP_TOKEN)\n"
@@ -48,6 +49,7 @@ struct orders_args {
     const char *server;
     const char *data;
     const char *token;
+    uint64_t timeout_ms; /* 0: the default */
     uint64_t limit;
     bool json;
 };
@@ -62,6 +64,7 @@ static int parse_args(int argc, char **argv, struct orders_args *a)
                                             {"json", no_argument, NULL, 'j'},
                                             {"cursor", required_argument, NULL, 'k'},
                                             {"consistent", no_argument, NULL, 'K'},
+                                            {"timeout-ms", required_argument, NULL, 'W'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof(*a));
@@ -79,6 +82,11 @@ static int parse_args(int argc, char **argv, struct orders_args *a)
         case 'j': a->json = true; break;
         case 'k': a->cursor = optarg; break;
         case 'K': a->consistent = true; break;
+        case 'W':
+            if (cli_parse_u64(optarg, 1, QUERY_CONSISTENT_TIMEOUT_MS_MAX, &a->timeout_ms) != 0) {
+                return cli_error("orders", CLI_USAGE, "bad value '%s' for --timeout-ms", optarg);
+            }
+            break;
         case 'l':
             if (cli_parse_u64(optarg, 1, 1000, &a->limit) != 0) {
                 return cli_error("orders", CLI_USAGE, "bad value '%s' for --limit", optarg);
@@ -101,6 +109,9 @@ static int parse_args(int argc, char **argv, struct orders_args *a)
     }
     if ((a->data == NULL) == (a->server == NULL)) {
         return cli_error("orders", CLI_USAGE, "give exactly one of --data DIR or --server URL");
+    }
+    if (a->timeout_ms != 0 && !a->consistent) {
+        return cli_error("orders", CLI_USAGE, "--timeout-ms bounds --consistent: give both");
     }
     return 0;
 }
@@ -149,12 +160,13 @@ static int orders_wait(const struct orders_args *a, struct query_gsi_reader *r)
         return cli_error("orders", CLI_FAIL, "%s: %s", a->data, ds_strerror(rc));
     }
     uint64_t indexed = 0;
-    rc = query_gsi_reader_wait(r, want, ORDERS_CONSISTENT_TIMEOUT_MS, NULL, &indexed);
+    uint32_t timeout_ms =
+        a->timeout_ms != 0 ? (uint32_t)a->timeout_ms : QUERY_CONSISTENT_TIMEOUT_MS_DEFAULT;
+    rc = query_gsi_reader_wait(r, want, timeout_ms, NULL, &indexed);
     if (rc == -ETIMEDOUT) {
         return cli_error("orders", CLI_FAIL,
-                         "the index did not catch up within %u s (it holds commit %llu of %llu)",
-                         ORDERS_CONSISTENT_TIMEOUT_MS / 1000, (unsigned long long)indexed,
-                         (unsigned long long)want);
+                         "the index did not catch up within %u ms (it holds commit %llu of %llu)",
+                         timeout_ms, (unsigned long long)indexed, (unsigned long long)want);
     }
     if (rc != 0) {
         return cli_error("orders", CLI_FAIL, "%s: the index: %s", a->data, ds_strerror(rc));
@@ -240,9 +252,13 @@ int cmd_orders(int argc, char **argv)
     if (a.cursor != NULL) {
         cli_url_escape(a.cursor, cursor, sizeof(cursor));
     }
-    snprintf(path, sizeof(path), "/v1/customers/%s/orders?limit=%u%s%s%s", escaped,
+    char timeout[32] = "";
+    if (a.timeout_ms != 0) {
+        snprintf(timeout, sizeof(timeout), "&timeout_ms=%u", (unsigned)a.timeout_ms);
+    }
+    snprintf(path, sizeof(path), "/v1/customers/%s/orders?limit=%u%s%s%s%s", escaped,
              (unsigned)a.limit, a.cursor != NULL ? "&cursor=" : "", cursor,
-             a.consistent ? "&consistent=true" : "");
+             a.consistent ? "&consistent=true" : "", timeout);
     struct cli_http_answer ans;
     rc = cli_http_get(a.server, path, a.token, &ans);
     if (rc != 0) {

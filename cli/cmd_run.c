@@ -3,6 +3,7 @@
  * a member of group G into durable day partitions in DIR, exactly once (see
  * ingest/kafka_node.c). SIGINT/SIGTERM drain, commit and exit 0; a fatal broker error exits 1.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -49,7 +50,12 @@ const char cmd_run_usage[] =
     "                         gsi-slots-log2\n"
     "                         set the options\n"
     "  --http HOST:PORT       also serve the HTTP query API (as `dayshard serve`) with this\n"
-    "                         node's live figures in /metrics and /readyz; port 0 picks one\n"
+    "                         node's live figures in /metrics and /readyz; port 0 picks one.\n"
+    "                         There consistent=true (count, orders) waits (timeout_ms, default\n"
+    "                         2000, at most 60000) until the answer includes every event the\n"
+    "                         topic had acknowledged, when the request arrived, on the\n"
+    "                         partitions this node is assigned; else 503 naming the positions\n"
+    "                         still missing, with Retry-After\n"
     "  --http-token TOKEN     require 'Authorization: Bearer TOKEN' (use it off loopback)\n"
     "  --max-gsi-lag-ms N     bound on the by-customer index's lag (default 1000): above half\n"
     "                         of it consumption pauses until the index catches up\n"
@@ -80,7 +86,8 @@ struct run_observer {
     /* Test hook (DS_TEST_PAUSE_FILE): consumption pauses while this file exists, to exercise
      * the node's back-pressure path without a slow follower. */
     const char *pause_file;
-    struct query_gsi *gsi; /* the by-customer index builder, NULL with --no-gsi */
+    struct query_gsi *gsi;           /* the by-customer index builder, NULL with --no-gsi */
+    struct ingest_node_watch *watch; /* the node's assignment, for consistent=true */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -277,6 +284,40 @@ static bool observe_pause(void *user)
     return gsi_behind || (o->pause_file != NULL && access(o->pause_file, F_OK) == 0);
 }
 
+/* Service threads, consistent=true: the node's positions (ingest and query do not know each
+ * other; this adapts one's watch to the other's callback). */
+struct run_positions {
+    struct query_position *out;
+    size_t cap;
+    size_t count;
+};
+
+static int run_position(int32_t partition, int64_t high_watermark, int64_t stored_from, void *user)
+{
+    struct run_positions *f = user;
+    if (f->count == f->cap) {
+        return -ENOSPC;
+    }
+    f->out[f->count++] = (struct query_position){
+        .partition = partition, .high_watermark = high_watermark, .stored_from = stored_from};
+    return 0;
+}
+
+static int observe_positions(void *user, struct query_position *out, size_t cap,
+                             uint32_t timeout_ms, uint64_t *generation)
+{
+    struct run_observer *o = user;
+    struct run_positions f = {.out = out, .cap = cap};
+    int rc = ingest_node_watch_positions(o->watch, timeout_ms, run_position, &f, generation);
+    return rc < 0 ? rc : (int)f.count;
+}
+
+static uint64_t observe_generation(void *user)
+{
+    const struct run_observer *o = user;
+    return ingest_node_watch_generation(o->watch);
+}
+
 /* Connects the node's observer callbacks to the metrics (kept even without --http: the
  * back-pressure hook needs them). */
 static void observer_init(struct run_observer *o, struct ingest_node_config *node)
@@ -293,6 +334,7 @@ static void observer_init(struct run_observer *o, struct ingest_node_config *nod
     node->on_heat = observe_heat;
     node->should_pause = observe_pause;
     node->observer_user = o;
+    node->watch = o->watch;
 }
 
 /* The query service and the index builder read the data directory on their own handles, so
@@ -347,6 +389,9 @@ static int start_http(struct run_args *a, struct run_observer *o, struct query_h
     a->http.data_dir = a->node.data_dir;
     a->http.metrics = &o->metrics;
     a->http.gsi = o->gsi;
+    a->http.positions = observe_positions;
+    a->http.positions_generation = observe_generation;
+    a->http.positions_user = o;
     int rc = query_http_start(&a->http, out);
     if (rc != 0) {
         return cli_error("run", rc == -DS_EUSAGE ? CLI_USAGE : CLI_FAIL, "--http %s: %s",
@@ -384,7 +429,8 @@ int cmd_run(int argc, char **argv)
     struct run_observer *observer = NULL;
     struct query_http *http = NULL;
     observer = calloc(1, sizeof(*observer));
-    if (observer == NULL) {
+    if (observer == NULL || ingest_node_watch_create(&observer->watch) != 0) {
+        free(observer);
         free(a);
         return cli_error("run", CLI_FAIL, "out of memory");
     }
@@ -398,6 +444,7 @@ int cmd_run(int argc, char **argv)
     rc = rc == 0 && a->http.listen != NULL ? start_http(a, observer, &http) : rc;
     if (rc != 0) {
         query_gsi_stop(observer->gsi);
+        ingest_node_watch_destroy(observer->watch);
         free(observer);
         free(a);
         return rc;
@@ -405,11 +452,22 @@ int cmd_run(int argc, char **argv)
     ds_log_info("node: consuming %s from %s as group %s into %s", a->node.topic, a->node.brokers,
                 a->node.group, a->node.data_dir);
     struct ingest_node_stats stats;
+    const char *data_dir = a->node.data_dir; /* argv's: outlives a */
     rc = ingest_node_run(&a->node, &stats, (const volatile int *)&stop_requested);
     query_http_stop(http);
     query_gsi_stop(observer->gsi);
+    ingest_node_watch_destroy(observer->watch); /* after the service that asks it */
     free(observer);
     free(a);
+    if (rc == -ENOSPC || rc == -EDQUOT) {
+        /* A full disk stops the node (it acknowledges nothing it could not make durable);
+         * restarted once there is space (systemd Restart=on-failure), it resumes from the
+         * durable positions in the manifest: nothing lost, nothing twice. */
+        return cli_error("run", CLI_FAIL,
+                         "%s: %s: stopped; nothing after the last commit was acknowledged to "
+                         "Kafka; restart the node once there is space and it resumes exactly",
+                         data_dir, ds_strerror(rc));
+    }
     if (rc != 0) {
         return cli_error("run", CLI_FAIL, "%s", ds_strerror(rc));
     }

@@ -176,6 +176,10 @@ struct ingest_file_config {
     const char *source_name;     /* named in dead letters: the file path or "-" */
     uint32_t commit_interval_ms; /* group commit at least this often (1..60000) */
     uint64_t commit_events;      /* and at least every this many events */
+    /* Skip the lines before the file source's committed next line (storage_source_next of
+     * DS_SOURCE_FILE): re-running the same input after a failed run (a full disk) then stores
+     * each line exactly once. Only for the same input: the position is a line number. */
+    bool resume;
 };
 
 void ingest_file_config_defaults(struct ingest_file_config *cfg);
@@ -387,6 +391,33 @@ typedef bool (*ingest_node_pause_fn)(void *user);
 struct shard_heat_report;
 typedef void (*ingest_node_heat_fn)(const struct shard_heat_report *report, void *user);
 
+/* Read-your-writes (the query service's consistent=true): which partitions a node is
+ * assigned and where the topic's partitions end now, for any thread (ingest/node_watch.c).
+ * The caller creates it, hands it to the node in ingest_node_config.watch and destroys it
+ * after ingest_node_run returned; the node publishes a broker handle and its assignment into
+ * it while it consumes. */
+struct ingest_node_watch;
+DS_MUST_USE int ingest_node_watch_create(struct ingest_node_watch **out);
+/* NULL is fine. */
+void ingest_node_watch_destroy(struct ingest_node_watch *w);
+/* One assigned partition: the high watermark the broker reports (the next offset it will
+ * write), and the offset from which this node stores the partition (below it: another
+ * member's data, or gone from the log). Returns 0, or a code that stops the visit. */
+typedef int (*ingest_node_position_fn)(int32_t partition, int64_t high_watermark,
+                                       int64_t stored_from, void *user);
+/* Any thread: for every partition the node is assigned now, asks the broker for its high
+ * watermark (all of them within timeout_ms, >= 1) and calls fn, in partition order.
+ * *generation gets the generation of the assignment visited. Returns the number of
+ * partitions (0: an empty assignment), -EAGAIN (the node is not consuming: starting, not yet
+ * in its group, in a rebalance, stopping), -ETIMEDOUT (the broker did not answer in time),
+ * -DS_EKAFKA (it answered an error; logged), -ENOMEM, or fn's code. */
+DS_MUST_USE int ingest_node_watch_positions(struct ingest_node_watch *w, uint32_t timeout_ms,
+                                            ingest_node_position_fn fn, void *user,
+                                            uint64_t *generation);
+/* Any thread, cheap: changes whenever partitions are assigned or revoked and when the node
+ * starts or stops consuming. */
+uint64_t ingest_node_watch_generation(struct ingest_node_watch *w);
+
 struct ingest_node_config {
     const char *brokers;
     const char *topic;
@@ -408,6 +439,7 @@ struct ingest_node_config {
     ingest_node_lag_fn on_lag;         /* may be NULL */
     ingest_node_pause_fn should_pause; /* may be NULL */
     void *observer_user;
+    struct ingest_node_watch *watch; /* may be NULL; retained until ingest_node_run returns */
 };
 void ingest_node_config_defaults(struct ingest_node_config *cfg);
 

@@ -48,6 +48,7 @@
 #include "ingest/kafka_dlq.h"
 #include "ingest/kafka_log.h"
 #include "ingest/node_heat.h"
+#include "ingest/node_watch.h"
 #include "ingest/stage.h"
 
 #define CONSUME_BATCH 1024u
@@ -343,8 +344,10 @@ static void release_partitions(struct node *n, rd_kafka_topic_partition_list_t *
     }
     int rc = stage_barrier(&n->stage);
     if (rc != 0) {
-        ds_log_error("revoking partitions: storage commit failed: %s; offsets not committed",
-                     ds_strerror(rc));
+        /* The writer logged the failure with its file; this is its consequence. */
+        ds_log_warn("revoking partitions: the storage commit failed (%s): offsets past the "
+                    "durable positions stay uncommitted",
+                    ds_strerror(rc));
         return;
     }
     rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(parts->cnt);
@@ -381,6 +384,7 @@ static void mark_assigned(struct node *n, const rd_kafka_topic_partition_list_t 
             n->start[p] = on ? parts->elems[i].offset : -1;
         }
     }
+    node_watch_assign(n->cfg->watch, parts, on);
 }
 
 /* Tells the heat which share of the topic's partitions this node owns: a node that reads 1/K
@@ -761,10 +765,16 @@ static int run(struct node *n, const volatile int *stop)
     rc = rc == 0 ? node_heat_open(n->cfg, n->map, &n->heat) : rc;
     rc = rc == 0 ? create_positions(n) : rc;
     rc = rc == 0 ? create_consumer(n) : rc;
+    if (rc == 0) {
+        /* The positions handle never fetches: on the consumer's connection a broker answers a
+         * watermark query only after the fetch it holds (node_watch.c). */
+        node_watch_attach(n->cfg->watch, n->positions, n->cfg->topic);
+    }
     rc = rc == 0 ? stage_start(&n->stage, &scfg) : rc;
     n->stage_running = rc == 0;
     rc = rc == 0 ? consume(n, stop) : rc;
     if (n->rk != NULL) {
+        node_watch_detach(n->cfg->watch); /* before the handle goes */
         /* Leaves the group: the revocation callback commits what was read. */
         rd_kafka_consumer_close(n->rk);
     }

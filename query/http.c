@@ -18,6 +18,17 @@
  * client's consecutive requests out of order, and a stat per request is well under 1% of the
  * 250 us budget).
  *
+ * consistent=true (count, orders): on a node, the service asks it (query_positions_fn) for the
+ * broker's high watermark of every partition it is assigned, after the request arrived, then
+ * looks at a refreshed reader every 5 ms until that reader's source offsets reach them (dead
+ * letters advance offsets too) and answers from that very reader; orders then wait for the
+ * index to hold the store commit that did. The deadline is the request's timeout_ms; past it,
+ * or when the assignment changes mid-wait, a 503 with Retry-After names the positions still
+ * missing. Without a node (serve) the guarantee is what was durable on arrival, and every
+ * answer of consistent=true says which one it gave ("consistency"). Rejected: a condition
+ * variable signalled by the node's commits (the service also runs beside no node, and a look
+ * is a stat(2): polling keeps one mechanism for both).
+ *
  * Hostile input: the raw request target is captured by the URI log callback and validated in
  * http_request.c; sizes are bounded below libmicrohttpd's own per-connection memory so our
  * JSON answers (414, 431) come first; connections are bounded in total and per address and
@@ -93,6 +104,9 @@ struct query_http {
     struct query_metrics *metrics;
     struct query_gsi *gsi;
     uint32_t consistent_timeout_ms;
+    query_positions_fn positions; /* NULL: consistent=true means durable at arrival */
+    query_generation_fn positions_generation;
+    void *positions_user;
     /* serve (no builder here): a read-only view of DATA/gsi, opened on first use */
     char data_dir[DS_PATH_MAX];
     pthread_rwlock_t gsi_lock; /* write: open and refresh; read: queries */
@@ -274,6 +288,43 @@ static enum MHD_Result respond_storage_error(struct query_http *h, struct MHD_Co
     return respond_error(h, c, rc == -ENOMEM ? 503 : 500, message);
 }
 
+/* A 503 of consistent=true: body (taken) with a Retry-After of retry_after_s (>= 1). */
+static enum MHD_Result respond_unavailable(struct query_http *h, struct MHD_Connection *c,
+                                           char *body, int64_t len, uint32_t retry_after_s)
+{
+    ASSERT(retry_after_s >= 1);
+    if (body == NULL) {
+        return respond_json(h, c, 503, NULL, 0);
+    }
+    ASSERT(len > 0);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer((size_t)len, body, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    char seconds[16];
+    snprintf(seconds, sizeof(seconds), "%u", retry_after_s);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, seconds);
+    atomic_fetch_add_explicit(&h->requests[HTTP_CLASS_5XX], 1, memory_order_relaxed);
+    enum MHD_Result result = MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+    MHD_destroy_response(resp);
+    return result;
+}
+
+/* Appends text (len bytes) before the closing brace of the JSON object in body (body_len
+ * bytes; capacity for it was reserved). Returns the new length. */
+static size_t append_fields(char *body, size_t body_len, const char *text, size_t len)
+{
+    ASSERT(body_len > 0);
+    ASSERT(body[body_len - 1] == '}');
+    memcpy(body + body_len - 1, text, len);
+    body[body_len - 1 + len] = '}';
+    body[body_len + len] = '\0';
+    return body_len + len;
+}
+
 /* Appends ,"as_of":{...} before the closing brace of the JSON object in body (len bytes;
  * capacity for it was reserved). Returns the new length. */
 static size_t append_as_of(char *body, size_t len, const struct http_reader *r)
@@ -290,31 +341,257 @@ static size_t append_as_of(char *body, size_t len, const struct http_reader *r)
     return len;
 }
 
-static enum MHD_Result serve_count(struct query_http *h, struct MHD_Connection *c,
-                                   const struct http_route *route)
+/* ---- consistent=true ----------------------------------------------------------------------- */
+
+/* Between two looks at the store while a consistent read waits. A look costs a stat(2) of the
+ * manifest when nothing changed; the node commits at most every commit_interval_ms (100 by
+ * default), so 5 ms adds at most a twentieth of that to a wait. */
+#define HTTP_CONSISTENT_STEP_NS (5u * 1000000u)
+/* Kafka partitions one consistent read can wait for: every source storage can track. */
+#define HTTP_POSITIONS_MAX STORAGE_SOURCES_MAX
+/* The wait ended because the node's assignment changed (a rebalance). */
+#define HTTP_WAIT_REBALANCED (-ECANCELED)
+
+/* A consistent read of a node: the positions asked on arrival and what the store held. */
+struct consistent_wait {
+    uint32_t timeout_ms;
+    uint64_t deadline_ns;
+    bool asked; /* the node answered its positions */
+    uint64_t generation;
+    uint32_t count;
+    struct query_position *positions; /* owned, count entries */
+    int64_t *durable_next;            /* owned: per position, the store's at the last look */
+};
+
+static uint32_t request_timeout_ms(const struct query_http *h, const struct http_route *route)
 {
-    struct http_reader *r = NULL;
-    int rc = reader_acquire(h, &r);
-    if (rc != 0) {
+    return route->timeout_ms != 0 ? route->timeout_ms : h->consistent_timeout_ms;
+}
+
+/* Asks the node, on arrival, for the high watermark of every partition it is assigned.
+ * Returns 0, or the callback's code; wait_end releases w either way. */
+static int wait_begin(struct query_http *h, const struct http_route *route,
+                      struct consistent_wait *w)
+{
+    ASSERT(h->positions != NULL);
+    memset(w, 0, sizeof(*w));
+    w->timeout_ms = request_timeout_ms(h, route);
+    w->deadline_ns = ds_clock_ns() + (uint64_t)w->timeout_ms * 1000000u;
+    w->positions = malloc(sizeof(*w->positions) * HTTP_POSITIONS_MAX);
+    w->durable_next = malloc(sizeof(*w->durable_next) * HTTP_POSITIONS_MAX);
+    if (w->positions == NULL || w->durable_next == NULL) {
+        return -ENOMEM;
+    }
+    int n = h->positions(h->positions_user, w->positions, HTTP_POSITIONS_MAX, w->timeout_ms,
+                         &w->generation);
+    if (n < 0) {
+        return n;
+    }
+    ASSERT((uint32_t)n <= HTTP_POSITIONS_MAX);
+    w->asked = true;
+    w->count = (uint32_t)n;
+    for (uint32_t i = 0; i < w->count; i++) {
+        w->durable_next[i] = -1;
+    }
+    return 0;
+}
+
+static void wait_end(struct consistent_wait *w)
+{
+    free(w->positions);
+    free(w->durable_next);
+}
+
+/* One look: whether r's view holds every position; records what it holds. */
+static bool wait_reached(struct consistent_wait *w, const struct http_reader *r)
+{
+    bool all = true;
+    for (uint32_t i = 0; i < w->count; i++) {
+        w->durable_next[i] = storage_source_next(r->st, w->positions[i].partition);
+        all = all && http_position_reached(&w->positions[i], w->durable_next[i]);
+    }
+    return all;
+}
+
+/* Looks at the store until a reader's view holds every position. Returns 0 with that reader
+ * held (the answer must come from the very view that held them; the caller releases it),
+ * -ETIMEDOUT, HTTP_WAIT_REBALANCED, or a storage error. Never a busy loop: a look, then a
+ * sleep of HTTP_CONSISTENT_STEP_NS without any lock. */
+static int wait_store(struct query_http *h, struct consistent_wait *w, struct http_reader **out)
+{
+    ASSERT(w->asked);
+    for (;;) { /* bounded by the deadline */
+        struct http_reader *r = NULL;
+        int rc = reader_acquire(h, &r);
+        if (rc != 0) {
+            return rc;
+        }
+        if (wait_reached(w, r)) {
+            *out = r;
+            return 0;
+        }
+        reader_release(r);
+        /* Partitions revoked mid-wait will not reach their positions here: say so at once. */
+        if (h->positions_generation(h->positions_user) != w->generation) {
+            return HTTP_WAIT_REBALANCED;
+        }
+        if (ds_clock_ns() >= w->deadline_ns) {
+            return -ETIMEDOUT;
+        }
+        struct timespec step = {.tv_sec = 0, .tv_nsec = HTTP_CONSISTENT_STEP_NS};
+        nanosleep(&step, NULL);
+    }
+}
+
+/* The milliseconds left of w's timeout (0 when it passed). */
+static uint32_t wait_left_ms(const struct consistent_wait *w)
+{
+    uint64_t now = ds_clock_ns();
+    return now >= w->deadline_ns ? 0u : (uint32_t)((w->deadline_ns - now) / 1000000u);
+}
+
+/* The 503 (or other error) of a consistent read that failed with rc; index_needed_seq is the
+ * store commit the by-customer index did not reach in time (rc -ETIMEDOUT after the store
+ * wait), 0 otherwise. */
+static enum MHD_Result respond_unmet(struct query_http *h, struct MHD_Connection *c,
+                                     const struct consistent_wait *w, int rc,
+                                     uint64_t index_needed_seq)
+{
+    uint32_t retry_s = w->timeout_ms >= 1000u ? (w->timeout_ms + 999u) / 1000u : 1u;
+    char text[HTTP_ERROR_BYTES_MAX];
+    if (!w->asked && rc != -ENOMEM) {
+        if (rc == -EAGAIN) {
+            snprintf(text, sizeof(text),
+                     "the node is not consuming now (starting, joining its "
+                     "consumer group, rebalancing or stopping): retry");
+        } else if (rc == -ETIMEDOUT) {
+            snprintf(text, sizeof(text),
+                     "the broker did not report the high watermarks within "
+                     "timeout_ms %u",
+                     w->timeout_ms);
+        } else if (rc == -ENOSPC) {
+            snprintf(text, sizeof(text), "the node is assigned more than %u partitions",
+                     HTTP_POSITIONS_MAX);
+        } else {
+            snprintf(text, sizeof(text), "the broker: %s", ds_strerror(rc));
+        }
+        char *body = malloc(HTTP_ERROR_BYTES_MAX * 2u);
+        int64_t len = body != NULL ? http_error_json(text, body, HTTP_ERROR_BYTES_MAX * 2u) : 0;
+        ASSERT(len >= 0);
+        return respond_unavailable(h, c, body, len, rc == -ETIMEDOUT ? retry_s : 1u);
+    }
+    if (rc != -ETIMEDOUT && rc != HTTP_WAIT_REBALANCED) {
         return respond_storage_error(h, c, rc);
     }
+    struct http_unmet_wait unmet = {
+        .why = rc == HTTP_WAIT_REBALANCED
+                   ? HTTP_UNMET_REBALANCE
+                   : (index_needed_seq > 0 ? HTTP_UNMET_INDEX : HTTP_UNMET_TIMEOUT),
+        .timeout_ms = w->timeout_ms,
+        .count = w->count,
+        .positions = w->positions,
+        .durable_next = w->durable_next,
+        .index_needed_seq = index_needed_seq};
+    size_t cap = http_unmet_json_bound(w->count);
+    char *body = malloc(cap);
+    int64_t len = body != NULL ? http_unmet_json(&unmet, body, cap) : 0;
+    ASSERT(len >= 0);
+    return respond_unavailable(h, c, body, len, rc == -ETIMEDOUT ? retry_s : 1u);
+}
+
+/* ,"consistency":... for w (NULL: durable at arrival) into a new buffer; NULL when out of
+ * memory. */
+static char *consistency_text(const struct consistent_wait *w, size_t *len)
+{
+    uint32_t count = w != NULL ? w->count : 0;
+    size_t cap = http_consistency_json_bound(count);
+    char *text = malloc(cap);
+    if (text == NULL) {
+        return NULL;
+    }
+    int64_t n =
+        http_consistency_json(w != NULL ? HTTP_CONSISTENCY_ACKNOWLEDGED : HTTP_CONSISTENCY_DURABLE,
+                              w != NULL ? w->positions : NULL, count, text, cap);
+    ASSERT(n > 0);
+    *len = (size_t)n;
+    return text;
+}
+
+/* ---- /v1/count ----------------------------------------------------------------------------- */
+
+/* Counts on r (held; released here) and answers, with the consistency field when given. */
+static enum MHD_Result count_answer(struct query_http *h, struct MHD_Connection *c,
+                                    const struct http_route *route, struct http_reader *r,
+                                    const char *consistency, size_t consistency_len)
+{
     struct query_count_result res;
-    rc = query_count(r->st, r->map, &route->count, &res);
+    int rc = query_count(r->st, r->map, &route->count, &res);
     if (rc != 0) {
         reader_release(r);
         return respond_storage_error(h, c, rc);
     }
-    size_t cap = query_count_json_bound(&res) + r->as_of_len + 16;
+    size_t cap = query_count_json_bound(&res) + r->as_of_len + consistency_len + 16;
     char *body = malloc(cap);
     int64_t len = -ENOMEM;
     if (body != NULL) {
         len = query_count_json(&route->count, &res, body, cap);
         ASSERT(len > 0);
         len = (int64_t)append_as_of(body, (size_t)len, r);
+        if (consistency != NULL) {
+            len = (int64_t)append_fields(body, (size_t)len, consistency, consistency_len);
+        }
     }
     reader_release(r);
     query_count_result_deinit(&res);
     return respond_json(h, c, 200, body, len);
+}
+
+/* consistent=true on a node: waits until the store holds every acknowledged position. */
+static enum MHD_Result serve_count_acknowledged(struct query_http *h, struct MHD_Connection *c,
+                                                const struct http_route *route)
+{
+    struct consistent_wait w;
+    struct http_reader *r = NULL;
+    int rc = wait_begin(h, route, &w);
+    rc = rc == 0 ? wait_store(h, &w, &r) : rc;
+    size_t text_len = 0;
+    char *text = rc == 0 ? consistency_text(&w, &text_len) : NULL;
+    enum MHD_Result result;
+    if (rc != 0) {
+        result = respond_unmet(h, c, &w, rc, 0);
+    } else if (text == NULL) {
+        reader_release(r);
+        result = respond_storage_error(h, c, -ENOMEM);
+    } else {
+        result = count_answer(h, c, route, r, text, text_len);
+    }
+    free(text);
+    wait_end(&w);
+    return result;
+}
+
+static enum MHD_Result serve_count(struct query_http *h, struct MHD_Connection *c,
+                                   const struct http_route *route)
+{
+    if (route->consistent && h->positions != NULL) {
+        return serve_count_acknowledged(h, c, route);
+    }
+    struct http_reader *r = NULL;
+    int rc = reader_acquire(h, &r);
+    if (rc != 0) {
+        return respond_storage_error(h, c, rc);
+    }
+    /* Without a node, a reader refreshed on arrival holds everything durable then: what every
+     * count gives, said explicitly when asked for. */
+    size_t text_len = 0;
+    char *text = route->consistent ? consistency_text(NULL, &text_len) : NULL;
+    if (route->consistent && text == NULL) {
+        reader_release(r);
+        return respond_storage_error(h, c, -ENOMEM);
+    }
+    enum MHD_Result result = count_answer(h, c, route, r, text, text_len);
+    free(text);
+    return result;
 }
 
 /* ---- partition heat ------------------------------------------------------------------------ */
@@ -586,9 +863,10 @@ static enum MHD_Result serve_readyz(struct query_http *h, struct MHD_Connection 
 #define HTTP_GSI_REFRESH_NS (100u * 1000000u)
 
 /* serve: opens (first use) and refreshes the view of the node's index until it holds every
- * commit up to want_seq (0: no wait; query_gsi_reader_wait) or the timeout passes; estimates
- * the lag against durable_seq. On 0 the caller holds the read lock and must unlock it. */
-static int gsi_view(struct query_http *h, uint64_t durable_seq, uint64_t want_seq, uint64_t *lag_ms)
+ * commit up to want_seq (0: no wait; query_gsi_reader_wait) or timeout_ms pass; estimates the
+ * lag against durable_seq. On 0 the caller holds the read lock and must unlock it. */
+static int gsi_view(struct query_http *h, uint64_t durable_seq, uint64_t want_seq,
+                    uint32_t timeout_ms, uint64_t *lag_ms)
 {
     ASSERT(pthread_rwlock_wrlock(&h->gsi_lock) == 0);
     int rc = h->gsi_reader == NULL ? query_gsi_reader_open(h->data_dir, &h->gsi_reader) : 0;
@@ -601,8 +879,7 @@ static int gsi_view(struct query_http *h, uint64_t durable_seq, uint64_t want_se
     }
     ASSERT(pthread_rwlock_unlock(&h->gsi_lock) == 0);
     if (rc == 0 && refresh) {
-        rc = query_gsi_reader_wait(h->gsi_reader, want_seq, h->consistent_timeout_ms, &h->gsi_lock,
-                                   &indexed);
+        rc = query_gsi_reader_wait(h->gsi_reader, want_seq, timeout_ms, &h->gsi_lock, &indexed);
     }
     if (rc != 0) {
         return rc;
@@ -632,11 +909,20 @@ static int durable_seq(struct query_http *h, uint64_t *seq)
     return rc;
 }
 
+/* What a page of orders answers besides the page: the index lag, the consistency field of
+ * consistent=true (NULL without), and the wait of a node's consistent read (NULL otherwise). */
+struct orders_extra {
+    uint64_t lag_ms;
+    const char *consistency;
+    size_t consistency_len;
+    const struct consistent_wait *wait;
+};
+
 /* Answers one page of route's customer from gsi; releases `held` (a read lock on the view,
  * or NULL) once the index was read. */
 static enum MHD_Result respond_orders(struct query_http *h, struct MHD_Connection *c,
                                       const struct http_route *route, struct gsi *gsi,
-                                      uint64_t lag_ms, pthread_rwlock_t *held)
+                                      const struct orders_extra *extra, pthread_rwlock_t *held)
 {
     struct query_orders_page page = {.orders = calloc(route->limit, sizeof(struct query_order))};
     int rc = page.orders == NULL
@@ -651,55 +937,122 @@ static enum MHD_Result respond_orders(struct query_http *h, struct MHD_Connectio
                    ? respond_error(h, c, 400, "bad cursor: not one this service handed out")
                    : respond_storage_error(h, c, rc);
     }
-    size_t cap = query_orders_json_bound(page.count);
+    size_t cap = query_orders_json_bound(page.count) + extra->consistency_len;
     char *body = malloc(cap);
     int64_t len = -ENOMEM;
     if (body != NULL) {
-        len = query_orders_json(&route->customer, &page, lag_ms, body, cap);
+        len = query_orders_json(&route->customer, &page, extra->lag_ms, body, cap);
         ASSERT(len > 0);
+        if (extra->consistency != NULL) {
+            len = (int64_t)append_fields(body, (size_t)len, extra->consistency,
+                                         extra->consistency_len);
+        }
     }
     free(page.orders);
     return respond_json(h, c, 200, body, len);
 }
 
-static enum MHD_Result respond_not_caught_up(struct query_http *h, struct MHD_Connection *c)
+/* A consistent read whose index did not hold want_seq within timeout_ms. */
+static enum MHD_Result respond_not_caught_up(struct query_http *h, struct MHD_Connection *c,
+                                             const struct orders_extra *extra, uint64_t want_seq,
+                                             uint32_t timeout_ms)
 {
-    return respond_error(h, c, 503, "the by-customer index did not catch up within the timeout");
+    if (extra->wait != NULL) {
+        return respond_unmet(h, c, extra->wait, -ETIMEDOUT, want_seq);
+    }
+    char text[HTTP_ERROR_BYTES_MAX];
+    snprintf(text, sizeof(text),
+             "the by-customer index did not hold store commit %" PRIu64 " within timeout_ms %u",
+             want_seq, timeout_ms);
+    char *body = malloc(HTTP_ERROR_BYTES_MAX * 2u);
+    int64_t len = body != NULL ? http_error_json(text, body, HTTP_ERROR_BYTES_MAX * 2u) : 0;
+    ASSERT(len >= 0);
+    return respond_unavailable(h, c, body, len,
+                               timeout_ms >= 1000u ? (timeout_ms + 999u) / 1000u : 1u);
 }
 
-/* The orders endpoint: from the node's builder (run --http), or from a view of the node's
- * index (serve). */
-static enum MHD_Result serve_orders(struct query_http *h, struct MHD_Connection *c,
-                                    const struct http_route *route)
+/* A page from the node's builder (run --http) or from a view of the node's index (serve),
+ * after waiting (timeout_ms) until it holds store commit want_seq (0: no wait); durable_seq is
+ * the store's commit on arrival, for the lag estimate of a view. */
+static enum MHD_Result orders_at(struct query_http *h, struct MHD_Connection *c,
+                                 const struct http_route *route, uint64_t durable_seq,
+                                 uint64_t want_seq, uint32_t timeout_ms, struct orders_extra *extra)
 {
-    uint64_t seq = 0;
-    int rc = durable_seq(h, &seq);
-    if (rc != 0) {
-        return respond_storage_error(h, c, rc);
-    }
-    uint64_t lag_ms = 0;
     if (h->gsi == NULL) {
-        rc = gsi_view(h, seq, route->consistent ? seq : 0, &lag_ms);
+        int rc = gsi_view(h, durable_seq, want_seq, timeout_ms, &extra->lag_ms);
         if (rc == -ENOENT) {
             return respond_error(h, c, 503,
                                  "no by-customer index in this data directory yet (the node "
                                  "builds it; it runs without --no-gsi)");
         }
         if (rc != 0) {
-            return rc == -ETIMEDOUT ? respond_not_caught_up(h, c) : respond_storage_error(h, c, rc);
+            return rc == -ETIMEDOUT ? respond_not_caught_up(h, c, extra, want_seq, timeout_ms)
+                                    : respond_storage_error(h, c, rc);
         }
-        return respond_orders(h, c, route, query_gsi_reader_store(h->gsi_reader), lag_ms,
+        return respond_orders(h, c, route, query_gsi_reader_store(h->gsi_reader), extra,
                               &h->gsi_lock);
     }
-    if (route->consistent) {
-        rc = query_gsi_wait(h->gsi, seq, h->consistent_timeout_ms);
+    if (want_seq > 0) {
+        int rc = query_gsi_wait(h->gsi, want_seq, timeout_ms);
         if (rc != 0) {
-            return rc == -ETIMEDOUT ? respond_not_caught_up(h, c) : respond_storage_error(h, c, rc);
+            return rc == -ETIMEDOUT ? respond_not_caught_up(h, c, extra, want_seq, timeout_ms)
+                                    : respond_storage_error(h, c, rc);
         }
     }
     uint64_t lag_events = 0;
-    query_gsi_lag(h->gsi, &lag_ms, &lag_events);
-    return respond_orders(h, c, route, query_gsi_store(h->gsi), lag_ms, NULL);
+    query_gsi_lag(h->gsi, &extra->lag_ms, &lag_events);
+    return respond_orders(h, c, route, query_gsi_store(h->gsi), extra, NULL);
+}
+
+/* consistent=true on a node: the store must hold every acknowledged position, then the index
+ * the store commit that held them, all within the request's timeout. */
+static enum MHD_Result serve_orders_acknowledged(struct query_http *h, struct MHD_Connection *c,
+                                                 const struct http_route *route)
+{
+    struct consistent_wait w;
+    struct http_reader *r = NULL;
+    int rc = wait_begin(h, route, &w);
+    rc = rc == 0 ? wait_store(h, &w, &r) : rc;
+    if (rc != 0) {
+        enum MHD_Result result = respond_unmet(h, c, &w, rc, 0);
+        wait_end(&w);
+        return result;
+    }
+    uint64_t seq = storage_commit_seq(r->st);
+    reader_release(r);
+    struct orders_extra extra = {.wait = &w};
+    char *text = consistency_text(&w, &extra.consistency_len);
+    extra.consistency = text;
+    enum MHD_Result result = text != NULL
+                                 ? orders_at(h, c, route, seq, seq, wait_left_ms(&w), &extra)
+                                 : respond_storage_error(h, c, -ENOMEM);
+    free(text);
+    wait_end(&w);
+    return result;
+}
+
+/* The orders endpoint. consistent=true without a node waits for what was durable on arrival. */
+static enum MHD_Result serve_orders(struct query_http *h, struct MHD_Connection *c,
+                                    const struct http_route *route)
+{
+    if (route->consistent && h->positions != NULL) {
+        return serve_orders_acknowledged(h, c, route);
+    }
+    uint64_t seq = 0;
+    int rc = durable_seq(h, &seq);
+    if (rc != 0) {
+        return respond_storage_error(h, c, rc);
+    }
+    struct orders_extra extra = {0};
+    char *text = route->consistent ? consistency_text(NULL, &extra.consistency_len) : NULL;
+    if (route->consistent && text == NULL) {
+        return respond_storage_error(h, c, -ENOMEM);
+    }
+    extra.consistency = text;
+    enum MHD_Result result = orders_at(h, c, route, seq, route->consistent ? seq : 0,
+                                       request_timeout_ms(h, route), &extra);
+    free(text);
+    return result;
 }
 
 /* ---- /v1/heat ------------------------------------------------------------------------------ */
@@ -876,6 +1229,8 @@ int query_http_config_check(const struct query_http_config *cfg)
               cfg->threads <= QUERY_HTTP_THREADS_MAX &&
               cfg->connections_max <= QUERY_HTTP_CONNECTIONS_MAX &&
               cfg->connections_per_ip <= QUERY_HTTP_CONNECTIONS_MAX && cfg->ready_lag_max >= 0 &&
+              cfg->consistent_timeout_ms <= QUERY_CONSISTENT_TIMEOUT_MS_MAX &&
+              (cfg->positions == NULL) == (cfg->positions_generation == NULL) &&
               (cfg->token == NULL ||
                (strlen(cfg->token) > 0 && strlen(cfg->token) <= HTTP_TOKEN_BYTES_MAX));
     return ok ? 0 : -DS_EUSAGE;
@@ -998,7 +1353,12 @@ int query_http_start(const struct query_http_config *cfg, struct query_http **ou
     h->gsi = cfg->gsi;
     snprintf(h->data_dir, sizeof(h->data_dir), "%s", cfg->data_dir);
     ASSERT(pthread_rwlock_init(&h->gsi_lock, NULL) == 0);
-    h->consistent_timeout_ms = cfg->consistent_timeout_ms != 0 ? cfg->consistent_timeout_ms : 5000u;
+    h->consistent_timeout_ms = cfg->consistent_timeout_ms != 0
+                                   ? cfg->consistent_timeout_ms
+                                   : QUERY_CONSISTENT_TIMEOUT_MS_DEFAULT;
+    h->positions = cfg->positions;
+    h->positions_generation = cfg->positions_generation;
+    h->positions_user = cfg->positions_user;
     if (cfg->token != NULL) {
         h->token_len = strlen(cfg->token);
         memcpy(h->token, cfg->token, h->token_len);

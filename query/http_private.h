@@ -20,7 +20,7 @@
 /* A decoded parameter name and value; a status is at most DS_STATUS_BYTES_MAX. */
 #define HTTP_PARAM_NAME_BYTES_MAX 32u
 #define HTTP_PARAM_VALUE_BYTES_MAX 256u
-/* Parameters in one request: the richest endpoint takes four. */
+/* Parameters in one request: the richest endpoint (/v1/count) takes six. */
 #define HTTP_PARAMS_MAX 8u
 #define HTTP_ERROR_BYTES_MAX 256u
 /* Orders per page a client may ask for (the GSI issue may lower it). */
@@ -47,7 +47,8 @@ struct http_route {
     uint32_t limit;                   /* HTTP_EP_ORDERS: 1..HTTP_ORDERS_LIMIT_MAX */
     uint32_t top;                     /* HTTP_EP_HEAT: 1..SHARD_HEAT_TOP_MAX */
     struct ds_id customer;            /* HTTP_EP_ORDERS */
-    bool consistent;                  /* HTTP_EP_ORDERS */
+    bool consistent;                  /* HTTP_EP_ORDERS, HTTP_EP_COUNT */
+    uint32_t timeout_ms; /* with consistent: 1..QUERY_CONSISTENT_TIMEOUT_MS_MAX, 0 not given */
     char cursor[QUERY_ORDERS_TOKEN_CHARS_MAX + 1]; /* HTTP_EP_ORDERS; "" for the first page */
     char error[HTTP_ERROR_BYTES_MAX];              /* the message of a 4xx answer */
 };
@@ -64,6 +65,46 @@ DS_MUST_USE unsigned http_route_parse(const char *method, const char *target, si
 
 /* Renders {"error": message} into dst. Returns the length or -ENOSPC. */
 DS_MUST_USE int64_t http_error_json(const char *message, char *dst, size_t dst_capacity);
+
+/* What a consistent=true answer waited for (http_consistent.c renders it). */
+enum http_consistency {
+    HTTP_CONSISTENCY_DURABLE = 0,  /* serve: everything durable when the request arrived */
+    HTTP_CONSISTENCY_ACKNOWLEDGED, /* a node: everything the topic had acknowledged */
+};
+/* Why a consistent=true request is answered 503. */
+enum http_unmet {
+    HTTP_UNMET_TIMEOUT = 0, /* the store (or the index) did not get there in time */
+    HTTP_UNMET_REBALANCE,   /* the node's assignment changed while waiting */
+    HTTP_UNMET_INDEX,       /* the store got there, the by-customer index did not in time */
+};
+/* A 503 of consistent=true: the positions the answer would have had to include and what the
+ * store held when the wait ended. */
+struct http_unmet_wait {
+    enum http_unmet why;
+    uint32_t timeout_ms;
+    uint32_t count;
+    const struct query_position *positions; /* count entries, borrowed */
+    const int64_t *durable_next;            /* per position: the store's next offset, -1 none */
+    uint64_t index_needed_seq;              /* HTTP_UNMET_INDEX: the store commit the index
+                                             * must hold */
+};
+
+/* ,"consistency":"durable" or ,"consistency":"acknowledged","high_watermarks":{"P":HW,...}
+ * (count positions, may be NULL for durable). Returns the length or -ENOSPC. */
+DS_MUST_USE int64_t http_consistency_json(enum http_consistency kind,
+                                          const struct query_position *positions, uint32_t count,
+                                          char *dst, size_t dst_capacity);
+/* Bytes http_consistency_json needs at most for count positions. */
+size_t http_consistency_json_bound(uint32_t count);
+/* The 503 document: {"error":"...","consistency":"acknowledged","timeout_ms":T,"missing":[
+ * {"partition":P,"high_watermark":H,"durable_next":D|null},...]} listing every position the
+ * store had not reached (HTTP_UNMET_INDEX: every position, and "index_needed_seq":S). Returns
+ * the length or -ENOSPC. */
+DS_MUST_USE int64_t http_unmet_json(const struct http_unmet_wait *w, char *dst,
+                                    size_t dst_capacity);
+size_t http_unmet_json_bound(uint32_t count);
+/* Whether the store's next offset has reached the position (or the node does not store it). */
+bool http_position_reached(const struct query_position *p, int64_t durable_next);
 
 struct text_buf;
 /* Appends the heat series of /metrics (top rows only: bounded labels) to b (query/heat.c). */

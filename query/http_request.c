@@ -7,8 +7,8 @@
  * which would silently change what a client asked for. Parameters are strict: unknown names
  * and repeated names are errors (a typo such as "stauts=paid" must not widen a count).
  *
- * Rejected: a table-driven generic parameter parser with callbacks (four endpoints with one to
- * four parameters each read better as plain code).
+ * Rejected: a table-driven generic parameter parser with callbacks (five endpoints with one to
+ * six parameters each read better as plain code).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -237,6 +237,28 @@ static bool decimal_param(const char *value, size_t len, size_t digits_max, uint
     return ok;
 }
 
+/* consistent and timeout_ms, which /v1/count and the orders endpoint both take. */
+static unsigned consistency_param(const char *name, const char *value, size_t len,
+                                  struct http_route *out)
+{
+    if (strcmp(name, "consistent") == 0) {
+        if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0) {
+            return fail(out, 400, "bad consistent: expected true or false");
+        }
+        out->consistent = strcmp(value, "true") == 0;
+        return 0;
+    }
+    /* name is "timeout_ms": the callers admit only known names. */
+    uint32_t timeout_ms = 0;
+    if (!decimal_param(value, len, 5, &timeout_ms) || timeout_ms == 0 ||
+        timeout_ms > QUERY_CONSISTENT_TIMEOUT_MS_MAX) {
+        return fail(out, 400, "bad timeout_ms: expected 1..%u (milliseconds)",
+                    QUERY_CONSISTENT_TIMEOUT_MS_MAX);
+    }
+    out->timeout_ms = timeout_ms;
+    return 0;
+}
+
 static unsigned orders_param(const char *name, const char *value, size_t len,
                              struct http_route *out)
 {
@@ -248,12 +270,8 @@ static unsigned orders_param(const char *name, const char *value, size_t len,
         out->limit = limit;
         return 0;
     }
-    if (strcmp(name, "consistent") == 0) {
-        if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0) {
-            return fail(out, 400, "bad consistent: expected true or false");
-        }
-        out->consistent = strcmp(value, "true") == 0;
-        return 0;
+    if (strcmp(name, "consistent") == 0 || strcmp(name, "timeout_ms") == 0) {
+        return consistency_param(name, value, len, out);
     }
     /* cursor: the index checks it (a malformed one is a 400 then); here only its size. */
     if (len > QUERY_ORDERS_TOKEN_CHARS_MAX) {
@@ -279,9 +297,9 @@ static unsigned heat_param(const char *value, size_t len, struct http_route *out
 static const char *known_params(enum http_endpoint endpoint)
 {
     switch (endpoint) {
-    case HTTP_EP_COUNT: return " day to status by ";
+    case HTTP_EP_COUNT: return " day to status by consistent timeout_ms ";
     case HTTP_EP_PARTITIONS: return " day ";
-    case HTTP_EP_ORDERS: return " limit cursor consistent ";
+    case HTTP_EP_ORDERS: return " limit cursor consistent timeout_ms ";
     case HTTP_EP_HEAT: return " top ";
     default: return " ";
     }
@@ -291,10 +309,10 @@ static unsigned one_param(const char *text, size_t len, uint32_t *seen, struct h
 {
     const char *eq = memchr(text, '=', len);
     size_t name_len = eq != NULL ? (size_t)(eq - text) : len;
-    char name[HTTP_PARAM_NAME_BYTES_MAX + 2];
+    char name[HTTP_PARAM_NAME_BYTES_MAX + 3]; /* ' ', the name, ' ', NUL: see known_params */
     char value[HTTP_PARAM_VALUE_BYTES_MAX + 1];
     char quoted[64];
-    int64_t n = percent_decode(text, name_len, true, name + 1, sizeof(name) - 1);
+    int64_t n = percent_decode(text, name_len, true, name + 1, sizeof(name) - 2);
     int64_t v = eq != NULL ? percent_decode(eq + 1, len - name_len - 1, true, value, sizeof(value))
                            : (value[0] = '\0', 0);
     if (n == -EINVAL || v == -EINVAL) {
@@ -318,6 +336,7 @@ static unsigned one_param(const char *text, size_t len, uint32_t *seen, struct h
         return fail(out, 400, "unknown parameter '%s'",
                     quote_input(name + 1, (size_t)n, quoted, sizeof(quoted)));
     }
+    ASSERT(at - known < 32); /* a name's offset in the list is its bit in seen */
     uint32_t bit = 1u << (uint32_t)(at - known);
     if (*seen & bit) {
         return fail(out, 400, "parameter '%s' given twice",
@@ -325,6 +344,10 @@ static unsigned one_param(const char *text, size_t len, uint32_t *seen, struct h
     }
     *seen |= bit;
     name[n + 1] = '\0';
+    if (out->endpoint == HTTP_EP_COUNT &&
+        (strcmp(name + 1, "consistent") == 0 || strcmp(name + 1, "timeout_ms") == 0)) {
+        return consistency_param(name + 1, value, (size_t)v, out);
+    }
     if (out->endpoint == HTTP_EP_COUNT) {
         return count_param(name + 1, value, (size_t)v, out);
     }
@@ -381,6 +404,9 @@ static unsigned finish(struct http_route *out, uint32_t range_days_max)
                      days, range_days_max);
             return fail(out, 400, "%s", message);
         }
+    }
+    if (out->timeout_ms != 0 && !out->consistent) {
+        return fail(out, 400, "timeout_ms bounds the wait of consistent=true: give both");
     }
     if (out->endpoint == HTTP_EP_PARTITIONS && out->day < 0) {
         return fail(out, 400, "missing parameter 'day' (YYYY-MM-DD)");

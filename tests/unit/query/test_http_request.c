@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "query/http_private.h"
@@ -161,6 +162,161 @@ static void test_http_request_error_json_escapes(void **state)
     assert_int_equal(http_error_json("x", doc, 8), -ENOSPC);
 }
 
+static void test_http_request_consistent_params(void **state)
+{
+    /* consistent and timeout_ms on both endpoints that wait; timeout_ms alone, out of
+     * 1..QUERY_CONSISTENT_TIMEOUT_MS_MAX or not a plain decimal is a 400 naming it. */
+    (void)state;
+    struct http_route r;
+    assert_int_equal(parse("GET", "/v1/count?day=2026-01-21&consistent=true&timeout_ms=250", &r),
+                     0);
+    assert_true(r.consistent);
+    assert_int_equal(r.timeout_ms, 250);
+    assert_int_equal(parse("GET", "/v1/count?day=2026-01-21&consistent=true", &r), 0);
+    assert_true(r.consistent);
+    assert_int_equal(r.timeout_ms, 0); /* the service's default */
+    assert_int_equal(parse("GET", "/v1/count?day=2026-01-21&consistent=false", &r), 0);
+    assert_false(r.consistent);
+    assert_int_equal(parse("GET", "/v1/count?day=2026-01-21", &r), 0);
+    assert_false(r.consistent);
+    assert_int_equal(parse("GET",
+                           "/v1/count?timeout_ms=60000&consistent=true&day=2026-01-21&"
+                           "to=2026-01-22&status=paid&by=day",
+                           &r),
+                     0);
+    assert_int_equal(r.timeout_ms, QUERY_CONSISTENT_TIMEOUT_MS_MAX);
+    assert_int_equal(r.count.by, QUERY_GROUP_DAY);
+    assert_int_equal(parse("GET", "/v1/customers/42/orders?consistent=true&timeout_ms=1", &r), 0);
+    assert_true(r.consistent);
+    assert_int_equal(r.timeout_ms, 1);
+    static const char *const bad[] = {
+        "/v1/count?day=2026-01-21&consistent=true&timeout_ms=0",
+        "/v1/count?day=2026-01-21&consistent=true&timeout_ms=60001",
+        "/v1/count?day=2026-01-21&consistent=true&timeout_ms=100000",
+        "/v1/count?day=2026-01-21&consistent=true&timeout_ms=",
+        "/v1/count?day=2026-01-21&consistent=true&timeout_ms",
+        "/v1/count?day=2026-01-21&consistent=true&timeout_ms=-5",
+        "/v1/count?day=2026-01-21&consistent=true&timeout_ms=1e3",
+        "/v1/count?day=2026-01-21&consistent=true&timeout_ms=2s",
+        "/v1/count?day=2026-01-21&consistent=true&timeout_ms=1&timeout_ms=2",
+        "/v1/count?day=2026-01-21&consistent=TRUE",
+        "/v1/count?day=2026-01-21&timeout_ms=100",
+        "/v1/count?day=2026-01-21&consistent=false&timeout_ms=100",
+        "/v1/customers/42/orders?timeout_ms=100",
+        "/v1/customers/42/orders?consistent=true&timeout_ms=0",
+        "/v1/customers/42/orders?consistent=true&timeout_ms=99999",
+        "/v1/partitions?day=2026-01-21&consistent=true",
+    };
+    for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
+        unsigned status = parse("GET", bad[i], &r);
+        if (status != 400 || r.error[0] == '\0') {
+            fail_msg("%s: status %u, error '%s'", bad[i], status, r.error);
+        }
+    }
+    assert_int_equal(parse("GET", "/v1/count?day=2026-01-21&consistent=true&timeout_ms=0", &r),
+                     400);
+    assert_string_equal(r.error, "bad timeout_ms: expected 1..60000 (milliseconds)");
+    assert_int_equal(parse("GET", "/v1/count?day=2026-01-21&timeout_ms=100", &r), 400);
+    assert_string_equal(r.error, "timeout_ms bounds the wait of consistent=true: give both");
+}
+
+static void test_http_request_consistency_json(void **state)
+{
+    /* The field an answer carries: which guarantee, and for a node the positions it covers. */
+    (void)state;
+    char text[256];
+    int64_t n = http_consistency_json(HTTP_CONSISTENCY_DURABLE, NULL, 0, text, sizeof(text));
+    assert_int_equal(n, (int64_t)strlen(text));
+    assert_string_equal(text, ",\"consistency\":\"durable\"");
+    const struct query_position pos[] = {{.partition = 0, .high_watermark = 12, .stored_from = 0},
+                                         {.partition = 3, .high_watermark = INT64_MAX}};
+    n = http_consistency_json(HTTP_CONSISTENCY_ACKNOWLEDGED, pos, 2, text, sizeof(text));
+    assert_string_equal(text, ",\"consistency\":\"acknowledged\",\"high_watermarks\":{\"0\":12,"
+                              "\"3\":9223372036854775807}");
+    assert_int_equal(n, (int64_t)strlen(text));
+    assert_true((size_t)n < http_consistency_json_bound(2));
+    n = http_consistency_json(HTTP_CONSISTENCY_ACKNOWLEDGED, pos, 0, text, sizeof(text));
+    assert_string_equal(text, ",\"consistency\":\"acknowledged\",\"high_watermarks\":{}");
+    assert_int_equal(http_consistency_json(HTTP_CONSISTENCY_ACKNOWLEDGED, pos, 2, text, 40),
+                     -ENOSPC);
+}
+
+static void test_http_request_unmet_json(void **state)
+{
+    /* A 503 names the positions still missing (only those), null for a partition the store
+     * never saw; when only the index is behind, every position and the commit it needs. */
+    (void)state;
+    const struct query_position pos[] = {
+        {.partition = 0, .high_watermark = 100, .stored_from = 0},
+        {.partition = 1, .high_watermark = 50, .stored_from = 0},   /* reached */
+        {.partition = 2, .high_watermark = 7, .stored_from = 0},    /* never stored */
+        {.partition = 5, .high_watermark = 30, .stored_from = 40}}; /* another member's */
+    const int64_t next[] = {90, 50, -1, 3};
+    struct http_unmet_wait w = {.why = HTTP_UNMET_TIMEOUT,
+                                .timeout_ms = 2000,
+                                .count = 4,
+                                .positions = pos,
+                                .durable_next = next};
+    char doc[1024];
+    int64_t n = http_unmet_json(&w, doc, sizeof(doc));
+    assert_int_equal(n, (int64_t)strlen(doc));
+    assert_true((size_t)n < http_unmet_json_bound(4));
+    assert_string_equal(
+        doc, "{\"error\":\"not every event the topic had acknowledged is durable here yet "
+             "(timeout_ms 2000)\",\"consistency\":\"acknowledged\",\"timeout_ms\":2000,"
+             "\"missing\":[{\"partition\":0,\"high_watermark\":100,\"durable_next\":90},"
+             "{\"partition\":2,\"high_watermark\":7,\"durable_next\":null}]}");
+    w.why = HTTP_UNMET_REBALANCE;
+    assert_true(http_unmet_json(&w, doc, sizeof(doc)) > 0);
+    assert_non_null(strstr(doc, "reassigned while waiting (a rebalance)"));
+    assert_non_null(strstr(doc, "\"missing\":[{\"partition\":0,"));
+    w.why = HTTP_UNMET_INDEX;
+    w.index_needed_seq = 77;
+    const int64_t all[] = {100, 50, 7, 3};
+    w.durable_next = all;
+    n = http_unmet_json(&w, doc, sizeof(doc));
+    assert_true(n > 0);
+    assert_non_null(strstr(doc, "by-customer index does not hold them yet"));
+    assert_non_null(strstr(doc, "{\"partition\":5,\"high_watermark\":30,\"durable_next\":3}]"
+                                ",\"index_needed_seq\":77}"));
+    assert_int_equal(http_unmet_json(&w, doc, 200), -ENOSPC);
+    /* The bound holds the widest values. */
+    struct query_position wide[8];
+    int64_t none[8];
+    for (size_t i = 0; i < DS_ARRAY_LEN(wide); i++) {
+        wide[i] = (struct query_position){.partition = INT32_MAX, .high_watermark = INT64_MAX};
+        none[i] = INT64_MAX - 1;
+    }
+    w = (struct http_unmet_wait){.why = HTTP_UNMET_INDEX,
+                                 .timeout_ms = QUERY_CONSISTENT_TIMEOUT_MS_MAX,
+                                 .count = 8,
+                                 .positions = wide,
+                                 .durable_next = none,
+                                 .index_needed_seq = UINT64_MAX};
+    size_t cap = http_unmet_json_bound(8);
+    char *big = malloc(cap);
+    assert_non_null(big);
+    assert_true(http_unmet_json(&w, big, cap) > 0);
+    free(big);
+}
+
+static void test_http_request_position_reached(void **state)
+{
+    /* The store's next offset reaches the high watermark, or the node does not store below. */
+    (void)state;
+    struct query_position p = {.partition = 0, .high_watermark = 10, .stored_from = 0};
+    assert_true(http_position_reached(&p, 10));
+    assert_true(http_position_reached(&p, 11));
+    assert_false(http_position_reached(&p, 9));
+    assert_false(http_position_reached(&p, -1));
+    p.high_watermark = 0; /* an empty partition */
+    assert_true(http_position_reached(&p, -1));
+    p = (struct query_position){.partition = 0, .high_watermark = 10, .stored_from = 10};
+    assert_true(http_position_reached(&p, -1));
+    p.stored_from = 9;
+    assert_false(http_position_reached(&p, 5));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -170,6 +326,10 @@ int main(void)
         cmocka_unit_test(test_http_request_probes_and_orders),
         cmocka_unit_test(test_http_request_heat),
         cmocka_unit_test(test_http_request_error_json_escapes),
+        cmocka_unit_test(test_http_request_consistent_params),
+        cmocka_unit_test(test_http_request_consistency_json),
+        cmocka_unit_test(test_http_request_unmet_json),
+        cmocka_unit_test(test_http_request_position_reached),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -214,10 +214,14 @@ static void observe_commit(const struct ingest_node_progress *progress, void *us
     }
 }
 
-static bool observe_pause(void *user)
+static int observe_pause(void *user)
 {
     struct e2e *e = user;
-    return e->gsi != NULL && query_gsi_should_pause(e->gsi);
+    if (e->gsi == NULL) {
+        return 0;
+    }
+    int rc = query_gsi_error(e->gsi);
+    return rc != 0 ? rc : query_gsi_should_pause(e->gsi) ? 1 : 0;
 }
 
 static void *node_main(void *arg)

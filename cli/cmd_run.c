@@ -88,6 +88,7 @@ struct run_observer {
     const char *pause_file;
     struct query_gsi *gsi;           /* the by-customer index builder, NULL with --no-gsi */
     struct ingest_node_watch *watch; /* the node's assignment, for consistent=true */
+    bool gsi_failed;                 /* consumer thread: the builder's error stopped the node */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -276,12 +277,22 @@ static void observe_heat(const struct shard_heat_report *report, void *user)
     query_metrics_heat_set(&o->metrics, report);
 }
 
-/* Consumer thread, every loop: whether a follower asks the node to pause. */
-static bool observe_pause(void *user)
+/* Consumer thread, every loop: whether a follower asks the node to pause (1), or stopped for
+ * good (its error: the node stops too, rather than stay paused with the index behind). */
+static int observe_pause(void *user)
 {
-    const struct run_observer *o = user;
-    bool gsi_behind = o->gsi != NULL && query_gsi_should_pause(o->gsi);
-    return gsi_behind || (o->pause_file != NULL && access(o->pause_file, F_OK) == 0);
+    struct run_observer *o = user;
+    if (o->gsi != NULL) {
+        int rc = query_gsi_error(o->gsi);
+        if (rc != 0) {
+            o->gsi_failed = true;
+            return rc;
+        }
+        if (query_gsi_should_pause(o->gsi)) {
+            return 1;
+        }
+    }
+    return o->pause_file != NULL && access(o->pause_file, F_OK) == 0 ? 1 : 0;
 }
 
 /* Service threads, consistent=true: the node's positions (ingest and query do not know each
@@ -457,8 +468,18 @@ int cmd_run(int argc, char **argv)
     query_http_stop(http);
     query_gsi_stop(observer->gsi);
     ingest_node_watch_destroy(observer->watch); /* after the service that asks it */
+    bool gsi_failed = observer->gsi_failed;
     free(observer);
     free(a);
+    if (gsi_failed) {
+        /* The base data stays exact (the builder follows it); a restart resumes the index from
+         * its cursor once the cause is gone. */
+        return cli_error("run", CLI_FAIL,
+                         "%s/gsi: the by-customer index builder stopped: %s; the node stopped "
+                         "with it (the stored data is intact); restart it once the cause is "
+                         "fixed, or run with --no-gsi",
+                         data_dir, ds_strerror(rc));
+    }
     if (rc == -ENOSPC || rc == -EDQUOT) {
         /* A full disk stops the node (it acknowledges nothing it could not make durable);
          * restarted once there is space (systemd Restart=on-failure), it resumes from the

@@ -381,10 +381,11 @@ struct ingest_node_progress {
 typedef void (*ingest_node_commit_fn)(const struct ingest_node_progress *progress, void *user);
 typedef void (*ingest_node_lag_fn)(int32_t partition, int64_t lag, void *user);
 /* Back-pressure from a follower of the stored data (the GSI builder): asked on the consumer
- * thread every loop (so it must be cheap); while it returns true the node pauses fetching of
+ * thread every loop (so it must be cheap); while it returns 1 the node pauses fetching of
  * every assigned partition (librdkafka pause), keeps serving rebalances and commits, and
- * resumes when it returns false. */
-typedef bool (*ingest_node_pause_fn)(void *user);
+ * resumes when it returns 0. A negated errno means the follower failed for good (its disk is
+ * full, say): the node stops with that error rather than stay paused forever. */
+typedef int (*ingest_node_pause_fn)(void *user);
 /* Heat (shard/shard.h): on the consumer thread once a second, the node's heat report (write
  * rates per partition, day, Kafka partition and customer; the growths of the shard map). The
  * report is the node's: copy what is needed before returning. */

@@ -564,12 +564,17 @@ static void status(struct node *n)
 }
 
 /* Consumer thread: pauses or resumes fetching of the whole assignment as cfg->should_pause
- * asks (back-pressure from the GSI builder). */
-static void apply_back_pressure(struct node *n)
+ * asks (back-pressure from the GSI builder). Returns 0, or the follower's error that stops the
+ * node. */
+static int apply_back_pressure(struct node *n)
 {
-    bool want = n->cfg->should_pause != NULL && n->cfg->should_pause(n->cfg->observer_user);
+    int asked = n->cfg->should_pause != NULL ? n->cfg->should_pause(n->cfg->observer_user) : 0;
+    if (asked < 0) {
+        return asked;
+    }
+    bool want = asked > 0;
     if (want == n->paused) {
-        return;
+        return 0;
     }
     rd_kafka_topic_partition_list_t *assigned = NULL;
     rd_kafka_resp_err_t err = rd_kafka_assignment(n->rk, &assigned);
@@ -583,13 +588,14 @@ static void apply_back_pressure(struct node *n)
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         ds_log_warn("kafka: cannot %s consumption: %s", want ? "pause" : "resume",
                     rd_kafka_err2str(err));
-        return; /* asked again on the next loop */
+        return 0; /* asked again on the next loop */
     }
     n->paused = want;
     n->stats->pauses += want ? 1 : 0;
     /* Debug only: under a tight bound this flips several times a second; the status line
      * counts the pauses. */
     ds_log_debug("node: consumption %s (back-pressure)", want ? "paused" : "resumed");
+    return 0;
 }
 
 static int consume(struct node *n, const volatile int *stop)
@@ -612,7 +618,9 @@ static int consume(struct node *n, const volatile int *stop)
         if (rc == 0) {
             rc = node_heat_tick(n->heat, n->stats);
         }
-        apply_back_pressure(n);
+        if (rc == 0) {
+            rc = apply_back_pressure(n);
+        }
         refresh_commits(n);
         status(n);
     }

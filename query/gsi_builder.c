@@ -535,6 +535,14 @@ void query_gsi_lag(struct query_gsi *g, uint64_t *lag_ms, uint64_t *lag_events)
     pthread_mutex_unlock(&g->lock);
 }
 
+int query_gsi_error(struct query_gsi *g)
+{
+    pthread_mutex_lock(&g->lock);
+    int rc = g->error;
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
 bool query_gsi_should_pause(struct query_gsi *g)
 {
     pthread_mutex_lock(&g->lock);

@@ -233,6 +233,8 @@ void query_gsi_notify(struct query_gsi *g, uint64_t commit_seq, uint64_t events_
 /* Back-pressure for the node (any thread; cheap): true while the lag is above half the bound,
  * until it is back below a quarter, and once the builder failed. Also updates the lag gauge. */
 bool query_gsi_should_pause(struct query_gsi *g);
+/* 0 while the builder runs, else the error that stopped it (it logged the cause). */
+int query_gsi_error(struct query_gsi *g);
 /* The current lag: age of the oldest durable commit not yet queryable, and the events behind. */
 void query_gsi_lag(struct query_gsi *g, uint64_t *lag_ms, uint64_t *lag_events);
 /* Waits until every commit up to commit_seq is queryable. Returns 0, -ETIMEDOUT, or the

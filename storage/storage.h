@@ -57,8 +57,9 @@
 /* Operations on files inside the data directory. Writes and syncs are queued and run at flush:
  * operations on the same fd run in the order queued, operations on different fds may run
  * concurrently. flush returns 0 when every queued operation succeeded, else the first error
- * (a short write counts as -EIO); after an error the state of the affected files is unknown
- * and the caller must not acknowledge anything queued. */
+ * (the rest of a short write is retried, so a full disk reports -ENOSPC, not -EIO); after an error
+ * the state of the affected files is unknown and the caller must not acknowledge anything queued.
+ */
 struct storage_io;
 struct storage_io_ops {
     const char *name;

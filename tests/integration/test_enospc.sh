@@ -113,5 +113,47 @@ checked=$(awk '/^==== run /{n++} n == 2 && /kafka: assigned/' "$WORK/n.log" |
 expect_eq "restart: 4 partitions, none acknowledged past durable or resumed elsewhere" "4 0" "$checked"
 wait_counts "run: after the remount and restart" "$want" 90 "$data"
 stop_node n "$NODE_PID"
+
+# ---- 3. only the index's disk is full ------------------------------------------------------
+# DIR/gsi on a tmpfs of its own: the builder stops on ENOSPC, and the node stops with it (exit 1,
+# naming the index and the cause) instead of staying paused forever behind a dead builder; the
+# base data is intact; after the remount a restarted node finishes the index, exactly.
+umount "$MNT"
+data=$WORK/gsi-node
+mkdir -p "$data/gsi"
+mount -t tmpfs -o size=128k tmpfs "$data/gsi" || die "cannot mount the index's tmpfs"
+trap 'umount -l "$data/gsi" 2>/dev/null || true; node_cleanup' EXIT
+start_node g "$data" it-enospc-gsi
+deadline=$(($(now_ms) + 60000))
+while kill -0 "$NODE_PID" 2>/dev/null && (($(now_ms) < deadline)); do sleep 0.2; done
+if kill -0 "$NODE_PID" 2>/dev/null; then
+  crash_node "$NODE_PID"
+  die "run: the node kept running for 60 s with its index's disk full"
+fi
+set +e
+wait "$NODE_PID"
+rc=$?
+set -e
+expect_eq "run with the index's disk full: exit status" 1 "$rc"
+grep -q "by-customer index builder stopped: No space left on device" "$WORK/g.log" && ok ||
+  fail "run: the exit names neither the index nor the full disk: $(tail -n 3 "$WORK/g.log")"
+expect_exit "fsck of the base data after the index filled its disk" 0 "$DAYSHARD" fsck --data "$data"
+mount -o remount,size=64m "$data/gsi"
+start_http_node g "$data" it-enospc-gsi
+wait_counts "run: after the index's remount" "$want" 90 "$data"
+heavy=$("$PY" -c '
+import collections, json, sys
+c = collections.Counter(json.dumps(json.loads(l)["customer_id"]) for l in open(sys.argv[1]))
+print(next(k for k, n in c.most_common() if n <= 1000))' "$WORK/node.jsonl")
+expected=$("$PY" -c '
+import json, sys
+print(sum(1 for l in open(sys.argv[1]) if json.dumps(json.loads(l)["customer_id"]) == sys.argv[2]))' \
+  "$WORK/node.jsonl" "$heavy")
+curl -s "$URL/v1/customers/$(customer_path "$heavy")/orders?limit=1000&consistent=true&timeout_ms=30000" \
+  >"$WORK/orders.json"
+got=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["orders"]))' \
+  "$WORK/orders.json" 2>/dev/null || head -c 300 "$WORK/orders.json")
+expect_eq "the index after the remount: customer $heavy's orders" "$expected" "$got"
+stop_node g "$NODE_PID"
 stop_broker
 finish

@@ -329,3 +329,26 @@ EOF
 ds_produce_works() {
   "$DAYSHARD" produce --help >/dev/null 2>&1
 }
+
+# ---- the kill -9 tests' helpers ---------------------------------------------------------------
+
+# PY_PRODUCER: an independent producer (python3-kafka, acks=all, its own retries) that records
+# every acknowledged (partition, offset, order id); usage in its header.
+PY_PRODUCER=$(dirname "${BASH_SOURCE[0]}")/py_producer.py
+
+# gsi_state URL: "COMMIT LAG_MS QUERYABLE" from the node's /metrics: its storage commit sequence,
+# the by-customer index's lag gauge, and how many commits became queryable in the index so far
+# (the lag histogram's count); empty when the node does not answer.
+gsi_state() {
+  { curl -s --max-time 2 "$1/metrics" || true; } | awk '
+    $1 == "dayshard_storage_commit_seq" {seq = $2}
+    $1 == "dayshard_gsi_lag_ms" {lag = $2}
+    $1 == "dayshard_gsi_lag_seconds_count" {n = $2}
+    END {if (seq != "" && lag != "" && n != "") print seq, lag, n}'
+}
+
+# topic_records FILE: every message of the topic "orders" as "partition<TAB>offset<TAB>key<TAB>
+# value" lines, read back with kcat from the beginning to the end offsets.
+topic_records() {
+  timeout 120 kcat -b "$BOOT" -t orders -C -e -q -o beginning -f '%p\t%o\t%k\t%s\n' >"$1"
+}

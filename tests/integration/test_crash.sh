@@ -2,10 +2,11 @@
 # kill -9 of `dayshard ingest` at random moments: after each crash, recovery keeps exactly a
 # committed prefix of the input (the writer commits in input order), loses nothing committed,
 # shows nothing uncommitted, fsck is clean once recovery ran, and the directory keeps working.
-# DS_SOAK=1 runs 50 crashes instead of 6.
+# DS_LONG=1 (or the older DS_SOAK=1) runs 50 crashes instead of 6.
 source "$(dirname "$0")/lib.sh"
 rounds=6
-[[ "${DS_SOAK:-0}" == 1 ]] && rounds=50
+long=${DS_LONG:-${DS_SOAK:-0}}
+[[ $long == 1 ]] && rounds=50
 seed=${DS_TEST_SEED:-$RANDOM}
 echo "seed=$seed rounds=$rounds"
 RANDOM=$seed

@@ -5,12 +5,14 @@
 # every assignment the group's committed offsets are at or behind the node's durable positions
 # (Kafka never runs ahead of storage); every bad event is in the dead-letter file once; fsck is
 # clean at the end.
-# Randomised: prints its seed, DS_TEST_SEED replays it; DS_SOAK=1 kills 30 times instead of 6
-# (at most one of them while the node joins the group, the others while it consumes).
+# Randomised: prints its seed, DS_TEST_SEED replays it; DS_LONG=1 (or the older DS_SOAK=1)
+# kills 30 times instead of 6 (at most one of them while the node joins the group, the others
+# while it consumes).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/node_lib.sh"
 rounds=6
-[[ "${DS_SOAK:-0}" == 1 ]] && rounds=30
+long=${DS_LONG:-${DS_SOAK:-0}}
+[[ $long == 1 ]] && rounds=30
 seed=${DS_TEST_SEED:-$RANDOM}
 echo "seed=$seed rounds=$rounds"
 RANDOM=$seed

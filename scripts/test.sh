@@ -1,10 +1,25 @@
 #!/usr/bin/env bash
 # The test run: install what is missing, build with warnings as errors, run every test (unit and
-# integration) through CTest, then the unit and integration tests again under ASan+UBSan.
-#   DS_TEST_QUICK=1   skip the sanitizer pass
-#   DS_SOAK=1         also run the long crash and fuzz loops (opt-in, minutes to hours)
+# integration) through CTest, then again under ASan+UBSan, the fuzz targets for a minute each and
+# the ThreadSanitizer run. CI runs it as it is (under 30 minutes on 2 cores).
+#   --long            the long fault suite instead of the short one (hours): 100 kill -9 cycles,
+#                     1,000 random corruptions, 10M executions per fuzz target (sets DS_LONG=1)
+#   DS_TEST_QUICK=1   skip the sanitizer, fuzz and TSan passes
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+  --long) export DS_LONG=1 ;;
+  "") ;;
+  -h | --help)
+    sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+  *)
+    echo "usage: scripts/test.sh [--long]" >&2
+    exit 2
+    ;;
+esac
+[[ "${DS_SOAK:-0}" == 1 ]] && export DS_LONG=1   # the old name
 scripts/setup.sh
 jobs=$(nproc)
 
@@ -54,7 +69,17 @@ if [[ "${DS_TEST_QUICK:-0}" != 1 ]]; then
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDS_SANITIZE=address,undefined \
         -DDS_BENCH=OFF >/dev/null
   cmake --build build-asan -j"$jobs" >/dev/null
-  echo "== tests under ASan+UBSan (the two longest Kafka node tests run in the normal pass only)"
+  echo "== tests under ASan+UBSan (the three longest Kafka node loops run in the normal pass only)"
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" \
-    -E 'test_run_crash|test_run_group')
+    -E 'test_run_crash|test_run_group|test_kill9')
+
+  echo "== fuzz targets (libFuzzer, clang; scripts/fuzz.sh)"
+  if [[ "${DS_LONG:-0}" == 1 ]]; then
+    scripts/fuzz.sh --runs 10000000 --max-seconds 3600
+  else
+    scripts/fuzz.sh --seconds 60
+  fi
+  echo "== ThreadSanitizer: everything that starts no librdkafka thread (scripts/tsan.sh)"
+  scripts/tsan.sh
 fi
+echo "== all passed"

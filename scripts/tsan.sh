@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# ThreadSanitizer run (STYLE.md section 10): builds the project with clang and
+# -DDS_SANITIZE=thread in build-tsan/ and runs, with ctest, every test that does not start
+# librdkafka's threads. librdkafka is not built with TSan here (Debian's package), so its own
+# threads and their locks are invisible to the sanitizer: tests that start a consumer or a
+# producer report its internals, or our code racing against frames TSan cannot see, and say
+# nothing true about our code. Those are left to the ASan/UBSan and the plain runs.
+#
+#   scripts/tsan.sh               configure, build, run the selection below
+#   scripts/tsan.sh --no-build    run again on the existing build-tsan/
+#
+# Exits non-zero when a test fails or TSan reports a race (halt_on_error=1 makes the first
+# report fail its test). Suppressions (scripts/tsan.supp) cover third-party code only, each with
+# its reason.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=true
+build_dir=build-tsan
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --no-build) build=false; shift ;;
+    --build-dir) build_dir=$2; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) echo "tsan.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+
+# Unit tests: every one (label unit). They drive one unit through its interfaces and fakes;
+# none creates a Kafka handle (rd_kafka_new is only called from ingest/kafka_*.c and
+# ingest/shardmap_topic.c, which no unit test reaches).
+unit_label=unit
+# Integration tests that run only file ingest, count, serve, orders --data, fsck and top (an
+# HTTP client): none of them starts a broker, `dayshard run` or `dayshard produce`.
+integration=(
+  test_cli           # ingest from files, count, fsck, orders --data, serve's argument checks
+  test_crash         # kill -9 of a file ingest, then recovery and fsck
+  test_io_paths      # file ingest through both I/O backends, count and fsck
+  test_serve         # serve (libmicrohttpd threads, the count fan-out, the index reader)
+  test_serve_hostile # serve under slow, oversized and malformed clients
+  test_serve_live    # serve reading a store while a file ingest appends to it
+  test_top           # top against a scripted HTTP server
+)
+# Left out, each because it starts librdkafka (a broker, `run`, `produce` or `loadtest`):
+# test_broker test_gsi_rebuild test_kill9 test_loadtest test_loadtest_report test_produce test_run
+# test_run_crash test_run_dlq test_run_faults test_run_group test_run_gsi test_run_gsi_lag
+# test_run_heat test_run_http test_run_pause. (`gsi rebuild` runs in test_gsi_rebuild only,
+# which fills the store through a broker; the index itself is covered by unit.gsi.*.)
+
+if $build; then
+  CC=clang cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS_WERROR=ON \
+    -DDS_SANITIZE=thread -DDS_BENCH=OFF -DDS_FUZZ=OFF > /dev/null
+  nice cmake --build "$build_dir" -j2
+fi
+
+# halt_on_error: the first report fails the test. second_deadlock_stack: both stacks of a lock
+# order inversion. history_size=4: longer access history, fewer "failed to restore the stack".
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=4"
+TSAN_OPTIONS+=" suppressions=$PWD/scripts/tsan.supp"
+export TSAN_OPTIONS
+
+regex="^integration\\.($(IFS='|'; echo "${integration[*]}"))\$"
+log=$(mktemp "${TMPDIR:-/tmp}/dayshard-tsan.XXXXXX")
+rc=0
+(cd "$build_dir" && nice ctest --output-on-failure -L "$unit_label") 2>&1 | tee -a "$log" ||
+  rc=1
+(cd "$build_dir" && nice ctest --output-on-failure -R "$regex") 2>&1 | tee -a "$log" || rc=1
+# ctest prints "N% tests passed, F tests failed out of T" once per call.
+total=0
+failed=0
+while read -r f t; do
+  failed=$((failed + f))
+  total=$((total + t))
+done < <(sed -nE 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1 \2/p' "$log")
+races=$(grep -c 'WARNING: ThreadSanitizer' "$log" || true)
+echo "tsan.sh: $total tests ran under ThreadSanitizer, $failed failed, $races TSan report(s)"
+rm -f "$log"
+exit "$rc"

@@ -5,7 +5,7 @@
  *
  * 1. gsi_check reads every file of the index (gsi/gsi.h has the list): a damaged record, table
  *    or FORMAT is damage; a torn tail a crash left is not (the builder replays it).
- * 2. The index against the base data. The builder's cursor (query/gsi_builder.c's format: the
+ * 2. The index against the base data. The builder's cursor (query_gsi_cursor_decode: the
  *    base commit sequence it reached and, per partition, the position of the next block to
  *    read) says what the index must hold. Each side's entries become 64-bit hashes of their key
  *    (customer, ts, order id), sorted: every event of the base before its partition's cursor
@@ -25,9 +25,8 @@
  * Rejected: comparing per-customer counts of the base with counts of the index's runs (a
  * replayed apply stores entries twice, so counts need the same deduplication as keys, and
  * keys catch more); reading the index through queries (a customer's pages re-read the newer
- * runs of its chain for every page: quadratic for a heavy customer); decoding the cursor in
- * query/ behind a new query.h function (the right home; query/ belongs to other work in this
- * issue, so the format is read here and the integration tests fail if the two disagree).
+ * runs of its chain for every page: quadratic for a heavy customer). The cursor is decoded by
+ * the builder's own query_gsi_cursor_decode, so the format has one reader.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -43,18 +42,6 @@
 
 /* Hashes one pass holds per side: 64 MiB each; a larger store takes more passes. */
 #define FSCK_GSI_HASHES_PER_PASS (1u << 23)
-/* The builder's cursor (query/gsi_builder.c): "GSC1", u64 commit sequence, u32 count, then per
- * partition in (day, shard) order i32 day, u32 shard, u32 segment id, u64 offset. */
-#define FSCK_GSI_CURSOR_MAGIC "GSC1"
-#define FSCK_GSI_CURSOR_HEADER_BYTES 16u
-#define FSCK_GSI_CURSOR_ENTRY_BYTES 20u
-
-struct fsck_gsi_position {
-    int32_t day;
-    uint32_t shard;
-    struct storage_position pos;
-};
-
 struct fsck_gsi_hashes {
     uint64_t *items;
     size_t count;
@@ -66,7 +53,7 @@ struct fsck_gsi_compare {
     const char *gsi_dir;
     uint64_t committed_bytes; /* of the index's log, as gsi_check saw it */
     struct storage *st;
-    struct fsck_gsi_position *positions; /* the cursor's, sorted by (day, shard) */
+    struct query_gsi_cursor_position *positions; /* the cursor's, sorted by (day, shard) */
     uint32_t position_count;
     uint64_t pass;
     uint64_t passes;
@@ -147,60 +134,21 @@ static void fsck_gsi_hashes_sort(struct fsck_gsi_hashes *v)
 
 /* ---- the cursor ---------------------------------------------------------------------------- */
 
-static uint32_t fsck_gsi_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t fsck_gsi_u64(const uint8_t *p)
-{
-    return (uint64_t)fsck_gsi_u32(p) | (uint64_t)fsck_gsi_u32(p + 4) << 32;
-}
-
-/* Decodes the builder's cursor (none: no positions, commit 0). Returns 0 or -DS_ECORRUPT. */
+/* Decodes the builder's cursor (query_gsi_cursor_decode) into c. */
 static int fsck_gsi_cursor_decode(const uint8_t *cursor, size_t len, struct fsck_gsi_compare *c,
                                   uint64_t *seq)
 {
-    *seq = 0;
-    if (len == 0) {
-        return 0;
-    }
-    if (len < FSCK_GSI_CURSOR_HEADER_BYTES || memcmp(cursor, FSCK_GSI_CURSOR_MAGIC, 4) != 0) {
-        return -DS_ECORRUPT;
-    }
-    uint32_t count = fsck_gsi_u32(cursor + 12);
-    if (len != FSCK_GSI_CURSOR_HEADER_BYTES + (size_t)count * FSCK_GSI_CURSOR_ENTRY_BYTES) {
-        return -DS_ECORRUPT;
-    }
-    c->positions = calloc(count > 0 ? count : 1, sizeof(*c->positions));
-    if (c->positions == NULL) {
-        return -ENOMEM;
-    }
-    for (uint32_t i = 0; i < count; i++) {
-        const uint8_t *p = cursor + FSCK_GSI_CURSOR_HEADER_BYTES + i * FSCK_GSI_CURSOR_ENTRY_BYTES;
-        struct fsck_gsi_position *b = &c->positions[i];
-        *b = (struct fsck_gsi_position){
-            .day = (int32_t)fsck_gsi_u32(p),
-            .shard = fsck_gsi_u32(p + 4),
-            .pos = {.segment_id = fsck_gsi_u32(p + 8), .offset = fsck_gsi_u64(p + 12)}};
-        const struct fsck_gsi_position *a = i > 0 ? &c->positions[i - 1] : NULL;
-        if (a != NULL && (a->day > b->day || (a->day == b->day && a->shard >= b->shard))) {
-            return -DS_ECORRUPT; /* the builder writes them sorted */
-        }
-    }
-    c->position_count = count;
-    *seq = fsck_gsi_u64(cursor + 4);
-    return 0;
+    return query_gsi_cursor_decode(cursor, len, seq, &c->positions, &c->position_count);
 }
 
-static const struct fsck_gsi_position *fsck_gsi_position_find(const struct fsck_gsi_compare *c,
-                                                              int32_t day, uint32_t shard)
+static const struct query_gsi_cursor_position *
+fsck_gsi_position_find(const struct fsck_gsi_compare *c, int32_t day, uint32_t shard)
 {
     uint32_t lo = 0;
     uint32_t hi = c->position_count;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        const struct fsck_gsi_position *p = &c->positions[mid];
+        const struct query_gsi_cursor_position *p = &c->positions[mid];
         if (p->day == day && p->shard == shard) {
             return p;
         }
@@ -245,7 +193,7 @@ static int fsck_gsi_partition(int32_t day, uint32_t shard, void *user)
     if (rc != 0) {
         return rc;
     }
-    const struct fsck_gsi_position *p = fsck_gsi_position_find(c, day, shard);
+    const struct query_gsi_cursor_position *p = fsck_gsi_position_find(c, day, shard);
     const struct storage_position start = p != NULL ? p->pos : (struct storage_position){0, 0};
     struct storage_position pos = start;
     rc = storage_partition_scan_from(c->st, day, shard, &pos, fsck_gsi_event_after, c);
@@ -265,7 +213,7 @@ static int fsck_gsi_partition(int32_t day, uint32_t shard, void *user)
 static int fsck_gsi_positions_known(struct fsck_gsi_compare *c)
 {
     for (uint32_t i = 0; i < c->position_count && c->problem[0] == '\0'; i++) {
-        const struct fsck_gsi_position *p = &c->positions[i];
+        const struct query_gsi_cursor_position *p = &c->positions[i];
         struct storage_partition_total total;
         int rc = storage_partition_totals(c->st, p->day, p->shard, NULL, 0, &total);
         if (rc != 0) {

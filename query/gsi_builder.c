@@ -213,6 +213,43 @@ static size_t cursor_encode(const struct query_gsi *g, uint64_t seq, uint8_t *ds
     return (size_t)(p - dst);
 }
 
+int query_gsi_cursor_decode(const uint8_t *cursor, size_t len, uint64_t *seq,
+                            struct query_gsi_cursor_position **positions, uint32_t *count)
+{
+    *seq = 0;
+    *positions = NULL;
+    *count = 0;
+    if (len == 0) {
+        return 0;
+    }
+    if (len < CURSOR_HEADER_BYTES || memcmp(cursor, CURSOR_MAGIC, 4) != 0 ||
+        len != CURSOR_HEADER_BYTES + (size_t)get_u32(cursor + 12) * CURSOR_ENTRY_BYTES) {
+        return -DS_ECORRUPT;
+    }
+    uint32_t n = get_u32(cursor + 12);
+    struct query_gsi_cursor_position *out = n > 0 ? calloc(n, sizeof(*out)) : NULL;
+    if (n > 0 && out == NULL) {
+        return -ENOMEM;
+    }
+    const uint8_t *p = cursor + CURSOR_HEADER_BYTES;
+    for (uint32_t i = 0; i < n; i++, p += CURSOR_ENTRY_BYTES) {
+        out[i] = (struct query_gsi_cursor_position){
+            .day = (int32_t)get_u32(p),
+            .shard = get_u32(p + 4),
+            .pos = {.segment_id = get_u32(p + 8), .offset = get_u64(p + 12)}};
+        const struct query_gsi_cursor_position *a = i > 0 ? &out[i - 1] : NULL;
+        if (a != NULL &&
+            (a->day > out[i].day || (a->day == out[i].day && a->shard >= out[i].shard))) {
+            free(out);
+            return -DS_ECORRUPT; /* cursor_encode writes them in (day, shard) order */
+        }
+    }
+    *seq = get_u64(cursor + 4);
+    *positions = out;
+    *count = n;
+    return 0;
+}
+
 /* Loads the stored cursor into the positions; an empty store starts from nothing. */
 static int cursor_load(struct query_gsi *g)
 {
@@ -221,23 +258,23 @@ static int cursor_load(struct query_gsi *g)
     if (rc != 0 || len == 0) {
         return rc;
     }
-    if (len < CURSOR_HEADER_BYTES || memcmp(g->cursor, CURSOR_MAGIC, 4) != 0 ||
-        len != CURSOR_HEADER_BYTES + (size_t)get_u32(g->cursor + 12) * CURSOR_ENTRY_BYTES) {
+    struct query_gsi_cursor_position *stored = NULL;
+    uint32_t count = 0;
+    rc = query_gsi_cursor_decode(g->cursor, len, &g->applied_seq, &stored, &count);
+    if (rc == -DS_ECORRUPT) {
         ds_log_error("%s: the builder's cursor is damaged; `dayshard gsi rebuild` restores it",
                      g->gsi_dir);
-        return -DS_ECORRUPT;
     }
-    g->applied_seq = get_u64(g->cursor + 4);
-    uint32_t count = get_u32(g->cursor + 12);
-    const uint8_t *p = g->cursor + CURSOR_HEADER_BYTES;
-    for (uint32_t i = 0; i < count; i++, p += CURSOR_ENTRY_BYTES) {
-        struct builder_position *b = position_get(g, (int32_t)get_u32(p), get_u32(p + 4));
+    for (uint32_t i = 0; i < count && rc == 0; i++) {
+        struct builder_position *b = position_get(g, stored[i].day, stored[i].shard);
         if (b == NULL) {
-            return -ENOMEM;
+            rc = -ENOMEM;
+        } else {
+            b->pos = stored[i].pos;
         }
-        b->pos = (struct storage_position){.segment_id = get_u32(p + 8), .offset = get_u64(p + 12)};
     }
-    return 0;
+    free(stored);
+    return rc;
 }
 
 /* ---- applying ------------------------------------------------------------------------------ */

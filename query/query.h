@@ -233,6 +233,19 @@ void query_gsi_notify(struct query_gsi *g, uint64_t commit_seq, uint64_t events_
 /* Back-pressure for the node (any thread; cheap): true while the lag is above half the bound,
  * until it is back below a quarter, and once the builder failed. Also updates the lag gauge. */
 bool query_gsi_should_pause(struct query_gsi *g);
+/* One partition's position in the builder's cursor: the next block to index. */
+struct query_gsi_cursor_position {
+    int32_t day;
+    uint32_t shard;
+    struct storage_position pos;
+};
+/* Decodes a cursor the builder stored with its applies (gsi_cursor): the base commit it covers
+ * and its positions, strictly in (day, shard) order, in a malloc'd array the caller frees (NULL
+ * when there are none). An empty cursor is commit 0 and no positions. Returns 0, -DS_ECORRUPT
+ * (bad magic, length or order) or -ENOMEM. */
+DS_MUST_USE int query_gsi_cursor_decode(const uint8_t *cursor, size_t len, uint64_t *seq,
+                                        struct query_gsi_cursor_position **positions,
+                                        uint32_t *count);
 /* 0 while the builder runs, else the error that stopped it (it logged the cause). */
 int query_gsi_error(struct query_gsi *g);
 /* The current lag: age of the oldest durable commit not yet queryable, and the events behind. */

@@ -494,6 +494,14 @@ int query_gsi_start(const struct query_gsi_config *cfg, struct query_gsi **out)
     if (rc == 0) {
         rc = storage_open_reader(cfg->data_dir, &g->base);
     }
+    if (rc == 0 && storage_commit_seq(g->base) > g->applied_seq) {
+        /* Commits an earlier process made durable that the index has not reached (a crash, a
+         * run with --no-gsi): pending from now, since their durable time is not known, so the
+         * lag gauge and back-pressure see the catch-up instead of reading 0. */
+        g->pending[0] = (struct builder_pending){.seq = storage_commit_seq(g->base),
+                                                 .durable_ns = ds_clock_ns()};
+        g->pending_count = 1;
+    }
     if (rc == 0) {
         g->indexed_seq = g->applied_seq;
         rc = -pthread_create(&g->thread, NULL, builder_main, g);

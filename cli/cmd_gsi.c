@@ -68,79 +68,83 @@ static void print_summary(const struct cli_gsi_rebuilt *r, bool json)
            (unsigned long long)r->commit_seq, r->seconds, (unsigned long long)r->index_bytes);
 }
 
-static int cmd_gsi_rebuild(int argc, char **argv)
+/* Both subcommands' options; --slots-log2 only for rebuild. */
+struct gsi_args {
+    const char *command; /* for messages: "gsi rebuild" or "gsi check" */
+    bool rebuild;
+    const char *data;
+    bool json;
+    uint32_t slots_log2; /* 0: the default */
+};
+
+static int gsi_option(int c, const char *value, void *user)
+{
+    struct gsi_args *a = user;
+    uint64_t k = 0;
+    switch (c) {
+    case 'd': a->data = value; return 0;
+    case 'j': a->json = true; return 0;
+    case 's':
+        if (!a->rebuild || cli_parse_u64(value, GSI_SLOTS_LOG2_MIN, GSI_SLOTS_LOG2_MAX, &k) != 0) {
+            return -1;
+        }
+        a->slots_log2 = (uint32_t)k;
+        return 0;
+    default: return -1;
+    }
+}
+
+/* Returns 0, -1 after --help was printed, or a CLI exit code (reported). */
+static int gsi_args_parse(struct gsi_args *a, int argc, char **argv)
 {
     static const struct option options[] = {{"data", required_argument, NULL, 'd'},
                                             {"slots-log2", required_argument, NULL, 's'},
                                             {"json", no_argument, NULL, 'j'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    const char *data = NULL;
-    bool json = false;
-    uint32_t slots_log2 = 0;
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-        switch (c) {
-        case 'd': data = optarg; break;
-        case 'j': json = true; break;
-        case 's': {
-            uint64_t k = 0;
-            if (cli_parse_u64(optarg, GSI_SLOTS_LOG2_MIN, GSI_SLOTS_LOG2_MAX, &k) != 0) {
-                return cli_error(GSI_CMD, CLI_USAGE, "--slots-log2 takes %u..%u",
-                                 GSI_SLOTS_LOG2_MIN, GSI_SLOTS_LOG2_MAX);
-            }
-            slots_log2 = (uint32_t)k;
-            break;
-        }
-        case 'h': return cli_help(cmd_gsi_usage);
-        default:
-            return cli_error(GSI_CMD, CLI_USAGE, "unknown or incomplete option '%s'",
-                             argv[optind - 1]);
-        }
+    int next = 0;
+    int rc = cli_options_parse(a->command, argc, argv, "", options, gsi_option, a, &next);
+    if (rc == -1) {
+        (void)cli_help(cmd_gsi_usage);
+        return -1;
     }
-    if (data == NULL || optind < argc) {
-        return cli_error(GSI_CMD, CLI_USAGE,
-                         data == NULL ? "--data DIR is required" : "unexpected argument");
+    if (rc != 0) {
+        return rc;
     }
-    if (data[0] == '\0' || strlen(data) > DS_PATH_MAX - 64) {
-        return cli_error(GSI_CMD, CLI_USAGE, "bad value for --data");
+    if (a->data == NULL || next < argc) {
+        return cli_error(a->command, CLI_USAGE,
+                         a->data == NULL ? "--data DIR is required" : "unexpected argument");
+    }
+    if (a->data[0] == '\0' || strlen(a->data) > DS_PATH_MAX - 64) {
+        return cli_error(a->command, CLI_USAGE, "bad value for --data");
+    }
+    return 0;
+}
+
+static int cmd_gsi_rebuild(int argc, char **argv)
+{
+    struct gsi_args a = {.command = GSI_CMD, .rebuild = true};
+    int rc = gsi_args_parse(&a, argc, argv);
+    if (rc != 0) {
+        return rc < 0 ? CLI_OK : rc;
     }
     struct cli_gsi_rebuilt rebuilt;
-    int rc = cli_gsi_rebuild(GSI_CMD, data, slots_log2, &rebuilt);
+    rc = cli_gsi_rebuild(GSI_CMD, a.data, a.slots_log2, &rebuilt);
     if (rc == 0) {
-        print_summary(&rebuilt, json);
+        print_summary(&rebuilt, a.json);
     }
     return rc;
 }
 
 static int cmd_gsi_check(int argc, char **argv)
 {
-    static const struct option options[] = {{"data", required_argument, NULL, 'd'},
-                                            {"json", no_argument, NULL, 'j'},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
-    const char *data = NULL;
-    bool json = false;
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-        switch (c) {
-        case 'd': data = optarg; break;
-        case 'j': json = true; break;
-        case 'h': return cli_help(cmd_gsi_usage);
-        default:
-            return cli_error(GSI_CHECK_CMD, CLI_USAGE, "unknown or incomplete option '%s'",
-                             argv[optind - 1]);
-        }
+    struct gsi_args a = {.command = GSI_CHECK_CMD};
+    int rc = gsi_args_parse(&a, argc, argv);
+    if (rc != 0) {
+        return rc < 0 ? CLI_OK : rc;
     }
-    if (data == NULL || optind < argc) {
-        return cli_error(GSI_CHECK_CMD, CLI_USAGE,
-                         data == NULL ? "--data DIR is required" : "unexpected argument");
-    }
-    if (data[0] == '\0' || strlen(data) > DS_PATH_MAX - 64) {
-        return cli_error(GSI_CHECK_CMD, CLI_USAGE, "bad value for --data");
-    }
+    const char *data = a.data;
+    bool json = a.json;
     char manifest[DS_PATH_MAX];
     snprintf(manifest, sizeof(manifest), "%s/MANIFEST", data);
     if (access(manifest, F_OK) != 0) {
@@ -149,7 +153,7 @@ static int cmd_gsi_check(int argc, char **argv)
                          err == ENOENT ? "no data here (no MANIFEST)" : strerror(err));
     }
     struct cli_fsck_gsi_report report;
-    int rc = cli_fsck_gsi(data, false, false, json ? NULL : stdout, &report);
+    rc = cli_fsck_gsi(data, false, false, json ? NULL : stdout, &report);
     if (rc < 0) {
         return cli_error(GSI_CHECK_CMD, CLI_FAIL, "%s: %s", data, ds_strerror(rc));
     }

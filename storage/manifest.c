@@ -183,6 +183,12 @@ static int replay(const uint8_t *buf, size_t len, bool prefix, manifest_record_f
         return len == 0 || prefix ? 0 : -DS_ECORRUPT;
     }
     int rc = file_magic_check(buf);
+    if (rc == -DS_EFORMAT && prefix &&
+        record_valid(buf + sizeof(uint64_t), len - sizeof(uint64_t))) {
+        /* Repair: another version byte followed by a record of this format is a damaged magic
+         * (a flipped byte), not a newer file; the header is rewritten with the records kept. */
+        rc = -DS_ECORRUPT;
+    }
     if (rc == -DS_EFORMAT || (rc != 0 && !prefix)) {
         return rc;
     }

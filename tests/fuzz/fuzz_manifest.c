@@ -21,7 +21,8 @@
  * valid record, which is indistinguishable from damage before a valid one). Where the format
  * has quarantine records (MANIFEST_QUARANTINE, fsck --repair), their skip entries are checked
  * the same way, and manifest_replay_prefix (repair's replay) must agree with manifest_replay
- * where that one accepts the file, and replay a prefix, saying it is damaged, where it refuses.
+ * where that one accepts the file, and replay a prefix, saying it is damaged, where it refuses
+ * (another version is refused by both, unless a record of this format follows the magic).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -138,7 +139,9 @@ static int replay_run(const uint8_t *data, size_t len, const struct record *expe
     if (rc == 0) {
         check(prefix_rc == 0 && !damaged && prefix_end == *valid_end && p.count == r->count);
     } else if (rc == -DS_EFORMAT) {
-        check(prefix_rc == rc);
+        /* Another version byte: refused, unless a record of this format follows (a damaged
+         * magic, which repair rewrites). */
+        check(prefix_rc == rc || (prefix_rc == 0 && damaged));
     } else if (len < sizeof(uint64_t)) {
         /* A stub shorter than the magic: refused, or an empty prefix that is damaged. */
         check(prefix_rc == rc || (prefix_rc == 0 && damaged && prefix_end == 0));

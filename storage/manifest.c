@@ -184,9 +184,10 @@ static int replay(const uint8_t *buf, size_t len, bool prefix, manifest_record_f
     }
     int rc = file_magic_check(buf);
     if (rc == -DS_EFORMAT && prefix &&
-        record_valid(buf + sizeof(uint64_t), len - sizeof(uint64_t))) {
-        /* Repair: another version byte followed by a record of this format is a damaged magic
-         * (a flipped byte), not a newer file; the header is rewritten with the records kept. */
+        any_valid_record_after(buf + sizeof(uint64_t), len - sizeof(uint64_t))) {
+        /* Repair: another version byte in a file holding records of this format is a damaged
+         * magic (flipped bytes), not a newer file; repair keeps the valid prefix (none when
+         * the first record is damaged too) and quarantines what the rest acknowledged. */
         rc = -DS_ECORRUPT;
     }
     if (rc == -DS_EFORMAT || (rc != 0 && !prefix)) {

@@ -22,7 +22,7 @@
  * has quarantine records (MANIFEST_QUARANTINE, fsck --repair), their skip entries are checked
  * the same way, and manifest_replay_prefix (repair's replay) must agree with manifest_replay
  * where that one accepts the file, and replay a prefix, saying it is damaged, where it refuses
- * (another version is refused by both, unless a record of this format follows the magic).
+ * (another version is refused by both, unless records of this format follow the magic).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -139,7 +139,7 @@ static int replay_run(const uint8_t *data, size_t len, const struct record *expe
     if (rc == 0) {
         check(prefix_rc == 0 && !damaged && prefix_end == *valid_end && p.count == r->count);
     } else if (rc == -DS_EFORMAT) {
-        /* Another version byte: refused, unless a record of this format follows (a damaged
+        /* Another version byte: refused, unless records of this format follow (a damaged
          * magic, which repair rewrites). */
         check(prefix_rc == rc || (prefix_rc == 0 && damaged));
     } else if (len < sizeof(uint64_t)) {

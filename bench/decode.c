@@ -7,7 +7,12 @@
  * Reports the median round as ns/event, events/s and MB/s, the fastest and slowest round, and
  * p50/p99/max of ns/event over batches of BENCH_BATCH_EVENTS consecutive lines (all rounds).
  *
- * Usage: bench_decode [events] [rounds]   (CI runs it with a tiny count as a smoke test).
+ * Usage: bench_decode [events] [rounds] [items]   (CI runs it with a tiny count as a smoke test).
+ * With items = 1 every line also carries a "version" and an "items" array of 1..3 line items
+ * (~80 bytes more, as in the fixtures' updates.jsonl), decoded with ingest_decoder_decode so the
+ * canonical items are built; with 0 (the default) the lines are as above and decoded with
+ * ingest_decode. The mode only adds text, so a decoder that ignores version and items (an
+ * older build) runs the same lines for a before/after comparison.
  *
  * Rejected: timing each call (a clock read costs a fifth of a decode); a jansson baseline in the
  * same run (bench executables link only the project's libraries, and jansson is test-only).
@@ -22,7 +27,7 @@
 #define BENCH_EVENTS_DEFAULT 1000000u
 #define BENCH_ROUNDS_DEFAULT 7u
 #define BENCH_BATCH_EVENTS 1024u
-#define BENCH_LINE_BYTES_MAX 160u
+#define BENCH_LINE_BYTES_MAX 320u
 #define BENCH_SEED 0x6465636f6465ull /* "decode" */
 
 struct bench_lines {
@@ -39,8 +44,30 @@ static uint64_t bench_rng(uint64_t *state)
     return z ^ (z >> 31);
 }
 
+/* ', "version": N, "items": [...]' of 1..3 line items for one line into dst; returns the
+ * length. */
+static size_t bench_extras(uint64_t *rng, char *dst, size_t capacity)
+{
+    static const char *const products[] = {"Pen", "Notebook", "Ink cartridge (black)", "Stapler",
+                                           "A4 paper, 500 sheets"};
+    size_t count = 1 + bench_rng(rng) % 3;
+    int n = snprintf(dst, capacity, ", \"version\": %llu, \"items\": [",
+                     (unsigned long long)(1 + bench_rng(rng) % 5));
+    size_t len = (size_t)n;
+    for (size_t k = 0; k < count; k++) {
+        n = snprintf(dst + len, capacity - len, "%s{\"product\": \"%s\", \"quantity\": %llu}",
+                     k > 0 ? ", " : "", products[bench_rng(rng) % DS_ARRAY_LEN(products)],
+                     (unsigned long long)(1 + bench_rng(rng) % 12));
+        len += (size_t)n;
+    }
+    n = snprintf(dst + len, capacity - len, "]");
+    len += (size_t)n;
+    ASSERT(len < capacity);
+    return len;
+}
+
 /* One fixture-like line for order number i into dst; returns its length. */
-static size_t bench_line(uint64_t *rng, size_t i, char *dst)
+static size_t bench_line(uint64_t *rng, size_t i, bool items, char *dst)
 {
     static const char *const statuses[] = {"paid", "pending", "shipped", "cancelled", "refunded"};
     const int64_t day0_ms = 1768953600000LL; /* 2026-01-21T00:00:00Z */
@@ -58,16 +85,21 @@ static size_t bench_line(uint64_t *rng, size_t i, char *dst)
         snprintf(ts, sizeof(ts), "\"%sT%02d:%02d:%02dZ\"", date, (int)(seconds / 3600),
                  (int)(seconds / 60 % 60), (int)(seconds % 60));
     }
-    int len = snprintf(dst, BENCH_LINE_BYTES_MAX,
-                       "{\"order_id\": %zu, \"customer_id\": %llu, \"status\": \"%s\", "
-                       "\"amount\": %llu.%02llu, \"ts\": %s}\n",
-                       1000000 + i, (unsigned long long)customer, status,
-                       (unsigned long long)(cents / 100), (unsigned long long)(cents % 100), ts);
+    char extras[200] = "";
+    if (items) {
+        bench_extras(rng, extras, sizeof(extras));
+    }
+    int len =
+        snprintf(dst, BENCH_LINE_BYTES_MAX,
+                 "{\"order_id\": %zu, \"customer_id\": %llu, \"status\": \"%s\", "
+                 "\"amount\": %llu.%02llu, \"ts\": %s%s}\n",
+                 1000000 + i, (unsigned long long)customer, status,
+                 (unsigned long long)(cents / 100), (unsigned long long)(cents % 100), ts, extras);
     ASSERT(len > 0 && (size_t)len < BENCH_LINE_BYTES_MAX);
     return (size_t)len;
 }
 
-static void bench_lines_build(struct bench_lines *lines, size_t count)
+static void bench_lines_build(struct bench_lines *lines, size_t count, bool items)
 {
     uint64_t rng = BENCH_SEED;
     lines->text = malloc(count * BENCH_LINE_BYTES_MAX);
@@ -77,15 +109,15 @@ static void bench_lines_build(struct bench_lines *lines, size_t count)
     size_t at = 0;
     for (size_t i = 0; i < count; i++) {
         lines->offsets[i] = at;
-        at += bench_line(&rng, i, lines->text + at);
+        at += bench_line(&rng, i, items, lines->text + at);
     }
     lines->offsets[count] = at;
 }
 
 /* One round over every line; batch_ns_per_event gets each batch's ns/event. Returns the round's
  * nanoseconds; every decoded event folds into *checksum so nothing is optimised away. */
-static uint64_t bench_round(const struct bench_lines *lines, double *batch_ns_per_event,
-                            uint64_t *checksum)
+static uint64_t bench_round(const struct bench_lines *lines, struct ingest_decoder *decoder,
+                            double *batch_ns_per_event, uint64_t *checksum)
 {
     struct ds_event event;
     struct ingest_error error;
@@ -98,7 +130,8 @@ static uint64_t bench_round(const struct bench_lines *lines, double *batch_ns_pe
         for (size_t i = first; i < last; i++) {
             const char *line = lines->text + lines->offsets[i];
             size_t len = lines->offsets[i + 1] - lines->offsets[i];
-            int rc = ingest_decode(line, len, &event, &error);
+            int rc = decoder != NULL ? ingest_decoder_decode(decoder, line, len, &event, &error)
+                                     : ingest_decode(line, len, &event, &error);
             ASSERT(rc == 0);
             sum += (uint64_t)event.ts_ms ^ (uint64_t)event.customer_id.value ^
                    (uint64_t)event.amount_units ^ event.status_len;
@@ -119,28 +152,33 @@ int main(int argc, char **argv)
 {
     size_t events = argc > 1 ? (size_t)strtoull(argv[1], NULL, 10) : BENCH_EVENTS_DEFAULT;
     size_t rounds = argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : BENCH_ROUNDS_DEFAULT;
-    if (events == 0 || rounds == 0) {
-        fprintf(stderr, "usage: bench_decode [events > 0] [rounds > 0]\n");
+    bool items = argc > 3 && strcmp(argv[3], "1") == 0;
+    if (events == 0 || rounds == 0 || (argc > 3 && !items && strcmp(argv[3], "0") != 0)) {
+        fprintf(stderr, "usage: bench_decode [events > 0] [rounds > 0] [items: 0 or 1]\n");
         return 2;
     }
     struct bench_lines lines;
-    bench_lines_build(&lines, events);
+    bench_lines_build(&lines, events, items);
+    struct ingest_decoder *decoder = items ? malloc(sizeof(*decoder)) : NULL;
+    ASSERT(!items || decoder != NULL);
     size_t batches = (events + BENCH_BATCH_EVENTS - 1) / BENCH_BATCH_EVENTS;
     double *batch_ns = malloc(batches * rounds * sizeof(double));
     uint64_t *round_ns = malloc(rounds * sizeof(uint64_t));
     ASSERT(batch_ns != NULL && round_ns != NULL);
     uint64_t checksum = 0;
-    bench_round(&lines, batch_ns, &checksum); /* warm-up: caches, page faults, branch history */
+    /* warm-up: caches, page faults, branch history */
+    bench_round(&lines, decoder, batch_ns, &checksum);
     for (size_t r = 0; r < rounds; r++) {
-        round_ns[r] = bench_round(&lines, batch_ns + r * batches, &checksum);
+        round_ns[r] = bench_round(&lines, decoder, batch_ns + r * batches, &checksum);
     }
     qsort(round_ns, rounds, sizeof(uint64_t), bench_compare_u64);
     size_t batch_count = batches * rounds;
     qsort(batch_ns, batch_count, sizeof(double), bench_compare_double);
     uint64_t median = round_ns[rounds / 2];
     double bytes = (double)lines.offsets[events];
-    printf("bench_decode: %zu events, %.1f bytes/event avg, %zu rounds, seed %#llx\n", events,
-           bytes / (double)events, rounds, (unsigned long long)BENCH_SEED);
+    printf("bench_decode: %zu events%s, %.1f bytes/event avg, %zu rounds, seed %#llx\n", events,
+           items ? " with version and items" : "", bytes / (double)events, rounds,
+           (unsigned long long)BENCH_SEED);
     printf("  median round: %.1f ns/event, %.2f M events/s, %.1f MB/s\n",
            bench_per_event(median, events), (double)events / ((double)median / 1e9) / 1e6,
            bytes / ((double)median / 1e9) / 1e6);
@@ -150,6 +188,7 @@ int main(int argc, char **argv)
            BENCH_BATCH_EVENTS, batch_ns[batch_count / 2], batch_ns[batch_count * 99 / 100],
            batch_ns[batch_count - 1], batch_count);
     printf("  checksum %llx\n", (unsigned long long)checksum);
+    free(decoder);
     free(round_ns);
     free(batch_ns);
     free(lines.offsets);

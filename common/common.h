@@ -144,6 +144,19 @@ struct ds_id {
     char text[DS_ID_BYTES_MAX]; /* string bytes (not NUL-terminated) when is_string */
 };
 
+/* DESIGN.md section 2: an event's optional line items. At most 100 of them, at most 8 KiB of
+ * JSON text for the whole `items` value; a product is 1..64 bytes of UTF-8 (like an id), a
+ * quantity 1..2^31-1 (see ingest/decode.c for why). */
+#define DS_ITEMS_COUNT_MAX 100u
+#define DS_ITEMS_JSON_BYTES_MAX 8192u
+#define DS_ITEM_PRODUCT_BYTES_MAX 64u
+#define DS_ITEM_QUANTITY_MAX 2147483647u
+/* The canonical encoding of an `items` value, as events carry it and blocks store it:
+ *   varint count (0..100), then per item: u8 product length (1..64), the product bytes, varint
+ *   quantity (1..2^31-1, at most 5 bytes); varints are LEB128 (7 bits a byte, low first).
+ * One byte for the count plus 100 items of 1 + 64 + 5 bytes. */
+#define DS_ITEMS_BYTES_MAX (1u + DS_ITEMS_COUNT_MAX * (1u + DS_ITEM_PRODUCT_BYTES_MAX + 5u))
+
 /* One decoded order event. Every field is always set: defaults are applied by the decoder. */
 struct ds_event {
     struct ds_id order_id;
@@ -152,6 +165,14 @@ struct ds_event {
     int64_t amount_units; /* amount in 1/DS_AMOUNT_SCALE units, exact */
     uint8_t status_len;
     char status[DS_STATUS_BYTES_MAX];
+    bool has_version;
+    int64_t version; /* 0..2^63-1 when has_version, else 0 */
+    /* The canonical items (encoding above), or NULL with items_bytes 0 when the event has no
+     * `items` field ([] is the one byte 0). Borrowed: it points into memory of whoever filled
+     * the event (the decoder's struct ingest_decoder, a block codec's scratch) and stays valid
+     * until that owner fills the next event. Copy it to keep it. */
+    uint16_t items_bytes;
+    const uint8_t *items;
 };
 
 /* Where an event came from, so storage can record source positions: a Kafka partition and

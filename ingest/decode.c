@@ -34,6 +34,22 @@
  * Strings: a lone or unpaired UTF-16 surrogate escape cannot become valid UTF-8, so it is
  * bad_utf8 (not not_json); a malformed escape (\x, \u12G4, truncated) is not_json.
  *
+ * version and items (DESIGN.md section 2). version is an integer 0..2^63-1 written as one: a
+ * fraction, an exponent or a minus sign (even "-0") is bad_version, as any other type is. items
+ * is judged as one token: the whole value is first validated as JSON (anything there is
+ * not_json, bad_utf8 or too_deep as elsewhere), then its size (over DS_ITEMS_JSON_BYTES_MAX
+ * bytes from '[' to ']': items_too_large at the '['), then a second walk judges element by
+ * element: not an array, an element not an object, a product missing, repeated, not a string,
+ * empty or over 64 bytes, a quantity missing, repeated or not an integer 1..2^31-1 are
+ * bad_items at the element, value or repeated key; a 101st element is items_too_large at that
+ * element; an escaped NUL in a product is bad_utf8, as in ids and status. Unknown keys inside
+ * an item are skipped. The bounds: a product is an order line's name or SKU, so the id limit
+ * fits it; a quantity of 0 is no order line (a removed line is left out) and a negative one is
+ * a return, which is its own event; 2^31-1 keeps every quantity an int32 in any consumer and
+ * its varint at most 5 bytes. The canonical bytes (common/common.h) are written during the
+ * second walk into the caller's struct ingest_decoder when there is one; ingest_decode keeps
+ * none. An event without items pays only the key match.
+ *
  * Rejected alternatives: a general JSON DOM (jansson, cJSON) allocates per value and visits
  * every byte twice; strtod/strtoll depend on the locale and round, while amounts must be exact.
  */
@@ -48,13 +64,19 @@ _Static_assert(INGEST_DEPTH_MAX >= 1 && INGEST_DEPTH_MAX <= 64, "bracket mask is
 /* Offsets and lengths of an accepted input fit comfortably in 32 bits. */
 _Static_assert(INGEST_EVENT_BYTES_MAX < (1u << 24), "input limit");
 _Static_assert(DS_ID_BYTES_MAX <= UINT8_MAX && DS_STATUS_BYTES_MAX <= UINT8_MAX, "uint8 lens");
+/* The canonical items: the count and a product length are one byte each, a quantity at most 5
+ * varint bytes, and the whole fits struct ds_event.items_bytes. */
+_Static_assert(DS_ITEMS_COUNT_MAX < 128 && DS_ITEM_PRODUCT_BYTES_MAX <= UINT8_MAX, "one byte");
+_Static_assert(DS_ITEM_QUANTITY_MAX < (1ull << 35), "a quantity is at most 5 varint bytes");
+_Static_assert(DS_ITEMS_BYTES_MAX <= UINT16_MAX, "items_bytes is 16 bits");
+_Static_assert(DS_ITEMS_JSON_BYTES_MAX < INGEST_EVENT_BYTES_MAX, "items fit an event");
 
 /* Exponents of amounts saturate here: far beyond any length an accepted input can balance
  * (INGEST_EVENT_BYTES_MAX digits), so saturation never changes a verdict. */
 #define DECODE_EXPONENT_CAP 1000000
 /* A decoded ts longer than this is not RFC 3339 unless its fraction is long; see ts_unescape. */
 #define DECODE_TS_TEXT_MAX 40u
-/* Longest known key ("customer_id") plus room; longer keys are unknown. */
+/* Longest known key ("customer_id") plus room; longer keys are unknown. Also for item keys. */
 #define DECODE_KEY_BYTES_MAX 16u
 
 enum field {
@@ -65,6 +87,8 @@ enum field {
     FIELD_ORDER_DATE,
     FIELD_STATUS,
     FIELD_AMOUNT,
+    FIELD_VERSION,
+    FIELD_ITEMS,
 };
 
 struct decoder {
@@ -77,6 +101,8 @@ struct decoder {
     uint64_t objects; /* bit depth-1 set: the innermost container at that depth is an object */
     unsigned seen;    /* bit (1 << enum field) per known field already given */
     int32_t order_date_days;
+    uint8_t *items;     /* where the canonical items go (DS_ITEMS_BYTES_MAX), or NULL: not kept */
+    size_t items_bytes; /* canonical bytes written to items */
 };
 
 /* A scanned JSON string. */
@@ -143,6 +169,9 @@ static const char *const reason_names[INGEST_REASON_COUNT] = {
     [INGEST_BAD_AMOUNT] = "bad_amount",
     [INGEST_AMOUNT_PRECISION] = "amount_precision",
     [INGEST_AMOUNT_RANGE] = "amount_range",
+    [INGEST_BAD_VERSION] = "bad_version",
+    [INGEST_BAD_ITEMS] = "bad_items",
+    [INGEST_ITEMS_TOO_LARGE] = "items_too_large",
 };
 
 const char *ingest_reason_name(enum ingest_reason reason)
@@ -1110,17 +1139,217 @@ static enum ingest_reason field_amount(struct decoder *d)
     return INGEST_OK;
 }
 
+/* version: an integer 0..2^63-1 written as one (no fraction, exponent or minus sign, so "-0"
+ * and 1e2 are bad_version like 1.5, "1" or null). */
+static enum ingest_reason field_version(struct decoder *d)
+{
+    const char *at = d->p;
+    if (*at != '-' && !is_digit(*at)) {
+        enum ingest_reason r = value_skip(d);
+        return r != INGEST_OK ? r : fail(d, at, INGEST_BAD_VERSION);
+    }
+    struct number n;
+    uint64_t value = 0;
+    enum ingest_reason r = number_scan(d, &n);
+    if (r != INGEST_OK) {
+        return r;
+    }
+    if (!n.integer || n.negative || !number_magnitude(&n, n.exponent, INT64_MAX, &value)) {
+        return fail(d, at, INGEST_BAD_VERSION);
+    }
+    d->event->has_version = true;
+    d->event->version = (int64_t)value;
+    return INGEST_OK;
+}
+
+enum item_key { ITEM_KEY_UNKNOWN = 0, ITEM_KEY_PRODUCT, ITEM_KEY_QUANTITY };
+
+/* The key string at d->p (already validated) as an item key; d->p ends after the colon and the
+ * blanks that follow it. */
+static enum item_key item_key_take(struct decoder *d)
+{
+    struct string_info info;
+    enum ingest_reason r = string_scan(d, false, &info);
+    ASSERT(r == INGEST_OK); /* the whole items value passed value_skip */
+    char key[DECODE_KEY_BYTES_MAX];
+    const char *text = info.raw;
+    if (info.escaped && info.len <= sizeof(key)) {
+        string_copy(&info, key, sizeof(key));
+        text = key;
+    }
+    enum item_key k = ITEM_KEY_UNKNOWN;
+    if (info.len == 7 && memcmp(text, "product", 7) == 0) {
+        k = ITEM_KEY_PRODUCT;
+    } else if (info.len == 8 && memcmp(text, "quantity", 8) == 0) {
+        k = ITEM_KEY_QUANTITY;
+    }
+    skip_blank(d);
+    ASSERT(d->p < d->end && *d->p == ':');
+    d->p++;
+    skip_blank(d);
+    return k;
+}
+
+/* A product value at d->p: a string of 1..DS_ITEM_PRODUCT_BYTES_MAX bytes without NUL. */
+static enum ingest_reason item_product(struct decoder *d, struct string_info *product)
+{
+    const char *at = d->p;
+    if (*at != '"') {
+        enum ingest_reason r = value_skip(d);
+        return r != INGEST_OK ? r : fail(d, at, INGEST_BAD_ITEMS);
+    }
+    enum ingest_reason r = string_scan(d, true, product);
+    if (r != INGEST_OK) {
+        return r; /* an escaped NUL: bad_utf8, as in ids and status */
+    }
+    if (product->len == 0 || product->len > DS_ITEM_PRODUCT_BYTES_MAX) {
+        return fail(d, at, INGEST_BAD_ITEMS);
+    }
+    return INGEST_OK;
+}
+
+/* A quantity value at d->p: an integer 1..DS_ITEM_QUANTITY_MAX written as one. */
+static enum ingest_reason item_quantity(struct decoder *d, uint64_t *quantity)
+{
+    const char *at = d->p;
+    if (*at != '-' && !is_digit(*at)) {
+        enum ingest_reason r = value_skip(d);
+        return r != INGEST_OK ? r : fail(d, at, INGEST_BAD_ITEMS);
+    }
+    struct number n;
+    enum ingest_reason r = number_scan(d, &n);
+    if (r != INGEST_OK) {
+        return r;
+    }
+    if (!n.integer || n.negative ||
+        !number_magnitude(&n, n.exponent, DS_ITEM_QUANTITY_MAX, quantity) || *quantity == 0) {
+        return fail(d, at, INGEST_BAD_ITEMS);
+    }
+    return INGEST_OK;
+}
+
+/* Appends one item to the canonical bytes, when they are kept. */
+static void item_append(struct decoder *d, const struct string_info *product, uint64_t quantity)
+{
+    if (d->items == NULL) {
+        return;
+    }
+    uint8_t *out = d->items + d->items_bytes;
+    ASSERT(d->items_bytes + 1u + product->len + 5u <= DS_ITEMS_BYTES_MAX);
+    out[0] = (uint8_t)product->len;
+    string_copy(product, (char *)out + 1, product->len);
+    size_t n = 1u + product->len;
+    while (quantity >= 0x80u) {
+        out[n++] = (uint8_t)(quantity | 0x80u);
+        quantity >>= 7;
+    }
+    out[n++] = (uint8_t)quantity;
+    d->items_bytes += n;
+}
+
+/* One element of an items array at d->p (valid JSON): an object with exactly one product and
+ * one quantity; other keys are skipped. d->p ends after the element. */
+static enum ingest_reason item_parse(struct decoder *d)
+{
+    const char *item_at = d->p;
+    if (*item_at != '{') {
+        enum ingest_reason r = value_skip(d);
+        return r != INGEST_OK ? r : fail(d, item_at, INGEST_BAD_ITEMS);
+    }
+    struct string_info product = {0};
+    uint64_t quantity = 0;
+    unsigned seen = 0;
+    d->p++;
+    skip_blank(d);
+    while (*d->p != '}') {
+        const char *key_at = d->p;
+        enum item_key key = item_key_take(d);
+        enum ingest_reason r = INGEST_OK;
+        if (key != ITEM_KEY_UNKNOWN && (seen & (1u << key)) != 0) {
+            return fail(d, key_at, INGEST_BAD_ITEMS); /* a duplicated product or quantity */
+        }
+        seen |= 1u << key;
+        r = key == ITEM_KEY_PRODUCT    ? item_product(d, &product)
+            : key == ITEM_KEY_QUANTITY ? item_quantity(d, &quantity)
+                                       : value_skip(d);
+        if (r != INGEST_OK) {
+            return r;
+        }
+        skip_blank(d);
+        if (*d->p == ',') {
+            d->p++;
+            skip_blank(d);
+        }
+    }
+    d->p++;
+    if ((seen & (1u << ITEM_KEY_PRODUCT)) == 0 || (seen & (1u << ITEM_KEY_QUANTITY)) == 0) {
+        return fail(d, item_at, INGEST_BAD_ITEMS);
+    }
+    item_append(d, &product, quantity);
+    return INGEST_OK;
+}
+
+/* items: the whole value is first validated as JSON (value_skip: syntax, UTF-8, depth), then
+ * its size is judged, then a second walk over the now valid text judges its meaning element by
+ * element, left to right, and writes the canonical bytes. Two walks cost nothing to events
+ * without items and keep "validity before meaning" exact for a nested value. */
+static enum ingest_reason field_items(struct decoder *d)
+{
+    const char *at = d->p;
+    enum ingest_reason r = value_skip(d);
+    if (r != INGEST_OK) {
+        return r;
+    }
+    const char *value_end = d->p;
+    if (*at != '[') {
+        return fail(d, at, INGEST_BAD_ITEMS);
+    }
+    if ((size_t)(value_end - at) > DS_ITEMS_JSON_BYTES_MAX) {
+        return fail(d, at, INGEST_ITEMS_TOO_LARGE);
+    }
+    uint32_t depth = d->depth;
+    d->depth = depth + 2; /* the array and an item: nested unknown values were checked above */
+    d->items_bytes = d->items != NULL ? 1u : 0u;
+    d->p = at + 1;
+    skip_blank(d);
+    uint32_t count = 0;
+    while (r == INGEST_OK && *d->p != ']') {
+        if (count == DS_ITEMS_COUNT_MAX) {
+            return fail(d, d->p, INGEST_ITEMS_TOO_LARGE);
+        }
+        count++;
+        r = item_parse(d);
+        skip_blank(d);
+        if (r == INGEST_OK && *d->p == ',') {
+            d->p++;
+            skip_blank(d);
+        }
+    }
+    if (r != INGEST_OK) {
+        return r;
+    }
+    ASSERT(d->p + 1 == value_end);
+    d->p = value_end;
+    d->depth = depth;
+    if (d->items != NULL) {
+        d->items[0] = (uint8_t)count;
+    }
+    return INGEST_OK;
+}
+
 /* ---- the object ----------------------------------------------------------------------------- */
 
 static inline enum field field_lookup(const char *key, size_t len)
 {
     switch (len) {
     case 2: return memcmp(key, "ts", 2) == 0 ? FIELD_TS : FIELD_UNKNOWN;
+    case 5: return memcmp(key, "items", 5) == 0 ? FIELD_ITEMS : FIELD_UNKNOWN;
     case 6:
         if (key[0] == 's') {
             return memcmp(key, "status", 6) == 0 ? FIELD_STATUS : FIELD_UNKNOWN;
         }
         return memcmp(key, "amount", 6) == 0 ? FIELD_AMOUNT : FIELD_UNKNOWN;
+    case 7: return memcmp(key, "version", 7) == 0 ? FIELD_VERSION : FIELD_UNKNOWN;
     case 8: return memcmp(key, "order_id", 8) == 0 ? FIELD_ORDER_ID : FIELD_UNKNOWN;
     case 10: return memcmp(key, "order_date", 10) == 0 ? FIELD_ORDER_DATE : FIELD_UNKNOWN;
     case 11: return memcmp(key, "customer_id", 11) == 0 ? FIELD_CUSTOMER_ID : FIELD_UNKNOWN;
@@ -1143,6 +1372,8 @@ static enum ingest_reason field_parse(struct decoder *d, enum field field)
     case FIELD_ORDER_DATE: return field_order_date(d);
     case FIELD_STATUS: return field_status(d);
     case FIELD_AMOUNT: return field_amount(d);
+    case FIELD_VERSION: return field_version(d);
+    case FIELD_ITEMS: return field_items(d);
     case FIELD_UNKNOWN: break;
     }
     return value_skip(d);
@@ -1256,7 +1487,10 @@ static enum ingest_reason document_parse(struct decoder *d)
     return event_complete(d, value_end - 1);
 }
 
-int ingest_decode(const char *json, size_t len, struct ds_event *event, struct ingest_error *error)
+/* ingest_decode with the canonical items written to items (DS_ITEMS_BYTES_MAX), or not kept
+ * when items is NULL. */
+static int event_decode(const char *json, size_t len, uint8_t *items, struct ds_event *event,
+                        struct ingest_error *error)
 {
     ASSERT(event != NULL);
     ASSERT(error != NULL);
@@ -1278,7 +1512,12 @@ int ingest_decode(const char *json, size_t len, struct ds_event *event, struct i
     event->amount_units = 0;
     event->status_len = 0;
     memset(event->status, 0, sizeof(event->status));
-    struct decoder d = {.begin = json, .p = json, .end = json + len, .event = event};
+    event->has_version = false;
+    event->version = 0;
+    event->items_bytes = 0;
+    event->items = NULL;
+    struct decoder d = {
+        .begin = json, .p = json, .end = json + len, .event = event, .items = items};
     enum ingest_reason r = document_parse(&d);
     if (r != INGEST_OK) {
         error->reason = r;
@@ -1286,9 +1525,26 @@ int ingest_decode(const char *json, size_t len, struct ds_event *event, struct i
         ASSERT(error->byte_offset <= len);
         return -EINVAL;
     }
+    if (items != NULL && (d.seen & (1u << FIELD_ITEMS)) != 0) {
+        ASSERT(d.items_bytes >= 1 && d.items_bytes <= DS_ITEMS_BYTES_MAX);
+        event->items = items;
+        event->items_bytes = (uint16_t)d.items_bytes;
+    }
     error->reason = INGEST_OK;
     error->byte_offset = 0;
     return 0;
+}
+
+int ingest_decode(const char *json, size_t len, struct ds_event *event, struct ingest_error *error)
+{
+    return event_decode(json, len, NULL, event, error);
+}
+
+int ingest_decoder_decode(struct ingest_decoder *decoder, const char *json, size_t len,
+                          struct ds_event *event, struct ingest_error *error)
+{
+    ASSERT(decoder != NULL);
+    return event_decode(json, len, decoder->items, event, error);
 }
 
 /* The fast path of ingest_decode_order_id: the first member, when it is "order_id" spelled
@@ -1342,11 +1598,13 @@ int ingest_decode_order_id(const char *json, size_t len, struct ds_id *order_id)
 /* ---- the canonical JSON line ---------------------------------------------------------------- */
 
 /* The longest line ingest_event_format_json can write: two 64-byte string ids and a 32-byte
- * status whose every byte needs a six-byte \u00XX escape, the timestamp as 24 characters, and
- * the most negative amount (21 characters), plus keys, quotes and punctuation. */
+ * status whose every byte needs a six-byte \u00XX escape, the timestamp as 24 characters, the
+ * most negative amount (21 characters) and a 19-digit version, plus keys, quotes and
+ * punctuation. */
 #define FORMAT_LINE_BYTES_WORST                                                                    \
     (sizeof("{\"order_id\":\"\",\"customer_id\":\"\",\"ts\":\"\",\"status\":\"\",\"amount\":}") -  \
-     1 + 2 * 6 * DS_ID_BYTES_MAX + 6 * DS_STATUS_BYTES_MAX + 24 + 21)
+     1 + 2 * 6 * DS_ID_BYTES_MAX + 6 * DS_STATUS_BYTES_MAX + 24 + 21 + sizeof(",\"version\":") -   \
+     1 + 19)
 _Static_assert(FORMAT_LINE_BYTES_WORST <= INGEST_JSON_LINE_BYTES_MAX, "worst line fits");
 
 struct line {
@@ -1471,6 +1729,11 @@ int ingest_event_format_json(const struct ds_event *event, char *dst, size_t dst
     line_string(&line, event->status, event->status_len);
     line_bytes(&line, ",\"amount\":", 10);
     line_amount(&line, event->amount_units);
+    if (event->has_version) {
+        ASSERT(event->version >= 0);
+        line_bytes(&line, ",\"version\":", 11);
+        line_decimal(&line, (uint64_t)event->version, 1);
+    }
     line_bytes(&line, "}", 1);
     ASSERT(line.len <= sizeof(text));
     if (line.len > dst_capacity) {

@@ -56,6 +56,11 @@ enum ingest_reason {
     INGEST_BAD_AMOUNT,       /* amount not a JSON number */
     INGEST_AMOUNT_PRECISION, /* more than four decimal places */
     INGEST_AMOUNT_RANGE,     /* |amount| * 10000 does not fit in int64 */
+    INGEST_BAD_VERSION,      /* version not an integer 0..2^63-1 (fraction, exponent, sign...) */
+    INGEST_BAD_ITEMS,        /* items not an array of {"product", "quantity"} objects by the
+                              * rules of DESIGN.md section 2 (see ingest/decode.c) */
+    INGEST_ITEMS_TOO_LARGE,  /* items over DS_ITEMS_COUNT_MAX entries or over
+                              * DS_ITEMS_JSON_BYTES_MAX bytes of JSON text */
     INGEST_REASON_COUNT,
 };
 
@@ -66,9 +71,23 @@ struct ingest_error {
 };
 
 /* Decodes len bytes of one JSON event into *event. Returns 0, or -EINVAL with *error filled
- * (event contents are then unspecified). json need not be NUL-terminated; it is borrowed. */
+ * (event contents are then unspecified). json need not be NUL-terminated; it is borrowed.
+ * `version` and `items` are validated (a bad one rejects the event) and version is set, but
+ * the items are not kept: event->items is NULL and items_bytes 0. A caller that stores items
+ * decodes with ingest_decoder_decode(). */
 DS_MUST_USE int ingest_decode(const char *json, size_t len, struct ds_event *event,
                               struct ingest_error *error);
+
+/* The memory an event's canonical items live in (struct ds_event.items): one per decoding
+ * thread, embedded or allocated by the caller, no setup needed. */
+struct ingest_decoder {
+    /* private */
+    uint8_t items[DS_ITEMS_BYTES_MAX];
+};
+/* ingest_decode() that also hands back the items: event->items points into decoder and stays
+ * valid until the next call with the same decoder. */
+DS_MUST_USE int ingest_decoder_decode(struct ingest_decoder *decoder, const char *json, size_t len,
+                                      struct ds_event *event, struct ingest_error *error);
 
 /* The order_id of one JSON event, for keying a Kafka message without decoding it all: when
  * ingest_decode() accepts the input, this returns 0 with the same order_id. When the object's
@@ -81,10 +100,12 @@ DS_MUST_USE int ingest_decode_order_id(const char *json, size_t len, struct ds_i
 const char *ingest_reason_name(enum ingest_reason reason);
 
 /* Writes one event as a canonical JSON line (no newline) into dst; returns the length, or
- * -ENOSPC if dst_capacity is too small. ingest_decode() of the output gives the event back.
- * INGEST_JSON_LINE_BYTES_MAX bytes always suffice: the worst case is 1067 bytes (two 64-byte
- * string ids and a 32-byte status made of control characters, each written as \u00XX). */
-#define INGEST_JSON_LINE_BYTES_MAX 1088u
+ * -ENOSPC if dst_capacity is too small. ingest_decode() of the output gives the event back,
+ * version included; items are not written (the line carries what is counted, and a line with
+ * items could need ~42 KiB). INGEST_JSON_LINE_BYTES_MAX bytes always suffice: the worst case
+ * is 1097 bytes (two 64-byte string ids and a 32-byte status made of control characters, each
+ * written as \u00XX, and a 19-digit version). */
+#define INGEST_JSON_LINE_BYTES_MAX 1120u
 DS_MUST_USE int ingest_event_format_json(const struct ds_event *event, char *dst,
                                          size_t dst_capacity);
 
@@ -116,6 +137,17 @@ struct ingest_workload_config {
     uint32_t flash_factor;       /* flash-sale: the busy day's rate in the window, in shares */
     uint32_t flash_seconds;      /* flash-sale: how long the window lasts, in schedule seconds */
     double flash_start_fraction; /* flash-sale: where it starts, share of the schedule, [0, 1) */
+    /* Orders, not events (issue 14), all 0 by default (the stream is then exactly what it was
+     * before these existed). Shares of the output lines, 0..1, together at most
+     * INGEST_WORKLOAD_REPEAT_FRACTION_MAX: update_fraction are new versions of an order sent
+     * earlier (a status change, a changed amount, rarely a moved day or customer; with
+     * updates, half of the orders carry an increasing "version" and a few of their versions
+     * arrive stale, after a higher one), duplicate_fraction repeat an earlier line byte for
+     * byte (a producer's retry). items_fraction is the share of new orders with an "items"
+     * array (0..INGEST_WORKLOAD_ITEMS_MAX items). */
+    double update_fraction;
+    double duplicate_fraction;
+    double items_fraction;
 };
 
 /* flash-sale: the busy day's share of the base rate is rate_eps / days. During the window the
@@ -132,6 +164,15 @@ struct ingest_workload_config {
 #define INGEST_WORKLOAD_RATE_EPS_MAX 100000000u
 #define INGEST_WORKLOAD_FLASH_FACTOR_MAX 1000u
 #define INGEST_WORKLOAD_FLASH_SECONDS_MAX 86400u
+/* Updates and duplicates together: a stream needs new orders to update and repeat, and a
+ * tenth of its lines as new orders is already a stream of mostly status changes. */
+#define INGEST_WORKLOAD_REPEAT_FRACTION_MAX 0.9
+/* Items of one generated order: a small basket, well inside the 100 items and 8 KiB of an
+ * event (DESIGN.md section 2). */
+#define INGEST_WORKLOAD_ITEMS_MAX 5u
+/* A generated line (ingest_workload_line): an event's canonical JSON line plus its items (at
+ * most 12 + 5 x 50 bytes). */
+#define INGEST_WORKLOAD_LINE_BYTES_MAX (INGEST_JSON_LINE_BYTES_MAX + 512u)
 
 /* Fills cfg with the defaults used by the demo and benchmarks (rate_eps 0, flash_factor 50,
  * flash_seconds 60, flash_start_fraction 1/3). */
@@ -144,13 +185,34 @@ struct ingest_workload;
 DS_MUST_USE int ingest_workload_create(const struct ingest_workload_config *cfg,
                                        struct ingest_workload **out);
 void ingest_workload_destroy(struct ingest_workload *w);
-/* The next event; returns false when all cfg->events have been generated. Events come in
+/* The next event; returns false when all cfg->events have been generated. New orders come in
  * non-decreasing ts order (flash-sale: the uniform events and the window's events each are),
- * with order ids unique and increasing. */
+ * with order ids unique and increasing (1, 2, ...); updates and duplicates repeat the id of an
+ * order sent earlier, with its ts (or, rarely, a moved one). */
 bool ingest_workload_next(struct ingest_workload *w, struct ds_event *event);
+/* The JSON line (no newline) of the event last returned by ingest_workload_next: exactly
+ * ingest_event_format_json's line (with "version" when the event has one) when it has no
+ * items, else that line with "items" appended; a duplicate's line equals the earlier line
+ * byte for byte. The event itself carries the version and (event->items, valid until the
+ * next call) the canonical items.
+ * Returns the length, or -ENOSPC when dst_capacity is too small
+ * (INGEST_WORKLOAD_LINE_BYTES_MAX always suffices). */
+DS_MUST_USE int ingest_workload_line(const struct ingest_workload *w, char *dst,
+                                     size_t dst_capacity);
+/* What the lines so far were; orders + updates + duplicates is the number of lines. */
+struct ingest_workload_stats {
+    uint64_t orders;     /* new orders */
+    uint64_t updates;    /* new versions of an earlier order, stale ones included */
+    uint64_t duplicates; /* byte-for-byte repeats of an earlier line */
+    uint64_t stale;      /* updates whose version is below one sent before */
+    uint64_t versioned;  /* lines with a "version" */
+    uint64_t with_items; /* lines with an "items" array */
+};
+void ingest_workload_stats(const struct ingest_workload *w, struct ingest_workload_stats *out);
 /* The intended send time, in seconds from the stream's start, of the event last returned by
- * ingest_workload_next (which must have returned one): index / rate_eps for the event of that
- * 0-based index, except that flash-sale's window adds its events between the uniform ones.
+ * ingest_workload_next (which must have returned one): index / rate_eps for the new order of
+ * that 0-based index, except that flash-sale's window adds its events between the uniform ones;
+ * an update or a duplicate is sent with the line before it (so rate_eps paces the new orders).
  * Non-decreasing from event to event; 0 when rate_eps is 0. */
 double ingest_workload_send_time(const struct ingest_workload *w);
 /* Generates every event of cfg as JSON lines into out (`dayshard generate`, the demo, the
@@ -426,6 +488,7 @@ struct ingest_node_config {
     const char *data_dir;
     uint32_t base_shards;
     int io_mode;                            /* enum storage_io_mode */
+    int model;                              /* enum storage_model (0: the directory's) */
     const struct ingest_kafka_props *props; /* may be NULL */
     uint32_t commit_interval_ms;            /* group commit (and Kafka offset commit) cadence */
     uint32_t status_interval_ms;            /* how often the consumer lag is logged */

@@ -14,6 +14,15 @@
  *   strings:    u8 length + bytes, in event order;
  *   customers:  varint of the id (ids are Zipf-like: small ones are common);
  *   amounts:    zigzag varint.
+ * Version 2 blocks (BLOCK_VERSION_EXTRAS: some event has a `version` or `items`) have eight
+ * column lengths, the six above then:
+ *   versions:   varint per event: 0 when it has none, else the version + 1;
+ *   items:      per event, varint of its canonical items' length (0: no items field) and the
+ *               bytes (the encoding of struct ds_event.items, checked again when read);
+ * and the amounts after them. A version 1 block is exactly what the encoder wrote before
+ * version 2 existed, so a stream without versions and items costs nothing and stays readable
+ * by older binaries. Rejected: a flag bit per event for "has version/items" (the flags byte's
+ * free bit 7 would make a v1 reader mistake the status index) and a row-wise side table.
  * Measured on the busy-day workload: 9-10 raw bytes per event, ~6-7 after zstd -1 (see
  * docs/ARCHITECTURE.md). Rejected: row-wise records (zstd -1 gave ~11 B/event on the same data),
  * and per-column zstd frames (more headers, no gain at these block sizes).
@@ -30,6 +39,9 @@
 
 #define COLUMN_COUNT 6u
 #define PREAMBLE_BYTES (1u + COLUMN_COUNT * 4u)
+#define COLUMN_COUNT_EXTRAS 8u
+#define PREAMBLE_BYTES_EXTRAS (1u + COLUMN_COUNT_EXTRAS * 4u)
+static_assert(PREAMBLE_BYTES_EXTRAS <= 40u, "BLOCK_RAW_BYTES_MAX counts 40 preamble bytes");
 #define HOUR_MS 3600000
 
 /* ---- open blocks --------------------------------------------------------------------------- */
@@ -75,6 +87,36 @@ static int open_block_add_string(struct open_block *ob, const struct ds_id *id, 
     ob->strings[ob->strings_bytes] = id->len;
     memcpy(ob->strings + ob->strings_bytes + 1, id->text, id->len);
     ob->strings_bytes = need;
+    return 0;
+}
+
+/* Copies the event's canonical items into the block's items buffer (sealing early at
+ * BLOCK_ITEMS_BYTES_MAX) and notes where they are in row. */
+static int open_block_add_items(struct open_block *ob, const struct ds_event *event,
+                                struct open_row *row)
+{
+    ASSERT(event->items_bytes <= DS_ITEMS_BYTES_MAX);
+    ASSERT(event->items_bytes == 0 || event->items != NULL);
+    uint32_t need = ob->items_bytes + event->items_bytes;
+    if (need > BLOCK_ITEMS_BYTES_MAX) {
+        return -DS_ELIMIT;
+    }
+    if (need > ob->items_capacity) {
+        uint32_t capacity = ob->items_capacity == 0 ? 16384u : ob->items_capacity * 2u;
+        while (capacity < need) {
+            capacity *= 2u;
+        }
+        uint8_t *items = realloc(ob->items, capacity);
+        if (items == NULL) {
+            return -ENOMEM;
+        }
+        ob->items = items;
+        ob->items_capacity = capacity;
+    }
+    row->items_offset = ob->items_bytes;
+    row->items_bytes = event->items_bytes;
+    memcpy(ob->items + ob->items_bytes, event->items, event->items_bytes);
+    ob->items_bytes = need;
     return 0;
 }
 
@@ -125,10 +167,13 @@ int open_block_add(struct open_block *ob, const struct ds_event *event,
     if (ob->count >= events_max) {
         return -DS_ELIMIT;
     }
+    ASSERT(!event->has_version || event->version >= 0);
     uint32_t strings_before = ob->strings_bytes;
+    uint32_t items_before = ob->items_bytes;
     uint16_t statuses_before = ob->status_count;
     int rc = open_block_reserve_rows(ob, events_max);
     struct open_row row = {.ts_ms = event->ts_ms, .amount_units = event->amount_units};
+    row.version_code = event->has_version ? (uint64_t)event->version + 1u : 0u;
     int status_index = rc == 0 ? open_block_status_index(ob, event) : rc;
     if (status_index < 0) {
         return status_index;
@@ -144,11 +189,18 @@ int open_block_add(struct open_block *ob, const struct ds_event *event,
         row.flags |= OPEN_ROW_CUSTOMER_STRING;
         rc = open_block_add_string(ob, &event->customer_id, &row.customer);
     }
+    if (rc == 0 && event->items_bytes > 0) {
+        rc = open_block_add_items(ob, event, &row);
+    }
     if (rc != 0) {
         /* Leave the block exactly as it was, so the caller can seal it and retry. */
         ob->strings_bytes = strings_before;
+        ob->items_bytes = items_before;
         ob->status_count = statuses_before;
         return rc;
+    }
+    if (row.version_code != 0 || row.items_bytes != 0) {
+        ob->extras_count++;
     }
     if (ob->count == 0 || event->ts_ms < ob->ts_min_ms) {
         ob->ts_min_ms = event->ts_ms;
@@ -163,13 +215,16 @@ int open_block_add(struct open_block *ob, const struct ds_event *event,
 
 size_t open_block_memory(const struct open_block *ob)
 {
-    return sizeof(*ob) + (size_t)ob->capacity * sizeof(struct open_row) + ob->strings_capacity;
+    return sizeof(*ob) + (size_t)ob->capacity * sizeof(struct open_row) + ob->strings_capacity +
+           ob->items_capacity;
 }
 
 void open_block_reset(struct open_block *ob)
 {
     ob->count = 0;
     ob->strings_bytes = 0;
+    ob->items_bytes = 0;
+    ob->extras_count = 0;
     ob->status_count = 0;
     ob->ts_min_ms = 0;
     ob->ts_max_ms = 0;
@@ -185,6 +240,7 @@ void open_block_free(struct open_block *ob)
     }
     free(ob->rows);
     free(ob->strings);
+    free(ob->items);
     memset(ob, 0, sizeof(*ob));
 }
 
@@ -300,11 +356,34 @@ static size_t encode_strings(const struct open_block *ob, uint8_t flag, bool ord
     return n;
 }
 
+/* The versions and items columns of a version 2 block at p; returns their lengths. */
+static void encode_extras(const struct open_block *ob, uint8_t *p, uint32_t *versions_len,
+                          uint32_t *items_len)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; i < ob->count; i++) {
+        n += put_varint(p + n, ob->rows[i].version_code);
+    }
+    *versions_len = (uint32_t)n;
+    p += n;
+    n = 0;
+    for (uint32_t i = 0; i < ob->count; i++) {
+        const struct open_row *row = &ob->rows[i];
+        n += put_varint(p + n, row->items_bytes);
+        if (row->items_bytes > 0) { /* ob->items is NULL in a block of versions only */
+            memcpy(p + n, ob->items + row->items_offset, row->items_bytes);
+            n += row->items_bytes;
+        }
+    }
+    *items_len = (uint32_t)n;
+}
+
 static size_t encode_columns(const struct open_block *ob, uint8_t *raw)
 {
     uint8_t scale = amount_scale_of(ob);
-    uint32_t lengths[COLUMN_COUNT] = {0};
-    uint8_t *p = raw + PREAMBLE_BYTES;
+    bool extras = ob->extras_count > 0;
+    uint32_t lengths[COLUMN_COUNT_EXTRAS] = {0};
+    uint8_t *p = raw + (extras ? PREAMBLE_BYTES_EXTRAS : PREAMBLE_BYTES);
     raw[0] = scale;
     for (uint32_t i = 0; i < ob->count; i++) {
         p[i] = ob->rows[i].flags;
@@ -349,10 +428,14 @@ static size_t encode_columns(const struct open_block *ob, uint8_t *raw)
     lengths[5] = (uint32_t)encode_strings(ob, OPEN_ROW_CUSTOMER_STRING, false, p);
     p += lengths[5];
 
+    if (extras) {
+        encode_extras(ob, p, &lengths[6], &lengths[7]);
+        p += lengths[6] + lengths[7];
+    }
     for (uint32_t i = 0; i < ob->count; i++) {
         p += put_varint(p, zigzag(ob->rows[i].amount_units / scale_divisors[scale]));
     }
-    memcpy(raw + 1, lengths, sizeof(lengths));
+    memcpy(raw + 1, lengths, (extras ? COLUMN_COUNT_EXTRAS : COLUMN_COUNT) * sizeof(uint32_t));
     return (size_t)(p - raw);
 }
 
@@ -374,7 +457,8 @@ static size_t status_table_bytes(const struct open_block *ob)
 
 size_t block_seal_bound(const struct open_block *ob)
 {
-    size_t raw = PREAMBLE_BYTES + (size_t)ob->count * BLOCK_EVENT_RAW_BYTES_MAX;
+    size_t raw = PREAMBLE_BYTES_EXTRAS + (size_t)ob->count * BLOCK_EVENT_FIXED_RAW_BYTES_MAX +
+                 ob->items_bytes;
     return BLOCK_HEADER_BYTES_MAX + ZSTD_compressBound(raw);
 }
 
@@ -427,7 +511,7 @@ int64_t block_seal(struct block_codec *codec, const struct open_block *ob, int64
     }
     struct block_header header = {
         .magic = BLOCK_MAGIC,
-        .version = BLOCK_VERSION,
+        .version = ob->extras_count > 0 ? BLOCK_VERSION_EXTRAS : BLOCK_VERSION,
         .event_count = ob->count,
         .status_count = ob->status_count,
         .ts_min_ms = ob->ts_min_ms,
@@ -472,9 +556,10 @@ int block_header_check(const uint8_t *buf, size_t len)
         return -DS_ECORRUPT;
     }
     memcpy(&h, buf, sizeof(h));
-    if (h.magic != BLOCK_MAGIC || h.version != BLOCK_VERSION || h.header_bytes < sizeof(h) ||
-        h.header_bytes > BLOCK_HEADER_BYTES_MAX || h.event_count == 0 ||
-        h.event_count > STORAGE_BLOCK_EVENTS_MAX || h.status_count == 0 ||
+    if (h.magic != BLOCK_MAGIC ||
+        (h.version != BLOCK_VERSION && h.version != BLOCK_VERSION_EXTRAS) ||
+        h.header_bytes < sizeof(h) || h.header_bytes > BLOCK_HEADER_BYTES_MAX ||
+        h.event_count == 0 || h.event_count > STORAGE_BLOCK_EVENTS_MAX || h.status_count == 0 ||
         h.status_count > STORAGE_BLOCK_STATUS_MAX || h.cell_count == 0 ||
         h.cell_count > BLOCK_CELLS_MAX || h.raw_bytes > BLOCK_RAW_BYTES_MAX ||
         h.ts_min_ms > h.ts_max_ms || h.payload_bytes > ZSTD_compressBound(BLOCK_RAW_BYTES_MAX)) {
@@ -539,30 +624,34 @@ int block_view_parse(const uint8_t *buf, size_t len, struct block_view *view)
     return view_check_cells(view);
 }
 
-/* Cursor over the decompressed columns. */
+/* Cursor over the decompressed columns; version and items are NULL in a version 1 block. */
 struct column_cursor {
-    const uint8_t *flags, *ts, *order_int, *order_str, *customer_int, *customer_str, *amount;
+    const uint8_t *flags, *ts, *order_int, *order_str, *customer_int, *customer_str, *version,
+        *items, *amount;
     const uint8_t *ts_end, *order_int_end, *order_str_end, *customer_int_end, *customer_str_end,
-        *amount_end;
+        *version_end, *items_end, *amount_end;
     uint8_t scale;
 };
 
-static int cursor_init(struct column_cursor *c, const uint8_t *raw, size_t raw_len, uint32_t count)
+static int cursor_init(struct column_cursor *c, const uint8_t *raw, size_t raw_len, uint32_t count,
+                       bool extras)
 {
-    uint32_t lengths[COLUMN_COUNT];
-    if (raw_len < PREAMBLE_BYTES || raw[0] > 4) {
+    uint32_t lengths[COLUMN_COUNT_EXTRAS] = {0};
+    unsigned columns = extras ? COLUMN_COUNT_EXTRAS : COLUMN_COUNT;
+    size_t preamble = 1u + columns * 4u;
+    if (raw_len < preamble || raw[0] > 4) {
         return -DS_ECORRUPT;
     }
     c->scale = raw[0];
-    memcpy(lengths, raw + 1, sizeof(lengths));
-    uint64_t sum = PREAMBLE_BYTES;
-    for (unsigned i = 0; i < COLUMN_COUNT; i++) {
+    memcpy(lengths, raw + 1, columns * sizeof(uint32_t));
+    uint64_t sum = preamble;
+    for (unsigned i = 0; i < columns; i++) {
         sum += lengths[i];
     }
     if (lengths[0] != count || sum > raw_len) {
         return -DS_ECORRUPT;
     }
-    const uint8_t *p = raw + PREAMBLE_BYTES;
+    const uint8_t *p = raw + preamble;
     c->flags = p;
     p += lengths[0];
     c->ts = p;
@@ -575,6 +664,10 @@ static int cursor_init(struct column_cursor *c, const uint8_t *raw, size_t raw_l
     c->customer_int_end = p += lengths[4];
     c->customer_str = p;
     c->customer_str_end = p += lengths[5];
+    c->version = extras ? p : NULL;
+    c->version_end = p += lengths[6];
+    c->items = extras ? p : NULL;
+    c->items_end = p += lengths[7];
     c->amount = p;
     c->amount_end = raw + raw_len;
     return 0;
@@ -608,6 +701,46 @@ static bool take_int_id(const uint8_t **p, const uint8_t *end, int64_t *prev, bo
     return value >= 1;
 }
 
+/* Whether len bytes at p are canonical items (struct ds_event.items): the count, then that
+ * many items of a 1..64-byte product and a quantity 1..2^31-1, and nothing after. */
+static bool items_valid(const uint8_t *p, size_t len)
+{
+    const uint8_t *end = p + len;
+    uint64_t count = 0;
+    if (!get_varint(&p, end, &count) || count > DS_ITEMS_COUNT_MAX) {
+        return false;
+    }
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t quantity = 0;
+        if (p >= end || *p == 0 || *p > DS_ITEM_PRODUCT_BYTES_MAX || end - p < 1 + *p) {
+            return false;
+        }
+        p += 1 + *p;
+        if (!get_varint(&p, end, &quantity) || quantity == 0 || quantity > DS_ITEM_QUANTITY_MAX) {
+            return false;
+        }
+    }
+    return p == end;
+}
+
+/* The version and items of event i of a version 2 block. */
+static bool take_extras(struct column_cursor *c, struct ds_event *event)
+{
+    uint64_t code = 0;
+    uint64_t len = 0;
+    if (!get_varint(&c->version, c->version_end, &code) || code > (uint64_t)INT64_MAX + 1u ||
+        !get_varint(&c->items, c->items_end, &len) || len > DS_ITEMS_BYTES_MAX ||
+        len > (uint64_t)(c->items_end - c->items)) {
+        return false;
+    }
+    event->has_version = code != 0;
+    event->version = code != 0 ? (int64_t)(code - 1u) : 0;
+    event->items_bytes = (uint16_t)len;
+    event->items = len != 0 ? c->items : NULL;
+    c->items += len;
+    return len == 0 || items_valid(event->items, len);
+}
+
 static int decode_event(struct column_cursor *c, const struct block_view *view, uint32_t i,
                         int64_t *prev_ts, int64_t *prev_order, struct ds_event *event)
 {
@@ -632,6 +765,11 @@ static int decode_event(struct column_cursor *c, const struct block_view *view, 
                     ? take_string(&c->customer_str, c->customer_str_end, &event->customer_id)
                     : take_int_id(&c->customer_int, c->customer_int_end, &ignored, false,
                                   &event->customer_id));
+    event->has_version = false;
+    event->version = 0;
+    event->items_bytes = 0;
+    event->items = NULL;
+    ok = ok && (c->version == NULL || take_extras(c, event));
     ok = ok && get_varint(&c->amount, c->amount_end, &v);
     if (!ok) {
         return -DS_ECORRUPT;
@@ -661,7 +799,8 @@ static int decode_events(struct block_codec *codec, const struct block_view *vie
 {
     const struct block_header *h = view->header;
     struct column_cursor c;
-    int rc = cursor_init(&c, codec->raw, raw_len, h->event_count);
+    int rc =
+        cursor_init(&c, codec->raw, raw_len, h->event_count, h->version == BLOCK_VERSION_EXTRAS);
     if (rc != 0) {
         return rc;
     }

@@ -28,7 +28,11 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "on-disk structs are li
 #define SEGMENT_MAGIC 0x544E454D47455344ull /* "DSEGMENT" */
 #define SEGMENT_VERSION 1u
 #define BLOCK_MAGIC 0x4B425344u /* "DSBK" */
+/* Version 1: no event of the block has a `version` or `items`. Version 2 adds a versions and an
+ * items column (see block.c); a block is written as version 2 only when some event needs it, so
+ * streams without them keep writing blocks that older binaries read. Both are read. */
 #define BLOCK_VERSION 1u
+#define BLOCK_VERSION_EXTRAS 2u
 #define MANIFEST_MAGIC 0x464D5344u                /* "DSMF" (a record) */
 #define MANIFEST_FILE_MAGIC 0x3146494E414D5344ull /* "DSMANIF1" */
 /* Format 2 = format 1 plus MANIFEST_QUARANTINE records. A writer starts a file with it only when
@@ -87,13 +91,26 @@ static_assert(sizeof(struct block_cell) == 24, "cell is 24 bytes");
     (sizeof(struct block_header) + BLOCK_STATUS_TABLE_BYTES_MAX +                                  \
      BLOCK_CELLS_MAX * sizeof(struct block_cell))
 static_assert(BLOCK_HEADER_BYTES_MAX <= UINT16_MAX, "header_bytes fits in u16");
-/* Worst-case raw bytes of one event in the columnar payload: flags, three 10-byte varints and
- * two length-prefixed strings. */
-#define BLOCK_EVENT_RAW_BYTES_MAX (1u + 10u + 10u + 10u + 10u + 2u * (1u + DS_ID_BYTES_MAX))
+/* Worst-case raw bytes of one event in the columnar payload, without its canonical items:
+ * flags, four 10-byte varints (ts, order, customer, amount), two length-prefixed strings, the
+ * version varint (10) and the items length varint (2: DS_ITEMS_BYTES_MAX < 2^14). */
+#define BLOCK_EVENT_FIXED_RAW_BYTES_MAX                                                            \
+    (1u + 10u + 10u + 10u + 10u + 2u * (1u + DS_ID_BYTES_MAX) + 10u + 2u)
+static_assert(DS_ITEMS_BYTES_MAX < (1u << 14), "an items length is a 2-byte varint");
+/* ... and with the largest canonical items (7001 bytes: 100 items of 64-byte products). */
+#define BLOCK_EVENT_RAW_BYTES_MAX (BLOCK_EVENT_FIXED_RAW_BYTES_MAX + DS_ITEMS_BYTES_MAX)
 /* Bytes of string ids one open block may hold before it is sealed early. */
 #define BLOCK_STRING_BYTES_MAX (1024u * 1024u)
+/* Bytes of canonical items one open block may hold before it is sealed early: at least 149
+ * events with the largest items, some 20000 with a typical two or three; it keeps a block of
+ * item-heavy events as small as one of string ids. */
+#define BLOCK_ITEMS_BYTES_MAX (1024u * 1024u)
+static_assert(BLOCK_ITEMS_BYTES_MAX >= DS_ITEMS_BYTES_MAX, "any one event's items fit a block");
+/* Preamble (scale and eight column lengths), the fixed columns of every event, every string
+ * and every item byte a block may hold. */
 #define BLOCK_RAW_BYTES_MAX                                                                        \
-    (32u + STORAGE_BLOCK_EVENTS_MAX * (1u + 10u + 10u + 10u + 10u) + 2u * BLOCK_STRING_BYTES_MAX)
+    (40u + STORAGE_BLOCK_EVENTS_MAX * (1u + 10u + 10u + 10u + 10u + 10u + 2u) +                    \
+     2u * BLOCK_STRING_BYTES_MAX + BLOCK_ITEMS_BYTES_MAX)
 
 static inline ds_i128 block_cell_amount(const struct block_cell *cell)
 {
@@ -116,7 +133,10 @@ struct open_row {
     int64_t order;    /* the integer id, or the offset of the string in strings */
     int64_t customer; /* likewise */
     int64_t amount_units;
-    uint8_t flags; /* OPEN_ROW_* | status index << 2 */
+    uint64_t version_code; /* 0: no version; else the version + 1 (as stored) */
+    uint32_t items_offset; /* where the canonical items start in the block's items */
+    uint16_t items_bytes;  /* 0: no items field */
+    uint8_t flags;         /* OPEN_ROW_* | status index << 2 */
 };
 #define OPEN_ROW_ORDER_STRING 1u
 #define OPEN_ROW_CUSTOMER_STRING 2u
@@ -128,6 +148,10 @@ struct open_block {
     uint32_t strings_bytes;
     uint32_t strings_capacity;
     uint8_t *strings;
+    uint32_t items_bytes; /* canonical items of every row, back to back */
+    uint32_t items_capacity;
+    uint8_t *items;
+    uint32_t extras_count; /* rows with a version or items: the block is then version 2 */
     uint16_t status_count;
     uint8_t status_len[STORAGE_BLOCK_STATUS_MAX];
     char status[STORAGE_BLOCK_STATUS_MAX][DS_STATUS_BYTES_MAX];
@@ -136,8 +160,9 @@ struct open_block {
     int64_t source_offset_min, source_offset_max;
 };
 
-/* Adds an event; returns 0, or -DS_ELIMIT when the block cannot take it (full rows, status
- * table or strings) and must be sealed first, or -ENOMEM. */
+/* Adds an event (its version and a copy of its items included); returns 0, or -DS_ELIMIT when
+ * the block cannot take it (full rows, status table, strings or items) and must be sealed
+ * first, or -ENOMEM. */
 DS_MUST_USE int open_block_add(struct open_block *ob, const struct ds_event *event,
                                const struct ds_source *source, uint32_t events_max);
 /* Bytes of memory the block holds. */
@@ -178,7 +203,8 @@ struct block_view {
 DS_MUST_USE int block_view_parse(const uint8_t *buf, size_t len, struct block_view *view);
 
 /* Decodes a block's payload (the bytes after header_bytes, payload_bytes long), verifying the
- * payload CRC and that the events re-aggregate to the header's cells; calls fn per event.
+ * payload CRC and that the events re-aggregate to the header's cells; calls fn per event. An
+ * event's items point into codec's scratch, valid during the call of fn only.
  * Returns 0, fn's non-zero value, -DS_ECORRUPT or -DS_EZSTD. */
 typedef int (*block_event_fn)(const struct ds_event *event, void *user);
 int block_decode(struct block_codec *codec, const struct block_view *view, const uint8_t *payload,

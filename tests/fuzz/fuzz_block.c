@@ -5,7 +5,8 @@
  * Input: a mode byte, then the rest.
  *   MODE_RAW (mode % 4 == 0): the rest is a block as read from a segment, in a buffer of its
  *     exact length (so ASan sees a read past it), decoded against the day of its ts_min_ms.
- *   otherwise (structured): the rest describes events (see event_take), which are added to an
+ *   otherwise (structured): the rest describes events (see event_take; with versions and items,
+ *     so blocks of format 1 and 2 both appear), which are added to an
  *     open block and sealed with block_seal, so the fuzzer starts from a block that passes both
  *     CRCs. The unmutated block must decode to exactly the events added, in order. Then the
  *     trailing bytes mutate it (see mutate): the header and table (MODE_HEADER), the zstd
@@ -44,6 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 struct events {
     struct ds_event items[EVENTS_MAX];
+    uint8_t item_buffers[EVENTS_MAX][DS_ITEMS_BYTES_MAX]; /* each event's canonical items */
     uint32_t count;
     uint32_t seen; /* callback calls */
     int64_t day_start_ms;
@@ -82,7 +84,10 @@ static bool event_equal(const struct ds_event *a, const struct ds_event *b)
 {
     return id_equal(&a->order_id, &b->order_id) && id_equal(&a->customer_id, &b->customer_id) &&
            a->ts_ms == b->ts_ms && a->amount_units == b->amount_units &&
-           a->status_len == b->status_len && memcmp(a->status, b->status, a->status_len) == 0;
+           a->status_len == b->status_len && memcmp(a->status, b->status, a->status_len) == 0 &&
+           a->has_version == b->has_version && a->version == b->version &&
+           a->items_bytes == b->items_bytes &&
+           (a->items_bytes == 0 || memcmp(a->items, b->items, a->items_bytes) == 0);
 }
 
 static int on_event(const struct ds_event *event, void *user)
@@ -95,6 +100,10 @@ static int on_event(const struct ds_event *event, void *user)
     check(!event->customer_id.is_string ||
           (event->customer_id.len >= 1 && event->customer_id.len <= DS_ID_BYTES_MAX));
     check(ev->seen < STORAGE_BLOCK_EVENTS_MAX);
+    check(event->has_version ? event->version >= 0 : event->version == 0);
+    check(event->items_bytes <= DS_ITEMS_BYTES_MAX &&
+          (event->items_bytes == 0) == (event->items == NULL));
+    check(event->items_bytes == 0 || event->items[0] <= DS_ITEMS_COUNT_MAX);
     if (ev->compare) {
         check(ev->seen < ev->count && event_equal(event, &ev->items[ev->seen]));
     }
@@ -185,9 +194,45 @@ static void id_take(struct reader *r, uint8_t kind, struct ds_id *id)
     id->value = kind & 2u ? INT64_MAX - (int64_t)v : 1 + (int64_t)v;
 }
 
+/* The extras of an event (kinds bit 7): u8 flags (bit 0 a version, bit 1 a large one, bit 2
+ * items), u32 version, then for items u8 count (% 101) and per item u8 product length
+ * (1 + % 64), the product bytes (any, as the block stores them) and u32 quantity
+ * (1 + % 2^31-1), encoded canonically into items. */
+static void extras_take(struct reader *r, uint8_t *items, struct ds_event *e)
+{
+    uint8_t flags = take_u8(r);
+    if (flags & 1u) {
+        uint32_t v = take_u32(r);
+        e->has_version = true;
+        e->version = flags & 2u ? INT64_MAX - (int64_t)v : (int64_t)v;
+    }
+    if ((flags & 4u) == 0) {
+        return;
+    }
+    size_t count = take_u8(r) % (DS_ITEMS_COUNT_MAX + 1u);
+    size_t n = 0;
+    items[n++] = (uint8_t)count;
+    for (size_t i = 0; i < count; i++) {
+        uint8_t len = (uint8_t)(1u + take_u8(r) % DS_ITEM_PRODUCT_BYTES_MAX);
+        items[n++] = len;
+        for (uint8_t j = 0; j < len; j++) {
+            items[n++] = take_u8(r);
+        }
+        uint32_t quantity = 1u + take_u32(r) % DS_ITEM_QUANTITY_MAX;
+        for (; quantity >= 0x80u; quantity >>= 7) {
+            items[n++] = (uint8_t)(quantity | 0x80u);
+        }
+        items[n++] = (uint8_t)quantity;
+    }
+    check(n <= DS_ITEMS_BYTES_MAX);
+    e->items = items;
+    e->items_bytes = (uint16_t)n;
+}
+
 /* An event: u8 kinds (order id string bit 0, large bit 1; customer bits 2, 3; status index
- * bits 4..6), the ids, u32 ms into the day, u32 amount (bit 31 scales it up to the extremes). */
-static void event_take(struct reader *r, int64_t day_start_ms, struct ds_event *e)
+ * bits 4..6; extras bit 7), the ids, u32 ms into the day, u32 amount (bit 31 scales it up to
+ * the extremes), then the extras when bit 7 is set. */
+static void event_take(struct reader *r, int64_t day_start_ms, uint8_t *items, struct ds_event *e)
 {
     static const char *const statuses[] = {"paid", "shipped", "cancelled", "refunded",
                                            "",     "x",       "\xff\x00z", "pending"};
@@ -204,6 +249,13 @@ static void event_take(struct reader *r, int64_t day_start_ms, struct ds_event *
     uint8_t s = (uint8_t)((kinds >> 4) & 7u);
     e->status_len = status_lens[s];
     memcpy(e->status, statuses[s], e->status_len);
+    e->has_version = false;
+    e->version = 0;
+    e->items = NULL;
+    e->items_bytes = 0;
+    if (kinds & 0x80u) {
+        extras_take(r, items, e);
+    }
 }
 
 /* Applies the mutations of r to buf[lo..hi): offset u16, xor u8 each; returns how many. */
@@ -244,10 +296,11 @@ static void columns_mutate(struct reader *r, uint8_t *block, size_t capacity)
     size_t raw_len = ZSTD_decompressDCtx(codec->zstd_dctx, codec->raw, codec->raw_capacity,
                                          block + h.header_bytes, h.payload_bytes);
     check(!ZSTD_isError(raw_len) && raw_len == h.raw_bytes);
-    /* Column lengths and the scale live in the first 25 bytes: aim a third of the mutations
-     * there. */
+    /* Column lengths and the scale live in the first 25 bytes (33 in a version 2 block): aim a
+     * third of the mutations there. */
+    size_t preamble = h.version == BLOCK_VERSION_EXTRAS ? 33u : 25u;
     if (take_u8(r) % 3u == 0) {
-        (void)mutate(r, codec->raw, 0, raw_len < 25 ? raw_len : 25);
+        (void)mutate(r, codec->raw, 0, raw_len < preamble ? raw_len : preamble);
     } else {
         (void)mutate(r, codec->raw, 0, raw_len);
     }
@@ -268,9 +321,14 @@ static void structured_run(uint8_t mode, const uint8_t *data, size_t size, struc
     ev->count = 0;
     for (uint32_t i = 0; i < want && i < EVENTS_MAX; i++) {
         struct ds_event *e = &ev->items[ev->count];
-        event_take(&r, ev->day_start_ms, e);
+        event_take(&r, ev->day_start_ms, ev->item_buffers[ev->count], e);
         struct ds_source source = {.partition = (int32_t)(take_u8(&r) % 3u), .offset = i};
         int rc = open_block_add(&ob, e, &source, STORAGE_BLOCK_EVENTS_MAX);
+        if (rc == -DS_ELIMIT) {
+            /* Only the items cap can refuse here: the writer would seal and start a new block. */
+            check(ob.items_bytes + e->items_bytes > BLOCK_ITEMS_BYTES_MAX);
+            break;
+        }
         check(rc == 0);
         ev->count++;
     }
@@ -321,7 +379,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1) {
         return 0;
     }
-    static struct events ev; /* ~100 KB: off the stack */
+    static struct events ev; /* ~3.7 MB with the item buffers: off the stack */
     uint8_t mode = data[0];
     if ((mode & 3u) == MODE_RAW) {
         raw_run(data + 1, size - 1, &ev);

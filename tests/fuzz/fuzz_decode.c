@@ -5,7 +5,9 @@
  * must name a real reason at an offset inside the input. An accepted input: the canonical line
  * from ingest_event_format_json must decode to the identical event, and formatting that event
  * again must give the same bytes, and ingest_decode_order_id (the producer's key) must return the
- * same order_id. Any broken property aborts, so libFuzzer keeps the input.
+ * same order_id. ingest_decoder_decode gives the same verdict and reason, and its canonical
+ * items are well formed (count <= 100, products of 1..64 bytes, quantities 1..2^31-1, nothing
+ * left over). Any broken property aborts, so libFuzzer keeps the input.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -26,7 +28,43 @@ static bool event_equal(const struct ds_event *a, const struct ds_event *b)
 {
     return id_equal(&a->order_id, &b->order_id) && id_equal(&a->customer_id, &b->customer_id) &&
            a->ts_ms == b->ts_ms && a->amount_units == b->amount_units &&
-           a->status_len == b->status_len && memcmp(a->status, b->status, a->status_len) == 0;
+           a->status_len == b->status_len && memcmp(a->status, b->status, a->status_len) == 0 &&
+           a->has_version == b->has_version && a->version == b->version;
+}
+
+/* The canonical items of an accepted event are well formed (common/common.h). */
+static void check_items(const struct ds_event *event)
+{
+    if (event->items_bytes == 0) {
+        if (event->items != NULL) {
+            abort();
+        }
+        return;
+    }
+    const uint8_t *p = event->items;
+    const uint8_t *end = p + event->items_bytes;
+    if (event->items_bytes > DS_ITEMS_BYTES_MAX || *p > DS_ITEMS_COUNT_MAX) {
+        abort();
+    }
+    for (uint8_t i = 0, count = *p++; i < count; i++) {
+        if (p >= end || *p == 0 || *p > DS_ITEM_PRODUCT_BYTES_MAX || end - p < 1 + *p) {
+            abort();
+        }
+        p += 1 + *p;
+        uint64_t quantity = 0;
+        for (unsigned shift = 0; p < end && shift <= 28; shift += 7) {
+            quantity |= (uint64_t)(*p & 0x7fu) << shift;
+            if ((*p++ & 0x80u) == 0) {
+                break;
+            }
+        }
+        if (quantity == 0 || quantity > DS_ITEM_QUANTITY_MAX) {
+            abort();
+        }
+    }
+    if (p != end) {
+        abort();
+    }
 }
 
 static void check_rejection(const struct ingest_error *error, size_t size)
@@ -60,12 +98,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct ds_event event;
     struct ingest_error error;
+    static struct ingest_decoder decoder; /* a harness is the one place a mutable static is fine */
+    struct ds_event kept;
+    struct ingest_error kept_error;
+    int kept_rc = ingest_decoder_decode(&decoder, (const char *)data, size, &kept, &kept_error);
     if (ingest_decode((const char *)data, size, &event, &error) != 0) {
         check_rejection(&error, size);
+        if (kept_rc == 0 || kept_error.reason != error.reason ||
+            kept_error.byte_offset != error.byte_offset) {
+            abort();
+        }
         struct ds_id key;
         (void)ingest_decode_order_id((const char *)data, size, &key); /* any answer, no crash */
         return 0;
     }
+    if (kept_rc != 0 || !event_equal(&event, &kept)) {
+        abort();
+    }
+    check_items(&kept);
     check_round_trip(&event);
     struct ds_id key;
     if (ingest_decode_order_id((const char *)data, size, &key) != 0 ||

@@ -100,6 +100,42 @@ static void block_seeds(const char *root)
         snprintf(name, sizeof(name), "structured_mode_%02x", modes[k]);
         seed_write(root, "block", name, modes[k], events, sizeof(events));
     }
+    /* Two events with extras (kinds bit 7): a version 7 and two items ("Pen" x2, "Ink" x300),
+     * then a large version alone; the tail mutates the columns behind repaired CRCs. */
+    static const uint8_t extras[] = {
+        1,    0, /* two events (1 + 1) */
+        0x80, 5,    0,   0,    0,    6, 0, 0, 0,
+        0x10, 0x27, 0,   0,    0xe8, 3, 0, 0, /* ids, ms, amount */
+        0x05, 7,    0,   0,    0,    2,       /* version 7, two items */
+        2,    'P',  'e', 'n',  1,    0, 0, 0, 2,
+        'I',  'n',  'k', 0x2b, 1,    0, 0, 0, /* partition */
+        0x90, 9,    0,   0,    0,    9, 0, 0, 0,
+        0x20, 0x4e, 0,   0,    0x10, 0, 0, 0, /* ids, ms, amount */
+        0x03, 1,    0,   0,    0,    1,       /* version INT64_MAX - 1, partition */
+        0x21, 0x00, 0x01};
+    seed_write(root, "block", "structured_extras_07", 0x07, extras, sizeof(extras));
+    seed_write(root, "block", "structured_extras_01", 0x01, extras, sizeof(extras));
+    struct open_block ob = {0};
+    open_block_reset(&ob);
+    static const uint8_t items[] = {2, 3, 'P', 'e', 'n', 2, 3, 'I', 'n', 'k', 0xac, 0x02};
+    for (uint32_t i = 0; i < 8; i++) {
+        struct ds_event e;
+        event_make(i, true, &e);
+        e.has_version = i % 2 == 0;
+        e.version = e.has_version ? (int64_t)i + 1 : 0;
+        e.items = i % 3 == 0 ? items : NULL;
+        e.items_bytes = i % 3 == 0 ? sizeof(items) : 0;
+        struct ds_source source = {.partition = 0, .offset = i};
+        if (open_block_add(&ob, &e, &source, STORAGE_BLOCK_EVENTS_MAX) != 0) {
+            exit(1);
+        }
+    }
+    int64_t len = block_seal(&codec, &ob, (int64_t)FUZZ_DAY * DS_DAY_MS, block, SEED_BYTES_MAX);
+    if (len <= 0) {
+        exit(1);
+    }
+    seed_write(root, "block", "raw_sealed_8_events_v2", 0x00, block, (size_t)len);
+    open_block_free(&ob);
     free(block);
     block_codec_deinit(&codec);
 }

@@ -54,6 +54,20 @@ expect_exit "ingest again" 0 "$DAYSHARD" ingest --data "$data" --json "$WORK/in.
 expect_exit "count doubled" 0 "$DAYSHARD" count --data "$data" --day 2026-01-21 --json
 expect_eq "doubled count" 8 "$(json_get "$WORK/out" 'd["count"]')"
 
+# The update stream (versions, a retry, items) after the two files: every line is accepted, and
+# counted as events (16 lines) 2026-01-21 holds 8. `--model events` once the store has models.
+data="$WORK/updates"
+model=()
+"$DAYSHARD" ingest --help 2>&1 | grep -q -- "--model" && model=(--model events)
+cat "$FIXTURES/shop.jsonl" "$FIXTURES/busy-day.jsonl" "$FIXTURES/updates.jsonl" > "$WORK/upd.jsonl"
+expect_exit "ingest updates" 0 "$DAYSHARD" ingest --data "$data" --shards 3 "${model[@]}" --json "$WORK/upd.jsonl"
+expect_eq "updates accepted" 16 "$(json_get "$WORK/out" 'd["accepted"]')"
+expect_eq "updates rejected" 0 "$(json_get "$WORK/out" 'd["rejected"]')"
+expect_exit "count updates day" 0 "$DAYSHARD" count --data "$data" --day 2026-01-21 --json
+expect_eq "updates busy day as events" 8 "$(json_get "$WORK/out" 'd["count"]')"
+expect_exit "fsck updates" 0 "$DAYSHARD" fsck --data "$data" --json
+expect_eq "fsck updates events" 16 "$(json_get "$WORK/out" 'd["events_ok"]')"
+
 # Bad lines go to the dead-letter file with reason and line number; good ones keep flowing.
 data="$WORK/bad"
 printf '%s\n' \
@@ -63,14 +77,16 @@ printf '%s\n' \
   '' \
   '{"order_id": 3, "customer_id": 1, "ts": "2026-01-21T10:00:00Z", "amount": 1.23456}' \
   '{"order_id": "x", "customer_id": 9, "ts": 1768996800000, "status": "paid"}' \
-  '[1,2,3]' > "$WORK/bad.jsonl"
+  '[1,2,3]' \
+  '{"order_id": 4, "customer_id": 1, "ts": 1768996800000, "items": [{"product": "Pen", "quantity": 0}]}' \
+  '{"order_id": 5, "customer_id": 1, "ts": 1768996800000, "version": 1.5}' > "$WORK/bad.jsonl"
 expect_exit "ingest with bad lines" 0 "$DAYSHARD" ingest --data "$data" --json "$WORK/bad.jsonl"
 cp "$WORK/out" "$WORK/bad.json"
 expect_eq "bad accepted" 2 "$(json_get "$WORK/bad.json" 'd["accepted"]')"
-expect_eq "bad rejected" 4 "$(json_get "$WORK/bad.json" 'd["rejected"]')"
-expect_eq "bad reasons" "amount_precision=1 missing_ts=1 not_json=1 not_object=1" \
+expect_eq "bad rejected" 6 "$(json_get "$WORK/bad.json" 'd["rejected"]')"
+expect_eq "bad reasons" "amount_precision=1 bad_items=1 bad_version=1 missing_ts=1 not_json=1 not_object=1" \
   "$(json_get "$WORK/bad.json" '" ".join("%s=%d" % kv for kv in sorted(d["rejected_by_reason"].items()))')"
-expect_eq "dead letter lines" "2:not_json 3:missing_ts 5:amount_precision 7:not_object" \
+expect_eq "dead letter lines" "2:not_json 3:missing_ts 5:amount_precision 7:not_object 8:bad_items 9:bad_version" \
   "$("$PY" -c '
 import json, sys
 print(" ".join("%d:%s" % (r["line"], r["reason"]) for r in map(json.loads, open(sys.argv[1]))))' "$data/deadletter.jsonl")"

@@ -191,7 +191,8 @@ static bool event_equal(const struct ds_event *a, const struct ds_event *b)
 {
     return id_equal(&a->order_id, &b->order_id) && id_equal(&a->customer_id, &b->customer_id) &&
            a->ts_ms == b->ts_ms && a->amount_units == b->amount_units &&
-           a->status_len == b->status_len && memcmp(a->status, b->status, a->status_len) == 0;
+           a->status_len == b->status_len && memcmp(a->status, b->status, a->status_len) == 0 &&
+           a->has_version == b->has_version && a->version == b->version;
 }
 
 /* splitmix64: small, fast and good enough to draw test events. */
@@ -307,6 +308,9 @@ static void test_decode_reason_name_every_reason_named(void **state)
         "bad_amount",
         "amount_precision",
         "amount_range",
+        "bad_version",
+        "bad_items",
+        "items_too_large",
     };
     for (int i = 0; i < INGEST_REASON_COUNT; i++) {
         assert_non_null(names[i]);
@@ -1373,6 +1377,13 @@ static void test_decode_format_json_worst_case_fits(void **state)
     assert_int_equal(ingest_event_format_json(&event, line, 1066), -ENOSPC);
     struct ds_event back = decode_ok_at(line, (size_t)len, __LINE__);
     assert_true(event_equal(&event, &back));
+    event.has_version = true;
+    event.version = INT64_MAX;
+    len = ingest_event_format_json(&event, line, sizeof(line));
+    assert_int_equal(len, 1097);
+    assert_int_equal(ingest_event_format_json(&event, line, 1096), -ENOSPC);
+    back = decode_ok_at(line, (size_t)len, __LINE__);
+    assert_true(event_equal(&event, &back));
 }
 
 /* A random valid UTF-8 string without NUL, of exactly len bytes (a mix of ASCII, JSON-special
@@ -1440,6 +1451,10 @@ static void random_event(uint64_t *rng, struct ds_event *event)
     event->amount_units = rng_below(rng, 2) ? -(int64_t)magnitude : (int64_t)magnitude;
     event->status_len = (uint8_t)rng_below(rng, DS_STATUS_BYTES_MAX + 1);
     random_text(rng, event->status, event->status_len);
+    if (rng_below(rng, 2) == 0) {
+        event->has_version = true;
+        event->version = (int64_t)(rng_next(rng) >> (1 + rng_below(rng, 63)));
+    }
 }
 
 static void test_decode_round_trip_random_events_identical(void **state)
@@ -1462,6 +1477,269 @@ static void test_decode_round_trip_random_events_identical(void **state)
         assert_int_equal(ingest_event_format_json(&back, again, sizeof(again)), len);
         assert_memory_equal(line, again, (size_t)len);
     }
+}
+
+/* ---- version and items ---------------------------------------------------------------------- */
+
+/* Decodes with a decoder, so the items are kept. */
+static struct ds_event decode_items_ok_at(struct ingest_decoder *decoder, const char *json,
+                                          size_t len, int line)
+{
+    struct ds_event event;
+    struct ingest_error error = {.reason = INGEST_OK};
+    int rc = ingest_decoder_decode(decoder, json, len, &event, &error);
+    if (rc != 0) {
+        print_input(json, len);
+        print_error("line %d: expected ok, got %s at %zu\n", line, ingest_reason_name(error.reason),
+                    error.byte_offset);
+    }
+    assert_int_equal(rc, 0);
+    return event;
+}
+
+static void test_decode_version_integer_range(void **state)
+{
+    /* version: integers 0..2^63-1 are kept; anything else is bad_version at the value. */
+    (void)state;
+    struct ds_event event = DECODE_OK("{" IDS_TS "}");
+    assert_false(event.has_version);
+    assert_int_equal(event.version, 0);
+    event = DECODE_OK("{" IDS_TS ",\"version\":0}");
+    assert_true(event.has_version);
+    assert_int_equal(event.version, 0);
+    event = DECODE_OK("{\"version\" : 7 ," IDS_TS "}");
+    assert_true(event.has_version);
+    assert_int_equal(event.version, 7);
+    event = DECODE_OK("{" IDS_TS ",\"version\":9223372036854775807}");
+    assert_int_equal(event.version, INT64_MAX);
+    event = DECODE_OK("{" IDS_TS ",\"vers\\u0069on\":12}");
+    assert_int_equal(event.version, 12);
+    static const char *const bad[] = {
+        "9223372036854775808",
+        "18446744073709551616",
+        "-1",
+        "-0",
+        "1.0",
+        "1.5",
+        "1e2",
+        "0e0",
+        "\"1\"",
+        "null",
+        "true",
+        "[1]",
+        "{}",
+    };
+    for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
+        EXPECT_FIELD("version", bad[i], INGEST_BAD_VERSION);
+    }
+    EXPECT_AT("{" IDS_TS ",\"version\":1.5}", INGEST_BAD_VERSION, 47);
+    EXPECT_AT("{" IDS_TS ",\"version\":-}", INGEST_NOT_JSON, 48);
+    EXPECT("{" IDS_TS ",\"version\":1,\"version\":2}", INGEST_DUPLICATE_FIELD);
+}
+
+static void test_decode_items_canonical_bytes(void **state)
+{
+    /* Items become the canonical bytes: count, then per item product length, product bytes
+     * (escapes decoded), LEB128 quantity. Unknown item keys are skipped; [] is one byte. */
+    (void)state;
+    struct ingest_decoder *decoder = malloc(sizeof(*decoder));
+    assert_non_null(decoder);
+    struct ds_event event = decode_items_ok_at(
+        decoder,
+        LIT("{" IDS_TS ",\"items\": [ {\"product\": \"Pen\", \"quantity\": 2} , {\"sku\": [1, "
+            "{\"a\": null}], \"quantity\": 300, \"pro\\u0064uct\": \"Note\\u0062ook\"}]}"),
+        __LINE__);
+    static const uint8_t want[] = {2,   3,   'P', 'e', 'n', 2,   8,    'N', 'o',
+                                   't', 'e', 'b', 'o', 'o', 'k', 0xac, 0x02};
+    assert_int_equal(event.items_bytes, sizeof(want));
+    assert_memory_equal(event.items, want, sizeof(want));
+    event = decode_items_ok_at(decoder, LIT("{" IDS_TS ",\"items\":[]}"), __LINE__);
+    assert_int_equal(event.items_bytes, 1);
+    assert_int_equal(event.items[0], 0);
+    event = decode_items_ok_at(decoder, LIT("{" IDS_TS "}"), __LINE__);
+    assert_int_equal(event.items_bytes, 0);
+    assert_null(event.items);
+    event = decode_items_ok_at(
+        decoder, LIT("{" IDS_TS ",\"items\":[{\"product\":\"\xc3\xa9\",\"quantity\":2147483647}]}"),
+        __LINE__);
+    static const uint8_t want_max[] = {1, 2, 0xc3, 0xa9, 0xff, 0xff, 0xff, 0xff, 0x07};
+    assert_int_equal(event.items_bytes, sizeof(want_max));
+    assert_memory_equal(event.items, want_max, sizeof(want_max));
+    /* Plain ingest_decode validates the same input but keeps no items. */
+    event = DECODE_OK("{" IDS_TS ",\"items\":[{\"product\":\"a\",\"quantity\":1}]}");
+    assert_int_equal(event.items_bytes, 0);
+    assert_null(event.items);
+    free(decoder);
+}
+
+static void test_decode_items_bad_items_every_rule(void **state)
+{
+    /* Every item rule: the array, the element type, product (string, 1..64 bytes, once),
+     * quantity (integer 1..2^31-1, once), both required. */
+    (void)state;
+    static const char *const bad[] = {
+        "{}",
+        "null",
+        "\"Pen\"",
+        "3",
+        "[1]",
+        "[[]]",
+        "[null]",
+        "[{}]",
+        "[{\"product\":\"a\"}]",
+        "[{\"quantity\":1}]",
+        "[{\"product\":\"\",\"quantity\":1}]",
+        "[{\"product\":1,\"quantity\":1}]",
+        "[{\"product\":null,\"quantity\":1}]",
+        "[{\"product\":\"a\",\"quantity\":0}]",
+        "[{\"product\":\"a\",\"quantity\":-1}]",
+        "[{\"product\":\"a\",\"quantity\":-0}]",
+        "[{\"product\":\"a\",\"quantity\":1.0}]",
+        "[{\"product\":\"a\",\"quantity\":1e0}]",
+        "[{\"product\":\"a\",\"quantity\":2147483648}]",
+        "[{\"product\":\"a\",\"quantity\":\"1\"}]",
+        "[{\"product\":\"a\",\"quantity\":1,\"product\":\"b\"}]",
+        "[{\"product\":\"a\",\"quantity\":1,\"quantity\":1}]",
+        "[{\"product\":\"a\",\"quantity\":1},2]",
+        ("[{\"product\":\"0123456789012345678901234567890123456789012345678901234567890123x\","
+         "\"quantity\":1}]"),
+    };
+    for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
+        EXPECT_FIELD("items", bad[i], INGEST_BAD_ITEMS);
+    }
+    EXPECT_FIELD(
+        "items",
+        "[{\"product\":\"0123456789012345678901234567890123456789012345678901234567890123\","
+        "\"quantity\":1}]",
+        INGEST_OK);
+    /* Where: the element, the value, or the duplicated key. */
+    EXPECT_AT("{" IDS_TS ",\"items\":{}}", INGEST_BAD_ITEMS, 45);
+    EXPECT_AT("{" IDS_TS ",\"items\":[{\"product\":\"a\",\"quantity\":1}, 7]}", INGEST_BAD_ITEMS,
+              76);
+    EXPECT_AT("{" IDS_TS ",\"items\":[{\"product\":\"a\",\"quantity\":0}]}", INGEST_BAD_ITEMS, 72);
+    EXPECT_AT("{" IDS_TS ",\"items\":[{\"quantity\":1}]}", INGEST_BAD_ITEMS, 46);
+    EXPECT_AT("{" IDS_TS ",\"items\":[{\"product\":\"a\",\"product\":\"a\"}]}", INGEST_BAD_ITEMS,
+              61);
+    /* An escaped NUL in a product is bad_utf8, as in ids and status. */
+    EXPECT_AT("{" IDS_TS ",\"items\":[{\"product\":\"a\\u0000\",\"quantity\":1}]}", INGEST_BAD_UTF8,
+              59);
+    EXPECT("{" IDS_TS ",\"items\":[],\"items\":[]}", INGEST_DUPLICATE_FIELD);
+}
+
+/* "items":[ then count items of the given product, then ]; returns the JSON length. */
+static size_t items_json(char *dst, size_t capacity, size_t count, const char *product)
+{
+    int n = snprintf(dst, capacity, "{" IDS_TS ",\"items\":[");
+    size_t at = (size_t)n;
+    for (size_t i = 0; i < count; i++) {
+        n = snprintf(dst + at, capacity - at, "%s{\"product\":\"%s\",\"quantity\":%zu}",
+                     i ? "," : "", product, i + 1);
+        assert_true(n > 0 && (size_t)n < capacity - at);
+        at += (size_t)n;
+    }
+    n = snprintf(dst + at, capacity - at, "]}");
+    assert_true(n > 0 && (size_t)n < capacity - at);
+    return at + (size_t)n;
+}
+
+static void test_decode_items_limits_items_too_large(void **state)
+{
+    /* 100 items and 8 KiB of JSON text pass; 101 items or one byte more than 8 KiB is
+     * items_too_large (at the 101st element, or at the array's bracket). */
+    (void)state;
+    enum { PREFIX = sizeof("{" IDS_TS ",\"items\":") - 1 };
+    char *json = malloc(65536);
+    assert_non_null(json);
+    struct ingest_decoder *decoder = malloc(sizeof(*decoder));
+    assert_non_null(decoder);
+    size_t len = items_json(json, 65536, 100, "p");
+    struct ds_event event = decode_items_ok_at(decoder, json, len, __LINE__);
+    assert_int_equal(event.items[0], 100);
+    len = items_json(json, 65536, 101, "p");
+    expect_reason_at(json, len, INGEST_ITEMS_TOO_LARGE, NO_OFFSET, __LINE__);
+    struct ingest_error error;
+    assert_int_equal(ingest_decode(json, len, &event, &error), -EINVAL);
+    assert_int_equal(json[error.byte_offset], '{'); /* the 101st element */
+    assert_true(error.byte_offset > PREFIX + 100 * 26);
+    /* 100 items of a 64-byte product: the largest canonical encoding that 8 KiB admits. */
+    char product[65];
+    memset(product, 'x', 64);
+    product[64] = '\0';
+    len = items_json(json, 65536, 100, product);
+    assert_true(len - PREFIX - 1 > DS_ITEMS_JSON_BYTES_MAX); /* ~9.5 KiB: too large */
+    expect_reason_at(json, len, INGEST_ITEMS_TOO_LARGE, PREFIX, __LINE__);
+    /* Exactly 8192 bytes of items pass, 8193 do not: pad with blanks before the ']'. */
+    len = items_json(json, 65536, 50, "p");
+    size_t value = len - PREFIX - 1;
+    assert_true(value < DS_ITEMS_JSON_BYTES_MAX);
+    size_t pad = DS_ITEMS_JSON_BYTES_MAX - value;
+    memmove(json + len - 2 + pad, json + len - 2, 2);
+    memset(json + len - 2, ' ', pad);
+    event = decode_items_ok_at(decoder, json, len + pad, __LINE__);
+    assert_int_equal(event.items[0], 50);
+    memmove(json + len - 2 + pad + 1, json + len - 2 + pad, 2);
+    json[len - 2 + pad] = ' ';
+    expect_reason_at(json, len + pad + 1, INGEST_ITEMS_TOO_LARGE, PREFIX, __LINE__);
+    /* Validity before size: a syntax error anywhere in oversized items is not_json. */
+    json[len + pad - 1] = ',';
+    expect_reason_at(json, len + pad + 1, INGEST_NOT_JSON, NO_OFFSET, __LINE__);
+    free(decoder);
+    free(json);
+}
+
+static void test_decode_items_validity_before_meaning(void **state)
+{
+    /* The items value is one token: JSON validity first (anywhere in it), then its meaning. */
+    (void)state;
+    EXPECT("{" IDS_TS ",\"items\":[{\"quantity\":0}, ]}", INGEST_NOT_JSON);
+    EXPECT("{" IDS_TS ",\"items\":[{\"quantity\":0}, \"\xff\"]}", INGEST_BAD_UTF8);
+    EXPECT("{" IDS_TS ",\"items\":[{\"quantity\":0}],\"amount\":1.23456}", INGEST_BAD_ITEMS);
+    EXPECT("{\"amount\":1.23456," IDS_TS ",\"items\":[{\"quantity\":0}]}", INGEST_AMOUNT_PRECISION);
+    EXPECT("{\"items\":[{\"quantity\":0}]}", INGEST_BAD_ITEMS); /* before missing fields */
+    EXPECT("{\"items\":[]}", INGEST_MISSING_ORDER_ID);
+    char deep[256];
+    int n = snprintf(deep, sizeof(deep),
+                     "{" IDS_TS ",\"items\":[{\"product\":\"a\",\"quantity\":1,"
+                     "\"x\":");
+    size_t at = (size_t)n;
+    for (uint32_t i = 3; i < INGEST_DEPTH_MAX; i++) {
+        deep[at++] = '[';
+    }
+    for (uint32_t i = 3; i < INGEST_DEPTH_MAX; i++) {
+        deep[at++] = ']';
+    }
+    memcpy(deep + at, "}]}", 3);
+    decode_ok_at(deep, at + 3, __LINE__);
+    memmove(deep + n + 1, deep + n, at + 3 - (size_t)n);
+    deep[n] = '[';
+    memmove(deep + at + 2, deep + at + 1, 3);
+    deep[at + 1] = ']';
+    expect_reason_at(deep, at + 5, INGEST_TOO_DEEP, NO_OFFSET, __LINE__);
+}
+
+static void test_decode_updates_fixture_accepted(void **state)
+{
+    /* Every line of the shared updates.jsonl decodes; order 107 carries versions, 108 items. */
+    (void)state;
+    static const char v2[] = "{\"order_id\": 107, \"customer_id\": 4, \"status\": \"paid\", "
+                             "\"amount\": 7.50, \"order_date\": \"2026-01-21\", \"version\": 2}";
+    static const char items[] =
+        "{\"order_id\": 108, \"customer_id\": 5, \"status\": \"paid\", \"amount\": 12.00, "
+        "\"order_date\": \"2026-01-22\", \"items\": [{\"product\": \"Pen\", \"quantity\": 2}, "
+        "{\"product\": \"Notebook\", \"quantity\": 1}]}";
+    struct ds_event event = DECODE_OK(v2);
+    assert_true(event.has_version);
+    assert_int_equal(event.version, 2);
+    assert_int_equal(event.amount_units, 75000);
+    struct ingest_decoder *decoder = malloc(sizeof(*decoder));
+    assert_non_null(decoder);
+    event = decode_items_ok_at(decoder, LIT(items), __LINE__);
+    assert_false(event.has_version);
+    static const uint8_t want[] = {2,   3,   'P', 'e', 'n', 2,   8,   'N',
+                                   'o', 't', 'e', 'b', 'o', 'o', 'k', 1};
+    assert_int_equal(event.items_bytes, sizeof(want));
+    assert_memory_equal(event.items, want, sizeof(want));
+    free(decoder);
 }
 
 /* ---- regressions ---------------------------------------------------------------------------- */
@@ -1598,6 +1876,12 @@ int main(void)
         cmocka_unit_test(test_decode_regress_inputs_no_crash),
         cmocka_unit_test(test_decode_order_id_matches_full_decode),
         cmocka_unit_test(test_decode_utf8_valid_rule),
+        cmocka_unit_test(test_decode_version_integer_range),
+        cmocka_unit_test(test_decode_items_canonical_bytes),
+        cmocka_unit_test(test_decode_items_bad_items_every_rule),
+        cmocka_unit_test(test_decode_items_limits_items_too_large),
+        cmocka_unit_test(test_decode_items_validity_before_meaning),
+        cmocka_unit_test(test_decode_updates_fixture_accepted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

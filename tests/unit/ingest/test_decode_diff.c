@@ -26,6 +26,12 @@
  *    string value is decoded by jansson on its own token; numbers are judged on their text with
  *    decimal string arithmetic (no binary floating point), timestamps with a POSIX regular
  *    expression plus timegm(3), dates the same way. Known string fields holding a NUL: reject.
+ *    version: an integer token (no fraction, exponent or minus sign) up to 2^63-1. items: the
+ *    token's text at most DS_ITEMS_JSON_BYTES_MAX bytes, an array of at most DS_ITEMS_COUNT_MAX
+ *    objects, each with exactly one "product" (a string of 1..64 bytes without NUL) and one
+ *    "quantity" (an integer token 1..2^31-1), other keys ignored; the oracle builds the
+ *    canonical bytes itself (struct ds_event.items in common/common.h) and the decoder's, from
+ *    ingest_decoder_decode, must be identical.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -45,9 +51,11 @@
 #include "common/common.h"
 #include "ingest/ingest.h"
 
-#define DIFF_TEXT_BYTES_MAX 8192u
+#define DIFF_TEXT_BYTES_MAX 16384u
 #define DIFF_MEMBERS_MAX 64u
 #define DIFF_DEPTH_ORACLE_MAX 4096u
+/* Members of one item: an 8 KiB items value holds fewer than 2048. */
+#define DIFF_ITEM_MEMBERS_MAX 4096u
 
 /* ---- random numbers ------------------------------------------------------------------------- */
 
@@ -92,6 +100,8 @@ struct verdict {
     bool accept;
     const char *why; /* for failure messages */
     struct ds_event event;
+    size_t items_bytes; /* canonical items, 0 when the event has none */
+    uint8_t items[DS_ITEMS_BYTES_MAX];
 };
 
 static bool reject(struct verdict *v, const char *why)
@@ -538,8 +548,130 @@ static bool oracle_amount(const char *token, size_t len, struct verdict *v)
     return true;
 }
 
-static const char *const known_names[] = {"order_id",   "customer_id", "ts",
-                                          "order_date", "status",      "amount"};
+static bool oracle_version(const char *token, size_t len, struct verdict *v)
+{
+    if (token[0] != '-' && (token[0] < '0' || token[0] > '9')) {
+        return reject(v, "version type");
+    }
+    struct decimal d;
+    uint64_t value = 0;
+    token_decimal(token, len, &d);
+    if (!d.integer || d.negative ||
+        decimal_value(&d, d.point, "9223372036854775807", &value) != 0) {
+        return reject(v, "version value");
+    }
+    v->event.has_version = true;
+    v->event.version = (int64_t)value;
+    return true;
+}
+
+/* One member of an item: a product or quantity value checked and noted. */
+static bool oracle_item_member(const char *item, const struct member *m, char *product,
+                               size_t *product_len, uint64_t *quantity, unsigned *seen,
+                               struct verdict *v)
+{
+    char key[DIFF_TEXT_BYTES_MAX];
+    size_t key_len = token_string(item + m->key_at, m->key_len, key, sizeof(key));
+    const char *token = item + m->value_at;
+    unsigned which = key_len == 7 && memcmp(key, "product", 7) == 0    ? 1u
+                     : key_len == 8 && memcmp(key, "quantity", 8) == 0 ? 2u
+                                                                       : 0u;
+    if (which == 0) {
+        return true;
+    }
+    if (*seen & which) {
+        return reject(v, "item duplicate");
+    }
+    *seen |= which;
+    if (which == 1) {
+        char text[DIFF_TEXT_BYTES_MAX];
+        if (token[0] != '"') {
+            return reject(v, "product type");
+        }
+        size_t n = token_string(token, m->value_len, text, sizeof(text));
+        if (n == 0 || n > DS_ITEM_PRODUCT_BYTES_MAX || memchr(text, '\0', n) != NULL) {
+            return reject(v, "product");
+        }
+        memcpy(product, text, n);
+        *product_len = n;
+        return true;
+    }
+    struct decimal d;
+    if (token[0] != '-' && (token[0] < '0' || token[0] > '9')) {
+        return reject(v, "quantity type");
+    }
+    token_decimal(token, m->value_len, &d);
+    if (!d.integer || d.negative || decimal_value(&d, d.point, "2147483647", quantity) != 0 ||
+        *quantity == 0) {
+        return reject(v, "quantity value");
+    }
+    return true;
+}
+
+/* One element of items, appended to the canonical bytes when valid. */
+static bool oracle_item(const char *item, size_t len, struct verdict *v)
+{
+    if (item[0] != '{') {
+        return reject(v, "item type");
+    }
+    struct member *members = malloc(DIFF_ITEM_MEMBERS_MAX * sizeof(*members));
+    assert_non_null(members);
+    size_t count = walk_members(item, len, members, DIFF_ITEM_MEMBERS_MAX);
+    char product[DS_ITEM_PRODUCT_BYTES_MAX];
+    size_t product_len = 0;
+    uint64_t quantity = 0;
+    unsigned seen = 0;
+    bool ok = true;
+    for (size_t i = 0; i < count && ok; i++) {
+        ok = oracle_item_member(item, &members[i], product, &product_len, &quantity, &seen, v);
+    }
+    free(members);
+    if (!ok) {
+        return false;
+    }
+    if (seen != 3u) {
+        return reject(v, "item incomplete");
+    }
+    uint8_t *out = v->items + v->items_bytes;
+    out[0] = (uint8_t)product_len;
+    memcpy(out + 1, product, product_len);
+    size_t n = 1 + product_len;
+    for (; quantity >= 128; quantity /= 128) {
+        out[n++] = (uint8_t)(128 + quantity % 128);
+    }
+    out[n++] = (uint8_t)quantity;
+    v->items_bytes += n;
+    return true;
+}
+
+static bool oracle_items(const char *token, size_t len, struct verdict *v)
+{
+    if (len > DS_ITEMS_JSON_BYTES_MAX) {
+        return reject(v, "items size");
+    }
+    if (token[0] != '[') {
+        return reject(v, "items type");
+    }
+    size_t count = 0;
+    v->items_bytes = 1;
+    for (size_t i = walk_blank(token, 1, len); token[i] != ']';) {
+        size_t at = i;
+        i = walk_value(token, i, len);
+        if (++count > DS_ITEMS_COUNT_MAX) {
+            return reject(v, "items count");
+        }
+        if (!oracle_item(token + at, i - at, v)) {
+            return false;
+        }
+        i = walk_blank(token, i, len);
+        i = walk_blank(token, i + (token[i] == ','), len);
+    }
+    v->items[0] = (uint8_t)count;
+    return true;
+}
+
+static const char *const known_names[] = {"order_id", "customer_id", "ts",      "order_date",
+                                          "status",   "amount",      "version", "items"};
 
 static bool oracle_member(const char *json, const struct member *m, size_t field, int64_t *date_ms,
                           struct verdict *v)
@@ -551,7 +683,9 @@ static bool oracle_member(const char *json, const struct member *m, size_t field
     case 2: return oracle_ts(token, m->value_len, v);
     case 3: return oracle_order_date(token, m->value_len, date_ms, v);
     case 4: return oracle_status(token, m->value_len, v);
-    default: return oracle_amount(token, m->value_len, v);
+    case 5: return oracle_amount(token, m->value_len, v);
+    case 6: return oracle_version(token, m->value_len, v);
+    default: return oracle_items(token, m->value_len, v);
     }
 }
 
@@ -643,7 +777,9 @@ static void diff_check(const char *json, size_t len, uint64_t seed, size_t index
     oracle(json, len, &want);
     struct ds_event got;
     struct ingest_error error = {.reason = INGEST_OK};
-    int rc = ingest_decode(json, len, &got, &error);
+    struct ingest_decoder *decoder = malloc(sizeof(*decoder));
+    assert_non_null(decoder);
+    int rc = ingest_decoder_decode(decoder, json, len, &got, &error);
     stats->cases++;
     stats->by_reason[error.reason < INGEST_REASON_COUNT ? error.reason : 0]++;
     bool same = (rc == 0) == want.accept;
@@ -653,8 +789,21 @@ static void diff_check(const char *json, size_t len, uint64_t seed, size_t index
                id_equal(&got.customer_id, &want.event.customer_id) &&
                got.ts_ms == want.event.ts_ms && got.amount_units == want.event.amount_units &&
                got.status_len == want.event.status_len &&
-               memcmp(got.status, want.event.status, got.status_len) == 0;
+               memcmp(got.status, want.event.status, got.status_len) == 0 &&
+               got.has_version == want.event.has_version && got.version == want.event.version &&
+               got.items_bytes == want.items_bytes &&
+               (got.items_bytes == 0 || memcmp(got.items, want.items, got.items_bytes) == 0);
     }
+    /* Plain ingest_decode gives the same verdict and keeps no items. */
+    struct ds_event plain;
+    struct ingest_error plain_error;
+    if ((ingest_decode(json, len, &plain, &plain_error) == 0) != (rc == 0) ||
+        (rc == 0 && (plain.items_bytes != 0 || plain.items != NULL)) ||
+        (rc != 0 && plain_error.reason != error.reason)) {
+        print_error("ingest_decode disagrees with ingest_decoder_decode\n");
+        same = false;
+    }
+    free(decoder);
     if (rc != 0 && error.byte_offset > len) {
         same = false;
     }
@@ -1018,6 +1167,89 @@ static void put_id(struct gen *g, struct text *t)
     }
 }
 
+/* One item: product and quantity (rarely missing or twice), unknown keys, shuffled. A valid
+ * product has pieces_min + (0..pieces_spread - 1) pieces, or a random length when
+ * pieces_spread is 0. */
+static void put_item(struct gen *g, struct text *t, size_t pieces_min, size_t pieces_spread)
+{
+    static const char *const odd[] = {"[]", "1", "null", "{}", "\"p\""};
+    if (gen_flaw(g, 40)) {
+        put(t, PICK(g, odd));
+        return;
+    }
+    size_t order[8];
+    size_t count = 0;
+    for (size_t k = 0; k < 2; k++) {
+        if (!gen_flaw(g, 40)) {
+            order[count++] = k;
+        }
+        if (gen_flaw(g, 60)) {
+            order[count++] = k;
+        }
+    }
+    for (size_t u = gen_below(g, 3) == 0 ? 1 + gen_below(g, 2) : 0; u > 0; u--) {
+        order[count++] = 2;
+    }
+    for (size_t i = count; i > 1; i--) {
+        size_t j = gen_below(g, i);
+        size_t tmp = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = tmp;
+    }
+    put_char(t, '{');
+    for (size_t i = 0; i < count; i++) {
+        static const char *const keys[2][2] = {{"\"product\"", "\"pr\\u006fduct\""},
+                                               {"\"quantity\"", "\"quantit\\u0079\""}};
+        put_blank(g, t);
+        if (order[i] == 2) {
+            put_string(g, t, gen_below(g, 4), true);
+        } else {
+            put(t, keys[order[i]][gen_chance(g, 20)]);
+        }
+        put_blank(g, t);
+        put_char(t, ':');
+        put_blank(g, t);
+        if (order[i] == 2 || gen_flaw(g, 25)) {
+            put_value(g, t, 2);
+        } else if (order[i] == 0) {
+            size_t pieces = gen_flaw(g, 10)     ? (gen_chance(g, 2) ? 0 : 60 + gen_below(g, 10))
+                            : pieces_spread > 0 ? pieces_min + gen_below(g, pieces_spread)
+                            : gen_chance(g, 4)  ? 40 + gen_below(g, 20)
+                                                : 1 + gen_below(g, 8);
+            put_string(g, t, pieces, false);
+        } else {
+            put_integer_text(g, t, DS_ITEM_QUANTITY_MAX, false);
+        }
+        put_blank(g, t);
+        if (i + 1 < count) {
+            put_char(t, ',');
+        }
+    }
+    put_char(t, '}');
+}
+
+/* An items array: usually a few items, sometimes about a hundred, then often all valid so the
+ * count limit (over 100) and, with products of ~30-60 bytes, the 8 KiB limit are reached. */
+static void put_items(struct gen *g, struct text *t)
+{
+    bool many = gen_chance(g, 15);
+    size_t count = many ? 90 + gen_below(g, g->valid_only ? 11 : 15) : gen_below(g, 5);
+    bool valid_only = g->valid_only;
+    bool long_products = many && gen_chance(g, 3);
+    g->valid_only = valid_only || (many && gen_chance(g, 2));
+    put_char(t, '[');
+    for (size_t i = 0; i < count; i++) {
+        put_blank(g, t);
+        put_item(g, t, long_products ? 12 : 1, many ? (long_products ? 12 : 2) : 0);
+        put_blank(g, t);
+        if (i + 1 < count) {
+            put_char(t, ',');
+        }
+    }
+    put_char(t, ']');
+    g->valid_only = valid_only;
+}
+
 static void put_field_value(struct gen *g, struct text *t, size_t field)
 {
     if (field >= 2 && gen_flaw(g, 12)) {
@@ -1038,23 +1270,32 @@ static void put_field_value(struct gen *g, struct text *t, size_t field)
     case 4:
         put_string(g, t, gen_flaw(g, 8) ? 28 + gen_below(g, 10) : gen_below(g, 7), false);
         break;
-    default: put_number(g, t); break;
+    case 5: put_number(g, t); break;
+    case 6:
+        if (gen_flaw(g, 8)) {
+            put_number(g, t);
+        } else {
+            put_integer_text(g, t, (uint64_t)INT64_MAX, true);
+        }
+        break;
+    default: put_items(g, t); break;
     }
 }
 
 static void put_key(struct gen *g, struct text *t, size_t field)
 {
     static const char *const spelled[] = {"order\\u005fid",   "customer\\u005fid", "\\u0074s",
-                                          "order_\\u0064ate", "st\\u0061tus",      "\\u0061mount"};
+                                          "order_\\u0064ate", "st\\u0061tus",      "\\u0061mount",
+                                          "v\\u0065rsion",    "\\u0069tems"};
     putf(t, "\"%s\"", gen_chance(g, 25) ? spelled[field] : known_names[field]);
 }
 
 /* An event: known fields mostly present (rarely twice), unknown fields among them, shuffled. */
 static void put_event(struct gen *g, struct text *t)
 {
-    size_t order[16];
+    size_t order[24];
     size_t count = 0;
-    static const uint64_t present_one_in[] = {1, 1, 1, 3, 2, 2}; /* by field */
+    static const uint64_t present_one_in[] = {1, 1, 1, 3, 2, 2, 3, 3}; /* by field */
     bool ts_present = false;
     for (size_t f = 0; f < DS_ARRAY_LEN(known_names); f++) {
         bool present = f == 2 ? !gen_chance(g, 5) : gen_chance(g, present_one_in[f]);
@@ -1217,6 +1458,30 @@ static void test_decode_diff_oracle_sanity_agrees(void **state)
         {"{\"order_id\":1,\"customer_id\":2,\"order_date\":\"2026-02-28\"}", true},
         {"[1]", false},
         {"{\"order_id\":1,\"customer_id\":2,\"ts\":0} x", false},
+        {"{\"order_id\":1,\"customer_id\":2,\"ts\":0,\"version\":0}", true},
+        {"{\"order_id\":1,\"customer_id\":2,\"ts\":0,\"version\":-0}", false},
+        {"{\"order_id\":1,\"customer_id\":2,\"ts\":0,\"version\":1e0}", false},
+        {"{\"order_id\":1,\"customer_id\":2,\"ts\":0,\"version\":9223372036854775808}", false},
+        {"{\"order_id\":1,\"customer_id\":2,\"ts\":0,\"items\":[]}", true},
+        {"{\"order_id\":1,\"customer_id\":2,\"ts\":0,\"items\":{}}", false},
+        {"{\"order_id\":1,\"customer_id\":2,\"ts\":0,\"items\":[{\"product\":\"a\",\"quantity\":1,"
+         "\"x\":[]}]}",
+         true},
+        {"{\"order_id\":1,\"customer_id\":2,\"ts\":0,\"items\":[{\"product\":\"a\",\"quantity\":0}]"
+         "}",
+         false},
+        {"{\"order_id\":1,\"customer_id\":2,\"ts\":0,\"items\":[{\"product\":\"\",\"quantity\":1}]"
+         "}",
+         false},
+        {"{\"order_id\":1,\"customer_id\":2,\"ts\":0,\"items\":[{\"product\":\"a\\u0000\","
+         "\"quantity\":1}]}",
+         false},
+        {"{\"order_id\":1,\"customer_id\":2,\"ts\":0,\"items\":[{\"product\":\"a\",\"quantity\":1,"
+         "\"quantity\":1}]}",
+         false},
+        {"{\"order_id\":1,\"customer_id\":2,\"ts\":0,\"items\":[{\"quantity\":2147483648,"
+         "\"product\":\"a\"}]}",
+         false},
     };
     for (size_t i = 0; i < DS_ARRAY_LEN(cases); i++) {
         struct verdict v;

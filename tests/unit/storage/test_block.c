@@ -452,6 +452,8 @@ static void ob_snapshot_check_and_free(struct ob_snapshot *s, const struct open_
     assert_int_equal(ob->count, s->fields.count);
     assert_int_equal(ob->strings_bytes, s->fields.strings_bytes);
     assert_int_equal(ob->status_count, s->fields.status_count);
+    assert_int_equal(ob->items_bytes, s->fields.items_bytes);
+    assert_int_equal(ob->extras_count, s->fields.extras_count);
     assert_true(ob->ts_min_ms == s->fields.ts_min_ms);
     assert_true(ob->ts_max_ms == s->fields.ts_max_ms);
     assert_int_equal(ob->source_partition, s->fields.source_partition);
@@ -827,6 +829,317 @@ static void test_block_corrupt_raw_payload_behind_valid_crc(void **state)
     free(events);
 }
 
+/* ---- versions and items (block format 2) --------------------------------------------------- */
+
+/* Canonical items of count items whose products are product_len bytes of 'a' + i (i < 100). */
+static size_t items_make(uint8_t *dst, size_t count, size_t product_len, uint32_t quantity)
+{
+    assert_true(count <= DS_ITEMS_COUNT_MAX && product_len >= 1 &&
+                product_len <= DS_ITEM_PRODUCT_BYTES_MAX);
+    size_t n = 0;
+    dst[n++] = (uint8_t)count;
+    for (size_t i = 0; i < count; i++) {
+        dst[n++] = (uint8_t)product_len;
+        memset(dst + n, 'a' + (int)(i % 26), product_len);
+        n += product_len;
+        uint32_t q = quantity + (uint32_t)i;
+        for (; q >= 0x80u; q >>= 7) {
+            dst[n++] = (uint8_t)(q | 0x80u);
+        }
+        dst[n++] = (uint8_t)q;
+    }
+    assert_true(n <= DS_ITEMS_BYTES_MAX);
+    return n;
+}
+
+/* round_trip plus the version and items of every event, and the block's format version. */
+static void round_trip_extras(struct fixture *f, const struct ds_event *events, size_t count,
+                              uint16_t want_version)
+{
+    struct sealed s = round_trip(f, events, count, TEST_DAY);
+    struct block_view view;
+    assert_int_equal(block_view_parse(s.buf, s.len, &view), 0);
+    assert_int_equal(view.header->version, want_version);
+    struct collected got = {0};
+    assert_int_equal(block_decode(&f->codec, &view, s.buf + view.header->header_bytes,
+                                  day_start_ms(TEST_DAY), collect_event, &got),
+                     0);
+    assert_int_equal(got.count, count);
+    /* Items point into the codec's scratch, which holds the whole decoded payload until the
+     * next decode: still valid here. */
+    for (size_t i = 0; i < count; i++) {
+        assert_int_equal(got.events[i].has_version, events[i].has_version);
+        assert_true(got.events[i].version == events[i].version);
+        assert_int_equal(got.events[i].items_bytes, events[i].items_bytes);
+        if (events[i].items_bytes == 0) {
+            assert_null(got.events[i].items);
+        } else {
+            assert_memory_equal(got.events[i].items, events[i].items, events[i].items_bytes);
+        }
+    }
+    free(got.events);
+    free(s.buf);
+}
+
+static void test_block_extras_round_trip_versions_and_items(void **state)
+{
+    /* Random events, some with a version (0, INT64_MAX and between), some with items ([] and
+     * up to 100), seal as a version 2 block and decode back with every field. */
+    struct fixture *f = *state;
+    uint64_t rng = test_seed();
+    const size_t count = 1000;
+    struct ds_event *events = calloc(count, sizeof(*events));
+    uint8_t *items = malloc(count * 200);
+    assert_non_null(events);
+    assert_non_null(items);
+    for (size_t i = 0; i < count; i++) {
+        test_event_random_wide(&rng, TEST_DAY, TEST_STATUS_POOL_COUNT, &events[i]);
+        uint64_t kind = test_rng_below(&rng, 4);
+        if (kind != 0) {
+            events[i].has_version = true;
+            events[i].version = kind == 1   ? 0
+                                : kind == 2 ? INT64_MAX
+                                            : (int64_t)(test_rng_next(&rng) >> 2);
+        }
+        if (test_rng_below(&rng, 3) == 0) {
+            size_t n = test_rng_below(&rng, 4);
+            events[i].items = items + i * 200;
+            events[i].items_bytes = (uint16_t)items_make(
+                items + i * 200, n, 1 + test_rng_below(&rng, 40),
+                (uint32_t)(1 + test_rng_below(&rng, DS_ITEM_QUANTITY_MAX - 4)));
+        }
+    }
+    add_all(f, events, count, NULL, STORAGE_BLOCK_EVENTS_MAX);
+    round_trip_extras(f, events, count, BLOCK_VERSION_EXTRAS);
+    /* One event with only a version is enough for format 2; so is one with only items. */
+    open_block_reset(f->ob);
+    struct ds_event two[2];
+    simple_event(&two[0], 1, "paid", 0);
+    simple_event(&two[1], 2, "paid", 1);
+    two[1].has_version = true;
+    two[1].version = 5;
+    add_all(f, two, 2, NULL, STORAGE_BLOCK_EVENTS_MAX);
+    round_trip_extras(f, two, 2, BLOCK_VERSION_EXTRAS);
+    open_block_reset(f->ob);
+    two[1].has_version = false;
+    two[1].version = 0;
+    uint8_t empty_items = 0;
+    two[0].items = &empty_items;
+    two[0].items_bytes = 1;
+    add_all(f, two, 2, NULL, STORAGE_BLOCK_EVENTS_MAX);
+    round_trip_extras(f, two, 2, BLOCK_VERSION_EXTRAS);
+    free(items);
+    free(events);
+}
+
+/* A version 1 block sealed by the encoder before block format 2 existed (5 events of day
+ * 20474: ids 100..104 with "ord-7" and "cust-x" strings, statuses paid/pending/"", amounts
+ * 9.99 + i/100, hours 0..4 at +1.234 s; partition 0, offsets 10..14). */
+static const uint8_t block_v1_fixture[] = {
+    0x44, 0x53, 0x42, 0x4b, 0x01, 0x00, 0xd0, 0x00, 0x53, 0x00, 0x00, 0x00, 0x4f, 0x00, 0x00, 0x00,
+    0x05, 0x00, 0x00, 0x00, 0x03, 0x00, 0x05, 0x00, 0xd2, 0xdc, 0xd9, 0xdd, 0x9b, 0x01, 0x00, 0x00,
+    0xd2, 0x96, 0xb5, 0xde, 0x9b, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xbf, 0xfb, 0x2e, 0xaa,
+    0x0a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0e, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0xd5, 0xe7, 0x6c, 0x50, 0x04, 0x70, 0x61, 0x69, 0x64, 0x07, 0x70, 0x65,
+    0x6e, 0x64, 0x69, 0x6e, 0x67, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+    0x3c, 0x86, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x03, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x68, 0x87, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+    0xa0, 0x86, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x04, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0xcc, 0x87, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+    0x04, 0x87, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x4f, 0x55, 0x02, 0x00, 0x34, 0x04, 0x02, 0x05, 0x00, 0x00, 0x00,
+    0x11, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00,
+    0x07, 0x00, 0x00, 0x00, 0x00, 0x04, 0x09, 0x02, 0x04, 0x00, 0x80, 0xba, 0xb7, 0x03, 0xc8, 0x01,
+    0x02, 0x04, 0x02, 0x05, 0x6f, 0x72, 0x64, 0x2d, 0x37, 0x01, 0x02, 0x03, 0x05, 0x06, 0x63, 0x75,
+    0x73, 0x74, 0x2d, 0x78, 0xce, 0x0f, 0xd0, 0x0f, 0xd2, 0x0f, 0xd4, 0x0f, 0xd6, 0x0f, 0x01, 0x00,
+    0x9b, 0x73, 0x4f,
+};
+
+static void test_block_extras_v1_block_still_read(void **state)
+{
+    /* The old encoder's block decodes to its events, none with a version or items; and events
+     * without them still seal as version 1, to the same bytes. */
+    struct fixture *f = *state;
+    static const char *const statuses[3] = {"paid", "pending", ""};
+    struct ds_event events[5];
+    for (int i = 0; i < 5; i++) {
+        memset(&events[i], 0, sizeof(events[i]));
+        test_id_int(&events[i].order_id, 100 + i);
+        test_id_int(&events[i].customer_id, 1 + i);
+        if (i == 2) {
+            test_id_string(&events[i].order_id, "ord-7", 5);
+        }
+        if (i == 3) {
+            test_id_string(&events[i].customer_id, "cust-x", 6);
+        }
+        events[i].ts_ms = day_start_ms(TEST_DAY) + i * HOUR_MS + 1234;
+        events[i].amount_units = 99900 + i * 100;
+        test_event_set_status(&events[i], statuses[i % 3]);
+    }
+    uint8_t *buf = malloc(sizeof(block_v1_fixture));
+    assert_non_null(buf);
+    memcpy(buf, block_v1_fixture, sizeof(block_v1_fixture));
+    struct collected got = {0};
+    assert_int_equal(parse_and_decode(f, buf, sizeof(block_v1_fixture), TEST_DAY, &got), 0);
+    assert_int_equal(((const struct block_header *)(const void *)buf)->version, BLOCK_VERSION);
+    assert_int_equal(got.count, 5);
+    for (size_t i = 0; i < 5; i++) {
+        test_event_assert_equal(&events[i], &got.events[i]);
+        assert_false(got.events[i].has_version);
+        assert_int_equal(got.events[i].items_bytes, 0);
+        assert_null(got.events[i].items);
+    }
+    free(got.events);
+    for (int i = 0; i < 5; i++) {
+        struct ds_source source = {.partition = 0, .offset = 10 + i};
+        assert_int_equal(open_block_add(f->ob, &events[i], &source, 100), 0);
+    }
+    struct sealed s = seal(f, TEST_DAY);
+    assert_int_equal(s.len, sizeof(block_v1_fixture));
+    assert_memory_equal(s.buf, block_v1_fixture, s.len);
+    free(s.buf);
+    free(buf);
+}
+
+static void test_block_extras_largest_items_round_trip(void **state)
+{
+    /* Events with 100 items of 64-byte products and the largest quantities (the largest
+     * canonical items) seal within block_seal_bound and decode back. */
+    struct fixture *f = *state;
+    uint8_t *items = malloc(DS_ITEMS_BYTES_MAX);
+    assert_non_null(items);
+    size_t n = items_make(items, DS_ITEMS_COUNT_MAX, DS_ITEM_PRODUCT_BYTES_MAX,
+                          DS_ITEM_QUANTITY_MAX - (DS_ITEMS_COUNT_MAX - 1));
+    assert_int_equal(n, DS_ITEMS_BYTES_MAX); /* every quantity took 5 bytes */
+    struct ds_event events[3];
+    for (int i = 0; i < 3; i++) {
+        simple_event(&events[i], 10 + i, "paid", i);
+        events[i].items = items;
+        events[i].items_bytes = (uint16_t)n;
+        events[i].has_version = true;
+        events[i].version = INT64_MAX - i;
+    }
+    add_all(f, events, 3, NULL, STORAGE_BLOCK_EVENTS_MAX);
+    assert_int_equal(f->ob->items_bytes, 3 * n);
+    assert_true(block_seal_bound(f->ob) >= 3 * n);
+    assert_true(open_block_memory(f->ob) >= sizeof(*f->ob) + 3 * n);
+    round_trip_extras(f, events, 3, BLOCK_VERSION_EXTRAS);
+    free(items);
+}
+
+static void test_block_extras_items_capacity_seals_early(void **state)
+{
+    /* Items beyond BLOCK_ITEMS_BYTES_MAX are refused with -DS_ELIMIT (the writer seals the
+     * block and retries) and the block is unchanged, items and strings included; events
+     * without items still fit, and the full block round-trips. */
+    struct fixture *f = *state;
+    uint8_t *items = malloc(DS_ITEMS_BYTES_MAX);
+    assert_non_null(items);
+    size_t n = items_make(items, DS_ITEMS_COUNT_MAX, DS_ITEM_PRODUCT_BYTES_MAX, 7);
+    size_t fit = BLOCK_ITEMS_BYTES_MAX / n;
+    struct ds_event *events = calloc(fit + 1, sizeof(*events));
+    assert_non_null(events);
+    for (size_t i = 0; i < fit; i++) {
+        simple_event(&events[i], (int64_t)i + 1, "paid", (int64_t)i);
+        events[i].items = items;
+        events[i].items_bytes = (uint16_t)n;
+        assert_int_equal(open_block_add(f->ob, &events[i], NULL, STORAGE_BLOCK_EVENTS_MAX), 0);
+    }
+    assert_int_equal(f->ob->items_bytes, fit * n);
+    struct ds_event extra;
+    simple_event(&extra, 999, "a-new-status", 5);
+    test_id_string(&extra.order_id, "string-order", 12); /* its string must roll back too */
+    extra.items = items;
+    extra.items_bytes = (uint16_t)n;
+    struct ob_snapshot snap = ob_snapshot_take(f->ob);
+    assert_int_equal(open_block_add(f->ob, &extra, NULL, STORAGE_BLOCK_EVENTS_MAX), -DS_ELIMIT);
+    ob_snapshot_check_and_free(&snap, f->ob);
+    simple_event(&events[fit], 1000, "paid", 6);
+    events[fit].has_version = true;
+    events[fit].version = 3;
+    assert_int_equal(open_block_add(f->ob, &events[fit], NULL, STORAGE_BLOCK_EVENTS_MAX), 0);
+    round_trip_extras(f, events, fit + 1, BLOCK_VERSION_EXTRAS);
+    /* After sealing, the same event fits a fresh block. */
+    open_block_reset(f->ob);
+    assert_int_equal(open_block_add(f->ob, &extra, NULL, STORAGE_BLOCK_EVENTS_MAX), 0);
+    free(events);
+    free(items);
+}
+
+static void test_block_extras_corrupt_items_rejected(void **state)
+{
+    /* Damaged canonical items behind valid CRCs are -DS_ECORRUPT: a product length of 0 or
+     * over 64, a quantity of 0, a count over 100, bytes left over, an out-of-range version. */
+    struct fixture *f = *state;
+    uint8_t items[8] = {1, 2, 'a', 'b', 7};
+    struct ds_event e;
+    simple_event(&e, 1, "paid", 0);
+    e.items = items;
+    e.items_bytes = 5;
+    e.has_version = true;
+    e.version = 4;
+    assert_int_equal(open_block_add(f->ob, &e, NULL, STORAGE_BLOCK_EVENTS_MAX), 0);
+    struct sealed s = seal(f, TEST_DAY);
+    struct block_view view;
+    assert_int_equal(block_view_parse(s.buf, s.len, &view), 0);
+    size_t header_bytes = view.header->header_bytes;
+    size_t raw_len = view.header->raw_bytes;
+    uint8_t *raw = malloc(raw_len + 16);
+    assert_non_null(raw);
+    assert_int_equal(
+        ZSTD_decompress(raw, raw_len, s.buf + header_bytes, view.header->payload_bytes), raw_len);
+    /* Columns: preamble 33 bytes, then flags(1) ts(1) order(1) customer(1), version(1), items. */
+    uint32_t lengths[8];
+    memcpy(lengths, raw + 1, sizeof(lengths));
+    size_t version_at =
+        33u + lengths[0] + lengths[1] + lengths[2] + lengths[3] + lengths[4] + lengths[5];
+    size_t items_at = version_at + lengths[6] + 1; /* after the length varint */
+    assert_int_equal(raw[version_at], 5);          /* version 4 + 1 */
+    assert_int_equal(raw[items_at - 1], 5);
+    assert_memory_equal(raw + items_at, items, 5);
+    static const struct {
+        size_t offset;
+        uint8_t value;
+    } damage[] = {{1, 0}, {1, 65}, {4, 0}, {0, 101}, {0, 2}, {0, 0}};
+    size_t capacity = header_bytes + ZSTD_compressBound(raw_len);
+    uint8_t *block = malloc(capacity);
+    uint8_t *damaged = malloc(raw_len);
+    assert_non_null(block);
+    assert_non_null(damaged);
+    for (size_t d = 0; d <= DS_ARRAY_LEN(damage); d++) {
+        memcpy(damaged, raw, raw_len);
+        if (d < DS_ARRAY_LEN(damage)) {
+            damaged[items_at + damage[d].offset] = damage[d].value;
+        } else {
+            damaged[version_at] = 0x80; /* a varint that runs into the items column */
+        }
+        memcpy(block, s.buf, header_bytes);
+        size_t z =
+            ZSTD_compress(block + header_bytes, capacity - header_bytes, damaged, raw_len, 1);
+        assert_false(ZSTD_isError(z));
+        struct block_header h;
+        memcpy(&h, block, sizeof(h));
+        h.payload_bytes = (uint32_t)z;
+        h.payload_crc = ds_crc32c(0, block + header_bytes, z);
+        memcpy(block, &h, sizeof(h));
+        fix_header_crc(block);
+        int rc = parse_and_decode(f, block, header_bytes + z, TEST_DAY, NULL);
+        if (rc != -DS_ECORRUPT) {
+            print_error("damage %zu: rc %d\n", d, rc);
+            fail();
+        }
+    }
+    /* The undamaged payload re-packed the same way decodes: the damage was the cause. */
+    memcpy(block, s.buf, s.len);
+    assert_int_equal(parse_and_decode(f, block, s.len, TEST_DAY, NULL), 0);
+    free(damaged);
+    free(block);
+    free(raw);
+    free(s.buf);
+}
+
 static void test_block_corrupt_wrong_day(void **state)
 {
     /* A block read back as another day's (a misplaced file) fails the range check. */
@@ -890,6 +1203,14 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_block_corrupt_wrong_day, setup, teardown),
         cmocka_unit_test_setup_teardown(test_block_decode_callback_stops_early, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_block_extras_round_trip_versions_and_items, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_block_extras_v1_block_still_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_block_extras_largest_items_round_trip, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_block_extras_items_capacity_seals_early, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_block_extras_corrupt_items_rejected, setup, teardown),
     };
     /* Run one test or a few while debugging: CMOCKA_TEST_FILTER=test_block_corrupt_* */
     const char *filter = getenv("CMOCKA_TEST_FILTER");

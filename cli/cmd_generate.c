@@ -1,7 +1,9 @@
 /*
  * `dayshard generate`: synthetic order events as JSON lines on stdout, from the same generator
  * the demo, the benchmarks and `dayshard produce` use. Deterministic for a seed (and, for
- * flash-sale, the rate: its window is placed in seconds of the schedule).
+ * flash-sale, the rate: its window is placed in seconds of the schedule). --updates,
+ * --duplicates and --items make it an order stream (issue 14): new versions of earlier orders,
+ * producer retries, line items; with all three 0 the output is byte for byte what it was before.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -15,10 +17,11 @@ const char cmd_generate_usage[] =
     "usage: dayshard generate [options] > events.jsonl\n"
     "\n"
     "Prints synthetic order events, one JSON object per line, in time order (flash-sale: in the\n"
-    "order they are meant to be sent, see below).\n"
+    "order they are meant to be sent, see below); updates and duplicates (--updates,\n"
+    "--duplicates) follow the orders they repeat, with those orders' ts.\n"
     "\n"
     "options:\n"
-    "  --events N        how many (default 1000000)\n"
+    "  --events N        how many lines in all (default 1000000)\n"
     "  --profile P       uniform (default), busy-day, hot-customer or flash-sale\n"
     "  --seed S          random seed (default 42); the same seed gives the same events\n"
     "  --first-day D     first day, YYYY-MM-DD (default 2026-01-01)\n"
@@ -28,6 +31,15 @@ const char cmd_generate_usage[] =
     "  --rate R          events per second the stream is meant to be sent at (flash-sale\n"
     "                    needs it; `dayshard produce --rate R` with the same options sends\n"
     "                    these events on that schedule)\n"
+    "  --updates F       share of lines, 0..1, that are a new version of an order sent\n"
+    "                    earlier: a status step (pending -> paid -> shipped, or cancelled),\n"
+    "                    a changed amount, rarely a moved day or customer; half of the orders\n"
+    "                    then carry an increasing \"version\", and about 1 in 20 of their\n"
+    "                    updates arrives stale, after a higher version (default 0)\n"
+    "  --duplicates F    share of lines that repeat a recent line byte for byte, a producer's\n"
+    "                    retry (default 0); --updates + --duplicates is at most 0.9\n"
+    "  --items F         share of new orders with an \"items\" array of 0..5\n"
+    "                    {\"product\", \"quantity\"} (default 0)\n"
     "  --help            this text\n"
     "\n"
     "profiles:\n"
@@ -50,6 +62,9 @@ int cmd_generate(int argc, char **argv)
                                             {"customers", required_argument, NULL, 'c'},
                                             {"busy-fraction", required_argument, NULL, 'b'},
                                             {"rate", required_argument, NULL, 'r'},
+                                            {"updates", required_argument, NULL, 'U'},
+                                            {"duplicates", required_argument, NULL, 'P'},
+                                            {"items", required_argument, NULL, 'I'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     struct ingest_workload_config cfg;

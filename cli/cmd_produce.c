@@ -64,6 +64,11 @@ const char cmd_produce_usage[] =
     "  --days N               days covered (default 28)\n"
     "  --customers N          distinct customers, Zipf-distributed (default 1000000)\n"
     "  --busy-fraction F      share of events on the busy day 2026-01-21 (busy-day; default 0.3)\n"
+    "  --updates F            share of events that are a new version of an earlier order, some\n"
+    "                         with \"version\" (default 0; see `dayshard generate --help`)\n"
+    "  --duplicates F         share of events that repeat a recent one, a producer's retry\n"
+    "                         (default 0); `generate --items` is not offered here: the line\n"
+    "                         sent is the event's canonical JSON, which carries no items\n"
     "\n"
     "On a terminal a progress line is shown on stderr. Exit status: 0 when every event sent was\n"
     "acknowledged, 1 otherwise (with the reason), 2 on a usage error. SIGINT or SIGTERM stops\n"
@@ -132,11 +137,13 @@ static int parse_args(int argc, char **argv, struct produce_args *a,
                                             {"days", required_argument, NULL, 'D'},
                                             {"customers", required_argument, NULL, 'c'},
                                             {"busy-fraction", required_argument, NULL, 'b'},
+                                            {"updates", required_argument, NULL, 'U'},
+                                            {"duplicates", required_argument, NULL, 'P'},
                                             {"key", required_argument, NULL, 'k'},
                                             {"shards", required_argument, NULL, 'S'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    static const char generator_options[] = "npsfDcb";
+    static const char generator_options[] = "npsfDcbUP";
     int c;
     int index = -1;
     opterr = 0;

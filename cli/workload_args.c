@@ -1,8 +1,9 @@
 /*
  * The generator options shared by `dayshard generate` and `dayshard produce` (--events,
  * --profile, --seed, --first-day, --days, --customers, --busy-fraction, and --rate, which is the
- * schedule's rate for `generate` and also the pacing for `produce`), parsed in one place so the
- * two commands cannot drift apart.
+ * schedule's rate for `generate` and also the pacing for `produce`; --updates, --duplicates and
+ * --items, which `generate` offers and `produce` does not yet, see cmd_produce.c), parsed in one
+ * place so the commands cannot drift apart.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,9 @@ int cli_parse_workload_option(int c, const char *value, struct ingest_workload_c
         rc = cli_parse_u64(value, 0, INGEST_WORKLOAD_RATE_EPS_MAX, &n);
         cfg->rate_eps = (double)n;
         break;
+    case 'U': rc = parse_fraction(value, &cfg->update_fraction); break;
+    case 'P': rc = parse_fraction(value, &cfg->duplicate_fraction); break;
+    case 'I': rc = parse_fraction(value, &cfg->items_fraction); break;
     }
     return rc;
 }

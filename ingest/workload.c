@@ -24,6 +24,26 @@
  * hot-customer: each order comes from customer 1 with probability hot_fraction, otherwise
  * from Zipf over 2..customers, so the hot share does not depend on zipf_s.
  *
+ * Orders, not events (issue 14): with update_fraction or duplicate_fraction above 0, each line
+ * is drawn as a new order, an update or a duplicate by sampling without replacement (line i is
+ * a new order with probability remaining new orders / remaining lines; updates weigh less
+ * while the first WORKLOAD_RECENT_ORDERS orders arrive, see workload_kind_draw), so the stream
+ * has exactly round(events * fraction) updates and duplicates, and the new orders are the stream
+ * above, of events minus those (ids 1, 2, ... in ts order, the time machinery over their
+ * count). The first line is always a new order. An update takes an order from a ring of the
+ * latest WORKLOAD_RECENT_ORDERS new orders, skewed to the newest (age = n u^2: most updates
+ * follow their order within a few thousand lines), or, one in ten, from every 16th of the
+ * orders before those (the late ones). It moves the status along pending -> paid ->
+ * shipped (or cancelled), or changes the amount when the status is final, sometimes both;
+ * rarely it moves the day (ts +- 1..3 days, inside the stream's days) or the customer. Every
+ * update changes the order, so a repeat is always a duplicate. With updates, half of the
+ * orders carry "version" (1 on the new order, +1 per update); one in twenty of their updates
+ * is sent as a reordered pair: version v+2 first, and v+1 (the state in between) at a later
+ * update slot, where it is stale. A duplicate repeats one of the last WORKLOAD_RECENT_LINES
+ * lines (age n u^3: mostly the line just sent, a producer's retry) and so is the same bytes.
+ * Updates and duplicates draw their randomness only when their fractions are above 0, so with
+ * them 0 the stream is byte for byte the one from before they existed.
+ *
  * Randomness: xoshiro256** seeded through splitmix64 from cfg->seed. The stream is a pure
  * function of the configuration for a given libm; another libm may round exp/log differently
  * in the last bit and so change an occasional customer or amount (timestamps, ids and statuses
@@ -36,6 +56,9 @@
  * total rate would not rise, yet a flash sale adds load, and that is what a load test wants to
  * see; and a flash window placed where the uniform stream passes the busy day (keeping the whole
  * stream in ts order): the window would then depend on the month's length, not on the schedule.
+ * For stale versions, resending an order's previous line late: it would be the same bytes as
+ * that line, so a stale version and a producer's retry could not be told apart in the stream
+ * (nor their shares measured); the state in between a reordered pair is a line of its own.
  */
 #include <errno.h>
 #include <math.h>
@@ -67,6 +90,28 @@
 #define WORKLOAD_FLASH_FACTOR_DEFAULT 50u
 #define WORKLOAD_FLASH_SECONDS_DEFAULT 60u
 #define WORKLOAD_FLASH_START_FRACTION_DEFAULT (1.0 / 3.0)
+/* Updates pick their order among the latest 4096 new orders (at 30% updates, an order's
+ * versions then mostly follow it within a few thousand lines, as in a shop where payment
+ * follows the order within minutes), or, WORKLOAD_LATE_UPDATE_PERCENT of the time, among
+ * every 16th of the 16384 orders before those (a return much later). Rejected: a reservoir
+ * sample of all older orders: the first orders stay in it longest, so the first day's orders
+ * took several times their share of the late updates (measured: day 1 with 17% more events). */
+#define WORKLOAD_RECENT_ORDERS 4096u
+#define WORKLOAD_OLD_ORDERS 1024u
+#define WORKLOAD_OLD_STRIDE 16u
+#define WORKLOAD_LATE_UPDATE_PERCENT 10u
+/* A producer's retry repeats one of the last lines it sent. */
+#define WORKLOAD_RECENT_LINES 256u
+/* Versioned updates sent as a reordered pair (the later version first), per mille, and how
+ * many of the earlier versions can wait for their (stale) turn. */
+#define WORKLOAD_STALE_PAIR_PERMILLE 50u
+#define WORKLOAD_STALE_WAITING_MAX 16u
+/* Per-update chances, percent: an amount change besides a status change, a moved day, a
+ * moved customer. */
+#define WORKLOAD_AMOUNT_CHANGE_PERCENT 10u
+#define WORKLOAD_MOVE_DAY_PERCENT 3u
+#define WORKLOAD_MOVE_CUSTOMER_PERCENT 1u
+#define WORKLOAD_MOVE_DAYS_MAX 3u
 
 /* The most extra events a window can have (before dividing by the days). */
 #define WORKLOAD_FLASH_EVENTS_MAX                                                                  \
@@ -103,6 +148,69 @@ struct workload_status {
 static const struct workload_status workload_statuses[] = {
     {60, "paid"}, {80, "shipped"}, {92, "pending"}, {97, "cancelled"}, {100, "refunded"},
 };
+/* Indexes into workload_statuses, for the updates' transitions. */
+enum workload_status_index {
+    WORKLOAD_PAID = 0,
+    WORKLOAD_SHIPPED = 1,
+    WORKLOAD_PENDING = 2,
+    WORKLOAD_CANCELLED = 3,
+    WORKLOAD_REFUNDED = 4,
+};
+
+/* The first status of a new order in a stream with updates, as the cumulative percent below
+ * which a draw in [0, 100) picks it: pending 50%, paid 30%, shipped 10%, cancelled 6%,
+ * refunded 4%, so that most updates are status steps, as in a shop whose orders are placed,
+ * then paid, then shipped. */
+struct workload_first_status {
+    uint32_t cumulative_percent;
+    uint8_t status; /* enum workload_status_index */
+};
+static const struct workload_first_status workload_first_statuses[] = {
+    {50, WORKLOAD_PENDING},   {80, WORKLOAD_PAID},      {90, WORKLOAD_SHIPPED},
+    {96, WORKLOAD_CANCELLED}, {100, WORKLOAD_REFUNDED},
+};
+
+/* Products of generated items; plain ASCII, so a line's length is easy to bound. */
+static const char *const workload_products[] = {
+    "Pen",    "Notebook", "Stapler", "Ink cartridge", "Desk lamp", "Paper A4 500",
+    "Folder", "Marker",   "Eraser",  "Ruler 30 cm",   "Scissors",  "Tape",
+};
+
+/* The canonical items of one generated order (common.h): a count byte, then per item a
+ * length byte, the product and a one-byte quantity varint. */
+#define WORKLOAD_PRODUCT_BYTES_MAX 16u
+#define WORKLOAD_ITEMS_BYTES_MAX                                                                   \
+    (1u + INGEST_WORKLOAD_ITEMS_MAX * (2u + WORKLOAD_PRODUCT_BYTES_MAX))
+#define WORKLOAD_QUANTITY_MAX 5u
+_Static_assert(WORKLOAD_ITEMS_BYTES_MAX <= DS_ITEMS_BYTES_MAX, "generated items are valid");
+_Static_assert(INGEST_WORKLOAD_ITEMS_MAX < 0x80u && WORKLOAD_QUANTITY_MAX < 0x80u,
+               "the count and a quantity are one varint byte each");
+
+/* One version of an order: enough to write its line again byte for byte. */
+struct workload_order {
+    uint64_t id;
+    uint64_t customer;
+    int64_t ts_ms;
+    int64_t amount_units;
+    uint64_t version;    /* 0: the order carries no version */
+    uint64_t items_seed; /* the items are drawn from it (workload_items_format) */
+    uint8_t item_count;
+    bool has_items;
+    bool as_string;
+    uint8_t status; /* enum workload_status_index */
+};
+
+/* Updates and duplicates: the orders an update can take and the lines a duplicate can repeat
+ * (allocated only when their fractions are above 0). */
+struct workload_repeats {
+    struct workload_order recent[WORKLOAD_RECENT_ORDERS];      /* ring, by new-order index */
+    struct workload_order old[WORKLOAD_OLD_ORDERS];            /* ring of every 16th evicted */
+    uint64_t old_seen;                                         /* orders kept in old so far */
+    struct workload_order lines[WORKLOAD_RECENT_LINES];        /* ring, by line index */
+    struct workload_order waiting[WORKLOAD_STALE_WAITING_MAX]; /* stale versions, FIFO */
+    size_t waiting_head;
+    size_t waiting_count;
+};
 
 struct ingest_workload {
     struct ingest_workload_config cfg;
@@ -128,6 +236,14 @@ struct ingest_workload {
     struct workload_zipf zipf;
     double amount_center; /* ln of the median amount in cents */
     double amount_spread; /* ln-scale per unit of the normalised Irwin-Hall sum */
+    /* Orders, not events: line kinds and their state. */
+    uint64_t orders;                  /* new orders of the stream */
+    uint64_t updates;                 /* update lines of the stream */
+    uint64_t duplicates;              /* duplicate lines of the stream */
+    struct workload_repeats *repeats; /* NULL when there are neither updates nor duplicates */
+    struct workload_order line;       /* the line last returned */
+    struct ingest_workload_stats stats;
+    uint8_t items[WORKLOAD_ITEMS_BYTES_MAX]; /* the last event's canonical items */
 };
 
 /* ---- randomness ---------------------------------------------------------------------------- */
@@ -338,6 +454,57 @@ static int workload_check_shares(const struct ingest_workload_config *cfg)
     return 0;
 }
 
+/* Updates and duplicates of a stream: each round(events * fraction), but never all the lines
+ * (the first one is a new order). Fractions must be in range. */
+static void workload_repeat_counts(const struct ingest_workload_config *cfg, uint64_t *updates,
+                                   uint64_t *duplicates)
+{
+    double events = (double)cfg->events;
+    uint64_t u = (uint64_t)floor(events * cfg->update_fraction + 0.5);
+    uint64_t d = (uint64_t)floor(events * cfg->duplicate_fraction + 0.5);
+    if (cfg->events > 0 && u + d >= cfg->events) {
+        u = u < cfg->events - 1 ? u : cfg->events - 1;
+        d = cfg->events - 1 - u < d ? cfg->events - 1 - u : d;
+    }
+    ASSERT(cfg->events == 0 || u + d < cfg->events);
+    *updates = u;
+    *duplicates = d;
+}
+
+/* New orders of a stream: the lines that are neither updates nor duplicates. */
+static uint64_t workload_orders(const struct ingest_workload_config *cfg)
+{
+    uint64_t updates = 0;
+    uint64_t duplicates = 0;
+    workload_repeat_counts(cfg, &updates, &duplicates);
+    return cfg->events - updates - duplicates;
+}
+
+/* Updates, duplicates and items. Returns 0 or -DS_EUSAGE (logged). */
+static int workload_check_repeats(const struct ingest_workload_config *cfg)
+{
+    if (!workload_fraction_valid(cfg->update_fraction)) {
+        ds_log_error("workload: update fraction %g is outside 0..1", cfg->update_fraction);
+        return -DS_EUSAGE;
+    }
+    if (!workload_fraction_valid(cfg->duplicate_fraction)) {
+        ds_log_error("workload: duplicate fraction %g is outside 0..1", cfg->duplicate_fraction);
+        return -DS_EUSAGE;
+    }
+    if (cfg->update_fraction + cfg->duplicate_fraction > INGEST_WORKLOAD_REPEAT_FRACTION_MAX) {
+        ds_log_error("workload: updates %g and duplicates %g leave no room for new orders: "
+                     "together at most %g",
+                     cfg->update_fraction, cfg->duplicate_fraction,
+                     INGEST_WORKLOAD_REPEAT_FRACTION_MAX);
+        return -DS_EUSAGE;
+    }
+    if (!workload_fraction_valid(cfg->items_fraction)) {
+        ds_log_error("workload: items fraction %g is outside 0..1", cfg->items_fraction);
+        return -DS_EUSAGE;
+    }
+    return 0;
+}
+
 /* The window's extra events: (flash_factor - 1) * rate_eps * flash_seconds / days, rounded; 0
  * for the other profiles. Every field must be in range. */
 static uint64_t workload_flash_events(const struct ingest_workload_config *cfg)
@@ -373,18 +540,20 @@ static int workload_check_flash_fits(const struct ingest_workload_config *cfg)
         return -DS_EUSAGE;
     }
     uint64_t extra = workload_flash_events(cfg);
-    uint64_t uniform = cfg->events > extra ? cfg->events - extra : 0;
+    uint64_t orders = workload_orders(cfg);
+    uint64_t uniform = orders > extra ? orders - extra : 0;
     double share_after = 1.0 - cfg->flash_start_fraction;
-    if (cfg->events <= extra ||
+    if (orders <= extra ||
         (double)uniform * share_after < cfg->rate_eps * (double)cfg->flash_seconds) {
         uint64_t uniform_min = workload_flash_uniform_min(cfg);
         unsigned long long events_min = uniform_min > (uint64_t)INT64_MAX - extra
                                             ? (unsigned long long)INT64_MAX
                                             : (unsigned long long)(uniform_min + extra);
         ds_log_error("workload: the flash-sale window (%u s from %.3g of the schedule, %llu extra "
-                     "events) does not fit in %llu events at %g events/s: it needs at least %llu",
+                     "events) does not fit in %llu new orders at %g events/s: it needs at least "
+                     "%llu (new orders are the events that are neither updates nor duplicates)",
                      cfg->flash_seconds, cfg->flash_start_fraction, (unsigned long long)extra,
-                     (unsigned long long)cfg->events, cfg->rate_eps, events_min);
+                     (unsigned long long)orders, cfg->rate_eps, events_min);
         return -DS_EUSAGE;
     }
     return 0;
@@ -425,6 +594,9 @@ int ingest_workload_config_check(const struct ingest_workload_config *cfg)
     int rc = workload_check_shape(cfg);
     if (rc == 0) {
         rc = workload_check_shares(cfg);
+    }
+    if (rc == 0) {
+        rc = workload_check_repeats(cfg);
     }
     if (rc == 0) {
         rc = workload_check_schedule(cfg);
@@ -499,13 +671,22 @@ int ingest_workload_create(const struct ingest_workload_config *cfg, struct inge
         return -ENOMEM;
     }
     w->cfg = *cfg;
+    workload_repeat_counts(cfg, &w->updates, &w->duplicates);
+    w->orders = cfg->events - w->updates - w->duplicates;
+    if (w->updates > 0 || w->duplicates > 0) {
+        w->repeats = calloc(1, sizeof(*w->repeats));
+        if (w->repeats == NULL) {
+            free(w);
+            return -ENOMEM;
+        }
+    }
     uint64_t seed_state = cfg->seed;
     for (size_t i = 0; i < DS_ARRAY_LEN(w->rng); i++) {
         w->rng[i] = workload_splitmix64(&seed_state);
     }
     w->flash_events = workload_flash_events(cfg);
-    ASSERT(w->flash_events <= cfg->events);
-    w->uniform_events = cfg->events - w->flash_events;
+    ASSERT(w->flash_events <= w->orders);
+    w->uniform_events = w->orders - w->flash_events;
     w->events_inverse = w->uniform_events > 0 ? 1.0 / (double)w->uniform_events : 0.0;
     w->last_ts_ms = INT64_MIN;
     w->flash_last_ts_ms = INT64_MIN;
@@ -529,6 +710,9 @@ int ingest_workload_create(const struct ingest_workload_config *cfg, struct inge
 
 void ingest_workload_destroy(struct ingest_workload *w)
 {
+    if (w != NULL) {
+        free(w->repeats);
+    }
     free(w);
 }
 
@@ -652,17 +836,33 @@ static void workload_id_set(struct ds_id *id, uint64_t value, bool as_string, co
     id->len = (uint8_t)len;
 }
 
-static void workload_status_set(struct ingest_workload *w, struct ds_event *event)
+/* A status drawn from the distribution of workload_statuses (with updates: of
+ * workload_first_statuses, by the same one draw): its index. */
+static uint8_t workload_status_draw(struct ingest_workload *w)
 {
     uint32_t draw = workload_next_below(w, 100);
+    if (w->updates > 0) {
+        size_t k = 0;
+        while (draw >= workload_first_statuses[k].cumulative_percent) {
+            k++;
+        }
+        ASSERT(k < DS_ARRAY_LEN(workload_first_statuses));
+        return workload_first_statuses[k].status;
+    }
     size_t i = 0;
     while (draw >= workload_statuses[i].cumulative_percent) {
         i++;
     }
     ASSERT(i < DS_ARRAY_LEN(workload_statuses));
-    size_t len = strlen(workload_statuses[i].name);
+    return (uint8_t)i;
+}
+
+static void workload_status_copy(struct ds_event *event, uint8_t status)
+{
+    ASSERT(status < DS_ARRAY_LEN(workload_statuses));
+    size_t len = strlen(workload_statuses[status].name);
     ASSERT(len <= DS_STATUS_BYTES_MAX);
-    memcpy(event->status, workload_statuses[i].name, len);
+    memcpy(event->status, workload_statuses[status].name, len);
     event->status_len = (uint8_t)len;
 }
 
@@ -681,6 +881,285 @@ static void workload_event_clear(struct ds_event *event)
     memset(&event->ts_ms, 0, sizeof(*event) - offsetof(struct ds_event, ts_ms));
 }
 
+/* The event of one version of an order, its version included, its items not (the caller
+ * points event->items at them when it wants them). */
+static void workload_event_from_order(const struct workload_order *order, struct ds_event *event)
+{
+    workload_event_clear(event);
+    event->ts_ms = order->ts_ms;
+    workload_id_set(&event->order_id, order->id, order->as_string, "ord-");
+    workload_id_set(&event->customer_id, order->customer, order->as_string, "cust-");
+    event->amount_units = order->amount_units;
+    workload_status_copy(event, order->status);
+    event->has_version = order->version > 0;
+    event->version = (int64_t)order->version;
+}
+
+/* Item number i of an order, drawn from the stream state (seeded with the order's items_seed):
+ * the items are a pure function of the seed and the count. */
+static void workload_item_draw(uint64_t *state, const char **product, unsigned *quantity)
+{
+    uint64_t draw = workload_splitmix64(state);
+    *product = workload_products[draw % DS_ARRAY_LEN(workload_products)];
+    *quantity = (unsigned)(1u + (draw >> 32) % WORKLOAD_QUANTITY_MAX);
+    ASSERT(strlen(*product) <= WORKLOAD_PRODUCT_BYTES_MAX);
+}
+
+/* Sets the version and the items of the event of w->line (the items in w->items, valid until
+ * the next event). */
+static void workload_event_extras(struct ingest_workload *w, struct ds_event *event)
+{
+    event->has_version = w->line.version > 0;
+    event->version = (int64_t)w->line.version;
+    if (!w->line.has_items) {
+        return;
+    }
+    uint64_t state = w->line.items_seed;
+    size_t n = 0;
+    w->items[n++] = w->line.item_count;
+    for (uint8_t i = 0; i < w->line.item_count; i++) {
+        const char *product = NULL;
+        unsigned quantity = 0;
+        workload_item_draw(&state, &product, &quantity);
+        size_t len = strlen(product);
+        w->items[n++] = (uint8_t)len;
+        memcpy(&w->items[n], product, len);
+        n += len;
+        w->items[n++] = (uint8_t)quantity;
+    }
+    ASSERT(n <= sizeof(w->items));
+    event->items = w->items;
+    event->items_bytes = (uint16_t)n;
+}
+
+/* Where a new order gets its version and items: drawn only when the stream has updates (a
+ * version) or items, so that without them the random sequence is the one of old. */
+static void workload_order_extras(struct ingest_workload *w, struct workload_order *order)
+{
+    if (w->updates > 0 && workload_next_below(w, 2) == 0) {
+        order->version = 1;
+    }
+    if (w->cfg.items_fraction > 0.0 && workload_next_unit(w) < w->cfg.items_fraction) {
+        order->has_items = true;
+        order->item_count = (uint8_t)workload_next_below(w, INGEST_WORKLOAD_ITEMS_MAX + 1);
+        order->items_seed = workload_next_u64(w);
+    }
+}
+
+/* A new order: its time, ids, amount and status as the stream always drew them. */
+static void workload_new_order(struct ingest_workload *w, struct ds_event *event)
+{
+    workload_event_clear(event);
+    uint64_t index = w->stats.orders++;
+    double send_time_before_s = w->send_time_s;
+    workload_time_next(w, event);
+    ASSERT(w->send_time_s >= send_time_before_s);
+    ASSERT(w->uniform_emitted + w->flash_emitted == w->stats.orders);
+    bool as_string = w->cfg.string_id_permille > 0 &&
+                     workload_next_below(w, WORKLOAD_PERMILLE) < w->cfg.string_id_permille;
+    uint64_t customer = workload_customer(w);
+    workload_id_set(&event->order_id, index + 1, as_string, "ord-");
+    workload_id_set(&event->customer_id, customer, as_string, "cust-");
+    event->amount_units = workload_amount_units(w);
+    uint8_t status = workload_status_draw(w);
+    workload_status_copy(event, status);
+    w->line = (struct workload_order){.id = index + 1,
+                                      .customer = customer,
+                                      .ts_ms = event->ts_ms,
+                                      .amount_units = event->amount_units,
+                                      .as_string = as_string,
+                                      .status = status};
+    workload_order_extras(w, &w->line);
+}
+
+/* Moves ts by 1..WORKLOAD_MOVE_DAYS_MAX days either way, staying inside the stream's days
+ * (unchanged when it has one day). */
+static void workload_move_day(struct ingest_workload *w, struct workload_order *order)
+{
+    int64_t first_ms = (int64_t)w->cfg.first_day * DS_DAY_MS;
+    int64_t end_ms = first_ms + (int64_t)w->cfg.days * DS_DAY_MS;
+    int64_t shift_ms = (int64_t)(1 + workload_next_below(w, WORKLOAD_MOVE_DAYS_MAX)) * DS_DAY_MS;
+    if (workload_next_below(w, 2) == 0) {
+        shift_ms = -shift_ms;
+    }
+    if (order->ts_ms + shift_ms < first_ms || order->ts_ms + shift_ms >= end_ms) {
+        shift_ms = -shift_ms;
+    }
+    if (order->ts_ms + shift_ms >= first_ms && order->ts_ms + shift_ms < end_ms) {
+        order->ts_ms += shift_ms;
+    }
+}
+
+/* The next version of an order: a status step (pending -> paid or cancelled, paid -> shipped
+ * or cancelled), else (a final status) a new amount; sometimes both; rarely a moved day or
+ * customer. The version goes up by one on a versioned order. */
+static void workload_order_step(struct ingest_workload *w, struct workload_order *order)
+{
+    bool amount_changes = false;
+    uint32_t draw = workload_next_below(w, 100);
+    if (order->status == WORKLOAD_PENDING) {
+        order->status = draw < 85 ? WORKLOAD_PAID : WORKLOAD_CANCELLED;
+    } else if (order->status == WORKLOAD_PAID) {
+        order->status = draw < 90 ? WORKLOAD_SHIPPED : WORKLOAD_CANCELLED;
+    } else {
+        amount_changes = true;
+    }
+    if (amount_changes || workload_next_below(w, 100) < WORKLOAD_AMOUNT_CHANGE_PERCENT) {
+        int64_t before = order->amount_units;
+        order->amount_units = workload_amount_units(w);
+        if (order->amount_units == before) {
+            /* An update always changes the order: a repeat is a duplicate's business. */
+            order->amount_units += WORKLOAD_UNITS_PER_CENT;
+        }
+        if (order->has_items) {
+            order->items_seed = workload_next_u64(w);
+        }
+    }
+    if (workload_next_below(w, 100) < WORKLOAD_MOVE_DAY_PERCENT) {
+        workload_move_day(w, order);
+    }
+    if (workload_next_below(w, 100) < WORKLOAD_MOVE_CUSTOMER_PERCENT) {
+        order->customer = workload_customer(w);
+    }
+    if (order->version > 0) {
+        order->version++;
+    }
+}
+
+/* The order an update takes: mostly a recent one (the newest most often), sometimes an old
+ * one from the reservoir. Never NULL once a new order was sent. */
+static struct workload_order *workload_update_target(struct ingest_workload *w)
+{
+    struct workload_repeats *r = w->repeats;
+    uint64_t old_count = r->old_seen < WORKLOAD_OLD_ORDERS ? r->old_seen : WORKLOAD_OLD_ORDERS;
+    if (old_count > 0 && workload_next_below(w, 100) < WORKLOAD_LATE_UPDATE_PERCENT) {
+        return &r->old[workload_next_below(w, (uint32_t)old_count)];
+    }
+    uint64_t recent =
+        w->stats.orders < WORKLOAD_RECENT_ORDERS ? w->stats.orders : WORKLOAD_RECENT_ORDERS;
+    ASSERT(recent > 0);
+    double u = workload_next_unit(w);
+    uint64_t age = (uint64_t)((double)recent * u * u);
+    ASSERT(age < recent);
+    return &r->recent[(w->stats.orders - 1 - age) % WORKLOAD_RECENT_ORDERS];
+}
+
+/* An update line into w->line: a stale version waiting for its turn, or the next version of
+ * an earlier order (for one in twenty versioned ones, the version after it, the one in
+ * between left waiting). */
+static void workload_update(struct ingest_workload *w)
+{
+    struct workload_repeats *r = w->repeats;
+    w->stats.updates++;
+    if (r->waiting_count > 0) {
+        w->line = r->waiting[r->waiting_head];
+        r->waiting_head = (r->waiting_head + 1) % WORKLOAD_STALE_WAITING_MAX;
+        r->waiting_count--;
+        w->stats.stale++;
+        return;
+    }
+    struct workload_order *order = workload_update_target(w);
+    workload_order_step(w, order);
+    if (order->version > 0 && r->waiting_count < WORKLOAD_STALE_WAITING_MAX &&
+        workload_next_below(w, WORKLOAD_PERMILLE) < WORKLOAD_STALE_PAIR_PERMILLE) {
+        size_t tail = (r->waiting_head + r->waiting_count) % WORKLOAD_STALE_WAITING_MAX;
+        r->waiting[tail] = *order;
+        r->waiting_count++;
+        workload_order_step(w, order);
+    }
+    w->line = *order;
+}
+
+/* Remembers w->line (a new order also as an order updates can take; every 16th order it
+ * pushes out of the ring moves to the ring of old ones). */
+static void workload_remember(struct ingest_workload *w, bool new_order)
+{
+    struct workload_repeats *r = w->repeats;
+    uint64_t line_index = w->emitted - 1;
+    r->lines[line_index % WORKLOAD_RECENT_LINES] = w->line;
+    if (!new_order) {
+        return;
+    }
+    uint64_t order_index = w->stats.orders - 1;
+    struct workload_order *slot = &r->recent[order_index % WORKLOAD_RECENT_ORDERS];
+    if (order_index >= WORKLOAD_RECENT_ORDERS && order_index % WORKLOAD_OLD_STRIDE == 0) {
+        r->old[r->old_seen++ % WORKLOAD_OLD_ORDERS] = *slot;
+    }
+    *slot = w->line;
+}
+
+/* The kinds of line. */
+enum workload_kind { WORKLOAD_NEW_ORDER, WORKLOAD_UPDATE, WORKLOAD_DUPLICATE };
+
+/* What the next line is: sampling without replacement (weights the lines of each kind still
+ * to come), so the stream holds exactly w->orders new orders, w->updates updates and
+ * w->duplicates duplicates. Updates weigh less while the ring of recent orders fills (by the
+ * share it holds): else the first few thousand orders, being all there is to update, would
+ * take several updates each; the updates held back then come a little more often later. */
+static enum workload_kind workload_kind_draw(struct ingest_workload *w)
+{
+    uint64_t orders_left = w->orders - w->stats.orders;
+    uint64_t updates_left = w->updates - w->stats.updates;
+    uint64_t duplicates_left = w->duplicates - w->stats.duplicates;
+    ASSERT(orders_left + updates_left + duplicates_left == w->cfg.events - w->emitted);
+    if (w->emitted == 0) {
+        ASSERT(orders_left > 0);
+        return WORKLOAD_NEW_ORDER;
+    }
+    double ramp = w->stats.orders < WORKLOAD_RECENT_ORDERS
+                      ? (double)w->stats.orders / WORKLOAD_RECENT_ORDERS
+                      : 1.0;
+    double update_weight = (double)updates_left * ramp;
+    double draw =
+        workload_next_unit(w) * ((double)orders_left + update_weight + (double)duplicates_left);
+    enum workload_kind kind = draw < (double)orders_left                   ? WORKLOAD_NEW_ORDER
+                              : draw < (double)orders_left + update_weight ? WORKLOAD_UPDATE
+                                                                           : WORKLOAD_DUPLICATE;
+    /* Rounding can pick a kind with no lines left; take the next one that has some. */
+    if (kind == WORKLOAD_DUPLICATE && duplicates_left == 0) {
+        kind = WORKLOAD_UPDATE;
+    }
+    if (kind == WORKLOAD_UPDATE && updates_left == 0) {
+        kind = duplicates_left > 0 ? WORKLOAD_DUPLICATE : WORKLOAD_NEW_ORDER;
+    }
+    if (kind == WORKLOAD_NEW_ORDER && orders_left == 0) {
+        kind = updates_left > 0 ? WORKLOAD_UPDATE : WORKLOAD_DUPLICATE;
+    }
+    return kind;
+}
+
+/* A duplicate into w->line: one of the last lines, the newest most often (age n u^3). */
+static void workload_duplicate(struct ingest_workload *w)
+{
+    ASSERT(w->emitted >= 2);
+    uint64_t earlier = w->emitted - 1; /* lines before this one */
+    uint64_t recent = earlier < WORKLOAD_RECENT_LINES ? earlier : WORKLOAD_RECENT_LINES;
+    double u = workload_next_unit(w);
+    uint64_t age = (uint64_t)((double)recent * u * u * u);
+    ASSERT(age < recent);
+    w->line = w->repeats->lines[(earlier - 1 - age) % WORKLOAD_RECENT_LINES];
+    w->stats.duplicates++;
+}
+
+/* The next line of a stream with updates or duplicates. */
+static void workload_repeat_line(struct ingest_workload *w, struct ds_event *event)
+{
+    enum workload_kind kind = workload_kind_draw(w);
+    w->emitted++;
+    if (kind == WORKLOAD_NEW_ORDER) {
+        workload_new_order(w, event);
+        workload_remember(w, true);
+        return;
+    }
+    if (kind == WORKLOAD_UPDATE) {
+        workload_update(w);
+    } else {
+        workload_duplicate(w);
+    }
+    workload_event_from_order(&w->line, event);
+    workload_remember(w, false);
+}
+
 bool ingest_workload_next(struct ingest_workload *w, struct ds_event *event)
 {
     ASSERT(w != NULL);
@@ -688,19 +1167,77 @@ bool ingest_workload_next(struct ingest_workload *w, struct ds_event *event)
     if (w->emitted >= w->cfg.events) {
         return false;
     }
-    workload_event_clear(event);
-    uint64_t index = w->emitted++;
-    double send_time_before_s = w->send_time_s;
-    workload_time_next(w, event);
-    ASSERT(w->send_time_s >= send_time_before_s);
-    ASSERT(w->uniform_emitted + w->flash_emitted == w->emitted);
-    bool as_string = w->cfg.string_id_permille > 0 &&
-                     workload_next_below(w, WORKLOAD_PERMILLE) < w->cfg.string_id_permille;
-    workload_id_set(&event->order_id, index + 1, as_string, "ord-");
-    workload_id_set(&event->customer_id, workload_customer(w), as_string, "cust-");
-    event->amount_units = workload_amount_units(w);
-    workload_status_set(w, event);
+    if (w->repeats != NULL) {
+        workload_repeat_line(w, event);
+    } else {
+        w->emitted++;
+        workload_new_order(w, event);
+    }
+    workload_event_extras(w, event);
+    w->stats.versioned += w->line.version > 0;
+    w->stats.with_items += w->line.has_items;
+    ASSERT(w->stats.orders + w->stats.updates + w->stats.duplicates == w->emitted);
     return true;
+}
+
+/* Appends ,"items":[...] of an order to dst[0..len) (len < capacity); returns the new length
+ * or -ENOSPC. The items are a pure function of the order's seed and count. */
+static int workload_items_format(const struct workload_order *order, char *dst, size_t len,
+                                 size_t capacity)
+{
+    ASSERT(len < capacity);
+    ASSERT(order->item_count <= INGEST_WORKLOAD_ITEMS_MAX);
+    uint64_t state = order->items_seed;
+    int written = snprintf(dst + len, capacity - len, ",\"items\":[");
+    for (uint8_t i = 0; i < order->item_count; i++) {
+        if (written < 0 || (size_t)written >= capacity - len) {
+            return -ENOSPC;
+        }
+        len += (size_t)written;
+        const char *product = NULL;
+        unsigned quantity = 0;
+        workload_item_draw(&state, &product, &quantity);
+        written = snprintf(dst + len, capacity - len, "%s{\"product\":\"%s\",\"quantity\":%u}",
+                           i > 0 ? "," : "", product, quantity);
+    }
+    if (written < 0 || (size_t)written + 1 >= capacity - len) {
+        return -ENOSPC;
+    }
+    len += (size_t)written;
+    dst[len++] = ']';
+    return (int)len;
+}
+
+int ingest_workload_line(const struct ingest_workload *w, char *dst, size_t dst_capacity)
+{
+    ASSERT(w != NULL);
+    ASSERT(w->emitted > 0);
+    struct ds_event event;
+    workload_event_from_order(&w->line, &event);
+    if (!w->line.has_items) {
+        return ingest_event_format_json(&event, dst, dst_capacity);
+    }
+    /* Built aside, so that dst stays untouched when it is too small. */
+    char text[INGEST_WORKLOAD_LINE_BYTES_MAX];
+    int n = ingest_event_format_json(&event, text, sizeof(text));
+    ASSERT(n > 0 && text[n - 1] == '}');
+    /* The items go before the closing brace, after the version the line may end with. */
+    int rc = workload_items_format(&w->line, text, (size_t)n - 1, sizeof(text));
+    ASSERT(rc > 0 && (size_t)rc < sizeof(text));
+    size_t len = (size_t)rc;
+    text[len++] = '}';
+    if (len > dst_capacity) {
+        return -ENOSPC;
+    }
+    memcpy(dst, text, len);
+    return (int)len;
+}
+
+void ingest_workload_stats(const struct ingest_workload *w, struct ingest_workload_stats *out)
+{
+    ASSERT(w != NULL);
+    ASSERT(out != NULL);
+    *out = w->stats;
 }
 
 double ingest_workload_send_time(const struct ingest_workload *w)
@@ -720,9 +1257,9 @@ int ingest_workload_write(const struct ingest_workload_config *cfg, FILE *out, u
         return rc;
     }
     struct ds_event event;
-    char line[INGEST_JSON_LINE_BYTES_MAX + 1];
+    char line[INGEST_WORKLOAD_LINE_BYTES_MAX + 1];
     while (rc == 0 && ingest_workload_next(w, &event)) {
-        int n = ingest_event_format_json(&event, line, sizeof(line) - 1);
+        int n = ingest_workload_line(w, line, sizeof(line) - 1);
         ASSERT(n > 0);
         line[n] = '\n';
         if (fwrite(line, 1, (size_t)n + 1, out) != (size_t)n + 1) {

@@ -1,8 +1,9 @@
 /*
  * Unit tests of ingest/workload.c: the deterministic workload generator. Checks determinism,
  * time order, id sequence, the shape of each profile (days, hours, busy day, hot customer,
- * flash sale, Zipf customers, statuses, amounts, string ids), the send-time schedule and the
- * configuration check.
+ * flash sale, Zipf customers, statuses, amounts, string ids), the send-time schedule, the
+ * configuration check, and the order stream of issue 14 (updates, duplicates, versions, stale
+ * versions, items: exact counts, byte-equal duplicates, lines the decoder reads back).
  *
  * The statistical tests use seed 42, or DS_TEST_SEED when set (the seed is printed); their
  * tolerances are at least six standard deviations, so any seed passes.
@@ -13,6 +14,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +88,9 @@ static void test_workload_defaults_match_documentation(void **state)
     assert_int_equal(cfg.flash_factor, 50);
     assert_int_equal(cfg.flash_seconds, 60);
     assert_true(cfg.flash_start_fraction == 1.0 / 3.0);
+    assert_true(cfg.update_fraction == 0.0);
+    assert_true(cfg.duplicate_fraction == 0.0);
+    assert_true(cfg.items_fraction == 0.0);
     assert_int_equal(ingest_workload_config_check(&cfg), 0);
 }
 
@@ -771,6 +776,15 @@ static void test_workload_config_check_rejects_each_bad_field(void **state)
     bad[n++].busy_day_index = 28;
     bad[n] = flash_config();
     bad[n++].profile = (enum ingest_profile)(INGEST_PROFILE_FLASH_SALE + 1);
+    bad[n++].update_fraction = -0.01;
+    bad[n++].update_fraction = 1.01;
+    bad[n++].update_fraction = NAN;
+    bad[n++].duplicate_fraction = -0.01;
+    bad[n++].duplicate_fraction = NAN;
+    bad[n].update_fraction = 0.6;
+    bad[n++].duplicate_fraction = 0.31; /* together over INGEST_WORKLOAD_REPEAT_FRACTION_MAX */
+    bad[n++].items_fraction = 1.01;
+    bad[n++].items_fraction = NAN;
     assert_true(n <= DS_ARRAY_LEN(bad));
     for (size_t i = 0; i < n; i++) {
         if (ingest_workload_config_check(&bad[i]) != -DS_EUSAGE) {
@@ -812,6 +826,260 @@ static void test_workload_config_check_accepts_edges(void **state)
     }
 }
 
+/* ---- orders, not events (issue 14) --------------------------------------------------------- */
+
+#define LINES_KEPT 512u /* more than the generator's WORKLOAD_RECENT_LINES */
+
+/* The order stream of the tests: 30% updates, 5% duplicates, 20% of orders with items. */
+static struct ingest_workload_config config_orders(uint64_t events)
+{
+    struct ingest_workload_config cfg = config_default();
+    cfg.events = events;
+    cfg.update_fraction = 0.3;
+    cfg.duplicate_fraction = 0.05;
+    cfg.items_fraction = 0.2;
+    return cfg;
+}
+
+static uint64_t line_hash(const char *line, size_t len)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++) {
+        h = (h ^ (uint8_t)line[i]) * 1099511628211ull;
+    }
+    return h;
+}
+
+/* What the stream checks remember of each order, indexed by order id. */
+struct order_seen {
+    uint64_t last_hash;  /* of its last line */
+    int64_t top_version; /* greatest version sent, -1 when none */
+    bool versioned;      /* its first line had a version */
+};
+
+static void test_workload_next_orders_counts_exact(void **state)
+{
+    /* A stream of N lines with updates u and duplicates d has exactly round(N u) updates and
+     * round(N d) duplicates; new orders keep ids 1, 2, ... in ts order, and every update or
+     * duplicate names an order already sent. */
+    (void)state;
+    struct ingest_workload_config cfg = config_orders(20000);
+    struct ingest_workload *w = workload_new(&cfg);
+    struct ds_event event;
+    struct ingest_workload_stats before = {0};
+    uint64_t next_id = 1;
+    int64_t last_new_ts = INT64_MIN;
+    while (ingest_workload_next(w, &event)) {
+        struct ingest_workload_stats after;
+        ingest_workload_stats(w, &after);
+        uint64_t id = id_number(&event.order_id, "ord-");
+        if (after.orders > before.orders) {
+            assert_int_equal(id, next_id);
+            next_id++;
+            assert_true(event.ts_ms >= last_new_ts);
+            last_new_ts = event.ts_ms;
+        } else {
+            assert_true(id < next_id);
+        }
+        int32_t day = ds_day_from_ms(event.ts_ms);
+        assert_true(day >= cfg.first_day && day < cfg.first_day + (int32_t)cfg.days);
+        before = after;
+    }
+    assert_int_equal(before.updates, 6000);
+    assert_int_equal(before.duplicates, 1000);
+    assert_int_equal(before.orders, 13000);
+    assert_int_equal(next_id - 1, 13000);
+    ingest_workload_destroy(w);
+}
+
+/* Checks the line of an update: it changes its order and, when versioned, is stale exactly
+ * when its version is below the order's top. Returns true when it was stale. */
+static bool update_check(struct order_seen *o, const struct ds_event *event, uint64_t hash)
+{
+    assert_true(hash != o->last_hash);
+    assert_int_equal(event->has_version, o->versioned);
+    bool stale = event->has_version && event->version < o->top_version;
+    if (event->has_version && !stale) {
+        assert_true(event->version > o->top_version);
+        o->top_version = event->version;
+    }
+    return stale;
+}
+
+static void test_workload_line_duplicates_updates_versions(void **state)
+{
+    /* Duplicates repeat one of the last lines byte for byte; an update always changes its order;
+     * an order either always or never carries a version (1 on its first line); stale lines are
+     * exactly the ones below a version sent before, and about 1 in 20 versioned updates. */
+    (void)state;
+    struct ingest_workload_config cfg = config_orders(40000);
+    struct ingest_workload *w = workload_new(&cfg);
+    struct order_seen *seen = calloc(cfg.events + 1, sizeof(*seen));
+    uint64_t *kept = calloc(LINES_KEPT, sizeof(*kept));
+    assert_non_null(seen);
+    assert_non_null(kept);
+    struct ds_event event;
+    struct ingest_workload_stats before = {0};
+    char line[INGEST_WORKLOAD_LINE_BYTES_MAX];
+    uint64_t index = 0;
+    uint64_t stale = 0;
+    while (ingest_workload_next(w, &event)) {
+        int n = ingest_workload_line(w, line, sizeof(line));
+        assert_true(n > 0);
+        uint64_t hash = line_hash(line, (size_t)n);
+        struct ingest_workload_stats after;
+        ingest_workload_stats(w, &after);
+        struct order_seen *o = &seen[id_number(&event.order_id, "ord-")];
+        if (after.orders > before.orders) {
+            o->versioned = event.has_version;
+            o->top_version = event.has_version ? event.version : -1;
+            assert_true(!event.has_version || event.version == 1);
+        } else if (after.duplicates > before.duplicates) {
+            bool found = false;
+            for (uint64_t k = 1; k <= LINES_KEPT && k <= index && !found; k++) {
+                found = kept[(index - k) % LINES_KEPT] == hash;
+            }
+            assert_true(found);
+        } else {
+            assert_int_equal(after.updates, before.updates + 1);
+            bool is_stale = update_check(o, &event, hash);
+            stale += is_stale;
+            assert_int_equal(after.stale, before.stale + (is_stale ? 1 : 0));
+        }
+        if (after.duplicates == before.duplicates) {
+            o->last_hash = hash;
+        }
+        kept[index++ % LINES_KEPT] = hash;
+        before = after;
+    }
+    assert_int_equal(stale, before.stale);
+    /* Half the orders are versioned, so about half the updates; about 5% of those are stale
+     * (expected 300 of 6000 here; the bounds are over 8 sigma wide). */
+    uint64_t versioned_updates = before.updates / 2;
+    assert_true(stale > versioned_updates / 40 && stale < versioned_updates / 12);
+    free(kept);
+    free(seen);
+    ingest_workload_destroy(w);
+}
+
+static void test_workload_line_decodes_to_event(void **state)
+{
+    /* Every generated line decodes (ingest_decoder_decode) to the event the generator returned:
+     * ids, ts, status, amount, version, and the canonical items byte for byte; the share of new
+     * orders with items is near items_fraction and every basket has 0..5 items. A buffer one
+     * byte short is -ENOSPC and left untouched. */
+    (void)state;
+    struct ingest_workload_config cfg = config_orders(20000);
+    cfg.string_id_permille = 100;
+    struct ingest_workload *w = workload_new(&cfg);
+    struct ingest_decoder *decoder = calloc(1, sizeof(*decoder));
+    assert_non_null(decoder);
+    struct ds_event event;
+    char line[INGEST_WORKLOAD_LINE_BYTES_MAX];
+    uint64_t with_items = 0;
+    while (ingest_workload_next(w, &event)) {
+        int n = ingest_workload_line(w, line, sizeof(line));
+        assert_true(n > 0);
+        char small[INGEST_WORKLOAD_LINE_BYTES_MAX];
+        memset(small, '#', sizeof(small));
+        assert_int_equal(ingest_workload_line(w, small, (size_t)n - 1), -ENOSPC);
+        assert_true(small[0] == '#' && small[n - 2] == '#'); /* untouched */
+        struct ds_event back;
+        struct ingest_error error;
+        if (ingest_decoder_decode(decoder, line, (size_t)n, &back, &error) != 0) {
+            fail_msg("%.*s: %s at %zu", n, line, ingest_reason_name(error.reason),
+                     error.byte_offset);
+        }
+        assert_memory_equal(&back.order_id, &event.order_id, sizeof(event.order_id));
+        assert_memory_equal(&back.customer_id, &event.customer_id, sizeof(event.customer_id));
+        assert_int_equal(back.ts_ms, event.ts_ms);
+        assert_int_equal(back.amount_units, event.amount_units);
+        assert_int_equal(back.status_len, event.status_len);
+        assert_memory_equal(back.status, event.status, event.status_len);
+        assert_int_equal(back.has_version, event.has_version);
+        assert_int_equal(back.version, event.version);
+        assert_int_equal(back.items_bytes, event.items_bytes);
+        assert_true((back.items == NULL) == (event.items == NULL));
+        if (event.items != NULL) {
+            assert_memory_equal(back.items, event.items, event.items_bytes);
+            assert_true(event.items[0] <= INGEST_WORKLOAD_ITEMS_MAX);
+            with_items++;
+        }
+    }
+    struct ingest_workload_stats stats;
+    ingest_workload_stats(w, &stats);
+    assert_int_equal(with_items, stats.with_items);
+    /* Lines with items: 20% of new orders and of their updates and duplicates. */
+    assert_true(with_items > cfg.events / 5 - 800 && with_items < cfg.events / 5 + 800);
+    free(decoder);
+    ingest_workload_destroy(w);
+}
+
+static void test_workload_next_orders_tiny_streams(void **state)
+{
+    /* Streams of 1..6 lines at the largest repeat share start with a new order and hold the
+     * counts the rounding gives; with updates 0.9 and 2 lines, one is an update. */
+    (void)state;
+    for (uint64_t events = 1; events <= 6; events++) {
+        struct ingest_workload_config cfg = config_default();
+        cfg.events = events;
+        cfg.update_fraction = 0.45;
+        cfg.duplicate_fraction = 0.45;
+        struct ingest_workload *w = workload_new(&cfg);
+        struct ds_event event;
+        assert_true(ingest_workload_next(w, &event));
+        assert_int_equal(id_number(&event.order_id, "ord-"), 1);
+        uint64_t lines = 1;
+        while (ingest_workload_next(w, &event)) {
+            lines++;
+        }
+        struct ingest_workload_stats stats;
+        ingest_workload_stats(w, &stats);
+        assert_int_equal(lines, events);
+        assert_int_equal(stats.orders + stats.updates + stats.duplicates, events);
+        assert_true(stats.orders >= 1);
+        ingest_workload_destroy(w);
+    }
+    struct ingest_workload_config cfg = config_default();
+    cfg.events = 2;
+    cfg.update_fraction = 0.9;
+    struct ingest_workload *w = workload_new(&cfg);
+    struct ds_event event;
+    while (ingest_workload_next(w, &event)) {
+    }
+    struct ingest_workload_stats stats;
+    ingest_workload_stats(w, &stats);
+    assert_int_equal(stats.orders, 1);
+    assert_int_equal(stats.updates, 1);
+    ingest_workload_destroy(w);
+}
+
+static void test_workload_next_orders_zero_fractions_plain_stream(void **state)
+{
+    /* With the three fractions 0 the stream has no versions, no items, no repeats: the events
+     * of before (the integration test checks their bytes against sha256 sums of before). */
+    (void)state;
+    struct ingest_workload_config cfg = config_default();
+    cfg.events = 5000;
+    struct ingest_workload *w = workload_new(&cfg);
+    struct ds_event event;
+    char line[INGEST_WORKLOAD_LINE_BYTES_MAX];
+    char plain[INGEST_JSON_LINE_BYTES_MAX];
+    while (ingest_workload_next(w, &event)) {
+        assert_false(event.has_version);
+        assert_null(event.items);
+        int n = ingest_workload_line(w, line, sizeof(line));
+        int m = ingest_event_format_json(&event, plain, sizeof(plain));
+        assert_int_equal(n, m);
+        assert_memory_equal(line, plain, (size_t)n);
+    }
+    struct ingest_workload_stats stats;
+    ingest_workload_stats(w, &stats);
+    assert_int_equal(stats.orders, cfg.events);
+    assert_int_equal(stats.updates + stats.duplicates + stats.versioned + stats.with_items, 0);
+    ingest_workload_destroy(w);
+}
+
 int main(void)
 {
     printf("workload tests: seed %lu (set DS_TEST_SEED to replay another)\n",
@@ -836,6 +1104,11 @@ int main(void)
         cmocka_unit_test(test_workload_config_check_flash_sale_fits),
         cmocka_unit_test(test_workload_config_check_rejects_each_bad_field),
         cmocka_unit_test(test_workload_config_check_accepts_edges),
+        cmocka_unit_test(test_workload_next_orders_counts_exact),
+        cmocka_unit_test(test_workload_line_duplicates_updates_versions),
+        cmocka_unit_test(test_workload_line_decodes_to_event),
+        cmocka_unit_test(test_workload_next_orders_tiny_streams),
+        cmocka_unit_test(test_workload_next_orders_zero_fractions_plain_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

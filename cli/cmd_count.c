@@ -232,6 +232,10 @@ static int parse_count_document(const char *body, size_t len, enum query_group b
     res->count = (uint64_t)json_integer_value(count);
     res->partitions = (uint32_t)json_integer_value(json_object_get(doc, "partitions"));
     res->damaged_blocks = (uint64_t)json_integer_value(json_object_get(doc, "damaged_blocks"));
+    const char *model = json_string_value(json_object_get(doc, "model"));
+    if (model != NULL && storage_model_parse(model, &res->model) != 0) {
+        rc = -DS_ECORRUPT; /* a model this client does not know: its counts mean something else */
+    }
     size_t n = json_array_size(groups);
     if (rc == 0 && n > 0) {
         res->groups = calloc(n, sizeof(*res->groups));

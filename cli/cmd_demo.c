@@ -40,6 +40,9 @@ const char cmd_demo_usage[] =
     "               --shards)\n"
     "  --data DIR   keep the data here (default: a temporary directory, removed at the end)\n"
     "  --seed S     generator seed (default 42)\n"
+    "  --model M    what a new data directory counts, recorded in it: events (every event,\n"
+    "               the default for now) or orders (one per order_id, not implemented yet:\n"
+    "               refused, issue 14); an existing --data DIR keeps its own\n"
     "  --help       this text\n";
 
 /* Shard lines the busy day shows before summing up the rest; growth lines shown. */
@@ -53,6 +56,7 @@ struct demo {
     uint64_t shards;
     uint64_t shard_capacity;
     uint64_t seed;
+    enum storage_model model;
     const char *data;
     char tmp[64];
     char input[DS_PATH_MAX];
@@ -102,8 +106,10 @@ static int show_days(struct storage *st, struct shard_map *map, int32_t first, i
         bar(res.groups[i].count, max, 40);
         printf("\n");
     }
-    printf("  total      %9llu orders, amount %s, %u partitions read\n",
-           (unsigned long long)res.count, amount, res.partitions);
+    printf("  total      %9llu orders, amount %s, %u partitions read (model %s: %s)\n",
+           (unsigned long long)res.count, amount, res.partitions,
+           storage_model_name(storage_model(st)),
+           storage_model(st) == STORAGE_MODEL_EVENTS ? "every event counts" : "one per order_id");
     query_count_result_deinit(&res);
     return 0;
 }
@@ -260,6 +266,7 @@ static int run_demo(struct demo *d)
     struct storage_config cfg;
     storage_config_defaults(&cfg);
     cfg.dir = d->data;
+    cfg.model = d->model;
     struct storage *st = NULL;
     struct shard_map *map = NULL;
     rc = storage_open(&cfg, &st);
@@ -386,6 +393,7 @@ static void kafka_demo_configure(struct kafka_demo *k, const char *bootstrap)
     k->node.brokers = bootstrap;
     k->node.group = "dayshard-demo";
     k->node.data_dir = k->d->data;
+    k->node.model = (int)k->d->model;
     k->node.base_shards = (uint32_t)k->d->shards;
     k->node.shard_capacity_eps = (uint32_t)k->d->shard_capacity;
     k->node.max_shards = SHARD_MAX_SHARDS_DEFAULT > k->node.base_shards ? SHARD_MAX_SHARDS_DEFAULT
@@ -398,12 +406,13 @@ static void kafka_demo_configure(struct kafka_demo *k, const char *bootstrap)
     k->produce.rate = k->d->rate;
 }
 
-/* Creates the (empty) store in dir as a writer would, and closes it. */
-static int store_create_empty(const char *dir)
+/* Creates the (empty) store in dir as a writer would, with its model, and closes it. */
+static int store_create_empty(const char *dir, enum storage_model model)
 {
     struct storage_config cfg;
     storage_config_defaults(&cfg);
     cfg.dir = dir;
+    cfg.model = model;
     struct storage *st = NULL;
     int rc = storage_open(&cfg, &st);
     storage_close(st);
@@ -436,7 +445,7 @@ static int run_kafka_demo(struct demo *d)
     pthread_t producer;
     /* The watcher reads the store from the start: it must exist before the node opens it
      * (a reader refuses a directory that holds none). */
-    rc = store_create_empty(d->data);
+    rc = store_create_empty(d->data, d->model);
     rc = rc == 0 ? -pthread_create(&node, NULL, node_main, k) : rc;
     if (rc == 0) {
         rc = -pthread_create(&producer, NULL, producer_main, k);
@@ -476,6 +485,7 @@ int cmd_demo(int argc, char **argv)
                                             {"no-kafka", no_argument, NULL, 'K'},
                                             {"rate", required_argument, NULL, 'r'},
                                             {"shard-capacity", required_argument, NULL, 'C'},
+                                            {"model", required_argument, NULL, 'm'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     struct demo d = {.events = 1000000,
@@ -496,14 +506,16 @@ int cmd_demo(int argc, char **argv)
         case 'K': d.no_kafka = true; break;
         case 'r': rc = cli_parse_u64(optarg, 0, 100000000, &d.rate); break;
         case 'C': rc = cli_parse_u64(optarg, 0, SHARD_CAPACITY_MAX, &d.shard_capacity); break;
+        case 'm': rc = storage_model_parse(optarg, &d.model); break;
         case 'h': return cli_help(cmd_demo_usage);
         default:
             return cli_error("demo", CLI_USAGE, "unknown or incomplete option '%s'",
                              argv[optind - 1]);
         }
         if (rc != 0) {
-            return cli_error("demo", CLI_USAGE, "bad value '%s' for %s", optarg,
-                             cli_option_name(options, c, name));
+            return cli_error("demo", CLI_USAGE, "bad value '%s' for %s%s", optarg,
+                             cli_option_name(options, c, name),
+                             c == 'm' ? " (events or orders)" : "");
         }
     }
     bool temporary = d.data == NULL;
@@ -517,7 +529,14 @@ int cmd_demo(int argc, char **argv)
     } else if (ds_mkdir_p(d.data) != 0) {
         return cli_error("demo", CLI_FAIL, "cannot create %s", d.data);
     }
-    int rc = d.no_kafka ? run_demo(&d) : run_kafka_demo(&d);
+    char why[STORAGE_MODEL_WHY_SIZE];
+    enum storage_model model = STORAGE_MODEL_RECORDED;
+    int rc = storage_model_check(d.data, d.model, &model, why, sizeof(why));
+    if (rc != 0) {
+        rc = cli_error("demo", rc == -DS_EUSAGE ? CLI_USAGE : CLI_FAIL, "%s", why);
+    } else {
+        rc = d.no_kafka ? run_demo(&d) : run_kafka_demo(&d);
+    }
     if (temporary) {
         int removed = cli_remove_tree(d.tmp);
         if (removed != 0) {

@@ -43,8 +43,12 @@ const char cmd_fsck_usage[] =
     "  --repair     quarantine damaged blocks, cut torn tails, remove uncommitted segments,\n"
     "               rebuild a damaged index\n"
     "  --json       print one JSON object: {\"ok\":bool,\"damaged_blocks\":N,\n"
-    "               \"quarantined_blocks\":N,\"quarantined_events\":N,...,\"index\":{...}}\n"
-    "  --help       this text\n";
+    "               \"quarantined_blocks\":N,\"quarantined_events\":N,...,\"model\":\"events\",\n"
+    "               \"index\":{...}}\n"
+    "  --help       this text\n"
+    "The output names DIR's data model (events or orders, recorded in DIR/MODEL when DIR was\n"
+    "created; a directory made before models were recorded holds events). A damaged MODEL\n"
+    "stops fsck: restore it (\"events\" or \"orders\" and a newline).\n";
 
 static void print_index_json(const struct cli_fsck_gsi_report *g)
 {
@@ -59,7 +63,22 @@ static void print_index_json(const struct cli_fsck_gsi_report *g)
            g->rebuilt ? "true" : "false", g->entries, g->covered_seq, reason);
 }
 
-static void print_json(const struct storage_fsck_report *r, bool ok,
+/* The data model DIR records, as every reader sees it: its name, or NULL when a reader cannot
+ * open DIR (a damaged MODEL: storage logged why), which is damage fsck reports. */
+static const char *model_of(const char *data)
+{
+    struct storage *st = NULL;
+    int rc = storage_open_reader(data, &st);
+    if (rc != 0) {
+        (void)cli_error("fsck", CLI_FAIL, "%s: readers cannot open it: %s", data, ds_strerror(rc));
+        return NULL;
+    }
+    const char *name = storage_model_name(storage_model(st));
+    storage_close(st);
+    return name;
+}
+
+static void print_json(const struct storage_fsck_report *r, bool ok, const char *model,
                        const struct cli_fsck_gsi_report *g)
 {
     printf("{\"ok\":%s,\"status\":\"%s\",\"damaged_blocks\":%" PRIu64
@@ -74,19 +93,25 @@ static void print_json(const struct storage_fsck_report *r, bool ok,
            r->quarantined_total, r->manifest_damaged ? "true" : "false", r->partitions, r->segments,
            r->blocks_ok, r->events_ok, r->blocks_bad, r->torn_bytes, r->orphan_segments,
            r->repaired);
+    if (model != NULL) {
+        printf(",\"model\":\"%s\"", model);
+    } else {
+        printf(",\"model\":null");
+    }
     if (g != NULL) {
         print_index_json(g);
     }
     printf("}\n");
 }
 
-static void print_text(const char *data, const struct storage_fsck_report *r, bool ok)
+static void print_text(const char *data, const struct storage_fsck_report *r, bool ok,
+                       const char *model)
 {
     printf("%s: %s: %" PRIu64 " partitions, %" PRIu64 " segments, %" PRIu64 " blocks (%" PRIu64
            " events) ok, %" PRIu64 " damaged blocks, %" PRIu64 " torn bytes, %" PRIu64
-           " orphan segments%s%s\n",
+           " orphan segments, model %s%s%s\n",
            data, ok ? "clean" : "damaged", r->partitions, r->segments, r->blocks_ok, r->events_ok,
-           r->blocks_bad, r->torn_bytes, r->orphan_segments,
+           r->blocks_bad, r->torn_bytes, r->orphan_segments, model != NULL ? model : "unknown",
            r->manifest_damaged ? ", MANIFEST damaged" : "",
            r->repaired > 0 ? " (after repair)" : "");
     if (r->quarantined_blocks > 0 || r->events_unknown_ranges > 0) {
@@ -142,11 +167,12 @@ int cmd_fsck(int argc, char **argv)
     if (gsi_rc < 0) {
         (void)cli_error("fsck", CLI_FAIL, "%s: index check failed: %s", data, ds_strerror(gsi_rc));
     }
-    bool ok = rc == 0 && gsi_rc == 0;
+    const char *model = model_of(data);
+    bool ok = rc == 0 && gsi_rc == 0 && model != NULL;
     if (json) {
-        print_json(&r, ok, gsi_rc >= 0 ? &g : NULL);
+        print_json(&r, ok, model, gsi_rc >= 0 ? &g : NULL);
     } else {
-        print_text(data, &r, rc == 0);
+        print_text(data, &r, rc == 0 && model != NULL, model);
     }
     return ok ? CLI_OK : CLI_FAIL;
 }

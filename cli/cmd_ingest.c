@@ -24,6 +24,11 @@ const char cmd_ingest_usage[] =
     "\n"
     "options:\n"
     "  --data DIR              data directory (created if missing)\n"
+    "  --model M               what a new DIR counts, recorded in DIR/MODEL: events (every\n"
+    "                          event, the default for now) or orders (one per order_id, not\n"
+    "                          implemented yet: refused, issue 14); an existing DIR keeps its\n"
+    "                          own (a different M is a usage error; directories made before\n"
+    "                          models were recorded hold events)\n"
     "  --shards N              shard count given to days seen for the first time (default 4,\n"
     "                          1..1024); days already known keep theirs (shard counts only grow)\n"
     "  --json                  print the summary as JSON: {\"accepted\":N,\"rejected\":M,...}\n"
@@ -46,6 +51,7 @@ struct ingest_args {
     uint64_t commit_interval_ms;
     uint64_t zstd_level;
     bool resume;
+    enum storage_model model;
 };
 
 static int parse_args(int argc, char **argv, struct ingest_args *a)
@@ -57,6 +63,7 @@ static int parse_args(int argc, char **argv, struct ingest_args *a)
                                             {"commit-interval-ms", required_argument, NULL, 'c'},
                                             {"zstd-level", required_argument, NULL, 'z'},
                                             {"resume", no_argument, NULL, 'r'},
+                                            {"model", required_argument, NULL, 'm'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     *a = (struct ingest_args){
@@ -74,14 +81,16 @@ static int parse_args(int argc, char **argv, struct ingest_args *a)
         case 'i': rc = storage_io_mode_parse(optarg, &a->io_mode); break;
         case 'c': rc = cli_parse_u64(optarg, 1, 60000, &a->commit_interval_ms); break;
         case 'z': rc = cli_parse_u64(optarg, 1, 19, &a->zstd_level); break;
+        case 'm': rc = storage_model_parse(optarg, &a->model); break;
         case 'h': return -1;
         default:
             return cli_error("ingest", CLI_USAGE, "unknown or incomplete option '%s'",
                              argv[optind - 1]);
         }
         if (rc != 0) {
-            return cli_error("ingest", CLI_USAGE, "bad value '%s' for %s", optarg,
-                             cli_option_name(options, c, name));
+            return cli_error("ingest", CLI_USAGE, "bad value '%s' for %s%s", optarg,
+                             cli_option_name(options, c, name),
+                             c == 'm' ? " (events or orders)" : "");
         }
     }
     if (a->data == NULL) {
@@ -93,15 +102,24 @@ static int parse_args(int argc, char **argv, struct ingest_args *a)
     if (optind < argc) {
         return cli_error("ingest", CLI_USAGE, "unexpected argument '%s'", argv[optind]);
     }
+    char why[STORAGE_MODEL_WHY_SIZE];
+    enum storage_model model = STORAGE_MODEL_RECORDED;
+    int rc = storage_model_check(a->data, a->model, &model, why, sizeof(why));
+    if (rc != 0) {
+        return cli_error("ingest", rc == -DS_EUSAGE ? CLI_USAGE : CLI_FAIL, "%s", why);
+    }
     return 0;
 }
 
 static void print_summary(const struct ingest_stats *stats, const struct storage *st, FILE *out)
 {
-    fprintf(out, "accepted %llu, rejected %llu, blank %llu, lines %llu, commits %llu (I/O %s)\n",
+    fprintf(out,
+            "accepted %llu, rejected %llu, blank %llu, lines %llu, commits %llu (I/O %s, model "
+            "%s)\n",
             (unsigned long long)stats->accepted, (unsigned long long)stats->rejected,
             (unsigned long long)stats->blank, (unsigned long long)stats->lines,
-            (unsigned long long)stats->commits, storage_io_backend(st));
+            (unsigned long long)stats->commits, storage_io_backend(st),
+            storage_model_name(storage_model(st)));
     for (int r = 1; r < INGEST_REASON_COUNT; r++) {
         if (stats->rejected_by_reason[r] > 0) {
             fprintf(out, "  rejected %-20s %llu\n", ingest_reason_name((enum ingest_reason)r),
@@ -117,6 +135,7 @@ static int run(const struct ingest_args *a, int fd)
     cfg.dir = a->data;
     cfg.io_mode = a->io_mode;
     cfg.zstd_level = (int)a->zstd_level;
+    cfg.model = a->model;
     struct storage *st = NULL;
     int rc = storage_open(&cfg, &st);
     if (rc != 0) {

@@ -31,6 +31,10 @@ const char cmd_run_usage[] =
     "  --topic T              topic to consume (default orders)\n"
     "  --group G              consumer group id (default dayshard)\n"
     "  --data DIR             data directory (created if missing; one node per directory)\n"
+    "  --model M              what a new DIR counts, recorded in DIR/MODEL: events (every\n"
+    "                         event, the default for now) or orders (one per order_id, not\n"
+    "                         implemented yet: refused, issue 14); an existing DIR keeps its\n"
+    "                         own (a different M is a usage error)\n"
     "  --shards N             shard count for days seen for the first time (default 4)\n"
     "  --shard-capacity R     adaptive sharding: a day whose write rate (Kafka message time,\n"
     "                         over the last 5 s) exceeds R events/s per shard doubles its\n"
@@ -44,7 +48,7 @@ const char cmd_run_usage[] =
     "  --dlq-topic T          also send every dead letter to topic T (keyed by partition)\n"
     "  -X key=value           a librdkafka property (SASL, TLS, ...); repeatable\n"
     "  --config FILE          Java-properties settings: kafka.* keys go to librdkafka; brokers,\n"
-    "                         topic, group, data, dlq-topic, shards, commit-interval-ms,\n"
+    "                         topic, group, data, model, dlq-topic, shards, commit-interval-ms,\n"
     "                         shard-capacity, max-shards, shardmap-topic (on|off), http,\n"
     "                         http-token, ready-max-lag, max-gsi-lag-ms, gsi (on|off),\n"
     "                         gsi-slots-log2\n"
@@ -149,6 +153,11 @@ static int set_option(struct run_args *a, const char *key, const char *value)
         a->node.max_shards = (uint32_t)n;
         return 0;
     }
+    enum storage_model model = STORAGE_MODEL_RECORDED;
+    if (strcmp(key, "model") == 0 && storage_model_parse(value, &model) == 0) {
+        a->node.model = (int)model;
+        return 0;
+    }
     if (strcmp(key, "shardmap-topic") == 0 &&
         (strcmp(value, "on") == 0 || strcmp(value, "off") == 0)) {
         a->node.no_shardmap_topic = strcmp(value, "off") == 0;
@@ -193,6 +202,7 @@ static int parse_one(int c, const char *value, void *user)
     case 'R': return set_option(a, "shard-capacity", value);
     case 'M': return set_option(a, "max-shards", value);
     case 'O': return set_option(a, "shardmap-topic", "off");
+    case 'm': return set_option(a, "model", value);
     }
     return -DS_EUSAGE;
 }
@@ -217,6 +227,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
                                             {"shard-capacity", required_argument, NULL, 'R'},
                                             {"max-shards", required_argument, NULL, 'M'},
                                             {"no-shardmap-topic", no_argument, NULL, 'O'},
+                                            {"model", required_argument, NULL, 'm'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     int next = 0;
@@ -236,6 +247,13 @@ static int parse_args(int argc, char **argv, struct run_args *a)
     if (a->node.max_shards < a->node.base_shards) {
         return cli_error("run", CLI_USAGE, "--max-shards %u is below --shards %u",
                          a->node.max_shards, a->node.base_shards);
+    }
+    char why[STORAGE_MODEL_WHY_SIZE];
+    enum storage_model model = STORAGE_MODEL_RECORDED;
+    rc = storage_model_check(a->node.data_dir, (enum storage_model)a->node.model, &model, why,
+                             sizeof(why));
+    if (rc != 0) {
+        return cli_error("run", rc == -DS_EUSAGE ? CLI_USAGE : CLI_FAIL, "%s", why);
     }
     return 0;
 }
@@ -363,6 +381,7 @@ static int prepare_data_dir(const struct ingest_node_config *node)
     struct storage_config cfg;
     storage_config_defaults(&cfg);
     cfg.dir = node->data_dir;
+    cfg.model = (enum storage_model)node->model;
     struct storage *st = NULL;
     int rc = storage_open(&cfg, &st);
     struct shard_map *map = NULL;
@@ -463,7 +482,8 @@ int cmd_run(int argc, char **argv)
     ds_log_info("node: consuming %s from %s as group %s into %s", a->node.topic, a->node.brokers,
                 a->node.group, a->node.data_dir);
     struct ingest_node_stats stats;
-    const char *data_dir = a->node.data_dir; /* argv's: outlives a */
+    char data_dir[DS_PATH_MAX]; /* for the messages below, after a is freed (a owns the path) */
+    snprintf(data_dir, sizeof(data_dir), "%s", a->node.data_dir);
     rc = ingest_node_run(&a->node, &stats, (const volatile int *)&stop_requested);
     query_http_stop(http);
     query_gsi_stop(observer->gsi);

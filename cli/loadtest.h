@@ -52,7 +52,8 @@ struct lt_config {
     uint32_t partitions; /* Kafka partitions of the embedded broker's topic */
     const char *brokers; /* NULL: the embedded broker */
     const char *out_dir;
-    const char *self; /* path of the dayshard binary for the nodes */
+    const char *self;  /* path of the dayshard binary for the nodes */
+    const char *model; /* --model given to every node ("events", "orders"), or NULL: none */
     bool no_gsi;
     bool keep_data;    /* keep each node's data directory (removed after the run otherwise) */
     bool progress_tty; /* rewrite one progress line (a terminal) instead of printing lines */

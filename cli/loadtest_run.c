@@ -169,6 +169,10 @@ static int lt_node_start(struct lt_state *s, uint32_t k)
     if (s->cfg->no_gsi) {
         argv[argc++] = "--no-gsi";
     }
+    if (s->cfg->model != NULL) {
+        argv[argc++] = "--model";
+        argv[argc++] = s->cfg->model;
+    }
     int out[2];
     if (pipe2(out, O_CLOEXEC) != 0) {
         return -errno;

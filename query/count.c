@@ -85,6 +85,7 @@ int query_count(struct storage *st, const struct shard_map *map,
                 const struct query_count_request *req, struct query_count_result *res)
 {
     memset(res, 0, sizeof(*res));
+    res->model = storage_model(st);
     uint32_t range_max = req->range_days_max != 0 ? req->range_days_max : QUERY_RANGE_DAYS_DEFAULT;
     ASSERT(range_max <= QUERY_RANGE_DAYS_MAX);
     if (req->day_first < 0 || req->day_last < req->day_first || req->day_last > DS_DAY_MAX) {

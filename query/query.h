@@ -66,6 +66,9 @@ struct query_count_result {
     /* Damaged blocks in the partitions read (storage_partition_total.damaged_blocks): non-zero
      * means the count is not backed by readable records until `dayshard fsck --repair`. */
     uint64_t damaged_blocks;
+    /* What the counts count: storage_model of the directory, rendered as "model"; RECORDED
+     * (unknown: a document of a service that did not say) is left out. */
+    enum storage_model model;
     size_t group_count;
     struct query_group_row *groups; /* owned; query_count_result_deinit frees it */
 };

@@ -108,6 +108,9 @@ int64_t query_count_json(const struct query_count_request *req,
              ",\"count\":%" PRIu64 ",\"amount_sum\":\"%s\",\"partitions\":%u,\"blocks\":%" PRIu64
              ",\"bytes\":%" PRIu64 ",\"damaged_blocks\":%" PRIu64,
              res->count, amount, res->partitions, res->blocks, res->bytes, res->damaged_blocks);
+    if (res->model != STORAGE_MODEL_RECORDED) {
+        text_put(&b, ",\"model\":\"%s\"", storage_model_name(res->model));
+    }
     if (req->by != QUERY_GROUP_NONE) {
         text_put(&b, ",\"by\":\"%s\",\"groups\":[", group_name(req->by));
         for (size_t i = 0; i < res->group_count; i++) {
@@ -189,8 +192,12 @@ void query_count_table(const struct query_count_request *req, const struct query
     if (req->has_status) {
         fprintf(out, ", status \"%.*s\"", (int)req->status_len, req->status);
     }
-    fprintf(out, ": %" PRIu64 " orders, amount %s, %u partitions read\n", res->count, amount,
+    fprintf(out, ": %" PRIu64 " orders, amount %s, %u partitions read", res->count, amount,
             res->partitions);
+    if (res->model != STORAGE_MODEL_RECORDED) {
+        fprintf(out, " (model %s)", storage_model_name(res->model));
+    }
+    fprintf(out, "\n");
     if (req->by == QUERY_GROUP_NONE) {
         return;
     }

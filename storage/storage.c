@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "storage/data_model.h"
 #include "storage/store_read.h"
 #include "storage/store_write.h"
 
@@ -59,6 +60,10 @@ int storage_config_check(const struct storage_config *cfg)
         return -DS_EUSAGE;
     }
     if (cfg->partitions_max < 1 || cfg->partitions_max > STORAGE_PARTITIONS_MAX) {
+        return -DS_EUSAGE;
+    }
+    if (cfg->model != STORAGE_MODEL_RECORDED && cfg->model != STORAGE_MODEL_EVENTS &&
+        cfg->model != STORAGE_MODEL_ORDERS) {
         return -DS_EUSAGE;
     }
     return 0;
@@ -114,6 +119,33 @@ static int reader_check_store(const struct storage *st)
     return -DS_ENOSTORE;
 }
 
+/* Settles the model of this open (storage.h, "the data model"): the directory's, checked
+ * against an explicit one, and refused for a writer as storage_model_check says (logged with
+ * the reason). With record set (a writer holding the lock), a new directory's model is
+ * recorded now, before recovery creates its MANIFEST. */
+static int model_settle(struct storage *st, const struct storage_config *cfg, bool record)
+{
+    char why[STORAGE_MODEL_WHY_SIZE];
+    struct data_model_state state;
+    enum storage_model model = STORAGE_MODEL_RECORDED;
+    int rc = data_model_read(st->dir, &state, why, sizeof(why));
+    if (rc == 0) {
+        rc = data_model_choose(st->dir, &state, cfg->model, !cfg->read_only, &model, why,
+                               sizeof(why));
+    }
+    if (rc != 0) {
+        ds_log_error("%s", why);
+        return rc;
+    }
+    if (record && data_model_must_record(&state)) {
+        rc = data_model_write(st->io, st->dir, model);
+    }
+    if (rc == 0) {
+        st->cfg.model = model;
+    }
+    return rc;
+}
+
 int storage_open(const struct storage_config *cfg, struct storage **out)
 {
     int rc = storage_config_check(cfg);
@@ -127,17 +159,26 @@ int storage_open(const struct storage_config *cfg, struct storage **out)
     }
     if (cfg->read_only) {
         rc = reader_check_store(st);
+        rc = rc == 0 ? model_settle(st, cfg, false) : rc;
         rc = rc == 0 ? io_attach(st, cfg) : rc;
         if (rc == 0) {
             rc = storage_refresh(st);
         }
     } else {
-        rc = ds_mkdir_p(st->dir);
+        /* A refused model is refused before anything is created; the second look, under the
+         * lock, is the one that records. */
+        rc = model_settle(st, cfg, false);
+        if (rc == 0) {
+            rc = ds_mkdir_p(st->dir);
+        }
         if (rc == 0) {
             rc = store_lock(st);
         }
         if (rc == 0) {
             rc = io_attach(st, cfg);
+        }
+        if (rc == 0) {
+            rc = model_settle(st, cfg, true);
         }
         if (rc == 0) {
             rc = store_write_recover(st);
@@ -171,6 +212,12 @@ const char *storage_io_backend(const struct storage *st)
 {
     /* A reader's backend serves reads only: it reports none, as it does no I/O of its own. */
     return st->io != NULL && !st->read_only ? storage_io_name(st->io) : "none";
+}
+
+enum storage_model storage_model(const struct storage *st)
+{
+    ASSERT(st->cfg.model != STORAGE_MODEL_RECORDED);
+    return st->cfg.model;
 }
 
 /* ---- writing ------------------------------------------------------------------------------- */

@@ -99,6 +99,44 @@ DS_MUST_USE int storage_io_mode_parse(const char *text, enum storage_io_mode *mo
 /* "uring" or "sync": what a backend is. */
 const char *storage_io_name(const struct storage_io *io);
 
+/* ---- the data model ------------------------------------------------------------------------ */
+
+/* What a data directory counts (DESIGN.md section 2): chosen when the directory is created,
+ * recorded in DIR/MODEL (written and synced before the MANIFEST exists, so a directory holding
+ * data always has its record), and never changed. A directory made before models were recorded
+ * has no MODEL and holds events: it reads as STORAGE_MODEL_EVENTS. */
+enum storage_model {
+    STORAGE_MODEL_RECORDED = 0, /* config only: what the directory records (a writer creating
+                                   one gives it STORAGE_MODEL_NEW_DEFAULT) */
+    STORAGE_MODEL_EVENTS,       /* every event counts: streams of facts such as clicks */
+    STORAGE_MODEL_ORDERS,       /* one order per order_id, its latest version (issue 14) */
+};
+
+/* The one switch of issue 14's first slice: until the orders core exists, no writer may store
+ * events into a directory that says it counts orders (they would be counted as events, silently
+ * wrong), so writers refuse the orders model and a new directory gets events. The orders core
+ * flips it to 1 (and the tests that assert the refusal with it). */
+#define STORAGE_ORDERS_WRITABLE 0
+#define STORAGE_MODEL_NEW_DEFAULT                                                                  \
+    (STORAGE_ORDERS_WRITABLE ? STORAGE_MODEL_ORDERS : STORAGE_MODEL_EVENTS)
+#define STORAGE_ORDERS_REFUSAL                                                                     \
+    "the orders model is not implemented yet (issue 14): use --model events"
+/* Room for the reason storage_model_check gives (a path and two model names). */
+#define STORAGE_MODEL_WHY_SIZE (DS_PATH_MAX + 256)
+
+/* Parses "orders" or "events" (a --model value); returns 0 or -DS_EUSAGE. */
+DS_MUST_USE int storage_model_parse(const char *text, enum storage_model *out);
+/* "orders", "events", or "recorded" (STORAGE_MODEL_RECORDED). */
+const char *storage_model_name(enum storage_model model);
+/* For a writer's command line, before it opens dir: the model an open with wanted would get,
+ * or why it is refused, with the same rules as storage_open. Returns 0 (*model set, why
+ * untouched), -DS_EUSAGE (dir records another model than wanted, both named; or the orders model
+ * while STORAGE_ORDERS_WRITABLE is 0), or -DS_ECORRUPT / a negated errno (DIR/MODEL unreadable,
+ * -ENAMETOOLONG for a path storage_open would refuse);
+ * every failure writes a one-line reason to why (why_size >= STORAGE_MODEL_WHY_SIZE). */
+DS_MUST_USE int storage_model_check(const char *dir, enum storage_model wanted,
+                                    enum storage_model *model, char *why, size_t why_size);
+
 /* ---- opening ------------------------------------------------------------------------------- */
 
 struct storage_config {
@@ -111,6 +149,9 @@ struct storage_config {
     uint64_t open_bytes_max;      /* memory of all open blocks */
     int zstd_level;               /* 1..19 */
     uint32_t partitions_max;      /* partitions tracked (<= STORAGE_PARTITIONS_MAX) */
+    /* The data model: RECORDED (the default) takes the directory's; an explicit one must match
+     * it (-DS_EUSAGE otherwise) and is the model a writer records when it creates dir. */
+    enum storage_model model;
 };
 
 void storage_config_defaults(struct storage_config *cfg);
@@ -119,8 +160,11 @@ DS_MUST_USE int storage_config_check(const struct storage_config *cfg);
 struct storage;
 
 /* Opens a data directory. A writer takes an exclusive lock (-DS_ELOCKED if another writer has
- * it), replays the manifest and cuts every segment back to its committed end. Returns 0,
- * -DS_ECORRUPT (manifest damaged before its tail), -DS_EFORMAT, or a negated errno. */
+ * it), records the model of a directory it creates, replays the manifest and cuts every segment
+ * back to its committed end. Returns 0, -DS_EUSAGE (a bad config, or a model refused as
+ * storage_model_check says, logged with its reason, before anything is created), -DS_ECORRUPT
+ * (manifest damaged before its tail, or DIR/MODEL unreadable), -DS_EFORMAT, or a negated
+ * errno. */
 DS_MUST_USE int storage_open(const struct storage_config *cfg, struct storage **out);
 /* Opens dir read-only as every reader does (`count --data`, the query service, the index
  * builder, the demo): the defaults, and room for as many partitions as any writer may have
@@ -129,6 +173,8 @@ DS_MUST_USE int storage_open_reader(const char *dir, struct storage **out);
 /* Closes without committing: appends since the last commit are dropped, as in a crash. */
 void storage_close(struct storage *st);
 const char *storage_io_backend(const struct storage *st);
+/* The data model of the open directory (never STORAGE_MODEL_RECORDED). */
+enum storage_model storage_model(const struct storage *st);
 
 /* ---- writing ------------------------------------------------------------------------------- */
 

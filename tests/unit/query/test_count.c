@@ -168,13 +168,15 @@ static void test_count_contract_example_busy_day(void **state)
         assert_int_equal(res.groups[k].count, per_shard[k]);
         assert_amount(res.groups[k].amount_units, amounts[k]);
     }
-    /* The whole document, bytes included (the only figure the test does not choose). */
+    /* The whole document, bytes included (the only figure the test does not choose), and the
+     * directory's model (events: the fixture's store was created with the default). */
+    assert_int_equal(res.model, STORAGE_MODEL_EVENTS);
     char *json = render(&req, &res);
     char want[1024];
     snprintf(want, sizeof(want),
              "{\"day\":\"2026-01-21\",\"to\":\"2026-01-21\",\"status\":null,\"count\":4,"
              "\"amount_sum\":\"133.7400\",\"partitions\":3,\"blocks\":3,\"bytes\":%llu,"
-             "\"damaged_blocks\":0,\"by\":\"shard\",\"groups\":["
+             "\"damaged_blocks\":0,\"model\":\"events\",\"by\":\"shard\",\"groups\":["
              "{\"key\":0,\"day\":\"2026-01-21\",\"partition\":\"DAY#2026-01-21#0\",\"count\":1,"
              "\"amount_sum\":\"100.0000\"},"
              "{\"key\":1,\"day\":\"2026-01-21\",\"partition\":\"DAY#2026-01-21#1\",\"count\":2,"

@@ -67,26 +67,16 @@ struct fsck_gsi_compare {
     char problem[160]; /* a cursor that disagrees with the base; "" when none */
 };
 
-static uint64_t fsck_gsi_mix(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    return x;
-}
-
 static uint64_t fsck_gsi_id_hash(uint64_t h, const struct ds_id *id)
 {
     if (!id->is_string) {
-        return fsck_gsi_mix(h ^ fsck_gsi_mix((uint64_t)id->value));
+        return ds_mix64(h ^ ds_mix64((uint64_t)id->value));
     }
     h ^= 0x9e3779b97f4a7c15ull + id->len;
     for (size_t i = 0; i < id->len; i++) {
         h = (h ^ (uint8_t)id->text[i]) * 0x100000001b3ull;
     }
-    return fsck_gsi_mix(h);
+    return ds_mix64(h);
 }
 
 /* The key of an entry or event: customer, ts, order id. */
@@ -94,7 +84,7 @@ static uint64_t fsck_gsi_key_hash(const struct ds_id *customer, int64_t ts_ms,
                                   const struct ds_id *order)
 {
     uint64_t h = fsck_gsi_id_hash(0x5ca1ab1e, customer);
-    h = fsck_gsi_mix(h ^ (uint64_t)ts_ms);
+    h = ds_mix64(h ^ (uint64_t)ts_ms);
     return fsck_gsi_id_hash(h, order);
 }
 

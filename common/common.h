@@ -87,6 +87,14 @@ uint64_t ds_clock_ns(void);
 /* Milliseconds since the Unix epoch from CLOCK_REALTIME. */
 int64_t ds_clock_realtime_ms(void);
 
+/* splitmix64's finaliser, for hashing: every input bit moves about half the output bits. */
+static inline uint64_t ds_mix64(uint64_t x)
+{
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
 /* Days since 1970-01-01 of a proleptic Gregorian date; the date must be valid. */
 int32_t ds_days_from_civil(int32_t year, uint32_t month, uint32_t day);
 /* The inverse of ds_days_from_civil. */

@@ -211,28 +211,18 @@ static void gsi_u64_put(uint8_t *dst, uint64_t v)
     memcpy(dst, &v, sizeof(v));
 }
 
-static uint64_t gsi_mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    return x;
-}
-
 /* The customer's tag: a hash of kind and id, never 0. */
 static uint64_t gsi_tag(const struct ds_id *customer)
 {
     uint64_t h;
     if (!customer->is_string) {
-        h = gsi_mix64((uint64_t)customer->value);
+        h = ds_mix64((uint64_t)customer->value);
     } else {
         h = 0xcbf29ce484222325ull;
         for (size_t i = 0; i < customer->len; i++) {
             h = (h ^ (uint8_t)customer->text[i]) * 0x100000001b3ull;
         }
-        h = gsi_mix64(h ^ 0x9e3779b97f4a7c15ull);
+        h = ds_mix64(h ^ 0x9e3779b97f4a7c15ull);
     }
     return h != 0 ? h : 1;
 }

@@ -322,22 +322,14 @@ static uint32_t heat_partition_key(int32_t day, uint32_t shard)
 
 /* ---- customers: Space-Saving with decay ---------------------------------------------------- */
 
-/* splitmix64's finaliser: every input bit moves about half the output bits. */
-static uint64_t heat_mix64(uint64_t x)
-{
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 static uint64_t heat_id_hash(const struct ds_id *id)
 {
     if (id->is_string) {
         ASSERT(id->len >= 1);
         ASSERT(id->len <= DS_ID_BYTES_MAX);
-        return heat_mix64(shard_fnv1a64(id->text, id->len));
+        return ds_mix64(shard_fnv1a64(id->text, id->len));
     }
-    return heat_mix64((uint64_t)id->value);
+    return ds_mix64((uint64_t)id->value);
 }
 
 static bool heat_id_equal(const struct ds_id *a, const struct ds_id *b)

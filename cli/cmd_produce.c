@@ -67,8 +67,8 @@ const char cmd_produce_usage[] =
     "  --updates F            share of events that are a new version of an earlier order, some\n"
     "                         with \"version\" (default 0; see `dayshard generate --help`)\n"
     "  --duplicates F         share of events that repeat a recent one, a producer's retry\n"
-    "                         (default 0); `generate --items` is not offered here: the line\n"
-    "                         sent is the event's canonical JSON, which carries no items\n"
+    "                         (default 0)\n"
+    "  --items F              share of new orders with an \"items\" array (default 0)\n"
     "\n"
     "On a terminal a progress line is shown on stderr. Exit status: 0 when every event sent was\n"
     "acknowledged, 1 otherwise (with the reason), 2 on a usage error. SIGINT or SIGTERM stops\n"
@@ -139,11 +139,12 @@ static int parse_args(int argc, char **argv, struct produce_args *a,
                                             {"busy-fraction", required_argument, NULL, 'b'},
                                             {"updates", required_argument, NULL, 'U'},
                                             {"duplicates", required_argument, NULL, 'P'},
+                                            {"items", required_argument, NULL, 'I'},
                                             {"key", required_argument, NULL, 'k'},
                                             {"shards", required_argument, NULL, 'S'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    static const char generator_options[] = "npsfDcbUP";
+    static const char generator_options[] = "npsfDcbUPI";
     int c;
     int index = -1;
     opterr = 0;

@@ -2,8 +2,7 @@
  * The generator options shared by `dayshard generate` and `dayshard produce` (--events,
  * --profile, --seed, --first-day, --days, --customers, --busy-fraction, and --rate, which is the
  * schedule's rate for `generate` and also the pacing for `produce`; --updates, --duplicates and
- * --items, which `generate` offers and `produce` does not yet, see cmd_produce.c), parsed in one
- * place so the commands cannot drift apart.
+ * --items), parsed in one place so the commands cannot drift apart.
  */
 #include <stdlib.h>
 #include <string.h>

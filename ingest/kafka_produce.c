@@ -122,7 +122,7 @@ struct produce {
     uint64_t progress_ns;
     uint64_t progress_acked;
     bool progress_shown;
-    char json[INGEST_JSON_LINE_BYTES_MAX];
+    char json[INGEST_WORKLOAD_LINE_BYTES_MAX]; /* a generated line, items included */
     char key[INGEST_PRODUCE_KEY_BYTES_MAX];
 };
 
@@ -350,7 +350,7 @@ static int produce_next_generated(struct produce *p, struct produce_message *m)
     if (!ingest_workload_next(p->workload, &event)) {
         return 0;
     }
-    int n = ingest_event_format_json(&event, p->json, sizeof(p->json));
+    int n = ingest_workload_line(p->workload, p->json, sizeof(p->json));
     ASSERT(n > 0);
     *m = (struct produce_message){.value = p->json, .value_len = (size_t)n};
     produce_key_set(p, &event, m);

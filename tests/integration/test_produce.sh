@@ -101,6 +101,16 @@ cmp -s "$WORK/gen.sorted" "$WORK/py1.sorted" && ok ||
   fail "kafka-python: messages differ from generate ($(wc -l <"$WORK/py1.sorted") lines read)"
 expect_eq "kafka-python keys are order ids" 0 "$("$PY" "$WORK/check_keys.py" <"$WORK/py1.txt")"
 
+# An order stream (issue 14): updates, duplicates and items arrive as `generate` prints them.
+order_flags=(--events 3000 --seed 5 --updates 0.3 --duplicates 0.05 --items 0.2)
+expect_exit "produce an order stream" 0 produce_to order-stream "${order_flags[@]}" --json
+"$DAYSHARD" generate "${order_flags[@]}" | LC_ALL=C sort >"$WORK/orders.sorted"
+consume_kcat order-stream | values >"$WORK/orders.kcat"
+cmp -s "$WORK/orders.sorted" "$WORK/orders.kcat" && ok ||
+  fail "order stream: messages differ from generate ($(wc -l <"$WORK/orders.kcat") lines read)"
+grep -q '"items":' "$WORK/orders.kcat" && grep -q '"version":' "$WORK/orders.kcat" && ok ||
+  fail "order stream: no items or no versions sent"
+
 # A file and stdin: every non-blank line is sent verbatim, blank lines skipped. A bad event is
 # keyed by its order_id when that is its first member and valid (file-bad-2), else unkeyed.
 printf '%s\n' 'not json at all' '{"customer_id": 5, "order_id": "file-bad-1"}' \

@@ -82,7 +82,8 @@ struct node {
     rd_kafka_t *positions; /* commits to the positions group (file comment); never subscribes */
     struct storage *st;
     struct shard_map *map;
-    struct node_heat *heat; /* consumer thread only */
+    struct node_heat *heat;        /* consumer thread only */
+    struct ingest_decoder decoder; /* consumer thread: the items of the event being added */
     struct stage stage;
     bool stage_running;
     char deadletters[DS_PATH_MAX];
@@ -477,7 +478,7 @@ static int take_message(struct node *n, const rd_kafka_message_t *m, int64_t now
     const char *payload = m->payload != NULL ? m->payload : "";
     struct ds_event event;
     struct ingest_error error;
-    if (ingest_decode(payload, m->len, &event, &error) != 0) {
+    if (ingest_decoder_decode(&n->decoder, payload, m->len, &event, &error) != 0) {
         return stage_add_reject(&n->stage, &error, &source, payload, m->len);
     }
     int32_t day = 0;

@@ -25,7 +25,8 @@ struct pipeline {
     const struct ingest_file_config *cfg;
     struct ingest_stats *stats;
     struct stage stage;
-    int64_t first_line; /* lines numbered below it are durable already (cfg->resume) */
+    int64_t first_line;            /* lines numbered below it are durable already (cfg->resume) */
+    struct ingest_decoder decoder; /* the reader thread's: the items of the event being added */
 };
 
 void ingest_file_config_defaults(struct ingest_file_config *cfg)
@@ -78,7 +79,7 @@ static int process_line(struct pipeline *pl, const char *line, size_t len, int64
     struct ds_source source = {.partition = DS_SOURCE_FILE, .offset = number};
     struct ds_event event;
     struct ingest_error error;
-    if (ingest_decode(line, len, &event, &error) != 0) {
+    if (ingest_decoder_decode(&pl->decoder, line, len, &event, &error) != 0) {
         return stage_add_reject(&pl->stage, &error, &source, line, len);
     }
     int32_t day = 0;

@@ -242,7 +242,7 @@ static void *writer_main(void *arg)
             rc = writer_apply(s, b);
             pending += b->count;
         }
-        b->count = b->reject_count = b->raw_used = 0;
+        b->count = b->reject_count = b->raw_used = b->basket_used = 0;
         b->kind = STAGE_DATA;
         int pushed = ds_ring_push(&s->free, b);
         ASSERT(pushed == 0);
@@ -294,11 +294,23 @@ int stage_add_event(struct stage *s, const struct ds_event *event, int32_t day, 
                     const struct ds_source *source)
 {
     struct stage_batch *b = s->current;
+    if (b->basket_used + event->items_bytes > STAGE_ITEMS_BYTES) {
+        int rc = hand_over(s, STAGE_DATA);
+        if (rc != 0) {
+            return rc;
+        }
+        b = s->current;
+    }
     if (b->count == 0 && b->reject_count == 0) {
         b->first_ns = ds_clock_ns();
     }
     struct stage_event *e = &b->items[b->count++];
     e->event = *event;
+    if (event->items_bytes > 0) {
+        memcpy(b->basket + b->basket_used, event->items, event->items_bytes);
+        e->event.items = b->basket + b->basket_used;
+        b->basket_used += event->items_bytes;
+    }
     e->day = day;
     e->shard = shard;
     e->source = *source;

@@ -25,6 +25,9 @@
 /* Raw bytes of dead letters one batch can carry: four maximal events. */
 #define STAGE_RAW_BYTES (4u * INGEST_EVENT_BYTES_MAX)
 #define STAGE_REJECTS_MAX 1024u
+/* Canonical items (ds_event.items) one batch carries: 37 events of the largest size, thousands
+ * of typical ones; a batch is handed over early rather than overflow it. */
+#define STAGE_ITEMS_BYTES (256u * 1024u)
 /* A dead-letter record: the raw bytes and the source name escaped (at most 6 bytes each, as
  * \u00XX) plus the other fields. */
 #define STAGE_RECORD_BYTES (6u * (INGEST_EVENT_BYTES_MAX + DS_PATH_MAX) + 512u)
@@ -57,6 +60,8 @@ struct stage_batch {
     struct stage_event items[INGEST_BATCH_EVENTS];
     struct stage_reject rejects[STAGE_REJECTS_MAX];
     char raw[STAGE_RAW_BYTES];
+    uint32_t basket_used;
+    uint8_t basket[STAGE_ITEMS_BYTES]; /* the events' canonical items (event.items points here) */
 };
 
 /* Runs on the writer thread after every successful storage commit. */
@@ -102,7 +107,8 @@ struct stage {
 /* Opens the dead-letter file (cut back to the storage's committed dead-letter length), starts
  * the writer thread. Returns 0 or a negated errno. */
 DS_MUST_USE int stage_start(struct stage *s, const struct stage_config *cfg);
-/* Source thread: room for one more event in the current batch (handing the full one over). */
+/* Source thread: room for one more event in the current batch (handing the full one over);
+ * its items (borrowed) are copied into the batch. */
 DS_MUST_USE int stage_add_event(struct stage *s, const struct ds_event *event, int32_t day,
                                 uint32_t shard, const struct ds_source *source);
 /* Source thread: a bad event for the dead-letter file; its source offset advances with the

@@ -1,0 +1,691 @@
+/*
+ * The orders-by-id store (ids.h): an append-only log of order records and an in-memory keydir.
+ *
+ * Log record, little-endian, 4-byte aligned (the zero padding is not counted in length):
+ *   0 u32 CRC32C of bytes 4..length      4 u32 length (header and variable part)
+ *   8 u8 flags (IDS_FLAG_*)  9 u8 order id length  10 u8 customer id length  11 u8 status length
+ *  12 u16 items bytes  14 u16 zero  16 i64 order id value  24 i64 version  32 i64 ts_ms
+ *  40 i32 day  44 u32 shard  48 i64 amount units  56 i64 customer id value  64 u32 versions seen
+ *  68 u32 zero  72 order id text, customer id text, status, items (canonical bytes)
+ * Every record is checked (CRC, lengths, ranges) when it is encoded and again each time it is
+ * read back; a record below the committed length that fails is corruption, never skipped.
+ *
+ * Keydir: open addressing with linear probing over 2^k slots of 8 bytes, the slot being
+ * (28 high bits of the id's hash << 36) | (offset / 4 + 1); 0 is empty. The home slot is the top
+ * k bits of the hash (k <= 28), so doubling recomputes every home from the slot alone, without
+ * reading the log. A probe stops at the first empty slot: a miss touches a cache line or two and
+ * does no I/O; a hash match reads the record and compares the id, so two ids sharing 28 bits are
+ * told apart by the log. The table doubles past 3/4 load: 8 / load bytes per order, 10.7 to 21.3.
+ *
+ * Invariants: the log's bytes [0, committed) are records whose last one per id is what the
+ * keydir points at; bytes [committed, committed + pending) live in the pending buffer until
+ * ids_committed, and the keydir may point into them; nothing is queued while puts are allowed.
+ *
+ * Rejected: 16-byte slots holding the full 64-bit hash (no log read on a 28-bit collision, but
+ * 21 to 43 bytes per order, over the 24-byte budget), and a keydir of the ids themselves (up to
+ * 72 bytes per order; the lookup that hits reads the record anyway, for its version).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "shard/shard.h"
+#include "storage/ids.h"
+
+#define IDS_FLAG_ID_STRING 1u
+#define IDS_FLAG_HAS_VERSION 2u
+#define IDS_FLAG_CUSTOMER_STRING 4u
+#define IDS_FLAGS_ALL 7u
+
+#define IDS_HASH_BITS 28u
+#define IDS_OFFSET_BITS 36u
+#define IDS_OFFSET_MASK ((1ull << IDS_OFFSET_BITS) - 1)
+#define IDS_SLOTS_SHIFT_MIN 10u
+#define IDS_SLOTS_SHIFT_MAX 28u
+/* A first read of a record: the header, both ids and the status fit, and most items. */
+#define IDS_READ_FIRST_BYTES 512u
+/* The replay buffer: sequential reads of the log in chunks of this size. */
+#define IDS_REPLAY_BYTES (1u << 20)
+
+static_assert(IDS_HASH_BITS + IDS_OFFSET_BITS == 64, "a slot is one u64");
+static_assert(IDS_SLOTS_MAX == 1ull << IDS_SLOTS_SHIFT_MAX, "slot limit matches the hash bits");
+static_assert(IDS_SLOTS_SHIFT_MAX <= IDS_HASH_BITS, "homes are recomputed from stored bits");
+static_assert(IDS_REPLAY_BYTES >= IDS_RECORD_BYTES_MAX, "a record fits the replay buffer");
+static_assert(IDS_PENDING_BYTES_MAX >= IDS_RECORD_BYTES_MAX, "a record fits the pending buffer");
+
+struct ids {
+    struct storage_io *io;
+    int fd; /* -1: a reader of a log not created yet */
+    bool read_only;
+    bool queued; /* ids_queue ran; ids_committed not yet */
+    char path[DS_PATH_MAX];
+    uint64_t *slots;
+    uint32_t slots_shift; /* 2^slots_shift slots */
+    uint64_t count;       /* occupied slots = distinct orders */
+    uint64_t committed_bytes;
+    uint8_t *pending; /* records at [committed_bytes, committed_bytes + pending_bytes) */
+    size_t pending_bytes;
+    size_t pending_capacity;
+    uint8_t scratch[IDS_RECORD_BYTES_MAX]; /* the record a put compares against */
+};
+
+/* ---- encoding ------------------------------------------------------------------------------ */
+
+static void put_u16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (unsigned i = 0; i < 4; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    for (unsigned i = 0; i < 8; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static uint16_t get_u16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (unsigned i = 0; i < 4; i++) {
+        v |= (uint32_t)p[i] << (8 * i);
+    }
+    return v;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 8; i++) {
+        v |= (uint64_t)p[i] << (8 * i);
+    }
+    return v;
+}
+
+static size_t align4(size_t n)
+{
+    return (n + 3u) & ~(size_t)3u;
+}
+
+static bool id_valid(const struct ds_id *id)
+{
+    if (id->is_string) {
+        return id->len >= 1 && id->len <= DS_ID_BYTES_MAX && id->value == 0;
+    }
+    return id->len == 0 && id->value >= 1;
+}
+
+static bool id_equal(const struct ds_id *a, const struct ds_id *b)
+{
+    if (a->is_string != b->is_string) {
+        return false;
+    }
+    if (!a->is_string) {
+        return a->value == b->value;
+    }
+    return a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
+}
+
+/* The hash of an id: integers through splitmix's finaliser, strings through FNV-1a (the
+ * routing hash) and the same finaliser, so the high bits the keydir keeps are well mixed. */
+static uint64_t id_hash(const struct ds_id *id)
+{
+    if (!id->is_string) {
+        return ds_mix64((uint64_t)id->value);
+    }
+    return ds_mix64(shard_fnv1a64(id->text, id->len) ^ 0x9e3779b97f4a7c15ull);
+}
+
+static bool record_valid(const struct ids_record *rec)
+{
+    bool customer_ok = rec->customer_id.is_string
+                           ? rec->customer_id.len >= 1 && rec->customer_id.len <= DS_ID_BYTES_MAX
+                           : rec->customer_id.len == 0;
+    return id_valid(&rec->order_id) && customer_ok && rec->version >= 0 &&
+           (rec->has_version || rec->version == 0) && rec->day >= 0 && rec->day <= DS_DAY_MAX &&
+           rec->status_len <= DS_STATUS_BYTES_MAX && rec->items_bytes <= DS_ITEMS_BYTES_MAX &&
+           (rec->items_bytes == 0) == (rec->items == NULL);
+}
+
+static size_t record_length(const struct ids_record *rec)
+{
+    return IDS_RECORD_HEADER_BYTES + rec->order_id.len + rec->customer_id.len + rec->status_len +
+           rec->items_bytes;
+}
+
+/* Encodes rec (valid) into dst, zero padding included; returns the padded size. */
+static size_t record_encode(const struct ids_record *rec, uint8_t *dst)
+{
+    size_t length = record_length(rec);
+    size_t padded = align4(length);
+    ASSERT(padded <= IDS_RECORD_BYTES_MAX);
+    memset(dst, 0, padded);
+    put_u32(dst + 4, (uint32_t)length);
+    dst[8] = (uint8_t)((rec->order_id.is_string ? IDS_FLAG_ID_STRING : 0u) |
+                       (rec->has_version ? IDS_FLAG_HAS_VERSION : 0u) |
+                       (rec->customer_id.is_string ? IDS_FLAG_CUSTOMER_STRING : 0u));
+    dst[9] = rec->order_id.len;
+    dst[10] = rec->customer_id.len;
+    dst[11] = rec->status_len;
+    put_u16(dst + 12, rec->items_bytes);
+    put_u64(dst + 16, (uint64_t)rec->order_id.value);
+    put_u64(dst + 24, (uint64_t)rec->version);
+    put_u64(dst + 32, (uint64_t)rec->ts_ms);
+    put_u32(dst + 40, (uint32_t)rec->day);
+    put_u32(dst + 44, rec->shard);
+    put_u64(dst + 48, (uint64_t)rec->amount_units);
+    put_u64(dst + 56, (uint64_t)rec->customer_id.value);
+    put_u32(dst + 64, rec->versions_seen);
+    uint8_t *p = dst + IDS_RECORD_HEADER_BYTES;
+    memcpy(p, rec->order_id.text, rec->order_id.len);
+    p += rec->order_id.len;
+    memcpy(p, rec->customer_id.text, rec->customer_id.len);
+    p += rec->customer_id.len;
+    memcpy(p, rec->status, rec->status_len);
+    p += rec->status_len;
+    if (rec->items_bytes > 0) {
+        memcpy(p, rec->items, rec->items_bytes);
+    }
+    put_u32(dst, ds_crc32c(0, dst + 4, length - 4));
+    return padded;
+}
+
+/* The record length a header announces, or 0 when it cannot be one (avail bytes at src). */
+static size_t record_announced(const uint8_t *src, size_t avail)
+{
+    if (avail < 8) {
+        return 0;
+    }
+    size_t length = get_u32(src + 4);
+    if (length < IDS_RECORD_HEADER_BYTES || align4(length) > IDS_RECORD_BYTES_MAX) {
+        return 0;
+    }
+    return length;
+}
+
+static void decode_id(struct ds_id *id, bool is_string, uint8_t len, uint64_t value,
+                      const uint8_t *text)
+{
+    memset(id, 0, sizeof(*id));
+    id->is_string = is_string;
+    id->len = len;
+    id->value = (int64_t)value;
+    memcpy(id->text, text, len);
+}
+
+/* Decodes and checks the record at src (avail bytes, at least its announced length); out->items
+ * points into src. Returns 0 or -DS_ECORRUPT. */
+static int record_decode(const uint8_t *src, size_t avail, struct ids_record *out)
+{
+    size_t length = record_announced(src, avail);
+    if (length == 0 || length > avail || get_u32(src) != ds_crc32c(0, src + 4, length - 4)) {
+        return -DS_ECORRUPT;
+    }
+    uint8_t flags = src[8];
+    struct ids_record rec = {0};
+    rec.status_len = src[11];
+    rec.items_bytes = get_u16(src + 12);
+    if ((flags & ~IDS_FLAGS_ALL) != 0 || get_u16(src + 14) != 0 || get_u32(src + 68) != 0 ||
+        length != record_length(&(struct ids_record){.order_id.len = src[9],
+                                                     .customer_id.len = src[10],
+                                                     .status_len = rec.status_len,
+                                                     .items_bytes = rec.items_bytes})) {
+        return -DS_ECORRUPT;
+    }
+    const uint8_t *p = src + IDS_RECORD_HEADER_BYTES;
+    decode_id(&rec.order_id, flags & IDS_FLAG_ID_STRING, src[9], get_u64(src + 16), p);
+    p += src[9];
+    decode_id(&rec.customer_id, flags & IDS_FLAG_CUSTOMER_STRING, src[10], get_u64(src + 56), p);
+    p += src[10];
+    rec.has_version = flags & IDS_FLAG_HAS_VERSION;
+    rec.version = (int64_t)get_u64(src + 24);
+    rec.ts_ms = (int64_t)get_u64(src + 32);
+    rec.day = (int32_t)get_u32(src + 40);
+    rec.shard = get_u32(src + 44);
+    rec.amount_units = (int64_t)get_u64(src + 48);
+    rec.versions_seen = get_u32(src + 64);
+    memcpy(rec.status, p, rec.status_len);
+    p += rec.status_len;
+    rec.items = rec.items_bytes > 0 ? p : NULL;
+    if (!record_valid(&rec)) {
+        return -DS_ECORRUPT;
+    }
+    *out = rec;
+    return 0;
+}
+
+/* ---- reading records back ------------------------------------------------------------------ */
+
+/* Reads and checks the record at offset into dst (capacity >= IDS_RECORD_BYTES_MAX). */
+static int ids_read_record(struct ids *ids, uint64_t offset, uint8_t *dst, struct ids_record *out)
+{
+    uint64_t end = ids->committed_bytes + ids->pending_bytes;
+    ASSERT(offset % 4 == 0);
+    ASSERT(offset < end);
+    if (offset >= ids->committed_bytes) {
+        size_t at = (size_t)(offset - ids->committed_bytes);
+        size_t avail = ids->pending_bytes - at;
+        avail = avail < IDS_RECORD_BYTES_MAX ? avail : IDS_RECORD_BYTES_MAX;
+        memcpy(dst, ids->pending + at, avail);
+        return record_decode(dst, avail, out);
+    }
+    uint64_t avail64 = ids->committed_bytes - offset;
+    size_t want = avail64 < IDS_READ_FIRST_BYTES ? (size_t)avail64 : IDS_READ_FIRST_BYTES;
+    ssize_t got = ids->io->ops->read(ids->io, ids->fd, dst, want, offset);
+    if (got >= 0 && (size_t)got == want) {
+        size_t length = record_announced(dst, want);
+        if (length > want && length <= avail64) {
+            size_t rest = length - want;
+            ssize_t more = ids->io->ops->read(ids->io, ids->fd, dst + want, rest, offset + want);
+            got = more < 0 ? more : (size_t)more == rest ? got + more : -DS_ECORRUPT;
+            want = length;
+        }
+    }
+    int rc = got < 0 ? (int)got : (size_t)got < want ? -DS_ECORRUPT : 0;
+    rc = rc == 0 ? record_decode(dst, (size_t)got, out) : rc;
+    if (rc < 0) {
+        ds_log_error("%s: record at offset %llu: %s", ids->path, (unsigned long long)offset,
+                     ds_strerror(rc));
+    }
+    return rc;
+}
+
+/* ---- the keydir ---------------------------------------------------------------------------- */
+
+static uint64_t slot_make(uint64_t hash, uint64_t offset)
+{
+    return (hash >> IDS_OFFSET_BITS << IDS_OFFSET_BITS) | (offset / 4 + 1);
+}
+
+static uint64_t slot_offset(uint64_t slot)
+{
+    return ((slot & IDS_OFFSET_MASK) - 1) * 4;
+}
+
+static uint64_t slot_home(uint64_t slot_or_hash, uint32_t shift)
+{
+    return slot_or_hash >> (64 - shift);
+}
+
+/* Finds id: *index gets its slot (0 returned) or the empty slot ending the probe (-ENOENT). */
+static int keydir_find(struct ids *ids, const struct ds_id *id, uint64_t hash, uint8_t *buf,
+                       struct ids_record *rec, uint64_t *index)
+{
+    uint64_t mask = (1ull << ids->slots_shift) - 1;
+    uint64_t tag = hash >> IDS_OFFSET_BITS;
+    for (uint64_t i = slot_home(hash, ids->slots_shift), probes = 0;; i = (i + 1) & mask) {
+        ASSERT(probes++ <= mask);
+        uint64_t slot = ids->slots[i];
+        if (slot == 0) {
+            *index = i;
+            return -ENOENT;
+        }
+        if (slot >> IDS_OFFSET_BITS != tag) {
+            continue;
+        }
+        int rc = ids_read_record(ids, slot_offset(slot), buf, rec);
+        if (rc < 0) {
+            return rc;
+        }
+        if (id_equal(&rec->order_id, id)) {
+            *index = i;
+            return 0;
+        }
+    }
+}
+
+/* Doubles the table (refusing past IDS_SLOTS_MAX): every home is the top bits of the slot. */
+static int keydir_grow(struct ids *ids)
+{
+    uint32_t shift = ids->slots_shift + 1;
+    if (shift > IDS_SLOTS_SHIFT_MAX) {
+        ds_log_error("%s: more than %llu orders", ids->path, (unsigned long long)IDS_ORDERS_MAX);
+        return -DS_ELIMIT;
+    }
+    uint64_t *slots = calloc(1ull << shift, sizeof(*slots));
+    if (slots == NULL) {
+        return -ENOMEM;
+    }
+    uint64_t mask = (1ull << shift) - 1;
+    uint64_t moved = 0;
+    for (uint64_t i = 0; i < 1ull << ids->slots_shift; i++) {
+        uint64_t slot = ids->slots[i];
+        if (slot == 0) {
+            continue;
+        }
+        uint64_t j = slot_home(slot, shift);
+        while (slots[j] != 0) {
+            j = (j + 1) & mask;
+        }
+        slots[j] = slot;
+        moved++;
+    }
+    ASSERT(moved == ids->count);
+    free(ids->slots);
+    ids->slots = slots;
+    ids->slots_shift = shift;
+    return 0;
+}
+
+/* Points the keydir at the record of id at offset, growing it for a new id first. */
+static int keydir_set(struct ids *ids, const struct ds_id *id, uint64_t offset)
+{
+    uint64_t hash = id_hash(id);
+    struct ids_record old;
+    uint64_t index = 0;
+    int rc = keydir_find(ids, id, hash, ids->scratch, &old, &index);
+    if (rc == -ENOENT && (ids->count + 1) * 4 > (3ull << ids->slots_shift)) {
+        rc = keydir_grow(ids);
+        rc = rc == 0 ? keydir_find(ids, id, hash, ids->scratch, &old, &index) : rc;
+        ASSERT(rc != 0);
+    }
+    if (rc == -ENOENT) {
+        ids->count++;
+    } else if (rc < 0) {
+        return rc;
+    }
+    ids->slots[index] = slot_make(hash, offset);
+    return 0;
+}
+
+/* ---- opening and replay -------------------------------------------------------------------- */
+
+/* Replays the records in [ids->committed_bytes, to): the keydir points at each id's last. */
+static int ids_replay(struct ids *ids, uint64_t to)
+{
+    uint8_t *buf = malloc(IDS_REPLAY_BYTES);
+    if (buf == NULL) {
+        return -ENOMEM;
+    }
+    int rc = 0;
+    uint64_t at = ids->committed_bytes;
+    while (rc == 0 && at < to) {
+        uint64_t left = to - at;
+        size_t want = left < IDS_REPLAY_BYTES ? (size_t)left : IDS_REPLAY_BYTES;
+        ssize_t got = ids->io->ops->read(ids->io, ids->fd, buf, want, at);
+        rc = got < 0 ? (int)got : (size_t)got < want ? -DS_ECORRUPT : 0;
+        size_t used = 0;
+        while (rc == 0 && used < want) {
+            struct ids_record rec;
+            size_t in_chunk = want - used;
+            if (in_chunk < 8 && left - used > in_chunk) {
+                break; /* the header continues in the next chunk */
+            }
+            size_t length = record_announced(buf + used, in_chunk);
+            if (length == 0 || align4(length) > left - used) {
+                rc = -DS_ECORRUPT; /* a bad length, or one crossing the committed end */
+            } else if (align4(length) > in_chunk) {
+                break; /* the record continues in the next chunk */
+            } else if ((rc = record_decode(buf + used, length, &rec)) == 0) {
+                /* Visible to the keydir's reads only once it is below committed_bytes. */
+                ids->committed_bytes = at + used + align4(length);
+                rc = keydir_set(ids, &rec.order_id, at + used);
+                used += align4(length);
+            }
+        }
+        if (rc < 0) {
+            ds_log_error("%s: record at offset %llu: %s", ids->path,
+                         (unsigned long long)(at + used), ds_strerror(rc));
+        }
+        at += used;
+    }
+    free(buf);
+    return rc;
+}
+
+/* Opens the log file: a writer creates it (syncing the directories so it stays) and cuts it to
+ * committed_bytes; a reader of a log not created yet keeps fd -1. */
+static int ids_open_file(struct ids *ids, const char *dir, uint64_t committed_bytes)
+{
+    char ids_dir[DS_PATH_MAX];
+    int n = snprintf(ids->path, sizeof(ids->path), "%s/ids/log", dir);
+    if (n < 0 || (size_t)n >= sizeof(ids->path)) {
+        return -ENAMETOOLONG;
+    }
+    memcpy(ids_dir, ids->path, (size_t)n - 4);
+    ids_dir[n - 4] = '\0';
+    struct stat st;
+    bool existed = stat(ids->path, &st) == 0;
+    if (!existed && ids->read_only) {
+        return committed_bytes == 0 ? 0 : -DS_ECORRUPT;
+    }
+    int rc = ids->read_only || existed ? 0 : ds_mkdir_p(ids_dir);
+    int flags = ids->read_only ? O_RDONLY : O_RDWR | O_CREAT;
+    int fd = rc == 0 ? ids->io->ops->open(ids->io, ids->path, flags | O_CLOEXEC, 0644) : rc;
+    if (fd < 0) {
+        return fd;
+    }
+    ids->fd = fd;
+    if (!existed) {
+        rc = ds_fsync_dir(ids_dir);
+        rc = rc == 0 ? ds_fsync_dir(dir) : rc;
+    }
+    uint64_t size = 0;
+    rc = rc == 0 ? ids->io->ops->size(ids->io, fd, &size) : rc;
+    if (rc == 0 && size < committed_bytes) {
+        ds_log_error("%s: %llu bytes, below the committed %llu", ids->path,
+                     (unsigned long long)size, (unsigned long long)committed_bytes);
+        rc = -DS_ECORRUPT;
+    }
+    if (rc == 0 && size > committed_bytes && !ids->read_only) {
+        rc = ids->io->ops->truncate(ids->io, fd, committed_bytes);
+    }
+    return rc;
+}
+
+int ids_open(struct storage_io *io, const char *dir, uint64_t committed_bytes, bool read_only,
+             struct ids **out)
+{
+    ASSERT(io != NULL);
+    ASSERT(dir != NULL);
+    if (committed_bytes % 4 != 0 || committed_bytes > IDS_LOG_BYTES_MAX) {
+        return -DS_ECORRUPT;
+    }
+    struct ids *ids = calloc(1, sizeof(*ids));
+    uint64_t *slots = calloc(1ull << IDS_SLOTS_SHIFT_MIN, sizeof(*slots));
+    if (ids == NULL || slots == NULL) {
+        free(ids);
+        free(slots);
+        return -ENOMEM;
+    }
+    ids->io = io;
+    ids->fd = -1;
+    ids->read_only = read_only;
+    ids->slots = slots;
+    ids->slots_shift = IDS_SLOTS_SHIFT_MIN;
+    int rc = ids_open_file(ids, dir, committed_bytes);
+    rc = rc == 0 && committed_bytes > 0 ? ids_replay(ids, committed_bytes) : rc;
+    if (rc < 0) {
+        ds_log_error("%s/ids/log: cannot open: %s", dir, ds_strerror(rc));
+        ids_close(ids);
+        return rc;
+    }
+    ASSERT(ids->committed_bytes == committed_bytes);
+    *out = ids;
+    return 0;
+}
+
+void ids_close(struct ids *ids)
+{
+    if (ids == NULL) {
+        return;
+    }
+    if (ids->fd >= 0) {
+        ids->io->ops->close(ids->io, ids->fd);
+    }
+    free(ids->pending);
+    free(ids->slots);
+    free(ids);
+}
+
+/* ---- lookups ------------------------------------------------------------------------------- */
+
+int ids_get(struct ids *ids, const struct ds_id *id, struct ids_record *out, void *scratch,
+            size_t scratch_capacity)
+{
+    ASSERT(scratch_capacity >= IDS_RECORD_BYTES_MAX);
+    ASSERT(id != NULL);
+    if (!id_valid(id)) {
+        return -ENOENT;
+    }
+    struct ids_record rec;
+    uint64_t index = 0;
+    int rc = keydir_find(ids, id, id_hash(id), scratch, &rec, &index);
+    if (rc == 0) {
+        *out = rec;
+    }
+    return rc;
+}
+
+uint64_t ids_count(const struct ids *ids)
+{
+    return ids->count;
+}
+
+uint64_t ids_keydir_bytes(const struct ids *ids)
+{
+    return (sizeof(uint64_t) << ids->slots_shift);
+}
+
+/* ---- writing ------------------------------------------------------------------------------- */
+
+/* Makes room for bytes more pending bytes: doubling, up to IDS_PENDING_BYTES_MAX. */
+static int pending_reserve(struct ids *ids, size_t bytes)
+{
+    size_t need = ids->pending_bytes + bytes;
+    if (need > IDS_PENDING_BYTES_MAX) {
+        return -EAGAIN;
+    }
+    if (need <= ids->pending_capacity) {
+        return 0;
+    }
+    size_t capacity = ids->pending_capacity == 0 ? 64u * 1024 : ids->pending_capacity;
+    while (capacity < need) {
+        capacity *= 2;
+    }
+    capacity = capacity < IDS_PENDING_BYTES_MAX ? capacity : IDS_PENDING_BYTES_MAX;
+    uint8_t *pending = realloc(ids->pending, capacity);
+    if (pending == NULL) {
+        return -ENOMEM;
+    }
+    ids->pending = pending;
+    ids->pending_capacity = capacity;
+    return 0;
+}
+
+int ids_put(struct ids *ids, const struct ids_record *rec)
+{
+    ASSERT(!ids->queued);
+    if (ids->read_only) {
+        return -EROFS;
+    }
+    if (!record_valid(rec)) {
+        return -DS_EUSAGE;
+    }
+    size_t padded = align4(record_length(rec));
+    uint64_t offset = ids->committed_bytes + ids->pending_bytes;
+    if (offset + padded > IDS_LOG_BYTES_MAX) {
+        return -DS_ELIMIT;
+    }
+    int rc = pending_reserve(ids, padded);
+    if (rc < 0) {
+        return rc;
+    }
+    size_t written = record_encode(rec, ids->pending + ids->pending_bytes);
+    ASSERT(written == padded);
+    /* Checked again as it will be read back, before anything points at it. */
+    struct ids_record check;
+    ASSERT(record_decode(ids->pending + ids->pending_bytes, padded, &check) == 0);
+    ids->pending_bytes += padded;
+    rc = keydir_set(ids, &rec->order_id, offset);
+    if (rc < 0) {
+        ids->pending_bytes -= padded; /* the keydir is unchanged on failure */
+    }
+    return rc;
+}
+
+uint64_t ids_pending_bytes(const struct ids *ids)
+{
+    return ids->pending_bytes;
+}
+
+int ids_queue(struct ids *ids, uint64_t *committed_bytes)
+{
+    ASSERT(!ids->read_only);
+    ASSERT(!ids->queued);
+    ASSERT(ids->fd >= 0);
+    if (ids->pending_bytes > 0) {
+        struct storage_io *io = ids->io;
+        int rc =
+            io->ops->write(io, ids->fd, ids->pending, ids->pending_bytes, ids->committed_bytes);
+        rc = rc == 0 ? io->ops->sync(io, ids->fd) : rc;
+        if (rc < 0) {
+            ds_log_error("%s: cannot queue %zu bytes: %s", ids->path, ids->pending_bytes,
+                         ds_strerror(rc));
+            return rc;
+        }
+    }
+    ids->queued = true;
+    *committed_bytes = ids->committed_bytes + ids->pending_bytes;
+    return 0;
+}
+
+void ids_committed(struct ids *ids, uint64_t committed_bytes)
+{
+    ASSERT(ids->queued);
+    ASSERT(committed_bytes == ids->committed_bytes + ids->pending_bytes);
+    ids->committed_bytes = committed_bytes;
+    ids->pending_bytes = 0;
+    ids->queued = false;
+}
+
+uint64_t ids_committed_bytes(const struct ids *ids)
+{
+    return ids->committed_bytes;
+}
+
+int ids_refresh(struct ids *ids, uint64_t committed_bytes)
+{
+    ASSERT(ids->read_only);
+    if (committed_bytes < ids->committed_bytes) {
+        return -ERANGE;
+    }
+    if (committed_bytes == ids->committed_bytes) {
+        return 0;
+    }
+    if (committed_bytes % 4 != 0 || committed_bytes > IDS_LOG_BYTES_MAX) {
+        return -DS_ECORRUPT;
+    }
+    if (ids->fd < 0) {
+        int fd = ids->io->ops->open(ids->io, ids->path, O_RDONLY | O_CLOEXEC, 0);
+        if (fd < 0) {
+            ds_log_error("%s: cannot open: %s", ids->path, ds_strerror(fd));
+            return fd;
+        }
+        ids->fd = fd;
+    }
+    uint64_t size = 0;
+    int rc = ids->io->ops->size(ids->io, ids->fd, &size);
+    if (rc == 0 && size < committed_bytes) {
+        ds_log_error("%s: %llu bytes, below the committed %llu", ids->path,
+                     (unsigned long long)size, (unsigned long long)committed_bytes);
+        rc = -DS_ECORRUPT;
+    }
+    return rc == 0 ? ids_replay(ids, committed_bytes) : rc;
+}

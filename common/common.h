@@ -174,6 +174,10 @@ struct ds_event {
     uint8_t status_len;
     char status[DS_STATUS_BYTES_MAX];
     bool has_version;
+    /* A retraction row (issue 14): it cancels the stored version with these same fields, so
+     * counts and sums subtract it. Set only by the writer of the orders model (false from the
+     * decoder); block reads set it for retraction rows. */
+    bool retract;
     int64_t version; /* 0..2^63-1 when has_version, else 0 */
     /* The canonical items (encoding above), or NULL with items_bytes 0 when the event has no
      * `items` field ([] is the one byte 0). Borrowed: it points into memory of whoever filled

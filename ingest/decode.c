@@ -1513,6 +1513,7 @@ static int event_decode(const char *json, size_t len, uint8_t *items, struct ds_
     event->status_len = 0;
     memset(event->status, 0, sizeof(event->status));
     event->has_version = false;
+    event->retract = false; /* only the orders-model writer makes retractions */
     event->version = 0;
     event->items_bytes = 0;
     event->items = NULL;

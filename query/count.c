@@ -60,7 +60,7 @@ static void add_partition(const struct query_count_request *req, int32_t day, ui
             .day = day, .shard = shard, .count = t->count, .amount_units = t->amount_units};
     } else if (req->by == QUERY_GROUP_HOUR) {
         for (uint32_t h = 0; h < 24; h++) {
-            day_row[h].count += t->hours[h].count;
+            day_row[h].count += (uint64_t)t->hours[h].count; /* >= 0: storage.h */
             day_row[h].amount_units += t->hours[h].amount_units;
         }
     } else if (req->by == QUERY_GROUP_DAY) {

@@ -304,6 +304,9 @@ static int builder_event(const struct ds_event *event, void *user)
 {
     struct builder_scan *s = user;
     struct query_gsi *g = s->g;
+    if (event->retract) {
+        return 0; /* issue 14: the index keeps inserts only until the view checks versions */
+    }
     if (g->batch_count == g->batch_max) {
         return 1;
     }

@@ -8,7 +8,7 @@
  *   u32 column byte lengths of flags, ts, order ints, order strings, customer ints, customer
  *      strings; the amount column runs to the end.
  *   flags:      one byte per event: order id is a string (bit 0), customer id is a string
- *               (bit 1), status index (bits 2..7);
+ *               (bit 1), status index (bits 2..6), a retraction row (bit 7, version 3 only);
  *   ts:         zigzag varint of the difference to the previous event (the first to ts_min);
  *   order ints: zigzag varint of the difference to the previous integer order id;
  *   strings:    u8 length + bytes, in event order;
@@ -23,6 +23,11 @@
  * version 2 existed, so a stream without versions and items costs nothing and stays readable
  * by older binaries. Rejected: a flag bit per event for "has version/items" (the flags byte's
  * free bit 7 would make a v1 reader mistake the status index) and a row-wise side table.
+ * Version 3 blocks (BLOCK_VERSION_RETRACT: some row is a retraction) are version 2 blocks whose
+ * flags may have bit 7 set and whose cells are signed (format.h); only such a block is written
+ * as version 3, and a version 1 or 2 block with bit 7 set is corrupt. Rejected: a separate
+ * retraction count per cell (the reserved u16): a summary wants the net, and the signed cell
+ * keeps the header 24 bytes a cell with the bits of a u32 for every older block.
  * Measured on the busy-day workload: 9-10 raw bytes per event, ~6-7 after zstd -1 (see
  * docs/ARCHITECTURE.md). Rejected: row-wise records (zstd -1 gave ~11 B/event on the same data),
  * and per-column zstd frames (more headers, no gain at these block sizes).
@@ -178,7 +183,10 @@ int open_block_add(struct open_block *ob, const struct ds_event *event,
     if (status_index < 0) {
         return status_index;
     }
-    row.flags = (uint8_t)((unsigned)status_index << 2);
+    row.flags = (uint8_t)((unsigned)status_index << OPEN_ROW_STATUS_SHIFT);
+    if (event->retract) {
+        row.flags |= OPEN_ROW_RETRACT;
+    }
     row.order = event->order_id.value;
     row.customer = event->customer_id.value;
     if (event->order_id.is_string) {
@@ -201,6 +209,9 @@ int open_block_add(struct open_block *ob, const struct ds_event *event,
     }
     if (row.version_code != 0 || row.items_bytes != 0) {
         ob->extras_count++;
+    }
+    if (event->retract) {
+        ob->retract_count++;
     }
     if (ob->count == 0 || event->ts_ms < ob->ts_min_ms) {
         ob->ts_min_ms = event->ts_ms;
@@ -225,6 +236,7 @@ void open_block_reset(struct open_block *ob)
     ob->strings_bytes = 0;
     ob->items_bytes = 0;
     ob->extras_count = 0;
+    ob->retract_count = 0;
     ob->status_count = 0;
     ob->ts_min_ms = 0;
     ob->ts_max_ms = 0;
@@ -246,11 +258,32 @@ void open_block_free(struct open_block *ob)
 
 /* ---- codec --------------------------------------------------------------------------------- */
 
-/* Per-(status, hour) aggregates of a set of events; the cell table of a header. */
+/* Per-(status, hour) aggregates of a set of events; the cell table of a header. count and
+ * amount are signed (a retraction subtracts); rows says which cells exist. */
 struct cell_grid {
-    uint32_t count[STORAGE_BLOCK_STATUS_MAX][24];
+    uint32_t rows[STORAGE_BLOCK_STATUS_MAX][24];
+    int32_t count[STORAGE_BLOCK_STATUS_MAX][24];
     ds_i128 amount[STORAGE_BLOCK_STATUS_MAX][24];
 };
+
+static inline uint32_t row_status(uint8_t flags)
+{
+    return (flags >> OPEN_ROW_STATUS_SHIFT) & OPEN_ROW_STATUS_MASK;
+}
+
+/* Adds one row to the grid: +1 and its amount, or -1 and the negated amount for a retraction. */
+static inline void grid_add(struct cell_grid *grid, uint8_t flags, uint32_t hour, int64_t amount)
+{
+    uint32_t s = row_status(flags);
+    grid->rows[s][hour]++;
+    if ((flags & OPEN_ROW_RETRACT) != 0) {
+        grid->count[s][hour]--;
+        grid->amount[s][hour] -= amount;
+    } else {
+        grid->count[s][hour]++;
+        grid->amount[s][hour] += amount;
+    }
+}
 
 int block_codec_init(struct block_codec *codec, int zstd_level)
 {
@@ -381,7 +414,7 @@ static void encode_extras(const struct open_block *ob, uint8_t *p, uint32_t *ver
 static size_t encode_columns(const struct open_block *ob, uint8_t *raw)
 {
     uint8_t scale = amount_scale_of(ob);
-    bool extras = ob->extras_count > 0;
+    bool extras = ob->extras_count > 0 || ob->retract_count > 0;
     uint32_t lengths[COLUMN_COUNT_EXTRAS] = {0};
     uint8_t *p = raw + (extras ? PREAMBLE_BYTES_EXTRAS : PREAMBLE_BYTES);
     raw[0] = scale;
@@ -467,7 +500,7 @@ static size_t write_cells(const struct open_block *ob, const struct cell_grid *g
     size_t cells = 0;
     for (uint16_t s = 0; s < ob->status_count; s++) {
         for (uint8_t h = 0; h < 24; h++) {
-            if (grid->count[s][h] == 0) {
+            if (grid->rows[s][h] == 0) {
                 continue;
             }
             struct block_cell cell = {
@@ -504,14 +537,15 @@ int64_t block_seal(struct block_codec *codec, const struct open_block *ob, int64
     struct cell_grid *grid = codec->grid;
     memset(grid, 0, sizeof(*grid));
     for (uint32_t i = 0; i < ob->count; i++) {
-        uint32_t s = ob->rows[i].flags >> 2;
-        uint32_t h = hour_of(ob->rows[i].ts_ms, day_start_ms);
-        grid->count[s][h]++;
-        grid->amount[s][h] += ob->rows[i].amount_units;
+        grid_add(grid, ob->rows[i].flags, hour_of(ob->rows[i].ts_ms, day_start_ms),
+                 ob->rows[i].amount_units);
     }
+    uint16_t version = ob->retract_count > 0  ? BLOCK_VERSION_RETRACT
+                       : ob->extras_count > 0 ? BLOCK_VERSION_EXTRAS
+                                              : BLOCK_VERSION;
     struct block_header header = {
         .magic = BLOCK_MAGIC,
-        .version = ob->extras_count > 0 ? BLOCK_VERSION_EXTRAS : BLOCK_VERSION,
+        .version = version,
         .event_count = ob->count,
         .status_count = ob->status_count,
         .ts_min_ms = ob->ts_min_ms,
@@ -557,7 +591,8 @@ int block_header_check(const uint8_t *buf, size_t len)
     }
     memcpy(&h, buf, sizeof(h));
     if (h.magic != BLOCK_MAGIC ||
-        (h.version != BLOCK_VERSION && h.version != BLOCK_VERSION_EXTRAS) ||
+        (h.version != BLOCK_VERSION && h.version != BLOCK_VERSION_EXTRAS &&
+         h.version != BLOCK_VERSION_RETRACT) ||
         h.header_bytes < sizeof(h) || h.header_bytes > BLOCK_HEADER_BYTES_MAX ||
         h.event_count == 0 || h.event_count > STORAGE_BLOCK_EVENTS_MAX || h.status_count == 0 ||
         h.status_count > STORAGE_BLOCK_STATUS_MAX || h.cell_count == 0 ||
@@ -576,22 +611,32 @@ int block_header_check(const uint8_t *buf, size_t len)
     return crc == stored ? 0 : -DS_ECORRUPT;
 }
 
+/* Cells are sorted and in range. Before version 3 every count is positive and they sum to the
+ * event count; in version 3 a cell holds inserts - retractions of rows that are all in the
+ * block, so each |count| is at most the event count, and so is |sum|, with the same parity. */
 static int view_check_cells(const struct block_view *view)
 {
     const struct block_header *h = view->header;
-    uint64_t total = 0;
+    bool signed_cells = h->version == BLOCK_VERSION_RETRACT;
+    int64_t total = 0;
     int last = -1;
     for (uint16_t i = 0; i < h->cell_count; i++) {
         const struct block_cell *cell = &view->cells[i];
         int key = cell->status_index * 24 + cell->hour;
+        int64_t count = cell->count;
         if (cell->status_index >= h->status_count || cell->hour >= 24 || key <= last ||
-            cell->count == 0) {
+            (signed_cells ? (count > h->event_count || -count > h->event_count) : count <= 0)) {
             return -DS_ECORRUPT;
         }
         last = key;
-        total += cell->count;
+        total += count;
     }
-    return total == h->event_count ? 0 : -DS_ECORRUPT;
+    if (!signed_cells) {
+        return total == h->event_count ? 0 : -DS_ECORRUPT;
+    }
+    bool ok =
+        total <= h->event_count && -total <= h->event_count && ((total - h->event_count) & 1) == 0;
+    return ok ? 0 : -DS_ECORRUPT;
 }
 
 int block_view_parse(const uint8_t *buf, size_t len, struct block_view *view)
@@ -745,10 +790,13 @@ static int decode_event(struct column_cursor *c, const struct block_view *view, 
                         int64_t *prev_ts, int64_t *prev_order, struct ds_event *event)
 {
     uint8_t flags = c->flags[i];
-    uint32_t status = flags >> 2;
+    uint32_t status = row_status(flags);
     uint64_t v = 0;
     int64_t ignored = 0;
-    if (status >= view->header->status_count || !get_varint(&c->ts, c->ts_end, &v)) {
+    bool retract = (flags & OPEN_ROW_RETRACT) != 0;
+    if (status >= view->header->status_count ||
+        (retract && view->header->version != BLOCK_VERSION_RETRACT) ||
+        !get_varint(&c->ts, c->ts_end, &v)) {
         return -DS_ECORRUPT;
     }
     /* Damaged columns must fail here, not overflow (undefined behaviour): a delta or an amount
@@ -766,6 +814,7 @@ static int decode_event(struct column_cursor *c, const struct block_view *view, 
                     : take_int_id(&c->customer_int, c->customer_int_end, &ignored, false,
                                   &event->customer_id));
     event->has_version = false;
+    event->retract = retract;
     event->version = 0;
     event->items_bytes = 0;
     event->items = NULL;
@@ -782,11 +831,23 @@ static int decode_event(struct column_cursor *c, const struct block_view *view, 
     return 0;
 }
 
+/* The header's cells are exactly the (status, hour) pairs that have rows, with their signed
+ * counts and sums. */
 static int check_regrouped(const struct block_view *view, const struct cell_grid *grid)
 {
+    uint32_t pairs = 0;
+    for (uint16_t s = 0; s < view->header->status_count; s++) {
+        for (uint32_t h = 0; h < 24; h++) {
+            pairs += grid->rows[s][h] != 0 ? 1u : 0u;
+        }
+    }
+    if (pairs != view->header->cell_count) {
+        return -DS_ECORRUPT;
+    }
     for (uint16_t i = 0; i < view->header->cell_count; i++) {
         const struct block_cell *cell = &view->cells[i];
-        if (grid->count[cell->status_index][cell->hour] != cell->count ||
+        if (grid->rows[cell->status_index][cell->hour] == 0 ||
+            grid->count[cell->status_index][cell->hour] != cell->count ||
             grid->amount[cell->status_index][cell->hour] != block_cell_amount(cell)) {
             return -DS_ECORRUPT;
         }
@@ -799,8 +860,7 @@ static int decode_events(struct block_codec *codec, const struct block_view *vie
 {
     const struct block_header *h = view->header;
     struct column_cursor c;
-    int rc =
-        cursor_init(&c, codec->raw, raw_len, h->event_count, h->version == BLOCK_VERSION_EXTRAS);
+    int rc = cursor_init(&c, codec->raw, raw_len, h->event_count, h->version != BLOCK_VERSION);
     if (rc != 0) {
         return rc;
     }
@@ -816,9 +876,7 @@ static int decode_events(struct block_codec *codec, const struct block_view *vie
             rc = -DS_ECORRUPT;
         }
         if (rc == 0) {
-            uint32_t hour = hour_of(event.ts_ms, day_start_ms);
-            grid->count[c.flags[i] >> 2][hour]++;
-            grid->amount[c.flags[i] >> 2][hour] += event.amount_units;
+            grid_add(grid, c.flags[i], hour_of(event.ts_ms, day_start_ms), event.amount_units);
             rc = fn != NULL ? fn(&event, user) : 0;
         }
     }

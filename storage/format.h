@@ -33,6 +33,12 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "on-disk structs are li
  * streams without them keep writing blocks that older binaries read. Both are read. */
 #define BLOCK_VERSION 1u
 #define BLOCK_VERSION_EXTRAS 2u
+/* Version 3 = version 2 plus retraction rows (struct ds_event.retract, issue 14): bit 7 of a
+ * row's flags byte marks one, and a cell's count is signed (inserts minus retractions), its
+ * amount the inserts' amounts minus the retractions'. Written only for a block holding a
+ * retraction, so older binaries refuse it ("not a block they know") instead of adding its
+ * retractions as orders; they still write and read versions 1 and 2 exactly as before. */
+#define BLOCK_VERSION_RETRACT 3u
 #define MANIFEST_MAGIC 0x464D5344u                /* "DSMF" (a record) */
 #define MANIFEST_FILE_MAGIC 0x3146494E414D5344ull /* "DSMANIF1" */
 /* Format 2 = format 1 plus MANIFEST_QUARANTINE records. A writer starts a file with it only when
@@ -79,7 +85,10 @@ struct block_cell {
     uint8_t status_index;
     uint8_t hour;
     uint16_t reserved;
-    uint32_t count;
+    /* Inserts minus retractions: >= 1 in blocks of version 1 and 2 (where it was a u32 of the
+     * same bits), any value in version 3, where a cell exists for every (status, hour) that
+     * has rows (0 when they cancel). */
+    int32_t count;
     uint64_t amount_lo; /* the 128-bit amount sum, low and high halves */
     int64_t amount_hi;
 };
@@ -140,6 +149,10 @@ struct open_row {
 };
 #define OPEN_ROW_ORDER_STRING 1u
 #define OPEN_ROW_CUSTOMER_STRING 2u
+#define OPEN_ROW_STATUS_SHIFT 2u
+#define OPEN_ROW_STATUS_MASK 0x1Fu /* bits 2..6: STORAGE_BLOCK_STATUS_MAX statuses */
+#define OPEN_ROW_RETRACT 0x80u     /* a retraction row (version 3 blocks only) */
+static_assert(STORAGE_BLOCK_STATUS_MAX <= OPEN_ROW_STATUS_MASK + 1u, "status index fits 5 bits");
 
 struct open_block {
     uint32_t count;
@@ -151,7 +164,8 @@ struct open_block {
     uint32_t items_bytes; /* canonical items of every row, back to back */
     uint32_t items_capacity;
     uint8_t *items;
-    uint32_t extras_count; /* rows with a version or items: the block is then version 2 */
+    uint32_t extras_count;  /* rows with a version or items: the block is then version 2 */
+    uint32_t retract_count; /* retraction rows: the block is then version 3 */
     uint16_t status_count;
     uint8_t status_len[STORAGE_BLOCK_STATUS_MAX];
     char status[STORAGE_BLOCK_STATUS_MAX][DS_STATUS_BYTES_MAX];
@@ -203,7 +217,8 @@ struct block_view {
 DS_MUST_USE int block_view_parse(const uint8_t *buf, size_t len, struct block_view *view);
 
 /* Decodes a block's payload (the bytes after header_bytes, payload_bytes long), verifying the
- * payload CRC and that the events re-aggregate to the header's cells; calls fn per event. An
+ * payload CRC and that the events re-aggregate to the header's cells (a retraction counting -1
+ * and its negated amount); calls fn per event, retraction rows with event->retract set. An
  * event's items point into codec's scratch, valid during the call of fn only.
  * Returns 0, fn's non-zero value, -DS_ECORRUPT or -DS_EZSTD. */
 typedef int (*block_event_fn)(const struct ds_event *event, void *user);

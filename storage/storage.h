@@ -212,13 +212,17 @@ DS_MUST_USE int storage_refresh(struct storage *st);
  * reader can tell after storage_refresh whether anything new was committed. */
 uint64_t storage_commit_seq(const struct storage *st);
 
-/* Aggregates of one partition, optionally restricted to one status. */
+/* Aggregates of one partition, optionally restricted to one status. Counts and sums are net:
+ * rows stored minus retraction rows (issue 14: a retraction cancels an earlier row with the
+ * same fields, in the same partition, status and hour), a retraction's amount subtracted.
+ * Summaries add signed block cells; the totals handed out are never negative (see
+ * storage_partition_totals). */
 struct storage_hour_total {
-    uint64_t count;
+    int64_t count;
     ds_i128 amount_units;
 };
 struct storage_partition_total {
-    uint64_t count;
+    uint64_t count; /* net: inserted rows - retraction rows */
     ds_i128 amount_units;
     uint64_t blocks;
     uint64_t bytes;               /* on-disk bytes of the partition's committed blocks */
@@ -233,14 +237,18 @@ struct storage_partition_total {
 /* Totals of partition (day, shard) from block headers (never decompressing a block), for all
  * statuses (status NULL) or one status. A partition never written gives all zeros. Ranges a
  * repair quarantined are not counted; damage found on the way is in damaged_blocks (the
- * summary reads each committed block once per handle to check its payload CRC). */
+ * summary reads each committed block once per handle to check its payload CRC). A net count
+ * below zero in some status and hour after some block (more retractions than rows they cancel
+ * so far: a consistent partition appends a retraction after its row) is -DS_ECORRUPT, logged
+ * with the partition. */
 DS_MUST_USE int storage_partition_totals(struct storage *st, int32_t day, uint32_t shard,
                                          const char *status, size_t status_len,
                                          struct storage_partition_total *out);
 
 /* Visits every committed event of a partition in append order, decompressing blocks and
- * verifying them (GSI rebuild, tests). Stops early when fn returns non-zero and returns that
- * value; -DS_ECORRUPT for a block that fails a check. */
+ * verifying them (GSI rebuild, tests); retraction rows included, with event->retract set. Stops
+ * early when fn returns non-zero and returns that value; -DS_ECORRUPT for a block that fails a
+ * check. */
 typedef int (*storage_event_fn)(const struct ds_event *event, void *user);
 int storage_partition_scan(struct storage *st, int32_t day, uint32_t shard, storage_event_fn fn,
                            void *user);

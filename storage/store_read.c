@@ -446,6 +446,10 @@ static int summary_row(struct summary *s, const char *status, uint8_t len)
     return row;
 }
 
+/* Adds a block's signed cells to the summary, whose counts are net (inserts - retractions).
+ * A retraction always follows the row it cancels in its partition's append order, so every
+ * prefix of a consistent partition is non-negative in each (status, hour): a block taking one
+ * below zero is -DS_ECORRUPT here, once, and totals hand out the counts without checks. */
 static int summary_fold(const struct block_view *view, uint64_t block_bytes, void *user)
 {
     struct summary *s = user;
@@ -454,6 +458,8 @@ static int summary_fold(const struct block_view *view, uint64_t block_bytes, voi
     for (uint16_t i = 0; i < h->status_count; i++) {
         rows[i] = summary_row(s, view->status[i], view->status_len[i]);
     }
+    int64_t net = 0;
+    bool negative = false;
     for (uint16_t i = 0; i < h->cell_count; i++) {
         const struct block_cell *cell = &view->cells[i];
         struct storage_hour_total *t = &s->hours[rows[cell->status_index]][cell->hour];
@@ -463,14 +469,21 @@ static int summary_fold(const struct block_view *view, uint64_t block_bytes, voi
         s->all[cell->hour].count += cell->count;
         s->all[cell->hour].amount_units += amount;
         s->amount_units += amount;
+        net += cell->count;
+        negative = negative || t->count < 0 || s->all[cell->hour].count < 0;
     }
-    if (s->count == 0 || h->ts_min_ms < s->ts_min_ms) {
+    if (negative) {
+        /* store_read_summary_extend names the partition */
+        ds_log_error("a block holds more retractions than rows they cancel");
+        return -DS_ECORRUPT;
+    }
+    if (s->blocks == 0 || h->ts_min_ms < s->ts_min_ms) {
         s->ts_min_ms = h->ts_min_ms;
     }
-    if (s->count == 0 || h->ts_max_ms > s->ts_max_ms) {
+    if (s->blocks == 0 || h->ts_max_ms > s->ts_max_ms) {
         s->ts_max_ms = h->ts_max_ms;
     }
-    s->count += h->event_count;
+    s->count = (uint64_t)((int64_t)s->count + net); /* >= 0: the sum of the hours in s->all */
     s->blocks++;
     s->bytes += block_bytes;
     return 0;
@@ -498,12 +511,32 @@ int store_read_summary_extend(struct storage *st, struct part *p)
 
 /* ---- totals -------------------------------------------------------------------------------- */
 
+/* Sets out->count to the net of out's signed hours (summed from block headers for a status
+ * the summary does not name), the non-negative total storage.h promises: a negative hour means
+ * retractions whose rows are not in the partition (or were quarantined). */
+static int totals_net(const struct part *p, struct storage_partition_total *out)
+{
+    int64_t net = 0;
+    uint64_t signs = 0;
+    for (int h = 0; h < 24; h++) {
+        net += out->hours[h].count;
+        signs |= (uint64_t)out->hours[h].count;
+    }
+    if ((signs >> 63) != 0) {
+        ds_log_error("partition %d/%u: more retractions than rows they cancel (net count %lld)",
+                     p->day, p->shard, (long long)net);
+        return -DS_ECORRUPT;
+    }
+    out->count = (uint64_t)net;
+    return 0;
+}
+
 static void add_row(struct storage_partition_total *out, const struct storage_hour_total *row)
 {
     for (int h = 0; h < 24; h++) {
         out->hours[h].count += row[h].count;
         out->hours[h].amount_units += row[h].amount_units;
-        out->count += row[h].count;
+        out->count += (uint64_t)row[h].count; /* >= 0: summary_fold */
         out->amount_units += row[h].amount_units;
     }
 }
@@ -524,7 +557,6 @@ static int filter_fold(const struct block_view *view, uint64_t block_bytes, void
         if (view->status_len[idx] == f->len && memcmp(view->status[idx], f->status, f->len) == 0) {
             f->out->hours[cell->hour].count += cell->count;
             f->out->hours[cell->hour].amount_units += block_cell_amount(cell);
-            f->out->count += cell->count;
             f->out->amount_units += block_cell_amount(cell);
         }
     }
@@ -566,7 +598,8 @@ int store_read_totals(struct storage *st, struct part *p, const char *status, si
     uint32_t segment_id = 0;
     uint64_t offset = 0;
     uint64_t damaged = 0; /* already in out->damaged_blocks, from the summary */
-    return visit_headers(st, p, WALK_HEADERS, &segment_id, &offset, filter_fold, &f, &damaged);
+    rc = visit_headers(st, p, WALK_HEADERS, &segment_id, &offset, filter_fold, &f, &damaged);
+    return rc != 0 ? rc : totals_net(p, out);
 }
 
 /* ---- scans --------------------------------------------------------------------------------- */

@@ -5,8 +5,8 @@
  * Input: a mode byte, then the rest.
  *   MODE_RAW (mode % 4 == 0): the rest is a block as read from a segment, in a buffer of its
  *     exact length (so ASan sees a read past it), decoded against the day of its ts_min_ms.
- *   otherwise (structured): the rest describes events (see event_take; with versions and items,
- *     so blocks of format 1 and 2 both appear), which are added to an
+ *   otherwise (structured): the rest describes events (see event_take; with versions, items
+ *     and retraction rows, so blocks of format 1, 2 and 3 all appear), which are added to an
  *     open block and sealed with block_seal, so the fuzzer starts from a block that passes both
  *     CRCs. The unmutated block must decode to exactly the events added, in order. Then the
  *     trailing bytes mutate it (see mutate): the header and table (MODE_HEADER), the zstd
@@ -16,7 +16,8 @@
  *
  * Properties, any broken one aborts: every call returns 0 or -DS_ECORRUPT (block_decode also
  * -DS_EZSTD); a block_decode returning 0 called its callback exactly header event_count times
- * with events inside the header's time range and the partition's day, and the events
+ * with events inside the header's time range and the partition's day, retraction rows only in
+ * a version 3 block, and the events
  * re-aggregate to the header's cells (block_decode checks that itself, so a 0 is the claim).
  */
 #include <errno.h>
@@ -49,7 +50,8 @@ struct events {
     uint32_t count;
     uint32_t seen; /* callback calls */
     int64_t day_start_ms;
-    bool compare; /* compare each decoded event with items[seen] */
+    bool compare;        /* compare each decoded event with items[seen] */
+    bool retract_format; /* the block decoded is version 3: rows may be retractions */
 };
 
 /* One codec for the whole run: block_codec_init allocates megabytes of scratch, which would
@@ -86,7 +88,7 @@ static bool event_equal(const struct ds_event *a, const struct ds_event *b)
            a->ts_ms == b->ts_ms && a->amount_units == b->amount_units &&
            a->status_len == b->status_len && memcmp(a->status, b->status, a->status_len) == 0 &&
            a->has_version == b->has_version && a->version == b->version &&
-           a->items_bytes == b->items_bytes &&
+           a->retract == b->retract && a->items_bytes == b->items_bytes &&
            (a->items_bytes == 0 || memcmp(a->items, b->items, a->items_bytes) == 0);
 }
 
@@ -101,6 +103,7 @@ static int on_event(const struct ds_event *event, void *user)
           (event->customer_id.len >= 1 && event->customer_id.len <= DS_ID_BYTES_MAX));
     check(ev->seen < STORAGE_BLOCK_EVENTS_MAX);
     check(event->has_version ? event->version >= 0 : event->version == 0);
+    check(!event->retract || ev->retract_format);
     check(event->items_bytes <= DS_ITEMS_BYTES_MAX &&
           (event->items_bytes == 0) == (event->items == NULL));
     check(event->items_bytes == 0 || event->items[0] <= DS_ITEMS_COUNT_MAX);
@@ -129,6 +132,7 @@ static int block_read(const uint8_t *buf, size_t len, struct events *ev)
         return -DS_ECORRUPT; /* the reader refuses a block that runs past the segment's end */
     }
     ev->seen = 0;
+    ev->retract_format = h->version == BLOCK_VERSION_RETRACT;
     rc = block_decode(codec_get(), &view, buf + h->header_bytes, ev->day_start_ms, on_event, ev);
     check(rc == 0 || rc == -DS_ECORRUPT || rc == -DS_EZSTD);
     check(rc != 0 || ev->seen == h->event_count);
@@ -195,12 +199,13 @@ static void id_take(struct reader *r, uint8_t kind, struct ds_id *id)
 }
 
 /* The extras of an event (kinds bit 7): u8 flags (bit 0 a version, bit 1 a large one, bit 2
- * items), u32 version, then for items u8 count (% 101) and per item u8 product length
- * (1 + % 64), the product bytes (any, as the block stores them) and u32 quantity
- * (1 + % 2^31-1), encoded canonically into items. */
+ * items, bit 3 a retraction row), u32 version, then for items u8 count (% 101) and per item u8
+ * product length (1 + % 64), the product bytes (any, as the block stores them) and u32 quantity (1
+ * + % 2^31-1), encoded canonically into items. */
 static void extras_take(struct reader *r, uint8_t *items, struct ds_event *e)
 {
     uint8_t flags = take_u8(r);
+    e->retract = (flags & 8u) != 0;
     if (flags & 1u) {
         uint32_t v = take_u32(r);
         e->has_version = true;
@@ -250,6 +255,7 @@ static void event_take(struct reader *r, int64_t day_start_ms, uint8_t *items, s
     e->status_len = status_lens[s];
     memcpy(e->status, statuses[s], e->status_len);
     e->has_version = false;
+    e->retract = false;
     e->version = 0;
     e->items = NULL;
     e->items_bytes = 0;
@@ -296,9 +302,9 @@ static void columns_mutate(struct reader *r, uint8_t *block, size_t capacity)
     size_t raw_len = ZSTD_decompressDCtx(codec->zstd_dctx, codec->raw, codec->raw_capacity,
                                          block + h.header_bytes, h.payload_bytes);
     check(!ZSTD_isError(raw_len) && raw_len == h.raw_bytes);
-    /* Column lengths and the scale live in the first 25 bytes (33 in a version 2 block): aim a
-     * third of the mutations there. */
-    size_t preamble = h.version == BLOCK_VERSION_EXTRAS ? 33u : 25u;
+    /* Column lengths and the scale live in the first 25 bytes (33 in a version 2 or 3 block):
+     * aim a third of the mutations there. */
+    size_t preamble = h.version != BLOCK_VERSION ? 33u : 25u;
     if (take_u8(r) % 3u == 0) {
         (void)mutate(r, codec->raw, 0, raw_len < preamble ? raw_len : preamble);
     } else {

@@ -723,6 +723,46 @@ static void test_count_table_smoke(void **state)
     query_count_result_deinit(&res);
 }
 
+static void test_count_retractions_net(void **state)
+{
+    /* Order 342 (paid, 12:00, 100.0000) superseded: its retraction and a new version (shipped,
+     * 13:00, 80.0000) in the same partition, another commit, so the retraction is in a block
+     * of its own (negative cells). Counts and sums, in total, by hour and by status, are net. */
+    struct fixture *fx = *state;
+    struct ds_event e;
+    event_of(&FIXTURE[8], &e);
+    e.retract = true;
+    ingest(fx, &e);
+    e.retract = false;
+    e.ts_ms += HOUR_MS;
+    e.amount_units = 800000;
+    test_event_set_status(&e, "shipped");
+    ingest(fx, &e);
+    assert_int_equal(storage_commit(fx->st), 0);
+
+    struct query_count_request req = request("2026-01-21", "2026-01-21", NULL, QUERY_GROUP_HOUR);
+    struct query_count_result res;
+    assert_int_equal(query_count(fx->st, fx->map, &req, &res), 0);
+    assert_int_equal(res.count, 4);
+    assert_amount(res.amount_units, "113.7400");
+    assert_int_equal(res.groups[12].count, 0);
+    assert_amount(res.groups[12].amount_units, "0.0000");
+    assert_int_equal(res.groups[13].count, 1);
+    assert_amount(res.groups[13].amount_units, "80.0000");
+    query_count_result_deinit(&res);
+
+    req = request("2026-01-21", "2026-01-21", "paid", QUERY_GROUP_NONE);
+    assert_int_equal(query_count(fx->st, fx->map, &req, &res), 0);
+    assert_int_equal(res.count, 2);
+    assert_amount(res.amount_units, "28.7400");
+    query_count_result_deinit(&res);
+    req = request("2026-01-21", "2026-01-21", "shipped", QUERY_GROUP_NONE);
+    assert_int_equal(query_count(fx->st, fx->map, &req, &res), 0);
+    assert_int_equal(res.count, 1);
+    assert_amount(res.amount_units, "80.0000");
+    query_count_result_deinit(&res);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -743,6 +783,7 @@ int main(void)
         cmocka_unit_test(test_count_json_string_escaping),
         cmocka_unit_test(test_count_json_string_capacity),
         cmocka_unit_test_setup_teardown(test_count_table_smoke, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_count_retractions_net, setup, teardown),
     };
     const char *filter = getenv("CMOCKA_TEST_FILTER");
     if (filter != NULL) {

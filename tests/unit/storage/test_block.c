@@ -134,7 +134,7 @@ struct truth_cell {
     uint8_t status_len;
     char status[DS_STATUS_BYTES_MAX];
     uint32_t hour;
-    uint32_t count;
+    int32_t count; /* inserts - retractions */
     ds_i128 amount;
 };
 
@@ -156,8 +156,8 @@ static size_t truth_cells(const struct ds_event *events, size_t count, int32_t d
             memcpy(cells[n].status, e->status, e->status_len);
             n++;
         }
-        cells[j].count++;
-        cells[j].amount += e->amount_units;
+        cells[j].count += e->retract ? -1 : 1;
+        cells[j].amount += e->retract ? -(ds_i128)e->amount_units : e->amount_units;
     }
     return n;
 }
@@ -180,7 +180,11 @@ static void assert_header_matches(const struct block_view *view, const struct ds
     static struct truth_cell truth[STORAGE_BLOCK_STATUS_MAX * 24];
     size_t n = truth_cells(events, count, day, truth, DS_ARRAY_LEN(truth));
     assert_int_equal(h->cell_count, n);
-    uint64_t total = 0;
+    int64_t total = 0;
+    int64_t want_total = 0;
+    for (size_t i = 0; i < count; i++) {
+        want_total += events[i].retract ? -1 : 1;
+    }
     for (uint16_t i = 0; i < h->cell_count; i++) {
         const struct block_cell *cell = &view->cells[i];
         assert_true(cell->status_index < h->status_count);
@@ -196,7 +200,7 @@ static void assert_header_matches(const struct block_view *view, const struct ds
         assert_true(block_cell_amount(cell) == truth[j].amount);
         total += cell->count;
     }
-    assert_int_equal(total, count);
+    assert_true(total == want_total);
 }
 
 /* Seals the fixture's block, parses it, checks the header and that decoding gives back events. */
@@ -216,6 +220,7 @@ static struct sealed round_trip(struct fixture *f, const struct ds_event *events
     assert_int_equal(got.count, count);
     for (size_t i = 0; i < count; i++) {
         test_event_assert_equal(&events[i], &got.events[i]);
+        assert_int_equal(got.events[i].retract, events[i].retract);
     }
     free(got.events);
     return s;
@@ -1181,6 +1186,192 @@ static void test_block_decode_callback_stops_early(void **state)
     free(s.buf);
 }
 
+/* ---- retractions (block format 3) ---------------------------------------------------------- */
+
+static void test_block_retract_round_trip(void **state)
+{
+    /* Random versioned events, a third of them retractions, seal as a version 3 block whose
+     * cells are the signed sums (checked by round_trip against the test's own aggregation)
+     * and decode back with every field, retract included. */
+    struct fixture *f = *state;
+    uint64_t rng = test_seed();
+    const size_t count = 2000;
+    struct ds_event *events = calloc(count, sizeof(*events));
+    assert_non_null(events);
+    size_t retractions = 0;
+    for (size_t i = 0; i < count; i++) {
+        test_event_random_wide(&rng, TEST_DAY, TEST_STATUS_POOL_COUNT, &events[i]);
+        events[i].has_version = true;
+        events[i].version = (int64_t)test_rng_below(&rng, 5);
+        events[i].retract = test_rng_below(&rng, 3) == 0;
+        retractions += events[i].retract ? 1u : 0u;
+    }
+    assert_true(retractions > 0 && retractions < count);
+    add_all(f, events, count, NULL, STORAGE_BLOCK_EVENTS_MAX);
+    assert_int_equal(f->ob->retract_count, retractions);
+    round_trip_extras(f, events, count, BLOCK_VERSION_RETRACT);
+    /* One retraction, without version or items, is enough for format 3. */
+    open_block_reset(f->ob);
+    struct ds_event two[2];
+    simple_event(&two[0], 1, "paid", 0);
+    simple_event(&two[1], 2, "paid", HOUR_MS);
+    two[1].retract = true;
+    add_all(f, two, 2, NULL, STORAGE_BLOCK_EVENTS_MAX);
+    round_trip_extras(f, two, 2, BLOCK_VERSION_RETRACT);
+    free(events);
+}
+
+static void test_block_retract_only_negative_cells(void **state)
+{
+    /* A block of only retractions has negative cells and negated sums; an insert and its
+     * retraction in one block leave a cell of count 0 and amount 0, which is still written. */
+    struct fixture *f = *state;
+    struct ds_event events[6];
+    for (int i = 0; i < 6; i++) {
+        simple_event(&events[i], 10 + i, i < 4 ? "paid" : "sent", (i % 2) * HOUR_MS);
+        events[i].retract = true;
+    }
+    add_all(f, events, 6, NULL, STORAGE_BLOCK_EVENTS_MAX);
+    struct sealed s = round_trip(f, events, 6, TEST_DAY);
+    struct block_view view;
+    assert_int_equal(block_view_parse(s.buf, s.len, &view), 0);
+    assert_int_equal(view.header->version, BLOCK_VERSION_RETRACT);
+    assert_int_equal(view.header->cell_count, 4); /* paid/sent x hours 0/1 */
+    int64_t total = 0;
+    for (uint16_t i = 0; i < view.header->cell_count; i++) {
+        assert_true(view.cells[i].count < 0);
+        assert_true(block_cell_amount(&view.cells[i]) < 0);
+        total += view.cells[i].count;
+    }
+    assert_true(total == -6);
+    free(s.buf);
+
+    open_block_reset(f->ob);
+    struct ds_event pair[2];
+    simple_event(&pair[0], 7, "paid", 5);
+    pair[1] = pair[0];
+    pair[1].retract = true;
+    add_all(f, pair, 2, NULL, STORAGE_BLOCK_EVENTS_MAX);
+    s = round_trip(f, pair, 2, TEST_DAY);
+    assert_int_equal(block_view_parse(s.buf, s.len, &view), 0);
+    assert_int_equal(view.header->cell_count, 1);
+    assert_int_equal(view.cells[0].count, 0);
+    assert_true(block_cell_amount(&view.cells[0]) == 0);
+    assert_int_equal(view.header->event_count, 2);
+    free(s.buf);
+}
+
+static void test_block_retract_v1_v2_unchanged(void **state)
+{
+    /* The v1 fixture's cells (written as u32) read as the same positive int32 counts and sum to
+     * its event count; its events and those of a fresh version 2 block are not retractions; a
+     * block without retractions never seals as version 3. */
+    struct fixture *f = *state;
+    struct block_view view;
+    assert_int_equal(block_view_parse(block_v1_fixture, sizeof(block_v1_fixture), &view), 0);
+    int64_t total = 0;
+    for (uint16_t i = 0; i < view.header->cell_count; i++) {
+        uint32_t bits = 0;
+        memcpy(&bits, (const uint8_t *)&view.cells[i] + offsetof(struct block_cell, count), 4);
+        assert_int_equal(bits, 1u);
+        assert_int_equal(view.cells[i].count, 1);
+        total += view.cells[i].count;
+    }
+    assert_true(total == view.header->event_count);
+    uint8_t *buf = malloc(sizeof(block_v1_fixture));
+    assert_non_null(buf);
+    memcpy(buf, block_v1_fixture, sizeof(block_v1_fixture));
+    struct collected got = {0};
+    assert_int_equal(parse_and_decode(f, buf, sizeof(block_v1_fixture), TEST_DAY, &got), 0);
+    for (size_t i = 0; i < got.count; i++) {
+        assert_false(got.events[i].retract);
+    }
+    free(got.events);
+    free(buf);
+    struct ds_event two[2];
+    simple_event(&two[0], 1, "paid", 0);
+    simple_event(&two[1], 2, "paid", 1);
+    two[1].has_version = true;
+    two[1].version = 3;
+    add_all(f, two, 2, NULL, STORAGE_BLOCK_EVENTS_MAX);
+    round_trip_extras(f, two, 2, BLOCK_VERSION_EXTRAS);
+}
+
+/* Re-encodes block (a sealed one) with raw flags byte i xor mask and the header version set to
+ * version, behind valid CRCs; returns the new block (malloc'd) and its length. */
+static uint8_t *reflag(const struct sealed *s, size_t i, uint8_t mask, uint16_t version,
+                       size_t *len_out)
+{
+    struct block_view view;
+    assert_int_equal(block_view_parse(s->buf, s->len, &view), 0);
+    size_t header_bytes = view.header->header_bytes;
+    size_t raw_len = view.header->raw_bytes;
+    uint8_t *raw = malloc(raw_len);
+    assert_non_null(raw);
+    assert_int_equal(
+        ZSTD_decompress(raw, raw_len, s->buf + header_bytes, view.header->payload_bytes), raw_len);
+    size_t preamble = 1u + (view.header->version == BLOCK_VERSION ? 6u : 8u) * 4u;
+    assert_true(preamble + i < raw_len);
+    raw[preamble + i] ^= mask;
+    size_t capacity = header_bytes + ZSTD_compressBound(raw_len);
+    uint8_t *block = malloc(capacity);
+    assert_non_null(block);
+    memcpy(block, s->buf, header_bytes);
+    size_t z = ZSTD_compress(block + header_bytes, capacity - header_bytes, raw, raw_len, 1);
+    assert_false(ZSTD_isError(z));
+    struct block_header h;
+    memcpy(&h, block, sizeof(h));
+    h.version = version;
+    h.payload_bytes = (uint32_t)z;
+    h.payload_crc = ds_crc32c(0, block + header_bytes, z);
+    memcpy(block, &h, sizeof(h));
+    fix_header_crc(block);
+    free(raw);
+    *len_out = header_bytes + z;
+    return block;
+}
+
+static void test_block_retract_flipped_bit_caught(void **state)
+{
+    /* Behind recomputed CRCs, flipping any row's retract bit breaks the re-aggregation (a cell
+     * moves by 2 and by twice the amount): -DS_ECORRUPT. Bit 7 in a version 2 block, or a
+     * version 3 block relabelled 2, is corrupt too. The unchanged re-encoding still decodes. */
+    struct fixture *f = *state;
+    struct ds_event events[8];
+    for (int i = 0; i < 8; i++) {
+        simple_event(&events[i], 20 + i, i % 2 ? "paid" : "sent", i * HOUR_MS / 2);
+        events[i].has_version = true;
+        events[i].version = i;
+        events[i].retract = i % 3 == 0;
+    }
+    add_all(f, events, 8, NULL, STORAGE_BLOCK_EVENTS_MAX);
+    struct sealed s = seal(f, TEST_DAY);
+    size_t len = 0;
+    uint8_t *same = reflag(&s, 0, 0, BLOCK_VERSION_RETRACT, &len);
+    assert_int_equal(parse_and_decode(f, same, len, TEST_DAY, NULL), 0);
+    free(same);
+    for (size_t i = 0; i < 8; i++) {
+        uint8_t *block = reflag(&s, i, OPEN_ROW_RETRACT, BLOCK_VERSION_RETRACT, &len);
+        assert_int_equal(parse_and_decode(f, block, len, TEST_DAY, NULL), -DS_ECORRUPT);
+        free(block);
+    }
+    uint8_t *relabelled = reflag(&s, 0, 0, BLOCK_VERSION_EXTRAS, &len);
+    assert_int_equal(parse_and_decode(f, relabelled, len, TEST_DAY, NULL), -DS_ECORRUPT);
+    free(relabelled);
+    free(s.buf);
+
+    open_block_reset(f->ob);
+    for (int i = 0; i < 8; i++) {
+        events[i].retract = false;
+    }
+    add_all(f, events, 8, NULL, STORAGE_BLOCK_EVENTS_MAX);
+    s = seal(f, TEST_DAY);
+    uint8_t *v2 = reflag(&s, 3, OPEN_ROW_RETRACT, BLOCK_VERSION_EXTRAS, &len);
+    assert_int_equal(parse_and_decode(f, v2, len, TEST_DAY, NULL), -DS_ECORRUPT);
+    free(v2);
+    free(s.buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1206,6 +1397,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_block_extras_round_trip_versions_and_items, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_block_extras_v1_block_still_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_block_retract_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_block_retract_only_negative_cells, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_block_retract_v1_v2_unchanged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_block_retract_flipped_bit_caught, setup, teardown),
         cmocka_unit_test_setup_teardown(test_block_extras_largest_items_round_trip, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_block_extras_items_capacity_seals_early, setup,

@@ -548,6 +548,196 @@ static int fsck(const char *dir, bool repair, struct storage_fsck_report *report
     return storage_fsck(dir, &options, report);
 }
 
+/* ---- retractions (issue 14) ---------------------------------------------------------------- */
+
+#define RETRACT_ORDERS 400u
+#define RETRACT_PARTS 3u /* (DAY0, 0), (DAY0, 1), (DAY0 + 1, 0) */
+
+/* The live version of each order, and expected net totals per partition, status and hour. */
+struct retract_truth {
+    struct ds_event live[RETRACT_ORDERS];
+    uint32_t part_of[RETRACT_ORDERS];
+    uint64_t rows, retractions[RETRACT_PARTS];
+};
+
+static const char *const retract_statuses[2] = {"paid", "sent"};
+
+static void retract_part(uint32_t part, int32_t *day, uint32_t *shard)
+{
+    *day = DAY0 + (part == 2 ? 1 : 0);
+    *shard = part == 1 ? 1u : 0u;
+}
+
+static void retract_version(uint64_t *rng, uint32_t order, int64_t version, struct ds_event *e,
+                            uint32_t *part)
+{
+    memset(e, 0, sizeof(*e));
+    *part = (uint32_t)test_rng_below(rng, RETRACT_PARTS);
+    int32_t day = 0;
+    uint32_t shard = 0;
+    retract_part(*part, &day, &shard);
+    test_id_int(&e->order_id, order + 1);
+    test_id_int(&e->customer_id, order % 13 + 1);
+    e->ts_ms = (int64_t)day * DAY_MS + (int64_t)test_rng_below(rng, (uint64_t)DAY_MS);
+    e->amount_units = (int64_t)test_rng_below(rng, 1000000) - 1000; /* some negative */
+    test_event_set_status(e, retract_statuses[test_rng_below(rng, 2)]);
+    e->has_version = true;
+    e->version = version;
+}
+
+static void retract_append(struct storage *st, struct retract_truth *t, uint32_t part,
+                           const struct ds_event *e)
+{
+    int32_t day = 0;
+    uint32_t shard = 0;
+    retract_part(part, &day, &shard);
+    assert_int_equal(storage_append(st, day, shard, e, NULL), 0);
+    t->rows++;
+    t->retractions[part] += e->retract ? 1u : 0u;
+}
+
+/* Every partition's totals (all statuses, each status, every hour, amounts) equal the sums of
+ * the live versions: inserts minus retractions. */
+static void retract_assert_totals(struct storage *st, const struct retract_truth *t)
+{
+    for (uint32_t part = 0; part < RETRACT_PARTS; part++) {
+        int32_t day = 0;
+        uint32_t shard = 0;
+        retract_part(part, &day, &shard);
+        for (int s = -1; s < 2; s++) {
+            int64_t count[24] = {0};
+            ds_i128 amount[24] = {0};
+            uint64_t want_count = 0;
+            ds_i128 want_amount = 0;
+            for (uint32_t o = 0; o < RETRACT_ORDERS; o++) {
+                const struct ds_event *e = &t->live[o];
+                if (t->part_of[o] != part ||
+                    (s >= 0 && strcmp(e->status, retract_statuses[s]) != 0)) {
+                    continue;
+                }
+                int h = (int)((e->ts_ms - (int64_t)day * DAY_MS) / HOUR_MS);
+                count[h]++;
+                amount[h] += e->amount_units;
+                want_count++;
+                want_amount += e->amount_units;
+            }
+            struct storage_partition_total got;
+            const char *status = s >= 0 ? retract_statuses[s] : NULL;
+            assert_int_equal(
+                storage_partition_totals(st, day, shard, status, s >= 0 ? strlen(status) : 0, &got),
+                0);
+            assert_int_equal(got.count, want_count);
+            assert_true(got.amount_units == want_amount);
+            for (int h = 0; h < 24; h++) {
+                assert_true(got.hours[h].count == count[h]);
+                assert_true(got.hours[h].amount_units == amount[h]);
+            }
+        }
+    }
+}
+
+static int retract_scan_count(const struct ds_event *event, void *user)
+{
+    uint64_t *retractions = user;
+    *retractions += event->retract ? 1u : 0u;
+    return 0;
+}
+
+static void test_storage_retractions_net_totals(void **state)
+{
+    /* Orders inserted, then over several commits superseded: a retraction of the old version
+     * into its old partition and the new version into any partition. Small blocks put
+     * retractions in other blocks than their rows (negative block cells). Totals per partition,
+     * status and hour, and amounts, are inserts minus retractions, from the writer, after
+     * reopen and from a reader; scans expose the retraction rows; fsck is clean. */
+    struct fixture *fx = *state;
+    uint64_t rng = test_seed();
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    cfg.block_events_max = 37;
+    struct storage *st = open_with(&cfg);
+    struct retract_truth *t = calloc(1, sizeof(*t));
+    assert_non_null(t);
+    for (uint32_t o = 0; o < RETRACT_ORDERS; o++) {
+        retract_version(&rng, o, 0, &t->live[o], &t->part_of[o]);
+        retract_append(st, t, t->part_of[o], &t->live[o]);
+    }
+    assert_int_equal(storage_commit(st), 0);
+    retract_assert_totals(st, t);
+    for (int round = 1; round <= 4; round++) {
+        for (uint32_t o = 0; o < RETRACT_ORDERS; o++) {
+            if (test_rng_below(&rng, 3) != 0) {
+                continue;
+            }
+            struct ds_event old = t->live[o];
+            old.retract = true;
+            retract_append(st, t, t->part_of[o], &old);
+            retract_version(&rng, o, round, &t->live[o], &t->part_of[o]);
+            retract_append(st, t, t->part_of[o], &t->live[o]);
+        }
+        assert_int_equal(storage_commit(st), 0);
+        retract_assert_totals(st, t);
+    }
+    uint64_t retractions = 0;
+    for (uint32_t part = 0; part < RETRACT_PARTS; part++) {
+        assert_true(t->retractions[part] > 0);
+        retractions += t->retractions[part];
+    }
+    storage_close(st);
+    st = open_dir(fx->dir, false);
+    retract_assert_totals(st, t);
+    storage_close(st);
+    st = open_dir(fx->dir, true);
+    retract_assert_totals(st, t);
+    uint64_t scanned = 0;
+    for (uint32_t part = 0; part < RETRACT_PARTS; part++) {
+        int32_t day = 0;
+        uint32_t shard = 0;
+        retract_part(part, &day, &shard);
+        assert_int_equal(storage_partition_scan(st, day, shard, retract_scan_count, &scanned), 0);
+    }
+    assert_int_equal(scanned, retractions);
+    storage_close(st);
+    struct storage_fsck_report report;
+    assert_int_equal(fsck(fx->dir, false, &report), 0);
+    assert_int_equal(report.events_ok, t->rows);
+    assert_int_equal(report.blocks_bad, 0);
+    free(t);
+}
+
+static void test_storage_retractions_more_than_rows_refused(void **state)
+{
+    /* A partition holding a retraction of a row it does not have (yet) is inconsistent: its
+     * totals are -DS_ECORRUPT (never a negative or wrapped count); others still count. */
+    struct fixture *fx = *state;
+    struct storage *st = open_dir(fx->dir, false);
+    struct ds_event e;
+    memset(&e, 0, sizeof(e));
+    test_id_int(&e.order_id, 5);
+    test_id_int(&e.customer_id, 6);
+    e.ts_ms = (int64_t)DAY0 * DAY_MS + 5;
+    e.amount_units = 700;
+    test_event_set_status(&e, "paid");
+    assert_int_equal(storage_append(st, DAY0, 1, &e, NULL), 0);
+    e.retract = true;
+    assert_int_equal(storage_append(st, DAY0, 0, &e, NULL), 0);
+    assert_int_equal(storage_commit(st), 0);
+    struct storage_partition_total got;
+    assert_int_equal(storage_partition_totals(st, DAY0, 0, NULL, 0, &got), -DS_ECORRUPT);
+    assert_int_equal(storage_partition_totals(st, DAY0, 0, "paid", 4, &got), -DS_ECORRUPT);
+    assert_int_equal(storage_partition_totals(st, DAY0, 1, NULL, 0, &got), 0);
+    assert_int_equal(got.count, 1);
+    /* A retraction committed before the row it cancels: the sums end at 0, but a partition's
+     * append order never has it so, and the summary refuses the block that goes below zero. */
+    assert_int_equal(storage_append(st, DAY0, 2, &e, NULL), 0);
+    assert_int_equal(storage_commit(st), 0);
+    e.retract = false;
+    assert_int_equal(storage_append(st, DAY0, 2, &e, NULL), 0);
+    assert_int_equal(storage_commit(st), 0);
+    assert_int_equal(storage_partition_totals(st, DAY0, 2, NULL, 0, &got), -DS_ECORRUPT);
+    storage_close(st);
+}
+
 /* ---- configuration and limits -------------------------------------------------------------- */
 
 static void test_storage_config_check_rejects_bad_values(void **state)
@@ -2936,6 +3126,9 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_storage_append_partition_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_round_trip_partitions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_retractions_net_totals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_retractions_more_than_rows_refused, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_storage_uncommitted_dropped_at_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_commit_nothing_is_noop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_io_sync_and_uring_identical, setup, teardown),

@@ -382,8 +382,22 @@ static int wait_begin(struct query_http *h, const struct http_route *route,
     if (w->positions == NULL || w->durable_next == NULL) {
         return -ENOMEM;
     }
-    int n = h->positions(h->positions_user, w->positions, HTTP_POSITIONS_MAX, w->timeout_ms,
-                         &w->generation);
+    /* A node starting, joining its group or rebalancing has no assignment to ask about yet:
+     * wait for one within the request's timeout (watermarks read later are at least those of
+     * the arrival, so the guarantee holds), then answer 503 "retry". */
+    int n = -EAGAIN;
+    for (;;) {
+        uint64_t now = ds_clock_ns();
+        uint32_t left_ms =
+            now >= w->deadline_ns ? 0u : (uint32_t)((w->deadline_ns - now) / 1000000u);
+        n = h->positions(h->positions_user, w->positions, HTTP_POSITIONS_MAX,
+                         left_ms > 0 ? left_ms : 1u, &w->generation);
+        if (n != -EAGAIN || ds_clock_ns() >= w->deadline_ns) {
+            break;
+        }
+        struct timespec step = {.tv_sec = 0, .tv_nsec = HTTP_CONSISTENT_STEP_NS};
+        nanosleep(&step, NULL);
+    }
     if (n < 0) {
         return n;
     }

@@ -153,9 +153,14 @@ fsck_gsi_position_find(const struct fsck_gsi_compare *c, int32_t day, uint32_t s
 
 /* ---- collecting ------------------------------------------------------------------------------ */
 
+/* Retractions (orders model) are not index entries: the builder skips them, and so does the
+ * comparison. */
 static int fsck_gsi_event_all(const struct ds_event *event, void *user)
 {
     struct fsck_gsi_compare *c = user;
+    if (event->retract) {
+        return 0;
+    }
     return fsck_gsi_hashes_add(
         c, &c->all, fsck_gsi_key_hash(&event->customer_id, event->ts_ms, &event->order_id));
 }
@@ -163,6 +168,9 @@ static int fsck_gsi_event_all(const struct ds_event *event, void *user)
 static int fsck_gsi_event_after(const struct ds_event *event, void *user)
 {
     struct fsck_gsi_compare *c = user;
+    if (event->retract) {
+        return 0;
+    }
     return fsck_gsi_hashes_add(
         c, &c->after, fsck_gsi_key_hash(&event->customer_id, event->ts_ms, &event->order_id));
 }

@@ -87,6 +87,40 @@ uint64_t ds_clock_ns(void);
 /* Milliseconds since the Unix epoch from CLOCK_REALTIME. */
 int64_t ds_clock_realtime_ms(void);
 
+/* Little-endian fixed-width fields of the formats that are written byte by byte (the index
+ * builder's cursor, the orders-by-id log). */
+static inline void ds_put_le32(uint8_t *p, uint32_t v)
+{
+    for (unsigned i = 0; i < 4; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static inline void ds_put_le64(uint8_t *p, uint64_t v)
+{
+    for (unsigned i = 0; i < 8; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static inline uint32_t ds_get_le32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (unsigned i = 0; i < 4; i++) {
+        v |= (uint32_t)p[i] << (8 * i);
+    }
+    return v;
+}
+
+static inline uint64_t ds_get_le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 8; i++) {
+        v |= (uint64_t)p[i] << (8 * i);
+    }
+    return v;
+}
+
 /* splitmix64's finaliser, for hashing: every input bit moves about half the output bits. */
 static inline uint64_t ds_mix64(uint64_t x)
 {

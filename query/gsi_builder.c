@@ -165,50 +165,18 @@ static struct builder_position *position_get(struct query_gsi *g, int32_t day, u
     return &g->positions[lo];
 }
 
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) {
-        v |= (uint32_t)p[i] << (8 * i);
-    }
-    return v;
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) {
-        v |= (uint64_t)p[i] << (8 * i);
-    }
-    return v;
-}
-
 static size_t cursor_encode(const struct query_gsi *g, uint64_t seq, uint8_t *dst)
 {
     memcpy(dst, CURSOR_MAGIC, 4);
-    put_u64(dst + 4, seq);
-    put_u32(dst + 12, g->position_count);
+    ds_put_le64(dst + 4, seq);
+    ds_put_le32(dst + 12, g->position_count);
     uint8_t *p = dst + CURSOR_HEADER_BYTES;
     for (uint32_t i = 0; i < g->position_count; i++, p += CURSOR_ENTRY_BYTES) {
         const struct builder_position *b = &g->positions[i];
-        put_u32(p, (uint32_t)b->day);
-        put_u32(p + 4, b->shard);
-        put_u32(p + 8, b->pos.segment_id);
-        put_u64(p + 12, b->pos.offset);
+        ds_put_le32(p, (uint32_t)b->day);
+        ds_put_le32(p + 4, b->shard);
+        ds_put_le32(p + 8, b->pos.segment_id);
+        ds_put_le64(p + 12, b->pos.offset);
     }
     return (size_t)(p - dst);
 }
@@ -223,10 +191,10 @@ int query_gsi_cursor_decode(const uint8_t *cursor, size_t len, uint64_t *seq,
         return 0;
     }
     if (len < CURSOR_HEADER_BYTES || memcmp(cursor, CURSOR_MAGIC, 4) != 0 ||
-        len != CURSOR_HEADER_BYTES + (size_t)get_u32(cursor + 12) * CURSOR_ENTRY_BYTES) {
+        len != CURSOR_HEADER_BYTES + (size_t)ds_get_le32(cursor + 12) * CURSOR_ENTRY_BYTES) {
         return -DS_ECORRUPT;
     }
-    uint32_t n = get_u32(cursor + 12);
+    uint32_t n = ds_get_le32(cursor + 12);
     struct query_gsi_cursor_position *out = n > 0 ? calloc(n, sizeof(*out)) : NULL;
     if (n > 0 && out == NULL) {
         return -ENOMEM;
@@ -234,9 +202,9 @@ int query_gsi_cursor_decode(const uint8_t *cursor, size_t len, uint64_t *seq,
     const uint8_t *p = cursor + CURSOR_HEADER_BYTES;
     for (uint32_t i = 0; i < n; i++, p += CURSOR_ENTRY_BYTES) {
         out[i] = (struct query_gsi_cursor_position){
-            .day = (int32_t)get_u32(p),
-            .shard = get_u32(p + 4),
-            .pos = {.segment_id = get_u32(p + 8), .offset = get_u64(p + 12)}};
+            .day = (int32_t)ds_get_le32(p),
+            .shard = ds_get_le32(p + 4),
+            .pos = {.segment_id = ds_get_le32(p + 8), .offset = ds_get_le64(p + 12)}};
         const struct query_gsi_cursor_position *a = i > 0 ? &out[i - 1] : NULL;
         if (a != NULL &&
             (a->day > out[i].day || (a->day == out[i].day && a->shard >= out[i].shard))) {
@@ -244,7 +212,7 @@ int query_gsi_cursor_decode(const uint8_t *cursor, size_t len, uint64_t *seq,
             return -DS_ECORRUPT; /* cursor_encode writes them in (day, shard) order */
         }
     }
-    *seq = get_u64(cursor + 4);
+    *seq = ds_get_le64(cursor + 4);
     *positions = out;
     *count = n;
     return 0;
@@ -743,7 +711,7 @@ int query_gsi_reader_indexed_seq(struct query_gsi_reader *r, uint64_t *seq)
     if (len < CURSOR_HEADER_BYTES || memcmp(r->cursor, CURSOR_MAGIC, 4) != 0) {
         return -DS_ECORRUPT;
     }
-    *seq = get_u64(r->cursor + 4);
+    *seq = ds_get_le64(r->cursor + 4);
     return 0;
 }
 

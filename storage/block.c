@@ -70,23 +70,33 @@ static int open_block_reserve_rows(struct open_block *ob, uint32_t events_max)
     return 0;
 }
 
+/* Grows *buf (doubling from first) to hold need bytes; returns 0 or -ENOMEM. */
+static int buffer_reserve(uint8_t **buf, uint32_t *capacity, uint32_t need, uint32_t first)
+{
+    if (need <= *capacity) {
+        return 0;
+    }
+    uint32_t grown = *capacity == 0 ? first : *capacity * 2u;
+    while (grown < need) {
+        grown *= 2u;
+    }
+    uint8_t *bigger = realloc(*buf, grown);
+    if (bigger == NULL) {
+        return -ENOMEM;
+    }
+    *buf = bigger;
+    *capacity = grown;
+    return 0;
+}
+
 static int open_block_add_string(struct open_block *ob, const struct ds_id *id, int64_t *offset)
 {
     uint32_t need = ob->strings_bytes + 1u + id->len;
     if (need > BLOCK_STRING_BYTES_MAX) {
         return -DS_ELIMIT;
     }
-    if (need > ob->strings_capacity) {
-        uint32_t capacity = ob->strings_capacity == 0 ? 4096u : ob->strings_capacity * 2u;
-        while (capacity < need) {
-            capacity *= 2u;
-        }
-        uint8_t *strings = realloc(ob->strings, capacity);
-        if (strings == NULL) {
-            return -ENOMEM;
-        }
-        ob->strings = strings;
-        ob->strings_capacity = capacity;
+    if (buffer_reserve(&ob->strings, &ob->strings_capacity, need, 4096u) != 0) {
+        return -ENOMEM;
     }
     *offset = ob->strings_bytes;
     ob->strings[ob->strings_bytes] = id->len;
@@ -106,17 +116,8 @@ static int open_block_add_items(struct open_block *ob, const struct ds_event *ev
     if (need > BLOCK_ITEMS_BYTES_MAX) {
         return -DS_ELIMIT;
     }
-    if (need > ob->items_capacity) {
-        uint32_t capacity = ob->items_capacity == 0 ? 16384u : ob->items_capacity * 2u;
-        while (capacity < need) {
-            capacity *= 2u;
-        }
-        uint8_t *items = realloc(ob->items, capacity);
-        if (items == NULL) {
-            return -ENOMEM;
-        }
-        ob->items = items;
-        ob->items_capacity = capacity;
+    if (buffer_reserve(&ob->items, &ob->items_capacity, need, 16384u) != 0) {
+        return -ENOMEM;
     }
     row->items_offset = ob->items_bytes;
     row->items_bytes = event->items_bytes;

@@ -81,41 +81,9 @@ static void put_u16(uint8_t *p, uint16_t v)
     p[1] = (uint8_t)(v >> 8);
 }
 
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    for (unsigned i = 0; i < 4; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-    for (unsigned i = 0; i < 8; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
-
 static uint16_t get_u16(const uint8_t *p)
 {
     return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (unsigned i = 0; i < 4; i++) {
-        v |= (uint32_t)p[i] << (8 * i);
-    }
-    return v;
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (unsigned i = 0; i < 8; i++) {
-        v |= (uint64_t)p[i] << (8 * i);
-    }
-    return v;
 }
 
 static size_t align4(size_t n)
@@ -176,7 +144,7 @@ static size_t record_encode(const struct ids_record *rec, uint8_t *dst)
     size_t padded = align4(length);
     ASSERT(padded <= IDS_RECORD_BYTES_MAX);
     memset(dst, 0, padded);
-    put_u32(dst + 4, (uint32_t)length);
+    ds_put_le32(dst + 4, (uint32_t)length);
     dst[8] = (uint8_t)((rec->order_id.is_string ? IDS_FLAG_ID_STRING : 0u) |
                        (rec->has_version ? IDS_FLAG_HAS_VERSION : 0u) |
                        (rec->customer_id.is_string ? IDS_FLAG_CUSTOMER_STRING : 0u));
@@ -184,14 +152,14 @@ static size_t record_encode(const struct ids_record *rec, uint8_t *dst)
     dst[10] = rec->customer_id.len;
     dst[11] = rec->status_len;
     put_u16(dst + 12, rec->items_bytes);
-    put_u64(dst + 16, (uint64_t)rec->order_id.value);
-    put_u64(dst + 24, (uint64_t)rec->version);
-    put_u64(dst + 32, (uint64_t)rec->ts_ms);
-    put_u32(dst + 40, (uint32_t)rec->day);
-    put_u32(dst + 44, rec->shard);
-    put_u64(dst + 48, (uint64_t)rec->amount_units);
-    put_u64(dst + 56, (uint64_t)rec->customer_id.value);
-    put_u32(dst + 64, rec->versions_seen);
+    ds_put_le64(dst + 16, (uint64_t)rec->order_id.value);
+    ds_put_le64(dst + 24, (uint64_t)rec->version);
+    ds_put_le64(dst + 32, (uint64_t)rec->ts_ms);
+    ds_put_le32(dst + 40, (uint32_t)rec->day);
+    ds_put_le32(dst + 44, rec->shard);
+    ds_put_le64(dst + 48, (uint64_t)rec->amount_units);
+    ds_put_le64(dst + 56, (uint64_t)rec->customer_id.value);
+    ds_put_le32(dst + 64, rec->versions_seen);
     uint8_t *p = dst + IDS_RECORD_HEADER_BYTES;
     memcpy(p, rec->order_id.text, rec->order_id.len);
     p += rec->order_id.len;
@@ -202,7 +170,7 @@ static size_t record_encode(const struct ids_record *rec, uint8_t *dst)
     if (rec->items_bytes > 0) {
         memcpy(p, rec->items, rec->items_bytes);
     }
-    put_u32(dst, ds_crc32c(0, dst + 4, length - 4));
+    ds_put_le32(dst, ds_crc32c(0, dst + 4, length - 4));
     return padded;
 }
 
@@ -212,7 +180,7 @@ static size_t record_announced(const uint8_t *src, size_t avail)
     if (avail < 8) {
         return 0;
     }
-    size_t length = get_u32(src + 4);
+    size_t length = ds_get_le32(src + 4);
     if (length < IDS_RECORD_HEADER_BYTES || align4(length) > IDS_RECORD_BYTES_MAX) {
         return 0;
     }
@@ -234,14 +202,14 @@ static void decode_id(struct ds_id *id, bool is_string, uint8_t len, uint64_t va
 static int record_decode(const uint8_t *src, size_t avail, struct ids_record *out)
 {
     size_t length = record_announced(src, avail);
-    if (length == 0 || length > avail || get_u32(src) != ds_crc32c(0, src + 4, length - 4)) {
+    if (length == 0 || length > avail || ds_get_le32(src) != ds_crc32c(0, src + 4, length - 4)) {
         return -DS_ECORRUPT;
     }
     uint8_t flags = src[8];
     struct ids_record rec = {0};
     rec.status_len = src[11];
     rec.items_bytes = get_u16(src + 12);
-    if ((flags & ~IDS_FLAGS_ALL) != 0 || get_u16(src + 14) != 0 || get_u32(src + 68) != 0 ||
+    if ((flags & ~IDS_FLAGS_ALL) != 0 || get_u16(src + 14) != 0 || ds_get_le32(src + 68) != 0 ||
         length != record_length(&(struct ids_record){.order_id.len = src[9],
                                                      .customer_id.len = src[10],
                                                      .status_len = rec.status_len,
@@ -249,17 +217,18 @@ static int record_decode(const uint8_t *src, size_t avail, struct ids_record *ou
         return -DS_ECORRUPT;
     }
     const uint8_t *p = src + IDS_RECORD_HEADER_BYTES;
-    decode_id(&rec.order_id, flags & IDS_FLAG_ID_STRING, src[9], get_u64(src + 16), p);
+    decode_id(&rec.order_id, flags & IDS_FLAG_ID_STRING, src[9], ds_get_le64(src + 16), p);
     p += src[9];
-    decode_id(&rec.customer_id, flags & IDS_FLAG_CUSTOMER_STRING, src[10], get_u64(src + 56), p);
+    decode_id(&rec.customer_id, flags & IDS_FLAG_CUSTOMER_STRING, src[10], ds_get_le64(src + 56),
+              p);
     p += src[10];
     rec.has_version = flags & IDS_FLAG_HAS_VERSION;
-    rec.version = (int64_t)get_u64(src + 24);
-    rec.ts_ms = (int64_t)get_u64(src + 32);
-    rec.day = (int32_t)get_u32(src + 40);
-    rec.shard = get_u32(src + 44);
-    rec.amount_units = (int64_t)get_u64(src + 48);
-    rec.versions_seen = get_u32(src + 64);
+    rec.version = (int64_t)ds_get_le64(src + 24);
+    rec.ts_ms = (int64_t)ds_get_le64(src + 32);
+    rec.day = (int32_t)ds_get_le32(src + 40);
+    rec.shard = ds_get_le32(src + 44);
+    rec.amount_units = (int64_t)ds_get_le64(src + 48);
+    rec.versions_seen = ds_get_le32(src + 64);
     memcpy(rec.status, p, rec.status_len);
     p += rec.status_len;
     rec.items = rec.items_bytes > 0 ? p : NULL;

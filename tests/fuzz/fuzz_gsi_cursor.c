@@ -230,9 +230,11 @@ static bool entries_sorted(const uint8_t *bytes, size_t len)
 {
     for (size_t at = CURSOR_HEADER_BYTES + CURSOR_ENTRY_BYTES; at + CURSOR_ENTRY_BYTES <= len;
          at += CURSOR_ENTRY_BYTES) {
-        struct builder_position prev = {.day = (int32_t)get_u32(bytes + at - CURSOR_ENTRY_BYTES),
-                                        .shard = get_u32(bytes + at - CURSOR_ENTRY_BYTES + 4)};
-        if (position_cmp((int32_t)get_u32(bytes + at), get_u32(bytes + at + 4), &prev) <= 0) {
+        struct builder_position prev = {.day =
+                                            (int32_t)ds_get_le32(bytes + at - CURSOR_ENTRY_BYTES),
+                                        .shard = ds_get_le32(bytes + at - CURSOR_ENTRY_BYTES + 4)};
+        if (position_cmp((int32_t)ds_get_le32(bytes + at), ds_get_le32(bytes + at + 4), &prev) <=
+            0) {
             return false;
         }
     }

@@ -79,7 +79,10 @@ bool test_event_equal(const struct ds_event *a, const struct ds_event *b)
     return test_id_equal(&a->order_id, &b->order_id) &&
            test_id_equal(&a->customer_id, &b->customer_id) && a->ts_ms == b->ts_ms &&
            a->amount_units == b->amount_units && a->status_len == b->status_len &&
-           memcmp(a->status, b->status, a->status_len) == 0;
+           memcmp(a->status, b->status, a->status_len) == 0 && a->has_version == b->has_version &&
+           a->version == b->version && a->retract == b->retract &&
+           a->items_bytes == b->items_bytes &&
+           (a->items_bytes == 0 || memcmp(a->items, b->items, a->items_bytes) == 0);
 }
 
 void test_event_assert_equal(const struct ds_event *want, const struct ds_event *got)
@@ -90,6 +93,13 @@ void test_event_assert_equal(const struct ds_event *want, const struct ds_event 
     assert_true(want->amount_units == got->amount_units);
     assert_int_equal(want->status_len, got->status_len);
     assert_memory_equal(want->status, got->status, want->status_len);
+    assert_int_equal(want->has_version, got->has_version);
+    assert_true(want->version == got->version);
+    assert_int_equal(want->retract, got->retract);
+    assert_int_equal(want->items_bytes, got->items_bytes);
+    if (want->items_bytes > 0) {
+        assert_memory_equal(want->items, got->items, want->items_bytes);
+    }
 }
 
 /* ---- the wide shape ------------------------------------------------------------------------- */

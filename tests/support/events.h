@@ -43,7 +43,8 @@ bool test_id_equal(const struct ds_id *a, const struct ds_id *b);
 
 /* Sets e's status to the NUL-terminated status (at most DS_STATUS_BYTES_MAX bytes). */
 void test_event_set_status(struct ds_event *e, const char *status);
-/* The same event: equal ids, timestamps, amounts and status bytes. */
+/* The same event: equal ids, timestamps, amounts, status bytes, versions, retract flags and
+ * canonical items. */
 bool test_event_equal(const struct ds_event *a, const struct ds_event *b);
 /* Asserts got equals want, one field at a time so that a failure names the field. */
 void test_event_assert_equal(const struct ds_event *want, const struct ds_event *got);

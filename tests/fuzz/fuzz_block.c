@@ -29,6 +29,7 @@
 #include <zstd.h>
 
 #include "storage/format.h"
+#include "tests/fuzz/fuzz_input.h"
 
 #define MODE_RAW 0u
 #define MODE_HEADER 1u
@@ -163,38 +164,19 @@ static void raw_run(const uint8_t *data, size_t size, struct events *ev)
 
 /* ---- structured mode ---------------------------------------------------------------------- */
 
-struct reader {
-    const uint8_t *p;
-    const uint8_t *end;
-};
-
-static uint8_t take_u8(struct reader *r)
-{
-    return r->p < r->end ? *r->p++ : 0;
-}
-
-static uint32_t take_u32(struct reader *r)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) {
-        v |= (uint32_t)take_u8(r) << (8 * i);
-    }
-    return v;
-}
-
-static void id_take(struct reader *r, uint8_t kind, struct ds_id *id)
+static void id_take(struct fuzz_input *r, uint8_t kind, struct ds_id *id)
 {
     memset(id, 0, sizeof(*id));
     if (kind & 1u) {
         id->is_string = true;
-        id->len = (uint8_t)(1u + take_u8(r) % DS_ID_BYTES_MAX);
+        id->len = (uint8_t)(1u + fuzz_take_u8(r) % DS_ID_BYTES_MAX);
         for (uint8_t i = 0; i < id->len; i++) {
-            id->text[i] = (char)take_u8(r);
+            id->text[i] = (char)fuzz_take_u8(r);
         }
         return;
     }
     /* Small ids, large ids and the largest one. */
-    uint32_t v = take_u32(r);
+    uint32_t v = (uint32_t)fuzz_take_le(r, 4);
     id->value = kind & 2u ? INT64_MAX - (int64_t)v : 1 + (int64_t)v;
 }
 
@@ -202,28 +184,28 @@ static void id_take(struct reader *r, uint8_t kind, struct ds_id *id)
  * items, bit 3 a retraction row), u32 version, then for items u8 count (% 101) and per item u8
  * product length (1 + % 64), the product bytes (any, as the block stores them) and u32 quantity (1
  * + % 2^31-1), encoded canonically into items. */
-static void extras_take(struct reader *r, uint8_t *items, struct ds_event *e)
+static void extras_take(struct fuzz_input *r, uint8_t *items, struct ds_event *e)
 {
-    uint8_t flags = take_u8(r);
+    uint8_t flags = fuzz_take_u8(r);
     e->retract = (flags & 8u) != 0;
     if (flags & 1u) {
-        uint32_t v = take_u32(r);
+        uint32_t v = (uint32_t)fuzz_take_le(r, 4);
         e->has_version = true;
         e->version = flags & 2u ? INT64_MAX - (int64_t)v : (int64_t)v;
     }
     if ((flags & 4u) == 0) {
         return;
     }
-    size_t count = take_u8(r) % (DS_ITEMS_COUNT_MAX + 1u);
+    size_t count = fuzz_take_u8(r) % (DS_ITEMS_COUNT_MAX + 1u);
     size_t n = 0;
     items[n++] = (uint8_t)count;
     for (size_t i = 0; i < count; i++) {
-        uint8_t len = (uint8_t)(1u + take_u8(r) % DS_ITEM_PRODUCT_BYTES_MAX);
+        uint8_t len = (uint8_t)(1u + fuzz_take_u8(r) % DS_ITEM_PRODUCT_BYTES_MAX);
         items[n++] = len;
         for (uint8_t j = 0; j < len; j++) {
-            items[n++] = take_u8(r);
+            items[n++] = fuzz_take_u8(r);
         }
-        uint32_t quantity = 1u + take_u32(r) % DS_ITEM_QUANTITY_MAX;
+        uint32_t quantity = 1u + (uint32_t)fuzz_take_le(r, 4) % DS_ITEM_QUANTITY_MAX;
         for (; quantity >= 0x80u; quantity >>= 7) {
             items[n++] = (uint8_t)(quantity | 0x80u);
         }
@@ -237,16 +219,17 @@ static void extras_take(struct reader *r, uint8_t *items, struct ds_event *e)
 /* An event: u8 kinds (order id string bit 0, large bit 1; customer bits 2, 3; status index
  * bits 4..6; extras bit 7), the ids, u32 ms into the day, u32 amount (bit 31 scales it up to
  * the extremes), then the extras when bit 7 is set. */
-static void event_take(struct reader *r, int64_t day_start_ms, uint8_t *items, struct ds_event *e)
+static void event_take(struct fuzz_input *r, int64_t day_start_ms, uint8_t *items,
+                       struct ds_event *e)
 {
     static const char *const statuses[] = {"paid", "shipped", "cancelled", "refunded",
                                            "",     "x",       "\xff\x00z", "pending"};
     static const uint8_t status_lens[] = {4, 7, 9, 8, 0, 1, 3, 7};
-    uint8_t kinds = take_u8(r);
+    uint8_t kinds = fuzz_take_u8(r);
     id_take(r, kinds, &e->order_id);
     id_take(r, (uint8_t)(kinds >> 2), &e->customer_id);
-    e->ts_ms = day_start_ms + (int64_t)(take_u32(r) % DS_DAY_MS);
-    uint32_t amount = take_u32(r);
+    e->ts_ms = day_start_ms + (int64_t)((uint32_t)fuzz_take_le(r, 4) % DS_DAY_MS);
+    uint32_t amount = (uint32_t)fuzz_take_le(r, 4);
     e->amount_units = (int64_t)(int32_t)amount;
     if (amount & 0x80000000u) {
         e->amount_units *= (int64_t)1 << 31; /* near INT64_MIN and INT64_MAX */
@@ -265,13 +248,13 @@ static void event_take(struct reader *r, int64_t day_start_ms, uint8_t *items, s
 }
 
 /* Applies the mutations of r to buf[lo..hi): offset u16, xor u8 each; returns how many. */
-static uint32_t mutate(struct reader *r, uint8_t *buf, size_t lo, size_t hi)
+static uint32_t mutate(struct fuzz_input *r, uint8_t *buf, size_t lo, size_t hi)
 {
     uint32_t n = 0;
     while (hi > lo && r->p + 3 <= r->end && n < MUTATIONS_MAX) {
-        size_t at = take_u8(r);
-        at |= (size_t)take_u8(r) << 8;
-        buf[lo + at % (hi - lo)] ^= take_u8(r);
+        size_t at = fuzz_take_u8(r);
+        at |= (size_t)fuzz_take_u8(r) << 8;
+        buf[lo + at % (hi - lo)] ^= fuzz_take_u8(r);
         n++;
     }
     return n;
@@ -294,7 +277,7 @@ static void crc_fix(uint8_t *block, size_t capacity)
 
 /* Decompresses the payload, mutates the columns, compresses them again in place of the old
  * payload (the block has room: block_seal_bound) and sets payload_bytes. */
-static void columns_mutate(struct reader *r, uint8_t *block, size_t capacity)
+static void columns_mutate(struct fuzz_input *r, uint8_t *block, size_t capacity)
 {
     struct block_header h;
     memcpy(&h, block, sizeof(h));
@@ -305,7 +288,7 @@ static void columns_mutate(struct reader *r, uint8_t *block, size_t capacity)
     /* Column lengths and the scale live in the first 25 bytes (33 in a version 2 or 3 block):
      * aim a third of the mutations there. */
     size_t preamble = h.version != BLOCK_VERSION ? 33u : 25u;
-    if (take_u8(r) % 3u == 0) {
+    if (fuzz_take_u8(r) % 3u == 0) {
         (void)mutate(r, codec->raw, 0, raw_len < preamble ? raw_len : preamble);
     } else {
         (void)mutate(r, codec->raw, 0, raw_len);
@@ -319,16 +302,16 @@ static void columns_mutate(struct reader *r, uint8_t *block, size_t capacity)
 
 static void structured_run(uint8_t mode, const uint8_t *data, size_t size, struct events *ev)
 {
-    struct reader r = {data, data + size};
+    struct fuzz_input r = {data, data + size};
     ev->day_start_ms = (int64_t)FUZZ_DAY * DS_DAY_MS;
-    uint32_t want = 1u + take_u8(&r) % 64u * (take_u8(&r) & 1u ? 8u : 1u);
+    uint32_t want = 1u + fuzz_take_u8(&r) % 64u * (fuzz_take_u8(&r) & 1u ? 8u : 1u);
     struct open_block ob = {0};
     open_block_reset(&ob);
     ev->count = 0;
     for (uint32_t i = 0; i < want && i < EVENTS_MAX; i++) {
         struct ds_event *e = &ev->items[ev->count];
         event_take(&r, ev->day_start_ms, ev->item_buffers[ev->count], e);
-        struct ds_source source = {.partition = (int32_t)(take_u8(&r) % 3u), .offset = i};
+        struct ds_source source = {.partition = (int32_t)(fuzz_take_u8(&r) % 3u), .offset = i};
         int rc = open_block_add(&ob, e, &source, STORAGE_BLOCK_EVENTS_MAX);
         if (rc == -DS_ELIMIT) {
             /* Only the items cap can refuse here: the writer would seal and start a new block. */

@@ -37,6 +37,7 @@
 static int fuzz_gsi_cursor(struct gsi *g, void *buf, size_t cap, size_t *len);
 #define gsi_cursor fuzz_gsi_cursor
 #include "query/gsi_builder.c"
+#include "tests/fuzz/fuzz_input.h"
 #undef gsi_cursor
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -122,39 +123,21 @@ static void tail_run(const uint8_t *data, size_t size)
     free(key);
 }
 
-struct reader {
-    const uint8_t *p;
-    const uint8_t *end;
-};
-
-static uint8_t take_u8(struct reader *r)
-{
-    return r->p < r->end ? *r->p++ : 0;
-}
-
-static uint64_t take_u64(struct reader *r)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) {
-        v |= (uint64_t)take_u8(r) << (8 * i);
-    }
-    return v;
-}
-
 static void tail_made_run(const uint8_t *data, size_t size)
 {
-    struct reader r = {data, data + size};
-    int64_t ts_ms = (int64_t)(take_u64(&r) % ((uint64_t)DS_TS_MS_MAX + 1u));
+    struct fuzz_input r = {data, data + size};
+    int64_t ts_ms = (int64_t)(fuzz_take_le(&r, 8) % ((uint64_t)DS_TS_MS_MAX + 1u));
     struct ds_id order = {0};
-    uint8_t kind = take_u8(&r);
+    uint8_t kind = fuzz_take_u8(&r);
     if (kind & 1u) {
         order.is_string = true;
-        order.len = (uint8_t)(1u + take_u8(&r) % DS_ID_BYTES_MAX);
+        order.len = (uint8_t)(1u + fuzz_take_u8(&r) % DS_ID_BYTES_MAX);
         for (uint8_t i = 0; i < order.len; i++) {
-            order.text[i] = (char)(kind & 2u ? 0x00 : take_u8(&r)); /* all zeros: every escape */
+            order.text[i] =
+                (char)(kind & 2u ? 0x00 : fuzz_take_u8(&r)); /* all zeros: every escape */
         }
     } else {
-        order.value = (int64_t)(1u + take_u64(&r) % (uint64_t)INT64_MAX);
+        order.value = (int64_t)(1u + fuzz_take_le(&r, 8) % (uint64_t)INT64_MAX);
     }
     uint8_t key[GSI_TAIL_BYTES_MAX];
     size_t n = gsi_key_tail_encode(ts_ms, &order, key);
@@ -267,17 +250,17 @@ static void builder_run(const uint8_t *data, size_t size)
 
 static void builder_made_run(const uint8_t *data, size_t size)
 {
-    struct reader r = {data, data + size};
+    struct fuzz_input r = {data, data + size};
     struct query_gsi *g = builder_make();
-    uint64_t seq = take_u64(&r);
-    uint32_t want = take_u8(&r) % (MADE_POSITIONS_MAX + 1u);
+    uint64_t seq = fuzz_take_le(&r, 8);
+    uint32_t want = fuzz_take_u8(&r) % (MADE_POSITIONS_MAX + 1u);
     for (uint32_t i = 0; i < want; i++) {
-        int32_t day = (int32_t)(take_u8(&r) | (uint32_t)take_u8(&r) << 8) - 100;
-        uint32_t shard = take_u8(&r);
+        int32_t day = (int32_t)(fuzz_take_u8(&r) | (uint32_t)fuzz_take_u8(&r) << 8) - 100;
+        uint32_t shard = fuzz_take_u8(&r);
         struct builder_position *p = position_get(g, day, shard);
         check(p != NULL);
-        p->pos.segment_id = take_u8(&r);
-        p->pos.offset = take_u64(&r);
+        p->pos.segment_id = fuzz_take_u8(&r);
+        p->pos.offset = fuzz_take_le(&r, 8);
     }
     g->applied_seq = seq;
     uint8_t *y = malloc(GSI_CURSOR_BYTES_MAX);

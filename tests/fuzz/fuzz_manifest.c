@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "storage/format.h"
+#include "tests/fuzz/fuzz_input.h"
 
 #define MODE_STRUCTURED 0x01u
 #define MODE_FIX_CRC 0x02u
@@ -157,54 +158,35 @@ static int replay_run(const uint8_t *data, size_t len, const struct record *expe
 
 /* ---- structured mode ---------------------------------------------------------------------- */
 
-struct reader {
-    const uint8_t *p;
-    const uint8_t *end;
-};
-
-static uint8_t take_u8(struct reader *r)
-{
-    return r->p < r->end ? *r->p++ : 0;
-}
-
-static uint64_t take_u64(struct reader *r, unsigned bytes)
-{
-    uint64_t v = 0;
-    for (unsigned i = 0; i < bytes; i++) {
-        v |= (uint64_t)take_u8(r) << (8 * i);
-    }
-    return v;
-}
-
 /* A record: u8 kind and counts (bit 0 snapshot, bits 1..4 parts, bits 5..7 sources), u8 seq
  * step (0 repeats the previous number: the replay must refuse that), then 13 bytes per part
  * and 9 per source. */
-static void record_take(struct reader *r, uint64_t *seq, struct record *rec)
+static void record_take(struct fuzz_input *r, uint64_t *seq, struct record *rec)
 {
     memset(rec, 0, sizeof(*rec));
-    uint8_t head = take_u8(r);
+    uint8_t head = fuzz_take_u8(r);
     rec->kind = head & 1u ? MANIFEST_SNAPSHOT : MANIFEST_DELTA;
     rec->part_count = (head >> 1) & 15u;
     rec->source_count = (head >> 5) & 7u;
-    *seq += take_u8(r);
+    *seq += fuzz_take_u8(r);
     rec->seq = *seq;
     for (uint32_t i = 0; i < rec->part_count; i++) {
-        rec->parts[i].day = (int32_t)take_u64(r, 4);
-        rec->parts[i].shard = take_u8(r);
-        rec->parts[i].segment_id = (uint32_t)take_u64(r, 2);
-        rec->parts[i].end = take_u64(r, 6);
+        rec->parts[i].day = (int32_t)fuzz_take_le(r, 4);
+        rec->parts[i].shard = fuzz_take_u8(r);
+        rec->parts[i].segment_id = (uint32_t)fuzz_take_le(r, 2);
+        rec->parts[i].end = fuzz_take_le(r, 6);
     }
     for (uint32_t i = 0; i < rec->source_count; i++) {
-        rec->sources[i].partition = (int32_t)(uint32_t)(take_u64(r, 4) - 8u);
-        rec->sources[i].next_offset = (int64_t)take_u64(r, 5);
+        rec->sources[i].partition = (int32_t)(uint32_t)(fuzz_take_le(r, 4) - 8u);
+        rec->sources[i].next_offset = (int64_t)fuzz_take_le(r, 5);
     }
 }
 
 static void structured_run(uint8_t mode, const uint8_t *data, size_t size)
 {
-    struct reader r = {data, data + size};
+    struct fuzz_input r = {data, data + size};
     static struct record records[RECORDS_MAX]; /* ~4 KB: off the stack */
-    uint32_t count = take_u8(&r) % (RECORDS_MAX + 1u);
+    uint32_t count = fuzz_take_u8(&r) % (RECORDS_MAX + 1u);
     size_t capacity =
         sizeof(uint64_t) + RECORDS_MAX * manifest_record_bound(PARTS_MAX, SOURCES_MAX);
     uint8_t *file = malloc(capacity);
@@ -212,7 +194,7 @@ static void structured_run(uint8_t mode, const uint8_t *data, size_t size)
     uint64_t magic = MANIFEST_FILE_MAGIC;
     memcpy(file, &magic, sizeof(magic));
     size_t len = sizeof(magic);
-    uint64_t seq = take_u64(&r, 1) << 56; /* near the top of the range too */
+    uint64_t seq = fuzz_take_le(&r, 1) << 56; /* near the top of the range too */
     bool seq_increasing = true;
     for (uint32_t i = 0; i < count; i++) {
         uint64_t before = seq;
@@ -233,7 +215,7 @@ static void structured_run(uint8_t mode, const uint8_t *data, size_t size)
                          : rc == -DS_ECORRUPT);
 
     if (mode & MODE_CUT) {
-        size_t cut = (size_t)take_u64(&r, 2) % (len + 1u);
+        size_t cut = (size_t)fuzz_take_le(&r, 2) % (len + 1u);
         rc = replay_run(file, cut, seq_increasing ? records : NULL, &replay, &valid_end);
         if (seq_increasing && cut >= sizeof(magic) && rc == 0) {
             size_t whole = sizeof(magic);
@@ -246,9 +228,9 @@ static void structured_run(uint8_t mode, const uint8_t *data, size_t size)
 
     uint32_t flips = 0;
     while (r.p + 3 <= r.end && flips < MUTATIONS_MAX && len > 0) {
-        size_t at = take_u8(&r);
-        at |= (size_t)take_u8(&r) << 8;
-        file[at % len] ^= take_u8(&r);
+        size_t at = fuzz_take_u8(&r);
+        at |= (size_t)fuzz_take_u8(&r) << 8;
+        file[at % len] ^= fuzz_take_u8(&r);
         flips++;
     }
     if (mode & MODE_FIX_CRC) {

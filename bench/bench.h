@@ -203,6 +203,9 @@ static inline void bench_open_data(const char *dir, uint32_t shards, bool read_o
     storage_config_defaults(&cfg);
     cfg.dir = dir;
     cfg.read_only = read_only;
+    if (!read_only) {
+        cfg.model = STORAGE_MODEL_EVENTS; /* the workload's events, each one counted */
+    }
     ASSERT(storage_open(&cfg, st) == 0);
     ASSERT(shard_map_open(dir, shards, read_only ? SHARD_MAP_READ_ONLY : 0, map) == 0);
 }

@@ -40,9 +40,9 @@ const char cmd_demo_usage[] =
     "               --shards)\n"
     "  --data DIR   keep the data here (default: a temporary directory, removed at the end)\n"
     "  --seed S     generator seed (default 42)\n"
-    "  --model M    what a new data directory counts, recorded in it: events (every event,\n"
-    "               the default for now) or orders (one per order_id, not implemented yet:\n"
-    "               refused, issue 14); an existing --data DIR keeps its own\n"
+    "  --model M    what a new data directory counts, recorded in it: orders (the default:\n"
+    "               one per order_id, its latest version) or events (every event counts);\n"
+    "               an existing --data DIR keeps its own\n"
     "  --help       this text\n";
 
 /* Shard lines the busy day shows before summing up the rest; growth lines shown. */

@@ -187,14 +187,25 @@ static int writer_commit(struct stage *s, uint64_t pending)
     return rc;
 }
 
-static int writer_apply(struct stage *s, const struct stage_batch *b)
+/* Appends a batch; *pending counts the events appended since the last commit. In the orders
+ * model storage may ask for a commit first (-EAGAIN: its uncommitted versions reached their
+ * memory bound), and the event is appended again after it. */
+static int writer_apply(struct stage *s, const struct stage_batch *b, uint64_t *pending)
 {
     for (uint32_t i = 0; i < b->count; i++) {
         const struct stage_event *e = &b->items[i];
         int rc = storage_append(s->cfg.storage, e->day, e->shard, &e->event, &e->source);
+        if (rc == -EAGAIN) {
+            rc = writer_commit(s, *pending);
+            *pending = 0;
+            rc = rc == 0 ? storage_append(s->cfg.storage, e->day, e->shard, &e->event, &e->source)
+                         : rc;
+            ASSERT(rc != -EAGAIN);
+        }
         if (rc != 0) {
             return rc;
         }
+        (*pending)++;
     }
     for (uint32_t i = 0; i < b->reject_count; i++) {
         const struct stage_reject *r = &b->rejects[i];
@@ -239,8 +250,7 @@ static void *writer_main(void *arg)
         enum stage_batch_kind kind = b->kind;
         uint64_t barrier_seq = b->barrier_seq;
         if (rc == 0) {
-            rc = writer_apply(s, b);
-            pending += b->count;
+            rc = writer_apply(s, b, &pending);
         }
         b->count = b->reject_count = b->raw_used = b->basket_used = 0;
         b->kind = STAGE_DATA;

@@ -124,7 +124,7 @@ int data_model_read(const char *dir, struct data_model_state *out, char *why, si
 }
 
 int data_model_choose(const char *dir, const struct data_model_state *state,
-                      enum storage_model wanted, bool writer, enum storage_model *model, char *why,
+                      enum storage_model wanted, enum storage_model *model, char *why,
                       size_t why_size)
 {
     ASSERT(state != NULL);
@@ -145,10 +145,6 @@ int data_model_choose(const char *dir, const struct data_model_state *state,
     enum storage_model chosen = has;
     if (chosen == STORAGE_MODEL_RECORDED) {
         chosen = wanted != STORAGE_MODEL_RECORDED ? wanted : STORAGE_MODEL_NEW_DEFAULT;
-    }
-    if (writer && chosen == STORAGE_MODEL_ORDERS && !STORAGE_ORDERS_WRITABLE) {
-        snprintf(why, why_size, "%s: %s", dir, STORAGE_ORDERS_REFUSAL);
-        return -DS_EUSAGE;
     }
     ASSERT(chosen != STORAGE_MODEL_RECORDED);
     *model = chosen;
@@ -205,5 +201,5 @@ int storage_model_check(const char *dir, enum storage_model wanted, enum storage
     }
     struct data_model_state state;
     int rc = data_model_read(dir, &state, why, why_size);
-    return rc == 0 ? data_model_choose(dir, &state, wanted, true, model, why, why_size) : rc;
+    return rc == 0 ? data_model_choose(dir, &state, wanted, model, why, why_size) : rc;
 }

@@ -23,8 +23,8 @@ DS_MUST_USE int data_model_read(const char *dir, struct data_model_state *out, c
 /* Decides the model an open of dir asking for wanted gets, from what dir says. Returns 0 with
  * *model (never RECORDED), or -DS_EUSAGE with the reason in why. */
 DS_MUST_USE int data_model_choose(const char *dir, const struct data_model_state *state,
-                                  enum storage_model wanted, bool writer, enum storage_model *model,
-                                  char *why, size_t why_size);
+                                  enum storage_model wanted, enum storage_model *model, char *why,
+                                  size_t why_size);
 /* Whether a writer that opens dir must create the record (a new directory). */
 bool data_model_must_record(const struct data_model_state *state);
 /* Records model in dir: MODEL.tmp written and synced through io, renamed over MODEL, then the

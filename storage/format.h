@@ -275,10 +275,13 @@ static_assert(sizeof(struct manifest_record_header) == 32, "manifest record head
 #define MANIFEST_QUARANTINE 3u
 /* The manifest is rewritten as one snapshot when it grows past this. */
 #define MANIFEST_BYTES_ROTATE (4u * 1024u * 1024u)
+/* Source entries one record may hold: the Kafka and file sources (STORAGE_SOURCES_MAX - 1 of
+ * them, -1 .. STORAGE_SOURCES_MAX - 3), the dead-letter length and the ids log length. */
+#define MANIFEST_SOURCES_MAX (STORAGE_SOURCES_MAX + 1u)
 /* Largest manifest file accepted at open: a rotation's snapshot plus a full log. */
 #define MANIFEST_BYTES_MAX                                                                         \
     (MANIFEST_BYTES_ROTATE + 96u + (uint64_t)STORAGE_PARTITIONS_MAX * 48u +                        \
-     STORAGE_SOURCES_MAX * 16u + (uint64_t)STORAGE_QUARANTINE_MAX * sizeof(struct manifest_skip))
+     MANIFEST_SOURCES_MAX * 16u + (uint64_t)STORAGE_QUARANTINE_MAX * sizeof(struct manifest_skip))
 
 /* Called for each valid record while replaying; entries point into the replay buffer. */
 struct manifest_replay_fn_args {

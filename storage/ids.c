@@ -56,6 +56,7 @@ static_assert(IDS_SLOTS_MAX == 1ull << IDS_SLOTS_SHIFT_MAX, "slot limit matches 
 static_assert(IDS_SLOTS_SHIFT_MAX <= IDS_HASH_BITS, "homes are recomputed from stored bits");
 static_assert(IDS_REPLAY_BYTES >= IDS_RECORD_BYTES_MAX, "a record fits the replay buffer");
 static_assert(IDS_PENDING_BYTES_MAX >= IDS_RECORD_BYTES_MAX, "a record fits the pending buffer");
+static_assert(STORAGE_ORDER_SCRATCH_BYTES == IDS_RECORD_BYTES_MAX, "storage.h's scratch size");
 
 struct ids {
     struct storage_io *io;
@@ -120,7 +121,7 @@ static uint64_t id_hash(const struct ds_id *id)
     return ds_mix64(shard_fnv1a64(id->text, id->len) ^ 0x9e3779b97f4a7c15ull);
 }
 
-static bool record_valid(const struct ids_record *rec)
+static bool record_valid(const struct storage_order *rec)
 {
     bool customer_ok = rec->customer_id.is_string
                            ? rec->customer_id.len >= 1 && rec->customer_id.len <= DS_ID_BYTES_MAX
@@ -131,14 +132,14 @@ static bool record_valid(const struct ids_record *rec)
            (rec->items_bytes == 0) == (rec->items == NULL);
 }
 
-static size_t record_length(const struct ids_record *rec)
+static size_t record_length(const struct storage_order *rec)
 {
     return IDS_RECORD_HEADER_BYTES + rec->order_id.len + rec->customer_id.len + rec->status_len +
            rec->items_bytes;
 }
 
 /* Encodes rec (valid) into dst, zero padding included; returns the padded size. */
-static size_t record_encode(const struct ids_record *rec, uint8_t *dst)
+static size_t record_encode(const struct storage_order *rec, uint8_t *dst)
 {
     size_t length = record_length(rec);
     size_t padded = align4(length);
@@ -199,21 +200,21 @@ static void decode_id(struct ds_id *id, bool is_string, uint8_t len, uint64_t va
 
 /* Decodes and checks the record at src (avail bytes, at least its announced length); out->items
  * points into src. Returns 0 or -DS_ECORRUPT. */
-static int record_decode(const uint8_t *src, size_t avail, struct ids_record *out)
+static int record_decode(const uint8_t *src, size_t avail, struct storage_order *out)
 {
     size_t length = record_announced(src, avail);
     if (length == 0 || length > avail || ds_get_le32(src) != ds_crc32c(0, src + 4, length - 4)) {
         return -DS_ECORRUPT;
     }
     uint8_t flags = src[8];
-    struct ids_record rec = {0};
+    struct storage_order rec = {0};
     rec.status_len = src[11];
     rec.items_bytes = get_u16(src + 12);
     if ((flags & ~IDS_FLAGS_ALL) != 0 || get_u16(src + 14) != 0 || ds_get_le32(src + 68) != 0 ||
-        length != record_length(&(struct ids_record){.order_id.len = src[9],
-                                                     .customer_id.len = src[10],
-                                                     .status_len = rec.status_len,
-                                                     .items_bytes = rec.items_bytes})) {
+        length != record_length(&(struct storage_order){.order_id.len = src[9],
+                                                        .customer_id.len = src[10],
+                                                        .status_len = rec.status_len,
+                                                        .items_bytes = rec.items_bytes})) {
         return -DS_ECORRUPT;
     }
     const uint8_t *p = src + IDS_RECORD_HEADER_BYTES;
@@ -242,7 +243,8 @@ static int record_decode(const uint8_t *src, size_t avail, struct ids_record *ou
 /* ---- reading records back ------------------------------------------------------------------ */
 
 /* Reads and checks the record at offset into dst (capacity >= IDS_RECORD_BYTES_MAX). */
-static int ids_read_record(struct ids *ids, uint64_t offset, uint8_t *dst, struct ids_record *out)
+static int ids_read_record(struct ids *ids, uint64_t offset, uint8_t *dst,
+                           struct storage_order *out)
 {
     uint64_t end = ids->committed_bytes + ids->pending_bytes;
     ASSERT(offset % 4 == 0);
@@ -294,7 +296,7 @@ static uint64_t slot_home(uint64_t slot_or_hash, uint32_t shift)
 
 /* Finds id: *index gets its slot (0 returned) or the empty slot ending the probe (-ENOENT). */
 static int keydir_find(struct ids *ids, const struct ds_id *id, uint64_t hash, uint8_t *buf,
-                       struct ids_record *rec, uint64_t *index)
+                       struct storage_order *rec, uint64_t *index)
 {
     uint64_t mask = (1ull << ids->slots_shift) - 1;
     uint64_t tag = hash >> IDS_OFFSET_BITS;
@@ -356,7 +358,7 @@ static int keydir_grow(struct ids *ids)
 static int keydir_set(struct ids *ids, const struct ds_id *id, uint64_t offset)
 {
     uint64_t hash = id_hash(id);
-    struct ids_record old;
+    struct storage_order old;
     uint64_t index = 0;
     int rc = keydir_find(ids, id, hash, ids->scratch, &old, &index);
     if (rc == -ENOENT && (ids->count + 1) * 4 > (3ull << ids->slots_shift)) {
@@ -375,15 +377,19 @@ static int keydir_set(struct ids *ids, const struct ds_id *id, uint64_t offset)
 
 /* ---- opening and replay -------------------------------------------------------------------- */
 
-/* Replays the records in [ids->committed_bytes, to): the keydir points at each id's last. */
-static int ids_replay(struct ids *ids, uint64_t to)
+/* Walks the records in [from, to), reading the log in IDS_REPLAY_BYTES chunks: fn gets each
+ * checked record with its offset and the offset past it. A bad record or a length crossing to
+ * is -DS_ECORRUPT (logged with the offset). */
+typedef int (*ids_walk_fn)(struct ids *ids, const struct storage_order *rec, uint64_t offset,
+                           uint64_t next, void *user);
+static int ids_walk(struct ids *ids, uint64_t from, uint64_t to, ids_walk_fn fn, void *user)
 {
     uint8_t *buf = malloc(IDS_REPLAY_BYTES);
     if (buf == NULL) {
         return -ENOMEM;
     }
     int rc = 0;
-    uint64_t at = ids->committed_bytes;
+    uint64_t at = from;
     while (rc == 0 && at < to) {
         uint64_t left = to - at;
         size_t want = left < IDS_REPLAY_BYTES ? (size_t)left : IDS_REPLAY_BYTES;
@@ -391,21 +397,19 @@ static int ids_replay(struct ids *ids, uint64_t to)
         rc = got < 0 ? (int)got : (size_t)got < want ? -DS_ECORRUPT : 0;
         size_t used = 0;
         while (rc == 0 && used < want) {
-            struct ids_record rec;
+            struct storage_order rec;
             size_t in_chunk = want - used;
             if (in_chunk < 8 && left - used > in_chunk) {
                 break; /* the header continues in the next chunk */
             }
             size_t length = record_announced(buf + used, in_chunk);
             if (length == 0 || align4(length) > left - used) {
-                rc = -DS_ECORRUPT; /* a bad length, or one crossing the committed end */
+                rc = -DS_ECORRUPT; /* a bad length, or one crossing the end */
             } else if (align4(length) > in_chunk) {
                 break; /* the record continues in the next chunk */
             } else if ((rc = record_decode(buf + used, length, &rec)) == 0) {
-                /* Visible to the keydir's reads only once it is below committed_bytes. */
-                ids->committed_bytes = at + used + align4(length);
-                rc = keydir_set(ids, &rec.order_id, at + used);
-                used += align4(length);
+                rc = fn(ids, &rec, at + used, at + used + align4(length), user);
+                used += rc == 0 ? align4(length) : 0;
             }
         }
         if (rc < 0) {
@@ -416,6 +420,21 @@ static int ids_replay(struct ids *ids, uint64_t to)
     }
     free(buf);
     return rc;
+}
+
+static int replay_record(struct ids *ids, const struct storage_order *rec, uint64_t offset,
+                         uint64_t next, void *user)
+{
+    (void)user;
+    /* Visible to the keydir's reads only once it is below committed_bytes. */
+    ids->committed_bytes = next;
+    return keydir_set(ids, &rec->order_id, offset);
+}
+
+/* Replays the records in [ids->committed_bytes, to): the keydir points at each id's last. */
+static int ids_replay(struct ids *ids, uint64_t to)
+{
+    return ids_walk(ids, ids->committed_bytes, to, replay_record, NULL);
 }
 
 /* Opens the log file: a writer creates it (syncing the directories so it stays) and cuts it to
@@ -505,7 +524,7 @@ void ids_close(struct ids *ids)
 
 /* ---- lookups ------------------------------------------------------------------------------- */
 
-int ids_get(struct ids *ids, const struct ds_id *id, struct ids_record *out, void *scratch,
+int ids_get(struct ids *ids, const struct ds_id *id, struct storage_order *out, void *scratch,
             size_t scratch_capacity)
 {
     ASSERT(scratch_capacity >= IDS_RECORD_BYTES_MAX);
@@ -513,7 +532,7 @@ int ids_get(struct ids *ids, const struct ds_id *id, struct ids_record *out, voi
     if (!id_valid(id)) {
         return -ENOENT;
     }
-    struct ids_record rec;
+    struct storage_order rec;
     uint64_t index = 0;
     int rc = keydir_find(ids, id, id_hash(id), scratch, &rec, &index);
     if (rc == 0) {
@@ -558,7 +577,7 @@ static int pending_reserve(struct ids *ids, size_t bytes)
     return 0;
 }
 
-int ids_put(struct ids *ids, const struct ids_record *rec)
+int ids_put(struct ids *ids, const struct storage_order *rec)
 {
     ASSERT(!ids->queued);
     if (ids->read_only) {
@@ -579,7 +598,7 @@ int ids_put(struct ids *ids, const struct ids_record *rec)
     size_t written = record_encode(rec, ids->pending + ids->pending_bytes);
     ASSERT(written == padded);
     /* Checked again as it will be read back, before anything points at it. */
-    struct ids_record check;
+    struct storage_order check;
     ASSERT(record_decode(ids->pending + ids->pending_bytes, padded, &check) == 0);
     ids->pending_bytes += padded;
     rc = keydir_set(ids, &rec->order_id, offset);
@@ -657,4 +676,38 @@ int ids_refresh(struct ids *ids, uint64_t committed_bytes)
         rc = -DS_ECORRUPT;
     }
     return rc == 0 ? ids_replay(ids, committed_bytes) : rc;
+}
+
+/* ---- visiting ------------------------------------------------------------------------------ */
+
+/* Whether the keydir points at the record of hash at offset: the slot is unique to it. */
+static bool keydir_points_at(const struct ids *ids, uint64_t hash, uint64_t offset)
+{
+    uint64_t mask = (1ull << ids->slots_shift) - 1;
+    uint64_t want = slot_make(hash, offset);
+    for (uint64_t i = slot_home(hash, ids->slots_shift);; i = (i + 1) & mask) {
+        uint64_t slot = ids->slots[i];
+        if (slot == 0 || slot == want) {
+            return slot == want;
+        }
+    }
+}
+
+struct visit {
+    int (*fn)(const struct storage_order *rec, void *user);
+    void *user;
+};
+
+static int visit_record(struct ids *ids, const struct storage_order *rec, uint64_t offset,
+                        uint64_t next, void *user)
+{
+    (void)next;
+    struct visit *v = user;
+    return keydir_points_at(ids, id_hash(&rec->order_id), offset) ? v->fn(rec, v->user) : 0;
+}
+
+int ids_visit(struct ids *ids, int (*fn)(const struct storage_order *rec, void *user), void *user)
+{
+    struct visit v = {.fn = fn, .user = user};
+    return ids->committed_bytes == 0 ? 0 : ids_walk(ids, 0, ids->committed_bytes, visit_record, &v);
 }

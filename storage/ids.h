@@ -46,24 +46,8 @@
 
 /* ---- types --------------------------------------------------------------------------------- */
 
-/* The current version of one order. items points at items_bytes canonical bytes (common.h), or
- * is NULL with items_bytes 0 when the order has no items: borrowed for ids_put, and pointing into
- * the caller's scratch buffer after ids_get. */
-struct ids_record {
-    struct ds_id order_id;
-    bool has_version;
-    int64_t version; /* 0 when !has_version */
-    int64_t ts_ms;
-    int32_t day;
-    uint32_t shard;
-    uint8_t status_len;
-    char status[DS_STATUS_BYTES_MAX];
-    int64_t amount_units;
-    struct ds_id customer_id;
-    uint16_t items_bytes;
-    const uint8_t *items;
-    uint32_t versions_seen; /* versions of this order the writer has seen, as it stores it */
-};
+/* A record is the current version of one order: struct storage_order (storage.h). items is
+ * borrowed for ids_put, and points into the caller's scratch buffer after ids_get. */
 
 struct ids;
 
@@ -85,7 +69,7 @@ void ids_close(struct ids *ids);
  * IDS_RECORD_BYTES_MAX bytes) receives the record's bytes; out->items points into it. Returns 0,
  * -ENOENT (a miss: no I/O was done), -DS_ECORRUPT (the stored record fails its checks), or a
  * negated errno of the read. out is untouched on failure. */
-DS_MUST_USE int ids_get(struct ids *ids, const struct ds_id *id, struct ids_record *out,
+DS_MUST_USE int ids_get(struct ids *ids, const struct ds_id *id, struct storage_order *out,
                         void *scratch, size_t scratch_capacity);
 /* Distinct orders the handle knows (committed and pending). */
 uint64_t ids_count(const struct ids *ids);
@@ -100,7 +84,7 @@ uint64_t ids_keydir_bytes(const struct ids *ids);
  * would pass IDS_PENDING_BYTES_MAX: commit first), -DS_ELIMIT (IDS_ORDERS_MAX orders or
  * IDS_LOG_BYTES_MAX bytes), -ENOMEM (keydir growth refused), -DS_EUSAGE (a field out of its
  * range), or -EROFS for a reader. Nothing changes on failure. */
-DS_MUST_USE int ids_put(struct ids *ids, const struct ids_record *rec);
+DS_MUST_USE int ids_put(struct ids *ids, const struct storage_order *rec);
 /* Record bytes put since the last commit. */
 uint64_t ids_pending_bytes(const struct ids *ids);
 /* Queues the write of the pending records and a sync of the log on io; *committed_bytes gets
@@ -111,6 +95,13 @@ DS_MUST_USE int ids_queue(struct ids *ids, uint64_t *committed_bytes);
 void ids_committed(struct ids *ids, uint64_t committed_bytes);
 /* The log length of the last commit this handle knows. */
 uint64_t ids_committed_bytes(const struct ids *ids);
+
+/* Visits the current version of every committed order, reading the log once in order: a
+ * record is visited when the keydir still points at it (no lookup I/O). fn's scratch-free
+ * record (items point into a buffer valid during the call). Stops when fn returns non-zero and
+ * returns that value; else 0, -DS_ECORRUPT or a negated errno of a read. */
+DS_MUST_USE int ids_visit(struct ids *ids, int (*fn)(const struct storage_order *rec, void *user),
+                          void *user);
 
 /* ---- following a writer -------------------------------------------------------------------- */
 

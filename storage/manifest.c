@@ -37,7 +37,7 @@ int64_t manifest_encode(uint32_t kind, uint64_t seq, const struct manifest_part 
                         uint32_t source_count, uint8_t *dst, size_t dst_capacity)
 {
     ASSERT(kind == MANIFEST_DELTA || kind == MANIFEST_SNAPSHOT);
-    ASSERT(part_count <= STORAGE_PARTITIONS_MAX && source_count <= STORAGE_SOURCES_MAX);
+    ASSERT(part_count <= STORAGE_PARTITIONS_MAX && source_count <= MANIFEST_SOURCES_MAX);
     size_t total = manifest_record_bound(part_count, source_count);
     if (total > dst_capacity) {
         return -ENOSPC;
@@ -102,7 +102,7 @@ static bool record_body_bytes(const struct manifest_record_header *h, size_t *bo
     *body = (size_t)h->part_count * sizeof(struct manifest_part) +
             (size_t)h->source_count * sizeof(struct manifest_source);
     return (h->kind == MANIFEST_DELTA || h->kind == MANIFEST_SNAPSHOT) &&
-           h->part_count <= STORAGE_PARTITIONS_MAX && h->source_count <= STORAGE_SOURCES_MAX;
+           h->part_count <= STORAGE_PARTITIONS_MAX && h->source_count <= MANIFEST_SOURCES_MAX;
 }
 
 /* Returns the record length when a valid record starts at buf, else 0. */

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "storage/data_model.h"
+#include "storage/orders.h"
 #include "storage/store_read.h"
 #include "storage/store_write.h"
 
@@ -130,8 +131,7 @@ static int model_settle(struct storage *st, const struct storage_config *cfg, bo
     enum storage_model model = STORAGE_MODEL_RECORDED;
     int rc = data_model_read(st->dir, &state, why, sizeof(why));
     if (rc == 0) {
-        rc = data_model_choose(st->dir, &state, cfg->model, !cfg->read_only, &model, why,
-                               sizeof(why));
+        rc = data_model_choose(st->dir, &state, cfg->model, &model, why, sizeof(why));
     }
     if (rc != 0) {
         ds_log_error("%s", why);
@@ -183,6 +183,9 @@ int storage_open(const struct storage_config *cfg, struct storage **out)
         if (rc == 0) {
             rc = store_write_recover(st);
         }
+        if (rc == 0 && st->cfg.model == STORAGE_MODEL_ORDERS) {
+            rc = store_orders_open(st);
+        }
     }
     if (rc != 0) {
         store_destroy(st);
@@ -224,7 +227,8 @@ enum storage_model storage_model(const struct storage *st)
 
 static bool source_appendable(const struct ds_source *source)
 {
-    return store_source_valid(source->partition) && source->partition != DS_SOURCE_DEADLETTER;
+    return store_source_valid(source->partition) && source->partition != DS_SOURCE_DEADLETTER &&
+           source->partition != STORE_SOURCE_IDS;
 }
 
 int storage_append(struct storage *st, int32_t day, uint32_t shard, const struct ds_event *event,
@@ -238,6 +242,9 @@ int storage_append(struct storage *st, int32_t day, uint32_t shard, const struct
     if (source != NULL && !source_appendable(source)) {
         return -DS_ELIMIT;
     }
+    if (st->ids != NULL) {
+        return store_orders_append(st, day, shard, event, source);
+    }
     struct part *p = NULL;
     int rc = store_part_get(st, day, shard, &p);
     return rc == 0 ? store_write_append(st, p, event, source) : rc;
@@ -249,9 +256,21 @@ int storage_commit(struct storage *st)
     if (st->failed != 0) {
         return st->failed;
     }
+    if (st->ids != NULL) {
+        /* The log's write and sync go out with the segments'; the MANIFEST record names its
+         * length, so the versions and their rows are acknowledged together. */
+        int rc = store_orders_queue(st);
+        if (rc != 0) {
+            st->failed = rc;
+            return rc;
+        }
+    }
     int committed = store_write_commit(st);
     if (committed < 0) {
         return committed;
+    }
+    if (st->ids != NULL) {
+        store_orders_committed(st);
     }
     for (int i = 0; i < committed; i++) {
         struct part *p = st->touched[i];
@@ -330,6 +349,7 @@ int storage_refresh(struct storage *st)
     if (rc == 0) {
         st->manifest_size = size;
         st->manifest_ino = sb.st_ino;
+        rc = store_orders_refresh(st);
     }
     return rc;
 }
@@ -371,4 +391,30 @@ int storage_partition_scan(struct storage *st, int32_t day, uint32_t shard, stor
 int storage_partition_visit(struct storage *st, storage_partition_fn fn, void *user)
 {
     return store_read_visit(st, fn, user);
+}
+
+/* ---- orders -------------------------------------------------------------------------------- */
+
+int storage_order_get(struct storage *st, const struct ds_id *id, struct storage_order *out,
+                      void *scratch, size_t scratch_capacity)
+{
+    ASSERT(id != NULL && out != NULL && scratch != NULL);
+    if (st->cfg.model != STORAGE_MODEL_ORDERS) {
+        return -DS_EUSAGE;
+    }
+    return store_orders_get(st, id, out, scratch, scratch_capacity);
+}
+
+void storage_order_stats(const struct storage *st, struct storage_order_stats *out)
+{
+    *out = st->order_stats;
+    out->orders = store_orders_count(st);
+}
+
+int storage_order_visit(struct storage *st, storage_order_fn fn, void *user)
+{
+    if (st->cfg.model != STORAGE_MODEL_ORDERS) {
+        return -DS_EUSAGE;
+    }
+    return store_orders_visit(st, fn, user);
 }

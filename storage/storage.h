@@ -112,15 +112,9 @@ enum storage_model {
     STORAGE_MODEL_ORDERS,       /* one order per order_id, its latest version (issue 14) */
 };
 
-/* The one switch of issue 14's first slice: until the orders core exists, no writer may store
- * events into a directory that says it counts orders (they would be counted as events, silently
- * wrong), so writers refuse the orders model and a new directory gets events. The orders core
- * flips it to 1 (and the tests that assert the refusal with it). */
-#define STORAGE_ORDERS_WRITABLE 0
-#define STORAGE_MODEL_NEW_DEFAULT                                                                  \
-    (STORAGE_ORDERS_WRITABLE ? STORAGE_MODEL_ORDERS : STORAGE_MODEL_EVENTS)
-#define STORAGE_ORDERS_REFUSAL                                                                     \
-    "the orders model is not implemented yet (issue 14): use --model events"
+/* The model a writer records when it creates a directory without an explicit one (DESIGN.md:
+ * orders is the default). */
+#define STORAGE_MODEL_NEW_DEFAULT STORAGE_MODEL_ORDERS
 /* Room for the reason storage_model_check gives (a path and two model names). */
 #define STORAGE_MODEL_WHY_SIZE (DS_PATH_MAX + 256)
 
@@ -130,10 +124,9 @@ DS_MUST_USE int storage_model_parse(const char *text, enum storage_model *out);
 const char *storage_model_name(enum storage_model model);
 /* For a writer's command line, before it opens dir: the model an open with wanted would get,
  * or why it is refused, with the same rules as storage_open. Returns 0 (*model set, why
- * untouched), -DS_EUSAGE (dir records another model than wanted, both named; or the orders model
- * while STORAGE_ORDERS_WRITABLE is 0), or -DS_ECORRUPT / a negated errno (DIR/MODEL unreadable,
- * -ENAMETOOLONG for a path storage_open would refuse);
- * every failure writes a one-line reason to why (why_size >= STORAGE_MODEL_WHY_SIZE). */
+ * untouched), -DS_EUSAGE (dir records another model than wanted, both named), or -DS_ECORRUPT / a
+ * negated errno (DIR/MODEL unreadable, -ENAMETOOLONG for a path storage_open would refuse); every
+ * failure writes a one-line reason to why (why_size >= STORAGE_MODEL_WHY_SIZE). */
 DS_MUST_USE int storage_model_check(const char *dir, enum storage_model wanted,
                                     enum storage_model *model, char *why, size_t why_size);
 
@@ -179,8 +172,11 @@ enum storage_model storage_model(const struct storage *st);
 /* ---- writing ------------------------------------------------------------------------------- */
 
 /* Adds one event to partition (day, shard). It is not durable until storage_commit returns 0.
- * source may be NULL. Returns 0, -DS_ELIMIT (too many partitions), or an I/O error from an
- * early block seal. */
+ * source may be NULL. In the orders model the event is a version of its order (see "orders"
+ * below): it may be stored with a retraction of the order's previous version, or not at all.
+ * Returns 0, -DS_ELIMIT (too many partitions, or orders), -EAGAIN (orders model: the uncommitted
+ * versions reached their memory bound; commit, then append the event again), or an I/O error
+ * from an early block seal or an order lookup. */
 DS_MUST_USE int storage_append(struct storage *st, int32_t day, uint32_t shard,
                                const struct ds_event *event, const struct ds_source *source);
 /* Group commit: seals every open block, writes the blocks and syncs the touched segments (all
@@ -272,6 +268,70 @@ int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,
 typedef int (*storage_partition_fn)(int32_t day, uint32_t shard, void *user);
 int storage_partition_visit(struct storage *st, storage_partition_fn fn, void *user);
 
+/* ---- orders (the orders model, issue 14) --------------------------------------------------- */
+
+/* In a directory of the orders model, storage_append applies DESIGN.md section 2's rules to each
+ * event, as a version of its order (tests/integration/orders_oracle.py is their reference):
+ *   - a new order_id is stored (created);
+ *   - a version below the greatest one applied (the floor), or equal to it with other content,
+ *     is stale: not stored, counted;
+ *   - the current content again (customer, ts, status, amount, items) without a version or with
+ *     the floor's version is an unchanged repeat: not stored, counted;
+ *   - otherwise the event replaces the order (applied): a retraction of the current version is
+ *     appended to the current version's (day, shard) partition and the event to (day, shard),
+ *     in the same commit, so partition totals count each order once, by its current version.
+ * Events not stored still advance their source's offset. The current version of every order is
+ * kept in the orders-by-id store (DIR/ids/), committed with the same MANIFEST record as the
+ * blocks, so a crash never separates them. */
+
+/* The current version of one order (P2). items points at items_bytes canonical bytes
+ * (common.h), or is NULL with items_bytes 0 when the version has no items field. */
+struct storage_order {
+    struct ds_id order_id;
+    bool has_version;
+    int64_t version; /* the greatest version applied (the floor); 0 when !has_version */
+    int64_t ts_ms;
+    int32_t day;
+    uint32_t shard;
+    uint8_t status_len;
+    char status[DS_STATUS_BYTES_MAX];
+    int64_t amount_units;
+    struct ds_id customer_id;
+    uint16_t items_bytes;
+    const uint8_t *items;
+    uint32_t versions_seen; /* events of this order that were stored: the first and each applied */
+};
+/* Scratch a lookup needs for the record's bytes (items point into it). */
+#define STORAGE_ORDER_SCRATCH_BYTES                                                                \
+    (72u + 2u * DS_ID_BYTES_MAX + DS_STATUS_BYTES_MAX + DS_ITEMS_BYTES_MAX + 3u)
+
+/* The current version of order id as this handle knows it: a writer's includes what it appended
+ * since its last commit, a reader's the last commit it refreshed to (the first lookup of a
+ * reader loads the store; later ones cost a keydir probe, and a read for a hit). scratch has at
+ * least STORAGE_ORDER_SCRATCH_BYTES. Thread: the handle's. Returns 0, -ENOENT (no such order),
+ * -DS_EUSAGE (the directory counts events: it keeps no orders), -DS_ECORRUPT, or a negated
+ * errno. */
+DS_MUST_USE int storage_order_get(struct storage *st, const struct ds_id *id,
+                                  struct storage_order *out, void *scratch,
+                                  size_t scratch_capacity);
+
+/* What the orders model did with the events this writer handle took (since it was opened), and
+ * the orders it holds. All zero in the events model. */
+struct storage_order_stats {
+    uint64_t orders;    /* distinct orders (committed and pending) */
+    uint64_t created;   /* events that were a new order */
+    uint64_t applied;   /* events that replaced an order's current version */
+    uint64_t stale;     /* events older than the current version: ignored */
+    uint64_t unchanged; /* repeats of the current version: ignored */
+};
+void storage_order_stats(const struct storage *st, struct storage_order_stats *out);
+
+/* Visits the current version of every committed order (in the order their versions were
+ * written: not sorted), for fsck and tests. Reads the whole store. Stops early when fn returns
+ * non-zero and returns that value; -DS_EUSAGE in the events model. */
+typedef int (*storage_order_fn)(const struct storage_order *order, void *user);
+DS_MUST_USE int storage_order_visit(struct storage *st, storage_order_fn fn, void *user);
+
 /* ---- checking ------------------------------------------------------------------------------ */
 
 struct storage_fsck_report {
@@ -293,6 +353,16 @@ struct storage_fsck_report {
     uint64_t quarantined_bytes;
     uint64_t events_unknown_ranges;
     uint64_t quarantined_total; /* ranges the manifest skips, from this and earlier repairs */
+    /* The balance of the orders model (storage/fsck_orders.h; all zero in the events model):
+     * in each partition, in append order, a retraction cancels an earlier uncancelled row with
+     * the same order id, customer, ts, status and amount, and the rows left are the current
+     * versions the orders-by-id store places there. */
+    uint64_t orders;                /* current orders in the orders-by-id store */
+    uint64_t retractions;           /* retraction rows in the partitions */
+    uint64_t retractions_unmatched; /* retractions cancelling no earlier uncancelled row */
+    uint64_t orders_mismatched;     /* rows left with no current order + orders with no row */
+    uint64_t balance_unchecked;     /* partitions (a damaged block) or a whole directory (no
+                                       reader opens it) whose balance was not checked */
 };
 /* Verifies every block of a data directory (header and payload CRCs, decompression, aggregates
  * recomputed from the events against the header). With repair (needs the writer lock), nothing

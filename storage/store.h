@@ -23,6 +23,8 @@
 
 /* Totals of one partition by (status, hour), built from block headers. Row
  * STORAGE_SUMMARY_STATUS_MAX holds statuses past the named ones ("other"). */
+struct ids; /* ids.h */
+
 struct summary {
     uint64_t blocks;
     uint64_t bytes;
@@ -95,12 +97,15 @@ struct damage_list {
  * Allocated by store_create for a writer, bounded by store_write.c: one constant for both. */
 #define STORE_ARENA_BYTES (24u * 1024u * 1024u)
 
-/* Source partitions DS_SOURCE_DEADLETTER (-2) .. STORAGE_SOURCES_MAX - 3 map to slots 0.. */
-#define STORE_SOURCE_FIRST DS_SOURCE_DEADLETTER
+/* Not a source of events either: the committed length of the orders-by-id log (DIR/ids/log),
+ * kept in the source table so that it commits with the data (orders model). */
+#define STORE_SOURCE_IDS (-3)
+/* Slots STORE_SOURCE_IDS (-3), DS_SOURCE_DEADLETTER (-2), then the sources DS_SOURCE_FILE (-1) ..
+ * STORAGE_SOURCES_MAX - 3: MANIFEST_SOURCES_MAX of them. */
+#define STORE_SOURCE_FIRST STORE_SOURCE_IDS
 static inline bool store_source_valid(int32_t partition)
 {
-    return partition >= STORE_SOURCE_FIRST &&
-           partition < (int32_t)STORAGE_SOURCES_MAX + STORE_SOURCE_FIRST;
+    return partition >= STORE_SOURCE_FIRST && partition < (int32_t)STORAGE_SOURCES_MAX - 2;
 }
 static inline uint32_t store_source_index(int32_t partition)
 {
@@ -134,7 +139,12 @@ struct storage {
      * blocks of those it did not touch, without scanning every partition */
     struct part **holding;
     uint32_t holding_count;
-    struct source_state *sources; /* index = source partition + 1 */
+    struct source_state *sources; /* index: store_source_index */
+    /* The orders model (orders.c): the orders-by-id store (a writer opens it with the storage,
+     * a reader on its first lookup), a lookup buffer, and what the writer did with events. */
+    struct ids *ids;
+    uint8_t *order_scratch;
+    struct storage_order_stats order_stats;
 
     uint64_t seq;
     int manifest_fd;

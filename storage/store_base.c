@@ -27,6 +27,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "storage/ids.h"
 #include "storage/store.h"
 
 /* ---- creation and teardown ----------------------------------------------------------------- */
@@ -59,7 +60,7 @@ int store_create(const struct storage_config *cfg, struct storage **out)
     st->parts = calloc(cfg->partitions_max, sizeof(*st->parts));
     st->touched = calloc(cfg->partitions_max, sizeof(*st->touched));
     st->holding = calloc(cfg->partitions_max, sizeof(*st->holding));
-    st->sources = calloc(STORAGE_SOURCES_MAX, sizeof(*st->sources));
+    st->sources = calloc(MANIFEST_SOURCES_MAX, sizeof(*st->sources));
     st->arena = st->read_only ? NULL : malloc(STORE_ARENA_BYTES);
     int rc = (st->table && st->parts && st->touched && st->holding && st->sources &&
               (st->read_only || st->arena))
@@ -95,6 +96,8 @@ void store_destroy(struct storage *st)
     if (st == NULL) {
         return;
     }
+    ids_close(st->ids); /* before the backend it reads through */
+    free(st->order_scratch);
     for (uint32_t i = 0; i < st->part_count; i++) {
         part_free(st, st->parts[i]);
     }

@@ -358,7 +358,7 @@ static int commit_blocks(struct storage *st)
 static uint32_t collect_sources(struct storage *st, struct manifest_source *dst, bool all)
 {
     uint32_t n = 0;
-    for (uint32_t i = 0; i < STORAGE_SOURCES_MAX; i++) {
+    for (uint32_t i = 0; i < MANIFEST_SOURCES_MAX; i++) {
         const struct source_state *s = &st->sources[i];
         if (s->known && (all || s->dirty)) {
             dst[n++] = (struct manifest_source){.partition = (int32_t)i + STORE_SOURCE_FIRST,
@@ -371,7 +371,7 @@ static uint32_t collect_sources(struct storage *st, struct manifest_source *dst,
 static int commit_record(struct storage *st, uint64_t *record_bytes)
 {
     uint32_t parts = st->touched_count;
-    size_t bound = manifest_record_bound(parts, STORAGE_SOURCES_MAX);
+    size_t bound = manifest_record_bound(parts, MANIFEST_SOURCES_MAX);
     ASSERT(bound <= STORE_ARENA_BYTES);
     ASSERT(st->arena_used == 0);
     struct manifest_part *entries = (struct manifest_part *)(void *)st->arena;
@@ -428,7 +428,7 @@ static void commit_done(struct storage *st, uint64_t record_bytes)
         p->committed_end = p->write_end;
         p->touched = false;
     }
-    for (uint32_t i = 0; i < STORAGE_SOURCES_MAX; i++) {
+    for (uint32_t i = 0; i < MANIFEST_SOURCES_MAX; i++) {
         struct source_state *s = &st->sources[i];
         if (s->dirty) {
             s->committed_next = s->next;
@@ -446,7 +446,7 @@ int store_write_commit(struct storage *st)
     ASSERT(!st->read_only);
     ASSERT(st->failed == 0);
     bool sources_dirty = false;
-    for (uint32_t i = 0; i < STORAGE_SOURCES_MAX && !sources_dirty; i++) {
+    for (uint32_t i = 0; i < MANIFEST_SOURCES_MAX && !sources_dirty; i++) {
         sources_dirty = st->sources[i].dirty;
     }
     if (st->touched_count == 0 && !sources_dirty) {
@@ -547,10 +547,10 @@ static int write_snapshot(struct storage *st, uint64_t *size_out)
 {
     uint32_t parts = 0;
     size_t skips_bytes = (size_t)st->skip_total * sizeof(struct manifest_skip);
-    size_t bound = 8 + manifest_record_bound(st->part_count, STORAGE_SOURCES_MAX) +
+    size_t bound = 8 + manifest_record_bound(st->part_count, MANIFEST_SOURCES_MAX) +
                    sizeof(struct manifest_record_header) + skips_bytes;
     uint8_t *buf = malloc(bound + (size_t)st->part_count * sizeof(struct manifest_part) +
-                          STORAGE_SOURCES_MAX * sizeof(struct manifest_source) + skips_bytes);
+                          MANIFEST_SOURCES_MAX * sizeof(struct manifest_source) + skips_bytes);
     if (buf == NULL) {
         return -ENOMEM;
     }
@@ -566,7 +566,7 @@ static int write_snapshot(struct storage *st, uint64_t *size_out)
     }
     struct manifest_source *sources = (struct manifest_source *)(void *)(entries + st->part_count);
     uint32_t source_count = collect_sources(st, sources, true);
-    struct manifest_skip *skips = (struct manifest_skip *)(void *)(sources + STORAGE_SOURCES_MAX);
+    struct manifest_skip *skips = (struct manifest_skip *)(void *)(sources + MANIFEST_SOURCES_MAX);
     uint32_t skip_count = collect_skips(st, skips);
     uint64_t magic = skip_count > 0 ? MANIFEST_FILE_MAGIC_V2 : MANIFEST_FILE_MAGIC;
     memcpy(buf, &magic, sizeof(magic));

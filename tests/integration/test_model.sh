@@ -2,12 +2,10 @@
 # A data directory's model (issue 14, first slice): chosen when the directory is created,
 # recorded in DIR/MODEL, shown by every reader (count text and JSON, /v1/count, fsck, the demo),
 # and never changed: a writer asking for another one is a usage error naming both. Directories
-# made before models were recorded hold events. Until the orders core lands, --model orders is
-# refused by every writer (exit 2) and a new directory gets events.
+# made before models were recorded hold events; a new one counts orders unless told otherwise.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
 
-refusal="the orders model is not implemented yet (issue 14): use --model events"
 cat "$FIXTURES/shop.jsonl" "$FIXTURES/busy-day.jsonl" >"$WORK/in.jsonl"
 
 # --help of every writer documents the flag.
@@ -67,27 +65,27 @@ expect_exit "run --model bogus" 2 "$DAYSHARD" run --brokers 127.0.0.1:1 --data "
 expect_exit "demo --model bogus" 2 "$DAYSHARD" demo --no-kafka --events 10 --model bogus
 expect_exit "loadtest --model bogus" 2 "$DAYSHARD" loadtest --events 10 --model bogus --out "$WORK/lt"
 
-# The default for a new directory: events for now (STORAGE_MODEL_NEW_DEFAULT).
+# The default for a new directory: orders (STORAGE_MODEL_NEW_DEFAULT), counted as orders.
 expect_exit "ingest default" 0 "$DAYSHARD" ingest --data "$WORK/default" "$WORK/in.jsonl"
-expect_eq "default MODEL" "events" "$(cat "$WORK/default/MODEL")"
+expect_eq "default MODEL" "orders" "$(cat "$WORK/default/MODEL")"
+grep -q "model orders" "$WORK/out" && ok || fail "default ingest summary: $(cat "$WORK/out")"
 
-# Orders refused by every writer until the core exists; nothing is created.
-expect_exit "ingest --model orders" 2 "$DAYSHARD" ingest --data "$WORK/orders" --model orders "$WORK/in.jsonl"
-grep -qF "$refusal" "$WORK/err" && ok || fail "ingest refusal: $(cat "$WORK/err")"
-[[ ! -e $WORK/orders ]] && ok || fail "a refused --model orders created the directory"
-expect_exit "run --model orders" 2 "$DAYSHARD" run --brokers 127.0.0.1:1 --data "$WORK/orders" --model orders
-grep -qF "$refusal" "$WORK/err" && ok || fail "run refusal: $(cat "$WORK/err")"
-printf 'model=orders\n' >"$WORK/node.properties"
-expect_exit "run config model=orders" 2 "$DAYSHARD" run --brokers 127.0.0.1:1 --data "$WORK/orders" --config "$WORK/node.properties"
-grep -qF "$refusal" "$WORK/err" && ok || fail "run config refusal: $(cat "$WORK/err")"
-expect_exit "demo --model orders" 2 "$DAYSHARD" demo --no-kafka --events 10 --model orders
-grep -qF "$refusal" "$WORK/err" && ok || fail "demo refusal: $(cat "$WORK/err")"
-expect_exit "loadtest --model orders" 2 "$DAYSHARD" loadtest --events 10 --model orders --out "$WORK/lt"
-grep -qF "$refusal" "$WORK/err" && ok || fail "loadtest refusal: $(cat "$WORK/err")"
-[[ ! -e $WORK/orders ]] && ok || fail "a refused writer created the directory"
-# A directory recording orders is refused to writers without --model too.
-expect_exit "ingest into an orders directory" 2 "$DAYSHARD" ingest --data "$WORK/orders-made" "$WORK/in.jsonl"
-grep -qF "$refusal" "$WORK/err" && ok || fail "recorded orders refusal: $(cat "$WORK/err")"
+# Every writer takes --model orders and records it.
+expect_exit "ingest --model orders" 0 "$DAYSHARD" ingest --data "$WORK/orders" --model orders --shards 3 "$WORK/in.jsonl"
+expect_eq "orders MODEL" "orders" "$(cat "$WORK/orders/MODEL")"
+expect_exit "ingest updates, no --model" 0 "$DAYSHARD" ingest --data "$WORK/orders" "$FIXTURES/updates.jsonl"
+expect_exit "count orders" 0 "$DAYSHARD" count --data "$WORK/orders" --day 2026-01-21 --json
+expect_eq "orders count one per order (fixtures README: 5)" 5 "$(json_get "$WORK/out" 'd["count"]')"
+expect_eq "orders count model" "orders" "$(json_get "$WORK/out" 'd["model"]')"
+expect_exit "demo --model orders" 0 "$DAYSHARD" demo --no-kafka --events 2000 --model orders --data "$WORK/demo-orders"
+expect_eq "demo orders MODEL" "orders" "$(cat "$WORK/demo-orders/MODEL")"
+expect_exit "loadtest --model orders" 0 "$DAYSHARD" loadtest --events 2000 --model orders --keep-data --out "$WORK/lt"
+grep -rqx "orders" "$WORK/lt" --include=MODEL && ok || fail "loadtest recorded no orders MODEL: $(find "$WORK/lt" -name MODEL)"
+# An events directory whose MODEL a later binary turned into orders would be inconsistent; a
+# writer asking for events on a real orders directory is refused naming both.
+expect_exit "ingest --model events on a real orders directory" 2 "$DAYSHARD" ingest --data "$WORK/orders" --model events "$WORK/in.jsonl"
+grep -q "holds the orders model.*--model events does not match" "$WORK/err" && ok ||
+  fail "orders mismatch reason: $(cat "$WORK/err")"
 
 # A directory made before models were recorded: no MODEL, reads as events, stays so.
 cp -r "$data" "$WORK/old"

@@ -61,6 +61,7 @@ static uint64_t pipe_ingest(struct pipe_fixture *fx, struct storage **st_out)
     storage_config_defaults(&cfg);
     cfg.dir = data;
     cfg.io_mode = STORAGE_IO_SYNC;
+    cfg.model = STORAGE_MODEL_EVENTS;
     struct storage *st = NULL;
     assert_int_equal(storage_open(&cfg, &st), 0);
     struct shard_map *map = NULL;

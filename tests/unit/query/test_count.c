@@ -87,6 +87,7 @@ static int setup(void **state)
     storage_config_defaults(&cfg);
     cfg.dir = fx->dir;
     cfg.io_mode = STORAGE_IO_SYNC;
+    cfg.model = STORAGE_MODEL_EVENTS; /* the fixture counts events */
     assert_int_equal(storage_open(&cfg, &fx->st), 0);
     assert_int_equal(shard_map_open(fx->dir, 3, 0, &fx->map), 0);
     for (size_t i = 0; i < DS_ARRAY_LEN(FIXTURE); i++) {

@@ -38,9 +38,9 @@ static struct ds_id bench_id(uint64_t k)
     return id;
 }
 
-static struct ids_record bench_record(uint64_t k, const uint8_t *items, uint16_t items_bytes)
+static struct storage_order bench_record(uint64_t k, const uint8_t *items, uint16_t items_bytes)
 {
-    struct ids_record r = {0};
+    struct storage_order r = {0};
     r.order_id = bench_id(k);
     r.has_version = true;
     r.version = (int64_t)(k % 5);
@@ -84,7 +84,7 @@ static double lookup_ns(struct ids *ids, uint64_t first, uint64_t n, int want, u
         }
         uint64_t start = ds_clock_ns();
         for (uint64_t j = 0; j < BENCH_LOOKUPS; j++) {
-            struct ids_record rec;
+            struct storage_order rec;
             int rc = ids_get(ids, &keys[j], &rec, scratch, IDS_RECORD_BYTES_MAX);
             ASSERT(rc == want);
         }
@@ -102,7 +102,7 @@ static void put_all(struct storage_io *io, const char *dir, uint64_t n, uint64_t
     ASSERT(ids_open(io, dir, 0, false, &ids) == 0);
     uint64_t start = ds_clock_ns();
     for (uint64_t k = 0; k < n; k++) {
-        struct ids_record r = bench_record(k, items, sizeof(items));
+        struct storage_order r = bench_record(k, items, sizeof(items));
         ASSERT(ids_put(ids, &r) == 0);
         if ((k + 1) % BENCH_COMMIT_ORDERS == 0 || k + 1 == n) {
             ASSERT(ids_queue(ids, len) == 0);

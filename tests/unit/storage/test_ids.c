@@ -93,9 +93,9 @@ static uint16_t make_items(uint64_t i, int64_t v, uint8_t *dst)
     return (uint16_t)n;
 }
 
-static struct ids_record make_record(uint64_t i, int64_t v, uint8_t *items)
+static struct storage_order make_record(uint64_t i, int64_t v, uint8_t *items)
 {
-    struct ids_record r = {0};
+    struct storage_order r = {0};
     r.order_id = order_id(i);
     r.has_version = v % 5 != 0;
     r.version = r.has_version ? v : 0;
@@ -119,7 +119,7 @@ static struct ids_record make_record(uint64_t i, int64_t v, uint8_t *items)
 
 static void put(struct fixture *fx, struct ids *ids, uint64_t i, int64_t v)
 {
-    struct ids_record r = make_record(i, v, fx->items);
+    struct storage_order r = make_record(i, v, fx->items);
     assert_int_equal(ids_put(ids, &r), 0);
 }
 
@@ -135,14 +135,14 @@ static void id_equal(const struct ds_id *a, const struct ds_id *b)
 static void expect(struct fixture *fx, struct ids *ids, uint64_t i, int64_t v)
 {
     struct ds_id id = order_id(i);
-    struct ids_record got;
+    struct storage_order got;
     int rc = ids_get(ids, &id, &got, fx->scratch, sizeof(fx->scratch));
     if (v == ABSENT) {
         assert_int_equal(rc, -ENOENT);
         return;
     }
     assert_int_equal(rc, 0);
-    struct ids_record want = make_record(i, v, fx->items);
+    struct storage_order want = make_record(i, v, fx->items);
     id_equal(&got.order_id, &want.order_id);
     id_equal(&got.customer_id, &want.customer_id);
     assert_int_equal(got.has_version, want.has_version);
@@ -239,7 +239,7 @@ static void test_ids_round_trip_integer_and_string_ids(void **state)
     assert_int_equal(len % 4, 0);
     expect_all(fx, ids, model, N);
     struct ds_id zero = {0};
-    struct ids_record r;
+    struct storage_order r;
     assert_int_equal(ids_get(ids, &zero, &r, fx->scratch, sizeof(fx->scratch)), -ENOENT);
     ids_close(ids);
     ids = open_ids(fx, len, false);
@@ -265,10 +265,10 @@ static void test_ids_overwrite_latest_wins(void **state)
             (void)commit(fx, ids); /* latest across committed and pending records too */
         }
     }
-    struct ids_record r = make_record(10, 4, fx->items);
+    struct storage_order r = make_record(10, 4, fx->items);
     r.versions_seen = 77;
     assert_int_equal(ids_put(ids, &r), 0);
-    struct ids_record got;
+    struct storage_order got;
     struct ds_id id = order_id(10);
     assert_int_equal(ids_get(ids, &id, &got, fx->scratch, sizeof(fx->scratch)), 0);
     assert_int_equal(got.versions_seen, 77);
@@ -461,7 +461,7 @@ static void test_ids_reader_follows_writer(void **state)
         expect_all(fx, reader, model, N);
     }
     assert_int_equal(ids_refresh(reader, len - 4), -ERANGE);
-    struct ids_record r = make_record(1, 1, fx->items);
+    struct storage_order r = make_record(1, 1, fx->items);
     assert_int_equal(ids_put(reader, &r), -EROFS);
     ids_close(writer);
     ids_close(reader);
@@ -473,7 +473,7 @@ static void test_ids_bad_record_and_pending_limit(void **state)
      * with -EAGAIN; neither changes the store. */
     struct fixture *fx = *state;
     struct ids *ids = open_ids(fx, 0, false);
-    struct ids_record r = make_record(2, 1, fx->items);
+    struct storage_order r = make_record(2, 1, fx->items);
     r.order_id.value = 0;
     assert_int_equal(ids_put(ids, &r), -DS_EUSAGE);
     r = make_record(2, 1, fx->items);
@@ -548,12 +548,12 @@ static void test_ids_keydir_growth_and_collision(void **state)
     }
     free(t);
     assert_true(a != 0);
-    struct ids_record ra = make_record(0, 1, fx->items), rb = ra;
+    struct storage_order ra = make_record(0, 1, fx->items), rb = ra;
     ra.order_id.value = a;
     rb.order_id.value = b;
     rb.amount_units = 42;
     assert_int_equal(ids_put(ids, &ra), 0);
-    struct ids_record got;
+    struct storage_order got;
     assert_int_equal(ids_get(ids, &rb.order_id, &got, fx->scratch, sizeof(fx->scratch)), -ENOENT);
     assert_int_equal(ids_put(ids, &rb), 0);
     assert_int_equal(ids_get(ids, &ra.order_id, &got, fx->scratch, sizeof(fx->scratch)), 0);

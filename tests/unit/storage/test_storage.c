@@ -184,6 +184,9 @@ static void config_init(struct storage_config *cfg, const char *dir)
     storage_config_defaults(cfg);
     cfg->dir = dir;
     cfg->io_mode = STORAGE_IO_SYNC;
+    /* These tests are about storing events: every append is a row (test_orders.c tests the
+     * orders model). */
+    cfg->model = STORAGE_MODEL_EVENTS;
     /* Far above any test's partitions, and the table is then cheap to allocate at each of the
      * thousands of opens (fsck's own opens keep the default). */
     cfg->partitions_max = 4096;
@@ -2338,15 +2341,14 @@ static void test_storage_model_parse_and_config(void **state)
 static void test_storage_model_new_directory_recorded(void **state)
 {
     /* A writer creating a directory records its model in MODEL before anything else; without
-     * an explicit model that is STORAGE_MODEL_NEW_DEFAULT (events until the orders core
-     * lands). Writers, readers and storage_model_check all find it again. */
+     * an explicit model that is orders (STORAGE_MODEL_NEW_DEFAULT). Writers, readers and
+     * storage_model_check all find it again. */
     struct fixture *fx = *state;
     char text[64];
     snprintf(fx->path, sizeof(fx->path), "%s/default", fx->dir);
-    open_model_ok(fx->path, false, STORAGE_MODEL_RECORDED, STORAGE_MODEL_NEW_DEFAULT);
+    open_model_ok(fx->path, false, STORAGE_MODEL_RECORDED, STORAGE_MODEL_ORDERS);
     model_record(fx->path, text, sizeof(text));
-    assert_string_equal(text, STORAGE_MODEL_NEW_DEFAULT == STORAGE_MODEL_EVENTS ? "events\n"
-                                                                                : "orders\n");
+    assert_string_equal(text, "orders\n");
     snprintf(fx->path, sizeof(fx->path), "%s/events", fx->dir);
     open_model_ok(fx->path, false, STORAGE_MODEL_EVENTS, STORAGE_MODEL_EVENTS);
     model_record(fx->path, text, sizeof(text));
@@ -2370,28 +2372,6 @@ static void test_storage_model_new_directory_recorded(void **state)
     model_record(fx->path, text, sizeof(text));
     assert_string_equal(text, "events\n");
     open_model_ok(fx->path, true, STORAGE_MODEL_RECORDED, STORAGE_MODEL_EVENTS);
-}
-
-static void test_storage_model_orders_refused_until_implemented(void **state)
-{
-    /* Until the orders core exists (STORAGE_ORDERS_WRITABLE), no writer may put events into a
-     * directory that says it counts orders: an explicit orders is refused before anything is
-     * created, and a directory recording orders is refused to writers; readers read it. When
-     * the core lands this test flips with the constant. */
-    struct fixture *fx = *state;
-    snprintf(fx->path, sizeof(fx->path), "%s/orders", fx->dir);
-    if (STORAGE_ORDERS_WRITABLE) {
-        open_model_ok(fx->path, false, STORAGE_MODEL_ORDERS, STORAGE_MODEL_ORDERS);
-        return;
-    }
-    model_refused(fx->path, STORAGE_MODEL_ORDERS, "not implemented yet (issue 14)",
-                  "--model events");
-    assert_false(file_exists(fx->path));
-    /* A directory made by a binary that has the core (its MODEL says orders). */
-    open_model_ok(fx->path, false, STORAGE_MODEL_EVENTS, STORAGE_MODEL_EVENTS);
-    model_record_write(fx->path, "orders\n");
-    model_refused(fx->path, STORAGE_MODEL_RECORDED, fx->path, "not implemented yet");
-    open_model_ok(fx->path, true, STORAGE_MODEL_RECORDED, STORAGE_MODEL_ORDERS);
 }
 
 static void test_storage_model_mismatch_refused(void **state)
@@ -2507,7 +2487,9 @@ static uint64_t model_crash_run(struct fixture *fx, uint64_t n, enum fake_crash_
     if (file_exists(manifest) || *committed) {
         assert_string_equal(text, "events\n");
     }
-    open_model_ok(fx->path, false, STORAGE_MODEL_RECORDED, STORAGE_MODEL_EVENTS);
+    /* The next writer asks for the same model (a directory without a complete MODEL holds no
+     * data, so it may record it now). */
+    open_model_ok(fx->path, false, STORAGE_MODEL_EVENTS, STORAGE_MODEL_EVENTS);
     model_record(fx->path, text, sizeof(text));
     assert_string_equal(text, "events\n");
     struct storage *reader = open_dir(fx->path, true);
@@ -3174,8 +3156,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_storage_reader_of_no_store_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_model_parse_and_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_model_new_directory_recorded, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_storage_model_orders_refused_until_implemented, setup,
-                                        teardown),
         cmocka_unit_test_setup_teardown(test_storage_model_mismatch_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_model_existing_directory_reads_as_events,
                                         setup, teardown),

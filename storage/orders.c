@@ -1,0 +1,240 @@
+/*
+ * The orders model (storage.h, "orders"): the writer's step that turns an event into a version
+ * of its order, and the lookups of current versions. It sits between the facade (storage.c) and
+ * the write side: it decides with the orders-by-id store (ids.h) and appends rows through
+ * store_write_append, so the write side never knows about orders.
+ *
+ * An applied version is two rows and one record, all in the same commit: a retraction of the
+ * current version in the current version's (day, shard), the new version in (day, shard), and
+ * the new current version in DIR/ids/log. The log's committed length travels in the MANIFEST's
+ * source table (slot STORE_SOURCE_IDS), so recovery cuts the log exactly where it cuts the
+ * segments: the rows and the record of a version are acknowledged together or not at all.
+ *
+ * Invariants: in every partition a retraction follows the row it cancels (the row was appended
+ * before, in this commit or an earlier one); the uncancelled rows of a partition are exactly the
+ * current versions the store places there (fsck checks both).
+ *
+ * Rejected: deciding in the ingest stage (every writer would have to repeat it, and the
+ * decision must commit with the rows it makes); keeping only a set of seen ids (a retraction
+ * needs the superseded version's fields, P2 needs the whole current version).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/ids.h"
+#include "storage/orders.h"
+#include "storage/store_write.h"
+
+/* ---- the store ----------------------------------------------------------------------------- */
+
+static uint64_t ids_committed_in_manifest(const struct storage *st)
+{
+    const struct source_state *s = &st->sources[store_source_index(STORE_SOURCE_IDS)];
+    return s->known && s->committed_next > 0 ? (uint64_t)s->committed_next : 0;
+}
+
+int store_orders_open(struct storage *st)
+{
+    ASSERT(st->ids == NULL);
+    if (st->order_scratch == NULL) {
+        st->order_scratch = malloc(STORAGE_ORDER_SCRATCH_BYTES);
+        if (st->order_scratch == NULL) {
+            return -ENOMEM;
+        }
+    }
+    return ids_open(st->io, st->dir, ids_committed_in_manifest(st), st->read_only, &st->ids);
+}
+
+int store_orders_refresh(struct storage *st)
+{
+    if (st->ids == NULL) {
+        return 0; /* loaded by the first lookup */
+    }
+    int rc = ids_refresh(st->ids, ids_committed_in_manifest(st));
+    if (rc != 0) {
+        ids_close(st->ids); /* it may hold part of what it replayed: loaded again on next use */
+        st->ids = NULL;
+    }
+    return rc;
+}
+
+int store_orders_queue(struct storage *st)
+{
+    uint64_t bytes = 0;
+    int rc = ids_queue(st->ids, &bytes);
+    if (rc != 0) {
+        return rc;
+    }
+    struct source_state *s = &st->sources[store_source_index(STORE_SOURCE_IDS)];
+    if (!s->known) {
+        s->committed_next = 0;
+    }
+    s->known = true;
+    s->dirty = s->dirty || s->next != (int64_t)bytes;
+    s->next = (int64_t)bytes;
+    return 0;
+}
+
+void store_orders_committed(struct storage *st)
+{
+    ids_committed(st->ids, ids_committed_in_manifest(st));
+}
+
+/* ---- the writer's step --------------------------------------------------------------------- */
+
+static bool id_equal(const struct ds_id *a, const struct ds_id *b)
+{
+    return a->is_string == b->is_string && a->value == b->value && a->len == b->len &&
+           memcmp(a->text, b->text, a->len) == 0;
+}
+
+/* The content the rules compare: customer, ts, status, amount and items (absent differs from
+ * an empty list). */
+static bool content_equal(const struct ds_event *e, const struct storage_order *o)
+{
+    return id_equal(&e->customer_id, &o->customer_id) && e->ts_ms == o->ts_ms &&
+           e->amount_units == o->amount_units && e->status_len == o->status_len &&
+           memcmp(e->status, o->status, e->status_len) == 0 && e->items_bytes == o->items_bytes &&
+           (e->items == NULL) == (o->items == NULL) &&
+           (e->items_bytes == 0 || memcmp(e->items, o->items, e->items_bytes) == 0);
+}
+
+enum order_fate { ORDER_CREATED, ORDER_APPLIED, ORDER_STALE, ORDER_UNCHANGED };
+
+/* DESIGN.md section 2's rules, in tests/integration/orders_oracle.py's order of tests. */
+static enum order_fate order_fate(const struct ds_event *e, const struct storage_order *cur)
+{
+    bool same = content_equal(e, cur);
+    if (e->has_version && cur->has_version &&
+        (e->version < cur->version || (e->version == cur->version && !same))) {
+        return ORDER_STALE;
+    }
+    if (same && (!e->has_version || (cur->has_version && e->version == cur->version))) {
+        return ORDER_UNCHANGED;
+    }
+    return ORDER_APPLIED;
+}
+
+static void order_from_event(const struct ds_event *e, int32_t day, uint32_t shard,
+                             struct storage_order *out)
+{
+    *out = (struct storage_order){.order_id = e->order_id,
+                                  .has_version = e->has_version,
+                                  .version = e->has_version ? e->version : 0,
+                                  .ts_ms = e->ts_ms,
+                                  .day = day,
+                                  .shard = shard,
+                                  .status_len = e->status_len,
+                                  .amount_units = e->amount_units,
+                                  .customer_id = e->customer_id,
+                                  .items_bytes = e->items_bytes,
+                                  .items = e->items,
+                                  .versions_seen = 1};
+    memcpy(out->status, e->status, e->status_len);
+}
+
+/* The row that cancels the stored version cur. */
+static void retraction_of(const struct storage_order *cur, struct ds_event *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->order_id = cur->order_id;
+    out->customer_id = cur->customer_id;
+    out->ts_ms = cur->ts_ms;
+    out->amount_units = cur->amount_units;
+    out->status_len = cur->status_len;
+    memcpy(out->status, cur->status, cur->status_len);
+    out->has_version = cur->has_version;
+    out->version = cur->version;
+    out->retract = true;
+}
+
+int store_orders_append(struct storage *st, int32_t day, uint32_t shard,
+                        const struct ds_event *event, const struct ds_source *source)
+{
+    ASSERT(st->ids != NULL && !event->retract);
+    struct storage_order cur;
+    int rc =
+        ids_get(st->ids, &event->order_id, &cur, st->order_scratch, STORAGE_ORDER_SCRATCH_BYTES);
+    if (rc < 0 && rc != -ENOENT) {
+        return rc;
+    }
+    enum order_fate fate = rc == -ENOENT ? ORDER_CREATED : order_fate(event, &cur);
+    if (fate == ORDER_STALE || fate == ORDER_UNCHANGED) {
+        if (source != NULL) {
+            store_write_source_note(st, source);
+        }
+        st->order_stats.stale += fate == ORDER_STALE;
+        st->order_stats.unchanged += fate == ORDER_UNCHANGED;
+        return 0;
+    }
+    /* Both partitions first: a refused one (-DS_ELIMIT) must leave the order as it was. */
+    struct part *old_part = NULL;
+    struct part *new_part = NULL;
+    rc = fate == ORDER_APPLIED ? store_part_get(st, cur.day, cur.shard, &old_part) : 0;
+    rc = rc == 0 ? store_part_get(st, day, shard, &new_part) : rc;
+    if (rc != 0) {
+        return rc;
+    }
+    struct storage_order next;
+    order_from_event(event, day, shard, &next);
+    if (fate == ORDER_APPLIED) {
+        /* An event without a version keeps the floor (the oracle's "mixed streams"). */
+        next.has_version = event->has_version || cur.has_version;
+        next.version = event->has_version ? event->version : cur.version;
+        next.versions_seen = cur.versions_seen + 1;
+    }
+    struct ds_event retraction;
+    if (fate == ORDER_APPLIED) {
+        retraction_of(&cur, &retraction); /* before the put: cur points into the scratch */
+    }
+    rc = ids_put(st->ids, &next);
+    if (rc != 0) {
+        return rc; /* -EAGAIN: the caller commits and appends again; nothing changed */
+    }
+    if (fate == ORDER_APPLIED) {
+        rc = store_write_append(st, old_part, &retraction, NULL);
+    }
+    rc = rc == 0 ? store_write_append(st, new_part, event, source) : rc;
+    if (rc != 0) {
+        /* The record is in the store and a row may be missing (an I/O error of an early block
+         * seal, -ENOMEM): the writer fails and must be reopened, which drops the put with
+         * everything else uncommitted. */
+        st->failed = st->failed != 0 ? st->failed : rc;
+        return rc;
+    }
+    st->order_stats.created += fate == ORDER_CREATED;
+    st->order_stats.applied += fate == ORDER_APPLIED;
+    return 0;
+}
+
+/* ---- lookups ------------------------------------------------------------------------------- */
+
+int store_orders_get(struct storage *st, const struct ds_id *id, struct storage_order *out,
+                     void *scratch, size_t scratch_capacity)
+{
+    ASSERT(scratch_capacity >= STORAGE_ORDER_SCRATCH_BYTES);
+    if (st->ids == NULL) {
+        int rc = store_orders_open(st);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return ids_get(st->ids, id, out, scratch, scratch_capacity);
+}
+
+int store_orders_visit(struct storage *st, storage_order_fn fn, void *user)
+{
+    if (st->ids == NULL) {
+        int rc = store_orders_open(st);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return ids_visit(st->ids, fn, user);
+}
+
+uint64_t store_orders_count(const struct storage *st)
+{
+    return st->ids != NULL ? ids_count(st->ids) : 0;
+}

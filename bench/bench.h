@@ -138,9 +138,10 @@ static inline int bench_http_connect(const char *address)
     return fd;
 }
 
-/* One GET on a keep-alive connection; returns the body's start in buf (NUL-terminated).
- * Exits with the answer on stderr unless it is a 200. */
-static inline const char *bench_http_get(int fd, const char *path, char *buf, size_t cap)
+/* One GET on a keep-alive connection; returns the body's start in buf (NUL-terminated) and
+ * the HTTP status in *status, whatever it is. Exits when the connection closes. */
+static inline const char *bench_http_request(int fd, const char *path, char *buf, size_t cap,
+                                             int *status)
 {
     char request[512];
     int n = snprintf(request, sizeof(request), "GET %s HTTP/1.1\r\nHost: bench\r\n\r\n", path);
@@ -159,13 +160,23 @@ static inline const char *bench_http_get(int fd, const char *path, char *buf, si
         const char *cl = strcasestr(buf, "Content-Length:");
         if (end != NULL && cl != NULL &&
             len >= (size_t)(end + 4 - buf) + strtoull(cl + 15, NULL, 10)) {
-            if (strncmp(buf, "HTTP/1.1 200", 12) != 0) {
-                fprintf(stderr, "GET %s: %.300s\n", path, buf);
-                exit(1);
-            }
+            *status = strncmp(buf, "HTTP/1.1 ", 9) == 0 ? atoi(buf + 9) : 0;
             return end + 4;
         }
     }
+}
+
+/* One GET on a keep-alive connection; returns the body's start in buf (NUL-terminated).
+ * Exits with the answer on stderr unless it is a 200. */
+static inline const char *bench_http_get(int fd, const char *path, char *buf, size_t cap)
+{
+    int status = 0;
+    const char *body = bench_http_request(fd, path, buf, cap, &status);
+    if (status != 200) {
+        fprintf(stderr, "GET %s: %.300s\n", path, buf);
+        exit(1);
+    }
+    return body;
 }
 
 /* Peak RSS (VmHWM) of this process in MiB. */

@@ -631,7 +631,7 @@ static struct bench_latency measure_inprocess(struct query_gsi *g, int64_t custo
     for (uint64_t i = 0; i <= iterations && (n == 0 || ds_clock_ns() < deadline); i++) {
         struct query_orders_page page = {.orders = orders};
         uint64_t t0 = ds_clock_ns();
-        ASSERT(query_gsi_orders(query_gsi_store(g), &id, QUERY_LIMIT, NULL, &page) == 0);
+        ASSERT(query_gsi_orders(query_gsi_store(g), NULL, &id, QUERY_LIMIT, NULL, &page) == 0);
         uint64_t t1 = ds_clock_ns();
         ASSERT(page.count == expect);
         if (i > 0) { /* the first one warms the cache */

@@ -120,6 +120,16 @@ static void print_summary(const struct ingest_stats *stats, const struct storage
             (unsigned long long)stats->blank, (unsigned long long)stats->lines,
             (unsigned long long)stats->commits, storage_io_backend(st),
             storage_model_name(storage_model(st)));
+    if (storage_model(st) == STORAGE_MODEL_ORDERS) {
+        struct storage_order_stats o;
+        storage_order_stats(st, &o);
+        fprintf(out,
+                "orders %llu: %llu new, %llu replaced by a newer version, %llu stale and %llu "
+                "unchanged events ignored\n",
+                (unsigned long long)o.orders, (unsigned long long)o.created,
+                (unsigned long long)o.applied, (unsigned long long)o.stale,
+                (unsigned long long)o.unchanged);
+    }
     for (int r = 1; r < INGEST_REASON_COUNT; r++) {
         if (stats->rejected_by_reason[r] > 0) {
             fprintf(out, "  rejected %-20s %llu\n", ingest_reason_name((enum ingest_reason)r),

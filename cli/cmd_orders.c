@@ -5,6 +5,9 @@
  * directly through a read-only view (beside a running node too). A table by default, the API's
  * JSON document with --json; the next page's token is printed for --cursor.
  *
+ * In the orders model each order is listed once, with its current version (the index keeps
+ * superseded entries; query_gsi_orders skips them using the store).
+ *
  * The customer id follows the API's rule: a positive decimal integer is an integer id, "..."
  * (with the quotes) is the string between them, anything else is a string id.
  */
@@ -199,10 +202,19 @@ static int orders_local(const struct orders_args *a, char **body, size_t *len)
             return rc;
         }
     }
+    /* The orders model lists only current versions: the store, opened after the index view
+     * so that it is at least as recent, says which entries are. */
+    struct storage *st = NULL;
+    rc = storage_open_reader(a->data, &st);
+    if (rc != 0) {
+        query_gsi_reader_close(r);
+        return cli_error("orders", CLI_FAIL, "%s: %s", a->data, ds_strerror(rc));
+    }
     struct query_orders_page page = {.orders = calloc(a->limit, sizeof(struct query_order))};
     rc = page.orders == NULL ? -ENOMEM
-                             : query_gsi_orders(query_gsi_reader_store(r), &customer,
+                             : query_gsi_orders(query_gsi_reader_store(r), st, &customer,
                                                 (uint32_t)a->limit, a->cursor, &page);
+    storage_close(st);
     query_gsi_reader_close(r);
     if (rc == 0) {
         size_t cap = query_orders_json_bound(page.count);

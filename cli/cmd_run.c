@@ -272,6 +272,9 @@ static void observe_commit(const struct ingest_node_progress *progress, void *us
         }
     }
     query_metrics_fsync_observe(&o->metrics, progress->commit_ns);
+    if (progress->orders_model) {
+        query_metrics_orders_set(&o->metrics, &progress->orders);
+    }
     if (o->gsi != NULL) {
         query_gsi_notify(o->gsi, progress->commit_seq, progress->events_durable);
     }

@@ -26,6 +26,8 @@ static const struct cli_command commands[] = {
      cmd_count},
     {"orders", "a customer's latest orders, newest first (the by-customer index)", cmd_orders_usage,
      cmd_orders},
+    {"order", "one order as it is now, with its items and versions seen (the orders model)",
+     cmd_order_usage, cmd_order},
     {"loadtest", "drive a skewed load through the real pipeline; report heat, throttling, lag",
      cmd_loadtest_usage, cmd_loadtest},
     {"top", "live view of write heat: hottest partitions, days, Kafka partitions, customers",

@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "common/common.h"
+#include "storage/storage.h"
 
 /* ---- decoding ------------------------------------------------------------------------------ */
 
@@ -433,6 +434,8 @@ struct ingest_node_progress {
     uint64_t rejected_by_reason[INGEST_REASON_COUNT]; /* durable dead letters, by reason */
     uint64_t commit_ns;  /* how long this group commit took: writes, fdatasync, manifest */
     uint64_t commit_seq; /* the storage commit sequence it made durable (storage_commit_seq) */
+    bool orders_model;   /* the data directory counts orders: orders below is set */
+    struct storage_order_stats orders;
 };
 /* Observers of a running node (for the query service's /metrics and /readyz). on_commit runs
  * on the writer thread after every durable commit. on_lag runs on the consumer thread about

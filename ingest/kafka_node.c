@@ -166,7 +166,9 @@ static void observe_commit(struct node *n)
         .events_durable = atomic_load(&n->stage.accepted),
         .commit_ns = n->stage.last_commit_ns,
         .commit_seq = storage_commit_seq(n->st),
+        .orders_model = storage_model(n->st) == STORAGE_MODEL_ORDERS,
     };
+    storage_order_stats(n->st, &progress.orders);
     for (uint32_t r = 0; r < INGEST_REASON_COUNT; r++) {
         progress.rejected_by_reason[r] = atomic_load(&n->stage.rejected_by_reason[r]);
     }

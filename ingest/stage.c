@@ -162,6 +162,24 @@ static int open_deadletters(struct stage *s)
 
 /* ---- writer thread ------------------------------------------------------------------------- */
 
+/* After a commit, in the orders model: compacts a partition when one is due (storage.h), on
+ * this thread, between commits. */
+static int writer_compact(struct stage *s)
+{
+    struct storage_compact_report r;
+    int rc = storage_compact_due(s->cfg.storage, &r);
+    if (rc == 1) {
+        char day[DS_DATE_TEXT_SIZE];
+        ds_date_format(r.day, day);
+        ds_log_info("compacted %s#%u: %llu -> %llu rows, %llu -> %llu bytes in %.1f ms", day,
+                    r.shard, (unsigned long long)r.rows_before, (unsigned long long)r.rows_after,
+                    (unsigned long long)r.bytes_before, (unsigned long long)r.bytes_after,
+                    (double)r.ns / 1e6);
+        atomic_fetch_add(&s->compactions, 1);
+    }
+    return rc < 0 ? rc : 0;
+}
+
 /* Commits everything applied so far; the pending events count as accepted before the commit
  * hook runs, so the hook sees the totals the commit made durable. */
 static int writer_commit(struct stage *s, uint64_t pending)
@@ -178,6 +196,9 @@ static int writer_commit(struct stage *s, uint64_t pending)
     int rc = storage_commit(s->cfg.storage);
     if (rc == 0) {
         s->last_commit_ns = ds_clock_ns() - start_ns;
+        rc = writer_compact(s);
+    }
+    if (rc == 0) {
         atomic_fetch_add(&s->accepted, pending);
         atomic_fetch_add(&s->commits, 1);
         if (s->cfg.on_commit != NULL) {

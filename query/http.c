@@ -29,6 +29,13 @@
  * variable signalled by the node's commits (the service also runs beside no node, and a look
  * is a stat(2): polling keeps one mechanism for both).
  *
+ * Orders model: GET /v1/orders/{id} (P2) reads the order's current version from the reader it
+ * takes (storage_order_get: a keydir probe, and one read for a hit), exactly as a count does,
+ * consistent=true included; a directory of the events model answers 409 (its question is valid,
+ * the directory cannot answer it: no order store). A customer's page holds the index view's
+ * read lock and then takes a reader to tell current versions from superseded entries. Lock
+ * order: gsi_lock before a reader's mutex; nothing takes gsi_lock while it holds a reader.
+ *
  * Hostile input: the raw request target is captured by the URI log callback and validated in
  * http_request.c; sizes are bounded below libmicrohttpd's own per-connection memory so our
  * JSON answers (414, 431) come first; connections are bounded in total and per address and
@@ -79,6 +86,7 @@ struct http_reader {
     uint64_t seq; /* storage_commit_seq at the last shard map reload */
     char *as_of;  /* {"partition": next offset, ...} of the last refresh */
     size_t as_of_len;
+    void *order_scratch; /* STORAGE_ORDER_SCRATCH_BYTES: an order's record (P2) */
 };
 
 struct heat_entry {
@@ -113,6 +121,7 @@ struct query_http {
     struct query_gsi_reader *gsi_reader;
     uint64_t gsi_refreshed_ns;
     uint64_t gsi_behind_since_ns; /* when the view was first seen behind the data, 0 if not */
+    enum storage_model model;     /* the data directory's (fixed when it was created) */
     uint32_t reader_count;
     struct http_reader readers[QUERY_HTTP_THREADS_MAX];
     atomic_uint reader_next;
@@ -182,7 +191,8 @@ static int reader_refresh(struct http_reader *r)
 static int reader_open(struct http_reader *r, const char *dir)
 {
     r->as_of = malloc(HTTP_AS_OF_BYTES_MAX);
-    if (r->as_of == NULL) {
+    r->order_scratch = malloc(STORAGE_ORDER_SCRATCH_BYTES);
+    if (r->as_of == NULL || r->order_scratch == NULL) {
         return -ENOMEM;
     }
     int rc = storage_open_reader(dir, &r->st);
@@ -200,9 +210,11 @@ static void reader_close(struct http_reader *r)
     shard_map_close(r->map);
     storage_close(r->st);
     free(r->as_of);
+    free(r->order_scratch);
     r->map = NULL;
     r->st = NULL;
     r->as_of = NULL;
+    r->order_scratch = NULL;
 }
 
 /* Takes a free reader (the lock is held on return), refreshed to the last commit. */
@@ -560,9 +572,16 @@ static enum MHD_Result count_answer(struct query_http *h, struct MHD_Connection 
     return respond_json(h, c, 200, body, len);
 }
 
-/* consistent=true on a node: waits until the store holds every acknowledged position. */
-static enum MHD_Result serve_count_acknowledged(struct query_http *h, struct MHD_Connection *c,
-                                                const struct http_route *route)
+/* An answer read from one reader's view (a count, an order): r is held and released by it;
+ * consistency (consistency_len bytes, or NULL) is the field a consistent=true answer carries. */
+typedef enum MHD_Result (*reader_answer_fn)(struct query_http *h, struct MHD_Connection *c,
+                                            const struct http_route *route, struct http_reader *r,
+                                            const char *consistency, size_t consistency_len);
+
+/* consistent=true on a node: waits until the store holds every acknowledged position, then
+ * answers from the very reader that held them. */
+static enum MHD_Result serve_acknowledged(struct query_http *h, struct MHD_Connection *c,
+                                          const struct http_route *route, reader_answer_fn answer)
 {
     struct consistent_wait w;
     struct http_reader *r = NULL;
@@ -577,18 +596,20 @@ static enum MHD_Result serve_count_acknowledged(struct query_http *h, struct MHD
         reader_release(r);
         result = respond_storage_error(h, c, -ENOMEM);
     } else {
-        result = count_answer(h, c, route, r, text, text_len);
+        result = answer(h, c, route, r, text, text_len);
     }
     free(text);
     wait_end(&w);
     return result;
 }
 
-static enum MHD_Result serve_count(struct query_http *h, struct MHD_Connection *c,
-                                   const struct http_route *route)
+/* A count or an order: from a reader refreshed on arrival, or for consistent=true on a node
+ * after the wait for the acknowledged positions. */
+static enum MHD_Result serve_from_reader(struct query_http *h, struct MHD_Connection *c,
+                                         const struct http_route *route, reader_answer_fn answer)
 {
     if (route->consistent && h->positions != NULL) {
-        return serve_count_acknowledged(h, c, route);
+        return serve_acknowledged(h, c, route, answer);
     }
     struct http_reader *r = NULL;
     int rc = reader_acquire(h, &r);
@@ -603,9 +624,73 @@ static enum MHD_Result serve_count(struct query_http *h, struct MHD_Connection *
         reader_release(r);
         return respond_storage_error(h, c, -ENOMEM);
     }
-    enum MHD_Result result = count_answer(h, c, route, r, text, text_len);
+    enum MHD_Result result = answer(h, c, route, r, text, text_len);
     free(text);
     return result;
+}
+
+/* ---- /v1/orders/{id} (P2) ------------------------------------------------------------------ */
+
+/* 404 naming the order: {"error":"no order ID","order_id":ID}. */
+static enum MHD_Result respond_no_order(struct query_http *h, struct MHD_Connection *c,
+                                        const struct ds_id *id)
+{
+    char id_json[6u * DS_ID_BYTES_MAX + 3];
+    int64_t n = query_id_json(id, id_json, sizeof(id_json));
+    ASSERT(n > 0);
+    char message[sizeof(id_json) + 32];
+    snprintf(message, sizeof(message), "no order %s", id_json);
+    size_t cap = 2u * sizeof(message) * 6u + 32u;
+    char *body = malloc(cap);
+    int64_t len = body != NULL ? http_error_json(message, body, cap) : 0;
+    ASSERT(len > 0 || body == NULL);
+    if (body != NULL) {
+        char field[sizeof(id_json) + 16];
+        int f = snprintf(field, sizeof(field), ",\"order_id\":%s", id_json);
+        ASSERT(f > 0 && (size_t)f < sizeof(field));
+        len = (int64_t)append_fields(body, (size_t)len, field, (size_t)f);
+    }
+    return respond_json(h, c, 404, body, len);
+}
+
+/* The order lookup on r (held; released here): the order's current version as r's view holds
+ * it, with as_of and the consistency field like a count. */
+static enum MHD_Result order_answer(struct query_http *h, struct MHD_Connection *c,
+                                    const struct http_route *route, struct http_reader *r,
+                                    const char *consistency, size_t consistency_len)
+{
+    struct storage_order order;
+    int rc = storage_model(r->st) == STORAGE_MODEL_ORDERS
+                 ? storage_order_get(r->st, &route->order_id, &order, r->order_scratch,
+                                     STORAGE_ORDER_SCRATCH_BYTES)
+                 : -DS_EUSAGE;
+    if (rc != 0) {
+        reader_release(r);
+        if (rc == -ENOENT) {
+            return respond_no_order(h, c, &route->order_id);
+        }
+        return rc == -DS_EUSAGE
+                   ? respond_error(h, c, 409,
+                                   "the order lookup needs the orders model: this data directory "
+                                   "counts events (it was created with --model events)")
+                   : respond_storage_error(h, c, rc);
+    }
+    size_t cap = query_order_json_bound(&order) + r->as_of_len + consistency_len + 16;
+    char *body = malloc(cap);
+    int64_t len = body != NULL ? query_order_json(&order, body, cap) : -ENOMEM;
+    if (len > 0) {
+        len = (int64_t)append_as_of(body, (size_t)len, r);
+        if (consistency != NULL) {
+            len = (int64_t)append_fields(body, (size_t)len, consistency, consistency_len);
+        }
+    }
+    reader_release(r);
+    if (len < 0) {
+        ASSERT(len != -ENOSPC); /* the bound holds */
+        free(body);
+        return respond_storage_error(h, c, (int)len);
+    }
+    return respond_json(h, c, 200, body, len);
 }
 
 /* ---- partition heat ------------------------------------------------------------------------ */
@@ -939,9 +1024,20 @@ static enum MHD_Result respond_orders(struct query_http *h, struct MHD_Connectio
                                       const struct orders_extra *extra, pthread_rwlock_t *held)
 {
     struct query_orders_page page = {.orders = calloc(route->limit, sizeof(struct query_order))};
-    int rc = page.orders == NULL
-                 ? -ENOMEM
-                 : query_gsi_orders(gsi, &route->customer, route->limit, route->cursor, &page);
+    int rc = page.orders == NULL ? -ENOMEM : 0;
+    /* The orders model lists an entry only when it is its order's current version: a reader
+     * taken now (after the index view, so at least as recent) says which. */
+    struct http_reader *r = NULL;
+    if (rc == 0 && h->model == STORAGE_MODEL_ORDERS) {
+        rc = reader_acquire(h, &r);
+    }
+    if (rc == 0) {
+        rc = query_gsi_orders(gsi, r != NULL ? r->st : NULL, &route->customer, route->limit,
+                              route->cursor, &page);
+    }
+    if (r != NULL) {
+        reader_release(r);
+    }
     if (held != NULL) {
         ASSERT(pthread_rwlock_unlock(held) == 0);
     }
@@ -1101,7 +1197,8 @@ static enum MHD_Result dispatch(struct query_http *h, struct MHD_Connection *c,
                                 const struct http_route *route)
 {
     switch (route->endpoint) {
-    case HTTP_EP_COUNT: return serve_count(h, c, route);
+    case HTTP_EP_COUNT: return serve_from_reader(h, c, route, count_answer);
+    case HTTP_EP_ORDER: return serve_from_reader(h, c, route, order_answer);
     case HTTP_EP_PARTITIONS: return serve_partitions(h, c, route);
     case HTTP_EP_METRICS: return serve_metrics(h, c);
     case HTTP_EP_READYZ: return serve_readyz(h, c);
@@ -1343,6 +1440,7 @@ static int http_open(struct query_http *h, const struct query_http_config *cfg)
             return rc;
         }
     }
+    h->model = storage_model(h->readers[0].st);
     h->heat = calloc(HTTP_HEAT_ENTRIES, sizeof(*h->heat));
     if (h->heat == NULL) {
         return -ENOMEM;

@@ -35,6 +35,7 @@ enum http_endpoint {
     HTTP_EP_READYZ,
     HTTP_EP_ORDERS,
     HTTP_EP_HEAT,
+    HTTP_EP_ORDER, /* /v1/orders/{order_id}: one order (P2, the orders model) */
 };
 /* Rows per list of /v1/heat by default (?top=N, 1..SHARD_HEAT_TOP_MAX). */
 #define HTTP_HEAT_TOP_DEFAULT 10u
@@ -47,7 +48,8 @@ struct http_route {
     uint32_t limit;                   /* HTTP_EP_ORDERS: 1..HTTP_ORDERS_LIMIT_MAX */
     uint32_t top;                     /* HTTP_EP_HEAT: 1..SHARD_HEAT_TOP_MAX */
     struct ds_id customer;            /* HTTP_EP_ORDERS */
-    bool consistent;                  /* HTTP_EP_ORDERS, HTTP_EP_COUNT */
+    struct ds_id order_id;            /* HTTP_EP_ORDER */
+    bool consistent;                  /* HTTP_EP_ORDERS, HTTP_EP_ORDER, HTTP_EP_COUNT */
     uint32_t timeout_ms; /* with consistent: 1..QUERY_CONSISTENT_TIMEOUT_MS_MAX, 0 not given */
     char cursor[QUERY_ORDERS_TOKEN_CHARS_MAX + 1]; /* HTTP_EP_ORDERS; "" for the first page */
     char error[HTTP_ERROR_BYTES_MAX];              /* the message of a 4xx answer */

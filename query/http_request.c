@@ -4,8 +4,11 @@
  * Every malformed request is refused here with a 4xx status and a message meant for the
  * client; nothing past this point sees unchecked input. Percent-decoding is done here, not by
  * libmicrohttpd: its decoder leaves a bad escape ("%zz") as is and truncates at a decoded NUL,
- * which would silently change what a client asked for. Parameters are strict: unknown names
- * and repeated names are errors (a typo such as "stauts=paid" must not widen a count).
+ * which would silently change what a client asked for. An id in a path (/v1/customers/{id}/orders,
+ * /v1/orders/{id}) is cut from the raw path and decoded once, so an id may hold '/' and '%'
+ * (decoding the whole path first, as before, decoded such ids twice). Parameters are strict:
+ * unknown names and repeated names are errors (a typo such as "stauts=paid" must not widen a
+ * count).
  *
  * Rejected: a table-driven generic parameter parser with callbacks (five endpoints with one to
  * six parameters each read better as plain code).
@@ -106,26 +109,29 @@ static unsigned fail(struct http_route *out, unsigned status, const char *fmt, .
     return status;
 }
 
-/* The customer id of /v1/customers/{id}/orders, percent-decoded: a positive decimal integer
- * without leading zeros (up to 2^63-1) is an integer id; "..." (quotes, %22 encoded) is the
- * string between them (so "42" names the string id 42); anything else is a string id. */
-static unsigned customer_id(const char *raw, size_t raw_len, struct http_route *out)
+/* The id of /v1/customers/{id}/orders or /v1/orders/{id} (what names it in messages), from
+ * the raw path segment, percent-decoded once: a positive decimal integer without leading zeros
+ * (up to 2^63-1) is an integer id; "..." (quotes, %22 encoded) is the string between them (so
+ * "42" names the string id 42); anything else is a string id. Decoding the raw segment, not the
+ * decoded path, lets an id hold '%' and '/' (sent as %25 and %2F) and decodes it exactly once. */
+static unsigned id_segment(const char *raw, size_t raw_len, const char *what, struct ds_id *id,
+                           struct http_route *out)
 {
     char text[3 * DS_ID_BYTES_MAX + 3];
     int64_t len = percent_decode(raw, raw_len, false, text, sizeof(text));
     char quoted[64];
     if (len == -EINVAL) {
-        return fail(out, 400, "bad percent-encoding in the customer id '%s'",
+        return fail(out, 400, "bad percent-encoding in the %s id '%s'", what,
                     quote_input(raw, raw_len, quoted, sizeof(quoted)));
     }
     if (len < 0) {
-        return fail(out, 400, "customer id longer than %d bytes", DS_ID_BYTES_MAX);
+        return fail(out, 400, "%s id longer than %d bytes", what, DS_ID_BYTES_MAX);
     }
     if (memchr(text, '\0', (size_t)len) != NULL) {
-        return fail(out, 400, "NUL byte in the customer id");
+        return fail(out, 400, "NUL byte in the %s id", what);
     }
-    if (query_customer_id_parse(text, (size_t)len, &out->customer) != 0) {
-        return fail(out, 400, "customer id must be 1..%d bytes", DS_ID_BYTES_MAX);
+    if (query_customer_id_parse(text, (size_t)len, id) != 0) {
+        return fail(out, 400, "%s id must be 1..%d bytes", what, DS_ID_BYTES_MAX);
     }
     return 0;
 }
@@ -157,6 +163,32 @@ int query_customer_id_parse(const char *text, size_t len, struct ds_id *id)
     return 0;
 }
 
+/* The paths with an id in them, matched on the raw path (see id_segment). Returns 0 with
+ * out->endpoint still HTTP_EP_NONE when the path is neither. */
+static unsigned route_id_path(const char *raw, size_t len, struct http_route *out)
+{
+    static const char customers[] = "/v1/customers/";
+    static const char suffix[] = "/orders";
+    static const char orders[] = "/v1/orders/";
+    size_t p = sizeof(customers) - 1;
+    size_t s = sizeof(suffix) - 1;
+    if (len > p + s && memcmp(raw, customers, p) == 0 && memcmp(raw + len - s, suffix, s) == 0 &&
+        memchr(raw + p, '/', len - p - s) == NULL) {
+        out->endpoint = HTTP_EP_ORDERS;
+        return id_segment(raw + p, len - p - s, "customer", &out->customer, out);
+    }
+    p = sizeof(orders) - 1;
+    if (len >= p && memcmp(raw, orders, p) == 0 && memchr(raw + p, '/', len - p) == NULL) {
+        out->endpoint = HTTP_EP_ORDER;
+        if (len == p) {
+            return fail(out, 400, "missing order id: GET /v1/orders/{order_id}");
+        }
+        return id_segment(raw + p, len - p, "order", &out->order_id, out);
+    }
+    return 0;
+}
+
+/* The paths without an id, from the decoded path (len bytes). */
 static unsigned route_path(const char *path, size_t len, struct http_route *out)
 {
     static const struct {
@@ -169,18 +201,6 @@ static unsigned route_path(const char *path, size_t len, struct http_route *out)
         if (strlen(exact[i].path) == len && memcmp(path, exact[i].path, len) == 0) {
             out->endpoint = exact[i].endpoint;
             return 0;
-        }
-    }
-    static const char prefix[] = "/v1/customers/";
-    static const char suffix[] = "/orders";
-    size_t p = sizeof(prefix) - 1;
-    size_t s = sizeof(suffix) - 1;
-    if (len > p + s && memcmp(path, prefix, p) == 0 && memcmp(path + len - s, suffix, s) == 0) {
-        const char *id = path + p;
-        size_t id_len = len - p - s;
-        if (memchr(id, '/', id_len) == NULL) {
-            out->endpoint = HTTP_EP_ORDERS;
-            return customer_id(id, id_len, out);
         }
     }
     char quoted[64];
@@ -300,6 +320,7 @@ static const char *known_params(enum http_endpoint endpoint)
     case HTTP_EP_COUNT: return " day to status by consistent timeout_ms ";
     case HTTP_EP_PARTITIONS: return " day ";
     case HTTP_EP_ORDERS: return " limit cursor consistent timeout_ms ";
+    case HTTP_EP_ORDER: return " consistent timeout_ms ";
     case HTTP_EP_HEAT: return " top ";
     default: return " ";
     }
@@ -344,8 +365,9 @@ static unsigned one_param(const char *text, size_t len, uint32_t *seen, struct h
     }
     *seen |= bit;
     name[n + 1] = '\0';
-    if (out->endpoint == HTTP_EP_COUNT &&
-        (strcmp(name + 1, "consistent") == 0 || strcmp(name + 1, "timeout_ms") == 0)) {
+    if (out->endpoint == HTTP_EP_ORDER ||
+        (out->endpoint == HTTP_EP_COUNT &&
+         (strcmp(name + 1, "consistent") == 0 || strcmp(name + 1, "timeout_ms") == 0))) {
         return consistency_param(name + 1, value, (size_t)v, out);
     }
     if (out->endpoint == HTTP_EP_COUNT) {
@@ -435,15 +457,18 @@ unsigned http_route_parse(const char *method, const char *target, size_t len,
     }
     const char *q = memchr(target, '?', len);
     size_t path_len = q != NULL ? (size_t)(q - target) : len;
-    char path[HTTP_URI_BYTES_MAX + 1];
-    int64_t p = percent_decode(target, path_len, false, path, sizeof(path));
-    if (p < 0) {
-        return fail(out, 400, "bad percent-encoding in the path");
+    unsigned status = route_id_path(target, path_len, out);
+    if (out->endpoint == HTTP_EP_NONE) {
+        char path[HTTP_URI_BYTES_MAX + 1];
+        int64_t p = percent_decode(target, path_len, false, path, sizeof(path));
+        if (p < 0) {
+            return fail(out, 400, "bad percent-encoding in the path");
+        }
+        if (memchr(path, '\0', (size_t)p) != NULL) {
+            return fail(out, 400, "NUL byte in the path");
+        }
+        status = route_path(path, (size_t)p, out);
     }
-    if (memchr(path, '\0', (size_t)p) != NULL) {
-        return fail(out, 400, "NUL byte in the path");
-    }
-    unsigned status = route_path(path, (size_t)p, out);
     if (out->endpoint == HTTP_EP_NONE) {
         return status;
     }

@@ -38,6 +38,7 @@ void query_metrics_init(struct query_metrics *m, const char *const *reason_names
         atomic_store_explicit(&m->consumer_lag[i], -1, memory_order_relaxed);
     }
     atomic_store_explicit(&m->gsi_lag_ms, -1, memory_order_relaxed);
+    atomic_store_explicit(&m->orders, -1, memory_order_relaxed);
     int rc = pthread_mutex_init(&m->heat_lock, NULL);
     ASSERT(rc == 0);
 }
@@ -221,6 +222,39 @@ static void put_gsi_lag(struct text_buf *b, const struct query_metrics *m)
     text_put(b, "dayshard_gsi_lag_seconds_count %" PRIu64 "\n", cumulative);
 }
 
+void query_metrics_orders_set(struct query_metrics *m, const struct storage_order_stats *stats)
+{
+    atomic_store_explicit(&m->orders, (int64_t)stats->orders, memory_order_relaxed);
+    const uint64_t fates[4] = {stats->created, stats->applied, stats->stale, stats->unchanged};
+    for (size_t i = 0; i < 4; i++) {
+        atomic_store_explicit(&m->order_events[i], fates[i], memory_order_relaxed);
+    }
+}
+
+/* The orders model's figures; nothing in the events model. */
+static void put_orders(struct text_buf *b, const struct query_metrics *m)
+{
+    int64_t orders = atomic_load_explicit(&m->orders, memory_order_relaxed);
+    if (orders < 0) {
+        return;
+    }
+    static const char *const fates[4] = {"created", "applied", "stale", "unchanged"};
+    text_put(
+        b,
+        "# HELP dayshard_orders Distinct orders this node stores (orders model).\n"
+        "# TYPE dayshard_orders gauge\n"
+        "dayshard_orders %" PRId64 "\n"
+        "# HELP dayshard_order_events_total Events since the node started, by what they did to "
+        "their order: created, applied (a newer version), stale (older than the current "
+        "version: ignored), unchanged (a repeat: ignored).\n"
+        "# TYPE dayshard_order_events_total counter\n",
+        orders);
+    for (size_t i = 0; i < 4; i++) {
+        text_put(b, "dayshard_order_events_total{fate=\"%s\"} %" PRIuFAST64 "\n", fates[i],
+                 atomic_load_explicit(&m->order_events[i], memory_order_relaxed));
+    }
+}
+
 int64_t query_metrics_text(const struct query_metrics *m, char *dst, size_t dst_capacity)
 {
     ASSERT(m != NULL);
@@ -235,5 +269,6 @@ int64_t query_metrics_text(const struct query_metrics *m, char *dst, size_t dst_
     put_lag(&b, m);
     put_fsync(&b, m);
     put_gsi_lag(&b, m);
+    put_orders(&b, m);
     return b.overflow ? -ENOSPC : (int64_t)b.len;
 }

@@ -8,10 +8,11 @@
  * API (query_count_json) and as a table for people (query_count_table).
  *
  * The HTTP service (DESIGN.md section 5) answers /v1/count, /v1/partitions, /metrics, /healthz,
- * /readyz and /v1/customers/{id}/orders over libmicrohttpd. It opens its own read-only storage
- * handles and shard maps on a data directory, exactly like `count --data`, so the same code runs
- * standalone (`dayshard serve`) and inside a node (`dayshard run --http`) without touching the
- * writer. A node feeds live figures through struct query_metrics (atomics, any thread).
+ * /readyz, /v1/customers/{id}/orders and /v1/orders/{id} over libmicrohttpd. It opens its own
+ * read-only storage handles and shard maps on a data directory, exactly like `count --data`, so the
+ * same code runs standalone (`dayshard serve`) and inside a node (`dayshard run --http`) without
+ * touching the writer. A node feeds live figures through struct query_metrics (atomics, any
+ * thread).
  *
  * Threads: a query runs on the thread that owns the struct storage it reads. The HTTP service
  * runs its own threads (query_http_start .. query_http_stop, called from one thread).
@@ -105,6 +106,29 @@ DS_MUST_USE int64_t query_id_json(const struct ds_id *id, char *dst, size_t dst_
 /* Writes s as a JSON string literal (quotes included) into dst; returns the length or -ENOSPC. */
 DS_MUST_USE int64_t query_json_string(const char *s, size_t len, char *dst, size_t dst_capacity);
 
+/* ---- one order (P2: GET /v1/orders/{id}, `dayshard order`; the orders model) --------------- */
+
+/* An order id given as text follows query_customer_id_parse's rule (below). */
+
+/* Renders canonical items (common.h; len bytes, len > 0) as a JSON array
+ * [{"product":"...","quantity":N},...], products escaped. Returns the length, -ENOSPC, or
+ * -DS_ECORRUPT when the bytes are not canonical items (a count over DS_ITEMS_COUNT_MAX, a
+ * product of 0 or over DS_ITEM_PRODUCT_BYTES_MAX bytes, a quantity of 0 or over
+ * DS_ITEM_QUANTITY_MAX, an overlong varint, or bytes left over). */
+DS_MUST_USE int64_t query_items_json(const uint8_t *items, size_t len, char *dst,
+                                     size_t dst_capacity);
+/* Bytes query_items_json needs at most for len canonical bytes. */
+size_t query_items_json_bound(size_t len);
+/* Renders an order's current version as the document of GET /v1/orders/{id}:
+ * {"order_id":...,"customer_id":...,"ts":"...Z","day":"YYYY-MM-DD","shard":S,"status":"...",
+ * "amount":"12.3400","version":N|null,"items":null|[...],"versions_seen":N,"model":"orders"}
+ * (ts, day and amount in the customer view's forms). Returns the length, -ENOSPC, or
+ * -DS_ECORRUPT (items that are not canonical). */
+DS_MUST_USE int64_t query_order_json(const struct storage_order *order, char *dst,
+                                     size_t dst_capacity);
+/* Bytes query_order_json needs at most for order. */
+size_t query_order_json_bound(const struct storage_order *order);
+
 /* ---- live figures of a node, for /metrics and /readyz ------------------------------------- */
 
 /* Rejection reasons a node may name; the ingest decoder has about two dozen. */
@@ -136,7 +160,11 @@ struct query_metrics {
     /* The node joined its consumer group (got its first assignment, possibly empty): until
      * then /readyz answers 503, since its lag is not known. */
     atomic_bool joined;
-    atomic_int_fast64_t gsi_lag_ms;                                  /* -1 without a GSI builder */
+    atomic_int_fast64_t gsi_lag_ms; /* -1 without a GSI builder */
+    /* The orders model (storage_order_stats): distinct orders, -1 in the events model; and the
+     * events taken by what they did to their order (created, applied, stale, unchanged). */
+    atomic_int_fast64_t orders;
+    atomic_uint_fast64_t order_events[4];
     atomic_uint_fast64_t gsi_lag_buckets[QUERY_GSI_LAG_BUCKETS + 1]; /* last: +Inf */
     atomic_uint_fast64_t gsi_lag_sum_ns;
     atomic_uint_fast64_t gsi_lag_count;
@@ -171,6 +199,8 @@ void query_metrics_fsync_observe(struct query_metrics *m, uint64_t latency_ns);
 void query_metrics_joined_set(struct query_metrics *m);
 /* The GSI lag: the current value (gauge) and each commit's lag once queryable (histogram). */
 void query_metrics_gsi_lag_set(struct query_metrics *m, int64_t lag_ms);
+/* The writer's storage_order_stats after a commit (storage.h). */
+void query_metrics_orders_set(struct query_metrics *m, const struct storage_order_stats *stats);
 void query_metrics_gsi_lag_observe(struct query_metrics *m, uint64_t lag_ns);
 /* Largest lag over assigned partitions, 0 when none is assigned. */
 int64_t query_metrics_lag_max(const struct query_metrics *m);
@@ -286,10 +316,23 @@ void query_gsi_reader_close(struct query_gsi_reader *r);
  * the quotes (so "42" is the string 42); anything else is a string id. Returns 0, or
  * -DS_EUSAGE for an empty id, one over DS_ID_BYTES_MAX bytes or one holding a NUL byte. */
 DS_MUST_USE int query_customer_id_parse(const char *text, size_t len, struct ds_id *id);
-/* One page of customer's orders from an index handle. Returns 0, -DS_EUSAGE (limit outside
- * 1..QUERY_ORDERS_LIMIT_MAX, a malformed token, a bad id), -ENOMEM, -DS_ECORRUPT or -EIO. */
-DS_MUST_USE int query_gsi_orders(struct gsi *gsi, const struct ds_id *customer, uint32_t limit,
-                                 const char *page_token, struct query_orders_page *out);
+/* Entries of the index one page of the orders model may pass over (superseded versions) before
+ * it answers a short page, with a next token after the last entry it looked at: it bounds the
+ * work of one request for a customer whose orders changed day or customer many times. */
+#define QUERY_ORDERS_EXAMINED_MAX 65536u
+/* One page of customer's orders from an index handle. st (NULL, or a storage handle of the
+ * index's data directory, used on the calling thread) decides what an entry means: in the
+ * orders model the index keeps an entry per (customer, ts, order id) ever stored, and the page
+ * lists only those that are an order's current version (its customer and ts as st knows them),
+ * with the current status, amount and day, fetching further entries until the page is full, the
+ * index ends or QUERY_ORDERS_EXAMINED_MAX entries were looked at. NULL, or a directory of the
+ * events model, lists every entry as stored. st should be at least as recent as the index view
+ * (refresh it after the view): an entry newer than st is skipped, never listed twice. Returns
+ * 0, -DS_EUSAGE (limit outside 1..QUERY_ORDERS_LIMIT_MAX, a malformed token, a bad id), -ENOMEM,
+ * -DS_ECORRUPT or -EIO. */
+DS_MUST_USE int query_gsi_orders(struct gsi *gsi, struct storage *st, const struct ds_id *customer,
+                                 uint32_t limit, const char *page_token,
+                                 struct query_orders_page *out);
 
 /* ---- the HTTP service ---------------------------------------------------------------------- */
 

@@ -1,5 +1,6 @@
 /*
- * Rendering count results: the JSON document of the HTTP API and a table for people.
+ * Rendering count results (the JSON document of the HTTP API and a table for people), a page of
+ * a customer's orders, and one order with its items (P2).
  * JSON is written by hand into a caller's buffer with a computed bound: the documents are flat
  * and the bound is exact enough to allocate once. Rejected: a JSON library for output (an
  * allocation per node, and nothing to parse).
@@ -172,6 +173,124 @@ int64_t query_orders_json(const struct ds_id *customer, const struct query_order
         text_put(&b, "],\"next\":null");
     }
     text_put(&b, ",\"gsi_lag_ms\":%" PRIu64 "}", gsi_lag_ms);
+    return b.overflow ? -ENOSPC : (int64_t)b.len;
+}
+
+/* ---- one order (P2) ------------------------------------------------------------------------ */
+
+/* An LEB128 varint of at most 5 bytes (every varint of canonical items fits: a count up to 100,
+ * a quantity up to 2^31-1) at *p, before end. False for a truncated or longer one. */
+static bool items_varint(const uint8_t **p, const uint8_t *end, uint32_t *out)
+{
+    uint64_t value = 0;
+    for (uint32_t shift = 0; shift < 35; shift += 7) {
+        if (*p >= end) {
+            return false;
+        }
+        uint8_t byte = *(*p)++;
+        value |= (uint64_t)(byte & 0x7f) << shift;
+        if ((byte & 0x80) == 0) {
+            *out = value <= UINT32_MAX ? (uint32_t)value : UINT32_MAX;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Per item: {"product":,"quantity":}, a comma, at most 6 bytes per product byte and 10 digits.
+ * An item takes at least 3 canonical bytes (length, one product byte, one quantity byte), so 16
+ * output bytes per canonical byte cover the fixed text of the smallest item too. */
+size_t query_items_json_bound(size_t len)
+{
+    return 16u * len + 8u;
+}
+
+int64_t query_items_json(const uint8_t *items, size_t len, char *dst, size_t dst_capacity)
+{
+    ASSERT(items != NULL);
+    ASSERT(len > 0);
+    const uint8_t *p = items;
+    const uint8_t *end = items + len;
+    uint32_t count = 0;
+    if (!items_varint(&p, end, &count) || count > DS_ITEMS_COUNT_MAX) {
+        return -DS_ECORRUPT;
+    }
+    struct text_buf b = {.dst = dst, .capacity = dst_capacity};
+    text_put(&b, "[");
+    for (uint32_t i = 0; i < count; i++) { /* at most DS_ITEMS_COUNT_MAX */
+        size_t product_len = p < end ? *p : 0;
+        if (product_len == 0 || product_len > DS_ITEM_PRODUCT_BYTES_MAX ||
+            (size_t)(end - p) < 1 + product_len) {
+            return -DS_ECORRUPT;
+        }
+        const char *product = (const char *)p + 1;
+        p += 1 + product_len;
+        uint32_t quantity = 0;
+        if (!items_varint(&p, end, &quantity) || quantity == 0 || quantity > DS_ITEM_QUANTITY_MAX) {
+            return -DS_ECORRUPT;
+        }
+        char text[6u * DS_ITEM_PRODUCT_BYTES_MAX + 3];
+        int64_t n = query_json_string(product, product_len, text, sizeof(text));
+        ASSERT(n > 0);
+        text_put(&b, "%s{\"product\":%s,\"quantity\":%" PRIu32 "}", i > 0 ? "," : "", text,
+                 quantity);
+    }
+    if (p != end) {
+        return -DS_ECORRUPT;
+    }
+    text_put(&b, "]");
+    return b.overflow ? -ENOSPC : (int64_t)b.len;
+}
+
+/* Fixed text, two ids and a status at 6 bytes a byte, numbers. */
+#define ORDER_DOC_BYTES_MAX (6u * (2u * DS_ID_BYTES_MAX + DS_STATUS_BYTES_MAX) + 320u)
+
+size_t query_order_json_bound(const struct storage_order *order)
+{
+    return ORDER_DOC_BYTES_MAX + query_items_json_bound(order->items_bytes);
+}
+
+int64_t query_order_json(const struct storage_order *order, char *dst, size_t dst_capacity)
+{
+    ASSERT(order->items_bytes == 0 || order->items != NULL);
+    ASSERT(order->status_len <= DS_STATUS_BYTES_MAX);
+    struct text_buf b = {.dst = dst, .capacity = dst_capacity};
+    char order_id[6u * DS_ID_BYTES_MAX + 3];
+    char customer[6u * DS_ID_BYTES_MAX + 3];
+    char status[6u * DS_STATUS_BYTES_MAX + 3];
+    char ts[DS_TS_TEXT_SIZE];
+    char day[DS_DATE_TEXT_SIZE];
+    char amount[DS_AMOUNT_TEXT_SIZE];
+    int64_t n = query_id_json(&order->order_id, order_id, sizeof(order_id));
+    ASSERT(n > 0);
+    n = query_id_json(&order->customer_id, customer, sizeof(customer));
+    ASSERT(n > 0);
+    n = query_json_string(order->status, order->status_len, status, sizeof(status));
+    ASSERT(n > 0);
+    ds_ts_format(order->ts_ms, ts);
+    ds_date_format(order->day, day);
+    ds_amount_format((ds_i128)order->amount_units, amount);
+    text_put(&b,
+             "{\"order_id\":%s,\"customer_id\":%s,\"ts\":\"%s\",\"day\":\"%s\",\"shard\":%" PRIu32
+             ",\"status\":%s,\"amount\":\"%s\",\"version\":",
+             order_id, customer, ts, day, order->shard, status, amount);
+    if (order->has_version) {
+        text_put(&b, "%" PRId64, order->version);
+    } else {
+        text_put(&b, "null");
+    }
+    text_put(&b, ",\"items\":");
+    if (order->items_bytes == 0) {
+        text_put(&b, "null");
+    } else if (!b.overflow) {
+        n = query_items_json(order->items, order->items_bytes, b.dst + b.len, b.capacity - b.len);
+        if (n == -DS_ECORRUPT) {
+            return n;
+        }
+        b.overflow = n < 0;
+        b.len += n > 0 ? (size_t)n : 0;
+    }
+    text_put(&b, ",\"versions_seen\":%" PRIu32 ",\"model\":\"orders\"}", order->versions_seen);
     return b.overflow ? -ENOSPC : (int64_t)b.len;
 }
 

@@ -46,6 +46,10 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "on-disk structs are li
  * binaries; those refuse a format-2 file as "another format version" (-DS_EFORMAT) instead of
  * reading quarantined bytes as blocks or cutting the record as a torn tail. */
 #define MANIFEST_FILE_MAGIC_V2 0x3246494E414D5344ull /* "DSMANIF2" */
+/* Format 3 = format 2 plus MANIFEST_BASE records (compaction, issue 14): a partition whose
+ * segments below some id were replaced by a rewrite. Written only by a store holding such a
+ * partition; older binaries refuse it as another format version instead of reading segment 1. */
+#define MANIFEST_FILE_MAGIC_V3 0x3346494E414D5344ull /* "DSMANIF3" */
 
 struct segment_header {
     uint64_t magic;
@@ -262,7 +266,7 @@ struct manifest_record_header {
     uint32_t magic;
     uint32_t body_bytes;
     uint32_t body_crc;
-    uint32_t kind; /* MANIFEST_DELTA, MANIFEST_SNAPSHOT or MANIFEST_QUARANTINE */
+    uint32_t kind; /* MANIFEST_DELTA, MANIFEST_SNAPSHOT, MANIFEST_QUARANTINE or MANIFEST_BASE */
     uint64_t seq;
     uint32_t part_count; /* for MANIFEST_QUARANTINE: manifest_skip entries */
     uint32_t source_count;
@@ -273,6 +277,11 @@ static_assert(sizeof(struct manifest_record_header) == 32, "manifest record head
 /* Adds skip entries (format 2 only); written by repair and after every snapshot of a store
  * that has any, so a rotated file carries the whole list. */
 #define MANIFEST_QUARANTINE 3u
+/* Sets the first segment of partitions (format 3 only): manifest_part entries whose segment_id
+ * is the partition's first live segment (end unused, 0). The segments below it were replaced by
+ * a compaction's rewrite and are deleted; readers start at it. Written after the snapshot of a
+ * rotation and as the one record of a compaction's commit. */
+#define MANIFEST_BASE 4u
 /* The manifest is rewritten as one snapshot when it grows past this. */
 #define MANIFEST_BYTES_ROTATE (4u * 1024u * 1024u)
 /* Source entries one record may hold: the Kafka and file sources (STORAGE_SOURCES_MAX - 1 of

@@ -48,6 +48,9 @@
 #define IDS_SLOTS_SHIFT_MAX 28u
 /* A first read of a record: the header, both ids and the status fit, and most items. */
 #define IDS_READ_FIRST_BYTES 512u
+/* A writer keeps the newest committed bytes of the log in memory: updates mostly touch recent
+ * orders, and a lookup served from memory saves a read system call. */
+#define IDS_TAIL_BYTES (16u * 1024 * 1024)
 /* The replay buffer: sequential reads of the log in chunks of this size. */
 #define IDS_REPLAY_BYTES (1u << 20)
 
@@ -71,7 +74,19 @@ struct ids {
     uint8_t *pending; /* records at [committed_bytes, committed_bytes + pending_bytes) */
     size_t pending_bytes;
     size_t pending_capacity;
+    uint8_t *tail; /* a writer's committed bytes [tail_start, committed_bytes), or NULL */
+    uint64_t tail_start;
     uint8_t scratch[IDS_RECORD_BYTES_MAX]; /* the record a put compares against */
+    /* The last ids_get's probe, valid until the keydir changes: the writer's put of the order it
+     * just looked up (the orders model always does that) takes the slot without probing and
+     * reading the old record again. */
+    struct {
+        bool valid;
+        bool found;
+        uint64_t hash;
+        uint64_t index;
+        struct ds_id id;
+    } last;
 };
 
 /* ---- encoding ------------------------------------------------------------------------------ */
@@ -256,6 +271,13 @@ static int ids_read_record(struct ids *ids, uint64_t offset, uint8_t *dst,
         memcpy(dst, ids->pending + at, avail);
         return record_decode(dst, avail, out);
     }
+    if (ids->tail != NULL && offset >= ids->tail_start) {
+        size_t at = (size_t)(offset - ids->tail_start);
+        size_t avail = (size_t)(ids->committed_bytes - offset);
+        avail = avail < IDS_RECORD_BYTES_MAX ? avail : IDS_RECORD_BYTES_MAX;
+        memcpy(dst, ids->tail + at, avail);
+        return record_decode(dst, avail, out);
+    }
     uint64_t avail64 = ids->committed_bytes - offset;
     size_t want = avail64 < IDS_READ_FIRST_BYTES ? (size_t)avail64 : IDS_READ_FIRST_BYTES;
     ssize_t got = ids->io->ops->read(ids->io, ids->fd, dst, want, offset);
@@ -360,7 +382,14 @@ static int keydir_set(struct ids *ids, const struct ds_id *id, uint64_t offset)
     uint64_t hash = id_hash(id);
     struct storage_order old;
     uint64_t index = 0;
-    int rc = keydir_find(ids, id, hash, ids->scratch, &old, &index);
+    int rc = 0;
+    if (ids->last.valid && ids->last.hash == hash && id_equal(&ids->last.id, id)) {
+        index = ids->last.index;
+        rc = ids->last.found ? 0 : -ENOENT;
+    } else {
+        rc = keydir_find(ids, id, hash, ids->scratch, &old, &index);
+    }
+    ids->last.valid = false; /* the keydir changes below */
     if (rc == -ENOENT && (ids->count + 1) * 4 > (3ull << ids->slots_shift)) {
         rc = keydir_grow(ids);
         rc = rc == 0 ? keydir_find(ids, id, hash, ids->scratch, &old, &index) : rc;
@@ -505,6 +534,10 @@ int ids_open(struct storage_io *io, const char *dir, uint64_t committed_bytes, b
         return rc;
     }
     ASSERT(ids->committed_bytes == committed_bytes);
+    if (!read_only) {
+        ids->tail = malloc(IDS_TAIL_BYTES); /* optional: NULL reads the file */
+        ids->tail_start = committed_bytes;
+    }
     *out = ids;
     return 0;
 }
@@ -518,6 +551,7 @@ void ids_close(struct ids *ids)
         ids->io->ops->close(ids->io, ids->fd);
     }
     free(ids->pending);
+    free(ids->tail);
     free(ids->slots);
     free(ids);
 }
@@ -534,9 +568,17 @@ int ids_get(struct ids *ids, const struct ds_id *id, struct storage_order *out, 
     }
     struct storage_order rec;
     uint64_t index = 0;
-    int rc = keydir_find(ids, id, id_hash(id), scratch, &rec, &index);
+    uint64_t hash = id_hash(id);
+    int rc = keydir_find(ids, id, hash, scratch, &rec, &index);
     if (rc == 0) {
         *out = rec;
+    }
+    if (rc == 0 || rc == -ENOENT) {
+        ids->last.valid = true;
+        ids->last.found = rc == 0;
+        ids->last.hash = hash;
+        ids->last.index = index;
+        ids->last.id = *id;
     }
     return rc;
 }
@@ -634,10 +676,34 @@ int ids_queue(struct ids *ids, uint64_t *committed_bytes)
     return 0;
 }
 
+/* Moves the newly committed bytes into the tail, dropping its oldest bytes past IDS_TAIL_BYTES. */
+static void tail_append(struct ids *ids)
+{
+    if (ids->tail == NULL) {
+        return; /* the allocation failed at open: lookups read the file */
+    }
+    size_t held = (size_t)(ids->committed_bytes - ids->tail_start);
+    size_t add = ids->pending_bytes;
+    if (add >= IDS_TAIL_BYTES) {
+        size_t skip = add - IDS_TAIL_BYTES;
+        memcpy(ids->tail, ids->pending + skip, IDS_TAIL_BYTES);
+        ids->tail_start = ids->committed_bytes + skip;
+        return;
+    }
+    if (held + add > IDS_TAIL_BYTES) {
+        size_t drop = held + add - IDS_TAIL_BYTES;
+        memmove(ids->tail, ids->tail + drop, held - drop);
+        ids->tail_start += drop;
+        held -= drop;
+    }
+    memcpy(ids->tail + held, ids->pending, add);
+}
+
 void ids_committed(struct ids *ids, uint64_t committed_bytes)
 {
     ASSERT(ids->queued);
     ASSERT(committed_bytes == ids->committed_bytes + ids->pending_bytes);
+    tail_append(ids);
     ids->committed_bytes = committed_bytes;
     ids->pending_bytes = 0;
     ids->queued = false;

@@ -36,7 +36,7 @@ int64_t manifest_encode(uint32_t kind, uint64_t seq, const struct manifest_part 
                         uint32_t part_count, const struct manifest_source *sources,
                         uint32_t source_count, uint8_t *dst, size_t dst_capacity)
 {
-    ASSERT(kind == MANIFEST_DELTA || kind == MANIFEST_SNAPSHOT);
+    ASSERT(kind == MANIFEST_DELTA || kind == MANIFEST_SNAPSHOT || kind == MANIFEST_BASE);
     ASSERT(part_count <= STORAGE_PARTITIONS_MAX && source_count <= MANIFEST_SOURCES_MAX);
     size_t total = manifest_record_bound(part_count, source_count);
     if (total > dst_capacity) {
@@ -101,7 +101,8 @@ static bool record_body_bytes(const struct manifest_record_header *h, size_t *bo
     }
     *body = (size_t)h->part_count * sizeof(struct manifest_part) +
             (size_t)h->source_count * sizeof(struct manifest_source);
-    return (h->kind == MANIFEST_DELTA || h->kind == MANIFEST_SNAPSHOT) &&
+    return (h->kind == MANIFEST_DELTA || h->kind == MANIFEST_SNAPSHOT ||
+            (h->kind == MANIFEST_BASE && h->source_count == 0)) &&
            h->part_count <= STORAGE_PARTITIONS_MAX && h->source_count <= MANIFEST_SOURCES_MAX;
 }
 
@@ -145,7 +146,8 @@ static int file_magic_check(const uint8_t *buf)
 {
     uint64_t magic = 0;
     memcpy(&magic, buf, sizeof(magic));
-    if (magic == MANIFEST_FILE_MAGIC || magic == MANIFEST_FILE_MAGIC_V2) {
+    if (magic == MANIFEST_FILE_MAGIC || magic == MANIFEST_FILE_MAGIC_V2 ||
+        magic == MANIFEST_FILE_MAGIC_V3) {
         return 0;
     }
     return (magic & 0x00FFFFFFFFFFFFFFull) == (MANIFEST_FILE_MAGIC & 0x00FFFFFFFFFFFFFFull)

@@ -22,8 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shard/shard.h"
 #include "storage/ids.h"
 #include "storage/orders.h"
+#include "storage/store_read.h"
 #include "storage/store_write.h"
 
 /* ---- the store ----------------------------------------------------------------------------- */
@@ -194,6 +196,7 @@ int store_orders_append(struct storage *st, int32_t day, uint32_t shard,
     }
     if (fate == ORDER_APPLIED) {
         rc = store_write_append(st, old_part, &retraction, NULL);
+        old_part->dead_rows_hint += 2; /* the superseded row and its retraction */
     }
     rc = rc == 0 ? store_write_append(st, new_part, event, source) : rc;
     if (rc != 0) {
@@ -237,4 +240,170 @@ int store_orders_visit(struct storage *st, storage_order_fn fn, void *user)
 uint64_t store_orders_count(const struct storage *st)
 {
     return st->ids != NULL ? ids_count(st->ids) : 0;
+}
+
+/* ---- compaction ---------------------------------------------------------------------------- */
+
+/* The rows a retraction cancels are those with its fields (the superseded version's order id,
+ * customer, ts, status, amount); a 128-bit digest of them keys a multiset of pending
+ * retractions. Within a partition every retraction follows its row and the current version of
+ * an order comes after all its superseded rows there, so cancelling, for each digest, its
+ * earliest rows leaves exactly the current versions. */
+struct digest {
+    uint64_t a, b;
+    uint32_t count;   /* retractions not matched yet */
+    uint32_t present; /* 0: an empty slot (a slot stays present when its count drops to 0) */
+};
+struct compaction {
+    struct storage *st;
+    struct part *p;
+    struct digest *slots;
+    uint64_t mask;
+    uint64_t used;
+    uint64_t retractions;
+    uint64_t kept;
+};
+
+static void digest_of(const struct ds_event *e, uint64_t *a, uint64_t *b)
+{
+    uint8_t buf[2 * (2 + DS_ID_BYTES_MAX + 8) + 8 + 8 + 1 + DS_STATUS_BYTES_MAX];
+    size_t n = 0;
+    const struct ds_id *ids[2] = {&e->order_id, &e->customer_id};
+    for (int i = 0; i < 2; i++) {
+        buf[n++] = ids[i]->is_string;
+        buf[n++] = ids[i]->len;
+        ds_put_le64(buf + n, (uint64_t)ids[i]->value);
+        n += 8;
+        memcpy(buf + n, ids[i]->text, ids[i]->len);
+        n += ids[i]->len;
+    }
+    ds_put_le64(buf + n, (uint64_t)e->ts_ms);
+    ds_put_le64(buf + n + 8, (uint64_t)e->amount_units);
+    n += 16;
+    buf[n++] = e->status_len;
+    memcpy(buf + n, e->status, e->status_len);
+    n += e->status_len;
+    *a = shard_fnv1a64(buf, n);
+    uint64_t h = 0x243f6a8885a308d3ull;
+    for (size_t i = 0; i < n; i++) {
+        h = ds_mix64(h ^ buf[i]);
+    }
+    *b = h;
+}
+
+static struct digest *digest_slot(struct compaction *c, uint64_t a, uint64_t b)
+{
+    for (uint64_t i = ds_mix64(a) & c->mask;; i = (i + 1) & c->mask) {
+        struct digest *d = &c->slots[i];
+        if (d->present == 0 || (d->a == a && d->b == b)) {
+            return d;
+        }
+    }
+}
+
+static int digests_grow(struct compaction *c)
+{
+    uint64_t capacity = c->slots == NULL ? 1024 : (c->mask + 1) * 2;
+    struct digest *old = c->slots;
+    uint64_t old_capacity = c->slots == NULL ? 0 : c->mask + 1;
+    c->slots = calloc(capacity, sizeof(*c->slots));
+    if (c->slots == NULL) {
+        c->slots = old;
+        return -ENOMEM;
+    }
+    c->mask = capacity - 1;
+    for (uint64_t i = 0; i < old_capacity; i++) {
+        if (old[i].present != 0) {
+            *digest_slot(c, old[i].a, old[i].b) = old[i];
+        }
+    }
+    free(old);
+    return 0;
+}
+
+/* Pass 1: every retraction into the multiset. */
+static int collect_retraction(const struct ds_event *e, void *user)
+{
+    struct compaction *c = user;
+    if (!e->retract) {
+        return 0;
+    }
+    if ((c->used + 1) * 2 > c->mask + 1 || c->slots == NULL) {
+        int rc = digests_grow(c);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    uint64_t a = 0, b = 0;
+    digest_of(e, &a, &b);
+    struct digest *d = digest_slot(c, a, b);
+    c->used += d->present == 0;
+    *d = (struct digest){.a = a, .b = b, .count = d->count + 1, .present = 1};
+    c->retractions++;
+    return 0;
+}
+
+/* Pass 2: a row a retraction cancels is dropped, every other row is kept. */
+static int keep_row(const struct ds_event *e, void *user)
+{
+    struct compaction *c = user;
+    if (e->retract) {
+        return 0;
+    }
+    uint64_t a = 0, b = 0;
+    digest_of(e, &a, &b);
+    struct digest *d = digest_slot(c, a, b);
+    if (d->present != 0 && d->count > 0) {
+        d->count--;
+        return 0;
+    }
+    c->kept++;
+    return store_write_append(c->st, c->p, e, NULL);
+}
+
+/* Reads partition rp of reader (the committed state of p) from its start. */
+static int scan_all(struct storage *reader, const struct part *rp, storage_event_fn fn, void *c)
+{
+    struct storage_position pos = {0};
+    return store_read_scan_from(reader, rp, &pos, fn, c);
+}
+
+int store_orders_compact(struct storage *st, struct storage *reader, struct part *p,
+                         struct storage_compact_report *out)
+{
+    uint64_t start_ns = ds_clock_ns();
+    struct part *rp = store_part_find(reader, p->day, p->shard);
+    ASSERT(rp != NULL && rp->segment_id == p->segment_id);
+    struct storage_partition_total before = {0};
+    int rc = store_read_totals(reader, rp, NULL, 0, &before);
+    struct compaction c = {.st = st, .p = p};
+    rc = rc == 0 ? scan_all(reader, rp, collect_retraction, &c) : rc;
+    p->dead_rows_hint = 0;
+    if (rc != 0 || c.retractions == 0) {
+        free(c.slots);
+        return rc;
+    }
+    uint32_t base = 0;
+    rc = store_write_rewrite_begin(st, p, &base);
+    rc = rc == 0 ? scan_all(reader, rp, keep_row, &c) : rc;
+    free(c.slots);
+    rc = rc == 0 ? store_write_rewrite_commit(st, p, base) : rc;
+    if (rc != 0) {
+        st->failed = st->failed != 0 ? st->failed : rc;
+        return rc;
+    }
+    struct storage_partition_total after = {0};
+    rc = store_read_totals(st, p, NULL, 0, &after);
+    if (rc != 0) {
+        return rc;
+    }
+    ASSERT(after.count == before.count && after.amount_units == before.amount_units);
+    *out = (struct storage_compact_report){.day = p->day,
+                                           .shard = p->shard,
+                                           .rows_before = before.rows,
+                                           .rows_after = after.rows,
+                                           .bytes_before = before.bytes,
+                                           .bytes_after = after.bytes,
+                                           .ns = ds_clock_ns() - start_ns};
+    return 1;
 }

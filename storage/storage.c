@@ -418,3 +418,48 @@ int storage_order_visit(struct storage *st, storage_order_fn fn, void *user)
     }
     return store_orders_visit(st, fn, user);
 }
+
+int storage_compact(struct storage *st, int32_t day, uint32_t shard,
+                    struct storage_compact_report *out)
+{
+    ASSERT(!st->read_only);
+    if (st->failed != 0) {
+        return st->failed;
+    }
+    if (st->ids == NULL || st->touched_count > 0 || st->pending_events > 0) {
+        return -DS_EUSAGE;
+    }
+    struct part *p = store_part_find(st, day, shard);
+    if (p == NULL || p->segment_id == 0) {
+        return 0;
+    }
+    int rc = st->compact_reader == NULL ? storage_open_reader(st->dir, &st->compact_reader)
+                                        : storage_refresh(st->compact_reader);
+    return rc == 0 ? store_orders_compact(st, st->compact_reader, p, out) : rc;
+}
+
+int storage_compact_due(struct storage *st, struct storage_compact_report *out)
+{
+    ASSERT(!st->read_only);
+    if (st->ids == NULL || st->failed != 0) {
+        return st->failed;
+    }
+    store_write_retire_due(st);
+    for (uint32_t i = 0; i < st->part_count; i++) {
+        struct part *p = st->parts[i];
+        if (p->dead_rows_hint < STORAGE_COMPACT_DEAD_ROWS_MIN / 4 || p->segment_id == 0) {
+            continue;
+        }
+        struct storage_partition_total t;
+        int rc = storage_partition_totals(st, p->day, p->shard, NULL, 0, &t);
+        if (rc != 0) {
+            return rc;
+        }
+        uint64_t dead = t.rows - t.count;
+        if (dead >= STORAGE_COMPACT_DEAD_ROWS_MIN && dead * 2 >= t.rows) {
+            return storage_compact(st, p->day, p->shard, out);
+        }
+        p->dead_rows_hint = 0; /* looked: again after as many more */
+    }
+    return 0;
+}

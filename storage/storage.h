@@ -221,7 +221,10 @@ struct storage_partition_total {
     uint64_t count; /* net: inserted rows - retraction rows */
     ds_i128 amount_units;
     uint64_t blocks;
-    uint64_t bytes;               /* on-disk bytes of the partition's committed blocks */
+    uint64_t bytes; /* on-disk bytes of the partition's committed blocks */
+    /* Rows stored (orders model: current versions, superseded ones and their retractions;
+     * rows - count of them are dead until a compaction removes them). */
+    uint64_t rows;
     int64_t ts_min_ms, ts_max_ms; /* valid when count > 0 */
     struct storage_hour_total hours[24];
     /* Committed blocks whose payload fails its CRC (their events are counted, from their intact
@@ -326,6 +329,31 @@ struct storage_order_stats {
 };
 void storage_order_stats(const struct storage *st, struct storage_order_stats *out);
 
+/* Compaction: superseded versions and their retractions stay in their partition (counted out,
+ * taking space: storage_partition_total.rows - count of them) until a compaction rewrites the
+ * partition with only its current versions: new segments, one new MANIFEST naming them
+ * (atomic), the replaced segments removed STORE_RETIRE_DELAY_NS (30 s) later. Counts never
+ * change; a follower of positions (the index builder) restarts the partition at the rewrite. */
+struct storage_compact_report {
+    int32_t day;
+    uint32_t shard;
+    uint64_t rows_before, rows_after; /* stored rows: versions and retractions */
+    uint64_t bytes_before, bytes_after;
+    uint64_t ns; /* how long it took */
+};
+/* Writers only, between commits (nothing appended since the last storage_commit): compacts
+ * partition (day, shard) now. Returns 1 (compacted, *out set), 0 (nothing to remove: no
+ * retraction), -DS_EUSAGE (the events model, or uncommitted appends), or an I/O error after
+ * which the storage must be reopened like after a failed commit (the old partition stays). */
+DS_MUST_USE int storage_compact(struct storage *st, int32_t day, uint32_t shard,
+                                struct storage_compact_report *out);
+/* After a commit: compacts at most one partition that took many retractions (at least
+ * STORAGE_COMPACT_DEAD_ROWS_MIN dead rows, and as many dead rows as live ones), so a writer
+ * calling it after each commit keeps superseded versions to about half of each partition.
+ * Returns storage_compact's values (0 when none is due). */
+#define STORAGE_COMPACT_DEAD_ROWS_MIN 16384u
+DS_MUST_USE int storage_compact_due(struct storage *st, struct storage_compact_report *out);
+
 /* Visits the current version of every committed order (in the order their versions were
  * written: not sorted), for fsck and tests. Reads the whole store. Stops early when fn returns
  * non-zero and returns that value; -DS_EUSAGE in the events model. */
@@ -361,8 +389,9 @@ struct storage_fsck_report {
     uint64_t retractions;           /* retraction rows in the partitions */
     uint64_t retractions_unmatched; /* retractions cancelling no earlier uncancelled row */
     uint64_t orders_mismatched;     /* rows left with no current order + orders with no row */
-    uint64_t balance_unchecked;     /* partitions (a damaged block) or a whole directory (no
-                                       reader opens it) whose balance was not checked */
+    /* Not checked, which is damage too: partitions with a damaged block, or the whole directory
+     * when no reader opens it or its orders-by-id store cannot be read (counts 1). */
+    uint64_t balance_unchecked;
 };
 /* Verifies every block of a data directory (header and payload CRCs, decompression, aggregates
  * recomputed from the events against the header). With repair (needs the writer lock), nothing

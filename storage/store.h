@@ -28,6 +28,7 @@ struct ids; /* ids.h */
 struct summary {
     uint64_t blocks;
     uint64_t bytes;
+    uint64_t rows; /* stored rows: versions and retractions (count is their net) */
     uint64_t count;
     int64_t ts_min_ms, ts_max_ms;
     uint16_t status_count;
@@ -47,7 +48,12 @@ struct part {
     int32_t day;
     uint32_t shard;
     int64_t day_start_ms;
-    uint32_t segment_id;    /* current segment, 0 while none */
+    uint32_t segment_id; /* current segment, 0 while none */
+    /* The first live segment when a compaction rewrote the partition (MANIFEST_BASE), else 0:
+     * the partition is segments store_part_first(p) .. segment_id. */
+    uint32_t base_segment_id;
+    /* writer, orders model: rows made dead since the last compaction look (2 per retraction) */
+    uint64_t dead_rows_hint;
     uint64_t committed_end; /* committed bytes of the current segment */
     /* writer only: where the next block goes (may be ahead of the committed position) */
     int fd;                    /* segment write_segment_id, -1 while closed */
@@ -65,6 +71,12 @@ struct part {
     uint32_t skip_count;
     uint32_t skip_capacity;
 };
+
+/* The first segment of p (1 unless a compaction rewrote it). */
+static inline uint32_t store_part_first(const struct part *p)
+{
+    return p->base_segment_id > 0 ? p->base_segment_id : 1;
+}
 
 /* A damaged range fsck found, for --repair: a committed block or range to quarantine and
  * skip, a segment header to rewrite, or a past-the-end range holding CRC-valid blocks to copy
@@ -93,6 +105,16 @@ struct damage_list {
 };
 
 #define STORE_SPARE_BLOCKS 8u
+/* Segments a compaction replaced stay this long before removal: a reader that refreshed just
+ * before the rewrite's commit may still be reading them. */
+#define STORE_RETIRE_DELAY_NS (30ull * 1000000000ull)
+/* Replaced segments waiting for removal: segments [from, to) of partition (day, shard). */
+struct retired_segments {
+    int32_t day;
+    uint32_t shard;
+    uint32_t from, to;
+    uint64_t due_ns;
+};
 /* The arena holds sealed blocks waiting for the next I/O flush, and a commit's manifest record.
  * Allocated by store_create for a writer, bounded by store_write.c: one constant for both. */
 #define STORE_ARENA_BYTES (24u * 1024u * 1024u)
@@ -144,6 +166,9 @@ struct storage {
      * a reader on its first lookup), a lookup buffer, and what the writer did with events. */
     struct ids *ids;
     uint8_t *order_scratch;
+    struct storage *compact_reader; /* a reader of the same directory: compaction scans with it */
+    struct retired_segments *retired;
+    uint32_t retired_count;
     struct storage_order_stats order_stats;
 
     uint64_t seq;
@@ -217,6 +242,9 @@ const struct manifest_skip *store_skip_from(const struct part *p, uint32_t segme
  * Returns 0, -DS_ELIMIT past STORAGE_QUARANTINE_MAX or partitions_max, -DS_ECORRUPT for an
  * entry overlapping another, -ENOMEM. */
 DS_MUST_USE int store_skip_add(struct storage *st, const struct manifest_skip *skip);
+/* Makes base_segment_id (above the current first) p's first segment: the segments below are
+ * replaced by a compaction's rewrite; their skip entries and p's summary go with them. */
+void store_part_rebase(struct storage *st, struct part *p, uint32_t base_segment_id);
 
 /* Replays the MANIFEST into the table and sources. *valid_end is the end of its last valid
  * record, *file_size its length (both 0 when there is no MANIFEST). */

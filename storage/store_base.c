@@ -97,6 +97,8 @@ void store_destroy(struct storage *st)
         return;
     }
     ids_close(st->ids); /* before the backend it reads through */
+    store_destroy(st->compact_reader);
+    free(st->retired);
     free(st->order_scratch);
     for (uint32_t i = 0; i < st->part_count; i++) {
         part_free(st, st->parts[i]);
@@ -353,6 +355,25 @@ const struct manifest_skip *store_skip_from(const struct part *p, uint32_t segme
     return i < p->skip_count && p->skips[i].segment_id == segment_id ? &p->skips[i] : NULL;
 }
 
+void store_part_rebase(struct storage *st, struct part *p, uint32_t base_segment_id)
+{
+    if (base_segment_id == store_part_first(p)) {
+        return;
+    }
+    ASSERT(base_segment_id > store_part_first(p));
+    p->base_segment_id = base_segment_id;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < p->skip_count; i++) {
+        if (p->skips[i].segment_id >= base_segment_id) {
+            p->skips[kept++] = p->skips[i];
+        }
+    }
+    st->skip_total -= p->skip_count - kept; /* ranges in replaced segments are gone with them */
+    p->skip_count = kept;
+    free(p->summary);
+    p->summary = NULL;
+}
+
 static bool skips_overlap(const struct manifest_skip *a, const struct manifest_skip *b)
 {
     return a->segment_id == b->segment_id && a->offset < b->offset + b->length &&
@@ -430,6 +451,15 @@ static int apply_record(const struct manifest_replay_fn_args *record, void *user
         int rc = store_part_get(st, mp->day, mp->shard, &p);
         if (rc != 0) {
             return rc;
+        }
+        if (record->kind == MANIFEST_BASE) {
+            /* A compaction's rewrite starts at mp->segment_id: it must exist already (the
+             * commit naming it precedes or is this record's snapshot). */
+            if (mp->segment_id > p->segment_id || mp->segment_id < store_part_first(p)) {
+                return -DS_ECORRUPT;
+            }
+            store_part_rebase(st, p, mp->segment_id);
+            continue;
         }
         p->segment_id = mp->segment_id;
         p->committed_end = mp->end;

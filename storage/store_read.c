@@ -382,8 +382,8 @@ static int visit_headers(struct storage *st, const struct part *p, enum walk_che
     if (p->segment_id == 0) {
         return 0;
     }
-    if (*segment_id == 0) {
-        *segment_id = 1;
+    if (*segment_id < store_part_first(p)) {
+        *segment_id = store_part_first(p); /* the start, or a position a compaction replaced */
         *offset = sizeof(struct segment_header);
     }
     if (*segment_id == p->segment_id && *offset >= p->committed_end) {
@@ -484,6 +484,7 @@ static int summary_fold(const struct block_view *view, uint64_t block_bytes, voi
         s->ts_max_ms = h->ts_max_ms;
     }
     s->count = (uint64_t)((int64_t)s->count + net); /* >= 0: the sum of the hours in s->all */
+    s->rows += h->event_count;
     s->blocks++;
     s->bytes += block_bytes;
     return 0;
@@ -498,6 +499,9 @@ int store_read_summary_extend(struct storage *st, struct part *p)
         }
     }
     struct summary *s = p->summary;
+    if (s->segment_id != 0 && s->segment_id < store_part_first(p)) {
+        memset(s, 0, sizeof(*s)); /* it covers segments a compaction replaced: start again */
+    }
     int rc = visit_headers(st, p, WALK_PAYLOAD_CRC, &s->segment_id, &s->end, summary_fold, s,
                            &s->damaged_blocks);
     if (rc != 0) {
@@ -575,6 +579,7 @@ int store_read_totals(struct storage *st, struct part *p, const char *status, si
     const struct summary *s = p->summary;
     out->blocks = s->blocks;
     out->bytes = s->bytes;
+    out->rows = s->rows;
     out->ts_min_ms = s->ts_min_ms;
     out->ts_max_ms = s->ts_max_ms;
     out->damaged_blocks = s->damaged_blocks;
@@ -659,8 +664,11 @@ int store_read_scan_from(struct storage *st, const struct part *p, struct storag
                          storage_event_fn fn, void *user)
 {
     ASSERT(p->segment_id != 0);
-    if (pos->segment_id == 0) {
-        *pos = (struct storage_position){.segment_id = 1, .offset = sizeof(struct segment_header)};
+    if (pos->segment_id < store_part_first(p)) {
+        /* The start, or a position in segments a compaction replaced: their live rows are in
+         * the rewrite, from its start (a follower applies them again, idempotently). */
+        *pos = (struct storage_position){.segment_id = store_part_first(p),
+                                         .offset = sizeof(struct segment_header)};
     }
     if (pos->segment_id > p->segment_id ||
         (pos->segment_id == p->segment_id && pos->offset > p->committed_end) ||

@@ -541,20 +541,24 @@ static uint32_t collect_skips(const struct storage *st, struct manifest_skip *ds
 }
 
 /* Writes the whole state as one snapshot record into a new MANIFEST (atomic rename), followed,
- * when the store has quarantined ranges, by one MANIFEST_QUARANTINE record listing them all in
- * a format-2 file. */
+ * when the store has quarantined ranges, by one MANIFEST_QUARANTINE record listing them all (a
+ * format-2 file), and when compactions rewrote partitions, by one MANIFEST_BASE record naming
+ * their first segments (a format-3 file). */
 static int write_snapshot(struct storage *st, uint64_t *size_out)
 {
     uint32_t parts = 0;
+    uint32_t bases = 0;
     size_t skips_bytes = (size_t)st->skip_total * sizeof(struct manifest_skip);
     size_t bound = 8 + manifest_record_bound(st->part_count, MANIFEST_SOURCES_MAX) +
-                   sizeof(struct manifest_record_header) + skips_bytes;
-    uint8_t *buf = malloc(bound + (size_t)st->part_count * sizeof(struct manifest_part) +
+                   sizeof(struct manifest_record_header) + skips_bytes +
+                   manifest_record_bound(st->part_count, 0);
+    uint8_t *buf = malloc(bound + 2 * (size_t)st->part_count * sizeof(struct manifest_part) +
                           MANIFEST_SOURCES_MAX * sizeof(struct manifest_source) + skips_bytes);
     if (buf == NULL) {
         return -ENOMEM;
     }
     struct manifest_part *entries = (struct manifest_part *)(void *)(buf + bound);
+    struct manifest_part *base_entries = entries + st->part_count;
     for (uint32_t i = 0; i < st->part_count; i++) {
         const struct part *p = st->parts[i];
         if (p->segment_id != 0) {
@@ -563,26 +567,40 @@ static int write_snapshot(struct storage *st, uint64_t *size_out)
                                                       .segment_id = p->segment_id,
                                                       .end = p->committed_end};
         }
+        if (p->base_segment_id != 0) {
+            base_entries[bases++] = (struct manifest_part){
+                .day = p->day, .shard = p->shard, .segment_id = p->base_segment_id};
+        }
     }
-    struct manifest_source *sources = (struct manifest_source *)(void *)(entries + st->part_count);
+    struct manifest_source *sources =
+        (struct manifest_source *)(void *)(base_entries + st->part_count);
     uint32_t source_count = collect_sources(st, sources, true);
     struct manifest_skip *skips = (struct manifest_skip *)(void *)(sources + MANIFEST_SOURCES_MAX);
     uint32_t skip_count = collect_skips(st, skips);
-    uint64_t magic = skip_count > 0 ? MANIFEST_FILE_MAGIC_V2 : MANIFEST_FILE_MAGIC;
+    uint64_t magic = bases > 0        ? MANIFEST_FILE_MAGIC_V3
+                     : skip_count > 0 ? MANIFEST_FILE_MAGIC_V2
+                                      : MANIFEST_FILE_MAGIC;
     memcpy(buf, &magic, sizeof(magic));
-    int64_t len = manifest_encode(MANIFEST_SNAPSHOT, st->seq + 1, entries, parts, sources,
-                                  source_count, buf + 8, bound - 8);
+    uint64_t seq = st->seq;
+    int64_t len = manifest_encode(MANIFEST_SNAPSHOT, ++seq, entries, parts, sources, source_count,
+                                  buf + 8, bound - 8);
     ASSERT(len > 0);
     size_t total = 8 + (size_t)len;
     if (skip_count > 0) {
-        len = manifest_encode_skips(st->seq + 2, skips, skip_count, buf + total, bound - total);
+        len = manifest_encode_skips(++seq, skips, skip_count, buf + total, bound - total);
+        ASSERT(len > 0);
+        total += (size_t)len;
+    }
+    if (bases > 0) {
+        len = manifest_encode(MANIFEST_BASE, ++seq, base_entries, bases, NULL, 0, buf + total,
+                              bound - total);
         ASSERT(len > 0);
         total += (size_t)len;
     }
     int rc = manifest_replace(st, buf, total);
     free(buf);
     if (rc == 0) {
-        st->seq += skip_count > 0 ? 2 : 1;
+        st->seq = seq;
         *size_out = total;
     }
     return rc;
@@ -614,6 +632,87 @@ static int manifest_rotate(struct storage *st)
     ds_log_info("%s: manifest rotated to a %llu-byte snapshot", st->dir, (unsigned long long)size);
     st->manifest_size = size;
     return 0;
+}
+
+/* ---- compaction ---------------------------------------------------------------------------- */
+
+int store_write_rewrite_begin(struct storage *st, struct part *p, uint32_t *base)
+{
+    ASSERT(!st->read_only && st->failed == 0);
+    ASSERT(st->touched_count == 0 && st->pending_events == 0);
+    ASSERT(p->segment_id != 0 && p->write_segment_id == p->segment_id);
+    ASSERT(p->ob == NULL || p->ob->count == 0);
+    if (p->fd >= 0) {
+        st->io->ops->close(st->io, p->fd); /* complete and synced: the commit before */
+        p->fd = -1;
+    }
+    int rc = segment_create(st, p);
+    if (rc != 0) {
+        return rc;
+    }
+    p->touched = true;
+    st->touched[st->touched_count++] = p;
+    *base = p->write_segment_id;
+    return 0;
+}
+
+int store_write_rewrite_commit(struct storage *st, struct part *p, uint32_t base)
+{
+    ASSERT(st->touched_count == 1 && st->touched[0] == p);
+    uint32_t old_first = store_part_first(p);
+    int rc = commit_blocks(st);
+    if (rc != 0) {
+        return rc;
+    }
+    /* The new segments are durable; the new MANIFEST makes them the partition. Were its
+     * rename to fail, the storage is failed and reopening reads the old one. */
+    p->segment_id = p->write_segment_id;
+    p->committed_end = p->write_end;
+    p->touched = false;
+    st->touched_count = 0;
+    st->pending_events = 0;
+    store_part_rebase(st, p, base);
+    rc = manifest_rotate(st);
+    if (rc != 0) {
+        return rc;
+    }
+    struct retired_segments *grown =
+        realloc(st->retired, (st->retired_count + 1) * sizeof(*st->retired));
+    if (grown == NULL) {
+        return 0; /* removed by the next recovery instead */
+    }
+    st->retired = grown;
+    st->retired[st->retired_count++] = (struct retired_segments){
+        .day = p->day,
+        .shard = p->shard,
+        .from = old_first,
+        .to = base,
+        .due_ns = ds_clock_ns() + STORE_RETIRE_DELAY_NS,
+    };
+    return 0;
+}
+
+void store_write_retire_due(struct storage *st)
+{
+    uint64_t now = ds_clock_ns();
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < st->retired_count; i++) {
+        struct retired_segments *r = &st->retired[i];
+        struct part *p = store_part_find(st, r->day, r->shard);
+        if (r->due_ns > now || p == NULL) {
+            st->retired[kept++] = *r;
+            continue;
+        }
+        for (uint32_t id = r->from; id < r->to; id++) {
+            char path[DS_PATH_MAX];
+            store_segment_path(st, p, id, path);
+            if (unlink(path) != 0 && errno != ENOENT) {
+                ds_log_warn("%s: cannot remove a segment a compaction replaced: %s", path,
+                            strerror(errno));
+            }
+        }
+    }
+    st->retired_count = kept;
 }
 
 /* ---- recovery ------------------------------------------------------------------------------ */
@@ -658,6 +757,11 @@ static int recover_segment(struct storage *st, const char *path, struct part *p,
         ds_log_warn("%s: removing a segment no commit reached", path);
         return unlink(path) == 0 ? 0 : -errno;
     }
+    if (id < store_part_first(p)) {
+        /* Replaced by a compaction whose commit is durable; a crash came before its removal. */
+        ds_log_info("%s: removing a segment a compaction replaced", path);
+        return unlink(path) == 0 ? 0 : -errno;
+    }
     if (id < p->segment_id) {
         return 0;
     }
@@ -680,7 +784,8 @@ static int recover_segment_entry(struct storage *st, const char *dir, const char
     if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path)) {
         return -ENAMETOOLONG;
     }
-    rw->removed = rw->removed || p == NULL || segment_id > p->segment_id;
+    rw->removed =
+        rw->removed || p == NULL || segment_id > p->segment_id || segment_id < store_part_first(p);
     return recover_segment(st, path, p, segment_id);
 }
 

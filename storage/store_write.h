@@ -30,6 +30,19 @@ DS_MUST_USE int store_write_commit(struct storage *st);
 /* Rewrites the manifest as one snapshot when it has grown past MANIFEST_BYTES_ROTATE; else 0. */
 DS_MUST_USE int store_write_rotate_if_due(struct storage *st);
 
+/* Compaction (orders.c): a rewrite of p into new segments. begin, right after a commit (nothing
+ * pending anywhere), starts segment p->segment_id + 1 for p's appends and gives its id; the
+ * caller appends the rows that stay (store_write_append); commit seals and syncs them, makes
+ * the new segment p's first (store_part_rebase) and writes the state as a new MANIFEST (atomic
+ * rename, format 3), then schedules the replaced segments' removal
+ * (STORE_RETIRE_DELAY_NS later, so that readers holding the previous state finish; recovery
+ * removes any a crash left). On error the storage is failed: reopened, it has the old
+ * partition, and recovery removes the unfinished rewrite. */
+DS_MUST_USE int store_write_rewrite_begin(struct storage *st, struct part *p, uint32_t *base);
+DS_MUST_USE int store_write_rewrite_commit(struct storage *st, struct part *p, uint32_t base);
+/* Removes the replaced segments whose delay has passed (called after each commit). */
+void store_write_retire_due(struct storage *st);
+
 /* For fsck --repair (holding the lock, with the state replayed but no recovery run): replaces
  * the MANIFEST with one snapshot of st, plus its skip entries (format 2 when there are any),
  * by an atomic rename. Returns 0 or a negated errno. */

@@ -15,7 +15,8 @@
  * <= DS_DAY_MAX within range_days_max days, a status of at most DS_STATUS_BYTES_MAX bytes and a
  * known grouping; partitions a real day; orders a limit in 1..HTTP_ORDERS_LIMIT_MAX, a valid
  * customer id and a NUL-terminated cursor of at most QUERY_ORDERS_TOKEN_CHARS_MAX characters;
- * heat a top in 1..SHARD_HEAT_TOP_MAX. A second parse of the same request gives the same route.
+ * heat a top in 1..SHARD_HEAT_TOP_MAX; an order (P2) a valid order id. A second parse of the same
+ * request gives the same route.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -73,6 +74,7 @@ static void check_success(const struct http_route *route, uint32_t range_days_ma
         check(strnlen(route->cursor, sizeof(route->cursor)) <= QUERY_ORDERS_TOKEN_CHARS_MAX);
         break;
     case HTTP_EP_HEAT: check(route->top >= 1 && route->top <= SHARD_HEAT_TOP_MAX); break;
+    case HTTP_EP_ORDER: check(id_valid(&route->order_id)); break;
     case HTTP_EP_METRICS:
     case HTTP_EP_HEALTHZ:
     case HTTP_EP_READYZ: break;
@@ -86,7 +88,7 @@ static void check_route(unsigned status, const char *method, size_t len,
     check(status == 0 || status == 400 || status == 404 || status == 405 || status == 414);
     check_error(status, route);
     check((status == 414) == (len > HTTP_URI_BYTES_MAX));
-    check(route->endpoint >= HTTP_EP_NONE && route->endpoint <= HTTP_EP_HEAT);
+    check(route->endpoint >= HTTP_EP_NONE && route->endpoint <= HTTP_EP_ORDER);
     check(status != 404 || route->endpoint == HTTP_EP_NONE);
     check(status != 0 || route->endpoint != HTTP_EP_NONE);
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;

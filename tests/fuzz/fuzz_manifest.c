@@ -90,8 +90,14 @@ static size_t record_check(const struct manifest_replay_fn_args *rec, const stru
     }
     check(rec->skip_count == 0);
 #endif
+#ifdef MANIFEST_BASE
+    check(rec->kind == MANIFEST_DELTA || rec->kind == MANIFEST_SNAPSHOT ||
+          (rec->kind == MANIFEST_BASE && rec->source_count == 0));
+    check(rec->part_count <= STORAGE_PARTITIONS_MAX && rec->source_count <= MANIFEST_SOURCES_MAX);
+#else
     check(rec->kind == MANIFEST_DELTA || rec->kind == MANIFEST_SNAPSHOT);
     check(rec->part_count <= STORAGE_PARTITIONS_MAX && rec->source_count <= STORAGE_SOURCES_MAX);
+#endif
     check(parts == start && sources == parts + parts_bytes);
     check(sources + sources_bytes <= r->buf + r->len);
     if (r->expect != NULL) {

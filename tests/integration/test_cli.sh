@@ -49,16 +49,20 @@ grep -q "4 orders, amount 133.7400, 3 partitions read" "$WORK/out" && ok || fail
 expect_exit "fsck clean" 0 "$DAYSHARD" fsck --data "$data" --json
 expect_eq "fsck events" 9 "$(json_get "$WORK/out" 'd["events_ok"]')"
 
-# Ingesting again adds (file ingest does not deduplicate): the day doubles.
+# Ingesting again: in the orders model (the default) every line is an unchanged repeat of its
+# order, so the day keeps its 4 orders; in the events model the day doubles.
 expect_exit "ingest again" 0 "$DAYSHARD" ingest --data "$data" --json "$WORK/in.jsonl"
-expect_exit "count doubled" 0 "$DAYSHARD" count --data "$data" --day 2026-01-21 --json
+expect_exit "count again" 0 "$DAYSHARD" count --data "$data" --day 2026-01-21 --json
+expect_eq "orders count after a repeat" 4 "$(json_get "$WORK/out" 'd["count"]')"
+expect_exit "ingest events" 0 "$DAYSHARD" ingest --data "$WORK/ev" --model events --shards 3 "$WORK/in.jsonl"
+expect_exit "ingest events again" 0 "$DAYSHARD" ingest --data "$WORK/ev" "$WORK/in.jsonl"
+expect_exit "count events doubled" 0 "$DAYSHARD" count --data "$WORK/ev" --day 2026-01-21 --json
 expect_eq "doubled count" 8 "$(json_get "$WORK/out" 'd["count"]')"
 
 # The update stream (versions, a retry, items) after the two files: every line is accepted, and
-# counted as events (16 lines) 2026-01-21 holds 8. `--model events` once the store has models.
+# counted as events (16 lines) 2026-01-21 holds 8 (test_orders_fixtures.sh checks the orders).
 data="$WORK/updates"
-model=()
-"$DAYSHARD" ingest --help 2>&1 | grep -q -- "--model" && model=(--model events)
+model=(--model events)
 cat "$FIXTURES/shop.jsonl" "$FIXTURES/busy-day.jsonl" "$FIXTURES/updates.jsonl" > "$WORK/upd.jsonl"
 expect_exit "ingest updates" 0 "$DAYSHARD" ingest --data "$data" --shards 3 "${model[@]}" --json "$WORK/upd.jsonl"
 expect_eq "updates accepted" 16 "$(json_get "$WORK/out" 'd["accepted"]')"

@@ -23,7 +23,7 @@ fi
 template="$WORK/template"
 stream="$WORK/stream.jsonl"
 cp "$FIXTURES/busy-day.jsonl" "$stream"
-"$DAYSHARD" ingest --data "$template" --shards 2 "$stream" > /dev/null
+"$DAYSHARD" ingest --model events --data "$template" --shards 2 "$stream" > /dev/null
 for s in 1 2 3; do
   "$DAYSHARD" generate --events 400 --profile busy-day --seed "$s" --days 3 --first-day 2026-01-20 >> "$stream"
   "$DAYSHARD" ingest --data "$template" --resume "$stream" > /dev/null

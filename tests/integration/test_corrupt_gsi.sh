@@ -27,7 +27,7 @@ start=$(date +%s)
 
 TEMPLATE=$WORK/template
 "$DAYSHARD" generate --events 3000 --profile busy-day --seed 21 >"$WORK/events.jsonl"
-"$DAYSHARD" ingest --data "$TEMPLATE" "$WORK/events.jsonl" >/dev/null
+"$DAYSHARD" ingest --model events --data "$TEMPLATE" "$WORK/events.jsonl" >/dev/null
 "$DAYSHARD" ingest --data "$TEMPLATE" "$WORK/events.jsonl" >/dev/null
 expect_exit "template rebuild" 0 "$DAYSHARD" gsi rebuild --data "$TEMPLATE" --slots-log2 8
 [[ -f $TEMPLATE/gsi/table && -f $TEMPLATE/gsi/lock ]] || { fail "template: no table or lock"; finish; }

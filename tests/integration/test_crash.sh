@@ -16,14 +16,14 @@ days="--day 2026-01-01 --to 2026-01-28 --by day --json"
 
 # Ground truth: per-day counts of the whole file. The generator writes in time order, so the
 # first K lines hold min(count_d, max(0, K - start_d)) events of day d.
-"$DAYSHARD" ingest --data "$WORK/full" "$WORK/events.jsonl" > /dev/null
+"$DAYSHARD" ingest --model events --data "$WORK/full" "$WORK/events.jsonl" > /dev/null
 "$DAYSHARD" count --data "$WORK/full" $days > "$WORK/full.json"
 rm -rf "$WORK/full"
 
 for ((round = 1; round <= rounds; round++)); do
   data="$WORK/data$round"
   delay_ms=$((20 + RANDOM % 1200))
-  "$DAYSHARD" ingest --data "$data" --commit-interval-ms 5 "$WORK/events.jsonl" > /dev/null 2>&1 &
+  "$DAYSHARD" ingest --model events --data "$data" --commit-interval-ms 5 "$WORK/events.jsonl" > /dev/null 2>&1 &
   pid=$!
   sleep "$(printf '0.%03d' "$delay_ms")"
   kill -9 "$pid" 2>/dev/null || true

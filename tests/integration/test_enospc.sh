@@ -64,7 +64,7 @@ for io in uring sync; do
   remount_empty 512k
   data=$MNT/ingest-$io
   set +e
-  "$DAYSHARD" ingest --io "$io" --commit-interval-ms 5 --data "$data" "$WORK/events.jsonl" \
+  "$DAYSHARD" ingest --model events --io "$io" --commit-interval-ms 5 --data "$data" "$WORK/events.jsonl" \
     >/dev/null 2>"$WORK/ingest-$io.err"
   rc=$?
   set -e

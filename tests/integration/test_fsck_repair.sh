@@ -11,7 +11,7 @@ source "$(dirname "$0")/lib.sh"
 data="$WORK/data"
 stream="$WORK/stream.jsonl"
 cp "$FIXTURES/busy-day.jsonl" "$stream"
-expect_exit "ingest fixture" 0 "$DAYSHARD" ingest --data "$data" --shards 4 "$stream"
+expect_exit "ingest fixture" 0 "$DAYSHARD" ingest --model events --data "$data" --shards 4 "$stream"
 for seed in 1 2 3 4 5; do
   "$DAYSHARD" generate --events 3000 --profile busy-day --seed "$seed" >> "$stream"
   expect_exit "ingest chunk $seed" 0 "$DAYSHARD" ingest --data "$data" --resume "$stream"
@@ -117,7 +117,7 @@ expect_eq "records name both partitions" "0 1" "$(awk '{print $2}' "$WORK/record
 # quarantined block's events in its partition.
 read -r day shard events first last < <(grep " 1 " "$WORK/records.txt" | head -1)
 sed -n "${first},${last}p" "$stream" > "$WORK/refeed.jsonl"
-expect_exit "re-ingest the named range" 0 "$DAYSHARD" ingest --data "$WORK/refeed" --shards 4 "$WORK/refeed.jsonl"
+expect_exit "re-ingest the named range" 0 "$DAYSHARD" ingest --model events --data "$WORK/refeed" --shards 4 "$WORK/refeed.jsonl"
 expect_exit "count the re-fed partition" 0 "$DAYSHARD" count --data "$WORK/refeed" --day "$day" --by shard --json
 expect_eq "re-fed events of the partition" "$events" \
   "$(json_get "$WORK/out" "[g['count'] for g in d['groups'] if g['key'] == $shard][0]")"

@@ -123,6 +123,81 @@ static void test_http_request_probes_and_orders(void **state)
     assert_int_equal(parse("GET", "/v1/customers/a/b/orders", &r), 404);
 }
 
+static void test_http_request_order_route(void **state)
+{
+    /* /v1/orders/{id} (P2): the id follows the customer route's rule, decoded once from the
+     * raw segment (so '/' and '%' can be in it), and takes only consistent and timeout_ms. */
+    (void)state;
+    struct http_route r;
+    assert_int_equal(parse("GET", "/v1/orders/108", &r), 0);
+    assert_int_equal(r.endpoint, HTTP_EP_ORDER);
+    assert_true(r.needs_token);
+    assert_false(r.order_id.is_string);
+    assert_int_equal(r.order_id.value, 108);
+    assert_false(r.consistent);
+    assert_int_equal(parse("GET", "/v1/orders/9223372036854775807", &r), 0);
+    assert_false(r.order_id.is_string);
+    assert_int_equal(r.order_id.value, INT64_MAX);
+    static const struct {
+        const char *target;
+        const char *id; /* the string id it names */
+    } strings[] = {
+        {"/v1/orders/%2242%22", "42"}, /* quoted: the string 42 */
+        {"/v1/orders/0108", "0108"},   /* a leading zero: not an integer */
+        {"/v1/orders/9223372036854775808", "9223372036854775808"}, /* past 2^63-1 */
+        {"/v1/orders/-5", "-5"},
+        {"/v1/orders/A%2F1%25", "A/1%"}, /* '/' and '%' travel encoded, decoded once */
+        {"/v1/orders/%2525", "%25"},
+        {"/v1/orders/a+b", "a+b"}, /* '+' is a space only in a query */
+        {"/v1/orders/caf%C3%A9", "caf\xc3\xa9"},
+    };
+    for (size_t i = 0; i < DS_ARRAY_LEN(strings); i++) {
+        unsigned status = parse("GET", strings[i].target, &r);
+        if (status != 0 || !r.order_id.is_string || r.order_id.len != strlen(strings[i].id) ||
+            memcmp(r.order_id.text, strings[i].id, r.order_id.len) != 0) {
+            fail_msg("%s: status %u, string %d, '%.*s'", strings[i].target, status,
+                     r.order_id.is_string, (int)r.order_id.len, r.order_id.text);
+        }
+        assert_int_equal(r.endpoint, HTTP_EP_ORDER);
+    }
+    assert_int_equal(parse("HEAD", "/v1/orders/7?consistent=true&timeout_ms=250", &r), 0);
+    assert_true(r.consistent);
+    assert_int_equal(r.timeout_ms, 250);
+    /* The customer route decodes its id once too now: %25 is a '%'. */
+    assert_int_equal(parse("GET", "/v1/customers/50%25/orders", &r), 0);
+    assert_int_equal(r.customer.len, 3);
+    assert_memory_equal(r.customer.text, "50%", 3);
+    char long_id[96] = "/v1/orders/";
+    memset(long_id + strlen(long_id), 'x', DS_ID_BYTES_MAX + 1);
+    const struct {
+        const char *target;
+        const char *error; /* what the message must name */
+    } bad[] = {
+        {"/v1/orders/", "missing order id"},
+        {"/v1/orders/%22%22", "order id must be 1..64 bytes"},
+        {"/v1/orders/a%00b", "NUL byte"},
+        {"/v1/orders/%zz", "bad percent-encoding"},
+        {"/v1/orders/1?limit=5", "unknown parameter 'limit'"},
+        {"/v1/orders/1?cursor=ab", "unknown parameter 'cursor'"},
+        {"/v1/orders/1?timeout_ms=5", "timeout_ms bounds the wait"},
+        {"/v1/orders/1?consistent=yes", "bad consistent"},
+        {"/v1/orders/1?consistent=true&consistent=true", "given twice"},
+        {long_id, "order id must be 1..64 bytes"},
+    };
+    for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
+        unsigned status = parse("GET", bad[i].target, &r);
+        if (status != 400 || strstr(r.error, bad[i].error) == NULL) {
+            fail_msg("%s: status %u, error '%s'", bad[i].target, status, r.error);
+        }
+        assert_int_equal(r.endpoint, HTTP_EP_ORDER);
+    }
+    assert_int_equal(parse("GET", "/v1/orders", &r), 404);
+    assert_int_equal(parse("GET", "/v1/orders/1/items", &r), 404);
+    assert_int_equal(parse("GET", "/v1/order/1", &r), 404);
+    assert_int_equal(parse("POST", "/v1/orders/1", &r), 405);
+    assert_int_equal(r.endpoint, HTTP_EP_ORDER);
+}
+
 static void test_http_request_heat(void **state)
 {
     /* /v1/heat takes only top, 1..64 (default 10), and needs the token like every data path. */
@@ -324,6 +399,7 @@ int main(void)
         cmocka_unit_test(test_http_request_count_bad_params),
         cmocka_unit_test(test_http_request_paths_and_methods),
         cmocka_unit_test(test_http_request_probes_and_orders),
+        cmocka_unit_test(test_http_request_order_route),
         cmocka_unit_test(test_http_request_heat),
         cmocka_unit_test(test_http_request_error_json_escapes),
         cmocka_unit_test(test_http_request_consistent_params),

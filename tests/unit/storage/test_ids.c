@@ -410,6 +410,43 @@ static uint64_t crash_run(struct fixture *fx, uint64_t n, bool short_write,
     return ops;
 }
 
+static void test_ids_reads_past_the_memory_tail(void **state)
+{
+    /* A writer answers lookups of recently committed records from memory (its newest 16 MiB)
+     * and older ones from the file: a log of more than twice that answers every order right,
+     * before and after a reopen (which starts with an empty tail). */
+    struct fixture *fx = *state;
+    enum { N = 20000 };
+    static int64_t model[N];
+    for (uint64_t i = 0; i < N; i++) {
+        model[i] = ABSENT;
+    }
+    struct ids *ids = open_ids(fx, 0, false);
+    uint64_t len = 0;
+    for (int64_t round = 1; len < 40u * 1024 * 1024; round++) {
+        assert_true(round < 400);
+        for (uint64_t i = 0; i < N; i += (uint64_t)round % 7 + 1) {
+            model[i] = round * 10 + (int64_t)(i % 3);
+            put(fx, ids, i, model[i]);
+        }
+        len = commit(fx, ids);
+    }
+    expect_all(fx, ids, model, N);
+    ids_close(ids);
+    ids = open_ids(fx, len, false);
+    expect_all(fx, ids, model, N);
+    for (uint64_t i = 0; i < N; i += 3) {
+        model[i] += 1;
+        put(fx, ids, i, model[i]);
+    }
+    len = commit(fx, ids);
+    expect_all(fx, ids, model, N);
+    ids_close(ids);
+    ids = open_ids(fx, len, true);
+    expect_all(fx, ids, model, N);
+    ids_close(ids);
+}
+
 static void test_ids_crash_loop_fail_every_operation(void **state)
 {
     /* Fail (or cut short) the n-th write or sync for every n, crash clean, torn or with
@@ -606,6 +643,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ids_overwrite_latest_wins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_reopen_drops_uncommitted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_torn_tail_cut_and_damage_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ids_reads_past_the_memory_tail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_crash_loop_fail_every_operation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_reader_follows_writer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_bad_record_and_pending_limit, setup, teardown),

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "storage/storage.h"
 #include "tests/support/events.h"
@@ -514,6 +515,176 @@ static void test_orders_random_stream_matches_reference(void **state)
     }
 }
 
+/* ---- compaction ---------------------------------------------------------------------------- */
+
+struct scan_count {
+    uint64_t rows, retractions;
+};
+
+static int count_rows(const struct ds_event *e, void *user)
+{
+    struct scan_count *c = user;
+    c->rows++;
+    c->retractions += e->retract;
+    return 0;
+}
+
+/* Fills the store with a random update-heavy stream (committed), mirrored in ref. */
+static void fill_random(struct storage *st, struct ref_order *ref, uint64_t *rng, int events)
+{
+    for (int k = 0; k < events; k++) {
+        struct version v;
+        random_version(rng, &v);
+        uint32_t shard = (uint32_t)test_rng_below(rng, SHARDS);
+        append_version(st, &v, shard, NULL);
+        (void)ref_apply(&ref[v.order - 1], &v, shard);
+        if (test_rng_below(rng, 100) == 0) {
+            assert_int_equal(storage_commit(st), 0);
+        }
+    }
+    assert_int_equal(storage_commit(st), 0);
+}
+
+static void test_orders_compaction_keeps_current_versions(void **state)
+{
+    /* Every partition compacted: counts, sums and lookups unchanged; the partition holds only
+     * its current versions (no retraction, rows == count) in fewer bytes; a reopened writer and
+     * a reader agree; a follower's position in a replaced segment restarts at the rewrite; more
+     * versions after the compaction keep working. */
+    struct fixture *fx = *state;
+    struct ref_order ref[ORDERS] = {0};
+    uint64_t rng = test_seed_or(777);
+    struct storage *st = open_store(fx->dir, NULL, false);
+    fill_random(st, ref, &rng, 3000);
+    struct storage *r = open_store(fx->dir, NULL, true);
+    struct storage_position old_pos = {0};
+    struct scan_count seen = {0};
+    assert_int_equal(storage_partition_scan_from(r, DAY0, 0, &old_pos, count_rows, &seen), 0);
+    uint64_t compacted = 0;
+    for (int32_t d = 0; d < DAYS; d++) {
+        for (uint32_t s = 0; s < SHARDS; s++) {
+            struct storage_compact_report rep;
+            int rc = storage_compact(st, DAY0 + d, s, &rep);
+            assert_true(rc == 0 || rc == 1);
+            if (rc == 0) {
+                continue;
+            }
+            compacted++;
+            struct storage_partition_total t;
+            assert_int_equal(storage_partition_totals(st, DAY0 + d, s, NULL, 0, &t), 0);
+            assert_int_equal(rep.rows_after, t.count);
+            assert_int_equal(t.rows, t.count);
+            assert_true(rep.rows_before > rep.rows_after);
+            assert_true(rep.bytes_after < rep.bytes_before);
+            struct scan_count c = {0};
+            assert_int_equal(storage_partition_scan(st, DAY0 + d, s, count_rows, &c), 0);
+            assert_int_equal(c.retractions, 0);
+            assert_int_equal(c.rows, t.count);
+        }
+    }
+    assert_true(compacted >= 3);
+    expect_ref(fx, st, ref, ORDERS, DAYS);
+    assert_int_equal(storage_refresh(r), 0);
+    expect_ref(fx, r, ref, ORDERS, DAYS);
+    /* The follower's old position is in a replaced segment: it reads the rewrite again. */
+    struct scan_count again = {0};
+    assert_int_equal(storage_partition_scan_from(r, DAY0, 0, &old_pos, count_rows, &again), 0);
+    struct storage_partition_total t0;
+    assert_int_equal(storage_partition_totals(r, DAY0, 0, NULL, 0, &t0), 0);
+    assert_int_equal(again.rows, t0.count);
+    storage_close(r);
+    fill_random(st, ref, &rng, 1000); /* updates of compacted orders retract rewritten rows */
+    expect_ref(fx, st, ref, ORDERS, DAYS);
+    storage_close(st);
+    char replaced[512];
+    snprintf(replaced, sizeof(replaced), "%s/parts/2026-01-21/0/00000001.seg", fx->dir);
+    assert_int_equal(access(replaced, F_OK), 0); /* kept for readers until its delay passed */
+    st = open_store(fx->dir, NULL, false);
+    assert_int_equal(access(replaced, F_OK), -1); /* recovery removed what was replaced */
+    expect_ref(fx, st, ref, ORDERS, DAYS);
+    struct storage_compact_report rep;
+    assert_int_equal(storage_compact(st, DAY0, 0, &rep), 1); /* a second compaction */
+    storage_close(st);
+    st = open_store(fx->dir, NULL, true);
+    expect_ref(fx, st, ref, ORDERS, DAYS);
+    storage_close(st);
+}
+
+static void test_orders_compaction_due_after_enough_retractions(void **state)
+{
+    /* storage_compact_due leaves a partition alone until it has STORAGE_COMPACT_DEAD_ROWS_MIN
+     * dead rows and as many as live ones, then compacts it once. */
+    struct fixture *fx = *state;
+    struct storage *st = open_store(fx->dir, NULL, false);
+    struct version v = {1, 1, 0, 0, 0, 10, ABSENT};
+    struct storage_compact_report rep;
+    uint32_t updates = 0;
+    int due = 0;
+    while (due == 0) {
+        for (int k = 0; k < 1000; k++) {
+            v.amount++;
+            append_version(st, &v, 0, NULL);
+            updates++;
+        }
+        assert_int_equal(storage_commit(st), 0);
+        due = storage_compact_due(st, &rep);
+        assert_true(due >= 0);
+        assert_true(updates < 3 * STORAGE_COMPACT_DEAD_ROWS_MIN);
+    }
+    assert_int_equal(due, 1);
+    assert_true(2 * (updates - 1) >= STORAGE_COMPACT_DEAD_ROWS_MIN);
+    assert_int_equal(rep.rows_after, 1);
+    assert_int_equal(storage_compact_due(st, &rep), 0);
+    struct storage_partition_total t;
+    assert_int_equal(storage_partition_totals(st, DAY0, 0, NULL, 0, &t), 0);
+    assert_int_equal(t.count, 1);
+    assert_true(t.amount_units == (ds_i128)v.amount);
+    storage_close(st);
+}
+
+/* A crash run of a compaction with operation n failing: afterwards the store answers ref
+ * exactly (a compaction never changes an answer), whether the rewrite's MANIFEST took or not. */
+static uint64_t compaction_crash_run(struct fixture *fx, uint64_t n, enum fake_crash_mode mode)
+{
+    struct ref_order ref[ORDERS] = {0};
+    uint64_t rng = 99;
+    struct storage *st = open_store(fx->dir, NULL, false);
+    fill_random(st, ref, &rng, 800);
+    storage_close(st);
+    struct fake_io *fake = NULL;
+    assert_int_equal(fake_io_create(&fake), 0);
+    st = open_store(fx->dir, fake_io_base(fake), false);
+    fake_io_fail_nth(fake, n, -EIO);
+    for (uint32_t s = 0; s < SHARDS; s++) {
+        struct storage_compact_report rep;
+        if (storage_compact(st, DAY0, s, &rep) < 0) {
+            break;
+        }
+    }
+    storage_close(st);
+    uint64_t ops = fake_io_ops(fake);
+    assert_int_equal(fake_io_crash(fake, n * 17 + (uint64_t)mode, mode), 0);
+    fake_io_destroy(fake);
+    st = open_store(fx->dir, NULL, false);
+    expect_ref(fx, st, ref, ORDERS, DAYS);
+    storage_close(st);
+    test_tempdir_remove(fx->dir);
+    assert_int_equal(test_tempdir_make(fx->dir, sizeof(fx->dir)), 0);
+    return ops;
+}
+
+static void test_orders_compaction_crash_loop(void **state)
+{
+    struct fixture *fx = *state;
+    uint64_t ops = compaction_crash_run(fx, 0, FAKE_CRASH_CLEAN);
+    assert_true(ops > 10);
+    for (uint64_t n = 1; n <= ops + 1; n++) {
+        for (int mode = FAKE_CRASH_CLEAN; mode <= FAKE_CRASH_GARBAGE; mode++) {
+            (void)compaction_crash_run(fx, n, (enum fake_crash_mode)mode);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -526,6 +697,11 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_orders_random_stream_matches_reference, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_orders_compaction_keeps_current_versions, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_orders_compaction_due_after_enough_retractions, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_orders_compaction_crash_loop, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,9 +43,16 @@ const char cmd_fsck_usage[] =
     "  --repair     quarantine damaged blocks, cut torn tails, remove uncommitted segments,\n"
     "               rebuild a damaged index\n"
     "  --json       print one JSON object: {\"ok\":bool,\"damaged_blocks\":N,\n"
-    "               \"quarantined_blocks\":N,\"quarantined_events\":N,...,\"model\":\"events\",\n"
-    "               \"index\":{...}}\n"
+    "               \"quarantined_blocks\":N,\"quarantined_events\":N,...,\"orders\":N,\n"
+    "               \"retractions\":N,\"retractions_unmatched\":N,\"orders_mismatched\":N,\n"
+    "               \"balance_unchecked\":N,\"model\":\"events\",\"index\":{...}}\n"
     "  --help       this text\n"
+    "In the orders model fsck also checks that the retractions balance: in each partition, in\n"
+    "append order, every retraction cancels an earlier row with the same order id, customer,\n"
+    "ts, status and amount, and the rows left are exactly the orders' current versions in the\n"
+    "orders-by-id store; the first violations are named with partition and order id, and any\n"
+    "is damage (exit 1). --repair does not restore a balance (quarantining a block breaks it).\n"
+    "\n"
     "The output names DIR's data model (events or orders, recorded in DIR/MODEL when DIR was\n"
     "created; a directory made before models were recorded holds events). A damaged MODEL\n"
     "stops fsck: restore it (\"events\" or \"orders\" and a newline).\n";
@@ -93,6 +100,10 @@ static void print_json(const struct storage_fsck_report *r, bool ok, const char 
            r->quarantined_total, r->manifest_damaged ? "true" : "false", r->partitions, r->segments,
            r->blocks_ok, r->events_ok, r->blocks_bad, r->torn_bytes, r->orphan_segments,
            r->repaired);
+    printf(",\"orders\":%" PRIu64 ",\"retractions\":%" PRIu64 ",\"retractions_unmatched\":%" PRIu64
+           ",\"orders_mismatched\":%" PRIu64 ",\"balance_unchecked\":%" PRIu64,
+           r->orders, r->retractions, r->retractions_unmatched, r->orders_mismatched,
+           r->balance_unchecked);
     if (model != NULL) {
         printf(",\"model\":\"%s\"", model);
     } else {
@@ -114,6 +125,15 @@ static void print_text(const char *data, const struct storage_fsck_report *r, bo
            r->blocks_bad, r->torn_bytes, r->orphan_segments, model != NULL ? model : "unknown",
            r->manifest_damaged ? ", MANIFEST damaged" : "",
            r->repaired > 0 ? " (after repair)" : "");
+    if (model != NULL && strcmp(model, "orders") == 0) {
+        printf("%s: %" PRIu64 " orders, %" PRIu64 " retractions: %" PRIu64
+               " cancel no earlier row, %" PRIu64 " rows and orders do not match",
+               data, r->orders, r->retractions, r->retractions_unmatched, r->orders_mismatched);
+        if (r->balance_unchecked > 0) {
+            printf(" (balance not checked in %" PRIu64 " places: see above)", r->balance_unchecked);
+        }
+        printf("\n");
+    }
     if (r->quarantined_blocks > 0 || r->events_unknown_ranges > 0) {
         printf("%s: repair quarantined %" PRIu64 " blocks, %" PRIu64 " events (%" PRIu64
                " ranges of unknown events), %" PRIu64 " bytes: see %s/quarantine/\n",

@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "storage/fsck_orders.h"
 #include "storage/quarantine.h"
 #include "storage/store_read.h"
 #include "storage/store_write.h"
@@ -170,13 +171,25 @@ static int verify(const char *dir, FILE *out, struct storage_fsck_report *report
     }
     rc = verify_state(st, out, report, NULL);
     store_destroy(st);
+    /* The orders model's balance, on a reader's view of the last commit (fsck_orders.h). */
+    rc = rc == 0 ? fsck_orders_check(dir, out, report) : rc;
+    if (rc == 0 && out != NULL &&
+        (report->retractions_unmatched > 0 || report->orders_mismatched > 0)) {
+        fprintf(out,
+                "%s: retractions do not balance: %llu cancel no earlier row, %llu rows and "
+                "current orders do not match (%llu orders, %llu retractions)\n",
+                dir, (unsigned long long)report->retractions_unmatched,
+                (unsigned long long)report->orders_mismatched, (unsigned long long)report->orders,
+                (unsigned long long)report->retractions);
+    }
     return rc;
 }
 
 static bool report_clean(const struct storage_fsck_report *r)
 {
     return r->blocks_bad == 0 && r->torn_bytes == 0 && r->orphan_segments == 0 &&
-           !r->manifest_damaged;
+           !r->manifest_damaged && r->retractions_unmatched == 0 && r->orders_mismatched == 0 &&
+           r->balance_unchecked == 0;
 }
 
 /* ---- repair -------------------------------------------------------------------------------- */

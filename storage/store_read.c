@@ -904,7 +904,7 @@ int store_read_verify_partition(struct storage *st, const struct part *p,
     struct walker k;
     int rc = walker_init(&k, st, WALK_DECODE, p->day_start_ms);
     char path[DS_PATH_MAX];
-    for (uint32_t id = 1; rc == 0 && id <= p->segment_id; id++) {
+    for (uint32_t id = store_part_first(p); rc == 0 && id <= p->segment_id; id++) {
         store_segment_path(st, p, id, path);
         report->segments++;
         struct seg_open so;

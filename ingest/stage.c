@@ -162,6 +162,10 @@ static int open_deadletters(struct stage *s)
 
 /* ---- writer thread ------------------------------------------------------------------------- */
 
+/* How far ahead of its appends the writer hints storage at the orders it will look up: enough
+ * to cover a memory access with the work of the appends in between. */
+#define STAGE_PREFETCH_AHEAD 8u
+
 /* After a commit, in the orders model: compacts a partition when one is due (storage.h), on
  * this thread, between commits. */
 static int writer_compact(struct stage *s)
@@ -215,6 +219,9 @@ static int writer_apply(struct stage *s, const struct stage_batch *b, uint64_t *
 {
     for (uint32_t i = 0; i < b->count; i++) {
         const struct stage_event *e = &b->items[i];
+        if (i + STAGE_PREFETCH_AHEAD < b->count) {
+            storage_prefetch(s->cfg.storage, &b->items[i + STAGE_PREFETCH_AHEAD].event);
+        }
         int rc = storage_append(s->cfg.storage, e->day, e->shard, &e->event, &e->source);
         if (rc == -EAGAIN) {
             rc = writer_commit(s, *pending);

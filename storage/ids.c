@@ -2,11 +2,13 @@
  * The orders-by-id store (ids.h): an append-only log of order records and an in-memory keydir.
  *
  * Log record, little-endian, 4-byte aligned (the zero padding is not counted in length):
- *   0 u32 CRC32C of bytes 4..length      4 u32 length (header and variable part)
- *   8 u8 flags (IDS_FLAG_*)  9 u8 order id length  10 u8 customer id length  11 u8 status length
- *  12 u16 items bytes  14 u16 zero  16 i64 order id value  24 i64 version  32 i64 ts_ms
- *  40 i32 day  44 u32 shard  48 i64 amount units  56 i64 customer id value  64 u32 versions seen
- *  68 u32 zero  72 order id text, customer id text, status, items (canonical bytes)
+ *   0 u32 CRC32C of bytes 4..length   4 u16 length   6 u8 flags (IDS_FLAG_*)   7 u8 status length
+ *   8 order id, customer id (each a varint, or for a string id a length byte and its bytes),
+ *     version (a varint, when the flag says it has one), ts_ms (varint; the day follows from it),
+ *     shard, zigzag amount units, versions seen (varints), the status bytes, and when the flag
+ *     says so the items: a varint length and the canonical bytes.
+ * About 32 bytes for a typical order (a 72-byte fixed layout made it 102: the log is written
+ * once per version, so its size is most of what the orders model adds to ingest).
  * Every record is checked (CRC, lengths, ranges) when it is encoded and again each time it is
  * read back; a record below the committed length that fails is corruption, never skipped.
  *
@@ -31,15 +33,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "shard/shard.h"
+#include "storage/format.h"
 #include "storage/ids.h"
 
 #define IDS_FLAG_ID_STRING 1u
 #define IDS_FLAG_HAS_VERSION 2u
 #define IDS_FLAG_CUSTOMER_STRING 4u
-#define IDS_FLAGS_ALL 7u
+#define IDS_FLAG_ITEMS 8u
+#define IDS_FLAGS_ALL 15u
+/* Before the varint fields: CRC32C, length, flags, status length. */
+#define IDS_RECORD_FIXED_BYTES 8u
 
 #define IDS_HASH_BITS 28u
 #define IDS_OFFSET_BITS 36u
@@ -51,6 +58,8 @@
 /* A writer keeps the newest committed bytes of the log in memory: updates mostly touch recent
  * orders, and a lookup served from memory saves a read system call. */
 #define IDS_TAIL_BYTES (16u * 1024 * 1024)
+/* Tables of this size and more are aligned to it and asked to use transparent huge pages. */
+#define IDS_HUGE_BYTES (2u * 1024 * 1024)
 /* The replay buffer: sequential reads of the log in chunks of this size. */
 #define IDS_REPLAY_BYTES (1u << 20)
 
@@ -136,56 +145,87 @@ static uint64_t id_hash(const struct ds_id *id)
     return ds_mix64(shard_fnv1a64(id->text, id->len) ^ 0x9e3779b97f4a7c15ull);
 }
 
-static bool record_valid(const struct storage_order *rec)
+bool ids_record_valid(const struct storage_order *rec)
 {
-    bool customer_ok = rec->customer_id.is_string
-                           ? rec->customer_id.len >= 1 && rec->customer_id.len <= DS_ID_BYTES_MAX
-                           : rec->customer_id.len == 0;
-    return id_valid(&rec->order_id) && customer_ok && rec->version >= 0 &&
-           (rec->has_version || rec->version == 0) && rec->day >= 0 && rec->day <= DS_DAY_MAX &&
+    return id_valid(&rec->order_id) && id_valid(&rec->customer_id) && rec->version >= 0 &&
+           (rec->has_version || rec->version == 0) && rec->ts_ms >= DS_TS_MS_MIN &&
+           rec->ts_ms <= DS_TS_MS_MAX && rec->day == ds_day_from_ms(rec->ts_ms) &&
            rec->status_len <= DS_STATUS_BYTES_MAX && rec->items_bytes <= DS_ITEMS_BYTES_MAX &&
            (rec->items_bytes == 0) == (rec->items == NULL);
 }
 
-static size_t record_length(const struct storage_order *rec)
+/* Writes id as the record holds it: a varint for an integer, a length byte and the bytes for a
+ * string (its kind is a flag). */
+static size_t put_id(uint8_t *dst, const struct ds_id *id)
 {
-    return IDS_RECORD_HEADER_BYTES + rec->order_id.len + rec->customer_id.len + rec->status_len +
-           rec->items_bytes;
+    if (!id->is_string) {
+        return put_varint(dst, (uint64_t)id->value);
+    }
+    dst[0] = id->len;
+    memcpy(dst + 1, id->text, id->len);
+    return 1u + id->len;
+}
+
+static bool get_id(const uint8_t **p, const uint8_t *end, bool is_string, struct ds_id *id)
+{
+    memset(id, 0, sizeof(*id));
+    id->is_string = is_string;
+    if (!is_string) {
+        uint64_t v = 0;
+        if (!get_varint(p, end, &v) || v > INT64_MAX) {
+            return false;
+        }
+        id->value = (int64_t)v;
+        return true;
+    }
+    if (*p >= end || **p > DS_ID_BYTES_MAX || (size_t)(end - *p) < 1u + **p) {
+        return false;
+    }
+    id->len = *(*p)++;
+    memcpy(id->text, *p, id->len);
+    *p += id->len;
+    return true;
+}
+
+/* At least the padded size record_encode gives rec. */
+static size_t record_bound(const struct storage_order *rec)
+{
+    size_t ids = (rec->order_id.is_string ? 1u + rec->order_id.len : 10u) +
+                 (rec->customer_id.is_string ? 1u + rec->customer_id.len : 10u);
+    return align4(IDS_RECORD_FIXED_BYTES + ids + 10u + 10u + 5u + 10u + 5u + rec->status_len + 3u +
+                  rec->items_bytes);
 }
 
 /* Encodes rec (valid) into dst, zero padding included; returns the padded size. */
-static size_t record_encode(const struct storage_order *rec, uint8_t *dst)
+size_t ids_record_encode(const struct storage_order *rec, uint8_t *dst)
 {
-    size_t length = record_length(rec);
-    size_t padded = align4(length);
-    ASSERT(padded <= IDS_RECORD_BYTES_MAX);
-    memset(dst, 0, padded);
-    ds_put_le32(dst + 4, (uint32_t)length);
-    dst[8] = (uint8_t)((rec->order_id.is_string ? IDS_FLAG_ID_STRING : 0u) |
-                       (rec->has_version ? IDS_FLAG_HAS_VERSION : 0u) |
-                       (rec->customer_id.is_string ? IDS_FLAG_CUSTOMER_STRING : 0u));
-    dst[9] = rec->order_id.len;
-    dst[10] = rec->customer_id.len;
-    dst[11] = rec->status_len;
-    put_u16(dst + 12, rec->items_bytes);
-    ds_put_le64(dst + 16, (uint64_t)rec->order_id.value);
-    ds_put_le64(dst + 24, (uint64_t)rec->version);
-    ds_put_le64(dst + 32, (uint64_t)rec->ts_ms);
-    ds_put_le32(dst + 40, (uint32_t)rec->day);
-    ds_put_le32(dst + 44, rec->shard);
-    ds_put_le64(dst + 48, (uint64_t)rec->amount_units);
-    ds_put_le64(dst + 56, (uint64_t)rec->customer_id.value);
-    ds_put_le32(dst + 64, rec->versions_seen);
-    uint8_t *p = dst + IDS_RECORD_HEADER_BYTES;
-    memcpy(p, rec->order_id.text, rec->order_id.len);
-    p += rec->order_id.len;
-    memcpy(p, rec->customer_id.text, rec->customer_id.len);
-    p += rec->customer_id.len;
+    uint8_t *p = dst + IDS_RECORD_FIXED_BYTES;
+    p += put_id(p, &rec->order_id);
+    p += put_id(p, &rec->customer_id);
+    if (rec->has_version) {
+        p += put_varint(p, (uint64_t)rec->version);
+    }
+    p += put_varint(p, (uint64_t)rec->ts_ms);
+    p += put_varint(p, rec->shard);
+    p += put_varint(p, zigzag(rec->amount_units));
+    p += put_varint(p, rec->versions_seen);
     memcpy(p, rec->status, rec->status_len);
     p += rec->status_len;
-    if (rec->items_bytes > 0) {
+    if (rec->items != NULL) {
+        p += put_varint(p, rec->items_bytes);
         memcpy(p, rec->items, rec->items_bytes);
+        p += rec->items_bytes;
     }
+    size_t length = (size_t)(p - dst);
+    size_t padded = align4(length);
+    ASSERT(padded <= IDS_RECORD_BYTES_MAX);
+    memset(p, 0, padded - length);
+    put_u16(dst + 4, (uint16_t)length);
+    dst[6] = (uint8_t)((rec->order_id.is_string ? IDS_FLAG_ID_STRING : 0u) |
+                       (rec->has_version ? IDS_FLAG_HAS_VERSION : 0u) |
+                       (rec->customer_id.is_string ? IDS_FLAG_CUSTOMER_STRING : 0u) |
+                       (rec->items != NULL ? IDS_FLAG_ITEMS : 0u));
+    dst[7] = rec->status_len;
     ds_put_le32(dst, ds_crc32c(0, dst + 4, length - 4));
     return padded;
 }
@@ -193,62 +233,59 @@ static size_t record_encode(const struct storage_order *rec, uint8_t *dst)
 /* The record length a header announces, or 0 when it cannot be one (avail bytes at src). */
 static size_t record_announced(const uint8_t *src, size_t avail)
 {
-    if (avail < 8) {
+    if (avail < IDS_RECORD_FIXED_BYTES) {
         return 0;
     }
-    size_t length = ds_get_le32(src + 4);
-    if (length < IDS_RECORD_HEADER_BYTES || align4(length) > IDS_RECORD_BYTES_MAX) {
+    size_t length = get_u16(src + 4);
+    if (length < IDS_RECORD_FIXED_BYTES + 5u || align4(length) > IDS_RECORD_BYTES_MAX) {
         return 0;
     }
     return length;
 }
 
-static void decode_id(struct ds_id *id, bool is_string, uint8_t len, uint64_t value,
-                      const uint8_t *text)
-{
-    memset(id, 0, sizeof(*id));
-    id->is_string = is_string;
-    id->len = len;
-    id->value = (int64_t)value;
-    memcpy(id->text, text, len);
-}
-
 /* Decodes and checks the record at src (avail bytes, at least its announced length); out->items
  * points into src. Returns 0 or -DS_ECORRUPT. */
-static int record_decode(const uint8_t *src, size_t avail, struct storage_order *out)
+int ids_record_decode(const uint8_t *src, size_t avail, struct storage_order *out)
 {
     size_t length = record_announced(src, avail);
     if (length == 0 || length > avail || ds_get_le32(src) != ds_crc32c(0, src + 4, length - 4)) {
         return -DS_ECORRUPT;
     }
-    uint8_t flags = src[8];
+    uint8_t flags = src[6];
+    const uint8_t *p = src + IDS_RECORD_FIXED_BYTES;
+    const uint8_t *end = src + length;
     struct storage_order rec = {0};
-    rec.status_len = src[11];
-    rec.items_bytes = get_u16(src + 12);
-    if ((flags & ~IDS_FLAGS_ALL) != 0 || get_u16(src + 14) != 0 || ds_get_le32(src + 68) != 0 ||
-        length != record_length(&(struct storage_order){.order_id.len = src[9],
-                                                        .customer_id.len = src[10],
-                                                        .status_len = rec.status_len,
-                                                        .items_bytes = rec.items_bytes})) {
+    rec.status_len = src[7];
+    rec.has_version = flags & IDS_FLAG_HAS_VERSION;
+    uint64_t version = 0, ts = 0, shard = 0, amount = 0, seen = 0, items = 0;
+    bool ok = (flags & ~IDS_FLAGS_ALL) == 0 && rec.status_len <= DS_STATUS_BYTES_MAX &&
+              get_id(&p, end, flags & IDS_FLAG_ID_STRING, &rec.order_id) &&
+              get_id(&p, end, flags & IDS_FLAG_CUSTOMER_STRING, &rec.customer_id) &&
+              (!rec.has_version || get_varint(&p, end, &version)) && get_varint(&p, end, &ts) &&
+              get_varint(&p, end, &shard) && get_varint(&p, end, &amount) &&
+              get_varint(&p, end, &seen) && (size_t)(end - p) >= rec.status_len;
+    if (ok) {
+        memcpy(rec.status, p, rec.status_len);
+        p += rec.status_len;
+    }
+    if (ok && (flags & IDS_FLAG_ITEMS) != 0) {
+        ok = get_varint(&p, end, &items) && items <= DS_ITEMS_BYTES_MAX &&
+             (uint64_t)(end - p) >= items;
+        rec.items = p;
+        rec.items_bytes = (uint16_t)items;
+        p += ok ? items : 0;
+    }
+    if (!ok || p != end || version > INT64_MAX || ts > (uint64_t)DS_TS_MS_MAX ||
+        shard > UINT32_MAX || seen > UINT32_MAX) {
         return -DS_ECORRUPT;
     }
-    const uint8_t *p = src + IDS_RECORD_HEADER_BYTES;
-    decode_id(&rec.order_id, flags & IDS_FLAG_ID_STRING, src[9], ds_get_le64(src + 16), p);
-    p += src[9];
-    decode_id(&rec.customer_id, flags & IDS_FLAG_CUSTOMER_STRING, src[10], ds_get_le64(src + 56),
-              p);
-    p += src[10];
-    rec.has_version = flags & IDS_FLAG_HAS_VERSION;
-    rec.version = (int64_t)ds_get_le64(src + 24);
-    rec.ts_ms = (int64_t)ds_get_le64(src + 32);
-    rec.day = (int32_t)ds_get_le32(src + 40);
-    rec.shard = ds_get_le32(src + 44);
-    rec.amount_units = (int64_t)ds_get_le64(src + 48);
-    rec.versions_seen = ds_get_le32(src + 64);
-    memcpy(rec.status, p, rec.status_len);
-    p += rec.status_len;
-    rec.items = rec.items_bytes > 0 ? p : NULL;
-    if (!record_valid(&rec)) {
+    rec.version = (int64_t)version;
+    rec.ts_ms = (int64_t)ts;
+    rec.day = ds_day_from_ms(rec.ts_ms);
+    rec.shard = (uint32_t)shard;
+    rec.amount_units = unzigzag(amount);
+    rec.versions_seen = (uint32_t)seen;
+    if (!ids_record_valid(&rec)) {
         return -DS_ECORRUPT;
     }
     *out = rec;
@@ -269,14 +306,14 @@ static int ids_read_record(struct ids *ids, uint64_t offset, uint8_t *dst,
         size_t avail = ids->pending_bytes - at;
         avail = avail < IDS_RECORD_BYTES_MAX ? avail : IDS_RECORD_BYTES_MAX;
         memcpy(dst, ids->pending + at, avail);
-        return record_decode(dst, avail, out);
+        return ids_record_decode(dst, avail, out);
     }
     if (ids->tail != NULL && offset >= ids->tail_start) {
         size_t at = (size_t)(offset - ids->tail_start);
         size_t avail = (size_t)(ids->committed_bytes - offset);
         avail = avail < IDS_RECORD_BYTES_MAX ? avail : IDS_RECORD_BYTES_MAX;
         memcpy(dst, ids->tail + at, avail);
-        return record_decode(dst, avail, out);
+        return ids_record_decode(dst, avail, out);
     }
     uint64_t avail64 = ids->committed_bytes - offset;
     size_t want = avail64 < IDS_READ_FIRST_BYTES ? (size_t)avail64 : IDS_READ_FIRST_BYTES;
@@ -291,7 +328,7 @@ static int ids_read_record(struct ids *ids, uint64_t offset, uint8_t *dst,
         }
     }
     int rc = got < 0 ? (int)got : (size_t)got < want ? -DS_ECORRUPT : 0;
-    rc = rc == 0 ? record_decode(dst, (size_t)got, out) : rc;
+    rc = rc == 0 ? ids_record_decode(dst, (size_t)got, out) : rc;
     if (rc < 0) {
         ds_log_error("%s: record at offset %llu: %s", ids->path, (unsigned long long)offset,
                      ds_strerror(rc));
@@ -343,6 +380,33 @@ static int keydir_find(struct ids *ids, const struct ds_id *id, uint64_t hash, u
     }
 }
 
+/* A zeroed table of 2^shift slots. A large one is mapped on its own and asks for huge pages: a
+ * lookup is one random access into it, and with 4 KiB pages most would also miss the TLB; a
+ * fresh mapping is zero already (no second pass over it, as calloc's memset of a reused one). */
+static uint64_t *slots_alloc(uint32_t shift)
+{
+    size_t bytes = sizeof(uint64_t) << shift;
+    if (bytes < IDS_HUGE_BYTES) {
+        return calloc(1, bytes);
+    }
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        return NULL;
+    }
+    (void)madvise(p, bytes, MADV_HUGEPAGE); /* advice: refused where THP is off, and fine */
+    return p;
+}
+
+static void slots_free(uint64_t *slots, uint32_t shift)
+{
+    size_t bytes = sizeof(uint64_t) << shift;
+    if (bytes < IDS_HUGE_BYTES) {
+        free(slots);
+    } else if (slots != NULL) {
+        munmap(slots, bytes);
+    }
+}
+
 /* Doubles the table (refusing past IDS_SLOTS_MAX): every home is the top bits of the slot. */
 static int keydir_grow(struct ids *ids)
 {
@@ -351,7 +415,7 @@ static int keydir_grow(struct ids *ids)
         ds_log_error("%s: more than %llu orders", ids->path, (unsigned long long)IDS_ORDERS_MAX);
         return -DS_ELIMIT;
     }
-    uint64_t *slots = calloc(1ull << shift, sizeof(*slots));
+    uint64_t *slots = slots_alloc(shift);
     if (slots == NULL) {
         return -ENOMEM;
     }
@@ -370,7 +434,7 @@ static int keydir_grow(struct ids *ids)
         moved++;
     }
     ASSERT(moved == ids->count);
-    free(ids->slots);
+    slots_free(ids->slots, ids->slots_shift);
     ids->slots = slots;
     ids->slots_shift = shift;
     return 0;
@@ -436,7 +500,7 @@ static int ids_walk(struct ids *ids, uint64_t from, uint64_t to, ids_walk_fn fn,
                 rc = -DS_ECORRUPT; /* a bad length, or one crossing the end */
             } else if (align4(length) > in_chunk) {
                 break; /* the record continues in the next chunk */
-            } else if ((rc = record_decode(buf + used, length, &rec)) == 0) {
+            } else if ((rc = ids_record_decode(buf + used, length, &rec)) == 0) {
                 rc = fn(ids, &rec, at + used, at + used + align4(length), user);
                 used += rc == 0 ? align4(length) : 0;
             }
@@ -515,7 +579,7 @@ int ids_open(struct storage_io *io, const char *dir, uint64_t committed_bytes, b
         return -DS_ECORRUPT;
     }
     struct ids *ids = calloc(1, sizeof(*ids));
-    uint64_t *slots = calloc(1ull << IDS_SLOTS_SHIFT_MIN, sizeof(*slots));
+    uint64_t *slots = slots_alloc(IDS_SLOTS_SHIFT_MIN);
     if (ids == NULL || slots == NULL) {
         free(ids);
         free(slots);
@@ -552,11 +616,18 @@ void ids_close(struct ids *ids)
     }
     free(ids->pending);
     free(ids->tail);
-    free(ids->slots);
+    slots_free(ids->slots, ids->slots_shift);
     free(ids);
 }
 
 /* ---- lookups ------------------------------------------------------------------------------- */
+
+void ids_prefetch(const struct ids *ids, const struct ds_id *id)
+{
+    if (id_valid(id)) {
+        __builtin_prefetch(&ids->slots[slot_home(id_hash(id), ids->slots_shift)]);
+    }
+}
 
 int ids_get(struct ids *ids, const struct ds_id *id, struct storage_order *out, void *scratch,
             size_t scratch_capacity)
@@ -625,23 +696,20 @@ int ids_put(struct ids *ids, const struct storage_order *rec)
     if (ids->read_only) {
         return -EROFS;
     }
-    if (!record_valid(rec)) {
+    if (!ids_record_valid(rec)) {
         return -DS_EUSAGE;
     }
-    size_t padded = align4(record_length(rec));
+    size_t bound = record_bound(rec);
     uint64_t offset = ids->committed_bytes + ids->pending_bytes;
-    if (offset + padded > IDS_LOG_BYTES_MAX) {
+    if (offset + bound > IDS_LOG_BYTES_MAX) {
         return -DS_ELIMIT;
     }
-    int rc = pending_reserve(ids, padded);
+    int rc = pending_reserve(ids, bound);
     if (rc < 0) {
         return rc;
     }
-    size_t written = record_encode(rec, ids->pending + ids->pending_bytes);
-    ASSERT(written == padded);
-    /* Checked again as it will be read back, before anything points at it. */
-    struct storage_order check;
-    ASSERT(record_decode(ids->pending + ids->pending_bytes, padded, &check) == 0);
+    size_t padded = ids_record_encode(rec, ids->pending + ids->pending_bytes);
+    ASSERT(padded <= bound);
     ids->pending_bytes += padded;
     rc = keydir_set(ids, &rec->order_id, offset);
     if (rc < 0) {

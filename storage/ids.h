@@ -71,6 +71,9 @@ void ids_close(struct ids *ids);
  * negated errno of the read. out is untouched on failure. */
 DS_MUST_USE int ids_get(struct ids *ids, const struct ds_id *id, struct storage_order *out,
                         void *scratch, size_t scratch_capacity);
+/* Starts loading the keydir slot where a lookup of id begins, so that a lookup a few events
+ * later finds it in cache (a writer calls it ahead of its appends). */
+void ids_prefetch(const struct ids *ids, const struct ds_id *id);
 /* Distinct orders the handle knows (committed and pending). */
 uint64_t ids_count(const struct ids *ids);
 /* Memory of the keydir in bytes (for the bench and for budgets). */
@@ -102,6 +105,17 @@ uint64_t ids_committed_bytes(const struct ids *ids);
  * returns that value; else 0, -DS_ECORRUPT or a negated errno of a read. */
 DS_MUST_USE int ids_visit(struct ids *ids, int (*fn)(const struct storage_order *rec, void *user),
                           void *user);
+
+/* ---- the record codec (for tests and the fuzzer) ------------------------------------------- */
+
+/* Whether rec can be stored (ids in range, ts valid with day its day, lengths in bounds). */
+bool ids_record_valid(const struct storage_order *rec);
+/* Encodes a valid rec into dst (IDS_RECORD_BYTES_MAX bytes), zero padding included; returns
+ * the padded size. */
+size_t ids_record_encode(const struct storage_order *rec, uint8_t *dst);
+/* Decodes and checks the record at src (avail bytes); out->items points into src. Returns 0 or
+ * -DS_ECORRUPT (a bad CRC, length, field or value). */
+DS_MUST_USE int ids_record_decode(const uint8_t *src, size_t avail, struct storage_order *out);
 
 /* ---- following a writer -------------------------------------------------------------------- */
 

@@ -237,6 +237,11 @@ int store_orders_visit(struct storage *st, storage_order_fn fn, void *user)
     return ids_visit(st->ids, fn, user);
 }
 
+void store_orders_prefetch(const struct storage *st, const struct ds_id *id)
+{
+    ids_prefetch(st->ids, id);
+}
+
 uint64_t store_orders_count(const struct storage *st)
 {
     return st->ids != NULL ? ids_count(st->ids) : 0;

@@ -25,6 +25,7 @@ DS_MUST_USE int store_orders_get(struct storage *st, const struct ds_id *id,
                                  struct storage_order *out, void *scratch, size_t scratch_capacity);
 DS_MUST_USE int store_orders_visit(struct storage *st, storage_order_fn fn, void *user);
 uint64_t store_orders_count(const struct storage *st);
+void store_orders_prefetch(const struct storage *st, const struct ds_id *id);
 /* storage_compact of p (a committed partition, nothing pending), reading it through reader (a
  * read-only handle of the same directory refreshed to st's last commit, so that decoding never
  * shares st's codec with the rewrite's sealing). */

@@ -405,6 +405,13 @@ int storage_order_get(struct storage *st, const struct ds_id *id, struct storage
     return store_orders_get(st, id, out, scratch, scratch_capacity);
 }
 
+void storage_prefetch(const struct storage *st, const struct ds_event *event)
+{
+    if (st->ids != NULL) {
+        store_orders_prefetch(st, &event->order_id);
+    }
+}
+
 void storage_order_stats(const struct storage *st, struct storage_order_stats *out)
 {
     *out = st->order_stats;

@@ -318,6 +318,10 @@ DS_MUST_USE int storage_order_get(struct storage *st, const struct ds_id *id,
                                   struct storage_order *out, void *scratch,
                                   size_t scratch_capacity);
 
+/* A hint from a writer about an event it will append soon (orders model: its order's lookup
+ * starts loading; nothing in the events model). */
+void storage_prefetch(const struct storage *st, const struct ds_event *event);
+
 /* What the orders model did with the events this writer handle took (since it was opened), and
  * the orders it holds. All zero in the events model. */
 struct storage_order_stats {

@@ -7,6 +7,9 @@
 # The mock broker makes a new member of a group that lost its last member wait for
 # session.timeout.ms - 1000 ms, and keeps a kill -9'd member for session.timeout.ms: keep it short.
 NODE_X=(-X session.timeout.ms=6000 -X heartbeat.interval.ms=1000)
+# The data model of the nodes' new directories and of `truth`: empty is the default (orders); a
+# test whose streams repeat order ids on purpose sets MODEL_X=(--model events).
+MODEL_X=()
 DAYS=(--day 2026-01-01 --to 2026-01-28 --by day --json)
 LOG_RUNS=0
 
@@ -102,7 +105,7 @@ start_node() {
   LOG_RUNS=$((LOG_RUNS + 1))
   echo "==== run $LOG_RUNS at $(date +%T.%N)" >>"$WORK/$name.log"
   "$DAYSHARD" run --brokers "$BOOT" --topic orders --group "$group" --data "$data" \
-    "${NODE_X[@]}" "$@" </dev/null >/dev/null 2>>"$WORK/$name.log" 3>&- &
+    "${NODE_X[@]}" "${MODEL_X[@]}" "$@" </dev/null >/dev/null 2>>"$WORK/$name.log" 3>&- &
   # shellcheck disable=SC2034 # read by the scripts
   NODE_PID=$!
 }
@@ -117,7 +120,7 @@ start_http_node() {
   echo "==== run $LOG_RUNS at $(date +%T.%N)" >>"$WORK/$name.log"
   : >"$WORK/$name.out"
   "$DAYSHARD" run --brokers "$BOOT" --topic orders --group "$group" --data "$data" \
-    --http 127.0.0.1:0 "${NODE_X[@]}" "$@" </dev/null >"$WORK/$name.out" \
+    --http 127.0.0.1:0 "${NODE_X[@]}" "${MODEL_X[@]}" "$@" </dev/null >"$WORK/$name.out" \
     2>>"$WORK/$name.log" 3>&- &
   NODE_PID=$!
   for _ in $(seq 100); do
@@ -141,8 +144,8 @@ gsi_events() {
     echo '{"order_id":"o-light","customer_id":999999999,"ts":"2026-01-05T10:00:00Z","amount":3.5}'
     echo '{"order_id":"s-1","customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"paid","amount":1}'
     echo '{"order_id":"s-2","customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"paid","amount":2}'
-    echo '{"order_id":7,"customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"new","amount":3}'
-    echo '{"order_id":8,"customer_id":42,"ts":"2026-01-07T11:00:00.123Z","amount":4.25}'
+    echo '{"order_id":40000007,"customer_id":"42","ts":"2026-01-06T10:00:00Z","status":"new","amount":3}'
+    echo '{"order_id":40000008,"customer_id":42,"ts":"2026-01-07T11:00:00.123Z","amount":4.25}'
     echo '{"order_id":"x","customer_id":"cust é","ts":1768000000000,"amount":0.0001}'
   } >"$2"
 }
@@ -220,7 +223,7 @@ total_of() { awk -F= '{s += $2} END {print s + 0}'; }
 truth() {
   local dir
   dir=$(mktemp -d "$WORK/truth-XXXXXX")
-  cat "$@" | "$DAYSHARD" ingest --data "$dir" --json - >"$dir.json"
+  cat "$@" | "$DAYSHARD" ingest --data "$dir" "${MODEL_X[@]}" --json - >"$dir.json"
   day_counts "$dir"
   rm -rf "$dir"
 }

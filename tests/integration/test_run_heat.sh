@@ -10,6 +10,8 @@
 # - `serve` has no heat (501); bad ?top= values are 400.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/node_lib.sh"
+# Each month is a generated stream whose order ids start at 1 again: events, every one counted.
+MODEL_X=(--model events)
 # Counts over the whole year: the test writes months past January.
 DAYS=(--day 2025-12-01 --to 2026-11-30 --by day --json)
 

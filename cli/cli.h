@@ -27,6 +27,7 @@ struct cli_command {
 int cmd_ingest(int argc, char **argv);
 int cmd_count(int argc, char **argv);
 int cmd_fsck(int argc, char **argv);
+int cmd_compact(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_broker(int argc, char **argv);
@@ -42,6 +43,7 @@ int cmd_loadtest(int argc, char **argv);
 extern const char cmd_ingest_usage[];
 extern const char cmd_count_usage[];
 extern const char cmd_fsck_usage[];
+extern const char cmd_compact_usage[];
 extern const char cmd_demo_usage[];
 extern const char cmd_generate_usage[];
 extern const char cmd_broker_usage[];

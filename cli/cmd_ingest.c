@@ -40,6 +40,9 @@ const char cmd_ingest_usage[] =
     "                          numbers its last commit recorded): re-run the same input after a\n"
     "                          failed run (a full disk: exit 1, nothing after the last commit\n"
     "                          kept) and every line is stored exactly once\n"
+    "  --no-compact            orders model: keep superseded versions (no compaction while\n"
+    "                          loading), to measure what they cost; `dayshard compact` removes\n"
+    "                          them later\n"
     "  --help                  this text\n";
 
 struct ingest_args {
@@ -51,6 +54,7 @@ struct ingest_args {
     uint64_t commit_interval_ms;
     uint64_t zstd_level;
     bool resume;
+    bool no_compact;
     enum storage_model model;
 };
 
@@ -64,6 +68,7 @@ static int parse_args(int argc, char **argv, struct ingest_args *a)
                                             {"zstd-level", required_argument, NULL, 'z'},
                                             {"resume", no_argument, NULL, 'r'},
                                             {"model", required_argument, NULL, 'm'},
+                                            {"no-compact", no_argument, NULL, 'C'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     *a = (struct ingest_args){
@@ -78,6 +83,7 @@ static int parse_args(int argc, char **argv, struct ingest_args *a)
         case 's': rc = cli_parse_u64(optarg, 1, SHARD_COUNT_MAX, &a->shards); break;
         case 'j': a->json = true; break;
         case 'r': a->resume = true; break;
+        case 'C': a->no_compact = true; break;
         case 'i': rc = storage_io_mode_parse(optarg, &a->io_mode); break;
         case 'c': rc = cli_parse_u64(optarg, 1, 60000, &a->commit_interval_ms); break;
         case 'z': rc = cli_parse_u64(optarg, 1, 19, &a->zstd_level); break;
@@ -145,6 +151,7 @@ static int run(const struct ingest_args *a, int fd)
     cfg.dir = a->data;
     cfg.io_mode = a->io_mode;
     cfg.zstd_level = (int)a->zstd_level;
+    cfg.compact_dead_rows_min = a->no_compact ? 0 : cfg.compact_dead_rows_min;
     cfg.model = a->model;
     struct storage *st = NULL;
     int rc = storage_open(&cfg, &st);

@@ -34,6 +34,8 @@ static const struct cli_command commands[] = {
      cmd_top_usage, cmd_top},
     {"fsck", "verify a data directory and its index; --repair quarantines damage", cmd_fsck_usage,
      cmd_fsck},
+    {"compact", "rewrite an orders directory without its superseded versions", cmd_compact_usage,
+     cmd_compact},
     {"gsi", "the by-customer index: `gsi check` verifies it, `gsi rebuild` rebuilds it",
      cmd_gsi_usage, cmd_gsi},
     {"generate", "print synthetic order events as JSON lines", cmd_generate_usage, cmd_generate},

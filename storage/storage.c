@@ -43,6 +43,7 @@ void storage_config_defaults(struct storage_config *cfg)
     cfg->segment_bytes_max = STORAGE_SEGMENT_BYTES_DEFAULT;
     cfg->open_bytes_max = STORAGE_OPEN_BYTES_DEFAULT;
     cfg->zstd_level = 1;
+    cfg->compact_dead_rows_min = STORAGE_COMPACT_DEAD_ROWS_MIN;
     cfg->partitions_max = 65536;
 }
 
@@ -452,9 +453,10 @@ int storage_compact_due(struct storage *st, struct storage_compact_report *out)
         return st->failed;
     }
     store_write_retire_due(st);
-    for (uint32_t i = 0; i < st->part_count; i++) {
+    uint64_t min = st->cfg.compact_dead_rows_min;
+    for (uint32_t i = 0; i < st->part_count && min > 0; i++) {
         struct part *p = st->parts[i];
-        if (p->dead_rows_hint < STORAGE_COMPACT_DEAD_ROWS_MIN / 4 || p->segment_id == 0) {
+        if (p->dead_rows_hint < min / 4 || p->segment_id == 0) {
             continue;
         }
         struct storage_partition_total t;
@@ -463,7 +465,7 @@ int storage_compact_due(struct storage *st, struct storage_compact_report *out)
             return rc;
         }
         uint64_t dead = t.rows - t.count;
-        if (dead >= STORAGE_COMPACT_DEAD_ROWS_MIN && dead * 2 >= t.rows) {
+        if (dead >= min && dead * 2 >= t.rows) {
             return storage_compact(st, p->day, p->shard, out);
         }
         p->dead_rows_hint = 0; /* looked: again after as many more */

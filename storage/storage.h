@@ -141,7 +141,11 @@ struct storage_config {
     uint64_t segment_bytes_max;   /* roll a segment past this size */
     uint64_t open_bytes_max;      /* memory of all open blocks */
     int zstd_level;               /* 1..19 */
-    uint32_t partitions_max;      /* partitions tracked (<= STORAGE_PARTITIONS_MAX) */
+    /* Orders model: storage_compact_due rewrites a partition once it has this many dead rows
+     * and as many as live ones (default STORAGE_COMPACT_DEAD_ROWS_MIN; 0: never, for
+     * measuring what superseded versions cost, `ingest --no-compact`). */
+    uint64_t compact_dead_rows_min;
+    uint32_t partitions_max; /* partitions tracked (<= STORAGE_PARTITIONS_MAX) */
     /* The data model: RECORDED (the default) takes the directory's; an explicit one must match
      * it (-DS_EUSAGE otherwise) and is the model a writer records when it creates dir. */
     enum storage_model model;
@@ -352,9 +356,9 @@ struct storage_compact_report {
 DS_MUST_USE int storage_compact(struct storage *st, int32_t day, uint32_t shard,
                                 struct storage_compact_report *out);
 /* After a commit: compacts at most one partition that took many retractions (at least
- * STORAGE_COMPACT_DEAD_ROWS_MIN dead rows, and as many dead rows as live ones), so a writer
- * calling it after each commit keeps superseded versions to about half of each partition.
- * Returns storage_compact's values (0 when none is due). */
+ * storage_config.compact_dead_rows_min dead rows, and as many dead rows as live ones), so a
+ * writer calling it after each commit keeps superseded versions to about half of each
+ * partition. Returns storage_compact's values (0 when none is due). */
 #define STORAGE_COMPACT_DEAD_ROWS_MIN 16384u
 DS_MUST_USE int storage_compact_due(struct storage *st, struct storage_compact_report *out);
 

@@ -671,6 +671,13 @@ int store_write_rewrite_commit(struct storage *st, struct part *p, uint32_t base
     p->touched = false;
     st->touched_count = 0;
     st->pending_events = 0;
+    if (p->ob != NULL) {
+        /* The rewrite's open block goes back (as a commit does with idle ones): kept, the
+         * blocks of partition after partition would fill the open-block budget, and every
+         * later append would seal a block of one row. */
+        block_release(st, p->ob);
+        p->ob = NULL;
+    }
     store_part_rebase(st, p, base);
     rc = manifest_rotate(st);
     if (rc != 0) {

@@ -58,6 +58,7 @@ static struct storage *open_store(const char *dir, struct storage_io *io, bool r
     cfg.io_mode = STORAGE_IO_SYNC;
     cfg.read_only = read_only;
     cfg.partitions_max = 4096;
+    cfg.open_bytes_max = 1u << 20; /* the least: open blocks a writer keeps show at once */
     cfg.model = read_only ? STORAGE_MODEL_RECORDED : STORAGE_MODEL_ORDERS;
     struct storage *st = NULL;
     int rc = storage_open(&cfg, &st);
@@ -574,6 +575,7 @@ static void test_orders_compaction_keeps_current_versions(void **state)
             assert_int_equal(storage_partition_totals(st, DAY0 + d, s, NULL, 0, &t), 0);
             assert_int_equal(rep.rows_after, t.count);
             assert_int_equal(t.rows, t.count);
+            assert_int_equal(t.blocks, t.count > 0 ? 1 : 0); /* one block of current rows */
             assert_true(rep.rows_before > rep.rows_after);
             assert_true(rep.bytes_after < rep.bytes_before);
             struct scan_count c = {0};
@@ -607,6 +609,39 @@ static void test_orders_compaction_keeps_current_versions(void **state)
     storage_close(st);
     st = open_store(fx->dir, NULL, true);
     expect_ref(fx, st, ref, ORDERS, DAYS);
+    storage_close(st);
+}
+
+static void test_orders_compaction_of_many_partitions_keeps_blocks_whole(void **state)
+{
+    /* Compacting partition after partition leaves no open block behind: each rewrite is one
+     * block per partition, not one per row once the earlier rewrites filled the open-block
+     * budget (1 MiB here). */
+    struct fixture *fx = *state;
+    struct storage *st = open_store(fx->dir, NULL, false);
+    enum { DAYS_MANY = 60, PER_PARTITION = 400 };
+    int64_t id = 0;
+    for (int32_t d = 0; d < DAYS_MANY; d++) {
+        for (uint32_t s = 0; s < SHARDS; s++) {
+            for (int k = 0; k < PER_PARTITION; k++) {
+                struct version v = {++id, id % 97 + 1, d, k * 1000, 0, 100 + k, ABSENT};
+                append_version(st, &v, s, NULL);
+                v.status = 1;
+                append_version(st, &v, s, NULL);
+            }
+        }
+        assert_int_equal(storage_commit(st), 0);
+    }
+    for (int32_t d = 0; d < DAYS_MANY; d++) {
+        for (uint32_t s = 0; s < SHARDS; s++) {
+            struct storage_compact_report rep;
+            assert_int_equal(storage_compact(st, DAY0 + d, s, &rep), 1);
+            struct storage_partition_total t;
+            assert_int_equal(storage_partition_totals(st, DAY0 + d, s, "paid", 4, &t), 0);
+            assert_int_equal(t.count, PER_PARTITION);
+            assert_int_equal(t.blocks, 1);
+        }
+    }
     storage_close(st);
 }
 
@@ -699,6 +734,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_orders_compaction_keeps_current_versions, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_orders_compaction_of_many_partitions_keeps_blocks_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_orders_compaction_due_after_enough_retractions, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_orders_compaction_crash_loop, setup, teardown),

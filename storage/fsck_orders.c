@@ -40,6 +40,7 @@
 
 #include "storage/data_model.h"
 #include "storage/fsck_orders.h"
+#include "storage/orders.h"
 #include "storage/store.h"
 
 #define FSCK_ORDERS_SEED 0x6473686172640e14ull
@@ -97,41 +98,13 @@ struct fsck_orders {
 
 /* ---- hashing ------------------------------------------------------------------------------- */
 
-static uint64_t hash_step(uint64_t h, uint64_t word)
-{
-    return ds_mix64((h ^ word) + 0x9e3779b97f4a7c15ull);
-}
-
-static uint64_t hash_bytes(uint64_t h, const char *bytes, size_t len)
-{
-    for (size_t at = 0; at < len; at += 8) {
-        uint8_t word[8] = {0};
-        memcpy(word, bytes + at, len - at < 8 ? len - at : 8);
-        h = hash_step(h, ds_get_le64(word));
-    }
-    return h;
-}
-
-/* Type and length first, so that no two ids (5 and "5", "a" and "a\0") feed the same words. */
-static uint64_t hash_id(uint64_t h, const struct ds_id *id)
-{
-    if (!id->is_string) {
-        return hash_step(hash_step(h, 1), (uint64_t)id->value);
-    }
-    h = hash_step(h, 2u | (uint64_t)id->len << 8);
-    return hash_bytes(h, id->text, id->len);
-}
-
+/* The fields a retraction repeats (store_orders_row_hash); 0 marks an empty slot here. */
 static uint64_t hash_row(const struct ds_id *order_id, const struct ds_id *customer_id,
                          int64_t ts_ms, const char *status, uint8_t status_len,
                          int64_t amount_units)
 {
-    uint64_t h = hash_id(FSCK_ORDERS_SEED, order_id);
-    h = hash_id(h, customer_id);
-    h = hash_step(h, (uint64_t)ts_ms);
-    h = hash_step(h, (uint64_t)amount_units);
-    h = hash_step(h, status_len);
-    h = hash_bytes(h, status, status_len);
+    uint64_t h = store_orders_row_hash(FSCK_ORDERS_SEED, order_id, customer_id, ts_ms, status,
+                                       status_len, amount_units);
     return h != 0 ? h : 1;
 }
 

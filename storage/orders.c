@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shard/shard.h"
 #include "storage/ids.h"
 #include "storage/orders.h"
 #include "storage/store_read.h"
@@ -269,31 +268,50 @@ struct compaction {
     uint64_t kept;
 };
 
+static uint64_t hash_step(uint64_t h, uint64_t word)
+{
+    return ds_mix64((h ^ word) + 0x9e3779b97f4a7c15ull);
+}
+
+static uint64_t hash_bytes(uint64_t h, const char *bytes, size_t len)
+{
+    for (size_t at = 0; at < len; at += 8) {
+        uint8_t word[8] = {0};
+        memcpy(word, bytes + at, len - at < 8 ? len - at : 8);
+        h = hash_step(h, ds_get_le64(word));
+    }
+    return h;
+}
+
+/* Type and length first, so that no two ids (5 and "5", "a" and "a\0") feed the same words. */
+static uint64_t hash_id(uint64_t h, const struct ds_id *id)
+{
+    if (!id->is_string) {
+        return hash_step(hash_step(h, 1), (uint64_t)id->value);
+    }
+    h = hash_step(h, 2u | (uint64_t)id->len << 8);
+    return hash_bytes(h, id->text, id->len);
+}
+
+uint64_t store_orders_row_hash(uint64_t seed, const struct ds_id *order_id,
+                               const struct ds_id *customer_id, int64_t ts_ms, const char *status,
+                               uint8_t status_len, int64_t amount_units)
+{
+    uint64_t h = hash_id(seed, order_id);
+    h = hash_id(h, customer_id);
+    h = hash_step(h, (uint64_t)ts_ms);
+    h = hash_step(h, (uint64_t)amount_units);
+    h = hash_step(h, status_len);
+    return hash_bytes(h, status, status_len);
+}
+
+/* Two independent 64-bit hashes of the row's fields: a 128-bit digest. */
 static void digest_of(const struct ds_event *e, uint64_t *a, uint64_t *b)
 {
-    uint8_t buf[2 * (2 + DS_ID_BYTES_MAX + 8) + 8 + 8 + 1 + DS_STATUS_BYTES_MAX];
-    size_t n = 0;
-    const struct ds_id *ids[2] = {&e->order_id, &e->customer_id};
-    for (int i = 0; i < 2; i++) {
-        buf[n++] = ids[i]->is_string;
-        buf[n++] = ids[i]->len;
-        ds_put_le64(buf + n, (uint64_t)ids[i]->value);
-        n += 8;
-        memcpy(buf + n, ids[i]->text, ids[i]->len);
-        n += ids[i]->len;
-    }
-    ds_put_le64(buf + n, (uint64_t)e->ts_ms);
-    ds_put_le64(buf + n + 8, (uint64_t)e->amount_units);
-    n += 16;
-    buf[n++] = e->status_len;
-    memcpy(buf + n, e->status, e->status_len);
-    n += e->status_len;
-    *a = shard_fnv1a64(buf, n);
-    uint64_t h = 0x243f6a8885a308d3ull;
-    for (size_t i = 0; i < n; i++) {
-        h = ds_mix64(h ^ buf[i]);
-    }
-    *b = h;
+    *a = store_orders_row_hash(0x243f6a8885a308d3ull, &e->order_id, &e->customer_id, e->ts_ms,
+                               e->status, e->status_len, e->amount_units);
+    *b = store_orders_row_hash(0x13198a2e03707344ull, &e->order_id, &e->customer_id, e->ts_ms,
+                               e->status, e->status_len, e->amount_units);
 }
 
 static struct digest *digest_slot(struct compaction *c, uint64_t a, uint64_t b)

@@ -25,6 +25,11 @@ DS_MUST_USE int store_orders_get(struct storage *st, const struct ds_id *id,
                                  struct storage_order *out, void *scratch, size_t scratch_capacity);
 DS_MUST_USE int store_orders_visit(struct storage *st, storage_order_fn fn, void *user);
 uint64_t store_orders_count(const struct storage *st);
+/* A 64-bit hash, from seed, of the fields a retraction repeats of the row it cancels (order id,
+ * customer, ts, status, amount): compaction and fsck match rows and retractions by it. */
+uint64_t store_orders_row_hash(uint64_t seed, const struct ds_id *order_id,
+                               const struct ds_id *customer_id, int64_t ts_ms, const char *status,
+                               uint8_t status_len, int64_t amount_units);
 void store_orders_prefetch(const struct storage *st, const struct ds_id *id);
 /* storage_compact of p (a committed partition, nothing pending), reading it through reader (a
  * read-only handle of the same directory refreshed to st's last commit, so that decoding never

@@ -624,7 +624,8 @@ static void test_orders_compaction_of_many_partitions_keeps_blocks_whole(void **
     for (int32_t d = 0; d < DAYS_MANY; d++) {
         for (uint32_t s = 0; s < SHARDS; s++) {
             for (int k = 0; k < PER_PARTITION; k++) {
-                struct version v = {++id, id % 97 + 1, d, k * 1000, 0, 100 + k, ABSENT};
+                id++;
+                struct version v = {id, id % 97 + 1, d, k * 1000, 0, 100 + k, ABSENT};
                 append_version(st, &v, s, NULL);
                 v.status = 1;
                 append_version(st, &v, s, NULL);

@@ -86,6 +86,9 @@ struct node {
     struct ingest_decoder decoder; /* consumer thread: the items of the event being added */
     struct stage stage;
     bool stage_running;
+    bool closing;      /* the consumer is closing: its revocation gives nothing up */
+    bool orders_model; /* the data directory counts orders: their partitions move with them */
+    int32_t release[INGEST_NODE_PARTITIONS_MAX]; /* consumer thread: partitions to give up */
     char deadletters[DS_PATH_MAX];
     atomic_int fatal; /* a fatal client error (error_cb) */
     char fatal_reason[512];
@@ -257,8 +260,26 @@ static int64_t committed_offset(rd_kafka_resp_err_t err, const rd_kafka_topic_pa
     return err == RD_KAFKA_RESP_ERR_NO_ERROR && tp->err == 0 && tp->offset >= 0 ? tp->offset : -1;
 }
 
+/* Orders model, a partition read from its start: warns when the topic no longer holds the
+ * start of its history (retention deleted it), since the orders whose last version came
+ * before it cannot be rebuilt here. */
+static void history_check(struct node *n, int32_t partition)
+{
+    int64_t low = 0;
+    int64_t high = 0;
+    rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+        n->positions, n->cfg->topic, partition, &low, &high, COMMITTED_TIMEOUT_MS);
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR && low > 0) {
+        ds_log_warn("kafka: %s[%d] starts at offset %lld: its earlier history is gone from the "
+                    "topic, so orders whose last version came before it are missing here (keep "
+                    "the orders topic with cleanup.policy=compact, keyed by order_id)",
+                    n->cfg->topic, partition, (long long)low);
+    }
+}
+
 /* The partitions' start offsets: max(durable position here, group committed offset, positions
- * group offset). */
+ * group offset); in the orders model a partition this node holds nothing of is read from its
+ * start. */
 static void choose_offsets(struct node *n, rd_kafka_topic_partition_list_t *parts)
 {
     rd_kafka_topic_partition_list_t *handed = rd_kafka_topic_partition_list_copy(parts);
@@ -280,7 +301,14 @@ static void choose_offsets(struct node *n, rd_kafka_topic_partition_list_t *part
                           : -1;
         int64_t start = own > group ? own : group;
         start = positions > start ? positions : start;
-        tp->offset = start >= 0 ? start : RD_KAFKA_OFFSET_INVALID;
+        if (n->orders_model && own < 0) {
+            /* The orders of this partition are the state of its whole history: read it from
+             * its start (the member that held it gives its orders up). */
+            start = RD_KAFKA_OFFSET_BEGINNING;
+            history_check(n, tp->partition);
+        }
+        tp->offset =
+            start >= 0 || start == RD_KAFKA_OFFSET_BEGINNING ? start : RD_KAFKA_OFFSET_INVALID;
         ds_log_info("kafka: assigned %s[%d] from offset %lld (durable here %lld, group %lld, "
                     "positions %lld)",
                     tp->topic, tp->partition, (long long)start, (long long)own, (long long)group,
@@ -413,6 +441,51 @@ static void share_update(struct node *n)
     node_heat_share(n->heat, assigned, total > 0 ? (uint32_t)total : 0);
 }
 
+/* Orders model: the orders of partitions another member now owns leave this data directory
+ * (storage_release_source through the writer), so that the member that reads them from their
+ * start holds them alone. Not at a close: a node that stops keeps its data, and gives up what
+ * it no longer owns when it joins again. */
+static void give_up_list(struct node *n, uint32_t count)
+{
+    if (count == 0 || !n->stage_running) {
+        return;
+    }
+    int rc = stage_give_up(&n->stage, n->release, count);
+    if (rc != 0) {
+        ds_log_warn("kafka: giving up %u partitions: %s (the node stops; this data directory "
+                    "still holds their orders)",
+                    count, ds_strerror(rc));
+    }
+}
+
+static void give_up(struct node *n, const rd_kafka_topic_partition_list_t *parts)
+{
+    uint32_t count = 0;
+    for (int i = 0; n->orders_model && i < parts->cnt; i++) {
+        int32_t p = parts->elems[i].partition;
+        if (p >= 0 && p < (int32_t)INGEST_NODE_PARTITIONS_MAX && atomic_load(&n->durable[p]) >= 0) {
+            n->release[count++] = p;
+        }
+    }
+    give_up_list(n, count);
+}
+
+/* Eager protocol: the partitions this node holds data of and is not assigned now. */
+static void give_up_unassigned(struct node *n, const rd_kafka_topic_partition_list_t *parts)
+{
+    uint32_t count = 0;
+    for (int32_t p = 0; n->orders_model && p < (int32_t)INGEST_NODE_PARTITIONS_MAX; p++) {
+        bool assigned = false;
+        for (int i = 0; i < parts->cnt && !assigned; i++) {
+            assigned = parts->elems[i].partition == p;
+        }
+        if (!assigned && atomic_load(&n->durable[p]) >= 0) {
+            n->release[count++] = p;
+        }
+    }
+    give_up_list(n, count);
+}
+
 static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
@@ -420,6 +493,9 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     bool cooperative = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
     n->stats->rebalances++;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        if (!cooperative) {
+            give_up_unassigned(n, parts); /* the whole assignment: the rest is someone else's */
+        }
         choose_offsets(n, parts);
         mark_assigned(n, parts, true);
         rd_kafka_error_t *error = NULL;
@@ -441,6 +517,9 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     }
     if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
         release_partitions(n, parts, rd_kafka_assignment_lost(rk) != 0);
+        if (cooperative && !n->closing) {
+            give_up(n, parts); /* cooperative: exactly the partitions that move */
+        }
     } else {
         ds_log_error("kafka: rebalance: %s", rd_kafka_err2str(err));
     }
@@ -745,6 +824,7 @@ static int open_data(struct node *n)
     if (rc != 0) {
         return rc;
     }
+    n->orders_model = storage_model(n->st) == STORAGE_MODEL_ORDERS;
     for (uint32_t p = 0; p < INGEST_NODE_PARTITIONS_MAX; p++) {
         int64_t next = storage_source_next(n->st, (int32_t)p);
         atomic_init(&n->durable[p], next);
@@ -788,6 +868,7 @@ static int run(struct node *n, const volatile int *stop)
     if (n->rk != NULL) {
         node_watch_detach(n->cfg->watch); /* before the handle goes */
         /* Leaves the group: the revocation callback commits what was read. */
+        n->closing = true;
         rd_kafka_consumer_close(n->rk);
     }
     if (n->stage_running) {

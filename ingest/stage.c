@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,31 @@ static int writer_apply(struct stage *s, const struct stage_batch *b, uint64_t *
     return 0;
 }
 
+/* A release barrier's partitions (orders model; the events model keeps nothing per partition):
+ * what the batch appended is committed first (storage_release_source gives up committed orders
+ * only), then each partition is released and committed, an -EAGAIN (the orders store's pending
+ * bytes full) committing and going on where it stopped. */
+static int writer_release(struct stage *s, const struct stage_batch *b, uint64_t pending)
+{
+    int rc = writer_commit(s, pending);
+    bool orders = storage_model(s->cfg.storage) == STORAGE_MODEL_ORDERS;
+    for (uint32_t i = 0; rc == 0 && orders && i < b->release_count; i++) {
+        uint64_t total = 0;
+        int released_rc = -EAGAIN;
+        while (rc == 0 && released_rc == -EAGAIN) {
+            uint64_t released = 0;
+            released_rc = storage_release_source(s->cfg.storage, b->release[i], &released);
+            total += released;
+            rc = released_rc == 0 || released_rc == -EAGAIN ? writer_commit(s, 0) : released_rc;
+        }
+        if (rc == 0) {
+            ds_log_info("%s: partition %" PRId32 " given up: %" PRIu64 " orders leave this node",
+                        s->cfg.source_name, b->release[i], total);
+        }
+    }
+    return rc;
+}
+
 static void *writer_main(void *arg)
 {
     struct stage *s = arg;
@@ -280,7 +306,11 @@ static void *writer_main(void *arg)
         if (rc == 0) {
             rc = writer_apply(s, b, &pending);
         }
-        b->count = b->reject_count = b->raw_used = b->basket_used = 0;
+        if (rc == 0 && b->release_count > 0) {
+            rc = writer_release(s, b, pending);
+            pending = 0;
+        }
+        b->count = b->reject_count = b->raw_used = b->basket_used = b->release_count = 0;
         b->kind = STAGE_DATA;
         int pushed = ds_ring_push(&s->free, b);
         ASSERT(pushed == 0);
@@ -392,6 +422,14 @@ int stage_flush_older(struct stage *s, uint64_t age_ns)
     return atomic_load(&s->error);
 }
 
+int stage_give_up(struct stage *s, const int32_t *partitions, uint32_t count)
+{
+    ASSERT(count <= INGEST_NODE_PARTITIONS_MAX);
+    memcpy(s->current->release, partitions, count * sizeof(*partitions));
+    s->current->release_count = count;
+    return stage_barrier(s);
+}
+
 int stage_barrier(struct stage *s)
 {
     int rc = hand_over(s, STAGE_BARRIER);
@@ -410,7 +448,7 @@ int stage_error(const struct stage *s)
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
 
-static void stage_release(struct stage *s)
+static void stage_free(struct stage *s)
 {
     if (s->deadletter != NULL) {
         fclose(s->deadletter);
@@ -449,7 +487,7 @@ int stage_start(struct stage *s, const struct stage_config *cfg)
         rc = -pthread_create(&s->writer, NULL, writer_main, s);
     }
     if (rc != 0) {
-        stage_release(s);
+        stage_free(s);
         return rc;
     }
     s->started = true;
@@ -464,6 +502,6 @@ int stage_finish(struct stage *s)
     pthread_join(s->writer, NULL);
     s->started = false;
     int rc = atomic_load(&s->error);
-    stage_release(s);
+    stage_free(s);
     return rc;
 }

@@ -44,7 +44,9 @@
 #define IDS_FLAG_HAS_VERSION 2u
 #define IDS_FLAG_CUSTOMER_STRING 4u
 #define IDS_FLAG_ITEMS 8u
-#define IDS_FLAGS_ALL 15u
+/* A tombstone: the order (the version the record repeats) left this store (storage_release). */
+#define IDS_FLAG_TOMBSTONE 16u
+#define IDS_FLAGS_ALL 31u
 /* Before the varint fields: CRC32C, length, flags, status length. */
 #define IDS_RECORD_FIXED_BYTES 8u
 
@@ -192,12 +194,12 @@ static size_t record_bound(const struct storage_order *rec)
 {
     size_t ids = (rec->order_id.is_string ? 1u + rec->order_id.len : 10u) +
                  (rec->customer_id.is_string ? 1u + rec->customer_id.len : 10u);
-    return align4(IDS_RECORD_FIXED_BYTES + ids + 10u + 10u + 5u + 10u + 5u + rec->status_len + 3u +
-                  rec->items_bytes);
+    return align4(IDS_RECORD_FIXED_BYTES + ids + 10u + 10u + 5u + 10u + 5u + 5u + rec->status_len +
+                  3u + rec->items_bytes);
 }
 
 /* Encodes rec (valid) into dst, zero padding included; returns the padded size. */
-size_t ids_record_encode(const struct storage_order *rec, uint8_t *dst)
+size_t ids_record_encode(const struct storage_order *rec, bool tombstone, uint8_t *dst)
 {
     uint8_t *p = dst + IDS_RECORD_FIXED_BYTES;
     p += put_id(p, &rec->order_id);
@@ -209,6 +211,7 @@ size_t ids_record_encode(const struct storage_order *rec, uint8_t *dst)
     p += put_varint(p, rec->shard);
     p += put_varint(p, zigzag(rec->amount_units));
     p += put_varint(p, rec->versions_seen);
+    p += put_varint(p, zigzag(rec->source_partition));
     memcpy(p, rec->status, rec->status_len);
     p += rec->status_len;
     if (rec->items != NULL) {
@@ -224,7 +227,8 @@ size_t ids_record_encode(const struct storage_order *rec, uint8_t *dst)
     dst[6] = (uint8_t)((rec->order_id.is_string ? IDS_FLAG_ID_STRING : 0u) |
                        (rec->has_version ? IDS_FLAG_HAS_VERSION : 0u) |
                        (rec->customer_id.is_string ? IDS_FLAG_CUSTOMER_STRING : 0u) |
-                       (rec->items != NULL ? IDS_FLAG_ITEMS : 0u));
+                       (rec->items != NULL ? IDS_FLAG_ITEMS : 0u) |
+                       (tombstone ? IDS_FLAG_TOMBSTONE : 0u));
     dst[7] = rec->status_len;
     ds_put_le32(dst, ds_crc32c(0, dst + 4, length - 4));
     return padded;
@@ -245,7 +249,7 @@ static size_t record_announced(const uint8_t *src, size_t avail)
 
 /* Decodes and checks the record at src (avail bytes, at least its announced length); out->items
  * points into src. Returns 0 or -DS_ECORRUPT. */
-int ids_record_decode(const uint8_t *src, size_t avail, struct storage_order *out)
+int ids_record_decode(const uint8_t *src, size_t avail, struct storage_order *out, bool *tombstone)
 {
     size_t length = record_announced(src, avail);
     if (length == 0 || length > avail || ds_get_le32(src) != ds_crc32c(0, src + 4, length - 4)) {
@@ -257,13 +261,14 @@ int ids_record_decode(const uint8_t *src, size_t avail, struct storage_order *ou
     struct storage_order rec = {0};
     rec.status_len = src[7];
     rec.has_version = flags & IDS_FLAG_HAS_VERSION;
-    uint64_t version = 0, ts = 0, shard = 0, amount = 0, seen = 0, items = 0;
+    uint64_t version = 0, ts = 0, shard = 0, amount = 0, seen = 0, items = 0, source = 0;
     bool ok = (flags & ~IDS_FLAGS_ALL) == 0 && rec.status_len <= DS_STATUS_BYTES_MAX &&
               get_id(&p, end, flags & IDS_FLAG_ID_STRING, &rec.order_id) &&
               get_id(&p, end, flags & IDS_FLAG_CUSTOMER_STRING, &rec.customer_id) &&
               (!rec.has_version || get_varint(&p, end, &version)) && get_varint(&p, end, &ts) &&
               get_varint(&p, end, &shard) && get_varint(&p, end, &amount) &&
-              get_varint(&p, end, &seen) && (size_t)(end - p) >= rec.status_len;
+              get_varint(&p, end, &seen) && get_varint(&p, end, &source) &&
+              (size_t)(end - p) >= rec.status_len;
     if (ok) {
         memcpy(rec.status, p, rec.status_len);
         p += rec.status_len;
@@ -276,9 +281,11 @@ int ids_record_decode(const uint8_t *src, size_t avail, struct storage_order *ou
         p += ok ? items : 0;
     }
     if (!ok || p != end || version > INT64_MAX || ts > (uint64_t)DS_TS_MS_MAX ||
-        shard > UINT32_MAX || seen > UINT32_MAX) {
+        shard > UINT32_MAX || seen > UINT32_MAX || unzigzag(source) < INT32_MIN ||
+        unzigzag(source) > INT32_MAX) {
         return -DS_ECORRUPT;
     }
+    rec.source_partition = (int32_t)unzigzag(source);
     rec.version = (int64_t)version;
     rec.ts_ms = (int64_t)ts;
     rec.day = ds_day_from_ms(rec.ts_ms);
@@ -289,6 +296,7 @@ int ids_record_decode(const uint8_t *src, size_t avail, struct storage_order *ou
         return -DS_ECORRUPT;
     }
     *out = rec;
+    *tombstone = (flags & IDS_FLAG_TOMBSTONE) != 0;
     return 0;
 }
 
@@ -298,6 +306,7 @@ int ids_record_decode(const uint8_t *src, size_t avail, struct storage_order *ou
 static int ids_read_record(struct ids *ids, uint64_t offset, uint8_t *dst,
                            struct storage_order *out)
 {
+    bool tombstone = false; /* the keydir never points at one */
     uint64_t end = ids->committed_bytes + ids->pending_bytes;
     ASSERT(offset % 4 == 0);
     ASSERT(offset < end);
@@ -306,14 +315,14 @@ static int ids_read_record(struct ids *ids, uint64_t offset, uint8_t *dst,
         size_t avail = ids->pending_bytes - at;
         avail = avail < IDS_RECORD_BYTES_MAX ? avail : IDS_RECORD_BYTES_MAX;
         memcpy(dst, ids->pending + at, avail);
-        return ids_record_decode(dst, avail, out);
+        return ids_record_decode(dst, avail, out, &tombstone);
     }
     if (ids->tail != NULL && offset >= ids->tail_start) {
         size_t at = (size_t)(offset - ids->tail_start);
         size_t avail = (size_t)(ids->committed_bytes - offset);
         avail = avail < IDS_RECORD_BYTES_MAX ? avail : IDS_RECORD_BYTES_MAX;
         memcpy(dst, ids->tail + at, avail);
-        return ids_record_decode(dst, avail, out);
+        return ids_record_decode(dst, avail, out, &tombstone);
     }
     uint64_t avail64 = ids->committed_bytes - offset;
     size_t want = avail64 < IDS_READ_FIRST_BYTES ? (size_t)avail64 : IDS_READ_FIRST_BYTES;
@@ -328,7 +337,7 @@ static int ids_read_record(struct ids *ids, uint64_t offset, uint8_t *dst,
         }
     }
     int rc = got < 0 ? (int)got : (size_t)got < want ? -DS_ECORRUPT : 0;
-    rc = rc == 0 ? ids_record_decode(dst, (size_t)got, out) : rc;
+    rc = rc == 0 ? ids_record_decode(dst, (size_t)got, out, &tombstone) : rc;
     if (rc < 0) {
         ds_log_error("%s: record at offset %llu: %s", ids->path, (unsigned long long)offset,
                      ds_strerror(rc));
@@ -468,13 +477,40 @@ static int keydir_set(struct ids *ids, const struct ds_id *id, uint64_t offset)
     return 0;
 }
 
+/* Removes id's slot (a tombstone): later slots of its probe run move back (backward-shift
+ * deletion), so that every probe still ends at the first empty slot. A missing id is
+ * -DS_ECORRUPT (a tombstone always follows the order's record). */
+static int keydir_remove(struct ids *ids, const struct ds_id *id)
+{
+    struct storage_order old;
+    uint64_t i = 0;
+    int rc = keydir_find(ids, id, id_hash(id), ids->scratch, &old, &i);
+    if (rc != 0) {
+        return rc == -ENOENT ? -DS_ECORRUPT : rc;
+    }
+    ids->last.valid = false;
+    uint64_t mask = (1ull << ids->slots_shift) - 1;
+    for (uint64_t j = (i + 1) & mask; ids->slots[j] != 0; j = (j + 1) & mask) {
+        uint64_t home = slot_home(ids->slots[j], ids->slots_shift);
+        /* The slot stays when its home lies cyclically in (i, j]. */
+        bool stays = i <= j ? i < home && home <= j : i < home || home <= j;
+        if (!stays) {
+            ids->slots[i] = ids->slots[j];
+            i = j;
+        }
+    }
+    ids->slots[i] = 0;
+    ids->count--;
+    return 0;
+}
+
 /* ---- opening and replay -------------------------------------------------------------------- */
 
 /* Walks the records in [from, to), reading the log in IDS_REPLAY_BYTES chunks: fn gets each
  * checked record with its offset and the offset past it. A bad record or a length crossing to
  * is -DS_ECORRUPT (logged with the offset). */
-typedef int (*ids_walk_fn)(struct ids *ids, const struct storage_order *rec, uint64_t offset,
-                           uint64_t next, void *user);
+typedef int (*ids_walk_fn)(struct ids *ids, const struct storage_order *rec, bool tombstone,
+                           uint64_t offset, uint64_t next, void *user);
 static int ids_walk(struct ids *ids, uint64_t from, uint64_t to, ids_walk_fn fn, void *user)
 {
     uint8_t *buf = malloc(IDS_REPLAY_BYTES);
@@ -491,6 +527,7 @@ static int ids_walk(struct ids *ids, uint64_t from, uint64_t to, ids_walk_fn fn,
         size_t used = 0;
         while (rc == 0 && used < want) {
             struct storage_order rec;
+            bool tombstone = false;
             size_t in_chunk = want - used;
             if (in_chunk < 8 && left - used > in_chunk) {
                 break; /* the header continues in the next chunk */
@@ -500,8 +537,8 @@ static int ids_walk(struct ids *ids, uint64_t from, uint64_t to, ids_walk_fn fn,
                 rc = -DS_ECORRUPT; /* a bad length, or one crossing the end */
             } else if (align4(length) > in_chunk) {
                 break; /* the record continues in the next chunk */
-            } else if ((rc = ids_record_decode(buf + used, length, &rec)) == 0) {
-                rc = fn(ids, &rec, at + used, at + used + align4(length), user);
+            } else if ((rc = ids_record_decode(buf + used, length, &rec, &tombstone)) == 0) {
+                rc = fn(ids, &rec, tombstone, at + used, at + used + align4(length), user);
                 used += rc == 0 ? align4(length) : 0;
             }
         }
@@ -515,13 +552,13 @@ static int ids_walk(struct ids *ids, uint64_t from, uint64_t to, ids_walk_fn fn,
     return rc;
 }
 
-static int replay_record(struct ids *ids, const struct storage_order *rec, uint64_t offset,
-                         uint64_t next, void *user)
+static int replay_record(struct ids *ids, const struct storage_order *rec, bool tombstone,
+                         uint64_t offset, uint64_t next, void *user)
 {
     (void)user;
     /* Visible to the keydir's reads only once it is below committed_bytes. */
     ids->committed_bytes = next;
-    return keydir_set(ids, &rec->order_id, offset);
+    return tombstone ? keydir_remove(ids, &rec->order_id) : keydir_set(ids, &rec->order_id, offset);
 }
 
 /* Replays the records in [ids->committed_bytes, to): the keydir points at each id's last. */
@@ -708,12 +745,35 @@ int ids_put(struct ids *ids, const struct storage_order *rec)
     if (rc < 0) {
         return rc;
     }
-    size_t padded = ids_record_encode(rec, ids->pending + ids->pending_bytes);
+    size_t padded = ids_record_encode(rec, false, ids->pending + ids->pending_bytes);
     ASSERT(padded <= bound);
     ids->pending_bytes += padded;
     rc = keydir_set(ids, &rec->order_id, offset);
     if (rc < 0) {
         ids->pending_bytes -= padded; /* the keydir is unchanged on failure */
+    }
+    return rc;
+}
+
+int ids_remove(struct ids *ids, const struct storage_order *current)
+{
+    ASSERT(!ids->queued);
+    if (ids->read_only) {
+        return -EROFS;
+    }
+    if (!ids_record_valid(current)) {
+        return -DS_EUSAGE;
+    }
+    size_t bound = record_bound(current);
+    int rc = pending_reserve(ids, bound);
+    if (rc < 0) {
+        return rc;
+    }
+    size_t padded = ids_record_encode(current, true, ids->pending + ids->pending_bytes);
+    ASSERT(padded <= bound);
+    rc = keydir_remove(ids, &current->order_id);
+    if (rc == 0) {
+        ids->pending_bytes += padded;
     }
     return rc;
 }
@@ -832,10 +892,11 @@ struct visit {
     void *user;
 };
 
-static int visit_record(struct ids *ids, const struct storage_order *rec, uint64_t offset,
-                        uint64_t next, void *user)
+static int visit_record(struct ids *ids, const struct storage_order *rec, bool tombstone,
+                        uint64_t offset, uint64_t next, void *user)
 {
     (void)next;
+    (void)tombstone; /* the keydir never points at one */
     struct visit *v = user;
     return keydir_points_at(ids, id_hash(&rec->order_id), offset) ? v->fn(rec, v->user) : 0;
 }

@@ -88,6 +88,10 @@ uint64_t ids_keydir_bytes(const struct ids *ids);
  * IDS_LOG_BYTES_MAX bytes), -ENOMEM (keydir growth refused), -DS_EUSAGE (a field out of its
  * range), or -EROFS for a reader. Nothing changes on failure. */
 DS_MUST_USE int ids_put(struct ids *ids, const struct storage_order *rec);
+/* Removes the order current (as ids_get or ids_visit gave it) from the store: a tombstone
+ * record follows the same commit rules as ids_put. Returns 0, -EAGAIN (pending bytes full:
+ * commit first), -DS_ECORRUPT (not in the store), -DS_EUSAGE or -EROFS. */
+DS_MUST_USE int ids_remove(struct ids *ids, const struct storage_order *current);
 /* Record bytes put since the last commit. */
 uint64_t ids_pending_bytes(const struct ids *ids);
 /* Queues the write of the pending records and a sync of the log on io; *committed_bytes gets
@@ -112,10 +116,11 @@ DS_MUST_USE int ids_visit(struct ids *ids, int (*fn)(const struct storage_order 
 bool ids_record_valid(const struct storage_order *rec);
 /* Encodes a valid rec into dst (IDS_RECORD_BYTES_MAX bytes), zero padding included; returns
  * the padded size. */
-size_t ids_record_encode(const struct storage_order *rec, uint8_t *dst);
+size_t ids_record_encode(const struct storage_order *rec, bool tombstone, uint8_t *dst);
 /* Decodes and checks the record at src (avail bytes); out->items points into src. Returns 0 or
  * -DS_ECORRUPT (a bad CRC, length, field or value). */
-DS_MUST_USE int ids_record_decode(const uint8_t *src, size_t avail, struct storage_order *out);
+DS_MUST_USE int ids_record_decode(const uint8_t *src, size_t avail, struct storage_order *out,
+                                  bool *tombstone);
 
 /* ---- following a writer -------------------------------------------------------------------- */
 

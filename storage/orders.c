@@ -118,7 +118,7 @@ static enum order_fate order_fate(const struct ds_event *e, const struct storage
 }
 
 static void order_from_event(const struct ds_event *e, int32_t day, uint32_t shard,
-                             struct storage_order *out)
+                             const struct ds_source *source, struct storage_order *out)
 {
     *out = (struct storage_order){.order_id = e->order_id,
                                   .has_version = e->has_version,
@@ -131,7 +131,9 @@ static void order_from_event(const struct ds_event *e, int32_t day, uint32_t sha
                                   .customer_id = e->customer_id,
                                   .items_bytes = e->items_bytes,
                                   .items = e->items,
-                                  .versions_seen = 1};
+                                  .versions_seen = 1,
+                                  .source_partition =
+                                      source != NULL ? source->partition : STORAGE_ORDER_NO_SOURCE};
     memcpy(out->status, e->status, e->status_len);
 }
 
@@ -178,7 +180,7 @@ int store_orders_append(struct storage *st, int32_t day, uint32_t shard,
         return rc;
     }
     struct storage_order next;
-    order_from_event(event, day, shard, &next);
+    order_from_event(event, day, shard, source, &next);
     if (fate == ORDER_APPLIED) {
         /* An event without a version keeps the floor (the oracle's "mixed streams"). */
         next.has_version = event->has_version || cur.has_version;
@@ -208,6 +210,50 @@ int store_orders_append(struct storage *st, int32_t day, uint32_t shard,
     st->order_stats.created += fate == ORDER_CREATED;
     st->order_stats.applied += fate == ORDER_APPLIED;
     return 0;
+}
+
+/* ---- giving up a source partition ---------------------------------------------------------- */
+
+struct release {
+    struct storage *st;
+    int32_t source;
+    uint64_t released;
+};
+
+static int release_one(const struct storage_order *o, void *user)
+{
+    struct release *r = user;
+    if (o->source_partition != r->source) {
+        return 0;
+    }
+    struct part *p = NULL;
+    int rc = store_part_get(r->st, o->day, o->shard, &p);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = ids_remove(r->st->ids, o); /* first: -EAGAIN leaves nothing half done */
+    if (rc != 0) {
+        return rc;
+    }
+    struct ds_event retraction;
+    retraction_of(o, &retraction);
+    rc = store_write_append(r->st, p, &retraction, NULL);
+    if (rc != 0) {
+        r->st->failed = r->st->failed != 0 ? r->st->failed : rc;
+        return rc;
+    }
+    p->dead_rows_hint += 2;
+    r->released++;
+    return 0;
+}
+
+int store_orders_release(struct storage *st, int32_t source, uint64_t *released)
+{
+    ASSERT(st->touched_count == 0 && st->pending_events == 0);
+    struct release r = {.st = st, .source = source};
+    int rc = ids_visit(st->ids, release_one, &r);
+    *released = r.released;
+    return rc;
 }
 
 /* ---- lookups ------------------------------------------------------------------------------- */

@@ -25,6 +25,10 @@ DS_MUST_USE int store_orders_get(struct storage *st, const struct ds_id *id,
                                  struct storage_order *out, void *scratch, size_t scratch_capacity);
 DS_MUST_USE int store_orders_visit(struct storage *st, storage_order_fn fn, void *user);
 uint64_t store_orders_count(const struct storage *st);
+/* storage_release_source's work on the orders: retracts and removes every committed order whose
+ * current version came from source (called right after a commit). -EAGAIN: the store's
+ * pending bytes are full; commit and call again (what was released stays released). */
+DS_MUST_USE int store_orders_release(struct storage *st, int32_t source, uint64_t *released);
 /* A 64-bit hash, from seed, of the fields a retraction repeats of the row it cancels (order id,
  * customer, ts, status, amount): compaction and fsck match rows and retractions by it. */
 uint64_t store_orders_row_hash(uint64_t seed, const struct ds_id *order_id,

@@ -472,3 +472,26 @@ int storage_compact_due(struct storage *st, struct storage_compact_report *out)
     }
     return 0;
 }
+
+int storage_release_source(struct storage *st, int32_t source, uint64_t *released)
+{
+    ASSERT(!st->read_only);
+    *released = 0;
+    if (st->failed != 0) {
+        return st->failed;
+    }
+    if (st->ids == NULL || st->touched_count > 0 || st->pending_events > 0 ||
+        !store_source_valid(source) || source == DS_SOURCE_DEADLETTER ||
+        source == STORE_SOURCE_IDS) {
+        return -DS_EUSAGE;
+    }
+    int rc = store_orders_release(st, source, released);
+    if (rc == 0) {
+        struct source_state *s = &st->sources[store_source_index(source)];
+        if (s->known) {
+            s->next = -1; /* committed as -1: "never seen" to storage_source_next */
+            s->dirty = true;
+        }
+    }
+    return rc;
+}

@@ -307,7 +307,11 @@ struct storage_order {
     uint16_t items_bytes;
     const uint8_t *items;
     uint32_t versions_seen; /* events of this order that were stored: the first and each applied */
+    /* The source partition of the current version (a Kafka partition, DS_SOURCE_FILE), or
+     * STORAGE_ORDER_NO_SOURCE: a node gives up the orders of a partition it loses. */
+    int32_t source_partition;
 };
+#define STORAGE_ORDER_NO_SOURCE (-3)
 /* Scratch a lookup needs for the record's bytes (items point into it). */
 #define STORAGE_ORDER_SCRATCH_BYTES                                                                \
     (72u + 2u * DS_ID_BYTES_MAX + DS_STATUS_BYTES_MAX + DS_ITEMS_BYTES_MAX + 3u)
@@ -361,6 +365,16 @@ DS_MUST_USE int storage_compact(struct storage *st, int32_t day, uint32_t shard,
  * partition. Returns storage_compact's values (0 when none is due). */
 #define STORAGE_COMPACT_DEAD_ROWS_MIN 16384u
 DS_MUST_USE int storage_compact_due(struct storage *st, struct storage_compact_report *out);
+
+/* A writer giving up a source (Kafka) partition another node takes over (orders model): right
+ * after a commit, every order whose current version came from source is retracted from its
+ * partition and removed from the orders store, and source's position is forgotten
+ * (storage_source_next answers -1), so that the node taking the partition over can read its
+ * whole history and hold its orders without them counting twice across the nodes. Durable
+ * with the next storage_commit. *released gets the orders given up. Returns 0, -DS_EUSAGE
+ * (events model, or uncommitted appends), -EAGAIN (commit, then call again: it goes on where it
+ * stopped), or an error after which the storage must be reopened. */
+DS_MUST_USE int storage_release_source(struct storage *st, int32_t source, uint64_t *released);
 
 /* Visits the current version of every committed order (in the order their versions were
  * written: not sorted), for fsck and tests. Reads the whole store. Stops early when fn returns

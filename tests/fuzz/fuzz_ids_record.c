@@ -8,10 +8,10 @@
  *               0 or -DS_ECORRUPT; on 0 the record is valid, its items lie inside the input,
  *               and encoding it gives a record no longer than the input that decodes to the
  *               same fields (and encodes to the same bytes again).
- *   MODE_MADE   a record built from the rest (ids, version, ts, shard, amount, status, items,
- *               versions seen): when ids_record_valid accepts it, it encodes and decodes back
- *               to the same fields, and every shorter prefix of its bytes is refused.
- * Properties, any broken one aborts.
+ *   MODE_MADE   a record built from the rest (ids, version, ts, shard, amount, versions seen,
+ *               source partition, status, items, tombstone or not): when ids_record_valid accepts
+ * it, it encodes and decodes back to the same fields, and every shorter prefix of its bytes is
+ * refused. Properties, any broken one aborts.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -47,21 +47,22 @@ static bool order_same(const struct storage_order *a, const struct storage_order
            memcmp(a->status, b->status, a->status_len) == 0 && a->amount_units == b->amount_units &&
            a->items_bytes == b->items_bytes && (a->items == NULL) == (b->items == NULL) &&
            (a->items_bytes == 0 || memcmp(a->items, b->items, a->items_bytes) == 0) &&
-           a->versions_seen == b->versions_seen;
+           a->versions_seen == b->versions_seen && a->source_partition == b->source_partition;
 }
 
 static uint8_t encoded[IDS_RECORD_BYTES_MAX];
 static uint8_t again[IDS_RECORD_BYTES_MAX];
 
 /* rec decoded or built and valid: encode, decode, compare; returns the encoded size. */
-static size_t round_trip(const struct storage_order *rec)
+static size_t round_trip(const struct storage_order *rec, bool tombstone)
 {
-    size_t n = ids_record_encode(rec, encoded);
+    size_t n = ids_record_encode(rec, tombstone, encoded);
     check(n > 0 && n % 4 == 0 && n <= IDS_RECORD_BYTES_MAX);
     struct storage_order back;
-    check(ids_record_decode(encoded, n, &back) == 0);
-    check(order_same(rec, &back));
-    check(ids_record_encode(&back, again) == n && memcmp(encoded, again, n) == 0);
+    bool back_tombstone = !tombstone;
+    check(ids_record_decode(encoded, n, &back, &back_tombstone) == 0);
+    check(order_same(rec, &back) && back_tombstone == tombstone);
+    check(ids_record_encode(&back, tombstone, again) == n && memcmp(encoded, again, n) == 0);
     return n;
 }
 
@@ -94,6 +95,7 @@ static void made(struct fuzz_input *in)
     rec.shard = (uint32_t)fuzz_take_le(in, flags & 2u ? 4 : 1);
     rec.amount_units = (int64_t)fuzz_take_le(in, 8);
     rec.versions_seen = (uint32_t)fuzz_take_le(in, 4);
+    rec.source_partition = (int32_t)(uint32_t)fuzz_take_le(in, flags & 8u ? 4 : 1);
     rec.status_len = (uint8_t)(fuzz_take_u8(in) % (DS_STATUS_BYTES_MAX + 2));
     for (uint8_t i = 0; i < rec.status_len && i < DS_STATUS_BYTES_MAX; i++) {
         rec.status[i] = (char)fuzz_take_u8(in);
@@ -108,7 +110,7 @@ static void made(struct fuzz_input *in)
     if (!ids_record_valid(&rec)) {
         return;
     }
-    size_t n = round_trip(&rec);
+    size_t n = round_trip(&rec, (flags & 16u) != 0);
     static uint8_t prefix[IDS_RECORD_BYTES_MAX];
     size_t length = n;
     while (length > 0 && encoded[length - 1] == 0) {
@@ -117,7 +119,8 @@ static void made(struct fuzz_input *in)
     for (size_t cut = 0; cut + 4 <= length; cut += 1 + cut / 8) {
         memcpy(prefix, encoded, cut);
         struct storage_order out;
-        check(ids_record_decode(prefix, cut, &out) != 0);
+        bool dead = false;
+        check(ids_record_decode(prefix, cut, &out, &dead) != 0);
     }
 }
 
@@ -136,12 +139,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(buf != NULL);
     memcpy(buf, data + 1, len);
     struct storage_order rec;
-    int rc = ids_record_decode(buf, len, &rec);
+    bool tombstone = false;
+    int rc = ids_record_decode(buf, len, &rec, &tombstone);
     check(rc == 0 || rc == -DS_ECORRUPT);
     if (rc == 0) {
         check(ids_record_valid(&rec));
         check(rec.items == NULL || (rec.items >= buf && rec.items + rec.items_bytes <= buf + len));
-        check(round_trip(&rec) <= ((len + 3u) & ~(size_t)3u));
+        check(round_trip(&rec, tombstone) <= ((len + 3u) & ~(size_t)3u));
     }
     free(buf);
     return 0;

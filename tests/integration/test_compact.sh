@@ -25,7 +25,7 @@ rows_before=$("$DAYSHARD" fsck --data "$data" --json | "$PY" -c 'import json,sys
 expect_exit "compact" 0 "$DAYSHARD" compact --data "$data" --json
 cp "$WORK/out" "$WORK/compact.json"
 expect_eq "rows after = orders" \
-  "$("$PY" tests/integration/orders_oracle.py "$WORK/in.jsonl" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["totals"]["orders"])')" \
+  "$("$PY" "$ROOT/tests/integration/orders_oracle.py" "$WORK/in.jsonl" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["totals"]["orders"])')" \
   "$(json_get "$WORK/compact.json" 'd["rows_after"]')"
 "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["compacted"] > 0 and d["bytes_after"] < d["bytes_before"] and d["rows_after"] < d["rows_before"] else 1)' \
   "$WORK/compact.json" && ok || fail "compact removed nothing: $(cat "$WORK/compact.json")"

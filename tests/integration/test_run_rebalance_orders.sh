@@ -1,28 +1,19 @@
 #!/usr/bin/env bash
-# Two `dayshard run --model orders` nodes in one consumer group, each with its own data
-# directory (as test_run_group.sh), on an update stream whose orders have versions spread over
-# seconds (`generate --updates 0.4 --duplicates 0.05`; an update follows its order by ~1,800
-# lines at the median, some by ~20,000), sent by `dayshard produce` keyed by order id at 2,000 a
-# second: node A alone, node B joins while versions of the same orders are in flight (A lets
-# half the partitions go), then A stops (its partitions move to B from the offsets A
-# committed).
-#
-# What is checked, from the topic (kcat, offset order per partition) and the nodes' logs (each
-# "kafka: assigned P from offset O" line, stamped with the time it was written):
-# 1. Keying: every order's messages are in one Kafka partition and keyed by its order id.
-# 2. Handover: for each partition the assignments, ordered by start offset, split its offsets
-#    into ranges, one owner each; each node's share of the topic is the messages of its ranges.
-#    What each node stores is exactly the oracle (orders_oracle.py) of its own share, compared
-#    by orders_compare.py (days, sums, statuses, customer views, P2): no message lost or
-#    stored twice across the handovers, and the rules applied to what the node read.
-# 3. Across the nodes: the two nodes' per-day counts added up equal the oracle of the whole
-#    topic only if no order has versions on both sides of a handover: such an order is current
-#    on both nodes (its old version on the node that let the partition go, its new one on the
-#    node that took it). That is a known limitation (docs/ARCHITECTURE.md section 14): the
-#    test prints how many figures differ and checks that the surplus of orders is exactly the
-#    orders current on both nodes, nothing else.
-# Randomised: prints its seed, DS_TEST_SEED replays it. About 1.5 min on 2 shared cores.
-# Skips (77) while the build refuses --model orders.
+# Orders across a rebalance (issue 14): two `dayshard run --model orders` nodes in one consumer
+# group, each with its own data directory, on an update stream whose orders have versions
+# spread over the whole stream (`generate --updates 0.4 --duplicates 0.05`), keyed by order id.
+#   1. node A alone takes the first 40% of the stream;
+#   2. node B joins while the next 30% is being sent: A gives the partitions it loses up (their
+#      orders leave its directory, storage_release_source), B reads each of them from its start
+#      (the orders of a partition are the state of its whole history); updates of orders A
+#      created arrive at B;
+#   3. once both answer consistent reads: each node holds exactly the orders of the partitions
+#      it is assigned (the oracle of those partitions' messages), and A + B equal the oracle of
+#      the whole topic: counts, sums and per-status counts, nothing counted twice;
+#   4. A stops (it keeps its data, as a stopped node does) and the last 30% is sent: B takes A's
+#      partitions over from their start and equals the oracle of the whole topic;
+# and fsck (with the retractions' balance) is clean on both directories. Keying is checked from
+# the topic itself (kcat). Randomised: prints its seed, DS_TEST_SEED replays it.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/node_lib.sh"
 COMPARE="$ROOT/tests/integration/orders_compare.py"
@@ -31,15 +22,7 @@ seed=${DS_TEST_SEED:-$RANDOM}
 echo "seed=$seed"
 RANDOM=$seed
 events=60000
-[[ ${DS_LONG:-} == 1 ]] && events=200000
-
-if ! "$DAYSHARD" ingest --data "$WORK/probe" --model orders /dev/null >/dev/null 2>"$WORK/probe.err"; then
-  if grep -q "orders model is not implemented yet" "$WORK/probe.err"; then
-    echo "SKIP: this build refuses --model orders ($(cat "$WORK/probe.err"))"
-    exit 77
-  fi
-  die "ingest --model orders of nothing: $(cat "$WORK/probe.err")"
-fi
+if [[ ${DS_LONG:-} == 1 ]]; then events=200000; fi
 
 # stamp: each line of stdin prefixed with the time it was read (seconds, microseconds).
 stamp() { while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done; }
@@ -65,108 +48,100 @@ start_stamped() {
 
 "$DAYSHARD" generate --events "$events" --customers 5000 --updates 0.4 --duplicates 0.05 \
   --items 0.1 --seed "$seed" >"$WORK/stream.jsonl"
+first=$((events * 4 / 10))
+second=$((events * 3 / 10))
+head -n "$first" "$WORK/stream.jsonl" >"$WORK/part1.jsonl"
+sed -n "$((first + 1)),$((first + second))p" "$WORK/stream.jsonl" >"$WORK/part2.jsonl"
+tail -n +"$((first + second + 1))" "$WORK/stream.jsonl" >"$WORK/part3.jsonl"
 start_broker --partitions 12
 start_stamped a "$WORK/a"
 A_PID=$NODE_PID
+A_URL=$URL
 wait_assigned a 30 || fail "node A: no assignment within 30 s"
+ds_produce "$WORK/part1.jsonl" >"$WORK/produce1.out" 2>&1 || fail "produce part 1"
 
-# 30 s of stream; B joins 3..6 s in (the mock completes the rebalance ~5 s later), A stops
-# 17..20 s in.
-PRODUCE_SECONDS=120 ds_produce "$WORK/stream.jsonl" --rate 2000 >"$WORK/produce.out" 2>&1 &
+# consistent URL: waits (90 s at most) until the node answers a consistent count.
+consistent() {
+  local url=$1 code deadline=$(($(now_ms) + 90000))
+  until code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 15 \
+    "$url/v1/count?day=2026-01-01&consistent=true&timeout_ms=10000") && [[ $code == 200 ]]; do
+    (($(now_ms) < deadline)) || break
+    sleep 1
+  done
+  echo "$code"
+}
+# assigned URL: the Kafka partitions the node reads now (those with a lag in /metrics).
+assigned() {
+  curl -s --max-time 10 "$1/metrics" | sed -n 's/^dayshard_consumer_lag_messages{partition="\([0-9]*\)"}.*/\1/p' |
+    sort -n | tr '\n' ' '
+}
+expect_eq "node A alone: consistent" 200 "$(consistent "$A_URL")"
+
+# 2: B joins while part 2 is on its way.
+PRODUCE_SECONDS=120 ds_produce "$WORK/part2.jsonl" --rate 3000 >"$WORK/produce2.out" 2>&1 &
 producer=$!
-sleep "$((3 + RANDOM % 3)).$((RANDOM % 10))"
+sleep "$((1 + RANDOM % 2)).$((RANDOM % 10))"
 start_stamped b "$WORK/b"
 B_PID=$NODE_PID
 B_URL=$URL
 wait_assigned b 30 || fail "node B: no assignment within 30 s"
-sleep "$((7 + RANDOM % 3)).$((RANDOM % 10))"
-note "node A stops"
-stop_node a "$A_PID"
-wait "$producer" || fail "producer: $(tail -c 300 "$WORK/produce.out")"
-cat "$WORK/produce.out"
+wait "$producer" || fail "producer: $(tail -c 300 "$WORK/produce2.out")"
 
-# B has stored everything once a consistent count answers.
-deadline=$(($(now_ms) + 90000))
-until code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 15 \
-  "$B_URL/v1/count?day=2026-01-01&consistent=true&timeout_ms=10000") && [[ $code == 200 ]]; do
-  (($(now_ms) < deadline)) || break
+# 3: both settled. The group may still be rebalancing a moment after B's first assignment:
+# the nodes' assignments must cover the 12 partitions exactly once.
+for _ in $(seq 60); do
+  parts_a=$(assigned "$A_URL")
+  parts_b=$(assigned "$B_URL")
+  (($(wc -w <<<"$parts_a $parts_b") == 12)) && [[ -n $parts_a && -n $parts_b ]] && break
   sleep 1
 done
-expect_eq "node B: consistent count" 200 "$code"
-topic_records "$WORK/topic.tsv"
-expect_eq "messages in the topic" "$events" "$(wc -l <"$WORK/topic.tsv")"
-stop_node b "$B_PID"
-stop_broker
+note "assigned: A [$parts_a] B [$parts_b]"
+expect_eq "partitions assigned once each" 12 "$(echo "$parts_a $parts_b" | tr ' ' '\n' | grep -c .)"
+expect_eq "node A: consistent" 200 "$(consistent "$A_URL")"
+expect_eq "node B: consistent" 200 "$(consistent "$B_URL")"
+expect_eq "the same assignment after the consistent reads" "$parts_a|$parts_b" \
+  "$(assigned "$A_URL")|$(assigned "$B_URL")"
+log_run_has a "orders leave this node" && ok || fail "node A logged no partition given up"
+topic_records "$WORK/topic2.tsv"
+expect_eq "messages in the topic after part 2" "$((first + second))" "$(wc -l <"$WORK/topic2.tsv")"
 
-# 1 and 2: keying, and each node's share of the topic from the stamped assignment lines.
-"$PY" - "$WORK/topic.tsv" "$WORK/a.log" "$WORK/b.log" "$WORK" >"$WORK/shares.txt" <<'EOF'
-import collections, json, re, sys
-topic, logs, work = sys.argv[1], {"a": sys.argv[2], "b": sys.argv[3]}, sys.argv[4]
-records = collections.defaultdict(list)  # partition -> [(offset, key, value)]
-parts_of = collections.defaultdict(set)
-badkey = 0
-for line in open(topic, "rb"):
+# values FILE [PARTITION...]: the messages of those partitions (all without any), in offset
+# order per partition, as JSON lines.
+values() {
+  local file=$1
+  shift
+  "$PY" - "$file" "$@" <<'EOF2'
+import sys
+keep = set(sys.argv[2:])
+rows = []
+for line in open(sys.argv[1], "rb"):
     p, o, k, v = line.rstrip(b"\n").split(b"\t", 3)
-    records[int(p)].append((int(o), k, v))
-    oid = json.dumps(json.loads(v)["order_id"])
-    parts_of[oid].add(int(p))
-    badkey += k.decode() != oid
-print("split_keys", sum(1 for s in parts_of.values() if len(s) > 1))
-print("bad_keys", badkey)
-assigned = re.compile(r"^(\d+\.\d+) .*kafka: assigned \S+\[(\d+)\] from offset (-?\d+)")
-owners = collections.defaultdict(list)  # partition -> [(start, time, node)]
-for node, path in logs.items():
-    for line in open(path):
-        m = assigned.match(line)
-        if m:
-            start = max(0, int(m.group(3)))
-            owners[int(m.group(2))].append((start, float(m.group(1)), node))
-shares = {"a": [], "b": []}
-handovers = 0
-for p in sorted(records):
-    rows = sorted(records[p])
-    if not owners[p]:
-        print("unowned_partition", p)
-        continue
-    ranges = sorted(owners[p])
-    for i, (start, _, node) in enumerate(ranges):
-        end = ranges[i + 1][0] if i + 1 < len(ranges) else 1 << 62
-        if i > 0 and node != ranges[i - 1][2] and end > start:
-            handovers += 1
-        shares[node] += [v for o, _, v in rows if start <= o < end]
-    if ranges[0][0] != 0:
-        print("partition_not_read_from_0", p, ranges[0][0])
-for node, values in shares.items():
-    with open("%s/share-%s.jsonl" % (work, node), "wb") as f:
-        f.write(b"".join(v + b"\n" for v in values))
-    print("share", node, len(values))
-print("handovers", handovers)
-EOF
-cat "$WORK/shares.txt"
-expect_eq "orders whose messages are in more than one partition" "split_keys 0" "$(grep split_keys "$WORK/shares.txt")"
-expect_eq "messages not keyed by their order id" "bad_keys 0" "$(grep bad_keys "$WORK/shares.txt")"
-grep -q "unowned_partition\|partition_not_read_from_0" "$WORK/shares.txt" &&
-  fail "a partition nobody read from offset 0: $(grep -E 'unowned|not_read' "$WORK/shares.txt" | tr '\n' ' ')" || ok
-handovers=$(awk '$1 == "handovers" {print $2}' "$WORK/shares.txt")
-((handovers > 0)) && ok || fail "no partition changed hands with messages after the handover"
-
-sort -t$'\t' -k1,1n -k2,2n "$WORK/topic.tsv" | cut -f4 >"$WORK/values.jsonl"
-"$PY" "$ORACLE" --model orders --out "$WORK/oracle.json" "$WORK/values.jsonl"
-for node in a b; do
-  "$PY" "$ORACLE" --model orders --out "$WORK/oracle-$node.json" "$WORK/share-$node.jsonl"
-  if "$PY" "$COMPARE" --oracle "$WORK/oracle-$node.json" --data "$WORK/$node" --dayshard "$DAYSHARD" \
-    --consistent --seed "$seed" --label "node $node against its share" >"$WORK/compare.out" 2>&1; then ok; else
-    fail "node $node's data is not the oracle of its share of the topic: $(head -c 1500 "$WORK/compare.out")"
+    if not keep or p.decode() in keep:
+        rows.append((int(p), int(o), v))
+sys.stdout.buffer.write(b"".join(v + b"\n" for _, _, v in sorted(rows)))
+EOF2
+}
+compare() { # compare NAME ORACLE_INPUT DATA
+  "$PY" "$ORACLE" --model orders --out "$WORK/$1.oracle.json" "$2"
+  if "$PY" "$COMPARE" --oracle "$WORK/$1.oracle.json" --data "$3" --dayshard "$DAYSHARD" \
+    --seed "$seed" --label "$1" >"$WORK/$1.compare" 2>&1; then ok; else
+    fail "$1: $(head -c 1500 "$WORK/$1.compare")"
   fi
-  cat "$WORK/compare.out"
-done
-
+  tail -1 "$WORK/$1.compare"
+}
+# shellcheck disable=SC2086 # the partition lists split on purpose
+values "$WORK/topic2.tsv" $parts_a >"$WORK/a.jsonl"
+# shellcheck disable=SC2086
+values "$WORK/topic2.tsv" $parts_b >"$WORK/b.jsonl"
+compare "node A = its partitions" "$WORK/a.jsonl" "$WORK/a"
+compare "node B = its partitions" "$WORK/b.jsonl" "$WORK/b"
+values "$WORK/topic2.tsv" >"$WORK/all2.jsonl"
+"$PY" "$ORACLE" --model orders --out "$WORK/whole2.json" "$WORK/all2.jsonl"
 # 3: the contract: A + B equal the oracle of the whole topic.
-"$PY" - "$DAYSHARD" "$WORK/oracle.json" "$WORK/oracle-a.json" "$WORK/oracle-b.json" \
-  "$WORK/a" "$WORK/b" >"$WORK/union.txt" <<'EOF'
+"$PY" - "$DAYSHARD" "$WORK/whole2.json" "$WORK/a" "$WORK/b" >"$WORK/union.txt" <<'EOF'
 import collections, json, subprocess, sys
-binary, whole, oa, ob, da, db = sys.argv[1:7]
-whole, oa, ob = (json.load(open(p)) for p in (whole, oa, ob))
+binary, whole, da, db = sys.argv[1:5]
+whole = json.load(open(whole))
 def units(t):
     w, _, f = t.partition(".")
     return (-1 if w.startswith("-") else 1) * (abs(int(w)) * 10000 + int((f + "0000")[:4]))
@@ -191,25 +166,45 @@ for d, v in whole["days"].items():
     for s, n in v["by_status"].items():
         want[(d, s, "count")] += n
 diff = [(k, union[k], want[k]) for k in sorted(set(union) | set(want), key=str) if union[k] != want[k]]
-both = {json.dumps(o["order_id"]) for o in oa["orders"]} & {json.dumps(o["order_id"]) for o in ob["orders"]}
 total = lambda c: sum(v for (d, s, w), v in c.items() if s is None and w == "count")
-print("union_orders", total(union), "oracle_orders", total(want), "orders_on_both", len(both),
-      "differences", len(diff))
+print("union_orders", total(union), "oracle_orders", total(want), "differences", len(diff))
 for k, u, w in diff[:6]:
     print("  %s %s %s: A+B %d, oracle %d" % (k[0], "all" if k[1] is None else k[1], k[2], u, w))
 EOF
 cat "$WORK/union.txt"
-read -r _ union_orders _ oracle_orders _ on_both _ differences < <(head -1 "$WORK/union.txt")
-# Known limitation (docs/ARCHITECTURE.md section 14, "Orders across a rebalance"): a node that
-# takes a partition over does not have that partition's orders, so an order with versions on
-# both sides of a handover is current on both nodes and A + B count it twice. Until the
-# partition's order state moves with it, this pins the behaviour down: nothing else differs,
-# and the surplus is exactly those orders.
-echo "NOTE: A + B differ from the oracle of the topic in $differences figures:" \
-  "$union_orders orders counted, $oracle_orders in the topic, $on_both current on both nodes"
-# The surplus is exactly the orders current on both nodes.
-expect_eq "A + B orders minus the topic's: the orders current on both nodes" "$on_both" \
-  "$((union_orders - oracle_orders))"
+read -r _ union_orders _ oracle_orders _ differences < <(head -1 "$WORK/union.txt")
+expect_eq "A + B: orders counted = orders in the topic" "$oracle_orders" "$union_orders"
+expect_eq "A + B: figures that differ from the oracle of the topic" 0 "$differences"
+
+# 4: A stops; B takes its partitions over from their start while part 3 arrives.
+note "node A stops"
+stop_node a "$A_PID"
+ds_produce "$WORK/part3.jsonl" --rate 3000 >"$WORK/produce3.out" 2>&1 || fail "produce part 3"
+for _ in $(seq 60); do
+  (($(wc -w <<<"$(assigned "$B_URL")") == 12)) && break
+  sleep 1
+done
+expect_eq "node B reads every partition" 12 "$(wc -w <<<"$(assigned "$B_URL")")"
+expect_eq "node B alone: consistent" 200 "$(consistent "$B_URL")"
+topic_records "$WORK/topic.tsv"
+expect_eq "messages in the topic" "$events" "$(wc -l <"$WORK/topic.tsv")"
+"$PY" - "$WORK/topic.tsv" >"$WORK/keys.txt" <<'EOF'
+import collections, json, sys
+parts_of = collections.defaultdict(set)
+badkey = 0
+for line in open(sys.argv[1], "rb"):
+    p, o, k, v = line.rstrip(b"\n").split(b"\t", 3)
+    oid = json.dumps(json.loads(v)["order_id"])
+    parts_of[oid].add(int(p))
+    badkey += k.decode() != oid
+print("split_keys", sum(1 for s in parts_of.values() if len(s) > 1), "bad_keys", badkey)
+EOF
+expect_eq "keying: orders in more than one partition, messages not keyed by their order" \
+  "split_keys 0 bad_keys 0" "$(cat "$WORK/keys.txt")"
+values "$WORK/topic.tsv" >"$WORK/all.jsonl"
+compare "node B = the whole topic" "$WORK/all.jsonl" "$WORK/b"
+stop_node b "$B_PID"
+stop_broker
 for d in a b; do
   if "$DAYSHARD" fsck --data "$WORK/$d" >"$WORK/fsck.txt" 2>&1; then ok; else fail "fsck $d: $(head -c 300 "$WORK/fsck.txt")"; fi
 done

@@ -516,6 +516,72 @@ static void test_orders_random_stream_matches_reference(void **state)
     }
 }
 
+/* ---- giving up a source partition ---------------------------------------------------------- */
+
+static void test_orders_release_source_partition(void **state)
+{
+    /* Orders from Kafka partitions 0 and 1; partition 0 given up: its orders leave the counts
+     * and the store (lookups miss, a reopen replays the tombstones), its position reads -1,
+     * partition 1 is untouched, fsck-style totals stay consistent; reading partition 0 again
+     * from its start (as the node taking it back does) creates its orders again. */
+    struct fixture *fx = *state;
+    struct storage *st = open_store(fx->dir, NULL, false);
+    struct ref_order ref[ORDERS] = {0};
+    uint64_t rng = 4242;
+    struct version history[600];
+    uint32_t shards[600];
+    for (int k = 0; k < 600; k++) {
+        random_version(&rng, &history[k]);
+        shards[k] = (uint32_t)test_rng_below(&rng, SHARDS);
+        struct ds_source src = {.partition = (int32_t)(history[k].order % 2), .offset = k};
+        append_version(st, &history[k], shards[k], &src);
+        (void)ref_apply(&ref[history[k].order - 1], &history[k], shards[k]);
+    }
+    assert_int_equal(storage_commit(st), 0);
+    uint64_t released = 0;
+    assert_int_equal(storage_release_source(st, 0, &released), 0);
+    uint64_t even = 0;
+    for (size_t i = 0; i < ORDERS; i++) {
+        if (ref[i].exists && (i + 1) % 2 == 0) {
+            even++;
+            ref[i].exists = false; /* order ids 2, 4, ... came from partition 0 */
+        }
+    }
+    assert_int_equal(released, even);
+    assert_true(released > 5);
+    assert_int_equal(storage_commit(st), 0);
+    assert_int_equal(storage_source_next(st, 0), -1);
+    assert_true(storage_source_next(st, 1) > 0);
+    expect_ref(fx, st, ref, ORDERS, DAYS);
+    storage_close(st);
+    st = open_store(fx->dir, NULL, false); /* the tombstones replay */
+    expect_ref(fx, st, ref, ORDERS, DAYS);
+    assert_int_equal(storage_source_next(st, 0), -1);
+    assert_int_equal(storage_release_source(st, 0, &released), 0);
+    assert_int_equal(released, 0); /* nothing left to give up */
+    /* The partition read again from its start: the same orders as before the release. */
+    for (int k = 0; k < 600; k++) {
+        if (history[k].order % 2 == 0) {
+            struct ds_source src = {.partition = 0, .offset = k};
+            append_version(st, &history[k], shards[k], &src);
+            (void)ref_apply(&ref[history[k].order - 1], &history[k], shards[k]);
+        }
+    }
+    assert_int_equal(storage_commit(st), 0);
+    expect_ref(fx, st, ref, ORDERS, DAYS);
+    struct storage_compact_report rep;
+    for (int32_t d = 0; d < DAYS; d++) {
+        for (uint32_t s = 0; s < SHARDS; s++) {
+            assert_true(storage_compact(st, DAY0 + d, s, &rep) >= 0);
+        }
+    }
+    expect_ref(fx, st, ref, ORDERS, DAYS);
+    storage_close(st);
+    st = open_store(fx->dir, NULL, true);
+    expect_ref(fx, st, ref, ORDERS, DAYS);
+    storage_close(st);
+}
+
 /* ---- compaction ---------------------------------------------------------------------------- */
 
 struct scan_count {
@@ -733,6 +799,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_orders_random_stream_matches_reference, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_orders_release_source_partition, setup, teardown),
         cmocka_unit_test_setup_teardown(test_orders_compaction_keeps_current_versions, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(

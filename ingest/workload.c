@@ -433,7 +433,9 @@ static int workload_check_shape(const struct ingest_workload_config *cfg)
 /* The busy day and the shares. Returns 0 or -DS_EUSAGE (logged). */
 static int workload_check_shares(const struct ingest_workload_config *cfg)
 {
-    if (cfg->busy_day_index >= cfg->days) {
+    bool has_busy_day =
+        cfg->profile == INGEST_PROFILE_BUSY_DAY || cfg->profile == INGEST_PROFILE_FLASH_SALE;
+    if (has_busy_day && cfg->busy_day_index >= cfg->days) {
         ds_log_error("workload: busy day index %u is not one of the %u days (0..%u)",
                      cfg->busy_day_index, cfg->days, cfg->days - 1);
         return -DS_EUSAGE;

@@ -749,6 +749,7 @@ static void test_workload_config_check_rejects_each_bad_field(void **state)
     bad[n++].hot_fraction = NAN;
     bad[n++].first_day = -1;
     bad[n++].first_day = DS_DAY_MAX - 26; /* 28 days would end one day past DS_DAY_MAX */
+    bad[n].profile = INGEST_PROFILE_BUSY_DAY;
     bad[n++].busy_day_index = 28;
     bad[n++].string_id_permille = 1001;
     bad[n++].rate_eps = -1.0;
@@ -798,6 +799,12 @@ static void test_workload_config_check_rejects_each_bad_field(void **state)
 
 static void test_workload_config_check_accepts_edges(void **state)
 {
+    /* A profile without a busy day does not care where it would be: 7 uniform days. */
+    struct ingest_workload_config week;
+    ingest_workload_defaults(&week);
+    week.days = 7;
+    assert_int_equal(ingest_workload_config_check(&week), 0);
+
     /* The extreme valid values are accepted and generate. */
     (void)state;
     struct ingest_workload_config good[10];

@@ -807,8 +807,8 @@ int ids_queue(struct ids *ids, uint64_t *committed_bytes)
 /* Moves the newly committed bytes into the tail, dropping its oldest bytes past IDS_TAIL_BYTES. */
 static void tail_append(struct ids *ids)
 {
-    if (ids->tail == NULL) {
-        return; /* the allocation failed at open: lookups read the file */
+    if (ids->tail == NULL || ids->pending_bytes == 0) {
+        return; /* the allocation failed at open (lookups read the file), or nothing new */
     }
     size_t held = (size_t)(ids->committed_bytes - ids->tail_start);
     size_t add = ids->pending_bytes;

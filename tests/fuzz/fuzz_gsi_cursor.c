@@ -74,7 +74,7 @@ static void check(bool ok)
     }
 }
 
-static bool id_equal(const struct ds_id *a, const struct ds_id *b)
+static bool fuzz_id_same(const struct ds_id *a, const struct ds_id *b)
 {
     return a->is_string == b->is_string && a->len == b->len && a->value == b->value &&
            memcmp(a->text, b->text, a->len) == 0;
@@ -145,7 +145,7 @@ static void tail_made_run(const uint8_t *data, size_t size)
     int64_t ts_back = -1;
     struct ds_id back;
     check(gsi_key_tail_decode(key, n, &ts_back, &back) == 0);
-    check(ts_back == ts_ms && id_equal(&back, &order));
+    check(ts_back == ts_ms && fuzz_id_same(&back, &order));
     char token[GSI_TOKEN_CHARS_MAX + 1];
     gsi_key_hex_encode(key, n, token);
     uint8_t key_back[GSI_TAIL_BYTES_MAX];

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -239,6 +240,13 @@ static int show_results(const struct demo *d, uint64_t accepted, uint64_t raw_by
            report.events_ok ? (double)report.bytes_ok / (double)report.events_ok : 0.0);
     if (raw_bytes > 0 && accepted > 0) {
         printf(" (raw JSON: %.1f)", (double)raw_bytes / (double)accepted);
+    }
+    char ids_log[DS_PATH_MAX + 16];
+    snprintf(ids_log, sizeof(ids_log), "%s/ids/log", d->data);
+    struct stat sb;
+    if (report.events_ok > 0 && stat(ids_log, &sb) == 0) {
+        printf("\n  plus %.2f bytes per event for the orders-by-id store (DIR/ids/log)",
+               (double)sb.st_size / (double)report.events_ok);
     }
     printf("\n");
     return rc == 0 ? CLI_OK : cli_error("demo", CLI_FAIL, "fsck found damage");

@@ -336,11 +336,8 @@ static int fsck_gsi_foreign_entry(const struct gsi_entry *entry, void *user)
     if (rc != 0 && rc != -ENOENT) {
         return rc;
     }
-    bool current = rc == 0 && o.ts_ms == entry->ts_ms &&
-                   o.customer_id.is_string == entry->customer_id.is_string &&
-                   o.customer_id.value == entry->customer_id.value &&
-                   o.customer_id.len == entry->customer_id.len &&
-                   memcmp(o.customer_id.text, entry->customer_id.text, o.customer_id.len) == 0;
+    bool current =
+        rc == 0 && o.ts_ms == entry->ts_ms && ds_id_equal(&o.customer_id, &entry->customer_id);
     c->foreign_current += current;
     c->superseded += !current;
     return 0;

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 /* ---- attributes ---------------------------------------------------------------------------- */
@@ -185,6 +186,19 @@ struct ds_id {
     int64_t value;              /* the integer id when !is_string, else 0 */
     char text[DS_ID_BYTES_MAX]; /* string bytes (not NUL-terminated) when is_string */
 };
+
+/* Whether two ids are the same id: the same kind, and the same integer or the same bytes (5 and
+ * "5" are two ids). */
+static inline bool ds_id_equal(const struct ds_id *a, const struct ds_id *b)
+{
+    if (a->is_string != b->is_string) {
+        return false;
+    }
+    if (!a->is_string) {
+        return a->value == b->value;
+    }
+    return a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
+}
 
 /* DESIGN.md section 2: an event's optional line items. At most 100 of them, at most 8 KiB of
  * JSON text for the whole `items` value; a product is 1..64 bytes of UTF-8 (like an id), a

@@ -238,17 +238,6 @@ static size_t gsi_customer_bytes(const struct ds_id *customer, uint8_t *dst)
     return customer->len;
 }
 
-static bool gsi_customer_equal(const struct ds_id *a, const struct ds_id *b)
-{
-    if (a->is_string != b->is_string) {
-        return false;
-    }
-    if (!a->is_string) {
-        return a->value == b->value;
-    }
-    return a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
-}
-
 /* pread of up to len bytes; *got is what the file had. */
 static int gsi_pread_all(int fd, void *dst, size_t len, uint64_t offset, size_t *got)
 {
@@ -1295,7 +1284,7 @@ static bool gsi_item_same_customer(const struct gsi_entry *entries, const struct
     }
     return !x->customer_is_string
                ? x->customer_value == y->customer_value
-               : gsi_customer_equal(&entries[x->index].customer_id, &entries[y->index].customer_id);
+               : ds_id_equal(&entries[x->index].customer_id, &entries[y->index].customer_id);
 }
 
 /* Appends the runs of the sorted batch, one slot at a time, and lists the slots' new heads. */
@@ -1833,7 +1822,7 @@ static int gsi_check_run(struct gsi_checker *c, const struct gsi_record *record)
     uint64_t prev = gsi_u64_get(r + 16);
     int64_t chain_max = newest > s->max_ts || s->head == 0 ? newest : s->max_ts;
     bool continues = at == c->last_run_end && slot == c->last_run_slot &&
-                     gsi_customer_equal(&e.customer_id, &c->last_run_customer);
+                     ds_id_equal(&e.customer_id, &c->last_run_customer);
     uint64_t skip = continues ? c->last_run_skip : prev;
     const char *wrong = NULL;
     if (tag == own ? ((slot - home) & g->mask) >= GSI_PROBE_MAX : slot != home) {

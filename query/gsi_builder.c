@@ -618,15 +618,6 @@ int query_gsi_wait(struct query_gsi *g, uint64_t commit_seq, uint32_t timeout_ms
     return rc;
 }
 
-static bool id_equal(const struct ds_id *a, const struct ds_id *b)
-{
-    if (a->is_string != b->is_string) {
-        return false;
-    }
-    return a->is_string ? a->len == b->len && memcmp(a->text, b->text, a->len) == 0
-                        : a->value == b->value;
-}
-
 static struct query_order order_of_entry(const struct gsi_entry *e)
 {
     struct query_order o = {.order_id = e->order_id,
@@ -652,7 +643,7 @@ static int entry_current(struct storage *st, const struct gsi_entry *e, void *sc
     if (rc != 0) {
         return rc;
     }
-    if (cur.ts_ms != e->ts_ms || !id_equal(&cur.customer_id, &e->customer_id)) {
+    if (cur.ts_ms != e->ts_ms || !ds_id_equal(&cur.customer_id, &e->customer_id)) {
         return 0;
     }
     *o = (struct query_order){.order_id = e->order_id,

@@ -332,17 +332,6 @@ static uint64_t heat_id_hash(const struct ds_id *id)
     return ds_mix64((uint64_t)id->value);
 }
 
-static bool heat_id_equal(const struct ds_id *a, const struct ds_id *b)
-{
-    if (a->is_string != b->is_string) {
-        return false;
-    }
-    if (!a->is_string) {
-        return a->value == b->value;
-    }
-    return a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
-}
-
 /* Copies the meaningful bytes only, so a snapshot never carries a caller's stale bytes. */
 static void heat_id_copy(struct ds_id *dst, const struct ds_id *src)
 {
@@ -377,7 +366,7 @@ static uint32_t heat_customer_probe(const struct heat_customers *c, const struct
         if (s->entry == 0) {
             return slot;
         }
-        if (s->tag == tag && heat_id_equal(&c->counters[s->entry - 1u].id, id)) {
+        if (s->tag == tag && ds_id_equal(&c->counters[s->entry - 1u].id, id)) {
             return slot;
         }
         slot = (slot + 1u) & mask;

@@ -126,17 +126,6 @@ static bool id_valid(const struct ds_id *id)
     return id->len == 0 && id->value >= 1;
 }
 
-static bool id_equal(const struct ds_id *a, const struct ds_id *b)
-{
-    if (a->is_string != b->is_string) {
-        return false;
-    }
-    if (!a->is_string) {
-        return a->value == b->value;
-    }
-    return a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
-}
-
 /* The hash of an id: integers through splitmix's finaliser, strings through FNV-1a (the
  * routing hash) and the same finaliser, so the high bits the keydir keeps are well mixed. */
 static uint64_t id_hash(const struct ds_id *id)
@@ -382,7 +371,7 @@ static int keydir_find(struct ids *ids, const struct ds_id *id, uint64_t hash, u
         if (rc < 0) {
             return rc;
         }
-        if (id_equal(&rec->order_id, id)) {
+        if (ds_id_equal(&rec->order_id, id)) {
             *index = i;
             return 0;
         }
@@ -456,7 +445,7 @@ static int keydir_set(struct ids *ids, const struct ds_id *id, uint64_t offset)
     struct storage_order old;
     uint64_t index = 0;
     int rc = 0;
-    if (ids->last.valid && ids->last.hash == hash && id_equal(&ids->last.id, id)) {
+    if (ids->last.valid && ids->last.hash == hash && ds_id_equal(&ids->last.id, id)) {
         index = ids->last.index;
         rc = ids->last.found ? 0 : -ENOENT;
     } else {

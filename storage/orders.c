@@ -84,17 +84,11 @@ void store_orders_committed(struct storage *st)
 
 /* ---- the writer's step --------------------------------------------------------------------- */
 
-static bool id_equal(const struct ds_id *a, const struct ds_id *b)
-{
-    return a->is_string == b->is_string && a->value == b->value && a->len == b->len &&
-           memcmp(a->text, b->text, a->len) == 0;
-}
-
 /* The content the rules compare: customer, ts, status, amount and items (absent differs from
  * an empty list). */
 static bool content_equal(const struct ds_event *e, const struct storage_order *o)
 {
-    return id_equal(&e->customer_id, &o->customer_id) && e->ts_ms == o->ts_ms &&
+    return ds_id_equal(&e->customer_id, &o->customer_id) && e->ts_ms == o->ts_ms &&
            e->amount_units == o->amount_units && e->status_len == o->status_len &&
            memcmp(e->status, o->status, e->status_len) == 0 && e->items_bytes == o->items_bytes &&
            (e->items == NULL) == (o->items == NULL) &&

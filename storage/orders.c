@@ -29,12 +29,6 @@
 
 /* ---- the store ----------------------------------------------------------------------------- */
 
-static uint64_t ids_committed_in_manifest(const struct storage *st)
-{
-    const struct source_state *s = &st->sources[store_source_index(STORE_SOURCE_IDS)];
-    return s->known && s->committed_next > 0 ? (uint64_t)s->committed_next : 0;
-}
-
 int store_orders_open(struct storage *st)
 {
     ASSERT(st->ids == NULL);
@@ -44,7 +38,8 @@ int store_orders_open(struct storage *st)
             return -ENOMEM;
         }
     }
-    return ids_open(st->io, st->dir, ids_committed_in_manifest(st), st->read_only, &st->ids);
+    return ids_open(st->io, st->dir, store_length_committed(st, STORE_SOURCE_IDS), st->read_only,
+                    &st->ids);
 }
 
 int store_orders_refresh(struct storage *st)
@@ -52,7 +47,7 @@ int store_orders_refresh(struct storage *st)
     if (st->ids == NULL) {
         return 0; /* loaded by the first lookup */
     }
-    int rc = ids_refresh(st->ids, ids_committed_in_manifest(st));
+    int rc = ids_refresh(st->ids, store_length_committed(st, STORE_SOURCE_IDS));
     if (rc != 0) {
         ids_close(st->ids); /* it may hold part of what it replayed: loaded again on next use */
         st->ids = NULL;
@@ -67,19 +62,13 @@ int store_orders_queue(struct storage *st)
     if (rc != 0) {
         return rc;
     }
-    struct source_state *s = &st->sources[store_source_index(STORE_SOURCE_IDS)];
-    if (!s->known) {
-        s->committed_next = 0;
-    }
-    s->known = true;
-    s->dirty = s->dirty || s->next != (int64_t)bytes;
-    s->next = (int64_t)bytes;
+    store_length_set(st, STORE_SOURCE_IDS, bytes);
     return 0;
 }
 
 void store_orders_committed(struct storage *st)
 {
-    ids_committed(st->ids, ids_committed_in_manifest(st));
+    ids_committed(st->ids, store_length_committed(st, STORE_SOURCE_IDS));
 }
 
 /* ---- the writer's step --------------------------------------------------------------------- */

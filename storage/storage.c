@@ -300,20 +300,12 @@ int storage_source_advance(struct storage *st, const struct ds_source *source)
 void storage_deadletter_set(struct storage *st, uint64_t bytes)
 {
     ASSERT(!st->read_only);
-    ASSERT(bytes <= INT64_MAX);
-    struct source_state *s = &st->sources[store_source_index(DS_SOURCE_DEADLETTER)];
-    if (!s->known) {
-        s->committed_next = 0;
-    }
-    s->known = true;
-    s->dirty = s->dirty || s->next != (int64_t)bytes;
-    s->next = (int64_t)bytes;
+    store_length_set(st, DS_SOURCE_DEADLETTER, bytes);
 }
 
 uint64_t storage_deadletter_committed(const struct storage *st)
 {
-    const struct source_state *s = &st->sources[store_source_index(DS_SOURCE_DEADLETTER)];
-    return s->known && s->committed_next > 0 ? (uint64_t)s->committed_next : 0;
+    return store_length_committed(st, DS_SOURCE_DEADLETTER);
 }
 
 uint64_t storage_pending_events(const struct storage *st)

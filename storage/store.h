@@ -134,6 +134,13 @@ static inline uint32_t store_source_index(int32_t partition)
     return (uint32_t)(partition - STORE_SOURCE_FIRST);
 }
 
+/* The reserved slots that hold a file's committed length instead of a source's offset (the
+ * dead-letter file, the orders store's log): the length to commit with the next record, and
+ * the length the last one committed (0 when none). */
+struct storage;
+void store_length_set(struct storage *st, int32_t slot, uint64_t bytes);
+uint64_t store_length_committed(const struct storage *st, int32_t slot);
+
 struct source_state {
     bool known;
     bool dirty;

@@ -423,6 +423,28 @@ int store_skip_add(struct storage *st, const struct manifest_skip *skip)
     return 0;
 }
 
+/* ---- lengths in the source table ---------------------------------------------------------- */
+
+void store_length_set(struct storage *st, int32_t slot, uint64_t bytes)
+{
+    ASSERT(slot == DS_SOURCE_DEADLETTER || slot == STORE_SOURCE_IDS);
+    ASSERT(bytes <= INT64_MAX);
+    struct source_state *s = &st->sources[store_source_index(slot)];
+    if (!s->known) {
+        s->committed_next = 0;
+    }
+    s->known = true;
+    s->dirty = s->dirty || s->next != (int64_t)bytes;
+    s->next = (int64_t)bytes;
+}
+
+uint64_t store_length_committed(const struct storage *st, int32_t slot)
+{
+    ASSERT(slot == DS_SOURCE_DEADLETTER || slot == STORE_SOURCE_IDS);
+    const struct source_state *s = &st->sources[store_source_index(slot)];
+    return s->known && s->committed_next > 0 ? (uint64_t)s->committed_next : 0;
+}
+
 /* ---- manifest replay into the table -------------------------------------------------------- */
 
 static struct source_state *source_slot(struct storage *st, int32_t partition)

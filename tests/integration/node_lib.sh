@@ -339,6 +339,19 @@ ds_produce_works() {
 # every acknowledged (partition, offset, order id); usage in its header.
 PY_PRODUCER=$(dirname "${BASH_SOURCE[0]}")/py_producer.py
 
+# py_producer_finished PID: waits for the kill -9 tests' producer (its report in
+# $WORK/producer.out, its log in $WORK/producer.log), which must have been stopped before it ran
+# out of events and must have sent again after the broker's injected errors. Sets $retried
+# (the producer's resends) for the caller's report.
+py_producer_finished() {
+  wait "$1" || fail "producer: $(tail -c 300 "$WORK/producer.out" "$WORK/producer.log")"
+  note "producer: $(cat "$WORK/producer.out")"
+  expect_eq "the producer ran out of events before it was stopped" false \
+    "$(json_get "$WORK/producer.out" 'str(d["ran_out"]).lower()')"
+  retried=$(json_get "$WORK/producer.out" 'd["retried"]')
+  ((retried > 0)) && ok || fail "the broker errors made the producer send nothing again"
+}
+
 # gsi_state URL: "COMMIT LAG_MS QUERYABLE" from the node's /metrics: its storage commit sequence,
 # the by-customer index's lag gauge, and how many commits became queryable in the index so far
 # (the lag histogram's count); empty when the node does not answer.

@@ -180,7 +180,6 @@ static int writer_compact(struct stage *s)
                     r.shard, (unsigned long long)r.rows_before, (unsigned long long)r.rows_after,
                     (unsigned long long)r.bytes_before, (unsigned long long)r.bytes_after,
                     (double)r.ns / 1e6);
-        atomic_fetch_add(&s->compactions, 1);
     }
     return rc < 0 ? rc : 0;
 }

@@ -104,7 +104,6 @@ struct stage {
     atomic_uint_least64_t accepted;
     atomic_uint_least64_t rejected;
     atomic_uint_least64_t commits;
-    atomic_uint_least64_t compactions; /* orders model: partitions rewritten (storage_compact) */
     uint64_t last_commit_ns; /* writer thread: how long the last commit took (read in on_commit) */
     atomic_uint_least64_t rejected_by_reason[INGEST_REASON_COUNT];
 };

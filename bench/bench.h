@@ -9,12 +9,15 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ingest/ingest.h"
 #include "query/query.h"
@@ -177,6 +180,104 @@ static inline const char *bench_http_get(int fd, const char *path, char *buf, si
         exit(1);
     }
     return body;
+}
+
+/* ---- the machine's floor for a request over loopback ---------------------------------------
+ * A bare TCP round trip between two threads of this process, the server waiting in epoll_wait
+ * as libmicrohttpd's workers do and echoing each message: what no HTTP service on this machine
+ * can beat, measured in the same run so that a service's figure reads as a ratio to it. On a
+ * virtual machine most of it is waking a halted vCPU: a guest whose cpuidle-haltpoll driver
+ * does not poll (guest_halt_poll_ns = 0) pays the hypervisor's wake-up on each side of every
+ * round trip (bench_wakeup_note says which applies). */
+
+struct bench_echo {
+    int listen_fd;
+};
+
+static inline void *bench_echo_main(void *arg)
+{
+    struct bench_echo *e = arg;
+    int fd = accept(e->listen_fd, NULL, NULL);
+    ASSERT(fd >= 0);
+    int one = 1;
+    ASSERT(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0);
+    int ep = epoll_create1(0);
+    ASSERT(ep >= 0);
+    struct epoll_event ev = {.events = EPOLLIN};
+    ASSERT(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0);
+    char buf[512];
+    for (;;) {
+        struct epoll_event got;
+        if (epoll_wait(ep, &got, 1, -1) < 1) {
+            continue;
+        }
+        ssize_t n = recv(fd, buf, sizeof(buf), 0);
+        if (n <= 0) {
+            break;
+        }
+        ASSERT(send(fd, buf, (size_t)n, 0) == n);
+    }
+    close(ep);
+    close(fd);
+    return NULL;
+}
+
+/* Round trips of a request-sized message (46 bytes, a GET of this size) over one loopback
+ * connection, iterations of them. */
+static inline struct bench_latency bench_loopback_floor(uint64_t iterations)
+{
+    struct bench_echo e = {.listen_fd = socket(AF_INET, SOCK_STREAM, 0)};
+    ASSERT(e.listen_fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    ASSERT(bind(e.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+    ASSERT(listen(e.listen_fd, 1) == 0);
+    ASSERT(getsockname(e.listen_fd, (struct sockaddr *)&sa, &len) == 0);
+    pthread_t thread;
+    ASSERT(pthread_create(&thread, NULL, bench_echo_main, &e) == 0);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT(fd >= 0);
+    ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+    int one = 1;
+    ASSERT(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0);
+    uint64_t *ns = malloc(iterations * sizeof(*ns));
+    ASSERT(ns != NULL);
+    char msg[46];
+    memset(msg, 'x', sizeof(msg));
+    for (uint64_t i = 0; i < iterations; i++) {
+        uint64_t t0 = ds_clock_ns();
+        ASSERT(send(fd, msg, sizeof(msg), 0) == (ssize_t)sizeof(msg));
+        size_t got = 0;
+        while (got < sizeof(msg)) {
+            ssize_t r = recv(fd, msg + got, sizeof(msg) - got, 0);
+            ASSERT(r > 0);
+            got += (size_t)r;
+        }
+        ns[i] = ds_clock_ns() - t0;
+    }
+    close(fd);
+    ASSERT(pthread_join(thread, NULL) == 0);
+    close(e.listen_fd);
+    struct bench_latency l = bench_latency_of(ns, iterations);
+    free(ns);
+    return l;
+}
+
+/* One line on what wakes this machine's idle CPUs, when it is a guest with cpuidle-haltpoll. */
+static inline void bench_wakeup_note(void)
+{
+    FILE *f = fopen("/sys/module/haltpoll/parameters/guest_halt_poll_ns", "r");
+    if (f == NULL) {
+        return;
+    }
+    unsigned long long poll_ns = 0;
+    if (fscanf(f, "%llu", &poll_ns) == 1) {
+        printf("cpuidle-haltpoll guest_halt_poll_ns = %llu%s\n", poll_ns,
+               poll_ns == 0 ? " (an idle vCPU halts at once: each wake-up goes through the "
+                              "hypervisor; see docs/ARCHITECTURE.md, request latency)"
+                            : "");
+    }
+    fclose(f);
 }
 
 /* Peak RSS (VmHWM) of this process in MiB. */

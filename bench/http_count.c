@@ -6,7 +6,8 @@
  * thread asks sequentially on one keep-alive connection. The service is started after the first
  * tenth of the events and keeps running while the rest is appended (it refreshes per request),
  * so the quiet-day figure at a tenth and at all events shows the latency is flat. Baseline in
- * the same run: the same count in-process (query_count), reported as the HTTP/in-process ratio.
+ * the same run: the same count in-process (query_count), reported as the HTTP/in-process ratio,
+ * and per S the loopback floor (bench.h: a bare TCP round trip, which no HTTP answer beats).
  *
  * Usage: bench_http_count [events=10000000] [iterations=20000] [shards=4,16,64]
  *        bench_http_count --url HOST:PORT PATH [iterations]   (client only, any running service)
@@ -126,7 +127,10 @@ static void run_one(uint64_t events, uint64_t iterations, uint32_t shards)
     struct query_count_request q_busy = {.day_first = busy_index, .day_last = busy_index};
     struct query_count_request q_month = {.day_first = wcfg.first_day,
                                           .day_last = wcfg.first_day + (int32_t)wcfg.days - 1};
-    printf("S = %u shards per day\n", shards);
+    struct bench_latency floor = bench_loopback_floor(iterations);
+    printf("S = %u shards per day; loopback floor (bare TCP round trip) p50 %.1f us  p99 %.1f "
+           "us\n",
+           shards, floor.p50_us, floor.p99_us);
     uint64_t count = 0;
     struct bench_latency l = measure_http(query_http_address(h), quiet, iterations, &count);
     report("one quiet day, 1/10 stored", &l, count, measure_inprocess(dir, &q_quiet, iterations));
@@ -160,6 +164,7 @@ int main(int argc, char **argv)
     printf("bench_http_count: %llu busy-day events (28 days, 30%% on one), %llu sequential "
            "requests per query on one keep-alive connection, 2 service threads\n",
            (unsigned long long)events, (unsigned long long)iterations);
+    bench_wakeup_note();
     for (const char *p = shard_list; *p != '\0';) { /* one run per listed shard count */
         char *end = NULL;
         unsigned long shards = strtoul(p, &end, 10);

@@ -85,7 +85,7 @@ struct ids {
     uint8_t *pending; /* records at [committed_bytes, committed_bytes + pending_bytes) */
     size_t pending_bytes;
     size_t pending_capacity;
-    uint8_t *tail; /* a writer's committed bytes [tail_start, committed_bytes), or NULL */
+    uint8_t *tail; /* a writer's committed bytes [tail_start, committed_bytes), or NULL; a ring */
     uint64_t tail_start;
     uint8_t scratch[IDS_RECORD_BYTES_MAX]; /* the record a put compares against */
     /* The last ids_get's probe, valid until the keydir changes: the writer's put of the order it
@@ -291,6 +291,15 @@ int ids_record_decode(const uint8_t *src, size_t avail, struct storage_order *ou
 
 /* ---- reading records back ------------------------------------------------------------------ */
 
+/* Copies len bytes of the log at offset, held by the tail, into dst (the ring may wrap). */
+static void tail_copy_out(const struct ids *ids, uint64_t offset, uint8_t *dst, size_t len)
+{
+    size_t at = (size_t)(offset % IDS_TAIL_BYTES);
+    size_t first = IDS_TAIL_BYTES - at < len ? IDS_TAIL_BYTES - at : len;
+    memcpy(dst, ids->tail + at, first);
+    memcpy(dst + first, ids->tail, len - first);
+}
+
 /* Reads and checks the record at offset into dst (capacity >= IDS_RECORD_BYTES_MAX). */
 static int ids_read_record(struct ids *ids, uint64_t offset, uint8_t *dst,
                            struct storage_order *out)
@@ -307,10 +316,9 @@ static int ids_read_record(struct ids *ids, uint64_t offset, uint8_t *dst,
         return ids_record_decode(dst, avail, out, &tombstone);
     }
     if (ids->tail != NULL && offset >= ids->tail_start) {
-        size_t at = (size_t)(offset - ids->tail_start);
         size_t avail = (size_t)(ids->committed_bytes - offset);
         avail = avail < IDS_RECORD_BYTES_MAX ? avail : IDS_RECORD_BYTES_MAX;
-        memcpy(dst, ids->tail + at, avail);
+        tail_copy_out(ids, offset, dst, avail);
         return ids_record_decode(dst, avail, out, &tombstone);
     }
     uint64_t avail64 = ids->committed_bytes - offset;
@@ -793,27 +801,30 @@ int ids_queue(struct ids *ids, uint64_t *committed_bytes)
     return 0;
 }
 
-/* Moves the newly committed bytes into the tail, dropping its oldest bytes past IDS_TAIL_BYTES. */
+/* Moves the newly committed bytes into the tail, whose oldest bytes they overwrite past
+ * IDS_TAIL_BYTES (a ring: log offset x lives at x % IDS_TAIL_BYTES, so a commit copies only its
+ * own bytes; shifting the tail down cost up to 16 MiB of memmove per commit). */
 static void tail_append(struct ids *ids)
 {
     if (ids->tail == NULL || ids->pending_bytes == 0) {
         return; /* the allocation failed at open (lookups read the file), or nothing new */
     }
-    size_t held = (size_t)(ids->committed_bytes - ids->tail_start);
     size_t add = ids->pending_bytes;
-    if (add >= IDS_TAIL_BYTES) {
-        size_t skip = add - IDS_TAIL_BYTES;
-        memcpy(ids->tail, ids->pending + skip, IDS_TAIL_BYTES);
-        ids->tail_start = ids->committed_bytes + skip;
-        return;
+    const uint8_t *src = ids->pending;
+    uint64_t at = ids->committed_bytes;
+    if (add > IDS_TAIL_BYTES) { /* only the newest IDS_TAIL_BYTES stay */
+        src += add - IDS_TAIL_BYTES;
+        at += add - IDS_TAIL_BYTES;
+        add = IDS_TAIL_BYTES;
     }
-    if (held + add > IDS_TAIL_BYTES) {
-        size_t drop = held + add - IDS_TAIL_BYTES;
-        memmove(ids->tail, ids->tail + drop, held - drop);
-        ids->tail_start += drop;
-        held -= drop;
+    size_t first = IDS_TAIL_BYTES - (size_t)(at % IDS_TAIL_BYTES);
+    first = first < add ? first : add;
+    memcpy(ids->tail + at % IDS_TAIL_BYTES, src, first);
+    memcpy(ids->tail, src + first, add - first);
+    uint64_t end = ids->committed_bytes + ids->pending_bytes;
+    if (end - ids->tail_start > IDS_TAIL_BYTES) {
+        ids->tail_start = end - IDS_TAIL_BYTES;
     }
-    memcpy(ids->tail + held, ids->pending, add);
 }
 
 void ids_committed(struct ids *ids, uint64_t committed_bytes)

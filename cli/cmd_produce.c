@@ -49,7 +49,6 @@ const char cmd_produce_usage[] =
     "  --shards N             S for --key partition of a day the map topic does not name,\n"
     "                         1..1024 (default 4)\n"
     "  -X key=value           a librdkafka property, overriding dayshard's (repeatable)\n"
-    "  --config FILE          properties file; its kafka.* keys are librdkafka properties\n"
     "  --flush-timeout-ms N   wait at most N ms at the end for delivery reports (default 60000)\n"
     "  --json                 print the summary as JSON: {\"sent\":N,\"acked\":N,...}\n"
     "  --help                 this text\n"
@@ -96,8 +95,7 @@ static void on_signal(int signo)
     }
 }
 
-/* Options that are not generator options. Returns 0, -DS_EUSAGE, or a negated errno (a
- * --config file that cannot be read). */
+/* Options that are not generator options. Returns 0 or -DS_EUSAGE. */
 static int parse_option(int c, const char *value, struct produce_args *a,
                         struct ingest_kafka_props *props)
 {
@@ -106,7 +104,6 @@ static int parse_option(int c, const char *value, struct produce_args *a,
     case 'T': a->cfg.topic = value; return 0;
     case 'r': return cli_parse_u64(value, 0, 100000000, &a->cfg.rate);
     case 'X': return ingest_kafka_props_add(props, value);
-    case 'C': return ingest_kafka_props_load(props, value, NULL, NULL);
     case 'F': return cli_parse_u64(value, 1, 3600000, &a->flush_timeout_ms);
     case 'j': a->json = true; return 0;
     case 'k': return ingest_produce_key_parse(value, &a->cfg.key);
@@ -120,14 +117,13 @@ static int parse_option(int c, const char *value, struct produce_args *a,
     return -DS_EUSAGE;
 }
 
-/* Returns 0, -1 for --help, or an exit code (usage error, unreadable --config). */
+/* Returns 0, -1 for --help, or an exit code (a usage error). */
 static int parse_args(int argc, char **argv, struct produce_args *a,
                       struct ingest_kafka_props *props)
 {
     static const struct option options[] = {{"brokers", required_argument, NULL, 'B'},
                                             {"topic", required_argument, NULL, 'T'},
                                             {"rate", required_argument, NULL, 'r'},
-                                            {"config", required_argument, NULL, 'C'},
                                             {"json", no_argument, NULL, 'j'},
                                             {"flush-timeout-ms", required_argument, NULL, 'F'},
                                             {"events", required_argument, NULL, 'n'},
@@ -165,10 +161,6 @@ static int parse_args(int argc, char **argv, struct produce_args *a,
             rc = cli_parse_workload_option(c, optarg, &a->cfg.workload);
         } else {
             rc = parse_option(c, optarg, a, props);
-        }
-        if (rc != 0 && c == 'C') {
-            return cli_error("produce", rc == -DS_EUSAGE || rc == -DS_ELIMIT ? CLI_USAGE : CLI_FAIL,
-                             "bad --config file %s: %s", optarg, ds_strerror(rc));
         }
         if (rc != 0 && c == 'k') {
             return cli_error("produce", CLI_USAGE,

@@ -47,12 +47,6 @@ const char cmd_run_usage[] =
     "  --io MODE              auto (default), uring or sync\n"
     "  --dlq-topic T          also send every dead letter to topic T (keyed by partition)\n"
     "  -X key=value           a librdkafka property (SASL, TLS, ...); repeatable\n"
-    "  --config FILE          Java-properties settings: kafka.* keys go to librdkafka; brokers,\n"
-    "                         topic, group, data, model, dlq-topic, shards, commit-interval-ms,\n"
-    "                         shard-capacity, max-shards, shardmap-topic (on|off), http,\n"
-    "                         http-token, ready-max-lag, max-gsi-lag-ms, gsi (on|off),\n"
-    "                         gsi-slots-log2\n"
-    "                         set the options\n"
     "  --http HOST:PORT       also serve the HTTP query API (as `dayshard serve`) with this\n"
     "                         node's live figures in /metrics and /readyz; port 0 picks one.\n"
     "                         There consistent=true (count, orders) waits (timeout_ms, default\n"
@@ -77,7 +71,7 @@ const char cmd_run_usage[] =
 struct run_args {
     struct ingest_node_config node;
     struct ingest_kafka_props props;
-    char owned[8][512]; /* option values read from --config */
+    char owned[8][512]; /* string option values, copied by set_option */
     struct query_http_config http;
     struct query_gsi_config gsi;
     bool no_gsi;
@@ -166,11 +160,6 @@ static int set_option(struct run_args *a, const char *key, const char *value)
     return -DS_EUSAGE;
 }
 
-static int config_option(const char *key, const char *value, void *user)
-{
-    return set_option(user, key, value);
-}
-
 static int parse_one(int c, const char *value, void *user)
 {
     struct run_args *a = user;
@@ -184,7 +173,6 @@ static int parse_one(int c, const char *value, void *user)
     case 's': return set_option(a, "shards", value);
     case 'c': return set_option(a, "commit-interval-ms", value);
     case 'X': return ingest_kafka_props_add(&a->props, value);
-    case 'C': return ingest_kafka_props_load(&a->props, value, config_option, a);
     case 'i':
         if (storage_io_mode_parse(value, &io) != 0) {
             return -DS_EUSAGE;
@@ -217,7 +205,6 @@ static int parse_args(int argc, char **argv, struct run_args *a)
                                             {"shards", required_argument, NULL, 's'},
                                             {"commit-interval-ms", required_argument, NULL, 'c'},
                                             {"io", required_argument, NULL, 'i'},
-                                            {"config", required_argument, NULL, 'C'},
                                             {"http", required_argument, NULL, 'H'},
                                             {"http-token", required_argument, NULL, 'T'},
                                             {"ready-max-lag", required_argument, NULL, 'L'},

@@ -165,8 +165,11 @@ size_t ds_amount_format(ds_i128 units, char *dst);
 /* ---- logging ------------------------------------------------------------------------------- */
 
 enum ds_log_level { DS_LOG_ERROR = 0, DS_LOG_WARN = 1, DS_LOG_INFO = 2, DS_LOG_DEBUG = 3 };
-/* The process-wide threshold is read from the environment once (DS_LOG=error|warn|info|debug);
- * messages above it are dropped. One line per call, written with a single write(2). */
+/* The threshold is read from the environment on every call (DS_LOG=error|warn|info|debug);
+ * messages above it are dropped. One line per call, written with a single write(2):
+ * "dayshard: LEVEL: message", or with DS_LOG_FORMAT=json one JSON object
+ * {"ts":"2026-12-02T09:00:00.123Z","level":"warn","msg":"..."} (UTC, milliseconds; the message
+ * escaped, invalid UTF-8 as U+FFFD). Set both before any thread starts. */
 void ds_log(enum ds_log_level level, const char *fmt, ...) DS_PRINTF(2, 3);
 #define ds_log_error(...) ds_log(DS_LOG_ERROR, __VA_ARGS__)
 #define ds_log_warn(...) ds_log(DS_LOG_WARN, __VA_ARGS__)

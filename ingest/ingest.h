@@ -288,14 +288,6 @@ struct ingest_kafka_props {
 
 /* Adds "key=value"; returns 0, -DS_EUSAGE (no '=' or empty key), or -DS_ELIMIT. */
 DS_MUST_USE int ingest_kafka_props_add(struct ingest_kafka_props *props, const char *key_value);
-/* Reads a Java-properties style file: "key=value" or "key: value" lines, '#' and '!' comments,
- * blank lines. Keys starting with "kafka." are passed to librdkafka without the prefix; other
- * keys are returned through other_fn (may be NULL: then they are an error) so that a command
- * can take its own settings from the same file. Returns 0, -DS_EUSAGE with a logged line
- * number, or a negated errno. */
-typedef int (*ingest_props_other_fn)(const char *key, const char *value, void *user);
-DS_MUST_USE int ingest_kafka_props_load(struct ingest_kafka_props *props, const char *path,
-                                        ingest_props_other_fn other_fn, void *user);
 /* Applies every property to a librdkafka configuration (rd_kafka_conf_t *, passed as void * so
  * this header does not drag librdkafka in). On a refused property returns -DS_EUSAGE and
  * writes librdkafka's reason into err. */

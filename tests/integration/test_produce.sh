@@ -321,7 +321,7 @@ expect_exit "unknown option" 2 produce --frobnicate
 expect_exit "-X without =" 2 produce -X linger.ms
 expect_exit "-X unknown property" 2 produce -X no.such.property=1 --events 1
 expect_exit "two inputs" 2 produce "$WORK/file.jsonl" "$WORK/file.jsonl"
-printf 'kafka.linger.ms=2\nshards=4\n' >"$WORK/bad.properties"
+printf 'kafka.linger.ms=2\nshard=4\n' >"$WORK/bad.properties"
 expect_exit "--config with a non-kafka key" 2 produce --config "$WORK/bad.properties"
 printf '# producer settings\nkafka.linger.ms = 2\n' >"$WORK/good.properties"
 expect_exit "--config" 0 produce --config "$WORK/good.properties" --events 100 --json

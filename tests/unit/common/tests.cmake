@@ -1,1 +1,2 @@
 ds_unit_test(common common)
+ds_unit_test(common log)

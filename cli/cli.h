@@ -50,6 +50,9 @@ extern const char cmd_broker_usage[];
 extern const char cmd_produce_usage[];
 extern const char cmd_run_usage[];
 extern const char cmd_serve_usage[];
+/* `dayshard router` (cli/cmd_router.c): one HTTP API over several nodes. */
+int cmd_router(int argc, char **argv);
+extern const char cmd_router_usage[];
 extern const char cmd_orders_usage[];
 extern const char cmd_order_usage[];
 extern const char cmd_gsi_usage[];
@@ -111,6 +114,11 @@ DS_MUST_USE int cli_fsck_gsi(const char *data_dir, bool repair, bool base_change
 
 /* Prints a usage text to stdout and returns CLI_OK (for --help). */
 int cli_help(const char *usage);
+
+/* `dayshard config check|keys` (cli/cmd_config.c): main dispatches it with the command table,
+ * whose usage texts give each command's keys (cli/config.h). */
+int cmd_config(int argc, char **argv, const struct cli_command *commands, size_t command_count);
+extern const char cmd_config_usage[];
 
 /* "--name" of the long option whose value is c, or "-c" for a short one: for messages about an
  * option's value (argv[optind - 1] is the value itself when it is a separate word). */

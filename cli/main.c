@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/config.h"
 
 static const struct cli_command commands[] = {
     {"run", "a node: consume a Kafka topic into durable day partitions, exactly once",
@@ -22,6 +23,8 @@ static const struct cli_command commands[] = {
      cmd_ingest},
     {"serve", "the HTTP query service over a data directory, read-only", cmd_serve_usage,
      cmd_serve},
+    {"router", "one HTTP API over several nodes, with replica failover", cmd_router_usage,
+     cmd_router},
     {"count", "count orders of a day or a range, optionally by shard, hour or day", cmd_count_usage,
      cmd_count},
     {"orders", "a customer's latest orders, newest first (the by-customer index)", cmd_orders_usage,
@@ -50,98 +53,28 @@ static void print_help(FILE *out)
     for (size_t i = 0; i < DS_ARRAY_LEN(commands); i++) {
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     }
+    fprintf(out, "  %-10s %s\n", "config", "check a settings file: `dayshard config check FILE`");
     fprintf(out, "  %-10s %s\n", "help", "this text, or `dayshard help <command>`");
-    fprintf(out, "\nEvery command takes --help. Exit status: 0 success, 1 failure, 2 usage error.\n"
-                 "Environment: DS_LOG=error|warn|info|debug sets the log level (default warn).\n");
+    fprintf(out,
+            "\nEvery command takes --help, --config FILE (settings; DAYSHARD_<OPTION> variables\n"
+            "override them: `dayshard help config`) and --log-format text|json.\n"
+            "Exit status: 0 success, 1 failure, 2 usage error.\n"
+            "Environment: DS_LOG=error|warn|info|debug sets the log level (default warn).\n");
 }
 
-int cli_error(const char *command, int code, const char *fmt, ...)
+static int run_command(const struct cli_command *command, int argc, char **argv)
 {
-    char message[512];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, sizeof(message), fmt, args);
-    va_end(args);
-    fprintf(stderr, "dayshard %s: %s\n", command, message);
-    if (code == CLI_USAGE) {
-        fprintf(stderr, "try 'dayshard %s --help'\n", command);
+    struct config_run run;
+    int rc = config_args(commands, DS_ARRAY_LEN(commands), command, argc, argv, &run);
+    if (rc != CLI_OK) {
+        return rc;
     }
-    return code;
-}
-
-const char *cli_option_name(const struct option *options, int c, char *dst)
-{
-    for (const struct option *o = options; o->name != NULL; o++) {
-        if (o->val == c) {
-            snprintf(dst, CLI_OPTION_NAME_SIZE, "--%.58s", o->name);
-            return dst;
-        }
+    rc = command->run(run.argc, run.argv);
+    if (rc == CLI_USAGE) {
+        config_run_explain(&run, command->name);
     }
-    snprintf(dst, CLI_OPTION_NAME_SIZE, "-%c", c);
-    return dst;
-}
-
-int cli_options_parse(const char *command, int argc, char **argv, const char *shortopts,
-                      const struct option *options, cli_option_fn one, void *user, int *next)
-{
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, shortopts, options, NULL)) != -1) {
-        char name[CLI_OPTION_NAME_SIZE];
-        if (c == 'h') {
-            return -1;
-        }
-        if (c == '?' || c == ':') {
-            return cli_error(command, CLI_USAGE, "unknown or incomplete option '%s'",
-                             argv[optind - 1]);
-        }
-        if (one(c, optarg, user) != 0) {
-            return cli_error(command, CLI_USAGE, "bad value '%s' for %s",
-                             optarg != NULL ? optarg : "", cli_option_name(options, c, name));
-        }
-    }
-    *next = optind;
-    return 0;
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path) == 0 ? 0 : -1;
-}
-
-int cli_remove_tree(const char *path)
-{
-    /* What is already gone needs no removing. */
-    return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 || errno == ENOENT ? 0 : -errno;
-}
-
-int cli_help(const char *usage)
-{
-    fputs(usage, stdout);
-    return CLI_OK;
-}
-
-int cli_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out)
-{
-    if (text == NULL || text[0] < '0' || text[0] > '9') {
-        return -DS_EUSAGE;
-    }
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno != 0 || *end != '\0' || v < min || v > max) {
-        return -DS_EUSAGE;
-    }
-    *out = v;
-    return 0;
-}
-
-int cli_parse_day(const char *text, int32_t *day)
-{
-    return ds_date_parse(text, strlen(text), day);
+    config_run_deinit(&run);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -159,6 +92,9 @@ int main(int argc, char **argv)
                     return cli_help(commands[i].usage);
                 }
             }
+            if (strcmp(argv[2], "config") == 0) {
+                return cli_help(cmd_config_usage);
+            }
             fprintf(stderr, "dayshard: unknown command '%s'\n", argv[2]);
             return CLI_USAGE;
         }
@@ -169,9 +105,12 @@ int main(int argc, char **argv)
         printf("dayshard 0.1.0\n");
         return CLI_OK;
     }
+    if (strcmp(name, "config") == 0) {
+        return cmd_config(argc - 1, argv + 1, commands, DS_ARRAY_LEN(commands));
+    }
     for (size_t i = 0; i < DS_ARRAY_LEN(commands); i++) {
         if (strcmp(name, commands[i].name) == 0) {
-            return commands[i].run(argc - 1, argv + 1);
+            return run_command(&commands[i], argc - 1, argv + 1);
         }
     }
     fprintf(stderr, "dayshard: unknown command '%s'; see 'dayshard help'\n", name);

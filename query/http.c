@@ -1347,56 +1347,6 @@ int query_http_config_check(const struct query_http_config *cfg)
     return ok ? 0 : -DS_EUSAGE;
 }
 
-/* Binds a listening socket on "HOST:PORT" and writes the bound address into h->address. */
-static int listen_on(struct query_http *h, const char *listen_text)
-{
-    char host[256];
-    const char *colon = strrchr(listen_text, ':');
-    if (colon == NULL || colon == listen_text || (size_t)(colon - listen_text) >= sizeof(host) ||
-        colon[1] == '\0') {
-        return -DS_EUSAGE;
-    }
-    size_t host_len = (size_t)(colon - listen_text);
-    memcpy(host, listen_text, host_len);
-    host[host_len] = '\0';
-    if (host_len > 2 && host[0] == '[' && host[host_len - 1] == ']') {
-        memmove(host, host + 1, host_len - 2);
-        host[host_len - 2] = '\0';
-    }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
-    struct addrinfo *ai = NULL;
-    if (getaddrinfo(host, colon + 1, &hints, &ai) != 0 || ai == NULL) {
-        return -DS_EUSAGE;
-    }
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    int one = 1;
-    int rc = fd < 0 ? -errno : 0;
-    if (rc == 0 && (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-                    bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0)) {
-        rc = -errno;
-    }
-    struct sockaddr_storage bound;
-    socklen_t bound_len = sizeof(bound);
-    if (rc == 0 && getsockname(fd, (struct sockaddr *)&bound, &bound_len) != 0) {
-        rc = -errno;
-    }
-    freeaddrinfo(ai);
-    if (rc != 0) {
-        if (fd >= 0) {
-            close(fd);
-        }
-        return rc;
-    }
-    uint16_t port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
-                                                      : ((struct sockaddr_in *)&bound)->sin_port);
-    bool v6 = strchr(host, ':') != NULL;
-    snprintf(h->address, sizeof(h->address), "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "", port);
-    h->listen_fd = fd;
-    return 0;
-}
-
 static int start_daemon(struct query_http *h, const struct query_http_config *cfg, uint32_t threads)
 {
     unsigned connections =
@@ -1424,7 +1374,8 @@ static int http_open(struct query_http *h, const struct query_http_config *cfg)
 {
     uint32_t threads = cfg->threads != 0 ? cfg->threads : QUERY_HTTP_THREADS_DEFAULT;
     /* The address first: a bad one is a usage error whatever the data directory holds. */
-    int rc = listen_on(h, cfg->listen != NULL ? cfg->listen : QUERY_HTTP_LISTEN_DEFAULT);
+    int rc = http_listen(cfg->listen != NULL ? cfg->listen : QUERY_HTTP_LISTEN_DEFAULT,
+                         &h->listen_fd, h->address, sizeof(h->address));
     if (rc != 0) {
         ds_log_error("serve: cannot listen on %s: %s",
                      cfg->listen != NULL ? cfg->listen : QUERY_HTTP_LISTEN_DEFAULT,

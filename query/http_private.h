@@ -5,6 +5,7 @@
 #ifndef DS_QUERY_HTTP_PRIVATE_H
 #define DS_QUERY_HTTP_PRIVATE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "query/query.h"
@@ -25,6 +26,11 @@
 #define HTTP_ERROR_BYTES_MAX 256u
 /* Orders per page a client may ask for (the GSI issue may lower it). */
 #define HTTP_ORDERS_LIMIT_MAX 1000u
+
+/* Binds and listens on "HOST:PORT" (listen.c): *fd gets the non-blocking socket and address
+ * the bound "HOST:PORT" (the port picked for 0). Returns 0, -DS_EUSAGE for an address that
+ * does not parse or resolve, or a negated errno of socket/bind/listen. */
+DS_MUST_USE int http_listen(const char *listen_text, int *fd, char *address, size_t address_size);
 
 enum http_endpoint {
     HTTP_EP_NONE = 0,

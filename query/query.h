@@ -410,4 +410,54 @@ const char *query_http_address(const struct query_http *h);
 /* Stops accepting, finishes the requests in progress, closes everything. Accepts NULL. */
 void query_http_stop(struct query_http *h);
 
+/* ---- the router (`dayshard router`): one HTTP API over several nodes ------------------------ */
+
+/* The router (query/router.c; its head comment has the rules) answers the HTTP API of a node
+ * by asking every member of one node group in parallel and merging their answers: group 1 are
+ * the --node URLs, group 2 the --replica URLs (a second consumer group over the same topic, a
+ * complete copy). It answers from one complete group, fails over to the other, and answers 503
+ * naming the missing nodes when neither is complete (partial=true opts in to a partial answer
+ * that says what is missing). Threads: its own (libmicrohttpd workers and a prober);
+ * query_router_start .. query_router_stop from one thread. */
+
+/* Members of one group: each holds a TCP connection per router worker. */
+#define QUERY_ROUTER_NODES_MAX 64u
+/* A node URL: "http://HOST:PORT" with an optional path prefix. */
+#define QUERY_ROUTER_URL_BYTES_MAX 256u
+/* The per-request timeout of an upstream call (a consistent=true request adds its own wait). */
+#define QUERY_ROUTER_TIMEOUT_MS_DEFAULT 2000u
+#define QUERY_ROUTER_TIMEOUT_MS_MAX 60000u
+/* Connecting to a node: nodes are on the same network; a dead host must not hold a request. */
+#define QUERY_ROUTER_CONNECT_TIMEOUT_MS_DEFAULT 250u
+/* Between two /readyz probes of every node. */
+#define QUERY_ROUTER_PROBE_MS_DEFAULT 500u
+#define QUERY_ROUTER_PROBE_MS_MAX 60000u
+
+struct query_router_config {
+    const char *const *nodes;    /* group 1: node_count base URLs (borrowed; copied) */
+    uint32_t node_count;         /* 1..QUERY_ROUTER_NODES_MAX */
+    const char *const *replicas; /* group 2, or NULL (borrowed; copied) */
+    uint32_t replica_count;      /* 0..QUERY_ROUTER_NODES_MAX */
+    const char *listen;          /* "HOST:PORT" (port 0: any), NULL for the default; copied */
+    uint32_t threads;            /* workers, each with its own connections; 0: the default */
+    uint32_t timeout_ms;         /* per upstream call; 0: QUERY_ROUTER_TIMEOUT_MS_DEFAULT */
+    uint32_t connect_timeout_ms; /* 0: QUERY_ROUTER_CONNECT_TIMEOUT_MS_DEFAULT */
+    uint32_t probe_interval_ms;  /* 0: QUERY_ROUTER_PROBE_MS_DEFAULT */
+    uint32_t partitions;         /* Kafka partitions of the topic, or 0: learned (the largest
+                                  * set of partitions the nodes' as_of ever covered) */
+};
+
+struct query_router;
+
+/* Returns 0 or -DS_EUSAGE: no node, too many, a URL that is not http://, a knob out of range. */
+DS_MUST_USE int query_router_config_check(const struct query_router_config *cfg);
+/* Probes every node once, binds and starts serving. Returns 0, -DS_EUSAGE, -EADDRINUSE or
+ * another negated errno (bind), or -ENOMEM. */
+DS_MUST_USE int query_router_start(const struct query_router_config *cfg,
+                                   struct query_router **out);
+/* "HOST:PORT" actually bound. */
+const char *query_router_address(const struct query_router *r);
+/* Stops accepting, finishes the requests in progress, closes everything. Accepts NULL. */
+void query_router_stop(struct query_router *r);
+
 #endif /* DS_QUERY_H */

@@ -6,3 +6,4 @@ pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 ds_unit_test(query heat_render PkgConfig::JANSSON)
 # The P2 document and its items are parsed back with libjansson too.
 ds_unit_test(query render PkgConfig::JANSSON)
+ds_unit_test(query router_merge PkgConfig::JANSSON)

@@ -1,0 +1,1095 @@
+/*
+ * `dayshard router`: the HTTP API of a node (DESIGN.md section 5) over several nodes, with a
+ * replica group to fail over to (issue 15).
+ *
+ * Groups. Group 1 are the --node URLs, group 2 the --replica URLs: each group is one consumer
+ * group of `dayshard run` nodes over the same topic, its members together holding every
+ * partition (so a group is a complete copy). The router does not know which partitions each
+ * member owns; it knows a group is complete for an answer when (1) every member answered
+ * (no refused or timed-out connection, no 5xx), (2) the prober last saw every member ready
+ * (its /readyz: joined its group and within its lag bound; a member that failed a request
+ * counts as not ready until the prober sees it ready again), and (3) for answers carrying
+ * as_of (count, partitions), the union of the members' as_of covers every partition of the
+ * topic: 0..N-1 with --partitions N, else the largest set any answer ever covered (learned).
+ *
+ * A request goes to the preferred group first (group 1 at start, then whichever answered
+ * completely last), to the other one when that is incomplete (a failover, counted in
+ * /metrics). With neither complete it answers 503 {"error":"no complete replica","missing":
+ * [...]} with Retry-After: 1, naming every node that failed (its URL) and every partition not
+ * covered ("partition P"); never a partial number, unless the request says partial=true (a
+ * parameter of the router only, not forwarded): then the group where most members answered
+ * gives the answer, with "partial":true and the same "missing" list.
+ *
+ * Answers. A request is validated as a node validates it (http_request.c), so a bad one is a
+ * 400 from the router without a fan-out; its target goes unchanged (less partial) to every
+ * member of the group, in parallel (router_fanout.c). A 4xx or 501 of a member is the answer
+ * (a request refused by one is refused by all: answered once). Counts, a customer's orders and
+ * partitions are merged (router_merge.c says how, with the orders' portable cursor: the token
+ * of the last order listed, valid in either group); /v1/orders/{id} is the one member's 200
+ * (404 when every member says 404); /v1/heat lists each member's answer under "nodes". Merged
+ * answers add "node_group":G. /healthz is the router's own; /readyz is 200 when a group is
+ * complete by the prober; /metrics are the router's own series, dayshard_router_*.
+ *
+ * Threads: libmicrohttpd's worker pool; each request takes a free slot (a libcurl client with
+ * its connections and the call buffers of both groups, reused), round-robin like the service's
+ * readers, so with as many slots as workers the slot lock is uncontended. One prober thread
+ * asks every node's /readyz each probe interval on a client of its own.
+ *
+ * Rejected: asking every node's /readyz on every request (a second round trip on the latency
+ * path; a failed request marks its node down at once anyway), and answering from a mix of both
+ * groups' members (a partition of one group's member may be split differently in the other's:
+ * adding them up could count an event twice or miss it).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "query/router.h"
+#include "query/text.h"
+
+#define ROUTER_THREADS_DEFAULT 4u
+#define ROUTER_ADDRESS_TEXT_SIZE 300u
+/* Upstream latency histogram (upper bounds, microseconds), plus +Inf. */
+#define ROUTER_LATENCY_BUCKETS 12u
+static const uint32_t router_latency_bounds_us[ROUTER_LATENCY_BUCKETS] = {
+    100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000};
+/* Endpoints counted in /metrics: the http_endpoint values. */
+#define ROUTER_ENDPOINTS 9u
+static const char *const router_endpoint_names[ROUTER_ENDPOINTS] = {
+    "other", "count", "partitions", "metrics", "healthz", "readyz", "orders", "heat", "order"};
+enum router_class { ROUTER_2XX = 0, ROUTER_4XX, ROUTER_5XX, ROUTER_CLASSES };
+/* "missing" entries one answer names: every node, and partitions up to a bound. */
+#define ROUTER_MISSING_PARTITIONS_MAX 64u
+
+struct router_node {
+    char url[QUERY_ROUTER_URL_BYTES_MAX]; /* without a trailing slash */
+    uint32_t group;                       /* 0 or 1 */
+    atomic_bool ready;                    /* the prober's view, cleared by a failed call */
+    atomic_uint_fast64_t errors;
+    atomic_uint_fast64_t latency_buckets[ROUTER_LATENCY_BUCKETS + 1];
+    atomic_uint_fast64_t latency_sum_ns;
+    atomic_uint_fast64_t latency_count;
+};
+
+/* A worker's upstream client and the call buffers of each group (bodies kept between
+ * requests, so a warm request allocates nothing for them). */
+struct router_slot {
+    pthread_mutex_t lock;
+    struct router_client *client;
+    struct router_call *calls[ROUTER_GROUPS]; /* group_count[g] each */
+};
+
+struct query_router {
+    struct MHD_Daemon *daemon;
+    int listen_fd;
+    char address[ROUTER_ADDRESS_TEXT_SIZE];
+    uint32_t timeout_ms;
+    uint32_t probe_interval_ms;
+    uint32_t partitions; /* 0: learned */
+    uint32_t node_count;
+    struct router_node nodes[ROUTER_NODES_TOTAL_MAX];
+    uint32_t group_first[ROUTER_GROUPS];
+    uint32_t group_count[ROUTER_GROUPS];
+    atomic_uint preferred;
+    atomic_uint_fast64_t learned[ROUTER_PARTITION_WORDS];
+    uint32_t slot_count;
+    struct router_slot slots[QUERY_HTTP_THREADS_MAX];
+    atomic_uint slot_next;
+    /* the prober */
+    struct router_client *probe_client;
+    struct router_call *probe_calls; /* node_count */
+    pthread_t prober;
+    bool prober_started;
+    pthread_mutex_t stop_lock;
+    pthread_cond_t stop_cond;
+    bool stopping; /* under stop_lock */
+    /* figures */
+    atomic_uint_fast64_t requests[ROUTER_ENDPOINTS][ROUTER_CLASSES];
+    atomic_uint_fast64_t failovers;
+    atomic_uint_fast64_t unavailable;
+    atomic_uint_fast64_t partial;
+};
+
+/* Per request: the raw target as the client sent it, captured before libmicrohttpd decodes. */
+struct router_request {
+    bool validated;
+    bool valid;
+    bool partial;
+    struct http_route route;
+    size_t target_len;
+    char target[HTTP_URI_BYTES_MAX + 1];
+    char forward[HTTP_URI_BYTES_MAX + 1]; /* the target without partial */
+    /* forward as the nodes get it: a '#' (a fragment to libcurl, data to the service's
+     * parser) sent as %23, which the node decodes back */
+    char upstream[ROUTER_TARGET_BYTES_MAX];
+};
+
+/* One group's try of a request. */
+struct router_attempt {
+    uint32_t group;
+    uint32_t called;                   /* calls the fan-out made (0: skipped) */
+    bool complete;                     /* every member answered and the partitions are covered */
+    uint32_t ok;                       /* members with a 200 (or a 404 of /v1/orders/{id}) */
+    const struct router_call *verdict; /* a member's 4xx or 501: the answer for all */
+    uint32_t missing[QUERY_ROUTER_NODES_MAX];
+    uint32_t missing_count;
+    uint32_t missing_partitions[ROUTER_MISSING_PARTITIONS_MAX];
+    uint32_t missing_partition_count;
+};
+
+/* ---- answers ------------------------------------------------------------------------------- */
+
+static enum router_class class_of(unsigned status)
+{
+    return status < 400 ? ROUTER_2XX : (status < 500 ? ROUTER_4XX : ROUTER_5XX);
+}
+
+/* Queues body (taken; NULL answers 503 out of memory) with status and its headers. */
+static enum MHD_Result respond(struct query_router *r, struct MHD_Connection *c,
+                               enum http_endpoint endpoint, unsigned status, char *body, size_t len,
+                               const char *content_type)
+{
+    static const char oom[] = "{\"error\":\"out of memory\"}";
+    struct MHD_Response *resp =
+        body != NULL
+            ? MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE)
+            : MHD_create_response_from_buffer(sizeof(oom) - 1, (void *)oom, MHD_RESPMEM_PERSISTENT);
+    if (resp == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    status = body != NULL ? status : MHD_HTTP_SERVICE_UNAVAILABLE;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, HTTP_ALLOW);
+    }
+    if (status == MHD_HTTP_SERVICE_UNAVAILABLE) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    }
+    ASSERT((unsigned)endpoint < ROUTER_ENDPOINTS);
+    atomic_fetch_add_explicit(&r->requests[endpoint][class_of(status)], 1, memory_order_relaxed);
+    enum MHD_Result result = MHD_queue_response(c, status, resp);
+    MHD_destroy_response(resp);
+    return result;
+}
+
+static enum MHD_Result respond_json(struct query_router *r, struct MHD_Connection *c,
+                                    enum http_endpoint endpoint, unsigned status, char *body,
+                                    size_t len)
+{
+    return respond(r, c, endpoint, status, body, len, "application/json");
+}
+
+static enum MHD_Result respond_error(struct query_router *r, struct MHD_Connection *c,
+                                     enum http_endpoint endpoint, unsigned status,
+                                     const char *message)
+{
+    size_t cap = strlen(message) * 6 + 32;
+    char *body = malloc(cap);
+    int64_t len = body != NULL ? http_error_json(message, body, cap) : 0;
+    ASSERT(len >= 0);
+    return respond_json(r, c, endpoint, status, body, (size_t)len);
+}
+
+/* ,"missing":["URL",...,"partition P",...] of the attempts. */
+static void missing_put(const struct query_router *r, const struct router_attempt *attempts,
+                        uint32_t count, struct text_buf *b)
+{
+    text_put(b, ",\"missing\":[");
+    bool first = true;
+    for (uint32_t a = 0; a < count; a++) {
+        for (uint32_t i = 0; i < attempts[a].missing_count; i++) {
+            const char *url = r->nodes[attempts[a].missing[i]].url;
+            char quoted[6u * QUERY_ROUTER_URL_BYTES_MAX + 3];
+            int64_t n = query_json_string(url, strlen(url), quoted, sizeof(quoted));
+            ASSERT(n > 0);
+            text_put(b, "%s%s", first ? "" : ",", quoted);
+            first = false;
+        }
+        for (uint32_t i = 0; i < attempts[a].missing_partition_count; i++) {
+            text_put(b, "%s\"partition %u\"", first ? "" : ",", attempts[a].missing_partitions[i]);
+            first = false;
+        }
+    }
+    text_put(b, "]");
+}
+
+/* The 503 of no complete replica, naming what each group missed. */
+static enum MHD_Result respond_no_replica(struct query_router *r, struct MHD_Connection *c,
+                                          enum http_endpoint endpoint,
+                                          const struct router_attempt *attempts, uint32_t count)
+{
+    atomic_fetch_add_explicit(&r->unavailable, 1, memory_order_relaxed);
+    size_t cap = 256u + (size_t)r->node_count * (6u * QUERY_ROUTER_URL_BYTES_MAX + 4u) +
+                 ROUTER_GROUPS * ROUTER_MISSING_PARTITIONS_MAX * 24u;
+    struct text_buf b = {.dst = malloc(cap), .capacity = cap};
+    if (b.dst == NULL) {
+        return respond_json(r, c, endpoint, 503, NULL, 0);
+    }
+    text_put(&b, "{\"error\":\"no complete replica\"");
+    missing_put(r, attempts, count, &b);
+    text_put(&b, "}");
+    ASSERT(!b.overflow);
+    return respond_json(r, c, endpoint, 503, b.dst, b.len);
+}
+
+/* Answers a merged body (taken) with ,"node_group":G and, for a partial answer, ,"partial":
+ * true and the missing list, added before its closing brace. */
+static enum MHD_Result respond_merged(struct query_router *r, struct MHD_Connection *c,
+                                      enum http_endpoint endpoint, struct router_merged *m,
+                                      const struct router_attempt *answered,
+                                      const struct router_attempt *attempts, uint32_t count)
+{
+    ASSERT(m->len > 0 && m->body[m->len - 1] == '}');
+    bool partial = !answered->complete;
+    size_t cap = m->len + 64u +
+                 (partial ? (size_t)r->node_count * (6u * QUERY_ROUTER_URL_BYTES_MAX + 4u) +
+                                ROUTER_GROUPS * ROUTER_MISSING_PARTITIONS_MAX * 24u
+                          : 0u);
+    struct text_buf b = {.dst = malloc(cap), .capacity = cap};
+    if (b.dst == NULL) {
+        free(m->body);
+        return respond_json(r, c, endpoint, 503, NULL, 0);
+    }
+    memcpy(b.dst, m->body, m->len - 1);
+    b.len = m->len - 1;
+    free(m->body);
+    text_put(&b, ",\"node_group\":%u", answered->group + 1);
+    if (partial) {
+        atomic_fetch_add_explicit(&r->partial, 1, memory_order_relaxed);
+        text_put(&b, ",\"partial\":true");
+        missing_put(r, attempts, count, &b);
+    }
+    text_put(&b, "}");
+    ASSERT(!b.overflow);
+    return respond_json(r, c, endpoint, 200, b.dst, b.len);
+}
+
+/* A member's answer copied as it is (a 4xx, a 501, one order). */
+static enum MHD_Result respond_copy(struct query_router *r, struct MHD_Connection *c,
+                                    enum http_endpoint endpoint, const struct router_call *call)
+{
+    char *body = malloc(call->len + 1);
+    if (body != NULL) {
+        memcpy(body, call->body, call->len + 1);
+    }
+    return respond_json(r, c, endpoint, (unsigned)call->status, body, call->len);
+}
+
+/* ---- node state and figures ---------------------------------------------------------------- */
+
+static void node_observe(struct router_node *n, const struct router_call *call)
+{
+    uint64_t us = call->latency_ns / 1000u;
+    uint32_t bucket = 0;
+    while (bucket < ROUTER_LATENCY_BUCKETS && us > router_latency_bounds_us[bucket]) {
+        bucket++;
+    }
+    atomic_fetch_add_explicit(&n->latency_buckets[bucket], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&n->latency_sum_ns, call->latency_ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&n->latency_count, 1, memory_order_relaxed);
+}
+
+/* A member failed a call: counted, and not ready until the prober sees it ready again. */
+static void node_failed(struct query_router *r, const struct router_call *call)
+{
+    struct router_node *n = &r->nodes[call->node];
+    atomic_fetch_add_explicit(&n->errors, 1, memory_order_relaxed);
+    if (call->error != 0) {
+        atomic_store_explicit(&n->ready, false, memory_order_relaxed);
+        ds_log_warn("router: %s: %s", n->url, call->error_text);
+    }
+}
+
+/* The partitions an answer must cover: 0..N-1 with --partitions N, else the learned set. */
+static void expected_partitions(struct query_router *r, uint64_t *bits)
+{
+    for (uint32_t w = 0; w < ROUTER_PARTITION_WORDS; w++) {
+        bits[w] = atomic_load_explicit(&r->learned[w], memory_order_relaxed);
+    }
+    if (r->partitions == 0) {
+        return;
+    }
+    memset(bits, 0, ROUTER_PARTITION_WORDS * sizeof(*bits));
+    for (uint32_t p = 0; p < r->partitions; p++) {
+        bits[p / 64] |= 1ull << (p % 64);
+    }
+}
+
+/* Checks an answer's as_of against the expected partitions; learns what it covers. */
+static void check_coverage(struct query_router *r, const struct router_offsets *as_of,
+                           struct router_attempt *a)
+{
+    uint64_t want[ROUTER_PARTITION_WORDS];
+    expected_partitions(r, want);
+    for (uint32_t p = 0; p < ROUTER_PARTITIONS_MAX; p++) {
+        bool wanted = (want[p / 64] >> (p % 64)) & 1u;
+        bool have = (as_of->bits[p / 64] >> (p % 64)) & 1u;
+        if (wanted && !have && a->missing_partition_count < ROUTER_MISSING_PARTITIONS_MAX) {
+            a->missing_partitions[a->missing_partition_count++] = p;
+        }
+    }
+    if (a->missing_partition_count > 0) {
+        a->complete = false;
+        return;
+    }
+    for (uint32_t w = 0; w < ROUTER_PARTITION_WORDS; w++) {
+        atomic_fetch_or_explicit(&r->learned[w], as_of->bits[w], memory_order_relaxed);
+    }
+}
+
+/* ---- fan-out ------------------------------------------------------------------------------- */
+
+/* Takes a free slot (its lock held on return), round-robin. */
+static struct router_slot *slot_acquire(struct query_router *r)
+{
+    unsigned first = atomic_fetch_add_explicit(&r->slot_next, 1, memory_order_relaxed);
+    for (uint32_t i = 0; i < r->slot_count; i++) {
+        struct router_slot *s = &r->slots[(first + i) % r->slot_count];
+        if (pthread_mutex_trylock(&s->lock) == 0) {
+            return s;
+        }
+    }
+    struct router_slot *s = &r->slots[first % r->slot_count];
+    ASSERT(pthread_mutex_lock(&s->lock) == 0);
+    return s;
+}
+
+static void slot_release(struct router_slot *s)
+{
+    ASSERT(pthread_mutex_unlock(&s->lock) == 0);
+}
+
+/* The upstream timeout: the router's, plus the wait a consistent=true request asks of a node. */
+static uint32_t call_timeout_ms(const struct query_router *r, const struct http_route *route)
+{
+    if (!route->consistent) {
+        return r->timeout_ms;
+    }
+    return r->timeout_ms +
+           (route->timeout_ms != 0 ? route->timeout_ms : QUERY_CONSISTENT_TIMEOUT_MS_DEFAULT);
+}
+
+/* Judges one member's answer into the attempt. */
+static void judge_call(struct query_router *r, const struct http_route *route,
+                       const struct router_call *call, struct router_attempt *a)
+{
+    long s = call->status;
+    bool order_absent = route->endpoint == HTTP_EP_ORDER && s == 404;
+    if (call->error == 0 && (s == 200 || order_absent)) {
+        a->ok++;
+        node_observe(&r->nodes[call->node], call);
+    } else if (call->error == 0 && ((s >= 400 && s < 500) || s == 501)) {
+        a->verdict = a->verdict != NULL ? a->verdict : call;
+        node_observe(&r->nodes[call->node], call);
+    } else {
+        node_failed(r, call);
+        a->missing[a->missing_count++] = call->node;
+    }
+}
+
+/* Asks every member of group g (or, for a partial answer, every ready one). A member the
+ * prober sees down makes the group incomplete without a call, unless partial. */
+static void attempt_group(struct query_router *r, struct router_slot *s, uint32_t g,
+                          const struct router_request *req, const char *authorization,
+                          struct router_attempt *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->group = g;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < r->group_count[g]; i++) {
+        uint32_t node = r->group_first[g] + i;
+        if (!atomic_load_explicit(&r->nodes[node].ready, memory_order_relaxed)) {
+            a->missing[a->missing_count++] = node;
+            continue;
+        }
+        struct router_call *call = &s->calls[g][n++];
+        call->node = node;
+        int w = snprintf(call->url, sizeof(call->url), "%s%s", r->nodes[node].url, req->upstream);
+        ASSERT(w > 0 && (size_t)w < sizeof(call->url));
+    }
+    if (n == 0 || (a->missing_count > 0 && !req->partial)) {
+        return;
+    }
+    router_client_run(s->client, s->calls[g], n, call_timeout_ms(r, &req->route), authorization);
+    a->called = n;
+    for (uint32_t i = 0; i < n; i++) {
+        judge_call(r, &req->route, &s->calls[g][i], a);
+    }
+    a->complete = a->missing_count == 0 && a->verdict == NULL;
+}
+
+/* ---- merging an attempt -------------------------------------------------------------------- */
+
+/* Merges the answering members' bodies of a (its group's calls in s). Returns 0 with m set. */
+static int merge_attempt(struct query_router *r, struct router_slot *s,
+                         const struct http_route *route, const struct router_attempt *a,
+                         struct router_merged *m)
+{
+    const char *bodies[QUERY_ROUTER_NODES_MAX];
+    const char *urls[QUERY_ROUTER_NODES_MAX];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < a->called; i++) {
+        const struct router_call *call = &s->calls[a->group][i];
+        if (call->error == 0 && call->status == 200) {
+            bodies[n] = call->body;
+            urls[n++] = r->nodes[call->node].url;
+        }
+    }
+    ASSERT(n > 0);
+    switch (route->endpoint) {
+    case HTTP_EP_COUNT: return router_merge_count(route, bodies, n, m);
+    case HTTP_EP_ORDERS: return router_merge_orders(route, bodies, n, m);
+    case HTTP_EP_PARTITIONS: return router_merge_partitions(bodies, n, m);
+    case HTTP_EP_HEAT: return router_merge_heat(urls, bodies, n, m);
+    default: break;
+    }
+    ASSERT(false);
+    return -EINVAL;
+}
+
+/* The call of a's group with a 200, for /v1/orders/{id}; NULL when none has it (*absent: a
+ * 404 to copy). */
+static const struct router_call *found_order(const struct router_slot *s,
+                                             const struct router_attempt *a,
+                                             const struct router_call **absent)
+{
+    for (uint32_t i = 0; i < a->called; i++) {
+        const struct router_call *call = &s->calls[a->group][i];
+        if (call->error == 0 && call->status == 200) {
+            return call;
+        }
+        if (call->error == 0 && call->status == 404) {
+            *absent = call;
+        }
+    }
+    return NULL;
+}
+
+/* ---- a request ----------------------------------------------------------------------------- */
+
+/* Answers from attempt a: complete, or (partial=true) the group where most members answered.
+ * Returns false, answering nothing, when a complete-looking answer misses partitions. */
+static bool answer_attempt(struct query_router *r, struct MHD_Connection *c, struct router_slot *s,
+                           const struct http_route *route, struct router_attempt *attempts,
+                           uint32_t count, struct router_attempt *a, enum MHD_Result *result)
+{
+    if (route->endpoint == HTTP_EP_ORDER) {
+        const struct router_call *absent = NULL;
+        const struct router_call *hit = found_order(s, a, &absent);
+        ASSERT(hit != NULL || absent != NULL);
+        *result = respond_copy(r, c, route->endpoint, hit != NULL ? hit : absent);
+        return true;
+    }
+    struct router_merged *m = calloc(1, sizeof(*m));
+    int rc = m != NULL ? merge_attempt(r, s, route, a, m) : -ENOMEM;
+    if (rc != 0) {
+        char text[ROUTER_ERROR_BYTES_MAX + 64];
+        snprintf(text, sizeof(text), "%s", rc == -ENOMEM ? "out of memory" : m->error);
+        free(m);
+        *result = respond_error(r, c, route->endpoint, rc == -ENOMEM ? 503 : 502, text);
+        return true;
+    }
+    bool has_as_of = route->endpoint == HTTP_EP_COUNT || route->endpoint == HTTP_EP_PARTITIONS;
+    if (has_as_of && a->complete) {
+        check_coverage(r, &m->as_of, a);
+        if (!a->complete) {
+            free(m->body);
+            free(m);
+            return false;
+        }
+    }
+    *result = respond_merged(r, c, route->endpoint, m, a, attempts, count);
+    free(m);
+    return true;
+}
+
+/* The data endpoints: the preferred group, then the other; 503 (or partial) without either. */
+static enum MHD_Result serve_data(struct query_router *r, struct MHD_Connection *c,
+                                  const struct router_request *req, const char *authorization)
+{
+    struct router_attempt attempts[ROUTER_GROUPS];
+    uint32_t count = 0;
+    unsigned first = atomic_load_explicit(&r->preferred, memory_order_relaxed);
+    struct router_slot *s = slot_acquire(r);
+    enum MHD_Result result = MHD_NO;
+    bool answered = false;
+    for (uint32_t k = 0; k < ROUTER_GROUPS && !answered; k++) {
+        uint32_t g = (first + k) % ROUTER_GROUPS;
+        if (r->group_count[g] == 0) {
+            continue;
+        }
+        struct router_attempt *a = &attempts[count++];
+        attempt_group(r, s, g, req, authorization, a);
+        if (a->verdict != NULL) {
+            result = respond_copy(r, c, req->route.endpoint, a->verdict);
+            answered = true;
+        } else if (a->complete &&
+                   answer_attempt(r, c, s, &req->route, attempts, count, a, &result)) {
+            answered = true;
+            atomic_store_explicit(&r->preferred, g, memory_order_relaxed);
+            if (k > 0) {
+                atomic_fetch_add_explicit(&r->failovers, 1, memory_order_relaxed);
+            }
+        }
+    }
+    if (!answered && req->partial) {
+        struct router_attempt *best = NULL;
+        for (uint32_t i = 0; i < count; i++) {
+            best = attempts[i].ok > 0 && (best == NULL || attempts[i].ok > best->ok) ? &attempts[i]
+                                                                                     : best;
+        }
+        answered =
+            best != NULL && answer_attempt(r, c, s, &req->route, attempts, count, best, &result);
+    }
+    if (!answered) {
+        result = respond_no_replica(r, c, req->route.endpoint, attempts, count);
+    }
+    slot_release(s);
+    return result;
+}
+
+/* /readyz: ready while some group has every member ready (the prober's view). */
+static enum MHD_Result serve_readyz(struct query_router *r, struct MHD_Connection *c)
+{
+    struct router_attempt attempts[ROUTER_GROUPS];
+    uint32_t count = 0;
+    int ready_group = -1;
+    for (uint32_t g = 0; g < ROUTER_GROUPS; g++) {
+        if (r->group_count[g] == 0) {
+            continue;
+        }
+        struct router_attempt *a = &attempts[count++];
+        memset(a, 0, sizeof(*a));
+        a->group = g;
+        for (uint32_t i = 0; i < r->group_count[g]; i++) {
+            uint32_t node = r->group_first[g] + i;
+            if (!atomic_load_explicit(&r->nodes[node].ready, memory_order_relaxed)) {
+                a->missing[a->missing_count++] = node;
+            }
+        }
+        ready_group = a->missing_count == 0 && ready_group < 0 ? (int)g : ready_group;
+    }
+    if (ready_group < 0) {
+        return respond_no_replica(r, c, HTTP_EP_READYZ, attempts, count);
+    }
+    char text[96];
+    int n = snprintf(text, sizeof(text), "{\"ready\":true,\"node_group\":%d}", ready_group + 1);
+    return respond_json(r, c, HTTP_EP_READYZ, 200, strdup(text), (size_t)n);
+}
+
+/* ---- /metrics ------------------------------------------------------------------------------ */
+
+static void metrics_requests(struct query_router *r, struct text_buf *b)
+{
+    static const char *const classes[ROUTER_CLASSES] = {"2xx", "4xx", "5xx"};
+    text_put(b, "# HELP dayshard_router_requests_total Answers of the router by path and status "
+                "class.\n# TYPE dayshard_router_requests_total counter\n");
+    for (uint32_t e = 0; e < ROUTER_ENDPOINTS; e++) {
+        for (uint32_t k = 0; k < ROUTER_CLASSES; k++) {
+            text_put(b, "dayshard_router_requests_total{path=\"%s\",code=\"%s\"} %" PRIuFAST64 "\n",
+                     router_endpoint_names[e], classes[k],
+                     atomic_load_explicit(&r->requests[e][k], memory_order_relaxed));
+        }
+    }
+    text_put(b,
+             "# HELP dayshard_router_failovers_total Requests answered by the group not tried "
+             "first.\n# TYPE dayshard_router_failovers_total counter\n"
+             "dayshard_router_failovers_total %" PRIuFAST64 "\n"
+             "# HELP dayshard_router_unavailable_total Requests answered 503: no complete "
+             "replica.\n# TYPE dayshard_router_unavailable_total counter\n"
+             "dayshard_router_unavailable_total %" PRIuFAST64 "\n"
+             "# HELP dayshard_router_partial_total Answers of partial=true missing a node.\n"
+             "# TYPE dayshard_router_partial_total counter\n"
+             "dayshard_router_partial_total %" PRIuFAST64 "\n",
+             atomic_load_explicit(&r->failovers, memory_order_relaxed),
+             atomic_load_explicit(&r->unavailable, memory_order_relaxed),
+             atomic_load_explicit(&r->partial, memory_order_relaxed));
+}
+
+static void metrics_nodes(struct query_router *r, struct text_buf *b)
+{
+    text_put(b, "# HELP dayshard_router_node_ready Whether the node was ready at its last probe.\n"
+                "# TYPE dayshard_router_node_ready gauge\n");
+    for (uint32_t i = 0; i < r->node_count; i++) {
+        text_put(b, "dayshard_router_node_ready{node=\"%s\",group=\"%u\"} %d\n", r->nodes[i].url,
+                 r->nodes[i].group + 1,
+                 atomic_load_explicit(&r->nodes[i].ready, memory_order_relaxed) ? 1 : 0);
+    }
+    text_put(b, "# HELP dayshard_router_upstream_errors_total Calls to the node that failed "
+                "(no answer, or a 5xx).\n# TYPE dayshard_router_upstream_errors_total counter\n");
+    for (uint32_t i = 0; i < r->node_count; i++) {
+        text_put(b, "dayshard_router_upstream_errors_total{node=\"%s\"} %" PRIuFAST64 "\n",
+                 r->nodes[i].url, atomic_load_explicit(&r->nodes[i].errors, memory_order_relaxed));
+    }
+    text_put(b, "# HELP dayshard_router_upstream_latency_seconds Answered calls to the node.\n"
+                "# TYPE dayshard_router_upstream_latency_seconds histogram\n");
+    for (uint32_t i = 0; i < r->node_count; i++) {
+        const struct router_node *n = &r->nodes[i];
+        uint64_t cumulative = 0;
+        for (uint32_t k = 0; k <= ROUTER_LATENCY_BUCKETS; k++) {
+            cumulative += atomic_load_explicit(&n->latency_buckets[k], memory_order_relaxed);
+            char le[24];
+            if (k < ROUTER_LATENCY_BUCKETS) {
+                snprintf(le, sizeof(le), "%g", router_latency_bounds_us[k] / 1e6);
+            } else {
+                snprintf(le, sizeof(le), "+Inf");
+            }
+            text_put(b,
+                     "dayshard_router_upstream_latency_seconds_bucket{node=\"%s\",le=\"%s\"} "
+                     "%" PRIu64 "\n",
+                     n->url, le, cumulative);
+        }
+        text_put(b,
+                 "dayshard_router_upstream_latency_seconds_sum{node=\"%s\"} %.6f\n"
+                 "dayshard_router_upstream_latency_seconds_count{node=\"%s\"} %" PRIuFAST64 "\n",
+                 n->url,
+                 (double)atomic_load_explicit(&n->latency_sum_ns, memory_order_relaxed) / 1e9,
+                 n->url, atomic_load_explicit(&n->latency_count, memory_order_relaxed));
+    }
+}
+
+static enum MHD_Result serve_metrics(struct query_router *r, struct MHD_Connection *c)
+{
+    size_t cap = 8192u + (size_t)r->node_count * (ROUTER_LATENCY_BUCKETS + 8u) *
+                             (QUERY_ROUTER_URL_BYTES_MAX + 96u);
+    struct text_buf b = {.dst = malloc(cap), .capacity = cap};
+    if (b.dst == NULL) {
+        return respond_json(r, c, HTTP_EP_METRICS, 503, NULL, 0);
+    }
+    metrics_requests(r, &b);
+    metrics_nodes(r, &b);
+    ASSERT(!b.overflow); /* the capacity is computed for the node count */
+    return respond(r, c, HTTP_EP_METRICS, 200, b.dst, b.len, "text/plain; version=0.0.4");
+}
+
+/* ---- the prober ---------------------------------------------------------------------------- */
+
+/* Asks every node's /readyz once and records who is ready. */
+static void probe_once(struct query_router *r)
+{
+    for (uint32_t i = 0; i < r->node_count; i++) {
+        struct router_call *call = &r->probe_calls[i];
+        call->node = i;
+        int w = snprintf(call->url, sizeof(call->url), "%s/readyz", r->nodes[i].url);
+        ASSERT(w > 0 && (size_t)w < sizeof(call->url));
+    }
+    router_client_run(r->probe_client, r->probe_calls, r->node_count, r->timeout_ms, NULL);
+    for (uint32_t i = 0; i < r->node_count; i++) {
+        const struct router_call *call = &r->probe_calls[i];
+        bool ready = call->error == 0 && call->status == 200;
+        bool was = atomic_exchange_explicit(&r->nodes[i].ready, ready, memory_order_relaxed);
+        if (was != ready) {
+            ds_log_info("router: %s is %s (%s)", r->nodes[i].url, ready ? "ready" : "not ready",
+                        call->error != 0 ? call->error_text : "its /readyz answered");
+        }
+    }
+}
+
+static void *prober_main(void *arg)
+{
+    struct query_router *r = arg;
+    ASSERT(pthread_mutex_lock(&r->stop_lock) == 0);
+    while (!r->stopping) { /* runs until query_router_stop; one probe round per interval */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        uint64_t ns = (uint64_t)until.tv_nsec + (uint64_t)r->probe_interval_ms * 1000000u;
+        until.tv_sec += (time_t)(ns / 1000000000u);
+        until.tv_nsec = (long)(ns % 1000000000u);
+        int rc = pthread_cond_timedwait(&r->stop_cond, &r->stop_lock, &until);
+        ASSERT(rc == 0 || rc == ETIMEDOUT);
+        if (r->stopping) {
+            break;
+        }
+        ASSERT(pthread_mutex_unlock(&r->stop_lock) == 0);
+        probe_once(r);
+        ASSERT(pthread_mutex_lock(&r->stop_lock) == 0);
+    }
+    ASSERT(pthread_mutex_unlock(&r->stop_lock) == 0);
+    return NULL;
+}
+
+/* ---- libmicrohttpd callbacks --------------------------------------------------------------- */
+
+/* Takes partial=true|false out of the target (a parameter of the router only) into
+ * req->forward. Returns 0 or 400 with message set. */
+static unsigned strip_partial(struct router_request *req, char *message, size_t message_size)
+{
+    const char *q = memchr(req->target, '?', req->target_len);
+    size_t path_len = q != NULL ? (size_t)(q - req->target) : req->target_len;
+    memcpy(req->forward, req->target, path_len);
+    size_t n = path_len;
+    bool seen = false;
+    size_t start = path_len + 1;
+    while (q != NULL && start <= req->target_len) { /* one parameter a turn; bounded by len */
+        const char *amp = memchr(req->target + start, '&', req->target_len - start);
+        size_t end = amp != NULL ? (size_t)(amp - req->target) : req->target_len;
+        const char *p = req->target + start;
+        size_t len = end - start;
+        if (len >= 8 && memcmp(p, "partial=", 8) == 0) {
+            bool yes = len == 12 && memcmp(p + 8, "true", 4) == 0;
+            if ((!yes && !(len == 13 && memcmp(p + 8, "false", 5) == 0)) || seen) {
+                snprintf(message, message_size, "%s",
+                         seen ? "parameter 'partial' given twice"
+                              : "bad partial: expected true or false");
+                return 400;
+            }
+            seen = true;
+            req->partial = yes;
+        } else if (len > 0) {
+            req->forward[n] = n == path_len ? '?' : '&';
+            n++;
+            memcpy(req->forward + n, p, len);
+            n += len;
+        }
+        start = end + 1;
+    }
+    req->forward[n] = '\0';
+    return 0;
+}
+
+/* req->forward into req->upstream, each '#' as %23. */
+static void upstream_target(struct router_request *req)
+{
+    size_t n = 0;
+    for (const char *p = req->forward; *p != '\0'; p++) {
+        ASSERT(n + 4 <= sizeof(req->upstream));
+        if (*p == '#') {
+            memcpy(req->upstream + n, "%23", 3);
+            n += 3;
+        } else {
+            req->upstream[n++] = *p;
+        }
+    }
+    req->upstream[n] = '\0';
+}
+
+static enum MHD_Result add_header_bytes(void *cls, enum MHD_ValueKind kind, const char *key,
+                                        size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    (void)key;
+    (void)value;
+    size_t *total = cls;
+    *total += key_size + value_size + 4;
+    return MHD_YES;
+}
+
+/* First call of a request (headers read): validates it as a node would. An error is answered
+ * at once; a valid request on the last call, after any body was drained (keep-alive). */
+static enum MHD_Result handle_first(struct query_router *r, struct MHD_Connection *c,
+                                    const char *method, struct router_request *req)
+{
+    req->validated = true;
+    size_t header_bytes = 0;
+    MHD_get_connection_values_n(c, MHD_HEADER_KIND, add_header_bytes, &header_bytes);
+    if (header_bytes > HTTP_HEADERS_BYTES_MAX) {
+        return respond_error(r, c, HTTP_EP_NONE, 431, "request headers larger than 8192 bytes");
+    }
+    if (req->target_len > HTTP_URI_BYTES_MAX) {
+        return respond_error(r, c, HTTP_EP_NONE, 414, "request target longer than 2048 bytes");
+    }
+    char message[HTTP_ERROR_BYTES_MAX];
+    if (strip_partial(req, message, sizeof(message)) != 0) {
+        return respond_error(r, c, HTTP_EP_NONE, 400, message);
+    }
+    struct http_route *route = &req->route;
+    unsigned status =
+        http_route_parse(method, req->forward, strlen(req->forward), QUERY_RANGE_DAYS_MAX, route);
+    if (status != 0) {
+        return respond_error(r, c, route->endpoint, status, route->error);
+    }
+    upstream_target(req);
+    req->valid = true;
+    return MHD_YES;
+}
+
+static enum MHD_Result dispatch(struct query_router *r, struct MHD_Connection *c,
+                                const struct router_request *req)
+{
+    switch (req->route.endpoint) {
+    case HTTP_EP_HEALTHZ:
+        return respond_json(r, c, HTTP_EP_HEALTHZ, 200, strdup("{\"status\":\"ok\"}"), 15);
+    case HTTP_EP_READYZ: return serve_readyz(r, c);
+    case HTTP_EP_METRICS: return serve_metrics(r, c);
+    case HTTP_EP_COUNT:
+    case HTTP_EP_PARTITIONS:
+    case HTTP_EP_ORDERS:
+    case HTTP_EP_ORDER:
+    case HTTP_EP_HEAT:
+        return serve_data(r, c, req,
+                          MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"));
+    case HTTP_EP_NONE: break;
+    }
+    ASSERT(false);
+    return MHD_NO;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **con_cls)
+{
+    (void)url;
+    (void)version;
+    (void)upload_data;
+    struct query_router *r = cls;
+    struct router_request *req = *con_cls;
+    if (req == NULL) {
+        return respond_error(r, c, HTTP_EP_NONE, 503, "out of memory");
+    }
+    if (!req->validated) {
+        return handle_first(r, c, method, req);
+    }
+    if (*upload_data_size > 0) { /* a body on a GET or HEAD: drained and ignored */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    ASSERT(req->valid);
+    return dispatch(r, c, req);
+}
+
+static void *capture_target(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls;
+    (void)c;
+    struct router_request *req = malloc(sizeof(*req));
+    if (req == NULL) {
+        return NULL;
+    }
+    req->validated = false;
+    req->valid = false;
+    req->partial = false;
+    req->target_len = strlen(uri);
+    size_t keep = req->target_len <= HTTP_URI_BYTES_MAX ? req->target_len : 0;
+    memcpy(req->target, uri, keep);
+    req->target[keep] = '\0';
+    return req;
+}
+
+static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)c;
+    (void)toe;
+    free(*con_cls);
+    *con_cls = NULL;
+}
+
+DS_PRINTF(2, 0) static void log_mhd(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char line[512];
+    vsnprintf(line, sizeof(line), fmt, ap);
+    size_t len = strlen(line);
+    while (len > 0 && line[len - 1] == '\n') {
+        line[--len] = '\0';
+    }
+    ds_log_info("router: libmicrohttpd: %s", line);
+}
+
+/* ---- lifecycle ----------------------------------------------------------------------------- */
+
+/* A node URL the router accepts: http://, printable, no quote or backslash (it becomes a label
+ * value and a JSON string as is), shorter than QUERY_ROUTER_URL_BYTES_MAX. */
+static bool url_valid(const char *url)
+{
+    size_t len = url != NULL ? strlen(url) : 0;
+    if (len <= 7 || len >= QUERY_ROUTER_URL_BYTES_MAX || strncmp(url, "http://", 7) != 0) {
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)url[i];
+        if (ch <= 0x20 || ch >= 0x7f || ch == '"' || ch == '\\' || ch == '?' || ch == '#') {
+            return false;
+        }
+    }
+    return true;
+}
+
+int query_router_config_check(const struct query_router_config *cfg)
+{
+    bool ok = cfg->node_count >= 1 && cfg->node_count <= QUERY_ROUTER_NODES_MAX &&
+              cfg->replica_count <= QUERY_ROUTER_NODES_MAX &&
+              (cfg->replica_count == 0 || cfg->replicas != NULL) &&
+              cfg->threads <= QUERY_HTTP_THREADS_MAX &&
+              cfg->timeout_ms <= QUERY_ROUTER_TIMEOUT_MS_MAX &&
+              cfg->connect_timeout_ms <= QUERY_ROUTER_TIMEOUT_MS_MAX &&
+              cfg->probe_interval_ms <= QUERY_ROUTER_PROBE_MS_MAX &&
+              cfg->partitions <= ROUTER_PARTITIONS_MAX;
+    for (uint32_t i = 0; ok && i < cfg->node_count; i++) {
+        ok = url_valid(cfg->nodes[i]);
+    }
+    for (uint32_t i = 0; ok && i < cfg->replica_count; i++) {
+        ok = url_valid(cfg->replicas[i]);
+    }
+    return ok ? 0 : -DS_EUSAGE;
+}
+
+/* Copies the URLs (without a trailing slash) into the node table, group by group. */
+static void nodes_init(struct query_router *r, const struct query_router_config *cfg)
+{
+    const char *const *lists[ROUTER_GROUPS] = {cfg->nodes, cfg->replicas};
+    uint32_t counts[ROUTER_GROUPS] = {cfg->node_count, cfg->replica_count};
+    for (uint32_t g = 0; g < ROUTER_GROUPS; g++) {
+        r->group_first[g] = r->node_count;
+        r->group_count[g] = counts[g];
+        for (uint32_t i = 0; i < counts[g]; i++) {
+            struct router_node *n = &r->nodes[r->node_count++];
+            snprintf(n->url, sizeof(n->url), "%s", lists[g][i]);
+            size_t len = strlen(n->url);
+            while (len > 7 && n->url[len - 1] == '/') {
+                n->url[--len] = '\0';
+            }
+            n->group = g;
+            atomic_store_explicit(&n->ready, false, memory_order_relaxed);
+        }
+    }
+}
+
+static int slots_open(struct query_router *r, uint32_t threads, uint32_t connect_timeout_ms)
+{
+    for (uint32_t i = 0; i < threads; i++) {
+        struct router_slot *s = &r->slots[i];
+        ASSERT(pthread_mutex_init(&s->lock, NULL) == 0);
+        r->slot_count = i + 1;
+        int rc = router_client_create(connect_timeout_ms, &s->client);
+        for (uint32_t g = 0; rc == 0 && g < ROUTER_GROUPS; g++) {
+            s->calls[g] = calloc(r->group_count[g] > 0 ? r->group_count[g] : 1, sizeof(**s->calls));
+            rc = s->calls[g] != NULL ? 0 : -ENOMEM;
+        }
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    int rc = router_client_create(connect_timeout_ms, &r->probe_client);
+    r->probe_calls = rc == 0 ? calloc(r->node_count, sizeof(*r->probe_calls)) : NULL;
+    return rc != 0 ? rc : (r->probe_calls != NULL ? 0 : -ENOMEM);
+}
+
+static void slots_close(struct query_router *r)
+{
+    for (uint32_t i = 0; i < r->slot_count; i++) {
+        struct router_slot *s = &r->slots[i];
+        for (uint32_t g = 0; g < ROUTER_GROUPS; g++) {
+            for (uint32_t k = 0; s->calls[g] != NULL && k < r->group_count[g]; k++) {
+                router_call_release(&s->calls[g][k]);
+            }
+            free(s->calls[g]);
+        }
+        router_client_destroy(s->client);
+        pthread_mutex_destroy(&s->lock);
+    }
+    for (uint32_t k = 0; r->probe_calls != NULL && k < r->node_count; k++) {
+        router_call_release(&r->probe_calls[k]);
+    }
+    free(r->probe_calls);
+    router_client_destroy(r->probe_client);
+}
+
+static int router_open(struct query_router *r, const struct query_router_config *cfg)
+{
+    uint32_t threads = cfg->threads != 0 ? cfg->threads : ROUTER_THREADS_DEFAULT;
+    const char *listen_text = cfg->listen != NULL ? cfg->listen : QUERY_HTTP_LISTEN_DEFAULT;
+    int rc = http_listen(listen_text, &r->listen_fd, r->address, sizeof(r->address));
+    if (rc != 0) {
+        ds_log_error("router: cannot listen on %s: %s", listen_text, ds_strerror(rc));
+        return rc;
+    }
+    rc = slots_open(r, threads,
+                    cfg->connect_timeout_ms != 0 ? cfg->connect_timeout_ms
+                                                 : QUERY_ROUTER_CONNECT_TIMEOUT_MS_DEFAULT);
+    if (rc != 0) {
+        return rc;
+    }
+    probe_once(r); /* the first answers know which nodes are up */
+    if (pthread_create(&r->prober, NULL, prober_main, r) != 0) {
+        return -EAGAIN;
+    }
+    r->prober_started = true;
+    r->daemon = MHD_start_daemon(
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, r,
+        MHD_OPTION_EXTERNAL_LOGGER, log_mhd, r, MHD_OPTION_LISTEN_SOCKET, r->listen_fd,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(threads > 1 ? threads : 0),
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)QUERY_HTTP_CONNECTIONS_DEFAULT,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)QUERY_HTTP_CONNECTIONS_PER_IP_DEFAULT,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)QUERY_HTTP_IDLE_TIMEOUT_S_DEFAULT,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY_BYTES,
+        MHD_OPTION_URI_LOG_CALLBACK, capture_target, r, MHD_OPTION_NOTIFY_COMPLETED, request_done,
+        r, MHD_OPTION_END);
+    if (r->daemon == NULL) {
+        ds_log_error("router: libmicrohttpd refused to start on %s", r->address);
+        return -EIO;
+    }
+    return 0;
+}
+
+int query_router_start(const struct query_router_config *cfg, struct query_router **out)
+{
+    int rc = query_router_config_check(cfg);
+    if (rc != 0) {
+        return rc;
+    }
+    struct query_router *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        return -ENOMEM;
+    }
+    if (router_fanout_init() != 0) {
+        free(r);
+        return -ENOMEM;
+    }
+    r->listen_fd = -1;
+    r->timeout_ms = cfg->timeout_ms != 0 ? cfg->timeout_ms : QUERY_ROUTER_TIMEOUT_MS_DEFAULT;
+    r->probe_interval_ms =
+        cfg->probe_interval_ms != 0 ? cfg->probe_interval_ms : QUERY_ROUTER_PROBE_MS_DEFAULT;
+    r->partitions = cfg->partitions;
+    ASSERT(pthread_mutex_init(&r->stop_lock, NULL) == 0);
+    ASSERT(pthread_cond_init(&r->stop_cond, NULL) == 0);
+    nodes_init(r, cfg);
+    rc = router_open(r, cfg);
+    if (rc != 0) {
+        query_router_stop(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+const char *query_router_address(const struct query_router *r)
+{
+    return r->address;
+}
+
+void query_router_stop(struct query_router *r)
+{
+    if (r == NULL) {
+        return;
+    }
+    if (r->daemon != NULL) {
+        MHD_stop_daemon(r->daemon); /* closes the listening socket too */
+    } else if (r->listen_fd >= 0) {
+        close(r->listen_fd);
+    }
+    if (r->prober_started) {
+        ASSERT(pthread_mutex_lock(&r->stop_lock) == 0);
+        r->stopping = true;
+        ASSERT(pthread_cond_signal(&r->stop_cond) == 0);
+        ASSERT(pthread_mutex_unlock(&r->stop_lock) == 0);
+        ASSERT(pthread_join(r->prober, NULL) == 0);
+    }
+    slots_close(r);
+    pthread_cond_destroy(&r->stop_cond);
+    pthread_mutex_destroy(&r->stop_lock);
+    router_fanout_deinit();
+    free(r);
+}

@@ -39,6 +39,10 @@ const char cmd_router_usage[] =
     "  --partitions N          the topic's partitions: a group whose answers' as_of does not\n"
     "                          cover 0..N-1 is incomplete (default: the largest set seen)\n"
     "  --threads N             worker threads, each with its own connections (default 4)\n"
+    "  --http-token TOKEN      require 'Authorization: Bearer TOKEN' from clients (every path\n"
+    "                          but /healthz and /readyz; use it off loopback)\n"
+    "  --node-token TOKEN      the bearer token of the nodes (their --http-token), sent on every\n"
+    "                          call; without it a client's Authorization header is passed on\n"
     "  --help                  this text\n"
     "\n"
     "exit status: 0 stopped by a signal, 1 could not start (address in use), 2 usage error\n";
@@ -86,6 +90,8 @@ static int parse_value(int c, const char *value, void *user)
     case 'n': return urls_add(&a->nodes, value);
     case 'R': return urls_add(&a->replicas, value);
     case 'H': a->cfg.listen = value; return 0;
+    case 'k': a->cfg.token = value; return 0;
+    case 'K': a->cfg.node_token = value; return 0;
     case 'p':
         if (cli_parse_u64(value, 1, QUERY_METRICS_LAG_PARTITIONS_MAX, &n) != 0) {
             return -1;
@@ -120,6 +126,8 @@ static int parse_args(int argc, char **argv, struct router_args *a)
                                             {"probe-ms", required_argument, NULL, 'P'},
                                             {"partitions", required_argument, NULL, 'p'},
                                             {"threads", required_argument, NULL, 't'},
+                                            {"http-token", required_argument, NULL, 'k'},
+                                            {"node-token", required_argument, NULL, 'K'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof(*a));
@@ -138,6 +146,11 @@ static int parse_args(int argc, char **argv, struct router_args *a)
     a->cfg.node_count = a->nodes.count;
     a->cfg.replicas = a->replicas.urls;
     a->cfg.replica_count = a->replicas.count;
+    if ((a->cfg.token != NULL && (a->cfg.token[0] == '\0' || strlen(a->cfg.token) > 256)) ||
+        (a->cfg.node_token != NULL &&
+         (a->cfg.node_token[0] == '\0' || strlen(a->cfg.node_token) > 256))) {
+        return cli_error("router", CLI_USAGE, "a token is 1..256 bytes");
+    }
     if (query_router_config_check(&a->cfg) != 0) {
         return cli_error("router", CLI_USAGE,
                          "a node URL must be http://HOST:PORT[/PREFIX] (printable, no quote, "

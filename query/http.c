@@ -63,8 +63,6 @@
 #include "query/http_private.h"
 #include "query/text.h"
 
-/* Token bytes: enough for any generated secret, small enough to compare in constant time. */
-#define HTTP_TOKEN_BYTES_MAX 256u
 /* "as_of" of every source partition the manifest knows: up to STORAGE_SOURCES_MAX entries of
  * at most 32 bytes each. */
 #define HTTP_AS_OF_BYTES_MAX (STORAGE_SOURCES_MAX * 32u + 16u)
@@ -1226,19 +1224,8 @@ static enum MHD_Result add_header_bytes(void *cls, enum MHD_ValueKind kind, cons
 
 static bool token_ok(const struct query_http *h, struct MHD_Connection *c)
 {
-    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    static const char scheme[] = "Bearer ";
-    if (auth == NULL || strncmp(auth, scheme, sizeof(scheme) - 1) != 0) {
-        return false;
-    }
-    auth += sizeof(scheme) - 1;
-    size_t len = strlen(auth);
-    /* Constant time over the token's length: the answer must not reveal a matching prefix. */
-    unsigned char diff = len != h->token_len;
-    for (size_t i = 0; i < h->token_len; i++) {
-        diff |= (unsigned char)(h->token[i] ^ (i < len ? auth[i] : 0));
-    }
-    return diff == 0;
+    return http_bearer_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
+                          h->token, h->token_len);
 }
 
 /* First call of a request (headers read): validates it. An error is answered at once (the

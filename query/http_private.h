@@ -27,6 +27,13 @@
 /* Orders per page a client may ask for (the GSI issue may lower it). */
 #define HTTP_ORDERS_LIMIT_MAX 1000u
 
+/* Token bytes: enough for any generated secret, small enough to compare in constant time. */
+#define HTTP_TOKEN_BYTES_MAX 256u
+/* Whether an Authorization header value is "Bearer " and token (http_request.c). Constant time
+ * over the token's length: the answer must not reveal a matching prefix. authorization may be
+ * NULL (no header). */
+bool http_bearer_ok(const char *authorization, const char *token, size_t token_len);
+
 /* Binds and listens on "HOST:PORT" (listen.c): *fd gets the non-blocking socket and address
  * the bound "HOST:PORT" (the port picked for 0). Returns 0, -DS_EUSAGE for an address that
  * does not parse or resolve, or a negated errno of socket/bind/listen. */

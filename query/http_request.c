@@ -484,3 +484,18 @@ unsigned http_route_parse(const char *method, const char *target, size_t len,
     status = q != NULL ? parse_query(q + 1, len - path_len - 1, out) : 0;
     return status != 0 ? status : finish(out, range_days_max);
 }
+
+bool http_bearer_ok(const char *authorization, const char *token, size_t token_len)
+{
+    static const char scheme[] = "Bearer ";
+    if (authorization == NULL || strncmp(authorization, scheme, sizeof(scheme) - 1) != 0) {
+        return false;
+    }
+    const char *got = authorization + sizeof(scheme) - 1;
+    size_t len = strlen(got);
+    unsigned char diff = len != token_len;
+    for (size_t i = 0; i < token_len; i++) {
+        diff |= (unsigned char)(token[i] ^ (i < len ? got[i] : 0));
+    }
+    return diff == 0;
+}

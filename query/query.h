@@ -445,6 +445,11 @@ struct query_router_config {
     uint32_t probe_interval_ms;  /* 0: QUERY_ROUTER_PROBE_MS_DEFAULT */
     uint32_t partitions;         /* Kafka partitions of the topic, or 0: learned (the largest
                                   * set of partitions the nodes' as_of ever covered) */
+    const char *token;           /* clients must send "Authorization: Bearer token" on every
+                                  * path but /healthz and /readyz; NULL: open. Copied. */
+    const char *node_token;      /* sent to every node as a bearer token (data calls and
+                                  * probes); NULL: a client's Authorization header is passed on
+                                  * to the nodes as it came. Copied. */
 };
 
 struct query_router;

@@ -96,6 +96,9 @@ struct query_router {
     uint32_t timeout_ms;
     uint32_t probe_interval_ms;
     uint32_t partitions; /* 0: learned */
+    char token[HTTP_TOKEN_BYTES_MAX + 1];
+    size_t token_len;                                                  /* 0: open */
+    char node_authorization[sizeof("Bearer ") + HTTP_TOKEN_BYTES_MAX]; /* "": pass the client's */
     uint32_t node_count;
     struct router_node nodes[ROUTER_NODES_TOTAL_MAX];
     uint32_t group_first[ROUTER_GROUPS];
@@ -684,7 +687,8 @@ static void probe_once(struct query_router *r)
         int w = snprintf(call->url, sizeof(call->url), "%s/readyz", r->nodes[i].url);
         ASSERT(w > 0 && (size_t)w < sizeof(call->url));
     }
-    router_client_run(r->probe_client, r->probe_calls, r->node_count, r->timeout_ms, NULL);
+    router_client_run(r->probe_client, r->probe_calls, r->node_count, r->timeout_ms,
+                      r->node_authorization[0] != '\0' ? r->node_authorization : NULL);
     for (uint32_t i = 0; i < r->node_count; i++) {
         const struct router_call *call = &r->probe_calls[i];
         bool ready = call->error == 0 && call->status == 200;
@@ -806,6 +810,13 @@ static enum MHD_Result handle_first(struct query_router *r, struct MHD_Connectio
     struct http_route *route = &req->route;
     unsigned status =
         http_route_parse(method, req->forward, strlen(req->forward), QUERY_RANGE_DAYS_MAX, route);
+    bool routed =
+        status != 404 && status != 405 && status != 414 && route->endpoint != HTTP_EP_NONE;
+    if (routed && r->token_len > 0 && route->needs_token &&
+        !http_bearer_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), r->token,
+                        r->token_len)) { /* as a node: no answer about the request without it */
+        return respond_error(r, c, route->endpoint, 401, "missing or wrong bearer token");
+    }
     if (status != 0) {
         return respond_error(r, c, route->endpoint, status, route->error);
     }
@@ -828,7 +839,9 @@ static enum MHD_Result dispatch(struct query_router *r, struct MHD_Connection *c
     case HTTP_EP_ORDER:
     case HTTP_EP_HEAT:
         return serve_data(r, c, req,
-                          MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"));
+                          r->node_authorization[0] != '\0'
+                              ? r->node_authorization
+                              : MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"));
     case HTTP_EP_NONE: break;
     }
     ASSERT(false);
@@ -926,7 +939,11 @@ int query_router_config_check(const struct query_router_config *cfg)
               cfg->timeout_ms <= QUERY_ROUTER_TIMEOUT_MS_MAX &&
               cfg->connect_timeout_ms <= QUERY_ROUTER_TIMEOUT_MS_MAX &&
               cfg->probe_interval_ms <= QUERY_ROUTER_PROBE_MS_MAX &&
-              cfg->partitions <= ROUTER_PARTITIONS_MAX;
+              cfg->partitions <= ROUTER_PARTITIONS_MAX &&
+              (cfg->token == NULL ||
+               (cfg->token[0] != '\0' && strlen(cfg->token) <= HTTP_TOKEN_BYTES_MAX)) &&
+              (cfg->node_token == NULL ||
+               (cfg->node_token[0] != '\0' && strlen(cfg->node_token) <= HTTP_TOKEN_BYTES_MAX));
     for (uint32_t i = 0; ok && i < cfg->node_count; i++) {
         ok = url_valid(cfg->nodes[i]);
     }
@@ -1053,6 +1070,14 @@ int query_router_start(const struct query_router_config *cfg, struct query_route
     r->probe_interval_ms =
         cfg->probe_interval_ms != 0 ? cfg->probe_interval_ms : QUERY_ROUTER_PROBE_MS_DEFAULT;
     r->partitions = cfg->partitions;
+    if (cfg->token != NULL) {
+        r->token_len = strlen(cfg->token);
+        memcpy(r->token, cfg->token, r->token_len);
+    }
+    if (cfg->node_token != NULL) {
+        snprintf(r->node_authorization, sizeof(r->node_authorization), "Bearer %s",
+                 cfg->node_token);
+    }
     ASSERT(pthread_mutex_init(&r->stop_lock, NULL) == 0);
     ASSERT(pthread_cond_init(&r->stop_cond, NULL) == 0);
     nodes_init(r, cfg);

@@ -16,6 +16,9 @@
 # - kill -9 A1: answers stay exact (from group B), /metrics counts a failover;
 # - kill -9 B2 too: 503 naming A1 and B2 with Retry-After, /readyz 503; partial=true answers
 #   200 with "partial":true and the same missing nodes, and a count below the total.
+# - tokens: group B's nodes require a bearer token (--http-token), which the router sends them
+#   (--node-token), so the failover above only works with it; a router with --http-token
+#   refuses clients without its own token (401), but not /healthz.
 # DS_LONG=1: 120,000 events (four times the hot-customer stream).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/node_lib.sh"
@@ -38,8 +41,11 @@ truth_count() { "$DAYSHARD" count --data "$WORK/truth" --json "$@"; }
 
 start_broker --partitions 4
 declare -A URLS PIDS
+NODE_TOKEN=node-secret-b
 for n in a1 a2 b1 b2; do
-  start_http_node "$n" "$WORK/$n" "g${n:0:1}"
+  token=()
+  [[ $n == b* ]] && token=(--http-token "$NODE_TOKEN")
+  start_http_node "$n" "$WORK/$n" "g${n:0:1}" "${token[@]}"
   URLS[$n]=$URL
   PIDS[$n]=$NODE_PID
 done
@@ -52,7 +58,7 @@ ds_produce "$WORK/events.jsonl" || die "producer"
 group_total() {
   local n total=0 c
   for n in "$@"; do
-    c=$(curl -s --max-time 5 "${URLS[$n]}/v1/count?$RANGE" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["count"])' 2>/dev/null || echo 0)
+    c=$(curl -s --max-time 5 -H "Authorization: Bearer $NODE_TOKEN" "${URLS[$n]}/v1/count?$RANGE" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["count"])' 2>/dev/null || echo 0)
     total=$((total + c))
   done
   echo "$total"
@@ -68,6 +74,7 @@ expect_eq "group B holds every event" "$events" "$(group_total b1 b2)"
 : >"$WORK/router.out"
 "$DAYSHARD" router --node "${URLS[a1]},${URLS[a2]}" --replica "${URLS[b1]}" \
   --replica "${URLS[b2]}" --http 127.0.0.1:0 --partitions 4 --probe-ms 200 \
+  --node-token "$NODE_TOKEN" \
   </dev/null >"$WORK/router.out" 2>"$WORK/router.log" 3>&- &
 ROUTER_PID=$!
 for _ in $(seq 100); do
@@ -154,7 +161,7 @@ expect_eq "/v1/orders/{id} of the events model" 409 "$(get /v1/orders/1)"
 # A router told the topic has 5 partitions finds no group covering partition 4: 503 naming it.
 : >"$WORK/router5.out"
 "$DAYSHARD" router --node "${URLS[a1]},${URLS[a2]}" --replica "${URLS[b1]},${URLS[b2]}" \
-  --http 127.0.0.1:0 --partitions 5 </dev/null >"$WORK/router5.out" 2>"$WORK/router5.log" 3>&- &
+  --http 127.0.0.1:0 --partitions 5 --node-token "$NODE_TOKEN" </dev/null >"$WORK/router5.out" 2>"$WORK/router5.log" 3>&- &
 R5_PID=$!
 for _ in $(seq 100); do
   [[ -s $WORK/router5.out ]] && break
@@ -164,6 +171,28 @@ expect_eq "a partition no group covers" "503 ['partition 4', 'partition 4']" \
   "$(curl -s -o "$WORK/body5" -w '%{http_code}' "http://$(head -1 "$WORK/router5.out")/v1/count?$RANGE") $(json_get "$WORK/body5" 'd["missing"]')"
 kill -TERM "$R5_PID"
 wait "$R5_PID" || fail "router --partitions 5: exit status"
+
+# A router with a token of its own: clients without it (or with another) get 401, the probes
+# do not need it, and with it the answer is the same count.
+: >"$WORK/routert.out"
+"$DAYSHARD" router --node "${URLS[a1]},${URLS[a2]}" --http 127.0.0.1:0 --partitions 4 \
+  --http-token router-secret </dev/null >"$WORK/routert.out" 2>"$WORK/routert.log" 3>&- &
+RT_PID=$!
+for _ in $(seq 100); do
+  [[ -s $WORK/routert.out ]] && break
+  sleep 0.1
+done
+RT=http://$(head -1 "$WORK/routert.out")
+expect_eq "router token: none" 401 "$(curl -s -o /dev/null -w '%{http_code}' "$RT/v1/count?$RANGE")"
+expect_eq "router token: another" 401 \
+  "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer router-secreT' "$RT/v1/count?$RANGE")"
+expect_eq "router token: /healthz needs none" 200 "$(curl -s -o /dev/null -w '%{http_code}' "$RT/healthz")"
+expect_eq "router token: the right one" "200 $events" \
+  "$(curl -s -o "$WORK/bodyt" -w '%{http_code}' -H 'Authorization: Bearer router-secret' "$RT/v1/count?$RANGE") $(json_get "$WORK/bodyt" 'd["count"]')"
+kill -TERM "$RT_PID"
+wait "$RT_PID" || fail "router --http-token: exit status"
+expect_eq "router: a token of 257 bytes" 2 \
+  "$(set +e; "$DAYSHARD" router --node "${URLS[a1]}" --http-token "$(printf 'x%.0s' $(seq 257))" >/dev/null 2>&1; echo $?)"
 
 # Bad requests: refused by the router itself, as a node refuses them.
 for q in "/v1/count" "/v1/count?day=2026-13-01" "/v1/count?$RANGE&stauts=paid" \

@@ -112,6 +112,10 @@ struct cli_fsck_gsi_report {
 DS_MUST_USE int cli_fsck_gsi(const char *data_dir, bool repair, bool base_changed, FILE *report,
                              struct cli_fsck_gsi_report *out);
 
+/* Whether log lines are JSON objects (--log-format json, set before any thread starts): then a
+ * command's final lines go through the logger too. */
+bool cli_log_json(void);
+
 /* Prints a usage text to stdout and returns CLI_OK (for --help). */
 int cli_help(const char *usage);
 

@@ -19,6 +19,11 @@ int cli_error(const char *command, int code, const char *fmt, ...)
     va_start(args, fmt);
     vsnprintf(message, sizeof(message), fmt, args);
     va_end(args);
+    if (cli_log_json()) { /* a collector reads one JSON object per line, errors included */
+        ds_log_error("%s: %s%s%s%s", command, message, code == CLI_USAGE ? " (try 'dayshard " : "",
+                     code == CLI_USAGE ? command : "", code == CLI_USAGE ? " --help')" : "");
+        return code;
+    }
     fprintf(stderr, "dayshard %s: %s\n", command, message);
     if (code == CLI_USAGE) {
         fprintf(stderr, "try 'dayshard %s --help'\n", command);
@@ -108,3 +113,9 @@ int cli_parse_day(const char *text, int32_t *day)
 
 /* Runs command with the settings of its --config file and of the DAYSHARD_* environment
  * inserted before the user's own options (cli/config.h). */
+
+bool cli_log_json(void)
+{
+    const char *format = getenv("DS_LOG_FORMAT");
+    return format != NULL && strcmp(format, "json") == 0;
+}

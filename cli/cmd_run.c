@@ -502,11 +502,17 @@ int cmd_run(int argc, char **argv)
     if (rc != 0) {
         return cli_error("run", CLI_FAIL, "%s", ds_strerror(rc));
     }
-    fprintf(stderr,
-            "dayshard run: stopped: %llu events durable, %llu dead letters, %llu commits, "
-            "%llu rebalances, %llu back-pressure pauses\n",
-            (unsigned long long)stats.accepted, (unsigned long long)stats.rejected,
-            (unsigned long long)stats.commits, (unsigned long long)stats.rebalances,
-            (unsigned long long)stats.pauses);
+    char summary[256];
+    snprintf(summary, sizeof(summary),
+             "stopped: %llu events durable, %llu dead letters, %llu commits, %llu rebalances, "
+             "%llu back-pressure pauses",
+             (unsigned long long)stats.accepted, (unsigned long long)stats.rejected,
+             (unsigned long long)stats.commits, (unsigned long long)stats.rebalances,
+             (unsigned long long)stats.pauses);
+    if (cli_log_json()) {
+        ds_log_info("run: %s", summary); /* run logs at info unless DS_LOG says otherwise */
+    } else {
+        fprintf(stderr, "dayshard run: %s\n", summary);
+    }
     return CLI_OK;
 }

@@ -188,7 +188,7 @@ want = os.fsencode(sys.argv[2]).decode("utf-8", "replace") if len(sys.argv) > 2 
 n = 0
 for raw in open(sys.argv[1], "rb").read().splitlines():
     if not raw.startswith(b"{"):
-        continue  # the commands' own "dayshard CMD: ..." lines are text
+        sys.exit("a text line among JSON ones: %r" % raw)
     d = json.loads(raw.decode("utf-8"))  # a JSON line is valid UTF-8 whatever it logs
     assert set(d) == {"ts", "level", "msg"}, d
     assert d["level"] in ("error", "warn", "info", "debug"), d
@@ -199,9 +199,12 @@ for raw in open(sys.argv[1], "rb").read().splitlines():
 print(n)
 EOF
 expect_exit "log-format json, odd path" 1 "$DAYSHARD" count --log-format json --data "$WORK/$odd" --day 2026-01-21
-expect_eq "JSON log lines with the odd message" 1 "$("$PY" "$WORK/json_lines.py" "$WORK/err" "$WORK/$odd")"
+# The store's error and the command's own one-line reason, both JSON, both naming the path.
+expect_eq "JSON log lines with the odd message" 2 "$("$PY" "$WORK/json_lines.py" "$WORK/err" "$WORK/$odd")"
 expect_exit "DAYSHARD_LOG_FORMAT=json" 1 env DAYSHARD_LOG_FORMAT=json "$DAYSHARD" count --data "$WORK/nope" --day 2026-01-21
-expect_eq "JSON log line from the environment" 1 "$("$PY" "$WORK/json_lines.py" "$WORK/err")"
+expect_eq "JSON log lines from the environment" 2 "$("$PY" "$WORK/json_lines.py" "$WORK/err")"
+expect_exit "a usage error under --log-format json" 2 "$DAYSHARD" count --log-format json --data "$WORK/a" --day 2026-13-01
+expect_eq "the usage error is a JSON line too" 1 "$("$PY" "$WORK/json_lines.py" "$WORK/err" "--day")"
 expect_exit "--log-format text beats DAYSHARD_LOG_FORMAT" 1 env DAYSHARD_LOG_FORMAT=json "$DAYSHARD" count --log-format text --data "$WORK/nope" --day 2026-01-21
 grep -q "^dayshard: error: .*nope" "$WORK/err" && ok || fail "text log line: $(cat "$WORK/err")"
 expect_exit "bad --log-format" 2 "$DAYSHARD" count --log-format xml --data "$WORK/a" --day 2026-01-21
@@ -264,8 +267,9 @@ wait_counts "node from the shared file" "$(truth "$WORK/gen.jsonl")" 60 "$WORK/n
 stop_node node "$node_pid"
 lines=$("$PY" "$WORK/json_lines.py" "$WORK/node.log" || echo 0)
 ((lines >= 3)) && ok || fail "the node wrote $lines JSON log lines"
-# Every log line of the node is JSON; only the final "dayshard run: stopped" summary is not.
-expect_eq "node log: non-JSON lines" 1 "$(grep -c -v '^{' "$WORK/node.log")"
+# Every line the node wrote is JSON, its final summary too.
+expect_eq "node log: non-JSON lines" 0 "$(grep -c -v '^{' "$WORK/node.log")"
+grep -q '"msg":"run: stopped: ' "$WORK/node.log" && ok || fail "node log: no JSON summary line"
 stop_broker
 
 finish

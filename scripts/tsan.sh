@@ -40,6 +40,7 @@ integration=(
   test_serve_hostile # serve under slow, oversized and malformed clients
   test_serve_live    # serve reading a store while a file ingest appends to it
   test_top           # top against a scripted HTTP server
+  test_router_serve  # the router (libmicrohttpd workers, libcurl clients, the prober) over serve
 )
 # Left out, each because it starts librdkafka (a broker, `run`, `produce` or `loadtest`):
 # test_broker test_gsi_rebuild test_kill9 test_loadtest test_loadtest_report test_produce test_run

@@ -69,9 +69,9 @@ if [[ "${DS_TEST_QUICK:-0}" != 1 ]]; then
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDS_SANITIZE=address,undefined \
         -DDS_BENCH=OFF >/dev/null
   cmake --build build-asan -j"$jobs" >/dev/null
-  echo "== tests under ASan+UBSan (the three longest Kafka node loops run in the normal pass only)"
+  echo "== tests under ASan+UBSan (the longest Kafka node loops run in the normal pass only)"
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" \
-    -E 'test_run_crash|test_run_group|test_kill9')
+    -E 'test_run_crash|test_run_group|test_kill9|test_router_kill9')
 
   echo "== fuzz targets (libFuzzer, clang; scripts/fuzz.sh)"
   if [[ "${DS_LONG:-0}" == 1 ]]; then

@@ -721,12 +721,17 @@ int query_gsi_orders(struct gsi *gsi, struct storage *st, const struct ds_id *cu
         rc = orders_current(gsi, st, customer, limit, page_token, &page, out);
     } else {
         rc = gsi_query(gsi, customer, limit, page_token, &page);
-        for (uint32_t i = 0; rc == 0 && i < page.count; i++) {
-            out->orders[i] = order_of_entry(&page.entries[i]);
+        /* Entries come newest first: the first of a day retention dropped ends the view (every
+         * later one is older), which hides a dropped day whole from the moment of its drop. */
+        int32_t floor = st != NULL ? storage_retention_floor(st) : 0;
+        uint32_t kept = 0;
+        while (rc == 0 && kept < page.count && page.entries[kept].day >= floor) {
+            out->orders[kept] = order_of_entry(&page.entries[kept]);
+            kept++;
         }
         if (rc == 0) {
-            out->count = page.count;
-            out->has_next = page.has_next;
+            out->count = kept;
+            out->has_next = page.has_next && kept == page.count;
             _Static_assert(sizeof(out->next_token) == sizeof(page.next_token), "same token size");
             memcpy(out->next_token, page.next_token, sizeof(out->next_token));
         }

@@ -147,7 +147,7 @@ static int file_magic_check(const uint8_t *buf)
     uint64_t magic = 0;
     memcpy(&magic, buf, sizeof(magic));
     if (magic == MANIFEST_FILE_MAGIC || magic == MANIFEST_FILE_MAGIC_V2 ||
-        magic == MANIFEST_FILE_MAGIC_V3) {
+        magic == MANIFEST_FILE_MAGIC_V3 || magic == MANIFEST_FILE_MAGIC_V4) {
         return 0;
     }
     return (magic & 0x00FFFFFFFFFFFFFFull) == (MANIFEST_FILE_MAGIC & 0x00FFFFFFFFFFFFFFull)

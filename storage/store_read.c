@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "storage/store_read.h"
 
@@ -94,8 +95,25 @@ struct seg_open {
     bool header_bad;
 };
 
+/* Whether a reader's MANIFEST was replaced or grew since it loaded it: a segment it misses may
+ * then have been removed on purpose (a day retention dropped, segments a compaction replaced),
+ * which is no damage. Only handles that storage_refresh loaded know their MANIFEST's inode. */
+static bool manifest_moved(const struct storage *st)
+{
+    if (!st->read_only || st->manifest_ino == 0) {
+        return false;
+    }
+    char path[DS_PATH_MAX];
+    store_path(st, "MANIFEST", path);
+    struct stat sb;
+    return stat(path, &sb) != 0 || sb.st_ino != st->manifest_ino ||
+           (uint64_t)sb.st_size != st->manifest_size;
+}
+
 /* Damage (a missing file, a bad header, a short file) is described in *so; what is not damage
- * (a file that cannot be opened or read: EACCES, EIO, EMFILE, ...) is returned, logged. */
+ * (a file that cannot be opened or read: EACCES, EIO, EMFILE, ...) is returned, logged. A
+ * segment missing from a reader whose MANIFEST moved since is -ESTALE: refresh and ask again
+ * (never a count without it). */
 static int segment_open_tolerant(struct storage *st, const struct part *p, uint32_t segment_id,
                                  struct seg_open *so)
 {
@@ -106,6 +124,10 @@ static int segment_open_tolerant(struct storage *st, const struct part *p, uint3
     so->fd = st->io->ops->open(st->io, path, O_RDONLY, 0);
     if (so->fd == -ENOENT) {
         so->fd = -1;
+        if (manifest_moved(st)) {
+            ds_log_warn("%s: removed since this reader's last refresh", path);
+            return -ESTALE;
+        }
         return 0;
     }
     int rc = so->fd < 0 ? so->fd : st->io->ops->size(st->io, so->fd, &so->size);

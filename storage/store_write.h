@@ -43,6 +43,15 @@ DS_MUST_USE int store_write_rewrite_commit(struct storage *st, struct part *p, u
 /* Removes the replaced segments whose delay has passed (called after each commit). */
 void store_write_retire_due(struct storage *st);
 
+/* Retention: right after a commit, makes floor (above the current one) the retention floor:
+ * one new MANIFEST (atomic rename, format 4) without the partitions of the days below it and
+ * naming the floor, then their files' removal is scheduled STORE_RETIRE_DELAY_NS later (a
+ * reader holding the previous state finishes; recovery removes any a crash left). On error the
+ * storage is failed; reopened, it has the days whole. */
+DS_MUST_USE int store_write_drop_below(struct storage *st, int32_t floor);
+/* Removes the files of dropped days whose delay has passed (all: every one, at close). */
+void store_write_drop_due(struct storage *st, bool all);
+
 /* For fsck --repair (holding the lock, with the state replayed but no recovery run): replaces
  * the MANIFEST with one snapshot of st, plus its skip entries (format 2 when there are any),
  * by an atomic rename. Returns 0 or a negated errno. */

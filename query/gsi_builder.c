@@ -367,6 +367,21 @@ static void note_rate(struct query_gsi *g, uint64_t entries, uint64_t ns)
     pthread_mutex_unlock(&g->lock);
 }
 
+/* Positions of days retention dropped go (sorted by day: a prefix), so that the cursor holds
+ * the kept days only and a node that keeps N days never fills CURSOR_PARTITIONS_MAX. */
+static void positions_prune(struct query_gsi *g, int32_t floor)
+{
+    uint32_t dropped = 0;
+    while (dropped < g->position_count && g->positions[dropped].day < floor) {
+        dropped++;
+    }
+    if (dropped > 0) {
+        memmove(&g->positions[0], &g->positions[dropped],
+                (g->position_count - dropped) * sizeof(*g->positions));
+        g->position_count -= dropped;
+    }
+}
+
 /* One round: refresh, follow every partition, apply what is left with the round's sequence. */
 static int builder_round(struct query_gsi *g)
 {
@@ -374,6 +389,7 @@ static int builder_round(struct query_gsi *g)
     if (rc != 0) {
         return rc;
     }
+    positions_prune(g, storage_retention_floor(g->base));
     uint64_t seq = storage_commit_seq(g->base);
     if (seq == g->applied_seq) {
         mark_indexed(g, seq); /* nothing new (or nothing at all yet) */

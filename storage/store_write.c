@@ -21,7 +21,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -787,7 +786,9 @@ int store_write_drop_below(struct storage *st, int32_t floor)
             drop_schedule(st, p->day, due_ns);
         }
     }
-    ds_log_info("%s: retention floor %" PRId32 " (days before it dropped)", st->dir, floor);
+    char date[DS_DATE_TEXT_SIZE];
+    ds_date_format(floor, date);
+    ds_log_info("%s: retention floor %s: the days before it are dropped", st->dir, date);
     return 0;
 }
 

@@ -81,18 +81,9 @@ int32_t storage_retention_floor(const struct storage *st)
     return store_retention_floor(st);
 }
 
-/* Right after a commit (and at a writer's open): the floor stream time asks for becomes the
- * committed one when it rose. */
-static int retention_apply(struct storage *st)
-{
-    int32_t floor = storage_retention_floor(st);
-    if (floor <= store_floor(st)) {
-        return 0;
-    }
-    return store_write_drop_below(st, floor);
-}
-
-/* A writer's stream time after recovery: the greatest day holding committed data. */
+/* A writer's stream time after recovery: the greatest day holding committed data; a floor
+ * it asks for above the committed one (a smaller --retention-days than before) is applied at
+ * once. (Later, each commit that raises the floor drops with its own record.) */
 static int retention_open(struct storage *st)
 {
     int32_t floor = store_floor(st);
@@ -102,7 +93,8 @@ static int retention_open(struct storage *st)
             st->stream_day = p->day;
         }
     }
-    return retention_apply(st);
+    int32_t wanted = store_retention_floor(st);
+    return wanted > floor ? store_write_drop_below(st, wanted) : 0;
 }
 
 /* ---- open and close ------------------------------------------------------------------------ */
@@ -317,7 +309,7 @@ int storage_commit(struct storage *st)
             return rc;
         }
     }
-    int committed = store_write_commit(st);
+    int committed = store_write_commit(st, store_retention_floor(st));
     if (committed < 0) {
         return committed;
     }
@@ -333,9 +325,6 @@ int storage_commit(struct storage *st)
         }
     }
     int rc = store_write_rotate_if_due(st);
-    if (rc == 0) {
-        rc = retention_apply(st);
-    }
     if (rc == 0) {
         store_write_drop_due(st, false);
     }

@@ -217,9 +217,10 @@ int64_t storage_source_next(const struct storage *st, int32_t source_partition);
 /* Stream time, as Kafka Streams defines it: the greatest event day this writer has appended
  * (committed, or pending; after a restart the greatest day holding committed data). With
  * retention_days N > 0 the floor is stream day - N + 1: with N = 7 and stream time 2026-01-21,
- * days 2026-01-15 .. 2026-01-21 are kept. Right after the commit that raises the floor, one new
- * MANIFEST (atomic rename) drops every partition of each day below it and records the floor; the
- * files are removed STORE_RETIRE_DELAY_NS (30 s) later, at the writer's close, or by recovery.
+ * days 2026-01-15 .. 2026-01-21 are kept. The commit that raises the floor writes its record as
+ * one new MANIFEST (atomic rename, format 4) that records the floor and leaves out every
+ * partition of each day below it, so its data and its drop become durable together; the files
+ * are removed 30 s later (STORE_RETIRE_DELAY_NS), at the writer's close, or by recovery.
  * Readers hide every day below the committed floor at once (totals zero, scans and visits skip
  * it, orders whose current version lies there are gone), so no one sees half a day. The floor
  * only rises; it is kept in the MANIFEST (format 4), so a restart keeps it. */

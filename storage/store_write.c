@@ -405,7 +405,7 @@ static int manifest_rotate(struct storage *st);
 
 /* Frees the open-block buffers of partitions that took no event since the previous commit, so
  * memory follows the partitions in use, not every partition ever written. */
-static void commit_done(struct storage *st, uint64_t record_bytes)
+static void commit_done(struct storage *st, bool record_written, uint64_t record_bytes)
 {
     /* Idle partitions give their (empty) open blocks back; the rest keep theirs for the next
      * commit interval. */
@@ -438,11 +438,11 @@ static void commit_done(struct storage *st, uint64_t record_bytes)
     }
     st->touched_count = 0; /* the entries stay, for the caller of store_write_commit */
     st->pending_events = 0;
-    st->seq++;
+    st->seq += record_written;
     st->manifest_size += record_bytes;
 }
 
-int store_write_commit(struct storage *st)
+int store_write_commit(struct storage *st, int32_t floor)
 {
     ASSERT(!st->read_only);
     ASSERT(st->failed == 0);
@@ -450,19 +450,29 @@ int store_write_commit(struct storage *st)
     for (uint32_t i = 0; i < MANIFEST_SOURCES_MAX && !sources_dirty; i++) {
         sources_dirty = st->sources[i].dirty;
     }
-    if (st->touched_count == 0 && !sources_dirty) {
+    bool drop = floor > store_floor(st);
+    if (st->touched_count == 0 && !sources_dirty && !drop) {
         return 0;
     }
     int rc = commit_blocks(st);
     uint64_t record_bytes = 0;
-    if (rc == 0) {
+    if (rc == 0 && !drop) {
         rc = commit_record(st, &record_bytes);
     }
     if (rc != 0) {
         return rc;
     }
     uint32_t committed = st->touched_count;
-    commit_done(st, record_bytes);
+    commit_done(st, !drop, record_bytes);
+    if (drop) {
+        /* The commit's record is the drop's snapshot: one rename makes the new data, the new
+         * floor and the dropped days durable together, so no reader sees the commit's
+         * positions without its drop. On failure nothing of it is acknowledged. */
+        rc = store_write_drop_below(st, floor);
+        if (rc != 0) {
+            return rc;
+        }
+    }
     ASSERT(committed <= st->cfg.partitions_max);
     return (int)committed;
 }

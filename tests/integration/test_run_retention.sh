@@ -42,7 +42,13 @@ fi
 expect_eq "too_late dead letters" "$late_expected" "$(grep -c '"reason":"too_late"' "$data/deadletter.jsonl" || true)"
 expect_eq "the late event is the last dead letter" "too_late late-1" \
   "$(tail -n 1 "$data/deadletter.jsonl" | "$PY" -c 'import json,sys; r=json.loads(sys.stdin.read()); print(r["reason"], json.loads(r["raw"])["order_id"])')"
-metric=$(curl -s "$URL/metrics" | grep 'reason="too_late"' | awk '{print $NF}')
+# /metrics counts dead letters once their commit is durable: poll for it
+deadline=$(($(now_ms) + 10000))
+while :; do
+  metric=$(curl -s "$URL/metrics" | grep 'reason="too_late"' | awk '{print $NF}')
+  [[ $metric == "$late_expected" ]] || (($(now_ms) > deadline)) && break
+  sleep 0.2
+done
 expect_eq "/metrics too_late" "$late_expected" "$metric"
 stop_node n1 "$NODE_PID"
 # the files of dropped days go 30 s after their drop or when the node stops

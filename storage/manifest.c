@@ -140,7 +140,7 @@ static bool any_valid_record_after(const uint8_t *buf, size_t len)
     return false;
 }
 
-/* The file magic: 0 for format 1 or 2, -DS_EFORMAT for another version ("DSMANIF<other>", the
+/* The file magic: 0 for formats 1 to 4, -DS_EFORMAT for another version ("DSMANIF<other>", the
  * version being the most significant byte of the little-endian u64), else -DS_ECORRUPT. */
 static int file_magic_check(const uint8_t *buf)
 {

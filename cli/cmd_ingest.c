@@ -40,6 +40,10 @@ const char cmd_ingest_usage[] =
     "                          numbers its last commit recorded): re-run the same input after a\n"
     "                          failed run (a full disk: exit 1, nothing after the last commit\n"
     "                          kept) and every line is stored exactly once\n"
+    "  --retention-days N      keep the newest N days of stream time (the greatest event day\n"
+    "                          committed, as in Kafka Streams): older days are dropped whole\n"
+    "                          with their index entries, later events of them are dead\n"
+    "                          letters (too_late); N in 1..36500, 0 (the default) keeps all\n"
     "  --no-compact            orders model: keep superseded versions (no compaction while\n"
     "                          loading), to measure what they cost; `dayshard compact` removes\n"
     "                          them later\n"
@@ -56,6 +60,7 @@ struct ingest_args {
     bool resume;
     bool no_compact;
     enum storage_model model;
+    uint64_t retention_days;
 };
 
 static int parse_args(int argc, char **argv, struct ingest_args *a)
@@ -69,6 +74,7 @@ static int parse_args(int argc, char **argv, struct ingest_args *a)
                                             {"resume", no_argument, NULL, 'r'},
                                             {"model", required_argument, NULL, 'm'},
                                             {"no-compact", no_argument, NULL, 'C'},
+                                            {"retention-days", required_argument, NULL, 'R'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     *a = (struct ingest_args){
@@ -88,6 +94,9 @@ static int parse_args(int argc, char **argv, struct ingest_args *a)
         case 'c': rc = cli_parse_u64(optarg, 1, 60000, &a->commit_interval_ms); break;
         case 'z': rc = cli_parse_u64(optarg, 1, 19, &a->zstd_level); break;
         case 'm': rc = storage_model_parse(optarg, &a->model); break;
+        case 'R':
+            rc = cli_parse_u64(optarg, 0, STORAGE_RETENTION_DAYS_MAX, &a->retention_days);
+            break;
         case 'h': return -1;
         default:
             return cli_error("ingest", CLI_USAGE, "unknown or incomplete option '%s'",
@@ -96,7 +105,9 @@ static int parse_args(int argc, char **argv, struct ingest_args *a)
         if (rc != 0) {
             return cli_error("ingest", CLI_USAGE, "bad value '%s' for %s%s", optarg,
                              cli_option_name(options, c, name),
-                             c == 'm' ? " (events or orders)" : "");
+                             c == 'm'   ? " (events or orders)"
+                             : c == 'R' ? " (days, 0..36500; 0 keeps every day)"
+                                        : "");
         }
     }
     if (a->data == NULL) {
@@ -153,6 +164,7 @@ static int run(const struct ingest_args *a, int fd)
     cfg.zstd_level = (int)a->zstd_level;
     cfg.compact_dead_rows_min = a->no_compact ? 0 : cfg.compact_dead_rows_min;
     cfg.model = a->model;
+    cfg.retention_days = (uint32_t)a->retention_days;
     struct storage *st = NULL;
     int rc = storage_open(&cfg, &st);
     if (rc != 0) {

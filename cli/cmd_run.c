@@ -35,6 +35,10 @@ const char cmd_run_usage[] =
     "                         default: one per order_id, its latest version) or events\n"
     "                         (every event counts); an existing DIR keeps its\n"
     "                         own (a different M is a usage error)\n"
+    "  --retention-days N     keep the newest N days of stream time (the greatest event day\n"
+    "                         committed, as in Kafka Streams): older days are dropped whole\n"
+    "                         with their index entries, later events of them are dead letters\n"
+    "                         (too_late); N in 1..36500, 0 (the default) keeps every day\n"
     "  --shards N             shard count for days seen for the first time (default 4)\n"
     "  --shard-capacity R     adaptive sharding: a day whose write rate (Kafka message time,\n"
     "                         over the last 5 s) exceeds R events/s per shard doubles its\n"
@@ -143,6 +147,11 @@ static int set_option(struct run_args *a, const char *key, const char *value)
         a->node.shard_capacity_eps = (uint32_t)n;
         return 0;
     }
+    if (strcmp(key, "retention-days") == 0 &&
+        cli_parse_u64(value, 0, STORAGE_RETENTION_DAYS_MAX, &n) == 0) {
+        a->node.retention_days = (uint32_t)n;
+        return 0;
+    }
     if (strcmp(key, "max-shards") == 0 && cli_parse_u64(value, 1, SHARD_COUNT_MAX, &n) == 0) {
         a->node.max_shards = (uint32_t)n;
         return 0;
@@ -191,6 +200,7 @@ static int parse_one(int c, const char *value, void *user)
     case 'M': return set_option(a, "max-shards", value);
     case 'O': return set_option(a, "shardmap-topic", "off");
     case 'm': return set_option(a, "model", value);
+    case 'r': return set_option(a, "retention-days", value);
     }
     return -DS_EUSAGE;
 }
@@ -215,6 +225,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
                                             {"max-shards", required_argument, NULL, 'M'},
                                             {"no-shardmap-topic", no_argument, NULL, 'O'},
                                             {"model", required_argument, NULL, 'm'},
+                                            {"retention-days", required_argument, NULL, 'r'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     int next = 0;

@@ -189,6 +189,9 @@ static int fsck_gsi_event_after(const struct ds_event *event, void *user)
 static int fsck_gsi_entry(const struct gsi_entry *entry, void *user)
 {
     struct fsck_gsi_compare *c = user;
+    if (ds_day_from_ms(entry->ts_ms) < storage_retention_floor(c->st)) {
+        return 0; /* a day retention dropped: hidden from every view, kept until a rebuild */
+    }
     return fsck_gsi_hashes_add(
         c, &c->index, fsck_gsi_key_hash(&entry->customer_id, entry->ts_ms, &entry->order_id));
 }
@@ -225,7 +228,8 @@ static int fsck_gsi_positions_known(struct fsck_gsi_compare *c)
 {
     for (uint32_t i = 0; i < c->position_count && c->problem[0] == '\0'; i++) {
         const struct query_gsi_cursor_position *p = &c->positions[i];
-        if (c->position_seen[i] == 0 && (p->pos.segment_id != 0 || p->pos.offset != 0)) {
+        if (c->position_seen[i] == 0 && (p->pos.segment_id != 0 || p->pos.offset != 0) &&
+            p->day >= storage_retention_floor(c->st)) {
             snprintf(c->problem, sizeof(c->problem),
                      "its cursor names partition %" PRId32 "/%" PRIu32
                      ", which the base data does not hold",

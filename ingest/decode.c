@@ -172,6 +172,7 @@ static const char *const reason_names[INGEST_REASON_COUNT] = {
     [INGEST_BAD_VERSION] = "bad_version",
     [INGEST_BAD_ITEMS] = "bad_items",
     [INGEST_ITEMS_TOO_LARGE] = "items_too_large",
+    [INGEST_TOO_LATE] = "too_late",
 };
 
 const char *ingest_reason_name(enum ingest_reason reason)

@@ -62,6 +62,8 @@ enum ingest_reason {
                               * rules of DESIGN.md section 2 (see ingest/decode.c) */
     INGEST_ITEMS_TOO_LARGE,  /* items over DS_ITEMS_COUNT_MAX entries or over
                               * DS_ITEMS_JSON_BYTES_MAX bytes of JSON text */
+    INGEST_TOO_LATE,         /* a valid event of a day below the retention floor (storage.h,
+                              * --retention-days): its day was or is being dropped */
     INGEST_REASON_COUNT,
 };
 
@@ -484,6 +486,7 @@ struct ingest_node_config {
     uint32_t base_shards;
     int io_mode;                            /* enum storage_io_mode */
     int model;                              /* enum storage_model (0: the directory's) */
+    uint32_t retention_days;                /* storage_config.retention_days (0: keep all) */
     const struct ingest_kafka_props *props; /* may be NULL */
     uint32_t commit_interval_ms;            /* group commit (and Kafka offset commit) cadence */
     uint32_t status_interval_ms;            /* how often the consumer lag is logged */

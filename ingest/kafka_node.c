@@ -819,6 +819,7 @@ static int open_data(struct node *n)
     scfg.dir = n->cfg->data_dir;
     scfg.io_mode = (enum storage_io_mode)n->cfg->io_mode;
     scfg.model = (enum storage_model)n->cfg->model;
+    scfg.retention_days = n->cfg->retention_days;
     int rc = storage_open(&scfg, &n->st);
     rc = rc == 0 ? shard_map_open(n->cfg->data_dir, n->cfg->base_shards, 0, &n->map) : rc;
     if (rc != 0) {

@@ -97,30 +97,54 @@ static void put_raw(struct record *r, const char *raw, size_t len)
     put_bytes(r, "\"", 1);
 }
 
-static void write_reject(struct stage *s, const struct stage_batch *b, const struct stage_reject *j)
+static void write_record(struct stage *s, enum ingest_reason reason, const struct ds_source *source,
+                         uint32_t byte_offset, const char *raw, size_t raw_len, bool truncated)
 {
     struct record r = {.dst = s->record};
     char number[96];
     put_text(&r, "{\"reason\":\"");
-    put_text(&r, ingest_reason_name(j->reason));
+    put_text(&r, ingest_reason_name(reason));
     put_text(&r, "\",\"source\":");
     put_json_string(&r, s->cfg.source_name, strlen(s->cfg.source_name));
-    if (j->source.partition == DS_SOURCE_FILE) {
-        snprintf(number, sizeof(number), ",\"line\":%lld", (long long)j->source.offset);
+    if (source->partition == DS_SOURCE_FILE) {
+        snprintf(number, sizeof(number), ",\"line\":%lld", (long long)source->offset);
     } else {
-        snprintf(number, sizeof(number), ",\"partition\":%d,\"offset\":%lld", j->source.partition,
-                 (long long)j->source.offset);
+        snprintf(number, sizeof(number), ",\"partition\":%d,\"offset\":%lld", source->partition,
+                 (long long)source->offset);
     }
     put_text(&r, number);
-    snprintf(number, sizeof(number), ",\"byte_offset\":%u", j->byte_offset);
+    snprintf(number, sizeof(number), ",\"byte_offset\":%u", byte_offset);
     put_text(&r, number);
-    put_raw(&r, b->raw + j->raw_offset, j->raw_len);
-    put_text(&r, j->truncated ? ",\"truncated\":true}" : "}");
+    put_raw(&r, raw, raw_len);
+    put_text(&r, truncated ? ",\"truncated\":true}" : "}");
     fwrite(r.dst, 1, r.len, s->deadletter);
     fputc('\n', s->deadletter);
     if (s->cfg.on_reject != NULL) {
-        s->cfg.on_reject(r.dst, r.len, j->source.partition, s->cfg.on_reject_user);
+        s->cfg.on_reject(r.dst, r.len, source->partition, s->cfg.on_reject_user);
     }
+}
+
+static void write_reject(struct stage *s, const struct stage_batch *b, const struct stage_reject *j)
+{
+    write_record(s, j->reason, &j->source, j->byte_offset, b->raw + j->raw_offset, j->raw_len,
+                 j->truncated);
+}
+
+/* An event whose day is below the retention floor: a dead letter (reason too_late) holding the
+ * event as a canonical JSON line (the raw bytes are not kept past decoding; items are left
+ * out, see ingest_event_format_json), and its source offset advances like a stored one's. */
+static int writer_too_late(struct stage *s, const struct stage_event *e)
+{
+    char line[INGEST_JSON_LINE_BYTES_MAX];
+    int len = ingest_event_format_json(&e->event, line, sizeof(line));
+    ASSERT(len > 0);
+    write_record(s, INGEST_TOO_LATE, &e->source, 0, line, (size_t)len, false);
+    int rc = storage_source_advance(s->cfg.storage, &e->source);
+    if (rc == 0) {
+        atomic_fetch_add(&s->rejected_by_reason[INGEST_TOO_LATE], 1);
+        atomic_fetch_add(&s->rejected, 1);
+    }
+    return rc;
 }
 
 static int open_deadletters(struct stage *s)
@@ -229,6 +253,13 @@ static int writer_apply(struct stage *s, const struct stage_batch *b, uint64_t *
             rc = rc == 0 ? storage_append(s->cfg.storage, e->day, e->shard, &e->event, &e->source)
                          : rc;
             ASSERT(rc != -EAGAIN);
+        }
+        if (rc == -ERANGE) {
+            rc = writer_too_late(s, e); /* below the retention floor */
+            if (rc != 0) {
+                return rc;
+            }
+            continue;
         }
         if (rc != 0) {
             return rc;

@@ -86,6 +86,8 @@ int query_count(struct storage *st, const struct shard_map *map,
 {
     memset(res, 0, sizeof(*res));
     res->model = storage_model(st);
+    int32_t floor = storage_retention_floor(st);
+    res->retention_floor = floor > 0 && req->day_first < floor ? floor : 0;
     uint32_t range_max = req->range_days_max != 0 ? req->range_days_max : QUERY_RANGE_DAYS_DEFAULT;
     ASSERT(range_max <= QUERY_RANGE_DAYS_MAX);
     if (req->day_first < 0 || req->day_last < req->day_first || req->day_last > DS_DAY_MAX) {

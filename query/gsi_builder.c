@@ -367,6 +367,21 @@ static void note_rate(struct query_gsi *g, uint64_t entries, uint64_t ns)
     pthread_mutex_unlock(&g->lock);
 }
 
+/* Positions of days retention dropped go (sorted by day: a prefix), so that the cursor holds
+ * the kept days only and a node that keeps N days never fills CURSOR_PARTITIONS_MAX. */
+static void positions_prune(struct query_gsi *g, int32_t floor)
+{
+    uint32_t dropped = 0;
+    while (dropped < g->position_count && g->positions[dropped].day < floor) {
+        dropped++;
+    }
+    if (dropped > 0) {
+        memmove(&g->positions[0], &g->positions[dropped],
+                (g->position_count - dropped) * sizeof(*g->positions));
+        g->position_count -= dropped;
+    }
+}
+
 /* One round: refresh, follow every partition, apply what is left with the round's sequence. */
 static int builder_round(struct query_gsi *g)
 {
@@ -374,6 +389,7 @@ static int builder_round(struct query_gsi *g)
     if (rc != 0) {
         return rc;
     }
+    positions_prune(g, storage_retention_floor(g->base));
     uint64_t seq = storage_commit_seq(g->base);
     if (seq == g->applied_seq) {
         mark_indexed(g, seq); /* nothing new (or nothing at all yet) */
@@ -721,12 +737,17 @@ int query_gsi_orders(struct gsi *gsi, struct storage *st, const struct ds_id *cu
         rc = orders_current(gsi, st, customer, limit, page_token, &page, out);
     } else {
         rc = gsi_query(gsi, customer, limit, page_token, &page);
-        for (uint32_t i = 0; rc == 0 && i < page.count; i++) {
-            out->orders[i] = order_of_entry(&page.entries[i]);
+        /* Entries come newest first: the first of a day retention dropped ends the view (every
+         * later one is older), which hides a dropped day whole from the moment of its drop. */
+        int32_t floor = st != NULL ? storage_retention_floor(st) : 0;
+        uint32_t kept = 0;
+        while (rc == 0 && kept < page.count && page.entries[kept].day >= floor) {
+            out->orders[kept] = order_of_entry(&page.entries[kept]);
+            kept++;
         }
         if (rc == 0) {
-            out->count = page.count;
-            out->has_next = page.has_next;
+            out->count = kept;
+            out->has_next = page.has_next && kept == page.count;
             _Static_assert(sizeof(out->next_token) == sizeof(page.next_token), "same token size");
             memcpy(out->next_token, page.next_token, sizeof(out->next_token));
         }

@@ -295,7 +295,9 @@ static enum MHD_Result respond_storage_error(struct query_http *h, struct MHD_Co
 {
     char message[160];
     snprintf(message, sizeof(message), "storage: %s", ds_strerror(rc));
-    return respond_error(h, c, rc == -ENOMEM ? 503 : 500, message);
+    /* -ESTALE: a file this reader's view named was removed since (a day retention dropped, a
+     * compaction's replaced segment): the next request refreshes first, so it is a retry. */
+    return respond_error(h, c, rc == -ENOMEM || rc == -ESTALE ? 503 : 500, message);
 }
 
 /* A 503 of consistent=true: body (taken) with a Retry-After of retry_after_s (>= 1). */

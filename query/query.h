@@ -70,6 +70,9 @@ struct query_count_result {
     /* What the counts count: storage_model of the directory, rendered as "model"; RECORDED
      * (unknown: a document of a service that did not say) is left out. */
     enum storage_model model;
+    /* The retention floor (storage_retention_floor) when the range reaches below it, else 0:
+     * rendered as "retention_floor", the first day still kept (the days before count 0). */
+    int32_t retention_floor;
     size_t group_count;
     struct query_group_row *groups; /* owned; query_count_result_deinit frees it */
 };

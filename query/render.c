@@ -54,7 +54,7 @@ int64_t query_json_string(const char *s, size_t len, char *dst, size_t dst_capac
 
 size_t query_count_json_bound(const struct query_count_result *res)
 {
-    return 512u + 8u * DS_STATUS_BYTES_MAX + res->group_count * GROUP_JSON_BYTES_MAX;
+    return 560u + 8u * DS_STATUS_BYTES_MAX + res->group_count * GROUP_JSON_BYTES_MAX;
 }
 
 static const char *group_name(enum query_group by)
@@ -111,6 +111,11 @@ int64_t query_count_json(const struct query_count_request *req,
              res->count, amount, res->partitions, res->blocks, res->bytes, res->damaged_blocks);
     if (res->model != STORAGE_MODEL_RECORDED) {
         text_put(&b, ",\"model\":\"%s\"", storage_model_name(res->model));
+    }
+    if (res->retention_floor > 0) {
+        char floor[DS_DATE_TEXT_SIZE];
+        ds_date_format(res->retention_floor, floor);
+        text_put(&b, ",\"retention_floor\":\"%s\"", floor);
     }
     if (req->by != QUERY_GROUP_NONE) {
         text_put(&b, ",\"by\":\"%s\",\"groups\":[", group_name(req->by));
@@ -317,6 +322,11 @@ void query_count_table(const struct query_count_request *req, const struct query
         fprintf(out, " (model %s)", storage_model_name(res->model));
     }
     fprintf(out, "\n");
+    if (res->retention_floor > 0) {
+        char floor[DS_DATE_TEXT_SIZE];
+        ds_date_format(res->retention_floor, floor);
+        fprintf(out, "retention: days before %s were dropped (they count 0)\n", floor);
+    }
     if (req->by == QUERY_GROUP_NONE) {
         return;
     }

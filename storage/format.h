@@ -50,6 +50,11 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "on-disk structs are li
  * segments below some id were replaced by a rewrite. Written only by a store holding such a
  * partition; older binaries refuse it as another format version instead of reading segment 1. */
 #define MANIFEST_FILE_MAGIC_V3 0x3346494E414D5344ull /* "DSMANIF3" */
+/* Format 4 = format 3 plus the retention floor (source slot -4, STORE_SOURCE_FLOOR): days below
+ * it were dropped. Written only by a store that dropped a day (it starts with a snapshot that
+ * lacks their partitions); older binaries refuse it as another format version instead of
+ * failing on an unknown source slot. */
+#define MANIFEST_FILE_MAGIC_V4 0x3446494E414D5344ull /* "DSMANIF4" */
 
 struct segment_header {
     uint64_t magic;
@@ -329,8 +334,9 @@ static_assert(sizeof(struct manifest_record_header) == 32, "manifest record head
 /* The manifest is rewritten as one snapshot when it grows past this. */
 #define MANIFEST_BYTES_ROTATE (4u * 1024u * 1024u)
 /* Source entries one record may hold: the Kafka and file sources (STORAGE_SOURCES_MAX - 1 of
- * them, -1 .. STORAGE_SOURCES_MAX - 3), the dead-letter length and the ids log length. */
-#define MANIFEST_SOURCES_MAX (STORAGE_SOURCES_MAX + 1u)
+ * them, -1 .. STORAGE_SOURCES_MAX - 3), the dead-letter length, the ids log length and the
+ * retention floor. */
+#define MANIFEST_SOURCES_MAX (STORAGE_SOURCES_MAX + 2u)
 /* Largest manifest file accepted at open: a rotation's snapshot plus a full log. */
 #define MANIFEST_BYTES_MAX                                                                         \
     (MANIFEST_BYTES_ROTATE + 96u + (uint64_t)STORAGE_PARTITIONS_MAX * 48u +                        \

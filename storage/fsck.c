@@ -54,6 +54,9 @@ static int orphan_entry(struct storage *st, const char *dir, const char *name, i
     if (p != NULL && segment_id <= p->segment_id) {
         return 0;
     }
+    if (p == NULL && day < store_floor(st)) {
+        return 0; /* a day retention dropped: its files wait for their removal, not damage */
+    }
     ow->orphans++;
     char path[DS_PATH_MAX];
     if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path)) {

@@ -140,14 +140,14 @@ static bool any_valid_record_after(const uint8_t *buf, size_t len)
     return false;
 }
 
-/* The file magic: 0 for format 1 or 2, -DS_EFORMAT for another version ("DSMANIF<other>", the
+/* The file magic: 0 for formats 1 to 4, -DS_EFORMAT for another version ("DSMANIF<other>", the
  * version being the most significant byte of the little-endian u64), else -DS_ECORRUPT. */
 static int file_magic_check(const uint8_t *buf)
 {
     uint64_t magic = 0;
     memcpy(&magic, buf, sizeof(magic));
     if (magic == MANIFEST_FILE_MAGIC || magic == MANIFEST_FILE_MAGIC_V2 ||
-        magic == MANIFEST_FILE_MAGIC_V3) {
+        magic == MANIFEST_FILE_MAGIC_V3 || magic == MANIFEST_FILE_MAGIC_V4) {
         return 0;
     }
     return (magic & 0x00FFFFFFFFFFFFFFull) == (MANIFEST_FILE_MAGIC & 0x00FFFFFFFFFFFFFFull)

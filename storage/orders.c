@@ -145,6 +145,9 @@ int store_orders_append(struct storage *st, int32_t day, uint32_t shard,
     if (rc < 0 && rc != -ENOENT) {
         return rc;
     }
+    if (rc == 0 && cur.day < store_retention_floor(st)) {
+        rc = -ENOENT; /* its day is (being) dropped by retention: the order is gone, a new one */
+    }
     enum order_fate fate = rc == -ENOENT ? ORDER_CREATED : order_fate(event, &cur);
     if (fate == ORDER_STALE || fate == ORDER_UNCHANGED) {
         if (source != NULL) {
@@ -208,6 +211,9 @@ static int release_one(const struct storage_order *o, void *user)
     struct release *r = user;
     if (o->source_partition != r->source) {
         return 0;
+    }
+    if (o->day < store_floor(r->st)) {
+        return ids_remove(r->st->ids, o); /* its day was dropped: nothing to retract */
     }
     struct part *p = NULL;
     int rc = store_part_get(r->st, o->day, o->shard, &p);

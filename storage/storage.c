@@ -64,11 +64,37 @@ int storage_config_check(const struct storage_config *cfg)
     if (cfg->partitions_max < 1 || cfg->partitions_max > STORAGE_PARTITIONS_MAX) {
         return -DS_EUSAGE;
     }
+    if (cfg->retention_days > STORAGE_RETENTION_DAYS_MAX) {
+        return -DS_EUSAGE;
+    }
     if (cfg->model != STORAGE_MODEL_RECORDED && cfg->model != STORAGE_MODEL_EVENTS &&
         cfg->model != STORAGE_MODEL_ORDERS) {
         return -DS_EUSAGE;
     }
     return 0;
+}
+
+/* ---- retention ----------------------------------------------------------------------------- */
+
+int32_t storage_retention_floor(const struct storage *st)
+{
+    return store_retention_floor(st);
+}
+
+/* A writer's stream time after recovery: the greatest day holding committed data; a floor
+ * it asks for above the committed one (a smaller --retention-days than before) is applied at
+ * once. (Later, each commit that raises the floor drops with its own record.) */
+static int retention_open(struct storage *st)
+{
+    int32_t floor = store_floor(st);
+    for (uint32_t i = 0; i < st->part_count; i++) {
+        const struct part *p = st->parts[i];
+        if (p->segment_id != 0 && p->day >= floor && p->day > st->stream_day) {
+            st->stream_day = p->day;
+        }
+    }
+    int32_t wanted = store_retention_floor(st);
+    return wanted > floor ? store_write_drop_below(st, wanted) : 0;
 }
 
 /* ---- open and close ------------------------------------------------------------------------ */
@@ -187,6 +213,9 @@ int storage_open(const struct storage_config *cfg, struct storage **out)
         if (rc == 0 && st->cfg.model == STORAGE_MODEL_ORDERS) {
             rc = store_orders_open(st);
         }
+        if (rc == 0) {
+            rc = retention_open(st);
+        }
     }
     if (rc != 0) {
         store_destroy(st);
@@ -209,6 +238,11 @@ int storage_open_reader(const char *dir, struct storage **out)
 
 void storage_close(struct storage *st)
 {
+    if (st != NULL && !st->read_only) {
+        /* Dropped days whose MANIFEST is durable: a reader still holding their segments open
+         * reads on; one opening them now gets a clean -ENOENT. */
+        store_write_drop_due(st, true);
+    }
     store_destroy(st);
 }
 
@@ -229,7 +263,7 @@ enum storage_model storage_model(const struct storage *st)
 static bool source_appendable(const struct ds_source *source)
 {
     return store_source_valid(source->partition) && source->partition != DS_SOURCE_DEADLETTER &&
-           source->partition != STORE_SOURCE_IDS;
+           source->partition != STORE_SOURCE_IDS && source->partition != STORE_SOURCE_FLOOR;
 }
 
 int storage_append(struct storage *st, int32_t day, uint32_t shard, const struct ds_event *event,
@@ -243,12 +277,21 @@ int storage_append(struct storage *st, int32_t day, uint32_t shard, const struct
     if (source != NULL && !source_appendable(source)) {
         return -DS_ELIMIT;
     }
-    if (st->ids != NULL) {
-        return store_orders_append(st, day, shard, event, source);
+    if (day < storage_retention_floor(st)) {
+        return -ERANGE; /* too late: the caller dead-letters it */
     }
-    struct part *p = NULL;
-    int rc = store_part_get(st, day, shard, &p);
-    return rc == 0 ? store_write_append(st, p, event, source) : rc;
+    int rc = 0;
+    if (st->ids != NULL) {
+        rc = store_orders_append(st, day, shard, event, source);
+    } else {
+        struct part *p = NULL;
+        rc = store_part_get(st, day, shard, &p);
+        rc = rc == 0 ? store_write_append(st, p, event, source) : rc;
+    }
+    if (rc == 0 && day > st->stream_day) {
+        st->stream_day = day;
+    }
+    return rc;
 }
 
 int storage_commit(struct storage *st)
@@ -266,7 +309,7 @@ int storage_commit(struct storage *st)
             return rc;
         }
     }
-    int committed = store_write_commit(st);
+    int committed = store_write_commit(st, store_retention_floor(st));
     if (committed < 0) {
         return committed;
     }
@@ -281,7 +324,11 @@ int storage_commit(struct storage *st)
             ASSERT(p->summary == NULL);
         }
     }
-    return store_write_rotate_if_due(st);
+    int rc = store_write_rotate_if_due(st);
+    if (rc == 0) {
+        store_write_drop_due(st, false);
+    }
+    return rc;
 }
 
 int storage_source_advance(struct storage *st, const struct ds_source *source)
@@ -358,8 +405,8 @@ int storage_partition_totals(struct storage *st, int32_t day, uint32_t shard, co
 {
     memset(out, 0, sizeof(*out));
     struct part *p = store_part_find(st, day, shard);
-    if (p == NULL || p->segment_id == 0) {
-        return 0;
+    if (p == NULL || p->segment_id == 0 || day < store_floor(st)) {
+        return 0; /* never written, or dropped by retention */
     }
     return store_read_totals(st, p, status, status_len, out);
 }
@@ -368,6 +415,9 @@ int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,
                                 struct storage_position *pos, storage_event_fn fn, void *user)
 {
     const struct part *p = store_part_find(st, day, shard);
+    if (p != NULL && day < store_floor(st)) {
+        return 0; /* dropped by retention: nothing more to read */
+    }
     if (p == NULL || p->segment_id == 0) {
         return pos->segment_id == 0 ? 0 : -ERANGE;
     }
@@ -381,9 +431,23 @@ int storage_partition_scan(struct storage *st, int32_t day, uint32_t shard, stor
     return storage_partition_scan_from(st, day, shard, &from, fn, user);
 }
 
+/* storage_partition_visit's callback wrapped: days below the floor are passed over. */
+struct visit_kept {
+    int32_t floor;
+    storage_partition_fn fn;
+    void *user;
+};
+
+static int visit_kept_one(int32_t day, uint32_t shard, void *user)
+{
+    const struct visit_kept *v = user;
+    return day < v->floor ? 0 : v->fn(day, shard, v->user);
+}
+
 int storage_partition_visit(struct storage *st, storage_partition_fn fn, void *user)
 {
-    return store_read_visit(st, fn, user);
+    struct visit_kept v = {.floor = store_floor(st), .fn = fn, .user = user};
+    return store_read_visit(st, visit_kept_one, &v);
 }
 
 /* ---- orders -------------------------------------------------------------------------------- */
@@ -395,7 +459,11 @@ int storage_order_get(struct storage *st, const struct ds_id *id, struct storage
     if (st->cfg.model != STORAGE_MODEL_ORDERS) {
         return -DS_EUSAGE;
     }
-    return store_orders_get(st, id, out, scratch, scratch_capacity);
+    int rc = store_orders_get(st, id, out, scratch, scratch_capacity);
+    if (rc == 0 && out->day < store_floor(st)) {
+        return -ENOENT; /* its current version's day was dropped: the order is gone */
+    }
+    return rc;
 }
 
 void storage_prefetch(const struct storage *st, const struct ds_event *event)
@@ -411,12 +479,27 @@ void storage_order_stats(const struct storage *st, struct storage_order_stats *o
     out->orders = store_orders_count(st);
 }
 
+/* storage_order_visit's callback wrapped: orders whose current version's day was dropped are
+ * passed over. */
+struct order_visit_kept {
+    int32_t floor;
+    storage_order_fn fn;
+    void *user;
+};
+
+static int order_visit_kept_one(const struct storage_order *order, void *user)
+{
+    const struct order_visit_kept *v = user;
+    return order->day < v->floor ? 0 : v->fn(order, v->user);
+}
+
 int storage_order_visit(struct storage *st, storage_order_fn fn, void *user)
 {
     if (st->cfg.model != STORAGE_MODEL_ORDERS) {
         return -DS_EUSAGE;
     }
-    return store_orders_visit(st, fn, user);
+    struct order_visit_kept v = {.floor = store_floor(st), .fn = fn, .user = user};
+    return store_orders_visit(st, order_visit_kept_one, &v);
 }
 
 int storage_compact(struct storage *st, int32_t day, uint32_t shard,
@@ -448,7 +531,7 @@ int storage_compact_due(struct storage *st, struct storage_compact_report *out)
     uint64_t min = st->cfg.compact_dead_rows_min;
     for (uint32_t i = 0; i < st->part_count && min > 0; i++) {
         struct part *p = st->parts[i];
-        if (p->dead_rows_hint < min / 4 || p->segment_id == 0) {
+        if (p->dead_rows_hint < min / 4 || p->segment_id == 0 || p->day < store_floor(st)) {
             continue;
         }
         struct storage_partition_total t;
@@ -474,7 +557,7 @@ int storage_release_source(struct storage *st, int32_t source, uint64_t *release
     }
     if (st->ids == NULL || st->touched_count > 0 || st->pending_events > 0 ||
         !store_source_valid(source) || source == DS_SOURCE_DEADLETTER ||
-        source == STORE_SOURCE_IDS) {
+        source == STORE_SOURCE_IDS || source == STORE_SOURCE_FLOOR) {
         return -DS_EUSAGE;
     }
     int rc = store_orders_release(st, source, released);

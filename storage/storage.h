@@ -52,6 +52,10 @@
  * store with more damage than this needs restoring from its source, not repairing. */
 #define STORAGE_QUARANTINE_MAX 65536u
 
+/* Retention window in days (--retention-days): 100 years; a larger value is a typo, not a
+ * policy (0 keeps every day). */
+#define STORAGE_RETENTION_DAYS_MAX 36500u
+
 /* ---- the I/O interface --------------------------------------------------------------------- */
 
 /* Operations on files inside the data directory. Writes and syncs are queued and run at flush:
@@ -146,6 +150,9 @@ struct storage_config {
      * measuring what superseded versions cost, `ingest --no-compact`). */
     uint64_t compact_dead_rows_min;
     uint32_t partitions_max; /* partitions tracked (<= STORAGE_PARTITIONS_MAX) */
+    /* Writers: keep the newest retention_days days of stream time (see "retention" below);
+     * 0 (the default) keeps every day. <= STORAGE_RETENTION_DAYS_MAX. */
+    uint32_t retention_days;
     /* The data model: RECORDED (the default) takes the directory's; an explicit one must match
      * it (-DS_EUSAGE otherwise) and is the model a writer records when it creates dir. */
     enum storage_model model;
@@ -178,7 +185,8 @@ enum storage_model storage_model(const struct storage *st);
 /* Adds one event to partition (day, shard). It is not durable until storage_commit returns 0.
  * source may be NULL. In the orders model the event is a version of its order (see "orders"
  * below): it may be stored with a retraction of the order's previous version, or not at all.
- * Returns 0, -DS_ELIMIT (too many partitions, or orders), -EAGAIN (orders model: the uncommitted
+ * Returns 0, -ERANGE (day below storage_retention_floor: nothing stored), -DS_ELIMIT (too many
+ * partitions, or orders), -EAGAIN (orders model: the uncommitted
  * versions reached their memory bound; commit, then append the event again), or an I/O error
  * from an early block seal or an order lookup. */
 DS_MUST_USE int storage_append(struct storage *st, int32_t day, uint32_t shard,
@@ -203,6 +211,25 @@ uint64_t storage_pending_events(const struct storage *st);
 /* The next source offset to read for a source partition (-1 when never seen): one past the
  * highest committed offset. */
 int64_t storage_source_next(const struct storage *st, int32_t source_partition);
+
+/* ---- retention ----------------------------------------------------------------------------- */
+
+/* Stream time, as Kafka Streams defines it: the greatest event day this writer has appended
+ * (committed, or pending; after a restart the greatest day holding committed data). With
+ * retention_days N > 0 the floor is stream day - N + 1: with N = 7 and stream time 2026-01-21,
+ * days 2026-01-15 .. 2026-01-21 are kept. The commit that raises the floor writes its record as
+ * one new MANIFEST (atomic rename, format 4) that records the floor and leaves out every
+ * partition of each day below it, so its data and its drop become durable together; the files
+ * are removed 30 s later (STORE_RETIRE_DELAY_NS), at the writer's close, or by recovery.
+ * Readers hide every day below the committed floor at once (totals zero, scans and visits skip
+ * it, orders whose current version lies there are gone), so no one sees half a day. The floor
+ * only rises; it is kept in the MANIFEST (format 4), so a restart keeps it. */
+
+/* The day below which an event is too late: a writer's current floor (pending appends count
+ * for stream time, so the floor an event meets is the one its commit will set), a reader's
+ * committed one. 0 when nothing was dropped and nothing will be. storage_append refuses an
+ * event below it (-ERANGE): the caller dead-letters it as too late and advances its source. */
+int32_t storage_retention_floor(const struct storage *st);
 
 /* ---- reading ------------------------------------------------------------------------------- */
 

@@ -115,6 +115,11 @@ struct retired_segments {
     uint32_t from, to;
     uint64_t due_ns;
 };
+/* Days a retention drop took out, waiting for their files' removal (DIR/parts/<day>/). */
+struct dropped_day {
+    int32_t day;
+    uint64_t due_ns;
+};
 /* The arena holds sealed blocks waiting for the next I/O flush, and a commit's manifest record.
  * Allocated by store_create for a writer, bounded by store_write.c: one constant for both. */
 #define STORE_ARENA_BYTES (24u * 1024u * 1024u)
@@ -122,9 +127,12 @@ struct retired_segments {
 /* Not a source of events either: the committed length of the orders-by-id log (DIR/ids/log),
  * kept in the source table so that it commits with the data (orders model). */
 #define STORE_SOURCE_IDS (-3)
-/* Slots STORE_SOURCE_IDS (-3), DS_SOURCE_DEADLETTER (-2), then the sources DS_SOURCE_FILE (-1) ..
- * STORAGE_SOURCES_MAX - 3: MANIFEST_SOURCES_MAX of them. */
-#define STORE_SOURCE_FIRST STORE_SOURCE_IDS
+/* Nor this: the retention floor (a day number; days below it were dropped), in the source
+ * table so that every snapshot carries it and readers load it with the rest (format 4). */
+#define STORE_SOURCE_FLOOR (-4)
+/* Slots STORE_SOURCE_FLOOR (-4), STORE_SOURCE_IDS (-3), DS_SOURCE_DEADLETTER (-2), then the
+ * sources DS_SOURCE_FILE (-1) .. STORAGE_SOURCES_MAX - 3: MANIFEST_SOURCES_MAX of them. */
+#define STORE_SOURCE_FIRST STORE_SOURCE_FLOOR
 static inline bool store_source_valid(int32_t partition)
 {
     return partition >= STORE_SOURCE_FIRST && partition < (int32_t)STORAGE_SOURCES_MAX - 2;
@@ -176,6 +184,11 @@ struct storage {
     struct storage *compact_reader; /* a reader of the same directory: compaction scans with it */
     struct retired_segments *retired;
     uint32_t retired_count;
+    /* Retention (storage_config.retention_days): the committed floor is the FLOOR slot; the
+     * writer's stream day is the greatest day it appended (pending included), -1 before any. */
+    int32_t stream_day;
+    struct dropped_day *dropped;
+    uint32_t dropped_count;
     struct storage_order_stats order_stats;
 
     uint64_t seq;
@@ -199,6 +212,24 @@ struct storage {
     uint64_t pending_events;
     uint64_t open_bytes;
 };
+
+/* The committed retention floor: days below it were dropped (0 when none). */
+static inline int32_t store_floor(const struct storage *st)
+{
+    uint64_t floor = store_length_committed(st, STORE_SOURCE_FLOOR);
+    return floor <= DS_DAY_MAX ? (int32_t)floor : DS_DAY_MAX;
+}
+
+/* storage_retention_floor: a writer's floor counts the stream day of its pending appends. */
+static inline int32_t store_retention_floor(const struct storage *st)
+{
+    int32_t floor = store_floor(st);
+    if (!st->read_only && st->cfg.retention_days > 0 && st->stream_day >= 0) {
+        int32_t window_floor = st->stream_day - (int32_t)st->cfg.retention_days + 1;
+        floor = window_floor > floor ? window_floor : floor;
+    }
+    return floor;
+}
 
 /* Allocates the state for cfg (already checked): table, lists, codec, and for a writer the
  * arena. No file is touched. Returns 0 or -ENOMEM. */

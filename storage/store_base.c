@@ -55,6 +55,7 @@ int store_create(const struct storage_config *cfg, struct storage **out)
     st->read_only = cfg->read_only;
     st->lock_fd = -1;
     st->manifest_fd = -1;
+    st->stream_day = -1;
     st->table_capacity = table_capacity_for(cfg->partitions_max);
     st->table = calloc(st->table_capacity, sizeof(*st->table));
     st->parts = calloc(cfg->partitions_max, sizeof(*st->parts));
@@ -99,6 +100,7 @@ void store_destroy(struct storage *st)
     ids_close(st->ids); /* before the backend it reads through */
     store_destroy(st->compact_reader);
     free(st->retired);
+    free(st->dropped);
     free(st->order_scratch);
     for (uint32_t i = 0; i < st->part_count; i++) {
         part_free(st, st->parts[i]);
@@ -427,7 +429,7 @@ int store_skip_add(struct storage *st, const struct manifest_skip *skip)
 
 void store_length_set(struct storage *st, int32_t slot, uint64_t bytes)
 {
-    ASSERT(slot == DS_SOURCE_DEADLETTER || slot == STORE_SOURCE_IDS);
+    ASSERT(slot == DS_SOURCE_DEADLETTER || slot == STORE_SOURCE_IDS || slot == STORE_SOURCE_FLOOR);
     ASSERT(bytes <= INT64_MAX);
     struct source_state *s = &st->sources[store_source_index(slot)];
     if (!s->known) {
@@ -440,7 +442,7 @@ void store_length_set(struct storage *st, int32_t slot, uint64_t bytes)
 
 uint64_t store_length_committed(const struct storage *st, int32_t slot)
 {
-    ASSERT(slot == DS_SOURCE_DEADLETTER || slot == STORE_SOURCE_IDS);
+    ASSERT(slot == DS_SOURCE_DEADLETTER || slot == STORE_SOURCE_IDS || slot == STORE_SOURCE_FLOOR);
     const struct source_state *s = &st->sources[store_source_index(slot)];
     return s->known && s->committed_next > 0 ? (uint64_t)s->committed_next : 0;
 }

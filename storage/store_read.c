@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "storage/store_read.h"
 
@@ -50,6 +51,21 @@ static int check_segment_header(const struct segment_header *h, int32_t day, uin
     return ok ? 0 : -DS_ECORRUPT;
 }
 
+/* Whether a reader's MANIFEST was replaced or grew since it loaded it: a segment it misses may
+ * then have been removed on purpose (a day retention dropped, segments a compaction replaced),
+ * which is no damage. Only handles that storage_refresh loaded know their MANIFEST's inode. */
+static bool manifest_moved(const struct storage *st)
+{
+    if (!st->read_only || st->manifest_ino == 0) {
+        return false;
+    }
+    char path[DS_PATH_MAX];
+    store_path(st, "MANIFEST", path);
+    struct stat sb;
+    return stat(path, &sb) != 0 || sb.st_ino != st->manifest_ino ||
+           (uint64_t)sb.st_size != st->manifest_size;
+}
+
 /* The range of a segment that is committed: [64, end). */
 static int segment_open_read(struct storage *st, const struct part *p, uint32_t segment_id,
                              int *fd_out, uint64_t *end_out)
@@ -57,6 +73,10 @@ static int segment_open_read(struct storage *st, const struct part *p, uint32_t 
     char path[DS_PATH_MAX];
     store_segment_path(st, p, segment_id, path);
     int fd = st->io->ops->open(st->io, path, O_RDONLY, 0);
+    if (fd == -ENOENT && manifest_moved(st)) {
+        ds_log_warn("%s: removed since this reader's last refresh", path);
+        return -ESTALE;
+    }
     if (fd < 0) {
         ds_log_error("%s: cannot open: %s", path, ds_strerror(fd));
         return fd;
@@ -95,7 +115,9 @@ struct seg_open {
 };
 
 /* Damage (a missing file, a bad header, a short file) is described in *so; what is not damage
- * (a file that cannot be opened or read: EACCES, EIO, EMFILE, ...) is returned, logged. */
+ * (a file that cannot be opened or read: EACCES, EIO, EMFILE, ...) is returned, logged. A
+ * segment missing from a reader whose MANIFEST moved since is -ESTALE: refresh and ask again
+ * (never a count without it). */
 static int segment_open_tolerant(struct storage *st, const struct part *p, uint32_t segment_id,
                                  struct seg_open *so)
 {
@@ -106,6 +128,10 @@ static int segment_open_tolerant(struct storage *st, const struct part *p, uint3
     so->fd = st->io->ops->open(st->io, path, O_RDONLY, 0);
     if (so->fd == -ENOENT) {
         so->fd = -1;
+        if (manifest_moved(st)) {
+            ds_log_warn("%s: removed since this reader's last refresh", path);
+            return -ESTALE;
+        }
         return 0;
     }
     int rc = so->fd < 0 ? so->fd : st->io->ops->size(st->io, so->fd, &so->size);

@@ -19,6 +19,7 @@
  * write, sync and rename) goes through st->io, so the fault-injecting backend reaches all of
  * them. Directories (mkdir, their fsyncs, the unlink of an orphan) use plain system calls.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -404,7 +405,7 @@ static int manifest_rotate(struct storage *st);
 
 /* Frees the open-block buffers of partitions that took no event since the previous commit, so
  * memory follows the partitions in use, not every partition ever written. */
-static void commit_done(struct storage *st, uint64_t record_bytes)
+static void commit_done(struct storage *st, bool record_written, uint64_t record_bytes)
 {
     /* Idle partitions give their (empty) open blocks back; the rest keep theirs for the next
      * commit interval. */
@@ -437,11 +438,11 @@ static void commit_done(struct storage *st, uint64_t record_bytes)
     }
     st->touched_count = 0; /* the entries stay, for the caller of store_write_commit */
     st->pending_events = 0;
-    st->seq++;
+    st->seq += record_written;
     st->manifest_size += record_bytes;
 }
 
-int store_write_commit(struct storage *st)
+int store_write_commit(struct storage *st, int32_t floor)
 {
     ASSERT(!st->read_only);
     ASSERT(st->failed == 0);
@@ -449,19 +450,29 @@ int store_write_commit(struct storage *st)
     for (uint32_t i = 0; i < MANIFEST_SOURCES_MAX && !sources_dirty; i++) {
         sources_dirty = st->sources[i].dirty;
     }
-    if (st->touched_count == 0 && !sources_dirty) {
+    bool drop = floor > store_floor(st);
+    if (st->touched_count == 0 && !sources_dirty && !drop) {
         return 0;
     }
     int rc = commit_blocks(st);
     uint64_t record_bytes = 0;
-    if (rc == 0) {
+    if (rc == 0 && !drop) {
         rc = commit_record(st, &record_bytes);
     }
     if (rc != 0) {
         return rc;
     }
     uint32_t committed = st->touched_count;
-    commit_done(st, record_bytes);
+    commit_done(st, !drop, record_bytes);
+    if (drop) {
+        /* The commit's record is the drop's snapshot: one rename makes the new data, the new
+         * floor and the dropped days durable together, so no reader sees the commit's
+         * positions without its drop. On failure nothing of it is acknowledged. */
+        rc = store_write_drop_below(st, floor);
+        if (rc != 0) {
+            return rc;
+        }
+    }
     ASSERT(committed <= st->cfg.partitions_max);
     return (int)committed;
 }
@@ -529,14 +540,20 @@ static int manifest_replace(struct storage *st, const void *data, size_t len)
 static uint32_t collect_skips(const struct storage *st, struct manifest_skip *dst)
 {
     uint32_t n = 0;
+    uint32_t dropped = 0;
+    int32_t floor = store_floor(st);
     for (uint32_t i = 0; i < st->part_count; i++) {
         const struct part *p = st->parts[i];
+        if (p->day < floor) {
+            dropped += p->skip_count; /* a dropped day's ranges go with it */
+            continue;
+        }
         if (p->skip_count > 0) {
             memcpy(dst + n, p->skips, (size_t)p->skip_count * sizeof(*dst));
         }
         n += p->skip_count;
     }
-    ASSERT(n == st->skip_total);
+    ASSERT(n + dropped == st->skip_total);
     return n;
 }
 
@@ -559,8 +576,12 @@ static int write_snapshot(struct storage *st, uint64_t *size_out)
     }
     struct manifest_part *entries = (struct manifest_part *)(void *)(buf + bound);
     struct manifest_part *base_entries = entries + st->part_count;
+    int32_t floor = store_floor(st);
     for (uint32_t i = 0; i < st->part_count; i++) {
         const struct part *p = st->parts[i];
+        if (p->day < floor) {
+            continue; /* dropped by retention: recovery removes what is left of its files */
+        }
         if (p->segment_id != 0) {
             entries[parts++] = (struct manifest_part){.day = p->day,
                                                       .shard = p->shard,
@@ -577,7 +598,8 @@ static int write_snapshot(struct storage *st, uint64_t *size_out)
     uint32_t source_count = collect_sources(st, sources, true);
     struct manifest_skip *skips = (struct manifest_skip *)(void *)(sources + MANIFEST_SOURCES_MAX);
     uint32_t skip_count = collect_skips(st, skips);
-    uint64_t magic = bases > 0        ? MANIFEST_FILE_MAGIC_V3
+    uint64_t magic = floor > 0        ? MANIFEST_FILE_MAGIC_V4
+                     : bases > 0      ? MANIFEST_FILE_MAGIC_V3
                      : skip_count > 0 ? MANIFEST_FILE_MAGIC_V2
                                       : MANIFEST_FILE_MAGIC;
     memcpy(buf, &magic, sizeof(magic));
@@ -722,6 +744,118 @@ void store_write_retire_due(struct storage *st)
     st->retired_count = kept;
 }
 
+/* ---- retention ----------------------------------------------------------------------------- */
+
+/* Schedules the removal of DIR/parts/<day>/ (deduplicated: a day is listed once). Without
+ * memory for the list the files stay until the next recovery, which removes them. */
+static void drop_schedule(struct storage *st, int32_t day, uint64_t due_ns)
+{
+    for (uint32_t i = 0; i < st->dropped_count; i++) {
+        if (st->dropped[i].day == day) {
+            return;
+        }
+    }
+    struct dropped_day *grown = realloc(st->dropped, (st->dropped_count + 1) * sizeof(*grown));
+    if (grown == NULL) {
+        return;
+    }
+    st->dropped = grown;
+    st->dropped[st->dropped_count++] = (struct dropped_day){.day = day, .due_ns = due_ns};
+}
+
+int store_write_drop_below(struct storage *st, int32_t floor)
+{
+    ASSERT(!st->read_only && st->failed == 0);
+    ASSERT(st->pending_events == 0);
+    ASSERT(floor > store_floor(st) && floor <= DS_DAY_MAX);
+    struct source_state *s = &st->sources[store_source_index(STORE_SOURCE_FLOOR)];
+    *s = (struct source_state){
+        .known = true, .dirty = false, .next = floor, .committed_next = floor};
+    /* One new MANIFEST (atomic rename) without the partitions below the floor, naming it: a
+     * reader sees every partition of a day, or none (it hides days below the floor). */
+    int rc = manifest_rotate(st);
+    if (rc != 0) {
+        return rc; /* failed: reopened, the old MANIFEST has the days whole */
+    }
+    uint64_t due_ns = ds_clock_ns() + STORE_RETIRE_DELAY_NS;
+    for (uint32_t i = 0; i < st->part_count; i++) {
+        struct part *p = st->parts[i];
+        if (p->day >= floor) {
+            continue;
+        }
+        ASSERT(p->ob == NULL || p->ob->count == 0);
+        if (p->fd >= 0) {
+            st->io->ops->close(st->io, p->fd);
+            p->fd = -1;
+        }
+        if (p->ob != NULL) {
+            block_release(st, p->ob);
+            p->ob = NULL;
+        }
+        if (p->segment_id != 0 || p->write_segment_id != 0) {
+            drop_schedule(st, p->day, due_ns);
+        }
+    }
+    char date[DS_DATE_TEXT_SIZE];
+    ds_date_format(floor, date);
+    ds_log_info("%s: retention floor %s: the days before it are dropped", st->dir, date);
+    return 0;
+}
+
+/* Removes DIR/parts/<day>/: its shard directories' segment files, then the directories. */
+static void drop_remove_day(struct storage *st, int32_t day)
+{
+    char day_dir[DS_PATH_MAX];
+    store_part_dir(st, day, 0, day_dir);
+    char *slash = strrchr(day_dir, '/');
+    ASSERT(slash != NULL);
+    *slash = '\0';
+    DIR *d = opendir(day_dir);
+    if (d == NULL) {
+        return; /* already gone */
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        uint32_t shard = 0;
+        if (!store_parse_shard_name(de->d_name, &shard)) {
+            continue;
+        }
+        char shard_dir[DS_PATH_MAX];
+        store_part_dir(st, day, shard, shard_dir);
+        DIR *sd = opendir(shard_dir);
+        struct dirent *se;
+        while (sd != NULL && (se = readdir(sd)) != NULL) {
+            uint32_t id = 0;
+            char path[DS_PATH_MAX];
+            if (store_parse_segment_name(se->d_name, &id) &&
+                snprintf(path, sizeof(path), "%s/%s", shard_dir, se->d_name) < (int)sizeof(path) &&
+                unlink(path) != 0 && errno != ENOENT) {
+                ds_log_warn("%s: cannot remove a dropped day's segment: %s", path, strerror(errno));
+            }
+        }
+        if (sd != NULL) {
+            closedir(sd);
+        }
+        (void)rmdir(shard_dir); /* not empty: a file the engine does not name stays */
+    }
+    closedir(d);
+    (void)rmdir(day_dir);
+}
+
+void store_write_drop_due(struct storage *st, bool all)
+{
+    uint64_t now = ds_clock_ns();
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < st->dropped_count; i++) {
+        if (!all && st->dropped[i].due_ns > now) {
+            st->dropped[kept++] = st->dropped[i];
+            continue;
+        }
+        drop_remove_day(st, st->dropped[i].day);
+    }
+    st->dropped_count = kept;
+}
+
 /* ---- recovery ------------------------------------------------------------------------------ */
 
 /* Cuts the file at path back to keep bytes, through st->io: truncate, then a data sync in a
@@ -758,8 +892,13 @@ static int cut_tail(struct storage *st, const char *path, uint64_t keep)
 
 /* Brings one segment file in line with the manifest: cut past the committed end, remove it
  * when it was never committed. Marks the partition recovered when it is the current one. */
-static int recover_segment(struct storage *st, const char *path, struct part *p, uint32_t id)
+static int recover_segment(struct storage *st, const char *path, struct part *p, int32_t day,
+                           uint32_t id)
 {
+    if (p == NULL && day < store_floor(st)) {
+        ds_log_info("%s: removing a segment of a day retention dropped", path);
+        return unlink(path) == 0 ? 0 : -errno;
+    }
     if (p == NULL || id > p->segment_id) {
         ds_log_warn("%s: removing a segment no commit reached", path);
         return unlink(path) == 0 ? 0 : -errno;
@@ -793,18 +932,25 @@ static int recover_segment_entry(struct storage *st, const char *dir, const char
     }
     rw->removed =
         rw->removed || p == NULL || segment_id > p->segment_id || segment_id < store_part_first(p);
-    return recover_segment(st, path, p, segment_id);
+    return recover_segment(st, path, p, day, segment_id);
 }
 
 static int recover_part_done(struct storage *st, const char *dir, int32_t day, uint32_t shard,
                              void *user)
 {
-    (void)st;
-    (void)day;
-    (void)shard;
     struct recover_walk *rw = user;
     bool removed = rw->removed;
     rw->removed = false;
+    if (day < store_floor(st) && store_part_find(st, day, shard) == NULL && rmdir(dir) == 0) {
+        /* a dropped day's directories, empty now (else left alone) */
+        char day_dir[DS_PATH_MAX];
+        snprintf(day_dir, sizeof(day_dir), "%s", dir);
+        char *slash = strrchr(day_dir, '/');
+        if (slash != NULL) {
+            *slash = '\0';
+            (void)rmdir(day_dir);
+        }
+    }
     return removed ? ds_fsync_dir(dir) : 0;
 }
 

@@ -24,9 +24,12 @@ DS_MUST_USE int store_write_append(struct storage *st, struct part *p, const str
 /* Records a source offset as seen, to be committed with the next commit. */
 void store_write_source_note(struct storage *st, const struct ds_source *source);
 
-/* The group commit (two I/O flushes, see store_write.c). Returns the number n of partitions it
- * made durable, which are st->touched[0 .. n) until the next append, or a negated errno. */
-DS_MUST_USE int store_write_commit(struct storage *st);
+/* The group commit (two I/O flushes, see store_write.c). When floor is above the committed
+ * retention floor, the manifest record is a snapshot that also drops the days below floor
+ * (store_write_drop_below), so the commit and its drop are one atomic step. Returns the number
+ * n of partitions it made durable, which are st->touched[0 .. n) until the next append, or a
+ * negated errno. */
+DS_MUST_USE int store_write_commit(struct storage *st, int32_t floor);
 /* Rewrites the manifest as one snapshot when it has grown past MANIFEST_BYTES_ROTATE; else 0. */
 DS_MUST_USE int store_write_rotate_if_due(struct storage *st);
 
@@ -42,6 +45,16 @@ DS_MUST_USE int store_write_rewrite_begin(struct storage *st, struct part *p, ui
 DS_MUST_USE int store_write_rewrite_commit(struct storage *st, struct part *p, uint32_t base);
 /* Removes the replaced segments whose delay has passed (called after each commit). */
 void store_write_retire_due(struct storage *st);
+
+/* Retention: with the commit's blocks durable and its state applied (store_write_commit), or
+ * at a writer's open, makes floor (above the current one) the retention floor:
+ * one new MANIFEST (atomic rename, format 4) without the partitions of the days below it and
+ * naming the floor, then their files' removal is scheduled STORE_RETIRE_DELAY_NS later (a
+ * reader holding the previous state finishes; recovery removes any a crash left). On error the
+ * storage is failed; reopened, it has the days whole. */
+DS_MUST_USE int store_write_drop_below(struct storage *st, int32_t floor);
+/* Removes the files of dropped days whose delay has passed (all: every one, at close). */
+void store_write_drop_due(struct storage *st, bool all);
 
 /* For fsck --repair (holding the lock, with the state replayed but no recovery run): replaces
  * the MANIFEST with one snapshot of st, plus its skip entries (format 2 when there are any),

@@ -53,6 +53,12 @@ the first one and every rule-3 one), stale and unchanged (its events under rules
 In the events model a P2 record is the order's last event, with versions_seen counting every
 event of the order (provisional: the events model's P2 is the lead's to define).
 
+Retention (--retention-days N, as dayshard's): stream time is the greatest day of the valid
+events so far; the floor is stream time - N + 1 (it only rises). An event whose day is below
+the floor when it arrives is bad (reason too_late) and touches nothing; in the orders model an
+order whose current version lies below the floor when an event of it arrives is gone, and the
+event makes a new order. At the end everything below the floor is gone: days, views, P2.
+
 Customer views: a customer's orders newest first: ts descending, then order id descending,
 with string order ids before integer ones at equal ts (strings compared as UTF-8 bytes), as
 gsi/key.h orders its tail keys. Orders model: each order once, with its current version,
@@ -351,6 +357,15 @@ class Events:
         return self.events
 
 
+def retention_drop(source, model, floor):
+    """Retention: what is below the final floor is gone (days, views, P2)."""
+    if model == "orders":
+        source.orders = {k: o for k, o in source.orders.items() if o["ts"] // DAY_MS >= floor}
+    else:
+        source.events = [e for e in source.events if e["ts"] // DAY_MS >= floor]
+        source.last = {k: o for k, o in source.last.items() if o["ts"] // DAY_MS >= floor}
+
+
 def answers(model, source, lines, bad, bad_by_reason):
     days = {}
     customers = {}
@@ -435,9 +450,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", choices=("orders", "events"), default="orders")
     ap.add_argument("--out", help="write the answers here instead of standard output")
+    ap.add_argument("--retention-days", type=int, default=0,
+                    help="as dayshard's: see Retention in this docstring")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
     source = Orders() if args.model == "orders" else Events()
+    keep = args.retention_days
+    stream_day = None
+    floor = 0
     lines = bad = 0
     bad_by_reason = {}
     for path in args.files:
@@ -453,7 +473,21 @@ def main():
                     bad += 1
                     bad_by_reason[why.args[0]] = bad_by_reason.get(why.args[0], 0) + 1
                     continue
+                day = e["ts"] // DAY_MS
+                if keep > 0 and day < floor:
+                    bad += 1
+                    bad_by_reason["too_late"] = bad_by_reason.get("too_late", 0) + 1
+                    continue
+                if keep > 0 and args.model == "orders":
+                    o = source.orders.get(e["order_id"])
+                    if o is not None and o["ts"] // DAY_MS < floor:
+                        del source.orders[e["order_id"]]  # its day went: a new order
                 source.add(e)
+                if keep > 0 and (stream_day is None or day > stream_day):
+                    stream_day = day
+                    floor = max(floor, stream_day - keep + 1)
+    if keep > 0:
+        retention_drop(source, args.model, floor)
     doc = answers(args.model, source, lines, bad, bad_by_reason)
     text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\n"
     if args.out:

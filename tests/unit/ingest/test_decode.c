@@ -311,6 +311,7 @@ static void test_decode_reason_name_every_reason_named(void **state)
         "bad_version",
         "bad_items",
         "items_too_large",
+        "too_late",
     };
     for (int i = 0; i < INGEST_REASON_COUNT; i++) {
         assert_non_null(names[i]);

@@ -346,16 +346,16 @@ static void test_manifest_damaged_record_then_valid_after_garbage(void **state)
 
 static void test_manifest_bad_file_magic(void **state)
 {
-    /* A file that does not start with "DSMANIF1", "DSMANIF2" or "DSMANIF3" (2 adds quarantine
+    /* A file that does not start with "DSMANIF1" .. "DSMANIF4" (2 adds quarantine
      * records) is refused: -DS_EFORMAT when it is a manifest of another format version
-     * ("DSMANIF4"), -DS_ECORRUPT for anything else. */
+     * ("DSMANIF5"), -DS_ECORRUPT for anything else. */
     struct log *log = *state;
     log_build(log, 2);
     static const struct {
         const char *magic;
         int rc;
     } cases[] = {
-        {"DSMANIF4", -DS_EFORMAT},  {"DSMANIF9", -DS_EFORMAT},          {"XSMANIF1", -DS_ECORRUPT},
+        {"DSMANIF5", -DS_EFORMAT},  {"DSMANIF9", -DS_EFORMAT},          {"XSMANIF1", -DS_ECORRUPT},
         {"DSMANIG1", -DS_ECORRUPT}, {"\0\0\0\0\0\0\0\0", -DS_ECORRUPT}, {"DSEGMENT", -DS_ECORRUPT},
     };
     for (size_t i = 0; i < DS_ARRAY_LEN(cases); i++) {

@@ -1556,7 +1556,7 @@ static void test_storage_recovery_damaged_manifest_refused(void **state)
     assert_true(report.manifest_damaged);
 
     data[8 + 20] ^= 0x40;
-    data[7] = '4'; /* "DSMANIF4": a format this binary does not know */
+    data[7] = '5'; /* "DSMANIF5": a format this binary does not know */
     file_write(manifest, data, len);
     assert_int_equal(storage_open(&cfg, &st), -DS_EFORMAT);
     cfg.read_only = false;

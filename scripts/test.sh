@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test run: install what is missing, build with warnings as errors, run every test (unit and
-# integration) through CTest, then again under ASan+UBSan, the fuzz targets for a minute each and
+# integration) through CTest, then again under ASan+UBSan, the fuzz targets for 45 s each and
 # the ThreadSanitizer run. CI runs it as it is (under 30 minutes on 2 cores).
 #   --long            the long fault suite instead of the short one (hours): 100 kill -9 cycles,
 #                     1,000 random corruptions, 10M executions per fuzz target (sets DS_LONG=1)

@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "query/http_private.h"
+#include "query/mhd.h"
 #include "query/text.h"
 
 /* "as_of" of every source partition the manifest knows: up to STORAGE_SOURCES_MAX entries of
@@ -1298,29 +1299,6 @@ static void *capture_target(void *cls, const char *uri, struct MHD_Connection *c
     return req;
 }
 
-static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
-                         enum MHD_RequestTerminationCode toe)
-{
-    (void)cls;
-    (void)c;
-    (void)toe;
-    free(*con_cls);
-    *con_cls = NULL;
-}
-
-/* libmicrohttpd hands its own printf format: the attribute tells the compiler so. */
-DS_PRINTF(2, 0) static void log_mhd(void *cls, const char *fmt, va_list ap)
-{
-    (void)cls;
-    char line[512];
-    vsnprintf(line, sizeof(line), fmt, ap);
-    size_t len = strlen(line);
-    while (len > 0 && line[len - 1] == '\n') {
-        line[--len] = '\0';
-    }
-    ds_log_info("serve: libmicrohttpd: %s", line);
-}
-
 /* ---- lifecycle ----------------------------------------------------------------------------- */
 
 int query_http_config_check(const struct query_http_config *cfg)
@@ -1346,12 +1324,12 @@ static int start_daemon(struct query_http *h, const struct query_http_config *cf
         cfg->idle_timeout_s != 0 ? cfg->idle_timeout_s : QUERY_HTTP_IDLE_TIMEOUT_S_DEFAULT;
     h->daemon = MHD_start_daemon(
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, h,
-        MHD_OPTION_EXTERNAL_LOGGER, log_mhd, h, MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(threads > 1 ? threads : 0),
+        MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, (void *)"serve", MHD_OPTION_LISTEN_SOCKET,
+        h->listen_fd, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(threads > 1 ? threads : 0),
         MHD_OPTION_CONNECTION_LIMIT, connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)HTTP_CONNECTION_MEMORY_BYTES, MHD_OPTION_URI_LOG_CALLBACK, capture_target, h,
-        MHD_OPTION_NOTIFY_COMPLETED, request_done, h, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, http_mhd_request_done, NULL, MHD_OPTION_END);
     if (h->daemon == NULL) {
         ds_log_error("serve: libmicrohttpd refused to start on %s", h->address);
         return -EIO;

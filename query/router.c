@@ -54,6 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "query/mhd.h"
 #include "query/router.h"
 #include "query/text.h"
 
@@ -889,28 +890,6 @@ static void *capture_target(void *cls, const char *uri, struct MHD_Connection *c
     return req;
 }
 
-static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
-                         enum MHD_RequestTerminationCode toe)
-{
-    (void)cls;
-    (void)c;
-    (void)toe;
-    free(*con_cls);
-    *con_cls = NULL;
-}
-
-DS_PRINTF(2, 0) static void log_mhd(void *cls, const char *fmt, va_list ap)
-{
-    (void)cls;
-    char line[512];
-    vsnprintf(line, sizeof(line), fmt, ap);
-    size_t len = strlen(line);
-    while (len > 0 && line[len - 1] == '\n') {
-        line[--len] = '\0';
-    }
-    ds_log_info("router: libmicrohttpd: %s", line);
-}
-
 /* ---- lifecycle ----------------------------------------------------------------------------- */
 
 /* A node URL the router accepts: http://, printable, no quote or backslash (it becomes a label
@@ -1036,14 +1015,14 @@ static int router_open(struct query_router *r, const struct query_router_config 
     r->prober_started = true;
     r->daemon = MHD_start_daemon(
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, r,
-        MHD_OPTION_EXTERNAL_LOGGER, log_mhd, r, MHD_OPTION_LISTEN_SOCKET, r->listen_fd,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(threads > 1 ? threads : 0),
+        MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, (void *)"router", MHD_OPTION_LISTEN_SOCKET,
+        r->listen_fd, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(threads > 1 ? threads : 0),
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)QUERY_HTTP_CONNECTIONS_DEFAULT,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)QUERY_HTTP_CONNECTIONS_PER_IP_DEFAULT,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)QUERY_HTTP_IDLE_TIMEOUT_S_DEFAULT,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY_BYTES,
-        MHD_OPTION_URI_LOG_CALLBACK, capture_target, r, MHD_OPTION_NOTIFY_COMPLETED, request_done,
-        r, MHD_OPTION_END);
+        MHD_OPTION_URI_LOG_CALLBACK, capture_target, r, MHD_OPTION_NOTIFY_COMPLETED,
+        http_mhd_request_done, NULL, MHD_OPTION_END);
     if (r->daemon == NULL) {
         ds_log_error("router: libmicrohttpd refused to start on %s", r->address);
         return -EIO;

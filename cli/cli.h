@@ -7,6 +7,7 @@
 #define DS_CLI_H
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -111,6 +112,12 @@ struct cli_fsck_gsi_report {
  * DATA's writer lock, so call it after storage_fsck has released it. */
 DS_MUST_USE int cli_fsck_gsi(const char *data_dir, bool repair, bool base_changed, FILE *report,
                              struct cli_fsck_gsi_report *out);
+
+/* A service's main thread (serve, router): blocks SIGINT and SIGTERM in this thread before it
+ * starts any (they inherit the mask), then waits for one with sigwaitinfo: no handler, no
+ * global flag. */
+void cli_stop_signals_block(sigset_t *stop);
+void cli_stop_signals_wait(const sigset_t *stop);
 
 /* Whether log lines are JSON objects (--log-format json, set before any thread starts): then a
  * command's final lines go through the logger too. */

@@ -4,6 +4,8 @@
  * mechanism) can use them too without a call circle.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -118,4 +120,19 @@ bool cli_log_json(void)
 {
     const char *format = getenv("DS_LOG_FORMAT");
     return format != NULL && strcmp(format, "json") == 0;
+}
+
+void cli_stop_signals_block(sigset_t *stop)
+{
+    sigemptyset(stop);
+    sigaddset(stop, SIGINT);
+    sigaddset(stop, SIGTERM);
+    ASSERT(pthread_sigmask(SIG_BLOCK, stop, NULL) == 0);
+}
+
+void cli_stop_signals_wait(const sigset_t *stop)
+{
+    siginfo_t info;
+    while (sigwaitinfo(stop, &info) < 0) { /* until SIGINT or SIGTERM; EINTR retries */
+    }
 }

@@ -168,10 +168,7 @@ int cmd_router(int argc, char **argv)
         return rc == -1 ? cli_help(cmd_router_usage) : rc;
     }
     sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    ASSERT(pthread_sigmask(SIG_BLOCK, &stop, NULL) == 0);
+    cli_stop_signals_block(&stop);
     struct query_router *r = NULL;
     rc = query_router_start(&a.cfg, &r);
     if (rc != 0) {
@@ -183,9 +180,7 @@ int cmd_router(int argc, char **argv)
     fflush(stdout);
     ds_log_info("router: listening on %s over %u nodes and %u replicas", query_router_address(r),
                 a.cfg.node_count, a.cfg.replica_count);
-    siginfo_t info;
-    while (sigwaitinfo(&stop, &info) < 0) { /* runs until SIGINT or SIGTERM; EINTR retries */
-    }
+    cli_stop_signals_wait(&stop);
     query_router_stop(r);
     return CLI_OK;
 }

@@ -99,10 +99,7 @@ int cmd_serve(int argc, char **argv)
         return rc == -1 ? cli_help(cmd_serve_usage) : rc;
     }
     sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    ASSERT(pthread_sigmask(SIG_BLOCK, &stop, NULL) == 0);
+    cli_stop_signals_block(&stop);
     struct query_http *h = NULL;
     rc = query_http_start(&a.cfg, &h);
     if (rc != 0) {
@@ -113,9 +110,7 @@ int cmd_serve(int argc, char **argv)
     printf("%s\n", query_http_address(h));
     fflush(stdout);
     ds_log_info("serve: listening on %s over %s", query_http_address(h), a.cfg.data_dir);
-    siginfo_t info;
-    while (sigwaitinfo(&stop, &info) < 0) { /* runs until SIGINT or SIGTERM; EINTR retries */
-    }
+    cli_stop_signals_wait(&stop);
     query_http_stop(h);
     return CLI_OK;
 }

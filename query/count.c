@@ -3,6 +3,14 @@
  * had, add the partition's totals. The partition count in the answer is that fan-out, so a day
  * whose shards are partly empty still reports every partition read.
  *
+ * An unfiltered count not grouped by shard reads each day's totals instead (storage_day_totals:
+ * a reader keeps them current as its refreshes take in commits), so a day costs one lookup, not
+ * one per shard (issue 16: at S = 256 a 28-day range took 4.9 ms in-process). The answer is the
+ * fan-out's, field for field: the day's totals are sums of the same summaries, and a day whose
+ * storage holds data in shards the map does not name (a reader's map behind its storage) is
+ * fanned out as before, since the fan-out leaves those shards out. A status filter and by=shard
+ * always fan out: a day's totals keep neither statuses nor shards.
+ *
  * Rejected: enumerating partitions from storage instead of the shard map. A shard that never
  * received an event would vanish from by=shard groups, and a day that grew its shard count
  * could be under-counted if a reader's view of storage lagged the map.
@@ -81,6 +89,57 @@ static struct query_group_row *open_day_rows(const struct query_count_request *r
     return first;
 }
 
+/* The day's totals in place of its partitions'; partitions is still the map's shards. */
+static void add_day(const struct query_count_request *req, uint32_t shards,
+                    const struct storage_day_total *t, struct query_count_result *res,
+                    struct query_group_row *day_row)
+{
+    ASSERT(req->by != QUERY_GROUP_SHARD);
+    res->count += t->count;
+    res->amount_units += t->amount_units;
+    res->blocks += t->blocks;
+    res->bytes += t->bytes;
+    res->damaged_blocks += t->damaged_blocks;
+    res->partitions += shards;
+    if (req->by == QUERY_GROUP_HOUR) {
+        for (uint32_t h = 0; h < 24; h++) {
+            /* the sum of the partitions' hours, each >= 0, as add_partition adds them */
+            day_row[h].count += (uint64_t)t->hours[h].count;
+            day_row[h].amount_units += t->hours[h].amount_units;
+        }
+    } else if (req->by == QUERY_GROUP_DAY) {
+        day_row->count += t->count;
+        day_row->amount_units += t->amount_units;
+    }
+}
+
+/* One day of the range: from its totals when they can answer, else partition by partition. */
+static int count_day(struct storage *st, const struct query_count_request *req, int32_t day,
+                     uint32_t shards, struct query_count_result *res,
+                     struct query_group_row *day_row)
+{
+    if (!req->fanout && !req->has_status && req->by != QUERY_GROUP_SHARD) {
+        struct storage_day_total t;
+        int rc = storage_day_totals(st, day, shards, &t);
+        if (rc == 0) {
+            add_day(req, shards, &t, res, day_row);
+        }
+        if (rc <= 0) {
+            return rc;
+        }
+    }
+    const char *status = req->has_status ? req->status : NULL;
+    for (uint32_t shard = 0; shard < shards; shard++) {
+        struct storage_partition_total t;
+        int rc = storage_partition_totals(st, day, shard, status, req->status_len, &t);
+        if (rc != 0) {
+            return rc;
+        }
+        add_partition(req, day, shard, &t, res, day_row);
+    }
+    return 0;
+}
+
 int query_count(struct storage *st, const struct shard_map *map,
                 const struct query_count_request *req, struct query_count_result *res)
 {
@@ -107,18 +166,12 @@ int query_count(struct storage *st, const struct shard_map *map,
             return -ENOMEM;
         }
     }
-    const char *status = req->has_status ? req->status : NULL;
     for (int32_t day = req->day_first; day <= req->day_last; day++) {
         struct query_group_row *day_row = open_day_rows(req, day, res);
-        uint32_t shards = shard_map_get(map, day);
-        for (uint32_t shard = 0; shard < shards; shard++) {
-            struct storage_partition_total t;
-            int rc = storage_partition_totals(st, day, shard, status, req->status_len, &t);
-            if (rc != 0) {
-                query_count_result_deinit(res);
-                return rc;
-            }
-            add_partition(req, day, shard, &t, res, day_row);
+        int rc = count_day(st, req, day, shard_map_get(map, day), res, day_row);
+        if (rc != 0) {
+            query_count_result_deinit(res);
+            return rc;
         }
     }
     ASSERT(res->group_count == groups);

@@ -48,6 +48,9 @@ struct query_count_request {
     char status[DS_STATUS_BYTES_MAX];
     enum query_group by;
     uint32_t range_days_max; /* refuse longer ranges (-DS_ELIMIT); 0 means the default */
+    /* Add every partition's totals even where a day's totals (storage_day_totals) would answer:
+     * the oracle of the tests and the baseline of the benchmarks; the answer is the same. */
+    bool fanout;
 };
 
 struct query_group_row {
@@ -77,9 +80,13 @@ struct query_count_result {
     struct query_group_row *groups; /* owned; query_count_result_deinit frees it */
 };
 
-/* Runs a count. Returns 0, -DS_EUSAGE (bad range, or a status longer than DS_STATUS_BYTES_MAX),
- * -DS_ELIMIT (range too long), -ENOMEM, or a storage error. On success the caller releases res
- * with query_count_result_deinit. */
+/* Runs a count: an unfiltered count (by nothing, day or hour) takes each day from the
+ * day's totals a reader keeps (storage_day_totals: one lookup per day, whatever the shard
+ * count); a status filter, by=shard, a writer's handle, or a day whose storage holds shards
+ * the map does not name fans out over the day's partitions. Either way partitions counts the
+ * shard map's shards of each day. Returns 0, -DS_EUSAGE (bad range, or a status longer than
+ * DS_STATUS_BYTES_MAX), -DS_ELIMIT (range too long), -ENOMEM, or a storage error. On success the
+ * caller releases res with query_count_result_deinit. */
 DS_MUST_USE int query_count(struct storage *st, const struct shard_map *map,
                             const struct query_count_request *req, struct query_count_result *res);
 void query_count_result_deinit(struct query_count_result *res);
@@ -248,6 +255,8 @@ struct query_gsi_config {
     uint32_t table_slots_log2;     /* the index's slot table for a new index; 0: its default */
     uint32_t max_lag_ms;           /* the lag bound back-pressure keeps; 0 refused */
     uint32_t test_slow_ms;         /* test hook: sleep this long after each apply */
+    bool checkpoint_inline;        /* benchmark: the index's checkpoints synced on the builder's
+                                      thread, as before issue 16 (gsi_config) */
     struct query_metrics *metrics; /* lag gauge and histogram, or NULL */
 };
 

@@ -275,6 +275,28 @@ DS_MUST_USE int storage_partition_totals(struct storage *st, int32_t day, uint32
                                          const char *status, size_t status_len,
                                          struct storage_partition_total *out);
 
+/* Totals of one day over its partitions of shards below shard_count, for all statuses: the sums
+ * of storage_partition_totals over them (count, amount, blocks, bytes, rows, damaged blocks,
+ * and hours; not ts_min_ms/ts_max_ms), from a per-day aggregate a reader keeps current as its
+ * refreshes take in commits (only the partitions a commit moved are read again), so a count
+ * costs one lookup per day rather than one per shard. */
+struct storage_day_total {
+    uint64_t count;
+    ds_i128 amount_units;
+    uint64_t blocks;
+    uint64_t bytes;
+    uint64_t rows;
+    uint64_t damaged_blocks;
+    struct storage_hour_total hours[24];
+    uint32_t shard_end; /* 1 + the highest shard of the day with committed data, 0 while none */
+};
+/* Returns 0 with out filled (all zeros for a day never written or below the retention floor),
+ * 1 when the aggregate cannot answer (a writer's handle, which keeps none, or a partition at or
+ * above shard_count holds data: ask storage_partition_totals per shard), or an error of
+ * storage_partition_totals for one of the day's partitions (the lowest shard failing). */
+DS_MUST_USE int storage_day_totals(struct storage *st, int32_t day, uint32_t shard_count,
+                                   struct storage_day_total *out);
+
 /* Visits every committed event of a partition in append order, decompressing blocks and
  * verifying them (GSI rebuild, tests); retraction rows included, with event->retract set. Stops
  * early when fn returns non-zero and returns that value; -DS_ECORRUPT for a block that fails a

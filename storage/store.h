@@ -44,6 +44,30 @@ struct summary {
     uint64_t end;
 };
 
+/* A reader's totals of one day over the summaries of its partitions (storage_day_totals), so
+ * that an unfiltered count costs one lookup per day instead of one per shard. Invariant: the
+ * sums are those of the summaries of the day's partitions with folded set, and every partition
+ * whose summary is missing or behind its committed position is in stale (a superset: a
+ * partition may be current and still listed). A manifest load lists the partitions it moves
+ * (store_day_touch), dropping a summary takes it out first (store_day_unfold), and the read
+ * side brings the day current on its next use, folding in only the listed partitions. Writers
+ * keep none: their commits move partitions without a manifest load. */
+struct day_totals {
+    int32_t day;
+    uint32_t shard_end;  /* 1 + the highest shard of the day with committed data, 0 while none */
+    uint32_t part_count; /* partitions of the day in the table: the stale list's bound */
+    struct part **stale;
+    uint32_t stale_count;
+    uint32_t stale_capacity;
+    uint64_t count; /* net, as summary.count */
+    uint64_t rows;
+    uint64_t blocks;
+    uint64_t bytes;
+    uint64_t damaged_blocks;
+    ds_i128 amount_units;
+    struct storage_hour_total hours[24];
+};
+
 struct part {
     int32_t day;
     uint32_t shard;
@@ -64,7 +88,10 @@ struct part {
     bool recovered;            /* recovery found the committed current segment */
     struct open_block *ob;     /* events not yet sealed, or NULL */
     /* read side */
-    struct summary *summary; /* NULL until first needed */
+    struct summary *summary;       /* NULL until first needed */
+    struct day_totals *day_totals; /* a reader's: its day's (never NULL there), NULL in a writer */
+    bool folded;                   /* summary is in day_totals' sums */
+    bool stale;                    /* listed in day_totals->stale */
     /* Ranges fsck --repair took out, sorted by (segment_id, offset), not overlapping: every
      * reader passes over them (manifest format 2). */
     struct manifest_skip *skips;
@@ -76,6 +103,17 @@ struct part {
 static inline uint32_t store_part_first(const struct part *p)
 {
     return p->base_segment_id > 0 ? p->base_segment_id : 1;
+}
+
+/* Whether p's summary is missing or ends before p's committed position (extending it would
+ * read something). */
+static inline bool store_summary_behind(const struct part *p)
+{
+    const struct summary *s = p->summary;
+    if (s == NULL || s->segment_id < store_part_first(p) || s->segment_id < p->segment_id) {
+        return true;
+    }
+    return s->segment_id == p->segment_id && s->end < p->committed_end;
 }
 
 /* A damaged range fsck found, for --repair: a committed block or range to quarantine and
@@ -170,6 +208,10 @@ struct storage {
     size_t table_capacity;
     struct part **parts; /* insertion order */
     uint32_t part_count;
+    /* A reader's per-day totals, open addressing by day (grown at half full); NULL in a writer. */
+    struct day_totals **days;
+    size_t day_capacity;
+    uint32_t day_count;
     struct part **touched; /* partitions written since the last commit */
     uint32_t touched_count;
     /* partitions that got an open block since they were last checked: a commit releases the
@@ -266,6 +308,16 @@ DS_MUST_USE int store_walk_tree(struct storage *st, const struct store_walk *wal
  * past partitions_max or for a day out of range, -ENOMEM). */
 struct part *store_part_find(const struct storage *st, int32_t day, uint32_t shard);
 DS_MUST_USE int store_part_get(struct storage *st, int32_t day, uint32_t shard, struct part **out);
+
+/* A reader's totals of day, NULL when no partition of it was ever seen (or for a writer). */
+struct day_totals *store_day_find(const struct storage *st, int32_t day);
+/* p's position moved (a manifest record named it): lists it as stale in its day's totals when
+ * its summary does not cover that position, and notes its shard when it has committed data. */
+void store_day_touch(struct part *p);
+/* Adds p's summary (current, not folded) to its day's totals, or takes it out (folded) before
+ * the summary changes or goes. No-ops for a writer's partitions. */
+void store_day_fold(struct part *p);
+void store_day_unfold(struct part *p);
 
 /* Takes the writer's exclusive lock on DIR/LOCK into st->lock_fd: 0, -DS_ELOCKED when another
  * process holds it, or a negated errno. Logged. */

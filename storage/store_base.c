@@ -119,6 +119,13 @@ void store_destroy(struct storage *st)
         close(st->lock_fd);
     }
     block_codec_deinit(&st->codec);
+    for (size_t i = 0; i < st->day_capacity; i++) {
+        if (st->days[i] != NULL) {
+            free(st->days[i]->stale);
+            free(st->days[i]);
+        }
+    }
+    free(st->days);
     free(st->arena);
     free(st->table);
     free(st->parts);
@@ -279,6 +286,161 @@ struct part *store_part_find(const struct storage *st, int32_t day, uint32_t sha
     }
 }
 
+/* ---- a reader's per-day totals ------------------------------------------------------------ */
+
+static uint64_t day_hash(int32_t day)
+{
+    uint64_t key = (uint32_t)day;
+    key *= 0x9e3779b97f4a7c15ull;
+    return key ^ (key >> 29);
+}
+
+struct day_totals *store_day_find(const struct storage *st, int32_t day)
+{
+    if (st->days == NULL) {
+        return NULL;
+    }
+    size_t mask = st->day_capacity - 1;
+    for (size_t i = day_hash(day) & mask;; i = (i + 1) & mask) {
+        struct day_totals *d = st->days[i];
+        if (d == NULL || d->day == day) {
+            return d;
+        }
+    }
+}
+
+static void day_insert(struct day_totals **days, size_t capacity, struct day_totals *d)
+{
+    size_t mask = capacity - 1;
+    size_t i = day_hash(d->day) & mask;
+    while (days[i] != NULL) {
+        i = (i + 1) & mask;
+    }
+    days[i] = d;
+}
+
+/* The table at most half full after one more day. */
+static int day_table_reserve(struct storage *st)
+{
+    if ((size_t)(st->day_count + 1) * 2 <= st->day_capacity) {
+        return 0;
+    }
+    size_t capacity = st->day_capacity == 0 ? 64 : st->day_capacity * 2;
+    struct day_totals **days = calloc(capacity, sizeof(*days));
+    if (days == NULL) {
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < st->day_capacity; i++) {
+        if (st->days[i] != NULL) {
+            day_insert(days, capacity, st->days[i]);
+        }
+    }
+    free(st->days);
+    st->days = days;
+    st->day_capacity = capacity;
+    return 0;
+}
+
+/* A reader's totals of day, created empty, with room in its stale list for one more of the
+ * day's partitions (so that listing one never allocates). */
+static int day_attach(struct storage *st, int32_t day, struct day_totals **out)
+{
+    struct day_totals *d = store_day_find(st, day);
+    if (d == NULL) {
+        int rc = day_table_reserve(st);
+        d = rc == 0 ? calloc(1, sizeof(*d)) : NULL;
+        if (d == NULL) {
+            return -ENOMEM;
+        }
+        d->day = day;
+        day_insert(st->days, st->day_capacity, d);
+        st->day_count++;
+    }
+    if (d->part_count + 1 > d->stale_capacity) {
+        uint32_t capacity = d->stale_capacity == 0 ? 8 : d->stale_capacity * 2;
+        struct part **grown = realloc(d->stale, capacity * sizeof(*grown));
+        if (grown == NULL) {
+            return -ENOMEM;
+        }
+        d->stale = grown;
+        d->stale_capacity = capacity;
+    }
+    *out = d;
+    return 0;
+}
+
+void store_day_touch(struct part *p)
+{
+    struct day_totals *d = p->day_totals;
+    if (d == NULL || p->segment_id == 0) {
+        return;
+    }
+    if (p->shard >= d->shard_end) {
+        d->shard_end = p->shard + 1;
+    }
+    if (!p->stale && store_summary_behind(p)) {
+        ASSERT(d->stale_count < d->part_count); /* each listed once; day_attach made room */
+        d->stale[d->stale_count++] = p;
+        p->stale = true;
+    }
+}
+
+static void hours_add(struct storage_hour_total *dst, const struct storage_hour_total *src,
+                      int64_t sign)
+{
+    for (int h = 0; h < 24; h++) {
+        /* Wrapping arithmetic: what is added is taken out again exactly. */
+        dst[h].count = (int64_t)((uint64_t)dst[h].count + (uint64_t)(sign * src[h].count));
+        dst[h].amount_units += sign * src[h].amount_units;
+    }
+}
+
+void store_day_fold(struct part *p)
+{
+    struct day_totals *d = p->day_totals;
+    if (d == NULL) {
+        return;
+    }
+    ASSERT(!p->folded);
+    ASSERT(p->summary != NULL);
+    const struct summary *s = p->summary;
+    d->count += s->count;
+    d->rows += s->rows;
+    d->blocks += s->blocks;
+    d->bytes += s->bytes;
+    d->damaged_blocks += s->damaged_blocks;
+    d->amount_units += s->amount_units;
+    hours_add(d->hours, s->all, 1);
+    p->folded = true;
+}
+
+void store_day_unfold(struct part *p)
+{
+    struct day_totals *d = p->day_totals;
+    if (d == NULL || !p->folded) {
+        return;
+    }
+    ASSERT(p->summary != NULL);
+    const struct summary *s = p->summary;
+    d->count -= s->count;
+    d->rows -= s->rows;
+    d->blocks -= s->blocks;
+    d->bytes -= s->bytes;
+    d->damaged_blocks -= s->damaged_blocks;
+    d->amount_units -= s->amount_units;
+    hours_add(d->hours, s->all, -1);
+    p->folded = false;
+}
+
+/* Drops p's summary (rebuilt on next use): out of its day's sums first, and listed as stale. */
+static void part_summary_drop(struct part *p)
+{
+    store_day_unfold(p);
+    free(p->summary);
+    p->summary = NULL;
+    store_day_touch(p);
+}
+
 int store_part_get(struct storage *st, int32_t day, uint32_t shard, struct part **out)
 {
     struct part *p = store_part_find(st, day, shard);
@@ -290,9 +452,20 @@ int store_part_get(struct storage *st, int32_t day, uint32_t shard, struct part 
         ds_log_error("partition table full (%u partitions)", st->part_count);
         return -DS_ELIMIT;
     }
+    struct day_totals *d = NULL;
+    if (st->read_only) {
+        int rc = day_attach(st, day, &d);
+        if (rc != 0) {
+            return rc;
+        }
+    }
     p = calloc(1, sizeof(*p));
     if (p == NULL) {
         return -ENOMEM;
+    }
+    if (d != NULL) {
+        p->day_totals = d;
+        d->part_count++;
     }
     p->day = day;
     p->shard = shard;
@@ -372,8 +545,7 @@ void store_part_rebase(struct storage *st, struct part *p, uint32_t base_segment
     }
     st->skip_total -= p->skip_count - kept; /* ranges in replaced segments are gone with them */
     p->skip_count = kept;
-    free(p->summary);
-    p->summary = NULL;
+    part_summary_drop(p);
 }
 
 static bool skips_overlap(const struct manifest_skip *a, const struct manifest_skip *b)
@@ -420,8 +592,7 @@ int store_skip_add(struct storage *st, const struct manifest_skip *skip)
     p->skips[i] = *skip;
     p->skip_count++;
     st->skip_total++;
-    free(p->summary); /* it may count the range: rebuilt on next use */
-    p->summary = NULL;
+    part_summary_drop(p); /* it may count the range: rebuilt on next use */
     return 0;
 }
 
@@ -487,6 +658,7 @@ static int apply_record(const struct manifest_replay_fn_args *record, void *user
         }
         p->segment_id = mp->segment_id;
         p->committed_end = mp->end;
+        store_day_touch(p);
     }
     for (uint32_t i = 0; i < record->source_count; i++) {
         struct source_state *s = source_slot(st, record->sources[i].partition);

@@ -518,12 +518,17 @@ static int summary_fold(const struct block_view *view, uint64_t block_bytes, voi
 
 int store_read_summary_extend(struct storage *st, struct part *p)
 {
+    if (p->summary != NULL && p->folded && !store_summary_behind(p)) {
+        return 0; /* nothing committed since: the common case of a count, no file opened */
+    }
     if (p->summary == NULL) {
         p->summary = calloc(1, sizeof(*p->summary));
         if (p->summary == NULL) {
             return -ENOMEM;
         }
     }
+    /* A reader's day totals hold the summary's sums: out while it changes, in again after. */
+    store_day_unfold(p);
     struct summary *s = p->summary;
     if (s->segment_id != 0 && s->segment_id < store_part_first(p)) {
         memset(s, 0, sizeof(*s)); /* it covers segments a compaction replaced: start again */
@@ -535,8 +540,62 @@ int store_read_summary_extend(struct storage *st, struct part *p)
                      ds_strerror(rc));
         free(p->summary);
         p->summary = NULL;
+        return rc;
     }
+    store_day_fold(p);
+    return 0;
+}
+
+/* ---- a reader's day totals ----------------------------------------------------------------- */
+
+static int stale_by_shard(const void *a, const void *b)
+{
+    uint32_t sa = (*(const struct part *const *)a)->shard;
+    uint32_t sb = (*(const struct part *const *)b)->shard;
+    return sa < sb ? -1 : (sa > sb ? 1 : 0);
+}
+
+/* Extends the summaries of the day's stale partitions, by ascending shard (so that a failure
+ * is the one the per-partition fan-out meets first), folding each into the day's sums. A
+ * partition that fails stays listed (its summary dropped) and the error is returned. */
+static int day_bring_current(struct storage *st, struct day_totals *d)
+{
+    if (d->stale_count > 1) {
+        qsort(d->stale, d->stale_count, sizeof(*d->stale), stale_by_shard);
+    }
+    uint32_t done = 0;
+    int rc = 0;
+    while (done < d->stale_count && rc == 0) {
+        struct part *p = d->stale[done];
+        ASSERT(p->stale && p->day_totals == d);
+        rc = store_read_summary_extend(st, p);
+        if (rc == 0) {
+            p->stale = false;
+            done++;
+        }
+    }
+    memmove(d->stale, d->stale + done, (d->stale_count - done) * sizeof(*d->stale));
+    d->stale_count -= done;
     return rc;
+}
+
+int store_read_day_totals(struct storage *st, struct day_totals *d, struct storage_day_total *out)
+{
+    ASSERT(st->read_only);
+    int rc = d->stale_count > 0 ? day_bring_current(st, d) : 0;
+    if (rc != 0) {
+        return rc;
+    }
+    ASSERT(d->stale_count == 0);
+    out->count = d->count;
+    out->amount_units = d->amount_units;
+    out->blocks = d->blocks;
+    out->bytes = d->bytes;
+    out->rows = d->rows;
+    out->damaged_blocks = d->damaged_blocks;
+    out->shard_end = d->shard_end;
+    memcpy(out->hours, d->hours, sizeof(out->hours));
+    return 0;
 }
 
 /* ---- totals -------------------------------------------------------------------------------- */

@@ -15,6 +15,11 @@
  * summary is dropped (rebuilt on next use) and the error returned. */
 DS_MUST_USE int store_read_summary_extend(struct storage *st, struct part *p);
 
+/* storage_day_totals for a reader's day: brings d current (extending the summaries of its
+ * stale partitions) and copies its sums into out. */
+DS_MUST_USE int store_read_day_totals(struct storage *st, struct day_totals *d,
+                                      struct storage_day_total *out);
+
 /* storage_partition_totals for a partition with committed data; out is zeroed by the caller. */
 DS_MUST_USE int store_read_totals(struct storage *st, struct part *p, const char *status,
                                   size_t status_len, struct storage_partition_total *out);

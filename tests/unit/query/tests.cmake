@@ -1,4 +1,5 @@
 ds_unit_test(query count)
+ds_unit_test(query count_days)
 ds_unit_test(query http_request)
 ds_unit_test(query metrics)
 # The heat document is parsed back with libjansson, an independent JSON reader.

@@ -45,14 +45,21 @@ struct world {
     struct storage *late; /* refreshed only at the end */
     struct shard_map *late_map;
     int64_t versions[ORDER_IDS];
+    bool damaged_part[DAYS * SHARD_COUNT_MAX];
     uint32_t comparisons;
     uint32_t damaged;
+    bool compact; /* compact now and then (the orders model without retention) */
+    uint32_t compacted;
 };
 
 static void world_open(struct world *x, enum storage_model model, uint32_t retention_days)
 {
     memset(x, 0, sizeof(*x));
     x->model = model;
+    /* Not with retention: compactions beside damaged blocks and a rising floor sometimes leave a
+     * partition whose retractions outnumber its rows for every reader (fresh ones too), a
+     * storage question apart from the day totals (reported with issue 16). */
+    x->compact = model == STORAGE_MODEL_ORDERS && retention_days == 0;
     x->rng = test_seed() ^ (uint64_t)model;
     x->day0 = test_day_of("2026-03-01");
     assert_int_equal(test_tempdir_make(x->dir, sizeof(x->dir)), 0);
@@ -146,7 +153,30 @@ static void damage_one(struct world *x, const bool *touched)
         assert_int_equal(pwrite(fd, &byte, 1, sb.st_size - 3), 1);
         close(fd);
         x->damaged++;
+        x->damaged_part[i] = true;
         return;
+    }
+}
+
+/* Compacts a partition of the orders model that holds no damage (a compaction reads every
+ * event): its rewrite replaces its segments, and a reader drops the partition's summary. */
+static void compact_one(struct world *x)
+{
+    uint32_t start = (uint32_t)test_rng_below(&x->rng, DAYS * SHARD_COUNT_MAX);
+    for (uint32_t k = 0; k < DAYS * SHARD_COUNT_MAX; k++) {
+        uint32_t i = (start + k) % (DAYS * SHARD_COUNT_MAX);
+        int32_t day = x->day0 + (int32_t)(i / SHARD_COUNT_MAX);
+        if (x->damaged_part[i] || i % SHARD_COUNT_MAX >= shard_map_get(x->wmap, day) ||
+            day < storage_retention_floor(x->w)) {
+            continue;
+        }
+        struct storage_compact_report report;
+        int rc = storage_compact(x->w, day, i % SHARD_COUNT_MAX, &report);
+        assert_true(rc == 0 || rc == 1);
+        if (rc == 1) {
+            x->compacted++;
+            return;
+        }
     }
 }
 
@@ -277,6 +307,9 @@ static void round_run(struct world *x, uint32_t round)
     }
     assert_int_equal(shard_map_sync(x->wmap), 0); /* a writer syncs its map before it commits */
     assert_int_equal(storage_commit(x->w), 0);
+    if (x->compact && test_rng_below(&x->rng, 2) == 0) {
+        compact_one(x);
+    }
     if (test_rng_below(&x->rng, 3) == 0) {
         damage_one(x, touched);
     }
@@ -314,10 +347,11 @@ static void run_model(enum storage_model model, uint32_t retention_days)
     /* The loops ran, and damage was injected and seen. */
     assert_true(x.comparisons > ROUNDS * 100);
     assert_true(x.damaged > 0);
+    assert_true(!x.compact || x.compacted > 0);
     struct query_count_request all = {.day_first = x.day0, .day_last = x.day0 + DAYS - 1};
     struct query_count_result res;
     assert_int_equal(query_count(x.r, x.rmap, &all, &res), 0);
-    assert_true(res.damaged_blocks > 0);
+    assert_true(res.damaged_blocks > 0 || retention_days > 0); /* damage may be dropped */
     assert_true(res.count > 0);
     query_count_result_deinit(&res);
     world_close(&x);

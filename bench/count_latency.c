@@ -11,7 +11,12 @@
  * count by decompressing and scanning the day's blocks, which is what a count costs without
  * header summaries.
  *
- * Usage: bench_count_latency [events=10000000] [iterations=20000]
+ * Issue 16: then, for each of S = 4, 64, 256 shards per day (a directory each), one day and
+ * 28 days from the day totals and by the per-partition fan-out (the baseline, the path before
+ * issue 16), alternately in the same run, with the ratios.
+ *
+ * Usage: bench_count_latency [events=10000000] [iterations=20000] [path_events=2000000]
+ *        [shards=4,64,256]
  */
 #include <ftw.h>
 #include <stdio.h>
@@ -118,11 +123,53 @@ static void report(const char *what, const struct latency *l, uint64_t count)
            (unsigned long long)count, l->p50_us, l->p99_us, l->max_us, l->cold_us);
 }
 
+/* Issue 16: one day and 28 days at S shards per day, from the day totals and by the fan-out
+ * over every partition (query_count_request.fanout: the path before), measured alternately on
+ * the same directory, with the ratios. */
+static void compare_paths(uint64_t events, uint64_t iterations, uint32_t shards)
+{
+    char dir[] = "/tmp/dayshard-bench-XXXXXX";
+    ASSERT(mkdtemp(dir) != NULL);
+    struct ingest_workload_config wcfg = bench_busy_day_config(events);
+    struct ingest_workload *w = bench_busy_day_workload(events);
+    struct storage *st = NULL;
+    struct shard_map *map = NULL;
+    bench_open_data(dir, shards, false, &st, &map);
+    (void)append_until(st, map, w, events);
+    storage_close(st);
+    shard_map_close(map);
+    ingest_workload_destroy(w);
+    int32_t busy = wcfg.first_day + (int32_t)wcfg.busy_day_index;
+    struct query_count_request queries[2] = {
+        {.day_first = busy, .day_last = busy},
+        {.day_first = wcfg.first_day, .day_last = wcfg.first_day + (int32_t)wcfg.days - 1}};
+    static const char *const names[2] = {"one day (busy)", "28 days"};
+    for (int q = 0; q < 2; q++) {
+        uint64_t count[2] = {0, 0};
+        struct latency l[2];
+        for (int path = 0; path < 2; path++) {
+            queries[q].fanout = path == 1;
+            l[path] =
+                measure(dir, &queries[q], q == 0 ? iterations : iterations / 4 + 1, &count[path]);
+        }
+        ASSERT(count[0] == count[1]);
+        printf("  S = %3u %-15s count %9llu  day totals p50 %8.2f p99 %8.2f us  fan-out p50 "
+               "%8.2f p99 %8.2f us  ratio p50 %6.1fx p99 %6.1fx\n",
+               shards, names[q], (unsigned long long)count[0], l[0].p50_us, l[0].p99_us,
+               l[1].p50_us, l[1].p99_us, l[1].p50_us / (l[0].p50_us > 0 ? l[0].p50_us : 1),
+               l[1].p99_us / (l[0].p99_us > 0 ? l[0].p99_us : 1));
+    }
+    bench_remove_tree(dir);
+}
+
 int main(int argc, char **argv)
 {
     uint64_t events = argc > 1 ? strtoull(argv[1], NULL, 10) : 10000000ull;
     uint64_t iterations = argc > 2 ? strtoull(argv[2], NULL, 10) : 20000ull;
     iterations = iterations < 10 ? 10 : iterations;
+    /* issue 16's comparison: fewer events by default, each S builds its own directory */
+    uint64_t path_events = argc > 3 ? strtoull(argv[3], NULL, 10) : 2000000ull;
+    const char *shard_list = argc > 4 ? argv[4] : "4,64,256";
     uint64_t first = events < 1000000 ? events / 10 : 1000000;
     char dir[] = "/tmp/dayshard-bench-XXXXXX";
     ASSERT(mkdtemp(dir) != NULL);
@@ -185,5 +232,15 @@ int main(int argc, char **argv)
            "[target <= 100 us, flat]\n",
            at_first.p50_us, (unsigned long long)events, early_all.p50_us);
     bench_remove_tree(dir);
+
+    printf("day totals against the per-partition fan-out (%llu events per S, in-process):\n",
+           (unsigned long long)path_events);
+    for (const char *p = shard_list; *p != '\0';) {
+        char *end = NULL;
+        unsigned long shards = strtoul(p, &end, 10);
+        ASSERT(end != p && shards >= 1 && shards <= SHARD_COUNT_MAX);
+        compare_paths(path_events, iterations, (uint32_t)shards);
+        p = *end == ',' ? end + 1 : end;
+    }
     return 0;
 }

@@ -1,13 +1,17 @@
 /*
  * Benchmark: count latency over HTTP keep-alive (issue 4 target: one-day count p99 <= 250 us,
- * the same on a busy day and at 10M events stored), for S = 4, 16 and 64 shards per day, and a
+ * the same on a busy day and at 10M events stored; issue 16: one-day p99 <= 150 us at any S up
+ * to 256, a 28-day range p99 <= 1 ms at S = 256), for each listed S shards per day, and a
  * 28-day range. For each S it appends the busy-day workload (28 days, 30% on the busy day)
- * through the storage API, starts the query service in-process on 127.0.0.1:0, and one client
- * thread asks sequentially on one keep-alive connection. The service is started after the first
- * tenth of the events and keeps running while the rest is appended (it refreshes per request),
- * so the quiet-day figure at a tenth and at all events shows the latency is flat. Baseline in
- * the same run: the same count in-process (query_count), reported as the HTTP/in-process ratio,
- * and per S the loopback floor (bench.h: a bare TCP round trip, which no HTTP answer beats).
+ * through the storage API, starts two query services in-process on 127.0.0.1:0 over the same
+ * directory, and one client thread asks sequentially on one keep-alive connection. The services
+ * are started after the first tenth of the events and keep running while the rest is appended
+ * (they refresh per request), so the quiet-day figure at a tenth and at all events shows the
+ * latency is flat. Baselines in the same run: the second service fans every count out over the
+ * day's partitions (query_http_config.count_fanout, the path before issue 16) where the first
+ * reads the day totals, each query is also timed in-process on both paths, and per S the
+ * loopback floor (bench.h: a bare TCP round trip, which no HTTP answer beats). Each query
+ * prints both paths and the fan-out / day-totals ratios.
  *
  * Usage: bench_http_count [events=10000000] [iterations=20000] [shards=4,16,64]
  *        bench_http_count --url HOST:PORT PATH [iterations]   (client only, any running service)
@@ -53,8 +57,8 @@ static struct bench_latency measure_http(const char *address, const char *path, 
     return l;
 }
 
-static double measure_inprocess(const char *dir, const struct query_count_request *req,
-                                uint64_t iterations)
+static struct bench_latency
+measure_inprocess(const char *dir, const struct query_count_request *req, uint64_t iterations)
 {
     struct storage *st = NULL;
     struct shard_map *map = NULL;
@@ -66,7 +70,7 @@ static double measure_inprocess(const char *dir, const struct query_count_reques
         uint64_t t0 = ds_clock_ns();
         ASSERT(query_count(st, map, req, &res) == 0);
         query_count_result_deinit(&res);
-        if (i > 0) { /* the first builds the summaries */
+        if (i > 0) { /* the first builds the summaries (and the day totals) */
             ns[i - 1] = ds_clock_ns() - t0;
         }
     }
@@ -74,7 +78,7 @@ static double measure_inprocess(const char *dir, const struct query_count_reques
     free(ns);
     shard_map_close(map);
     storage_close(st);
-    return l.p50_us;
+    return l;
 }
 
 static void append_events(const char *dir, uint32_t shards, struct ingest_workload *w,
@@ -95,13 +99,50 @@ static void append_events(const char *dir, uint32_t shards, struct ingest_worklo
     storage_close(st);
 }
 
-static void report(const char *what, const struct bench_latency *l, uint64_t count,
-                   double inproc_us)
+/* One query's figures on both paths, measured alternately in the same run. */
+struct paths {
+    struct bench_latency http[2];   /* [0] day totals, [1] the per-partition fan-out */
+    struct bench_latency inproc[2]; /* the same, in-process */
+    uint64_t count;
+};
+
+static double ratio_of(double num, double den)
 {
-    printf("  %-30s count %9llu  p50 %7.1f us  p99 %7.1f us  max %8.1f us  in-process p50 %6.1f "
-           "us  ratio %5.1f\n",
-           what, (unsigned long long)count, l->p50_us, l->p99_us, l->max_us, inproc_us,
-           l->p50_us / (inproc_us > 0 ? inproc_us : 1));
+    return num / (den > 0 ? den : 1);
+}
+
+static void report(const char *what, const struct paths *p)
+{
+    static const char *const names[2] = {"day totals", "fan-out"};
+    for (int i = 0; i < 2; i++) {
+        printf("  %-26s %-10s count %9llu  HTTP p50 %7.1f p99 %7.1f max %8.1f us  in-process "
+               "p50 %7.1f p99 %7.1f us\n",
+               what, names[i], (unsigned long long)p->count, p->http[i].p50_us, p->http[i].p99_us,
+               p->http[i].max_us, p->inproc[i].p50_us, p->inproc[i].p99_us);
+    }
+    printf("  %-26s fan-out / day totals: HTTP p50 %.2fx p99 %.2fx, in-process p50 %.1fx p99 "
+           "%.1fx\n",
+           what, ratio_of(p->http[1].p50_us, p->http[0].p50_us),
+           ratio_of(p->http[1].p99_us, p->http[0].p99_us),
+           ratio_of(p->inproc[1].p50_us, p->inproc[0].p50_us),
+           ratio_of(p->inproc[1].p99_us, p->inproc[0].p99_us));
+}
+
+/* The same count over HTTP from both services and in-process on both paths, alternating. */
+static struct paths measure_paths(const char *dir, struct query_http *const services[2],
+                                  const char *path, struct query_count_request req,
+                                  uint64_t iterations)
+{
+    struct paths p = {0};
+    for (int i = 0; i < 2; i++) {
+        uint64_t count = 0;
+        p.http[i] = measure_http(query_http_address(services[i]), path, iterations, &count);
+        ASSERT(i == 0 || count == p.count); /* both paths answer the same */
+        p.count = count;
+        req.fanout = i == 1;
+        p.inproc[i] = measure_inprocess(dir, &req, iterations);
+    }
+    return p;
 }
 
 static void run_one(uint64_t events, uint64_t iterations, uint32_t shards)
@@ -111,9 +152,13 @@ static void run_one(uint64_t events, uint64_t iterations, uint32_t shards)
     struct ingest_workload_config wcfg = bench_busy_day_config(events);
     struct ingest_workload *w = bench_busy_day_workload(events);
     append_events(dir, shards, w, events / 10);
-    struct query_http_config hcfg = {.data_dir = dir, .listen = "127.0.0.1:0"};
-    struct query_http *h = NULL;
-    ASSERT(query_http_start(&hcfg, &h) == 0);
+    /* Two services on the same directory: [0] answers from day totals, [1] fans out. */
+    struct query_http *services[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        struct query_http_config hcfg = {
+            .data_dir = dir, .listen = "127.0.0.1:0", .count_fanout = i == 1};
+        ASSERT(query_http_start(&hcfg, &services[i]) == 0);
+    }
     char quiet[128], busy[128], month[128];
     char first[DS_DATE_TEXT_SIZE], busy_day[DS_DATE_TEXT_SIZE], last[DS_DATE_TEXT_SIZE];
     int32_t busy_index = wcfg.first_day + (int32_t)wcfg.busy_day_index;
@@ -131,17 +176,21 @@ static void run_one(uint64_t events, uint64_t iterations, uint32_t shards)
     printf("S = %u shards per day; loopback floor (bare TCP round trip) p50 %.1f us  p99 %.1f "
            "us\n",
            shards, floor.p50_us, floor.p99_us);
-    uint64_t count = 0;
-    struct bench_latency l = measure_http(query_http_address(h), quiet, iterations, &count);
-    report("one quiet day, 1/10 stored", &l, count, measure_inprocess(dir, &q_quiet, iterations));
+    struct paths p = measure_paths(dir, services, quiet, q_quiet, iterations);
+    report("one quiet day, 1/10 stored", &p);
     append_events(dir, shards, w, events - events / 10);
-    l = measure_http(query_http_address(h), quiet, iterations, &count);
-    report("one quiet day, all stored", &l, count, measure_inprocess(dir, &q_quiet, iterations));
-    l = measure_http(query_http_address(h), busy, iterations, &count);
-    report("busy day", &l, count, measure_inprocess(dir, &q_busy, iterations));
-    l = measure_http(query_http_address(h), month, iterations / 4 + 1, &count);
-    report("28 days", &l, count, measure_inprocess(dir, &q_month, iterations / 4 + 1));
-    query_http_stop(h);
+    p = measure_paths(dir, services, quiet, q_quiet, iterations);
+    report("one quiet day, all stored", &p);
+    struct paths day = measure_paths(dir, services, busy, q_busy, iterations);
+    report("busy day", &day);
+    struct paths range = measure_paths(dir, services, month, q_month, iterations / 4 + 1);
+    report("28 days", &range);
+    printf("  S = %u summary (day totals): one-day HTTP p99 %.1f us [target <= 150], 28-day HTTP "
+           "p99 %.1f us [target <= 1000 at S = 256], loopback floor p99 %.1f us\n",
+           shards, day.http[0].p99_us, range.http[0].p99_us, floor.p99_us);
+    for (int i = 0; i < 2; i++) {
+        query_http_stop(services[i]);
+    }
     ingest_workload_destroy(w);
     bench_remove_tree(dir);
 }

@@ -111,6 +111,7 @@ struct query_http {
     struct query_metrics *metrics;
     struct query_gsi *gsi;
     uint32_t consistent_timeout_ms;
+    bool count_fanout;            /* query_http_config.count_fanout */
     query_positions_fn positions; /* NULL: consistent=true means durable at arrival */
     query_generation_fn positions_generation;
     void *positions_user;
@@ -552,7 +553,9 @@ static enum MHD_Result count_answer(struct query_http *h, struct MHD_Connection 
                                     const char *consistency, size_t consistency_len)
 {
     struct query_count_result res;
-    int rc = query_count(r->st, r->map, &route->count, &res);
+    struct query_count_request req = route->count;
+    req.fanout = req.fanout || h->count_fanout;
+    int rc = query_count(r->st, r->map, &req, &res);
     if (rc != 0) {
         reader_release(r);
         return respond_storage_error(h, c, rc);
@@ -1378,6 +1381,7 @@ int query_http_start(const struct query_http_config *cfg, struct query_http **ou
     }
     h->listen_fd = -1;
     h->range_days_max = cfg->range_days_max != 0 ? cfg->range_days_max : QUERY_RANGE_DAYS_DEFAULT;
+    h->count_fanout = cfg->count_fanout;
     h->ready_lag_max = cfg->ready_lag_max != 0 ? cfg->ready_lag_max : QUERY_HTTP_READY_LAG_DEFAULT;
     h->metrics = cfg->metrics;
     h->gsi = cfg->gsi;

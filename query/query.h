@@ -407,6 +407,9 @@ struct query_http_config {
     query_positions_fn positions;   /* a node's (run --http), or NULL (serve): see above */
     query_generation_fn positions_generation; /* with positions */
     void *positions_user;                     /* retained until stop */
+    /* Counts fan out over every partition (query_count_request.fanout): the baseline of
+     * bench_http_count; the answers are the same. */
+    bool count_fanout;
 };
 
 struct query_http;

@@ -417,20 +417,15 @@ int storage_day_totals(struct storage *st, int32_t day, uint32_t shard_count,
     if (!st->read_only) {
         return 1; /* a writer's commits move partitions without a manifest load: no day totals */
     }
-    memset(out, 0, sizeof(*out));
     struct day_totals *d = store_day_find(st, day);
     if (d == NULL || day < store_floor(st)) {
+        memset(out, 0, sizeof(*out));
         return 0; /* never written, or dropped by retention */
     }
     if (d->shard_end > shard_count) {
         return 1;
     }
-    struct storage_day_total t;
-    int rc = store_read_day_totals(st, d, &t);
-    if (rc == 0) {
-        *out = t;
-    }
-    return rc;
+    return store_read_day_totals(st, d, out); /* out is written only on success */
 }
 
 int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,

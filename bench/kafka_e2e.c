@@ -23,12 +23,13 @@
  * Environment: DS_BENCH_TRACE=1 prints the durable count and the lag every 20 ms (stderr);
  * DS_BENCH_PRODUCE_X / DS_BENCH_NODE_X=key=value pass one librdkafka property to the producer /
  * the node; DS_BENCH_MODEL=orders|events (events by default) is the data model of every data
- * directory, the node's and the file ingest's alike; DS_BENCH_NODE_COMMIT_MS=N sets the node's
- * commit interval; DS_BENCH_MODES=gsi,stream,backlog,file runs only the modes named (for
- * profiling); DS_BENCH_MARKS=1 prints "mark <mode> <start> <end>" (CLOCK_MONOTONIC seconds) for
- * each measured span on stderr, for `perf record -k CLOCK_MONOTONIC` and `perf report --time`. The
- * mock broker keeps ~5 MiB per partition: a node that fell far behind would lose events and the run
- * would time out (reported), so keep events modest.
+ * directory, the node's and the file ingest's alike; DS_BENCH_NODE_CAPACITY=R sets the node's
+ * --shard-capacity (0: fixed shard counts, as the file ingest keeps); DS_BENCH_NODE_COMMIT_MS=N
+ * sets the node's commit interval; DS_BENCH_MODES=gsi,stream,backlog,file runs only the modes named
+ * (for profiling); DS_BENCH_MARKS=1 prints "mark <mode> <start> <end>" (CLOCK_MONOTONIC seconds)
+ * for each measured span on stderr, for `perf record -k CLOCK_MONOTONIC` and `perf report --time`.
+ * The mock broker keeps ~5 MiB per partition: a node that fell far behind would lose events and the
+ * run would time out (reported), so keep events modest.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -63,15 +64,17 @@ enum cpu_group {
     CPU_PRODUCER, /* the producer's thread (reads the file, rd_kafka_produce) */
     CPU_ENDED,    /* threads that ended within the span: the producer's librdkafka threads */
     CPU_OTHER,    /* the bench's own thread (the reader polling durable counts) and the rest */
+    CPU_WAITED,   /* not a group: the time live threads were runnable but had no core */
     CPU_GROUPS
 };
-static const char *const cpu_group_names[CPU_GROUPS] = {"consumer", "writer", "gsi",  "rdkafka",
-                                                        "producer", "ended",  "other"};
+static const char *const cpu_group_names[CPU_GROUPS] = {
+    "consumer", "writer", "gsi", "rdkafka", "producer", "ended", "other", "(waited for a core)"};
 
 struct cpu_snapshot {
     uint32_t count;
     pid_t tid[THREADS_MAX];
     uint64_t ns[THREADS_MAX];
+    uint64_t wait_ns[THREADS_MAX]; /* runnable, waiting for a core */
     enum cpu_group group[THREADS_MAX];
     double process_seconds;
 };
@@ -150,6 +153,7 @@ static void cpu_snapshot_take(struct cpu_snapshot *s)
         char path[300];
         char comm[64] = "";
         unsigned long long ns = 0;
+        unsigned long long wait_ns = 0;
         snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
         FILE *f = fopen(path, "r");
         if (f == NULL) {
@@ -162,11 +166,12 @@ static void cpu_snapshot_take(struct cpu_snapshot *s)
         if (f == NULL) {
             continue;
         }
-        bool timed = fscanf(f, "%llu", &ns) == 1;
+        bool timed = fscanf(f, "%llu %llu", &ns, &wait_ns) == 2;
         fclose(f);
         if (named && timed) {
             s->tid[s->count] = (pid_t)atoi(e->d_name);
             s->ns[s->count] = ns;
+            s->wait_ns[s->count] = wait_ns;
             s->group[s->count] = cpu_group_of(comm);
             s->count++;
         }
@@ -186,11 +191,14 @@ static void cpu_snapshot_diff(const struct cpu_snapshot *a, const struct cpu_sna
     }
     for (uint32_t i = 0; i < b->count; i++) {
         uint64_t before = 0;
+        uint64_t waited_before = 0;
         for (uint32_t j = 0; j < a->count; j++) {
             before = a->tid[j] == b->tid[i] ? a->ns[j] : before;
+            waited_before = a->tid[j] == b->tid[i] ? a->wait_ns[j] : waited_before;
         }
         double d = (double)(b->ns[i] - before) / 1e9;
         seconds[b->group[i]] += d;
+        seconds[CPU_WAITED] += (double)(b->wait_ns[i] - waited_before) / 1e9;
         live += d;
     }
     double total = b->process_seconds - a->process_seconds;
@@ -305,6 +313,10 @@ static double e2e_run(const char *dir, const char *input, uint64_t events, int r
     e->node.model = (int)bench_model();
     e->node.props = &e->props;
     e->node.status_interval_ms = 100;
+    const char *capacity = getenv("DS_BENCH_NODE_CAPACITY");
+    if (capacity != NULL) {
+        e->node.shard_capacity_eps = (uint32_t)atoi(capacity); /* 0: fixed counts */
+    }
     const char *commit_ms = getenv("DS_BENCH_NODE_COMMIT_MS");
     if (commit_ms != NULL) {
         e->node.commit_interval_ms = (uint32_t)atoi(commit_ms);
@@ -389,6 +401,11 @@ static double e2e_run(const char *dir, const char *input, uint64_t events, int r
     }
     __atomic_store_n(&e->stop, 1, __ATOMIC_SEQ_CST);
     pthread_join(node, NULL);
+    if (getenv("DS_BENCH_TRACE") != NULL) {
+        fprintf(stderr, "trace run %d (%s): %llu commits, %llu shard growths\n", run,
+                mode_names[mode], (unsigned long long)e->node_stats.commits,
+                (unsigned long long)e->node_stats.growths);
+    }
     query_gsi_stop(e->gsi);
     close(e->produce.input_fd);
     shard_map_close(map);

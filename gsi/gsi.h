@@ -61,6 +61,9 @@ struct gsi_config {
                                    keeps the size it was created with) */
     uint32_t batch_entries_max; /* largest n gsi_apply accepts (sizes the batch buffer) */
     uint64_t checkpoint_bytes;  /* writer: log growth between table checkpoints */
+    bool checkpoint_inline;     /* writer: the apply that passes checkpoint_bytes syncs the log and
+                                   the checkpoint itself (the behaviour before issue 16, kept to
+                                   compare); false: a thread of the writer's does the syncs */
 };
 
 /* One order in a customer's view. day is the UTC day of ts_ms (the partition it came from);
@@ -146,6 +149,23 @@ DS_MUST_USE int gsi_query(struct gsi *g, const struct ds_id *customer, uint32_t 
 
 /* Bytes of the index's files on disk (log and table checkpoint). */
 uint64_t gsi_bytes_on_disk(struct gsi *g);
+
+/* What the writer's checkpoints cost (benchmarks and tests; any thread, relaxed counters). */
+struct gsi_checkpoint_stats {
+    uint64_t started;            /* checkpoints asked for (inline: begun) */
+    uint64_t done;               /* renamed into place */
+    uint64_t failed;             /* logged; a later one retries */
+    uint64_t table_ns_last;      /* writing the last one's table to DIR/table.tmp */
+    uint64_t table_ns_max;       /* the longest of those */
+    uint64_t sync_ns_last;       /* the last one's syncs of the log and the table, and the rename */
+    uint64_t sync_ns_max;        /* the longest of those */
+    uint64_t apply_wait_ns_last; /* the last time an apply waited for a checkpoint: the whole
+                                    checkpoint inline, else for the thread's table write */
+    uint64_t apply_wait_ns_max;  /* the longest of those */
+    uint64_t log_bytes_last;     /* the log prefix the last one covers */
+};
+/* The writer's checkpoint figures so far (zeros on a reader). */
+void gsi_checkpoint_stats_get(struct gsi *g, struct gsi_checkpoint_stats *out);
 
 /* ---- checking (`dayshard fsck`, `dayshard gsi check`) --------------------------------------- */
 

@@ -481,6 +481,7 @@ int query_gsi_start(const struct query_gsi_config *cfg, struct query_gsi **out)
     if (cfg->table_slots_log2 != 0) {
         gcfg.table_slots_log2 = cfg->table_slots_log2;
     }
+    gcfg.checkpoint_inline = cfg->checkpoint_inline;
     g->batch_max = gcfg.batch_entries_max;
     g->batch = malloc((size_t)g->batch_max * sizeof(*g->batch));
     g->cursor = malloc(GSI_CURSOR_BYTES_MAX);

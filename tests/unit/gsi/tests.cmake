@@ -3,3 +3,5 @@
 # (test_gsi_oracle).
 ds_unit_test(gsi gsi)
 ds_unit_test(gsi gsi_oracle)
+# Checkpoints taken on the writer's own thread while applies go on (issue 16).
+ds_unit_test(gsi gsi_checkpoint)

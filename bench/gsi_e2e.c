@@ -32,7 +32,15 @@
  * Rejected: building the 10M index through Kafka. It would only repeat part 1 for minutes; the
  * query figures depend on what is stored, not on how it arrived.
  *
+ * Lag mode (issue 16: "lag p99 over a 30M-event run <= 100 ms"): part 2's append run alone,
+ * each group commit timed from durable to queryable by a query_gsi_wait waiter, runs alternating
+ * the index's checkpoints synced on the builder's thread (checkpoint_inline, as before issue 16)
+ * and on the index writer's own thread (the default); each run prints its lag p50/p99/max, the
+ * commits over 100 ms with whether a checkpoint began while they waited, the checkpoints' cost
+ * and the run's peak RSS (VmHWM: appender + builder), then medians and ratios.
+ *
  * Usage: bench_gsi_e2e [events_e2e=1000000] [runs=3] [events_query=10000000]
+ *        bench_gsi_e2e lag [events=30000000] [runs=3] [rate=500000 events/s, 0 flat out]
  * Environment: DS_BENCH_TRACE=1 prints durable count and GSI lag every 20 ms (stderr).
  */
 #include <fcntl.h>
@@ -51,6 +59,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "gsi/gsi.h"
 #include "ingest/ingest.h"
 #include "query/query.h"
 #include "shard/shard.h"
@@ -88,6 +97,12 @@ struct lag_log {
     bool stop;
     double lag_ms[COMMITS_MAX];
     uint32_t lag_count;
+    /* What the index's writer was doing (part 2): checkpoints begun when the commit became
+     * durable and when it became queryable, and the applying thread's time on the last one. */
+    struct gsi *store; /* NULL: not recorded */
+    uint64_t checkpoints_durable[COMMITS_MAX];
+    uint64_t checkpoints_queryable[COMMITS_MAX];
+    double checkpoint_apply_ms[COMMITS_MAX];
 };
 
 /* Per-commit GSI lags of all runs: all of them, and those after each run's first
@@ -134,6 +149,17 @@ static double percentile(double *v, uint32_t n, double p)
     return v[i < n ? i : n - 1];
 }
 
+/* The percentile of a copy of v (v keeps its order: it is indexed by commit) into *out. */
+static double percentile_copy(const double *v, uint32_t n, double p, double *out)
+{
+    double *copy = malloc((size_t)n * sizeof(*copy));
+    ASSERT(copy != NULL);
+    memcpy(copy, v, (size_t)n * sizeof(*copy));
+    *out = percentile(copy, n, p);
+    free(copy);
+    return *out;
+}
+
 static void sleep_ms(long ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
@@ -176,6 +202,11 @@ static void lag_log_push(struct lag_log *l, uint64_t seq)
     } else {
         l->seq[l->count] = seq;
         l->durable_ns[l->count] = now;
+        if (l->store != NULL) {
+            struct gsi_checkpoint_stats cs;
+            gsi_checkpoint_stats_get(l->store, &cs);
+            l->checkpoints_durable[l->count] = cs.started;
+        }
         l->count++;
         pthread_cond_signal(&l->wake);
     }
@@ -198,7 +229,14 @@ static void *lag_waiter_main(void *arg)
         uint32_t i = l->taken++;
         pthread_mutex_unlock(&l->lock);
         if (query_gsi_wait(l->gsi, l->seq[i], 60000) == 0) {
-            l->lag_ms[l->lag_count++] = (double)(ds_clock_ns() - l->durable_ns[i]) / 1e6;
+            uint64_t now = ds_clock_ns();
+            if (l->store != NULL) {
+                struct gsi_checkpoint_stats cs;
+                gsi_checkpoint_stats_get(l->store, &cs);
+                l->checkpoints_queryable[i] = cs.started;
+                l->checkpoint_apply_ms[i] = (double)cs.apply_wait_ns_last / 1e6;
+            }
+            l->lag_ms[l->lag_count++] = (double)(now - l->durable_ns[i]) / 1e6;
         }
     }
 }
@@ -558,10 +596,12 @@ static void e2e_part(const char *dir, uint64_t events, int runs)
 /* ---- part 2: building N events, then queries ------------------------------------------------ */
 
 /* Appends the busy-day workload through storage, notifying the builder after every group
- * commit, and counts each customer's orders; returns the last commit's sequence. */
+ * commit (and lag, when not NULL, whose waiter times each commit), and counts each customer's
+ * orders; returns the last commit's sequence. */
 static uint64_t build_append(const char *data, uint64_t events, struct query_gsi *g,
-                             uint32_t *orders, uint64_t customers)
+                             uint32_t *orders, uint64_t customers, struct lag_log *lag, double rate)
 {
+    uint64_t t0 = ds_clock_ns();
     struct storage *st = NULL;
     struct shard_map *map = NULL;
     bench_open_data(data, SHARD_COUNT_DEFAULT, false, &st, &map);
@@ -576,7 +616,18 @@ static uint64_t build_append(const char *data, uint64_t events, struct query_gsi
         appended++;
         if (appended % BUILD_COMMIT_EVENTS == 0 || appended == events) {
             ASSERT(storage_commit(st) == 0);
+            if (lag != NULL) {
+                lag_log_push(lag, storage_commit_seq(st));
+            }
             query_gsi_notify(g, storage_commit_seq(st), appended);
+            /* Paced (rate > 0): the next commit waits for its time, as a node's would. */
+            uint64_t due = rate > 0 ? t0 + (uint64_t)((double)appended / rate * 1e9) : 0;
+            uint64_t now = ds_clock_ns();
+            if (due > now) {
+                struct timespec ts = {.tv_sec = (time_t)((due - now) / 1000000000u),
+                                      .tv_nsec = (long)((due - now) % 1000000000u)};
+                nanosleep(&ts, NULL);
+            }
         }
     }
     ASSERT(appended == events);
@@ -707,7 +758,7 @@ static void query_build(const char *data, uint64_t events, struct query_gsi *g,
     bench_peak_rss_reset();
     uint64_t t0 = ds_clock_ns();
     double cpu0 = bench_cpu_seconds();
-    uint64_t seq = build_append(data, events, g, orders, wcfg.customers);
+    uint64_t seq = build_append(data, events, g, orders, wcfg.customers, NULL, 0);
     uint64_t t_appended = ds_clock_ns();
     ASSERT(query_gsi_wait(g, seq, 600000) == 0);
     uint64_t t_indexed = ds_clock_ns();
@@ -776,8 +827,181 @@ static void query_part(const char *dir, uint64_t events)
     free(metrics);
 }
 
+/* ---- lag mode: per-commit lag of part 2's append run, checkpoints inline or not ------------- */
+
+/* Commits listed as spikes: the slowest ones over this lag (issue 16's bound on the p99). */
+#define SPIKE_MS 100.0
+#define SPIKES_SHOWN 8u
+
+/* What one lag-mode run reports. */
+struct lag_result {
+    double p50_ms, p99_ms, max_ms;
+    double rate;         /* events/s appended and indexed */
+    double rss_mib;      /* VmHWM over the run: appender + builder (+ the bench's own arrays) */
+    double apply_ms_max; /* longest time an apply waited for a checkpoint */
+    double table_ms_max; /* longest checkpoint table write (on the thread that took it) */
+    double sync_ms_max;  /* longest checkpoint sync (log + table + rename) */
+    uint64_t checkpoints;
+    uint32_t commits;
+    uint32_t spikes; /* commits over SPIKE_MS */
+};
+
+/* The SPIKES_SHOWN slowest commits over SPIKE_MS, slowest first. */
+static void lag_spikes_print(const struct lag_log *l)
+{
+    bool *shown_already = calloc(l->lag_count + 1u, sizeof(bool));
+    ASSERT(shown_already != NULL);
+    for (uint32_t shown = 0; shown < SPIKES_SHOWN; shown++) {
+        uint32_t i = UINT32_MAX;
+        for (uint32_t k = 0; k < l->lag_count; k++) {
+            if (!shown_already[k] && l->lag_ms[k] > SPIKE_MS &&
+                (i == UINT32_MAX || l->lag_ms[k] > l->lag_ms[i])) {
+                i = k;
+            }
+        }
+        if (i == UINT32_MAX) {
+            break;
+        }
+        shown_already[i] = true;
+        bool during = l->checkpoints_queryable[i] != l->checkpoints_durable[i];
+        printf("    spike: commit %u (%llu events durable) lag %.1f ms: %s", i + 1,
+               (unsigned long long)(i + 1) * BUILD_COMMIT_EVENTS, l->lag_ms[i],
+               during ? "the builder began a checkpoint while it waited" : "no checkpoint began");
+        if (during) {
+            printf(" (checkpoint %llu; the last wait of an apply for one: %.1f ms)",
+                   (unsigned long long)l->checkpoints_queryable[i], l->checkpoint_apply_ms[i]);
+        }
+        printf("\n");
+    }
+    free(shown_already);
+}
+
+static void lag_run(const char *dir, uint64_t events, double rate, int run, bool inline_sync,
+                    struct lag_result *out)
+{
+    char data[256];
+    snprintf(data, sizeof(data), "%s/lag%d-%s", dir, run, inline_sync ? "inline" : "thread");
+    prepare_data_dir(data, SHARD_COUNT_DEFAULT);
+    struct ingest_workload_config wcfg;
+    ingest_workload_defaults(&wcfg);
+    uint32_t *orders = calloc(wcfg.customers + 1, sizeof(*orders));
+    struct lag_log *lag = calloc(1, sizeof(*lag));
+    ASSERT(orders != NULL && lag != NULL);
+    pthread_mutex_init(&lag->lock, NULL);
+    pthread_cond_init(&lag->wake, NULL);
+    struct query_gsi_config gcfg;
+    query_gsi_config_defaults(&gcfg);
+    gcfg.data_dir = data;
+    gcfg.checkpoint_inline = inline_sync;
+    struct query_gsi *g = NULL;
+    ASSERT(query_gsi_start(&gcfg, &g) == 0);
+    lag->gsi = g;
+    lag->store = query_gsi_store(g);
+    pthread_t waiter;
+    ASSERT(pthread_create(&waiter, NULL, lag_waiter_main, lag) == 0);
+    bench_peak_rss_reset();
+    uint64_t t0 = ds_clock_ns();
+    uint64_t seq = build_append(data, events, g, orders, wcfg.customers, lag, rate);
+    ASSERT(query_gsi_wait(g, seq, 600000) == 0);
+    double seconds = (double)(ds_clock_ns() - t0) / 1e9;
+    pthread_mutex_lock(&lag->lock);
+    lag->stop = true;
+    pthread_cond_signal(&lag->wake);
+    pthread_mutex_unlock(&lag->lock);
+    pthread_join(waiter, NULL);
+    ASSERT(lag->lag_count == lag->count && lag->dropped == 0);
+    struct gsi_checkpoint_stats cs;
+    gsi_checkpoint_stats_get(query_gsi_store(g), &cs);
+    *out = (struct lag_result){.rate = (double)events / seconds,
+                               .rss_mib = bench_peak_rss_mib(),
+                               .apply_ms_max = (double)cs.apply_wait_ns_max / 1e6,
+                               .table_ms_max = (double)cs.table_ns_max / 1e6,
+                               .sync_ms_max = (double)cs.sync_ns_max / 1e6,
+                               .checkpoints = cs.started,
+                               .commits = lag->lag_count};
+    for (uint32_t i = 0; i < lag->lag_count; i++) {
+        out->spikes += lag->lag_ms[i] > SPIKE_MS ? 1u : 0u;
+    }
+    printf("  run %d, checkpoints %s: %.0f events/s appended and indexed, %u commits, lag p50 "
+           "%.1f ms p99 %.1f ms max %.1f ms, %u over %.0f ms; %llu checkpoints (an apply waited "
+           "max %.1f ms; table write max %.1f ms, syncs max %.1f ms); peak RSS %.0f MiB\n",
+           run + 1, inline_sync ? "inline (before)" : "thread (after)", out->rate, out->commits,
+           percentile_copy(lag->lag_ms, lag->lag_count, 0.5, &out->p50_ms),
+           percentile_copy(lag->lag_ms, lag->lag_count, 0.99, &out->p99_ms),
+           percentile_copy(lag->lag_ms, lag->lag_count, 1.0, &out->max_ms), out->spikes, SPIKE_MS,
+           (unsigned long long)cs.started, out->apply_ms_max, out->table_ms_max, out->sync_ms_max,
+           out->rss_mib);
+    lag_spikes_print(lag);
+    fflush(stdout);
+    query_gsi_stop(g);
+    pthread_cond_destroy(&lag->wake);
+    pthread_mutex_destroy(&lag->lock);
+    free(lag);
+    free(orders);
+    bench_remove_tree(data);
+}
+
+static double median_lag(const struct lag_result *r, int n, size_t field_offset)
+{
+    double v[RUNS_MAX];
+    for (int i = 0; i < n; i++) {
+        memcpy(&v[i], (const char *)&r[i] + field_offset, sizeof(double));
+    }
+    return bench_median(v, n);
+}
+
+/* Part 2's append run, timed per commit, alternating the index's checkpoints on the builder's
+ * thread (inline, as before issue 16) and on the writer's own thread (the default). */
+static void lag_part(const char *dir, uint64_t events, int runs, double rate)
+{
+    printf("lag: %llu busy-day events appended through storage at %.0f events/s (0: flat out; "
+           "group commits of %u events, the builder following), %d runs each with checkpoints "
+           "inline and on a thread (alternating); lag per commit is durable -> queryable "
+           "(query_gsi_wait)\n",
+           (unsigned long long)events, rate, BUILD_COMMIT_EVENTS, runs);
+    struct lag_result inl[RUNS_MAX];
+    struct lag_result thr[RUNS_MAX];
+    for (int r = 0; r < runs; r++) {
+        for (int k = 0; k < 2; k++) {
+            bool inline_sync = (k == 0) == (r % 2 == 0); /* inline first in even runs */
+            lag_run(dir, events, rate, r, inline_sync, inline_sync ? &inl[r] : &thr[r]);
+        }
+    }
+    static const struct {
+        const char *what;
+        size_t offset;
+    } fields[] = {
+        {"lag p50 ms", offsetof(struct lag_result, p50_ms)},
+        {"lag p99 ms", offsetof(struct lag_result, p99_ms)},
+        {"lag max ms", offsetof(struct lag_result, max_ms)},
+        {"events/s", offsetof(struct lag_result, rate)},
+        {"peak RSS MiB", offsetof(struct lag_result, rss_mib)},
+        {"checkpoint on the applying thread, max ms", offsetof(struct lag_result, apply_ms_max)},
+        {"checkpoint syncs, max ms", offsetof(struct lag_result, sync_ms_max)}};
+    printf("medians of %d runs: inline (before) / thread (after) / ratio after:before\n", runs);
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        double before = median_lag(inl, runs, fields[i].offset);
+        double after = median_lag(thr, runs, fields[i].offset);
+        printf("  %-42s %10.1f %10.1f   %.2f   [%s]\n", fields[i].what, before, after,
+               before > 0 ? after / before : 0.0,
+               i == 1 ? "target p99 <= 100 ms" : (i == 4 ? "target <= 256 MiB at 10M" : ""));
+    }
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "lag") == 0) {
+        uint64_t events = argc > 2 ? strtoull(argv[2], NULL, 10) : 30000000ull;
+        int runs = argc > 3 ? atoi(argv[3]) : 3;
+        runs = runs < 1 ? 1 : (runs > RUNS_MAX ? RUNS_MAX : runs);
+        double rate = argc > 4 ? strtod(argv[4], NULL) : 500000.0;
+        ASSERT(events > 0 && rate >= 0);
+        char dir[] = "/tmp/dayshard-bench-gsi-XXXXXX";
+        ASSERT(mkdtemp(dir) != NULL);
+        lag_part(dir, events, runs, rate);
+        bench_remove_tree(dir);
+        return 0;
+    }
     uint64_t events = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000ull;
     int runs = argc > 2 ? atoi(argv[2]) : 3;
     runs = runs < 1 ? 1 : (runs > RUNS_MAX ? RUNS_MAX : runs);

@@ -1,6 +1,8 @@
 /*
  * The bottom layer of the engine (store.h): the state's creation and teardown, paths, the
- * directory walker, the partition table, and manifest replay into the table. Everything above
+ * directory walker, the partition table, a reader's per-day totals (their table, stale lists
+ * and sums; the read side brings them current), and manifest replay into the table, which
+ * lists each partition it moves as stale in its day's totals. Everything above
  * (the read side, the write side, the facade) builds on these; nothing here calls up.
  *
  * Layout of a data directory:
@@ -12,7 +14,9 @@
  * Invariants: the table holds at most partitions_max partitions and is at most half full (its
  * capacity is a power of two at least twice that), so a probe always ends at an empty slot;
  * parts[] lists them in insertion order; the arena exists exactly for a writer and is
- * STORE_ARENA_BYTES long, the one size both its allocation and every bound on it use.
+ * STORE_ARENA_BYTES long, the one size both its allocation and every bound on it use. A
+ * reader's day table is likewise at most half full (grown by doubling), and a day's stale list
+ * has room for every partition of the day, so listing one never allocates.
  *
  * Rejected: keeping the table and replay in the facade (storage.c), as before. The write side
  * needed them for appends and recovery, and the facade needed the write side to open: the

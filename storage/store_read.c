@@ -1,6 +1,8 @@
 /*
  * The read side of the engine: walking block headers up to a partition's committed end,
- * per-partition summaries built from them, totals for counts, and full event scans.
+ * per-partition summaries built from them, totals for counts, a reader's day totals (the sums
+ * of a day's summaries: each summary is taken out of them while it is extended and put back
+ * after, and a day's stale partitions are extended on its next count), and full event scans.
  *
  * Reads use the synchronous ops of st->io (open, size, read, close) on their own descriptors,
  * never queued ones, so the same code serves the writer's in-process queries (through the

@@ -423,7 +423,9 @@ static double e2e_run(const char *dir, const char *input, uint64_t events, int r
     return (double)events / seconds;
 }
 
-static double file_run(const char *dir, const char *input, int run)
+/* File ingest of the same events; returns events/s and sets *cpu_us_per_event (the process's
+ * CPU over the run: the decode thread and the writer). */
+static double file_run(const char *dir, const char *input, int run, double *cpu_us_per_event)
 {
     char data[256];
     char dead[300];
@@ -441,8 +443,10 @@ static double file_run(const char *dir, const char *input, int run)
     ASSERT(fd >= 0);
     struct ingest_stats stats;
     uint64_t t0 = ds_clock_ns();
+    double cpu0 = bench_cpu_seconds();
     ASSERT(ingest_file_run(&icfg, fd, &stats) == 0);
     double seconds = (double)(ds_clock_ns() - t0) / 1e9;
+    *cpu_us_per_event = (bench_cpu_seconds() - cpu0) * 1e6 / (double)stats.accepted;
     close(fd);
     shard_map_close(map);
     storage_close(st);
@@ -492,6 +496,7 @@ int main(int argc, char **argv)
     double groups[E2E_MODES][RUNS_MAX][CPU_GROUPS] = {{{0}}};
     double produce[RUNS_MAX] = {0};
     double file[RUNS_MAX] = {0};
+    double file_cpu[RUNS_MAX] = {0};
     double *lags = calloc(LAG_SAMPLES_MAX, sizeof(*lags));
     ASSERT(lags != NULL);
     int lag_count = 0;
@@ -504,16 +509,17 @@ int main(int argc, char **argv)
         }
         if (file_on) {
             uint64_t t0 = ds_clock_ns();
-            file[r] = file_run(dir, input, r);
+            file[r] = file_run(dir, input, r, &file_cpu[r]);
             print_mark("file", t0, ds_clock_ns());
         }
         double f = file[r] > 0 ? file[r] : 1;
         printf("  run %d: end to end index on %.0f events/s (%.2f us CPU/event), index off %.0f "
-               "(%.2f); file ingest %.0f events/s; ratios on %.2f off %.2f; producer alone "
+               "(%.2f); file ingest %.0f events/s (%.2f); ratios on %.2f off %.2f; producer alone "
                "%.0f, node catching up alone %.0f (%.2f us CPU/event), ratio %.2f\n",
                r + 1, rate[E2E_STREAM_GSI][r], cpu[E2E_STREAM_GSI][r], rate[E2E_STREAM][r],
-               cpu[E2E_STREAM][r], file[r], rate[E2E_STREAM_GSI][r] / f, rate[E2E_STREAM][r] / f,
-               produce[r], rate[E2E_BACKLOG][r], cpu[E2E_BACKLOG][r], rate[E2E_BACKLOG][r] / f);
+               cpu[E2E_STREAM][r], file[r], file_cpu[r], rate[E2E_STREAM_GSI][r] / f,
+               rate[E2E_STREAM][r] / f, produce[r], rate[E2E_BACKLOG][r], cpu[E2E_BACKLOG][r],
+               rate[E2E_BACKLOG][r] / f);
         for (int m = 0; m < E2E_MODES; m++) {
             if (on[m]) {
                 print_groups(mode_names[m], groups[m][r]);
@@ -530,7 +536,9 @@ int main(int argc, char **argv)
         median_groups(groups[m], runs, g[m]);
     }
     double p = bench_median(produce, runs);
-    printf("median file ingest of the same events, same runs: %.0f events/s\n", f);
+    double fc = bench_median(file_cpu, runs);
+    printf("median file ingest of the same events, same runs: %.0f events/s, %.2f us CPU/event\n",
+           f, fc);
     printf("median end to end with the index on (produce -> broker -> node -> durable and "
            "indexed): %.0f events/s, %.2f us CPU/event; ratio to file ingest %.2f   "
            "[target >= 0.5]\n",

@@ -1073,6 +1073,25 @@ static void gsi_checkpointer_collect(struct gsi *g)
     }
 }
 
+/* Starts the thread from the applying thread, so that it runs at that thread's priority (a
+ * thread inherits its creator's nice value): the builder runs at nice -5, and a checkpoint
+ * thread at the default nice, starved on a busy machine while it held table_lock, made applies
+ * wait up to 145-175 ms for a table write of 50-60 ms of CPU. Without a thread (pthread_create
+ * failed, logged) checkpoints go inline. */
+static void gsi_checkpointer_thread_start(struct gsi *g)
+{
+    struct gsi_checkpointer *c = g->checkpointer;
+    ASSERT(!c->started && !c->inline_sync);
+    int rc = -pthread_create(&c->thread, NULL, gsi_checkpointer_main, g);
+    if (rc != 0) {
+        ds_log_error("%s: no checkpoint thread (%s): checkpoints go inline", g->dir,
+                     ds_strerror(rc));
+        c->inline_sync = true;
+        return;
+    }
+    c->started = true;
+}
+
 /* After an apply (writer thread, outside table_lock): collects a finished checkpoint, asks for
  * the next one when the log grew by checkpoint_bytes since the last, or for the writeback of
  * the log written since the last request. */
@@ -1084,13 +1103,16 @@ static void gsi_checkpoint_after_apply(struct gsi *g)
     }
     bool due = g->log_end - g->checkpoint_end >= g->checkpoint_bytes &&
                g->log_end >= c->retry_end && g->cursor_at != 0;
+    bool writeback = g->log_end - c->writeback_requested >= GSI_WRITEBACK_BYTES;
+    if (!c->inline_sync && !c->started && (due || writeback)) {
+        gsi_checkpointer_thread_start(g); /* on failure, inline from now on */
+    }
     if (c->inline_sync) {
         if (due && gsi_checkpoint_write(g) != 0) { /* logged; only costs opening time */
             c->retry_end = g->log_end + g->checkpoint_bytes / 8u;
         }
         return;
     }
-    bool writeback = g->log_end - c->writeback_requested >= GSI_WRITEBACK_BYTES;
     if ((!due || c->busy) && !writeback) {
         return;
     }
@@ -1124,12 +1146,7 @@ static int gsi_checkpointer_start(struct gsi *g, const struct gsi_config *cfg)
         return 0;
     }
     c->buffer = malloc(GSI_IO_BUFFER_BYTES);
-    if (c->buffer == NULL) {
-        return -ENOMEM;
-    }
-    int rc = -pthread_create(&c->thread, NULL, gsi_checkpointer_main, g);
-    c->started = rc == 0;
-    return rc;
+    return c->buffer != NULL ? 0 : -ENOMEM;
 }
 
 /* Waits for a checkpoint in flight, stops the thread and collects the outcome. */

@@ -16,8 +16,9 @@
  * (ingest_file_run) into a fresh directory. Reported: medians over RUNS, the ratios, lag
  * p50/max, and the CPU per event of each group of threads (from /proc/self/task/N/schedstat:
  * the node's consumer thread, the writer, the index builder, librdkafka's threads, the
- * producer's thread and the threads that ended within the run, i.e. the producer's librdkafka
- * threads).
+ * producer's thread, the threads that ended within the run (the producer's thread and its
+ * librdkafka threads in the streaming modes), io_uring's workers, the rest, and how long live
+ * threads waited for a core: the machine's load during the run).
  *
  * Usage: bench_kafka_e2e [events=1000000] [runs=3]
  * Environment: DS_BENCH_TRACE=1 prints the durable count and the lag every 20 ms (stderr);
@@ -35,6 +36,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -67,12 +69,14 @@ enum cpu_group {
                      while it runs) */
     CPU_PRODUCER, /* the producer's thread (reads the file, rd_kafka_produce) */
     CPU_ENDED,    /* threads that ended within the span: the producer's librdkafka threads */
+    CPU_IO,       /* io_uring's workers (iou-wrk-N): the writer's segment writes and syncs */
     CPU_OTHER,    /* the bench's own thread (the reader polling durable counts) and the rest */
     CPU_WAITED,   /* not a group: the time live threads were runnable but had no core */
     CPU_GROUPS
 };
 static const char *const cpu_group_names[CPU_GROUPS] = {
-    "consumer", "writer", "gsi", "rdkafka", "producer", "ended", "other", "(waited for a core)"};
+    "consumer",           "writer", "gsi", "rdkafka", "producer", "ended", "io", "other",
+    "(waited for a core)"};
 
 struct cpu_snapshot {
     uint32_t count;
@@ -145,6 +149,9 @@ static enum cpu_group cpu_group_of(const char *comm)
     }
     if (strncmp(comm, "ds-producer", 11) == 0) {
         return CPU_PRODUCER;
+    }
+    if (strncmp(comm, "iou-", 4) == 0) {
+        return CPU_IO;
     }
     return CPU_OTHER;
 }
@@ -545,7 +552,8 @@ int main(int argc, char **argv)
             file[r] = file_run(dir, input, r, &file_cpu[r]);
             print_mark("file", t0, ds_clock_ns());
         }
-        double f = file[r] > 0 ? file[r] : 1;
+        /* Ratios are 0 without the file ingest (DS_BENCH_MODES without file). */
+        double f = file[r] > 0 ? file[r] : INFINITY;
         printf("  run %d: end to end index on %.0f events/s (%.2f us CPU/event), index off %.0f "
                "(%.2f); file ingest %.0f events/s (%.2f); ratios on %.2f off %.2f; producer alone "
                "%.0f, node catching up alone %.0f (%.2f us CPU/event), ratio %.2f\n",
@@ -559,7 +567,7 @@ int main(int argc, char **argv)
             }
         }
     }
-    double f = file_on ? bench_median(file, runs) : 1;
+    double f = file_on ? bench_median(file, runs) : INFINITY;
     double k[E2E_MODES];
     double c[E2E_MODES];
     double g[E2E_MODES][CPU_GROUPS];

@@ -68,9 +68,10 @@ enum cpu_group {
     CPU_RDKAFKA,  /* live librdkafka threads (node handles, the mock broker; the producer's too
                      while it runs) */
     CPU_PRODUCER, /* the producer's thread (reads the file, rd_kafka_produce) */
-    CPU_ENDED,    /* threads that ended within the span: the producer's librdkafka threads */
+    CPU_ENDED,    /* threads that ended within the span: in the streaming modes the producer's
+                     thread and its librdkafka threads */
     CPU_IO,       /* io_uring's workers (iou-wrk-N): the writer's segment writes and syncs */
-    CPU_OTHER,    /* the bench's own thread (the reader polling durable counts) and the rest */
+    CPU_OTHER,    /* the bench's own thread (it watches progress) and the rest */
     CPU_WAITED,   /* not a group: the time live threads were runnable but had no core */
     CPU_GROUPS
 };

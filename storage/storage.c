@@ -380,18 +380,39 @@ int storage_refresh(struct storage *st)
     if (stat(path, &sb) != 0) {
         return errno == ENOENT ? 0 : -errno;
     }
-    if ((uint64_t)sb.st_size == st->manifest_size && sb.st_ino == st->manifest_ino) {
+    /* The pinned file (store.h, manifest_pin_fd) still at the path with the size loaded: the
+     * same file, unchanged (a MANIFEST only grows in place; a replacement is a new file). */
+    if (st->manifest_pin_fd >= 0 && sb.st_ino == st->manifest_ino &&
+        (uint64_t)sb.st_size == st->manifest_size) {
         return 0;
+    }
+    /* Pin first, then load: were the MANIFEST replaced in between, what was loaded is newer
+     * than the pinned file, whose inode then differs from the path's at the next refresh, which
+     * loads again. Never the other way round, so a change is never missed. */
+    int pin = open(path, O_RDONLY | O_CLOEXEC);
+    if (pin < 0) {
+        return errno == ENOENT ? 0 : -errno;
+    }
+    struct stat pinned;
+    if (fstat(pin, &pinned) != 0) {
+        int rc = -errno;
+        close(pin);
+        return rc;
     }
     uint64_t valid_end = 0;
     uint64_t size = 0;
     int rc = store_manifest_load(st, &valid_end, &size);
-    if (rc == 0) {
-        st->manifest_size = size;
-        st->manifest_ino = sb.st_ino;
-        rc = store_orders_refresh(st);
+    if (rc != 0) {
+        close(pin);
+        return rc;
     }
-    return rc;
+    if (st->manifest_pin_fd >= 0) {
+        close(st->manifest_pin_fd);
+    }
+    st->manifest_pin_fd = pin;
+    st->manifest_size = size;
+    st->manifest_ino = pinned.st_ino;
+    return store_orders_refresh(st);
 }
 
 uint64_t storage_commit_seq(const struct storage *st)

@@ -59,6 +59,7 @@ int store_create(const struct storage_config *cfg, struct storage **out)
     st->read_only = cfg->read_only;
     st->lock_fd = -1;
     st->manifest_fd = -1;
+    st->manifest_pin_fd = -1;
     st->stream_day = -1;
     st->table_capacity = table_capacity_for(cfg->partitions_max);
     st->table = calloc(st->table_capacity, sizeof(*st->table));
@@ -115,6 +116,9 @@ void store_destroy(struct storage *st)
     }
     if (st->manifest_fd >= 0) {
         st->io->ops->close(st->io, st->manifest_fd);
+    }
+    if (st->manifest_pin_fd >= 0) {
+        close(st->manifest_pin_fd);
     }
     if (st->owned_io != NULL) {
         st->owned_io->ops->destroy(st->owned_io);

@@ -738,6 +738,76 @@ static void differential_run(struct fixture *f, uint32_t table_slots_log2)
     store_close(f);
 }
 
+/* The index's own check finds nothing wrong with the store's files. */
+static void store_check_clean(struct fixture *f)
+{
+    static uint8_t cursor[GSI_CURSOR_BYTES_MAX];
+    struct gsi_check_report report;
+    assert_int_equal(gsi_check(f->store_dir, cursor, sizeof(cursor), &report), 0);
+    if (report.damaged) {
+        fail_msg("gsi_check: %s", report.reason);
+    }
+    assert_int_equal(report.tail_bytes, 0);
+}
+
+/* Compaction (issue 16) against the model: compacted, reopened with and without the table,
+ * through a reader opened before (it sees the log replaced) and after, compacted again with
+ * applies after the first compaction, and checked clean by gsi_check each time. */
+static void compact_run(struct fixture *f, uint32_t table_slots_log2)
+{
+    uint64_t rng = f->seed ^ table_slots_log2 ^ 0xc0ac7;
+    size_t batches = f->long_run ? DIFF_BATCHES_LONG : DIFF_BATCHES;
+    size_t batch_max = f->long_run ? DIFF_BATCH_MAX_LONG : DIFF_BATCH_MAX;
+    f->cfg.table_slots_log2 = table_slots_log2;
+    f->cfg.batch_entries_max = (uint32_t)batch_max;
+    store_open(f);
+    assert_int_equal(gsi_compact(f->store, NULL), 0); /* empty: nothing to seal */
+    sample_assert_equal(f, f->store, quick_limits, DS_ARRAY_LEN(quick_limits));
+    apply_batches(f, &rng, batches / 2, batch_max);
+    struct gsi *before = NULL;
+    assert_int_equal(gsi_open_reader(&f->cfg, &before), 0);
+    struct gsi_compact_stats stats;
+    assert_int_equal(gsi_compact(f->store, &stats), 0);
+    assert_true(stats.bytes_after < stats.bytes_before);
+    sample_assert_equal_all_limits(f, f->store);
+    store_check_clean(f);
+    assert_true(gsi_reader_replaced(before));
+    sample_assert_equal(f, before, quick_limits, DS_ARRAY_LEN(quick_limits)); /* old view */
+    gsi_close(before);
+    struct gsi *reader = NULL;
+    assert_int_equal(gsi_open_reader(&f->cfg, &reader), 0);
+    sample_assert_equal(f, reader, quick_limits, DS_ARRAY_LEN(quick_limits));
+    apply_batches(f, &rng, batches / 4, batch_max); /* runs linked to sealed sections */
+    assert_int_equal(gsi_reader_refresh(reader), 0);
+    sample_assert_equal_all_limits(f, reader);
+    gsi_close(reader);
+    store_check_clean(f);
+    store_close(f);
+    store_open(f); /* the checkpoint of the compacted log */
+    sample_assert_equal(f, f->store, quick_limits, DS_ARRAY_LEN(quick_limits));
+    assert_int_equal(gsi_compact(f->store, NULL), 0); /* sealed and unsealed into sealed */
+    sample_assert_equal_all_limits(f, f->store);
+    store_check_clean(f);
+    apply_batches(f, &rng, batches / 8, batch_max);
+    store_close(f);
+    table_remove(f);
+    store_open(f); /* the sealed log alone */
+    sample_assert_equal_all_limits(f, f->store);
+    store_check_clean(f);
+    store_close(f);
+}
+
+static void test_gsi_oracle_compacted_pages_equal_with_table_2e5(void **state)
+{
+    /* Shared chains: several customers' sections on one slot, tags of other owners. */
+    compact_run(*state, 5);
+}
+
+static void test_gsi_oracle_compacted_pages_equal_with_default_table(void **state)
+{
+    compact_run(*state, GSI_TABLE_SLOTS_LOG2_DEFAULT);
+}
+
 static void test_gsi_oracle_pages_equal_with_table_2e5(void **state)
 {
     /* 32 slots: every customer shares a probe window with others. */
@@ -1219,6 +1289,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gsi_oracle_pages_equal_with_default_table, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_oracle_compacted_pages_equal_with_table_2e5, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_oracle_compacted_pages_equal_with_default_table,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_gsi_oracle_same_key_in_one_batch_keeps_the_last, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gsi_oracle_cut_log_reopens_at_last_whole_apply, setup,

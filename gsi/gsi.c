@@ -534,11 +534,12 @@ static bool gsi_run_header_valid(const struct gsi *g, const uint8_t *r, uint32_t
 typedef int (*gsi_section_fn)(struct gsi *g, const uint8_t *image, uint32_t len, uint64_t offset,
                               void *user);
 
-/* Opens the sealed record r (len bytes, at offset) and reads every section into its image,
- * each checked as a run header at offset (so its prev lies before the record); fn (may be
- * NULL) sees each. Returns 0, fn's non-zero value, -ENOMEM or -DS_ECORRUPT. */
+/* Opens the sealed record r (len bytes, at offset) and reads every section into its image
+ * (with its entries, or the header only), each checked as a run header at offset (so its prev
+ * lies before the record); fn (may be NULL) sees each. Returns 0, fn's non-zero value, -ENOMEM or
+ * -DS_ECORRUPT. */
 static int gsi_sealed_sections(struct gsi *g, const uint8_t *r, uint32_t len, uint64_t offset,
-                               gsi_section_fn fn, void *user)
+                               bool entries, gsi_section_fn fn, void *user)
 {
     struct gsi_seal_ctx *ctx = gsi_seal_ctx();
     if (ctx == NULL) {
@@ -550,7 +551,7 @@ static int gsi_sealed_sections(struct gsi *g, const uint8_t *r, uint32_t len, ui
                          : gsi_seal_reader_init(&reader, ctx->raw, (size_t)raw_len, g->mask);
     while (rc == 0) {
         uint32_t slot = 0;
-        int64_t n = gsi_seal_reader_next(&reader, UINT32_MAX, ctx->image, &slot);
+        int64_t n = gsi_seal_reader_next(&reader, UINT32_MAX, entries, ctx->image, &slot);
         if (n == -ENOENT) {
             break;
         }
@@ -590,8 +591,9 @@ static int64_t gsi_record_check(const struct gsi *g, const uint8_t *r, size_t av
         return len;
     }
     if (r[8] == GSI_RECORD_SEALED) {
-        /* Decoded whole: the scan that reads it next takes its sections as they are. */
-        int rc = gsi_sealed_sections((struct gsi *)g, r, len, offset, NULL, NULL);
+        /* Its CRC, payload and section headers, as a run's header is checked here; entries are
+         * checked where they are read (queries, gsi_check), as a run's are. */
+        int rc = gsi_sealed_sections((struct gsi *)g, r, len, offset, false, NULL, NULL);
         return rc == 0 ? (int64_t)len : (rc == -ENOMEM ? -ENOMEM : -DS_ECORRUPT);
     }
     return -DS_ECORRUPT;
@@ -729,7 +731,10 @@ static int gsi_scan_apply(struct gsi *g, const struct gsi_record *record, void *
         return gsi_scan_run(g, r, record->len, record->offset, NULL);
     }
     if (record->type == GSI_RECORD_SEALED) {
-        return gsi_sealed_sections(g, r, record->len, record->offset, gsi_scan_run, NULL);
+        if (record->offset + record->len > g->sealed_end) {
+            g->sealed_end = record->offset + record->len;
+        }
+        return gsi_sealed_sections(g, r, record->len, record->offset, false, gsi_scan_run, NULL);
     }
     pthread_mutex_lock(&g->cursor_lock);
     g->cursor_len = gsi_u32_get(r + 12);
@@ -1134,7 +1139,12 @@ void gsi_close(struct gsi *g)
     if (g == NULL) {
         return;
     }
-    if (g->writer && !g->failed && g->slots != NULL && g->log_fd >= 0 && g->buffered == 0) {
+    /* A compacted log with less than checkpoint_bytes appended is its own checkpoint: opening
+     * reads its sealed records' section headers and the rest, and the table's 28 bytes per
+     * customer stay off the disk. */
+    bool sealed_enough = g->sealed_end != 0 && g->log_end - g->sealed_end < g->checkpoint_bytes;
+    if (g->writer && !g->failed && g->slots != NULL && g->log_fd >= 0 && g->buffered == 0 &&
+        !sealed_enough) {
         (void)gsi_checkpoint_write(g); /* logged; the next open reads more log instead */
     }
     if (g->log_fd >= 0) {
@@ -1660,7 +1670,7 @@ static int gsi_sealed_read(const struct gsi *g, uint64_t offset, uint32_t slot, 
                          : gsi_seal_reader_init(&reader, ctx->raw, (size_t)raw_len, g->mask);
     while (rc == 0) {
         uint32_t at_slot = 0;
-        int64_t n = gsi_seal_reader_next(&reader, slot, ctx->image, &at_slot);
+        int64_t n = gsi_seal_reader_next(&reader, slot, true, ctx->image, &at_slot);
         if (n < 0 || at_slot > slot) {
             return -DS_ECORRUPT; /* no section of the slot whose chain led here */
         }
@@ -2197,7 +2207,7 @@ static int gsi_compact_swap(struct gsi_compactor *k, const char *tmp, uint64_t c
     g->cursor_at = cursor_at;
     g->cursor_crc = crc;
     pthread_mutex_unlock(&g->cursor_lock);
-    g->checkpoint_end = 0;
+    g->checkpoint_end = k->end; /* the sealed log is its own checkpoint (see gsi_close) */
     g->sealed_end = cursor_at;
     pthread_rwlock_unlock(&g->swap_lock);
     k->slots = old;
@@ -2254,7 +2264,6 @@ int gsi_compact(struct gsi *g, struct gsi_compact_stats *stats)
     free(k.arena);
     free(k.customers);
     if (rc == 0) {
-        (void)gsi_checkpoint_write(g); /* logged; without one, opening reads the whole log */
         if (stats != NULL) {
             stats->bytes_before = before;
             stats->bytes_after = g->log_end;
@@ -2516,7 +2525,7 @@ static int gsi_check_record(struct gsi *g, const struct gsi_record *record, void
             return 1;
         }
         c->saw_sealed = true;
-        int rc = gsi_sealed_sections(g, record->bytes, record->len, record->offset,
+        int rc = gsi_sealed_sections(g, record->bytes, record->len, record->offset, true,
                                      gsi_check_section, c);
         if (rc < 0) {
             gsi_check_damage(c, "%s/log: the sealed record at offset %" PRIu64 " does not decode",
@@ -2803,8 +2812,8 @@ static int gsi_entries_run(struct gsi *g, const uint8_t *r, uint32_t len, uint64
 static int gsi_entries_record(struct gsi *g, const struct gsi_record *record, void *user)
 {
     if (record->type == GSI_RECORD_SEALED) {
-        return gsi_sealed_sections(g, record->bytes, record->len, record->offset, gsi_entries_run,
-                                   user);
+        return gsi_sealed_sections(g, record->bytes, record->len, record->offset, true,
+                                   gsi_entries_run, user);
     }
     if (record->type != GSI_RECORD_RUN) {
         return 0;

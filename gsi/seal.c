@@ -365,8 +365,8 @@ static int64_t seal_entries_image(const struct gsi_seal_reader *r, size_t at, si
     return (int64_t)n;
 }
 
-int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot, uint8_t *image,
-                             uint32_t *slot)
+int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot, bool entries,
+                             uint8_t *image, uint32_t *slot)
 {
     if (r->sections_left == 0) {
         return r->at == r->len ? -ENOENT : -DS_ECORRUPT;
@@ -469,10 +469,12 @@ int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot, uint
         image[10] = 8;
     }
     int64_t oldest = 0;
-    int64_t got =
-        seal_entries_image(r, entries_at, end, (uint32_t)count, newest, image, n, &oldest);
-    if (got < 0) {
-        return got;
+    int64_t got = (int64_t)n;
+    if (entries) {
+        got = seal_entries_image(r, entries_at, end, (uint32_t)count, newest, image, n, &oldest);
+        if (got < 0) {
+            return got;
+        }
     }
     seal_u32_put(image + 4, (uint32_t)got);
     seal_u32_put(image + 12, (uint32_t)count);

@@ -144,10 +144,12 @@ DS_MUST_USE int gsi_seal_reader_init(struct gsi_seal_reader *r, const uint8_t *r
                                      uint64_t mask);
 /* The next section as a run image in image (GSI_IMAGE_BYTES_MAX): every field a run header
  * has, the entries as a run holds them (checked: valid ids, ts in range, keys ascending), the
- * record's CRC field 0. Only the slot is read (and the entries skipped) when want_slot is
- * given and differs (UINT32_MAX: every section). Returns the image length, 0 when the section
- * was skipped (its slot in *slot), -ENOENT after the last one, or -DS_ECORRUPT. */
+ * record's CRC field 0. Without entries, the header and the customer id only (the image's
+ * length and oldest ts stop there and are 0): what building the table needs. Only the slot is
+ * read (and the entries skipped) when want_slot is given and differs (UINT32_MAX: every
+ * section). Returns the image length, 0 when the section was skipped (its slot in *slot),
+ * -ENOENT after the last one, or -DS_ECORRUPT. */
 DS_MUST_USE int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot,
-                                         uint8_t *image, uint32_t *slot);
+                                         bool entries, uint8_t *image, uint32_t *slot);
 
 #endif /* DS_GSI_SEAL_H */

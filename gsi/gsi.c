@@ -90,6 +90,16 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the index files are li
 #define GSI_RECORD_RUN 1u
 #define GSI_RECORD_CURSOR 2u
 #define GSI_RECORD_SEALED GSI_SEAL_RECORD_TYPE
+#define GSI_RECORD_DIRECTORY GSI_SEAL_DIRECTORY_TYPE
+/* A directory record: [12] u32 count, [16] u32 slot, [20] u32 zero, then count entries of u64
+ * offset and i64 oldest ts of a sealed section of the customer, newest first. */
+#define GSI_DIRECTORY_HEADER_BYTES 24u
+#define GSI_DIRECTORY_ENTRY_BYTES 16u
+#define GSI_DIRECTORY_ENTRIES_MAX                                                                  \
+    ((GSI_RECORD_BYTES_MAX - GSI_DIRECTORY_HEADER_BYTES) / GSI_DIRECTORY_ENTRY_BYTES)
+/* A customer given at least this many sections by a compaction gets a directory (when they
+ * fit one record: a customer with more, some 3M orders, pages without). */
+#define GSI_DIRECTORY_SECTIONS_MIN 4u
 #define GSI_RECORD_PREFIX_BYTES 12u /* crc, len, type, three bytes of the type's own */
 #define GSI_RUN_HEADER_BYTES 72u
 #define GSI_CURSOR_HEADER_BYTES 24u
@@ -590,6 +600,19 @@ static int64_t gsi_record_check(const struct gsi *g, const uint8_t *r, size_t av
     if (r[8] == GSI_RECORD_RUN && gsi_run_header_valid(g, r, len, offset)) {
         return len;
     }
+    if (r[8] == GSI_RECORD_DIRECTORY) {
+        uint32_t count = gsi_u32_get(r + 12);
+        bool ok = count >= 1 && count <= GSI_DIRECTORY_ENTRIES_MAX &&
+                  len == GSI_DIRECTORY_HEADER_BYTES + count * GSI_DIRECTORY_ENTRY_BYTES &&
+                  gsi_u32_get(r + 16) <= g->mask && gsi_u32_get(r + 20) == 0;
+        for (uint32_t i = 0; ok && i < count; i++) {
+            uint64_t at = gsi_u64_get(r + GSI_DIRECTORY_HEADER_BYTES + i * 16u);
+            uint64_t newer =
+                i == 0 ? offset : gsi_u64_get(r + GSI_DIRECTORY_HEADER_BYTES + (i - 1) * 16u);
+            ok = at >= GSI_LOG_HEADER_BYTES && at < newer; /* newest first, before it */
+        }
+        return ok ? (int64_t)len : -DS_ECORRUPT;
+    }
     if (r[8] == GSI_RECORD_SEALED) {
         /* Its CRC, payload and section headers, as a run's header is checked here; entries are
          * checked where they are read (queries, gsi_check), as a run's are. */
@@ -670,8 +693,8 @@ static int gsi_intact_after(struct gsi *g, uint64_t from, uint64_t until, uint64
         for (; pos + GSI_RECORD_PREFIX_BYTES <= got; pos++) {
             const uint8_t *r = buf + pos;
             uint32_t len = gsi_u32_get(r + 4);
-            if ((r[8] != GSI_RECORD_RUN && r[8] != GSI_RECORD_CURSOR &&
-                 r[8] != GSI_RECORD_SEALED) ||
+            if ((r[8] != GSI_RECORD_RUN && r[8] != GSI_RECORD_CURSOR && r[8] != GSI_RECORD_SEALED &&
+                 r[8] != GSI_RECORD_DIRECTORY) ||
                 len < GSI_CURSOR_HEADER_BYTES || len > GSI_RECORD_BYTES_MAX ||
                 at + pos + len > until) {
                 continue;
@@ -735,6 +758,9 @@ static int gsi_scan_apply(struct gsi *g, const struct gsi_record *record, void *
             g->sealed_end = record->offset + record->len;
         }
         return gsi_sealed_sections(g, r, record->len, record->offset, false, gsi_scan_run, NULL);
+    }
+    if (record->type == GSI_RECORD_DIRECTORY) {
+        return 0; /* read by queries only */
     }
     pthread_mutex_lock(&g->cursor_lock);
     g->cursor_len = gsi_u32_get(r + 12);
@@ -1645,7 +1671,7 @@ static int64_t gsi_best_floor_ts(const struct gsi_best *b)
  * (GSI_QUERY_READ_BYTES), into this thread's image buffer: the rest of the record is read,
  * opened (CRC, zstd), and its sections read until slot's. */
 static int gsi_sealed_read(const struct gsi *g, uint64_t offset, uint32_t slot, const uint8_t *buf,
-                           size_t got, const uint8_t **r)
+                           size_t got, const uint8_t **r, uint64_t *directory)
 {
     struct gsi_seal_ctx *ctx = gsi_seal_ctx();
     if (ctx == NULL) {
@@ -1675,10 +1701,12 @@ static int gsi_sealed_read(const struct gsi *g, uint64_t offset, uint32_t slot, 
             return -DS_ECORRUPT; /* no section of the slot whose chain led here */
         }
         if (n > 0) {
-            if (!gsi_run_header_valid(g, ctx->image, (uint32_t)n, offset)) {
+            if (!gsi_run_header_valid(g, ctx->image, (uint32_t)n, offset) ||
+                reader.directory >= offset) {
                 return -DS_ECORRUPT;
             }
             *r = ctx->image;
+            *directory = reader.directory;
             return 0;
         }
     }
@@ -1691,8 +1719,9 @@ static int gsi_sealed_read(const struct gsi *g, uint64_t offset, uint32_t slot, 
  * thread's image buffer, valid until the next read). Points *r at it; returns 0 or a negative
  * code. */
 static int gsi_run_read(const struct gsi *g, uint64_t offset, uint32_t slot, uint8_t *buf,
-                        uint8_t **big, const uint8_t **r)
+                        uint8_t **big, const uint8_t **r, uint64_t *directory)
 {
+    *directory = 0;
     size_t got = 0;
     int rc = gsi_pread_all(g->log_fd, buf, GSI_QUERY_READ_BYTES, offset, &got);
     if (rc != 0) {
@@ -1700,7 +1729,7 @@ static int gsi_run_read(const struct gsi *g, uint64_t offset, uint32_t slot, uin
         return rc;
     }
     if (got > GSI_SEAL_HEADER_BYTES && buf[8] == GSI_RECORD_SEALED) {
-        return gsi_sealed_read(g, offset, slot, buf, got, r);
+        return gsi_sealed_read(g, offset, slot, buf, got, r, directory);
     }
     uint32_t len = got >= GSI_RECORD_PREFIX_BYTES ? gsi_u32_get(buf + 4) : 0;
     if (got < GSI_RUN_HEADER_BYTES || buf[8] != GSI_RECORD_RUN || len > GSI_RUN_BYTES_MAX ||
@@ -1764,6 +1793,50 @@ static bool gsi_run_customer_is(const uint8_t *r, const struct ds_id *customer)
            memcmp(r + GSI_RUN_HEADER_BYTES, id, id_bytes) == 0;
 }
 
+/* The offset of the first section in the directory record at offset (slot's) whose oldest ts is
+ * at or before token_ts; the last one listed when none is (the walk goes on from there). */
+static int gsi_directory_find(const struct gsi *g, uint64_t offset, uint32_t slot, int64_t token_ts,
+                              uint64_t *to)
+{
+    uint8_t head[GSI_DIRECTORY_HEADER_BYTES];
+    size_t got = 0;
+    int rc = gsi_pread_all(g->log_fd, head, sizeof(head), offset, &got);
+    if (rc != 0 || got != sizeof(head)) {
+        return rc != 0 ? rc : -DS_ECORRUPT;
+    }
+    uint32_t len = gsi_u32_get(head + 4);
+    if (head[8] != GSI_RECORD_DIRECTORY || len > GSI_RECORD_BYTES_MAX ||
+        gsi_u32_get(head + 16) != slot) {
+        return -DS_ECORRUPT;
+    }
+    uint8_t *d = malloc(len);
+    if (d == NULL) {
+        return -ENOMEM;
+    }
+    rc = gsi_pread_all(g->log_fd, d, len, offset, &got);
+    int64_t checked = rc == 0 && got == len ? gsi_record_check(g, d, len, offset) : -DS_ECORRUPT;
+    if (rc == 0 && checked != (int64_t)len) {
+        rc = -DS_ECORRUPT;
+    }
+    if (rc == 0) {
+        uint32_t lo = 0;
+        uint32_t count = gsi_u32_get(d + 12);
+        uint32_t hi = count;
+        const uint8_t *e = d + GSI_DIRECTORY_HEADER_BYTES;
+        while (lo < hi) { /* oldest ts descends along the list */
+            uint32_t mid = lo + (hi - lo) / 2;
+            if ((int64_t)gsi_u64_get(e + (size_t)mid * 16u + 8) <= token_ts) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        *to = gsi_u64_get(e + (size_t)(lo < count ? lo : count - 1) * 16u);
+    }
+    free(d);
+    return rc;
+}
+
 /* Walks the customer's chain into best. */
 static int gsi_walk(const struct gsi *g, const struct ds_id *customer, const uint8_t *token,
                     size_t token_bytes, struct gsi_best *best)
@@ -1781,7 +1854,8 @@ static int gsi_walk(const struct gsi *g, const struct ds_id *customer, const uin
     int rc = 0;
     while (offset != 0 && rc == 0) {
         const uint8_t *r = NULL;
-        rc = gsi_run_read(g, offset, slot, buf, &big, &r);
+        uint64_t directory = 0;
+        rc = gsi_run_read(g, offset, slot, buf, &big, &r, &directory);
         if (rc != 0) {
             break;
         }
@@ -1791,6 +1865,20 @@ static int gsi_walk(const struct gsi *g, const struct ds_id *customer, const uin
         }
         /* A run whose entries are all newer than the token is on earlier pages. */
         bool mine = gsi_run_customer_is(r, customer);
+        if (mine && directory != 0 && (int64_t)gsi_u64_get(r + 32) > token_ts) {
+            /* A page deep in a heavy customer: its sealed sections below this one, newest
+             * first, are on earlier pages down to the first whose oldest entry is not newer
+             * than the token; jump there instead of reading each. */
+            uint64_t to = 0;
+            rc = gsi_directory_find(g, directory, slot, token_ts, &to);
+            if (rc != 0) {
+                break;
+            }
+            if (to != 0) {
+                offset = to;
+                continue;
+            }
+        }
         if (mine && (int64_t)gsi_u64_get(r + 32) <= token_ts) {
             rc = gsi_run_offer(r, token, token_bytes, best);
         }
@@ -1922,6 +2010,8 @@ struct gsi_compactor {
     struct ds_id *customers;
     size_t customer_count;
     size_t customer_cap;
+    uint8_t *directory; /* GSI_RECORD_BYTES_MAX: the customer's sections, oldest first */
+    size_t directory_count;
     const uint8_t *keys[GSI_SEAL_SECTION_ENTRIES];
     const uint8_t *values[GSI_SEAL_SECTION_ENTRIES];
     uint8_t key_bytes[GSI_SEAL_SECTION_ENTRIES];
@@ -2002,7 +2092,8 @@ static int gsi_compact_collect(struct gsi_compactor *k, uint32_t slot)
     int rc = 0;
     while (offset != 0 && rc == 0) {
         const uint8_t *r = NULL;
-        rc = gsi_run_read(g, offset, slot, buf, &big, &r);
+        uint64_t directory = 0;
+        rc = gsi_run_read(g, offset, slot, buf, &big, &r, &directory);
         struct ds_id customer;
         rc = rc == 0 ? gsi_run_customer(r, &customer) : rc;
         if (rc != 0) {
@@ -2051,6 +2142,32 @@ static int gsi_compact_collect(struct gsi_compactor *k, uint32_t slot)
     return rc;
 }
 
+/* Writes the directory of the customer's sections written so far (k->directory, oldest first
+ * as written; at most GSI_DIRECTORY_ENTRIES_MAX, the oldest ones) as a record, newest first:
+ * a walk that stops early in it still follows the chain on. *at is its offset. */
+static int gsi_compact_directory(struct gsi_compactor *k, uint32_t slot, uint64_t *at)
+{
+    uint8_t *d = k->directory;
+    size_t n = k->directory_count;
+    uint8_t *e = d + GSI_DIRECTORY_HEADER_BYTES;
+    for (size_t i = 0; i < n / 2; i++) {
+        uint8_t swap[GSI_DIRECTORY_ENTRY_BYTES];
+        memcpy(swap, e + i * GSI_DIRECTORY_ENTRY_BYTES, sizeof(swap));
+        memcpy(e + i * GSI_DIRECTORY_ENTRY_BYTES, e + (n - 1 - i) * GSI_DIRECTORY_ENTRY_BYTES,
+               sizeof(swap));
+        memcpy(e + (n - 1 - i) * GSI_DIRECTORY_ENTRY_BYTES, swap, sizeof(swap));
+    }
+    size_t len = GSI_DIRECTORY_HEADER_BYTES + n * GSI_DIRECTORY_ENTRY_BYTES;
+    memset(d, 0, GSI_DIRECTORY_HEADER_BYTES);
+    d[8] = GSI_RECORD_DIRECTORY;
+    gsi_u32_put(d + 4, (uint32_t)len);
+    gsi_u32_put(d + 12, (uint32_t)n);
+    gsi_u32_put(d + 16, slot);
+    gsi_u32_put(d, ds_crc32c(0, d + 4, len - 4u));
+    *at = k->end;
+    return gsi_compact_write(k, d, len);
+}
+
 /* Writes one customer's distinct entries k->entries[first..end) (ascending tail keys) as
  * sections on slot's new chain: the newest GSI_RUN_HEAD_ENTRIES in the head section (a
  * newest-N query decodes little), the rest in sections of GSI_SEAL_SECTION_ENTRIES, oldest
@@ -2061,6 +2178,11 @@ static int gsi_compact_customer(struct gsi_compactor *k, uint32_t slot, const ui
     struct gsi_slot *s = &k->slots[slot];
     uint64_t skip = s->head;
     size_t last = count;
+    k->directory_count = 0;
+    size_t sections = count <= GSI_RUN_HEAD_ENTRIES
+                          ? 1
+                          : 1 + (count - GSI_RUN_HEAD_ENTRIES + GSI_SEAL_SECTION_ENTRIES - 1) /
+                                    GSI_SEAL_SECTION_ENTRIES;
     while (last > 0) {
         size_t first = last <= GSI_RUN_HEAD_ENTRIES
                            ? 0
@@ -2085,6 +2207,15 @@ static int gsi_compact_customer(struct gsi_compactor *k, uint32_t slot, const ui
             .prev_chain_max_ts = s->head != 0 ? s->max_ts : 0,
             .skip = skip,
         };
+        if (first == 0 && sections >= GSI_DIRECTORY_SECTIONS_MIN &&
+            sections - 1 <= GSI_DIRECTORY_ENTRIES_MAX) {
+            /* The head section: the others, newest first, in a directory record before it. */
+            int rc = gsi_compact_record_flush(k);
+            rc = rc == 0 ? gsi_compact_directory(k, slot, &sec.directory) : rc;
+            if (rc != 0) {
+                return rc;
+            }
+        }
         if (!gsi_seal_writer_fits(&k->writer, slot, (uint32_t)n)) {
             int rc = gsi_compact_record_flush(k);
             if (rc != 0) {
@@ -2103,6 +2234,13 @@ static int gsi_compact_customer(struct gsi_compactor *k, uint32_t slot, const ui
         s->tag = sec.tag;
         s->head = k->record_at;
         s->max_ts = sec.chain_max_ts;
+        if (first != 0 && k->directory_count < GSI_DIRECTORY_ENTRIES_MAX) {
+            uint8_t *d = k->directory + GSI_DIRECTORY_HEADER_BYTES +
+                         k->directory_count * GSI_DIRECTORY_ENTRY_BYTES;
+            gsi_u64_put(d, k->record_at);
+            gsi_u64_put(d + 8, ~gsi_key_be64_get(k->keys[n - 1])); /* the oldest ts */
+            k->directory_count++;
+        }
         last = first;
     }
     return 0;
@@ -2234,10 +2372,12 @@ int gsi_compact(struct gsi *g, struct gsi_compact_stats *stats)
     k.cctx = ZSTD_createCCtx();
     k.body = malloc(GSI_SEAL_RAW_MAX);
     k.scratch = malloc(GSI_SEAL_RAW_MAX);
+    k.directory = malloc(GSI_RECORD_BYTES_MAX);
     k.record = malloc(GSI_SEAL_RECORD_BYTES_MAX > GSI_CURSOR_RECORD_BYTES_MAX
                           ? GSI_SEAL_RECORD_BYTES_MAX
                           : GSI_CURSOR_RECORD_BYTES_MAX);
-    int rc = k.out && k.slots && k.cctx && k.body && k.scratch && k.record ? 0 : -ENOMEM;
+    int rc =
+        k.out && k.slots && k.cctx && k.body && k.scratch && k.record && k.directory ? 0 : -ENOMEM;
     if (rc == 0) {
         gsi_seal_writer_reset(&k.writer, k.body);
         k.fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -2260,6 +2400,7 @@ int gsi_compact(struct gsi *g, struct gsi_compact_stats *stats)
     free(k.body);
     free(k.scratch);
     free(k.record);
+    free(k.directory);
     free(k.entries);
     free(k.arena);
     free(k.customers);
@@ -2517,6 +2658,14 @@ static int gsi_check_record(struct gsi *g, const struct gsi_record *record, void
     struct gsi_checker *c = user;
     if (record->type == GSI_RECORD_CURSOR) {
         return gsi_check_cursor(c, record);
+    }
+    if (record->type == GSI_RECORD_DIRECTORY) {
+        if (c->apply_number != 0) {
+            gsi_check_damage(c, "%s/log: a directory record at offset %" PRIu64 " after an apply",
+                             g->dir, record->offset);
+            return 1;
+        }
+        return 0; /* read by queries, which check it; the customer's head section follows */
     }
     if (record->type == GSI_RECORD_SEALED) {
         if (c->apply_number != 0) {

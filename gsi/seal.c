@@ -12,7 +12,9 @@
 #define GSI_SEAL_FLAG_STRING 1u
 #define GSI_SEAL_FLAG_TAG 2u
 #define GSI_SEAL_FLAG_LINKS 4u
+#define GSI_SEAL_FLAG_DIRECTORY 8u
 #define GSI_SEAL_ZSTD_LEVEL 3
+#define GSI_SEAL_ZSTD_SAVING_MIN 8u /* 1/8 */
 
 static void seal_u32_put(uint8_t *dst, uint32_t v)
 {
@@ -125,6 +127,7 @@ int gsi_seal_writer_add(struct gsi_seal_writer *w, const struct gsi_seal_section
     n += seal_varint_put(p + n, w->sections == 0 ? s->slot : s->slot - w->last_slot);
     uint8_t flags = s->customer.is_string ? GSI_SEAL_FLAG_STRING : 0;
     flags |= s->prev != 0 ? GSI_SEAL_FLAG_LINKS : 0;
+    flags |= s->directory != 0 ? GSI_SEAL_FLAG_DIRECTORY : 0;
     /* The tag is stored only when the slot belongs to another customer (a full probe window);
      * the reader computes the customer's own otherwise. */
     bool other = s->tag != gsi_key_tag(&s->customer);
@@ -153,6 +156,9 @@ int gsi_seal_writer_add(struct gsi_seal_writer *w, const struct gsi_seal_section
         n += seal_varint_put(p + n, (uint64_t)s->chain_max_ts - (uint64_t)newest);
         n += seal_varint_put(p + n, (uint64_t)s->chain_max_ts - (uint64_t)s->prev_chain_max_ts);
         n += seal_varint_put(p + n, s->prev - s->skip);
+    }
+    if (s->directory != 0) {
+        n += seal_varint_put(p + n, s->directory);
     }
     /* The entries go after a varint of their length: written at most 3 bytes on, then moved. */
     uint8_t *e = p + n + 3;
@@ -219,7 +225,10 @@ size_t gsi_seal_writer_finish(const struct gsi_seal_writer *w, void *cctx, uint8
                                  GSI_SEAL_RECORD_BYTES_MAX - GSI_SEAL_HEADER_BYTES, scratch, n,
                                  GSI_SEAL_ZSTD_LEVEL);
     size_t len = 0;
-    if (!ZSTD_isError(z) && z < n) {
+    /* zstd only when it saves an eighth: the entries are deltas of ts, ids and amounts, close
+     * to their entropy already (the demo month: 7%), and a query then decodes with a memcpy
+     * (newest 10 of a light customer: p50 3.0 us raw, 8.3 us zstd, bench_gsi_store). */
+    if (!ZSTD_isError(z) && z < n - n / GSI_SEAL_ZSTD_SAVING_MIN) {
         dst[9] = GSI_SEAL_CODEC_ZSTD;
         len = GSI_SEAL_HEADER_BYTES + z;
     } else {
@@ -383,7 +392,8 @@ int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot, bool
         return -DS_ECORRUPT;
     }
     uint8_t flags = raw[at++];
-    if (flags & ~(GSI_SEAL_FLAG_STRING | GSI_SEAL_FLAG_TAG | GSI_SEAL_FLAG_LINKS)) {
+    if (flags & ~(GSI_SEAL_FLAG_STRING | GSI_SEAL_FLAG_TAG | GSI_SEAL_FLAG_LINKS |
+                  GSI_SEAL_FLAG_DIRECTORY)) {
         return -DS_ECORRUPT;
     }
     uint64_t tag = 0;
@@ -437,6 +447,11 @@ int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot, bool
         prev_chain_max = (int64_t)((uint64_t)chain_max - down);
         skip = prev - back;
     }
+    uint64_t directory = 0;
+    if ((flags & GSI_SEAL_FLAG_DIRECTORY) &&
+        (!seal_varint_get(raw, len, &at, &directory) || directory == 0)) {
+        return -DS_ECORRUPT;
+    }
     uint64_t entry_bytes = 0;
     if (!seal_varint_get(raw, len, &at, &entry_bytes) || entry_bytes > len - at) {
         return -DS_ECORRUPT;
@@ -448,6 +463,7 @@ int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot, bool
     r->started = true;
     r->last_slot = (uint32_t)this_slot;
     r->last_newest_ts = newest;
+    r->directory = directory;
     *slot = (uint32_t)this_slot;
     if (want_slot != UINT32_MAX && want_slot != this_slot) {
         return 0;

@@ -29,13 +29,16 @@
  *     u8 flags: 1 the customer id is a string; 2 the slot's tag is not the customer's own (a
  *       full probe window: the customer shares its home slot's chain), u64 tag follows;
  *       4 the section links to older runs (the link fields follow; without it prev, skip and
- *       the previous chain_max_ts are 0 and chain_max_ts is the newest ts)
+ *       the previous chain_max_ts are 0 and chain_max_ts is the newest ts); 8 the customer's
+ *       newest section of a compaction that gave it several: a directory record's offset
+ *       follows the link fields
  *     [u64 tag]
  *     customer: an integer as a varint (>= 1); a string as u8 length (1..64) and the bytes
  *     varint entry count (1..GSI_SEAL_SECTION_ENTRIES)
  *     zz newest ts: the change from the previous section's newest ts (the first: from 0)
  *     [varint prev offset, varint chain_max_ts - newest ts, varint chain_max_ts - previous
  *      chain_max_ts, varint prev - skip]
+ *     [varint directory offset]
  *     varint entry bytes, then each entry (tail key order: ts descending, then order id):
  *       varint (ts delta << 1 | order id is a string): ts delta is the previous entry's ts
  *         minus this one's (the first entry's: 0, its ts is the newest ts)
@@ -55,6 +58,9 @@
 #include "gsi/key.h"
 
 #define GSI_SEAL_RECORD_TYPE 3u
+/* A directory record (gsi.c): a customer's sealed sections below its newest, so a page deep in
+ * a heavy customer jumps to the section that holds it. */
+#define GSI_SEAL_DIRECTORY_TYPE 4u
 #define GSI_SEAL_HEADER_BYTES 16u
 #define GSI_SEAL_CODEC_RAW 0u
 #define GSI_SEAL_CODEC_ZSTD 1u
@@ -62,11 +68,11 @@
  * bounded amount past the entries it returns. */
 #define GSI_SEAL_SECTION_ENTRIES 256u
 /* A record is closed once its raw payload passes this: a light customer's query decodes one. */
-#define GSI_SEAL_RAW_TARGET 8192u
-#define GSI_SEAL_STATUSES_MAX 64u
+#define GSI_SEAL_RAW_TARGET 4096u
+#define GSI_SEAL_STATUSES_MAX 256u
 /* Largest entry: ts varint, string order id, status index, amount. */
 #define GSI_SEAL_ENTRY_BYTES_MAX (10u + 1u + DS_ID_BYTES_MAX + 2u + 10u)
-#define GSI_SEAL_SECTION_HEADER_BYTES_MAX (5u + 1u + 8u + 1u + DS_ID_BYTES_MAX + 3u + 10u * 6u)
+#define GSI_SEAL_SECTION_HEADER_BYTES_MAX (5u + 1u + 8u + 1u + DS_ID_BYTES_MAX + 8u + 10u * 6u)
 #define GSI_SEAL_RAW_MAX                                                                           \
     (GSI_SEAL_RAW_TARGET + GSI_SEAL_SECTION_HEADER_BYTES_MAX +                                     \
      GSI_SEAL_SECTION_ENTRIES * GSI_SEAL_ENTRY_BYTES_MAX + 2u + GSI_SEAL_STATUSES_MAX * 33u)
@@ -88,6 +94,7 @@ struct gsi_seal_section {
     int64_t chain_max_ts;
     int64_t prev_chain_max_ts;
     uint64_t skip;
+    uint64_t directory; /* the directory record's offset, 0: none */
 };
 
 /* Builds one record's raw payload, a section at a time. */
@@ -133,8 +140,9 @@ struct gsi_seal_reader {
     uint32_t sections_left;
     uint32_t last_slot;
     int64_t last_newest_ts;
-    uint64_t mask; /* the table's slot mask: a larger slot is damage */
-    bool started;  /* a section was read: the next slot is a delta */
+    uint64_t mask;      /* the table's slot mask: a larger slot is damage */
+    bool started;       /* a section was read: the next slot is a delta */
+    uint64_t directory; /* the last section's directory offset (0: none) */
     uint32_t status_count;
     const uint8_t *status[GSI_SEAL_STATUSES_MAX]; /* each: u8 length, the bytes */
 };

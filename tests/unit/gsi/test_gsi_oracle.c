@@ -59,6 +59,9 @@
 #define SEED_DEFAULT 20260121u
 #define LONG_ENV "DS_GSI_ORACLE_LONG"
 #define WRITER_DIR_ENV "TEST_GSI_ORACLE_WRITER_DIR"
+/* Set: the writer child compacts the log after every WRITER_COMPACT_EVERY applies. */
+#define WRITER_COMPACT_ENV "TEST_GSI_ORACLE_WRITER_COMPACT"
+#define WRITER_COMPACT_EVERY 3u
 #define WRITER_SEED_ENV "TEST_GSI_ORACLE_WRITER_SEED"
 #define WRITER_READY_FD_ENV "TEST_GSI_ORACLE_WRITER_READY_FD"
 
@@ -1217,9 +1220,13 @@ static int writer_child_main(const char *dir, const char *seed_text, const char 
         return 3;
     }
     uint64_t last = long_run_wanted() ? KILL_APPLIES_MAX_LONG : KILL_APPLIES_MAX;
+    bool compact = getenv(WRITER_COMPACT_ENV) != NULL;
     for (uint64_t i = crash_cursor(g) + 1; i <= last; i++) {
         if (crash_apply(&pool, seed, i, g, NULL) != 0) {
             return 1;
+        }
+        if (compact && i % WRITER_COMPACT_EVERY == 0 && gsi_compact(g, NULL) != 0) {
+            return 4;
         }
     }
     for (;;) {
@@ -1227,12 +1234,8 @@ static int writer_child_main(const char *dir, const char *seed_text, const char 
     }
 }
 
-static void test_gsi_oracle_kill9_keeps_whole_applies(void **state)
+static void kill9_run(struct fixture *f, bool compact)
 {
-    /* A writer process killed at random moments: reopened, the store equals the model after
-     * exactly the applies its cursor names, a number that never goes back (a process crash
-     * loses nothing the log was given). */
-    struct fixture *f = *state;
     uint64_t rng = f->seed;
     crash_config(&f->cfg, f->store_dir);
     char seed_text[32];
@@ -1250,6 +1253,9 @@ static void test_gsi_oracle_kill9_keeps_whole_applies(void **state)
             setenv(WRITER_DIR_ENV, f->store_dir, 1);
             setenv(WRITER_SEED_ENV, seed_text, 1);
             setenv(WRITER_READY_FD_ENV, fd_text, 1);
+            if (compact) {
+                setenv(WRITER_COMPACT_ENV, "1", 1);
+            }
             execl("/proc/self/exe", "test_gsi_oracle", (char *)NULL);
             _exit(127);
         }
@@ -1269,8 +1275,29 @@ static void test_gsi_oracle_kill9_keeps_whole_applies(void **state)
         applied = now;
         store_assert_applies(f, applied);
         store_close(f);
+        if (compact) {
+            char leftover[160];
+            store_path(f, "log.compact", leftover, sizeof(leftover));
+            store_check_clean(f);                            /* the old log or the new one, whole */
+            assert_int_not_equal(access(leftover, F_OK), 0); /* removed by the open */
+        }
     }
     assert_true(applied > 0); /* the writer did apply between the kills */
+}
+
+static void test_gsi_oracle_kill9_keeps_whole_applies(void **state)
+{
+    /* A writer process killed at random moments: reopened, the store equals the model after
+     * exactly the applies its cursor names, a number that never goes back (a process crash
+     * loses nothing the log was given). */
+    kill9_run(*state, false);
+}
+
+static void test_gsi_oracle_kill9_during_compaction_keeps_whole_applies(void **state)
+{
+    /* The same with the writer compacting after every third apply (issue 16): a kill inside a
+     * compaction leaves the old log or the new complete one, never a mix. */
+    kill9_run(*state, true);
 }
 
 int main(void)
@@ -1300,6 +1327,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gsi_oracle_damaged_byte_cuts_from_its_apply, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gsi_oracle_kill9_keeps_whole_applies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_oracle_kill9_during_compaction_keeps_whole_applies,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1079,6 +1079,9 @@ static int gsi_load(struct gsi *g, const struct gsi_config *cfg)
     uint64_t size = 0;
     uint64_t end = 0;
     rc = gsi_catch_up(g, &size, &end);
+    if (g->checkpoint_end == 0 && g->sealed_end != 0) {
+        g->checkpoint_end = g->sealed_end; /* a compacted log is its own checkpoint */
+    }
     if (rc != 0 || !g->writer || size == end) {
         return rc;
     }

@@ -14,6 +14,10 @@
 #define GSI_SEAL_FLAG_LINKS 4u
 #define GSI_SEAL_FLAG_DIRECTORY 8u
 #define GSI_SEAL_ZSTD_LEVEL 3
+/* An entry's head varint: ts delta << 5 | status code << 2 | amount negative << 1 | order id is a
+ * string; status codes 0..6 are the record's first statuses, 7 says a varint index follows. */
+#define GSI_SEAL_HEAD_BITS 5u
+#define GSI_SEAL_STATUS_INLINE 7u
 #define GSI_SEAL_ZSTD_SAVING_MIN 8u /* 1/8 */
 
 static void seal_u32_put(uint8_t *dst, uint32_t v)
@@ -172,7 +176,20 @@ int gsi_seal_writer_add(struct gsi_seal_writer *w, const struct gsi_seal_section
             value_bytes[i] < 2u + values[i][0]) {
             return -DS_EUSAGE;
         }
-        m += seal_varint_put(e + m, ((uint64_t)last_ts - (uint64_t)ts) << 1 | order.is_string);
+        struct gsi_entry value;
+        if (gsi_key_value_decode(values[i], value_bytes[i], &value) != 0) {
+            return -DS_EUSAGE;
+        }
+        int index = seal_status_index(w, (const uint8_t *)value.status, value.status_len);
+        if (index < 0) {
+            return index;
+        }
+        uint64_t code =
+            index < (int)GSI_SEAL_STATUS_INLINE ? (uint64_t)index : GSI_SEAL_STATUS_INLINE;
+        bool negative = value.amount_units < 0;
+        uint64_t head = ((uint64_t)last_ts - (uint64_t)ts) << GSI_SEAL_HEAD_BITS | code << 2 |
+                        (uint64_t)negative << 1 | order.is_string;
+        m += seal_varint_put(e + m, head);
         last_ts = ts;
         if (order.is_string) {
             e[m++] = (uint8_t)order.len;
@@ -182,14 +199,12 @@ int gsi_seal_writer_add(struct gsi_seal_writer *w, const struct gsi_seal_section
             m += seal_varint_put(e + m, seal_zigzag((uint64_t)order.value - last_order));
             last_order = (uint64_t)order.value;
         }
-        int index = seal_status_index(w, values[i] + 1, values[i][0]);
-        if (index < 0) {
-            return index;
+        if (code == GSI_SEAL_STATUS_INLINE) {
+            m += seal_varint_put(e + m, (uint64_t)index);
         }
-        m += seal_varint_put(e + m, (uint64_t)index);
-        size_t amount = value_bytes[i] - 1u - values[i][0];
-        memcpy(e + m, values[i] + 1 + values[i][0], amount);
-        m += amount;
+        uint64_t magnitude =
+            negative ? 0 - (uint64_t)value.amount_units : (uint64_t)value.amount_units;
+        m += seal_varint_put(e + m, magnitude);
     }
     uint8_t len_bytes[10];
     size_t l = seal_varint_put(len_bytes, m);
@@ -317,7 +332,7 @@ static int64_t seal_entries_image(const struct gsi_seal_reader *r, size_t at, si
         if (!seal_varint_get(raw, end, &at, &head)) {
             return -DS_ECORRUPT;
         }
-        uint64_t delta = head >> 1;
+        uint64_t delta = head >> GSI_SEAL_HEAD_BITS;
         if (delta > (uint64_t)ts - (uint64_t)DS_TS_MS_MIN) {
             return -DS_ECORRUPT; /* below the oldest ts an entry may have */
         }
@@ -342,13 +357,16 @@ static int64_t seal_entries_image(const struct gsi_seal_reader *r, size_t at, si
                 return -DS_ECORRUPT;
             }
         }
-        uint64_t status = 0;
-        if (!seal_varint_get(raw, end, &at, &status) || status >= r->status_count) {
-            return -DS_ECORRUPT;
+        uint64_t status = head >> 2 & GSI_SEAL_STATUS_INLINE;
+        if ((status == GSI_SEAL_STATUS_INLINE &&
+             (!seal_varint_get(raw, end, &at, &status) || status < GSI_SEAL_STATUS_INLINE)) ||
+            status >= r->status_count) {
+            return -DS_ECORRUPT; /* an index below the inline ones is written inline */
         }
-        size_t amount_at = at;
-        uint64_t amount = 0;
-        if (!seal_varint_get(raw, end, &at, &amount)) {
+        uint64_t magnitude = 0;
+        bool negative = head & 2;
+        if (!seal_varint_get(raw, end, &at, &magnitude) ||
+            magnitude > (uint64_t)INT64_MAX + negative || (negative && magnitude == 0)) {
             return -DS_ECORRUPT;
         }
         uint8_t *key = image + n + 1;
@@ -361,10 +379,12 @@ static int64_t seal_entries_image(const struct gsi_seal_reader *r, size_t at, si
         last_key_bytes = key_bytes;
         n += 1 + key_bytes;
         const uint8_t *s = r->status[status];
-        size_t value_bytes = 1u + s[0] + (at - amount_at);
+        struct gsi_entry value;
+        value.status_len = s[0];
+        memcpy(value.status, s + 1, s[0]);
+        value.amount_units = (int64_t)(negative ? 0 - magnitude : magnitude);
+        size_t value_bytes = gsi_key_value_encode(&value, image + n + 1);
         image[n++] = (uint8_t)value_bytes;
-        memcpy(image + n, s, 1u + s[0]);
-        memcpy(image + n + 1u + s[0], raw + amount_at, at - amount_at);
         n += value_bytes;
     }
     if (at != end) {

@@ -40,12 +40,14 @@
  *      chain_max_ts, varint prev - skip]
  *     [varint directory offset]
  *     varint entry bytes, then each entry (tail key order: ts descending, then order id):
- *       varint (ts delta << 1 | order id is a string): ts delta is the previous entry's ts
- *         minus this one's (the first entry's: 0, its ts is the newest ts)
+ *       varint head: ts delta << 5 | status code << 2 | amount < 0 << 1 | order id is a string;
+ *         ts delta is the previous entry's ts minus this one's (the first entry's: 0, its ts
+ *         is the newest ts); status code 0..6 is the index into the record's statuses, 7 says
+ *         the index (>= 7) follows the order id as a varint
  *       order id: an integer as zz of the change from the section's previous integer id
  *         (from 0); a string as u8 length (1..64) and the bytes
- *       varint status index (into the record's statuses)
- *       the amount as key.h's value holds it (a zigzag varint, at most 10 bytes)
+ *       [varint status index]
+ *       varint |amount| (not 0 when negative)
  */
 #ifndef DS_GSI_SEAL_H
 #define DS_GSI_SEAL_H
@@ -71,7 +73,8 @@
 #define GSI_SEAL_RAW_TARGET 4096u
 #define GSI_SEAL_STATUSES_MAX 256u
 /* Largest entry: ts varint, string order id, status index, amount. */
-#define GSI_SEAL_ENTRY_BYTES_MAX (10u + 1u + DS_ID_BYTES_MAX + 2u + 10u)
+#define GSI_SEAL_ENTRY_BYTES_MAX                                                                   \
+    (10u + 1u + DS_ID_BYTES_MAX + 2u + 10u) /* head, id, index, amount */
 #define GSI_SEAL_SECTION_HEADER_BYTES_MAX (5u + 1u + 8u + 1u + DS_ID_BYTES_MAX + 8u + 10u * 6u)
 #define GSI_SEAL_RAW_MAX                                                                           \
     (GSI_SEAL_RAW_TARGET + GSI_SEAL_SECTION_HEADER_BYTES_MAX +                                     \

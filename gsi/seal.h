@@ -68,7 +68,7 @@
 #define GSI_SEAL_CODEC_ZSTD 1u
 /* A section holds at most this many entries, so a page deep in a heavy customer decodes a
  * bounded amount past the entries it returns. */
-#define GSI_SEAL_SECTION_ENTRIES 256u
+#define GSI_SEAL_SECTION_ENTRIES 128u
 /* A record is closed once its raw payload passes this: a light customer's query decodes one. */
 #define GSI_SEAL_RAW_TARGET 4096u
 #define GSI_SEAL_STATUSES_MAX 256u

@@ -11,7 +11,7 @@
  *
  *   u32 crc       CRC32C of the record's bytes after this field
  *   u32 len       the record's bytes, header included
- *   u8  type      GSI_RECORD_RUN or GSI_RECORD_CURSOR
+ *   u8  type      GSI_RECORD_RUN, GSI_RECORD_CURSOR, GSI_RECORD_SEALED or GSI_RECORD_DIRECTORY
  *
  * A run (one customer's entries of one apply, sorted by tail key, that is newest first; at most
  * GSI_RUN_ENTRIES_MAX, a customer with more in one apply gets several runs):
@@ -52,6 +52,15 @@
  * head with a release store, then appends the cursor record; queries load heads with acquire and
  * read records with pread, so a query sees a customer's runs of an apply all or none. A reader
  * handle keeps a table of its own, brought up to the last complete apply by scanning the log.
+ *
+ * Compaction (gsi_compact, issue 16) rewrites the log as DIR/log.compact, renamed over DIR/log
+ * once synced (DIR/table removed first): every chain's distinct entries as sealed records (type
+ * 3, seal.h: one section per slot, varint and delta fields, zstd when it pays), then one cursor
+ * record repeating the last apply's number. A customer with 4 or more sections gets a directory
+ * record (type 4: [12] u32 count, [16] u32 slot, [20] u32 0, then count x (u64 section record
+ * offset, i64 oldest ts), newest first) named by its newest section, so a walk with a token
+ * jumps to the section holding it. Readers see a sealed section as the run image seal.c makes
+ * of it. A compacted log is its own checkpoint until checkpoint_bytes more are appended.
  *
  * Checkpoints: the writer syncs the log and writes the table's used slots (CRC32C) to
  * DIR/table atomically every checkpoint_bytes of log and at close. The header names the cursor

@@ -2,7 +2,8 @@
  * `dayshard gsi rebuild --data DIR [--json]`: rebuilds the by-customer index DIR/gsi from the
  * base segments, after its files were lost or damaged (issue 5); the rebuild is
  * cli_gsi_rebuild (cli.h), which `fsck --repair` calls too. `dayshard gsi check --data DIR
- * [--json]` verifies the index without changing it (cli/fsck_gsi.c, issue 13).
+ * [--json]` verifies the index without changing it (cli/fsck_gsi.c, issue 13). `dayshard gsi
+ * compact --data DIR [--json]` seals the index's log (gsi_compact, issue 16).
  *
  * Rejected: one file for the rebuild and the check's subcommand together (fsck's check calls
  * the rebuild and this file calls the check: a call circle; the rebuild is cli/gsi_rebuild.c).
@@ -15,14 +16,17 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "gsi/gsi.h"
 #include "query/query.h"
 
 #define GSI_CMD "gsi rebuild"
 #define GSI_CHECK_CMD "gsi check"
+#define GSI_COMPACT_CMD "gsi compact"
 
 const char cmd_gsi_usage[] =
     "usage: dayshard gsi rebuild --data DIR [--slots-log2 K] [--json]\n"
     "       dayshard gsi check --data DIR [--json]\n"
+    "       dayshard gsi compact --data DIR [--json]\n"
     "\n"
     "Maintenance of the by-customer index DIR/gsi (the view behind\n"
     "/v1/customers/{id}/orders and `dayshard orders`).\n"
@@ -33,6 +37,7 @@ const char cmd_gsi_usage[] =
     "uncommitted tails. The old index is moved to DIR/gsi.old-PID first and removed once the\n"
     "new one is complete, so an interrupted rebuild leaves it there for inspection; run the\n"
     "rebuild again to finish. Progress goes to stderr, a summary to stdout.\n"
+    "`gsi compact` afterwards makes it about a fifth of the size.\n"
     "Exit status: 0 rebuilt, 1 failure (a node is running, no data, an error), 2 usage error.\n"
     "\n"
     "check: verifies the index without changing it (beside a running node too): every file of\n"
@@ -40,6 +45,12 @@ const char cmd_gsi_usage[] =
     "against the base segments up to the commit its cursor covers. A torn tail a crash left is\n"
     "not damage (the builder replays it). `dayshard fsck` runs the same check; `dayshard fsck\n"
     "--repair` or `gsi rebuild` repairs. Exit status: 0 clean (or no index), 1 damage, 2 usage.\n"
+    "\n"
+    "compact: rewrites the index's log so that each customer's orders sit in a few sealed,\n"
+    "compressed records (about a quarter of the bytes; deep pages read less). Answers do not\n"
+    "change. It needs the index's writer lock (stop the node first); `serve` processes notice\n"
+    "the new log and reopen it. A crash leaves the old log or the new one whole.\n"
+    "Exit status: 0 compacted, 1 failure (a node is running, no index, an error), 2 usage.\n"
     "\n"
     "options:\n"
     "  --data DIR       the data directory (where `dayshard run --data DIR` keeps its data)\n"
@@ -121,6 +132,58 @@ static int gsi_args_parse(struct gsi_args *a, int argc, char **argv)
     return 0;
 }
 
+/* Compacts DATA/gsi; *stats says what it did. Returns 0 or a CLI exit code (reported). */
+static int gsi_compact_dir(const char *command, const char *data, struct gsi_compact_stats *stats)
+{
+    char dir[DS_PATH_MAX];
+    char log[DS_PATH_MAX + 8];
+    query_gsi_dir(data, dir);
+    snprintf(log, sizeof(log), "%s/log", dir);
+    if (access(log, F_OK) != 0) {
+        int err = errno;
+        return cli_error(command, CLI_FAIL, "%s: %s", dir,
+                         err == ENOENT ? "no index here (`dayshard gsi rebuild` builds one)"
+                                       : strerror(err));
+    }
+    struct gsi_config cfg;
+    gsi_config_defaults(&cfg);
+    cfg.dir = dir;
+    struct gsi *g = NULL;
+    int rc = gsi_open(&cfg, &g);
+    rc = rc == 0 ? gsi_compact(g, stats) : rc;
+    gsi_close(g);
+    if (rc != 0) {
+        return cli_error(command, CLI_FAIL, "%s: %s%s", dir, ds_strerror(rc),
+                         rc == -DS_ELOCKED ? " (stop the node first)" : "");
+    }
+    return 0;
+}
+
+static int cmd_gsi_compact(int argc, char **argv)
+{
+    struct gsi_args a = {.command = GSI_COMPACT_CMD};
+    int rc = gsi_args_parse(&a, argc, argv);
+    if (rc != 0) {
+        return rc < 0 ? CLI_OK : rc;
+    }
+    struct gsi_compact_stats stats = {0};
+    rc = gsi_compact_dir(GSI_COMPACT_CMD, a.data, &stats);
+    if (rc != 0) {
+        return rc;
+    }
+    if (a.json) {
+        printf("{\"status\":\"compacted\",\"log_bytes_before\":%llu,\"log_bytes_after\":%llu,"
+               "\"seconds\":%.3f}\n",
+               (unsigned long long)stats.bytes_before, (unsigned long long)stats.bytes_after,
+               stats.seconds);
+    } else {
+        printf("%s/gsi: compacted the log from %llu to %llu bytes in %.1f s\n", a.data,
+               (unsigned long long)stats.bytes_before, (unsigned long long)stats.bytes_after,
+               stats.seconds);
+    }
+    return CLI_OK;
+}
+
 static int cmd_gsi_rebuild(int argc, char **argv)
 {
     struct gsi_args a = {.command = GSI_CMD, .rebuild = true};
@@ -178,7 +241,7 @@ static int cmd_gsi_check(int argc, char **argv)
 int cmd_gsi(int argc, char **argv)
 {
     if (argc < 2) {
-        return cli_error("gsi", CLI_USAGE, "a subcommand is required: check, rebuild");
+        return cli_error("gsi", CLI_USAGE, "a subcommand is required: check, compact, rebuild");
     }
     const char *sub = argv[1];
     if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0) {
@@ -190,5 +253,9 @@ int cmd_gsi(int argc, char **argv)
     if (strcmp(sub, "check") == 0) {
         return cmd_gsi_check(argc - 1, argv + 1);
     }
-    return cli_error("gsi", CLI_USAGE, "unknown subcommand '%s' (known: check, rebuild)", sub);
+    if (strcmp(sub, "compact") == 0) {
+        return cmd_gsi_compact(argc - 1, argv + 1);
+    }
+    return cli_error("gsi", CLI_USAGE, "unknown subcommand '%s' (known: check, compact, rebuild)",
+                     sub);
 }

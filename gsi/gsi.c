@@ -11,7 +11,7 @@
  *
  *   u32 crc       CRC32C of the record's bytes after this field
  *   u32 len       the record's bytes, header included
- *   u8  type      GSI_RECORD_RUN or GSI_RECORD_CURSOR
+ *   u8  type      GSI_RECORD_RUN, GSI_RECORD_CURSOR, GSI_RECORD_SEALED or GSI_RECORD_DIRECTORY
  *
  * A run (one customer's entries of one apply, sorted by tail key, that is newest first; at most
  * GSI_RUN_ENTRIES_MAX, a customer with more in one apply gets several runs):
@@ -53,6 +53,15 @@
  * read records with pread, so a query sees a customer's runs of an apply all or none. A reader
  * handle keeps a table of its own, brought up to the last complete apply by scanning the log.
  *
+ * Compaction (gsi_compact, issue 16) rewrites the log as DIR/log.compact, renamed over DIR/log
+ * once synced (DIR/table removed first): every chain's distinct entries as sealed records (type
+ * 3, seal.h: one section per slot, varint and delta fields, zstd when it pays), then one cursor
+ * record repeating the last apply's number. A customer with 4 or more sections gets a directory
+ * record (type 4: [12] u32 count, [16] u32 slot, [20] u32 0, then count x (u64 section record
+ * offset, i64 oldest ts), newest first) named by its newest section, so a walk with a token
+ * jumps to the section holding it. Readers see a sealed section as the run image seal.c makes
+ * of it. A compacted log is its own checkpoint until checkpoint_bytes more are appended.
+ *
  * Checkpoints: the writer writes the table's used slots (CRC32C) to DIR/table atomically every
  * checkpoint_bytes of log and at close, after syncing the log (a thread of its own does it while
  * applies go on: "checkpoints" below). The header names the cursor
@@ -74,7 +83,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
 #include "gsi/key.h"
+#include "gsi/seal.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the index files are little-endian");
 
@@ -87,6 +99,17 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the index files are li
 #define GSI_TABLE_HEADER_BYTES 64u
 #define GSI_RECORD_RUN 1u
 #define GSI_RECORD_CURSOR 2u
+#define GSI_RECORD_SEALED GSI_SEAL_RECORD_TYPE
+#define GSI_RECORD_DIRECTORY GSI_SEAL_DIRECTORY_TYPE
+/* A directory record: [12] u32 count, [16] u32 slot, [20] u32 zero, then count entries of u64
+ * offset and i64 oldest ts of a sealed section of the customer, newest first. */
+#define GSI_DIRECTORY_HEADER_BYTES 24u
+#define GSI_DIRECTORY_ENTRY_BYTES 16u
+#define GSI_DIRECTORY_ENTRIES_MAX                                                                  \
+    ((GSI_RECORD_BYTES_MAX - GSI_DIRECTORY_HEADER_BYTES) / GSI_DIRECTORY_ENTRY_BYTES)
+/* A customer given at least this many sections by a compaction gets a directory (when they
+ * fit one record: a customer with more, some 3M orders, pages without). */
+#define GSI_DIRECTORY_SECTIONS_MIN 4u
 #define GSI_RECORD_PREFIX_BYTES 12u /* crc, len, type, three bytes of the type's own */
 #define GSI_RUN_HEADER_BYTES 72u
 #define GSI_CURSOR_HEADER_BYTES 24u
@@ -120,6 +143,11 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the index files are li
 #define GSI_REPAIR_HINT "`dayshard fsck --repair` or `dayshard gsi rebuild` restores the index"
 
 static_assert(GSI_RECORD_BYTES_MAX * 2u <= GSI_IO_BUFFER_BYTES, "a record fits the I/O buffer");
+static_assert(GSI_SEAL_RECORD_BYTES_MAX <= GSI_RECORD_BYTES_MAX, "a sealed record is a record");
+static_assert(GSI_IMAGE_HEADER_BYTES == GSI_RUN_HEADER_BYTES &&
+                  GSI_IMAGE_BYTES_MAX <= GSI_RUN_BYTES_MAX &&
+                  GSI_SEAL_SECTION_ENTRIES <= GSI_RUN_ENTRIES_MAX,
+              "a sealed section's image is a run");
 static_assert(GSI_RECORD_BYTES_MAX <= UINT32_MAX, "record lengths are u32");
 static_assert(GSI_TAIL_BYTES_MAX <= UINT8_MAX && GSI_VALUE_BYTES_MAX <= UINT8_MAX,
               "entry part lengths are u8");
@@ -169,6 +197,9 @@ struct gsi {
     uint64_t cursor_at;     /* offset of the last cursor record; 0: none */
     uint32_t cursor_crc;    /* its crc field */
     pthread_mutex_t cursor_lock;
+    /* Queries hold it shared while they read the log and the table; gsi_compact holds it
+     * exclusively while it swaps the compacted log and its table in. */
+    pthread_rwlock_t swap_lock;
     uint8_t *cursor; /* GSI_CURSOR_BYTES_MAX: the last cursor */
     uint8_t *scan;   /* GSI_IO_BUFFER_BYTES: reads of the log and the checkpoint (open, refresh) */
     size_t cursor_len;
@@ -176,6 +207,7 @@ struct gsi {
     uint32_t batch_entries_max;
     uint64_t checkpoint_bytes;
     uint64_t checkpoint_end; /* log_end of the last checkpoint */
+    uint64_t sealed_end;     /* where the last compaction's records end (0: never compacted) */
     uint8_t *buffer;         /* GSI_IO_BUFFER_BYTES of records not yet written */
     size_t buffered;
     struct gsi_item *items;
@@ -213,20 +245,10 @@ static void gsi_u64_put(uint8_t *dst, uint64_t v)
     memcpy(dst, &v, sizeof(v));
 }
 
-/* The customer's tag: a hash of kind and id, never 0. */
+/* The customer's tag: a hash of kind and id, never 0 (key.c, which seal.c shares). */
 static uint64_t gsi_tag(const struct ds_id *customer)
 {
-    uint64_t h;
-    if (!customer->is_string) {
-        h = ds_mix64((uint64_t)customer->value);
-    } else {
-        h = 0xcbf29ce484222325ull;
-        for (size_t i = 0; i < customer->len; i++) {
-            h = (h ^ (uint8_t)customer->text[i]) * 0x100000001b3ull;
-        }
-        h = ds_mix64(h ^ 0x9e3779b97f4a7c15ull);
-    }
-    return h != 0 ? h : 1;
+    return gsi_key_tag(customer);
 }
 
 /* The id bytes a run stores: 8 little-endian bytes for an integer, the string's bytes. */
@@ -255,6 +277,62 @@ static void gsi_path(const struct gsi *g, const char *name, char *dst)
 {
     int n = snprintf(dst, DS_PATH_MAX, "%s/%s", g->dir, name);
     ASSERT(n > 0 && n < DS_PATH_MAX);
+}
+
+/* ---- sealed records: a thread's buffers ---------------------------------------------------- */
+
+/* What reading a sealed record needs: the record, its raw payload, a section's image and a
+ * zstd context; one per thread (queries run on many), made on first use, freed at its exit. */
+struct gsi_seal_ctx {
+    ZSTD_DCtx *dctx;
+    uint8_t *record; /* GSI_SEAL_RECORD_BYTES_MAX */
+    uint8_t *raw;    /* GSI_SEAL_RAW_MAX */
+    uint8_t *image;  /* GSI_IMAGE_BYTES_MAX */
+};
+
+static pthread_key_t gsi_seal_key;
+static pthread_once_t gsi_seal_once = PTHREAD_ONCE_INIT;
+
+static void gsi_seal_ctx_free(void *p)
+{
+    struct gsi_seal_ctx *c = p;
+    if (c != NULL) {
+        ZSTD_freeDCtx(c->dctx);
+        free(c->record);
+        free(c->raw);
+        free(c->image);
+        free(c);
+    }
+}
+
+static void gsi_seal_key_make(void)
+{
+    int rc = pthread_key_create(&gsi_seal_key, gsi_seal_ctx_free);
+    ASSERT(rc == 0);
+}
+
+/* This thread's buffers; NULL without memory. */
+static struct gsi_seal_ctx *gsi_seal_ctx(void)
+{
+    pthread_once(&gsi_seal_once, gsi_seal_key_make);
+    struct gsi_seal_ctx *c = pthread_getspecific(gsi_seal_key);
+    if (c != NULL) {
+        return c;
+    }
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return NULL;
+    }
+    c->dctx = ZSTD_createDCtx();
+    c->record = malloc(GSI_SEAL_RECORD_BYTES_MAX);
+    c->raw = malloc(GSI_SEAL_RAW_MAX);
+    c->image = malloc(GSI_IMAGE_BYTES_MAX);
+    if (c->dctx == NULL || c->record == NULL || c->raw == NULL || c->image == NULL ||
+        pthread_setspecific(gsi_seal_key, c) != 0) {
+        gsi_seal_ctx_free(c);
+        return NULL;
+    }
+    return c;
 }
 
 /* ---- slots --------------------------------------------------------------------------------- */
@@ -474,6 +552,39 @@ static bool gsi_run_header_valid(const struct gsi *g, const uint8_t *r, uint32_t
            slot <= g->mask && gsi_u64_get(r + 48) != 0;
 }
 
+typedef int (*gsi_section_fn)(struct gsi *g, const uint8_t *image, uint32_t len, uint64_t offset,
+                              void *user);
+
+/* Opens the sealed record r (len bytes, at offset) and reads every section into its image
+ * (with its entries, or the header only), each checked as a run header at offset (so its prev
+ * lies before the record); fn (may be NULL) sees each. Returns 0, fn's non-zero value, -ENOMEM or
+ * -DS_ECORRUPT. */
+static int gsi_sealed_sections(struct gsi *g, const uint8_t *r, uint32_t len, uint64_t offset,
+                               bool entries, gsi_section_fn fn, void *user)
+{
+    struct gsi_seal_ctx *ctx = gsi_seal_ctx();
+    if (ctx == NULL) {
+        return -ENOMEM;
+    }
+    int64_t raw_len = gsi_seal_record_open(r, len, ctx->dctx, ctx->raw);
+    struct gsi_seal_reader reader;
+    int rc = raw_len < 0 ? (int)raw_len
+                         : gsi_seal_reader_init(&reader, ctx->raw, (size_t)raw_len, g->mask);
+    while (rc == 0) {
+        uint32_t slot = 0;
+        int64_t n = gsi_seal_reader_next(&reader, UINT32_MAX, entries, ctx->image, &slot);
+        if (n == -ENOENT) {
+            break;
+        }
+        if (n <= 0 || !gsi_run_header_valid(g, ctx->image, (uint32_t)n, offset)) {
+            rc = -DS_ECORRUPT;
+            break;
+        }
+        rc = fn != NULL ? fn(g, ctx->image, (uint32_t)n, offset, user) : 0;
+    }
+    return rc;
+}
+
 /* Validates one whole record at r (avail bytes readable). Returns its length, 0 when it does
  * not fit in avail (read more), or -DS_ECORRUPT. */
 static int64_t gsi_record_check(const struct gsi *g, const uint8_t *r, size_t avail,
@@ -500,6 +611,25 @@ static int64_t gsi_record_check(const struct gsi *g, const uint8_t *r, size_t av
     if (r[8] == GSI_RECORD_RUN && gsi_run_header_valid(g, r, len, offset)) {
         return len;
     }
+    if (r[8] == GSI_RECORD_DIRECTORY) {
+        uint32_t count = gsi_u32_get(r + 12);
+        bool ok = count >= 1 && count <= GSI_DIRECTORY_ENTRIES_MAX &&
+                  len == GSI_DIRECTORY_HEADER_BYTES + count * GSI_DIRECTORY_ENTRY_BYTES &&
+                  gsi_u32_get(r + 16) <= g->mask && gsi_u32_get(r + 20) == 0;
+        for (uint32_t i = 0; ok && i < count; i++) {
+            uint64_t at = gsi_u64_get(r + GSI_DIRECTORY_HEADER_BYTES + i * 16u);
+            uint64_t newer =
+                i == 0 ? offset : gsi_u64_get(r + GSI_DIRECTORY_HEADER_BYTES + (i - 1) * 16u);
+            ok = at >= GSI_LOG_HEADER_BYTES && at < newer; /* newest first, before it */
+        }
+        return ok ? (int64_t)len : -DS_ECORRUPT;
+    }
+    if (r[8] == GSI_RECORD_SEALED) {
+        /* Its CRC, payload and section headers, as a run's header is checked here; entries are
+         * checked where they are read (queries, gsi_check), as a run's are. */
+        int rc = gsi_sealed_sections((struct gsi *)g, r, len, offset, false, NULL, NULL);
+        return rc == 0 ? (int64_t)len : (rc == -ENOMEM ? -ENOMEM : -DS_ECORRUPT);
+    }
     return -DS_ECORRUPT;
 }
 
@@ -525,6 +655,9 @@ static int gsi_scan(struct gsi *g, uint8_t *buf, uint64_t from, uint64_t until, 
         size_t pos = 0;
         for (;;) {
             int64_t len = gsi_record_check(g, buf + pos, got - pos, at + pos);
+            if (len == -ENOMEM) {
+                return -ENOMEM; /* not damage: the log must not be cut for it */
+            }
             if (len <= 0) {
                 if (len < 0 || got < want || pos == 0) {
                     *end = at + pos; /* damage, or the end of the file */
@@ -571,7 +704,8 @@ static int gsi_intact_after(struct gsi *g, uint64_t from, uint64_t until, uint64
         for (; pos + GSI_RECORD_PREFIX_BYTES <= got; pos++) {
             const uint8_t *r = buf + pos;
             uint32_t len = gsi_u32_get(r + 4);
-            if ((r[8] != GSI_RECORD_RUN && r[8] != GSI_RECORD_CURSOR) ||
+            if ((r[8] != GSI_RECORD_RUN && r[8] != GSI_RECORD_CURSOR && r[8] != GSI_RECORD_SEALED &&
+                 r[8] != GSI_RECORD_DIRECTORY) ||
                 len < GSI_CURSOR_HEADER_BYTES || len > GSI_RECORD_BYTES_MAX ||
                 at + pos + len > until) {
                 continue;
@@ -610,17 +744,34 @@ static int gsi_scan_find_end(struct gsi *g, const struct gsi_record *record, voi
     return 0;
 }
 
+/* A run (or a sealed section's image) at offset becomes its slot's head. */
+static int gsi_scan_run(struct gsi *g, const uint8_t *r, uint32_t len, uint64_t offset, void *user)
+{
+    (void)len;
+    (void)user;
+    struct gsi_slot *s = &g->slots[gsi_u32_get(r + 40)];
+    __atomic_store_n(&s->tag, gsi_u64_get(r + 48), __ATOMIC_RELAXED);
+    s->max_ts = (int64_t)gsi_u64_get(r + 24);
+    __atomic_store_n(&s->head, offset, __ATOMIC_RELEASE);
+    return 0;
+}
+
 /* Second pass: runs into the table, the last cursor into g->cursor. */
 static int gsi_scan_apply(struct gsi *g, const struct gsi_record *record, void *user)
 {
     (void)user;
     const uint8_t *r = record->bytes;
     if (record->type == GSI_RECORD_RUN) {
-        struct gsi_slot *s = &g->slots[gsi_u32_get(r + 40)];
-        __atomic_store_n(&s->tag, gsi_u64_get(r + 48), __ATOMIC_RELAXED);
-        s->max_ts = (int64_t)gsi_u64_get(r + 24);
-        __atomic_store_n(&s->head, record->offset, __ATOMIC_RELEASE);
-        return 0;
+        return gsi_scan_run(g, r, record->len, record->offset, NULL);
+    }
+    if (record->type == GSI_RECORD_SEALED) {
+        if (record->offset + record->len > g->sealed_end) {
+            g->sealed_end = record->offset + record->len;
+        }
+        return gsi_sealed_sections(g, r, record->len, record->offset, false, gsi_scan_run, NULL);
+    }
+    if (record->type == GSI_RECORD_DIRECTORY) {
+        return 0; /* read by queries only */
     }
     pthread_mutex_lock(&g->cursor_lock);
     g->cursor_len = gsi_u32_get(r + 12);
@@ -1228,6 +1379,7 @@ static int gsi_create(const struct gsi_config *cfg, bool writer, struct gsi **ou
     g->lock_fd = -1;
     snprintf(g->dir, sizeof(g->dir), "%s", cfg->dir);
     pthread_mutex_init(&g->cursor_lock, NULL);
+    pthread_rwlock_init(&g->swap_lock, NULL);
     g->cursor = malloc(GSI_CURSOR_BYTES_MAX);
     g->scan = malloc(GSI_IO_BUFFER_BYTES);
     g->batch_entries_max = cfg->batch_entries_max;
@@ -1269,6 +1421,9 @@ static int gsi_load(struct gsi *g, const struct gsi_config *cfg)
     uint64_t size = 0;
     uint64_t end = 0;
     rc = gsi_catch_up(g, &size, &end);
+    if (g->checkpoint_end == 0 && g->sealed_end != 0) {
+        g->checkpoint_end = g->sealed_end; /* a compacted log is its own checkpoint */
+    }
     if (rc != 0 || !g->writer || size == end) {
         return rc;
     }
@@ -1290,6 +1445,12 @@ int gsi_open(const struct gsi_config *cfg, struct gsi **out)
     rc = rc == 0 ? gsi_format_check(cfg->dir, true) : rc;
     rc = rc == 0 ? gsi_lock(g) : rc;
     rc = rc == 0 ? gsi_writer_buffers(g) : rc;
+    if (rc == 0) {
+        /* A compaction a crash interrupted before its rename: the log it was made from stays. */
+        char tmp[DS_PATH_MAX];
+        gsi_path(g, "log.compact", tmp);
+        rc = unlink(tmp) == 0 || errno == ENOENT ? 0 : -errno;
+    }
     rc = rc == 0 ? gsi_load(g, cfg) : rc;
     rc = rc == 0 ? gsi_checkpointer_start(g, cfg) : rc;
     if (rc != 0) {
@@ -1303,16 +1464,24 @@ int gsi_open(const struct gsi_config *cfg, struct gsi **out)
 int gsi_open_reader(const struct gsi_config *cfg, struct gsi **out)
 {
     ASSERT(out != NULL);
-    struct gsi *g = NULL;
-    int rc = gsi_create(cfg, false, &g);
-    rc = rc == 0 ? gsi_format_check(cfg->dir, false) : rc;
-    rc = rc == 0 ? gsi_load(g, cfg) : rc;
-    if (rc != 0) {
-        gsi_close(g);
-        return rc;
+    for (int attempt = 0;; attempt++) {
+        struct gsi *g = NULL;
+        int rc = gsi_create(cfg, false, &g);
+        rc = rc == 0 ? gsi_format_check(cfg->dir, false) : rc;
+        rc = rc == 0 ? gsi_load(g, cfg) : rc;
+        /* A compaction replaced the log between opening it and reading DIR/table (which then
+         * names the new log's records): open again. */
+        bool raced = rc == -DS_ECORRUPT && g != NULL && g->log_fd >= 0 && gsi_reader_replaced(g);
+        if (rc != 0) {
+            gsi_close(g);
+            if (raced && attempt < 3) {
+                continue;
+            }
+            return rc;
+        }
+        *out = g;
+        return 0;
     }
-    *out = g;
-    return 0;
 }
 
 int gsi_reader_refresh(struct gsi *g)
@@ -1343,7 +1512,12 @@ void gsi_close(struct gsi *g)
         return;
     }
     gsi_checkpointer_stop(g);
-    if (g->checkpointer != NULL && !g->failed && g->buffered == 0) {
+    /* A compacted log with less than checkpoint_bytes appended is its own checkpoint: opening
+     * reads its sealed records' section headers and the rest, and the table's 28 bytes per
+     * customer stay off the disk. */
+    bool sealed_enough = g->sealed_end != 0 && g->log_end - g->sealed_end < g->checkpoint_bytes;
+    if (g->checkpointer != NULL && !g->failed && g->slots != NULL && g->log_fd >= 0 &&
+        g->buffered == 0 && !sealed_enough) {
         (void)gsi_checkpoint_write(g); /* logged; the next open reads more log instead */
     }
     if (g->log_fd >= 0) {
@@ -1353,6 +1527,7 @@ void gsi_close(struct gsi *g)
         close(g->lock_fd);
     }
     pthread_mutex_destroy(&g->cursor_lock);
+    pthread_rwlock_destroy(&g->swap_lock);
     free(g->slots);
     free(g->cursor);
     free(g->scan);
@@ -1852,17 +2027,69 @@ static int64_t gsi_best_floor_ts(const struct gsi_best *b)
     return (int64_t)~gsi_key_be64_get(b->order[b->count - 1]->key);
 }
 
+/* The image of slot's section in the sealed record at offset, whose first got bytes are in buf
+ * (GSI_QUERY_READ_BYTES), into this thread's image buffer: the rest of the record is read,
+ * opened (CRC, zstd), and its sections read until slot's. */
+static int gsi_sealed_read(const struct gsi *g, uint64_t offset, uint32_t slot, const uint8_t *buf,
+                           size_t got, const uint8_t **r, uint64_t *directory)
+{
+    struct gsi_seal_ctx *ctx = gsi_seal_ctx();
+    if (ctx == NULL) {
+        return -ENOMEM;
+    }
+    uint32_t len = gsi_u32_get(buf + 4);
+    if (len <= GSI_SEAL_HEADER_BYTES || len > GSI_SEAL_RECORD_BYTES_MAX) {
+        return -DS_ECORRUPT;
+    }
+    const uint8_t *record = buf;
+    if (len > got) {
+        size_t more = 0;
+        int rc = gsi_pread_all(g->log_fd, ctx->record, len, offset, &more);
+        if (rc != 0 || more != len) {
+            return rc != 0 ? rc : -DS_ECORRUPT;
+        }
+        record = ctx->record;
+    }
+    int64_t raw_len = gsi_seal_record_open(record, len, ctx->dctx, ctx->raw);
+    struct gsi_seal_reader reader;
+    int rc = raw_len < 0 ? (int)raw_len
+                         : gsi_seal_reader_init(&reader, ctx->raw, (size_t)raw_len, g->mask);
+    while (rc == 0) {
+        uint32_t at_slot = 0;
+        int64_t n = gsi_seal_reader_next(&reader, slot, true, ctx->image, &at_slot);
+        if (n < 0 || at_slot > slot) {
+            return -DS_ECORRUPT; /* no section of the slot whose chain led here */
+        }
+        if (n > 0) {
+            if (!gsi_run_header_valid(g, ctx->image, (uint32_t)n, offset) ||
+                reader.directory >= offset) {
+                return -DS_ECORRUPT;
+            }
+            *r = ctx->image;
+            *directory = reader.directory;
+            return 0;
+        }
+    }
+    return rc;
+}
+
 /* Reads the whole run at offset into buf (GSI_QUERY_READ_BYTES) or, when it is longer, into
  * *big (allocated on demand, GSI_RUN_BYTES_MAX), and checks it (header and CRC), so a damaged
- * run is an error, never a wrong answer. Points *r at it; returns 0 or a negative code. */
-static int gsi_run_read(const struct gsi *g, uint64_t offset, uint8_t *buf, uint8_t **big,
-                        const uint8_t **r)
+ * run is an error, never a wrong answer; for a sealed record, slot's section as a run (in this
+ * thread's image buffer, valid until the next read). Points *r at it; returns 0 or a negative
+ * code. */
+static int gsi_run_read(const struct gsi *g, uint64_t offset, uint32_t slot, uint8_t *buf,
+                        uint8_t **big, const uint8_t **r, uint64_t *directory)
 {
+    *directory = 0;
     size_t got = 0;
     int rc = gsi_pread_all(g->log_fd, buf, GSI_QUERY_READ_BYTES, offset, &got);
     if (rc != 0) {
         ds_log_error("%s/log: cannot read at %" PRIu64 ": %s", g->dir, offset, ds_strerror(rc));
         return rc;
+    }
+    if (got > GSI_SEAL_HEADER_BYTES && buf[8] == GSI_RECORD_SEALED) {
+        return gsi_sealed_read(g, offset, slot, buf, got, r, directory);
     }
     uint32_t len = got >= GSI_RECORD_PREFIX_BYTES ? gsi_u32_get(buf + 4) : 0;
     if (got < GSI_RUN_HEADER_BYTES || buf[8] != GSI_RECORD_RUN || len > GSI_RUN_BYTES_MAX ||
@@ -1926,6 +2153,50 @@ static bool gsi_run_customer_is(const uint8_t *r, const struct ds_id *customer)
            memcmp(r + GSI_RUN_HEADER_BYTES, id, id_bytes) == 0;
 }
 
+/* The offset of the first section in the directory record at offset (slot's) whose oldest ts is
+ * at or before token_ts; the last one listed when none is (the walk goes on from there). */
+static int gsi_directory_find(const struct gsi *g, uint64_t offset, uint32_t slot, int64_t token_ts,
+                              uint64_t *to)
+{
+    uint8_t head[GSI_DIRECTORY_HEADER_BYTES];
+    size_t got = 0;
+    int rc = gsi_pread_all(g->log_fd, head, sizeof(head), offset, &got);
+    if (rc != 0 || got != sizeof(head)) {
+        return rc != 0 ? rc : -DS_ECORRUPT;
+    }
+    uint32_t len = gsi_u32_get(head + 4);
+    if (head[8] != GSI_RECORD_DIRECTORY || len > GSI_RECORD_BYTES_MAX ||
+        gsi_u32_get(head + 16) != slot) {
+        return -DS_ECORRUPT;
+    }
+    uint8_t *d = malloc(len);
+    if (d == NULL) {
+        return -ENOMEM;
+    }
+    rc = gsi_pread_all(g->log_fd, d, len, offset, &got);
+    int64_t checked = rc == 0 && got == len ? gsi_record_check(g, d, len, offset) : -DS_ECORRUPT;
+    if (rc == 0 && checked != (int64_t)len) {
+        rc = -DS_ECORRUPT;
+    }
+    if (rc == 0) {
+        uint32_t lo = 0;
+        uint32_t count = gsi_u32_get(d + 12);
+        uint32_t hi = count;
+        const uint8_t *e = d + GSI_DIRECTORY_HEADER_BYTES;
+        while (lo < hi) { /* oldest ts descends along the list */
+            uint32_t mid = lo + (hi - lo) / 2;
+            if ((int64_t)gsi_u64_get(e + (size_t)mid * 16u + 8) <= token_ts) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        *to = gsi_u64_get(e + (size_t)(lo < count ? lo : count - 1) * 16u);
+    }
+    free(d);
+    return rc;
+}
+
 /* Walks the customer's chain into best. */
 static int gsi_walk(const struct gsi *g, const struct ds_id *customer, const uint8_t *token,
                     size_t token_bytes, struct gsi_best *best)
@@ -1943,7 +2214,8 @@ static int gsi_walk(const struct gsi *g, const struct ds_id *customer, const uin
     int rc = 0;
     while (offset != 0 && rc == 0) {
         const uint8_t *r = NULL;
-        rc = gsi_run_read(g, offset, buf, &big, &r);
+        uint64_t directory = 0;
+        rc = gsi_run_read(g, offset, slot, buf, &big, &r, &directory);
         if (rc != 0) {
             break;
         }
@@ -1953,6 +2225,20 @@ static int gsi_walk(const struct gsi *g, const struct ds_id *customer, const uin
         }
         /* A run whose entries are all newer than the token is on earlier pages. */
         bool mine = gsi_run_customer_is(r, customer);
+        if (mine && directory != 0 && (int64_t)gsi_u64_get(r + 32) > token_ts) {
+            /* A page deep in a heavy customer: its sealed sections below this one, newest
+             * first, are on earlier pages down to the first whose oldest entry is not newer
+             * than the token; jump there instead of reading each. */
+            uint64_t to = 0;
+            rc = gsi_directory_find(g, directory, slot, token_ts, &to);
+            if (rc != 0) {
+                break;
+            }
+            if (to != 0) {
+                offset = to;
+                continue;
+            }
+        }
         if (mine && (int64_t)gsi_u64_get(r + 32) <= token_ts) {
             rc = gsi_run_offer(r, token, token_bytes, best);
         }
@@ -2008,8 +2294,11 @@ int gsi_query(struct gsi *g, const struct ds_id *customer, uint32_t limit, const
     best.pool = malloc((size_t)best.keep * sizeof(*best.pool));
     best.order = malloc((size_t)best.keep * sizeof(*best.order));
     int rc = best.pool != NULL && best.order != NULL ? 0 : -ENOMEM;
-    rc = rc == 0 ? gsi_walk(g, customer, token_bytes > 0 ? token : NULL, (size_t)token_bytes, &best)
-                 : rc;
+    if (rc == 0) {
+        pthread_rwlock_rdlock(&g->swap_lock);
+        rc = gsi_walk(g, customer, token_bytes > 0 ? token : NULL, (size_t)token_bytes, &best);
+        pthread_rwlock_unlock(&g->swap_lock);
+    }
     out->count = 0;
     out->has_next = false;
     out->next_token[0] = '\0';
@@ -2032,15 +2321,468 @@ uint64_t gsi_bytes_on_disk(struct gsi *g)
     ASSERT(g != NULL);
     uint64_t bytes = 0;
     struct stat st;
+    pthread_rwlock_rdlock(&g->swap_lock);
     if (fstat(g->log_fd, &st) == 0) {
         bytes += (uint64_t)st.st_size;
     }
+    pthread_rwlock_unlock(&g->swap_lock);
     char path[DS_PATH_MAX];
     gsi_path(g, "table", path);
     if (stat(path, &st) == 0) {
         bytes += (uint64_t)st.st_size;
     }
     return bytes;
+}
+
+static int gsi_run_customer(const uint8_t *r, struct ds_id *customer);
+
+/* ---- compaction ---------------------------------------------------------------------------- */
+
+/* One entry of a slot's chain being compacted: its bytes in the arena (tail key, then value). */
+struct gsi_compact_entry {
+    uint32_t customer; /* index into the slot's customers */
+    uint32_t seq;      /* the order the walk met it: lower is a newer copy */
+    uint64_t at;       /* arena offset */
+    uint8_t key_bytes;
+    uint8_t value_bytes;
+};
+
+/* A compaction in progress: the new log being written and one slot's entries. */
+struct gsi_compactor {
+    struct gsi *g;
+    int fd;
+    uint64_t end; /* bytes of the new log written or buffered */
+    uint8_t *out; /* GSI_IO_BUFFER_BYTES of the new log not yet written */
+    size_t out_bytes;
+    struct gsi_slot *slots; /* the new log's table */
+    ZSTD_CCtx *cctx;
+    struct gsi_seal_writer writer;
+    uint8_t *body;      /* GSI_SEAL_RAW_MAX */
+    uint8_t *scratch;   /* GSI_SEAL_RAW_MAX */
+    uint8_t *record;    /* GSI_SEAL_RECORD_BYTES_MAX */
+    uint64_t record_at; /* where the record being built goes */
+    struct gsi_compact_entry *entries;
+    size_t entry_count;
+    size_t entry_cap;
+    uint8_t *arena;
+    size_t arena_bytes;
+    size_t arena_cap;
+    struct ds_id *customers;
+    size_t customer_count;
+    size_t customer_cap;
+    uint8_t *directory; /* GSI_RECORD_BYTES_MAX: the customer's sections, oldest first */
+    size_t directory_count;
+    const uint8_t *keys[GSI_SEAL_SECTION_ENTRIES];
+    const uint8_t *values[GSI_SEAL_SECTION_ENTRIES];
+    uint8_t key_bytes[GSI_SEAL_SECTION_ENTRIES];
+    uint8_t value_bytes[GSI_SEAL_SECTION_ENTRIES];
+};
+
+static int gsi_compact_write(struct gsi_compactor *k, const void *src, size_t len)
+{
+    if (GSI_IO_BUFFER_BYTES - k->out_bytes < len) {
+        int rc = ds_pwrite_full(k->fd, k->out, k->out_bytes, k->end - k->out_bytes);
+        if (rc != 0) {
+            return rc;
+        }
+        k->out_bytes = 0;
+    }
+    memcpy(k->out + k->out_bytes, src, len);
+    k->out_bytes += len;
+    k->end += len;
+    return 0;
+}
+
+static int gsi_compact_record_flush(struct gsi_compactor *k)
+{
+    if (k->writer.sections == 0) {
+        return 0;
+    }
+    ASSERT(k->record_at == k->end);
+    size_t len = gsi_seal_writer_finish(&k->writer, k->cctx, k->scratch, k->record);
+    gsi_seal_writer_reset(&k->writer, k->body);
+    return gsi_compact_write(k, k->record, len);
+}
+
+static _Thread_local const struct gsi_compactor *gsi_compacting;
+
+static int gsi_compact_entry_compare(const void *a, const void *b)
+{
+    const struct gsi_compact_entry *x = a;
+    const struct gsi_compact_entry *y = b;
+    const struct gsi_compactor *k = gsi_compacting;
+    int c = x->customer == y->customer
+                ? 0
+                : gsi_customer_compare(&k->customers[x->customer], &k->customers[y->customer]);
+    c = c != 0 ? c
+               : gsi_key_compare(k->arena + x->at, x->key_bytes, k->arena + y->at, y->key_bytes);
+    return c != 0 ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int gsi_compact_grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap) {
+        return 0;
+    }
+    size_t n = *cap < 1024 ? 1024 : *cap;
+    while (n < need) {
+        n *= 2;
+    }
+    void *q = realloc(*p, n * size);
+    if (q == NULL) {
+        return -ENOMEM;
+    }
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+/* Collects every entry on slot's chain in the old log (the customer of each run found or
+ * added to k->customers). */
+static int gsi_compact_collect(struct gsi_compactor *k, uint32_t slot)
+{
+    struct gsi *g = k->g;
+    k->entry_count = 0;
+    k->arena_bytes = 0;
+    k->customer_count = 0;
+    uint8_t buf[GSI_QUERY_READ_BYTES];
+    uint8_t *big = NULL;
+    uint64_t offset = g->slots[slot].head;
+    uint32_t seq = 0;
+    int rc = 0;
+    while (offset != 0 && rc == 0) {
+        const uint8_t *r = NULL;
+        uint64_t directory = 0;
+        rc = gsi_run_read(g, offset, slot, buf, &big, &r, &directory);
+        struct ds_id customer;
+        rc = rc == 0 ? gsi_run_customer(r, &customer) : rc;
+        if (rc != 0) {
+            break;
+        }
+        uint32_t who = 0;
+        while (who < k->customer_count && !ds_id_equal(&k->customers[who], &customer)) {
+            who++;
+        }
+        if (who == k->customer_count) {
+            rc = gsi_compact_grow((void **)&k->customers, &k->customer_cap, who + 1,
+                                  sizeof(*k->customers));
+            if (rc != 0) {
+                break;
+            }
+            k->customers[k->customer_count++] = customer;
+        }
+        uint32_t len = gsi_u32_get(r + 4);
+        uint32_t count = gsi_u32_get(r + 12);
+        size_t at = GSI_RUN_HEADER_BYTES + r[10];
+        rc = gsi_compact_grow((void **)&k->entries, &k->entry_cap, k->entry_count + count,
+                              sizeof(*k->entries));
+        rc = rc == 0 ? gsi_compact_grow((void **)&k->arena, &k->arena_cap, k->arena_bytes + len, 1)
+                     : rc;
+        for (uint32_t i = 0; rc == 0 && i < count; i++) {
+            if (at + 2 > len || at + 2 + r[at] > len || at + 2 + r[at] + r[at + 1 + r[at]] > len) {
+                rc = -DS_ECORRUPT;
+                break;
+            }
+            uint8_t key_bytes = r[at];
+            uint8_t value_bytes = r[at + 1 + key_bytes];
+            struct gsi_compact_entry *e = &k->entries[k->entry_count++];
+            e->customer = who;
+            e->seq = seq++;
+            e->at = k->arena_bytes;
+            e->key_bytes = key_bytes;
+            e->value_bytes = value_bytes;
+            memcpy(k->arena + k->arena_bytes, r + at + 1, key_bytes);
+            memcpy(k->arena + k->arena_bytes + key_bytes, r + at + 2 + key_bytes, value_bytes);
+            k->arena_bytes += (uint64_t)key_bytes + value_bytes;
+            at += 2u + key_bytes + value_bytes;
+        }
+        offset = gsi_u64_get(r + 16);
+    }
+    free(big);
+    return rc;
+}
+
+/* Writes the directory of the customer's sections written so far (k->directory, oldest first
+ * as written; at most GSI_DIRECTORY_ENTRIES_MAX, the oldest ones) as a record, newest first:
+ * a walk that stops early in it still follows the chain on. *at is its offset. */
+static int gsi_compact_directory(struct gsi_compactor *k, uint32_t slot, uint64_t *at)
+{
+    uint8_t *d = k->directory;
+    size_t n = k->directory_count;
+    uint8_t *e = d + GSI_DIRECTORY_HEADER_BYTES;
+    for (size_t i = 0; i < n / 2; i++) {
+        uint8_t swap[GSI_DIRECTORY_ENTRY_BYTES];
+        memcpy(swap, e + i * GSI_DIRECTORY_ENTRY_BYTES, sizeof(swap));
+        memcpy(e + i * GSI_DIRECTORY_ENTRY_BYTES, e + (n - 1 - i) * GSI_DIRECTORY_ENTRY_BYTES,
+               sizeof(swap));
+        memcpy(e + (n - 1 - i) * GSI_DIRECTORY_ENTRY_BYTES, swap, sizeof(swap));
+    }
+    size_t len = GSI_DIRECTORY_HEADER_BYTES + n * GSI_DIRECTORY_ENTRY_BYTES;
+    memset(d, 0, GSI_DIRECTORY_HEADER_BYTES);
+    d[8] = GSI_RECORD_DIRECTORY;
+    gsi_u32_put(d + 4, (uint32_t)len);
+    gsi_u32_put(d + 12, (uint32_t)n);
+    gsi_u32_put(d + 16, slot);
+    gsi_u32_put(d, ds_crc32c(0, d + 4, len - 4u));
+    *at = k->end;
+    return gsi_compact_write(k, d, len);
+}
+
+/* Writes one customer's distinct entries k->entries[first..end) (ascending tail keys) as
+ * sections on slot's new chain: the newest GSI_RUN_HEAD_ENTRIES in the head section (a
+ * newest-N query decodes little), the rest in sections of GSI_SEAL_SECTION_ENTRIES, oldest
+ * first, so the chain's head is the newest. */
+static int gsi_compact_customer(struct gsi_compactor *k, uint32_t slot, const uint32_t *order,
+                                size_t count)
+{
+    struct gsi_slot *s = &k->slots[slot];
+    uint64_t skip = s->head;
+    size_t last = count;
+    k->directory_count = 0;
+    size_t sections = count <= GSI_RUN_HEAD_ENTRIES
+                          ? 1
+                          : 1 + (count - GSI_RUN_HEAD_ENTRIES + GSI_SEAL_SECTION_ENTRIES - 1) /
+                                    GSI_SEAL_SECTION_ENTRIES;
+    while (last > 0) {
+        size_t first = last <= GSI_RUN_HEAD_ENTRIES
+                           ? 0
+                           : GSI_RUN_HEAD_ENTRIES + (last - 1 - GSI_RUN_HEAD_ENTRIES) /
+                                                        GSI_SEAL_SECTION_ENTRIES *
+                                                        GSI_SEAL_SECTION_ENTRIES;
+        size_t n = last - first;
+        for (size_t i = 0; i < n; i++) {
+            const struct gsi_compact_entry *e = &k->entries[order[first + i]];
+            k->keys[i] = k->arena + e->at;
+            k->key_bytes[i] = e->key_bytes;
+            k->values[i] = k->arena + e->at + e->key_bytes;
+            k->value_bytes[i] = e->value_bytes;
+        }
+        int64_t newest = (int64_t)~gsi_key_be64_get(k->keys[0]);
+        struct gsi_seal_section sec = {
+            .slot = slot,
+            .tag = k->g->slots[slot].tag,
+            .customer = k->customers[k->entries[order[first]].customer],
+            .prev = s->head,
+            .chain_max_ts = s->head != 0 && s->max_ts > newest ? s->max_ts : newest,
+            .prev_chain_max_ts = s->head != 0 ? s->max_ts : 0,
+            .skip = skip,
+        };
+        if (first == 0 && sections >= GSI_DIRECTORY_SECTIONS_MIN &&
+            sections - 1 <= GSI_DIRECTORY_ENTRIES_MAX) {
+            /* The head section: the others, newest first, in a directory record before it. */
+            int rc = gsi_compact_record_flush(k);
+            rc = rc == 0 ? gsi_compact_directory(k, slot, &sec.directory) : rc;
+            if (rc != 0) {
+                return rc;
+            }
+        }
+        if (!gsi_seal_writer_fits(&k->writer, slot, (uint32_t)n)) {
+            int rc = gsi_compact_record_flush(k);
+            if (rc != 0) {
+                return rc;
+            }
+        }
+        if (k->writer.sections == 0) {
+            k->record_at = k->end;
+        }
+        int rc = gsi_seal_writer_add(&k->writer, &sec, (uint32_t)n, k->keys, k->key_bytes,
+                                     k->values, k->value_bytes);
+        if (rc != 0) {
+            ds_log_error("%s: a chain's entries do not seal", k->g->dir);
+            return -DS_ECORRUPT;
+        }
+        s->tag = sec.tag;
+        s->head = k->record_at;
+        s->max_ts = sec.chain_max_ts;
+        if (first != 0 && k->directory_count < GSI_DIRECTORY_ENTRIES_MAX) {
+            uint8_t *d = k->directory + GSI_DIRECTORY_HEADER_BYTES +
+                         k->directory_count * GSI_DIRECTORY_ENTRY_BYTES;
+            gsi_u64_put(d, k->record_at);
+            gsi_u64_put(d + 8, ~gsi_key_be64_get(k->keys[n - 1])); /* the oldest ts */
+            k->directory_count++;
+        }
+        last = first;
+    }
+    return 0;
+}
+
+/* One slot's chain: collected, sorted by (customer, key, newest copy first), each customer's
+ * distinct keys sealed. */
+static int gsi_compact_slot(struct gsi_compactor *k, uint32_t slot)
+{
+    int rc = gsi_compact_collect(k, slot);
+    if (rc != 0 || k->entry_count == 0) {
+        return rc;
+    }
+    gsi_compacting = k;
+    qsort(k->entries, k->entry_count, sizeof(*k->entries), gsi_compact_entry_compare);
+    /* The distinct entries' indexes, reusing the arena's tail would alias: a separate array. */
+    uint32_t *order = malloc(k->entry_count * sizeof(*order));
+    if (order == NULL) {
+        return -ENOMEM;
+    }
+    size_t first = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < k->entry_count && rc == 0; i++) {
+        const struct gsi_compact_entry *e = &k->entries[i];
+        const struct gsi_compact_entry *p = n > first ? &k->entries[order[n - 1]] : NULL;
+        if (p != NULL && p->customer != e->customer) {
+            rc = gsi_compact_customer(k, slot, order + first, n - first);
+            first = n;
+            p = NULL;
+        }
+        if (p == NULL ||
+            gsi_key_compare(k->arena + p->at, p->key_bytes, k->arena + e->at, e->key_bytes) != 0) {
+            order[n++] = (uint32_t)i; /* the newest copy of a key sorts first */
+        }
+    }
+    rc = rc == 0 && n > first ? gsi_compact_customer(k, slot, order + first, n - first) : rc;
+    free(order);
+    return rc;
+}
+
+/* The new log: header, every chain sealed, then a cursor record that stands for the last
+ * apply (same number, same cursor). Written and synced; *cursor_at and *crc name its cursor
+ * record. */
+static int gsi_compact_write_log(struct gsi_compactor *k, uint64_t *cursor_at, uint32_t *crc)
+{
+    struct gsi *g = k->g;
+    uint8_t header[GSI_LOG_HEADER_BYTES];
+    gsi_log_header_make(g->slots_log2, header);
+    int rc = gsi_compact_write(k, header, sizeof(header));
+    for (uint64_t i = 0; rc == 0 && i <= g->mask; i++) {
+        if (g->slots[i].head != 0) {
+            rc = gsi_compact_slot(k, (uint32_t)i);
+        }
+    }
+    rc = rc == 0 ? gsi_compact_record_flush(k) : rc;
+    if (rc == 0) {
+        uint8_t *r = k->record;
+        memset(r, 0, GSI_CURSOR_HEADER_BYTES);
+        r[8] = GSI_RECORD_CURSOR;
+        pthread_mutex_lock(&g->cursor_lock);
+        size_t len = GSI_CURSOR_HEADER_BYTES + g->cursor_len;
+        gsi_u32_put(r + 12, (uint32_t)g->cursor_len);
+        gsi_u64_put(r + 16, g->applies);
+        memcpy(r + GSI_CURSOR_HEADER_BYTES, g->cursor, g->cursor_len);
+        pthread_mutex_unlock(&g->cursor_lock);
+        gsi_u32_put(r + 4, (uint32_t)len);
+        gsi_u32_put(r, ds_crc32c(0, r + 4, len - 4u));
+        *cursor_at = k->end;
+        *crc = gsi_u32_get(r);
+        rc = gsi_compact_write(k, r, len);
+    }
+    rc = rc == 0 && k->out_bytes > 0
+             ? ds_pwrite_full(k->fd, k->out, k->out_bytes, k->end - k->out_bytes)
+             : rc;
+    rc = rc == 0 && fsync(k->fd) != 0 ? -errno : rc;
+    return rc;
+}
+
+/* Swaps the new log and its table in: DIR/table goes first (it names the old log's records;
+ * without it an opening handle reads the whole log), then the rename, then the handle. */
+static int gsi_compact_swap(struct gsi_compactor *k, const char *tmp, uint64_t cursor_at,
+                            uint32_t crc)
+{
+    struct gsi *g = k->g;
+    char path[DS_PATH_MAX];
+    gsi_path(g, "table", path);
+    int rc = unlink(path) == 0 || errno == ENOENT ? 0 : -errno;
+    rc = rc == 0 ? ds_fsync_dir(g->dir) : rc;
+    gsi_path(g, "log", path);
+    rc = rc == 0 && rename(tmp, path) != 0 ? -errno : rc;
+    rc = rc == 0 ? ds_fsync_dir(g->dir) : rc;
+    if (rc != 0) {
+        return rc;
+    }
+    pthread_rwlock_wrlock(&g->swap_lock);
+    struct gsi_slot *old = g->slots;
+    int old_fd = g->log_fd;
+    g->slots = k->slots;
+    g->log_fd = k->fd;
+    g->log_end = k->end;
+    pthread_mutex_lock(&g->cursor_lock);
+    g->cursor_at = cursor_at;
+    g->cursor_crc = crc;
+    pthread_mutex_unlock(&g->cursor_lock);
+    g->checkpoint_end = k->end; /* the sealed log is its own checkpoint (see gsi_close) */
+    g->sealed_end = cursor_at;
+    pthread_rwlock_unlock(&g->swap_lock);
+    k->slots = old;
+    k->fd = old_fd;
+    return 0;
+}
+
+int gsi_compact(struct gsi *g, struct gsi_compact_stats *stats)
+{
+    ASSERT(g != NULL);
+    ASSERT(g->writer);
+    ASSERT(g->buffered == 0);
+    if (g->failed) {
+        ds_log_error("%s: an earlier apply failed; reopen the index", g->dir);
+        return -EIO;
+    }
+    /* No checkpoint of the old log may land after the swap (it would name a record of a log
+     * that is gone: ignored at open, but a wasted table), and the thread's writeback offsets
+     * are the old log's: stop it (it waits for one in flight); the next apply that needs it
+     * starts it again. */
+    gsi_checkpointer_stop(g);
+    uint64_t started_ns = ds_clock_ns();
+    uint64_t before = g->log_end;
+    char tmp[DS_PATH_MAX];
+    gsi_path(g, "log.compact", tmp);
+    struct gsi_compactor k = {.g = g, .fd = -1};
+    k.out = malloc(GSI_IO_BUFFER_BYTES);
+    k.slots = calloc((size_t)1 << g->slots_log2, sizeof(*k.slots));
+    k.cctx = ZSTD_createCCtx();
+    k.body = malloc(GSI_SEAL_RAW_MAX);
+    k.scratch = malloc(GSI_SEAL_RAW_MAX);
+    k.directory = malloc(GSI_RECORD_BYTES_MAX);
+    k.record = malloc(GSI_SEAL_RECORD_BYTES_MAX > GSI_CURSOR_RECORD_BYTES_MAX
+                          ? GSI_SEAL_RECORD_BYTES_MAX
+                          : GSI_CURSOR_RECORD_BYTES_MAX);
+    int rc =
+        k.out && k.slots && k.cctx && k.body && k.scratch && k.record && k.directory ? 0 : -ENOMEM;
+    if (rc == 0) {
+        gsi_seal_writer_reset(&k.writer, k.body);
+        k.fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        rc = k.fd < 0 ? -errno : 0;
+    }
+    uint64_t cursor_at = 0;
+    uint32_t crc = 0;
+    rc = rc == 0 ? gsi_compact_write_log(&k, &cursor_at, &crc) : rc;
+    rc = rc == 0 ? gsi_compact_swap(&k, tmp, cursor_at, crc) : rc;
+    if (rc != 0) {
+        ds_log_error("%s: cannot compact the log: %s (the old log stays)", g->dir, ds_strerror(rc));
+        (void)unlink(tmp);
+    }
+    if (k.fd >= 0) {
+        close(k.fd); /* the new log's fd when it failed; the old log's after a swap */
+    }
+    free(k.out);
+    free(k.slots);
+    ZSTD_freeCCtx(k.cctx);
+    free(k.body);
+    free(k.scratch);
+    free(k.record);
+    free(k.directory);
+    free(k.entries);
+    free(k.arena);
+    free(k.customers);
+    if (rc == 0) {
+        struct gsi_checkpointer *c = g->checkpointer;
+        c->writeback_requested = g->log_end;
+        c->writeback_to = g->log_end;
+        c->retry_end = 0;
+        if (stats != NULL) {
+            stats->bytes_before = before;
+            stats->bytes_after = g->log_end;
+            stats->seconds = (double)(ds_clock_ns() - started_ns) / 1e9;
+        }
+        ds_log_info("%s: compacted the log from %" PRIu64 " to %" PRIu64 " bytes", g->dir, before,
+                    g->log_end);
+    }
+    return rc;
 }
 
 /* ---- checking ------------------------------------------------------------------------------ */
@@ -2069,6 +2811,8 @@ struct gsi_checker {
     uint32_t last_run_slot;
     uint64_t last_run_skip;
     struct ds_id last_run_customer;
+    bool last_sealed; /* the previous run checked was a sealed section */
+    bool saw_sealed;  /* the log starts with a compaction's sealed records */
 };
 
 static void gsi_check_damage(struct gsi_checker *c, const char *fmt, ...) DS_PRINTF(2, 3);
@@ -2147,17 +2891,16 @@ static int gsi_run_entries(const uint8_t *r, uint32_t len, struct gsi_entry *e, 
  * was full, its customer's home), its slot's tag never changes, it links to the chain's
  * previous run, and its ts fields agree with its entries and that run. Then it becomes the
  * chain's head. Returns 0, or 1 to stop at damage (recorded). */
-static int gsi_check_run(struct gsi_checker *c, const struct gsi_record *record)
+static int gsi_check_run(struct gsi_checker *c, const uint8_t *r, uint32_t len, uint64_t at,
+                         bool sealed)
 {
     struct gsi *g = c->g;
-    const uint8_t *r = record->bytes;
-    uint64_t at = record->offset;
     struct gsi_entry e;
     memset(&e, 0, sizeof(e));
     int64_t newest = 0;
     int64_t oldest = 0;
     if (gsi_run_customer(r, &e.customer_id) != 0 ||
-        gsi_run_entries(r, record->len, &e, NULL, NULL, &newest, &oldest) != 0 ||
+        gsi_run_entries(r, len, &e, NULL, NULL, &newest, &oldest) != 0 ||
         gsi_u32_get(r + 44) != 0) {
         gsi_check_damage(c, "%s/log: the run at offset %" PRIu64 " does not decode", g->dir, at);
         return 1;
@@ -2169,8 +2912,11 @@ static int gsi_check_run(struct gsi_checker *c, const struct gsi_record *record)
     struct gsi_slot *s = &g->slots[slot];
     uint64_t prev = gsi_u64_get(r + 16);
     int64_t chain_max = newest > s->max_ts || s->head == 0 ? newest : s->max_ts;
-    bool continues = at == c->last_run_end && slot == c->last_run_slot &&
-                     ds_id_equal(&e.customer_id, &c->last_run_customer);
+    /* A customer's runs of one apply are adjacent records; its sealed sections of one
+     * compaction are adjacent sections (each the first of its record but the first one). */
+    bool adjacent = sealed ? c->last_sealed : at == c->last_run_end && !c->last_sealed;
+    bool continues =
+        adjacent && slot == c->last_run_slot && ds_id_equal(&e.customer_id, &c->last_run_customer);
     uint64_t skip = continues ? c->last_run_skip : prev;
     const char *wrong = NULL;
     if (tag == own ? ((slot - home) & g->mask) >= GSI_PROBE_MAX : slot != home) {
@@ -2193,7 +2939,8 @@ static int gsi_check_run(struct gsi_checker *c, const struct gsi_record *record)
     s->tag = tag;
     s->head = at;
     s->max_ts = chain_max;
-    c->last_run_end = at + record->len;
+    c->last_run_end = at + len;
+    c->last_sealed = sealed;
     c->last_run_slot = slot;
     c->last_run_skip = skip;
     c->last_run_customer = e.customer_id;
@@ -2234,7 +2981,10 @@ static int gsi_check_cursor(struct gsi_checker *c, const struct gsi_record *reco
     const uint8_t *r = record->bytes;
     uint64_t number = gsi_u64_get(r + 16);
     uint32_t cursor_len = gsi_u32_get(r + 12);
-    if (number != c->apply_number + 1 || cursor_len > c->cursor_cap) {
+    /* A compacted log's first cursor record keeps the number of the apply it stands for. */
+    bool first_after_seal = c->apply_number == 0 && c->saw_sealed && number >= 1;
+    c->last_sealed = false;
+    if ((number != c->apply_number + 1 && !first_after_seal) || cursor_len > c->cursor_cap) {
         gsi_check_damage(c,
                          "%s/log: the cursor record at offset %" PRIu64 " has apply number %" PRIu64
                          " after %" PRIu64 " (or a cursor of %" PRIu32 " bytes)",
@@ -2265,12 +3015,44 @@ static int gsi_check_cursor(struct gsi_checker *c, const struct gsi_record *reco
     return c->out->damaged ? 1 : 0;
 }
 
-static int gsi_check_record(struct gsi *g, const struct gsi_record *record, void *user)
+static int gsi_check_section(struct gsi *g, const uint8_t *image, uint32_t len, uint64_t offset,
+                             void *user)
 {
     (void)g;
+    return gsi_check_run(user, image, len, offset, true);
+}
+
+static int gsi_check_record(struct gsi *g, const struct gsi_record *record, void *user)
+{
     struct gsi_checker *c = user;
-    return record->type == GSI_RECORD_CURSOR ? gsi_check_cursor(c, record)
-                                             : gsi_check_run(c, record);
+    if (record->type == GSI_RECORD_CURSOR) {
+        return gsi_check_cursor(c, record);
+    }
+    if (record->type == GSI_RECORD_DIRECTORY) {
+        if (c->apply_number != 0) {
+            gsi_check_damage(c, "%s/log: a directory record at offset %" PRIu64 " after an apply",
+                             g->dir, record->offset);
+            return 1;
+        }
+        return 0; /* read by queries, which check it; the customer's head section follows */
+    }
+    if (record->type == GSI_RECORD_SEALED) {
+        if (c->apply_number != 0) {
+            gsi_check_damage(c, "%s/log: a sealed record at offset %" PRIu64 " after an apply",
+                             g->dir, record->offset);
+            return 1;
+        }
+        c->saw_sealed = true;
+        int rc = gsi_sealed_sections(g, record->bytes, record->len, record->offset, true,
+                                     gsi_check_section, c);
+        if (rc < 0) {
+            gsi_check_damage(c, "%s/log: the sealed record at offset %" PRIu64 " does not decode",
+                             g->dir, record->offset);
+            return 1;
+        }
+        return rc;
+    }
+    return gsi_check_run(c, record->bytes, record->len, record->offset, false);
 }
 
 /* DIR/FORMAT: missing (fine only while there is no log either: *missing), or ours. */
@@ -2531,21 +3313,30 @@ struct gsi_entries_visit {
     void *user;
 };
 
-static int gsi_entries_record(struct gsi *g, const struct gsi_record *record, void *user)
+static int gsi_entries_run(struct gsi *g, const uint8_t *r, uint32_t len, uint64_t offset,
+                           void *user)
 {
     (void)g;
-    if (record->type != GSI_RECORD_RUN) {
-        return 0;
-    }
+    (void)offset;
     struct gsi_entries_visit *v = user;
     struct gsi_entry e;
     memset(&e, 0, sizeof(e));
     int64_t newest = 0;
     int64_t oldest = 0;
-    int rc = gsi_run_customer(record->bytes, &e.customer_id);
-    return rc == 0
-               ? gsi_run_entries(record->bytes, record->len, &e, v->fn, v->user, &newest, &oldest)
-               : rc;
+    int rc = gsi_run_customer(r, &e.customer_id);
+    return rc == 0 ? gsi_run_entries(r, len, &e, v->fn, v->user, &newest, &oldest) : rc;
+}
+
+static int gsi_entries_record(struct gsi *g, const struct gsi_record *record, void *user)
+{
+    if (record->type == GSI_RECORD_SEALED) {
+        return gsi_sealed_sections(g, record->bytes, record->len, record->offset, true,
+                                   gsi_entries_run, user);
+    }
+    if (record->type != GSI_RECORD_RUN) {
+        return 0;
+    }
+    return gsi_entries_run(g, record->bytes, record->len, record->offset, user);
 }
 
 int gsi_check_entries(const char *dir, uint64_t until, gsi_entry_fn fn, void *user)

@@ -147,6 +147,24 @@ DS_MUST_USE int gsi_cursor(struct gsi *g, void *buf, size_t cap, size_t *len);
 DS_MUST_USE int gsi_query(struct gsi *g, const struct ds_id *customer, uint32_t limit,
                           const char *page_token, struct gsi_page *out);
 
+/* What gsi_compact did. */
+struct gsi_compact_stats {
+    uint64_t bytes_before; /* the log's size before and after */
+    uint64_t bytes_after;
+    double seconds;
+};
+
+/* Compacts the log (issue 16): every customer's entries (each distinct key once, the newest
+ * copy) are rewritten into sealed records, a few large delta-encoded zstd-compressed sections
+ * per customer, in a new log that replaces DIR/log by rename (DIR/log.compact while it is
+ * written, synced before the rename; DIR/table is removed first and written again after).
+ * A crash at any point leaves the old log or the new complete one, never a mix; queries on
+ * this handle keep answering from the old log until the swap, and readers in other processes
+ * see gsi_reader_replaced. Answers are the same before and after. Writer handle, between
+ * applies (the thread that applies). stats may be NULL. Returns 0, -ENOMEM, -DS_ECORRUPT (a
+ * damaged run on a chain: `gsi rebuild`) or -EIO; on failure the old log stays in use. */
+DS_MUST_USE int gsi_compact(struct gsi *g, struct gsi_compact_stats *stats);
+
 /* Bytes of the index's files on disk (log and table checkpoint). */
 uint64_t gsi_bytes_on_disk(struct gsi *g);
 

@@ -30,6 +30,21 @@ bool gsi_key_id_valid(const struct ds_id *id)
     return id->value >= 1;
 }
 
+uint64_t gsi_key_tag(const struct ds_id *customer)
+{
+    uint64_t h;
+    if (!customer->is_string) {
+        h = ds_mix64((uint64_t)customer->value);
+    } else {
+        h = 0xcbf29ce484222325ull;
+        for (size_t i = 0; i < customer->len; i++) {
+            h = (h ^ (uint8_t)customer->text[i]) * 0x100000001b3ull;
+        }
+        h = ds_mix64(h ^ 0x9e3779b97f4a7c15ull);
+    }
+    return h != 0 ? h : 1;
+}
+
 /* Writes ts and order id (the token part of a key) into dst; returns its length. */
 size_t gsi_key_tail_encode(int64_t ts_ms, const struct ds_id *order, uint8_t *dst)
 {

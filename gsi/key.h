@@ -38,6 +38,8 @@ void gsi_key_be64_put(uint8_t *dst, uint64_t v);
 uint64_t gsi_key_be64_get(const uint8_t *src);
 /* An id the index accepts: an integer >= 1 or a string of 1..DS_ID_BYTES_MAX bytes. */
 bool gsi_key_id_valid(const struct ds_id *id);
+/* The customer's tag in the slot table: a hash of kind and id, never 0 (0 marks an empty slot). */
+uint64_t gsi_key_tag(const struct ds_id *customer);
 /* Writes the tail key of (ts_ms, order) into dst (GSI_TAIL_BYTES_MAX); returns its length. */
 size_t gsi_key_tail_encode(int64_t ts_ms, const struct ds_id *order, uint8_t *dst);
 /* Decodes a tail key of exactly len bytes. Returns 0 or -DS_ECORRUPT. */

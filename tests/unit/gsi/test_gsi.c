@@ -596,6 +596,52 @@ static void test_gsi_check_flipped_record_before_intact_ones_is_damage(void **st
     assert_int_equal(crash_cursor(f), 0); /* cut before the first apply */
 }
 
+static void test_gsi_compacted_log_checks_clean_and_every_flipped_byte_is_damage(void **state)
+{
+    /* Issue 16: a compacted log (sealed records, no DIR/table) checks clean and answers as
+     * before; then each of a spread of its sealed bytes flipped in turn (CRC-covered): gsi_check
+     * reports damage and a reader refuses the index rather than answer from it. */
+    struct fixture *f = *state;
+    check_index_make(f);
+    assert_int_equal(reopen(f), 0);
+    uint64_t before[CHECK_APPLIES + 1];
+    for (int64_t c = 1; c <= (int64_t)CHECK_APPLIES; c++) {
+        before[c] = orders_of(f, c);
+    }
+    struct gsi_compact_stats stats;
+    assert_int_equal(gsi_compact(f->g, &stats), 0);
+    assert_true(stats.bytes_after < stats.bytes_before);
+    for (int64_t c = 1; c <= (int64_t)CHECK_APPLIES; c++) {
+        assert_int_equal(orders_of(f, c), before[c]);
+    }
+    gsi_close(f->g);
+    f->g = NULL;
+    struct gsi_check_report report;
+    assert_int_equal(check_run(f, &report), CHECK_APPLIES);
+    assert_false(report.damaged);
+    assert_false(report.table_present); /* the sealed log is its own checkpoint */
+    assert_int_equal(report.entries, CHECK_APPLIES * CRASH_BATCH);
+    char path[160];
+    check_path(f, "log", path, sizeof(path));
+    char *clean = NULL;
+    size_t len = 0;
+    assert_int_equal(ds_read_file(path, 1u << 20, &clean, &len), 0);
+    size_t sealed_end = len - (24 + sizeof(uint64_t)); /* the cursor record closes the log */
+    for (size_t at = 64; at < sealed_end; at += 1 + (sealed_end - 64) / 97) {
+        check_file_flip(f, "log", (long)at);
+        check_assert_damaged(f, "/log");
+        struct gsi_config cfg;
+        gsi_config_defaults(&cfg);
+        cfg.dir = f->index_dir;
+        struct gsi *reader = NULL;
+        assert_int_equal(gsi_open_reader(&cfg, &reader), -DS_ECORRUPT);
+        assert_int_equal(ds_write_file_atomic(path, clean, len), 0);
+    }
+    free(clean);
+    assert_int_equal(reopen(f), 0);
+    assert_int_equal(orders_of(f, 1), before[1]);
+}
+
 static void test_gsi_check_flipped_record_inside_the_checkpoint_is_damage(void **state)
 {
     /* A byte of the middle apply's run flipped, the checkpoint kept: damage (the table covers
@@ -1045,6 +1091,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_gsi_check_flipped_record_inside_the_checkpoint_is_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_gsi_compacted_log_checks_clean_and_every_flipped_byte_is_damage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gsi_check_flipped_table_byte_is_damage, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gsi_check_cut_table_is_damage, setup, teardown),

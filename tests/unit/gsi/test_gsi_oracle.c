@@ -59,6 +59,9 @@
 #define SEED_DEFAULT 20260121u
 #define LONG_ENV "DS_GSI_ORACLE_LONG"
 #define WRITER_DIR_ENV "TEST_GSI_ORACLE_WRITER_DIR"
+/* Set: the writer child compacts the log after every WRITER_COMPACT_EVERY applies. */
+#define WRITER_COMPACT_ENV "TEST_GSI_ORACLE_WRITER_COMPACT"
+#define WRITER_COMPACT_EVERY 3u
 #define WRITER_SEED_ENV "TEST_GSI_ORACLE_WRITER_SEED"
 #define WRITER_READY_FD_ENV "TEST_GSI_ORACLE_WRITER_READY_FD"
 
@@ -738,6 +741,111 @@ static void differential_run(struct fixture *f, uint32_t table_slots_log2)
     store_close(f);
 }
 
+/* The index's own check finds nothing wrong with the store's files. */
+static void store_check_clean(struct fixture *f)
+{
+    static uint8_t cursor[GSI_CURSOR_BYTES_MAX];
+    struct gsi_check_report report;
+    assert_int_equal(gsi_check(f->store_dir, cursor, sizeof(cursor), &report), 0);
+    if (report.damaged) {
+        fail_msg("gsi_check: %s", report.reason);
+    }
+    assert_int_equal(report.tail_bytes, 0);
+}
+
+/* Pages customer at limit to the end with a small random batch applied to both between pages
+ * (late entries among them land on later pages) and a compaction at page compact_at, comparing
+ * every page with the model's at that moment. */
+static void pages_with_ingest_assert_equal(struct fixture *f, uint64_t *rng,
+                                           const struct ds_id *customer, uint32_t limit,
+                                           size_t compact_at)
+{
+    char token[GSI_TOKEN_CHARS_MAX + 1] = "";
+    for (size_t pages = 0;; pages++) {
+        struct gsi_page want = {.entries = f->model_page};
+        struct gsi_page got = {.entries = f->store_page};
+        model_query(&f->model, customer, limit, token, &want);
+        assert_int_equal(gsi_query(f->store, customer, limit, token, &got), 0);
+        assert_int_equal(want.count, got.count);
+        for (uint32_t i = 0; i < want.count; i++) {
+            entry_assert_equal(&want.entries[i], &got.entries[i]);
+        }
+        assert_int_equal(want.has_next, got.has_next);
+        assert_string_equal(want.next_token, got.next_token);
+        if (!want.has_next) {
+            break;
+        }
+        assert_true(pages < 1000000);
+        strcpy(token, want.next_token);
+        apply_batches(f, rng, 1, 50);
+        if (pages == compact_at) {
+            assert_int_equal(gsi_compact(f->store, NULL), 0);
+        }
+    }
+}
+
+/* Compaction (issue 16) against the model: compacted, reopened with and without the table,
+ * through a reader opened before (it sees the log replaced) and after, compacted again with
+ * applies after the first compaction, and checked clean by gsi_check each time. */
+static void compact_run(struct fixture *f, uint32_t table_slots_log2)
+{
+    uint64_t rng = f->seed ^ table_slots_log2 ^ 0xc0ac7;
+    size_t batches = f->long_run ? DIFF_BATCHES_LONG : DIFF_BATCHES;
+    size_t batch_max = f->long_run ? DIFF_BATCH_MAX_LONG : DIFF_BATCH_MAX;
+    f->cfg.table_slots_log2 = table_slots_log2;
+    f->cfg.batch_entries_max = (uint32_t)batch_max;
+    store_open(f);
+    assert_int_equal(gsi_compact(f->store, NULL), 0); /* empty: nothing to seal */
+    sample_assert_equal(f, f->store, quick_limits, DS_ARRAY_LEN(quick_limits));
+    apply_batches(f, &rng, batches / 2, batch_max);
+    struct gsi *before = NULL;
+    assert_int_equal(gsi_open_reader(&f->cfg, &before), 0);
+    struct gsi_compact_stats stats;
+    assert_int_equal(gsi_compact(f->store, &stats), 0);
+    assert_true(stats.bytes_after < stats.bytes_before);
+    sample_assert_equal_all_limits(f, f->store);
+    store_check_clean(f);
+    assert_true(gsi_reader_replaced(before));
+    sample_assert_equal(f, before, quick_limits, DS_ARRAY_LEN(quick_limits)); /* old view */
+    gsi_close(before);
+    struct gsi *reader = NULL;
+    assert_int_equal(gsi_open_reader(&f->cfg, &reader), 0);
+    sample_assert_equal(f, reader, quick_limits, DS_ARRAY_LEN(quick_limits));
+    apply_batches(f, &rng, batches / 4, batch_max); /* runs linked to sealed sections */
+    assert_int_equal(gsi_reader_refresh(reader), 0);
+    sample_assert_equal_all_limits(f, reader);
+    gsi_close(reader);
+    store_check_clean(f);
+    /* Deep pages of the heaviest customer (sealed sections with a directory) with ingest
+     * between pages and a compaction in the middle: the tokens stay valid across it. */
+    pages_with_ingest_assert_equal(f, &rng, &f->pool.sample[0], 10, 20);
+    pages_with_ingest_assert_equal(f, &rng, &f->pool.sample[1], 100, 3);
+    store_close(f);
+    store_open(f); /* the checkpoint of the compacted log */
+    sample_assert_equal(f, f->store, quick_limits, DS_ARRAY_LEN(quick_limits));
+    assert_int_equal(gsi_compact(f->store, NULL), 0); /* sealed and unsealed into sealed */
+    sample_assert_equal_all_limits(f, f->store);
+    store_check_clean(f);
+    apply_batches(f, &rng, batches / 8, batch_max);
+    store_close(f);
+    table_remove(f);
+    store_open(f); /* the sealed log alone */
+    sample_assert_equal_all_limits(f, f->store);
+    store_check_clean(f);
+    store_close(f);
+}
+
+static void test_gsi_oracle_compacted_pages_equal_with_table_2e5(void **state)
+{
+    /* Shared chains: several customers' sections on one slot, tags of other owners. */
+    compact_run(*state, 5);
+}
+
+static void test_gsi_oracle_compacted_pages_equal_with_default_table(void **state)
+{
+    compact_run(*state, GSI_TABLE_SLOTS_LOG2_DEFAULT);
+}
+
 static void test_gsi_oracle_pages_equal_with_table_2e5(void **state)
 {
     /* 32 slots: every customer shares a probe window with others. */
@@ -1147,9 +1255,13 @@ static int writer_child_main(const char *dir, const char *seed_text, const char 
         return 3;
     }
     uint64_t last = long_run_wanted() ? KILL_APPLIES_MAX_LONG : KILL_APPLIES_MAX;
+    bool compact = getenv(WRITER_COMPACT_ENV) != NULL;
     for (uint64_t i = crash_cursor(g) + 1; i <= last; i++) {
         if (crash_apply(&pool, seed, i, g, NULL) != 0) {
             return 1;
+        }
+        if (compact && i % WRITER_COMPACT_EVERY == 0 && gsi_compact(g, NULL) != 0) {
+            return 4;
         }
     }
     for (;;) {
@@ -1157,12 +1269,8 @@ static int writer_child_main(const char *dir, const char *seed_text, const char 
     }
 }
 
-static void test_gsi_oracle_kill9_keeps_whole_applies(void **state)
+static void kill9_run(struct fixture *f, bool compact)
 {
-    /* A writer process killed at random moments: reopened, the store equals the model after
-     * exactly the applies its cursor names, a number that never goes back (a process crash
-     * loses nothing the log was given). */
-    struct fixture *f = *state;
     uint64_t rng = f->seed;
     crash_config(&f->cfg, f->store_dir);
     char seed_text[32];
@@ -1180,6 +1288,9 @@ static void test_gsi_oracle_kill9_keeps_whole_applies(void **state)
             setenv(WRITER_DIR_ENV, f->store_dir, 1);
             setenv(WRITER_SEED_ENV, seed_text, 1);
             setenv(WRITER_READY_FD_ENV, fd_text, 1);
+            if (compact) {
+                setenv(WRITER_COMPACT_ENV, "1", 1);
+            }
             execl("/proc/self/exe", "test_gsi_oracle", (char *)NULL);
             _exit(127);
         }
@@ -1199,8 +1310,29 @@ static void test_gsi_oracle_kill9_keeps_whole_applies(void **state)
         applied = now;
         store_assert_applies(f, applied);
         store_close(f);
+        if (compact) {
+            char leftover[160];
+            store_path(f, "log.compact", leftover, sizeof(leftover));
+            store_check_clean(f);                            /* the old log or the new one, whole */
+            assert_int_not_equal(access(leftover, F_OK), 0); /* removed by the open */
+        }
     }
     assert_true(applied > 0); /* the writer did apply between the kills */
+}
+
+static void test_gsi_oracle_kill9_keeps_whole_applies(void **state)
+{
+    /* A writer process killed at random moments: reopened, the store equals the model after
+     * exactly the applies its cursor names, a number that never goes back (a process crash
+     * loses nothing the log was given). */
+    kill9_run(*state, false);
+}
+
+static void test_gsi_oracle_kill9_during_compaction_keeps_whole_applies(void **state)
+{
+    /* The same with the writer compacting after every third apply (issue 16): a kill inside a
+     * compaction leaves the old log or the new complete one, never a mix. */
+    kill9_run(*state, true);
 }
 
 int main(void)
@@ -1219,6 +1351,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gsi_oracle_pages_equal_with_default_table, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_oracle_compacted_pages_equal_with_table_2e5, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_oracle_compacted_pages_equal_with_default_table,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_gsi_oracle_same_key_in_one_batch_keeps_the_last, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gsi_oracle_cut_log_reopens_at_last_whole_apply, setup,
@@ -1226,6 +1362,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gsi_oracle_damaged_byte_cuts_from_its_apply, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gsi_oracle_kill9_keeps_whole_applies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gsi_oracle_kill9_during_compaction_keeps_whole_applies,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,8 +36,10 @@
  * events (ARCHITECTURE.md, file ingest), and the batch buffer is sized for the worst case. */
 #define GSI_BATCH_ENTRIES_MAX (1u << 20)
 #define GSI_BATCH_ENTRIES_DEFAULT 65536u
-/* The builder's cursor: positions of a few thousand partitions fit. */
-#define GSI_CURSOR_BYTES_MAX 65536u
+/* The builder's cursor: positions of 13,106 partitions fit (20 bytes each), 51 days grown to
+ * 256 shards. 64 KiB held 3,276, and adaptive sharding passed that within a month (the builder
+ * stopped, issue 16). Each apply writes the whole cursor: a log's cost that compaction drops. */
+#define GSI_CURSOR_BYTES_MAX (256u * 1024u)
 /* A page holds 1..GSI_PAGE_LIMIT_MAX entries (DESIGN.md section 5: limit at most 1000). */
 #define GSI_PAGE_LIMIT_MAX 1000u
 /* A page token is lowercase hex of the last entry's (ts, order id) key part: at most

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test run: install what is missing, build with warnings as errors, run every test (unit and
-# integration) through CTest, then again under ASan+UBSan, the fuzz targets for 45 s each and
+# integration) through CTest, then again under ASan+UBSan, the fuzz targets for 40 s each and
 # the ThreadSanitizer run. CI runs it as it is (under 30 minutes on 2 cores).
 #   --long            the long fault suite instead of the short one (hours): 100 kill -9 cycles,
 #                     1,000 random corruptions, 10M executions per fuzz target (sets DS_LONG=1)
@@ -61,6 +61,8 @@ build/bench/bench_produce 20000 1 >/dev/null
 build/bench/bench_kafka_e2e 20000 1 >/dev/null
 build/bench/bench_http_count 20000 100 >/dev/null
 build/bench/bench_gsi_e2e 20000 1 50000 >/dev/null
+build/bench/bench_gsi_e2e lag 20000 1 50000 >/dev/null
+build/bench/bench_gsi_store 20000 >/dev/null
 build/bench/bench_heat 20000 1 >/dev/null
 echo "benchmarks ran"
 
@@ -80,7 +82,7 @@ if [[ "${DS_TEST_QUICK:-0}" != 1 ]]; then
   if [[ "${DS_LONG:-0}" == 1 ]]; then
     scripts/fuzz.sh --runs 10000000 --max-seconds 3600
   else
-    scripts/fuzz.sh --seconds 45
+    scripts/fuzz.sh --seconds 40
   fi
   echo "== ThreadSanitizer: everything that starts no librdkafka thread (scripts/tsan.sh)"
   scripts/tsan.sh

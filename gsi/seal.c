@@ -20,30 +20,6 @@
 #define GSI_SEAL_STATUS_INLINE 7u
 #define GSI_SEAL_ZSTD_SAVING_MIN 8u /* 1/8 */
 
-static void seal_u32_put(uint8_t *dst, uint32_t v)
-{
-    memcpy(dst, &v, sizeof(v));
-}
-
-static void seal_u64_put(uint8_t *dst, uint64_t v)
-{
-    memcpy(dst, &v, sizeof(v));
-}
-
-static uint32_t seal_u32_get(const uint8_t *src)
-{
-    uint32_t v;
-    memcpy(&v, src, sizeof(v));
-    return v;
-}
-
-static uint64_t seal_u64_get(const uint8_t *src)
-{
-    uint64_t v;
-    memcpy(&v, src, sizeof(v));
-    return v;
-}
-
 static size_t seal_varint_put(uint8_t *dst, uint64_t v)
 {
     size_t n = 0;
@@ -138,7 +114,7 @@ int gsi_seal_writer_add(struct gsi_seal_writer *w, const struct gsi_seal_section
     flags |= other ? GSI_SEAL_FLAG_TAG : 0;
     p[n++] = flags;
     if (other) {
-        seal_u64_put(p + n, s->tag);
+        ds_put_le64(p + n, s->tag);
         n += 8;
     }
     if (s->customer.is_string) {
@@ -235,7 +211,7 @@ size_t gsi_seal_writer_finish(const struct gsi_seal_writer *w, void *cctx, uint8
     n += w->body_bytes;
     memset(dst, 0, GSI_SEAL_HEADER_BYTES);
     dst[8] = GSI_SEAL_RECORD_TYPE;
-    seal_u32_put(dst + 12, (uint32_t)n);
+    ds_put_le32(dst + 12, (uint32_t)n);
     size_t z = ZSTD_compressCCtx(cctx, dst + GSI_SEAL_HEADER_BYTES,
                                  GSI_SEAL_RECORD_BYTES_MAX - GSI_SEAL_HEADER_BYTES, scratch, n,
                                  GSI_SEAL_ZSTD_LEVEL);
@@ -251,8 +227,8 @@ size_t gsi_seal_writer_finish(const struct gsi_seal_writer *w, void *cctx, uint8
         memcpy(dst + GSI_SEAL_HEADER_BYTES, scratch, n);
         len = GSI_SEAL_HEADER_BYTES + n;
     }
-    seal_u32_put(dst + 4, (uint32_t)len);
-    seal_u32_put(dst, ds_crc32c(0, dst + 4, len - 4u));
+    ds_put_le32(dst + 4, (uint32_t)len);
+    ds_put_le32(dst, ds_crc32c(0, dst + 4, len - 4u));
     return len;
 }
 
@@ -261,11 +237,11 @@ size_t gsi_seal_writer_finish(const struct gsi_seal_writer *w, void *cctx, uint8
 int64_t gsi_seal_record_open(const uint8_t *record, size_t len, void *dctx, uint8_t *raw)
 {
     if (len <= GSI_SEAL_HEADER_BYTES || len > GSI_SEAL_RECORD_BYTES_MAX ||
-        seal_u32_get(record + 4) != len || record[8] != GSI_SEAL_RECORD_TYPE || record[10] != 0 ||
-        record[11] != 0 || seal_u32_get(record) != ds_crc32c(0, record + 4, len - 4u)) {
+        ds_get_le32(record + 4) != len || record[8] != GSI_SEAL_RECORD_TYPE || record[10] != 0 ||
+        record[11] != 0 || ds_get_le32(record) != ds_crc32c(0, record + 4, len - 4u)) {
         return -DS_ECORRUPT;
     }
-    uint32_t raw_len = seal_u32_get(record + 12);
+    uint32_t raw_len = ds_get_le32(record + 12);
     const uint8_t *payload = record + GSI_SEAL_HEADER_BYTES;
     size_t payload_len = len - GSI_SEAL_HEADER_BYTES;
     if (raw_len < 1 || raw_len > GSI_SEAL_RAW_MAX) {
@@ -421,7 +397,7 @@ int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot, bool
         if (len - at < 8) {
             return -DS_ECORRUPT;
         }
-        tag = seal_u64_get(raw + at);
+        tag = ds_get_le64(raw + at);
         at += 8;
     }
     struct ds_id customer = {0};
@@ -500,7 +476,7 @@ int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot, bool
         n += customer.len;
         image[10] = (uint8_t)customer.len;
     } else {
-        seal_u64_put(image + n, (uint64_t)customer.value);
+        ds_put_le64(image + n, (uint64_t)customer.value);
         n += 8;
         image[10] = 8;
     }
@@ -512,14 +488,14 @@ int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot, bool
             return got;
         }
     }
-    seal_u32_put(image + 4, (uint32_t)got);
-    seal_u32_put(image + 12, (uint32_t)count);
-    seal_u64_put(image + 16, prev);
-    seal_u64_put(image + 24, (uint64_t)chain_max);
-    seal_u64_put(image + 32, (uint64_t)oldest);
-    seal_u32_put(image + 40, (uint32_t)this_slot);
-    seal_u64_put(image + 48, tag);
-    seal_u64_put(image + 56, (uint64_t)prev_chain_max);
-    seal_u64_put(image + 64, skip);
+    ds_put_le32(image + 4, (uint32_t)got);
+    ds_put_le32(image + 12, (uint32_t)count);
+    ds_put_le64(image + 16, prev);
+    ds_put_le64(image + 24, (uint64_t)chain_max);
+    ds_put_le64(image + 32, (uint64_t)oldest);
+    ds_put_le32(image + 40, (uint32_t)this_slot);
+    ds_put_le64(image + 48, tag);
+    ds_put_le64(image + 56, (uint64_t)prev_chain_max);
+    ds_put_le64(image + 64, skip);
     return got;
 }

@@ -1314,6 +1314,7 @@ static void gsi_checkpointer_stop(struct gsi *g)
     pthread_mutex_unlock(&c->lock);
     pthread_join(c->thread, NULL);
     c->started = false;
+    c->stop = false; /* gsi_compact stops it mid-life: a thread started again must not exit */
     gsi_checkpointer_collect(g);
     ASSERT(!c->busy);
 }

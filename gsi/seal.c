@@ -62,6 +62,19 @@ static bool seal_varint_get(const uint8_t *src, size_t len, size_t *at, uint64_t
     return false;
 }
 
+/* A string id: u8 length (1..DS_ID_BYTES_MAX), then its bytes; *at moves past it. */
+static bool seal_string_id_get(const uint8_t *src, size_t len, size_t *at, struct ds_id *id)
+{
+    if (*at >= len || src[*at] < 1 || src[*at] > DS_ID_BYTES_MAX || len - *at < 1u + src[*at]) {
+        return false;
+    }
+    id->is_string = true;
+    id->len = src[*at];
+    memcpy(id->text, src + *at + 1, id->len);
+    *at += 1u + id->len;
+    return true;
+}
+
 /* ---- writing ------------------------------------------------------------------------------- */
 
 void gsi_seal_writer_reset(struct gsi_seal_writer *w, uint8_t *body)
@@ -315,13 +328,9 @@ static int64_t seal_entries_image(const struct gsi_seal_reader *r, size_t at, si
         ts = (int64_t)((uint64_t)ts - delta);
         struct ds_id order = {0};
         if (head & 1) {
-            if (at >= end || raw[at] < 1 || raw[at] > DS_ID_BYTES_MAX || end - at < 1u + raw[at]) {
+            if (!seal_string_id_get(raw, end, &at, &order)) {
                 return -DS_ECORRUPT;
             }
-            order.is_string = true;
-            order.len = raw[at];
-            memcpy(order.text, raw + at + 1, order.len);
-            at += 1u + order.len;
         } else {
             uint64_t zz = 0;
             if (!seal_varint_get(raw, end, &at, &zz)) {
@@ -402,13 +411,9 @@ int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot, bool
     }
     struct ds_id customer = {0};
     if (flags & GSI_SEAL_FLAG_STRING) {
-        if (at >= len || raw[at] < 1 || raw[at] > DS_ID_BYTES_MAX || len - at < 1u + raw[at]) {
+        if (!seal_string_id_get(raw, len, &at, &customer)) {
             return -DS_ECORRUPT;
         }
-        customer.is_string = true;
-        customer.len = raw[at];
-        memcpy(customer.text, raw + at + 1, customer.len);
-        at += 1u + customer.len;
     } else {
         if (!seal_varint_get(raw, len, &at, &v) || v < 1 || v > (uint64_t)INT64_MAX) {
             return -DS_ECORRUPT;

@@ -39,7 +39,9 @@ static const struct cli_command commands[] = {
      cmd_fsck},
     {"compact", "rewrite an orders directory without its superseded versions", cmd_compact_usage,
      cmd_compact},
-    {"gsi", "the by-customer index: `gsi check` verifies it, `gsi rebuild` rebuilds it",
+    {"gsi",
+     "the by-customer index: `gsi check` verifies, `gsi rebuild` rebuilds, `gsi compact` "
+     "seals it",
      cmd_gsi_usage, cmd_gsi},
     {"generate", "print synthetic order events as JSON lines", cmd_generate_usage, cmd_generate},
     {"demo", "generate a busy month, ingest it, and show what write sharding does", cmd_demo_usage,

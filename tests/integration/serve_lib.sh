@@ -7,6 +7,10 @@ SERVE_ADDR=""
 serve_start() {
   local dir=$1
   shift
+  # Empty the file first: the shell truncates it only once the child runs, and reading it
+  # before then would give the address of the service stopped last.
+  : >"$WORK/serve.out"
+  SERVE_ADDR=""
   "$DAYSHARD" serve --data "$dir" --http 127.0.0.1:0 "$@" >"$WORK/serve.out" 2>"$WORK/serve.err" &
   SERVE_PID=$!
   local i

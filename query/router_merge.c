@@ -8,7 +8,9 @@
  * are summed by key (day, shard or hour) and listed in the node's order. as_of (and the
  * high_watermarks of consistent=true) is the union of the members' objects, the larger offset
  * where two members name the same partition: inside one consumer group a partition handed over
- * is in the old and the new holder, the new one ahead.
+ * is in the old and the new holder, the new one ahead. retention_floor is the latest of the
+ * members' floors: nodes keep their own stream time, so their floors can differ for a while, and
+ * below the latest one some member's part of a day is gone.
  *
  * A customer's orders: a k-way merge newest first in the index's own order (ts descending, then
  * the order id as gsi/key.h orders it), with one portable cursor: the page token of the last
@@ -424,6 +426,14 @@ static int count_member(struct count_merge *m, const json_t *doc, struct router_
     if (!model_of(doc, &res->model)) {
         return bad(out, "model");
     }
+    /* The first day every member still keeps: below it some member's part is dropped, so the
+     * latest of the members' floors is the merged answer's. */
+    int32_t floor = 0;
+    if (json_object_get(doc, "retention_floor") != NULL &&
+        !date_field(doc, "retention_floor", &floor)) {
+        return bad(out, "retention_floor");
+    }
+    res->retention_floor = floor > res->retention_floor ? floor : res->retention_floor;
     res->count += v[0];
     res->partitions += (uint32_t)v[1];
     res->blocks += v[2];

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,6 +100,43 @@ static void test_router_merge_count_bad_answer_named(void **state)
     const char *bad_amount[] = {"{\"count\":1,\"amount_sum\":\"1.23456\",\"partitions\":1,"
                                 "\"blocks\":1,\"bytes\":1,\"damaged_blocks\":0}"};
     assert_int_equal(router_merge_count(&route, bad_amount, 1, &m), -DS_ECORRUPT);
+    assert_null(m.body);
+}
+
+static void test_router_merge_count_retention_floor_is_latest(void **state)
+{
+    /* Intent: members whose floors differ (each node keeps its own stream time) merge to the
+     * latest floor, the first day every member still keeps; a member whose range is above its
+     * floor leaves the field out; a floor that is not a date is refused, named. */
+    (void)state;
+    struct http_route route = count_route(QUERY_GROUP_NONE);
+    const char *head = "{\"count\":1,\"amount_sum\":\"1.0000\",\"partitions\":1,"
+                       "\"blocks\":1,\"bytes\":1,\"damaged_blocks\":0";
+    char a[256], b[256], c[256];
+    snprintf(a, sizeof(a), "%s,\"retention_floor\":\"2026-01-03\"}", head);
+    snprintf(b, sizeof(b), "%s,\"retention_floor\":\"2026-01-05\"}", head);
+    snprintf(c, sizeof(c), "%s}", head);
+    const char *bodies[] = {a, b, c};
+    struct router_merged m = {0};
+    assert_int_equal(router_merge_count(&route, bodies, 3, &m), 0);
+    json_t *doc = merged_doc(&m);
+    assert_string_equal(json_string_value(json_object_get(doc, "retention_floor")), "2026-01-05");
+    assert_int_equal(json_integer_value(json_object_get(doc, "count")), 3);
+    json_decref(doc);
+    free(m.body);
+    m = (struct router_merged){0};
+    const char *none[] = {c, c};
+    assert_int_equal(router_merge_count(&route, none, 2, &m), 0);
+    doc = merged_doc(&m);
+    assert_null(json_object_get(doc, "retention_floor"));
+    json_decref(doc);
+    free(m.body);
+    m = (struct router_merged){0};
+    char bad_floor[256];
+    snprintf(bad_floor, sizeof(bad_floor), "%s,\"retention_floor\":\"2026-01-5\"}", head);
+    const char *bad[] = {a, bad_floor};
+    assert_int_equal(router_merge_count(&route, bad, 2, &m), -DS_ECORRUPT);
+    assert_non_null(strstr(m.error, "retention_floor"));
     assert_null(m.body);
 }
 
@@ -286,6 +324,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_router_merge_count_sums_exactly),
         cmocka_unit_test(test_router_merge_count_bad_answer_named),
+        cmocka_unit_test(test_router_merge_count_retention_floor_is_latest),
         cmocka_unit_test(test_router_merge_token_is_node_token),
         cmocka_unit_test(test_router_merge_orders_stops_at_frontier),
         cmocka_unit_test(test_router_merge_orders_tie_break_and_once),

@@ -8,7 +8,10 @@
  * A failed or short write breaks its chain: the kernel completes the rest with -ECANCELED, so a
  * sync never follows a failed write of its file; a cancellation is never reported as the first
  * error, the failure that caused it is. A short write's remainder is retried synchronously
- * (uring_finish_short_writes), so that a full disk reports -ENOSPC like the sync backend.
+ * (uring_finish_chains), so that a full disk reports -ENOSPC like the sync backend. A chain the
+ * kernel cancelled with nothing of ours failing (it cancels the work it queued for its io-wq
+ * when it cannot start a worker thread: kernel 6.x gives up after a few creations interrupted by
+ * signals) is finished synchronously too, in order, as the ring would have run it.
  *
  * Invariants:
  * - count <= STORAGE_IO_DEPTH_MAX, the ring's submission queue depth, so a whole queue (and any
@@ -26,6 +29,9 @@
  *
  * DS_IO_URING_DISABLE set to anything but "" or "0" makes creation fail with -ENOSYS, as on a
  * kernel without io_uring, so tests and operators can force the sync fallback.
+ * DS_IO_URING_TEST_CANCEL=K (tests only; K >= 1) turns the completions of every chain from its
+ * K-th op on into -ECANCELED after the ring ran them, as a kernel cancellation looks: the only
+ * way to reach that path on demand (test_io_uring_kernel_cancellation_is_finished).
  *
  * Rejected: one ring submission per fd, waiting for each in turn (loses the overlap of syncs of
  * different segments, the reason for io_uring here), and IOSQE_IO_DRAIN (orders every operation
@@ -74,8 +80,9 @@ struct uring_op {
 struct uring_backend {
     struct storage_io base; /* first member: the ops table casts back */
     struct io_uring ring;
-    int err;    /* first error of an implicit flush since the last flush, or 0 */
-    int broken; /* the unrecoverable ring error, or 0 */
+    int err;                   /* first error of an implicit flush since the last flush, or 0 */
+    int broken;                /* the unrecoverable ring error, or 0 */
+    uint32_t test_cancel_from; /* DS_IO_URING_TEST_CANCEL: chains' ops from this one (1-based) */
     uint32_t count;
     struct uring_op ops[STORAGE_IO_DEPTH_MAX];
     uint16_t order[STORAGE_IO_DEPTH_MAX]; /* op indexes grouped by fd, queue order kept */
@@ -219,33 +226,51 @@ static int uring_op_run_sync(const struct uring_op *op, uint32_t from)
  * block lands partly. Here each short write's remainder is written synchronously: on a full disk
  * that answers with the real cause (-ENOSPC, -EDQUOT, -EFBIG) instead of a bare -EIO; if it
  * succeeds (a write cut short by a signal), the chain's cancelled operations run after it, in
- * order, as the ring would have run them. Either way flush reports what the sync backend would. */
-static void uring_finish_short_writes(struct uring_backend *b)
+ * order, as the ring would have run them. A chain cancelled while nothing before it in the chain
+ * failed (the kernel's io-wq could not start a worker: seen in CI under a 50 us timer signal on
+ * a loaded machine) is run the same way from its first cancelled op. An op after a real failure
+ * stays cancelled: its file's state is unknown and the failure is what flush reports. Either way
+ * flush reports what the sync backend would. */
+static void uring_finish_chains(struct uring_backend *b)
 {
     int fd = -1;
-    bool resumed = false; /* the current fd's chain was finished here so far without error */
+    bool intact = true; /* nothing of the current fd's chain failed so far */
     for (uint32_t i = 0; i < b->count; i++) {
         struct uring_op *op = &b->ops[b->order[i]];
         ASSERT(op->res != URING_RES_PENDING);
         if (op->fd != fd) {
             fd = op->fd;
-            resumed = false;
+            intact = true;
         }
-        if (resumed && op->res == -ECANCELED) {
-            op->res = uring_op_run_sync(op, 0);
-            resumed = op->res >= 0;
+        if (!intact) {
             continue;
         }
-        resumed = false;
-        if (op->kind == URING_OP_WRITE && op->res >= 0 && (uint32_t)op->res < op->len) {
+        if (op->res == -ECANCELED) {
+            op->res = uring_op_run_sync(op, 0);
+        } else if (op->kind == URING_OP_WRITE && op->res >= 0 && (uint32_t)op->res < op->len) {
             op->res = uring_op_run_sync(op, (uint32_t)op->res);
-            resumed = op->res >= 0;
+        }
+        intact = op->res >= 0;
+    }
+}
+
+/* DS_IO_URING_TEST_CANCEL: what a kernel cancellation leaves, on ops the ring did run. */
+static void uring_test_cancel(struct uring_backend *b)
+{
+    int fd = -1;
+    uint32_t nth = 0;
+    for (uint32_t i = 0; i < b->count; i++) {
+        struct uring_op *op = &b->ops[b->order[i]];
+        nth = op->fd == fd ? nth + 1 : 1;
+        fd = op->fd;
+        if (nth >= b->test_cancel_from) {
+            op->res = -ECANCELED;
         }
     }
 }
 
 /* The error an op completed with: 0 or the negated errno. Short writes were finished by
- * uring_finish_short_writes; one left (a remainder that wrote nothing) is -EIO. */
+ * uring_finish_chains; one left (a remainder that wrote nothing) is -EIO. */
 static int uring_op_error(const struct uring_op *op)
 {
     ASSERT(op->res != URING_RES_PENDING);
@@ -304,8 +329,11 @@ static int uring_drain(struct uring_backend *b)
     uring_order_by_fd(b);
     uring_prepare(b);
     int rc = uring_run(b);
+    if (rc == 0 && b->test_cancel_from > 0) {
+        uring_test_cancel(b);
+    }
     if (rc == 0) {
-        uring_finish_short_writes(b);
+        uring_finish_chains(b);
         rc = uring_first_error(b);
     }
     b->count = 0;
@@ -462,6 +490,8 @@ int io_uring_backend_create(struct storage_io **out)
         return rc;
     }
     ASSERT(b->ring.sq.ring_entries >= STORAGE_IO_DEPTH_MAX);
+    const char *cancel = getenv("DS_IO_URING_TEST_CANCEL");
+    b->test_cancel_from = cancel != NULL ? (uint32_t)strtoul(cancel, NULL, 10) : 0;
     b->base.ops = &uring_ops;
     *out = &b->base;
     return 0;

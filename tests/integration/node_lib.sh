@@ -178,10 +178,12 @@ crash_node() {
   wait "$1" 2>/dev/null || true
 }
 
-# log_run_has NAME PATTERN: whether the current run's part of NAME's log matches PATTERN.
+# log_run_has NAME PATTERN: whether the current run's part of NAME's log matches PATTERN. Not
+# `grep -q`: it exits at the first match, and awk writing the rest (a run's log passes the 64 KiB
+# of a pipe) dies of SIGPIPE, which pipefail turns into "no match" (seen in CI).
 log_run_has() {
   awk '/^==== run /{buf=""} {buf = buf $0 "\n"} END{printf "%s", buf}' "$WORK/$1.log" |
-    grep -q -- "$2"
+    grep -- "$2" >/dev/null
 }
 
 # wait_assigned NAME SECONDS: until the node's current run logs an assignment.

@@ -1,5 +1,6 @@
 /*
- * The plain I/O backend: write is pwrite at once, sync is fdatasync at once, flush only reports.
+ * The plain I/O backend: write is pwrite at once, sync is fdatasync at once (sync_dir fsync),
+ * flush only reports.
  *
  * The contract matches the io_uring backend so that callers (and tests) cannot tell them apart
  * by results: nothing queued is "done" until flush returns 0, and flush returns the first error
@@ -107,7 +108,8 @@ static int io_sync_write(struct storage_io *io, int fd, const void *buf, size_t 
     return 0;
 }
 
-static int io_sync_sync(struct storage_io *io, int fd)
+/* fdatasync(fd), or fsync(fd) when full (a directory's entries). */
+static int io_sync_run(struct storage_io *io, int fd, bool full)
 {
     struct io_sync *s = io_sync_from(io);
     ASSERT(fd >= 0);
@@ -116,12 +118,22 @@ static int io_sync_sync(struct storage_io *io, int fd)
     }
     int rc;
     do {
-        rc = fdatasync(fd);
+        rc = full ? fsync(fd) : fdatasync(fd);
     } while (rc != 0 && errno == EINTR);
     if (rc != 0) {
         io_sync_fail(s, fd, -errno, true, 0, 0);
     }
     return 0;
+}
+
+static int io_sync_sync(struct storage_io *io, int fd)
+{
+    return io_sync_run(io, fd, false);
+}
+
+static int io_sync_sync_dir(struct storage_io *io, int fd)
+{
+    return io_sync_run(io, fd, true);
 }
 
 static int io_sync_flush(struct storage_io *io)
@@ -166,6 +178,7 @@ static const struct storage_io_ops io_sync_ops = {
     .close = io_sync_close,
     .write = io_sync_write,
     .sync = io_sync_sync,
+    .sync_dir = io_sync_sync_dir,
     .flush = io_sync_flush,
     .read = io_common_read,
     .truncate = io_common_truncate,

@@ -66,7 +66,8 @@
 static_assert(STORAGE_IO_DEPTH_MAX <= UINT16_MAX, "order[] holds op indexes in 16 bits");
 static_assert(URING_WRITE_BYTES_MAX <= INT_MAX, "a write's cqe->res must fit its length");
 
-enum uring_op_kind { URING_OP_WRITE, URING_OP_SYNC };
+/* URING_OP_SYNC is fdatasync, URING_OP_SYNC_DIR a full fsync (a directory's new entries). */
+enum uring_op_kind { URING_OP_WRITE, URING_OP_SYNC, URING_OP_SYNC_DIR };
 
 struct uring_op {
     const void *buf; /* retained until the flush returns */
@@ -124,7 +125,8 @@ static void uring_prepare(struct uring_backend *b)
         if (op->kind == URING_OP_WRITE) {
             io_uring_prep_write(sqe, op->fd, op->buf, op->len, op->offset);
         } else {
-            io_uring_prep_fsync(sqe, op->fd, IORING_FSYNC_DATASYNC);
+            io_uring_prep_fsync(sqe, op->fd,
+                                op->kind == URING_OP_SYNC ? IORING_FSYNC_DATASYNC : 0u);
         }
         io_uring_sqe_set_data64(sqe, b->order[i]);
         bool chained = i + 1 < b->count && b->ops[b->order[i + 1]].fd == op->fd;
@@ -209,10 +211,10 @@ static int uring_run(struct uring_backend *b)
 static int uring_op_run_sync(const struct uring_op *op, uint32_t from)
 {
     ASSERT(from <= op->len);
-    if (op->kind == URING_OP_SYNC) {
+    if (op->kind != URING_OP_WRITE) {
         int rc;
         do {
-            rc = fdatasync(op->fd);
+            rc = op->kind == URING_OP_SYNC ? fdatasync(op->fd) : fsync(op->fd);
         } while (rc != 0 && errno == EINTR);
         return rc == 0 ? 0 : -errno;
     }
@@ -287,7 +289,7 @@ static void uring_log_failure(const struct uring_op *op, int err, uint32_t faile
 {
     char name[DS_PATH_MAX];
     io_common_fd_name(op->fd, name, sizeof(name));
-    io_common_log_failure(name, op->kind == URING_OP_SYNC, op->len, op->offset, err, failed_more);
+    io_common_log_failure(name, op->kind != URING_OP_WRITE, op->len, op->offset, err, failed_more);
 }
 
 /* The first error in queue order, cancellations of broken chains excepted; logs it once. */
@@ -404,6 +406,14 @@ static int uring_sync(struct storage_io *io, int fd)
     return 0;
 }
 
+static int uring_sync_dir(struct storage_io *io, int fd)
+{
+    struct uring_backend *b = uring_from(io);
+    struct uring_op op = {.fd = fd, .res = URING_RES_PENDING, .kind = URING_OP_SYNC_DIR};
+    uring_queue(b, &op);
+    return 0;
+}
+
 static int uring_flush(struct storage_io *io)
 {
     struct uring_backend *b = uring_from(io);
@@ -460,6 +470,7 @@ static const struct storage_io_ops uring_ops = {
     .close = uring_close,
     .write = uring_write,
     .sync = uring_sync,
+    .sync_dir = uring_sync_dir,
     .flush = uring_flush,
     .read = uring_read,
     .truncate = uring_truncate,

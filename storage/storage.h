@@ -75,6 +75,10 @@ struct storage_io_ops {
                              uint64_t offset);
     /* Queue fdatasync(fd), after the fd's earlier queued writes. */
     DS_MUST_USE int (*sync)(struct storage_io *io, int fd);
+    /* Queue fsync(fd) of a directory opened O_RDONLY | O_DIRECTORY: its new entries become
+     * durable. A full fsync, not fdatasync: fsync is what file systems document for making a new
+     * name durable; fdatasync of a directory's entries is left unspecified. */
+    DS_MUST_USE int (*sync_dir)(struct storage_io *io, int fd);
     /* Submit everything queued and wait for all of it. */
     DS_MUST_USE int (*flush)(struct storage_io *io);
     /* Synchronous read; returns bytes read (short only at end of file) or a negated errno. */

@@ -86,6 +86,7 @@ struct part {
     bool touched;              /* in storage.touched since the last commit */
     bool holding;              /* in storage.holding (has or recently had an open block) */
     bool recovered;            /* recovery found the committed current segment */
+    bool dir_sync;             /* writer: its directory got a segment the next commit syncs */
     struct open_block *ob;     /* events not yet sealed, or NULL */
     /* read side */
     struct summary *summary;       /* NULL until first needed */
@@ -158,6 +159,14 @@ struct dropped_day {
     int32_t day;
     uint64_t due_ns;
 };
+/* Days whose directory got a new partition directory since the last commit, listed for that
+ * commit's flush to sync each once. A commit creating partitions in more days than this syncs
+ * the other days' directories at once, as every new partition used to: a backlog spans ~30. */
+#define STORE_SYNC_DAYS_MAX 64u
+/* Directory descriptors a commit holds open while their syncs are queued; past it the queue is
+ * flushed and they are closed before more are opened. */
+#define STORE_DIR_FDS_MAX 64u
+
 /* The arena holds sealed blocks waiting for the next I/O flush, and a commit's manifest record.
  * Allocated by store_create for a writer, bounded by store_write.c: one constant for both. */
 #define STORE_ARENA_BYTES (24u * 1024u * 1024u)
@@ -254,6 +263,17 @@ struct storage {
      * fresh buffers in; their memory stays counted in open_bytes. */
     struct open_block *spare[STORE_SPARE_BLOCKS];
     uint32_t spare_count;
+
+    /* Writer: directories the next commit's flush syncs, beside its segments (store_write.c):
+     * DIR itself once parts/ was made or found, parts/ once a day directory was, the days
+     * listed once a partition directory was, and each touched partition with dir_sync. */
+    bool parts_made; /* parts/ was made or found since open: no mkdir of it again */
+    bool root_sync;
+    bool parts_sync;
+    uint32_t sync_day_count;
+    int32_t sync_days[STORE_SYNC_DAYS_MAX];
+    uint32_t dir_fd_count; /* open directory fds whose syncs are queued */
+    int dir_fds[STORE_DIR_FDS_MAX];
 
     uint8_t *arena; /* sealed blocks waiting for the next I/O flush */
     size_t arena_used;

@@ -17,7 +17,9 @@
  * interface, never the read side; the facade extends summaries after a commit. Every operation
  * on segment and manifest files (create, write, sync, the cuts of recovery, the snapshot's
  * write, sync and rename) goes through st->io, so the fault-injecting backend reaches all of
- * them. Directories (mkdir, their fsyncs, the unlink of an orphan) use plain system calls.
+ * them, and so do the syncs of the directories a commit added entries to (sync_dir, queued in
+ * the flush that syncs the segments). mkdir, recovery's directory syncs and the unlink of an
+ * orphan use plain system calls.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -59,18 +61,73 @@ static int io_flush(struct storage *st, const char *what)
 
 /* ---- segments ------------------------------------------------------------------------------ */
 
+/* mkdir(2) that takes a directory already there as success: a crash may have left it, or an
+ * earlier commit made it. Either way the caller syncs its parent again, which costs less than
+ * knowing whether that is needed. */
+static int mkdir_once(const char *path)
+{
+    if (mkdir(path, 0755) == 0 || errno == EEXIST) {
+        return 0;
+    }
+    int rc = -errno;
+    ds_log_error("%s: cannot create the directory: %s", path, ds_strerror(rc));
+    return rc;
+}
+
+/* Notes that the commit's flush must sync day's directory (it got a partition directory).
+ * Listed once per commit; past STORE_SYNC_DAYS_MAX days it is synced here instead. */
+static int sync_day_note(struct storage *st, int32_t day, const char *day_dir)
+{
+    for (uint32_t i = 0; i < st->sync_day_count; i++) {
+        if (st->sync_days[i] == day) {
+            return 0;
+        }
+    }
+    if (st->sync_day_count < STORE_SYNC_DAYS_MAX) {
+        st->sync_days[st->sync_day_count++] = day;
+        return 0;
+    }
+    int rc = ds_fsync_dir(day_dir);
+    if (rc != 0) {
+        ds_log_error("%s: directory fsync: %s", day_dir, ds_strerror(rc));
+    }
+    return rc;
+}
+
+/* Makes p's directory: parts/ the first time since open, then the day's and the partition's,
+ * one mkdir each (not one per component of the data directory's path, as ds_mkdir_p does).
+ * Nothing is synced here: the commit that first names p's segment syncs the partition
+ * directory, its day's, parts/ and (once) DIR in the flush that syncs its segments, before its
+ * manifest record is written (queue_dir_syncs). Rejected, as it was before: syncing the four
+ * directories above a new partition here, one after another on the writer thread, each fsync a
+ * device cache flush the thread waits for, and the day's and parts/ synced again for every
+ * partition of a day that grows by dozens of shards at once. */
 static int make_part_dir(struct storage *st, const struct part *p)
 {
     char dir[DS_PATH_MAX];
-    store_part_dir(st, p->day, p->shard, dir);
-    int rc = ds_mkdir_p(dir);
-    /* Make the new directories durable: the partition dir, its day dir, and parts/. */
-    for (int level = 0; rc == 0 && level < 3; level++) {
-        char *slash = strrchr(dir, '/');
-        ASSERT(slash != NULL);
-        *slash = '\0';
-        rc = ds_fsync_dir(dir);
+    if (!st->parts_made) {
+        store_path(st, "parts", dir);
+        int rc = mkdir_once(dir);
+        if (rc != 0) {
+            return rc;
+        }
+        st->parts_made = true;
+        st->root_sync = true;
     }
+    store_part_dir(st, p->day, p->shard, dir);
+    char *slash = strrchr(dir, '/');
+    ASSERT(slash != NULL);
+    *slash = '\0';
+    int rc = mkdir_once(dir);
+    *slash = '/';
+    rc = rc == 0 ? mkdir_once(dir) : rc;
+    if (rc != 0) {
+        return rc;
+    }
+    st->parts_sync = true; /* the day directory may be new (or left by a crash) */
+    *slash = '\0';
+    rc = sync_day_note(st, p->day, dir);
+    *slash = '/';
     return rc;
 }
 
@@ -85,14 +142,7 @@ static int segment_create(struct storage *st, struct part *p)
         ds_log_error("%s: cannot create: %s", path, ds_strerror(fd));
         return fail_as(st, fd, "segment create", true);
     }
-    char *slash = strrchr(path, '/');
-    *slash = '\0';
-    rc = ds_fsync_dir(path);
-    if (rc != 0) {
-        ds_log_error("%s: directory fsync: %s", path, ds_strerror(rc));
-        st->io->ops->close(st->io, fd);
-        return fail_as(st, rc, "directory sync", true);
-    }
+    p->dir_sync = true; /* its new entry is synced with the segment, by the commit */
     struct segment_header h = {.magic = SEGMENT_MAGIC,
                                .version = SEGMENT_VERSION,
                                .day = p->day,
@@ -332,6 +382,76 @@ int store_write_append(struct storage *st, struct part *p, const struct ds_event
 
 /* ---- commit -------------------------------------------------------------------------------- */
 
+/* Closes the directory fds whose syncs a flush ran (or that a failure abandoned). */
+static void dir_fds_close(struct storage *st)
+{
+    for (uint32_t i = 0; i < st->dir_fd_count; i++) {
+        st->io->ops->close(st->io, st->dir_fds[i]);
+    }
+    st->dir_fd_count = 0;
+}
+
+/* Opens dir and queues its sync; with STORE_DIR_FDS_MAX open already, flushes and closes
+ * those first (a commit creating more partitions than that, which only a burst of growth
+ * does, takes several flushes). */
+static int dir_sync_queue(struct storage *st, const char *dir)
+{
+    if (st->dir_fd_count == STORE_DIR_FDS_MAX) {
+        int rc = io_flush(st, "segment and directory sync");
+        dir_fds_close(st);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    int fd = st->io->ops->open(st->io, dir, O_RDONLY | O_DIRECTORY, 0);
+    if (fd < 0) {
+        ds_log_error("%s: cannot open the directory to sync it: %s", dir, ds_strerror(fd));
+        return fail_as(st, fd, "directory sync", true);
+    }
+    st->dir_fds[st->dir_fd_count++] = fd;
+    int rc = st->io->ops->sync_dir(st->io, fd);
+    return rc == 0 ? 0 : fail(st, rc, "directory sync");
+}
+
+/* Queues a sync of every directory that got an entry since the last commit (make_part_dir,
+ * segment_create), to run beside the segments' syncs: a segment, its partition directory, the
+ * day's, parts/ and DIR must all be durable before a manifest record names the segment, and
+ * none of them has to be durable before another, so one flush covers them all. */
+static int queue_dir_syncs(struct storage *st)
+{
+    char dir[DS_PATH_MAX];
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < st->touched_count; i++) {
+        const struct part *p = st->touched[i];
+        if (p->dir_sync) {
+            store_part_dir(st, p->day, p->shard, dir);
+            rc = dir_sync_queue(st, dir);
+        }
+    }
+    for (uint32_t i = 0; rc == 0 && i < st->sync_day_count; i++) {
+        store_part_dir(st, st->sync_days[i], 0, dir);
+        char *slash = strrchr(dir, '/');
+        ASSERT(slash != NULL);
+        *slash = '\0';
+        rc = dir_sync_queue(st, dir);
+    }
+    if (rc == 0 && st->parts_sync) {
+        store_path(st, "parts", dir);
+        rc = dir_sync_queue(st, dir);
+    }
+    return rc == 0 && st->root_sync ? dir_sync_queue(st, st->dir) : rc;
+}
+
+static void dir_syncs_done(struct storage *st)
+{
+    for (uint32_t i = 0; i < st->touched_count; i++) {
+        st->touched[i]->dir_sync = false;
+    }
+    st->sync_day_count = 0;
+    st->parts_sync = false;
+    st->root_sync = false;
+}
+
 static int commit_blocks(struct storage *st)
 {
     for (uint32_t i = 0; i < st->touched_count; i++) {
@@ -353,7 +473,13 @@ static int commit_blocks(struct storage *st)
             return fail(st, rc, "segment sync");
         }
     }
-    return io_flush(st, "segment write and sync");
+    int rc = queue_dir_syncs(st);
+    rc = rc == 0 ? io_flush(st, "segment write and sync") : rc;
+    dir_fds_close(st);
+    if (rc == 0) {
+        dir_syncs_done(st);
+    }
+    return rc;
 }
 
 static uint32_t collect_sources(struct storage *st, struct manifest_source *dst, bool all)

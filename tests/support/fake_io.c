@@ -16,8 +16,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,6 +35,11 @@
 struct fake_io_file {
     char *path;
     uint64_t durable_bytes;
+};
+
+struct fake_io_dir_sync {
+    char path[DS_PATH_MAX];
+    uint32_t syncs;
 };
 
 struct fake_io_fd {
@@ -51,6 +58,10 @@ struct fake_io {
     uint64_t short_at; /* absolute op number, 0 for none */
     size_t short_bytes;
     int err; /* first error since the last flush, or 0 */
+    /* sync_dir calls by directory (the path its fd resolves to), failed ones included */
+    uint32_t dir_syncs_total;
+    uint32_t dir_count;
+    struct fake_io_dir_sync dirs[FAKE_IO_DIRS_MAX];
     uint32_t file_count;
     uint32_t fd_count;
     struct fake_io_file files[FAKE_IO_FILES_MAX];
@@ -222,11 +233,38 @@ static int fake_io_write(struct storage_io *io, int fd, const void *buf, size_t 
     return 0;
 }
 
-static int fake_io_sync(struct storage_io *io, int fd)
+/* Counts a sync_dir of fd in the total and under the path it resolves to (past
+ * FAKE_IO_DIRS_MAX directories, in the total only). */
+static void fake_io_note_dir_sync(struct fake_io *f, int fd)
+{
+    char link[64];
+    char path[DS_PATH_MAX];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof(path) - 1);
+    ASSERT(n > 0);
+    path[n] = '\0';
+    f->dir_syncs_total++;
+    for (uint32_t i = 0; i < f->dir_count; i++) {
+        if (strcmp(f->dirs[i].path, path) == 0) {
+            f->dirs[i].syncs++;
+            return;
+        }
+    }
+    if (f->dir_count < FAKE_IO_DIRS_MAX) {
+        memcpy(f->dirs[f->dir_count].path, path, (size_t)n + 1);
+        f->dirs[f->dir_count++].syncs = 1;
+    }
+}
+
+/* A sync (fdatasync), or with dir a directory's fsync: counted, failed on demand, forwarded. */
+static int fake_io_sync_any(struct storage_io *io, int fd, bool dir)
 {
     struct fake_io *f = fake_io_from(io);
     enum fake_io_fault fault = fake_io_next(f);
     struct fake_io_fd *entry = fake_io_fd_find(f, fd);
+    if (dir) {
+        fake_io_note_dir_sync(f, fd);
+    }
     if (entry != NULL && entry->failed) {
         return 0;
     }
@@ -234,7 +272,7 @@ static int fake_io_sync(struct storage_io *io, int fd)
         fake_io_fail(f, entry, f->fail_err);
         return 0;
     }
-    int rc = f->inner->ops->sync(f->inner, fd);
+    int rc = dir ? f->inner->ops->sync_dir(f->inner, fd) : f->inner->ops->sync(f->inner, fd);
     ASSERT(rc == 0);
     rc = f->inner->ops->flush(f->inner);
     uint64_t size = 0;
@@ -248,6 +286,16 @@ static int fake_io_sync(struct storage_io *io, int fd)
         fake_io_fail(f, entry, rc);
     }
     return 0;
+}
+
+static int fake_io_sync(struct storage_io *io, int fd)
+{
+    return fake_io_sync_any(io, fd, false);
+}
+
+static int fake_io_sync_dir(struct storage_io *io, int fd)
+{
+    return fake_io_sync_any(io, fd, true);
 }
 
 static int fake_io_flush(struct storage_io *io)
@@ -327,6 +375,7 @@ static const struct storage_io_ops fake_io_ops_table = {
     .close = fake_io_close,
     .write = fake_io_write,
     .sync = fake_io_sync,
+    .sync_dir = fake_io_sync_dir,
     .flush = fake_io_flush,
     .read = fake_io_read,
     .truncate = fake_io_truncate,
@@ -407,6 +456,27 @@ uint64_t fake_io_ops(const struct fake_io *f)
 {
     ASSERT(f != NULL);
     return f->ops;
+}
+
+uint32_t fake_io_dir_syncs(const struct fake_io *f, const char *path)
+{
+    ASSERT(f != NULL);
+    ASSERT(path != NULL);
+    char real[PATH_MAX];
+    if (realpath(path, real) == NULL) {
+        return 0;
+    }
+    uint32_t total = 0;
+    for (uint32_t i = 0; i < f->dir_count; i++) {
+        total += strcmp(f->dirs[i].path, real) == 0 ? f->dirs[i].syncs : 0;
+    }
+    return total;
+}
+
+uint32_t fake_io_dir_syncs_total(const struct fake_io *f)
+{
+    ASSERT(f != NULL);
+    return f->dir_syncs_total;
 }
 
 int fake_io_durable_bytes(const struct fake_io *f, const char *path, uint64_t *len)

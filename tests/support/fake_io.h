@@ -41,6 +41,9 @@
 /* Paths tracked over a fake's life and fds open at once: far above any test's needs. */
 #define FAKE_IO_FILES_MAX 1024u
 #define FAKE_IO_FDS_MAX 1024u
+/* Directories whose sync_dir calls are counted apart (fake_io_dir_syncs); the total counts
+ * every directory. */
+#define FAKE_IO_DIRS_MAX 256u
 /* Most garbage bytes FAKE_CRASH_GARBAGE appends to one file. */
 #define FAKE_IO_GARBAGE_BYTES_MAX 4096u
 
@@ -78,6 +81,10 @@ void fake_io_fail_from(struct fake_io *f, uint64_t n, int err);
 void fake_io_short_nth(struct fake_io *f, uint64_t n, size_t bytes);
 /* Write and sync operations called so far over the fake's life. */
 uint64_t fake_io_ops(const struct fake_io *f);
+/* sync_dir calls so far (failed ones included) on the directory path (resolved with realpath,
+ * as the fake resolves each synced fd), and on every directory together. */
+uint32_t fake_io_dir_syncs(const struct fake_io *f, const char *path);
+uint32_t fake_io_dir_syncs_total(const struct fake_io *f);
 
 /* The durable length the fake holds for path (as it was passed to open). Returns 0 or -ENOENT
  * when the path was never opened through the fake. */

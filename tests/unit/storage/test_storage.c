@@ -1725,6 +1725,219 @@ static void test_storage_segment_roll_tiny_segments(void **state)
     assert_reopen_matches(fx->dir, fx->m);
 }
 
+/* ---- directory durability (issue 17) ------------------------------------------------------- */
+
+/* Syncs of one directory (rel under the data directory, "" for the data directory itself). */
+struct dir_syncs {
+    const char *rel;
+    uint32_t syncs;
+};
+
+static void assert_dir_syncs(struct fake_io *fake, const char *dir, const struct dir_syncs *want,
+                             size_t count, uint32_t total)
+{
+    for (size_t i = 0; i < count; i++) {
+        char path[DS_PATH_MAX];
+        snprintf(path, sizeof(path), "%s%s%s", dir, want[i].rel[0] != '\0' ? "/" : "", want[i].rel);
+        uint32_t got = fake_io_dir_syncs(fake, path);
+        if (got != want[i].syncs) {
+            print_error("%s: %u directory syncs, expected %u\n", path, got, want[i].syncs);
+        }
+        assert_int_equal(got, want[i].syncs);
+    }
+    assert_int_equal(fake_io_dir_syncs_total(fake), total);
+}
+
+/* Appends one random event to (day, shard) through storage and model. */
+static void append_one(struct storage *st, struct model *m, uint64_t *rng, int32_t day,
+                       uint32_t shard)
+{
+    struct ds_event e;
+    test_event_random_plain(rng, day, &e);
+    append_ok(st, m, day, shard, &e, NULL);
+}
+
+static void test_storage_commit_syncs_each_new_directory_once(void **state)
+{
+    /* A commit syncs, through the I/O interface (so that the fault injector reaches them) and
+     * in the flush that syncs its segments, every directory that got an entry since the last
+     * commit: each new partition directory (its segment), each day directory that got a
+     * partition (once, however many), parts/ and, the first time, the data directory. A commit
+     * that creates nothing syncs no directory; a segment roll syncs its partition's only. */
+    struct fixture *fx = *state;
+    struct fake_io *fake = NULL;
+    assert_int_equal(fake_io_create(&fake), 0);
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    cfg.io = fake_io_base(fake);
+    cfg.segment_bytes_max = 4096;
+    cfg.block_events_max = 16;
+    struct storage *st = open_with(&cfg);
+    uint64_t rng = test_seed();
+    assert_int_equal(fake_io_dir_syncs_total(fake), 0);
+
+    for (uint32_t shard = 0; shard < 3; shard++) {
+        append_one(st, fx->m, &rng, DAY0, shard);
+    }
+    append_one(st, fx->m, &rng, DAY0 + 1, 0);
+    commit_ok(st, fx->m);
+    const struct dir_syncs first[] = {
+        {"parts/2026-01-21/0", 1},
+        {"parts/2026-01-21/1", 1},
+        {"parts/2026-01-21/2", 1},
+        {"parts/2026-01-22/0", 1},
+        {"parts/2026-01-21", 1},
+        {"parts/2026-01-22", 1},
+        {"parts", 1},
+        {"", 1},
+    };
+    assert_dir_syncs(fake, fx->dir, first, sizeof(first) / sizeof(first[0]), 8);
+
+    /* The same partitions again: no directory got an entry. */
+    for (uint32_t shard = 0; shard < 3; shard++) {
+        append_one(st, fx->m, &rng, DAY0, shard);
+    }
+    append_one(st, fx->m, &rng, DAY0 + 1, 0);
+    commit_ok(st, fx->m);
+    assert_dir_syncs(fake, fx->dir, first, sizeof(first) / sizeof(first[0]), 8);
+
+    /* One new partition beside an old one: its directory, its day's and parts/, not DIR. */
+    append_one(st, fx->m, &rng, DAY0, 3);
+    append_one(st, fx->m, &rng, DAY0, 0);
+    commit_ok(st, fx->m);
+    const struct dir_syncs grown[] = {
+        {"parts/2026-01-21/3", 1},
+        {"parts/2026-01-21/0", 1},
+        {"parts/2026-01-21", 2},
+        {"parts/2026-01-22", 1},
+        {"parts", 2},
+        {"", 1},
+    };
+    assert_dir_syncs(fake, fx->dir, grown, sizeof(grown) / sizeof(grown[0]), 11);
+
+    /* Rolls over several new segments of one partition in one commit: its directory once. */
+    for (uint32_t i = 0; i < 300; i++) {
+        append_one(st, fx->m, &rng, DAY0 + 1, 0);
+    }
+    commit_ok(st, fx->m);
+    assert_true(count_segments(fx->dir, DAY0 + 1, 0) > 2);
+    const struct dir_syncs rolled[] = {
+        {"parts/2026-01-22/0", 2}, {"parts/2026-01-22", 1}, {"parts", 2}, {"", 1}};
+    assert_dir_syncs(fake, fx->dir, rolled, sizeof(rolled) / sizeof(rolled[0]), 12);
+    storage_close(st);
+    fake_io_destroy(fake);
+    assert_reopen_matches(fx->dir, fx->m);
+
+    /* A writer opened later makes parts/ and DIR durable again with its first new partition:
+     * it cannot know that the writer before it did (a crash may have come first). */
+    assert_int_equal(fake_io_create(&fake), 0);
+    cfg.io = fake_io_base(fake);
+    st = open_with(&cfg);
+    append_one(st, fx->m, &rng, DAY0 + 2, 0);
+    append_one(st, fx->m, &rng, DAY0, 0);
+    commit_ok(st, fx->m);
+    const struct dir_syncs reopened[] = {
+        {"parts/2026-01-23/0", 1}, {"parts/2026-01-23", 1}, {"parts", 1}, {"", 1}};
+    assert_dir_syncs(fake, fx->dir, reopened, sizeof(reopened) / sizeof(reopened[0]), 4);
+    storage_close(st);
+    fake_io_destroy(fake);
+    assert_reopen_matches(fx->dir, fx->m);
+}
+
+static void test_storage_commit_syncs_directories_past_its_limits(void **state)
+{
+    /* One commit creating a partition in each of 70 days: past STORE_SYNC_DAYS_MAX (64) days
+     * the further days' directories are synced at creation (not through the I/O interface),
+     * and past 64 open directory fds the commit flushes and closes them before opening more.
+     * Every directory is still synced and the data reads back. */
+    struct fixture *fx = *state;
+    struct fake_io *fake = NULL;
+    assert_int_equal(fake_io_create(&fake), 0);
+    struct storage_config cfg;
+    config_init(&cfg, fx->dir);
+    cfg.io = fake_io_base(fake);
+    struct storage *st = open_with(&cfg);
+    uint64_t rng = test_seed();
+    for (int32_t day = 0; day < 70; day++) {
+        append_one(st, fx->m, &rng, DAY0 + day, 0);
+    }
+    commit_ok(st, fx->m);
+    /* 70 partition directories, 64 day directories (6 synced at creation), parts/, DIR. */
+    const struct dir_syncs some[] = {
+        {"parts/2026-01-21/0", 1},
+        {"parts/2026-03-31/0", 1},
+        {"parts/2026-01-21", 1},
+        {"parts/2026-03-25", 1},
+        {"parts/2026-03-26", 0},
+        {"parts", 1},
+        {"", 1},
+    };
+    assert_dir_syncs(fake, fx->dir, some, sizeof(some) / sizeof(some[0]), 70 + 64 + 2);
+    storage_close(st);
+    fake_io_destroy(fake);
+    assert_reopen_matches(fx->dir, fx->m);
+}
+
+/* One run for test_storage_commit_fails_when_a_directory_sync_fails: a first commit of one
+ * partition, then a second creating two partitions (a new day among them) with its n-th I/O
+ * failing (0: none), a power cut of mode, and a reopen that must show the first commit, and the
+ * second only when it was acknowledged. Returns the second commit's I/O operations; *dir_syncs
+ * gets how many of them were directory syncs. */
+static uint64_t dir_fault_run(struct fixture *fx, uint64_t n, enum fake_crash_mode mode,
+                              uint32_t *dir_syncs)
+{
+    snprintf(fx->path, sizeof(fx->path), "%s/dirs-%llu-%d", fx->dir, (unsigned long long)n,
+             (int)mode);
+    struct model *m = model_new();
+    struct fake_io *fake = NULL;
+    assert_int_equal(fake_io_create(&fake), 0);
+    struct storage_config cfg;
+    config_init(&cfg, fx->path);
+    cfg.io = fake_io_base(fake);
+    struct storage *st = open_with(&cfg);
+    uint64_t rng = n + 11;
+    append_one(st, m, &rng, DAY0, 0);
+    commit_ok(st, m);
+    append_one(st, m, &rng, DAY0, 1);
+    append_one(st, m, &rng, DAY0 + 1, 0);
+    uint64_t ops_before = fake_io_ops(fake);
+    uint32_t dirs_before = fake_io_dir_syncs_total(fake);
+    fake_io_fail_nth(fake, n, -EIO);
+    int rc = storage_commit(st);
+    uint64_t ops = fake_io_ops(fake) - ops_before;
+    *dir_syncs = fake_io_dir_syncs_total(fake) - dirs_before;
+    if (n == 0) {
+        assert_int_equal(rc, 0);
+        model_commit(m);
+    } else {
+        /* Never acknowledged, whichever file or directory failed. */
+        assert_true(rc < 0);
+        model_drop_pending(m);
+    }
+    storage_close(st);
+    assert_int_equal(fake_io_crash(fake, n * 17 + 3, mode), 0);
+    fake_io_destroy(fake);
+    assert_reopen_matches(fx->path, m);
+    model_free(m);
+    return ops;
+}
+
+static void test_storage_commit_fails_when_a_directory_sync_fails(void **state)
+{
+    /* Fail each I/O operation of a commit that creates partitions in turn (the segments'
+     * writes and syncs and the syncs of their new directories), then cut the power: the commit
+     * is never acknowledged, and a reopened directory holds exactly the commit before it. */
+    struct fixture *fx = *state;
+    uint32_t dir_syncs = 0;
+    uint64_t total = dir_fault_run(fx, 0, FAKE_CRASH_CLEAN, &dir_syncs);
+    assert_int_equal(dir_syncs, 5); /* 2026-01-21/1, 2026-01-22/0, both days, parts/ */
+    for (uint64_t n = 1; n <= total; n++) {
+        dir_fault_run(fx, n, FAKE_CRASH_CLEAN, &dir_syncs);
+        dir_fault_run(fx, n, FAKE_CRASH_TORN, &dir_syncs);
+    }
+    assert_true(total >= 2 * 3 + 5 + 2); /* 2 segment headers + blocks + syncs, dirs, record */
+}
+
 /* Collects events until a budget runs out, then refuses (a follower stopping mid-block). */
 struct follow_buf {
     struct evvec events;
@@ -3141,6 +3354,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_storage_fsck_ignores_what_recovery_ignores, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_storage_segment_roll_tiny_segments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_commit_syncs_each_new_directory_once, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_storage_commit_fails_when_a_directory_sync_fails,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_storage_commit_syncs_directories_past_its_limits,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_small_blocks_many_per_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_scan_from_follows_commits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_storage_scan_from_stop_resumes_at_block_start, setup,

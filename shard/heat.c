@@ -10,16 +10,19 @@
  * longer covers reads as 0. Partition keys and days live in fixed open-addressing tables
  * (linear probing, Fibonacci hashing, twice as many slots as entries); sources are an array
  * indexed by Kafka partition. Customers are Space-Saving counters (Metwally, Agrawal and
- * El Abbadi, 2005) in a hash table plus a 4-ary min-heap by count; every counter and the
- * total are multiplied by exp(-1/tau) per completed second, which leaves the heap order as it
- * was. An event late by k seconds adds the weight exp(-k/tau) it would still have had, had it
- * arrived on time, so the customer rates do not depend on arrival order inside the window.
+ * El Abbadi, 2005) in a hash table, each counter in a queue or a 4-ary min-heap (see "the
+ * least counter"); every counter and the total are multiplied by exp(-1/tau) per completed
+ * second, which leaves both orders as they were. An event late by k seconds adds the weight
+ * exp(-k/tau) it would still have had, had it arrived on time, so the customer rates do not depend
+ * on arrival order inside the window.
  *
  * Invariants: the current second never moves back; every bucketed second is in
  * current - SHARD_HEAT_WINDOW_S .. current, which the ring covers (64 > 61 seconds), so a late
  * event inside the window always lands in its own second's bucket; a key's newest_second is at
  * most the current second; every live table entry has exactly one slot and the table has an
- * empty slot (load factor <= 1/2), so probes end; the customer heap's parent count is <= its
+ * empty slot (load factor <= 1/2), so probes end; every customer counter in use is in the
+ * queue (heap_index HEAT_IN_QUEUE) or the heap, once; the queue's keys never decrease from
+ * front to back and each is at most its counter's count; the heap's parent count is <= its
  * children's, and heap[heap_index[counter]] names that counter; the counts and the tables are
  * allocated once, in shard_heat_create, and never after.
  *
@@ -40,19 +43,17 @@
  * producer time.
  *
  * Customers' cost (issue 17): on the busy-day stream about 38% of events are customers no
- * counter holds, so each takes the least counter and sifts it from the root to a leaf; the
- * rest add to a counter. What the per-event path reads is kept small and apart from the ids:
- * slots, heap, heap positions and the ids' 64-bit hashes (42 KiB, the first-level cache), and an
- * integer id is confirmed by its hash alone (ds_mix64 is a bijection). The heap is 4-ary (5
- * levels for 1,024 counters, each level one group of four entries), the root's replacement sifts
- * bottom-up, and sifts compare counts as integers. Measured (bench_heat; thread CPU of the
- * observe loop): an event that replaces a counter 107 -> 90 ns, one that adds to a counter 35 ->
- * 28 ns, the busy-day mix 58 -> 55 ns. Rejected: aggregating a consumer batch's customers in a
- * scratch table and updating each counter once per batch with the summed weight (weighted
- * Space-Saving keeps the bounds, and partitions, days and sources stay exact when counted in
- * order): the extra probe per event cost more than the merged updates saved, 70 against 60
- * ns/event on the busy-day stream, because the customers no counter holds, which dominate, are
- * distinct within a batch.
+ * counter holds, each of which took the least counter and sifted it from the heap's root to a
+ * leaf; the rest add to a counter. Now the least counter usually comes from the front of a queue
+ * and goes to its back (no sift), an event of a counter in the queue is one addition, what the
+ * per-event path reads is kept apart from the ids, an integer id is confirmed by its 64-bit hash
+ * alone (ds_mix64 is a bijection), the heap is 4-ary (5 levels for 1,024 counters), and sifts
+ * compare counts as integers. Figures: docs (issue 17) and bench_heat. Rejected: aggregating a
+ * consumer batch's customers in a scratch table and updating each counter once per batch with the
+ * summed weight (weighted Space-Saving keeps the bounds, and partitions, days and sources stay
+ * exact when counted in order): the extra probe per event cost more than the merged updates saved,
+ * 70 against 60 ns/event on the busy-day stream, because the customers no counter holds, which
+ * dominate, are distinct within a batch.
  */
 #include <errno.h>
 #include <float.h>
@@ -82,6 +83,11 @@
 #define HEAT_HEAP_ARITY 4u
 #define HEAT_HEAP_ENTRIES (SHARD_HEAT_CUSTOMERS_MAX + HEAT_HEAP_ARITY)
 #define HEAT_HEAP_ABSENT DBL_MAX
+/* The customers' queue holds every counter at most, in a ring indexed by a mask; heap_index of
+ * a counter in the queue. */
+#define HEAT_QUEUE_SLOTS SHARD_HEAT_CUSTOMERS_MAX
+#define HEAT_QUEUE_MASK (HEAT_QUEUE_SLOTS - 1u)
+#define HEAT_IN_QUEUE UINT16_MAX
 /* exp(-1 / SHARD_HEAT_CUSTOMER_TAU_S) to 17 significant digits. A literal, because ds_shard
  * links no libm and clang does not fold exp() of a constant into a static initialiser. */
 #define HEAT_CUSTOMER_DECAY 0.90483741803595952
@@ -99,6 +105,7 @@ _Static_assert(DS_DAY_MAX < (1 << (32u - HEAT_SHARD_BITS)), "a day fits its key 
 _Static_assert(SHARD_HEAT_CUSTOMER_TAU_S == 10u, "HEAT_CUSTOMER_DECAY is exp(-1/10): recompute");
 _Static_assert(SHARD_CAPACITY_MAX < UINT32_MAX, "a saturated bucket is over any capacity");
 _Static_assert(SHARD_HEAT_CUSTOMERS_MAX < UINT16_MAX, "a heap position and an entry fit 16 bits");
+_Static_assert((HEAT_QUEUE_SLOTS & HEAT_QUEUE_MASK) == 0, "the queue is indexed by a mask");
 
 /* Counts of one key. buckets[s % 64] holds second s for s in newest_second - 63 ..
  * newest_second; a bucket saturates at UINT32_MAX (4 billion events in one second). */
@@ -130,7 +137,13 @@ struct heat_table {
 };
 
 struct heat_heap_entry {
-    double count; /* decayed weight: at least the customer's true decayed weight */
+    double count; /* the counter's count (counts[counter]) */
+    uint32_t counter;
+};
+
+/* A counter in the queue, with its count when it was pushed: at most its count now. */
+struct heat_queue_entry {
+    double key;
     uint32_t counter;
 };
 
@@ -142,17 +155,24 @@ struct heat_customer_slot {
     uint16_t is_string; /* the kind of the counter's id: 5 and "5" are two customers */
 };
 
-/* A counter is an index into the per-counter arrays: its count lives in its heap entry, where
- * the sifts read it, and what a probe or an event reads is kept apart from the ids (72 bytes
- * each, written when a counter changes hands and read by snapshots and string compares), so
- * the hot arrays (slots, heap, heap_index, hashes: 42 KiB) stay in the first-level cache. */
+/* A counter is an index into the per-counter arrays. Each counter in use is in exactly one of
+ * two orders (see "the least counter" below): the queue, by key, or the heap, by count. What a
+ * probe or an event reads is kept apart from the ids (72 bytes each, written when a counter
+ * changes hands and read by snapshots and string compares). */
 struct heat_customers {
-    uint32_t count; /* counters in use: 0 .. count - 1, and heap[0 .. count - 1] */
-    double total;   /* the decayed weight of every customer event */
+    uint32_t count;       /* counters in use: 0 .. count - 1 */
+    uint32_t heap_count;  /* heap[0 .. heap_count - 1] */
+    uint32_t queue_head;  /* the front: queue[queue_head] */
+    uint32_t queue_count; /* queue[queue_head .. queue_head + queue_count - 1], modulo */
+    double total;         /* the decayed weight of every customer event */
     struct heat_customer_slot slots[1u << HEAT_CUSTOMER_SLOT_BITS];
-    /* least count first; HEAT_HEAP_ABSENT from count on, through the last group of four */
+    /* least count first; HEAT_HEAP_ABSENT from heap_count on, through the last group of four */
     struct heat_heap_entry heap[HEAT_HEAP_ENTRIES];
-    uint16_t heap_index[SHARD_HEAT_CUSTOMERS_MAX]; /* counter -> its heap position */
+    /* least key first; keys never decrease from front to back */
+    struct heat_queue_entry queue[HEAT_QUEUE_SLOTS];
+    uint16_t heap_index[SHARD_HEAT_CUSTOMERS_MAX]; /* its heap position, or HEAT_IN_QUEUE */
+    /* decayed weight: at least the customer's true decayed weight */
+    double counts[SHARD_HEAT_CUSTOMERS_MAX];
     /* The whole 64-bit hash of each counter's id. ds_mix64 is a bijection, so for an integer id
      * the hash is the id: a probe confirms an integer id here, without reading ids[]. */
     uint64_t hashes[SHARD_HEAT_CUSTOMERS_MAX];
@@ -503,7 +523,7 @@ static void heat_heap_place(struct heat_customers *c, uint32_t position,
 
 static void heat_heap_sift_up(struct heat_customers *c, uint32_t position)
 {
-    ASSERT(position < c->count);
+    ASSERT(position < c->heap_count);
     const struct heat_heap_entry moving = c->heap[position];
     while (position > 0) {
         uint32_t parent = heat_heap_parent(position);
@@ -520,11 +540,11 @@ static void heat_heap_sift_up(struct heat_customers *c, uint32_t position)
  * move up into the hole it leaves, and each moved counter's heap_index follows. */
 static void heat_heap_sift_down(struct heat_customers *c, uint32_t position)
 {
-    ASSERT(position < c->count);
+    ASSERT(position < c->heap_count);
     const struct heat_heap_entry moving = c->heap[position];
     for (;;) {
         uint32_t first = heat_heap_first_child(position);
-        if (first >= c->count) {
+        if (first >= c->heap_count) {
             break;
         }
         uint32_t least = heat_heap_least_of_group(c, first);
@@ -537,19 +557,18 @@ static void heat_heap_sift_down(struct heat_customers *c, uint32_t position)
     heat_heap_place(c, position, moving);
 }
 
-/* The root's count grew past most others (a replaced least counter, whose count becomes the
- * old least plus the event): bottom-up, as in Wegener's heapsort. The hole goes down the path
- * of least children to a leaf, one comparison per level and no test against the moving entry,
- * then the entry climbs back to its place, usually at once: a counter taken over by a new
- * customer outweighs the other counters of the tail, which all entered with less. */
+/* The root was replaced by the heap's last entry, which belongs near the leaves: bottom-up, as
+ * in Wegener's heapsort. The hole goes down the path of least children to a leaf, one
+ * comparison per level and no test against the moving entry, then the entry climbs back to its
+ * place, usually in a step or two. */
 static void heat_heap_sift_root_down(struct heat_customers *c)
 {
-    ASSERT(c->count >= 1);
+    ASSERT(c->heap_count >= 1);
     const struct heat_heap_entry moving = c->heap[0];
     uint32_t position = 0;
     for (;;) {
         uint32_t first = heat_heap_first_child(position);
-        if (first >= c->count) {
+        if (first >= c->heap_count) {
             break;
         }
         uint32_t least = heat_heap_least_of_group(c, first);
@@ -596,18 +615,124 @@ static void heat_customer_claim(struct heat_customers *c, uint32_t index, const 
     heat_id_set(&c->ids[index], id);
 }
 
-/* Space-Saving's replacement: the least counter takes the new id, keeping its count as error. */
+/* ---- customers: the least counter ------------------------------------------------------ */
+
+/* Space-Saving takes the least counter for every customer it does not hold: on the busy-day
+ * stream, 38% of events. A heap pays a sift from the root to a leaf each time, since the taken
+ * counter's new count (the least plus the event) usually outweighs the whole tail. So counters
+ * live in two orders. The queue holds counters by a key that is at most their count, keys never
+ * decreasing from front to back: a counter taken as the least gets the least count plus the
+ * event's weight, which is at least every key when the weight is 1 (keys are counts from when
+ * they were pushed, the least count never decreases but by the decay, which scales every
+ * weight alike), so it goes to the back, and taking the least costs no sift at all. An event of
+ * a counter in the queue only adds to its count: its key goes stale. Before the front is
+ * taken, stale fronts move to the heap, an exact min-heap by count for the counters that had
+ * events since they were pushed (the heavy ones) and for a count below the back's key (a late
+ * event weighs less than 1). The least counter is then the queue's front (fresh: its key is its
+ * count, at most every key behind it and so every count there) or the heap's root, whichever
+ * is less. Any least counter will do: Space-Saving's bounds hold for every order of ties.
+ * Rejected: settling a stale front at the back of the queue. One heavy counter there holds a
+ * key above every new count, which then all go to the heap: measured slower than the heap
+ * alone (60-67 against 55 ns/event on the busy-day stream). */
+
+static struct heat_queue_entry *heat_queue_back(struct heat_customers *c)
+{
+    ASSERT(c->queue_count >= 1);
+    return &c->queue[(c->queue_head + c->queue_count - 1u) & HEAT_QUEUE_MASK];
+}
+
+static void heat_queue_push(struct heat_customers *c, uint32_t counter)
+{
+    ASSERT(c->queue_count < HEAT_QUEUE_SLOTS);
+    c->queue[(c->queue_head + c->queue_count) & HEAT_QUEUE_MASK] =
+        (struct heat_queue_entry){.key = c->counts[counter], .counter = counter};
+    c->queue_count++;
+    c->heap_index[counter] = HEAT_IN_QUEUE;
+}
+
+static uint32_t heat_queue_pop(struct heat_customers *c)
+{
+    ASSERT(c->queue_count >= 1);
+    uint32_t counter = c->queue[c->queue_head].counter;
+    c->queue_head = (c->queue_head + 1u) & HEAT_QUEUE_MASK;
+    c->queue_count--;
+    return counter;
+}
+
+static void heat_heap_insert(struct heat_customers *c, uint32_t counter)
+{
+    ASSERT(c->heap_count < SHARD_HEAT_CUSTOMERS_MAX);
+    uint32_t position = c->heap_count++;
+    heat_heap_place(c, position,
+                    (struct heat_heap_entry){.count = c->counts[counter], .counter = counter});
+    heat_heap_sift_up(c, position);
+}
+
+/* Takes the root out of the heap and returns its counter. */
+static uint32_t heat_heap_remove_root(struct heat_customers *c)
+{
+    ASSERT(c->heap_count >= 1);
+    uint32_t counter = c->heap[0].counter;
+    uint32_t last = --c->heap_count;
+    if (last > 0) {
+        c->heap[0] = c->heap[last];
+    }
+    c->heap[last] = (struct heat_heap_entry){.count = HEAT_HEAP_ABSENT};
+    if (last > 0) {
+        heat_heap_sift_root_down(c);
+    }
+    return counter;
+}
+
+/* A counter out of both orders goes to the back of the queue when that keeps the keys in
+ * order, else into the heap. */
+static void heat_customers_place(struct heat_customers *c, uint32_t counter)
+{
+    if (c->queue_count == 0 ||
+        heat_count_order(c->counts[counter]) >= heat_count_order(heat_queue_back(c)->key)) {
+        heat_queue_push(c, counter);
+    } else {
+        heat_heap_insert(c, counter);
+    }
+}
+
+/* Makes the queue's front fresh (its key is its count): stale fronts go to the heap. */
+static void heat_queue_settle(struct heat_customers *c)
+{
+    for (uint32_t settled = 0; c->queue_count > 0; settled++) {
+        ASSERT(settled <= HEAT_QUEUE_SLOTS);
+        const struct heat_queue_entry *front = &c->queue[c->queue_head];
+        if (heat_count_order(c->counts[front->counter]) == heat_count_order(front->key)) {
+            return;
+        }
+        heat_heap_insert(c, heat_queue_pop(c));
+    }
+}
+
+/* Takes a least counter out of its order and returns it. */
+static uint32_t heat_customers_take_least(struct heat_customers *c)
+{
+    ASSERT(c->count == SHARD_HEAT_CUSTOMERS_MAX);
+    heat_queue_settle(c);
+    if (c->queue_count > 0 &&
+        (c->heap_count == 0 ||
+         heat_count_order(c->queue[c->queue_head].key) <= heat_count_order(c->heap[0].count))) {
+        return heat_queue_pop(c);
+    }
+    return heat_heap_remove_root(c);
+}
+
+/* Space-Saving's replacement: a least counter takes the new id, keeping its count as error. */
 static void heat_customers_replace_min(struct heat_customers *c, const struct ds_id *id,
                                        uint64_t hash, double weight)
 {
-    ASSERT(c->count == SHARD_HEAT_CUSTOMERS_MAX);
-    struct heat_heap_entry *least = &c->heap[0];
-    heat_customer_slot_remove(c, heat_customer_slot_of(c, least->counter));
+    uint32_t counter = heat_customers_take_least(c);
+    heat_customer_slot_remove(c, heat_customer_slot_of(c, counter));
     /* The id's slot is found again after the removal, which may have shifted its run. */
-    heat_customer_claim(c, least->counter, id, hash);
-    c->errors[least->counter] = least->count;
-    least->count += weight;
-    heat_heap_sift_root_down(c);
+    heat_customer_claim(c, counter, id, hash);
+    c->errors[counter] = c->counts[counter];
+    c->counts[counter] += weight;
+    heat_customers_place(c, counter);
 }
 
 /* One event of customer id (hash: heat_id_hash(id)) with the given decayed weight. */
@@ -619,26 +744,32 @@ static void heat_customers_add(struct heat_customers *c, const struct ds_id *id,
     c->total += weight;
     uint32_t slot = heat_customer_probe(c, id, hash);
     if (c->slots[slot].entry != 0) {
-        uint32_t position = c->heap_index[c->slots[slot].entry - 1u];
-        c->heap[position].count += weight;
-        heat_heap_sift_down(c, position);
+        uint32_t counter = c->slots[slot].entry - 1u;
+        c->counts[counter] += weight;
+        uint32_t position = c->heap_index[counter];
+        if (position != HEAT_IN_QUEUE) {
+            c->heap[position].count = c->counts[counter];
+            heat_heap_sift_down(c, position);
+        }
         return;
     }
     if (c->count == SHARD_HEAT_CUSTOMERS_MAX) {
         heat_customers_replace_min(c, id, hash, weight);
         return;
     }
-    uint32_t index = c->count++;
-    heat_customer_claim(c, index, id, hash);
-    c->errors[index] = 0.0;
-    c->heap_index[index] = (uint16_t)index;
-    c->heap[index] = (struct heat_heap_entry){.count = weight, .counter = index};
-    heat_heap_sift_up(c, index);
+    uint32_t counter = c->count++;
+    heat_customer_claim(c, counter, id, hash);
+    c->errors[counter] = 0.0;
+    c->counts[counter] = weight;
+    heat_customers_place(c, counter);
 }
 
 static void heat_customers_reset(struct heat_customers *c)
 {
     c->count = 0;
+    c->heap_count = 0;
+    c->queue_head = 0;
+    c->queue_count = 0;
     c->total = 0.0;
     memset(c->slots, 0, sizeof(c->slots));
     for (uint32_t i = 0; i < HEAT_HEAP_ENTRIES; i++) {
@@ -646,8 +777,16 @@ static void heat_customers_reset(struct heat_customers *c)
     }
 }
 
-/* Scales every weight by factor. A uniform scale keeps the heap order, and so does flushing
- * the weights below HEAT_CUSTOMER_WEIGHT_MIN to zero (it is monotone). */
+/* weight x factor, flushed to zero below HEAT_CUSTOMER_WEIGHT_MIN: monotone, so every order
+ * and every equality of weights survives it. */
+static double heat_weight_decay(double weight, double factor)
+{
+    double scaled = weight * factor;
+    return scaled < HEAT_CUSTOMER_WEIGHT_MIN ? 0.0 : scaled;
+}
+
+/* Scales every weight by factor: counts, errors, the heap's copies of counts and the queue's
+ * keys alike, so both orders and the queue's fresh keys stay as they were. */
 static void heat_customers_decay(struct heat_customers *c, double factor)
 {
     ASSERT(factor >= 0.0);
@@ -658,15 +797,16 @@ static void heat_customers_decay(struct heat_customers *c, double factor)
         return;
     }
     for (uint32_t i = 0; i < c->count; i++) {
-        struct heat_heap_entry *entry = &c->heap[i];
-        entry->count *= factor;
-        if (entry->count < HEAT_CUSTOMER_WEIGHT_MIN) {
-            entry->count = 0.0;
-        }
-        c->errors[i] *= factor;
-        if (c->errors[i] < HEAT_CUSTOMER_WEIGHT_MIN) {
-            c->errors[i] = 0.0;
-        }
+        c->counts[i] = heat_weight_decay(c->counts[i], factor);
+        c->errors[i] = heat_weight_decay(c->errors[i], factor);
+    }
+    for (uint32_t i = 0; i < c->heap_count; i++) {
+        c->heap[i].count = heat_weight_decay(c->heap[i].count, factor);
+        DEBUG_ASSERT(c->heap[i].count == c->counts[c->heap[i].counter]);
+    }
+    for (uint32_t k = 0; k < c->queue_count; k++) {
+        struct heat_queue_entry *e = &c->queue[(c->queue_head + k) & HEAT_QUEUE_MASK];
+        e->key = heat_weight_decay(e->key, factor);
     }
 }
 
@@ -1012,24 +1152,22 @@ static void heat_snapshot_customers(const struct shard_heat *heat, uint32_t top,
     struct heat_rank ranks[SHARD_HEAT_TOP_MAX];
     uint32_t count = 0;
     for (uint32_t i = 0; i < c->count; i++) {
-        double weight = c->heap[i].count;
+        double weight = c->counts[i];
         ASSERT(weight >= 0.0);
         if (weight == 0.0) {
             continue;
         }
-        uint64_t bits = 0;
-        memcpy(&bits, &weight, sizeof(bits));
         heat_ranks_offer(
             ranks, &count, top,
-            (struct heat_rank){.primary = bits, .key = c->heap[i].counter, .index = i});
+            (struct heat_rank){.primary = heat_count_order(weight), .key = i, .index = i});
     }
     heat_ranks_sort(ranks, count);
     for (uint32_t r = 0; r < count; r++) {
-        const struct heat_heap_entry *entry = &c->heap[ranks[r].index];
+        uint32_t counter = ranks[r].index;
         struct shard_heat_customer_row *row = &out->customers[r];
-        heat_id_copy(&row->customer, &c->ids[entry->counter]);
-        row->rate_eps = entry->count * per_second;
-        row->error_eps = c->errors[entry->counter] * per_second;
+        heat_id_copy(&row->customer, &c->ids[counter]);
+        row->rate_eps = c->counts[counter] * per_second;
+        row->error_eps = c->errors[counter] * per_second;
     }
     out->customer_count = count;
     out->customer_rate_eps = c->total * per_second;

@@ -33,7 +33,8 @@ def figures(path):
             got[m.group(1)] = float(m.group(2))
         m = re.match(r"\s+(thread CPU, the consumer thread's per-event work|the consumer thread's per-event work): decode \+ route ([0-9.]+).*with heat ([0-9.]+)", line)
         if m:
-            got[m.group(1) + ": heat's share (with/without - 1)"] = float(m.group(3)) / float(m.group(2)) - 1.0
+            got[m.group(1) + ": decode + route"] = float(m.group(2))
+            got[m.group(1) + ": heat added (with - without)"] = float(m.group(3)) - float(m.group(2))
     return got
 old = [figures(f"{out}/old.{i}") for i in range(1, rounds + 1)]
 new = [figures(f"{out}/new.{i}") for i in range(1, rounds + 1)]
@@ -41,5 +42,5 @@ print(f"bench_heat old vs new, {rounds} alternated rounds (each a median of 3 ru
 for key in old[0]:
     o = statistics.median(r[key] for r in old)
     n = statistics.median(r[key] for r in new)
-    print(f"  {key}: old {o:.3f}  new {n:.3f}  new/old {n / o:.3f}")
+    print(f"  {key}: old {o:.1f}  new {n:.1f}  new/old {n / o:.3f}")
 PY

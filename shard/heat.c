@@ -141,6 +141,19 @@ struct heat_heap_entry {
     uint32_t counter;
 };
 
+/* What an event reads of a counter, in 32 bytes (two counters to a cache line; the tracker's
+ * tables are mostly out of the caches when the node's consumer comes back to them after
+ * librdkafka and the decoder, so an event should touch few lines). */
+struct heat_counter {
+    /* The whole 64-bit hash of the counter's id. ds_mix64 is a bijection, so for an integer id
+     * the hash is the id: a probe confirms an integer id here, without reading ids[]. */
+    uint64_t hash;
+    double count;        /* decayed weight: at least the customer's true decayed weight */
+    double error;        /* count - error is at most the true decayed weight */
+    uint32_t heap_index; /* its heap position, or HEAT_IN_QUEUE */
+};
+_Static_assert(sizeof(struct heat_counter) == 32, "two counters to a cache line");
+
 /* A counter in the queue, with its count when it was pushed: at most its count now. */
 struct heat_queue_entry {
     double key;
@@ -155,7 +168,7 @@ struct heat_customer_slot {
     uint16_t is_string; /* the kind of the counter's id: 5 and "5" are two customers */
 };
 
-/* A counter is an index into the per-counter arrays. Each counter in use is in exactly one of
+/* A counter is an index into counters[] and ids[]. Each counter in use is in exactly one of
  * two orders (see "the least counter" below): the queue, by key, or the heap, by count. What a
  * probe or an event reads is kept apart from the ids (72 bytes each, written when a counter
  * changes hands and read by snapshots and string compares). */
@@ -170,13 +183,7 @@ struct heat_customers {
     struct heat_heap_entry heap[HEAT_HEAP_ENTRIES];
     /* least key first; keys never decrease from front to back */
     struct heat_queue_entry queue[HEAT_QUEUE_SLOTS];
-    uint16_t heap_index[SHARD_HEAT_CUSTOMERS_MAX]; /* its heap position, or HEAT_IN_QUEUE */
-    /* decayed weight: at least the customer's true decayed weight */
-    double counts[SHARD_HEAT_CUSTOMERS_MAX];
-    /* The whole 64-bit hash of each counter's id. ds_mix64 is a bijection, so for an integer id
-     * the hash is the id: a probe confirms an integer id here, without reading ids[]. */
-    uint64_t hashes[SHARD_HEAT_CUSTOMERS_MAX];
-    double errors[SHARD_HEAT_CUSTOMERS_MAX]; /* count - error is at most the true weight */
+    struct heat_counter counters[SHARD_HEAT_CUSTOMERS_MAX];
     /* Meaningful bytes only: is_string, len, value, text[0 .. len - 1]; the rest is stale. */
     struct ds_id ids[SHARD_HEAT_CUSTOMERS_MAX];
 };
@@ -419,7 +426,7 @@ static bool heat_customer_holds(const struct heat_customers *c, const struct hea
 {
     uint32_t index = s->entry - 1u;
     if (s->tag != heat_customer_tag(hash) || s->is_string != id->is_string ||
-        c->hashes[index] != hash) {
+        c->counters[index].hash != hash) {
         return false;
     }
     return !id->is_string || ds_id_equal(&c->ids[index], id);
@@ -447,7 +454,7 @@ static uint32_t heat_customer_probe(const struct heat_customers *c, const struct
 static uint32_t heat_customer_slot_of(const struct heat_customers *c, uint32_t index)
 {
     const uint32_t mask = (1u << HEAT_CUSTOMER_SLOT_BITS) - 1u;
-    uint32_t slot = heat_customer_home(heat_customer_tag(c->hashes[index]));
+    uint32_t slot = heat_customer_home(heat_customer_tag(c->counters[index].hash));
     for (uint32_t probes = 0; probes <= mask; probes++) {
         ASSERT(c->slots[slot].entry != 0);
         if (c->slots[slot].entry == index + 1u) {
@@ -518,7 +525,7 @@ static void heat_heap_place(struct heat_customers *c, uint32_t position,
                             struct heat_heap_entry entry)
 {
     c->heap[position] = entry;
-    c->heap_index[entry.counter] = (uint16_t)position;
+    c->counters[entry.counter].heap_index = position;
 }
 
 static void heat_heap_sift_up(struct heat_customers *c, uint32_t position)
@@ -611,7 +618,7 @@ static void heat_customer_claim(struct heat_customers *c, uint32_t index, const 
     c->slots[slot] = (struct heat_customer_slot){.tag = heat_customer_tag(hash),
                                                  .entry = (uint16_t)(index + 1u),
                                                  .is_string = id->is_string};
-    c->hashes[index] = hash;
+    c->counters[index].hash = hash;
     heat_id_set(&c->ids[index], id);
 }
 
@@ -645,9 +652,9 @@ static void heat_queue_push(struct heat_customers *c, uint32_t counter)
 {
     ASSERT(c->queue_count < HEAT_QUEUE_SLOTS);
     c->queue[(c->queue_head + c->queue_count) & HEAT_QUEUE_MASK] =
-        (struct heat_queue_entry){.key = c->counts[counter], .counter = counter};
+        (struct heat_queue_entry){.key = c->counters[counter].count, .counter = counter};
     c->queue_count++;
-    c->heap_index[counter] = HEAT_IN_QUEUE;
+    c->counters[counter].heap_index = HEAT_IN_QUEUE;
 }
 
 static uint32_t heat_queue_pop(struct heat_customers *c)
@@ -663,8 +670,9 @@ static void heat_heap_insert(struct heat_customers *c, uint32_t counter)
 {
     ASSERT(c->heap_count < SHARD_HEAT_CUSTOMERS_MAX);
     uint32_t position = c->heap_count++;
-    heat_heap_place(c, position,
-                    (struct heat_heap_entry){.count = c->counts[counter], .counter = counter});
+    heat_heap_place(
+        c, position,
+        (struct heat_heap_entry){.count = c->counters[counter].count, .counter = counter});
     heat_heap_sift_up(c, position);
 }
 
@@ -689,7 +697,7 @@ static uint32_t heat_heap_remove_root(struct heat_customers *c)
 static void heat_customers_place(struct heat_customers *c, uint32_t counter)
 {
     if (c->queue_count == 0 ||
-        heat_count_order(c->counts[counter]) >= heat_count_order(heat_queue_back(c)->key)) {
+        heat_count_order(c->counters[counter].count) >= heat_count_order(heat_queue_back(c)->key)) {
         heat_queue_push(c, counter);
     } else {
         heat_heap_insert(c, counter);
@@ -702,7 +710,7 @@ static void heat_queue_settle(struct heat_customers *c)
     for (uint32_t settled = 0; c->queue_count > 0; settled++) {
         ASSERT(settled <= HEAT_QUEUE_SLOTS);
         const struct heat_queue_entry *front = &c->queue[c->queue_head];
-        if (heat_count_order(c->counts[front->counter]) == heat_count_order(front->key)) {
+        if (heat_count_order(c->counters[front->counter].count) == heat_count_order(front->key)) {
             return;
         }
         heat_heap_insert(c, heat_queue_pop(c));
@@ -730,8 +738,8 @@ static void heat_customers_replace_min(struct heat_customers *c, const struct ds
     heat_customer_slot_remove(c, heat_customer_slot_of(c, counter));
     /* The id's slot is found again after the removal, which may have shifted its run. */
     heat_customer_claim(c, counter, id, hash);
-    c->errors[counter] = c->counts[counter];
-    c->counts[counter] += weight;
+    c->counters[counter].error = c->counters[counter].count;
+    c->counters[counter].count += weight;
     heat_customers_place(c, counter);
 }
 
@@ -745,10 +753,10 @@ static void heat_customers_add(struct heat_customers *c, const struct ds_id *id,
     uint32_t slot = heat_customer_probe(c, id, hash);
     if (c->slots[slot].entry != 0) {
         uint32_t counter = c->slots[slot].entry - 1u;
-        c->counts[counter] += weight;
-        uint32_t position = c->heap_index[counter];
+        c->counters[counter].count += weight;
+        uint32_t position = c->counters[counter].heap_index;
         if (position != HEAT_IN_QUEUE) {
-            c->heap[position].count = c->counts[counter];
+            c->heap[position].count = c->counters[counter].count;
             heat_heap_sift_down(c, position);
         }
         return;
@@ -759,8 +767,8 @@ static void heat_customers_add(struct heat_customers *c, const struct ds_id *id,
     }
     uint32_t counter = c->count++;
     heat_customer_claim(c, counter, id, hash);
-    c->errors[counter] = 0.0;
-    c->counts[counter] = weight;
+    c->counters[counter].error = 0.0;
+    c->counters[counter].count = weight;
     heat_customers_place(c, counter);
 }
 
@@ -797,12 +805,12 @@ static void heat_customers_decay(struct heat_customers *c, double factor)
         return;
     }
     for (uint32_t i = 0; i < c->count; i++) {
-        c->counts[i] = heat_weight_decay(c->counts[i], factor);
-        c->errors[i] = heat_weight_decay(c->errors[i], factor);
+        c->counters[i].count = heat_weight_decay(c->counters[i].count, factor);
+        c->counters[i].error = heat_weight_decay(c->counters[i].error, factor);
     }
     for (uint32_t i = 0; i < c->heap_count; i++) {
         c->heap[i].count = heat_weight_decay(c->heap[i].count, factor);
-        DEBUG_ASSERT(c->heap[i].count == c->counts[c->heap[i].counter]);
+        DEBUG_ASSERT(c->heap[i].count == c->counters[c->heap[i].counter].count);
     }
     for (uint32_t k = 0; k < c->queue_count; k++) {
         struct heat_queue_entry *e = &c->queue[(c->queue_head + k) & HEAT_QUEUE_MASK];
@@ -1152,7 +1160,7 @@ static void heat_snapshot_customers(const struct shard_heat *heat, uint32_t top,
     struct heat_rank ranks[SHARD_HEAT_TOP_MAX];
     uint32_t count = 0;
     for (uint32_t i = 0; i < c->count; i++) {
-        double weight = c->counts[i];
+        double weight = c->counters[i].count;
         ASSERT(weight >= 0.0);
         if (weight == 0.0) {
             continue;
@@ -1166,8 +1174,8 @@ static void heat_snapshot_customers(const struct shard_heat *heat, uint32_t top,
         uint32_t counter = ranks[r].index;
         struct shard_heat_customer_row *row = &out->customers[r];
         heat_id_copy(&row->customer, &c->ids[counter]);
-        row->rate_eps = c->counts[counter] * per_second;
-        row->error_eps = c->errors[counter] * per_second;
+        row->rate_eps = c->counters[counter].count * per_second;
+        row->error_eps = c->counters[counter].error * per_second;
     }
     out->customer_count = count;
     out->customer_rate_eps = c->total * per_second;

@@ -13,6 +13,14 @@
  * pair measures what the node's consumer thread does per event (decode the JSON message and
  * route it) without and with the observe call: that ratio is the heat's cost where it runs.
  *
+ * The observe call is also timed in thread CPU (CLOCK_THREAD_CPUTIME_ID), which a shared
+ * machine disturbs less than the wall clock (time spent waiting for a core is not in it), and
+ * on two more customer streams with the same routing, that isolate the two paths of the
+ * customers' Space-Saving counters: every event a customer no counter holds (uniform over a
+ * million ids: each event takes the least counter) and every event a customer a counter holds
+ * (uniform over 500 ids). To compare two versions of shard/heat.c, build this file in both trees
+ * and alternate the binaries (bench/heat_compare.sh).
+ *
  * Usage: bench_heat [events] [runs]   (CI runs it with a tiny count as a smoke test).
  *
  * Rejected: generating events inside the timed loop (the Zipf sampler costs more than the
@@ -21,6 +29,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "bench/bench.h"
 #include "ingest/ingest.h"
@@ -32,6 +41,10 @@
 #define BENCH_SHARDS SHARD_COUNT_DEFAULT
 #define BENCH_SOURCES 16
 #define BENCH_SNAPSHOTS 21
+/* The customer streams that isolate the counters' two paths (see the opening comment). */
+#define BENCH_NEW_CUSTOMERS 1000000u
+#define BENCH_HELD_CUSTOMERS 500u
+#define BENCH_STREAMS 3
 
 /* What the loop reads of an event. */
 struct bench_event {
@@ -57,15 +70,41 @@ static struct bench_event *bench_events_build(size_t count)
     return events;
 }
 
+/* CPU time of the calling thread, in ns. */
+static uint64_t bench_thread_cpu_ns(void)
+{
+    struct timespec t;
+    int rc = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    ASSERT(rc == 0);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* events with their customers replaced by ids drawn uniformly from 1 .. customers (fixed
+ * seed, splitmix64). */
+static struct bench_event *bench_events_recustomer(const struct bench_event *events, size_t count,
+                                                   uint64_t customers)
+{
+    struct bench_event *out = malloc(count * sizeof(*out));
+    ASSERT(out != NULL);
+    uint64_t state = 0x5eed;
+    for (size_t i = 0; i < count; i++) {
+        out[i] = events[i];
+        out[i].customer_id = 1 + (int64_t)(ds_mix64(state += 0x9e3779b97f4a7c15ull) % customers);
+    }
+    return out;
+}
+
 /* One pass over the events, with heat (observe each one) or without (NULL: routing only).
- * Returns ns/event; the routed values fold into *checksum so nothing is optimised away. */
+ * Returns ns/event and sets *cpu_ns to the thread CPU ns/event; the routed values fold into
+ * *checksum so nothing is optimised away. */
 static double bench_run(const struct bench_event *events, size_t count, struct shard_heat *heat,
-                        uint64_t *checksum)
+                        uint64_t *checksum, double *cpu_ns)
 {
     const int64_t second0 = events[0].ts_ms / 1000;
     struct ds_id order = {0};
     struct ds_id customer = {0};
     uint64_t sum = 0;
+    uint64_t cpu_start = bench_thread_cpu_ns();
     uint64_t start = ds_clock_ns();
     for (size_t i = 0; i < count; i++) {
         const struct bench_event *e = &events[i];
@@ -81,6 +120,7 @@ static double bench_run(const struct bench_event *events, size_t count, struct s
         sum += (uint64_t)day ^ shard ^ (uint64_t)second ^ (uint64_t)source;
     }
     uint64_t elapsed = ds_clock_ns() - start;
+    *cpu_ns = (double)(bench_thread_cpu_ns() - cpu_start) / (double)count;
     *checksum += sum;
     return (double)elapsed / (double)count;
 }
@@ -113,11 +153,12 @@ static void bench_lines_build(struct bench_lines *lines, size_t count)
 /* The consumer thread's own work per event: decode the message, route it (day, shard), and
  * with heat observe it. Returns ns/event. */
 static double bench_run_decode(const struct bench_lines *lines, size_t count,
-                               struct shard_heat *heat, uint64_t *checksum)
+                               struct shard_heat *heat, uint64_t *checksum, double *cpu_ns)
 {
     const char *first = lines->text;
     int64_t second0 = 0;
     uint64_t sum = 0;
+    uint64_t cpu_start = bench_thread_cpu_ns();
     uint64_t start = ds_clock_ns();
     for (size_t i = 0; i < count; i++) {
         struct ds_event e;
@@ -136,6 +177,7 @@ static double bench_run_decode(const struct bench_lines *lines, size_t count,
         sum += (uint64_t)day ^ shard ^ (uint64_t)e.amount_units;
     }
     uint64_t elapsed = ds_clock_ns() - start;
+    *cpu_ns = (double)(bench_thread_cpu_ns() - cpu_start) / (double)count;
     *checksum += sum;
     return (double)elapsed / (double)count;
 }
@@ -161,29 +203,51 @@ int main(int argc, char **argv)
         return 2;
     }
     struct bench_event *events = bench_events_build(count);
+    const struct bench_event *streams[BENCH_STREAMS] = {
+        events, bench_events_recustomer(events, count, BENCH_NEW_CUSTOMERS),
+        bench_events_recustomer(events, count, BENCH_HELD_CUSTOMERS)};
+    const char *stream_names[BENCH_STREAMS] = {"busy-day customers (Zipf 1.1 over 1M)",
+                                               "every event a customer no counter holds",
+                                               "every event a customer a counter holds"};
     struct shard_heat_snapshot *snap = malloc(sizeof(*snap));
     double *base_ns = malloc((size_t)runs * sizeof(double));
     double *heat_ns = malloc((size_t)runs * sizeof(double));
     double *snap_us = malloc((size_t)runs * sizeof(double));
+    double *base_cpu = malloc((size_t)runs * sizeof(double));
+    double *stream_cpu[BENCH_STREAMS];
+    for (int k = 0; k < BENCH_STREAMS; k++) {
+        stream_cpu[k] = malloc((size_t)runs * sizeof(double));
+        ASSERT(stream_cpu[k] != NULL);
+    }
     ASSERT(snap != NULL && base_ns != NULL && heat_ns != NULL && snap_us != NULL);
+    ASSERT(base_cpu != NULL);
     struct bench_lines lines;
     bench_lines_build(&lines, count);
     double *decode_ns = malloc((size_t)runs * sizeof(double));
     double *decode_heat_ns = malloc((size_t)runs * sizeof(double));
+    double *decode_cpu = malloc((size_t)runs * sizeof(double));
+    double *decode_heat_cpu = malloc((size_t)runs * sizeof(double));
     ASSERT(decode_ns != NULL && decode_heat_ns != NULL);
+    ASSERT(decode_cpu != NULL && decode_heat_cpu != NULL);
     uint64_t checksum = 0;
-    bench_run(events, count, NULL, &checksum); /* warm-up: page faults, caches, branches */
-    bench_run_decode(&lines, count, NULL, &checksum);
+    double cpu = 0;
+    bench_run(events, count, NULL, &checksum, &cpu); /* warm-up: page faults, caches, branches */
+    bench_run_decode(&lines, count, NULL, &checksum, &cpu);
     for (int r = 0; r < runs; r++) {
         struct shard_heat *heat = NULL;
         ASSERT(shard_heat_create(SHARD_CAPACITY_DEFAULT, &heat) == 0);
-        base_ns[r] = bench_run(events, count, NULL, &checksum);
-        heat_ns[r] = bench_run(events, count, heat, &checksum);
+        base_ns[r] = bench_run(events, count, NULL, &checksum, &base_cpu[r]);
+        heat_ns[r] = bench_run(events, count, heat, &checksum, &stream_cpu[0][r]);
         snap_us[r] = bench_snapshot_us(heat, snap);
         shard_heat_destroy(heat);
+        for (int k = 1; k < BENCH_STREAMS; k++) {
+            ASSERT(shard_heat_create(SHARD_CAPACITY_DEFAULT, &heat) == 0);
+            (void)bench_run(streams[k], count, heat, &checksum, &stream_cpu[k][r]);
+            shard_heat_destroy(heat);
+        }
         ASSERT(shard_heat_create(SHARD_CAPACITY_DEFAULT, &heat) == 0);
-        decode_ns[r] = bench_run_decode(&lines, count, NULL, &checksum);
-        decode_heat_ns[r] = bench_run_decode(&lines, count, heat, &checksum);
+        decode_ns[r] = bench_run_decode(&lines, count, NULL, &checksum, &decode_cpu[r]);
+        decode_heat_ns[r] = bench_run_decode(&lines, count, heat, &checksum, &decode_heat_cpu[r]);
         shard_heat_destroy(heat);
     }
     double decode = bench_median(decode_ns, runs);
@@ -202,12 +266,33 @@ int main(int argc, char **argv)
            decode, decode_heat, decode_heat / decode, 100.0 * (decode_heat - decode) / decode);
     printf("  snapshot (top %u):  %.1f us (median)\n", SHARD_HEAT_TOP_MAX,
            bench_median(snap_us, runs));
+    double decode_thread = bench_median(decode_cpu, runs);
+    double decode_heat_thread = bench_median(decode_heat_cpu, runs);
+    printf("  thread CPU, the consumer thread's per-event work: decode + route %.1f ns/event, with "
+           "heat %.1f ns/event: heat off/on ratio %.3f (+%.1f%%)\n",
+           decode_thread, decode_heat_thread, decode_heat_thread / decode_thread,
+           100.0 * (decode_heat_thread - decode_thread) / decode_thread);
+    double base_thread = bench_median(base_cpu, runs);
+    printf("  thread CPU, routing only: %.1f ns/event (median)\n", base_thread);
+    for (int k = 0; k < BENCH_STREAMS; k++) {
+        double with = bench_median(stream_cpu[k], runs);
+        printf("  thread CPU, observe, %s: %.1f ns/event (median)\n", stream_names[k],
+               with - base_thread);
+    }
     printf(
         "  last run: %llu events, %u partition rows, %llu untracked, %llu would throttle, "
         "top customer %.0f eps; checksum %llx\n",
         (unsigned long long)snap->events, snap->partition_count,
         (unsigned long long)snap->untracked_events, (unsigned long long)snap->would_throttle_events,
         snap->customer_count > 0 ? snap->customers[0].rate_eps : 0.0, (unsigned long long)checksum);
+    for (int k = 0; k < BENCH_STREAMS; k++) {
+        free(stream_cpu[k]);
+    }
+    free((void *)streams[1]);
+    free((void *)streams[2]);
+    free(base_cpu);
+    free(decode_heat_cpu);
+    free(decode_cpu);
     free(decode_heat_ns);
     free(decode_ns);
     free(lines.start);

@@ -10,17 +10,20 @@
  * longer covers reads as 0. Partition keys and days live in fixed open-addressing tables
  * (linear probing, Fibonacci hashing, twice as many slots as entries); sources are an array
  * indexed by Kafka partition. Customers are Space-Saving counters (Metwally, Agrawal and
- * El Abbadi, 2005) in a hash table plus a binary min-heap by count; every counter and the
- * total are multiplied by exp(-1/tau) per completed second, which leaves the heap order as it
- * was. An event late by k seconds adds the weight exp(-k/tau) it would still have had, had it
- * arrived on time, so the customer rates do not depend on arrival order inside the window.
+ * El Abbadi, 2005) in a hash table, each counter in a queue or a 4-ary min-heap (see "the
+ * least counter"); every counter and the total are multiplied by exp(-1/tau) per completed
+ * second, which leaves both orders as they were. An event late by k seconds adds the weight
+ * exp(-k/tau) it would still have had, had it arrived on time, so the customer rates do not depend
+ * on arrival order inside the window.
  *
  * Invariants: the current second never moves back; every bucketed second is in
  * current - SHARD_HEAT_WINDOW_S .. current, which the ring covers (64 > 61 seconds), so a late
  * event inside the window always lands in its own second's bucket; a key's newest_second is at
  * most the current second; every live table entry has exactly one slot and the table has an
- * empty slot (load factor <= 1/2), so probes end; the customer heap's parent count is <= its
- * children's, and heap[counter.heap_index] names that counter; the counts and the tables are
+ * empty slot (load factor <= 1/2), so probes end; every customer counter in use is in the
+ * queue (heap_index HEAT_IN_QUEUE) or the heap, once; the queue's keys never decrease from
+ * front to back and each is at most its counter's count; the heap's parent count is <= its
+ * children's, and heap[heap_index[counter]] names that counter; the counts and the tables are
  * allocated once, in shard_heat_create, and never after.
  *
  * Table full: the first time in a current second that a new key finds no room, the table is
@@ -38,8 +41,22 @@
  * instead of the multiplying pass. It makes a clock step O(1), but needs renormalising before
  * it overflows, and the pass costs about a microsecond for 1024 counters, once per second of
  * producer time.
+ *
+ * Customers' cost (issue 17): on the busy-day stream about 38% of events are customers no
+ * counter holds, each of which took the least counter and sifted it from the heap's root to a
+ * leaf; the rest add to a counter. Now the least counter usually comes from the front of a queue
+ * and goes to its back (no sift), an event of a counter in the queue is one addition, what the
+ * per-event path reads is kept apart from the ids, an integer id is confirmed by its 64-bit hash
+ * alone (ds_mix64 is a bijection), the heap is 4-ary (5 levels for 1,024 counters), and sifts
+ * compare counts as integers. Figures: docs (issue 17) and bench_heat. Rejected: aggregating a
+ * consumer batch's customers in a scratch table and updating each counter once per batch with the
+ * summed weight (weighted Space-Saving keeps the bounds, and partitions, days and sources stay
+ * exact when counted in order): the extra probe per event cost more than the merged updates saved,
+ * 70 against 60 ns/event on the busy-day stream, because the customers no counter holds, which
+ * dominate, are distinct within a batch.
  */
 #include <errno.h>
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +78,16 @@
 #define HEAT_SECOND_NONE (-1)
 /* "No entry" from the table lookups. */
 #define HEAT_INDEX_NONE UINT32_MAX
+/* The customers' heap: children per node, entries (the counters rounded up to whole groups of
+ * children past the root), and the count of an entry not in use. */
+#define HEAT_HEAP_ARITY 4u
+#define HEAT_HEAP_ENTRIES (SHARD_HEAT_CUSTOMERS_MAX + HEAT_HEAP_ARITY)
+#define HEAT_HEAP_ABSENT DBL_MAX
+/* The customers' queue holds every counter at most, in a ring indexed by a mask; heap_index of
+ * a counter in the queue. */
+#define HEAT_QUEUE_SLOTS SHARD_HEAT_CUSTOMERS_MAX
+#define HEAT_QUEUE_MASK (HEAT_QUEUE_SLOTS - 1u)
+#define HEAT_IN_QUEUE UINT16_MAX
 /* exp(-1 / SHARD_HEAT_CUSTOMER_TAU_S) to 17 significant digits. A literal, because ds_shard
  * links no libm and clang does not fold exp() of a constant into a static initialiser. */
 #define HEAT_CUSTOMER_DECAY 0.90483741803595952
@@ -77,6 +104,8 @@ _Static_assert(SHARD_COUNT_MAX <= (1u << HEAT_SHARD_BITS), "a shard fits its key
 _Static_assert(DS_DAY_MAX < (1 << (32u - HEAT_SHARD_BITS)), "a day fits its key bits");
 _Static_assert(SHARD_HEAT_CUSTOMER_TAU_S == 10u, "HEAT_CUSTOMER_DECAY is exp(-1/10): recompute");
 _Static_assert(SHARD_CAPACITY_MAX < UINT32_MAX, "a saturated bucket is over any capacity");
+_Static_assert(SHARD_HEAT_CUSTOMERS_MAX < UINT16_MAX, "a heap position and an entry fit 16 bits");
+_Static_assert((HEAT_QUEUE_SLOTS & HEAT_QUEUE_MASK) == 0, "the queue is indexed by a mask");
 
 /* Counts of one key. buckets[s % 64] holds second s for s in newest_second - 63 ..
  * newest_second; a bucket saturates at UINT32_MAX (4 billion events in one second). */
@@ -107,16 +136,27 @@ struct heat_table {
     struct heat_counts *counts;
 };
 
-/* A customer counter; its count lives in its heap entry, where the sifts read it. */
-struct heat_customer {
-    struct ds_id id; /* bytes past len (or all text of an integer id) are zero */
-    double error;    /* count - error is at most the true decayed weight */
-    uint32_t tag;    /* of its slot */
-    uint32_t heap_index;
+struct heat_heap_entry {
+    double count; /* the counter's count (counts[counter]) */
+    uint32_t counter;
 };
 
-struct heat_heap_entry {
-    double count; /* decayed weight: at least the customer's true decayed weight */
+/* What an event reads of a counter, in 32 bytes (two counters to a cache line; the tracker's
+ * tables are mostly out of the caches when the node's consumer comes back to them after
+ * librdkafka and the decoder, so an event should touch few lines). */
+struct heat_counter {
+    /* The whole 64-bit hash of the counter's id. ds_mix64 is a bijection, so for an integer id
+     * the hash is the id: a probe confirms an integer id here, without reading ids[]. */
+    uint64_t hash;
+    double count;        /* decayed weight: at least the customer's true decayed weight */
+    double error;        /* count - error is at most the true decayed weight */
+    uint32_t heap_index; /* its heap position, or HEAT_IN_QUEUE */
+};
+_Static_assert(sizeof(struct heat_counter) == 32, "two counters to a cache line");
+
+/* A counter in the queue, with its count when it was pushed: at most its count now. */
+struct heat_queue_entry {
+    double key;
     uint32_t counter;
 };
 
@@ -124,15 +164,28 @@ struct heat_heap_entry {
  * and a backward shift read only the slots, not the counters. */
 struct heat_customer_slot {
     uint32_t tag;
-    uint32_t entry; /* counter index + 1; 0 marks an empty slot */
+    uint16_t entry;     /* counter index + 1; 0 marks an empty slot */
+    uint16_t is_string; /* the kind of the counter's id: 5 and "5" are two customers */
 };
 
+/* A counter is an index into counters[] and ids[]. Each counter in use is in exactly one of
+ * two orders (see "the least counter" below): the queue, by key, or the heap, by count. What a
+ * probe or an event reads is kept apart from the ids (72 bytes each, written when a counter
+ * changes hands and read by snapshots and string compares). */
 struct heat_customers {
-    uint32_t count; /* counters in use: counters[0 .. count - 1], heap[0 .. count - 1] */
-    double total;   /* the decayed weight of every customer event */
+    uint32_t count;       /* counters in use: 0 .. count - 1 */
+    uint32_t heap_count;  /* heap[0 .. heap_count - 1] */
+    uint32_t queue_head;  /* the front: queue[queue_head] */
+    uint32_t queue_count; /* queue[queue_head .. queue_head + queue_count - 1], modulo */
+    double total;         /* the decayed weight of every customer event */
     struct heat_customer_slot slots[1u << HEAT_CUSTOMER_SLOT_BITS];
-    struct heat_heap_entry heap[SHARD_HEAT_CUSTOMERS_MAX]; /* least count first */
-    struct heat_customer counters[SHARD_HEAT_CUSTOMERS_MAX];
+    /* least count first; HEAT_HEAP_ABSENT from heap_count on, through the last group of four */
+    struct heat_heap_entry heap[HEAT_HEAP_ENTRIES];
+    /* least key first; keys never decrease from front to back */
+    struct heat_queue_entry queue[HEAT_QUEUE_SLOTS];
+    struct heat_counter counters[SHARD_HEAT_CUSTOMERS_MAX];
+    /* Meaningful bytes only: is_string, len, value, text[0 .. len - 1]; the rest is stale. */
+    struct ds_id ids[SHARD_HEAT_CUSTOMERS_MAX];
 };
 
 struct shard_heat {
@@ -345,9 +398,21 @@ static void heat_id_copy(struct ds_id *dst, const struct ds_id *src)
     }
 }
 
-static uint32_t heat_customer_tag(const struct ds_id *id)
+/* A counter's id from an event's: the meaningful bytes only (no 72-byte clear per change of
+ * hands; heat_id_copy clears what a snapshot hands out). */
+static void heat_id_set(struct ds_id *dst, const struct ds_id *src)
 {
-    return (uint32_t)(heat_id_hash(id) >> 32);
+    dst->is_string = src->is_string;
+    dst->len = src->is_string ? src->len : 0;
+    dst->value = src->is_string ? 0 : src->value;
+    if (src->is_string) {
+        memcpy(dst->text, src->text, src->len);
+    }
+}
+
+static uint32_t heat_customer_tag(uint64_t hash)
+{
+    return (uint32_t)(hash >> 32);
 }
 
 static uint32_t heat_customer_home(uint32_t tag)
@@ -355,18 +420,27 @@ static uint32_t heat_customer_home(uint32_t tag)
     return tag >> (32u - HEAT_CUSTOMER_SLOT_BITS);
 }
 
+/* Whether the counter of slot s holds id (whose hash is hash). */
+static bool heat_customer_holds(const struct heat_customers *c, const struct heat_customer_slot *s,
+                                const struct ds_id *id, uint64_t hash)
+{
+    uint32_t index = s->entry - 1u;
+    if (s->tag != heat_customer_tag(hash) || s->is_string != id->is_string ||
+        c->counters[index].hash != hash) {
+        return false;
+    }
+    return !id->is_string || ds_id_equal(&c->ids[index], id);
+}
+
 /* The slot holding id, or the empty slot where it would go. */
 static uint32_t heat_customer_probe(const struct heat_customers *c, const struct ds_id *id,
-                                    uint32_t tag)
+                                    uint64_t hash)
 {
     const uint32_t mask = (1u << HEAT_CUSTOMER_SLOT_BITS) - 1u;
-    uint32_t slot = heat_customer_home(tag);
+    uint32_t slot = heat_customer_home(heat_customer_tag(hash));
     for (uint32_t probes = 0; probes <= mask; probes++) {
         const struct heat_customer_slot *s = &c->slots[slot];
-        if (s->entry == 0) {
-            return slot;
-        }
-        if (s->tag == tag && ds_id_equal(&c->counters[s->entry - 1u].id, id)) {
+        if (s->entry == 0 || heat_customer_holds(c, s, id, hash)) {
             return slot;
         }
         slot = (slot + 1u) & mask;
@@ -380,7 +454,7 @@ static uint32_t heat_customer_probe(const struct heat_customers *c, const struct
 static uint32_t heat_customer_slot_of(const struct heat_customers *c, uint32_t index)
 {
     const uint32_t mask = (1u << HEAT_CUSTOMER_SLOT_BITS) - 1u;
-    uint32_t slot = heat_customer_home(c->counters[index].tag);
+    uint32_t slot = heat_customer_home(heat_customer_tag(c->counters[index].hash));
     for (uint32_t probes = 0; probes <= mask; probes++) {
         ASSERT(c->slots[slot].entry != 0);
         if (c->slots[slot].entry == index + 1u) {
@@ -409,109 +483,318 @@ static void heat_customer_slot_remove(struct heat_customers *c, uint32_t slot)
     c->slots[hole] = (struct heat_customer_slot){0};
 }
 
-static void heat_heap_swap(struct heat_customers *c, uint32_t a, uint32_t b)
+/* The heap is 4-ary: a node's children are one group of four entries, so a level of a sift
+ * reads one group and the path from the root to a leaf is 5 levels for 1,024 counters, not 10.
+ * Entries from count to the end of the array hold HEAT_HEAP_ABSENT, which no count reaches, so
+ * the least of a group needs no bounds check. */
+static uint32_t heat_heap_parent(uint32_t position)
 {
-    struct heat_heap_entry entry_a = c->heap[a];
-    c->heap[a] = c->heap[b];
-    c->heap[b] = entry_a;
-    c->counters[c->heap[a].counter].heap_index = a;
-    c->counters[c->heap[b].counter].heap_index = b;
+    return (position - 1u) / HEAT_HEAP_ARITY;
+}
+
+static uint32_t heat_heap_first_child(uint32_t position)
+{
+    return HEAT_HEAP_ARITY * position + 1u;
+}
+
+/* A count's bits read as an integer: counts are never negative, and a non-negative double
+ * orders like its bits, so the sifts compare in integer registers (one cycle, against several
+ * for a floating-point compare, on the chain of dependent levels of a sift). */
+static uint64_t heat_count_order(double count)
+{
+    uint64_t bits = 0;
+    memcpy(&bits, &count, sizeof(bits));
+    return bits;
+}
+
+/* The least entry of the group of four at first (ties: the first), without branches: on a
+ * Zipf tail the counts of a group are in no predictable order. */
+static uint32_t heat_heap_least_of_group(const struct heat_customers *c, uint32_t first)
+{
+    const struct heat_heap_entry *g = &c->heap[first];
+    uint64_t count[HEAT_HEAP_ARITY];
+    for (uint32_t i = 0; i < HEAT_HEAP_ARITY; i++) {
+        count[i] = heat_count_order(g[i].count);
+    }
+    uint32_t a = (uint32_t)(count[1] < count[0]);
+    uint32_t b = 2u + (uint32_t)(count[3] < count[2]);
+    return first + (count[b] < count[a] ? b : a);
+}
+
+static void heat_heap_place(struct heat_customers *c, uint32_t position,
+                            struct heat_heap_entry entry)
+{
+    c->heap[position] = entry;
+    c->counters[entry.counter].heap_index = position;
 }
 
 static void heat_heap_sift_up(struct heat_customers *c, uint32_t position)
 {
-    ASSERT(position < c->count);
+    ASSERT(position < c->heap_count);
+    const struct heat_heap_entry moving = c->heap[position];
     while (position > 0) {
-        uint32_t parent = (position - 1u) / 2u;
-        if (c->heap[parent].count <= c->heap[position].count) {
+        uint32_t parent = heat_heap_parent(position);
+        if (heat_count_order(c->heap[parent].count) <= heat_count_order(moving.count)) {
             break;
         }
-        heat_heap_swap(c, parent, position);
+        heat_heap_place(c, position, c->heap[parent]);
         position = parent;
     }
+    heat_heap_place(c, position, moving);
 }
 
-/* Moves the entry at position down to its place: children that are less move up into the
- * hole it leaves, and each moved counter's heap_index follows. */
+/* Moves the entry at position down to its place after its count grew: children that are less
+ * move up into the hole it leaves, and each moved counter's heap_index follows. */
 static void heat_heap_sift_down(struct heat_customers *c, uint32_t position)
 {
-    ASSERT(position < c->count);
+    ASSERT(position < c->heap_count);
     const struct heat_heap_entry moving = c->heap[position];
     for (;;) {
-        uint32_t child = 2u * position + 1u;
-        if (child >= c->count) {
+        uint32_t first = heat_heap_first_child(position);
+        if (first >= c->heap_count) {
             break;
         }
-        /* Branch-free choice of the lesser child: on a Zipf tail it is a coin toss. */
-        child +=
-            (uint32_t)(child + 1u < c->count && c->heap[child + 1u].count < c->heap[child].count);
-        if (moving.count <= c->heap[child].count) {
+        uint32_t least = heat_heap_least_of_group(c, first);
+        if (heat_count_order(moving.count) <= heat_count_order(c->heap[least].count)) {
             break;
         }
-        c->heap[position] = c->heap[child];
-        c->counters[c->heap[position].counter].heap_index = position;
-        position = child;
+        heat_heap_place(c, position, c->heap[least]);
+        position = least;
     }
-    c->heap[position] = moving;
-    c->counters[moving.counter].heap_index = position;
+    heat_heap_place(c, position, moving);
 }
 
-/* Space-Saving's replacement: the least counter takes the new id, keeping its count as error. */
-static void heat_customers_replace_min(struct heat_customers *c, const struct ds_id *id,
-                                       uint32_t tag, double weight)
+/* The root was replaced by the heap's last entry, which belongs near the leaves: bottom-up, as
+ * in Wegener's heapsort. The hole goes down the path of least children to a leaf, one
+ * comparison per level and no test against the moving entry, then the entry climbs back to its
+ * place, usually in a step or two. */
+static void heat_heap_sift_root_down(struct heat_customers *c)
+{
+    ASSERT(c->heap_count >= 1);
+    const struct heat_heap_entry moving = c->heap[0];
+    uint32_t position = 0;
+    for (;;) {
+        uint32_t first = heat_heap_first_child(position);
+        if (first >= c->heap_count) {
+            break;
+        }
+        uint32_t least = heat_heap_least_of_group(c, first);
+        heat_heap_place(c, position, c->heap[least]);
+        position = least;
+    }
+    while (position > 0) {
+        uint32_t parent = heat_heap_parent(position);
+        if (heat_count_order(c->heap[parent].count) <= heat_count_order(moving.count)) {
+            break;
+        }
+        heat_heap_place(c, position, c->heap[parent]);
+        position = parent;
+    }
+    heat_heap_place(c, position, moving);
+}
+
+/* The first empty slot of the run from tag's home: where an id known to be absent goes. */
+static uint32_t heat_customer_probe_empty(const struct heat_customers *c, uint32_t tag)
+{
+    const uint32_t mask = (1u << HEAT_CUSTOMER_SLOT_BITS) - 1u;
+    uint32_t slot = heat_customer_home(tag);
+    for (uint32_t probes = 0; probes <= mask; probes++) {
+        if (c->slots[slot].entry == 0) {
+            return slot;
+        }
+        slot = (slot + 1u) & mask;
+    }
+    /* The load factor bound guarantees an empty slot. */
+    ASSERT(false);
+    return 0;
+}
+
+/* Counter index takes id: its slot, hash and id. */
+static void heat_customer_claim(struct heat_customers *c, uint32_t index, const struct ds_id *id,
+                                uint64_t hash)
+{
+    ASSERT(index < SHARD_HEAT_CUSTOMERS_MAX);
+    uint32_t slot = heat_customer_probe_empty(c, heat_customer_tag(hash));
+    c->slots[slot] = (struct heat_customer_slot){.tag = heat_customer_tag(hash),
+                                                 .entry = (uint16_t)(index + 1u),
+                                                 .is_string = id->is_string};
+    c->counters[index].hash = hash;
+    heat_id_set(&c->ids[index], id);
+}
+
+/* ---- customers: the least counter ------------------------------------------------------ */
+
+/* Space-Saving takes the least counter for every customer it does not hold: on the busy-day
+ * stream, 38% of events. A heap pays a sift from the root to a leaf each time, since the taken
+ * counter's new count (the least plus the event) usually outweighs the whole tail. So counters
+ * live in two orders. The queue holds counters by a key that is at most their count, keys never
+ * decreasing from front to back: a counter taken as the least gets the least count plus the
+ * event's weight, which is at least every key when the weight is 1 (keys are counts from when
+ * they were pushed, the least count never decreases but by the decay, which scales every
+ * weight alike), so it goes to the back, and taking the least costs no sift at all. An event of
+ * a counter in the queue only adds to its count: its key goes stale. Before the front is
+ * taken, stale fronts move to the heap, an exact min-heap by count for the counters that had
+ * events since they were pushed (the heavy ones) and for a count below the back's key (a late
+ * event weighs less than 1). The least counter is then the queue's front (fresh: its key is its
+ * count, at most every key behind it and so every count there) or the heap's root, whichever
+ * is less. Any least counter will do: Space-Saving's bounds hold for every order of ties.
+ * Rejected: settling a stale front at the back of the queue. One heavy counter there holds a
+ * key above every new count, which then all go to the heap: measured slower than the heap
+ * alone (60-67 against 55 ns/event on the busy-day stream). */
+
+static struct heat_queue_entry *heat_queue_back(struct heat_customers *c)
+{
+    ASSERT(c->queue_count >= 1);
+    return &c->queue[(c->queue_head + c->queue_count - 1u) & HEAT_QUEUE_MASK];
+}
+
+static void heat_queue_push(struct heat_customers *c, uint32_t counter)
+{
+    ASSERT(c->queue_count < HEAT_QUEUE_SLOTS);
+    c->queue[(c->queue_head + c->queue_count) & HEAT_QUEUE_MASK] =
+        (struct heat_queue_entry){.key = c->counters[counter].count, .counter = counter};
+    c->queue_count++;
+    c->counters[counter].heap_index = HEAT_IN_QUEUE;
+}
+
+static uint32_t heat_queue_pop(struct heat_customers *c)
+{
+    ASSERT(c->queue_count >= 1);
+    uint32_t counter = c->queue[c->queue_head].counter;
+    c->queue_head = (c->queue_head + 1u) & HEAT_QUEUE_MASK;
+    c->queue_count--;
+    return counter;
+}
+
+static void heat_heap_insert(struct heat_customers *c, uint32_t counter)
+{
+    ASSERT(c->heap_count < SHARD_HEAT_CUSTOMERS_MAX);
+    uint32_t position = c->heap_count++;
+    heat_heap_place(
+        c, position,
+        (struct heat_heap_entry){.count = c->counters[counter].count, .counter = counter});
+    heat_heap_sift_up(c, position);
+}
+
+/* Takes the root out of the heap and returns its counter. */
+static uint32_t heat_heap_remove_root(struct heat_customers *c)
+{
+    ASSERT(c->heap_count >= 1);
+    uint32_t counter = c->heap[0].counter;
+    uint32_t last = --c->heap_count;
+    if (last > 0) {
+        c->heap[0] = c->heap[last];
+    }
+    c->heap[last] = (struct heat_heap_entry){.count = HEAT_HEAP_ABSENT};
+    if (last > 0) {
+        heat_heap_sift_root_down(c);
+    }
+    return counter;
+}
+
+/* A counter out of both orders goes to the back of the queue when that keeps the keys in
+ * order, else into the heap. */
+static void heat_customers_place(struct heat_customers *c, uint32_t counter)
+{
+    if (c->queue_count == 0 ||
+        heat_count_order(c->counters[counter].count) >= heat_count_order(heat_queue_back(c)->key)) {
+        heat_queue_push(c, counter);
+    } else {
+        heat_heap_insert(c, counter);
+    }
+}
+
+/* Makes the queue's front fresh (its key is its count): stale fronts go to the heap. */
+static void heat_queue_settle(struct heat_customers *c)
+{
+    for (uint32_t settled = 0; c->queue_count > 0; settled++) {
+        ASSERT(settled <= HEAT_QUEUE_SLOTS);
+        const struct heat_queue_entry *front = &c->queue[c->queue_head];
+        if (heat_count_order(c->counters[front->counter].count) == heat_count_order(front->key)) {
+            return;
+        }
+        heat_heap_insert(c, heat_queue_pop(c));
+    }
+}
+
+/* Takes a least counter out of its order and returns it. */
+static uint32_t heat_customers_take_least(struct heat_customers *c)
 {
     ASSERT(c->count == SHARD_HEAT_CUSTOMERS_MAX);
-    struct heat_heap_entry *least = &c->heap[0];
-    struct heat_customer *counter = &c->counters[least->counter];
-    heat_customer_slot_remove(c, heat_customer_slot_of(c, least->counter));
-    /* Probe again: the removal may have shifted the new id's run. */
-    uint32_t slot = heat_customer_probe(c, id, tag);
-    ASSERT(c->slots[slot].entry == 0);
-    c->slots[slot] = (struct heat_customer_slot){.tag = tag, .entry = least->counter + 1u};
-    heat_id_copy(&counter->id, id);
-    counter->tag = tag;
-    counter->error = least->count;
-    least->count += weight;
-    heat_heap_sift_down(c, 0);
+    heat_queue_settle(c);
+    if (c->queue_count > 0 &&
+        (c->heap_count == 0 ||
+         heat_count_order(c->queue[c->queue_head].key) <= heat_count_order(c->heap[0].count))) {
+        return heat_queue_pop(c);
+    }
+    return heat_heap_remove_root(c);
 }
 
-static void heat_customers_add(struct heat_customers *c, const struct ds_id *id, double weight)
+/* Space-Saving's replacement: a least counter takes the new id, keeping its count as error. */
+static void heat_customers_replace_min(struct heat_customers *c, const struct ds_id *id,
+                                       uint64_t hash, double weight)
+{
+    uint32_t counter = heat_customers_take_least(c);
+    heat_customer_slot_remove(c, heat_customer_slot_of(c, counter));
+    /* The id's slot is found again after the removal, which may have shifted its run. */
+    heat_customer_claim(c, counter, id, hash);
+    c->counters[counter].error = c->counters[counter].count;
+    c->counters[counter].count += weight;
+    heat_customers_place(c, counter);
+}
+
+/* One event of customer id (hash: heat_id_hash(id)) with the given decayed weight. */
+static void heat_customers_add(struct heat_customers *c, const struct ds_id *id, uint64_t hash,
+                               double weight)
 {
     ASSERT(weight > 0.0);
     ASSERT(weight <= 1.0);
-    uint32_t tag = heat_customer_tag(id);
     c->total += weight;
-    uint32_t slot = heat_customer_probe(c, id, tag);
+    uint32_t slot = heat_customer_probe(c, id, hash);
     if (c->slots[slot].entry != 0) {
-        uint32_t position = c->counters[c->slots[slot].entry - 1u].heap_index;
-        c->heap[position].count += weight;
-        heat_heap_sift_down(c, position);
+        uint32_t counter = c->slots[slot].entry - 1u;
+        c->counters[counter].count += weight;
+        uint32_t position = c->counters[counter].heap_index;
+        if (position != HEAT_IN_QUEUE) {
+            c->heap[position].count = c->counters[counter].count;
+            heat_heap_sift_down(c, position);
+        }
         return;
     }
     if (c->count == SHARD_HEAT_CUSTOMERS_MAX) {
-        heat_customers_replace_min(c, id, tag, weight);
+        heat_customers_replace_min(c, id, hash, weight);
         return;
     }
-    uint32_t index = c->count++;
-    struct heat_customer *counter = &c->counters[index];
-    heat_id_copy(&counter->id, id);
-    counter->tag = tag;
-    counter->error = 0.0;
-    counter->heap_index = index;
-    c->heap[index] = (struct heat_heap_entry){.count = weight, .counter = index};
-    c->slots[slot] = (struct heat_customer_slot){.tag = tag, .entry = index + 1u};
-    heat_heap_sift_up(c, index);
+    uint32_t counter = c->count++;
+    heat_customer_claim(c, counter, id, hash);
+    c->counters[counter].error = 0.0;
+    c->counters[counter].count = weight;
+    heat_customers_place(c, counter);
 }
 
 static void heat_customers_reset(struct heat_customers *c)
 {
     c->count = 0;
+    c->heap_count = 0;
+    c->queue_head = 0;
+    c->queue_count = 0;
     c->total = 0.0;
     memset(c->slots, 0, sizeof(c->slots));
+    for (uint32_t i = 0; i < HEAT_HEAP_ENTRIES; i++) {
+        c->heap[i] = (struct heat_heap_entry){.count = HEAT_HEAP_ABSENT};
+    }
 }
 
-/* Scales every weight by factor. A uniform scale keeps the heap order, and so does flushing
- * the weights below HEAT_CUSTOMER_WEIGHT_MIN to zero (it is monotone). */
+/* weight x factor, flushed to zero below HEAT_CUSTOMER_WEIGHT_MIN: monotone, so every order
+ * and every equality of weights survives it. */
+static double heat_weight_decay(double weight, double factor)
+{
+    double scaled = weight * factor;
+    return scaled < HEAT_CUSTOMER_WEIGHT_MIN ? 0.0 : scaled;
+}
+
+/* Scales every weight by factor: counts, errors, the heap's copies of counts and the queue's
+ * keys alike, so both orders and the queue's fresh keys stay as they were. */
 static void heat_customers_decay(struct heat_customers *c, double factor)
 {
     ASSERT(factor >= 0.0);
@@ -522,16 +805,16 @@ static void heat_customers_decay(struct heat_customers *c, double factor)
         return;
     }
     for (uint32_t i = 0; i < c->count; i++) {
-        struct heat_heap_entry *entry = &c->heap[i];
-        entry->count *= factor;
-        if (entry->count < HEAT_CUSTOMER_WEIGHT_MIN) {
-            entry->count = 0.0;
-        }
-        struct heat_customer *counter = &c->counters[i];
-        counter->error *= factor;
-        if (counter->error < HEAT_CUSTOMER_WEIGHT_MIN) {
-            counter->error = 0.0;
-        }
+        c->counters[i].count = heat_weight_decay(c->counters[i].count, factor);
+        c->counters[i].error = heat_weight_decay(c->counters[i].error, factor);
+    }
+    for (uint32_t i = 0; i < c->heap_count; i++) {
+        c->heap[i].count = heat_weight_decay(c->heap[i].count, factor);
+        DEBUG_ASSERT(c->heap[i].count == c->counters[c->heap[i].counter].count);
+    }
+    for (uint32_t k = 0; k < c->queue_count; k++) {
+        struct heat_queue_entry *e = &c->queue[(c->queue_head + k) & HEAT_QUEUE_MASK];
+        e->key = heat_weight_decay(e->key, factor);
     }
 }
 
@@ -576,6 +859,7 @@ int shard_heat_create(uint32_t capacity_eps, struct shard_heat **out)
     for (uint32_t k = 1; k <= HEAT_RING_SLOTS; k++) {
         heat->decay_pow[k] = heat->decay_pow[k - 1] * HEAT_CUSTOMER_DECAY;
     }
+    heat_customers_reset(&heat->customers);
     heat_counts_reset(&heat->total);
     for (uint32_t i = 0; i < SHARD_HEAT_SOURCES_MAX; i++) {
         heat_counts_reset(&heat->sources[i]);
@@ -615,20 +899,19 @@ static void heat_observe_partition(struct shard_heat *heat, int64_t second, uint
     }
 }
 
-void shard_heat_observe(struct shard_heat *heat, int64_t second, int32_t day, uint32_t shard,
-                        int32_t source, const struct ds_id *customer)
+static void heat_event_check(int64_t second, int32_t day, uint32_t shard)
 {
-    ASSERT(heat != NULL);
     ASSERT(second >= 0);
     ASSERT(second <= HEAT_SECOND_MAX);
     ASSERT(day >= 0);
     ASSERT(day <= DS_DAY_MAX);
     ASSERT(shard < SHARD_COUNT_MAX);
-    if (second > heat->second) {
-        heat_clock_move(heat, second);
-    }
-    int64_t age = heat->second - second;
-    bool in_window = age <= (int64_t)SHARD_HEAT_WINDOW_S;
+}
+
+/* The exact counts of one event (all but the customers), at an age the clock already covers. */
+static void heat_observe_counts(struct shard_heat *heat, int64_t second, int32_t day,
+                                uint32_t shard, int32_t source, bool in_window)
+{
     heat_counts_add(&heat->total, second, in_window);
     heat_observe_partition(heat, second, heat_partition_key(day, shard), in_window);
     uint32_t day_index = heat_table_add(&heat->days, (uint32_t)day, heat->second);
@@ -638,8 +921,22 @@ void shard_heat_observe(struct shard_heat *heat, int64_t second, int32_t day, ui
     if (source >= 0 && (uint32_t)source < SHARD_HEAT_SOURCES_MAX) {
         heat_counts_add(&heat->sources[source], second, in_window);
     }
+}
+
+void shard_heat_observe(struct shard_heat *heat, int64_t second, int32_t day, uint32_t shard,
+                        int32_t source, const struct ds_id *customer)
+{
+    ASSERT(heat != NULL);
+    heat_event_check(second, day, shard);
+    if (second > heat->second) {
+        heat_clock_move(heat, second);
+    }
+    int64_t age = heat->second - second;
+    bool in_window = age <= (int64_t)SHARD_HEAT_WINDOW_S;
+    heat_observe_counts(heat, second, day, shard, source, in_window);
     if (customer != NULL && in_window) {
-        heat_customers_add(&heat->customers, customer, heat->decay_pow[age]);
+        heat_customers_add(&heat->customers, customer, heat_id_hash(customer),
+                           heat->decay_pow[age]);
     }
 }
 
@@ -863,25 +1160,22 @@ static void heat_snapshot_customers(const struct shard_heat *heat, uint32_t top,
     struct heat_rank ranks[SHARD_HEAT_TOP_MAX];
     uint32_t count = 0;
     for (uint32_t i = 0; i < c->count; i++) {
-        double weight = c->heap[i].count;
+        double weight = c->counters[i].count;
         ASSERT(weight >= 0.0);
         if (weight == 0.0) {
             continue;
         }
-        uint64_t bits = 0;
-        memcpy(&bits, &weight, sizeof(bits));
         heat_ranks_offer(
             ranks, &count, top,
-            (struct heat_rank){.primary = bits, .key = c->heap[i].counter, .index = i});
+            (struct heat_rank){.primary = heat_count_order(weight), .key = i, .index = i});
     }
     heat_ranks_sort(ranks, count);
     for (uint32_t r = 0; r < count; r++) {
-        const struct heat_heap_entry *entry = &c->heap[ranks[r].index];
-        const struct heat_customer *counter = &c->counters[entry->counter];
+        uint32_t counter = ranks[r].index;
         struct shard_heat_customer_row *row = &out->customers[r];
-        heat_id_copy(&row->customer, &counter->id);
-        row->rate_eps = entry->count * per_second;
-        row->error_eps = counter->error * per_second;
+        heat_id_copy(&row->customer, &c->ids[counter]);
+        row->rate_eps = c->counters[counter].count * per_second;
+        row->error_eps = c->counters[counter].error * per_second;
     }
     out->customer_count = count;
     out->customer_rate_eps = c->total * per_second;

@@ -861,6 +861,195 @@ static void test_heat_customers_heavy_hitters_zipf(void **state)
     free(z);
 }
 
+/* The exact oracle of the Space-Saving test: every customer's decayed weight, by rank. */
+#define ORACLE_SECONDS 90
+#define ORACLE_EVENTS_PER_SECOND 3000u
+
+struct oracle {
+    uint32_t customers; /* ranks 0 .. customers - 1 */
+    double *weight;
+    double total;
+    double *cdf; /* Zipf(1): P(rank) proportional to 1 / (rank + 1); NULL: uniform */
+    double decay_pow[SHARD_HEAT_WINDOW_S + 1];
+};
+
+static void oracle_init(struct oracle *o, uint32_t customers, bool skewed)
+{
+    *o = (struct oracle){.customers = customers};
+    o->weight = calloc(customers, sizeof(double));
+    assert_non_null(o->weight);
+    if (skewed) {
+        o->cdf = malloc(customers * sizeof(double));
+        assert_non_null(o->cdf);
+        double sum = 0;
+        for (uint32_t r = 0; r < customers; r++) {
+            sum += 1.0 / (r + 1.0);
+            o->cdf[r] = sum;
+        }
+        for (uint32_t r = 0; r < customers; r++) {
+            o->cdf[r] /= sum;
+        }
+    }
+    o->decay_pow[0] = 1.0;
+    for (uint32_t k = 1; k <= SHARD_HEAT_WINDOW_S; k++) {
+        o->decay_pow[k] = o->decay_pow[k - 1] * TEST_DECAY;
+    }
+}
+
+static void oracle_deinit(struct oracle *o)
+{
+    free(o->weight);
+    free(o->cdf);
+}
+
+static uint32_t oracle_draw(const struct oracle *o, uint64_t *rng)
+{
+    if (o->cdf == NULL) {
+        return (uint32_t)test_rng_below(rng, o->customers);
+    }
+    double u = (double)(test_rng_next(rng) >> 11) / 9007199254740992.0;
+    uint32_t lo = 0;
+    uint32_t hi = o->customers - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (o->cdf[mid] < u) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/* Rank r's id: every third rank a string ("c<r>"), so both kinds of ids share the counters. */
+static void oracle_id(struct ds_id *id, uint32_t rank)
+{
+    if (rank % 3 == 1) {
+        char text[16];
+        int len = snprintf(text, sizeof(text), "c%u", rank);
+        test_id_string(id, text, (size_t)len);
+    } else {
+        test_id_int(id, 1000 + (int64_t)rank);
+    }
+}
+
+static uint32_t oracle_rank(const struct oracle *o, const struct ds_id *id)
+{
+    uint32_t rank = 0;
+    if (id->is_string) {
+        assert_true(id->len >= 2 && id->text[0] == 'c');
+        for (uint32_t i = 1; i < id->len; i++) {
+            rank = rank * 10 + (uint32_t)(id->text[i] - '0');
+        }
+        assert_int_equal(rank % 3, 1);
+    } else {
+        assert_true(id->value >= 1000);
+        rank = (uint32_t)(id->value - 1000);
+        assert_int_not_equal(rank % 3, 1);
+    }
+    assert_true(rank < o->customers);
+    return rank;
+}
+
+/* Space-Saving's guarantees, row by row against the exact weights: an estimate is at least the
+ * truth and at most the truth plus its error; an error is at most total / counters (the least
+ * counter when it was taken); every customer heavier than total / counters, or than the last
+ * row, is listed. exact: every customer has a counter of its own (errors 0, estimates exact).
+ * Returns the customers heavier than that bound, which were found. */
+static uint32_t oracle_check(const struct oracle *o, const struct shard_heat_snapshot *snap,
+                             bool exact)
+{
+    const double tolerance = 1e-9 * (o->total + 1.0);
+    const double total_rate = o->total * TEST_PER_SECOND;
+    assert_near(snap->customer_rate_eps, total_rate, tolerance);
+    bool *listed = calloc(o->customers, sizeof(bool));
+    assert_non_null(listed);
+    for (uint32_t i = 0; i < snap->customer_count; i++) {
+        const struct shard_heat_customer_row *row = &snap->customers[i];
+        uint32_t rank = oracle_rank(o, &row->customer);
+        double truth = o->weight[rank] * TEST_PER_SECOND;
+        assert_true(row->rate_eps >= truth - tolerance);
+        assert_true(row->rate_eps <= truth + row->error_eps + tolerance);
+        assert_true(row->error_eps <= total_rate / SHARD_HEAT_CUSTOMERS_MAX + tolerance);
+        if (exact) {
+            assert_near(row->error_eps, 0.0, 0.0);
+            assert_near(row->rate_eps, truth, tolerance);
+        }
+        assert_false(listed[rank]);
+        listed[rank] = true;
+        if (i > 0) {
+            assert_true(snap->customers[i - 1].rate_eps >= row->rate_eps);
+        }
+    }
+    double bound = total_rate / SHARD_HEAT_CUSTOMERS_MAX;
+    if (snap->customer_count == SHARD_HEAT_TOP_MAX &&
+        snap->customers[SHARD_HEAT_TOP_MAX - 1].rate_eps > bound) {
+        bound = snap->customers[SHARD_HEAT_TOP_MAX - 1].rate_eps;
+    }
+    uint32_t heavy = 0;
+    for (uint32_t r = 0; r < o->customers; r++) {
+        if (o->weight[r] * TEST_PER_SECOND > bound + tolerance) {
+            assert_true(listed[r]);
+            heavy++;
+        }
+    }
+    free(listed);
+    return heavy;
+}
+
+/* Runs ORACLE_SECONDS of a stream over customers (uniform or Zipf(1)), one event in eight up to
+ * 20 s late, through the tracker and the exact oracle, checking every 10 seconds. Returns the
+ * heavy customers found over all checks. */
+static uint32_t oracle_run(struct shard_heat *heat, struct fixture *f, uint32_t customers,
+                           bool skewed)
+{
+    struct oracle o;
+    oracle_init(&o, customers, skewed);
+    uint64_t rng = test_seed();
+    uint32_t heavy = 0;
+    for (int64_t k = 0; k < ORACLE_SECONDS; k++) {
+        for (uint32_t i = 0; i < ORACLE_EVENTS_PER_SECOND; i++) {
+            uint32_t rank = oracle_draw(&o, &rng);
+            uint64_t late = test_rng_below(&rng, 8) == 0 ? test_rng_below(&rng, 21) : 0;
+            late = late > (uint64_t)k ? (uint64_t)k : late;
+            struct ds_id customer;
+            oracle_id(&customer, rank);
+            shard_heat_observe(heat, T0 + k - (int64_t)late, day0(), rank % 4, -1, &customer);
+            o.weight[rank] += o.decay_pow[late];
+            o.total += o.decay_pow[late];
+        }
+        assert_true(shard_heat_advance(heat, T0 + k + 1));
+        for (uint32_t r = 0; r < customers; r++) {
+            o.weight[r] *= TEST_DECAY;
+        }
+        o.total *= TEST_DECAY;
+        if (k % 10 == 9) {
+            heavy += oracle_check(&o, snapshot(f, SHARD_HEAT_TOP_MAX),
+                                  customers <= SHARD_HEAT_CUSTOMERS_MAX);
+        }
+    }
+    oracle_deinit(&o);
+    return heavy;
+}
+
+static void test_heat_customers_space_saving_bounds_against_exact_counts(void **state)
+{
+    /* Streams that exercise each path of the counters against exact decayed weights, with
+     * integer and string ids mixed and late events: few customers (every event adds to a
+     * counter of its own: estimates exact), uniform over 100,000 (almost every event takes the
+     * least counter; nobody is heavy, the bounds must still hold), and Zipf(1) over 100,000
+     * (both paths; the heavy customers must be found). */
+    struct fixture *f = *state;
+    assert_true(oracle_run(f->heat, f, 700, false) > 0);
+    shard_heat_destroy(f->heat);
+    assert_int_equal(shard_heat_create(SHARD_CAPACITY_DEFAULT, &f->heat), 0);
+    oracle_run(f->heat, f, 100000, false);
+    shard_heat_destroy(f->heat);
+    assert_int_equal(shard_heat_create(SHARD_CAPACITY_DEFAULT, &f->heat), 0);
+    /* Zipf(1) over 100,000: the first ranks hold several times total / 1,024 each. */
+    assert_true(oracle_run(f->heat, f, 100000, true) >= 9u * 5u);
+}
+
 static void test_heat_empty_tracker_snapshot(void **state)
 {
     /* A new tracker is at second 0 and its snapshot is empty; destroy accepts NULL. */
@@ -912,6 +1101,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_heat_customers_string_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heat_customers_heavy_hitters_zipf, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_heat_customers_space_saving_bounds_against_exact_counts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heat_empty_tracker_snapshot, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

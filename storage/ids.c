@@ -12,12 +12,19 @@
  * Every record is checked (CRC, lengths, ranges) when it is encoded and again each time it is
  * read back; a record below the committed length that fails is corruption, never skipped.
  *
- * Keydir: open addressing with linear probing over 2^k slots of 8 bytes, the slot being
- * (28 high bits of the id's hash << 36) | (offset / 4 + 1); 0 is empty. The home slot is the top
- * k bits of the hash (k <= 28), so doubling recomputes every home from the slot alone, without
- * reading the log. A probe stops at the first empty slot: a miss touches a cache line or two and
- * does no I/O; a hash match reads the record and compares the id, so two ids sharing 28 bits are
- * told apart by the log. The table doubles past 3/4 load: 8 / load bytes per order, 10.7 to 21.3.
+ * Keydir: open addressing with linear probing over n slots of 8 bytes, the slot being
+ * (28 high bits of the id's hash << 36) | (offset / 4 + 1); 0 is empty. The home slot is those
+ * 28 bits scaled to n (tag * n >> 28), so homes keep the hash's order at any n and a growth
+ * recomputes every home from the slot alone, without reading the log. A probe stops at the
+ * first empty slot: a miss touches a cache line or two and does no I/O; a hash match reads the
+ * record and compares the id, so two ids sharing 28 bits are told apart by the log.
+ * Growth, past 3/4 load: below 2 MiB the table doubles; from there it is a directory of 2 MiB
+ * segments (one huge page each) and grows by a quarter in whole segments, reading the old table
+ * a segment at a time and reusing each segment read for the new one, so it never holds the old
+ * and the new table whole (that was 256 + 512 MiB at 25.2M orders, 1.1 GiB of a node at 30M
+ * events). From 12 segments (2.4M orders) on, load stays between 0.59 and 0.75: 10.7 to 13.5
+ * bytes per order (doubling: 10.7 to 21.3, and 32 while it held both tables). The price: each
+ * entry is moved about 5 times over the table's life instead of 2 (sequential passes).
  *
  * Invariants: the log's bytes [0, committed) are records whose last one per id is what the
  * keydir points at; bytes [committed, committed + pending) live in the pending buffer until
@@ -25,7 +32,11 @@
  *
  * Rejected: 16-byte slots holding the full 64-bit hash (no log read on a 28-bit collision, but
  * 21 to 43 bytes per order, over the 24-byte budget), and a keydir of the ids themselves (up to
- * 72 bytes per order; the lookup that hits reads the record anyway, for its version).
+ * 72 bytes per order; the lookup that hits reads the record anyway, for its version). Also
+ * rejected for growth: linear hashing over fixed segments (one split at a time, but segments
+ * not yet split hold twice the load of split ones, so the mean load must stay near 0.4: 20
+ * bytes per order) and an incremental migration with two live tables (every lookup probes
+ * both while it runs, and the memory of both is held until it ends).
  */
 #include <assert.h>
 #include <errno.h>
@@ -53,8 +64,21 @@
 #define IDS_HASH_BITS 28u
 #define IDS_OFFSET_BITS 36u
 #define IDS_OFFSET_MASK ((1ull << IDS_OFFSET_BITS) - 1)
-#define IDS_SLOTS_SHIFT_MIN 10u
-#define IDS_SLOTS_SHIFT_MAX 28u
+/* The first table: 8 KiB. Tables below a segment double; from one segment on they grow by a
+ * quarter (IDS_GROWTH_DIVISOR), rounded up to whole segments. */
+#define IDS_SLOTS_MIN 1024u
+/* A segment is 2^18 slots, 2 MiB: one huge page, and small beside the tables that matter
+ * (rounding a growth up to whole segments adds at most one: 1/12 of the table at 12 segments,
+ * under 1/60 from 60 segments, 12M orders, on). */
+#define IDS_SEGMENT_SHIFT 18u
+#define IDS_SEGMENT_SLOTS (1ull << IDS_SEGMENT_SHIFT)
+#define IDS_SEGMENTS_MAX (IDS_SLOTS_MAX / IDS_SEGMENT_SLOTS)
+#define IDS_GROWTH_DIVISOR 4u
+/* Spare segments a growth maps beyond the ones it adds: the pass reuses each old segment once it
+ * has read it, but it writes a little ahead of what it has read (a probe run spilling into the
+ * next segment, the run that wraps from the end to the start). Never-touched spares cost no
+ * memory and are unmapped at the end. */
+#define IDS_GROWTH_SPARE_SEGMENTS 4u
 /* A first read of a record: the header, both ids and the status fit, and most items. */
 #define IDS_READ_FIRST_BYTES 512u
 /* A writer keeps the newest committed bytes of the log in memory: updates mostly touch recent
@@ -66,8 +90,10 @@
 #define IDS_REPLAY_BYTES (1u << 20)
 
 static_assert(IDS_HASH_BITS + IDS_OFFSET_BITS == 64, "a slot is one u64");
-static_assert(IDS_SLOTS_MAX == 1ull << IDS_SLOTS_SHIFT_MAX, "slot limit matches the hash bits");
-static_assert(IDS_SLOTS_SHIFT_MAX <= IDS_HASH_BITS, "homes are recomputed from stored bits");
+static_assert(IDS_SLOTS_MAX <= 1ull << IDS_HASH_BITS, "homes are recomputed from stored bits");
+static_assert(IDS_SLOTS_MAX % IDS_SEGMENT_SLOTS == 0, "the largest table is whole segments");
+static_assert(IDS_SEGMENT_SLOTS * sizeof(uint64_t) == IDS_HUGE_BYTES, "a segment is a huge page");
+static_assert(IDS_SLOTS_MIN < IDS_SEGMENT_SLOTS, "small tables double up to a segment");
 static_assert(IDS_REPLAY_BYTES >= IDS_RECORD_BYTES_MAX, "a record fits the replay buffer");
 static_assert(IDS_PENDING_BYTES_MAX >= IDS_RECORD_BYTES_MAX, "a record fits the pending buffer");
 static_assert(STORAGE_ORDER_SCRATCH_BYTES == IDS_RECORD_BYTES_MAX, "storage.h's scratch size");
@@ -78,9 +104,12 @@ struct ids {
     bool read_only;
     bool queued; /* ids_queue ran; ids_committed not yet */
     char path[DS_PATH_MAX];
-    uint64_t *slots;
-    uint32_t slots_shift; /* 2^slots_shift slots */
-    uint64_t count;       /* occupied slots = distinct orders */
+    /* The keydir: slot i lives at segments[i >> IDS_SEGMENT_SHIFT][i % IDS_SEGMENT_SLOTS]. A
+     * table below IDS_SEGMENT_SLOTS slots is one short segment (a power of two); a larger one
+     * is a whole number of segments. */
+    uint64_t *segments[IDS_SEGMENTS_MAX];
+    uint64_t slots_count;
+    uint64_t count; /* occupied slots = distinct orders */
     uint64_t committed_bytes;
     uint8_t *pending; /* records at [committed_bytes, committed_bytes + pending_bytes) */
     size_t pending_bytes;
@@ -354,20 +383,50 @@ static uint64_t slot_offset(uint64_t slot)
     return ((slot & IDS_OFFSET_MASK) - 1) * 4;
 }
 
-static uint64_t slot_home(uint64_t slot_or_hash, uint32_t shift)
+/* The home of a slot (or of a hash) in a table of slots_count slots: the stored 28 bits scaled
+ * to the table (Lemire's multiply-shift), so homes follow the hash's order at any size, and for
+ * a power of two they are the hash's top bits. */
+static uint64_t slot_home(uint64_t slot_or_hash, uint64_t slots_count)
 {
-    return slot_or_hash >> (64 - shift);
+    return ((slot_or_hash >> IDS_OFFSET_BITS) * slots_count) >> IDS_HASH_BITS;
+}
+
+static uint64_t slot_next(uint64_t index, uint64_t slots_count)
+{
+    return index + 1 == slots_count ? 0 : index + 1;
+}
+
+static uint64_t *table_at(uint64_t *const *segments, uint64_t index)
+{
+    return &segments[index >> IDS_SEGMENT_SHIFT][index & (IDS_SEGMENT_SLOTS - 1)];
+}
+
+static uint64_t *slot_at(const struct ids *ids, uint64_t index)
+{
+    DEBUG_ASSERT(index < ids->slots_count);
+    return table_at(ids->segments, index);
+}
+
+/* Segments of a table, and slots of each: one short segment below IDS_SEGMENT_SLOTS. */
+static uint64_t segments_count(uint64_t slots_count)
+{
+    return slots_count < IDS_SEGMENT_SLOTS ? 1 : slots_count / IDS_SEGMENT_SLOTS;
+}
+
+static uint64_t segment_slots(uint64_t slots_count)
+{
+    return slots_count < IDS_SEGMENT_SLOTS ? slots_count : IDS_SEGMENT_SLOTS;
 }
 
 /* Finds id: *index gets its slot (0 returned) or the empty slot ending the probe (-ENOENT). */
 static int keydir_find(struct ids *ids, const struct ds_id *id, uint64_t hash, uint8_t *buf,
                        struct storage_order *rec, uint64_t *index)
 {
-    uint64_t mask = (1ull << ids->slots_shift) - 1;
+    uint64_t n = ids->slots_count;
     uint64_t tag = hash >> IDS_OFFSET_BITS;
-    for (uint64_t i = slot_home(hash, ids->slots_shift), probes = 0;; i = (i + 1) & mask) {
-        ASSERT(probes++ <= mask);
-        uint64_t slot = ids->slots[i];
+    for (uint64_t i = slot_home(hash, n), probes = 0;; i = slot_next(i, n)) {
+        ASSERT(probes++ < n);
+        uint64_t slot = *slot_at(ids, i);
         if (slot == 0) {
             *index = i;
             return -ENOENT;
@@ -386,63 +445,191 @@ static int keydir_find(struct ids *ids, const struct ds_id *id, uint64_t hash, u
     }
 }
 
-/* A zeroed table of 2^shift slots. A large one is mapped on its own and asks for huge pages: a
- * lookup is one random access into it, and with 4 KiB pages most would also miss the TLB; a
- * fresh mapping is zero already (no second pass over it, as calloc's memset of a reused one). */
-static uint64_t *slots_alloc(uint32_t shift)
+/* A zeroed segment of slots_count slots (at most IDS_SEGMENT_SLOTS). A whole one is mapped on
+ * its own, aligned to its 2 MiB and asked to use a huge page: a lookup is one random access
+ * into the table, and with 4 KiB pages most would also miss the TLB; a fresh mapping is zero
+ * already (no pass over it, as calloc's memset of reused memory). */
+static uint64_t *segment_alloc(uint64_t slots_count)
 {
-    size_t bytes = sizeof(uint64_t) << shift;
+    ASSERT(slots_count <= IDS_SEGMENT_SLOTS);
+    size_t bytes = (size_t)slots_count * sizeof(uint64_t);
     if (bytes < IDS_HUGE_BYTES) {
         return calloc(1, bytes);
     }
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    /* Twice the size, then the unaligned head and the tail are unmapped. */
+    uint8_t *p = mmap(NULL, 2 * bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
         return NULL;
     }
-    (void)madvise(p, bytes, MADV_HUGEPAGE); /* advice: refused where THP is off, and fine */
-    return p;
+    size_t head = (IDS_HUGE_BYTES - (uintptr_t)p % IDS_HUGE_BYTES) % IDS_HUGE_BYTES;
+    if (head > 0) {
+        munmap(p, head);
+    }
+    munmap(p + head + bytes, bytes - head);
+    (void)madvise(p + head, bytes, MADV_HUGEPAGE); /* advice: refused where THP is off, and fine */
+    return (uint64_t *)(void *)(p + head);
 }
 
-static void slots_free(uint64_t *slots, uint32_t shift)
+static void segment_free(uint64_t *segment, uint64_t slots_count)
 {
-    size_t bytes = sizeof(uint64_t) << shift;
+    size_t bytes = (size_t)slots_count * sizeof(uint64_t);
     if (bytes < IDS_HUGE_BYTES) {
-        free(slots);
-    } else if (slots != NULL) {
-        munmap(slots, bytes);
+        free(segment);
+    } else if (segment != NULL) {
+        munmap(segment, bytes);
     }
 }
 
-/* Doubles the table (refusing past IDS_SLOTS_MAX): every home is the top bits of the slot. */
+/* Frees the segments of a table (NULL ones too: a growth that failed half way mapping them). */
+static void table_free(uint64_t **segments, uint64_t slots_count)
+{
+    for (uint64_t k = 0; k < segments_count(slots_count); k++) {
+        segment_free(segments[k], segment_slots(slots_count));
+        segments[k] = NULL;
+    }
+}
+
+/* The size a table of slots_count slots grows to: double below a segment, else a quarter more
+ * in whole segments, up to IDS_SLOTS_MAX. */
+static uint64_t keydir_next_slots(uint64_t slots_count)
+{
+    if (slots_count < IDS_SEGMENT_SLOTS) {
+        return 2 * slots_count;
+    }
+    uint64_t add = slots_count / IDS_GROWTH_DIVISOR;
+    add = (add + IDS_SEGMENT_SLOTS - 1) / IDS_SEGMENT_SLOTS * IDS_SEGMENT_SLOTS;
+    uint64_t next = slots_count + add;
+    return next < IDS_SLOTS_MAX ? next : IDS_SLOTS_MAX;
+}
+
+/* A growth in progress: the new table's directory, filled as the pass reaches its segments,
+ * from spare (fresh, zero) segments and from old ones the pass has read (cleared before use).
+ * Both lists are linked through the segments' first word. */
+struct regrow {
+    uint64_t *segments[IDS_SEGMENTS_MAX];
+    uint64_t slots_count;
+    uint64_t *fresh;
+    uint64_t *used;
+};
+
+static void regrow_push(uint64_t **list, uint64_t *segment)
+{
+    memcpy(segment, list, sizeof(*list));
+    *list = segment;
+}
+
+static uint64_t *regrow_pop(uint64_t **list)
+{
+    uint64_t *segment = *list;
+    memcpy(list, segment, sizeof(*list));
+    segment[0] = 0;
+    return segment;
+}
+
+/* The slot at index of the new table, taking a segment for it when the pass first gets there:
+ * an old one already read (no new page to fault in) before a fresh one. */
+static uint64_t *regrow_at(struct regrow *g, uint64_t index)
+{
+    uint64_t **segment = &g->segments[index >> IDS_SEGMENT_SHIFT];
+    if (*segment == NULL) {
+        uint64_t slots = segment_slots(g->slots_count);
+        if (g->used != NULL) {
+            *segment = regrow_pop(&g->used);
+            memset(*segment, 0, slots * sizeof(uint64_t));
+        } else {
+            /* IDS_GROWTH_SPARE_SEGMENTS keeps this from running dry; should it, a mapping is
+             * all but sure to succeed, and the keydir cannot be put back once half moved. */
+            *segment = g->fresh != NULL ? regrow_pop(&g->fresh) : segment_alloc(slots);
+            ASSERT(*segment != NULL);
+        }
+    }
+    return table_at(g->segments, index);
+}
+
+static void regrow_insert(struct regrow *g, uint64_t slot)
+{
+    uint64_t j = slot_home(slot, g->slots_count);
+    uint64_t *p = regrow_at(g, j);
+    while (*p != 0) {
+        j = slot_next(j, g->slots_count);
+        p = regrow_at(g, j);
+    }
+    *p = slot;
+}
+
+/* Maps the segments a growth of the table to slots_count slots needs beyond the old ones it
+ * reuses; -ENOMEM (nothing changed) when the system refuses. */
+static int regrow_reserve(struct regrow *g, uint64_t old_slots_count)
+{
+    uint64_t segments = segments_count(g->slots_count);
+    if (old_slots_count >= IDS_SEGMENT_SLOTS) {
+        segments = segments - segments_count(old_slots_count) + IDS_GROWTH_SPARE_SEGMENTS;
+    }
+    for (uint64_t k = 0; k < segments; k++) {
+        uint64_t *segment = segment_alloc(segment_slots(g->slots_count));
+        if (segment == NULL) {
+            while (g->fresh != NULL) {
+                segment_free(regrow_pop(&g->fresh), segment_slots(g->slots_count));
+            }
+            return -ENOMEM;
+        }
+        regrow_push(&g->fresh, segment);
+    }
+    return 0;
+}
+
+/* Grows the table (refusing past IDS_SLOTS_MAX), reading the old table a segment at a time
+ * and handing each segment read to the new table, so the two are never held whole together:
+ * the peak is the new table and a few segments, not old + new (768 MiB at 25.2M orders when
+ * the table doubled). Every home is recomputed from the stored bits, without the log. */
 static int keydir_grow(struct ids *ids)
 {
-    uint32_t shift = ids->slots_shift + 1;
-    if (shift > IDS_SLOTS_SHIFT_MAX) {
+    uint64_t old_slots = ids->slots_count;
+    if (old_slots >= IDS_SLOTS_MAX) {
         ds_log_error("%s: more than %llu orders", ids->path, (unsigned long long)IDS_ORDERS_MAX);
         return -DS_ELIMIT;
     }
-    uint64_t *slots = slots_alloc(shift);
-    if (slots == NULL) {
+    struct regrow *g = calloc(1, sizeof(*g));
+    if (g == NULL) {
         return -ENOMEM;
     }
-    uint64_t mask = (1ull << shift) - 1;
+    g->slots_count = keydir_next_slots(old_slots);
+    int rc = regrow_reserve(g, old_slots);
+    if (rc < 0) {
+        free(g);
+        return rc;
+    }
+    bool reuse = old_slots >= IDS_SEGMENT_SLOTS; /* a short segment cannot serve the new table */
     uint64_t moved = 0;
-    for (uint64_t i = 0; i < 1ull << ids->slots_shift; i++) {
-        uint64_t slot = ids->slots[i];
-        if (slot == 0) {
-            continue;
+    for (uint64_t k = 0; k < segments_count(old_slots); k++) {
+        uint64_t *segment = ids->segments[k];
+        for (uint64_t i = 0; i < segment_slots(old_slots); i++) {
+            if (segment[i] != 0) {
+                regrow_insert(g, segment[i]);
+                moved++;
+            }
         }
-        uint64_t j = slot_home(slot, shift);
-        while (slots[j] != 0) {
-            j = (j + 1) & mask;
+        ids->segments[k] = NULL;
+        if (reuse) {
+            regrow_push(&g->used, segment);
+        } else {
+            segment_free(segment, old_slots);
         }
-        slots[j] = slot;
-        moved++;
     }
     ASSERT(moved == ids->count);
-    slots_free(ids->slots, ids->slots_shift);
-    ids->slots = slots;
-    ids->slots_shift = shift;
+    /* Segments of the new table no entry reached yet (all of it empty at most). */
+    for (uint64_t k = 0; k < segments_count(g->slots_count); k++) {
+        (void)regrow_at(g, k << IDS_SEGMENT_SHIFT);
+    }
+    while (g->used != NULL) {
+        segment_free(regrow_pop(&g->used), IDS_SEGMENT_SLOTS);
+    }
+    while (g->fresh != NULL) {
+        segment_free(regrow_pop(&g->fresh), segment_slots(g->slots_count));
+    }
+    memcpy(ids->segments, g->segments, sizeof(g->segments));
+    ids->slots_count = g->slots_count;
+    free(g);
     return 0;
 }
 
@@ -460,7 +647,7 @@ static int keydir_set(struct ids *ids, const struct ds_id *id, uint64_t offset)
         rc = keydir_find(ids, id, hash, ids->scratch, &old, &index);
     }
     ids->last.valid = false; /* the keydir changes below */
-    if (rc == -ENOENT && (ids->count + 1) * 4 > (3ull << ids->slots_shift)) {
+    if (rc == -ENOENT && (ids->count + 1) * 4 > 3 * ids->slots_count) {
         rc = keydir_grow(ids);
         rc = rc == 0 ? keydir_find(ids, id, hash, ids->scratch, &old, &index) : rc;
         ASSERT(rc != 0);
@@ -470,7 +657,7 @@ static int keydir_set(struct ids *ids, const struct ds_id *id, uint64_t offset)
     } else if (rc < 0) {
         return rc;
     }
-    ids->slots[index] = slot_make(hash, offset);
+    *slot_at(ids, index) = slot_make(hash, offset);
     return 0;
 }
 
@@ -486,17 +673,17 @@ static int keydir_remove(struct ids *ids, const struct ds_id *id)
         return rc == -ENOENT ? -DS_ECORRUPT : rc;
     }
     ids->last.valid = false;
-    uint64_t mask = (1ull << ids->slots_shift) - 1;
-    for (uint64_t j = (i + 1) & mask; ids->slots[j] != 0; j = (j + 1) & mask) {
-        uint64_t home = slot_home(ids->slots[j], ids->slots_shift);
+    uint64_t n = ids->slots_count;
+    for (uint64_t j = slot_next(i, n); *slot_at(ids, j) != 0; j = slot_next(j, n)) {
+        uint64_t home = slot_home(*slot_at(ids, j), n);
         /* The slot stays when its home lies cyclically in (i, j]. */
         bool stays = i <= j ? i < home && home <= j : i < home || home <= j;
         if (!stays) {
-            ids->slots[i] = ids->slots[j];
+            *slot_at(ids, i) = *slot_at(ids, j);
             i = j;
         }
     }
-    ids->slots[i] = 0;
+    *slot_at(ids, i) = 0;
     ids->count--;
     return 0;
 }
@@ -613,17 +800,17 @@ int ids_open(struct storage_io *io, const char *dir, uint64_t committed_bytes, b
         return -DS_ECORRUPT;
     }
     struct ids *ids = calloc(1, sizeof(*ids));
-    uint64_t *slots = slots_alloc(IDS_SLOTS_SHIFT_MIN);
-    if (ids == NULL || slots == NULL) {
+    uint64_t *segment = segment_alloc(IDS_SLOTS_MIN);
+    if (ids == NULL || segment == NULL) {
         free(ids);
-        free(slots);
+        segment_free(segment, IDS_SLOTS_MIN);
         return -ENOMEM;
     }
     ids->io = io;
     ids->fd = -1;
     ids->read_only = read_only;
-    ids->slots = slots;
-    ids->slots_shift = IDS_SLOTS_SHIFT_MIN;
+    ids->segments[0] = segment;
+    ids->slots_count = IDS_SLOTS_MIN;
     int rc = ids_open_file(ids, dir, committed_bytes);
     rc = rc == 0 && committed_bytes > 0 ? ids_replay(ids, committed_bytes) : rc;
     if (rc < 0) {
@@ -650,7 +837,7 @@ void ids_close(struct ids *ids)
     }
     free(ids->pending);
     free(ids->tail);
-    slots_free(ids->slots, ids->slots_shift);
+    table_free(ids->segments, ids->slots_count);
     free(ids);
 }
 
@@ -659,7 +846,7 @@ void ids_close(struct ids *ids)
 void ids_prefetch(const struct ids *ids, const struct ds_id *id)
 {
     if (id_valid(id)) {
-        __builtin_prefetch(&ids->slots[slot_home(id_hash(id), ids->slots_shift)]);
+        __builtin_prefetch(slot_at(ids, slot_home(id_hash(id), ids->slots_count)));
     }
 }
 
@@ -695,7 +882,7 @@ uint64_t ids_count(const struct ids *ids)
 
 uint64_t ids_keydir_bytes(const struct ids *ids)
 {
-    return (sizeof(uint64_t) << ids->slots_shift);
+    return ids->slots_count * sizeof(uint64_t);
 }
 
 /* ---- writing ------------------------------------------------------------------------------- */
@@ -877,10 +1064,9 @@ int ids_refresh(struct ids *ids, uint64_t committed_bytes)
 /* Whether the keydir points at the record of hash at offset: the slot is unique to it. */
 static bool keydir_points_at(const struct ids *ids, uint64_t hash, uint64_t offset)
 {
-    uint64_t mask = (1ull << ids->slots_shift) - 1;
     uint64_t want = slot_make(hash, offset);
-    for (uint64_t i = slot_home(hash, ids->slots_shift);; i = (i + 1) & mask) {
-        uint64_t slot = ids->slots[i];
+    for (uint64_t i = slot_home(hash, ids->slots_count);; i = slot_next(i, ids->slots_count)) {
+        uint64_t slot = *slot_at(ids, i);
         if (slot == 0 || slot == want) {
             return slot == want;
         }

@@ -31,7 +31,7 @@
 
 /* A keydir slot is 8 bytes: 28 high bits of the id's hash and 36 bits of (log offset / 4 + 1).
  * Records are 4-byte aligned, so the log may hold 2^36 - 1 four-byte units (256 GiB), and the
- * table 2^28 slots (2 GiB of memory) at most; at the 3/4 load where it doubles that is
+ * table 2^28 slots (2 GiB of memory) at most; at the 3/4 load where it grows that is
  * IDS_ORDERS_MAX distinct orders. A node holding more needs 12-byte slots (issue 14). */
 #define IDS_LOG_BYTES_MAX (((1ull << 36) - 1) * 4)
 #define IDS_SLOTS_MAX (1ull << 28)

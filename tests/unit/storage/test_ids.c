@@ -645,6 +645,94 @@ static void test_ids_keydir_growth_and_collision(void **state)
     ids_close(ids);
 }
 
+/* Whether a growth of the keydir from before to after bytes took the expected step: doubling
+ * below one 2 MiB segment, then a quarter more in whole segments (at least one). */
+static void expect_growth_step(uint64_t before, uint64_t after)
+{
+    const uint64_t segment = 2u * 1024 * 1024;
+    if (before < segment) {
+        assert_int_equal(after, 2 * before);
+        return;
+    }
+    uint64_t add = (before / 4 + segment - 1) / segment * segment;
+    assert_int_equal(after, before + add);
+    assert_int_equal(after % segment, 0);
+}
+
+static void test_ids_keydir_grows_in_segments_against_a_model(void **state)
+{
+    /* The keydir grows a segment at a time past 2 MiB (it never holds an old and a new table
+     * whole): driven by random puts of new orders, updates, removes and lookups across every
+     * growth step up to 5 segments, the store equals a model after each growth, whole, and at
+     * the end, again after a reopen (replay grows it the same way) and in a reader. The
+     * growth steps are the documented ones and the table stays within 3/4 load. */
+    struct fixture *fx = *state;
+    enum { N = 900000 };
+    int64_t *model = malloc(N * sizeof(*model));
+    assert_non_null(model);
+    for (uint64_t i = 0; i < N; i++) {
+        model[i] = ABSENT;
+    }
+    uint64_t seed = test_seed();
+    printf("seed %llu\n", (unsigned long long)seed);
+    struct ids *ids = open_ids(fx, 0, false);
+    uint64_t bytes = ids_keydir_bytes(ids), growths = 0, removes = 0, present = 0, next = 0;
+    uint64_t rng = seed, len = 0;
+    while (next < N) {
+        rng = ds_mix64(rng);
+        uint64_t roll = rng % 100;
+        uint64_t i = next == 0 ? 0 : (rng >> 8) % next;
+        if (roll < 60 || next == 0) { /* a new order */
+            model[next] = 1;
+            put(fx, ids, next++, 1);
+            present++;
+        } else if (roll < 70 && model[i] != ABSENT) { /* an update */
+            model[i] = model[i] % 90 + 1;
+            put(fx, ids, i, model[i]);
+        } else if (roll < 77 && model[i] != ABSENT) { /* a remove: backward shift */
+            struct storage_order r = make_record(i, model[i], fx->items);
+            assert_int_equal(ids_remove(ids, &r), 0);
+            model[i] = ABSENT;
+            present--;
+            removes++;
+        } else if (roll < 85 && model[i] == ABSENT) { /* a removed order comes back */
+            model[i] = 91;
+            put(fx, ids, i, model[i]);
+            present++;
+        } else {
+            expect(fx, ids, i, model[i]);
+        }
+        if (ids_pending_bytes(ids) > IDS_PENDING_BYTES_MAX / 2) {
+            len = commit(fx, ids);
+        }
+        if (ids_keydir_bytes(ids) != bytes) {
+            expect_growth_step(bytes, ids_keydir_bytes(ids));
+            bytes = ids_keydir_bytes(ids);
+            growths++;
+            expect_all(fx, ids, model, next);
+        }
+        assert_true(ids_count(ids) * 4 <= 3 * (bytes / 8)); /* at most 3/4 load */
+    }
+    assert_int_equal(ids_count(ids), present);
+    printf("%llu orders, %llu removes, %llu growths, keydir %llu bytes\n",
+           (unsigned long long)present, (unsigned long long)removes, (unsigned long long)growths,
+           (unsigned long long)bytes);
+    assert_true(growths >= 12); /* 8 KiB doubling to 2 MiB (8), then 2, 3, 4, 5 segments */
+    assert_true(bytes >= 5 * 2u * 1024 * 1024);
+    assert_true(removes > N / 20);
+    len = commit(fx, ids);
+    expect_all(fx, ids, model, N);
+    ids_close(ids);
+    ids = open_ids(fx, len, false);
+    assert_int_equal(ids_keydir_bytes(ids), bytes);
+    expect_all(fx, ids, model, N);
+    ids_close(ids);
+    ids = open_ids(fx, len, true);
+    expect_all(fx, ids, model, N);
+    ids_close(ids);
+    free(model);
+}
+
 static void test_ids_million_random_ids(void **state)
 {
     /* 1M random ids (10M with DS_LONG=1), integers and strings: every put then get matches,
@@ -694,6 +782,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ids_reader_follows_writer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_bad_record_and_pending_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_keydir_growth_and_collision, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ids_keydir_grows_in_segments_against_a_model, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_ids_million_random_ids, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -582,15 +582,8 @@ static void heat_heap_sift_root_down(struct heat_customers *c)
         heat_heap_place(c, position, c->heap[least]);
         position = least;
     }
-    while (position > 0) {
-        uint32_t parent = heat_heap_parent(position);
-        if (heat_count_order(c->heap[parent].count) <= heat_count_order(moving.count)) {
-            break;
-        }
-        heat_heap_place(c, position, c->heap[parent]);
-        position = parent;
-    }
     heat_heap_place(c, position, moving);
+    heat_heap_sift_up(c, position);
 }
 
 /* The first empty slot of the run from tag's home: where an id known to be absent goes. */

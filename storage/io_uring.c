@@ -9,8 +9,8 @@
  * sync never follows a failed write of its file; a cancellation is never reported as the first
  * error, the failure that caused it is. A short write's remainder is retried synchronously
  * (uring_finish_chains), so that a full disk reports -ENOSPC like the sync backend. A chain the
- * kernel cancelled with nothing of ours failing (it cancels the work it queued for its io-wq
- * when it cannot start a worker thread: kernel 6.x gives up after a few creations interrupted by
+ * kernel cancelled with nothing of ours failing (likely the work it queued for its io-wq when it
+ * could not start a worker thread: kernel 6.x gives up after a few creations interrupted by
  * signals) is finished synchronously too, in order, as the ring would have run it.
  *
  * Invariants:
@@ -229,8 +229,8 @@ static int uring_op_run_sync(const struct uring_op *op, uint32_t from)
  * that answers with the real cause (-ENOSPC, -EDQUOT, -EFBIG) instead of a bare -EIO; if it
  * succeeds (a write cut short by a signal), the chain's cancelled operations run after it, in
  * order, as the ring would have run them. A chain cancelled while nothing before it in the chain
- * failed (the kernel's io-wq could not start a worker: seen in CI under a 50 us timer signal on
- * a loaded machine) is run the same way from its first cancelled op. An op after a real failure
+ * failed (likely the kernel's io-wq not starting a worker: seen in CI under a 50 us timer signal
+ * on a loaded machine) is run the same way from its first cancelled op. An op after a real failure
  * stays cancelled: its file's state is unknown and the failure is what flush reports. Either way
  * flush reports what the sync backend would. */
 static void uring_finish_chains(struct uring_backend *b)

@@ -385,19 +385,6 @@ static uint64_t heat_id_hash(const struct ds_id *id)
     return ds_mix64((uint64_t)id->value);
 }
 
-/* Copies the meaningful bytes only, so a snapshot never carries a caller's stale bytes. */
-static void heat_id_copy(struct ds_id *dst, const struct ds_id *src)
-{
-    memset(dst, 0, sizeof(*dst));
-    dst->is_string = src->is_string;
-    if (src->is_string) {
-        dst->len = src->len;
-        memcpy(dst->text, src->text, src->len);
-    } else {
-        dst->value = src->value;
-    }
-}
-
 /* A counter's id from an event's: the meaningful bytes only (no 72-byte clear per change of
  * hands; heat_id_copy clears what a snapshot hands out). */
 static void heat_id_set(struct ds_id *dst, const struct ds_id *src)
@@ -408,6 +395,13 @@ static void heat_id_set(struct ds_id *dst, const struct ds_id *src)
     if (src->is_string) {
         memcpy(dst->text, src->text, src->len);
     }
+}
+
+/* Cleared first, so a snapshot never carries bytes left past the id's length. */
+static void heat_id_copy(struct ds_id *dst, const struct ds_id *src)
+{
+    memset(dst, 0, sizeof(*dst));
+    heat_id_set(dst, src);
 }
 
 static uint32_t heat_customer_tag(uint64_t hash)

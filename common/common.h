@@ -122,6 +122,17 @@ static inline uint64_t ds_get_le64(const uint8_t *p)
     return v;
 }
 
+static inline void ds_put_le16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static inline uint16_t ds_get_le16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (unsigned)p[1] << 8);
+}
+
 /* splitmix64's finaliser, for hashing: every input bit moves about half the output bits. */
 static inline uint64_t ds_mix64(uint64_t x)
 {
@@ -161,6 +172,85 @@ __extension__ typedef __int128 ds_i128;
  * DS_AMOUNT_TEXT_SIZE bytes. Returns the length written (without the NUL). */
 #define DS_AMOUNT_TEXT_SIZE 48
 size_t ds_amount_format(ds_i128 units, char *dst);
+
+/* ---- varints ------------------------------------------------------------------------------ */
+
+/* LEB128 varints: 7 bits a byte, the low group first, the top bit set on every byte but the
+ * last; signed values go through zigzag first (0, -1, 1, -2 ... become 0, 1, 2, 3 ...) so small
+ * magnitudes stay short. Blocks, the orders-by-id log and canonical items use this one codec,
+ * so one rule decides what a stored varint is:
+ *   - truncated input (it ends on a byte with the continuation bit) is bad;
+ *   - a value past 64 bits is bad: a 10th byte other than 0 or 1 (any bit but bit 0 set,
+ *     the continuation bit included).
+ * Longer-than-needed encodings of a value that fits (0x80 0x00 for 0) are accepted: the rule
+ * is about what a decoder can represent, and every writer's encoding (always the shortest)
+ * passes it. Defined here, inline, because block decoding reads several varints per event and
+ * a call per varint would show in it. */
+#define DS_VARINT_BYTES_MAX 10u
+
+static inline uint64_t ds_zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t ds_unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1u);
+}
+
+/* Writes v at dst, which has room for DS_VARINT_BYTES_MAX bytes; returns the bytes written
+ * (1..10, always the shortest encoding). */
+static inline size_t ds_varint_put(uint8_t *dst, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80u) {
+        dst[n++] = (uint8_t)(v | 0x80u);
+        v >>= 7;
+    }
+    dst[n++] = (uint8_t)v;
+    return n;
+}
+
+/* The bytes ds_varint_put writes for v (1..10). */
+static inline size_t ds_varint_bytes(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80u) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* Reads one varint from src[0..len): returns the bytes it took (1..10) and sets *v, or returns
+ * 0 for bad input (the rule above), leaving *v untouched. The (src, len, *at) style of a caller
+ * is src + *at, len - *at, then *at += the result. */
+static inline size_t ds_varint_get(const uint8_t *src, size_t len, uint64_t *v)
+{
+    size_t limit = len < DS_VARINT_BYTES_MAX ? len : DS_VARINT_BYTES_MAX;
+    uint64_t result = 0;
+    for (size_t i = 0; i < limit; i++) {
+        uint8_t byte = src[i];
+        if (i == DS_VARINT_BYTES_MAX - 1u && byte > 1u) {
+            return 0;
+        }
+        result |= (uint64_t)(byte & 0x7Fu) << (7u * i);
+        if ((byte & 0x80u) == 0) {
+            *v = result;
+            return i + 1u;
+        }
+    }
+    return 0;
+}
+
+/* The cursor form of ds_varint_get: reads from [*p, end) and moves *p past the varint. False
+ * for bad input, with *p and *v untouched. */
+static inline bool ds_varint_next(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    size_t n = ds_varint_get(*p, (size_t)(end - *p), v);
+    *p += n;
+    return n != 0;
+}
 
 /* ---- logging ------------------------------------------------------------------------------- */
 

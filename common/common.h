@@ -198,8 +198,8 @@ static inline int64_t ds_unzigzag(uint64_t v)
     return (int64_t)(v >> 1) ^ -(int64_t)(v & 1u);
 }
 
-/* Writes v at dst, which has room for DS_VARINT_BYTES_MAX bytes; returns the bytes written
- * (1..10, always the shortest encoding). */
+/* Writes v at dst, which has room for ds_varint_bytes(v) bytes (DS_VARINT_BYTES_MAX always
+ * suffices); returns the bytes written (1..10, always the shortest encoding). */
 static inline size_t ds_varint_put(uint8_t *dst, uint64_t v)
 {
     size_t n = 0;

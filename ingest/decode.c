@@ -1240,11 +1240,7 @@ static void item_append(struct decoder *d, const struct string_info *product, ui
     out[0] = (uint8_t)product->len;
     string_copy(product, (char *)out + 1, product->len);
     size_t n = 1u + product->len;
-    while (quantity >= 0x80u) {
-        out[n++] = (uint8_t)(quantity | 0x80u);
-        quantity >>= 7;
-    }
-    out[n++] = (uint8_t)quantity;
+    n += ds_varint_put(out + n, quantity);
     d->items_bytes += n;
 }
 

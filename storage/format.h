@@ -234,50 +234,6 @@ typedef int (*block_event_fn)(const struct ds_event *event, void *user);
 int block_decode(struct block_codec *codec, const struct block_view *view, const uint8_t *payload,
                  int64_t day_start_ms, block_event_fn fn, void *user);
 
-/* ---- varints (LEB128, zigzag for signed values): blocks and the ids log ---------------------- */
-
-static inline uint64_t zigzag(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static inline int64_t unzigzag(uint64_t v)
-{
-    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1u);
-}
-
-static inline size_t put_varint(uint8_t *dst, uint64_t v)
-{
-    size_t n = 0;
-    while (v >= 0x80u) {
-        dst[n++] = (uint8_t)(v | 0x80u);
-        v >>= 7;
-    }
-    dst[n++] = (uint8_t)v;
-    return n;
-}
-
-/* Reads a varint from [*p, end); returns false on truncation or overlong encoding. */
-static inline bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    uint64_t result = 0;
-    for (unsigned shift = 0; shift < 70; shift += 7) {
-        if (*p >= end) {
-            return false;
-        }
-        uint8_t byte = *(*p)++;
-        if (shift == 63 && byte > 1u) {
-            return false;
-        }
-        result |= (uint64_t)(byte & 0x7Fu) << shift;
-        if ((byte & 0x80u) == 0) {
-            *v = result;
-            return true;
-        }
-    }
-    return false;
-}
-
 /* ---- manifest ------------------------------------------------------------------------------ */
 
 struct manifest_part {

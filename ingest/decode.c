@@ -377,17 +377,16 @@ static enum ingest_reason escape_check(struct decoder *d, const char *p, bool re
 }
 
 /* The first byte at or after p that is not plain string text (quote, backslash, control,
- * non-ASCII), or end. Eight bytes at a time on little-endian machines: per byte lane, a zero
- * after XOR with '"' or '\\', a borrow below 0x20, or the top bit. A borrow can only flag lanes
- * above a truly flagged one, so the lowest flagged lane is exact. */
+ * non-ASCII), or end. Eight bytes at a time, read little-endian so that the first byte is the
+ * lowest lane: per byte lane, a zero after XOR with '"' or '\\', a borrow below 0x20, or the top
+ * bit. A borrow can only flag lanes above a truly flagged one, so the lowest flagged lane is
+ * exact. */
 static inline const char *plain_run_end(const char *p, const char *end)
 {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     const uint64_t ones = 0x0101010101010101ull;
     const uint64_t highs = 0x8080808080808080ull;
     while (end - p >= 8) {
-        uint64_t w;
-        memcpy(&w, p, sizeof(w));
+        uint64_t w = ds_get_le64((const uint8_t *)p);
         uint64_t quote = w ^ (ones * '"');
         uint64_t backslash = w ^ (ones * '\\');
         uint64_t special =
@@ -398,7 +397,6 @@ static inline const char *plain_run_end(const char *p, const char *end)
         }
         p += 8;
     }
-#endif
     while (p < end && string_special[(unsigned char)*p] == 0) {
         p++;
     }
@@ -645,8 +643,7 @@ static enum ingest_reason number_scan_exact(struct decoder *d, struct number *n)
  * are combined pairwise (the multiply-shift steps of simdjson's parse_eight_digits). */
 static inline unsigned digits8(const char *p, uint64_t *value)
 {
-    uint64_t w;
-    memcpy(&w, p, sizeof(w));
+    uint64_t w = ds_get_le64((const uint8_t *)p); /* the first digit is the lowest lane */
     uint64_t t = w - 0x3030303030303030ull;
     uint64_t non_digit = (t | (t + 0x7676767676767676ull)) & 0x8080808080808080ull;
     unsigned count = non_digit != 0 ? (unsigned)__builtin_ctzll(non_digit) >> 3 : 8;

@@ -131,17 +131,6 @@ struct ids {
 
 /* ---- encoding ------------------------------------------------------------------------------ */
 
-static void put_u16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static uint16_t get_u16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-
 static size_t align4(size_t n)
 {
     return (n + 3u) & ~(size_t)3u;
@@ -241,7 +230,7 @@ size_t ids_record_encode(const struct storage_order *rec, bool tombstone, uint8_
     size_t padded = align4(length);
     ASSERT(padded <= IDS_RECORD_BYTES_MAX);
     memset(p, 0, padded - length);
-    put_u16(dst + 4, (uint16_t)length);
+    ds_put_le16(dst + 4, (uint16_t)length);
     dst[6] = (uint8_t)((rec->order_id.is_string ? IDS_FLAG_ID_STRING : 0u) |
                        (rec->has_version ? IDS_FLAG_HAS_VERSION : 0u) |
                        (rec->customer_id.is_string ? IDS_FLAG_CUSTOMER_STRING : 0u) |
@@ -258,7 +247,7 @@ static size_t record_announced(const uint8_t *src, size_t avail)
     if (avail < IDS_RECORD_FIXED_BYTES) {
         return 0;
     }
-    size_t length = get_u16(src + 4);
+    size_t length = ds_get_le16(src + 4);
     if (length < IDS_RECORD_FIXED_BYTES + 5u || align4(length) > IDS_RECORD_BYTES_MAX) {
         return 0;
     }

@@ -38,9 +38,7 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const 
     const uint8_t *p = data;
     uint64_t c = ~crc;
     while (len >= 8) {
-        uint64_t word;
-        __builtin_memcpy(&word, p, 8);
-        c = _mm_crc32_u64(c, word);
+        c = _mm_crc32_u64(c, ds_get_le64(p));
         p += 8;
         len -= 8;
     }

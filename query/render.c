@@ -183,23 +183,21 @@ int64_t query_orders_json(const struct ds_id *customer, const struct query_order
 
 /* ---- one order (P2) ------------------------------------------------------------------------ */
 
-/* An LEB128 varint of at most 5 bytes (every varint of canonical items fits: a count up to 100,
- * a quantity up to 2^31-1) at *p, before end. False for a truncated or longer one. */
+/* A varint (common.h) of at most 5 bytes at *p, before end: every varint of canonical items
+ * fits (a count up to 100, a quantity up to 2^31-1), so a longer one is corrupt even when it
+ * would decode. A value past 32 bits reads as UINT32_MAX, which every caller's bound refuses.
+ * False for a bad or longer varint, with *p untouched. */
 static bool items_varint(const uint8_t **p, const uint8_t *end, uint32_t *out)
 {
+    size_t avail = (size_t)(end - *p);
     uint64_t value = 0;
-    for (uint32_t shift = 0; shift < 35; shift += 7) {
-        if (*p >= end) {
-            return false;
-        }
-        uint8_t byte = *(*p)++;
-        value |= (uint64_t)(byte & 0x7f) << shift;
-        if ((byte & 0x80) == 0) {
-            *out = value <= UINT32_MAX ? (uint32_t)value : UINT32_MAX;
-            return true;
-        }
+    size_t n = ds_varint_get(*p, avail < 5u ? avail : 5u, &value);
+    if (n == 0) {
+        return false;
     }
-    return false;
+    *p += n;
+    *out = value <= UINT32_MAX ? (uint32_t)value : UINT32_MAX;
+    return true;
 }
 
 /* Per item: {"product":,"quantity":}, a comma, at most 6 bytes per product byte and 10 digits.

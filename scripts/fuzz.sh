@@ -30,7 +30,7 @@ timeout=30
 max_seconds=3600
 keep=false
 build_dir=build-fuzz
-all_targets="decode gsi_log block manifest http_request gsi_cursor ids_record gsi_sealed"
+all_targets="decode gsi_log block manifest http_request gsi_cursor ids_record gsi_sealed varint"
 targets=$all_targets
 
 usage() {

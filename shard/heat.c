@@ -35,6 +35,13 @@
  * Rejected: one exponentially decayed rate per key (8 bytes instead of a 256-byte ring). The
  * growth rule and the capacity accounting need exact counts of particular seconds, including
  * late events added to the second they belong to, which no single decayed number can give.
+ *
+ * Why one file of about 1,200 lines: it is one structure, the tracker, whose per-event path
+ * (shard_heat_observe) runs the table probe, the ring advance and the customer counter update as
+ * static helpers the compiler inlines, and whose snapshots and growth rule read the same
+ * private structs. A split (say, snapshots apart) would need those structs in a private header
+ * that both halves include, trading a few lines over the guide's size for a second place to
+ * look for every layout change.
  * Rejected for customers: an exact count per customer (millions of ids; memory is fixed at
  * create) and a Count-Min sketch (it over-estimates any key but cannot name the heavy ones, so
  * it would need a candidate heap anyway). Rejected for the decay: a lazy global scale factor
@@ -42,18 +49,18 @@
  * it overflows, and the pass costs about a microsecond for 1024 counters, once per second of
  * producer time.
  *
- * Customers' cost (issue 17): on the busy-day stream about 38% of events are customers no
- * counter holds, each of which took the least counter and sifted it from the heap's root to a
- * leaf; the rest add to a counter. Now the least counter usually comes from the front of a queue
- * and goes to its back (no sift), an event of a counter in the queue is one addition, what the
- * per-event path reads is kept apart from the ids, an integer id is confirmed by its 64-bit hash
- * alone (ds_mix64 is a bijection), the heap is 4-ary (5 levels for 1,024 counters), and sifts
- * compare counts as integers. Figures: docs (issue 17) and bench_heat. Rejected: aggregating a
- * consumer batch's customers in a scratch table and updating each counter once per batch with the
- * summed weight (weighted Space-Saving keeps the bounds, and partitions, days and sources stay
- * exact when counted in order): the extra probe per event cost more than the merged updates saved,
- * 70 against 60 ns/event on the busy-day stream, because the customers no counter holds, which
- * dominate, are distinct within a batch.
+ * Customers' cost: on the busy-day stream about 38% of events are customers no counter holds,
+ * each of which takes the least counter; in a plain heap that is a sift from the root to a leaf
+ * per such event. So the least counter usually comes from the front of a queue and goes to its
+ * back (no sift), an event of a counter in the queue is one addition, what the per-event path
+ * reads is kept apart from the ids, an integer id is confirmed by its 64-bit hash alone
+ * (ds_mix64 is a bijection), the heap is 4-ary (5 levels for 1,024 counters), and sifts compare
+ * counts as integers. Figures: docs/ARCHITECTURE.md section 11 and bench_heat. Rejected:
+ * aggregating a consumer batch's customers in a scratch table and updating each counter once per
+ * batch with the summed weight (weighted Space-Saving keeps the bounds, and partitions, days and
+ * sources stay exact when counted in order): the extra probe per event cost more than the merged
+ * updates saved, 70 against 60 ns/event on the busy-day stream, because the customers no counter
+ * holds, which dominate, are distinct within a batch.
  */
 #include <errno.h>
 #include <float.h>

@@ -352,14 +352,14 @@ static void encode_extras(const struct open_block *ob, uint8_t *p, uint32_t *ver
 {
     size_t n = 0;
     for (uint32_t i = 0; i < ob->count; i++) {
-        n += put_varint(p + n, ob->rows[i].version_code);
+        n += ds_varint_put(p + n, ob->rows[i].version_code);
     }
     *versions_len = (uint32_t)n;
     p += n;
     n = 0;
     for (uint32_t i = 0; i < ob->count; i++) {
         const struct open_row *row = &ob->rows[i];
-        n += put_varint(p + n, row->items_bytes);
+        n += ds_varint_put(p + n, row->items_bytes);
         if (row->items_bytes > 0) { /* ob->items is NULL in a block of versions only */
             memcpy(p + n, ob->items + row->items_offset, row->items_bytes);
             n += row->items_bytes;
@@ -384,7 +384,7 @@ static size_t encode_columns(const struct open_block *ob, uint8_t *raw)
     size_t n = 0;
     int64_t prev = ob->ts_min_ms;
     for (uint32_t i = 0; i < ob->count; i++) {
-        n += put_varint(p + n, zigzag(ob->rows[i].ts_ms - prev));
+        n += ds_varint_put(p + n, ds_zigzag(ob->rows[i].ts_ms - prev));
         prev = ob->rows[i].ts_ms;
     }
     lengths[1] = (uint32_t)n;
@@ -396,7 +396,8 @@ static size_t encode_columns(const struct open_block *ob, uint8_t *raw)
         if ((ob->rows[i].flags & OPEN_ROW_ORDER_STRING) == 0) {
             /* Wrapping difference: ids are positive, so it never overflows in practice, and
              * the decoder wraps back identically. */
-            n += put_varint(p + n, zigzag((int64_t)((uint64_t)ob->rows[i].order - (uint64_t)prev)));
+            n += ds_varint_put(p + n,
+                               ds_zigzag((int64_t)((uint64_t)ob->rows[i].order - (uint64_t)prev)));
             prev = ob->rows[i].order;
         }
     }
@@ -409,7 +410,7 @@ static size_t encode_columns(const struct open_block *ob, uint8_t *raw)
     n = 0;
     for (uint32_t i = 0; i < ob->count; i++) {
         if ((ob->rows[i].flags & OPEN_ROW_CUSTOMER_STRING) == 0) {
-            n += put_varint(p + n, (uint64_t)ob->rows[i].customer);
+            n += ds_varint_put(p + n, (uint64_t)ob->rows[i].customer);
         }
     }
     lengths[4] = (uint32_t)n;
@@ -423,7 +424,7 @@ static size_t encode_columns(const struct open_block *ob, uint8_t *raw)
         p += lengths[6] + lengths[7];
     }
     for (uint32_t i = 0; i < ob->count; i++) {
-        p += put_varint(p, zigzag(ob->rows[i].amount_units / scale_divisors[scale]));
+        p += ds_varint_put(p, ds_zigzag(ob->rows[i].amount_units / scale_divisors[scale]));
     }
     memcpy(raw + 1, lengths, (extras ? COLUMN_COUNT_EXTRAS : COLUMN_COUNT) * sizeof(uint32_t));
     return (size_t)(p - raw);
@@ -692,10 +693,10 @@ static bool take_int_id(const uint8_t **p, const uint8_t *end, int64_t *prev, bo
                         struct ds_id *id)
 {
     uint64_t v = 0;
-    if (!get_varint(p, end, &v)) {
+    if (!ds_varint_next(p, end, &v)) {
         return false;
     }
-    int64_t value = delta ? (int64_t)((uint64_t)*prev + (uint64_t)unzigzag(v)) : (int64_t)v;
+    int64_t value = delta ? (int64_t)((uint64_t)*prev + (uint64_t)ds_unzigzag(v)) : (int64_t)v;
     *prev = value;
     id->is_string = false;
     id->len = 0;
@@ -709,7 +710,7 @@ static bool items_valid(const uint8_t *p, size_t len)
 {
     const uint8_t *end = p + len;
     uint64_t count = 0;
-    if (!get_varint(&p, end, &count) || count > DS_ITEMS_COUNT_MAX) {
+    if (!ds_varint_next(&p, end, &count) || count > DS_ITEMS_COUNT_MAX) {
         return false;
     }
     for (uint64_t i = 0; i < count; i++) {
@@ -718,7 +719,8 @@ static bool items_valid(const uint8_t *p, size_t len)
             return false;
         }
         p += 1 + *p;
-        if (!get_varint(&p, end, &quantity) || quantity == 0 || quantity > DS_ITEM_QUANTITY_MAX) {
+        if (!ds_varint_next(&p, end, &quantity) || quantity == 0 ||
+            quantity > DS_ITEM_QUANTITY_MAX) {
             return false;
         }
     }
@@ -730,8 +732,8 @@ static bool take_extras(struct column_cursor *c, struct ds_event *event)
 {
     uint64_t code = 0;
     uint64_t len = 0;
-    if (!get_varint(&c->version, c->version_end, &code) || code > (uint64_t)INT64_MAX + 1u ||
-        !get_varint(&c->items, c->items_end, &len) || len > DS_ITEMS_BYTES_MAX ||
+    if (!ds_varint_next(&c->version, c->version_end, &code) || code > (uint64_t)INT64_MAX + 1u ||
+        !ds_varint_next(&c->items, c->items_end, &len) || len > DS_ITEMS_BYTES_MAX ||
         len > (uint64_t)(c->items_end - c->items)) {
         return false;
     }
@@ -753,12 +755,12 @@ static int decode_event(struct column_cursor *c, const struct block_view *view, 
     bool retract = (flags & OPEN_ROW_RETRACT) != 0;
     if (status >= view->header->status_count ||
         (retract && view->header->version != BLOCK_VERSION_RETRACT) ||
-        !get_varint(&c->ts, c->ts_end, &v)) {
+        !ds_varint_next(&c->ts, c->ts_end, &v)) {
         return -DS_ECORRUPT;
     }
     /* Damaged columns must fail here, not overflow (undefined behaviour): a delta or an amount
      * that cannot be represented is corrupt. */
-    if (__builtin_add_overflow(*prev_ts, unzigzag(v), &event->ts_ms)) {
+    if (__builtin_add_overflow(*prev_ts, ds_unzigzag(v), &event->ts_ms)) {
         return -DS_ECORRUPT;
     }
     *prev_ts = event->ts_ms;
@@ -776,11 +778,11 @@ static int decode_event(struct column_cursor *c, const struct block_view *view, 
     event->items_bytes = 0;
     event->items = NULL;
     ok = ok && (c->version == NULL || take_extras(c, event));
-    ok = ok && get_varint(&c->amount, c->amount_end, &v);
+    ok = ok && ds_varint_next(&c->amount, c->amount_end, &v);
     if (!ok) {
         return -DS_ECORRUPT;
     }
-    if (__builtin_mul_overflow(unzigzag(v), scale_divisors[c->scale], &event->amount_units)) {
+    if (__builtin_mul_overflow(ds_unzigzag(v), scale_divisors[c->scale], &event->amount_units)) {
         return -DS_ECORRUPT;
     }
     event->status_len = view->status_len[status];

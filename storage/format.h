@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "common/common.h"
-#include "storage/storage.h"
+#include "storage/limits.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "on-disk structs are little-endian");
 
@@ -33,8 +33,8 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "on-disk structs are li
  * streams without them keep writing blocks that older binaries read. Both are read. */
 #define BLOCK_VERSION 1u
 #define BLOCK_VERSION_EXTRAS 2u
-/* Version 3 = version 2 plus retraction rows (struct ds_event.retract, issue 14): bit 7 of a
- * row's flags byte marks one, and a cell's count is signed (inserts minus retractions), its
+/* Version 3 = version 2 plus retraction rows (struct ds_event.retract, the orders model): bit 7 of
+ * a row's flags byte marks one, and a cell's count is signed (inserts minus retractions), its
  * amount the inserts' amounts minus the retractions'. Written only for a block holding a
  * retraction, so older binaries refuse it ("not a block they know") instead of adding its
  * retractions as orders; they still write and read versions 1 and 2 exactly as before. */
@@ -46,8 +46,8 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "on-disk structs are li
  * binaries; those refuse a format-2 file as "another format version" (-DS_EFORMAT) instead of
  * reading quarantined bytes as blocks or cutting the record as a torn tail. */
 #define MANIFEST_FILE_MAGIC_V2 0x3246494E414D5344ull /* "DSMANIF2" */
-/* Format 3 = format 2 plus MANIFEST_BASE records (compaction, issue 14): a partition whose
- * segments below some id were replaced by a rewrite. Written only by a store holding such a
+/* Format 3 = format 2 plus MANIFEST_BASE records (compaction of the orders model): a partition
+ * whose segments below some id were replaced by a rewrite. Written only by a store holding such a
  * partition; older binaries refuse it as another format version instead of reading segment 1. */
 #define MANIFEST_FILE_MAGIC_V3 0x3346494E414D5344ull /* "DSMANIF3" */
 /* Format 4 = format 3 plus the retention floor (source slot -4, STORE_SOURCE_FLOOR): days below
@@ -233,50 +233,6 @@ DS_MUST_USE int block_view_parse(const uint8_t *buf, size_t len, struct block_vi
 typedef int (*block_event_fn)(const struct ds_event *event, void *user);
 int block_decode(struct block_codec *codec, const struct block_view *view, const uint8_t *payload,
                  int64_t day_start_ms, block_event_fn fn, void *user);
-
-/* ---- varints (LEB128, zigzag for signed values): blocks and the ids log ---------------------- */
-
-static inline uint64_t zigzag(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static inline int64_t unzigzag(uint64_t v)
-{
-    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1u);
-}
-
-static inline size_t put_varint(uint8_t *dst, uint64_t v)
-{
-    size_t n = 0;
-    while (v >= 0x80u) {
-        dst[n++] = (uint8_t)(v | 0x80u);
-        v >>= 7;
-    }
-    dst[n++] = (uint8_t)v;
-    return n;
-}
-
-/* Reads a varint from [*p, end); returns false on truncation or overlong encoding. */
-static inline bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    uint64_t result = 0;
-    for (unsigned shift = 0; shift < 70; shift += 7) {
-        if (*p >= end) {
-            return false;
-        }
-        uint8_t byte = *(*p)++;
-        if (shift == 63 && byte > 1u) {
-            return false;
-        }
-        result |= (uint64_t)(byte & 0x7Fu) << shift;
-        if ((byte & 0x80u) == 0) {
-            *v = result;
-            return true;
-        }
-    }
-    return false;
-}
 
 /* ---- manifest ------------------------------------------------------------------------------ */
 

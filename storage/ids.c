@@ -50,6 +50,7 @@
 #include "shard/shard.h"
 #include "storage/format.h"
 #include "storage/ids.h"
+#include "storage/storage.h"
 
 #define IDS_FLAG_ID_STRING 1u
 #define IDS_FLAG_HAS_VERSION 2u
@@ -131,17 +132,6 @@ struct ids {
 
 /* ---- encoding ------------------------------------------------------------------------------ */
 
-static void put_u16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static uint16_t get_u16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-
 static size_t align4(size_t n)
 {
     return (n + 3u) & ~(size_t)3u;
@@ -179,7 +169,7 @@ bool ids_record_valid(const struct storage_order *rec)
 static size_t put_id(uint8_t *dst, const struct ds_id *id)
 {
     if (!id->is_string) {
-        return put_varint(dst, (uint64_t)id->value);
+        return ds_varint_put(dst, (uint64_t)id->value);
     }
     dst[0] = id->len;
     memcpy(dst + 1, id->text, id->len);
@@ -192,7 +182,7 @@ static bool get_id(const uint8_t **p, const uint8_t *end, bool is_string, struct
     id->is_string = is_string;
     if (!is_string) {
         uint64_t v = 0;
-        if (!get_varint(p, end, &v) || v > INT64_MAX) {
+        if (!ds_varint_next(p, end, &v) || v > INT64_MAX) {
             return false;
         }
         id->value = (int64_t)v;
@@ -223,17 +213,17 @@ size_t ids_record_encode(const struct storage_order *rec, bool tombstone, uint8_
     p += put_id(p, &rec->order_id);
     p += put_id(p, &rec->customer_id);
     if (rec->has_version) {
-        p += put_varint(p, (uint64_t)rec->version);
+        p += ds_varint_put(p, (uint64_t)rec->version);
     }
-    p += put_varint(p, (uint64_t)rec->ts_ms);
-    p += put_varint(p, rec->shard);
-    p += put_varint(p, zigzag(rec->amount_units));
-    p += put_varint(p, rec->versions_seen);
-    p += put_varint(p, zigzag(rec->source_partition));
+    p += ds_varint_put(p, (uint64_t)rec->ts_ms);
+    p += ds_varint_put(p, rec->shard);
+    p += ds_varint_put(p, ds_zigzag(rec->amount_units));
+    p += ds_varint_put(p, rec->versions_seen);
+    p += ds_varint_put(p, ds_zigzag(rec->source_partition));
     memcpy(p, rec->status, rec->status_len);
     p += rec->status_len;
     if (rec->items != NULL) {
-        p += put_varint(p, rec->items_bytes);
+        p += ds_varint_put(p, rec->items_bytes);
         memcpy(p, rec->items, rec->items_bytes);
         p += rec->items_bytes;
     }
@@ -241,7 +231,7 @@ size_t ids_record_encode(const struct storage_order *rec, bool tombstone, uint8_
     size_t padded = align4(length);
     ASSERT(padded <= IDS_RECORD_BYTES_MAX);
     memset(p, 0, padded - length);
-    put_u16(dst + 4, (uint16_t)length);
+    ds_put_le16(dst + 4, (uint16_t)length);
     dst[6] = (uint8_t)((rec->order_id.is_string ? IDS_FLAG_ID_STRING : 0u) |
                        (rec->has_version ? IDS_FLAG_HAS_VERSION : 0u) |
                        (rec->customer_id.is_string ? IDS_FLAG_CUSTOMER_STRING : 0u) |
@@ -258,7 +248,7 @@ static size_t record_announced(const uint8_t *src, size_t avail)
     if (avail < IDS_RECORD_FIXED_BYTES) {
         return 0;
     }
-    size_t length = get_u16(src + 4);
+    size_t length = ds_get_le16(src + 4);
     if (length < IDS_RECORD_FIXED_BYTES + 5u || align4(length) > IDS_RECORD_BYTES_MAX) {
         return 0;
     }
@@ -283,32 +273,32 @@ int ids_record_decode(const uint8_t *src, size_t avail, struct storage_order *ou
     bool ok = (flags & ~IDS_FLAGS_ALL) == 0 && rec.status_len <= DS_STATUS_BYTES_MAX &&
               get_id(&p, end, flags & IDS_FLAG_ID_STRING, &rec.order_id) &&
               get_id(&p, end, flags & IDS_FLAG_CUSTOMER_STRING, &rec.customer_id) &&
-              (!rec.has_version || get_varint(&p, end, &version)) && get_varint(&p, end, &ts) &&
-              get_varint(&p, end, &shard) && get_varint(&p, end, &amount) &&
-              get_varint(&p, end, &seen) && get_varint(&p, end, &source) &&
-              (size_t)(end - p) >= rec.status_len;
+              (!rec.has_version || ds_varint_next(&p, end, &version)) &&
+              ds_varint_next(&p, end, &ts) && ds_varint_next(&p, end, &shard) &&
+              ds_varint_next(&p, end, &amount) && ds_varint_next(&p, end, &seen) &&
+              ds_varint_next(&p, end, &source) && (size_t)(end - p) >= rec.status_len;
     if (ok) {
         memcpy(rec.status, p, rec.status_len);
         p += rec.status_len;
     }
     if (ok && (flags & IDS_FLAG_ITEMS) != 0) {
-        ok = get_varint(&p, end, &items) && items <= DS_ITEMS_BYTES_MAX &&
+        ok = ds_varint_next(&p, end, &items) && items <= DS_ITEMS_BYTES_MAX &&
              (uint64_t)(end - p) >= items;
         rec.items = p;
         rec.items_bytes = (uint16_t)items;
         p += ok ? items : 0;
     }
     if (!ok || p != end || version > INT64_MAX || ts > (uint64_t)DS_TS_MS_MAX ||
-        shard > UINT32_MAX || seen > UINT32_MAX || unzigzag(source) < INT32_MIN ||
-        unzigzag(source) > INT32_MAX) {
+        shard > UINT32_MAX || seen > UINT32_MAX || ds_unzigzag(source) < INT32_MIN ||
+        ds_unzigzag(source) > INT32_MAX) {
         return -DS_ECORRUPT;
     }
-    rec.source_partition = (int32_t)unzigzag(source);
+    rec.source_partition = (int32_t)ds_unzigzag(source);
     rec.version = (int64_t)version;
     rec.ts_ms = (int64_t)ts;
     rec.day = ds_day_from_ms(rec.ts_ms);
     rec.shard = (uint32_t)shard;
-    rec.amount_units = unzigzag(amount);
+    rec.amount_units = ds_unzigzag(amount);
     rec.versions_seen = (uint32_t)seen;
     if (!ids_record_valid(&rec)) {
         return -DS_ECORRUPT;

@@ -131,8 +131,7 @@ static size_t record_valid(const uint8_t *buf, size_t len)
 static bool any_valid_record_after(const uint8_t *buf, size_t len)
 {
     for (size_t at = 1; at + sizeof(struct manifest_record_header) <= len; at++) {
-        uint32_t magic;
-        memcpy(&magic, buf + at, sizeof(magic));
+        uint32_t magic = ds_get_le32(buf + at);
         if (magic == MANIFEST_MAGIC && record_valid(buf + at, len - at) != 0) {
             return true;
         }
@@ -144,8 +143,7 @@ static bool any_valid_record_after(const uint8_t *buf, size_t len)
  * version being the most significant byte of the little-endian u64), else -DS_ECORRUPT. */
 static int file_magic_check(const uint8_t *buf)
 {
-    uint64_t magic = 0;
-    memcpy(&magic, buf, sizeof(magic));
+    uint64_t magic = ds_get_le64(buf);
     if (magic == MANIFEST_FILE_MAGIC || magic == MANIFEST_FILE_MAGIC_V2 ||
         magic == MANIFEST_FILE_MAGIC_V3 || magic == MANIFEST_FILE_MAGIC_V4) {
         return 0;

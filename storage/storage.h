@@ -25,118 +25,9 @@
 #include <sys/types.h>
 
 #include "common/common.h"
-
-/* ---- limits -------------------------------------------------------------------------------- */
-
-/* Events in one block: 65535 keeps counts in u16 columns and a block's raw payload ~1 MiB. */
-#define STORAGE_BLOCK_EVENTS_MAX 65535u
-/* Distinct statuses in one block; a block is sealed early rather than exceed it, so that block
- * headers always carry exact per-status counts. Real order streams have a handful. */
-#define STORAGE_BLOCK_STATUS_MAX 32u
-/* Distinct statuses a partition summary tracks by name; rarer ones are summed as "other" and a
- * count filtered on them reads block headers instead. */
-#define STORAGE_SUMMARY_STATUS_MAX 32u
-/* Segment size: large enough that a day's shard rarely needs more than a few files. */
-#define STORAGE_SEGMENT_BYTES_MAX (1024ull * 1024 * 1024)
-#define STORAGE_SEGMENT_BYTES_DEFAULT (64ull * 1024 * 1024)
-/* Partitions one node tracks (open blocks and summaries are per partition). 1<<18 is 179 years
- * of days at 4 shards. */
-#define STORAGE_PARTITIONS_MAX (1u << 18)
-/* Memory of all open (not yet sealed) blocks together; past it the fullest block is sealed. */
-#define STORAGE_OPEN_BYTES_DEFAULT (64u * 1024 * 1024)
-/* In-flight I/O operations of one flush (io_uring queue depth). */
-#define STORAGE_IO_DEPTH_MAX 256u
-/* Source (Kafka) partitions whose offsets are tracked in the manifest. */
-#define STORAGE_SOURCES_MAX 4096u
-/* Ranges fsck --repair may take out of one store (manifest skip entries, 40 bytes each): a
- * store with more damage than this needs restoring from its source, not repairing. */
-#define STORAGE_QUARANTINE_MAX 65536u
-
-/* Retention window in days (--retention-days): 100 years; a larger value is a typo, not a
- * policy (0 keeps every day). */
-#define STORAGE_RETENTION_DAYS_MAX 36500u
-
-/* ---- the I/O interface --------------------------------------------------------------------- */
-
-/* Operations on files inside the data directory. Writes and syncs are queued and run at flush:
- * operations on the same fd run in the order queued, operations on different fds may run
- * concurrently. flush returns 0 when every queued operation succeeded, else the first error
- * (the rest of a short write is retried, so a full disk reports -ENOSPC, not -EIO); after an error
- * the state of the affected files is unknown and the caller must not acknowledge anything queued.
- */
-struct storage_io;
-struct storage_io_ops {
-    const char *name;
-    /* open(2) semantics; returns an fd or a negated errno. */
-    int (*open)(struct storage_io *io, const char *path, int flags, mode_t mode);
-    void (*close)(struct storage_io *io, int fd);
-    /* Queue a write of len bytes at offset (buf is retained until flush returns). */
-    DS_MUST_USE int (*write)(struct storage_io *io, int fd, const void *buf, size_t len,
-                             uint64_t offset);
-    /* Queue fdatasync(fd), after the fd's earlier queued writes. */
-    DS_MUST_USE int (*sync)(struct storage_io *io, int fd);
-    /* Queue fsync(fd) of a directory opened O_RDONLY | O_DIRECTORY: its new entries become
-     * durable. A full fsync, not fdatasync: fsync is what file systems document for making a new
-     * name durable; fdatasync of a directory's entries is left unspecified. */
-    DS_MUST_USE int (*sync_dir)(struct storage_io *io, int fd);
-    /* Submit everything queued and wait for all of it. */
-    DS_MUST_USE int (*flush)(struct storage_io *io);
-    /* Synchronous read; returns bytes read (short only at end of file) or a negated errno. */
-    ssize_t (*read)(struct storage_io *io, int fd, void *buf, size_t len, uint64_t offset);
-    DS_MUST_USE int (*truncate)(struct storage_io *io, int fd, uint64_t len);
-    DS_MUST_USE int (*size)(struct storage_io *io, int fd, uint64_t *len);
-    /* rename(2) semantics, immediate; the caller syncs the directory to make it durable. */
-    DS_MUST_USE int (*rename)(struct storage_io *io, const char *from, const char *to);
-    void (*destroy)(struct storage_io *io);
-};
-struct storage_io {
-    const struct storage_io_ops *ops;
-};
-
-enum storage_io_mode {
-    STORAGE_IO_AUTO = 0, /* io_uring when the kernel allows it, else sync (logged) */
-    STORAGE_IO_URING,    /* io_uring or fail */
-    STORAGE_IO_SYNC,     /* pwrite + fdatasync */
-};
-
-/* Creates a backend. AUTO falls back to sync when io_uring_queue_init is refused (ENOSYS,
- * EPERM: seccomp in containers) and logs the choice. Returns 0 or a negated errno. */
-DS_MUST_USE int storage_io_create(enum storage_io_mode mode, struct storage_io **out);
-/* Parses "auto", "uring", "sync"; returns 0 or -DS_EUSAGE. */
-DS_MUST_USE int storage_io_mode_parse(const char *text, enum storage_io_mode *mode);
-/* "uring" or "sync": what a backend is. */
-const char *storage_io_name(const struct storage_io *io);
-
-/* ---- the data model ------------------------------------------------------------------------ */
-
-/* What a data directory counts (DESIGN.md section 2): chosen when the directory is created,
- * recorded in DIR/MODEL (written and synced before the MANIFEST exists, so a directory holding
- * data always has its record), and never changed. A directory made before models were recorded
- * has no MODEL and holds events: it reads as STORAGE_MODEL_EVENTS. */
-enum storage_model {
-    STORAGE_MODEL_RECORDED = 0, /* config only: what the directory records (a writer creating
-                                   one gives it STORAGE_MODEL_NEW_DEFAULT) */
-    STORAGE_MODEL_EVENTS,       /* every event counts: streams of facts such as clicks */
-    STORAGE_MODEL_ORDERS,       /* one order per order_id, its latest version (issue 14) */
-};
-
-/* The model a writer records when it creates a directory without an explicit one (DESIGN.md:
- * orders is the default). */
-#define STORAGE_MODEL_NEW_DEFAULT STORAGE_MODEL_ORDERS
-/* Room for the reason storage_model_check gives (a path and two model names). */
-#define STORAGE_MODEL_WHY_SIZE (DS_PATH_MAX + 256)
-
-/* Parses "orders" or "events" (a --model value); returns 0 or -DS_EUSAGE. */
-DS_MUST_USE int storage_model_parse(const char *text, enum storage_model *out);
-/* "orders", "events", or "recorded" (STORAGE_MODEL_RECORDED). */
-const char *storage_model_name(enum storage_model model);
-/* For a writer's command line, before it opens dir: the model an open with wanted would get,
- * or why it is refused, with the same rules as storage_open. Returns 0 (*model set, why
- * untouched), -DS_EUSAGE (dir records another model than wanted, both named), or -DS_ECORRUPT / a
- * negated errno (DIR/MODEL unreadable, -ENAMETOOLONG for a path storage_open would refuse); every
- * failure writes a one-line reason to why (why_size >= STORAGE_MODEL_WHY_SIZE). */
-DS_MUST_USE int storage_model_check(const char *dir, enum storage_model wanted,
-                                    enum storage_model *model, char *why, size_t why_size);
+#include "storage/io.h"
+#include "storage/limits.h"
+#include "storage/model.h"
 
 /* ---- opening ------------------------------------------------------------------------------- */
 
@@ -244,8 +135,8 @@ DS_MUST_USE int storage_refresh(struct storage *st);
 uint64_t storage_commit_seq(const struct storage *st);
 
 /* Aggregates of one partition, optionally restricted to one status. Counts and sums are net:
- * rows stored minus retraction rows (issue 14: a retraction cancels an earlier row with the
- * same fields, in the same partition, status and hour), a retraction's amount subtracted.
+ * rows stored minus retraction rows (the orders model: a retraction cancels an earlier row with
+ * the same fields, in the same partition, status and hour), a retraction's amount subtracted.
  * Summaries add signed block cells; the totals handed out are never negative (see
  * storage_partition_totals). */
 struct storage_hour_total {
@@ -328,7 +219,7 @@ int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,
 typedef int (*storage_partition_fn)(int32_t day, uint32_t shard, void *user);
 int storage_partition_visit(struct storage *st, storage_partition_fn fn, void *user);
 
-/* ---- orders (the orders model, issue 14) --------------------------------------------------- */
+/* ---- orders (the orders model) ------------------------------------------------------------- */
 
 /* In a directory of the orders model, storage_append applies DESIGN.md section 2's rules to each
  * event, as a version of its order (tests/integration/orders_oracle.py is their reference):
@@ -344,7 +235,7 @@ int storage_partition_visit(struct storage *st, storage_partition_fn fn, void *u
  * kept in the orders-by-id store (DIR/ids/), committed with the same MANIFEST record as the
  * blocks, so a crash never separates them. */
 
-/* The current version of one order (P2). items points at items_bytes canonical bytes
+/* The current version of one order (the order lookup). items points at items_bytes canonical bytes
  * (common.h), or is NULL with items_bytes 0 when the version has no items field. */
 struct storage_order {
     struct ds_id order_id;

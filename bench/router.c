@@ -1,6 +1,6 @@
 /*
- * Benchmark: the router's overhead (issue 15 target: count p99 through the router over 4 nodes
- * <= 2x a single node's p99, in the same run). The busy-day workload is appended once to a
+ * Benchmark: the router's overhead (target: count p99 through the router over 4 nodes <= 2x a
+ * single node's p99, in the same run). The busy-day workload is appended once to a
  * single directory and once split over 4 directories (event i to directory i % 4, as a topic's
  * partitions would spread it); 5 query services start in-process (query_http_start) on
  * 127.0.0.1:0, one over the single directory and one over each quarter, and a router

@@ -68,8 +68,7 @@ static int urls_add(struct router_urls *list, const char *value)
     for (;;) { /* one item a turn: bounded by the value's length */
         const char *comma = strchr(p, ',');
         size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
-        if (len == 0 || len >= ROUTER_NODE_URL_BYTES_MAX ||
-            list->count == ROUTER_NODES_MAX) {
+        if (len == 0 || len >= ROUTER_NODE_URL_BYTES_MAX || list->count == ROUTER_NODES_MAX) {
             return -1;
         }
         memcpy(list->text[list->count], p, len);
@@ -106,8 +105,7 @@ static int parse_value(int c, const char *value, void *user)
         a->cfg.threads = (uint32_t)n;
         return 0;
     }
-    if (cli_parse_u64(value, 1, c == 'P' ? ROUTER_PROBE_MS_MAX : ROUTER_TIMEOUT_MS_MAX,
-                      &n) != 0) {
+    if (cli_parse_u64(value, 1, c == 'P' ? ROUTER_PROBE_MS_MAX : ROUTER_TIMEOUT_MS_MAX, &n) != 0) {
         return -1;
     }
     uint32_t *knob = c == 'T'   ? &a->cfg.timeout_ms

@@ -20,7 +20,7 @@
 
 #include "common/common.h"
 
-/* ---- server (server.c): libmicrohttpd, for the query service and the router ---- */
+/* ---- server (server.c): libmicrohttpd, for the query service and the router ---------------- */
 
 /* The raw request target (path and query): a count needs under 120 bytes; 2 KiB leaves room
  * for long status values and is what common proxies accept without complaint. Longer: 414. */
@@ -52,8 +52,8 @@ enum http_class { HTTP_CLASS_2XX = 0, HTTP_CLASS_4XX, HTTP_CLASS_5XX, HTTP_CLASS
 #define HTTP_TAG_ANY UINT32_MAX
 
 enum http_server_flags {
-    HTTP_SERVER_CHALLENGE = 1u << 0,   /* a 401 carries WWW-Authenticate: Bearer */
-    HTTP_SERVER_RETRY_503 = 1u << 1,   /* every 503 carries Retry-After: 1 */
+    HTTP_SERVER_CHALLENGE = 1u << 0, /* a 401 carries WWW-Authenticate: Bearer */
+    HTTP_SERVER_RETRY_503 = 1u << 1, /* every 503 carries Retry-After: 1 */
 };
 
 struct http_server;
@@ -71,18 +71,18 @@ typedef enum http_result (*http_accept_fn)(void *user, struct http_request *req,
 typedef enum http_result (*http_dispatch_fn)(void *user, struct http_request *req);
 
 struct http_server_config {
-    const char *name;              /* "serve", "router": log lines start with it; borrowed */
-    const char *listen;            /* "HOST:PORT" (an IPv6 host in brackets; port 0: any) */
-    uint32_t threads;              /* workers (libmicrohttpd's epoll thread pool), >= 1 */
-    uint32_t connections_max;      /* open connections in total, >= 1 */
-    uint32_t connections_per_ip;   /* from one address, >= 1 */
-    uint32_t idle_timeout_s;       /* an idle (or dribbling) connection is closed, >= 1 */
-    const char *token;             /* bearer token (http_request_authorized), or NULL; copied */
+    const char *name;            /* "serve", "router": log lines start with it; borrowed */
+    const char *listen;          /* "HOST:PORT" (an IPv6 host in brackets; port 0: any) */
+    uint32_t threads;            /* workers (libmicrohttpd's epoll thread pool), >= 1 */
+    uint32_t connections_max;    /* open connections in total, >= 1 */
+    uint32_t connections_per_ip; /* from one address, >= 1 */
+    uint32_t idle_timeout_s;     /* an idle (or dribbling) connection is closed, >= 1 */
+    const char *token;           /* bearer token (http_request_authorized), or NULL; copied */
     enum http_server_flags flags;
-    size_t request_state_bytes;    /* per request, zeroed, for the server's own use */
+    size_t request_state_bytes; /* per request, zeroed, for the server's own use */
     http_accept_fn accept;
     http_dispatch_fn dispatch;
-    void *user;                    /* retained until http_server_close */
+    void *user; /* retained until http_server_close */
 };
 
 /* Binds and listens on cfg->listen (nothing is served yet: the caller opens what its handlers
@@ -122,8 +122,7 @@ enum http_result http_respond(struct http_request *req, unsigned status, char *b
 enum http_result http_respond_json(struct http_request *req, unsigned status, char *body,
                                    int64_t len);
 /* {"error": message} with status. */
-enum http_result http_respond_error(struct http_request *req, unsigned status,
-                                    const char *message);
+enum http_result http_respond_error(struct http_request *req, unsigned status, const char *message);
 /* A 503 JSON body (taken; NULL: out of memory) with Retry-After: retry_after_s (>= 1). */
 enum http_result http_respond_unavailable(struct http_request *req, char *body, int64_t len,
                                           uint32_t retry_after_s);
@@ -148,7 +147,7 @@ enum http_result http_respond_stream(struct http_request *req, unsigned status,
                                      const char *content_type, http_stream_fn produce,
                                      http_stream_done_fn done, void *user);
 
-/* ---- text (text.c): bodies in fixed buffers --------------------------------------------- */
+/* ---- text (text.c): bodies in fixed buffers ------------------------------------------------ */
 
 /* Formatted text appended to a caller's fixed buffer (JSON answers, the Prometheus page).
  * Overflow is sticky and checked once at the end. */
@@ -171,7 +170,7 @@ DS_MUST_USE int64_t http_error_json(const char *message, char *dst, size_t dst_c
  * header). */
 bool http_bearer_ok(const char *authorization, const char *token, size_t token_len);
 
-/* ---- listening (listen.c) -------------------------------------------------------------- */
+/* ---- listening (listen.c) ------------------------------------------------------------------ */
 
 /* Binds and listens on "HOST:PORT": *fd gets the non-blocking socket and address the bound
  * "HOST:PORT" (the port picked for 0). Returns 0, -DS_EUSAGE for an address that does not

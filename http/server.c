@@ -132,8 +132,7 @@ enum http_result http_respond_json(struct http_request *req, unsigned status, ch
     return http_respond(req, status, body, body != NULL ? (size_t)len : 0, "application/json");
 }
 
-enum http_result http_respond_error(struct http_request *req, unsigned status,
-                                    const char *message)
+enum http_result http_respond_error(struct http_request *req, unsigned status, const char *message)
 {
     req->answered = true;
     return respond_error_on(req->server, req->connection, req->tag, status, message);
@@ -258,8 +257,7 @@ static enum MHD_Result handle_first(struct http_server *s, struct http_request *
 {
     req->validated = true;
     size_t header_bytes = 0;
-    MHD_get_connection_values_n(req->connection, MHD_HEADER_KIND, add_header_bytes,
-                                &header_bytes);
+    MHD_get_connection_values_n(req->connection, MHD_HEADER_KIND, add_header_bytes, &header_bytes);
     char message[HTTP_ERROR_BYTES_MAX];
     if (header_bytes > HTTP_HEADERS_BYTES_MAX) {
         snprintf(message, sizeof(message), "request headers larger than %u bytes",
@@ -404,8 +402,8 @@ int http_server_start(struct http_server *s)
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->cfg.connections_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.idle_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY_BYTES,
-        MHD_OPTION_URI_LOG_CALLBACK, capture_target, s, MHD_OPTION_NOTIFY_COMPLETED,
-        request_done, NULL, MHD_OPTION_END);
+        MHD_OPTION_URI_LOG_CALLBACK, capture_target, s, MHD_OPTION_NOTIFY_COMPLETED, request_done,
+        NULL, MHD_OPTION_END);
     if (s->daemon == NULL) {
         ds_log_error("%s: libmicrohttpd refused to start on %s", s->name, s->address);
         return -EIO;

@@ -42,7 +42,8 @@ static double heat_share(uint64_t part, uint64_t whole)
     return whole > 0 ? (double)part / (double)whole : 0.0;
 }
 
-static void heat_put_partitions(struct http_text *b, const struct shard_heat_report *r, uint32_t top)
+static void heat_put_partitions(struct http_text *b, const struct shard_heat_report *r,
+                                uint32_t top)
 {
     const struct shard_heat_snapshot *s = &r->heat;
     http_text_put(b, ",\"partitions\":[");
@@ -54,14 +55,14 @@ static void heat_put_partitions(struct http_text *b, const struct shard_heat_rep
         shard_key_format(p->day, p->shard, key);
         ds_date_format(p->day, day);
         http_text_put(b,
-                 "%s{\"key\":\"%s\",\"day\":\"%s\",\"shard\":%u,\"day_shards\":%u,"
-                 "\"rate_now\":%" PRIu64 ",\"rate_avg\":%.1f,\"rate_peak\":%" PRIu64
-                 ",\"events\":%" PRIu64 ",\"share\":%.4f,\"over_capacity_seconds\":%" PRIu64
-                 ",\"would_throttle_events\":%" PRIu64 "}",
-                 i > 0 ? "," : "", key, day, p->shard, r->partition_day_shards[i], p->rate_now,
-                 (double)p->window_events / SHARD_HEAT_WINDOW_S, p->rate_peak, p->events,
-                 heat_share(p->rate_now, s->rate_now), p->over_capacity_seconds,
-                 p->would_throttle_events);
+                      "%s{\"key\":\"%s\",\"day\":\"%s\",\"shard\":%u,\"day_shards\":%u,"
+                      "\"rate_now\":%" PRIu64 ",\"rate_avg\":%.1f,\"rate_peak\":%" PRIu64
+                      ",\"events\":%" PRIu64 ",\"share\":%.4f,\"over_capacity_seconds\":%" PRIu64
+                      ",\"would_throttle_events\":%" PRIu64 "}",
+                      i > 0 ? "," : "", key, day, p->shard, r->partition_day_shards[i], p->rate_now,
+                      (double)p->window_events / SHARD_HEAT_WINDOW_S, p->rate_peak, p->events,
+                      heat_share(p->rate_now, s->rate_now), p->over_capacity_seconds,
+                      p->would_throttle_events);
     }
     http_text_put(b, "]");
 }
@@ -76,11 +77,11 @@ static void heat_put_days(struct http_text *b, const struct shard_heat_report *r
         char day[DS_DATE_TEXT_SIZE];
         ds_date_format(d->day, day);
         http_text_put(b,
-                 "%s{\"day\":\"%s\",\"shards\":%u,\"rate_now\":%" PRIu64 ",\"rate_avg\":%.1f,"
-                 "\"rate_peak\":%" PRIu64 ",\"events\":%" PRIu64 ",\"share\":%.4f}",
-                 i > 0 ? "," : "", day, r->day_shards[i], d->rate_now,
-                 (double)d->window_events / SHARD_HEAT_WINDOW_S, d->rate_peak, d->events,
-                 heat_share(d->rate_now, s->rate_now));
+                      "%s{\"day\":\"%s\",\"shards\":%u,\"rate_now\":%" PRIu64 ",\"rate_avg\":%.1f,"
+                      "\"rate_peak\":%" PRIu64 ",\"events\":%" PRIu64 ",\"share\":%.4f}",
+                      i > 0 ? "," : "", day, r->day_shards[i], d->rate_now,
+                      (double)d->window_events / SHARD_HEAT_WINDOW_S, d->rate_peak, d->events,
+                      heat_share(d->rate_now, s->rate_now));
     }
     http_text_put(b, "]");
 }
@@ -98,9 +99,9 @@ static void heat_put_sources(struct http_text *b, const struct shard_heat_report
             lag = atomic_load_explicit(&m->consumer_lag[k->partition], memory_order_relaxed);
         }
         http_text_put(b,
-                 "%s{\"partition\":%d,\"rate_now\":%" PRIu64 ",\"rate_peak\":%" PRIu64
-                 ",\"events\":%" PRIu64 ",\"lag\":",
-                 i > 0 ? "," : "", k->partition, k->rate_now, k->rate_peak, k->events);
+                      "%s{\"partition\":%d,\"rate_now\":%" PRIu64 ",\"rate_peak\":%" PRIu64
+                      ",\"events\":%" PRIu64 ",\"lag\":",
+                      i > 0 ? "," : "", k->partition, k->rate_now, k->rate_peak, k->events);
         if (lag >= 0) {
             http_text_put(b, "%" PRId64 "}", lag);
         } else {
@@ -121,8 +122,9 @@ static void heat_put_customers(struct http_text *b, const struct shard_heat_repo
         int64_t n = query_id_json(&c->customer, id, sizeof(id));
         ASSERT(n > 0);
         double share = s->customer_rate_eps > 0 ? c->rate_eps / s->customer_rate_eps : 0.0;
-        http_text_put(b, "%s{\"customer_id\":%s,\"rate_eps\":%.1f,\"error_eps\":%.1f,\"share\":%.4f}",
-                 i > 0 ? "," : "", id, c->rate_eps, c->error_eps, share > 1.0 ? 1.0 : share);
+        http_text_put(b,
+                      "%s{\"customer_id\":%s,\"rate_eps\":%.1f,\"error_eps\":%.1f,\"share\":%.4f}",
+                      i > 0 ? "," : "", id, c->rate_eps, c->error_eps, share > 1.0 ? 1.0 : share);
     }
     http_text_put(b, "]");
 }
@@ -141,7 +143,7 @@ static void heat_put_growths(struct http_text *b, const struct shard_heat_report
                                       sizeof(reason));
         ASSERT(n > 0);
         http_text_put(b, "%s{\"day\":\"%s\",\"from\":%u,\"to\":%u,\"at\":\"%s\",\"reason\":%s}",
-                 i > 0 ? "," : "", day, g->from, g->to, at, reason);
+                      i > 0 ? "," : "", day, g->from, g->to, at, reason);
     }
     http_text_put(b, "]");
 }
@@ -164,14 +166,14 @@ int64_t query_heat_json(const struct shard_heat_report *r, const struct query_me
         http_text_put(&b, "null");
     }
     http_text_put(&b,
-             ",\"window_s\":%u,\"shard_capacity_eps\":%u,\"max_shards\":%u,\"base_shards\":%u,"
-             "\"adaptive\":%s,\"growth_failed\":%s,\"growths_total\":%" PRIu64
-             ",\"events\":%" PRIu64 ",\"rate_now\":%" PRIu64 ",\"untracked_events\":%" PRIu64
-             ",\"over_capacity_seconds\":%" PRIu64 ",\"would_throttle_events\":%" PRIu64,
-             SHARD_HEAT_WINDOW_S, s->capacity_eps, r->max_shards, r->base_shards,
-             r->adaptive ? "true" : "false", r->growth_failed ? "true" : "false", r->growths_total,
-             s->events, s->rate_now, s->untracked_events, s->over_capacity_seconds,
-             s->would_throttle_events);
+                  ",\"window_s\":%u,\"shard_capacity_eps\":%u,\"max_shards\":%u,\"base_shards\":%u,"
+                  "\"adaptive\":%s,\"growth_failed\":%s,\"growths_total\":%" PRIu64
+                  ",\"events\":%" PRIu64 ",\"rate_now\":%" PRIu64 ",\"untracked_events\":%" PRIu64
+                  ",\"over_capacity_seconds\":%" PRIu64 ",\"would_throttle_events\":%" PRIu64,
+                  SHARD_HEAT_WINDOW_S, s->capacity_eps, r->max_shards, r->base_shards,
+                  r->adaptive ? "true" : "false", r->growth_failed ? "true" : "false",
+                  r->growths_total, s->events, s->rate_now, s->untracked_events,
+                  s->over_capacity_seconds, s->would_throttle_events);
     heat_put_partitions(&b, r, top);
     heat_put_days(&b, r, top);
     heat_put_sources(&b, r, m);
@@ -179,7 +181,7 @@ int64_t query_heat_json(const struct shard_heat_report *r, const struct query_me
     heat_put_growths(&b, r);
     if (m != NULL) {
         http_text_put(&b, ",\"events_durable\":%" PRIuFAST64,
-                 atomic_load_explicit(&m->events_ingested, memory_order_relaxed));
+                      atomic_load_explicit(&m->events_ingested, memory_order_relaxed));
     }
     int64_t gsi_lag = m != NULL ? atomic_load_explicit(&m->gsi_lag_ms, memory_order_relaxed) : -1;
     if (gsi_lag >= 0) {
@@ -193,30 +195,31 @@ int64_t query_heat_json(const struct shard_heat_report *r, const struct query_me
 void heat_metrics_put(const struct shard_heat_report *r, struct http_text *b)
 {
     const struct shard_heat_snapshot *s = &r->heat;
-    http_text_put(b,
-             "# HELP dayshard_heat_events_total Events the heat tracker observed (producer time).\n"
-             "# TYPE dayshard_heat_events_total counter\n"
-             "dayshard_heat_events_total %" PRIu64 "\n"
-             "# HELP dayshard_heat_would_throttle_events_total Events past --shard-capacity in "
-             "their partition-second: what a store with that per-partition limit would refuse.\n"
-             "# TYPE dayshard_heat_would_throttle_events_total counter\n"
-             "dayshard_heat_would_throttle_events_total %" PRIu64 "\n"
-             "# HELP dayshard_shard_growths_total Shard count growths (adaptive sharding).\n"
-             "# TYPE dayshard_shard_growths_total counter\n"
-             "dayshard_shard_growths_total %" PRIu64 "\n"
-             "# HELP dayshard_heat_partition_rate Events in the last complete second, hottest "
-             "partitions only.\n"
-             "# TYPE dayshard_heat_partition_rate gauge\n",
-             s->events, s->would_throttle_events, r->growths_total);
+    http_text_put(
+        b,
+        "# HELP dayshard_heat_events_total Events the heat tracker observed (producer time).\n"
+        "# TYPE dayshard_heat_events_total counter\n"
+        "dayshard_heat_events_total %" PRIu64 "\n"
+        "# HELP dayshard_heat_would_throttle_events_total Events past --shard-capacity in "
+        "their partition-second: what a store with that per-partition limit would refuse.\n"
+        "# TYPE dayshard_heat_would_throttle_events_total counter\n"
+        "dayshard_heat_would_throttle_events_total %" PRIu64 "\n"
+        "# HELP dayshard_shard_growths_total Shard count growths (adaptive sharding).\n"
+        "# TYPE dayshard_shard_growths_total counter\n"
+        "dayshard_shard_growths_total %" PRIu64 "\n"
+        "# HELP dayshard_heat_partition_rate Events in the last complete second, hottest "
+        "partitions only.\n"
+        "# TYPE dayshard_heat_partition_rate gauge\n",
+        s->events, s->would_throttle_events, r->growths_total);
     uint32_t rows = s->partition_count < HEAT_METRICS_TOP ? s->partition_count : HEAT_METRICS_TOP;
     for (uint32_t i = 0; i < rows; i++) {
         char key[SHARD_KEY_TEXT_SIZE];
         shard_key_format(s->partitions[i].day, s->partitions[i].shard, key);
         http_text_put(b, "dayshard_heat_partition_rate{key=\"%s\"} %" PRIu64 "\n", key,
-                 s->partitions[i].rate_now);
+                      s->partitions[i].rate_now);
     }
     http_text_put(b, "# HELP dayshard_day_shards Shard count of the hottest days.\n"
-                "# TYPE dayshard_day_shards gauge\n");
+                     "# TYPE dayshard_day_shards gauge\n");
     rows = s->day_count < HEAT_METRICS_TOP ? s->day_count : HEAT_METRICS_TOP;
     for (uint32_t i = 0; i < rows; i++) {
         char day[DS_DATE_TEXT_SIZE];
@@ -224,8 +227,8 @@ void heat_metrics_put(const struct shard_heat_report *r, struct http_text *b)
         http_text_put(b, "dayshard_day_shards{day=\"%s\"} %u\n", day, r->day_shards[i]);
     }
     http_text_put(b, "# HELP dayshard_heat_customer_rate Decayed write rate of the top customers "
-                "(Space-Saving estimate).\n"
-                "# TYPE dayshard_heat_customer_rate gauge\n");
+                     "(Space-Saving estimate).\n"
+                     "# TYPE dayshard_heat_customer_rate gauge\n");
     rows = s->customer_count < HEAT_METRICS_TOP ? s->customer_count : HEAT_METRICS_TOP;
     for (uint32_t i = 0; i < rows; i++) {
         const struct ds_id *id = &s->customers[i].customer;
@@ -246,6 +249,6 @@ void heat_metrics_put(const struct shard_heat_report *r, struct http_text *b)
             label[len] = '\0';
         }
         http_text_put(b, "dayshard_heat_customer_rate{customer=\"%s\"} %.1f\n", label,
-                 s->customers[i].rate_eps);
+                      s->customers[i].rate_eps);
     }
 }

@@ -29,21 +29,24 @@
  * variable signalled by the node's commits (the service also runs beside no node, and a look
  * is a stat(2): polling keeps one mechanism for both).
  *
- * Orders model: the order lookup (GET /v1/orders/{id}) reads the order's current version from the reader it
- * takes (storage_order_get: a keydir probe, and one read for a hit), exactly as a count does,
- * consistent=true included; a directory of the events model answers 409 (its question is valid,
- * the directory cannot answer it: no order store). A customer's page holds the index view's
+ * Orders model: the order lookup (GET /v1/orders/{id}) reads the order's current version from the
+ * reader it takes (storage_order_get: a keydir probe, and one read for a hit), exactly as a count
+ * does, consistent=true included; a directory of the events model answers 409 (its question is
+ * valid, the directory cannot answer it: no order store). A customer's page holds the index view's
  * read lock and then takes a reader to tell current versions from superseded entries. Lock
  * order: gsi_lock before a reader's mutex; nothing takes gsi_lock while it holds a reader.
  *
- * Hostile input: the raw request target is captured by the URI log callback and validated in
- * http_request.c; sizes are bounded below libmicrohttpd's own per-connection memory so our
- * JSON answers (414, 431) come first; connections are bounded in total and per address and
- * idle ones time out. The bearer token is compared in constant time.
+ * Hostile input: the server core (http/server.c) captures the raw request target, bounds
+ * sizes, connections and idle time, and checks the bearer token in constant time; the target is
+ * validated here (http_request.c, query_route_parse) before any handler runs.
  *
- * Rejected: a thread per connection (hundreds of idle sockets would hold hundreds of threads)
- * and one shared reader behind one lock (the count itself is ~1 us, but a refresh that re-reads
- * the manifest would stall every worker).
+ * Files: this one starts and stops the service and dispatches; the handlers live beside it
+ * (serve_read.c: count and the order lookup; serve_stats.c: partitions and /metrics;
+ * serve_orders.c: a customer's orders), over serve_wait.c (consistent=true) and serve_reader.c
+ * (the readers).
+ *
+ * Rejected: one shared reader behind one lock (the count itself is ~1 us, but a refresh that
+ * re-reads the manifest would stall every worker).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -54,7 +57,7 @@
 
 #include "query/http_private.h"
 
-/* ---- probes and the not-yet-built index ---------------------------------------------------- */
+/* ---- probes ---------------------------------------------------------------------------------- */
 
 static enum http_result serve_readyz(struct query_http *h, struct http_request *c)
 {
@@ -77,12 +80,12 @@ static enum http_result serve_readyz(struct query_http *h, struct http_request *
 /* Heat is measured by a node's consumer thread: `serve` (no node) answers 501, like the orders
  * of a node without an index; a node before its first second of heat answers 503. */
 static enum http_result serve_heat(struct query_http *h, struct http_request *c,
-                                  const struct query_route *route)
+                                   const struct query_route *route)
 {
     if (h->metrics == NULL) {
         return http_respond_error(c, 501,
-                             "heat is measured by a node: ask the --http address of `dayshard "
-                             "run`, not `dayshard serve`");
+                                  "heat is measured by a node: ask the --http address of `dayshard "
+                                  "run`, not `dayshard serve`");
     }
     struct shard_heat_report *report = malloc(sizeof(*report));
     if (report == NULL) {

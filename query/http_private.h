@@ -69,7 +69,7 @@ struct http_text;
 /* Appends the heat series of /metrics (top rows only: bounded labels) to b (heat_render.c). */
 void heat_metrics_put(const struct shard_heat_report *report, struct http_text *b);
 
-/* ---- the query service's state (http.c) -------------------------------------------------- */
+/* ---- the query service's state (http.c) ---------------------------------------------------- */
 
 /* "as_of" of every source partition the manifest knows: up to STORAGE_SOURCES_MAX entries of
  * at most 32 bytes each. */
@@ -132,7 +132,7 @@ struct query_http {
     struct heat_entry *heat;
 };
 
-/* ---- serve_reader.c: readers, and the pieces every answer from one shares -------------------- */
+/* ---- serve_reader.c: readers, and the pieces every answer from one shares ------------------ */
 
 DS_MUST_USE int serve_reader_open(struct serve_reader *r, const char *dir);
 void serve_reader_close(struct serve_reader *r);
@@ -148,7 +148,7 @@ size_t serve_append_fields(char *body, size_t body_len, const char *text, size_t
  * capacity for it was reserved). Returns the new length. */
 size_t serve_append_as_of(char *body, size_t len, const struct serve_reader *r);
 
-/* ---- serve_wait.c: consistent=true on a node ---------------------------------------------- */
+/* ---- serve_wait.c: consistent=true on a node ----------------------------------------------- */
 
 /* Between two looks at the store while a consistent read waits. A look costs a stat(2) of the
  * manifest when nothing changed; the node commits at most every commit_interval_ms (100 by
@@ -192,7 +192,7 @@ enum http_result serve_respond_unmet(struct http_request *c, const struct serve_
  * memory. */
 char *serve_consistency_text(const struct serve_wait *w, size_t *len);
 
-/* ---- the endpoints (serve_read.c, serve_stats.c, serve_orders.c) -------------------------- */
+/* ---- the endpoints (serve_read.c, serve_stats.c, serve_orders.c) --------------------------- */
 
 enum http_result serve_count(struct query_http *h, struct http_request *c,
                              const struct query_route *route);

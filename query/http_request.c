@@ -80,7 +80,8 @@ static int64_t percent_decode(const char *src, size_t len, bool plus_is_space, c
     return (int64_t)n;
 }
 
-DS_PRINTF(3, 4) static unsigned fail(struct query_route *out, unsigned status, const char *fmt, ...);
+DS_PRINTF(3, 4)
+static unsigned fail(struct query_route *out, unsigned status, const char *fmt, ...);
 
 static unsigned fail(struct query_route *out, unsigned status, const char *fmt, ...)
 {
@@ -200,7 +201,8 @@ static unsigned parse_day(const char *name, const char *value, size_t len, int32
     return 0;
 }
 
-static unsigned count_param(const char *name, const char *value, size_t len, struct query_route *out)
+static unsigned count_param(const char *name, const char *value, size_t len,
+                            struct query_route *out)
 {
     struct query_count_request *req = &out->count;
     if (strcmp(name, "day") == 0) {
@@ -419,7 +421,7 @@ static unsigned finish(struct query_route *out, uint32_t range_days_max)
 }
 
 unsigned query_route_parse(const char *method, const char *target, size_t len,
-                          uint32_t range_days_max, struct query_route *out)
+                           uint32_t range_days_max, struct query_route *out)
 {
     ASSERT(range_days_max >= 1 && range_days_max <= QUERY_RANGE_DAYS_MAX);
     memset(out, 0, sizeof(*out));

@@ -144,46 +144,49 @@ static void put_label_value(struct http_text *b, const char *name)
 static void put_rejected(struct http_text *b, const struct query_metrics *m)
 {
     http_text_put(b, "# HELP dayshard_events_rejected_total Events sent to the dead-letter store.\n"
-                "# TYPE dayshard_events_rejected_total counter\n");
+                     "# TYPE dayshard_events_rejected_total counter\n");
     for (uint32_t i = 0; i < m->reason_count; i++) {
         http_text_put(b, "dayshard_events_rejected_total{reason=\"");
         put_label_value(b, m->reason_names[i]);
         http_text_put(b, "\"} %" PRIuFAST64 "\n",
-                 atomic_load_explicit(&m->rejected[i], memory_order_relaxed));
+                      atomic_load_explicit(&m->rejected[i], memory_order_relaxed));
     }
 }
 
 static void put_lag(struct http_text *b, const struct query_metrics *m)
 {
     http_text_put(b, "# HELP dayshard_consumer_lag_messages Messages behind the high watermark.\n"
-                "# TYPE dayshard_consumer_lag_messages gauge\n");
+                     "# TYPE dayshard_consumer_lag_messages gauge\n");
     for (uint32_t i = 0; i < QUERY_METRICS_LAG_PARTITIONS_MAX; i++) {
         int64_t lag = atomic_load_explicit(&m->consumer_lag[i], memory_order_relaxed);
         if (lag >= 0) {
-            http_text_put(b, "dayshard_consumer_lag_messages{partition=\"%u\"} %" PRId64 "\n", i, lag);
+            http_text_put(b, "dayshard_consumer_lag_messages{partition=\"%u\"} %" PRId64 "\n", i,
+                          lag);
         }
     }
 }
 
 static void put_fsync(struct http_text *b, const struct query_metrics *m)
 {
-    http_text_put(b, "# HELP dayshard_fsync_seconds Duration of a group commit: block writes, fdatasync "
-                "of the touched segments and of the manifest.\n"
-                "# TYPE dayshard_fsync_seconds histogram\n");
+    http_text_put(
+        b, "# HELP dayshard_fsync_seconds Duration of a group commit: block writes, fdatasync "
+           "of the touched segments and of the manifest.\n"
+           "# TYPE dayshard_fsync_seconds histogram\n");
     uint64_t cumulative = 0;
     for (uint32_t i = 0; i <= QUERY_FSYNC_BUCKETS; i++) {
         cumulative += atomic_load_explicit(&m->fsync_buckets[i], memory_order_relaxed);
         if (i < QUERY_FSYNC_BUCKETS) {
             uint32_t us = query_fsync_bucket_bounds_us[i];
             http_text_put(b, "dayshard_fsync_seconds_bucket{le=\"%u.%06u\"} %" PRIu64 "\n",
-                     us / 1000000u, us % 1000000u, cumulative);
+                          us / 1000000u, us % 1000000u, cumulative);
         } else {
-            http_text_put(b, "dayshard_fsync_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cumulative);
+            http_text_put(b, "dayshard_fsync_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n",
+                          cumulative);
         }
     }
     uint64_t sum_ns = atomic_load_explicit(&m->fsync_sum_ns, memory_order_relaxed);
     http_text_put(b, "dayshard_fsync_seconds_sum %" PRIu64 ".%09" PRIu64 "\n", sum_ns / 1000000000u,
-             sum_ns % 1000000000u);
+                  sum_ns % 1000000000u);
     /* The count is the +Inf bucket: both come from the same loads, so they always agree. */
     http_text_put(b, "dayshard_fsync_seconds_count %" PRIu64 "\n", cumulative);
 }
@@ -195,29 +198,31 @@ static void put_gsi_lag(struct http_text *b, const struct query_metrics *m)
     if (now_ms < 0) {
         return;
     }
-    http_text_put(b,
-             "# HELP dayshard_gsi_lag_ms Age of the oldest durable commit whose orders are not "
-             "yet in the by-customer index (0: caught up).\n"
-             "# TYPE dayshard_gsi_lag_ms gauge\n"
-             "dayshard_gsi_lag_ms %" PRId64 "\n"
-             "# HELP dayshard_gsi_lag_seconds Time from a commit being durable to its orders "
-             "being queryable in the by-customer index.\n"
-             "# TYPE dayshard_gsi_lag_seconds histogram\n",
-             now_ms);
+    http_text_put(
+        b,
+        "# HELP dayshard_gsi_lag_ms Age of the oldest durable commit whose orders are not "
+        "yet in the by-customer index (0: caught up).\n"
+        "# TYPE dayshard_gsi_lag_ms gauge\n"
+        "dayshard_gsi_lag_ms %" PRId64 "\n"
+        "# HELP dayshard_gsi_lag_seconds Time from a commit being durable to its orders "
+        "being queryable in the by-customer index.\n"
+        "# TYPE dayshard_gsi_lag_seconds histogram\n",
+        now_ms);
     uint64_t cumulative = 0;
     for (uint32_t i = 0; i <= QUERY_GSI_LAG_BUCKETS; i++) {
         cumulative += atomic_load_explicit(&m->gsi_lag_buckets[i], memory_order_relaxed);
         if (i < QUERY_GSI_LAG_BUCKETS) {
             uint32_t ms = query_gsi_lag_bucket_bounds_ms[i];
-            http_text_put(b, "dayshard_gsi_lag_seconds_bucket{le=\"%u.%03u\"} %" PRIu64 "\n", ms / 1000u,
-                     ms % 1000u, cumulative);
+            http_text_put(b, "dayshard_gsi_lag_seconds_bucket{le=\"%u.%03u\"} %" PRIu64 "\n",
+                          ms / 1000u, ms % 1000u, cumulative);
         } else {
-            http_text_put(b, "dayshard_gsi_lag_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cumulative);
+            http_text_put(b, "dayshard_gsi_lag_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n",
+                          cumulative);
         }
     }
     uint64_t sum_ns = atomic_load_explicit(&m->gsi_lag_sum_ns, memory_order_relaxed);
-    http_text_put(b, "dayshard_gsi_lag_seconds_sum %" PRIu64 ".%09" PRIu64 "\n", sum_ns / 1000000000u,
-             sum_ns % 1000000000u);
+    http_text_put(b, "dayshard_gsi_lag_seconds_sum %" PRIu64 ".%09" PRIu64 "\n",
+                  sum_ns / 1000000000u, sum_ns % 1000000000u);
     http_text_put(b, "dayshard_gsi_lag_seconds_count %" PRIu64 "\n", cumulative);
 }
 
@@ -250,7 +255,7 @@ static void put_orders(struct http_text *b, const struct query_metrics *m)
         orders);
     for (size_t i = 0; i < 4; i++) {
         http_text_put(b, "dayshard_order_events_total{fate=\"%s\"} %" PRIuFAST64 "\n", fates[i],
-                 atomic_load_explicit(&m->order_events[i], memory_order_relaxed));
+                      atomic_load_explicit(&m->order_events[i], memory_order_relaxed));
     }
 }
 
@@ -260,10 +265,10 @@ int64_t query_metrics_text(const struct query_metrics *m, char *dst, size_t dst_
     ASSERT(dst_capacity > 0);
     struct http_text b = {.dst = dst, .capacity = dst_capacity};
     http_text_put(&b,
-             "# HELP dayshard_events_ingested_total Events stored durably by this node.\n"
-             "# TYPE dayshard_events_ingested_total counter\n"
-             "dayshard_events_ingested_total %" PRIuFAST64 "\n",
-             atomic_load_explicit(&m->events_ingested, memory_order_relaxed));
+                  "# HELP dayshard_events_ingested_total Events stored durably by this node.\n"
+                  "# TYPE dayshard_events_ingested_total counter\n"
+                  "dayshard_events_ingested_total %" PRIuFAST64 "\n",
+                  atomic_load_explicit(&m->events_ingested, memory_order_relaxed));
     put_rejected(&b, m);
     put_lag(&b, m);
     put_fsync(&b, m);

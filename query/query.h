@@ -117,7 +117,7 @@ DS_MUST_USE int64_t query_id_json(const struct ds_id *id, char *dst, size_t dst_
 /* Writes s as a JSON string literal (quotes included) into dst; returns the length or -ENOSPC. */
 DS_MUST_USE int64_t query_json_string(const char *s, size_t len, char *dst, size_t dst_capacity);
 
-/* ---- one order (P2: GET /v1/orders/{id}, `dayshard order`; the orders model) --------------- */
+/* ---- one order (the order lookup: GET /v1/orders/{id}, `dayshard order`; orders model) --- */
 
 /* An order id given as text follows query_customer_id_parse's rule (below). */
 
@@ -140,7 +140,7 @@ DS_MUST_USE int64_t query_order_json(const struct storage_order *order, char *ds
 /* Bytes query_order_json needs at most for order. */
 size_t query_order_json_bound(const struct storage_order *order);
 
-/* ---- live figures of a node, for /metrics and /readyz ------------------------------------- */
+/* ---- live figures of a node, for /metrics and /readyz -------------------------------------- */
 
 /* Rejection reasons a node may name; the ingest decoder has about two dozen. */
 #define QUERY_METRICS_REASONS_MAX 64u
@@ -220,7 +220,7 @@ int64_t query_metrics_lag_max(const struct query_metrics *m);
 DS_MUST_USE int64_t query_metrics_text(const struct query_metrics *m, char *dst,
                                        size_t dst_capacity);
 
-/* ---- the by-customer index (GSI) ------------------------------------------------------------ */
+/* ---- the by-customer index (GSI) ----------------------------------------------------------- */
 
 /* Default bound of the GSI lag (--max-gsi-lag-ms): above half of it the node pauses. */
 #define QUERY_GSI_MAX_LAG_MS_DEFAULT 1000u
@@ -426,7 +426,7 @@ const char *query_http_address(const struct query_http *h);
 /* Stops accepting, finishes the requests in progress, closes everything. Accepts NULL. */
 void query_http_stop(struct query_http *h);
 
-/* ---- requests of the HTTP API (http_request.c) -------------------------------------------- */
+/* ---- requests of the HTTP API (http_request.c) --------------------------------------------- */
 
 /* What a request asks for, validated: the node's service dispatches on it, and the router
  * validates a request exactly as a node would before it asks any node. */
@@ -442,7 +442,7 @@ enum query_endpoint {
     QUERY_EP_ORDER, /* /v1/orders/{order_id}: one order (the order lookup, the orders model) */
 };
 struct query_route {
-    enum query_endpoint endpoint;      /* set as soon as the path is known, even on a later error */
+    enum query_endpoint endpoint;     /* set as soon as the path is known, even on a later error */
     bool needs_token;                 /* every endpoint but the probes */
     struct query_count_request count; /* QUERY_EP_COUNT */
     int32_t day;                      /* QUERY_EP_PARTITIONS */
@@ -461,6 +461,6 @@ struct query_route {
  * the HTTP status of the error (400, 404, 405, 414) with out->error set. range_days_max bounds
  * /v1/count ranges (1..QUERY_RANGE_DAYS_MAX). */
 DS_MUST_USE unsigned query_route_parse(const char *method, const char *target, size_t len,
-                                      uint32_t range_days_max, struct query_route *out);
+                                       uint32_t range_days_max, struct query_route *out);
 
 #endif /* DS_QUERY_H */

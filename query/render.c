@@ -1,6 +1,6 @@
 /*
  * Rendering count results (the JSON document of the HTTP API and a table for people), a page of
- * a customer's orders, and one order with its items (P2).
+ * a customer's orders, and one order with its items (the order lookup).
  * JSON is written by hand into a caller's buffer with a computed bound: the documents are flat
  * and the bound is exact enough to allocate once. Rejected: a JSON library for output (an
  * allocation per node, and nothing to parse).
@@ -75,10 +75,11 @@ int64_t query_count_json(const struct query_count_request *req,
     } else {
         http_text_put(&b, "null");
     }
-    http_text_put(&b,
-             ",\"count\":%" PRIu64 ",\"amount_sum\":\"%s\",\"partitions\":%u,\"blocks\":%" PRIu64
-             ",\"bytes\":%" PRIu64 ",\"damaged_blocks\":%" PRIu64,
-             res->count, amount, res->partitions, res->blocks, res->bytes, res->damaged_blocks);
+    http_text_put(
+        &b,
+        ",\"count\":%" PRIu64 ",\"amount_sum\":\"%s\",\"partitions\":%u,\"blocks\":%" PRIu64
+        ",\"bytes\":%" PRIu64 ",\"damaged_blocks\":%" PRIu64,
+        res->count, amount, res->partitions, res->blocks, res->bytes, res->damaged_blocks);
     if (res->model != STORAGE_MODEL_RECORDED) {
         http_text_put(&b, ",\"model\":\"%s\"", storage_model_name(res->model));
     }
@@ -138,9 +139,9 @@ int64_t query_orders_json(const struct ds_id *customer, const struct query_order
         ASSERT(s > 0);
         ds_amount_format((ds_i128)o->amount_units, amount);
         http_text_put(&b,
-                 "%s{\"order_id\":%s,\"ts\":\"%s\",\"day\":\"%s\",\"status\":%s,"
-                 "\"amount\":\"%s\"}",
-                 i > 0 ? "," : "", id, ts, day, status, amount);
+                      "%s{\"order_id\":%s,\"ts\":\"%s\",\"day\":\"%s\",\"status\":%s,"
+                      "\"amount\":\"%s\"}",
+                      i > 0 ? "," : "", id, ts, day, status, amount);
     }
     if (page->has_next) {
         http_text_put(&b, "],\"next\":\"%s\"", page->next_token);
@@ -151,7 +152,7 @@ int64_t query_orders_json(const struct ds_id *customer, const struct query_order
     return b.overflow ? -ENOSPC : (int64_t)b.len;
 }
 
-/* ---- one order (P2) ------------------------------------------------------------------------ */
+/* ---- one order (the order lookup) ------------------------------------------------------- */
 
 /* An LEB128 varint of at most 5 bytes (every varint of canonical items fits: a count up to 100,
  * a quantity up to 2^31-1) at *p, before end. False for a truncated or longer one. */
@@ -208,7 +209,7 @@ int64_t query_items_json(const uint8_t *items, size_t len, char *dst, size_t dst
         int64_t n = query_json_string(product, product_len, text, sizeof(text));
         ASSERT(n > 0);
         http_text_put(&b, "%s{\"product\":%s,\"quantity\":%" PRIu32 "}", i > 0 ? "," : "", text,
-                 quantity);
+                      quantity);
     }
     if (p != end) {
         return -DS_ECORRUPT;
@@ -245,10 +246,11 @@ int64_t query_order_json(const struct storage_order *order, char *dst, size_t ds
     ds_ts_format(order->ts_ms, ts);
     ds_date_format(order->day, day);
     ds_amount_format((ds_i128)order->amount_units, amount);
-    http_text_put(&b,
-             "{\"order_id\":%s,\"customer_id\":%s,\"ts\":\"%s\",\"day\":\"%s\",\"shard\":%" PRIu32
-             ",\"status\":%s,\"amount\":\"%s\",\"version\":",
-             order_id, customer, ts, day, order->shard, status, amount);
+    http_text_put(
+        &b,
+        "{\"order_id\":%s,\"customer_id\":%s,\"ts\":\"%s\",\"day\":\"%s\",\"shard\":%" PRIu32
+        ",\"status\":%s,\"amount\":\"%s\",\"version\":",
+        order_id, customer, ts, day, order->shard, status, amount);
     if (order->has_version) {
         http_text_put(&b, "%" PRId64, order->version);
     } else {

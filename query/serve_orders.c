@@ -17,7 +17,7 @@
 
 #include "query/http_private.h"
 
-/* ---- a customer's orders (the GSI) -------------------------------------------------------- */
+/* ---- a customer's orders (the GSI) --------------------------------------------------------- */
 
 /* The view refreshes at most this often, or at once for consistent=true. */
 #define HTTP_GSI_REFRESH_NS (100u * 1000000u)
@@ -81,8 +81,8 @@ struct orders_extra {
 /* Answers one page of route's customer from gsi; releases `held` (a read lock on the view,
  * or NULL) once the index was read. */
 static enum http_result respond_orders(struct query_http *h, struct http_request *c,
-                                      const struct query_route *route, struct gsi *gsi,
-                                      const struct orders_extra *extra, pthread_rwlock_t *held)
+                                       const struct query_route *route, struct gsi *gsi,
+                                       const struct orders_extra *extra, pthread_rwlock_t *held)
 {
     struct query_orders_page page = {.orders = calloc(route->limit, sizeof(struct query_order))};
     int rc = page.orders == NULL ? -ENOMEM : 0;
@@ -116,7 +116,7 @@ static enum http_result respond_orders(struct query_http *h, struct http_request
         ASSERT(len > 0);
         if (extra->consistency != NULL) {
             len = (int64_t)serve_append_fields(body, (size_t)len, extra->consistency,
-                                         extra->consistency_len);
+                                               extra->consistency_len);
         }
     }
     free(page.orders);
@@ -125,8 +125,8 @@ static enum http_result respond_orders(struct query_http *h, struct http_request
 
 /* A consistent read whose index did not hold want_seq within timeout_ms. */
 static enum http_result respond_not_caught_up(struct http_request *c,
-                                             const struct orders_extra *extra, uint64_t want_seq,
-                                             uint32_t timeout_ms)
+                                              const struct orders_extra *extra, uint64_t want_seq,
+                                              uint32_t timeout_ms)
 {
     if (extra->wait != NULL) {
         return serve_respond_unmet(c, extra->wait, -ETIMEDOUT, want_seq);
@@ -139,22 +139,23 @@ static enum http_result respond_not_caught_up(struct http_request *c,
     int64_t len = body != NULL ? http_error_json(text, body, HTTP_ERROR_BYTES_MAX * 2u) : 0;
     ASSERT(len >= 0);
     return http_respond_unavailable(c, body, len,
-                               timeout_ms >= 1000u ? (timeout_ms + 999u) / 1000u : 1u);
+                                    timeout_ms >= 1000u ? (timeout_ms + 999u) / 1000u : 1u);
 }
 
 /* A page from the node's builder (run --http) or from a view of the node's index (serve),
  * after waiting (timeout_ms) until it holds store commit want_seq (0: no wait); durable_seq is
  * the store's commit on arrival, for the lag estimate of a view. */
 static enum http_result orders_at(struct query_http *h, struct http_request *c,
-                                 const struct query_route *route, uint64_t durable_seq,
-                                 uint64_t want_seq, uint32_t timeout_ms, struct orders_extra *extra)
+                                  const struct query_route *route, uint64_t durable_seq,
+                                  uint64_t want_seq, uint32_t timeout_ms,
+                                  struct orders_extra *extra)
 {
     if (h->gsi == NULL) {
         int rc = gsi_view(h, durable_seq, want_seq, timeout_ms, &extra->lag_ms);
         if (rc == -ENOENT) {
             return http_respond_error(c, 503,
-                                 "no by-customer index in this data directory yet (the node "
-                                 "builds it; it runs without --no-gsi)");
+                                      "no by-customer index in this data directory yet (the node "
+                                      "builds it; it runs without --no-gsi)");
         }
         if (rc != 0) {
             return rc == -ETIMEDOUT ? respond_not_caught_up(c, extra, want_seq, timeout_ms)
@@ -178,7 +179,7 @@ static enum http_result orders_at(struct query_http *h, struct http_request *c,
 /* consistent=true on a node: the store must hold every acknowledged position, then the index
  * the store commit that held them, all within the request's timeout. */
 static enum http_result serve_orders_acknowledged(struct query_http *h, struct http_request *c,
-                                                 const struct query_route *route)
+                                                  const struct query_route *route)
 {
     struct serve_wait w;
     struct serve_reader *r = NULL;
@@ -195,8 +196,8 @@ static enum http_result serve_orders_acknowledged(struct query_http *h, struct h
     char *text = serve_consistency_text(&w, &extra.consistency_len);
     extra.consistency = text;
     enum http_result result = text != NULL
-                                 ? orders_at(h, c, route, seq, seq, serve_wait_left_ms(&w), &extra)
-                                 : serve_storage_error(c, -ENOMEM);
+                                  ? orders_at(h, c, route, seq, seq, serve_wait_left_ms(&w), &extra)
+                                  : serve_storage_error(c, -ENOMEM);
     free(text);
     serve_wait_end(&w);
     return result;
@@ -204,7 +205,7 @@ static enum http_result serve_orders_acknowledged(struct query_http *h, struct h
 
 /* The orders endpoint. consistent=true without a node waits for what was durable on arrival. */
 enum http_result serve_orders(struct query_http *h, struct http_request *c,
-                                    const struct query_route *route)
+                              const struct query_route *route)
 {
     if (route->consistent && h->positions != NULL) {
         return serve_orders_acknowledged(h, c, route);
@@ -221,8 +222,7 @@ enum http_result serve_orders(struct query_http *h, struct http_request *c,
     }
     extra.consistency = text;
     enum http_result result = orders_at(h, c, route, seq, route->consistent ? seq : 0,
-                                       serve_timeout_ms(h, route), &extra);
+                                        serve_timeout_ms(h, route), &extra);
     free(text);
     return result;
 }
-

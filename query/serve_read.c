@@ -21,8 +21,8 @@
 
 /* Counts on r (held; released here) and answers, with the consistency field when given. */
 static enum http_result count_answer(struct query_http *h, struct http_request *c,
-                                    const struct query_route *route, struct serve_reader *r,
-                                    const char *consistency, size_t consistency_len)
+                                     const struct query_route *route, struct serve_reader *r,
+                                     const char *consistency, size_t consistency_len)
 {
     struct query_count_result res;
     struct query_count_request req = route->count;
@@ -51,13 +51,14 @@ static enum http_result count_answer(struct query_http *h, struct http_request *
 /* An answer read from one reader's view (a count, an order): r is held and released by it;
  * consistency (consistency_len bytes, or NULL) is the field a consistent=true answer carries. */
 typedef enum http_result (*reader_answer_fn)(struct query_http *h, struct http_request *c,
-                                            const struct query_route *route, struct serve_reader *r,
-                                            const char *consistency, size_t consistency_len);
+                                             const struct query_route *route,
+                                             struct serve_reader *r, const char *consistency,
+                                             size_t consistency_len);
 
 /* consistent=true on a node: waits until the store holds every acknowledged position, then
  * answers from the very reader that held them. */
 static enum http_result serve_acknowledged(struct query_http *h, struct http_request *c,
-                                          const struct query_route *route, reader_answer_fn answer)
+                                           const struct query_route *route, reader_answer_fn answer)
 {
     struct serve_wait w;
     struct serve_reader *r = NULL;
@@ -82,7 +83,7 @@ static enum http_result serve_acknowledged(struct query_http *h, struct http_req
 /* A count or an order: from a reader refreshed on arrival, or for consistent=true on a node
  * after the wait for the acknowledged positions. */
 static enum http_result serve_from_reader(struct query_http *h, struct http_request *c,
-                                         const struct query_route *route, reader_answer_fn answer)
+                                          const struct query_route *route, reader_answer_fn answer)
 {
     if (route->consistent && h->positions != NULL) {
         return serve_acknowledged(h, c, route, answer);
@@ -105,11 +106,10 @@ static enum http_result serve_from_reader(struct query_http *h, struct http_requ
     return result;
 }
 
-/* ---- /v1/orders/{id} (the order lookup) ------------------------------------------------------------------ */
+/* ---- /v1/orders/{id} (the order lookup) ---------------------------------------------------- */
 
 /* 404 naming the order: {"error":"no order ID","order_id":ID}. */
-static enum http_result respond_no_order(struct http_request *c,
-                                        const struct ds_id *id)
+static enum http_result respond_no_order(struct http_request *c, const struct ds_id *id)
 {
     char id_json[6u * DS_ID_BYTES_MAX + 3];
     int64_t n = query_id_json(id, id_json, sizeof(id_json));
@@ -132,8 +132,8 @@ static enum http_result respond_no_order(struct http_request *c,
 /* The order lookup on r (held; released here): the order's current version as r's view holds
  * it, with as_of and the consistency field like a count. */
 static enum http_result order_answer(struct query_http *h, struct http_request *c,
-                                    const struct query_route *route, struct serve_reader *r,
-                                    const char *consistency, size_t consistency_len)
+                                     const struct query_route *route, struct serve_reader *r,
+                                     const char *consistency, size_t consistency_len)
 {
     (void)h; /* the answer type's: a count needs it */
     struct storage_order order;
@@ -147,9 +147,10 @@ static enum http_result order_answer(struct query_http *h, struct http_request *
             return respond_no_order(c, &route->order_id);
         }
         return rc == -DS_EUSAGE
-                   ? http_respond_error(c, 409,
-                                   "the order lookup needs the orders model: this data directory "
-                                   "counts events (it was created with --model events)")
+                   ? http_respond_error(
+                         c, 409,
+                         "the order lookup needs the orders model: this data directory "
+                         "counts events (it was created with --model events)")
                    : serve_storage_error(c, rc);
     }
     size_t cap = query_order_json_bound(&order) + r->as_of_len + consistency_len + 16;

@@ -86,7 +86,7 @@ static int64_t render_partitions(struct query_http *h, struct serve_reader *r, i
 }
 
 enum http_result serve_partitions(struct query_http *h, struct http_request *c,
-                                        const struct query_route *route)
+                                  const struct query_route *route)
 {
     struct serve_reader *r = NULL;
     int rc = serve_reader_acquire(h, &r);
@@ -156,10 +156,11 @@ static int put_recent_series(struct query_http *h, struct serve_reader *r,
                               ? heat_observe(h, recent->days[i], shard, t.count, now_ns)
                               : 0.0;
             if (series == SERIES_EVENTS || series == SERIES_BYTES) {
-                http_text_put(b, "%s{day=\"%s\",shard=\"%u\"} %" PRIu64 "\n", names[series], date, shard,
-                         series == SERIES_EVENTS ? t.count : t.bytes);
+                http_text_put(b, "%s{day=\"%s\",shard=\"%u\"} %" PRIu64 "\n", names[series], date,
+                              shard, series == SERIES_EVENTS ? t.count : t.bytes);
             } else if (rate >= 0) {
-                http_text_put(b, "%s{day=\"%s\",shard=\"%u\"} %.1f\n", names[series], date, shard, rate);
+                http_text_put(b, "%s{day=\"%s\",shard=\"%u\"} %.1f\n", names[series], date, shard,
+                              rate);
             }
         }
     }
@@ -182,11 +183,12 @@ static int put_recent_partitions(struct query_http *h, struct serve_reader *r, s
 static void put_sources(struct serve_reader *r, struct http_text *b)
 {
     http_text_put(b,
-             "# HELP dayshard_storage_commit_seq Sequence number of the last durable commit.\n"
-             "# TYPE dayshard_storage_commit_seq gauge\ndayshard_storage_commit_seq %" PRIu64 "\n"
-             "# HELP dayshard_source_next_offset Next source offset after the durable data.\n"
-             "# TYPE dayshard_source_next_offset gauge\n",
-             storage_commit_seq(r->st));
+                  "# HELP dayshard_storage_commit_seq Sequence number of the last durable commit.\n"
+                  "# TYPE dayshard_storage_commit_seq gauge\ndayshard_storage_commit_seq %" PRIu64
+                  "\n"
+                  "# HELP dayshard_source_next_offset Next source offset after the durable data.\n"
+                  "# TYPE dayshard_source_next_offset gauge\n",
+                  storage_commit_seq(r->st));
     for (int32_t p = DS_SOURCE_FILE; p < (int32_t)STORAGE_SOURCES_MAX - 2; p++) {
         int64_t next = storage_source_next(r->st, p);
         if (next < 0) {
@@ -195,8 +197,8 @@ static void put_sources(struct serve_reader *r, struct http_text *b)
         if (p == DS_SOURCE_FILE) {
             http_text_put(b, "dayshard_source_next_offset{partition=\"file\"} %" PRId64 "\n", next);
         } else {
-            http_text_put(b, "dayshard_source_next_offset{partition=\"%" PRId32 "\"} %" PRId64 "\n", p,
-                     next);
+            http_text_put(b, "dayshard_source_next_offset{partition=\"%" PRId32 "\"} %" PRId64 "\n",
+                          p, next);
         }
     }
 }
@@ -205,10 +207,10 @@ static void put_http_counters(struct query_http *h, struct http_text *b)
 {
     static const char *const names[HTTP_CLASS_COUNT] = {"2xx", "4xx", "5xx"};
     http_text_put(b, "# HELP dayshard_http_requests_total HTTP answers by status class.\n"
-                "# TYPE dayshard_http_requests_total counter\n");
+                     "# TYPE dayshard_http_requests_total counter\n");
     for (uint32_t i = 0; i < HTTP_CLASS_COUNT; i++) {
         http_text_put(b, "dayshard_http_requests_total{code=\"%s\"} %" PRIu64 "\n", names[i],
-                 http_server_answers(h->server, HTTP_TAG_ANY, (enum http_class)i));
+                      http_server_answers(h->server, HTTP_TAG_ANY, (enum http_class)i));
     }
 }
 
@@ -261,4 +263,3 @@ enum http_result serve_metrics(struct query_http *h, struct http_request *c)
     }
     return http_respond(c, 200, b.dst, b.len, "text/plain; version=0.0.4");
 }
-

@@ -71,8 +71,8 @@ static const char *const router_endpoint_names[ROUTER_ENDPOINTS] = {
 
 struct router_node {
     char url[ROUTER_NODE_URL_BYTES_MAX]; /* without a trailing slash */
-    uint32_t group;                       /* 0 or 1 */
-    atomic_bool ready;                    /* the prober's view, cleared by a failed call */
+    uint32_t group;                      /* 0 or 1 */
+    atomic_bool ready;                   /* the prober's view, cleared by a failed call */
     atomic_uint_fast64_t errors;
     atomic_uint_fast64_t latency_buckets[ROUTER_LATENCY_BUCKETS + 1];
     atomic_uint_fast64_t latency_sum_ns;
@@ -91,7 +91,7 @@ struct router {
     struct http_server *server;
     uint32_t timeout_ms;
     uint32_t probe_interval_ms;
-    uint32_t partitions; /* 0: learned */
+    uint32_t partitions;                                               /* 0: learned */
     char node_authorization[sizeof("Bearer ") + HTTP_TOKEN_BYTES_MAX]; /* "": pass the client's */
     uint32_t node_count;
     struct router_node nodes[ROUTER_NODES_TOTAL_MAX];
@@ -165,7 +165,8 @@ static void missing_put(const struct router *r, const struct router_attempt *att
             first = false;
         }
         for (uint32_t i = 0; i < attempts[a].missing_partition_count; i++) {
-            http_text_put(b, "%s\"partition %u\"", first ? "" : ",", attempts[a].missing_partitions[i]);
+            http_text_put(b, "%s\"partition %u\"", first ? "" : ",",
+                          attempts[a].missing_partitions[i]);
             first = false;
         }
     }
@@ -174,7 +175,7 @@ static void missing_put(const struct router *r, const struct router_attempt *att
 
 /* The 503 of no complete replica, naming what each group missed. */
 static enum http_result respond_no_replica(struct router *r, struct http_request *c,
-                                          const struct router_attempt *attempts, uint32_t count)
+                                           const struct router_attempt *attempts, uint32_t count)
 {
     atomic_fetch_add_explicit(&r->unavailable, 1, memory_order_relaxed);
     size_t cap = 256u + (size_t)r->node_count * (6u * ROUTER_NODE_URL_BYTES_MAX + 4u) +
@@ -193,9 +194,9 @@ static enum http_result respond_no_replica(struct router *r, struct http_request
 /* Answers a merged body (taken) with ,"node_group":G and, for a partial answer, ,"partial":
  * true and the missing list, added before its closing brace. */
 static enum http_result respond_merged(struct router *r, struct http_request *c,
-                                      struct router_merged *m,
-                                      const struct router_attempt *answered,
-                                      const struct router_attempt *attempts, uint32_t count)
+                                       struct router_merged *m,
+                                       const struct router_attempt *answered,
+                                       const struct router_attempt *attempts, uint32_t count)
 {
     ASSERT(m->len > 0 && m->body[m->len - 1] == '}');
     bool partial = !answered->complete;
@@ -378,9 +379,8 @@ static void attempt_group(struct router *r, struct router_slot *s, uint32_t g,
 /* ---- merging an attempt -------------------------------------------------------------------- */
 
 /* Merges the answering members' bodies of a (its group's calls in s). Returns 0 with m set. */
-static int merge_attempt(struct router *r, struct router_slot *s,
-                         const struct query_route *route, const struct router_attempt *a,
-                         struct router_merged *m)
+static int merge_attempt(struct router *r, struct router_slot *s, const struct query_route *route,
+                         const struct router_attempt *a, struct router_merged *m)
 {
     const char *bodies[ROUTER_NODES_MAX];
     const char *urls[ROUTER_NODES_MAX];
@@ -462,7 +462,7 @@ static bool answer_attempt(struct router *r, struct http_request *c, struct rout
 
 /* The data endpoints: the preferred group, then the other; 503 (or partial) without either. */
 static enum http_result serve_data(struct router *r, struct http_request *c,
-                                  const struct router_request *req, const char *authorization)
+                                   const struct router_request *req, const char *authorization)
 {
     struct router_attempt attempts[ROUTER_GROUPS];
     uint32_t count = 0;
@@ -539,47 +539,52 @@ static enum http_result serve_readyz(struct router *r, struct http_request *c)
 static void metrics_requests(struct router *r, struct http_text *b)
 {
     static const char *const classes[HTTP_CLASS_COUNT] = {"2xx", "4xx", "5xx"};
-    http_text_put(b, "# HELP dayshard_router_requests_total Answers of the router by path and status "
-                "class.\n# TYPE dayshard_router_requests_total counter\n");
+    http_text_put(b,
+                  "# HELP dayshard_router_requests_total Answers of the router by path and status "
+                  "class.\n# TYPE dayshard_router_requests_total counter\n");
     for (uint32_t e = 0; e < ROUTER_ENDPOINTS; e++) {
         for (uint32_t k = 0; k < HTTP_CLASS_COUNT; k++) {
-            http_text_put(b, "dayshard_router_requests_total{path=\"%s\",code=\"%s\"} %" PRIu64 "\n",
-                     router_endpoint_names[e], classes[k],
-                     http_server_answers(r->server, e, (enum http_class)k));
+            http_text_put(b,
+                          "dayshard_router_requests_total{path=\"%s\",code=\"%s\"} %" PRIu64 "\n",
+                          router_endpoint_names[e], classes[k],
+                          http_server_answers(r->server, e, (enum http_class)k));
         }
     }
     http_text_put(b,
-             "# HELP dayshard_router_failovers_total Requests answered by the group not tried "
-             "first.\n# TYPE dayshard_router_failovers_total counter\n"
-             "dayshard_router_failovers_total %" PRIuFAST64 "\n"
-             "# HELP dayshard_router_unavailable_total Requests answered 503: no complete "
-             "replica.\n# TYPE dayshard_router_unavailable_total counter\n"
-             "dayshard_router_unavailable_total %" PRIuFAST64 "\n"
-             "# HELP dayshard_router_partial_total Answers of partial=true missing a node.\n"
-             "# TYPE dayshard_router_partial_total counter\n"
-             "dayshard_router_partial_total %" PRIuFAST64 "\n",
-             atomic_load_explicit(&r->failovers, memory_order_relaxed),
-             atomic_load_explicit(&r->unavailable, memory_order_relaxed),
-             atomic_load_explicit(&r->partial, memory_order_relaxed));
+                  "# HELP dayshard_router_failovers_total Requests answered by the group not tried "
+                  "first.\n# TYPE dayshard_router_failovers_total counter\n"
+                  "dayshard_router_failovers_total %" PRIuFAST64 "\n"
+                  "# HELP dayshard_router_unavailable_total Requests answered 503: no complete "
+                  "replica.\n# TYPE dayshard_router_unavailable_total counter\n"
+                  "dayshard_router_unavailable_total %" PRIuFAST64 "\n"
+                  "# HELP dayshard_router_partial_total Answers of partial=true missing a node.\n"
+                  "# TYPE dayshard_router_partial_total counter\n"
+                  "dayshard_router_partial_total %" PRIuFAST64 "\n",
+                  atomic_load_explicit(&r->failovers, memory_order_relaxed),
+                  atomic_load_explicit(&r->unavailable, memory_order_relaxed),
+                  atomic_load_explicit(&r->partial, memory_order_relaxed));
 }
 
 static void metrics_nodes(struct router *r, struct http_text *b)
 {
-    http_text_put(b, "# HELP dayshard_router_node_ready Whether the node was ready at its last probe.\n"
-                "# TYPE dayshard_router_node_ready gauge\n");
+    http_text_put(
+        b, "# HELP dayshard_router_node_ready Whether the node was ready at its last probe.\n"
+           "# TYPE dayshard_router_node_ready gauge\n");
     for (uint32_t i = 0; i < r->node_count; i++) {
-        http_text_put(b, "dayshard_router_node_ready{node=\"%s\",group=\"%u\"} %d\n", r->nodes[i].url,
-                 r->nodes[i].group + 1,
-                 atomic_load_explicit(&r->nodes[i].ready, memory_order_relaxed) ? 1 : 0);
+        http_text_put(b, "dayshard_router_node_ready{node=\"%s\",group=\"%u\"} %d\n",
+                      r->nodes[i].url, r->nodes[i].group + 1,
+                      atomic_load_explicit(&r->nodes[i].ready, memory_order_relaxed) ? 1 : 0);
     }
-    http_text_put(b, "# HELP dayshard_router_upstream_errors_total Calls to the node that failed "
-                "(no answer, or a 5xx).\n# TYPE dayshard_router_upstream_errors_total counter\n");
+    http_text_put(b,
+                  "# HELP dayshard_router_upstream_errors_total Calls to the node that failed "
+                  "(no answer, or a 5xx).\n# TYPE dayshard_router_upstream_errors_total counter\n");
     for (uint32_t i = 0; i < r->node_count; i++) {
         http_text_put(b, "dayshard_router_upstream_errors_total{node=\"%s\"} %" PRIuFAST64 "\n",
-                 r->nodes[i].url, atomic_load_explicit(&r->nodes[i].errors, memory_order_relaxed));
+                      r->nodes[i].url,
+                      atomic_load_explicit(&r->nodes[i].errors, memory_order_relaxed));
     }
     http_text_put(b, "# HELP dayshard_router_upstream_latency_seconds Answered calls to the node.\n"
-                "# TYPE dayshard_router_upstream_latency_seconds histogram\n");
+                     "# TYPE dayshard_router_upstream_latency_seconds histogram\n");
     for (uint32_t i = 0; i < r->node_count; i++) {
         const struct router_node *n = &r->nodes[i];
         uint64_t cumulative = 0;
@@ -592,16 +597,16 @@ static void metrics_nodes(struct router *r, struct http_text *b)
                 snprintf(le, sizeof(le), "+Inf");
             }
             http_text_put(b,
-                     "dayshard_router_upstream_latency_seconds_bucket{node=\"%s\",le=\"%s\"} "
-                     "%" PRIu64 "\n",
-                     n->url, le, cumulative);
+                          "dayshard_router_upstream_latency_seconds_bucket{node=\"%s\",le=\"%s\"} "
+                          "%" PRIu64 "\n",
+                          n->url, le, cumulative);
         }
-        http_text_put(b,
-                 "dayshard_router_upstream_latency_seconds_sum{node=\"%s\"} %.6f\n"
-                 "dayshard_router_upstream_latency_seconds_count{node=\"%s\"} %" PRIuFAST64 "\n",
-                 n->url,
-                 (double)atomic_load_explicit(&n->latency_sum_ns, memory_order_relaxed) / 1e9,
-                 n->url, atomic_load_explicit(&n->latency_count, memory_order_relaxed));
+        http_text_put(
+            b,
+            "dayshard_router_upstream_latency_seconds_sum{node=\"%s\"} %.6f\n"
+            "dayshard_router_upstream_latency_seconds_count{node=\"%s\"} %" PRIuFAST64 "\n",
+            n->url, (double)atomic_load_explicit(&n->latency_sum_ns, memory_order_relaxed) / 1e9,
+            n->url, atomic_load_explicit(&n->latency_count, memory_order_relaxed));
     }
 }
 
@@ -756,8 +761,7 @@ static enum http_result dispatch(void *user, struct http_request *c)
     struct router *r = user;
     const struct router_request *req = http_request_state(c);
     switch (req->route.endpoint) {
-    case QUERY_EP_HEALTHZ:
-        return respond_json(c, 200, strdup("{\"status\":\"ok\"}"), 15);
+    case QUERY_EP_HEALTHZ: return respond_json(c, 200, strdup("{\"status\":\"ok\"}"), 15);
     case QUERY_EP_READYZ: return serve_readyz(r, c);
     case QUERY_EP_METRICS: return serve_metrics(r, c);
     case QUERY_EP_COUNT:
@@ -799,8 +803,7 @@ int router_config_check(const struct router_config *cfg)
     bool ok = cfg->node_count >= 1 && cfg->node_count <= ROUTER_NODES_MAX &&
               cfg->replica_count <= ROUTER_NODES_MAX &&
               (cfg->replica_count == 0 || cfg->replicas != NULL) &&
-              cfg->threads <= QUERY_HTTP_THREADS_MAX &&
-              cfg->timeout_ms <= ROUTER_TIMEOUT_MS_MAX &&
+              cfg->threads <= QUERY_HTTP_THREADS_MAX && cfg->timeout_ms <= ROUTER_TIMEOUT_MS_MAX &&
               cfg->connect_timeout_ms <= ROUTER_TIMEOUT_MS_MAX &&
               cfg->probe_interval_ms <= ROUTER_PROBE_MS_MAX &&
               cfg->partitions <= ROUTER_PARTITIONS_MAX &&

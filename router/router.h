@@ -57,8 +57,7 @@ struct router;
 DS_MUST_USE int router_config_check(const struct router_config *cfg);
 /* Probes every node once, binds and starts serving. Returns 0, -DS_EUSAGE, -EADDRINUSE or
  * another negated errno (bind), or -ENOMEM. */
-DS_MUST_USE int router_start(const struct router_config *cfg,
-                                   struct router **out);
+DS_MUST_USE int router_start(const struct router_config *cfg, struct router **out);
 /* "HOST:PORT" actually bound. */
 const char *router_address(const struct router *r);
 /* Stops accepting, finishes the requests in progress, closes everything. Accepts NULL. */

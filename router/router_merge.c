@@ -743,9 +743,9 @@ static void partitions_render(struct http_text *b, const void *user)
         char rate[32];
         snprintf(rate, sizeof(rate), s->has_rate ? "%.1f" : "null", s->rate);
         http_text_put(b,
-                 "%s{\"shard\":%u,\"partition\":\"%s\",\"events\":%" PRIu64 ",\"bytes\":%" PRIu64
-                 ",\"blocks\":%" PRIu64 ",\"write_rate_per_s\":%s}",
-                 first ? "" : ",", shard, s->key, s->events, s->bytes, s->blocks, rate);
+                      "%s{\"shard\":%u,\"partition\":\"%s\",\"events\":%" PRIu64
+                      ",\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"write_rate_per_s\":%s}",
+                      first ? "" : ",", shard, s->key, s->events, s->bytes, s->blocks, rate);
         first = false;
     }
     http_text_put(b, "]");

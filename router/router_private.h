@@ -34,7 +34,7 @@
 
 _Static_assert(ROUTER_PARTITIONS_MAX % 64u == 0, "the partition bitmap is whole words");
 
-/* ---- router_fanout.c: parallel GETs over kept-alive connections ----------------------------- */
+/* ---- router_fanout.c: parallel GETs over kept-alive connections ---------------------------- */
 
 /* One upstream GET of a fan-out and its answer. */
 struct router_call {

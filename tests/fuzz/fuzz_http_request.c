@@ -15,8 +15,8 @@
  * <= DS_DAY_MAX within range_days_max days, a status of at most DS_STATUS_BYTES_MAX bytes and a
  * known grouping; partitions a real day; orders a limit in 1..HTTP_ORDERS_LIMIT_MAX, a valid
  * customer id and a NUL-terminated cursor of at most QUERY_ORDERS_TOKEN_CHARS_MAX characters;
- * heat a top in 1..SHARD_HEAT_TOP_MAX; an order (P2) a valid order id. A second parse of the same
- * request gives the same route.
+ * heat a top in 1..SHARD_HEAT_TOP_MAX; an order (the order lookup) a valid order id. A second parse
+ * of the same request gives the same route.
  */
 #include <stdbool.h>
 #include <stddef.h>

@@ -2,8 +2,8 @@
  * Unit tests of http/server.c, the HTTP server core: a real daemon on loopback, spoken to over
  * a plain socket so that the bytes on the wire are what is checked. Covers the limits every
  * server shares (414), the errors ({"error": ...}, Allow on a 405, WWW-Authenticate on a 401),
- * the answer counters, and streams: several pieces delivered in order and an end when the
- * producer ends, and an end (the done callback) when the client goes mid-stream.
+ * the answer counters, the bearer check, and streams: several pieces delivered in order and an end
+ * when the producer ends, and an end (the done callback) when the client goes mid-stream.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,8 +29,8 @@
 
 struct fixture {
     struct http_server *server;
-    atomic_int done;          /* stream done callbacks */
-    atomic_int produced;      /* producer calls */
+    atomic_int done;     /* stream done callbacks */
+    atomic_int produced; /* producer calls */
 };
 
 /* A stream's state: the pieces left, or -1 for one that never ends. */
@@ -277,15 +277,27 @@ static void test_server_target_too_long(void **state)
     free(request);
 }
 
+static void test_server_bearer_ok_exact_token_only(void **state)
+{
+    /* Only "Bearer " and the exact token pass: not a prefix, not a longer value, not none. */
+    (void)state;
+    assert_true(http_bearer_ok("Bearer secret", "secret", 6));
+    assert_false(http_bearer_ok("Bearer secre", "secret", 6));
+    assert_false(http_bearer_ok("Bearer secrets", "secret", 6));
+    assert_false(http_bearer_ok("Basic secret", "secret", 6));
+    assert_false(http_bearer_ok("Bearer ", "secret", 6));
+    assert_false(http_bearer_ok(NULL, "secret", 6));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_server_stream_delivers_pieces_and_ends, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_server_stream_ends_when_client_goes, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_server_stream_ends_when_client_goes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_errors_json_with_headers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_target_too_long, setup, teardown),
+        cmocka_unit_test(test_server_bearer_ok_exact_token_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -125,8 +125,9 @@ static void test_http_request_probes_and_orders(void **state)
 
 static void test_http_request_order_route(void **state)
 {
-    /* /v1/orders/{id} (P2): the id follows the customer route's rule, decoded once from the
-     * raw segment (so '/' and '%' can be in it), and takes only consistent and timeout_ms. */
+    /* /v1/orders/{id} (the order lookup): the id follows the customer route's rule, decoded once
+     * from the raw segment (so '/' and '%' can be in it), and takes only consistent and timeout_ms.
+     */
     (void)state;
     struct query_route r;
     assert_int_equal(parse("GET", "/v1/orders/108", &r), 0);

@@ -230,8 +230,8 @@ static void test_router_merge_orders_tie_break_and_once(void **state)
              s2, i8, i7);
     const char *bodies[] = {a, b};
     struct query_route route = {.endpoint = QUERY_EP_ORDERS,
-                               .limit = 10,
-                               .customer = {.is_string = true, .len = 2, .text = "42"}};
+                                .limit = 10,
+                                .customer = {.is_string = true, .len = 2, .text = "42"}};
     struct router_merged m = {0};
     assert_int_equal(router_merge_orders(&route, bodies, 2, &m), 0);
     json_t *doc = merged_doc(&m);

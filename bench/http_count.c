@@ -1,14 +1,14 @@
 /*
- * Benchmark: count latency over HTTP keep-alive (issue 4 target: one-day count p99 <= 250 us,
- * the same on a busy day and at 10M events stored; issue 16: one-day p99 <= 150 us at any S up
- * to 256, a 28-day range p99 <= 1 ms at S = 256), for each listed S shards per day, and a
+ * Benchmark: count latency over HTTP keep-alive (targets: one-day count p99 <= 250 us, the same
+ * on a busy day and at 10M events stored; with day totals, one-day p99 <= 150 us at any S up to
+ * 256, a 28-day range p99 <= 1 ms at S = 256), for each listed S shards per day, and a
  * 28-day range. For each S it appends the busy-day workload (28 days, 30% on the busy day)
  * through the storage API, starts two query services in-process on 127.0.0.1:0 over the same
  * directory, and one client thread asks sequentially on one keep-alive connection. The services
  * are started after the first tenth of the events and keep running while the rest is appended
  * (they refresh per request), so the quiet-day figure at a tenth and at all events shows the
  * latency is flat. Baselines in the same run: the second service fans every count out over the
- * day's partitions (query_http_config.count_fanout, the path before issue 16) where the first
+ * day's partitions (query_http_config.count_fanout, the path without day totals) where the first
  * reads the day totals, each query is also timed in-process on both paths, and per S the
  * loopback floor (bench.h: a bare TCP round trip, which no HTTP answer beats). Each query
  * prints both paths and the fan-out / day-totals ratios.

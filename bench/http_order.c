@@ -1,5 +1,5 @@
 /*
- * Benchmark: the order lookup (P2, issue 14 target: p99 <= 100 us over HTTP). It builds a data
+ * Benchmark: the order lookup (target: p99 <= 100 us over HTTP). It builds a data
  * directory of the orders model with N orders through the storage API (integer ids 1..N over 28
  * days, one in five with 1-3 items, then a share of them updated once: pending -> paid, one in
  * ten of those to another day), starts the query service in-process on 127.0.0.1:0 and asks GET

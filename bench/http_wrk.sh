@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark: count requests/s at saturation over HTTP keep-alive (issue 4 target: >= 20,000/s
+# Benchmark: count requests/s at saturation over HTTP keep-alive (target: >= 20,000/s
 # on the project's 2-core machine while ingest is idle), with wrk (Debian package) against
 # `dayshard serve`. Events are generated and ingested first (busy-day profile, 4 shards); wrk
 # and the service share the machine, so the figure includes the client's CPU.

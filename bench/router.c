@@ -1,10 +1,10 @@
 /*
- * Benchmark: the router's overhead (issue 15 target: count p99 through the router over 4 nodes
- * <= 2x a single node's p99, in the same run). The busy-day workload is appended once to a
+ * Benchmark: the router's overhead (target: count p99 through the router over 4 nodes <= 2x a
+ * single node's p99, in the same run). The busy-day workload is appended once to a
  * single directory and once split over 4 directories (event i to directory i % 4, as a topic's
  * partitions would spread it); 5 query services start in-process (query_http_start) on
  * 127.0.0.1:0, one over the single directory and one over each quarter, and a router
- * (query_router_start) over the 4 quarters. One client asks sequentially on one keep-alive
+ * (router_start) over the 4 quarters. One client asks sequentially on one keep-alive
  * connection; each round measures the single node, then the router, for the same count, so
  * both see the same machine state. Medians over the rounds of each side's p50 and p99, their
  * ratio, and the loopback floor (bench.h: a bare TCP round trip) are printed; every answer's
@@ -20,6 +20,7 @@
 #include "bench/bench.h"
 #include "ingest/ingest.h"
 #include "query/query.h"
+#include "router/router.h"
 #include "shard/shard.h"
 #include "storage/storage.h"
 
@@ -123,7 +124,7 @@ int main(int argc, char **argv)
     struct query_http *single = NULL;
     ASSERT(query_http_start(&hcfg, &single) == 0);
     struct query_http *nodes[BENCH_NODES];
-    char urls[BENCH_NODES][QUERY_ROUTER_URL_BYTES_MAX];
+    char urls[BENCH_NODES][ROUTER_NODE_URL_BYTES_MAX];
     const char *url_list[BENCH_NODES];
     for (uint32_t i = 0; i < BENCH_NODES; i++) {
         hcfg.data_dir = quarters[i];
@@ -131,20 +132,20 @@ int main(int argc, char **argv)
         snprintf(urls[i], sizeof(urls[i]), "http://%s", query_http_address(nodes[i]));
         url_list[i] = urls[i];
     }
-    struct query_router_config rcfg = {
+    struct router_config rcfg = {
         .nodes = url_list, .node_count = BENCH_NODES, .listen = "127.0.0.1:0", .threads = 2};
-    struct query_router *router = NULL;
-    ASSERT(query_router_start(&rcfg, &router) == 0);
-    char single_url[QUERY_ROUTER_URL_BYTES_MAX];
+    struct router *router = NULL;
+    ASSERT(router_start(&rcfg, &router) == 0);
+    char single_url[ROUTER_NODE_URL_BYTES_MAX];
     snprintf(single_url, sizeof(single_url), "http://%s", query_http_address(single));
     const char *single_list[1] = {single_url};
-    struct query_router_config one_cfg = rcfg;
+    struct router_config one_cfg = rcfg;
     one_cfg.nodes = single_list;
     one_cfg.node_count = 1;
-    struct query_router *router_one = NULL;
-    ASSERT(query_router_start(&one_cfg, &router_one) == 0);
-    const char *addresses[3] = {query_http_address(single), query_router_address(router),
-                                query_router_address(router_one)};
+    struct router *router_one = NULL;
+    ASSERT(router_start(&one_cfg, &router_one) == 0);
+    const char *addresses[3] = {query_http_address(single), router_address(router),
+                                router_address(router_one)};
 
     struct ingest_workload_config wcfg = bench_busy_day_config(events);
     char first[DS_DATE_TEXT_SIZE], busy[DS_DATE_TEXT_SIZE], last[DS_DATE_TEXT_SIZE];
@@ -168,8 +169,8 @@ int main(int argc, char **argv)
     run_query("busy day", busy_path, addresses, iterations, rounds);
     run_query("28 days", month_path, addresses, iterations, rounds);
 
-    query_router_stop(router_one);
-    query_router_stop(router);
+    router_stop(router_one);
+    router_stop(router);
     for (uint32_t i = 0; i < BENCH_NODES; i++) {
         query_http_stop(nodes[i]);
         bench_remove_tree(quarters[i]);

@@ -1,6 +1,6 @@
 /*
  * `dayshard router --node URL[,URL...] [--replica URL,URL...] [--http HOST:PORT]`: one HTTP API
- * over several nodes (query_router_start; query/router.c has the rules). The bound address is
+ * over several nodes (router_start; router/router.c has the rules). The bound address is
  * the first line of standard output (so a test can ask for port 0); SIGINT or SIGTERM stops it
  * with exit 0. Signals are handled as in `serve`: blocked before the threads start, awaited
  * with sigwaitinfo.
@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "query/query.h"
+#include "router/router.h"
 
 const char cmd_router_usage[] =
     "usage: dayshard router --node URL[,URL...] [--replica URL[,URL...]] [options]\n"
@@ -50,12 +51,12 @@ const char cmd_router_usage[] =
 /* Node URLs of one group: every --node (or --replica) value, split at commas. */
 struct router_urls {
     uint32_t count;
-    const char *urls[QUERY_ROUTER_NODES_MAX];
-    char text[QUERY_ROUTER_NODES_MAX][QUERY_ROUTER_URL_BYTES_MAX];
+    const char *urls[ROUTER_NODES_MAX];
+    char text[ROUTER_NODES_MAX][ROUTER_NODE_URL_BYTES_MAX];
 };
 
 struct router_args {
-    struct query_router_config cfg;
+    struct router_config cfg;
     struct router_urls nodes;
     struct router_urls replicas;
 };
@@ -67,8 +68,7 @@ static int urls_add(struct router_urls *list, const char *value)
     for (;;) { /* one item a turn: bounded by the value's length */
         const char *comma = strchr(p, ',');
         size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
-        if (len == 0 || len >= QUERY_ROUTER_URL_BYTES_MAX ||
-            list->count == QUERY_ROUTER_NODES_MAX) {
+        if (len == 0 || len >= ROUTER_NODE_URL_BYTES_MAX || list->count == ROUTER_NODES_MAX) {
             return -1;
         }
         memcpy(list->text[list->count], p, len);
@@ -105,8 +105,7 @@ static int parse_value(int c, const char *value, void *user)
         a->cfg.threads = (uint32_t)n;
         return 0;
     }
-    if (cli_parse_u64(value, 1, c == 'P' ? QUERY_ROUTER_PROBE_MS_MAX : QUERY_ROUTER_TIMEOUT_MS_MAX,
-                      &n) != 0) {
+    if (cli_parse_u64(value, 1, c == 'P' ? ROUTER_PROBE_MS_MAX : ROUTER_TIMEOUT_MS_MAX, &n) != 0) {
         return -1;
     }
     uint32_t *knob = c == 'T'   ? &a->cfg.timeout_ms
@@ -151,11 +150,11 @@ static int parse_args(int argc, char **argv, struct router_args *a)
          (a->cfg.node_token[0] == '\0' || strlen(a->cfg.node_token) > 256))) {
         return cli_error("router", CLI_USAGE, "a token is 1..256 bytes");
     }
-    if (query_router_config_check(&a->cfg) != 0) {
+    if (router_config_check(&a->cfg) != 0) {
         return cli_error("router", CLI_USAGE,
                          "a node URL must be http://HOST:PORT[/PREFIX] (printable, no quote, "
                          "backslash, '?' or '#', under %u bytes)",
-                         QUERY_ROUTER_URL_BYTES_MAX);
+                         ROUTER_NODE_URL_BYTES_MAX);
     }
     return 0;
 }
@@ -169,18 +168,18 @@ int cmd_router(int argc, char **argv)
     }
     sigset_t stop;
     cli_stop_signals_block(&stop);
-    struct query_router *r = NULL;
-    rc = query_router_start(&a.cfg, &r);
+    struct router *r = NULL;
+    rc = router_start(&a.cfg, &r);
     if (rc != 0) {
         return cli_error("router", rc == -DS_EUSAGE ? CLI_USAGE : CLI_FAIL, "%s: %s",
                          a.cfg.listen != NULL ? a.cfg.listen : QUERY_HTTP_LISTEN_DEFAULT,
                          rc == -DS_EUSAGE ? "bad listen address (HOST:PORT)" : ds_strerror(rc));
     }
-    printf("%s\n", query_router_address(r));
+    printf("%s\n", router_address(r));
     fflush(stdout);
-    ds_log_info("router: listening on %s over %u nodes and %u replicas", query_router_address(r),
+    ds_log_info("router: listening on %s over %u nodes and %u replicas", router_address(r),
                 a.cfg.node_count, a.cfg.replica_count);
     cli_stop_signals_wait(&stop);
-    query_router_stop(r);
+    router_stop(r);
     return CLI_OK;
 }

@@ -25,6 +25,24 @@ int64_t ds_clock_realtime_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Polling, not a condition variable: the waits it serves look at state another process (or a
+ * broker) changes, which nothing here could signal. */
+bool ds_wait_until(ds_wait_fn done, void *user, uint64_t deadline_ns, uint64_t step_ns)
+{
+    ASSERT(done != NULL);
+    ASSERT(step_ns > 0 && step_ns < 1000000000u);
+    for (;;) { /* bounded by the deadline */
+        if (done(user)) {
+            return true;
+        }
+        if (ds_clock_ns() >= deadline_ns) {
+            return false;
+        }
+        struct timespec step = {.tv_sec = 0, .tv_nsec = (long)step_ns};
+        nanosleep(&step, NULL);
+    }
+}
+
 int32_t ds_days_from_civil(int32_t year, uint32_t month, uint32_t day)
 {
     ASSERT(month >= 1 && month <= 12);

@@ -87,6 +87,12 @@ uint32_t ds_crc32c_sw(uint32_t crc, const void *data, size_t len);
 uint64_t ds_clock_ns(void);
 /* Milliseconds since the Unix epoch from CLOCK_REALTIME. */
 int64_t ds_clock_realtime_ms(void);
+/* A bounded wait's test: true when the wait is over (the caller's context says why). */
+typedef bool (*ds_wait_fn)(void *user);
+/* Calls done(user) until it returns true or ds_clock_ns() has reached deadline_ns, sleeping
+ * step_ns between two calls (never while done runs, so it may take locks). done runs at least
+ * once. Returns true when done said so, false when the deadline came first. */
+bool ds_wait_until(ds_wait_fn done, void *user, uint64_t deadline_ns, uint64_t step_ns);
 
 /* Little-endian fixed-width fields of the formats that are written byte by byte (the index
  * builder's cursor, the orders-by-id log, the manifest's magic, 8-byte words of CRC32C and the

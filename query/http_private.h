@@ -1,85 +1,29 @@
 /*
- * Private to query/: the HTTP request router and validator (http_request.c), kept free of
- * libmicrohttpd so unit tests drive it with plain strings, and the limits of the service.
+ * Private to query/: the limits of the request validator (http_request.c), the documents of
+ * consistent=true (http_consistent.c), and the query service's own pieces shared by its files
+ * (http*.c): its state, its readers and the answers every endpoint builds on. The route a
+ * request asks for is public (query.h): the router validates requests exactly as a node does.
  */
 #ifndef DS_QUERY_HTTP_PRIVATE_H
 #define DS_QUERY_HTTP_PRIVATE_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "query/query.h"
 
-/* The raw request target (path and query): a count needs under 120 bytes; 2 KiB leaves room
- * for long status values and is what common proxies accept without complaint. Longer: 414. */
-#define HTTP_URI_BYTES_MAX 2048u
-/* All request header names and values together; longer: 431. */
-#define HTTP_HEADERS_BYTES_MAX 8192u
-/* libmicrohttpd's per-connection memory; past it libmicrohttpd answers 414/431 itself (with
- * its own HTML body). It must leave room above our own JSON-answered limits. */
-#define HTTP_CONNECTION_MEMORY_BYTES 32768u
 /* A decoded parameter name and value; a status is at most DS_STATUS_BYTES_MAX. */
 #define HTTP_PARAM_NAME_BYTES_MAX 32u
 #define HTTP_PARAM_VALUE_BYTES_MAX 256u
 /* Parameters in one request: the richest endpoint (/v1/count) takes six. */
 #define HTTP_PARAMS_MAX 8u
-#define HTTP_ERROR_BYTES_MAX 256u
-/* Orders per page a client may ask for (the GSI issue may lower it). */
-#define HTTP_ORDERS_LIMIT_MAX 1000u
+/* Orders per page a client may ask for: what one page of the by-customer index answers. */
+#define HTTP_ORDERS_LIMIT_MAX QUERY_ORDERS_LIMIT_MAX
 
-/* Token bytes: enough for any generated secret, small enough to compare in constant time. */
-#define HTTP_TOKEN_BYTES_MAX 256u
-/* Whether an Authorization header value is "Bearer " and token (http_request.c). Constant time
- * over the token's length: the answer must not reveal a matching prefix. authorization may be
- * NULL (no header). */
-bool http_bearer_ok(const char *authorization, const char *token, size_t token_len);
-
-/* Binds and listens on "HOST:PORT" (listen.c): *fd gets the non-blocking socket and address
- * the bound "HOST:PORT" (the port picked for 0). Returns 0, -DS_EUSAGE for an address that
- * does not parse or resolve, or a negated errno of socket/bind/listen. */
-DS_MUST_USE int http_listen(const char *listen_text, int *fd, char *address, size_t address_size);
-
-enum http_endpoint {
-    HTTP_EP_NONE = 0,
-    HTTP_EP_COUNT,
-    HTTP_EP_PARTITIONS,
-    HTTP_EP_METRICS,
-    HTTP_EP_HEALTHZ,
-    HTTP_EP_READYZ,
-    HTTP_EP_ORDERS,
-    HTTP_EP_HEAT,
-    HTTP_EP_ORDER, /* /v1/orders/{order_id}: one order (P2, the orders model) */
-};
 /* Rows per list of /v1/heat by default (?top=N, 1..SHARD_HEAT_TOP_MAX). */
 #define HTTP_HEAT_TOP_DEFAULT 10u
-
-struct http_route {
-    enum http_endpoint endpoint;      /* set as soon as the path is known, even on a later error */
-    bool needs_token;                 /* every endpoint but the probes */
-    struct query_count_request count; /* HTTP_EP_COUNT */
-    int32_t day;                      /* HTTP_EP_PARTITIONS */
-    uint32_t limit;                   /* HTTP_EP_ORDERS: 1..HTTP_ORDERS_LIMIT_MAX */
-    uint32_t top;                     /* HTTP_EP_HEAT: 1..SHARD_HEAT_TOP_MAX */
-    struct ds_id customer;            /* HTTP_EP_ORDERS */
-    struct ds_id order_id;            /* HTTP_EP_ORDER */
-    bool consistent;                  /* HTTP_EP_ORDERS, HTTP_EP_ORDER, HTTP_EP_COUNT */
-    uint32_t timeout_ms; /* with consistent: 1..QUERY_CONSISTENT_TIMEOUT_MS_MAX, 0 not given */
-    char cursor[QUERY_ORDERS_TOKEN_CHARS_MAX + 1]; /* HTTP_EP_ORDERS; "" for the first page */
-    char error[HTTP_ERROR_BYTES_MAX];              /* the message of a 4xx answer */
-};
-
-/* Routes and validates one request: method, raw target (path and query, len bytes, not
- * NUL-terminated; it may contain NUL bytes, which are refused). Returns 0 with out filled, or
- * the HTTP status of the error (400, 404, 405, 414) with out->error set. range_days_max bounds
- * /v1/count ranges (1..QUERY_RANGE_DAYS_MAX). */
-DS_MUST_USE unsigned http_route_parse(const char *method, const char *target, size_t len,
-                                      uint32_t range_days_max, struct http_route *out);
-
-/* "GET, HEAD": what every endpoint allows (the Allow header of a 405). */
-#define HTTP_ALLOW "GET, HEAD"
-
-/* Renders {"error": message} into dst. Returns the length or -ENOSPC. */
-DS_MUST_USE int64_t http_error_json(const char *message, char *dst, size_t dst_capacity);
 
 /* What a consistent=true answer waited for (http_consistent.c renders it). */
 enum http_consistency {
@@ -121,8 +65,143 @@ size_t http_unmet_json_bound(uint32_t count);
 /* Whether the store's next offset has reached the position (or the node does not store it). */
 bool http_position_reached(const struct query_position *p, int64_t durable_next);
 
-struct text_buf;
-/* Appends the heat series of /metrics (top rows only: bounded labels) to b (query/heat.c). */
-void heat_metrics_put(const struct shard_heat_report *report, struct text_buf *b);
+struct http_text;
+/* Appends the heat series of /metrics (top rows only: bounded labels) to b (heat_render.c). */
+void heat_metrics_put(const struct shard_heat_report *report, struct http_text *b);
+
+/* ---- the query service's state (http.c) ---------------------------------------------------- */
+
+/* "as_of" of every source partition the manifest knows: up to STORAGE_SOURCES_MAX entries of
+ * at most 32 bytes each. */
+#define HTTP_AS_OF_BYTES_MAX (STORAGE_SOURCES_MAX * 32u + 16u)
+/* Write-rate observations kept, direct-mapped by (day, shard): bounded memory whatever days
+ * are asked about; a collision only restarts that partition's rate. */
+#define HTTP_HEAT_ENTRIES 4096u
+/* A rate is computed over at least this interval between two observations. */
+#define HTTP_HEAT_INTERVAL_NS 1000000000ull
+/* Days of per-shard series in /metrics: the last ones present, so label cardinality stays
+ * bounded by 7 * S instead of growing with history. */
+#define HTTP_METRICS_RECENT_DAYS 7u
+#define HTTP_METRICS_BYTES_MAX (16u * 1024 * 1024)
+
+/* One worker's storage view (serve_reader.c). */
+struct serve_reader {
+    pthread_mutex_t lock;
+    struct storage *st;
+    struct shard_map *map;
+    uint64_t seq; /* storage_commit_seq at the last shard map reload */
+    char *as_of;  /* {"partition": next offset, ...} of the last refresh */
+    size_t as_of_len;
+    void *order_scratch; /* STORAGE_ORDER_SCRATCH_BYTES: an order's record (the order lookup) */
+};
+
+/* One partition's last observation (serve_stats.c). */
+struct heat_entry {
+    bool used;
+    bool has_rate;
+    int32_t day;
+    uint32_t shard;
+    uint64_t t0_ns;
+    uint64_t events0;
+    double rate_per_s;
+};
+
+/* The query service (http.c): its state, shared by its files. */
+struct query_http {
+    struct http_server *server; /* the core: socket, workers, token, answer counters */
+    uint32_t range_days_max;
+    int64_t ready_lag_max;
+    struct query_metrics *metrics;
+    struct query_gsi *gsi;
+    uint32_t consistent_timeout_ms;
+    bool count_fanout;            /* query_http_config.count_fanout */
+    query_positions_fn positions; /* NULL: consistent=true means durable at arrival */
+    query_generation_fn positions_generation;
+    void *positions_user;
+    /* serve (no builder here): a read-only view of DATA/gsi, opened on first use */
+    char data_dir[DS_PATH_MAX];
+    pthread_rwlock_t gsi_lock; /* write: open and refresh; read: queries */
+    struct query_gsi_reader *gsi_reader;
+    uint64_t gsi_refreshed_ns;
+    uint64_t gsi_behind_since_ns; /* when the view was first seen behind the data, 0 if not */
+    enum storage_model model;     /* the data directory's (fixed when it was created) */
+    uint32_t reader_count;
+    struct serve_reader readers[QUERY_HTTP_THREADS_MAX];
+    atomic_uint reader_next;
+    pthread_mutex_t heat_lock;
+    struct heat_entry *heat;
+};
+
+/* ---- serve_reader.c: readers, and the pieces every answer from one shares ------------------ */
+
+DS_MUST_USE int serve_reader_open(struct serve_reader *r, const char *dir);
+void serve_reader_close(struct serve_reader *r);
+/* Takes a free reader (the lock is held on return), refreshed to the last commit. */
+DS_MUST_USE int serve_reader_acquire(struct query_http *h, struct serve_reader **out);
+void serve_reader_release(struct serve_reader *r);
+/* A storage error as 500, or 503 when a retry can succeed (-ENOMEM, -ESTALE). */
+enum http_result serve_storage_error(struct http_request *c, int rc);
+/* Appends text (len bytes) before the closing brace of the JSON object in body (body_len
+ * bytes; capacity for it was reserved). Returns the new length. */
+size_t serve_append_fields(char *body, size_t body_len, const char *text, size_t len);
+/* Appends ,"as_of":{...} of r before the closing brace of the JSON object in body (len bytes;
+ * capacity for it was reserved). Returns the new length. */
+size_t serve_append_as_of(char *body, size_t len, const struct serve_reader *r);
+
+/* ---- serve_wait.c: consistent=true on a node ----------------------------------------------- */
+
+/* Between two looks at the store while a consistent read waits. A look costs a stat(2) of the
+ * manifest when nothing changed; the node commits at most every commit_interval_ms (100 by
+ * default), so 5 ms adds at most a twentieth of that to a wait. */
+#define HTTP_CONSISTENT_STEP_NS (5u * 1000000u)
+/* Kafka partitions one consistent read can wait for: every source storage can track. */
+#define HTTP_POSITIONS_MAX STORAGE_SOURCES_MAX
+/* The wait ended because the node's assignment changed (a rebalance). */
+#define HTTP_WAIT_REBALANCED (-ECANCELED)
+
+/* A consistent read of a node: the positions asked on arrival and what the store held. */
+struct serve_wait {
+    uint32_t timeout_ms;
+    uint64_t deadline_ns;
+    bool asked; /* the node answered its positions */
+    uint64_t generation;
+    uint32_t count;
+    struct query_position *positions; /* owned, count entries */
+    int64_t *durable_next;            /* owned: per position, the store's at the last look */
+};
+
+/* The request's timeout_ms, or the service's default. */
+uint32_t serve_timeout_ms(const struct query_http *h, const struct query_route *route);
+/* Asks the node, on arrival, for the high watermark of every partition it is assigned.
+ * Returns 0, or the callback's code; serve_wait_end releases w either way. */
+DS_MUST_USE int serve_wait_begin(struct query_http *h, const struct query_route *route,
+                                 struct serve_wait *w);
+void serve_wait_end(struct serve_wait *w);
+/* Looks at the store until a reader's view holds every position. Returns 0 with that reader
+ * held (the caller releases it), -ETIMEDOUT, HTTP_WAIT_REBALANCED, or a storage error. */
+DS_MUST_USE int serve_wait_store(struct query_http *h, struct serve_wait *w,
+                                 struct serve_reader **out);
+/* The milliseconds left of w's timeout (0 when it passed). */
+uint32_t serve_wait_left_ms(const struct serve_wait *w);
+/* The 503 (or other error) of a consistent read that failed with rc; index_needed_seq is the
+ * store commit the by-customer index did not reach in time (rc -ETIMEDOUT after the store
+ * wait), 0 otherwise. */
+enum http_result serve_respond_unmet(struct http_request *c, const struct serve_wait *w, int rc,
+                                     uint64_t index_needed_seq);
+/* ,"consistency":... for w (NULL: durable at arrival) into a new buffer; NULL when out of
+ * memory. */
+char *serve_consistency_text(const struct serve_wait *w, size_t *len);
+
+/* ---- the endpoints (serve_read.c, serve_stats.c, serve_orders.c) --------------------------- */
+
+enum http_result serve_count(struct query_http *h, struct http_request *c,
+                             const struct query_route *route);
+enum http_result serve_order(struct query_http *h, struct http_request *c,
+                             const struct query_route *route);
+enum http_result serve_partitions(struct query_http *h, struct http_request *c,
+                                  const struct query_route *route);
+enum http_result serve_metrics(struct query_http *h, struct http_request *c);
+enum http_result serve_orders(struct query_http *h, struct http_request *c,
+                              const struct query_route *route);
 
 #endif /* DS_QUERY_HTTP_PRIVATE_H */

@@ -20,24 +20,6 @@
 
 #include "query/http_private.h"
 
-int64_t http_error_json(const char *message, char *dst, size_t dst_capacity)
-{
-    static const char head[] = "{\"error\":";
-    if (dst_capacity < sizeof(head) + 3) {
-        return -ENOSPC;
-    }
-    memcpy(dst, head, sizeof(head) - 1);
-    size_t n = sizeof(head) - 1;
-    int64_t s = query_json_string(message, strlen(message), dst + n, dst_capacity - n - 1);
-    if (s < 0) {
-        return s;
-    }
-    n += (size_t)s;
-    dst[n++] = '}';
-    dst[n] = '\0';
-    return (int64_t)n;
-}
-
 /* Client bytes quoted in a message: printable ASCII only (the answer must stay valid JSON and
  * UTF-8 whatever was sent), cut to 40 bytes. */
 static const char *quote_input(const char *text, size_t len, char *dst, size_t dst_capacity)
@@ -98,9 +80,10 @@ static int64_t percent_decode(const char *src, size_t len, bool plus_is_space, c
     return (int64_t)n;
 }
 
-DS_PRINTF(3, 4) static unsigned fail(struct http_route *out, unsigned status, const char *fmt, ...);
+DS_PRINTF(3, 4)
+static unsigned fail(struct query_route *out, unsigned status, const char *fmt, ...);
 
-static unsigned fail(struct http_route *out, unsigned status, const char *fmt, ...)
+static unsigned fail(struct query_route *out, unsigned status, const char *fmt, ...)
 {
     va_list args;
     va_start(args, fmt);
@@ -115,7 +98,7 @@ static unsigned fail(struct http_route *out, unsigned status, const char *fmt, .
  * "42" names the string id 42); anything else is a string id. Decoding the raw segment, not the
  * decoded path, lets an id hold '%' and '/' (sent as %25 and %2F) and decodes it exactly once. */
 static unsigned id_segment(const char *raw, size_t raw_len, const char *what, struct ds_id *id,
-                           struct http_route *out)
+                           struct query_route *out)
 {
     char text[3 * DS_ID_BYTES_MAX + 3];
     int64_t len = percent_decode(raw, raw_len, false, text, sizeof(text));
@@ -164,8 +147,8 @@ int query_customer_id_parse(const char *text, size_t len, struct ds_id *id)
 }
 
 /* The paths with an id in them, matched on the raw path (see id_segment). Returns 0 with
- * out->endpoint still HTTP_EP_NONE when the path is neither. */
-static unsigned route_id_path(const char *raw, size_t len, struct http_route *out)
+ * out->endpoint still QUERY_EP_NONE when the path is neither. */
+static unsigned route_id_path(const char *raw, size_t len, struct query_route *out)
 {
     static const char customers[] = "/v1/customers/";
     static const char suffix[] = "/orders";
@@ -174,12 +157,12 @@ static unsigned route_id_path(const char *raw, size_t len, struct http_route *ou
     size_t s = sizeof(suffix) - 1;
     if (len > p + s && memcmp(raw, customers, p) == 0 && memcmp(raw + len - s, suffix, s) == 0 &&
         memchr(raw + p, '/', len - p - s) == NULL) {
-        out->endpoint = HTTP_EP_ORDERS;
+        out->endpoint = QUERY_EP_ORDERS;
         return id_segment(raw + p, len - p - s, "customer", &out->customer, out);
     }
     p = sizeof(orders) - 1;
     if (len >= p && memcmp(raw, orders, p) == 0 && memchr(raw + p, '/', len - p) == NULL) {
-        out->endpoint = HTTP_EP_ORDER;
+        out->endpoint = QUERY_EP_ORDER;
         if (len == p) {
             return fail(out, 400, "missing order id: GET /v1/orders/{order_id}");
         }
@@ -189,14 +172,14 @@ static unsigned route_id_path(const char *raw, size_t len, struct http_route *ou
 }
 
 /* The paths without an id, from the decoded path (len bytes). */
-static unsigned route_path(const char *path, size_t len, struct http_route *out)
+static unsigned route_path(const char *path, size_t len, struct query_route *out)
 {
     static const struct {
         const char *path;
-        enum http_endpoint endpoint;
-    } exact[] = {{"/v1/count", HTTP_EP_COUNT},  {"/v1/partitions", HTTP_EP_PARTITIONS},
-                 {"/metrics", HTTP_EP_METRICS}, {"/healthz", HTTP_EP_HEALTHZ},
-                 {"/readyz", HTTP_EP_READYZ},   {"/v1/heat", HTTP_EP_HEAT}};
+        enum query_endpoint endpoint;
+    } exact[] = {{"/v1/count", QUERY_EP_COUNT},  {"/v1/partitions", QUERY_EP_PARTITIONS},
+                 {"/metrics", QUERY_EP_METRICS}, {"/healthz", QUERY_EP_HEALTHZ},
+                 {"/readyz", QUERY_EP_READYZ},   {"/v1/heat", QUERY_EP_HEAT}};
     for (size_t i = 0; i < DS_ARRAY_LEN(exact); i++) {
         if (strlen(exact[i].path) == len && memcmp(path, exact[i].path, len) == 0) {
             out->endpoint = exact[i].endpoint;
@@ -208,7 +191,7 @@ static unsigned route_path(const char *path, size_t len, struct http_route *out)
 }
 
 static unsigned parse_day(const char *name, const char *value, size_t len, int32_t *day,
-                          struct http_route *out)
+                          struct query_route *out)
 {
     if (ds_date_parse(value, len, day) != 0) {
         char quoted[64];
@@ -218,7 +201,8 @@ static unsigned parse_day(const char *name, const char *value, size_t len, int32
     return 0;
 }
 
-static unsigned count_param(const char *name, const char *value, size_t len, struct http_route *out)
+static unsigned count_param(const char *name, const char *value, size_t len,
+                            struct query_route *out)
 {
     struct query_count_request *req = &out->count;
     if (strcmp(name, "day") == 0) {
@@ -259,7 +243,7 @@ static bool decimal_param(const char *value, size_t len, size_t digits_max, uint
 
 /* consistent and timeout_ms, which /v1/count and the orders endpoint both take. */
 static unsigned consistency_param(const char *name, const char *value, size_t len,
-                                  struct http_route *out)
+                                  struct query_route *out)
 {
     if (strcmp(name, "consistent") == 0) {
         if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0) {
@@ -280,7 +264,7 @@ static unsigned consistency_param(const char *name, const char *value, size_t le
 }
 
 static unsigned orders_param(const char *name, const char *value, size_t len,
-                             struct http_route *out)
+                             struct query_route *out)
 {
     if (strcmp(name, "limit") == 0) {
         uint32_t limit = 0;
@@ -303,7 +287,7 @@ static unsigned orders_param(const char *name, const char *value, size_t len,
 }
 
 /* A decimal of 1..digits_max digits into *out; false for anything else. */
-static unsigned heat_param(const char *value, size_t len, struct http_route *out)
+static unsigned heat_param(const char *value, size_t len, struct query_route *out)
 {
     uint32_t top = 0;
     if (!decimal_param(value, len, 3, &top) || top == 0 || top > SHARD_HEAT_TOP_MAX) {
@@ -314,19 +298,19 @@ static unsigned heat_param(const char *value, size_t len, struct http_route *out
 }
 
 /* The parameter names an endpoint takes, as a space-separated list with spaces around. */
-static const char *known_params(enum http_endpoint endpoint)
+static const char *known_params(enum query_endpoint endpoint)
 {
     switch (endpoint) {
-    case HTTP_EP_COUNT: return " day to status by consistent timeout_ms ";
-    case HTTP_EP_PARTITIONS: return " day ";
-    case HTTP_EP_ORDERS: return " limit cursor consistent timeout_ms ";
-    case HTTP_EP_ORDER: return " consistent timeout_ms ";
-    case HTTP_EP_HEAT: return " top ";
+    case QUERY_EP_COUNT: return " day to status by consistent timeout_ms ";
+    case QUERY_EP_PARTITIONS: return " day ";
+    case QUERY_EP_ORDERS: return " limit cursor consistent timeout_ms ";
+    case QUERY_EP_ORDER: return " consistent timeout_ms ";
+    case QUERY_EP_HEAT: return " top ";
     default: return " ";
     }
 }
 
-static unsigned one_param(const char *text, size_t len, uint32_t *seen, struct http_route *out)
+static unsigned one_param(const char *text, size_t len, uint32_t *seen, struct query_route *out)
 {
     const char *eq = memchr(text, '=', len);
     size_t name_len = eq != NULL ? (size_t)(eq - text) : len;
@@ -365,24 +349,24 @@ static unsigned one_param(const char *text, size_t len, uint32_t *seen, struct h
     }
     *seen |= bit;
     name[n + 1] = '\0';
-    if (out->endpoint == HTTP_EP_ORDER ||
-        (out->endpoint == HTTP_EP_COUNT &&
+    if (out->endpoint == QUERY_EP_ORDER ||
+        (out->endpoint == QUERY_EP_COUNT &&
          (strcmp(name + 1, "consistent") == 0 || strcmp(name + 1, "timeout_ms") == 0))) {
         return consistency_param(name + 1, value, (size_t)v, out);
     }
-    if (out->endpoint == HTTP_EP_COUNT) {
+    if (out->endpoint == QUERY_EP_COUNT) {
         return count_param(name + 1, value, (size_t)v, out);
     }
-    if (out->endpoint == HTTP_EP_PARTITIONS) {
+    if (out->endpoint == QUERY_EP_PARTITIONS) {
         return parse_day("day", value, (size_t)v, &out->day, out);
     }
-    if (out->endpoint == HTTP_EP_HEAT) {
+    if (out->endpoint == QUERY_EP_HEAT) {
         return heat_param(value, (size_t)v, out);
     }
     return orders_param(name + 1, value, (size_t)v, out);
 }
 
-static unsigned parse_query(const char *query, size_t len, struct http_route *out)
+static unsigned parse_query(const char *query, size_t len, struct query_route *out)
 {
     uint32_t seen = 0;
     uint32_t params = 0;
@@ -405,9 +389,9 @@ static unsigned parse_query(const char *query, size_t len, struct http_route *ou
 }
 
 /* Checks that hold after every parameter was read (required ones, ranges). */
-static unsigned finish(struct http_route *out, uint32_t range_days_max)
+static unsigned finish(struct query_route *out, uint32_t range_days_max)
 {
-    if (out->endpoint == HTTP_EP_COUNT) {
+    if (out->endpoint == QUERY_EP_COUNT) {
         struct query_count_request *req = &out->count;
         if (req->day_first < 0) {
             return fail(out, 400, "missing parameter 'day' (YYYY-MM-DD)");
@@ -430,14 +414,14 @@ static unsigned finish(struct http_route *out, uint32_t range_days_max)
     if (out->timeout_ms != 0 && !out->consistent) {
         return fail(out, 400, "timeout_ms bounds the wait of consistent=true: give both");
     }
-    if (out->endpoint == HTTP_EP_PARTITIONS && out->day < 0) {
+    if (out->endpoint == QUERY_EP_PARTITIONS && out->day < 0) {
         return fail(out, 400, "missing parameter 'day' (YYYY-MM-DD)");
     }
     return 0;
 }
 
-unsigned http_route_parse(const char *method, const char *target, size_t len,
-                          uint32_t range_days_max, struct http_route *out)
+unsigned query_route_parse(const char *method, const char *target, size_t len,
+                           uint32_t range_days_max, struct query_route *out)
 {
     ASSERT(range_days_max >= 1 && range_days_max <= QUERY_RANGE_DAYS_MAX);
     memset(out, 0, sizeof(*out));
@@ -458,7 +442,7 @@ unsigned http_route_parse(const char *method, const char *target, size_t len,
     const char *q = memchr(target, '?', len);
     size_t path_len = q != NULL ? (size_t)(q - target) : len;
     unsigned status = route_id_path(target, path_len, out);
-    if (out->endpoint == HTTP_EP_NONE) {
+    if (out->endpoint == QUERY_EP_NONE) {
         char path[HTTP_URI_BYTES_MAX + 1];
         int64_t p = percent_decode(target, path_len, false, path, sizeof(path));
         if (p < 0) {
@@ -469,10 +453,10 @@ unsigned http_route_parse(const char *method, const char *target, size_t len,
         }
         status = route_path(path, (size_t)p, out);
     }
-    if (out->endpoint == HTTP_EP_NONE) {
+    if (out->endpoint == QUERY_EP_NONE) {
         return status;
     }
-    out->needs_token = out->endpoint != HTTP_EP_HEALTHZ && out->endpoint != HTTP_EP_READYZ;
+    out->needs_token = out->endpoint != QUERY_EP_HEALTHZ && out->endpoint != QUERY_EP_READYZ;
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
         char quoted[64];
         return fail(out, 405, "method %s not allowed: use GET",
@@ -483,19 +467,4 @@ unsigned http_route_parse(const char *method, const char *target, size_t len,
     }
     status = q != NULL ? parse_query(q + 1, len - path_len - 1, out) : 0;
     return status != 0 ? status : finish(out, range_days_max);
-}
-
-bool http_bearer_ok(const char *authorization, const char *token, size_t token_len)
-{
-    static const char scheme[] = "Bearer ";
-    if (authorization == NULL || strncmp(authorization, scheme, sizeof(scheme) - 1) != 0) {
-        return false;
-    }
-    const char *got = authorization + sizeof(scheme) - 1;
-    size_t len = strlen(got);
-    unsigned char diff = len != token_len;
-    for (size_t i = 0; i < token_len; i++) {
-        diff |= (unsigned char)(token[i] ^ (i < len ? got[i] : 0));
-    }
-    return diff == 0;
 }

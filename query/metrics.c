@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "query/query.h"
-#include "query/text.h"
 
 const uint32_t query_fsync_bucket_bounds_us[QUERY_FSYNC_BUCKETS] = {
     50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000};
@@ -129,7 +128,7 @@ int64_t query_metrics_lag_max(const struct query_metrics *m)
 
 /* A reason name is a label value: it is the caller's static string, but quote and backslash
  * would still break the exposition format, so anything outside [a-z0-9_] is written as '_'. */
-static void put_label_value(struct text_buf *b, const char *name)
+static void put_label_value(struct http_text *b, const char *name)
 {
     char clean[64];
     size_t i = 0;
@@ -139,87 +138,92 @@ static void put_label_value(struct text_buf *b, const char *name)
         clean[i] = plain ? c : '_';
     }
     clean[i] = '\0';
-    text_put(b, "%s", clean);
+    http_text_put(b, "%s", clean);
 }
 
-static void put_rejected(struct text_buf *b, const struct query_metrics *m)
+static void put_rejected(struct http_text *b, const struct query_metrics *m)
 {
-    text_put(b, "# HELP dayshard_events_rejected_total Events sent to the dead-letter store.\n"
-                "# TYPE dayshard_events_rejected_total counter\n");
+    http_text_put(b, "# HELP dayshard_events_rejected_total Events sent to the dead-letter store.\n"
+                     "# TYPE dayshard_events_rejected_total counter\n");
     for (uint32_t i = 0; i < m->reason_count; i++) {
-        text_put(b, "dayshard_events_rejected_total{reason=\"");
+        http_text_put(b, "dayshard_events_rejected_total{reason=\"");
         put_label_value(b, m->reason_names[i]);
-        text_put(b, "\"} %" PRIuFAST64 "\n",
-                 atomic_load_explicit(&m->rejected[i], memory_order_relaxed));
+        http_text_put(b, "\"} %" PRIuFAST64 "\n",
+                      atomic_load_explicit(&m->rejected[i], memory_order_relaxed));
     }
 }
 
-static void put_lag(struct text_buf *b, const struct query_metrics *m)
+static void put_lag(struct http_text *b, const struct query_metrics *m)
 {
-    text_put(b, "# HELP dayshard_consumer_lag_messages Messages behind the high watermark.\n"
-                "# TYPE dayshard_consumer_lag_messages gauge\n");
+    http_text_put(b, "# HELP dayshard_consumer_lag_messages Messages behind the high watermark.\n"
+                     "# TYPE dayshard_consumer_lag_messages gauge\n");
     for (uint32_t i = 0; i < QUERY_METRICS_LAG_PARTITIONS_MAX; i++) {
         int64_t lag = atomic_load_explicit(&m->consumer_lag[i], memory_order_relaxed);
         if (lag >= 0) {
-            text_put(b, "dayshard_consumer_lag_messages{partition=\"%u\"} %" PRId64 "\n", i, lag);
+            http_text_put(b, "dayshard_consumer_lag_messages{partition=\"%u\"} %" PRId64 "\n", i,
+                          lag);
         }
     }
 }
 
-static void put_fsync(struct text_buf *b, const struct query_metrics *m)
+static void put_fsync(struct http_text *b, const struct query_metrics *m)
 {
-    text_put(b, "# HELP dayshard_fsync_seconds Duration of a group commit: block writes, fdatasync "
-                "of the touched segments and of the manifest.\n"
-                "# TYPE dayshard_fsync_seconds histogram\n");
+    http_text_put(
+        b, "# HELP dayshard_fsync_seconds Duration of a group commit: block writes, fdatasync "
+           "of the touched segments and of the manifest.\n"
+           "# TYPE dayshard_fsync_seconds histogram\n");
     uint64_t cumulative = 0;
     for (uint32_t i = 0; i <= QUERY_FSYNC_BUCKETS; i++) {
         cumulative += atomic_load_explicit(&m->fsync_buckets[i], memory_order_relaxed);
         if (i < QUERY_FSYNC_BUCKETS) {
             uint32_t us = query_fsync_bucket_bounds_us[i];
-            text_put(b, "dayshard_fsync_seconds_bucket{le=\"%u.%06u\"} %" PRIu64 "\n",
-                     us / 1000000u, us % 1000000u, cumulative);
+            http_text_put(b, "dayshard_fsync_seconds_bucket{le=\"%u.%06u\"} %" PRIu64 "\n",
+                          us / 1000000u, us % 1000000u, cumulative);
         } else {
-            text_put(b, "dayshard_fsync_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cumulative);
+            http_text_put(b, "dayshard_fsync_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n",
+                          cumulative);
         }
     }
     uint64_t sum_ns = atomic_load_explicit(&m->fsync_sum_ns, memory_order_relaxed);
-    text_put(b, "dayshard_fsync_seconds_sum %" PRIu64 ".%09" PRIu64 "\n", sum_ns / 1000000000u,
-             sum_ns % 1000000000u);
+    http_text_put(b, "dayshard_fsync_seconds_sum %" PRIu64 ".%09" PRIu64 "\n", sum_ns / 1000000000u,
+                  sum_ns % 1000000000u);
     /* The count is the +Inf bucket: both come from the same loads, so they always agree. */
-    text_put(b, "dayshard_fsync_seconds_count %" PRIu64 "\n", cumulative);
+    http_text_put(b, "dayshard_fsync_seconds_count %" PRIu64 "\n", cumulative);
 }
 
 /* Only with a builder (the gauge is -1 without one). */
-static void put_gsi_lag(struct text_buf *b, const struct query_metrics *m)
+static void put_gsi_lag(struct http_text *b, const struct query_metrics *m)
 {
     int64_t now_ms = atomic_load_explicit(&m->gsi_lag_ms, memory_order_relaxed);
     if (now_ms < 0) {
         return;
     }
-    text_put(b,
-             "# HELP dayshard_gsi_lag_ms Age of the oldest durable commit whose orders are not "
-             "yet in the by-customer index (0: caught up).\n"
-             "# TYPE dayshard_gsi_lag_ms gauge\n"
-             "dayshard_gsi_lag_ms %" PRId64 "\n"
-             "# HELP dayshard_gsi_lag_seconds Time from a commit being durable to its orders "
-             "being queryable in the by-customer index.\n"
-             "# TYPE dayshard_gsi_lag_seconds histogram\n",
-             now_ms);
+    http_text_put(
+        b,
+        "# HELP dayshard_gsi_lag_ms Age of the oldest durable commit whose orders are not "
+        "yet in the by-customer index (0: caught up).\n"
+        "# TYPE dayshard_gsi_lag_ms gauge\n"
+        "dayshard_gsi_lag_ms %" PRId64 "\n"
+        "# HELP dayshard_gsi_lag_seconds Time from a commit being durable to its orders "
+        "being queryable in the by-customer index.\n"
+        "# TYPE dayshard_gsi_lag_seconds histogram\n",
+        now_ms);
     uint64_t cumulative = 0;
     for (uint32_t i = 0; i <= QUERY_GSI_LAG_BUCKETS; i++) {
         cumulative += atomic_load_explicit(&m->gsi_lag_buckets[i], memory_order_relaxed);
         if (i < QUERY_GSI_LAG_BUCKETS) {
             uint32_t ms = query_gsi_lag_bucket_bounds_ms[i];
-            text_put(b, "dayshard_gsi_lag_seconds_bucket{le=\"%u.%03u\"} %" PRIu64 "\n", ms / 1000u,
-                     ms % 1000u, cumulative);
+            http_text_put(b, "dayshard_gsi_lag_seconds_bucket{le=\"%u.%03u\"} %" PRIu64 "\n",
+                          ms / 1000u, ms % 1000u, cumulative);
         } else {
-            text_put(b, "dayshard_gsi_lag_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cumulative);
+            http_text_put(b, "dayshard_gsi_lag_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n",
+                          cumulative);
         }
     }
     uint64_t sum_ns = atomic_load_explicit(&m->gsi_lag_sum_ns, memory_order_relaxed);
-    text_put(b, "dayshard_gsi_lag_seconds_sum %" PRIu64 ".%09" PRIu64 "\n", sum_ns / 1000000000u,
-             sum_ns % 1000000000u);
-    text_put(b, "dayshard_gsi_lag_seconds_count %" PRIu64 "\n", cumulative);
+    http_text_put(b, "dayshard_gsi_lag_seconds_sum %" PRIu64 ".%09" PRIu64 "\n",
+                  sum_ns / 1000000000u, sum_ns % 1000000000u);
+    http_text_put(b, "dayshard_gsi_lag_seconds_count %" PRIu64 "\n", cumulative);
 }
 
 void query_metrics_orders_set(struct query_metrics *m, const struct storage_order_stats *stats)
@@ -232,14 +236,14 @@ void query_metrics_orders_set(struct query_metrics *m, const struct storage_orde
 }
 
 /* The orders model's figures; nothing in the events model. */
-static void put_orders(struct text_buf *b, const struct query_metrics *m)
+static void put_orders(struct http_text *b, const struct query_metrics *m)
 {
     int64_t orders = atomic_load_explicit(&m->orders, memory_order_relaxed);
     if (orders < 0) {
         return;
     }
     static const char *const fates[4] = {"created", "applied", "stale", "unchanged"};
-    text_put(
+    http_text_put(
         b,
         "# HELP dayshard_orders Distinct orders this node stores (orders model).\n"
         "# TYPE dayshard_orders gauge\n"
@@ -250,8 +254,8 @@ static void put_orders(struct text_buf *b, const struct query_metrics *m)
         "# TYPE dayshard_order_events_total counter\n",
         orders);
     for (size_t i = 0; i < 4; i++) {
-        text_put(b, "dayshard_order_events_total{fate=\"%s\"} %" PRIuFAST64 "\n", fates[i],
-                 atomic_load_explicit(&m->order_events[i], memory_order_relaxed));
+        http_text_put(b, "dayshard_order_events_total{fate=\"%s\"} %" PRIuFAST64 "\n", fates[i],
+                      atomic_load_explicit(&m->order_events[i], memory_order_relaxed));
     }
 }
 
@@ -259,12 +263,12 @@ int64_t query_metrics_text(const struct query_metrics *m, char *dst, size_t dst_
 {
     ASSERT(m != NULL);
     ASSERT(dst_capacity > 0);
-    struct text_buf b = {.dst = dst, .capacity = dst_capacity};
-    text_put(&b,
-             "# HELP dayshard_events_ingested_total Events stored durably by this node.\n"
-             "# TYPE dayshard_events_ingested_total counter\n"
-             "dayshard_events_ingested_total %" PRIuFAST64 "\n",
-             atomic_load_explicit(&m->events_ingested, memory_order_relaxed));
+    struct http_text b = {.dst = dst, .capacity = dst_capacity};
+    http_text_put(&b,
+                  "# HELP dayshard_events_ingested_total Events stored durably by this node.\n"
+                  "# TYPE dayshard_events_ingested_total counter\n"
+                  "dayshard_events_ingested_total %" PRIuFAST64 "\n",
+                  atomic_load_explicit(&m->events_ingested, memory_order_relaxed));
     put_rejected(&b, m);
     put_lag(&b, m);
     put_fsync(&b, m);

@@ -28,6 +28,7 @@
 #include <stdio.h>
 
 #include "common/common.h"
+#include "http/http.h"
 #include "shard/shard.h"
 #include "storage/storage.h"
 
@@ -116,7 +117,7 @@ DS_MUST_USE int64_t query_id_json(const struct ds_id *id, char *dst, size_t dst_
 /* Writes s as a JSON string literal (quotes included) into dst; returns the length or -ENOSPC. */
 DS_MUST_USE int64_t query_json_string(const char *s, size_t len, char *dst, size_t dst_capacity);
 
-/* ---- one order (P2: GET /v1/orders/{id}, `dayshard order`; the orders model) --------------- */
+/* ---- one order (the order lookup: GET /v1/orders/{id}, `dayshard order`; orders model) --- */
 
 /* An order id given as text follows query_customer_id_parse's rule (below). */
 
@@ -139,7 +140,7 @@ DS_MUST_USE int64_t query_order_json(const struct storage_order *order, char *ds
 /* Bytes query_order_json needs at most for order. */
 size_t query_order_json_bound(const struct storage_order *order);
 
-/* ---- live figures of a node, for /metrics and /readyz ------------------------------------- */
+/* ---- live figures of a node, for /metrics and /readyz -------------------------------------- */
 
 /* Rejection reasons a node may name; the ingest decoder has about two dozen. */
 #define QUERY_METRICS_REASONS_MAX 64u
@@ -219,7 +220,7 @@ int64_t query_metrics_lag_max(const struct query_metrics *m);
 DS_MUST_USE int64_t query_metrics_text(const struct query_metrics *m, char *dst,
                                        size_t dst_capacity);
 
-/* ---- the by-customer index (GSI) ------------------------------------------------------------ */
+/* ---- the by-customer index (GSI) ----------------------------------------------------------- */
 
 /* Default bound of the GSI lag (--max-gsi-lag-ms): above half of it the node pauses. */
 #define QUERY_GSI_MAX_LAG_MS_DEFAULT 1000u
@@ -425,59 +426,41 @@ const char *query_http_address(const struct query_http *h);
 /* Stops accepting, finishes the requests in progress, closes everything. Accepts NULL. */
 void query_http_stop(struct query_http *h);
 
-/* ---- the router (`dayshard router`): one HTTP API over several nodes ------------------------ */
+/* ---- requests of the HTTP API (http_request.c) --------------------------------------------- */
 
-/* The router (query/router.c; its head comment has the rules) answers the HTTP API of a node
- * by asking every member of one node group in parallel and merging their answers: group 1 are
- * the --node URLs, group 2 the --replica URLs (a second consumer group over the same topic, a
- * complete copy). It answers from one complete group, fails over to the other, and answers 503
- * naming the missing nodes when neither is complete (partial=true opts in to a partial answer
- * that says what is missing). Threads: its own (libmicrohttpd workers and a prober);
- * query_router_start .. query_router_stop from one thread. */
-
-/* Members of one group: each holds a TCP connection per router worker. */
-#define QUERY_ROUTER_NODES_MAX 64u
-/* A node URL: "http://HOST:PORT" with an optional path prefix. */
-#define QUERY_ROUTER_URL_BYTES_MAX 256u
-/* The per-request timeout of an upstream call (a consistent=true request adds its own wait). */
-#define QUERY_ROUTER_TIMEOUT_MS_DEFAULT 2000u
-#define QUERY_ROUTER_TIMEOUT_MS_MAX 60000u
-/* Connecting to a node: nodes are on the same network; a dead host must not hold a request. */
-#define QUERY_ROUTER_CONNECT_TIMEOUT_MS_DEFAULT 250u
-/* Between two /readyz probes of every node. */
-#define QUERY_ROUTER_PROBE_MS_DEFAULT 500u
-#define QUERY_ROUTER_PROBE_MS_MAX 60000u
-
-struct query_router_config {
-    const char *const *nodes;    /* group 1: node_count base URLs (borrowed; copied) */
-    uint32_t node_count;         /* 1..QUERY_ROUTER_NODES_MAX */
-    const char *const *replicas; /* group 2, or NULL (borrowed; copied) */
-    uint32_t replica_count;      /* 0..QUERY_ROUTER_NODES_MAX */
-    const char *listen;          /* "HOST:PORT" (port 0: any), NULL for the default; copied */
-    uint32_t threads;            /* workers, each with its own connections; 0: the default */
-    uint32_t timeout_ms;         /* per upstream call; 0: QUERY_ROUTER_TIMEOUT_MS_DEFAULT */
-    uint32_t connect_timeout_ms; /* 0: QUERY_ROUTER_CONNECT_TIMEOUT_MS_DEFAULT */
-    uint32_t probe_interval_ms;  /* 0: QUERY_ROUTER_PROBE_MS_DEFAULT */
-    uint32_t partitions;         /* Kafka partitions of the topic, or 0: learned (the largest
-                                  * set of partitions the nodes' as_of ever covered) */
-    const char *token;           /* clients must send "Authorization: Bearer token" on every
-                                  * path but /healthz and /readyz; NULL: open. Copied. */
-    const char *node_token;      /* sent to every node as a bearer token (data calls and
-                                  * probes); NULL: a client's Authorization header is passed on
-                                  * to the nodes as it came. Copied. */
+/* What a request asks for, validated: the node's service dispatches on it, and the router
+ * validates a request exactly as a node would before it asks any node. */
+enum query_endpoint {
+    QUERY_EP_NONE = 0,
+    QUERY_EP_COUNT,
+    QUERY_EP_PARTITIONS,
+    QUERY_EP_METRICS,
+    QUERY_EP_HEALTHZ,
+    QUERY_EP_READYZ,
+    QUERY_EP_ORDERS,
+    QUERY_EP_HEAT,
+    QUERY_EP_ORDER, /* /v1/orders/{order_id}: one order (the order lookup, the orders model) */
+};
+struct query_route {
+    enum query_endpoint endpoint;     /* set as soon as the path is known, even on a later error */
+    bool needs_token;                 /* every endpoint but the probes */
+    struct query_count_request count; /* QUERY_EP_COUNT */
+    int32_t day;                      /* QUERY_EP_PARTITIONS */
+    uint32_t limit;                   /* QUERY_EP_ORDERS: 1..QUERY_ORDERS_LIMIT_MAX */
+    uint32_t top;                     /* QUERY_EP_HEAT: 1..SHARD_HEAT_TOP_MAX */
+    struct ds_id customer;            /* QUERY_EP_ORDERS */
+    struct ds_id order_id;            /* QUERY_EP_ORDER */
+    bool consistent;                  /* QUERY_EP_ORDERS, QUERY_EP_ORDER, QUERY_EP_COUNT */
+    uint32_t timeout_ms; /* with consistent: 1..QUERY_CONSISTENT_TIMEOUT_MS_MAX, 0 not given */
+    char cursor[QUERY_ORDERS_TOKEN_CHARS_MAX + 1]; /* QUERY_EP_ORDERS; "" for the first page */
+    char error[HTTP_ERROR_BYTES_MAX];              /* the message of a 4xx answer */
 };
 
-struct query_router;
-
-/* Returns 0 or -DS_EUSAGE: no node, too many, a URL that is not http://, a knob out of range. */
-DS_MUST_USE int query_router_config_check(const struct query_router_config *cfg);
-/* Probes every node once, binds and starts serving. Returns 0, -DS_EUSAGE, -EADDRINUSE or
- * another negated errno (bind), or -ENOMEM. */
-DS_MUST_USE int query_router_start(const struct query_router_config *cfg,
-                                   struct query_router **out);
-/* "HOST:PORT" actually bound. */
-const char *query_router_address(const struct query_router *r);
-/* Stops accepting, finishes the requests in progress, closes everything. Accepts NULL. */
-void query_router_stop(struct query_router *r);
+/* Routes and validates one request: method, raw target (path and query, len bytes, not
+ * NUL-terminated; it may contain NUL bytes, which are refused). Returns 0 with out filled, or
+ * the HTTP status of the error (400, 404, 405, 414) with out->error set. range_days_max bounds
+ * /v1/count ranges (1..QUERY_RANGE_DAYS_MAX). */
+DS_MUST_USE unsigned query_route_parse(const char *method, const char *target, size_t len,
+                                       uint32_t range_days_max, struct query_route *out);
 
 #endif /* DS_QUERY_H */

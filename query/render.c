@@ -1,6 +1,6 @@
 /*
  * Rendering count results (the JSON document of the HTTP API and a table for people), a page of
- * a customer's orders, and one order with its items (P2).
+ * a customer's orders, and one order with its items (the order lookup).
  * JSON is written by hand into a caller's buffer with a computed bound: the documents are flat
  * and the bound is exact enough to allocate once. Rejected: a JSON library for output (an
  * allocation per node, and nothing to parse).
@@ -11,45 +11,15 @@
 #include <string.h>
 
 #include "query/query.h"
-#include "query/text.h"
 
 /* Worst case per group: key text, counts, an amount, field names. */
 #define GROUP_JSON_BYTES_MAX 192u
 
+/* A thin name for the core's escaper: query's renderers and their callers in cli/ speak
+ * query.h, and there is one escaper. */
 int64_t query_json_string(const char *s, size_t len, char *dst, size_t dst_capacity)
 {
-    static const char hex[] = "0123456789abcdef";
-    size_t n = 0;
-    if (dst_capacity < 2) {
-        return -ENOSPC;
-    }
-    dst[n++] = '"';
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        /* Room for this character's encoding plus the closing quote and the NUL: -ENOSPC only
-         * when the literal really does not fit (a flat 7 refused buffers that were enough). */
-        size_t need = (c == '"' || c == '\\') ? 2u : (c < 0x20 ? 6u : 1u);
-        if (n + need + 2 > dst_capacity) {
-            return -ENOSPC;
-        }
-        if (c == '"' || c == '\\') {
-            dst[n++] = '\\';
-            dst[n++] = (char)c;
-        } else if (c < 0x20) {
-            memcpy(dst + n, "\\u00", 4);
-            dst[n + 4] = hex[c >> 4];
-            dst[n + 5] = hex[c & 15];
-            n += 6;
-        } else {
-            dst[n++] = (char)c;
-        }
-    }
-    if (n + 2 > dst_capacity) {
-        return -ENOSPC;
-    }
-    dst[n++] = '"';
-    dst[n] = '\0';
-    return (int64_t)n;
+    return http_json_string(s, len, dst, dst_capacity);
 }
 
 size_t query_count_json_bound(const struct query_count_result *res)
@@ -68,7 +38,7 @@ static const char *group_name(enum query_group by)
     return NULL;
 }
 
-static void put_group(struct text_buf *b, enum query_group by, const struct query_group_row *g)
+static void put_group(struct http_text *b, enum query_group by, const struct query_group_row *g)
 {
     char date[DS_DATE_TEXT_SIZE];
     char amount[DS_AMOUNT_TEXT_SIZE];
@@ -77,55 +47,56 @@ static void put_group(struct text_buf *b, enum query_group by, const struct quer
     ds_amount_format(g->amount_units, amount);
     if (by == QUERY_GROUP_SHARD) {
         shard_key_format(g->day, g->shard, key);
-        text_put(b, "{\"key\":%u,\"day\":\"%s\",\"partition\":\"%s\"", g->shard, date, key);
+        http_text_put(b, "{\"key\":%u,\"day\":\"%s\",\"partition\":\"%s\"", g->shard, date, key);
     } else if (by == QUERY_GROUP_HOUR) {
-        text_put(b, "{\"key\":\"%sT%02u:00:00Z\"", date, g->hour);
+        http_text_put(b, "{\"key\":\"%sT%02u:00:00Z\"", date, g->hour);
     } else {
-        text_put(b, "{\"key\":\"%s\"", date);
+        http_text_put(b, "{\"key\":\"%s\"", date);
     }
-    text_put(b, ",\"count\":%" PRIu64 ",\"amount_sum\":\"%s\"}", g->count, amount);
+    http_text_put(b, ",\"count\":%" PRIu64 ",\"amount_sum\":\"%s\"}", g->count, amount);
 }
 
 int64_t query_count_json(const struct query_count_request *req,
                          const struct query_count_result *res, char *dst, size_t dst_capacity)
 {
-    struct text_buf b = {.dst = dst, .capacity = dst_capacity};
+    struct http_text b = {.dst = dst, .capacity = dst_capacity};
     char first[DS_DATE_TEXT_SIZE];
     char last[DS_DATE_TEXT_SIZE];
     char amount[DS_AMOUNT_TEXT_SIZE];
     ds_date_format(req->day_first, first);
     ds_date_format(req->day_last, last);
     ds_amount_format(res->amount_units, amount);
-    text_put(&b, "{\"day\":\"%s\",\"to\":\"%s\",\"status\":", first, last);
+    http_text_put(&b, "{\"day\":\"%s\",\"to\":\"%s\",\"status\":", first, last);
     if (req->has_status) {
         char status[8 * DS_STATUS_BYTES_MAX];
         int64_t n = query_json_string(req->status, req->status_len, status, sizeof(status));
         ASSERT(n > 0);
-        text_put(&b, "%s", status);
+        http_text_put(&b, "%s", status);
     } else {
-        text_put(&b, "null");
+        http_text_put(&b, "null");
     }
-    text_put(&b,
-             ",\"count\":%" PRIu64 ",\"amount_sum\":\"%s\",\"partitions\":%u,\"blocks\":%" PRIu64
-             ",\"bytes\":%" PRIu64 ",\"damaged_blocks\":%" PRIu64,
-             res->count, amount, res->partitions, res->blocks, res->bytes, res->damaged_blocks);
+    http_text_put(
+        &b,
+        ",\"count\":%" PRIu64 ",\"amount_sum\":\"%s\",\"partitions\":%u,\"blocks\":%" PRIu64
+        ",\"bytes\":%" PRIu64 ",\"damaged_blocks\":%" PRIu64,
+        res->count, amount, res->partitions, res->blocks, res->bytes, res->damaged_blocks);
     if (res->model != STORAGE_MODEL_RECORDED) {
-        text_put(&b, ",\"model\":\"%s\"", storage_model_name(res->model));
+        http_text_put(&b, ",\"model\":\"%s\"", storage_model_name(res->model));
     }
     if (res->retention_floor > 0) {
         char floor[DS_DATE_TEXT_SIZE];
         ds_date_format(res->retention_floor, floor);
-        text_put(&b, ",\"retention_floor\":\"%s\"", floor);
+        http_text_put(&b, ",\"retention_floor\":\"%s\"", floor);
     }
     if (req->by != QUERY_GROUP_NONE) {
-        text_put(&b, ",\"by\":\"%s\",\"groups\":[", group_name(req->by));
+        http_text_put(&b, ",\"by\":\"%s\",\"groups\":[", group_name(req->by));
         for (size_t i = 0; i < res->group_count; i++) {
-            text_put(&b, "%s", i == 0 ? "" : ",");
+            http_text_put(&b, "%s", i == 0 ? "" : ",");
             put_group(&b, req->by, &res->groups[i]);
         }
-        text_put(&b, "]");
+        http_text_put(&b, "]");
     }
-    text_put(&b, "}");
+    http_text_put(&b, "}");
     return b.overflow ? -ENOSPC : (int64_t)b.len;
 }
 
@@ -149,11 +120,11 @@ size_t query_orders_json_bound(uint32_t count)
 int64_t query_orders_json(const struct ds_id *customer, const struct query_orders_page *page,
                           uint64_t gsi_lag_ms, char *dst, size_t dst_capacity)
 {
-    struct text_buf b = {.dst = dst, .capacity = dst_capacity};
+    struct http_text b = {.dst = dst, .capacity = dst_capacity};
     char id[6u * DS_ID_BYTES_MAX + 3];
     int64_t n = query_id_json(customer, id, sizeof(id));
     ASSERT(n > 0);
-    text_put(&b, "{\"customer_id\":%s,\"orders\":[", id);
+    http_text_put(&b, "{\"customer_id\":%s,\"orders\":[", id);
     for (uint32_t i = 0; i < page->count; i++) {
         const struct query_order *o = &page->orders[i];
         char ts[DS_TS_TEXT_SIZE];
@@ -167,21 +138,21 @@ int64_t query_orders_json(const struct ds_id *customer, const struct query_order
         int64_t s = query_json_string(o->status, o->status_len, status, sizeof(status));
         ASSERT(s > 0);
         ds_amount_format((ds_i128)o->amount_units, amount);
-        text_put(&b,
-                 "%s{\"order_id\":%s,\"ts\":\"%s\",\"day\":\"%s\",\"status\":%s,"
-                 "\"amount\":\"%s\"}",
-                 i > 0 ? "," : "", id, ts, day, status, amount);
+        http_text_put(&b,
+                      "%s{\"order_id\":%s,\"ts\":\"%s\",\"day\":\"%s\",\"status\":%s,"
+                      "\"amount\":\"%s\"}",
+                      i > 0 ? "," : "", id, ts, day, status, amount);
     }
     if (page->has_next) {
-        text_put(&b, "],\"next\":\"%s\"", page->next_token);
+        http_text_put(&b, "],\"next\":\"%s\"", page->next_token);
     } else {
-        text_put(&b, "],\"next\":null");
+        http_text_put(&b, "],\"next\":null");
     }
-    text_put(&b, ",\"gsi_lag_ms\":%" PRIu64 "}", gsi_lag_ms);
+    http_text_put(&b, ",\"gsi_lag_ms\":%" PRIu64 "}", gsi_lag_ms);
     return b.overflow ? -ENOSPC : (int64_t)b.len;
 }
 
-/* ---- one order (P2) ------------------------------------------------------------------------ */
+/* ---- one order (the order lookup) ------------------------------------------------------- */
 
 /* A varint (common.h) of at most 5 bytes at *p, before end: every varint of canonical items
  * fits (a count up to 100, a quantity up to 2^31-1), so a longer one is corrupt even when it
@@ -218,8 +189,8 @@ int64_t query_items_json(const uint8_t *items, size_t len, char *dst, size_t dst
     if (!items_varint(&p, end, &count) || count > DS_ITEMS_COUNT_MAX) {
         return -DS_ECORRUPT;
     }
-    struct text_buf b = {.dst = dst, .capacity = dst_capacity};
-    text_put(&b, "[");
+    struct http_text b = {.dst = dst, .capacity = dst_capacity};
+    http_text_put(&b, "[");
     for (uint32_t i = 0; i < count; i++) { /* at most DS_ITEMS_COUNT_MAX */
         size_t product_len = p < end ? *p : 0;
         if (product_len == 0 || product_len > DS_ITEM_PRODUCT_BYTES_MAX ||
@@ -235,13 +206,13 @@ int64_t query_items_json(const uint8_t *items, size_t len, char *dst, size_t dst
         char text[6u * DS_ITEM_PRODUCT_BYTES_MAX + 3];
         int64_t n = query_json_string(product, product_len, text, sizeof(text));
         ASSERT(n > 0);
-        text_put(&b, "%s{\"product\":%s,\"quantity\":%" PRIu32 "}", i > 0 ? "," : "", text,
-                 quantity);
+        http_text_put(&b, "%s{\"product\":%s,\"quantity\":%" PRIu32 "}", i > 0 ? "," : "", text,
+                      quantity);
     }
     if (p != end) {
         return -DS_ECORRUPT;
     }
-    text_put(&b, "]");
+    http_text_put(&b, "]");
     return b.overflow ? -ENOSPC : (int64_t)b.len;
 }
 
@@ -257,7 +228,7 @@ int64_t query_order_json(const struct storage_order *order, char *dst, size_t ds
 {
     ASSERT(order->items_bytes == 0 || order->items != NULL);
     ASSERT(order->status_len <= DS_STATUS_BYTES_MAX);
-    struct text_buf b = {.dst = dst, .capacity = dst_capacity};
+    struct http_text b = {.dst = dst, .capacity = dst_capacity};
     char order_id[6u * DS_ID_BYTES_MAX + 3];
     char customer[6u * DS_ID_BYTES_MAX + 3];
     char status[6u * DS_STATUS_BYTES_MAX + 3];
@@ -273,18 +244,19 @@ int64_t query_order_json(const struct storage_order *order, char *dst, size_t ds
     ds_ts_format(order->ts_ms, ts);
     ds_date_format(order->day, day);
     ds_amount_format((ds_i128)order->amount_units, amount);
-    text_put(&b,
-             "{\"order_id\":%s,\"customer_id\":%s,\"ts\":\"%s\",\"day\":\"%s\",\"shard\":%" PRIu32
-             ",\"status\":%s,\"amount\":\"%s\",\"version\":",
-             order_id, customer, ts, day, order->shard, status, amount);
+    http_text_put(
+        &b,
+        "{\"order_id\":%s,\"customer_id\":%s,\"ts\":\"%s\",\"day\":\"%s\",\"shard\":%" PRIu32
+        ",\"status\":%s,\"amount\":\"%s\",\"version\":",
+        order_id, customer, ts, day, order->shard, status, amount);
     if (order->has_version) {
-        text_put(&b, "%" PRId64, order->version);
+        http_text_put(&b, "%" PRId64, order->version);
     } else {
-        text_put(&b, "null");
+        http_text_put(&b, "null");
     }
-    text_put(&b, ",\"items\":");
+    http_text_put(&b, ",\"items\":");
     if (order->items_bytes == 0) {
-        text_put(&b, "null");
+        http_text_put(&b, "null");
     } else if (!b.overflow) {
         n = query_items_json(order->items, order->items_bytes, b.dst + b.len, b.capacity - b.len);
         if (n == -DS_ECORRUPT) {
@@ -293,7 +265,7 @@ int64_t query_order_json(const struct storage_order *order, char *dst, size_t ds
         b.overflow = n < 0;
         b.len += n > 0 ? (size_t)n : 0;
     }
-    text_put(&b, ",\"versions_seen\":%" PRIu32 ",\"model\":\"orders\"}", order->versions_seen);
+    http_text_put(&b, ",\"versions_seen\":%" PRIu32 ",\"model\":\"orders\"}", order->versions_seen);
     return b.overflow ? -ENOSPC : (int64_t)b.len;
 }
 

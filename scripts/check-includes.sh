@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # STYLE.md section 1: a folder's files may include another folder's public header only
 # ("storage/storage.h"), never its private ones, and the dependency DAG holds:
-#   common <- shard <- storage <- ingest;  storage <- query <- cli;  common <- gsi <- query
-# (gsi/, the by-customer index, is the second store: it depends on nothing but common.)
+#   common <- shard <- storage <- ingest;  storage <- query <- router <- cli;  common <- gsi <- query
+#   common <- http <- query
+# (gsi/, the by-customer index, is the second store: it depends on nothing but common; http/,
+# the HTTP server core, neither.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 declare -A allowed=(
   [common]="common"
+  [http]="common http"
   [shard]="common shard"
   [storage]="common shard storage"
   [ingest]="common shard storage ingest"
   [gsi]="common gsi"
-  [query]="common shard storage gsi query"
-  [cli]="common shard storage ingest gsi query cli"
-  [bench]="common shard storage ingest gsi query bench"
-  [tests]="common shard storage ingest gsi query tests"
+  [query]="common http shard storage gsi query"
+  [router]="common http query router"
+  [cli]="common http shard storage ingest gsi query router cli"
+  [bench]="common http shard storage ingest gsi query router bench"
+  [tests]="common http shard storage ingest gsi query router tests"
 )
 status=0
 for folder in "${!allowed[@]}"; do
@@ -96,7 +100,7 @@ while IFS= read -r dir; do
       status=1
     fi
   fi
-done < <(find common shard storage gsi ingest query cli bench tests -type d 2>/dev/null | sort)
+done < <(find common http shard storage gsi ingest query router cli bench tests -type d 2>/dev/null | sort)
 if [[ $status == 0 ]]; then
   echo "include boundaries and call layers: ok"
 fi

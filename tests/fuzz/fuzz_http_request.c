@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the HTTP request router of query/http_request.c (http_route_parse):
+ * libFuzzer harness for the HTTP request router of query/http_request.c (query_route_parse):
  * the method and the raw request target are bytes from any client.
  *
  * Input: a byte choosing range_days_max (1 + b * 15 % QUERY_RANGE_DAYS_MAX: 1, the default
@@ -15,8 +15,8 @@
  * <= DS_DAY_MAX within range_days_max days, a status of at most DS_STATUS_BYTES_MAX bytes and a
  * known grouping; partitions a real day; orders a limit in 1..HTTP_ORDERS_LIMIT_MAX, a valid
  * customer id and a NUL-terminated cursor of at most QUERY_ORDERS_TOKEN_CHARS_MAX characters;
- * heat a top in 1..SHARD_HEAT_TOP_MAX; an order (P2) a valid order id. A second parse of the same
- * request gives the same route.
+ * heat a top in 1..SHARD_HEAT_TOP_MAX; an order (the order lookup) a valid order id. A second parse
+ * of the same request gives the same route.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -43,7 +43,7 @@ static bool id_valid(const struct ds_id *id)
                          : id->value >= 1 && id->len == 0;
 }
 
-static void check_error(unsigned status, const struct http_route *route)
+static void check_error(unsigned status, const struct query_route *route)
 {
     size_t len = strnlen(route->error, sizeof(route->error));
     check(len < sizeof(route->error));
@@ -54,11 +54,11 @@ static void check_error(unsigned status, const struct http_route *route)
     }
 }
 
-static void check_success(const struct http_route *route, uint32_t range_days_max)
+static void check_success(const struct query_route *route, uint32_t range_days_max)
 {
     const struct query_count_request *count = &route->count;
     switch (route->endpoint) {
-    case HTTP_EP_COUNT:
+    case QUERY_EP_COUNT:
         check(count->day_first >= 0 && count->day_first <= count->day_last &&
               count->day_last <= DS_DAY_MAX);
         check((uint32_t)(count->day_last - count->day_first) < range_days_max);
@@ -67,34 +67,34 @@ static void check_success(const struct http_route *route, uint32_t range_days_ma
         check(count->status_len <= DS_STATUS_BYTES_MAX);
         check(count->by >= QUERY_GROUP_NONE && count->by <= QUERY_GROUP_DAY);
         break;
-    case HTTP_EP_PARTITIONS: check(route->day >= 0 && route->day <= DS_DAY_MAX); break;
-    case HTTP_EP_ORDERS:
+    case QUERY_EP_PARTITIONS: check(route->day >= 0 && route->day <= DS_DAY_MAX); break;
+    case QUERY_EP_ORDERS:
         check(route->limit >= 1 && route->limit <= HTTP_ORDERS_LIMIT_MAX);
         check(id_valid(&route->customer));
         check(strnlen(route->cursor, sizeof(route->cursor)) <= QUERY_ORDERS_TOKEN_CHARS_MAX);
         break;
-    case HTTP_EP_HEAT: check(route->top >= 1 && route->top <= SHARD_HEAT_TOP_MAX); break;
-    case HTTP_EP_ORDER: check(id_valid(&route->order_id)); break;
-    case HTTP_EP_METRICS:
-    case HTTP_EP_HEALTHZ:
-    case HTTP_EP_READYZ: break;
-    default: abort(); /* HTTP_EP_NONE or out of the enum */
+    case QUERY_EP_HEAT: check(route->top >= 1 && route->top <= SHARD_HEAT_TOP_MAX); break;
+    case QUERY_EP_ORDER: check(id_valid(&route->order_id)); break;
+    case QUERY_EP_METRICS:
+    case QUERY_EP_HEALTHZ:
+    case QUERY_EP_READYZ: break;
+    default: abort(); /* QUERY_EP_NONE or out of the enum */
     }
 }
 
 static void check_route(unsigned status, const char *method, size_t len,
-                        const struct http_route *route, uint32_t range_days_max)
+                        const struct query_route *route, uint32_t range_days_max)
 {
     check(status == 0 || status == 400 || status == 404 || status == 405 || status == 414);
     check_error(status, route);
     check((status == 414) == (len > HTTP_URI_BYTES_MAX));
-    check(route->endpoint >= HTTP_EP_NONE && route->endpoint <= HTTP_EP_ORDER);
-    check(status != 404 || route->endpoint == HTTP_EP_NONE);
-    check(status != 0 || route->endpoint != HTTP_EP_NONE);
+    check(route->endpoint >= QUERY_EP_NONE && route->endpoint <= QUERY_EP_ORDER);
+    check(status != 404 || route->endpoint == QUERY_EP_NONE);
+    check(status != 0 || route->endpoint != QUERY_EP_NONE);
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     check(status != 405 || !get);
-    if (route->endpoint != HTTP_EP_NONE) {
-        bool probe = route->endpoint == HTTP_EP_HEALTHZ || route->endpoint == HTTP_EP_READYZ;
+    if (route->endpoint != QUERY_EP_NONE) {
+        bool probe = route->endpoint == QUERY_EP_HEALTHZ || route->endpoint == QUERY_EP_READYZ;
         check(route->needs_token == !probe);
     }
     if (status == 0) {
@@ -127,10 +127,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *copy = malloc(len > 0 ? len : 1); /* exact length: ASan sees a read past it */
     check(copy != NULL);
     memcpy(copy, target, len);
-    static struct http_route route, again; /* ~2.5 KB each: off the stack */
-    unsigned status = http_route_parse(method, copy, len, range_days_max, &route);
+    static struct query_route route, again; /* ~2.5 KB each: off the stack */
+    unsigned status = query_route_parse(method, copy, len, range_days_max, &route);
     check_route(status, method, len, &route, range_days_max);
-    check(http_route_parse(method, copy, len, range_days_max, &again) == status);
+    check(query_route_parse(method, copy, len, range_days_max, &again) == status);
     check(memcmp(&route, &again, sizeof(route)) == 0);
     free(copy);
     return 0;

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the day totals behind unfiltered counts (issue 16): storage_day_totals and the
+ * Unit tests of the day totals behind unfiltered counts: storage_day_totals and the
  * query_count path that uses them must answer exactly what the per-partition fan-out answers
  * (query_count_request.fanout, the oracle), field for field and group for group, for every day
  * and every range, while a live writer commits and a long-lived reader refreshes between

@@ -15,7 +15,6 @@
 
 #include "query/http_private.h"
 #include "query/query.h"
-#include "query/text.h"
 #include "tests/support/events.h"
 
 static struct query_metrics metrics;
@@ -140,7 +139,7 @@ static void test_heat_render_metrics_bounded(void **state)
     (void)state;
     struct shard_heat_report *r = report_make();
     char text[16384];
-    struct text_buf b = {.dst = text, .capacity = sizeof(text)};
+    struct http_text b = {.dst = text, .capacity = sizeof(text)};
     heat_metrics_put(r, &b);
     assert_false(b.overflow);
     assert_non_null(strstr(text, "\ndayshard_heat_would_throttle_events_total 700\n"));

@@ -15,19 +15,19 @@
 
 #include "query/http_private.h"
 
-static unsigned parse(const char *method, const char *target, struct http_route *route)
+static unsigned parse(const char *method, const char *target, struct query_route *route)
 {
-    return http_route_parse(method, target, strlen(target), QUERY_RANGE_DAYS_DEFAULT, route);
+    return query_route_parse(method, target, strlen(target), QUERY_RANGE_DAYS_DEFAULT, route);
 }
 
 static void test_http_request_count_valid(void **state)
 {
     /* A full count request fills every field of the count request. */
     (void)state;
-    struct http_route r;
+    struct query_route r;
     assert_int_equal(
         parse("GET", "/v1/count?day=2026-01-21&to=2026-01-23&status=pa%69d&by=hour", &r), 0);
-    assert_int_equal(r.endpoint, HTTP_EP_COUNT);
+    assert_int_equal(r.endpoint, QUERY_EP_COUNT);
     assert_true(r.needs_token);
     int32_t day = 0;
     assert_int_equal(ds_date_parse("2026-01-21", 10, &day), 0);
@@ -66,13 +66,13 @@ static void test_http_request_count_bad_params(void **state)
         "/v1/count?a=1&b=2&c=3&d=4&e=5&f=6&g=7&h=8&i=9",                      /* too many */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        struct http_route r;
+        struct query_route r;
         unsigned status = parse("GET", bad[i], &r);
         if (status != 400) {
             fail_msg("%s: status %u", bad[i], status);
         }
         assert_true(strlen(r.error) > 0);
-        assert_int_equal(r.endpoint, HTTP_EP_COUNT);
+        assert_int_equal(r.endpoint, QUERY_EP_COUNT);
     }
 }
 
@@ -80,7 +80,7 @@ static void test_http_request_paths_and_methods(void **state)
 {
     /* Unknown paths are 404, other methods 405, bytes outside the target grammar 400. */
     (void)state;
-    struct http_route r;
+    struct query_route r;
     assert_int_equal(parse("GET", "/v1/counts?day=2026-01-21", &r), 404);
     assert_int_equal(parse("GET", "/v1/count/", &r), 404);
     assert_int_equal(parse("GET", "/", &r), 404);
@@ -89,7 +89,7 @@ static void test_http_request_paths_and_methods(void **state)
     assert_int_equal(parse("POST", "/nope", &r), 404);
     assert_int_equal(parse("GET", "/v1/co%unt", &r), 400);
     assert_int_equal(parse("GET", "/v1/co%00unt", &r), 400);
-    assert_int_equal(http_route_parse("GET", "/v1/count\0x", 11, 366, &r), 400);
+    assert_int_equal(query_route_parse("GET", "/v1/count\0x", 11, 366, &r), 400);
     assert_int_equal(parse("GET", "/v1/count?day=2026-01-21\x01", &r), 400);
     assert_int_equal(parse("GET", "/metrics?x=1", &r), 400);
     char long_target[HTTP_URI_BYTES_MAX + 16];
@@ -103,7 +103,7 @@ static void test_http_request_probes_and_orders(void **state)
 {
     /* Probes need no token; orders validate limit and name the endpoint for the 501. */
     (void)state;
-    struct http_route r;
+    struct query_route r;
     assert_int_equal(parse("GET", "/healthz", &r), 0);
     assert_false(r.needs_token);
     assert_int_equal(parse("GET", "/readyz", &r), 0);
@@ -111,10 +111,10 @@ static void test_http_request_probes_and_orders(void **state)
     assert_int_equal(parse("GET", "/metrics", &r), 0);
     assert_true(r.needs_token);
     assert_int_equal(parse("GET", "/v1/partitions?day=2026-01-21", &r), 0);
-    assert_int_equal(r.endpoint, HTTP_EP_PARTITIONS);
+    assert_int_equal(r.endpoint, QUERY_EP_PARTITIONS);
     assert_int_equal(parse("GET", "/v1/partitions", &r), 400);
     assert_int_equal(parse("GET", "/v1/customers/c%2042/orders?limit=5&consistent=true", &r), 0);
-    assert_int_equal(r.endpoint, HTTP_EP_ORDERS);
+    assert_int_equal(r.endpoint, QUERY_EP_ORDERS);
     assert_int_equal(r.limit, 5);
     assert_int_equal(parse("GET", "/v1/customers/42/orders?limit=0", &r), 400);
     assert_int_equal(parse("GET", "/v1/customers/42/orders?limit=1001", &r), 400);
@@ -125,12 +125,13 @@ static void test_http_request_probes_and_orders(void **state)
 
 static void test_http_request_order_route(void **state)
 {
-    /* /v1/orders/{id} (P2): the id follows the customer route's rule, decoded once from the
-     * raw segment (so '/' and '%' can be in it), and takes only consistent and timeout_ms. */
+    /* /v1/orders/{id} (the order lookup): the id follows the customer route's rule, decoded once
+     * from the raw segment (so '/' and '%' can be in it), and takes only consistent and timeout_ms.
+     */
     (void)state;
-    struct http_route r;
+    struct query_route r;
     assert_int_equal(parse("GET", "/v1/orders/108", &r), 0);
-    assert_int_equal(r.endpoint, HTTP_EP_ORDER);
+    assert_int_equal(r.endpoint, QUERY_EP_ORDER);
     assert_true(r.needs_token);
     assert_false(r.order_id.is_string);
     assert_int_equal(r.order_id.value, 108);
@@ -158,7 +159,7 @@ static void test_http_request_order_route(void **state)
             fail_msg("%s: status %u, string %d, '%.*s'", strings[i].target, status,
                      r.order_id.is_string, (int)r.order_id.len, r.order_id.text);
         }
-        assert_int_equal(r.endpoint, HTTP_EP_ORDER);
+        assert_int_equal(r.endpoint, QUERY_EP_ORDER);
     }
     assert_int_equal(parse("HEAD", "/v1/orders/7?consistent=true&timeout_ms=250", &r), 0);
     assert_true(r.consistent);
@@ -189,22 +190,22 @@ static void test_http_request_order_route(void **state)
         if (status != 400 || strstr(r.error, bad[i].error) == NULL) {
             fail_msg("%s: status %u, error '%s'", bad[i].target, status, r.error);
         }
-        assert_int_equal(r.endpoint, HTTP_EP_ORDER);
+        assert_int_equal(r.endpoint, QUERY_EP_ORDER);
     }
     assert_int_equal(parse("GET", "/v1/orders", &r), 404);
     assert_int_equal(parse("GET", "/v1/orders/1/items", &r), 404);
     assert_int_equal(parse("GET", "/v1/order/1", &r), 404);
     assert_int_equal(parse("POST", "/v1/orders/1", &r), 405);
-    assert_int_equal(r.endpoint, HTTP_EP_ORDER);
+    assert_int_equal(r.endpoint, QUERY_EP_ORDER);
 }
 
 static void test_http_request_heat(void **state)
 {
     /* /v1/heat takes only top, 1..64 (default 10), and needs the token like every data path. */
     (void)state;
-    struct http_route r;
+    struct query_route r;
     assert_int_equal(parse("GET", "/v1/heat", &r), 0);
-    assert_int_equal(r.endpoint, HTTP_EP_HEAT);
+    assert_int_equal(r.endpoint, QUERY_EP_HEAT);
     assert_int_equal(r.top, HTTP_HEAT_TOP_DEFAULT);
     assert_true(r.needs_token);
     assert_int_equal(parse("GET", "/v1/heat?top=64", &r), 0);
@@ -226,7 +227,7 @@ static void test_http_request_error_json_escapes(void **state)
 {
     /* Client bytes quoted in a message stay printable ASCII, and the document is valid JSON. */
     (void)state;
-    struct http_route r;
+    struct query_route r;
     assert_int_equal(parse("GET", "/v1/count?day=%22%5C%FF", &r), 400);
     assert_null(strchr(r.error, '\xff'));
     char doc[512];
@@ -242,7 +243,7 @@ static void test_http_request_consistent_params(void **state)
     /* consistent and timeout_ms on both endpoints that wait; timeout_ms alone, out of
      * 1..QUERY_CONSISTENT_TIMEOUT_MS_MAX or not a plain decimal is a 400 naming it. */
     (void)state;
-    struct http_route r;
+    struct query_route r;
     assert_int_equal(parse("GET", "/v1/count?day=2026-01-21&consistent=true&timeout_ms=250", &r),
                      0);
     assert_true(r.consistent);

@@ -1,9 +1,9 @@
 /*
- * Unit tests of query/render.c's order rendering (P2): canonical items (common.h) as a JSON
- * array, and the document of GET /v1/orders/{id}. Every document is parsed back with libjansson
- * (an independent JSON reader), so escaping mistakes fail as invalid JSON or wrong values;
- * every way canonical bytes can be malformed is refused as -DS_ECORRUPT, and the bounds hold
- * for the largest items there can be.
+ * Unit tests of query/render.c's order rendering (the order lookup): canonical items (common.h) as
+ * a JSON array, and the document of GET /v1/orders/{id}. Every document is parsed back with
+ * libjansson (an independent JSON reader), so escaping mistakes fail as invalid JSON or wrong
+ * values; every way canonical bytes can be malformed is refused as -DS_ECORRUPT, and the bounds
+ * hold for the largest items there can be.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -207,8 +207,9 @@ static json_t *order_doc(const struct storage_order *o)
 
 static void test_render_order_document(void **state)
 {
-    /* Every field of the P2 document, in the customer view's forms (ts with milliseconds and
-     * Z, day, amount with four places), and the exact text of the fixtures' order 108. */
+    /* Every field of the order lookup's document, in the customer view's forms (ts with
+     * milliseconds and Z, day, amount with four places), and the exact text of the fixtures' order
+     * 108. */
     (void)state;
     static const char *const products[] = {"Pen", "Notebook"};
     static const uint32_t quantities[] = {2, 1};

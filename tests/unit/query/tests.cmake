@@ -5,6 +5,5 @@ ds_unit_test(query metrics)
 # The heat document is parsed back with libjansson, an independent JSON reader.
 pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 ds_unit_test(query heat_render PkgConfig::JANSSON)
-# The P2 document and its items are parsed back with libjansson too.
+# The order lookup's document and its items are parsed back with libjansson too.
 ds_unit_test(query render PkgConfig::JANSSON)
-ds_unit_test(query router_merge PkgConfig::JANSSON)

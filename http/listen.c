@@ -1,6 +1,6 @@
 /*
- * The listening socket of the query service and of the router: "HOST:PORT" (an IPv6 host in
- * brackets, port 0 picks one), non-blocking, close-on-exec, SO_REUSEADDR, and the bound
+ * The listening socket of an HTTP server (http.h): "HOST:PORT" (an IPv6 host in brackets,
+ * port 0 picks one), non-blocking, close-on-exec, SO_REUSEADDR, and the bound
  * address written back as text for the caller to print and tests to dial.
  */
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "query/http_private.h"
+#include "http/http.h"
 
 int http_listen(const char *listen_text, int *fd_out, char *address, size_t address_size)
 {

@@ -1,6 +1,6 @@
 /*
  * `dayshard router`: the HTTP API of a node (DESIGN.md section 5) over several nodes, with a
- * replica group to fail over to (issue 15).
+ * replica group to fail over to.
  *
  * Groups. Group 1 are the --node URLs, group 2 the --replica URLs: each group is one consumer
  * group of `dayshard run` nodes over the same topic, its members together holding every
@@ -42,7 +42,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -54,28 +53,26 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "query/mhd.h"
-#include "query/router.h"
-#include "query/text.h"
+#include "router/router_private.h"
 
 #define ROUTER_THREADS_DEFAULT 4u
-#define ROUTER_ADDRESS_TEXT_SIZE 300u
 /* Upstream latency histogram (upper bounds, microseconds), plus +Inf. */
 #define ROUTER_LATENCY_BUCKETS 12u
 static const uint32_t router_latency_bounds_us[ROUTER_LATENCY_BUCKETS] = {
     100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000};
-/* Endpoints counted in /metrics: the http_endpoint values. */
+/* Endpoints counted in /metrics: the query_endpoint values. */
 #define ROUTER_ENDPOINTS 9u
+_Static_assert(ROUTER_ENDPOINTS == QUERY_EP_ORDER + 1, "a name per endpoint");
+_Static_assert(ROUTER_ENDPOINTS <= HTTP_TAGS_MAX, "the core counts answers by endpoint");
 static const char *const router_endpoint_names[ROUTER_ENDPOINTS] = {
     "other", "count", "partitions", "metrics", "healthz", "readyz", "orders", "heat", "order"};
-enum router_class { ROUTER_2XX = 0, ROUTER_4XX, ROUTER_5XX, ROUTER_CLASSES };
 /* "missing" entries one answer names: every node, and partitions up to a bound. */
 #define ROUTER_MISSING_PARTITIONS_MAX 64u
 
 struct router_node {
-    char url[QUERY_ROUTER_URL_BYTES_MAX]; /* without a trailing slash */
-    uint32_t group;                       /* 0 or 1 */
-    atomic_bool ready;                    /* the prober's view, cleared by a failed call */
+    char url[ROUTER_NODE_URL_BYTES_MAX]; /* without a trailing slash */
+    uint32_t group;                      /* 0 or 1 */
+    atomic_bool ready;                   /* the prober's view, cleared by a failed call */
     atomic_uint_fast64_t errors;
     atomic_uint_fast64_t latency_buckets[ROUTER_LATENCY_BUCKETS + 1];
     atomic_uint_fast64_t latency_sum_ns;
@@ -90,15 +87,11 @@ struct router_slot {
     struct router_call *calls[ROUTER_GROUPS]; /* group_count[g] each */
 };
 
-struct query_router {
-    struct MHD_Daemon *daemon;
-    int listen_fd;
-    char address[ROUTER_ADDRESS_TEXT_SIZE];
+struct router {
+    struct http_server *server;
     uint32_t timeout_ms;
     uint32_t probe_interval_ms;
-    uint32_t partitions; /* 0: learned */
-    char token[HTTP_TOKEN_BYTES_MAX + 1];
-    size_t token_len;                                                  /* 0: open */
+    uint32_t partitions;                                               /* 0: learned */
     char node_authorization[sizeof("Bearer ") + HTTP_TOKEN_BYTES_MAX]; /* "": pass the client's */
     uint32_t node_count;
     struct router_node nodes[ROUTER_NODES_TOTAL_MAX];
@@ -118,20 +111,15 @@ struct query_router {
     pthread_cond_t stop_cond;
     bool stopping; /* under stop_lock */
     /* figures */
-    atomic_uint_fast64_t requests[ROUTER_ENDPOINTS][ROUTER_CLASSES];
     atomic_uint_fast64_t failovers;
     atomic_uint_fast64_t unavailable;
     atomic_uint_fast64_t partial;
 };
 
-/* Per request: the raw target as the client sent it, captured before libmicrohttpd decodes. */
+/* Per request, beside the core's raw target (http_request_state). */
 struct router_request {
-    bool validated;
-    bool valid;
     bool partial;
-    struct http_route route;
-    size_t target_len;
-    char target[HTTP_URI_BYTES_MAX + 1];
+    struct query_route route;
     char forward[HTTP_URI_BYTES_MAX + 1]; /* the target without partial */
     /* forward as the nodes get it: a '#' (a fragment to libcurl, data to the service's
      * parser) sent as %23, which the node decodes back */
@@ -145,7 +133,7 @@ struct router_attempt {
     bool complete;                     /* every member answered and the partitions are covered */
     uint32_t ok;                       /* members with a 200 (or a 404 of /v1/orders/{id}) */
     const struct router_call *verdict; /* a member's 4xx or 501: the answer for all */
-    uint32_t missing[QUERY_ROUTER_NODES_MAX];
+    uint32_t missing[ROUTER_NODES_MAX];
     uint32_t missing_count;
     uint32_t missing_partitions[ROUTER_MISSING_PARTITIONS_MAX];
     uint32_t missing_partition_count;
@@ -153,141 +141,96 @@ struct router_attempt {
 
 /* ---- answers ------------------------------------------------------------------------------- */
 
-static enum router_class class_of(unsigned status)
+/* The router's bodies are measured in size_t; answers are counted under the route's endpoint
+ * (the request's tag). */
+static enum http_result respond_json(struct http_request *c, unsigned status, char *body,
+                                     size_t len)
 {
-    return status < 400 ? ROUTER_2XX : (status < 500 ? ROUTER_4XX : ROUTER_5XX);
-}
-
-/* Queues body (taken; NULL answers 503 out of memory) with status and its headers. */
-static enum MHD_Result respond(struct query_router *r, struct MHD_Connection *c,
-                               enum http_endpoint endpoint, unsigned status, char *body, size_t len,
-                               const char *content_type)
-{
-    static const char oom[] = "{\"error\":\"out of memory\"}";
-    struct MHD_Response *resp =
-        body != NULL
-            ? MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE)
-            : MHD_create_response_from_buffer(sizeof(oom) - 1, (void *)oom, MHD_RESPMEM_PERSISTENT);
-    if (resp == NULL) {
-        free(body);
-        return MHD_NO;
-    }
-    status = body != NULL ? status : MHD_HTTP_SERVICE_UNAVAILABLE;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    if (status == MHD_HTTP_METHOD_NOT_ALLOWED) {
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, HTTP_ALLOW);
-    }
-    if (status == MHD_HTTP_SERVICE_UNAVAILABLE) {
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    }
-    ASSERT((unsigned)endpoint < ROUTER_ENDPOINTS);
-    atomic_fetch_add_explicit(&r->requests[endpoint][class_of(status)], 1, memory_order_relaxed);
-    enum MHD_Result result = MHD_queue_response(c, status, resp);
-    MHD_destroy_response(resp);
-    return result;
-}
-
-static enum MHD_Result respond_json(struct query_router *r, struct MHD_Connection *c,
-                                    enum http_endpoint endpoint, unsigned status, char *body,
-                                    size_t len)
-{
-    return respond(r, c, endpoint, status, body, len, "application/json");
-}
-
-static enum MHD_Result respond_error(struct query_router *r, struct MHD_Connection *c,
-                                     enum http_endpoint endpoint, unsigned status,
-                                     const char *message)
-{
-    size_t cap = strlen(message) * 6 + 32;
-    char *body = malloc(cap);
-    int64_t len = body != NULL ? http_error_json(message, body, cap) : 0;
-    ASSERT(len >= 0);
-    return respond_json(r, c, endpoint, status, body, (size_t)len);
+    return http_respond(c, status, body, len, "application/json");
 }
 
 /* ,"missing":["URL",...,"partition P",...] of the attempts. */
-static void missing_put(const struct query_router *r, const struct router_attempt *attempts,
-                        uint32_t count, struct text_buf *b)
+static void missing_put(const struct router *r, const struct router_attempt *attempts,
+                        uint32_t count, struct http_text *b)
 {
-    text_put(b, ",\"missing\":[");
+    http_text_put(b, ",\"missing\":[");
     bool first = true;
     for (uint32_t a = 0; a < count; a++) {
         for (uint32_t i = 0; i < attempts[a].missing_count; i++) {
             const char *url = r->nodes[attempts[a].missing[i]].url;
-            char quoted[6u * QUERY_ROUTER_URL_BYTES_MAX + 3];
+            char quoted[6u * ROUTER_NODE_URL_BYTES_MAX + 3];
             int64_t n = query_json_string(url, strlen(url), quoted, sizeof(quoted));
             ASSERT(n > 0);
-            text_put(b, "%s%s", first ? "" : ",", quoted);
+            http_text_put(b, "%s%s", first ? "" : ",", quoted);
             first = false;
         }
         for (uint32_t i = 0; i < attempts[a].missing_partition_count; i++) {
-            text_put(b, "%s\"partition %u\"", first ? "" : ",", attempts[a].missing_partitions[i]);
+            http_text_put(b, "%s\"partition %u\"", first ? "" : ",",
+                          attempts[a].missing_partitions[i]);
             first = false;
         }
     }
-    text_put(b, "]");
+    http_text_put(b, "]");
 }
 
 /* The 503 of no complete replica, naming what each group missed. */
-static enum MHD_Result respond_no_replica(struct query_router *r, struct MHD_Connection *c,
-                                          enum http_endpoint endpoint,
-                                          const struct router_attempt *attempts, uint32_t count)
+static enum http_result respond_no_replica(struct router *r, struct http_request *c,
+                                           const struct router_attempt *attempts, uint32_t count)
 {
     atomic_fetch_add_explicit(&r->unavailable, 1, memory_order_relaxed);
-    size_t cap = 256u + (size_t)r->node_count * (6u * QUERY_ROUTER_URL_BYTES_MAX + 4u) +
+    size_t cap = 256u + (size_t)r->node_count * (6u * ROUTER_NODE_URL_BYTES_MAX + 4u) +
                  ROUTER_GROUPS * ROUTER_MISSING_PARTITIONS_MAX * 24u;
-    struct text_buf b = {.dst = malloc(cap), .capacity = cap};
+    struct http_text b = {.dst = malloc(cap), .capacity = cap};
     if (b.dst == NULL) {
-        return respond_json(r, c, endpoint, 503, NULL, 0);
+        return respond_json(c, 503, NULL, 0);
     }
-    text_put(&b, "{\"error\":\"no complete replica\"");
+    http_text_put(&b, "{\"error\":\"no complete replica\"");
     missing_put(r, attempts, count, &b);
-    text_put(&b, "}");
+    http_text_put(&b, "}");
     ASSERT(!b.overflow);
-    return respond_json(r, c, endpoint, 503, b.dst, b.len);
+    return respond_json(c, 503, b.dst, b.len);
 }
 
 /* Answers a merged body (taken) with ,"node_group":G and, for a partial answer, ,"partial":
  * true and the missing list, added before its closing brace. */
-static enum MHD_Result respond_merged(struct query_router *r, struct MHD_Connection *c,
-                                      enum http_endpoint endpoint, struct router_merged *m,
-                                      const struct router_attempt *answered,
-                                      const struct router_attempt *attempts, uint32_t count)
+static enum http_result respond_merged(struct router *r, struct http_request *c,
+                                       struct router_merged *m,
+                                       const struct router_attempt *answered,
+                                       const struct router_attempt *attempts, uint32_t count)
 {
     ASSERT(m->len > 0 && m->body[m->len - 1] == '}');
     bool partial = !answered->complete;
     size_t cap = m->len + 64u +
-                 (partial ? (size_t)r->node_count * (6u * QUERY_ROUTER_URL_BYTES_MAX + 4u) +
+                 (partial ? (size_t)r->node_count * (6u * ROUTER_NODE_URL_BYTES_MAX + 4u) +
                                 ROUTER_GROUPS * ROUTER_MISSING_PARTITIONS_MAX * 24u
                           : 0u);
-    struct text_buf b = {.dst = malloc(cap), .capacity = cap};
+    struct http_text b = {.dst = malloc(cap), .capacity = cap};
     if (b.dst == NULL) {
         free(m->body);
-        return respond_json(r, c, endpoint, 503, NULL, 0);
+        return respond_json(c, 503, NULL, 0);
     }
     memcpy(b.dst, m->body, m->len - 1);
     b.len = m->len - 1;
     free(m->body);
-    text_put(&b, ",\"node_group\":%u", answered->group + 1);
+    http_text_put(&b, ",\"node_group\":%u", answered->group + 1);
     if (partial) {
         atomic_fetch_add_explicit(&r->partial, 1, memory_order_relaxed);
-        text_put(&b, ",\"partial\":true");
+        http_text_put(&b, ",\"partial\":true");
         missing_put(r, attempts, count, &b);
     }
-    text_put(&b, "}");
+    http_text_put(&b, "}");
     ASSERT(!b.overflow);
-    return respond_json(r, c, endpoint, 200, b.dst, b.len);
+    return respond_json(c, 200, b.dst, b.len);
 }
 
 /* A member's answer copied as it is (a 4xx, a 501, one order). */
-static enum MHD_Result respond_copy(struct query_router *r, struct MHD_Connection *c,
-                                    enum http_endpoint endpoint, const struct router_call *call)
+static enum http_result respond_copy(struct http_request *c, const struct router_call *call)
 {
     char *body = malloc(call->len + 1);
     if (body != NULL) {
         memcpy(body, call->body, call->len + 1);
     }
-    return respond_json(r, c, endpoint, (unsigned)call->status, body, call->len);
+    return respond_json(c, (unsigned)call->status, body, call->len);
 }
 
 /* ---- node state and figures ---------------------------------------------------------------- */
@@ -305,7 +248,7 @@ static void node_observe(struct router_node *n, const struct router_call *call)
 }
 
 /* A member failed a call: counted, and not ready until the prober sees it ready again. */
-static void node_failed(struct query_router *r, const struct router_call *call)
+static void node_failed(struct router *r, const struct router_call *call)
 {
     struct router_node *n = &r->nodes[call->node];
     atomic_fetch_add_explicit(&n->errors, 1, memory_order_relaxed);
@@ -316,7 +259,7 @@ static void node_failed(struct query_router *r, const struct router_call *call)
 }
 
 /* The partitions an answer must cover: 0..N-1 with --partitions N, else the learned set. */
-static void expected_partitions(struct query_router *r, uint64_t *bits)
+static void expected_partitions(struct router *r, uint64_t *bits)
 {
     for (uint32_t w = 0; w < ROUTER_PARTITION_WORDS; w++) {
         bits[w] = atomic_load_explicit(&r->learned[w], memory_order_relaxed);
@@ -331,7 +274,7 @@ static void expected_partitions(struct query_router *r, uint64_t *bits)
 }
 
 /* Checks an answer's as_of against the expected partitions; learns what it covers. */
-static void check_coverage(struct query_router *r, const struct router_offsets *as_of,
+static void check_coverage(struct router *r, const struct router_offsets *as_of,
                            struct router_attempt *a)
 {
     uint64_t want[ROUTER_PARTITION_WORDS];
@@ -355,7 +298,7 @@ static void check_coverage(struct query_router *r, const struct router_offsets *
 /* ---- fan-out ------------------------------------------------------------------------------- */
 
 /* Takes a free slot (its lock held on return), round-robin. */
-static struct router_slot *slot_acquire(struct query_router *r)
+static struct router_slot *slot_acquire(struct router *r)
 {
     unsigned first = atomic_fetch_add_explicit(&r->slot_next, 1, memory_order_relaxed);
     for (uint32_t i = 0; i < r->slot_count; i++) {
@@ -375,7 +318,7 @@ static void slot_release(struct router_slot *s)
 }
 
 /* The upstream timeout: the router's, plus the wait a consistent=true request asks of a node. */
-static uint32_t call_timeout_ms(const struct query_router *r, const struct http_route *route)
+static uint32_t call_timeout_ms(const struct router *r, const struct query_route *route)
 {
     if (!route->consistent) {
         return r->timeout_ms;
@@ -385,11 +328,11 @@ static uint32_t call_timeout_ms(const struct query_router *r, const struct http_
 }
 
 /* Judges one member's answer into the attempt. */
-static void judge_call(struct query_router *r, const struct http_route *route,
+static void judge_call(struct router *r, const struct query_route *route,
                        const struct router_call *call, struct router_attempt *a)
 {
     long s = call->status;
-    bool order_absent = route->endpoint == HTTP_EP_ORDER && s == 404;
+    bool order_absent = route->endpoint == QUERY_EP_ORDER && s == 404;
     if (call->error == 0 && (s == 200 || order_absent)) {
         a->ok++;
         node_observe(&r->nodes[call->node], call);
@@ -404,7 +347,7 @@ static void judge_call(struct query_router *r, const struct http_route *route,
 
 /* Asks every member of group g (or, for a partial answer, every ready one). A member the
  * prober sees down makes the group incomplete without a call, unless partial. */
-static void attempt_group(struct query_router *r, struct router_slot *s, uint32_t g,
+static void attempt_group(struct router *r, struct router_slot *s, uint32_t g,
                           const struct router_request *req, const char *authorization,
                           struct router_attempt *a)
 {
@@ -436,12 +379,11 @@ static void attempt_group(struct query_router *r, struct router_slot *s, uint32_
 /* ---- merging an attempt -------------------------------------------------------------------- */
 
 /* Merges the answering members' bodies of a (its group's calls in s). Returns 0 with m set. */
-static int merge_attempt(struct query_router *r, struct router_slot *s,
-                         const struct http_route *route, const struct router_attempt *a,
-                         struct router_merged *m)
+static int merge_attempt(struct router *r, struct router_slot *s, const struct query_route *route,
+                         const struct router_attempt *a, struct router_merged *m)
 {
-    const char *bodies[QUERY_ROUTER_NODES_MAX];
-    const char *urls[QUERY_ROUTER_NODES_MAX];
+    const char *bodies[ROUTER_NODES_MAX];
+    const char *urls[ROUTER_NODES_MAX];
     uint32_t n = 0;
     for (uint32_t i = 0; i < a->called; i++) {
         const struct router_call *call = &s->calls[a->group][i];
@@ -452,10 +394,10 @@ static int merge_attempt(struct query_router *r, struct router_slot *s,
     }
     ASSERT(n > 0);
     switch (route->endpoint) {
-    case HTTP_EP_COUNT: return router_merge_count(route, bodies, n, m);
-    case HTTP_EP_ORDERS: return router_merge_orders(route, bodies, n, m);
-    case HTTP_EP_PARTITIONS: return router_merge_partitions(bodies, n, m);
-    case HTTP_EP_HEAT: return router_merge_heat(urls, bodies, n, m);
+    case QUERY_EP_COUNT: return router_merge_count(route, bodies, n, m);
+    case QUERY_EP_ORDERS: return router_merge_orders(route, bodies, n, m);
+    case QUERY_EP_PARTITIONS: return router_merge_partitions(bodies, n, m);
+    case QUERY_EP_HEAT: return router_merge_heat(urls, bodies, n, m);
     default: break;
     }
     ASSERT(false);
@@ -484,15 +426,15 @@ static const struct router_call *found_order(const struct router_slot *s,
 
 /* Answers from attempt a: complete, or (partial=true) the group where most members answered.
  * Returns false, answering nothing, when a complete-looking answer misses partitions. */
-static bool answer_attempt(struct query_router *r, struct MHD_Connection *c, struct router_slot *s,
-                           const struct http_route *route, struct router_attempt *attempts,
-                           uint32_t count, struct router_attempt *a, enum MHD_Result *result)
+static bool answer_attempt(struct router *r, struct http_request *c, struct router_slot *s,
+                           const struct query_route *route, struct router_attempt *attempts,
+                           uint32_t count, struct router_attempt *a, enum http_result *result)
 {
-    if (route->endpoint == HTTP_EP_ORDER) {
+    if (route->endpoint == QUERY_EP_ORDER) {
         const struct router_call *absent = NULL;
         const struct router_call *hit = found_order(s, a, &absent);
         ASSERT(hit != NULL || absent != NULL);
-        *result = respond_copy(r, c, route->endpoint, hit != NULL ? hit : absent);
+        *result = respond_copy(c, hit != NULL ? hit : absent);
         return true;
     }
     struct router_merged *m = calloc(1, sizeof(*m));
@@ -501,10 +443,10 @@ static bool answer_attempt(struct query_router *r, struct MHD_Connection *c, str
         char text[ROUTER_ERROR_BYTES_MAX + 64];
         snprintf(text, sizeof(text), "%s", rc == -ENOMEM ? "out of memory" : m->error);
         free(m);
-        *result = respond_error(r, c, route->endpoint, rc == -ENOMEM ? 503 : 502, text);
+        *result = http_respond_error(c, rc == -ENOMEM ? 503 : 502, text);
         return true;
     }
-    bool has_as_of = route->endpoint == HTTP_EP_COUNT || route->endpoint == HTTP_EP_PARTITIONS;
+    bool has_as_of = route->endpoint == QUERY_EP_COUNT || route->endpoint == QUERY_EP_PARTITIONS;
     if (has_as_of && a->complete) {
         check_coverage(r, &m->as_of, a);
         if (!a->complete) {
@@ -513,20 +455,20 @@ static bool answer_attempt(struct query_router *r, struct MHD_Connection *c, str
             return false;
         }
     }
-    *result = respond_merged(r, c, route->endpoint, m, a, attempts, count);
+    *result = respond_merged(r, c, m, a, attempts, count);
     free(m);
     return true;
 }
 
 /* The data endpoints: the preferred group, then the other; 503 (or partial) without either. */
-static enum MHD_Result serve_data(struct query_router *r, struct MHD_Connection *c,
-                                  const struct router_request *req, const char *authorization)
+static enum http_result serve_data(struct router *r, struct http_request *c,
+                                   const struct router_request *req, const char *authorization)
 {
     struct router_attempt attempts[ROUTER_GROUPS];
     uint32_t count = 0;
     unsigned first = atomic_load_explicit(&r->preferred, memory_order_relaxed);
     struct router_slot *s = slot_acquire(r);
-    enum MHD_Result result = MHD_NO;
+    enum http_result result = HTTP_RESULT_CLOSE;
     bool answered = false;
     for (uint32_t k = 0; k < ROUTER_GROUPS && !answered; k++) {
         uint32_t g = (first + k) % ROUTER_GROUPS;
@@ -536,7 +478,7 @@ static enum MHD_Result serve_data(struct query_router *r, struct MHD_Connection 
         struct router_attempt *a = &attempts[count++];
         attempt_group(r, s, g, req, authorization, a);
         if (a->verdict != NULL) {
-            result = respond_copy(r, c, req->route.endpoint, a->verdict);
+            result = respond_copy(c, a->verdict);
             answered = true;
         } else if (a->complete &&
                    answer_attempt(r, c, s, &req->route, attempts, count, a, &result)) {
@@ -557,14 +499,14 @@ static enum MHD_Result serve_data(struct query_router *r, struct MHD_Connection 
             best != NULL && answer_attempt(r, c, s, &req->route, attempts, count, best, &result);
     }
     if (!answered) {
-        result = respond_no_replica(r, c, req->route.endpoint, attempts, count);
+        result = respond_no_replica(r, c, attempts, count);
     }
     slot_release(s);
     return result;
 }
 
 /* /readyz: ready while some group has every member ready (the prober's view). */
-static enum MHD_Result serve_readyz(struct query_router *r, struct MHD_Connection *c)
+static enum http_result serve_readyz(struct router *r, struct http_request *c)
 {
     struct router_attempt attempts[ROUTER_GROUPS];
     uint32_t count = 0;
@@ -585,59 +527,64 @@ static enum MHD_Result serve_readyz(struct query_router *r, struct MHD_Connectio
         ready_group = a->missing_count == 0 && ready_group < 0 ? (int)g : ready_group;
     }
     if (ready_group < 0) {
-        return respond_no_replica(r, c, HTTP_EP_READYZ, attempts, count);
+        return respond_no_replica(r, c, attempts, count);
     }
     char text[96];
     int n = snprintf(text, sizeof(text), "{\"ready\":true,\"node_group\":%d}", ready_group + 1);
-    return respond_json(r, c, HTTP_EP_READYZ, 200, strdup(text), (size_t)n);
+    return respond_json(c, 200, strdup(text), (size_t)n);
 }
 
 /* ---- /metrics ------------------------------------------------------------------------------ */
 
-static void metrics_requests(struct query_router *r, struct text_buf *b)
+static void metrics_requests(struct router *r, struct http_text *b)
 {
-    static const char *const classes[ROUTER_CLASSES] = {"2xx", "4xx", "5xx"};
-    text_put(b, "# HELP dayshard_router_requests_total Answers of the router by path and status "
-                "class.\n# TYPE dayshard_router_requests_total counter\n");
+    static const char *const classes[HTTP_CLASS_COUNT] = {"2xx", "4xx", "5xx"};
+    http_text_put(b,
+                  "# HELP dayshard_router_requests_total Answers of the router by path and status "
+                  "class.\n# TYPE dayshard_router_requests_total counter\n");
     for (uint32_t e = 0; e < ROUTER_ENDPOINTS; e++) {
-        for (uint32_t k = 0; k < ROUTER_CLASSES; k++) {
-            text_put(b, "dayshard_router_requests_total{path=\"%s\",code=\"%s\"} %" PRIuFAST64 "\n",
-                     router_endpoint_names[e], classes[k],
-                     atomic_load_explicit(&r->requests[e][k], memory_order_relaxed));
+        for (uint32_t k = 0; k < HTTP_CLASS_COUNT; k++) {
+            http_text_put(b,
+                          "dayshard_router_requests_total{path=\"%s\",code=\"%s\"} %" PRIu64 "\n",
+                          router_endpoint_names[e], classes[k],
+                          http_server_answers(r->server, e, (enum http_class)k));
         }
     }
-    text_put(b,
-             "# HELP dayshard_router_failovers_total Requests answered by the group not tried "
-             "first.\n# TYPE dayshard_router_failovers_total counter\n"
-             "dayshard_router_failovers_total %" PRIuFAST64 "\n"
-             "# HELP dayshard_router_unavailable_total Requests answered 503: no complete "
-             "replica.\n# TYPE dayshard_router_unavailable_total counter\n"
-             "dayshard_router_unavailable_total %" PRIuFAST64 "\n"
-             "# HELP dayshard_router_partial_total Answers of partial=true missing a node.\n"
-             "# TYPE dayshard_router_partial_total counter\n"
-             "dayshard_router_partial_total %" PRIuFAST64 "\n",
-             atomic_load_explicit(&r->failovers, memory_order_relaxed),
-             atomic_load_explicit(&r->unavailable, memory_order_relaxed),
-             atomic_load_explicit(&r->partial, memory_order_relaxed));
+    http_text_put(b,
+                  "# HELP dayshard_router_failovers_total Requests answered by the group not tried "
+                  "first.\n# TYPE dayshard_router_failovers_total counter\n"
+                  "dayshard_router_failovers_total %" PRIuFAST64 "\n"
+                  "# HELP dayshard_router_unavailable_total Requests answered 503: no complete "
+                  "replica.\n# TYPE dayshard_router_unavailable_total counter\n"
+                  "dayshard_router_unavailable_total %" PRIuFAST64 "\n"
+                  "# HELP dayshard_router_partial_total Answers of partial=true missing a node.\n"
+                  "# TYPE dayshard_router_partial_total counter\n"
+                  "dayshard_router_partial_total %" PRIuFAST64 "\n",
+                  atomic_load_explicit(&r->failovers, memory_order_relaxed),
+                  atomic_load_explicit(&r->unavailable, memory_order_relaxed),
+                  atomic_load_explicit(&r->partial, memory_order_relaxed));
 }
 
-static void metrics_nodes(struct query_router *r, struct text_buf *b)
+static void metrics_nodes(struct router *r, struct http_text *b)
 {
-    text_put(b, "# HELP dayshard_router_node_ready Whether the node was ready at its last probe.\n"
-                "# TYPE dayshard_router_node_ready gauge\n");
+    http_text_put(
+        b, "# HELP dayshard_router_node_ready Whether the node was ready at its last probe.\n"
+           "# TYPE dayshard_router_node_ready gauge\n");
     for (uint32_t i = 0; i < r->node_count; i++) {
-        text_put(b, "dayshard_router_node_ready{node=\"%s\",group=\"%u\"} %d\n", r->nodes[i].url,
-                 r->nodes[i].group + 1,
-                 atomic_load_explicit(&r->nodes[i].ready, memory_order_relaxed) ? 1 : 0);
+        http_text_put(b, "dayshard_router_node_ready{node=\"%s\",group=\"%u\"} %d\n",
+                      r->nodes[i].url, r->nodes[i].group + 1,
+                      atomic_load_explicit(&r->nodes[i].ready, memory_order_relaxed) ? 1 : 0);
     }
-    text_put(b, "# HELP dayshard_router_upstream_errors_total Calls to the node that failed "
-                "(no answer, or a 5xx).\n# TYPE dayshard_router_upstream_errors_total counter\n");
+    http_text_put(b,
+                  "# HELP dayshard_router_upstream_errors_total Calls to the node that failed "
+                  "(no answer, or a 5xx).\n# TYPE dayshard_router_upstream_errors_total counter\n");
     for (uint32_t i = 0; i < r->node_count; i++) {
-        text_put(b, "dayshard_router_upstream_errors_total{node=\"%s\"} %" PRIuFAST64 "\n",
-                 r->nodes[i].url, atomic_load_explicit(&r->nodes[i].errors, memory_order_relaxed));
+        http_text_put(b, "dayshard_router_upstream_errors_total{node=\"%s\"} %" PRIuFAST64 "\n",
+                      r->nodes[i].url,
+                      atomic_load_explicit(&r->nodes[i].errors, memory_order_relaxed));
     }
-    text_put(b, "# HELP dayshard_router_upstream_latency_seconds Answered calls to the node.\n"
-                "# TYPE dayshard_router_upstream_latency_seconds histogram\n");
+    http_text_put(b, "# HELP dayshard_router_upstream_latency_seconds Answered calls to the node.\n"
+                     "# TYPE dayshard_router_upstream_latency_seconds histogram\n");
     for (uint32_t i = 0; i < r->node_count; i++) {
         const struct router_node *n = &r->nodes[i];
         uint64_t cumulative = 0;
@@ -649,38 +596,38 @@ static void metrics_nodes(struct query_router *r, struct text_buf *b)
             } else {
                 snprintf(le, sizeof(le), "+Inf");
             }
-            text_put(b,
-                     "dayshard_router_upstream_latency_seconds_bucket{node=\"%s\",le=\"%s\"} "
-                     "%" PRIu64 "\n",
-                     n->url, le, cumulative);
+            http_text_put(b,
+                          "dayshard_router_upstream_latency_seconds_bucket{node=\"%s\",le=\"%s\"} "
+                          "%" PRIu64 "\n",
+                          n->url, le, cumulative);
         }
-        text_put(b,
-                 "dayshard_router_upstream_latency_seconds_sum{node=\"%s\"} %.6f\n"
-                 "dayshard_router_upstream_latency_seconds_count{node=\"%s\"} %" PRIuFAST64 "\n",
-                 n->url,
-                 (double)atomic_load_explicit(&n->latency_sum_ns, memory_order_relaxed) / 1e9,
-                 n->url, atomic_load_explicit(&n->latency_count, memory_order_relaxed));
+        http_text_put(
+            b,
+            "dayshard_router_upstream_latency_seconds_sum{node=\"%s\"} %.6f\n"
+            "dayshard_router_upstream_latency_seconds_count{node=\"%s\"} %" PRIuFAST64 "\n",
+            n->url, (double)atomic_load_explicit(&n->latency_sum_ns, memory_order_relaxed) / 1e9,
+            n->url, atomic_load_explicit(&n->latency_count, memory_order_relaxed));
     }
 }
 
-static enum MHD_Result serve_metrics(struct query_router *r, struct MHD_Connection *c)
+static enum http_result serve_metrics(struct router *r, struct http_request *c)
 {
     size_t cap = 8192u + (size_t)r->node_count * (ROUTER_LATENCY_BUCKETS + 8u) *
-                             (QUERY_ROUTER_URL_BYTES_MAX + 96u);
-    struct text_buf b = {.dst = malloc(cap), .capacity = cap};
+                             (ROUTER_NODE_URL_BYTES_MAX + 96u);
+    struct http_text b = {.dst = malloc(cap), .capacity = cap};
     if (b.dst == NULL) {
-        return respond_json(r, c, HTTP_EP_METRICS, 503, NULL, 0);
+        return respond_json(c, 503, NULL, 0);
     }
     metrics_requests(r, &b);
     metrics_nodes(r, &b);
     ASSERT(!b.overflow); /* the capacity is computed for the node count */
-    return respond(r, c, HTTP_EP_METRICS, 200, b.dst, b.len, "text/plain; version=0.0.4");
+    return http_respond(c, 200, b.dst, b.len, "text/plain; version=0.0.4");
 }
 
 /* ---- the prober ---------------------------------------------------------------------------- */
 
 /* Asks every node's /readyz once and records who is ready. */
-static void probe_once(struct query_router *r)
+static void probe_once(struct router *r)
 {
     for (uint32_t i = 0; i < r->node_count; i++) {
         struct router_call *call = &r->probe_calls[i];
@@ -703,9 +650,9 @@ static void probe_once(struct query_router *r)
 
 static void *prober_main(void *arg)
 {
-    struct query_router *r = arg;
+    struct router *r = arg;
     ASSERT(pthread_mutex_lock(&r->stop_lock) == 0);
-    while (!r->stopping) { /* runs until query_router_stop; one probe round per interval */
+    while (!r->stopping) { /* runs until router_stop; one probe round per interval */
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         uint64_t ns = (uint64_t)until.tv_nsec + (uint64_t)r->probe_interval_ms * 1000000u;
@@ -726,20 +673,21 @@ static void *prober_main(void *arg)
 
 /* ---- libmicrohttpd callbacks --------------------------------------------------------------- */
 
-/* Takes partial=true|false out of the target (a parameter of the router only) into
- * req->forward. Returns 0 or 400 with message set. */
-static unsigned strip_partial(struct router_request *req, char *message, size_t message_size)
+/* Takes partial=true|false out of the target (target_len bytes, at most HTTP_URI_BYTES_MAX; a
+ * parameter of the router only) into req->forward. Returns 0 or 400 with message set. */
+static unsigned strip_partial(struct router_request *req, const char *target, size_t target_len,
+                              char *message, size_t message_size)
 {
-    const char *q = memchr(req->target, '?', req->target_len);
-    size_t path_len = q != NULL ? (size_t)(q - req->target) : req->target_len;
-    memcpy(req->forward, req->target, path_len);
+    const char *q = memchr(target, '?', target_len);
+    size_t path_len = q != NULL ? (size_t)(q - target) : target_len;
+    memcpy(req->forward, target, path_len);
     size_t n = path_len;
     bool seen = false;
     size_t start = path_len + 1;
-    while (q != NULL && start <= req->target_len) { /* one parameter a turn; bounded by len */
-        const char *amp = memchr(req->target + start, '&', req->target_len - start);
-        size_t end = amp != NULL ? (size_t)(amp - req->target) : req->target_len;
-        const char *p = req->target + start;
+    while (q != NULL && start <= target_len) { /* one parameter a turn; bounded by len */
+        const char *amp = memchr(target + start, '&', target_len - start);
+        size_t end = amp != NULL ? (size_t)(amp - target) : target_len;
+        const char *p = target + start;
         size_t len = end - start;
         if (len >= 8 && memcmp(p, "partial=", 8) == 0) {
             bool yes = len == 12 && memcmp(p + 8, "true", 4) == 0;
@@ -779,125 +727,66 @@ static void upstream_target(struct router_request *req)
     req->upstream[n] = '\0';
 }
 
-static enum MHD_Result add_header_bytes(void *cls, enum MHD_ValueKind kind, const char *key,
-                                        size_t key_size, const char *value, size_t value_size)
+/* First call of a request (the core checked its size): validates it as a node would, so a bad
+ * request is a 4xx without a fan-out. Answering nothing accepts it. */
+static enum http_result accept_request(void *user, struct http_request *c, const char *method)
 {
-    (void)kind;
-    (void)key;
-    (void)value;
-    size_t *total = cls;
-    *total += key_size + value_size + 4;
-    return MHD_YES;
-}
-
-/* First call of a request (headers read): validates it as a node would. An error is answered
- * at once; a valid request on the last call, after any body was drained (keep-alive). */
-static enum MHD_Result handle_first(struct query_router *r, struct MHD_Connection *c,
-                                    const char *method, struct router_request *req)
-{
-    req->validated = true;
-    size_t header_bytes = 0;
-    MHD_get_connection_values_n(c, MHD_HEADER_KIND, add_header_bytes, &header_bytes);
-    if (header_bytes > HTTP_HEADERS_BYTES_MAX) {
-        return respond_error(r, c, HTTP_EP_NONE, 431, "request headers larger than 8192 bytes");
-    }
-    if (req->target_len > HTTP_URI_BYTES_MAX) {
-        return respond_error(r, c, HTTP_EP_NONE, 414, "request target longer than 2048 bytes");
-    }
+    struct router_request *req = http_request_state(c);
+    (void)user;
+    size_t target_len = 0;
+    const char *target = http_request_target(c, &target_len);
     char message[HTTP_ERROR_BYTES_MAX];
-    if (strip_partial(req, message, sizeof(message)) != 0) {
-        return respond_error(r, c, HTTP_EP_NONE, 400, message);
+    if (strip_partial(req, target, target_len, message, sizeof(message)) != 0) {
+        return http_respond_error(c, 400, message);
     }
-    struct http_route *route = &req->route;
+    struct query_route *route = &req->route;
     unsigned status =
-        http_route_parse(method, req->forward, strlen(req->forward), QUERY_RANGE_DAYS_MAX, route);
+        query_route_parse(method, req->forward, strlen(req->forward), QUERY_RANGE_DAYS_MAX, route);
+    http_request_tag(c, route->endpoint);
     bool routed =
-        status != 404 && status != 405 && status != 414 && route->endpoint != HTTP_EP_NONE;
-    if (routed && r->token_len > 0 && route->needs_token &&
-        !http_bearer_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), r->token,
-                        r->token_len)) { /* as a node: no answer about the request without it */
-        return respond_error(r, c, route->endpoint, 401, "missing or wrong bearer token");
+        status != 404 && status != 405 && status != 414 && route->endpoint != QUERY_EP_NONE;
+    if (routed && route->needs_token &&
+        !http_request_authorized(c)) { /* as a node: no answer about the request without it */
+        return http_respond_error(c, 401, "missing or wrong bearer token");
     }
     if (status != 0) {
-        return respond_error(r, c, route->endpoint, status, route->error);
+        return http_respond_error(c, status, route->error);
     }
     upstream_target(req);
-    req->valid = true;
-    return MHD_YES;
+    return HTTP_RESULT_OK;
 }
 
-static enum MHD_Result dispatch(struct query_router *r, struct MHD_Connection *c,
-                                const struct router_request *req)
+static enum http_result dispatch(void *user, struct http_request *c)
 {
+    struct router *r = user;
+    const struct router_request *req = http_request_state(c);
     switch (req->route.endpoint) {
-    case HTTP_EP_HEALTHZ:
-        return respond_json(r, c, HTTP_EP_HEALTHZ, 200, strdup("{\"status\":\"ok\"}"), 15);
-    case HTTP_EP_READYZ: return serve_readyz(r, c);
-    case HTTP_EP_METRICS: return serve_metrics(r, c);
-    case HTTP_EP_COUNT:
-    case HTTP_EP_PARTITIONS:
-    case HTTP_EP_ORDERS:
-    case HTTP_EP_ORDER:
-    case HTTP_EP_HEAT:
+    case QUERY_EP_HEALTHZ: return respond_json(c, 200, strdup("{\"status\":\"ok\"}"), 15);
+    case QUERY_EP_READYZ: return serve_readyz(r, c);
+    case QUERY_EP_METRICS: return serve_metrics(r, c);
+    case QUERY_EP_COUNT:
+    case QUERY_EP_PARTITIONS:
+    case QUERY_EP_ORDERS:
+    case QUERY_EP_ORDER:
+    case QUERY_EP_HEAT:
         return serve_data(r, c, req,
                           r->node_authorization[0] != '\0'
                               ? r->node_authorization
-                              : MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"));
-    case HTTP_EP_NONE: break;
+                              : http_request_header(c, "Authorization"));
+    case QUERY_EP_NONE: break;
     }
     ASSERT(false);
-    return MHD_NO;
-}
-
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
-                              const char *method, const char *version, const char *upload_data,
-                              size_t *upload_data_size, void **con_cls)
-{
-    (void)url;
-    (void)version;
-    (void)upload_data;
-    struct query_router *r = cls;
-    struct router_request *req = *con_cls;
-    if (req == NULL) {
-        return respond_error(r, c, HTTP_EP_NONE, 503, "out of memory");
-    }
-    if (!req->validated) {
-        return handle_first(r, c, method, req);
-    }
-    if (*upload_data_size > 0) { /* a body on a GET or HEAD: drained and ignored */
-        *upload_data_size = 0;
-        return MHD_YES;
-    }
-    ASSERT(req->valid);
-    return dispatch(r, c, req);
-}
-
-static void *capture_target(void *cls, const char *uri, struct MHD_Connection *c)
-{
-    (void)cls;
-    (void)c;
-    struct router_request *req = malloc(sizeof(*req));
-    if (req == NULL) {
-        return NULL;
-    }
-    req->validated = false;
-    req->valid = false;
-    req->partial = false;
-    req->target_len = strlen(uri);
-    size_t keep = req->target_len <= HTTP_URI_BYTES_MAX ? req->target_len : 0;
-    memcpy(req->target, uri, keep);
-    req->target[keep] = '\0';
-    return req;
+    return HTTP_RESULT_CLOSE;
 }
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
 
 /* A node URL the router accepts: http://, printable, no quote or backslash (it becomes a label
- * value and a JSON string as is), shorter than QUERY_ROUTER_URL_BYTES_MAX. */
+ * value and a JSON string as is), shorter than ROUTER_NODE_URL_BYTES_MAX. */
 static bool url_valid(const char *url)
 {
     size_t len = url != NULL ? strlen(url) : 0;
-    if (len <= 7 || len >= QUERY_ROUTER_URL_BYTES_MAX || strncmp(url, "http://", 7) != 0) {
+    if (len <= 7 || len >= ROUTER_NODE_URL_BYTES_MAX || strncmp(url, "http://", 7) != 0) {
         return false;
     }
     for (size_t i = 0; i < len; i++) {
@@ -909,15 +798,14 @@ static bool url_valid(const char *url)
     return true;
 }
 
-int query_router_config_check(const struct query_router_config *cfg)
+int router_config_check(const struct router_config *cfg)
 {
-    bool ok = cfg->node_count >= 1 && cfg->node_count <= QUERY_ROUTER_NODES_MAX &&
-              cfg->replica_count <= QUERY_ROUTER_NODES_MAX &&
+    bool ok = cfg->node_count >= 1 && cfg->node_count <= ROUTER_NODES_MAX &&
+              cfg->replica_count <= ROUTER_NODES_MAX &&
               (cfg->replica_count == 0 || cfg->replicas != NULL) &&
-              cfg->threads <= QUERY_HTTP_THREADS_MAX &&
-              cfg->timeout_ms <= QUERY_ROUTER_TIMEOUT_MS_MAX &&
-              cfg->connect_timeout_ms <= QUERY_ROUTER_TIMEOUT_MS_MAX &&
-              cfg->probe_interval_ms <= QUERY_ROUTER_PROBE_MS_MAX &&
+              cfg->threads <= QUERY_HTTP_THREADS_MAX && cfg->timeout_ms <= ROUTER_TIMEOUT_MS_MAX &&
+              cfg->connect_timeout_ms <= ROUTER_TIMEOUT_MS_MAX &&
+              cfg->probe_interval_ms <= ROUTER_PROBE_MS_MAX &&
               cfg->partitions <= ROUTER_PARTITIONS_MAX &&
               (cfg->token == NULL ||
                (cfg->token[0] != '\0' && strlen(cfg->token) <= HTTP_TOKEN_BYTES_MAX)) &&
@@ -933,7 +821,7 @@ int query_router_config_check(const struct query_router_config *cfg)
 }
 
 /* Copies the URLs (without a trailing slash) into the node table, group by group. */
-static void nodes_init(struct query_router *r, const struct query_router_config *cfg)
+static void nodes_init(struct router *r, const struct router_config *cfg)
 {
     const char *const *lists[ROUTER_GROUPS] = {cfg->nodes, cfg->replicas};
     uint32_t counts[ROUTER_GROUPS] = {cfg->node_count, cfg->replica_count};
@@ -953,7 +841,7 @@ static void nodes_init(struct query_router *r, const struct query_router_config 
     }
 }
 
-static int slots_open(struct query_router *r, uint32_t threads, uint32_t connect_timeout_ms)
+static int slots_open(struct router *r, uint32_t threads, uint32_t connect_timeout_ms)
 {
     for (uint32_t i = 0; i < threads; i++) {
         struct router_slot *s = &r->slots[i];
@@ -973,7 +861,7 @@ static int slots_open(struct query_router *r, uint32_t threads, uint32_t connect
     return rc != 0 ? rc : (r->probe_calls != NULL ? 0 : -ENOMEM);
 }
 
-static void slots_close(struct query_router *r)
+static void slots_close(struct router *r)
 {
     for (uint32_t i = 0; i < r->slot_count; i++) {
         struct router_slot *s = &r->slots[i];
@@ -993,18 +881,31 @@ static void slots_close(struct query_router *r)
     router_client_destroy(r->probe_client);
 }
 
-static int router_open(struct query_router *r, const struct query_router_config *cfg)
+static int router_open(struct router *r, const struct router_config *cfg)
 {
     uint32_t threads = cfg->threads != 0 ? cfg->threads : ROUTER_THREADS_DEFAULT;
-    const char *listen_text = cfg->listen != NULL ? cfg->listen : QUERY_HTTP_LISTEN_DEFAULT;
-    int rc = http_listen(listen_text, &r->listen_fd, r->address, sizeof(r->address));
+    struct http_server_config server = {
+        .name = "router",
+        .listen = cfg->listen != NULL ? cfg->listen : QUERY_HTTP_LISTEN_DEFAULT,
+        .threads = threads,
+        .connections_max = QUERY_HTTP_CONNECTIONS_DEFAULT,
+        .connections_per_ip = QUERY_HTTP_CONNECTIONS_PER_IP_DEFAULT,
+        .idle_timeout_s = QUERY_HTTP_IDLE_TIMEOUT_S_DEFAULT,
+        .token = cfg->token,
+        /* A client told 503 may come back in a second: the prober has looked again by then. */
+        .flags = HTTP_SERVER_RETRY_503,
+        .request_state_bytes = sizeof(struct router_request),
+        .accept = accept_request,
+        .dispatch = dispatch,
+        .user = r,
+    };
+    int rc = http_server_open(&server, &r->server);
     if (rc != 0) {
-        ds_log_error("router: cannot listen on %s: %s", listen_text, ds_strerror(rc));
         return rc;
     }
     rc = slots_open(r, threads,
                     cfg->connect_timeout_ms != 0 ? cfg->connect_timeout_ms
-                                                 : QUERY_ROUTER_CONNECT_TIMEOUT_MS_DEFAULT);
+                                                 : ROUTER_CONNECT_TIMEOUT_MS_DEFAULT);
     if (rc != 0) {
         return rc;
     }
@@ -1013,30 +914,16 @@ static int router_open(struct query_router *r, const struct query_router_config 
         return -EAGAIN;
     }
     r->prober_started = true;
-    r->daemon = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, r,
-        MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, (void *)"router", MHD_OPTION_LISTEN_SOCKET,
-        r->listen_fd, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(threads > 1 ? threads : 0),
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)QUERY_HTTP_CONNECTIONS_DEFAULT,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)QUERY_HTTP_CONNECTIONS_PER_IP_DEFAULT,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)QUERY_HTTP_IDLE_TIMEOUT_S_DEFAULT,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY_BYTES,
-        MHD_OPTION_URI_LOG_CALLBACK, capture_target, r, MHD_OPTION_NOTIFY_COMPLETED,
-        http_mhd_request_done, NULL, MHD_OPTION_END);
-    if (r->daemon == NULL) {
-        ds_log_error("router: libmicrohttpd refused to start on %s", r->address);
-        return -EIO;
-    }
-    return 0;
+    return http_server_start(r->server);
 }
 
-int query_router_start(const struct query_router_config *cfg, struct query_router **out)
+int router_start(const struct router_config *cfg, struct router **out)
 {
-    int rc = query_router_config_check(cfg);
+    int rc = router_config_check(cfg);
     if (rc != 0) {
         return rc;
     }
-    struct query_router *r = calloc(1, sizeof(*r));
+    struct router *r = calloc(1, sizeof(*r));
     if (r == NULL) {
         return -ENOMEM;
     }
@@ -1044,15 +931,10 @@ int query_router_start(const struct query_router_config *cfg, struct query_route
         free(r);
         return -ENOMEM;
     }
-    r->listen_fd = -1;
-    r->timeout_ms = cfg->timeout_ms != 0 ? cfg->timeout_ms : QUERY_ROUTER_TIMEOUT_MS_DEFAULT;
+    r->timeout_ms = cfg->timeout_ms != 0 ? cfg->timeout_ms : ROUTER_TIMEOUT_MS_DEFAULT;
     r->probe_interval_ms =
-        cfg->probe_interval_ms != 0 ? cfg->probe_interval_ms : QUERY_ROUTER_PROBE_MS_DEFAULT;
+        cfg->probe_interval_ms != 0 ? cfg->probe_interval_ms : ROUTER_PROBE_MS_DEFAULT;
     r->partitions = cfg->partitions;
-    if (cfg->token != NULL) {
-        r->token_len = strlen(cfg->token);
-        memcpy(r->token, cfg->token, r->token_len);
-    }
     if (cfg->node_token != NULL) {
         snprintf(r->node_authorization, sizeof(r->node_authorization), "Bearer %s",
                  cfg->node_token);
@@ -1062,28 +944,24 @@ int query_router_start(const struct query_router_config *cfg, struct query_route
     nodes_init(r, cfg);
     rc = router_open(r, cfg);
     if (rc != 0) {
-        query_router_stop(r);
+        router_stop(r);
         return rc;
     }
     *out = r;
     return 0;
 }
 
-const char *query_router_address(const struct query_router *r)
+const char *router_address(const struct router *r)
 {
-    return r->address;
+    return http_server_address(r->server);
 }
 
-void query_router_stop(struct query_router *r)
+void router_stop(struct router *r)
 {
     if (r == NULL) {
         return;
     }
-    if (r->daemon != NULL) {
-        MHD_stop_daemon(r->daemon); /* closes the listening socket too */
-    } else if (r->listen_fd >= 0) {
-        close(r->listen_fd);
-    }
+    http_server_close(r->server); /* no request runs past this */
     if (r->prober_started) {
         ASSERT(pthread_mutex_lock(&r->stop_lock) == 0);
         r->stopping = true;

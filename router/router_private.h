@@ -1,22 +1,23 @@
 /*
- * Private to query/: the pieces of the router (router.c, the service and its failover rules)
+ * Private to router/: the pieces of the router (router.c, the service and its failover rules)
  * that live in their own files: the upstream client over libcurl multi (router_fanout.c) and
  * the merging of node answers into one document (router_merge.c). Both are free of
  * libmicrohttpd, so they read as plain functions over bytes.
  */
-#ifndef DS_QUERY_ROUTER_H
-#define DS_QUERY_ROUTER_H
+#ifndef DS_ROUTER_ROUTER_PRIVATE_H
+#define DS_ROUTER_ROUTER_PRIVATE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "query/http_private.h"
+#include "http/http.h"
 #include "query/query.h"
+#include "router/router.h"
 
 /* Group 1 (--node) and group 2 (--replica). */
 #define ROUTER_GROUPS 2u
-#define ROUTER_NODES_TOTAL_MAX (ROUTER_GROUPS * QUERY_ROUTER_NODES_MAX)
+#define ROUTER_NODES_TOTAL_MAX (ROUTER_GROUPS * ROUTER_NODES_MAX)
 /* One node answer the router reads at most: a page of 1000 orders is ~550 KiB, a day's
  * partitions of 1024 shards ~200 KiB; a larger answer is a failure of that node. */
 #define ROUTER_ANSWER_BYTES_MAX (4u * 1024 * 1024)
@@ -28,12 +29,12 @@
  * %23 (three bytes), and a NUL. */
 #define ROUTER_TARGET_BYTES_MAX (3u * HTTP_URI_BYTES_MAX + 1u)
 /* A full upstream URL: the node's base and a target. */
-#define ROUTER_URL_BYTES_MAX (QUERY_ROUTER_URL_BYTES_MAX + ROUTER_TARGET_BYTES_MAX + 64u)
+#define ROUTER_URL_BYTES_MAX (ROUTER_NODE_URL_BYTES_MAX + ROUTER_TARGET_BYTES_MAX + 64u)
 #define ROUTER_ERROR_BYTES_MAX 160u
 
 _Static_assert(ROUTER_PARTITIONS_MAX % 64u == 0, "the partition bitmap is whole words");
 
-/* ---- router_fanout.c: parallel GETs over kept-alive connections ----------------------------- */
+/* ---- router_fanout.c: parallel GETs over kept-alive connections ---------------------------- */
 
 /* One upstream GET of a fan-out and its answer. */
 struct router_call {
@@ -89,9 +90,9 @@ struct router_merged {
 /* Each merge reads the 200 answers of bodies[0..count) (NUL-terminated), writes out->body and
  * returns 0, or returns -DS_ECORRUPT (an answer is not the document a node gives: out->error
  * says which field) or -ENOMEM. */
-DS_MUST_USE int router_merge_count(const struct http_route *route, const char *const *bodies,
+DS_MUST_USE int router_merge_count(const struct query_route *route, const char *const *bodies,
                                    uint32_t count, struct router_merged *out);
-DS_MUST_USE int router_merge_orders(const struct http_route *route, const char *const *bodies,
+DS_MUST_USE int router_merge_orders(const struct query_route *route, const char *const *bodies,
                                     uint32_t count, struct router_merged *out);
 DS_MUST_USE int router_merge_partitions(const char *const *bodies, uint32_t count,
                                         struct router_merged *out);
@@ -104,4 +105,4 @@ DS_MUST_USE int router_merge_heat(const char *const *urls, const char *const *bo
  * (QUERY_ORDERS_TOKEN_CHARS_MAX + 1 bytes). */
 void router_order_token(int64_t ts_ms, const struct ds_id *order, char *dst);
 
-#endif /* DS_QUERY_ROUTER_H */
+#endif /* DS_ROUTER_ROUTER_PRIVATE_H */

@@ -29,8 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/router.h"
-#include "query/text.h"
+#include "router/router_private.h"
 
 /* The tail key of an order (gsi/key.h): ~ts big-endian, then 0xFE ~id for an integer id, or
  * 0xFD and the complemented bytes (a zero byte escaped) and 0xFF 0xFF for a string id. */
@@ -237,30 +236,30 @@ static bool offsets_add(struct router_offsets *o, const json_t *obj)
 }
 
 /* ,"NAME":{...} of o. */
-static void offsets_put(struct text_buf *b, const char *name, const struct router_offsets *o)
+static void offsets_put(struct http_text *b, const char *name, const struct router_offsets *o)
 {
-    text_put(b, ",\"%s\":{", name);
+    http_text_put(b, ",\"%s\":{", name);
     bool first = true;
     if (o->has_file) {
-        text_put(b, "\"file\":%" PRId64, o->file_next);
+        http_text_put(b, "\"file\":%" PRId64, o->file_next);
         first = false;
     }
     for (uint32_t p = 0; p < ROUTER_PARTITIONS_MAX; p++) {
         if ((o->bits[p / 64] >> (p % 64)) & 1u) {
-            text_put(b, "%s\"%u\":%" PRId64, first ? "" : ",", p, o->next[p]);
+            http_text_put(b, "%s\"%u\":%" PRId64, first ? "" : ",", p, o->next[p]);
             first = false;
         }
     }
-    text_put(b, "}");
+    http_text_put(b, "}");
 }
 
 /* Renders into a new buffer of capacity cap, doubling until it fits (bounded: 16 tries). */
-typedef void (*render_fn)(struct text_buf *b, const void *user);
+typedef void (*render_fn)(struct http_text *b, const void *user);
 
 static int render_new(render_fn render, const void *user, size_t cap, struct router_merged *out)
 {
     for (int tries = 0; tries < 16; tries++, cap *= 2) {
-        struct text_buf b = {.dst = malloc(cap), .capacity = cap};
+        struct http_text b = {.dst = malloc(cap), .capacity = cap};
         if (b.dst == NULL) {
             return -ENOMEM;
         }
@@ -299,17 +298,17 @@ static void docs_free(json_t **docs, uint32_t count)
 }
 
 /* ,"consistency":"..." (a consistent=true answer's kind, as a member gave it). */
-static void consistency_put(struct text_buf *b, const char *consistency)
+static void consistency_put(struct http_text *b, const char *consistency)
 {
     char text[64];
     int64_t n = query_json_string(consistency, strnlen(consistency, 16), text, sizeof(text));
-    text_put(b, ",\"consistency\":%s", n > 0 ? text : "null");
+    http_text_put(b, ",\"consistency\":%s", n > 0 ? text : "null");
 }
 
 /* ---- /v1/count ----------------------------------------------------------------------------- */
 
 struct count_merge {
-    const struct http_route *route;
+    const struct query_route *route;
     struct query_count_result res;
     const char *consistency; /* a member's "consistency" value, or NULL */
     struct router_offsets as_of;
@@ -451,7 +450,7 @@ static int count_member(struct count_merge *m, const json_t *doc, struct router_
     return 0;
 }
 
-static void count_render(struct text_buf *b, const void *user)
+static void count_render(struct http_text *b, const void *user)
 {
     const struct count_merge *m = user;
     int64_t n = query_count_json(&m->route->count, &m->res, b->dst, b->capacity);
@@ -469,13 +468,13 @@ static void count_render(struct text_buf *b, const void *user)
     if (m->watermarks->present) {
         offsets_put(b, "high_watermarks", m->watermarks);
     }
-    text_put(b, "}");
+    http_text_put(b, "}");
 }
 
-int router_merge_count(const struct http_route *route, const char *const *bodies, uint32_t count,
+int router_merge_count(const struct query_route *route, const char *const *bodies, uint32_t count,
                        struct router_merged *out)
 {
-    ASSERT(route->endpoint == HTTP_EP_COUNT);
+    ASSERT(route->endpoint == QUERY_EP_COUNT);
     ASSERT(count >= 1 && count <= ROUTER_NODES_TOTAL_MAX);
     json_t *docs[ROUTER_NODES_TOTAL_MAX] = {0};
     struct count_merge *m = calloc(1, sizeof(*m));
@@ -542,7 +541,7 @@ static bool order_parse(const json_t *o, struct merge_order *m)
 }
 
 struct orders_merge {
-    const struct http_route *route;
+    const struct query_route *route;
     struct merge_order *all;
     size_t all_count;
     bool has_frontier; /* some member has more after its frontier */
@@ -618,7 +617,7 @@ static void orders_page(struct orders_merge *m)
     }
 }
 
-static void orders_render(struct text_buf *b, const void *user)
+static void orders_render(struct http_text *b, const void *user)
 {
     const struct orders_merge *m = user;
     int64_t n =
@@ -631,14 +630,14 @@ static void orders_render(struct text_buf *b, const void *user)
     if (m->consistency != NULL) {
         b->len--; /* reopen the object */
         consistency_put(b, m->consistency);
-        text_put(b, "}");
+        http_text_put(b, "}");
     }
 }
 
-int router_merge_orders(const struct http_route *route, const char *const *bodies, uint32_t count,
+int router_merge_orders(const struct query_route *route, const char *const *bodies, uint32_t count,
                         struct router_merged *out)
 {
-    ASSERT(route->endpoint == HTTP_EP_ORDERS);
+    ASSERT(route->endpoint == QUERY_EP_ORDERS);
     ASSERT(count >= 1 && count <= ROUTER_NODES_TOTAL_MAX);
     json_t *docs[ROUTER_NODES_TOTAL_MAX] = {0};
     struct orders_merge m = {.route = route};
@@ -729,12 +728,12 @@ static int partitions_member(struct partitions_merge *m, const json_t *doc,
     return offsets_add(&m->as_of, json_object_get(doc, "as_of")) ? 0 : bad(out, "as_of");
 }
 
-static void partitions_render(struct text_buf *b, const void *user)
+static void partitions_render(struct http_text *b, const void *user)
 {
     const struct partitions_merge *m = user;
     char date[DS_DATE_TEXT_SIZE];
     ds_date_format(m->day, date);
-    text_put(b, "{\"day\":\"%s\",\"shards\":%u,\"partitions\":[", date, m->shards);
+    http_text_put(b, "{\"day\":\"%s\",\"shards\":%u,\"partitions\":[", date, m->shards);
     bool first = true;
     for (uint32_t shard = 0; shard < SHARD_COUNT_MAX; shard++) {
         const struct partition_sum *s = &m->sums[shard];
@@ -743,17 +742,17 @@ static void partitions_render(struct text_buf *b, const void *user)
         }
         char rate[32];
         snprintf(rate, sizeof(rate), s->has_rate ? "%.1f" : "null", s->rate);
-        text_put(b,
-                 "%s{\"shard\":%u,\"partition\":\"%s\",\"events\":%" PRIu64 ",\"bytes\":%" PRIu64
-                 ",\"blocks\":%" PRIu64 ",\"write_rate_per_s\":%s}",
-                 first ? "" : ",", shard, s->key, s->events, s->bytes, s->blocks, rate);
+        http_text_put(b,
+                      "%s{\"shard\":%u,\"partition\":\"%s\",\"events\":%" PRIu64
+                      ",\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"write_rate_per_s\":%s}",
+                      first ? "" : ",", shard, s->key, s->events, s->bytes, s->blocks, rate);
         first = false;
     }
-    text_put(b, "]");
+    http_text_put(b, "]");
     if (m->as_of.present) {
         offsets_put(b, "as_of", &m->as_of);
     }
-    text_put(b, "}");
+    http_text_put(b, "}");
 }
 
 int router_merge_partitions(const char *const *bodies, uint32_t count, struct router_merged *out)
@@ -789,17 +788,17 @@ struct heat_merge {
     uint32_t count;
 };
 
-static void heat_render(struct text_buf *b, const void *user)
+static void heat_render(struct http_text *b, const void *user)
 {
     const struct heat_merge *m = user;
-    text_put(b, "{\"nodes\":[");
+    http_text_put(b, "{\"nodes\":[");
     for (uint32_t i = 0; i < m->count; i++) {
-        char url[6u * QUERY_ROUTER_URL_BYTES_MAX + 3];
+        char url[6u * ROUTER_NODE_URL_BYTES_MAX + 3];
         int64_t n = query_json_string(m->urls[i], strlen(m->urls[i]), url, sizeof(url));
         ASSERT(n > 0);
-        text_put(b, "%s{\"node\":%s,\"heat\":%s}", i == 0 ? "" : ",", url, m->bodies[i]);
+        http_text_put(b, "%s{\"node\":%s,\"heat\":%s}", i == 0 ? "" : ",", url, m->bodies[i]);
     }
-    text_put(b, "]}");
+    http_text_put(b, "]}");
 }
 
 int router_merge_heat(const char *const *urls, const char *const *bodies, uint32_t count,
@@ -810,7 +809,7 @@ int router_merge_heat(const char *const *urls, const char *const *bodies, uint32
     int rc = docs_load(bodies, count, docs, out); /* embedded as given, once known to be JSON */
     size_t cap = 64;
     for (uint32_t i = 0; i < count; i++) {
-        cap += strlen(bodies[i]) + 6u * QUERY_ROUTER_URL_BYTES_MAX + 32u;
+        cap += strlen(bodies[i]) + 6u * ROUTER_NODE_URL_BYTES_MAX + 32u;
     }
     struct heat_merge m = {.urls = urls, .bodies = bodies, .count = count};
     rc = rc == 0 ? render_new(heat_render, &m, cap, out) : rc;

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "gsi/key.h"
-#include "query/router.h"
+#include "router/router_private.h"
 
 static json_t *merged_doc(const struct router_merged *m)
 {
@@ -31,9 +31,9 @@ static json_t *merged_doc(const struct router_merged *m)
     return doc;
 }
 
-static struct http_route count_route(enum query_group by)
+static struct query_route count_route(enum query_group by)
 {
-    struct http_route route = {.endpoint = HTTP_EP_COUNT};
+    struct query_route route = {.endpoint = QUERY_EP_COUNT};
     route.count.day_first = 20454; /* 2026-01-01 */
     route.count.day_last = 20455;
     route.count.by = by;
@@ -56,7 +56,7 @@ static void test_router_merge_count_sums_exactly(void **state)
                     "{\"key\":\"2026-01-02\",\"count\":2,\"amount_sum\":\"2.2500\"}],"
                     "\"as_of\":{\"1\":4,\"2\":9}}";
     const char *bodies[] = {a, b};
-    struct http_route route = count_route(QUERY_GROUP_DAY);
+    struct query_route route = count_route(QUERY_GROUP_DAY);
     struct router_merged m = {0};
     assert_int_equal(router_merge_count(&route, bodies, 2, &m), 0);
     json_t *doc = merged_doc(&m);
@@ -88,7 +88,7 @@ static void test_router_merge_count_bad_answer_named(void **state)
 {
     /* Intent: an answer missing a field, or not JSON, is refused naming what is wrong. */
     (void)state;
-    struct http_route route = count_route(QUERY_GROUP_NONE);
+    struct query_route route = count_route(QUERY_GROUP_NONE);
     const char *no_amount[] = {"{\"count\":1,\"partitions\":1,\"blocks\":1,\"bytes\":1,"
                                "\"damaged_blocks\":0}"};
     struct router_merged m = {0};
@@ -109,7 +109,7 @@ static void test_router_merge_count_retention_floor_is_latest(void **state)
      * latest floor, the first day every member still keeps; a member whose range is above its
      * floor leaves the field out; a floor that is not a date is refused, named. */
     (void)state;
-    struct http_route route = count_route(QUERY_GROUP_NONE);
+    struct query_route route = count_route(QUERY_GROUP_NONE);
     const char *head = "{\"count\":1,\"amount_sum\":\"1.0000\",\"partitions\":1,"
                        "\"blocks\":1,\"bytes\":1,\"damaged_blocks\":0";
     char a[256], b[256], c[256];
@@ -195,7 +195,7 @@ static void test_router_merge_orders_stops_at_frontier(void **state)
              "{\"customer_id\":7,\"orders\":[%s,%s,%s],\"next\":\"%s\",\"gsi_lag_ms\":9}", b1, b2,
              b3, b_next);
     const char *bodies[] = {a, b};
-    struct http_route route = {.endpoint = HTTP_EP_ORDERS, .limit = 3, .customer = {.value = 7}};
+    struct query_route route = {.endpoint = QUERY_EP_ORDERS, .limit = 3, .customer = {.value = 7}};
     struct router_merged m = {0};
     assert_int_equal(router_merge_orders(&route, bodies, 2, &m), 0);
     json_t *doc = merged_doc(&m);
@@ -229,9 +229,9 @@ static void test_router_merge_orders_tie_break_and_once(void **state)
              "\"gsi_lag_ms\":0}",
              s2, i8, i7);
     const char *bodies[] = {a, b};
-    struct http_route route = {.endpoint = HTTP_EP_ORDERS,
-                               .limit = 10,
-                               .customer = {.is_string = true, .len = 2, .text = "42"}};
+    struct query_route route = {.endpoint = QUERY_EP_ORDERS,
+                                .limit = 10,
+                                .customer = {.is_string = true, .len = 2, .text = "42"}};
     struct router_merged m = {0};
     assert_int_equal(router_merge_orders(&route, bodies, 2, &m), 0);
     json_t *doc = merged_doc(&m);
@@ -274,7 +274,7 @@ static void test_router_merge_orders_full_page_cursor(void **state)
              "\"gsi_lag_ms\":0}",
              b1, b2, b_next);
     const char *bodies[] = {a, b};
-    struct http_route route = {.endpoint = HTTP_EP_ORDERS, .limit = 2, .customer = {.value = 7}};
+    struct query_route route = {.endpoint = QUERY_EP_ORDERS, .limit = 2, .customer = {.value = 7}};
     struct router_merged m = {0};
     assert_int_equal(router_merge_orders(&route, bodies, 2, &m), 0);
     json_t *doc = merged_doc(&m);

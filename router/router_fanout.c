@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/router.h"
+#include "router/router_private.h"
 
 struct router_client {
     CURLM *multi;

@@ -1,0 +1,180 @@
+/*
+ * http: the HTTP plumbing of dayshard, shared by every part that speaks HTTP.
+ *
+ * The server core runs the libmicrohttpd daemon of the query service (`serve`, `run --http`)
+ * and of the router: the listening socket, the worker pool, the limits on what a client may
+ * send (target, headers, connection memory), the bearer token, and the answers ({"error": ...}
+ * bodies, Allow on a 405, Retry-After, a long-lived stream). Each server keeps only its
+ * dispatch (which handler answers a request) and its handlers.
+ *
+ * Threads: http_server_open .. http_server_close from one thread; the accept and dispatch
+ * callbacks and every http_respond_* run on the daemon's worker threads, one request on one
+ * thread at a time. Text and JSON helpers are pure functions, any thread.
+ */
+#ifndef DS_HTTP_HTTP_H
+#define DS_HTTP_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+
+/* ---- server (server.c): libmicrohttpd, for the query service and the router ---- */
+
+/* The raw request target (path and query): a count needs under 120 bytes; 2 KiB leaves room
+ * for long status values and is what common proxies accept without complaint. Longer: 414. */
+#define HTTP_URI_BYTES_MAX 2048u
+/* All request header names and values together; longer: 431. */
+#define HTTP_HEADERS_BYTES_MAX 8192u
+/* libmicrohttpd's per-connection memory; past it libmicrohttpd answers 414/431 itself (with
+ * its own HTML body). It must leave room above our own JSON-answered limits. */
+#define HTTP_CONNECTION_MEMORY_BYTES 32768u
+/* The message of a 4xx answer. */
+#define HTTP_ERROR_BYTES_MAX 256u
+/* Token bytes: enough for any generated secret, small enough to compare in constant time. */
+#define HTTP_TOKEN_BYTES_MAX 256u
+/* Tags a server may put on its answers to have them counted apart (the router: by endpoint). */
+#define HTTP_TAGS_MAX 16u
+/* "GET, HEAD": what every endpoint of both servers allows (the Allow header of a 405). */
+#define HTTP_ALLOW "GET, HEAD"
+
+_Static_assert(HTTP_URI_BYTES_MAX + HTTP_HEADERS_BYTES_MAX < HTTP_CONNECTION_MEMORY_BYTES,
+               "our JSON 414 and 431 must come before libmicrohttpd's own");
+
+/* What a handler returns: its answer was queued, or the connection must close (libmicrohttpd
+ * could not take the answer). */
+enum http_result { HTTP_RESULT_CLOSE = 0, HTTP_RESULT_OK = 1 };
+
+/* Status classes of the answers a server counts. */
+enum http_class { HTTP_CLASS_2XX = 0, HTTP_CLASS_4XX, HTTP_CLASS_5XX, HTTP_CLASS_COUNT };
+/* http_server_answers over every tag. */
+#define HTTP_TAG_ANY UINT32_MAX
+
+enum http_server_flags {
+    HTTP_SERVER_CHALLENGE = 1u << 0, /* a 401 carries WWW-Authenticate: Bearer */
+    HTTP_SERVER_RETRY_503 = 1u << 1, /* every 503 carries Retry-After: 1 */
+};
+
+struct http_server;
+/* One request, from its headers to its answer: the raw target, the server's own state for it
+ * (http_request_state) and the connection to answer on. Owned by the core. */
+struct http_request;
+
+/* First call of a request, its headers read, its target within HTTP_URI_BYTES_MAX and its
+ * headers within HTTP_HEADERS_BYTES_MAX: validates it. Answering (an error) ends the request
+ * (the connection then closes, which also drops any body); answering nothing accepts it, and
+ * dispatch runs once its body (if any) was drained, so the connection can be kept alive. */
+typedef enum http_result (*http_accept_fn)(void *user, struct http_request *req,
+                                           const char *method);
+/* An accepted request: must answer it (one http_respond_*). */
+typedef enum http_result (*http_dispatch_fn)(void *user, struct http_request *req);
+
+struct http_server_config {
+    const char *name;            /* "serve", "router": log lines start with it; borrowed */
+    const char *listen;          /* "HOST:PORT" (an IPv6 host in brackets; port 0: any) */
+    uint32_t threads;            /* workers (libmicrohttpd's epoll thread pool), >= 1 */
+    uint32_t connections_max;    /* open connections in total, >= 1 */
+    uint32_t connections_per_ip; /* from one address, >= 1 */
+    uint32_t idle_timeout_s;     /* an idle (or dribbling) connection is closed, >= 1 */
+    const char *token;           /* bearer token (http_request_authorized), or NULL; copied */
+    enum http_server_flags flags;
+    size_t request_state_bytes; /* per request, zeroed, for the server's own use */
+    http_accept_fn accept;
+    http_dispatch_fn dispatch;
+    void *user; /* retained until http_server_close */
+};
+
+/* Binds and listens on cfg->listen (nothing is served yet: the caller opens what its handlers
+ * need, then calls http_server_start). Returns 0, -DS_EUSAGE (an address that does not parse
+ * or resolve, a token over HTTP_TOKEN_BYTES_MAX), -ENOMEM, or a negated errno of
+ * socket/bind/listen; the cause is logged. */
+DS_MUST_USE int http_server_open(const struct http_server_config *cfg, struct http_server **out);
+/* "HOST:PORT" actually bound (the port chosen when 0 was asked). */
+const char *http_server_address(const struct http_server *s);
+/* Starts the workers. Returns 0 or -EIO (libmicrohttpd refused; logged). */
+DS_MUST_USE int http_server_start(struct http_server *s);
+/* Stops accepting, finishes the requests in progress (a stream ends), closes the socket and
+ * frees s. Accepts NULL. */
+void http_server_close(struct http_server *s);
+/* Answers counted so far with tag (or HTTP_TAG_ANY) and class; any thread. */
+uint64_t http_server_answers(const struct http_server *s, uint32_t tag, enum http_class cls);
+
+/* The raw target as the client sent it (before any decoding), *len bytes (not NUL-terminated
+ * for the parser's sake, though a NUL follows). */
+const char *http_request_target(const struct http_request *req, size_t *len);
+/* A request header's value, or NULL. */
+const char *http_request_header(const struct http_request *req, const char *name);
+/* Whether the request carries the server's bearer token (always true without a token): the
+ * comparison is constant-time over the token. */
+bool http_request_authorized(const struct http_request *req);
+/* request_state_bytes of zeroed memory the server keeps per request (aligned for any type). */
+void *http_request_state(struct http_request *req);
+/* Counts the request's answer under tag (< HTTP_TAGS_MAX; 0 until set). */
+void http_request_tag(struct http_request *req, uint32_t tag);
+
+/* Answers with body (len bytes; taken: freed by the core, on failure too). A NULL body answers
+ * 503 {"error":"out of memory"} instead (the caller's malloc failed). Adds Allow on a 405 and,
+ * by the server's flags, WWW-Authenticate on a 401 and Retry-After: 1 on a 503. */
+enum http_result http_respond(struct http_request *req, unsigned status, char *body, size_t len,
+                              const char *content_type);
+/* http_respond with application/json; len >= 0 when body is not NULL. */
+enum http_result http_respond_json(struct http_request *req, unsigned status, char *body,
+                                   int64_t len);
+/* {"error": message} with status. */
+enum http_result http_respond_error(struct http_request *req, unsigned status, const char *message);
+/* A 503 JSON body (taken; NULL: out of memory) with Retry-After: retry_after_s (>= 1). */
+enum http_result http_respond_unavailable(struct http_request *req, char *body, int64_t len,
+                                          uint32_t retry_after_s);
+
+/* A long-lived answer produced piece by piece (server-sent events, a live console): writes up
+ * to capacity bytes into dst and returns how many (> 0), HTTP_STREAM_END when the stream is
+ * complete or HTTP_STREAM_ABORT to cut the connection. It runs on the request's worker thread
+ * and may wait for its next piece (bounded: a heartbeat every few seconds keeps the client and
+ * any proxy informed), but every other connection of that worker waits with it: a server with
+ * many streams gives them workers of their own. */
+typedef int64_t (*http_stream_fn)(void *user, char *dst, size_t capacity);
+/* Called once when the stream is over, whichever way: the producer ended it, the client went,
+ * or the server stopped. The last call on user: it may free it. */
+typedef void (*http_stream_done_fn)(void *user);
+#define HTTP_STREAM_END (-1)
+#define HTTP_STREAM_ABORT (-2)
+/* Pieces handed to the producer at most (its capacity). */
+#define HTTP_STREAM_BLOCK_BYTES 4096u
+/* Answers status with a body of unknown length (chunked) from produce; done is called once the
+ * stream is over, also when this fails (then with nothing queued). */
+enum http_result http_respond_stream(struct http_request *req, unsigned status,
+                                     const char *content_type, http_stream_fn produce,
+                                     http_stream_done_fn done, void *user);
+
+/* ---- text (text.c): bodies in fixed buffers ---- */
+
+/* Formatted text appended to a caller's fixed buffer (JSON answers, the Prometheus page).
+ * Overflow is sticky and checked once at the end. */
+struct http_text {
+    char *dst;
+    size_t capacity;
+    size_t len;
+    bool overflow; /* a put did not fit: len stops growing, the text is incomplete */
+};
+
+/* Appends like snprintf at b->len; on overflow marks b and writes nothing more. */
+DS_PRINTF(2, 3) void http_text_put(struct http_text *b, const char *fmt, ...);
+/* Writes s (len bytes) as a JSON string literal (quotes included) into dst; returns the
+ * length or -ENOSPC. */
+DS_MUST_USE int64_t http_json_string(const char *s, size_t len, char *dst, size_t dst_capacity);
+/* Renders {"error": message} into dst. Returns the length or -ENOSPC. */
+DS_MUST_USE int64_t http_error_json(const char *message, char *dst, size_t dst_capacity);
+/* Whether an Authorization header value is "Bearer " and token. Constant time over the token's
+ * length: the answer must not reveal a matching prefix. authorization may be NULL (no
+ * header). */
+bool http_bearer_ok(const char *authorization, const char *token, size_t token_len);
+
+/* ---- listening (listen.c) ---- */
+
+/* Binds and listens on "HOST:PORT": *fd gets the non-blocking socket and address the bound
+ * "HOST:PORT" (the port picked for 0). Returns 0, -DS_EUSAGE for an address that does not
+ * parse or resolve, or a negated errno of socket/bind/listen. */
+DS_MUST_USE int http_listen(const char *listen_text, int *fd, char *address, size_t address_size);
+
+#endif /* DS_HTTP_HTTP_H */

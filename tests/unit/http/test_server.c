@@ -1,0 +1,303 @@
+/*
+ * Unit tests of http/server.c, the HTTP server core: a real daemon on loopback, spoken to over
+ * a plain socket so that the bytes on the wire are what is checked. Covers the limits every
+ * server shares (414), the errors ({"error": ...}, Allow on a 405, WWW-Authenticate on a 401),
+ * the answer counters, the bearer check, and streams: several pieces delivered in order and an end
+ * when the producer ends, and an end (the done callback) when the client goes mid-stream.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http/http.h"
+
+#define TEST_PIECES 5
+#define TEST_RESPONSE_BYTES_MAX 65536u
+
+struct fixture {
+    struct http_server *server;
+    atomic_int done;     /* stream done callbacks */
+    atomic_int produced; /* producer calls */
+};
+
+/* A stream's state: the pieces left, or -1 for one that never ends. */
+struct stream_state {
+    struct fixture *f;
+    int left;
+    int next;
+};
+
+static int64_t produce(void *user, char *dst, size_t capacity)
+{
+    struct stream_state *st = user;
+    atomic_fetch_add(&st->f->produced, 1);
+    if (st->left == 0) {
+        return HTTP_STREAM_END;
+    }
+    if (st->left > 0) {
+        st->left--;
+    }
+    int n = snprintf(dst, capacity, "data: piece %d\n\n", st->next++);
+    assert_true(n > 0 && (size_t)n < capacity);
+    if (st->left < 0) { /* a never-ending stream fills each block, so the client is flooded */
+        memset(dst + n, ':', capacity - (size_t)n);
+        return (int64_t)capacity;
+    }
+    return n;
+}
+
+static void stream_done(void *user)
+{
+    struct stream_state *st = user;
+    atomic_fetch_add(&st->f->done, 1);
+    free(st);
+}
+
+static enum http_result accept_request(void *user, struct http_request *req, const char *method)
+{
+    (void)user;
+    size_t len = 0;
+    const char *target = http_request_target(req, &len);
+    if (strcmp(method, "GET") != 0) {
+        return http_respond_error(req, 405, "use GET");
+    }
+    if (len >= 8 && memcmp(target, "/private", 8) == 0 && !http_request_authorized(req)) {
+        return http_respond_error(req, 401, "missing or wrong bearer token");
+    }
+    if (len >= 5 && memcmp(target, "/deny", 5) == 0) {
+        http_request_tag(req, 1);
+        return http_respond_error(req, 403, "denied \"here\"");
+    }
+    return HTTP_RESULT_OK;
+}
+
+static enum http_result dispatch(void *user, struct http_request *req)
+{
+    struct fixture *f = user;
+    size_t len = 0;
+    const char *target = http_request_target(req, &len);
+    bool forever = strncmp(target, "/forever", 8) == 0;
+    if (forever || strncmp(target, "/stream", 7) == 0) {
+        struct stream_state *st = malloc(sizeof(*st));
+        assert_non_null(st);
+        *st = (struct stream_state){.f = f, .left = forever ? -1 : TEST_PIECES};
+        return http_respond_stream(req, 200, "text/event-stream", produce, stream_done, st);
+    }
+    return http_respond_json(req, 200, strdup("{\"ok\":true}"), 11);
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    struct http_server_config cfg = {.name = "test",
+                                     .listen = "127.0.0.1:0",
+                                     .threads = 2,
+                                     .connections_max = 16,
+                                     .connections_per_ip = 16,
+                                     .idle_timeout_s = 10,
+                                     .token = "secret",
+                                     .flags = HTTP_SERVER_CHALLENGE,
+                                     .accept = accept_request,
+                                     .dispatch = dispatch,
+                                     .user = f};
+    assert_int_equal(http_server_open(&cfg, &f->server), 0);
+    assert_int_equal(http_server_start(f->server), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    http_server_close(f->server);
+    free(f);
+    return 0;
+}
+
+static int dial(const struct fixture *f)
+{
+    const char *address = http_server_address(f->server);
+    const char *colon = strrchr(address, ':');
+    assert_non_null(colon);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)atoi(colon + 1)),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    return fd;
+}
+
+static void send_all(int fd, const char *text)
+{
+    size_t len = strlen(text);
+    while (len > 0) {
+        ssize_t n = send(fd, text, len, MSG_NOSIGNAL);
+        assert_true(n > 0);
+        text += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Sends one request (Connection: close) and reads the whole response into a new buffer. */
+static char *exchange(const struct fixture *f, const char *request)
+{
+    int fd = dial(f);
+    send_all(fd, request);
+    char *buf = malloc(TEST_RESPONSE_BYTES_MAX + 1);
+    assert_non_null(buf);
+    size_t len = 0;
+    for (;;) { /* until the server closes; bounded by the buffer */
+        ssize_t n = recv(fd, buf + len, TEST_RESPONSE_BYTES_MAX - len, 0);
+        assert_true(n >= 0);
+        if (n == 0) {
+            break;
+        }
+        len += (size_t)n;
+        assert_true(len < TEST_RESPONSE_BYTES_MAX);
+    }
+    close(fd);
+    buf[len] = '\0';
+    return buf;
+}
+
+/* Waits up to 10 s for the done count to reach want. */
+static bool done_reaches(struct fixture *f, int want)
+{
+    for (int i = 0; i < 1000; i++) {
+        if (atomic_load(&f->done) >= want) {
+            return true;
+        }
+        struct timespec step = {.tv_sec = 0, .tv_nsec = 10 * 1000000};
+        nanosleep(&step, NULL);
+    }
+    return false;
+}
+
+static void test_server_stream_delivers_pieces_and_ends(void **state)
+{
+    /* A finite stream arrives chunked, every piece in order, and ends with the producer. */
+    struct fixture *f = *state;
+    char *resp = exchange(f, "GET /stream HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    assert_non_null(strstr(resp, "HTTP/1.1 200"));
+    assert_non_null(strcasestr(resp, "Transfer-Encoding: chunked"));
+    assert_non_null(strcasestr(resp, "Content-Type: text/event-stream"));
+    const char *at = resp;
+    for (int i = 0; i < TEST_PIECES; i++) {
+        char piece[32];
+        snprintf(piece, sizeof(piece), "data: piece %d\n\n", i);
+        const char *found = strstr(at, piece);
+        assert_non_null(found);
+        at = found + strlen(piece);
+    }
+    assert_non_null(strstr(at, "\r\n0\r\n")); /* the last chunk: the stream ended */
+    free(resp);
+    assert_true(done_reaches(f, 1));
+    assert_int_equal(atomic_load(&f->produced), TEST_PIECES + 1);
+}
+
+static void test_server_stream_ends_when_client_goes(void **state)
+{
+    /* A never-ending stream is cut when its client closes: done runs, the producer stops. */
+    struct fixture *f = *state;
+    int fd = dial(f);
+    send_all(fd, "GET /forever HTTP/1.1\r\nHost: t\r\n\r\n");
+    char buf[8192];
+    size_t got = 0;
+    while (got < 3 * HTTP_STREAM_BLOCK_BYTES) { /* several pieces arrive */
+        ssize_t n = recv(fd, buf, sizeof(buf), 0);
+        assert_true(n > 0);
+        got += (size_t)n;
+    }
+    close(fd);
+    assert_true(done_reaches(f, 1));
+    int produced = atomic_load(&f->produced);
+    assert_true(produced >= 3);
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = 100 * 1000000};
+    nanosleep(&pause, NULL);
+    assert_int_equal(atomic_load(&f->produced), produced);
+}
+
+static void test_server_errors_json_with_headers(void **state)
+{
+    /* Errors are {"error": ...} JSON; a 405 says Allow, a 401 challenges; answers are counted
+     * by tag and class. */
+    struct fixture *f = *state;
+    char *resp = exchange(f, "GET /deny HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    assert_non_null(strstr(resp, "HTTP/1.1 403"));
+    assert_non_null(strstr(resp, "{\"error\":\"denied \\\"here\\\"\"}"));
+    free(resp);
+    resp = exchange(f, "POST /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    assert_non_null(strstr(resp, "HTTP/1.1 405"));
+    assert_non_null(strcasestr(resp, "Allow: GET, HEAD"));
+    free(resp);
+    resp = exchange(f, "GET /private HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    assert_non_null(strstr(resp, "HTTP/1.1 401"));
+    assert_non_null(strcasestr(resp, "WWW-Authenticate: Bearer"));
+    free(resp);
+    resp = exchange(f, "GET /private HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer secret\r\n"
+                       "Connection: close\r\n\r\n");
+    assert_non_null(strstr(resp, "HTTP/1.1 200"));
+    assert_non_null(strstr(resp, "{\"ok\":true}"));
+    free(resp);
+    assert_int_equal(http_server_answers(f->server, 1, HTTP_CLASS_4XX), 1);
+    assert_int_equal(http_server_answers(f->server, HTTP_TAG_ANY, HTTP_CLASS_4XX), 3);
+    assert_int_equal(http_server_answers(f->server, HTTP_TAG_ANY, HTTP_CLASS_2XX), 1);
+}
+
+static void test_server_target_too_long(void **state)
+{
+    /* A target over HTTP_URI_BYTES_MAX is our JSON 414, before the server's own check. */
+    struct fixture *f = *state;
+    size_t cap = HTTP_URI_BYTES_MAX + 256;
+    char *request = malloc(cap);
+    assert_non_null(request);
+    int n = snprintf(request, cap, "GET /");
+    memset(request + n, 'a', HTTP_URI_BYTES_MAX);
+    snprintf(request + n + HTTP_URI_BYTES_MAX, cap - (size_t)n - HTTP_URI_BYTES_MAX,
+             " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    char *resp = exchange(f, request);
+    assert_non_null(strstr(resp, "HTTP/1.1 414"));
+    assert_non_null(strstr(resp, "{\"error\":\"request target longer than 2048 bytes\"}"));
+    free(resp);
+    free(request);
+}
+
+static void test_server_bearer_ok_exact_token_only(void **state)
+{
+    /* Only "Bearer " and the exact token pass: not a prefix, not a longer value, not none. */
+    (void)state;
+    assert_true(http_bearer_ok("Bearer secret", "secret", 6));
+    assert_false(http_bearer_ok("Bearer secre", "secret", 6));
+    assert_false(http_bearer_ok("Bearer secrets", "secret", 6));
+    assert_false(http_bearer_ok("Basic secret", "secret", 6));
+    assert_false(http_bearer_ok("Bearer ", "secret", 6));
+    assert_false(http_bearer_ok(NULL, "secret", 6));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_server_stream_delivers_pieces_and_ends, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_server_stream_ends_when_client_goes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_errors_json_with_headers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_target_too_long, setup, teardown),
+        cmocka_unit_test(test_server_bearer_ok_exact_token_only),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1 @@
+ds_unit_test(http server)

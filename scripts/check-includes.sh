@@ -2,19 +2,24 @@
 # STYLE.md section 1: a folder's files may include another folder's public header only
 # ("storage/storage.h"), never its private ones, and the dependency DAG holds:
 #   common <- shard <- storage <- ingest;  storage <- query <- cli;  common <- gsi <- query
-# (gsi/, the by-customer index, is the second store: it depends on nothing but common.)
+#   common <- http;  ingest, http <- loadgen <- cli
+# (gsi/, the by-customer index, is the second store: it depends on nothing but common. http/
+# is HTTP for the project's own processes; loadgen/, the producer, generator, embedded broker
+# and load test, sits on the consumer path's Kafka pieces and is used by the CLI and benches.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 declare -A allowed=(
   [common]="common"
+  [http]="common http"
   [shard]="common shard"
   [storage]="common shard storage"
   [ingest]="common shard storage ingest"
   [gsi]="common gsi"
+  [loadgen]="common shard storage ingest http loadgen"
   [query]="common shard storage gsi query"
-  [cli]="common shard storage ingest gsi query cli"
-  [bench]="common shard storage ingest gsi query bench"
-  [tests]="common shard storage ingest gsi query tests"
+  [cli]="common shard storage ingest gsi query http loadgen cli"
+  [bench]="common shard storage ingest gsi query loadgen bench"
+  [tests]="common shard storage ingest gsi query loadgen tests"
 )
 status=0
 for folder in "${!allowed[@]}"; do
@@ -96,7 +101,7 @@ while IFS= read -r dir; do
       status=1
     fi
   fi
-done < <(find common shard storage gsi ingest query cli bench tests -type d 2>/dev/null | sort)
+done < <(find common http shard storage gsi ingest loadgen query cli bench tests -type d 2>/dev/null | sort)
 if [[ $status == 0 ]]; then
   echo "include boundaries and call layers: ok"
 fi

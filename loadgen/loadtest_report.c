@@ -37,7 +37,7 @@
 
 #include <jansson.h>
 
-#include "cli/loadtest_report.h"
+#include "loadgen/loadtest_report.h"
 
 /* A number as text (at most 27 bytes: 15 digits, 4 separators, sign, point, 6 decimals); a
  * table cell made of numbers and words; text from the document (keys, strategies, reasons). */

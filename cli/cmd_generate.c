@@ -2,8 +2,8 @@
  * `dayshard generate`: synthetic order events as JSON lines on stdout, from the same generator
  * the demo, the benchmarks and `dayshard produce` use. Deterministic for a seed (and, for
  * flash-sale, the rate: its window is placed in seconds of the schedule). --updates,
- * --duplicates and --items make it an order stream (issue 14): new versions of earlier orders,
- * producer retries, line items; with all three 0 the output is byte for byte what it was before.
+ * --duplicates and --items make it an order stream: new versions of earlier orders, producer
+ * retries, line items; with all three 0 the output is the plain event stream, byte for byte.
  */
 #include <getopt.h>
 #include <stdio.h>

@@ -54,13 +54,13 @@ struct loadgen_workload_config {
     uint32_t flash_factor;       /* flash-sale: the busy day's rate in the window, in shares */
     uint32_t flash_seconds;      /* flash-sale: how long the window lasts, in schedule seconds */
     double flash_start_fraction; /* flash-sale: where it starts, share of the schedule, [0, 1) */
-    /* Orders, not events (issue 14), all 0 by default (the stream is then exactly what it was
-     * before these existed). Shares of the output lines, 0..1, together at most
-     * LOADGEN_WORKLOAD_REPEAT_FRACTION_MAX: update_fraction are new versions of an order sent
-     * earlier (a status change, a changed amount, rarely a moved day or customer; with
-     * updates, half of the orders carry an increasing "version" and a few of their versions
-     * arrive stale, after a higher one), duplicate_fraction repeat an earlier line byte for
-     * byte (a producer's retry). items_fraction is the share of new orders with an "items"
+    /* Orders, not events: all 0 by default, and then the stream is the plain event stream of
+     * the fields above, byte for byte (recorded seeds keep their streams). Shares of the output
+     * lines, 0..1, together at most LOADGEN_WORKLOAD_REPEAT_FRACTION_MAX: update_fraction are new
+     * versions of an order sent earlier (a status change, a changed amount, rarely a moved day or
+     * customer; with updates, half of the orders carry an increasing "version" and a few of their
+     * versions arrive stale, after a higher one), duplicate_fraction repeat an earlier line byte
+     * for byte (a producer's retry). items_fraction is the share of new orders with an "items"
      * array (0..LOADGEN_WORKLOAD_ITEMS_MAX items). */
     double update_fraction;
     double duplicate_fraction;

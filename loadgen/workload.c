@@ -24,7 +24,7 @@
  * hot-customer: each order comes from customer 1 with probability hot_fraction, otherwise
  * from Zipf over 2..customers, so the hot share does not depend on zipf_s.
  *
- * Orders, not events (issue 14): with update_fraction or duplicate_fraction above 0, each line
+ * Orders, not events: with update_fraction or duplicate_fraction above 0, each line
  * is drawn as a new order, an update or a duplicate by sampling without replacement (line i is
  * a new order with probability remaining new orders / remaining lines; updates weigh less
  * while the first WORKLOAD_RECENT_ORDERS orders arrive, see workload_kind_draw), so the stream
@@ -42,7 +42,8 @@
  * update slot, where it is stale. A duplicate repeats one of the last WORKLOAD_RECENT_LINES
  * lines (age n u^3: mostly the line just sent, a producer's retry) and so is the same bytes.
  * Updates and duplicates draw their randomness only when their fractions are above 0, so with
- * them 0 the stream is byte for byte the one from before they existed.
+ * them 0 the stream is byte for byte the plain event stream: a seed recorded with a benchmark or
+ * a test keeps its stream.
  *
  * Randomness: xoshiro256** seeded through splitmix64 from cfg->seed. The stream is a pure
  * function of the configuration for a given libm; another libm may round exp/log differently

@@ -1,5 +1,5 @@
 /*
- * Unit tests of ingest/produce_key.c: the Kafka message keys of `dayshard produce --key`.
+ * Unit tests of loadgen/produce_key.c: the Kafka message keys of `dayshard produce --key`.
  * Checks the mode names both ways, each mode's text for integer and string ids, the DESIGN.md
  * section 3 partition example, the shard count callback and its fallback, a property check over
  * generated events (every partition key parses and routes like shard_of_id), and -ENOSPC.

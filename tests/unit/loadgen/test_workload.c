@@ -1,9 +1,10 @@
 /*
- * Unit tests of ingest/workload.c: the deterministic workload generator. Checks determinism,
- * time order, id sequence, the shape of each profile (days, hours, busy day, hot customer,
- * flash sale, Zipf customers, statuses, amounts, string ids), the send-time schedule, the
- * configuration check, and the order stream of issue 14 (updates, duplicates, versions, stale
- * versions, items: exact counts, byte-equal duplicates, lines the decoder reads back).
+ * Unit tests of loadgen/workload.c and workload_config.c: the deterministic workload
+ * generator. Checks determinism, time order, id sequence, the shape of each profile (days,
+ * hours, busy day, hot customer, flash sale, Zipf customers, statuses, amounts, string ids), the
+ * send-time schedule, the configuration check, and the order stream (updates, duplicates,
+ * versions, stale versions, items: exact counts, byte-equal duplicates, lines the decoder
+ * reads back).
  *
  * The statistical tests use seed 42, or DS_TEST_SEED when set (the seed is printed); their
  * tolerances are at least six standard deviations, so any seed passes.
@@ -835,7 +836,7 @@ static void test_workload_config_check_accepts_edges(void **state)
     }
 }
 
-/* ---- orders, not events (issue 14) --------------------------------------------------------- */
+/* ---- orders, not events ---------------------------------------------------------------------- */
 
 #define LINES_KEPT 512u /* more than the generator's WORKLOAD_RECENT_LINES */
 

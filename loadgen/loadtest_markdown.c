@@ -4,17 +4,8 @@
  * and warnings, and the plots (drawn before, so their states are known). Written last, so a
  * report.md that exists is complete.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <signal.h>
-#include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <jansson.h>
 

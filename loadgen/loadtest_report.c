@@ -24,16 +24,7 @@
  * can edit). gnuplot is optional: without it the report is written without images.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <math.h>
-#include <signal.h>
-#include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <jansson.h>
 

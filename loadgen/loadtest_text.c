@@ -6,16 +6,8 @@
  * null or mistyped field the same way: "-" in text, a gap in a plot.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <signal.h>
-#include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <jansson.h>
 

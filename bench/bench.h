@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 #include "query/query.h"
 #include "shard/shard.h"
 #include "storage/storage.h"
@@ -72,21 +73,21 @@ static inline void bench_remove_tree(const char *dir)
 }
 
 /* The default busy-day workload of `events` events (fixed seed). */
-static inline struct ingest_workload_config bench_busy_day_config(uint64_t events)
+static inline struct loadgen_workload_config bench_busy_day_config(uint64_t events)
 {
-    struct ingest_workload_config cfg;
-    ingest_workload_defaults(&cfg);
-    cfg.profile = INGEST_PROFILE_BUSY_DAY;
+    struct loadgen_workload_config cfg;
+    loadgen_workload_defaults(&cfg);
+    cfg.profile = LOADGEN_PROFILE_BUSY_DAY;
     cfg.events = events;
     return cfg;
 }
 
 /* A generator of that workload, event by event; aborts on failure. */
-static inline struct ingest_workload *bench_busy_day_workload(uint64_t events)
+static inline struct loadgen_workload *bench_busy_day_workload(uint64_t events)
 {
-    struct ingest_workload_config cfg = bench_busy_day_config(events);
-    struct ingest_workload *w = NULL;
-    ASSERT(ingest_workload_create(&cfg, &w) == 0);
+    struct loadgen_workload_config cfg = bench_busy_day_config(events);
+    struct loadgen_workload *w = NULL;
+    ASSERT(loadgen_workload_create(&cfg, &w) == 0);
     return w;
 }
 
@@ -94,11 +95,11 @@ static inline struct ingest_workload *bench_busy_day_workload(uint64_t events)
  * benchmark without its input is meaningless. */
 static inline uint64_t bench_generate_busy_day(const char *path, uint64_t events)
 {
-    struct ingest_workload_config cfg = bench_busy_day_config(events);
+    struct loadgen_workload_config cfg = bench_busy_day_config(events);
     FILE *out = fopen(path, "w");
     ASSERT(out != NULL);
     uint64_t bytes = 0;
-    int rc = ingest_workload_write(&cfg, out, &bytes);
+    int rc = loadgen_workload_write(&cfg, out, &bytes);
     ASSERT(rc == 0);
     rc = fclose(out);
     ASSERT(rc == 0);
@@ -348,8 +349,8 @@ static inline uint64_t bench_durable_events(struct storage **st, struct shard_ma
         }
     }
     ASSERT(storage_refresh(*st) == 0 && shard_map_reload(*map) == 0);
-    struct ingest_workload_config w;
-    ingest_workload_defaults(&w);
+    struct loadgen_workload_config w;
+    loadgen_workload_defaults(&w);
     struct query_count_request req = {.day_first = w.first_day,
                                       .day_last = w.first_day + (int32_t)w.days - 1};
     struct query_count_result res;

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
-#include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 #include "query/query.h"
 #include "shard/shard.h"
 #include "storage/storage.h"
@@ -102,12 +102,12 @@ static double scan_day_us(const char *dir, int32_t day, uint64_t *events)
 }
 
 /* Appends events [0, upto) of the workload (continuing w) and commits every million. */
-static double append_until(struct storage *st, struct shard_map *map, struct ingest_workload *w,
+static double append_until(struct storage *st, struct shard_map *map, struct loadgen_workload *w,
                            uint64_t count)
 {
     struct ds_event event;
     uint64_t t0 = ds_clock_ns();
-    for (uint64_t i = 0; i < count && ingest_workload_next(w, &event); i++) {
+    for (uint64_t i = 0; i < count && loadgen_workload_next(w, &event); i++) {
         bench_append(st, map, &event);
         if ((i + 1) % 1000000 == 0) {
             ASSERT(storage_commit(st) == 0);
@@ -130,15 +130,15 @@ static void compare_paths(uint64_t events, uint64_t iterations, uint32_t shards)
 {
     char dir[] = "/tmp/dayshard-bench-XXXXXX";
     ASSERT(mkdtemp(dir) != NULL);
-    struct ingest_workload_config wcfg = bench_busy_day_config(events);
-    struct ingest_workload *w = bench_busy_day_workload(events);
+    struct loadgen_workload_config wcfg = bench_busy_day_config(events);
+    struct loadgen_workload *w = bench_busy_day_workload(events);
     struct storage *st = NULL;
     struct shard_map *map = NULL;
     bench_open_data(dir, shards, false, &st, &map);
     (void)append_until(st, map, w, events);
     storage_close(st);
     shard_map_close(map);
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
     int32_t busy = wcfg.first_day + (int32_t)wcfg.busy_day_index;
     struct query_count_request queries[2] = {
         {.day_first = busy, .day_last = busy},
@@ -174,8 +174,8 @@ int main(int argc, char **argv)
     char dir[] = "/tmp/dayshard-bench-XXXXXX";
     ASSERT(mkdtemp(dir) != NULL);
 
-    struct ingest_workload_config wcfg = bench_busy_day_config(events);
-    struct ingest_workload *w = bench_busy_day_workload(events);
+    struct loadgen_workload_config wcfg = bench_busy_day_config(events);
+    struct loadgen_workload *w = bench_busy_day_workload(events);
     struct storage *st = NULL;
     struct shard_map *map = NULL;
     bench_open_data(dir, SHARD_COUNT_DEFAULT, false, &st, &map);
@@ -201,7 +201,7 @@ int main(int argc, char **argv)
     seconds += append_until(st, map, w, events - first);
     storage_close(st);
     shard_map_close(map);
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
 
     struct storage_fsck_options fopts = {0};
     struct storage_fsck_report fr;

@@ -61,6 +61,7 @@
 #include "bench/bench.h"
 #include "gsi/gsi.h"
 #include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 #include "query/query.h"
 #include "shard/shard.h"
 #include "storage/storage.h"
@@ -120,8 +121,8 @@ struct e2e {
     struct ingest_kafka_props props;
     int node_rc;
     volatile int stop;
-    struct ingest_produce_config produce;
-    struct ingest_produce_stats produce_stats;
+    struct loadgen_produce_config produce;
+    struct loadgen_produce_stats produce_stats;
     int produce_rc;
     struct query_gsi *gsi; /* NULL with the GSI off */
     struct lag_log lag;
@@ -272,7 +273,7 @@ static void *node_main(void *arg)
 static void *producer_main(void *arg)
 {
     struct e2e *e = arg;
-    e->produce_rc = ingest_produce_run(&e->produce, &e->produce_stats, NULL);
+    e->produce_rc = loadgen_produce_run(&e->produce, &e->produce_stats, NULL);
     return NULL;
 }
 
@@ -289,12 +290,12 @@ static void prepare_data_dir(const char *dir, uint32_t base_shards)
 
 /* ---- part 1: one end-to-end run ------------------------------------------------------------- */
 
-static void e2e_setup(struct e2e *e, struct ingest_broker *broker, const char *data,
+static void e2e_setup(struct e2e *e, struct loadgen_broker *broker, const char *data,
                       const char *input)
 {
     ASSERT(ingest_kafka_props_add(&e->props, "session.timeout.ms=6000") == 0);
     ingest_node_config_defaults(&e->node);
-    e->node.brokers = ingest_broker_bootstrap(broker);
+    e->node.brokers = loadgen_broker_bootstrap(broker);
     e->node.data_dir = data;
     e->node.props = &e->props;
     e->node.status_interval_ms = 100;
@@ -343,14 +344,14 @@ static uint64_t e2e_watch(struct e2e *e, const char *data, uint64_t events, int 
 
 /* Starts the broker, the builder (gsi_on) and the node; returns once the node holds its
  * partitions. */
-static struct ingest_broker *e2e_start(struct e2e *e, const char *data, const char *input,
-                                       bool gsi_on, struct query_metrics *metrics, pthread_t *node,
-                                       pthread_t *waiter)
+static struct loadgen_broker *e2e_start(struct e2e *e, const char *data, const char *input,
+                                        bool gsi_on, struct query_metrics *metrics, pthread_t *node,
+                                        pthread_t *waiter)
 {
-    struct ingest_broker_config bcfg;
-    ingest_broker_config_defaults(&bcfg);
-    struct ingest_broker *broker = NULL;
-    ASSERT(ingest_broker_start(&bcfg, &broker) == 0);
+    struct loadgen_broker_config bcfg;
+    loadgen_broker_config_defaults(&bcfg);
+    struct loadgen_broker *broker = NULL;
+    ASSERT(loadgen_broker_start(&bcfg, &broker) == 0);
     e2e_setup(e, broker, data, input);
     prepare_data_dir(data, e->node.base_shards);
     if (gsi_on) {
@@ -412,7 +413,7 @@ static void e2e_run(const char *dir, const char *input, uint64_t events, int run
     pthread_t node;
     pthread_t waiter;
     pthread_t producer;
-    struct ingest_broker *broker = e2e_start(e, data, input, gsi_on, metrics, &node, &waiter);
+    struct loadgen_broker *broker = e2e_start(e, data, input, gsi_on, metrics, &node, &waiter);
     uint64_t t0 = ds_clock_ns();
     double cpu0 = bench_cpu_seconds();
     ASSERT(pthread_create(&producer, NULL, producer_main, e) == 0);
@@ -434,7 +435,7 @@ static void e2e_run(const char *dir, const char *input, uint64_t events, int run
     close(e->produce.input_fd);
     shard_map_close(map);
     storage_close(st);
-    ingest_broker_stop(broker);
+    loadgen_broker_stop(broker);
     if (seen != events || wait_rc != 0) {
         printf("  run %d (gsi %s): only %llu of %llu events durable (gsi wait %s; node rc %d, "
                "producer rc %d, acked %llu)\n",
@@ -605,10 +606,10 @@ static uint64_t build_append(const char *data, uint64_t events, struct query_gsi
     struct storage *st = NULL;
     struct shard_map *map = NULL;
     bench_open_data(data, SHARD_COUNT_DEFAULT, false, &st, &map);
-    struct ingest_workload *w = bench_busy_day_workload(events);
+    struct loadgen_workload *w = bench_busy_day_workload(events);
     struct ds_event event;
     uint64_t appended = 0;
-    while (ingest_workload_next(w, &event)) {
+    while (loadgen_workload_next(w, &event)) {
         ASSERT(!event.customer_id.is_string);
         ASSERT(event.customer_id.value >= 1 && (uint64_t)event.customer_id.value <= customers);
         orders[event.customer_id.value]++;
@@ -632,7 +633,7 @@ static uint64_t build_append(const char *data, uint64_t events, struct query_gsi
     }
     ASSERT(appended == events);
     uint64_t seq = storage_commit_seq(st);
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
     shard_map_close(map);
     storage_close(st);
     return seq;
@@ -751,8 +752,8 @@ static void query_report(struct query_gsi *g, const char *address, const struct 
 static void query_build(const char *data, uint64_t events, struct query_gsi *g,
                         const struct query_metrics *metrics, struct customer_pick *picks)
 {
-    struct ingest_workload_config wcfg;
-    ingest_workload_defaults(&wcfg);
+    struct loadgen_workload_config wcfg;
+    loadgen_workload_defaults(&wcfg);
     uint32_t *orders = calloc(wcfg.customers + 1, sizeof(*orders));
     ASSERT(orders != NULL);
     bench_peak_rss_reset();
@@ -884,8 +885,8 @@ static void lag_run(const char *dir, uint64_t events, double rate, int run, bool
     char data[256];
     snprintf(data, sizeof(data), "%s/lag%d-%s", dir, run, inline_sync ? "inline" : "thread");
     prepare_data_dir(data, SHARD_COUNT_DEFAULT);
-    struct ingest_workload_config wcfg;
-    ingest_workload_defaults(&wcfg);
+    struct loadgen_workload_config wcfg;
+    loadgen_workload_defaults(&wcfg);
     uint32_t *orders = calloc(wcfg.customers + 1, sizeof(*orders));
     struct lag_log *lag = calloc(1, sizeof(*lag));
     ASSERT(orders != NULL && lag != NULL);

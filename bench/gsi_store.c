@@ -131,18 +131,18 @@ int main(int argc, char **argv)
     }
     char dir[DS_PATH_MAX];
     snprintf(dir, sizeof(dir), "%s/gsi", base);
-    struct ingest_workload_config wcfg = bench_busy_day_config(events);
+    struct loadgen_workload_config wcfg = bench_busy_day_config(events);
     uint32_t *counts = calloc(wcfg.customers + 1, sizeof(*counts));
     struct gsi_entry *batch = calloc(BATCH, sizeof(*batch));
     ASSERT(counts != NULL && batch != NULL);
-    struct ingest_workload *w = bench_busy_day_workload(events);
+    struct loadgen_workload *w = bench_busy_day_workload(events);
     struct gsi *g = store_open(dir);
     struct ds_event ev;
     size_t n = 0;
     uint64_t applied = 0;
     uint64_t t0 = now_ns();
     for (bool more = true; more;) {
-        more = ingest_workload_next(w, &ev);
+        more = loadgen_workload_next(w, &ev);
         if (more) {
             struct gsi_entry *e = &batch[n++];
             memset(e, 0, sizeof(*e));
@@ -166,7 +166,7 @@ int main(int argc, char **argv)
         }
     }
     double apply_s = (double)(now_ns() - t0) / 1e9;
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
     gsi_close(g);
     /* The customers: heaviest, nearest 1,000, exactly 2 orders, nearest 100k (paged). */
     int64_t heavy = 1;

@@ -33,6 +33,7 @@
 
 #include "bench/bench.h"
 #include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 #include "shard/shard.h"
 
 #define BENCH_EVENTS_DEFAULT 2000000u
@@ -57,16 +58,16 @@ static struct bench_event *bench_events_build(size_t count)
 {
     struct bench_event *events = malloc(count * sizeof(*events));
     ASSERT(events != NULL);
-    struct ingest_workload *w = bench_busy_day_workload(count);
+    struct loadgen_workload *w = bench_busy_day_workload(count);
     struct ds_event e;
     for (size_t i = 0; i < count; i++) {
-        ASSERT(ingest_workload_next(w, &e));
+        ASSERT(loadgen_workload_next(w, &e));
         /* The default workload has integer ids only (string_id_permille 0). */
         ASSERT(!e.order_id.is_string && !e.customer_id.is_string);
         events[i] = (struct bench_event){
             .ts_ms = e.ts_ms, .order_id = e.order_id.value, .customer_id = e.customer_id.value};
     }
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
     return events;
 }
 
@@ -136,18 +137,18 @@ static void bench_lines_build(struct bench_lines *lines, size_t count)
     lines->text = malloc(count * INGEST_JSON_LINE_BYTES_MAX);
     lines->start = malloc((count + 1) * sizeof(size_t));
     ASSERT(lines->text != NULL && lines->start != NULL);
-    struct ingest_workload *w = bench_busy_day_workload(count);
+    struct loadgen_workload *w = bench_busy_day_workload(count);
     struct ds_event e;
     size_t at = 0;
     for (size_t i = 0; i < count; i++) {
-        ASSERT(ingest_workload_next(w, &e));
+        ASSERT(loadgen_workload_next(w, &e));
         lines->start[i] = at;
         int n = ingest_event_format_json(&e, lines->text + at, INGEST_JSON_LINE_BYTES_MAX);
         ASSERT(n > 0);
         at += (size_t)n;
     }
     lines->start[count] = at;
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
 }
 
 /* The consumer thread's own work per event: decode the message, route it (day, shard), and

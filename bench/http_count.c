@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
-#include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 #include "query/query.h"
 #include "shard/shard.h"
 #include "storage/storage.h"
@@ -81,14 +81,14 @@ measure_inprocess(const char *dir, const struct query_count_request *req, uint64
     return l;
 }
 
-static void append_events(const char *dir, uint32_t shards, struct ingest_workload *w,
+static void append_events(const char *dir, uint32_t shards, struct loadgen_workload *w,
                           uint64_t count)
 {
     struct storage *st = NULL;
     struct shard_map *map = NULL;
     bench_open_data(dir, shards, false, &st, &map);
     struct ds_event event;
-    for (uint64_t i = 0; i < count && ingest_workload_next(w, &event); i++) {
+    for (uint64_t i = 0; i < count && loadgen_workload_next(w, &event); i++) {
         bench_append(st, map, &event);
         if ((i + 1) % 1000000 == 0) {
             ASSERT(storage_commit(st) == 0);
@@ -149,8 +149,8 @@ static void run_one(uint64_t events, uint64_t iterations, uint32_t shards)
 {
     char dir[] = "/tmp/dayshard-bench-http-XXXXXX";
     ASSERT(mkdtemp(dir) != NULL);
-    struct ingest_workload_config wcfg = bench_busy_day_config(events);
-    struct ingest_workload *w = bench_busy_day_workload(events);
+    struct loadgen_workload_config wcfg = bench_busy_day_config(events);
+    struct loadgen_workload *w = bench_busy_day_workload(events);
     append_events(dir, shards, w, events / 10);
     /* Two services on the same directory: [0] answers from day totals, [1] fans out. */
     struct query_http *services[2] = {NULL, NULL};
@@ -191,7 +191,7 @@ static void run_one(uint64_t events, uint64_t iterations, uint32_t shards)
     for (int i = 0; i < 2; i++) {
         query_http_stop(services[i]);
     }
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
     bench_remove_tree(dir);
 }
 

@@ -47,6 +47,7 @@
 
 #include "bench/bench.h"
 #include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 #include "query/query.h"
 #include "shard/shard.h"
 #include "storage/storage.h"
@@ -95,8 +96,8 @@ struct e2e {
     struct ingest_kafka_props produce_props;
     int node_rc;
     volatile int stop;
-    struct ingest_produce_config produce;
-    struct ingest_produce_stats produce_stats;
+    struct loadgen_produce_config produce;
+    struct loadgen_produce_stats produce_stats;
     int produce_rc;
     atomic_bool produce_done;
     struct query_gsi *gsi; /* NULL with the index off */
@@ -267,7 +268,7 @@ static void *producer_main(void *arg)
 {
     struct e2e *e = arg;
     pthread_setname_np(pthread_self(), "ds-producer");
-    e->produce_rc = ingest_produce_run(&e->produce, &e->produce_stats, NULL);
+    e->produce_rc = loadgen_produce_run(&e->produce, &e->produce_stats, NULL);
     atomic_store(&e->produce_done, true);
     return NULL;
 }
@@ -318,10 +319,10 @@ static double e2e_run(const char *dir, const char *input, uint64_t events, int r
                       enum e2e_mode mode, double *cpu_us_per_event, double *cpu_groups,
                       double *produce_rate, double *lags, int *lag_count)
 {
-    struct ingest_broker_config bcfg;
-    ingest_broker_config_defaults(&bcfg);
-    struct ingest_broker *broker = NULL;
-    ASSERT(ingest_broker_start(&bcfg, &broker) == 0);
+    struct loadgen_broker_config bcfg;
+    loadgen_broker_config_defaults(&bcfg);
+    struct loadgen_broker *broker = NULL;
+    ASSERT(loadgen_broker_start(&bcfg, &broker) == 0);
     struct e2e *e = calloc(1, sizeof(*e));
     ASSERT(e != NULL);
     e->events = events;
@@ -333,7 +334,7 @@ static double e2e_run(const char *dir, const char *input, uint64_t events, int r
         ASSERT(ingest_kafka_props_add(&e->props, nx) == 0);
     }
     ingest_node_config_defaults(&e->node);
-    e->node.brokers = ingest_broker_bootstrap(broker);
+    e->node.brokers = loadgen_broker_bootstrap(broker);
     e->node.data_dir = data;
     e->node.model = (int)bench_model();
     e->node.props = &e->props;
@@ -451,7 +452,7 @@ static double e2e_run(const char *dir, const char *input, uint64_t events, int r
     close(e->produce.input_fd);
     shard_map_close(map);
     storage_close(st);
-    ingest_broker_stop(broker);
+    loadgen_broker_stop(broker);
     if (seen != events || wait_rc != 0) {
         printf("  run %d (%s): only %llu of %llu events became durable (index wait %s, producer "
                "rc %d, acked %llu)\n",

@@ -1,5 +1,5 @@
 /*
- * Benchmark of the producer (ingest_produce_run) with the generator as its source, against
+ * Benchmark of the producer (loadgen_produce_run) with the generator as its source, against
  * librdkafka's mock cluster in the same process (one broker, a 12-partition topic), fixed
  * seed, with dayshard's default producer settings (idempotent, lz4, linger.ms 5). Reports
  * events/s (median, min and max of the runs, from the first send to the last delivery report)
@@ -22,6 +22,7 @@
 
 #include "bench/bench.h"
 #include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 
 #define BENCH_RUNS_MAX 15u
 #define BENCH_RUNS_DEFAULT 5u
@@ -35,17 +36,17 @@ struct bench_run_result {
 
 /* One run into a fresh topic of the mock cluster. */
 static struct bench_run_result bench_run(rd_kafka_mock_cluster_t *mock, unsigned run,
-                                         const struct ingest_produce_config *base)
+                                         const struct loadgen_produce_config *base)
 {
     char topic[32];
     snprintf(topic, sizeof(topic), "bench-%u", run);
     rd_kafka_resp_err_t err = rd_kafka_mock_topic_create(mock, topic, BENCH_PARTITIONS, 1);
     ASSERT(err == RD_KAFKA_RESP_ERR_NO_ERROR);
-    struct ingest_produce_config cfg = *base;
+    struct loadgen_produce_config cfg = *base;
     cfg.topic = topic;
-    struct ingest_produce_stats stats;
+    struct loadgen_produce_stats stats;
     double cpu_start = bench_cpu_seconds();
-    int rc = ingest_produce_run(&cfg, &stats, NULL);
+    int rc = loadgen_produce_run(&cfg, &stats, NULL);
     double cpu = bench_cpu_seconds() - cpu_start;
     ASSERT(rc == 0);
     ASSERT(stats.acked == cfg.workload.events);
@@ -55,7 +56,7 @@ static struct bench_run_result bench_run(rd_kafka_mock_cluster_t *mock, unsigned
     };
 }
 
-static int bench_parse(int argc, char **argv, struct ingest_produce_config *cfg,
+static int bench_parse(int argc, char **argv, struct loadgen_produce_config *cfg,
                        struct ingest_kafka_props *props, unsigned *runs)
 {
     int positional = 0;
@@ -84,8 +85,8 @@ int main(int argc, char **argv)
 {
     struct ingest_kafka_props *props = calloc(1, sizeof(*props));
     ASSERT(props != NULL);
-    struct ingest_produce_config cfg = {.input_fd = -1, .props = props};
-    ingest_workload_defaults(&cfg.workload);
+    struct loadgen_produce_config cfg = {.input_fd = -1, .props = props};
+    loadgen_workload_defaults(&cfg.workload);
     cfg.workload.events = BENCH_EVENTS_DEFAULT;
     unsigned runs = BENCH_RUNS_DEFAULT;
     if (bench_parse(argc, argv, &cfg, props, &runs) != 0) {

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
-#include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 #include "query/query.h"
 #include "router/router.h"
 #include "shard/shard.h"
@@ -59,9 +59,9 @@ static void append_all(const char *single, char quarters[BENCH_NODES][64], uint6
     for (uint32_t i = 0; i < BENCH_NODES; i++) {
         bench_open_data(quarters[i], SHARD_COUNT_DEFAULT, false, &st[i], &map[i]);
     }
-    struct ingest_workload *w = bench_busy_day_workload(events);
+    struct loadgen_workload *w = bench_busy_day_workload(events);
     struct ds_event event;
-    for (uint64_t i = 0; i < events && ingest_workload_next(w, &event); i++) {
+    for (uint64_t i = 0; i < events && loadgen_workload_next(w, &event); i++) {
         bench_append(st[BENCH_NODES], map[BENCH_NODES], &event);
         bench_append(st[i % BENCH_NODES], map[i % BENCH_NODES], &event);
     }
@@ -70,7 +70,7 @@ static void append_all(const char *single, char quarters[BENCH_NODES][64], uint6
         shard_map_close(map[i]);
         storage_close(st[i]);
     }
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
 }
 
 struct bench_side {
@@ -147,7 +147,7 @@ int main(int argc, char **argv)
     const char *addresses[3] = {query_http_address(single), router_address(router),
                                 router_address(router_one)};
 
-    struct ingest_workload_config wcfg = bench_busy_day_config(events);
+    struct loadgen_workload_config wcfg = bench_busy_day_config(events);
     char first[DS_DATE_TEXT_SIZE], busy[DS_DATE_TEXT_SIZE], last[DS_DATE_TEXT_SIZE];
     ds_date_format(wcfg.first_day, first);
     ds_date_format(wcfg.first_day + (int32_t)wcfg.busy_day_index, busy);

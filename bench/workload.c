@@ -1,5 +1,5 @@
 /*
- * Benchmark of the workload generator alone: ns per ingest_workload_next() call over 10M
+ * Benchmark of the workload generator alone: ns per loadgen_workload_next() call over 10M
  * events of the default (uniform) workload, fixed seed, median of 5 runs, plus the fastest
  * and slowest run. The generator must stay far below the ingest path's per-event cost so that
  * benchmarks fed by it measure the pipeline, not the generator.
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
-#include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 
 #define BENCH_RUNS 5u
 #define BENCH_EVENTS_DEFAULT 10000000ull
@@ -26,37 +26,37 @@
 
 /* One run; returns elapsed nanoseconds and folds every event into *checksum so that nothing
  * is optimised away. */
-static uint64_t bench_run(const struct ingest_workload_config *cfg, uint64_t *checksum)
+static uint64_t bench_run(const struct loadgen_workload_config *cfg, uint64_t *checksum)
 {
-    struct ingest_workload *w = NULL;
-    int rc = ingest_workload_create(cfg, &w);
+    struct loadgen_workload *w = NULL;
+    int rc = loadgen_workload_create(cfg, &w);
     ASSERT(rc == 0);
     struct ds_event event;
     uint64_t sum = 0;
     uint64_t count = 0;
     uint64_t start = ds_clock_ns();
-    while (ingest_workload_next(w, &event)) {
+    while (loadgen_workload_next(w, &event)) {
         sum += (uint64_t)event.ts_ms ^ (uint64_t)event.customer_id.value ^
                (uint64_t)event.amount_units ^ event.status_len;
         count++;
     }
     uint64_t elapsed = ds_clock_ns() - start;
     ASSERT(count == cfg->events);
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
     *checksum ^= sum;
     return elapsed;
 }
 
-static int bench_profile_parse(const char *name, enum ingest_profile *profile)
+static int bench_profile_parse(const char *name, enum loadgen_profile *profile)
 {
     if (strcmp(name, "uniform") == 0) {
-        *profile = INGEST_PROFILE_UNIFORM;
+        *profile = LOADGEN_PROFILE_UNIFORM;
     } else if (strcmp(name, "busy-day") == 0) {
-        *profile = INGEST_PROFILE_BUSY_DAY;
+        *profile = LOADGEN_PROFILE_BUSY_DAY;
     } else if (strcmp(name, "hot-customer") == 0) {
-        *profile = INGEST_PROFILE_HOT_CUSTOMER;
+        *profile = LOADGEN_PROFILE_HOT_CUSTOMER;
     } else if (strcmp(name, "flash-sale") == 0) {
-        *profile = INGEST_PROFILE_FLASH_SALE;
+        *profile = LOADGEN_PROFILE_FLASH_SALE;
     } else {
         return -DS_EUSAGE;
     }
@@ -65,17 +65,17 @@ static int bench_profile_parse(const char *name, enum ingest_profile *profile)
 
 int main(int argc, char **argv)
 {
-    struct ingest_workload_config cfg;
-    ingest_workload_defaults(&cfg);
+    struct loadgen_workload_config cfg;
+    loadgen_workload_defaults(&cfg);
     cfg.events = BENCH_EVENTS_DEFAULT;
     if (argc > 1) {
         cfg.events = strtoull(argv[1], NULL, 10);
     }
     bool profile_bad = argc > 2 && bench_profile_parse(argv[2], &cfg.profile) != 0;
-    if (cfg.profile == INGEST_PROFILE_FLASH_SALE) {
+    if (cfg.profile == LOADGEN_PROFILE_FLASH_SALE) {
         cfg.rate_eps = (double)cfg.events / BENCH_SCHEDULE_S;
     }
-    if (profile_bad || argc > 3 || cfg.events == 0 || ingest_workload_config_check(&cfg) != 0) {
+    if (profile_bad || argc > 3 || cfg.events == 0 || loadgen_workload_config_check(&cfg) != 0) {
         fprintf(stderr, "usage: bench_workload [events >= 1] "
                         "[uniform|busy-day|hot-customer|flash-sale]\n");
         return 2;

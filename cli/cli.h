@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 #include "common/common.h"
-#include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 
 enum cli_exit { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
@@ -139,11 +139,9 @@ const char *cli_option_name(const struct option *options, int c, char *dst);
 /* One generator option by its getopt value: 'n' --events, 'p' --profile, 's' --seed,
  * 'f' --first-day, 'D' --days, 'c' --customers, 'b' --busy-fraction, 'r' --rate (the schedule's
  * rate_eps). Returns 0 or -DS_EUSAGE (an unknown c too). */
-struct ingest_workload_config;
+struct loadgen_workload_config;
 DS_MUST_USE int cli_parse_workload_option(int c, const char *value,
-                                          struct ingest_workload_config *cfg);
-/* The name --profile takes for a profile ("busy-day"); "unknown" out of range. */
-const char *cli_profile_name(enum ingest_profile profile);
+                                          struct loadgen_workload_config *cfg);
 
 /* Strict numeric and date parsing: the whole text must be consumed. Return 0 or -DS_EUSAGE. */
 DS_MUST_USE int cli_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out);

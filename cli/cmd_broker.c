@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 
 /* One command line: the broker's own bound on a command is the same 4 KiB. */
 #define BROKER_LINE_BYTES_MAX 4096u
@@ -67,13 +67,13 @@ const char cmd_broker_usage[] =
     "exit status: 0 stopped by a signal, 1 could not start (for example: address in use),\n"
     "2 usage error\n";
 
-static int parse_args(int argc, char **argv, struct ingest_broker_config *cfg)
+static int parse_args(int argc, char **argv, struct loadgen_broker_config *cfg)
 {
     static const struct option options[] = {
         {"listen", required_argument, NULL, 'l'}, {"partitions", required_argument, NULL, 'p'},
         {"topic", required_argument, NULL, 't'},  {"brokers", required_argument, NULL, 'b'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-    ingest_broker_config_defaults(cfg);
+    loadgen_broker_config_defaults(cfg);
     int c;
     int index = 0;
     opterr = 0;
@@ -84,11 +84,11 @@ static int parse_args(int argc, char **argv, struct ingest_broker_config *cfg)
         case 'l': cfg->listen = optarg; break;
         case 't': cfg->topic = optarg; break;
         case 'p':
-            rc = cli_parse_u64(optarg, 1, INGEST_BROKER_PARTITIONS_MAX, &value);
+            rc = cli_parse_u64(optarg, 1, LOADGEN_BROKER_PARTITIONS_MAX, &value);
             cfg->partitions = (uint32_t)value;
             break;
         case 'b':
-            rc = cli_parse_u64(optarg, 1, INGEST_BROKER_BROKERS_MAX, &value);
+            rc = cli_parse_u64(optarg, 1, LOADGEN_BROKER_BROKERS_MAX, &value);
             cfg->brokers = (uint32_t)value;
             break;
         case 'h': return -1;
@@ -123,7 +123,7 @@ static void print_line(const char *text)
     fflush(stdout);
 }
 
-static void run_command(struct ingest_broker *b, char *line)
+static void run_command(struct loadgen_broker *b, char *line)
 {
     line[strcspn(line, "\r")] = '\0';
     const char *text = line + strspn(line, " \t");
@@ -131,13 +131,13 @@ static void run_command(struct ingest_broker *b, char *line)
         return;
     }
     char reply[BROKER_REPLY_BYTES_MAX];
-    int rc = ingest_broker_control(b, text, reply, sizeof(reply));
+    int rc = loadgen_broker_control(b, text, reply, sizeof(reply));
     ASSERT(rc == 0 || rc == -DS_EUSAGE);
     print_line(reply);
 }
 
 /* Runs every complete line in the buffer and keeps the incomplete tail. */
-static void run_lines(struct ingest_broker *b, struct line_reader *r)
+static void run_lines(struct loadgen_broker *b, struct line_reader *r)
 {
     size_t start = 0;
     for (;;) { /* bounded by the buffer: each turn consumes one line */
@@ -164,7 +164,7 @@ static void run_lines(struct ingest_broker *b, struct line_reader *r)
 }
 
 /* Reads what standard input has; returns false once it is over (end, or an error). */
-static bool read_commands(struct ingest_broker *b, struct line_reader *r)
+static bool read_commands(struct loadgen_broker *b, struct line_reader *r)
 {
     ASSERT(r->len < sizeof(r->buf));
     ssize_t got = read(STDIN_FILENO, r->buf + r->len, sizeof(r->buf) - r->len);
@@ -189,7 +189,7 @@ static bool read_commands(struct ingest_broker *b, struct line_reader *r)
 }
 
 /* Serves until SIGINT or SIGTERM arrives on signal_fd. */
-static int serve(struct ingest_broker *b, int signal_fd)
+static int serve(struct loadgen_broker *b, int signal_fd)
 {
     struct line_reader reader = {0};
     struct pollfd fds[2] = {{.fd = signal_fd, .events = POLLIN},
@@ -219,7 +219,7 @@ static int serve(struct ingest_broker *b, int signal_fd)
 
 int cmd_broker(int argc, char **argv)
 {
-    struct ingest_broker_config cfg;
+    struct loadgen_broker_config cfg;
     int rc = parse_args(argc, argv, &cfg);
     if (rc != 0) {
         return rc == -1 ? cli_help(cmd_broker_usage) : rc;
@@ -241,8 +241,8 @@ int cmd_broker(int argc, char **argv)
     if (signal_fd < 0) {
         return cli_error("broker", CLI_FAIL, "signalfd: %s", strerror(errno));
     }
-    struct ingest_broker *b = NULL;
-    rc = ingest_broker_start(&cfg, &b);
+    struct loadgen_broker *b = NULL;
+    rc = loadgen_broker_start(&cfg, &b);
     if (rc != 0) {
         close(signal_fd);
         if (rc == -DS_EUSAGE) {
@@ -253,9 +253,9 @@ int cmd_broker(int argc, char **argv)
         }
         return cli_error("broker", CLI_FAIL, "cannot start: %s", ds_strerror(rc));
     }
-    print_line(ingest_broker_bootstrap(b));
+    print_line(loadgen_broker_bootstrap(b));
     rc = serve(b, signal_fd);
-    ingest_broker_stop(b);
+    loadgen_broker_stop(b);
     close(signal_fd);
     return rc;
 }

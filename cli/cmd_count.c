@@ -15,7 +15,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
-#include "cli/http_client.h"
+#include "http/http.h"
 #include "query/query.h"
 #include "shard/shard.h"
 #include "storage/storage.h"
@@ -262,7 +262,7 @@ static int count_server(const struct count_args *a)
         char raw[DS_STATUS_BYTES_MAX + 1];
         memcpy(raw, a->req.status, a->req.status_len);
         raw[a->req.status_len] = '\0';
-        cli_url_escape(raw, status, sizeof(status));
+        http_client_url_escape(raw, status, sizeof(status));
     }
     char consistent[48] = "";
     if (a->consistent) {
@@ -274,8 +274,8 @@ static int count_server(const struct count_args *a)
     }
     snprintf(path, sizeof(path), "/v1/count?day=%s&to=%s%s%s%s%s", first, last,
              a->req.has_status ? "&status=" : "", status, by_names[a->req.by], consistent);
-    struct cli_http_answer ans;
-    int rc = cli_http_get(a->server, path, a->token, &ans);
+    struct http_client_answer ans;
+    int rc = http_client_get(a->server, path, a->token, &ans);
     int exit_code = CLI_OK;
     struct query_count_result res = {0};
     if (rc != 0 || ans.status != 200) {
@@ -291,7 +291,7 @@ static int count_server(const struct count_args *a)
         query_count_table(&a->req, &res, stdout);
     }
     query_count_result_deinit(&res);
-    cli_http_answer_deinit(&ans);
+    http_client_answer_deinit(&ans);
     return exit_code;
 }
 

@@ -19,6 +19,7 @@
 
 #include "cli/cli.h"
 #include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 #include "query/query.h"
 #include "shard/shard.h"
 #include "storage/storage.h"
@@ -63,14 +64,14 @@ struct demo {
     char input[DS_PATH_MAX];
 };
 
-static int generate_file(const struct demo *d, struct ingest_workload_config *cfg, uint64_t *bytes)
+static int generate_file(const struct demo *d, struct loadgen_workload_config *cfg, uint64_t *bytes)
 {
     FILE *out = fopen(d->input, "w");
     if (out == NULL) {
         return -errno;
     }
     *bytes = 0;
-    int rc = ingest_workload_write(cfg, out, bytes);
+    int rc = loadgen_workload_write(cfg, out, bytes);
     if (fclose(out) != 0 && rc == 0) {
         rc = -errno;
     }
@@ -213,8 +214,8 @@ static int ingest_input(const struct demo *d, struct storage *st, struct shard_m
  * JSON per event is shown when known (0: not). */
 static int show_results(const struct demo *d, uint64_t accepted, uint64_t raw_bytes)
 {
-    struct ingest_workload_config wcfg;
-    ingest_workload_defaults(&wcfg);
+    struct loadgen_workload_config wcfg;
+    loadgen_workload_defaults(&wcfg);
     struct storage *st = NULL;
     struct shard_map *map = NULL;
     int rc = storage_open_reader(d->data, &st);
@@ -254,9 +255,9 @@ static int show_results(const struct demo *d, uint64_t accepted, uint64_t raw_by
 
 static int run_demo(struct demo *d)
 {
-    struct ingest_workload_config wcfg;
-    ingest_workload_defaults(&wcfg);
-    wcfg.profile = INGEST_PROFILE_BUSY_DAY;
+    struct loadgen_workload_config wcfg;
+    loadgen_workload_defaults(&wcfg);
+    wcfg.profile = LOADGEN_PROFILE_BUSY_DAY;
     wcfg.events = d->events;
     wcfg.seed = d->seed;
     snprintf(d->input, sizeof(d->input), "%s/events.jsonl", d->data);
@@ -300,14 +301,14 @@ static int run_demo(struct demo *d)
 
 struct kafka_demo {
     struct demo *d;
-    struct ingest_workload_config workload;
+    struct loadgen_workload_config workload;
     struct ingest_kafka_props props;
     struct ingest_node_config node;
     struct ingest_node_stats node_stats;
     int node_rc;
     volatile int stop_node;
-    struct ingest_produce_config produce;
-    struct ingest_produce_stats produce_stats;
+    struct loadgen_produce_config produce;
+    struct loadgen_produce_stats produce_stats;
     int produce_rc;
     atomic_bool produce_done;
 };
@@ -322,7 +323,7 @@ static void *node_main(void *arg)
 static void *producer_main(void *arg)
 {
     struct kafka_demo *k = arg;
-    k->produce_rc = ingest_produce_run(&k->produce, &k->produce_stats, NULL);
+    k->produce_rc = loadgen_produce_run(&k->produce, &k->produce_stats, NULL);
     atomic_store(&k->produce_done, true);
     return NULL;
 }
@@ -390,8 +391,8 @@ static int watch(struct kafka_demo *k, uint64_t t0)
 
 static void kafka_demo_configure(struct kafka_demo *k, const char *bootstrap)
 {
-    ingest_workload_defaults(&k->workload);
-    k->workload.profile = INGEST_PROFILE_BUSY_DAY;
+    loadgen_workload_defaults(&k->workload);
+    k->workload.profile = LOADGEN_PROFILE_BUSY_DAY;
     k->workload.events = k->d->events;
     k->workload.seed = k->d->seed;
     /* A restarted node rejoins the embedded broker's group within seconds, not 45. */
@@ -434,20 +435,20 @@ static int run_kafka_demo(struct demo *d)
         return cli_error("demo", CLI_FAIL, "out of memory");
     }
     k->d = d;
-    struct ingest_broker_config bcfg;
-    ingest_broker_config_defaults(&bcfg);
-    struct ingest_broker *broker = NULL;
-    int rc = ingest_broker_start(&bcfg, &broker);
+    struct loadgen_broker_config bcfg;
+    loadgen_broker_config_defaults(&bcfg);
+    struct loadgen_broker *broker = NULL;
+    int rc = loadgen_broker_start(&bcfg, &broker);
     if (rc != 0) {
         free(k);
         return cli_error("demo", CLI_FAIL, "cannot start the embedded broker: %s", ds_strerror(rc));
     }
-    kafka_demo_configure(k, ingest_broker_bootstrap(broker));
+    kafka_demo_configure(k, loadgen_broker_bootstrap(broker));
     printf("dayshard demo: embedded Kafka broker at %s, topic orders (%u partitions)\n"
            "a node consumes it into %s (%llu shards per day); a producer streams %llu orders\n"
            "over 28 days from 2026-01-01, 30%% of them on 2026-01-21\n\n",
-           ingest_broker_bootstrap(broker), bcfg.partitions, d->data, (unsigned long long)d->shards,
-           (unsigned long long)d->events);
+           loadgen_broker_bootstrap(broker), bcfg.partitions, d->data,
+           (unsigned long long)d->shards, (unsigned long long)d->events);
     uint64_t t0 = ds_clock_ns();
     pthread_t node;
     pthread_t producer;
@@ -465,7 +466,7 @@ static int run_kafka_demo(struct demo *d)
         pthread_join(node, NULL);
     }
     double seconds = (double)(ds_clock_ns() - t0) / 1e9;
-    ingest_broker_stop(broker);
+    loadgen_broker_stop(broker);
     rc = rc != 0 ? rc : (k->produce_rc != 0 ? k->produce_rc : k->node_rc);
     if (rc == 0) {
         printf("\n%llu events produced and acknowledged, %llu durable in %.1f s end to end "

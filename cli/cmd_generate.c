@@ -2,8 +2,8 @@
  * `dayshard generate`: synthetic order events as JSON lines on stdout, from the same generator
  * the demo, the benchmarks and `dayshard produce` use. Deterministic for a seed (and, for
  * flash-sale, the rate: its window is placed in seconds of the schedule). --updates,
- * --duplicates and --items make it an order stream (issue 14): new versions of earlier orders,
- * producer retries, line items; with all three 0 the output is byte for byte what it was before.
+ * --duplicates and --items make it an order stream: new versions of earlier orders, producer
+ * retries, line items; with all three 0 the output is the plain event stream, byte for byte.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 
 const char cmd_generate_usage[] =
     "usage: dayshard generate [options] > events.jsonl\n"
@@ -67,8 +67,8 @@ int cmd_generate(int argc, char **argv)
                                             {"items", required_argument, NULL, 'I'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    struct ingest_workload_config cfg;
-    ingest_workload_defaults(&cfg);
+    struct loadgen_workload_config cfg;
+    loadgen_workload_defaults(&cfg);
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -88,15 +88,15 @@ int cmd_generate(int argc, char **argv)
     if (optind < argc) {
         return cli_error("generate", CLI_USAGE, "unexpected argument '%s'", argv[optind]);
     }
-    if ((cfg.profile == INGEST_PROFILE_BUSY_DAY || cfg.profile == INGEST_PROFILE_FLASH_SALE) &&
+    if ((cfg.profile == LOADGEN_PROFILE_BUSY_DAY || cfg.profile == LOADGEN_PROFILE_FLASH_SALE) &&
         cfg.busy_day_index >= cfg.days) {
         cfg.busy_day_index = cfg.days / 2;
     }
-    int rc = ingest_workload_config_check(&cfg);
+    int rc = loadgen_workload_config_check(&cfg);
     if (rc != 0) {
         return cli_error("generate", CLI_USAGE, "invalid workload: %s", ds_strerror(rc));
     }
-    rc = ingest_workload_write(&cfg, stdout, NULL);
+    rc = loadgen_workload_write(&cfg, stdout, NULL);
     if (rc != 0) {
         return cli_error("generate", CLI_FAIL, "cannot generate: %s", ds_strerror(rc));
     }

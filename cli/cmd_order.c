@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/http_client.h"
+#include "http/http.h"
 #include "query/query.h"
 #include "storage/storage.h"
 
@@ -161,10 +161,10 @@ static int order_local(const struct order_args *a, char **body, size_t *len)
 
 /* --server: GET /v1/orders/ID. Returns CLI_OK with *ans holding the document, or an exit code
  * (reported). */
-static int order_remote(const struct order_args *a, struct cli_http_answer *ans)
+static int order_remote(const struct order_args *a, struct http_client_answer *ans)
 {
     char escaped[3 * (DS_ID_BYTES_MAX + 2) + 1];
-    cli_url_escape(a->id, escaped, sizeof(escaped));
+    http_client_url_escape(a->id, escaped, sizeof(escaped));
     char path[sizeof(escaped) + 96];
     char timeout[32] = "";
     if (a->timeout_ms != 0) {
@@ -172,7 +172,7 @@ static int order_remote(const struct order_args *a, struct cli_http_answer *ans)
     }
     snprintf(path, sizeof(path), "/v1/orders/%s%s%s", escaped,
              a->consistent ? "?consistent=true" : "", timeout);
-    int rc = cli_http_get(a->server, path, a->token, ans);
+    int rc = http_client_get(a->server, path, a->token, ans);
     if (rc != 0) {
         return cli_error("order", CLI_FAIL, "%s: %s", a->server, ans->error);
     }
@@ -249,7 +249,7 @@ int cmd_order(int argc, char **argv)
     }
     char *body = NULL;
     size_t len = 0;
-    struct cli_http_answer ans = {0};
+    struct http_client_answer ans = {0};
     if (a.data != NULL) {
         rc = order_local(&a, &body, &len);
     } else {
@@ -267,7 +267,7 @@ int cmd_order(int argc, char **argv)
     if (a.data != NULL) {
         free(body);
     } else {
-        cli_http_answer_deinit(&ans);
+        http_client_answer_deinit(&ans);
     }
     return rc;
 }

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/http_client.h"
+#include "http/http.h"
 #include "query/query.h"
 #include "storage/storage.h"
 
@@ -260,9 +260,9 @@ int cmd_orders(int argc, char **argv)
     char path[2048];
     char escaped[3 * (DS_ID_BYTES_MAX + 2) + 1];
     char cursor[3 * QUERY_ORDERS_TOKEN_CHARS_MAX + 1] = "";
-    cli_url_escape(a.customer, escaped, sizeof(escaped));
+    http_client_url_escape(a.customer, escaped, sizeof(escaped));
     if (a.cursor != NULL) {
-        cli_url_escape(a.cursor, cursor, sizeof(cursor));
+        http_client_url_escape(a.cursor, cursor, sizeof(cursor));
     }
     char timeout[32] = "";
     if (a.timeout_ms != 0) {
@@ -271,10 +271,10 @@ int cmd_orders(int argc, char **argv)
     snprintf(path, sizeof(path), "/v1/customers/%s/orders?limit=%u%s%s%s%s", escaped,
              (unsigned)a.limit, a.cursor != NULL ? "&cursor=" : "", cursor,
              a.consistent ? "&consistent=true" : "", timeout);
-    struct cli_http_answer ans;
-    rc = cli_http_get(a.server, path, a.token, &ans);
+    struct http_client_answer ans;
+    rc = http_client_get(a.server, path, a.token, &ans);
     if (rc != 0) {
-        cli_http_answer_deinit(&ans);
+        http_client_answer_deinit(&ans);
         return cli_error("orders", CLI_FAIL, "%s: %s", a.server, ans.error);
     }
     int exit_code = CLI_OK;
@@ -291,6 +291,6 @@ int cmd_orders(int argc, char **argv)
         exit_code =
             cli_error("orders", CLI_FAIL, "%s answered %ld: %s", a.server, ans.status, ans.error);
     }
-    cli_http_answer_deinit(&ans);
+    http_client_answer_deinit(&ans);
     return exit_code;
 }

@@ -20,6 +20,7 @@
 
 #include "cli/cli.h"
 #include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 #include "shard/shard.h"
 
 const char cmd_produce_usage[] =
@@ -79,7 +80,7 @@ static volatile sig_atomic_t produce_stop_requested;
 _Static_assert(sizeof(sig_atomic_t) == sizeof(int), "the flag is passed as a volatile int");
 
 struct produce_args {
-    struct ingest_produce_config cfg;
+    struct loadgen_produce_config cfg;
     const char *input; /* NULL: generate */
     const char *first_generator_option;
     bool json;
@@ -106,7 +107,7 @@ static int parse_option(int c, const char *value, struct produce_args *a,
     case 'X': return ingest_kafka_props_add(props, value);
     case 'F': return cli_parse_u64(value, 1, 3600000, &a->flush_timeout_ms);
     case 'j': a->json = true; return 0;
-    case 'k': return ingest_produce_key_parse(value, &a->cfg.key);
+    case 'k': return loadgen_produce_key_parse(value, &a->cfg.key);
     case 'S': {
         uint64_t n = 0;
         int rc = cli_parse_u64(value, 1, SHARD_COUNT_MAX, &n);
@@ -194,8 +195,8 @@ static int check_args(struct produce_args *a)
         return cli_error("produce", CLI_USAGE, "--%s is a generator option: not with an input file",
                          a->first_generator_option);
     }
-    struct ingest_workload_config *w = &a->cfg.workload;
-    if ((w->profile == INGEST_PROFILE_BUSY_DAY || w->profile == INGEST_PROFILE_FLASH_SALE) &&
+    struct loadgen_workload_config *w = &a->cfg.workload;
+    if ((w->profile == LOADGEN_PROFILE_BUSY_DAY || w->profile == LOADGEN_PROFILE_FLASH_SALE) &&
         w->busy_day_index >= w->days) {
         w->busy_day_index = w->days / 2;
     }
@@ -203,14 +204,14 @@ static int check_args(struct produce_args *a)
         /* The generator's schedule is the pacing: the same stream as `generate --rate R`. */
         w->rate_eps = (double)a->cfg.rate;
     }
-    int rc = ingest_workload_config_check(w);
+    int rc = loadgen_workload_config_check(w);
     if (rc != 0) {
         return cli_error("produce", CLI_USAGE, "invalid workload: %s", ds_strerror(rc));
     }
     return 0;
 }
 
-static void print_summary(const struct ingest_produce_stats *s, bool json)
+static void print_summary(const struct loadgen_produce_stats *s, bool json)
 {
     double per_second = s->seconds > 0.0 ? (double)s->acked / s->seconds : 0.0;
     if (json) {
@@ -250,7 +251,7 @@ static int execute(struct produce_args *a, int fd)
     a->cfg.progress_file = isatty(STDERR_FILENO) ? stderr : NULL;
     install_signals();
     struct ingest_shardmap_follower *follower = NULL;
-    if (a->cfg.key == INGEST_PRODUCE_KEY_PARTITION) {
+    if (a->cfg.key == LOADGEN_PRODUCE_KEY_PARTITION) {
         uint32_t base = a->cfg.base_shards != 0 ? a->cfg.base_shards : SHARD_COUNT_DEFAULT;
         int rc = ingest_shardmap_follower_open(a->cfg.brokers, a->cfg.topic, a->cfg.props, base,
                                                &follower);
@@ -262,8 +263,8 @@ static int execute(struct produce_args *a, int fd)
         a->cfg.shards_of_day = ingest_shardmap_follower_shards;
         a->cfg.shards_user = follower;
     }
-    struct ingest_produce_stats stats;
-    int rc = ingest_produce_run(&a->cfg, &stats, &produce_stop_requested);
+    struct loadgen_produce_stats stats;
+    int rc = loadgen_produce_run(&a->cfg, &stats, &produce_stop_requested);
     ingest_shardmap_follower_close(follower);
     if (rc == -DS_EUSAGE) {
         return cli_error("produce", CLI_USAGE, "the Kafka settings were refused (see above)");
@@ -284,7 +285,7 @@ int cmd_produce(int argc, char **argv)
 {
     struct ingest_kafka_props props = {.count = 0};
     struct produce_args a = {.flush_timeout_ms = 60000};
-    ingest_workload_defaults(&a.cfg.workload);
+    loadgen_workload_defaults(&a.cfg.workload);
     a.cfg.props = &props;
     int rc = parse_args(argc, argv, &a, &props);
     if (rc != 0) {

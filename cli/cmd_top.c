@@ -34,7 +34,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
-#include "cli/http_client.h"
+#include "http/http.h"
 #include "shard/shard.h"
 
 /* The frame's width: the widest table row is 97 columns. */
@@ -490,8 +490,8 @@ static int top_fetch(const struct top_args *a, json_t **doc, char *error, size_t
         base_len--;
     }
     *doc = NULL;
-    struct cli_http_answer ans;
-    int rc = cli_http_get(a->server, path, a->token, &ans);
+    struct http_client_answer ans;
+    int rc = http_client_get(a->server, path, a->token, &ans);
     if (rc != 0) {
         snprintf(error, error_capacity, "%.*s%s: %s", (int)base_len, a->server, path, ans.error);
     } else if (ans.status != 200) {
@@ -510,7 +510,7 @@ static int top_fetch(const struct top_args *a, json_t **doc, char *error, size_t
             rc = -DS_ECORRUPT;
         }
     }
-    cli_http_answer_deinit(&ans);
+    http_client_answer_deinit(&ans);
     for (char *p = error; rc != 0 && *p != '\0'; p++) {
         *p = (unsigned char)*p < 0x20u || *p == 0x7F ? '?' : *p;
     }

@@ -8,28 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "ingest/ingest.h"
-
-/* Indexed by enum ingest_profile. */
-static const char *const profile_names[] = {"uniform", "busy-day", "hot-customer", "flash-sale"};
-_Static_assert(sizeof(profile_names) / sizeof(profile_names[0]) == INGEST_PROFILE_FLASH_SALE + 1,
-               "every profile has a name");
-
-const char *cli_profile_name(enum ingest_profile profile)
-{
-    return (size_t)profile < DS_ARRAY_LEN(profile_names) ? profile_names[profile] : "unknown";
-}
-
-static int parse_profile(const char *text, enum ingest_profile *out)
-{
-    for (size_t i = 0; i < DS_ARRAY_LEN(profile_names); i++) {
-        if (strcmp(text, profile_names[i]) == 0) {
-            *out = (enum ingest_profile)i;
-            return 0;
-        }
-    }
-    return -DS_EUSAGE;
-}
+#include "loadgen/loadgen.h"
 
 static int parse_fraction(const char *text, double *out)
 {
@@ -42,14 +21,14 @@ static int parse_fraction(const char *text, double *out)
     return 0;
 }
 
-int cli_parse_workload_option(int c, const char *value, struct ingest_workload_config *cfg)
+int cli_parse_workload_option(int c, const char *value, struct loadgen_workload_config *cfg)
 {
     uint64_t n = 0;
     int32_t day = 0;
     int rc = -DS_EUSAGE;
     switch (c) {
     case 'n': rc = cli_parse_u64(value, 0, UINT64_MAX / 2, &cfg->events); break;
-    case 'p': rc = parse_profile(value, &cfg->profile); break;
+    case 'p': rc = loadgen_profile_parse(value, &cfg->profile); break;
     case 's': rc = cli_parse_u64(value, 0, UINT64_MAX, &cfg->seed); break;
     case 'f':
         rc = cli_parse_day(value, &day);
@@ -62,7 +41,7 @@ int cli_parse_workload_option(int c, const char *value, struct ingest_workload_c
     case 'c': rc = cli_parse_u64(value, 1, 1ull << 40, &cfg->customers); break;
     case 'b': rc = parse_fraction(value, &cfg->busy_fraction); break;
     case 'r':
-        rc = cli_parse_u64(value, 0, INGEST_WORKLOAD_RATE_EPS_MAX, &n);
+        rc = cli_parse_u64(value, 0, LOADGEN_WORKLOAD_RATE_EPS_MAX, &n);
         cfg->rate_eps = (double)n;
         break;
     case 'U': rc = parse_fraction(value, &cfg->update_fraction); break;

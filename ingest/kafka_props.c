@@ -59,3 +59,9 @@ void kafka_log(const rd_kafka_t *rk, int level, const char *facility, const char
     bool config = strcmp(facility, "CONFWARN") == 0;
     ds_log(config ? DS_LOG_WARN : DS_LOG_DEBUG, "rdkafka %s: %s", facility, text);
 }
+
+void ingest_kafka_conf_set_log(void *rd_conf)
+{
+    ASSERT(rd_conf != NULL);
+    rd_kafka_conf_set_log_cb(rd_conf, kafka_log);
+}

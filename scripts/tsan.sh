@@ -27,8 +27,8 @@ while [[ $# -gt 0 ]]; do
 done
 
 # Unit tests: every one (label unit). They drive one unit through its interfaces and fakes;
-# none creates a Kafka handle (rd_kafka_new is only called from ingest/kafka_*.c and
-# ingest/shardmap_topic.c, which no unit test reaches).
+# none creates a Kafka handle (rd_kafka_new is only called from ingest/kafka_*.c,
+# ingest/shardmap_topic.c and loadgen/kafka_*.c, which no unit test reaches).
 unit_label=unit
 # Integration tests that run only file ingest, count, serve, orders --data, fsck and top (an
 # HTTP client): none of them starts a broker, `dayshard run` or `dayshard produce`.

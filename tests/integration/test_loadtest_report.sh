@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The report of `dayshard loadtest` (cli/loadtest_report.c) drawn from canned report.json
+# The report of `dayshard loadtest` (loadgen/loadtest_report.c) drawn from canned report.json
 # documents with `dayshard loadtest --render-only DIR`, apart from a real load test: one run;
 # five runs (a stored/produced mismatch, growths, null samples, an old run without most
 # fields); a document with an empty run; malformed documents; gnuplot missing, gnuplot

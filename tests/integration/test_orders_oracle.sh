@@ -117,7 +117,7 @@ expect_eq "mixed: 2026-01-05" "4 13.0000" \
 # ---- 2. generate: old bytes, determinism, usage errors --------------------------------------
 
 # sha256 of the output before --updates/--duplicates/--items existed (glibc's libm; see
-# ingest/workload.c on other libms).
+# loadgen/workload.c on other libms).
 while read -r want args; do
   # shellcheck disable=SC2086
   got=$("$DAYSHARD" generate $args | sha256sum | cut -c1-64)

@@ -3,5 +3,4 @@ ds_unit_test(ingest decode)
 # The differential test checks the decoder against libjansson, a test-only dependency.
 pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 ds_unit_test(ingest decode_diff PkgConfig::JANSSON)
-ds_unit_test(ingest produce_key)
 ds_unit_test(ingest pipeline)

@@ -11,7 +11,7 @@
  * advertises whatever getsockname() then reports; it has no API to choose the port. We interpose
  * bind(2): this file defines `bind`, the dayshard executable exports it
  * (-Wl,--export-dynamic-symbol=bind), so librdkafka.so's call resolves here. While armed by
- * ingest_broker_start (just around rd_kafka_mock_cluster_new, which creates its brokers on the
+ * loadgen_broker_start (just around rd_kafka_mock_cluster_new, which creates its brokers on the
  * calling thread), the first AF_INET bind to 127.0.0.1 port 0 is rewritten to the requested
  * address; every other bind goes straight to the kernel. Start then checks that the rewrite
  * happened and that the cluster advertises the address, and fails with -EADDRNOTAVAIL if the
@@ -41,12 +41,13 @@
 #include <unistd.h>
 
 #include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 
 /* Kafka's own limit on a topic name. */
 #define BROKER_TOPIC_BYTES_MAX 249u
 /* "255.255.255.255:65535," per broker, and the terminator. */
 #define BROKER_ENDPOINT_BYTES_MAX 22u
-#define BROKER_BOOTSTRAP_BYTES_MAX (INGEST_BROKER_BROKERS_MAX * BROKER_ENDPOINT_BYTES_MAX + 1u)
+#define BROKER_BOOTSTRAP_BYTES_MAX (LOADGEN_BROKER_BROKERS_MAX * BROKER_ENDPOINT_BYTES_MAX + 1u)
 /* Kafka's usual upper bound on replicas; the mock has no use for more. */
 #define BROKER_REPLICATION_MAX 3u
 /* One control command: the longest useful one is "errors" with BROKER_ERRORS_MAX codes. */
@@ -59,7 +60,7 @@
 static_assert(BROKER_BOOTSTRAP_BYTES_MAX < 1024u, "the bootstrap string stays small");
 static_assert(BROKER_ERRORS_MAX * 2u < BROKER_COMMAND_BYTES_MAX, "a command can hold the codes");
 
-struct ingest_broker {
+struct loadgen_broker {
     rd_kafka_t *rk;
     rd_kafka_mock_cluster_t *cluster;
     uint32_t partitions;
@@ -163,9 +164,9 @@ static int bind_rewrite_disarm(bool *reached)
 
 /* ---- configuration ------------------------------------------------------------------------- */
 
-void ingest_broker_config_defaults(struct ingest_broker_config *cfg)
+void loadgen_broker_config_defaults(struct loadgen_broker_config *cfg)
 {
-    *cfg = (struct ingest_broker_config){
+    *cfg = (struct loadgen_broker_config){
         .listen = NULL, .topic = "orders", .partitions = 12, .brokers = 1};
 }
 
@@ -211,20 +212,20 @@ static bool topic_valid(const char *topic)
 }
 
 /* Returns 0 or -DS_EUSAGE (logged). */
-static int broker_config_check(const struct ingest_broker_config *cfg)
+static int broker_config_check(const struct loadgen_broker_config *cfg)
 {
     if (cfg->topic == NULL || !topic_valid(cfg->topic)) {
         ds_log_error("broker: topic '%s' is not 1..%u of [a-zA-Z0-9._-]",
                      cfg->topic != NULL ? cfg->topic : "", BROKER_TOPIC_BYTES_MAX);
         return -DS_EUSAGE;
     }
-    if (cfg->partitions < 1 || cfg->partitions > INGEST_BROKER_PARTITIONS_MAX) {
+    if (cfg->partitions < 1 || cfg->partitions > LOADGEN_BROKER_PARTITIONS_MAX) {
         ds_log_error("broker: %u partitions is not 1..%u", cfg->partitions,
-                     INGEST_BROKER_PARTITIONS_MAX);
+                     LOADGEN_BROKER_PARTITIONS_MAX);
         return -DS_EUSAGE;
     }
-    if (cfg->brokers < 1 || cfg->brokers > INGEST_BROKER_BROKERS_MAX) {
-        ds_log_error("broker: %u brokers is not 1..%u", cfg->brokers, INGEST_BROKER_BROKERS_MAX);
+    if (cfg->brokers < 1 || cfg->brokers > LOADGEN_BROKER_BROKERS_MAX) {
+        ds_log_error("broker: %u brokers is not 1..%u", cfg->brokers, LOADGEN_BROKER_BROKERS_MAX);
         return -DS_EUSAGE;
     }
     return 0;
@@ -247,7 +248,7 @@ static void broker_log(const rd_kafka_t *rk, int level, const char *facility, co
 }
 
 /* The handle the mock cluster hangs off: a producer that never produces. */
-static int broker_handle_create(struct ingest_broker *b)
+static int broker_handle_create(struct loadgen_broker *b)
 {
     char err[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -282,7 +283,7 @@ static void address_format(const struct sockaddr_in *sin, char *dst, size_t dst_
 
 /* Creates the cluster, with broker 1 on listen when it is not NULL. On failure b->cluster may
  * still be set: the caller destroys it. */
-static int broker_cluster_create(struct ingest_broker *b, const struct sockaddr_in *listen)
+static int broker_cluster_create(struct loadgen_broker *b, const struct sockaddr_in *listen)
 {
     if (listen == NULL) {
         b->cluster = rd_kafka_mock_cluster_new(b->rk, (int)b->brokers);
@@ -321,7 +322,7 @@ static int broker_cluster_create(struct ingest_broker *b, const struct sockaddr_
 
 /* Copies the bootstrap string and, when an address was asked for, checks that broker 1
  * advertises it. Returns 0 or -EADDRNOTAVAIL (logged). */
-static int broker_bootstrap_check(struct ingest_broker *b, const struct sockaddr_in *listen)
+static int broker_bootstrap_check(struct loadgen_broker *b, const struct sockaddr_in *listen)
 {
     const char *bootstrap = rd_kafka_mock_cluster_bootstraps(b->cluster);
     ASSERT(bootstrap != NULL);
@@ -345,7 +346,7 @@ static int broker_bootstrap_check(struct ingest_broker *b, const struct sockaddr
     return 0;
 }
 
-static int broker_topic_create_one(struct ingest_broker *b, const char *topic, uint32_t partitions)
+static int broker_topic_create_one(struct loadgen_broker *b, const char *topic, uint32_t partitions)
 {
     uint32_t replication =
         b->brokers < BROKER_REPLICATION_MAX ? b->brokers : BROKER_REPLICATION_MAX;
@@ -362,7 +363,7 @@ static int broker_topic_create_one(struct ingest_broker *b, const char *topic, u
 /* The data topic and its shard map topic ("<topic>.shardmap", one partition: the mock broker
  * implements no CreateTopics for the nodes to create it, nor compaction, which a map of a few
  * messages per day does not need here). */
-static int broker_topic_create(struct ingest_broker *b, const char *topic)
+static int broker_topic_create(struct loadgen_broker *b, const char *topic)
 {
     size_t len = strlen(topic);
     ASSERT(len < sizeof(b->topic));
@@ -377,7 +378,7 @@ static int broker_topic_create(struct ingest_broker *b, const char *topic)
     return 0;
 }
 
-int ingest_broker_start(const struct ingest_broker_config *cfg, struct ingest_broker **out)
+int loadgen_broker_start(const struct loadgen_broker_config *cfg, struct loadgen_broker **out)
 {
     ASSERT(cfg != NULL);
     ASSERT(out != NULL);
@@ -390,7 +391,7 @@ int ingest_broker_start(const struct ingest_broker_config *cfg, struct ingest_br
         return rc;
     }
     const struct sockaddr_in *listen = cfg->listen != NULL ? &listen_addr : NULL;
-    struct ingest_broker *b = calloc(1, sizeof(*b));
+    struct loadgen_broker *b = calloc(1, sizeof(*b));
     if (b == NULL) {
         ds_log_error("broker: out of memory");
         return -ENOMEM;
@@ -416,18 +417,18 @@ int ingest_broker_start(const struct ingest_broker_config *cfg, struct ingest_br
     *out = b;
     return 0;
 fail:
-    ingest_broker_stop(b);
+    loadgen_broker_stop(b);
     return rc;
 }
 
-const char *ingest_broker_bootstrap(const struct ingest_broker *b)
+const char *loadgen_broker_bootstrap(const struct loadgen_broker *b)
 {
     ASSERT(b != NULL);
     ASSERT(b->bootstrap[0] != '\0');
     return b->bootstrap;
 }
 
-void ingest_broker_stop(struct ingest_broker *b)
+void loadgen_broker_stop(struct loadgen_broker *b)
 {
     if (b == NULL) {
         return;
@@ -535,7 +536,7 @@ static int control_result(struct control_reply *reply, rd_kafka_resp_err_t err, 
 }
 
 /* "down ID", "up ID", "rtt ID MS": args holds the tokens after the verb. */
-static int control_broker(struct ingest_broker *b, const char *verb, char **args, size_t count,
+static int control_broker(struct loadgen_broker *b, const char *verb, char **args, size_t count,
                           struct control_reply *reply)
 {
     bool is_rtt = strcmp(verb, "rtt") == 0;
@@ -566,7 +567,7 @@ static int control_broker(struct ingest_broker *b, const char *verb, char **args
 }
 
 /* "errors APIKEY COUNT ERRCODE...": one code is repeated COUNT times, else COUNT codes. */
-static int control_errors(struct ingest_broker *b, char **args, size_t count,
+static int control_errors(struct loadgen_broker *b, char **args, size_t count,
                           struct control_reply *reply)
 {
     int16_t api_key = 0;
@@ -599,7 +600,7 @@ static int control_errors(struct ingest_broker *b, char **args, size_t count,
 }
 
 /* "leader PARTITION ID" for the broker's topic. */
-static int control_leader(struct ingest_broker *b, char **args, size_t count,
+static int control_leader(struct loadgen_broker *b, char **args, size_t count,
                           struct control_reply *reply)
 {
     int64_t partition = 0;
@@ -620,8 +621,8 @@ static int control_leader(struct ingest_broker *b, char **args, size_t count,
     return control_result(reply, err, what);
 }
 
-int ingest_broker_control(struct ingest_broker *b, const char *command, char *reply,
-                          size_t reply_capacity)
+int loadgen_broker_control(struct loadgen_broker *b, const char *command, char *reply,
+                           size_t reply_capacity)
 {
     ASSERT(b != NULL && b->cluster != NULL);
     ASSERT(command != NULL);

@@ -1,5 +1,5 @@
 /*
- * The HTTP client of `count --server` and `orders --server`, on libcurl (Debian's
+ * The HTTP client of `count --server`, `orders --server` and the load test, on libcurl (Debian's
  * libcurl4-openssl-dev), plus the extraction of the service's {"error": ...} message with
  * jansson. Rejected: a hand-written HTTP/1.1 client (chunked encoding, redirects, proxies and
  * TLS would all be ours to get right).
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/http_client.h"
+#include "http/http.h"
 
 struct body_sink {
     char *data;
@@ -23,7 +23,7 @@ static size_t collect(char *chunk, size_t size, size_t count, void *user)
 {
     struct body_sink *sink = user;
     size_t n = size * count;
-    if (sink->len + n > CLI_HTTP_BODY_BYTES_MAX) {
+    if (sink->len + n > HTTP_CLIENT_BODY_BYTES_MAX) {
         sink->too_large = true;
         return 0; /* makes curl stop with CURLE_WRITE_ERROR */
     }
@@ -39,7 +39,7 @@ static size_t collect(char *chunk, size_t size, size_t count, void *user)
 }
 
 /* A non-200 answer: take the service's message, or say what came instead. */
-static void error_from_body(struct cli_http_answer *ans)
+static void error_from_body(struct http_client_answer *ans)
 {
     json_error_t err;
     json_t *doc = json_loadb(ans->body, ans->body_len, 0, &err);
@@ -50,7 +50,7 @@ static void error_from_body(struct cli_http_answer *ans)
 }
 
 static int perform(CURL *curl, const char *url, struct curl_slist *headers, struct body_sink *sink,
-                   struct cli_http_answer *ans)
+                   struct http_client_answer *ans)
 {
     char curl_error[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(curl, CURLOPT_URL, url);
@@ -72,19 +72,19 @@ static int perform(CURL *curl, const char *url, struct curl_slist *headers, stru
     return 0;
 }
 
-struct cli_http_conn {
+struct http_client_conn {
     CURL *curl;
     struct curl_slist *headers;
     char base[2048];
 };
 
-int cli_http_conn_open(const char *base_url, const char *token, struct cli_http_conn **out)
+int http_client_conn_open(const char *base_url, const char *token, struct http_client_conn **out)
 {
     size_t base_len = strlen(base_url);
     while (base_len > 0 && base_url[base_len - 1] == '/') {
         base_len--;
     }
-    struct cli_http_conn *c = calloc(1, sizeof(*c));
+    struct http_client_conn *c = calloc(1, sizeof(*c));
     if (c == NULL) {
         return -ENOMEM;
     }
@@ -100,14 +100,15 @@ int cli_http_conn_open(const char *base_url, const char *token, struct cli_http_
     c->curl = curl_easy_init();
     c->headers = token != NULL ? curl_slist_append(NULL, auth) : NULL;
     if (c->curl == NULL || (token != NULL && c->headers == NULL)) {
-        cli_http_conn_close(c);
+        http_client_conn_close(c);
         return -ENOMEM;
     }
     *out = c;
     return 0;
 }
 
-int cli_http_conn_get(struct cli_http_conn *c, const char *path, struct cli_http_answer *ans)
+int http_client_conn_get(struct http_client_conn *c, const char *path,
+                         struct http_client_answer *ans)
 {
     memset(ans, 0, sizeof(*ans));
     char url[4096];
@@ -130,7 +131,7 @@ int cli_http_conn_get(struct cli_http_conn *c, const char *path, struct cli_http
     return rc;
 }
 
-void cli_http_conn_close(struct cli_http_conn *c)
+void http_client_conn_close(struct http_client_conn *c)
 {
     if (c == NULL) {
         return;
@@ -142,30 +143,30 @@ void cli_http_conn_close(struct cli_http_conn *c)
     free(c);
 }
 
-int cli_http_get(const char *base_url, const char *path, const char *token,
-                 struct cli_http_answer *ans)
+int http_client_get(const char *base_url, const char *path, const char *token,
+                    struct http_client_answer *ans)
 {
     memset(ans, 0, sizeof(*ans));
-    struct cli_http_conn *c = NULL;
-    int rc = cli_http_conn_open(base_url, token, &c);
+    struct http_client_conn *c = NULL;
+    int rc = http_client_conn_open(base_url, token, &c);
     if (rc != 0) {
         snprintf(ans->error, sizeof(ans->error), "%s",
                  rc == -ENOMEM ? "out of memory" : "URL or token too long");
         return rc;
     }
-    rc = cli_http_conn_get(c, path, ans);
-    cli_http_conn_close(c);
+    rc = http_client_conn_get(c, path, ans);
+    http_client_conn_close(c);
     return rc;
 }
 
-void cli_http_answer_deinit(struct cli_http_answer *ans)
+void http_client_answer_deinit(struct http_client_answer *ans)
 {
     free(ans->body);
     ans->body = NULL;
     ans->body_len = 0;
 }
 
-void cli_url_escape(const char *src, char *dst, size_t dst_capacity)
+void http_client_url_escape(const char *src, char *dst, size_t dst_capacity)
 {
     static const char hex[] = "0123456789ABCDEF";
     ASSERT(dst_capacity > 0);

@@ -42,7 +42,7 @@
 #include <unistd.h>
 
 #include "ingest/ingest.h"
-#include "ingest/kafka_log.h"
+#include "loadgen/loadgen.h"
 #include "shard/shard.h"
 
 /* Used when the caller leaves flush_timeout_ms at 0: a minute covers broker fail-over and
@@ -101,15 +101,15 @@ struct produce_message {
 };
 
 struct produce {
-    const struct ingest_produce_config *cfg;
+    const struct loadgen_produce_config *cfg;
     const volatile int *stop;
     rd_kafka_t *rk;
     rd_kafka_topic_t *rkt;
-    struct ingest_workload *workload; /* when generating */
-    struct produce_input input;       /* when reading */
-    double rate_eps;                  /* the schedule's rate; 0 = as fast as possible */
-    uint32_t base_shards;             /* S(day) when the shard map does not say */
-    uint64_t lines_taken;             /* input lines taken to send: the next one's index */
+    struct loadgen_workload *workload; /* when generating */
+    struct produce_input input;        /* when reading */
+    double rate_eps;                   /* the schedule's rate; 0 = as fast as possible */
+    uint32_t base_shards;              /* S(day) when the shard map does not say */
+    uint64_t lines_taken;              /* input lines taken to send: the next one's index */
     uint64_t sent;
     uint64_t acked;
     uint64_t failed;
@@ -122,8 +122,8 @@ struct produce {
     uint64_t progress_ns;
     uint64_t progress_acked;
     bool progress_shown;
-    char json[INGEST_WORKLOAD_LINE_BYTES_MAX]; /* a generated line, items included */
-    char key[INGEST_PRODUCE_KEY_BYTES_MAX];
+    char json[LOADGEN_WORKLOAD_LINE_BYTES_MAX]; /* a generated line, items included */
+    char key[LOADGEN_PRODUCE_KEY_BYTES_MAX];
 };
 
 /* ---- librdkafka callbacks (delivery reports and errors on the polling thread) ----------- */
@@ -204,7 +204,7 @@ static int produce_configure(struct produce *p, rd_kafka_conf_t *conf)
     rd_kafka_conf_set_opaque(conf, p);
     rd_kafka_conf_set_dr_msg_cb(conf, produce_on_delivery);
     rd_kafka_conf_set_error_cb(conf, produce_on_error);
-    rd_kafka_conf_set_log_cb(conf, kafka_log);
+    ingest_kafka_conf_set_log(conf);
     return 0;
 }
 
@@ -240,14 +240,14 @@ static int produce_client_create(struct produce *p)
  * none), or the input buffer. Returns 0 or an error (logged). */
 static int produce_source_create(struct produce *p)
 {
-    const struct ingest_produce_config *cfg = p->cfg;
+    const struct loadgen_produce_config *cfg = p->cfg;
     if (cfg->input_fd < 0) {
-        struct ingest_workload_config workload = cfg->workload;
+        struct loadgen_workload_config workload = cfg->workload;
         if (cfg->rate > 0) {
             workload.rate_eps = (double)cfg->rate;
         }
         p->rate_eps = workload.rate_eps;
-        int rc = ingest_workload_create(&workload, &p->workload);
+        int rc = loadgen_workload_create(&workload, &p->workload);
         if (rc != 0) {
             ds_log_error("produce: invalid workload: %s", ds_strerror(rc));
         }
@@ -295,7 +295,7 @@ static void produce_progress(struct produce *p)
 static double produce_due_s(const struct produce *p)
 {
     if (p->workload != NULL) {
-        return ingest_workload_send_time(p->workload);
+        return loadgen_workload_send_time(p->workload);
     }
     ASSERT(p->lines_taken >= 1);
     return (double)(p->lines_taken - 1) / p->rate_eps;
@@ -336,8 +336,8 @@ static bool produce_pace(struct produce *p)
 static void produce_key_set(struct produce *p, const struct ds_event *event,
                             struct produce_message *m)
 {
-    int n = ingest_produce_key_format(p->cfg->key, event, p->base_shards, p->key, sizeof(p->key),
-                                      p->cfg->shards_of_day, p->cfg->shards_user);
+    int n = loadgen_produce_key_format(p->cfg->key, event, p->base_shards, p->key, sizeof(p->key),
+                                       p->cfg->shards_of_day, p->cfg->shards_user);
     ASSERT(n > 0);
     m->key = p->key;
     m->key_len = (size_t)n;
@@ -347,10 +347,10 @@ static void produce_key_set(struct produce *p, const struct ds_event *event,
 static int produce_next_generated(struct produce *p, struct produce_message *m)
 {
     struct ds_event event;
-    if (!ingest_workload_next(p->workload, &event)) {
+    if (!loadgen_workload_next(p->workload, &event)) {
         return 0;
     }
-    int n = ingest_workload_line(p->workload, p->json, sizeof(p->json));
+    int n = loadgen_workload_line(p->workload, p->json, sizeof(p->json));
     ASSERT(n > 0);
     *m = (struct produce_message){.value = p->json, .value_len = (size_t)n};
     produce_key_set(p, &event, m);
@@ -480,7 +480,7 @@ static void produce_key_line(struct produce *p, const char *line, size_t len,
                              struct produce_message *m)
 {
     struct ds_event event;
-    if (p->cfg->key == INGEST_PRODUCE_KEY_ORDER) {
+    if (p->cfg->key == LOADGEN_PRODUCE_KEY_ORDER) {
         /* Order mode reads only order_id: the rest of event stays unset. */
         if (ingest_decode_order_id(line, len, &event.order_id) == 0) {
             produce_key_set(p, &event, m);
@@ -629,7 +629,7 @@ static void produce_deinit(struct produce *p)
     if (p->rk != NULL) {
         rd_kafka_destroy(p->rk);
     }
-    ingest_workload_destroy(p->workload);
+    loadgen_workload_destroy(p->workload);
     free(p->input.buf);
 }
 
@@ -637,8 +637,8 @@ static void produce_deinit(struct produce *p)
  * -DS_EUSAGE (logged). */
 static int produce_check(struct produce *p)
 {
-    const struct ingest_produce_config *cfg = p->cfg;
-    if ((unsigned)cfg->key > INGEST_PRODUCE_KEY_PARTITION) {
+    const struct loadgen_produce_config *cfg = p->cfg;
+    if ((unsigned)cfg->key > LOADGEN_PRODUCE_KEY_PARTITION) {
         ds_log_error("produce: unknown key mode %d", (int)cfg->key);
         return -DS_EUSAGE;
     }
@@ -677,14 +677,14 @@ static int produce_run(struct produce *p)
     return send_rc != 0 ? send_rc : rc;
 }
 
-int ingest_produce_run(const struct ingest_produce_config *cfg, struct ingest_produce_stats *stats,
-                       const volatile int *stop)
+int loadgen_produce_run(const struct loadgen_produce_config *cfg,
+                        struct loadgen_produce_stats *stats, const volatile int *stop)
 {
     ASSERT(cfg != NULL);
     ASSERT(cfg->brokers != NULL);
     ASSERT(cfg->topic != NULL);
     ASSERT(stats != NULL);
-    *stats = (struct ingest_produce_stats){.sent = 0};
+    *stats = (struct loadgen_produce_stats){.sent = 0};
     struct produce *p = calloc(1, sizeof(*p));
     if (p == NULL) {
         return -ENOMEM;
@@ -694,7 +694,7 @@ int ingest_produce_run(const struct ingest_produce_config *cfg, struct ingest_pr
     p->input.fd = -1;
     int rc = produce_run(p);
     uint64_t end_ns = ds_clock_ns();
-    *stats = (struct ingest_produce_stats){
+    *stats = (struct loadgen_produce_stats){
         .sent = p->sent,
         .acked = p->acked,
         .failed = p->sent - p->acked,

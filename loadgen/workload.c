@@ -24,7 +24,7 @@
  * hot-customer: each order comes from customer 1 with probability hot_fraction, otherwise
  * from Zipf over 2..customers, so the hot share does not depend on zipf_s.
  *
- * Orders, not events (issue 14): with update_fraction or duplicate_fraction above 0, each line
+ * Orders, not events: with update_fraction or duplicate_fraction above 0, each line
  * is drawn as a new order, an update or a duplicate by sampling without replacement (line i is
  * a new order with probability remaining new orders / remaining lines; updates weigh less
  * while the first WORKLOAD_RECENT_ORDERS orders arrive, see workload_kind_draw), so the stream
@@ -42,7 +42,8 @@
  * update slot, where it is stale. A duplicate repeats one of the last WORKLOAD_RECENT_LINES
  * lines (age n u^3: mostly the line just sent, a producer's retry) and so is the same bytes.
  * Updates and duplicates draw their randomness only when their fractions are above 0, so with
- * them 0 the stream is byte for byte the one from before they existed.
+ * them 0 the stream is byte for byte the plain event stream: a seed recorded with a benchmark or
+ * a test keeps its stream.
  *
  * Randomness: xoshiro256** seeded through splitmix64 from cfg->seed. The stream is a pure
  * function of the configuration for a given libm; another libm may round exp/log differently
@@ -67,13 +68,9 @@
 #include <string.h>
 
 #include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
+#include "loadgen/workload.h"
 
-/* The longest stream: ten years of days keeps every day's millisecond offset and day index
- * well inside double precision and bounds what a typo in --days can ask for. */
-#define WORKLOAD_DAYS_MAX 3660u
-/* Beyond s = 10 the distribution is a single customer; the Zipf helpers lose precision. */
-#define WORKLOAD_ZIPF_S_MAX 10.0
-#define WORKLOAD_PERMILLE 1000u
 /* Rejection-inversion accepts more than 98% of attempts for every s in (0, 10] (measured), so
  * 64 rejections in a row never happen in practice; the bound only keeps the loop finite, after
  * it the last candidate is taken. */
@@ -85,11 +82,6 @@
 #define WORKLOAD_UNITS_PER_CENT (DS_AMOUNT_SCALE / 100)
 /* At most three time segments: before the busy day, the busy day, after it. */
 #define WORKLOAD_SEGMENTS_MAX 3u
-/* Defaults of the flash-sale profile: "a day whose rate jumps 50x for a minute", a third of the
- * way into the schedule (after a steady start that a load test can take as its baseline). */
-#define WORKLOAD_FLASH_FACTOR_DEFAULT 50u
-#define WORKLOAD_FLASH_SECONDS_DEFAULT 60u
-#define WORKLOAD_FLASH_START_FRACTION_DEFAULT (1.0 / 3.0)
 /* Updates pick their order among the latest 4096 new orders (at 30% updates, an order's
  * versions then mostly follow it within a few thousand lines, as in a shop where payment
  * follows the order within minutes), or, WORKLOAD_LATE_UPDATE_PERCENT of the time, among
@@ -112,13 +104,6 @@
 #define WORKLOAD_MOVE_DAY_PERCENT 3u
 #define WORKLOAD_MOVE_CUSTOMER_PERCENT 1u
 #define WORKLOAD_MOVE_DAYS_MAX 3u
-
-/* The most extra events a window can have (before dividing by the days). */
-#define WORKLOAD_FLASH_EVENTS_MAX                                                                  \
-    ((uint64_t)INGEST_WORKLOAD_FLASH_FACTOR_MAX * INGEST_WORKLOAD_RATE_EPS_MAX *                   \
-     INGEST_WORKLOAD_FLASH_SECONDS_MAX)
-_Static_assert(WORKLOAD_FLASH_EVENTS_MAX < (1ull << 53),
-               "a window's extra event count is exact in a double");
 
 /* A slice [q_begin, q_end) of the quantile range spread evenly over [ms_begin, ms_begin +
  * ms_len). */
@@ -180,10 +165,10 @@ static const char *const workload_products[] = {
  * length byte, the product and a one-byte quantity varint. */
 #define WORKLOAD_PRODUCT_BYTES_MAX 16u
 #define WORKLOAD_ITEMS_BYTES_MAX                                                                   \
-    (1u + INGEST_WORKLOAD_ITEMS_MAX * (2u + WORKLOAD_PRODUCT_BYTES_MAX))
+    (1u + LOADGEN_WORKLOAD_ITEMS_MAX * (2u + WORKLOAD_PRODUCT_BYTES_MAX))
 #define WORKLOAD_QUANTITY_MAX 5u
 _Static_assert(WORKLOAD_ITEMS_BYTES_MAX <= DS_ITEMS_BYTES_MAX, "generated items are valid");
-_Static_assert(INGEST_WORKLOAD_ITEMS_MAX < 0x80u && WORKLOAD_QUANTITY_MAX < 0x80u,
+_Static_assert(LOADGEN_WORKLOAD_ITEMS_MAX < 0x80u && WORKLOAD_QUANTITY_MAX < 0x80u,
                "the count and a quantity are one varint byte each");
 
 /* One version of an order: enough to write its line again byte for byte. */
@@ -212,8 +197,8 @@ struct workload_repeats {
     size_t waiting_count;
 };
 
-struct ingest_workload {
-    struct ingest_workload_config cfg;
+struct loadgen_workload {
+    struct loadgen_workload_config cfg;
     uint64_t rng[4];
     uint64_t emitted;
     uint64_t uniform_events;  /* events of the month's stream: cfg.events - flash_events */
@@ -242,7 +227,7 @@ struct ingest_workload {
     uint64_t duplicates;              /* duplicate lines of the stream */
     struct workload_repeats *repeats; /* NULL when there are neither updates nor duplicates */
     struct workload_order line;       /* the line last returned */
-    struct ingest_workload_stats stats;
+    struct loadgen_workload_stats stats;
     uint8_t items[WORKLOAD_ITEMS_BYTES_MAX]; /* the last event's canonical items */
 };
 
@@ -262,7 +247,7 @@ static uint64_t workload_rotl(uint64_t x, int k)
 }
 
 /* xoshiro256** (Blackman and Vigna). */
-static uint64_t workload_next_u64(struct ingest_workload *w)
+static uint64_t workload_next_u64(struct loadgen_workload *w)
 {
     uint64_t *s = w->rng;
     uint64_t result = workload_rotl(s[1] * 5, 7) * 9;
@@ -277,14 +262,14 @@ static uint64_t workload_next_u64(struct ingest_workload *w)
 }
 
 /* Uniform in [0, 1) with 53 random bits. */
-static double workload_next_unit(struct ingest_workload *w)
+static double workload_next_unit(struct loadgen_workload *w)
 {
     return (double)(workload_next_u64(w) >> 11) * 0x1.0p-53;
 }
 
 /* Uniform integer in [0, bound) by multiply-shift of 32 random bits (bias below 2^-22 for the
  * bounds used here). */
-static uint32_t workload_next_below(struct ingest_workload *w, uint32_t bound)
+static uint32_t workload_next_below(struct loadgen_workload *w, uint32_t bound)
 {
     uint64_t r = workload_next_u64(w) >> 32;
     return (uint32_t)((r * bound) >> 32);
@@ -345,7 +330,7 @@ static void zipf_init(struct workload_zipf *z, double exponent, uint64_t n)
 }
 
 /* A rank in 1..n with probability proportional to rank^-s. */
-static uint64_t zipf_sample(const struct workload_zipf *z, struct ingest_workload *w)
+static uint64_t zipf_sample(const struct workload_zipf *z, struct loadgen_workload *w)
 {
     double k = 1.0;
     for (uint32_t attempt = 0; attempt < WORKLOAD_ZIPF_ATTEMPTS_MAX; attempt++) {
@@ -366,252 +351,11 @@ static uint64_t zipf_sample(const struct workload_zipf *z, struct ingest_workloa
     return rank;
 }
 
-/* ---- configuration ------------------------------------------------------------------------- */
-
-void ingest_workload_defaults(struct ingest_workload_config *cfg)
-{
-    ASSERT(cfg != NULL);
-    memset(cfg, 0, sizeof(*cfg));
-    cfg->profile = INGEST_PROFILE_UNIFORM;
-    cfg->seed = 42;
-    cfg->events = 1000000;
-    cfg->first_day = ds_days_from_civil(2026, 1, 1);
-    cfg->days = 28;
-    cfg->customers = 1000000;
-    cfg->zipf_s = 1.1;
-    cfg->busy_day_index = 20; /* 2026-01-21 */
-    cfg->busy_fraction = 0.3;
-    cfg->hot_fraction = 0.01;
-    cfg->string_id_permille = 0;
-    cfg->rate_eps = 0.0;
-    cfg->flash_factor = WORKLOAD_FLASH_FACTOR_DEFAULT;
-    cfg->flash_seconds = WORKLOAD_FLASH_SECONDS_DEFAULT;
-    cfg->flash_start_fraction = WORKLOAD_FLASH_START_FRACTION_DEFAULT;
-}
-
-/* True for a share in [0, 1]; false for NaN too. */
-static bool workload_fraction_valid(double fraction)
-{
-    return fraction >= 0.0 && fraction <= 1.0;
-}
-
-/* Profile, counts, days and the Zipf exponent. Returns 0 or -DS_EUSAGE (logged). */
-static int workload_check_shape(const struct ingest_workload_config *cfg)
-{
-    if (cfg->profile != INGEST_PROFILE_UNIFORM && cfg->profile != INGEST_PROFILE_BUSY_DAY &&
-        cfg->profile != INGEST_PROFILE_HOT_CUSTOMER && cfg->profile != INGEST_PROFILE_FLASH_SALE) {
-        ds_log_error("workload: unknown profile %d", (int)cfg->profile);
-        return -DS_EUSAGE;
-    }
-    /* Order ids are 1..events and must stay valid ids (1..2^63-1); so must customer ids. */
-    if (cfg->events > (uint64_t)INT64_MAX) {
-        ds_log_error("workload: %llu events is over 2^63-1", (unsigned long long)cfg->events);
-        return -DS_EUSAGE;
-    }
-    if (cfg->customers == 0 || cfg->customers > (uint64_t)INT64_MAX) {
-        ds_log_error("workload: %llu customers is outside 1..2^63-1",
-                     (unsigned long long)cfg->customers);
-        return -DS_EUSAGE;
-    }
-    if (cfg->days == 0 || cfg->days > WORKLOAD_DAYS_MAX) {
-        ds_log_error("workload: %u days is outside 1..%u", cfg->days, WORKLOAD_DAYS_MAX);
-        return -DS_EUSAGE;
-    }
-    if (cfg->first_day < 0 || (int64_t)cfg->first_day + (int64_t)cfg->days - 1 > DS_DAY_MAX) {
-        ds_log_error("workload: %u days from day %d end outside 1970-01-01..9999-12-31", cfg->days,
-                     (int)cfg->first_day);
-        return -DS_EUSAGE;
-    }
-    if (!(cfg->zipf_s > 0.0 && cfg->zipf_s <= WORKLOAD_ZIPF_S_MAX)) {
-        ds_log_error("workload: Zipf exponent %g is outside (0, %g]", cfg->zipf_s,
-                     WORKLOAD_ZIPF_S_MAX);
-        return -DS_EUSAGE;
-    }
-    return 0;
-}
-
-/* The busy day and the shares. Returns 0 or -DS_EUSAGE (logged). */
-static int workload_check_shares(const struct ingest_workload_config *cfg)
-{
-    bool has_busy_day =
-        cfg->profile == INGEST_PROFILE_BUSY_DAY || cfg->profile == INGEST_PROFILE_FLASH_SALE;
-    if (has_busy_day && cfg->busy_day_index >= cfg->days) {
-        ds_log_error("workload: busy day index %u is not one of the %u days (0..%u)",
-                     cfg->busy_day_index, cfg->days, cfg->days - 1);
-        return -DS_EUSAGE;
-    }
-    if (!workload_fraction_valid(cfg->busy_fraction)) {
-        ds_log_error("workload: busy fraction %g is outside 0..1", cfg->busy_fraction);
-        return -DS_EUSAGE;
-    }
-    if (!workload_fraction_valid(cfg->hot_fraction)) {
-        ds_log_error("workload: hot fraction %g is outside 0..1", cfg->hot_fraction);
-        return -DS_EUSAGE;
-    }
-    if (cfg->string_id_permille > WORKLOAD_PERMILLE) {
-        ds_log_error("workload: string id share %u per mille is over %u", cfg->string_id_permille,
-                     WORKLOAD_PERMILLE);
-        return -DS_EUSAGE;
-    }
-    return 0;
-}
-
-/* Updates and duplicates of a stream: each round(events * fraction), but never all the lines
- * (the first one is a new order). Fractions must be in range. */
-static void workload_repeat_counts(const struct ingest_workload_config *cfg, uint64_t *updates,
-                                   uint64_t *duplicates)
-{
-    double events = (double)cfg->events;
-    uint64_t u = (uint64_t)floor(events * cfg->update_fraction + 0.5);
-    uint64_t d = (uint64_t)floor(events * cfg->duplicate_fraction + 0.5);
-    if (cfg->events > 0 && u + d >= cfg->events) {
-        u = u < cfg->events - 1 ? u : cfg->events - 1;
-        d = cfg->events - 1 - u < d ? cfg->events - 1 - u : d;
-    }
-    ASSERT(cfg->events == 0 || u + d < cfg->events);
-    *updates = u;
-    *duplicates = d;
-}
-
-/* New orders of a stream: the lines that are neither updates nor duplicates. */
-static uint64_t workload_orders(const struct ingest_workload_config *cfg)
-{
-    uint64_t updates = 0;
-    uint64_t duplicates = 0;
-    workload_repeat_counts(cfg, &updates, &duplicates);
-    return cfg->events - updates - duplicates;
-}
-
-/* Updates, duplicates and items. Returns 0 or -DS_EUSAGE (logged). */
-static int workload_check_repeats(const struct ingest_workload_config *cfg)
-{
-    if (!workload_fraction_valid(cfg->update_fraction)) {
-        ds_log_error("workload: update fraction %g is outside 0..1", cfg->update_fraction);
-        return -DS_EUSAGE;
-    }
-    if (!workload_fraction_valid(cfg->duplicate_fraction)) {
-        ds_log_error("workload: duplicate fraction %g is outside 0..1", cfg->duplicate_fraction);
-        return -DS_EUSAGE;
-    }
-    if (cfg->update_fraction + cfg->duplicate_fraction > INGEST_WORKLOAD_REPEAT_FRACTION_MAX) {
-        ds_log_error("workload: updates %g and duplicates %g leave no room for new orders: "
-                     "together at most %g",
-                     cfg->update_fraction, cfg->duplicate_fraction,
-                     INGEST_WORKLOAD_REPEAT_FRACTION_MAX);
-        return -DS_EUSAGE;
-    }
-    if (!workload_fraction_valid(cfg->items_fraction)) {
-        ds_log_error("workload: items fraction %g is outside 0..1", cfg->items_fraction);
-        return -DS_EUSAGE;
-    }
-    return 0;
-}
-
-/* The window's extra events: (flash_factor - 1) * rate_eps * flash_seconds / days, rounded; 0
- * for the other profiles. Every field must be in range. */
-static uint64_t workload_flash_events(const struct ingest_workload_config *cfg)
-{
-    if (cfg->profile != INGEST_PROFILE_FLASH_SALE) {
-        return 0;
-    }
-    double extra = (double)(cfg->flash_factor - 1) * cfg->rate_eps * (double)cfg->flash_seconds /
-                   (double)cfg->days;
-    ASSERT(extra >= 0.0 && extra < 0x1.0p53);
-    return (uint64_t)floor(extra + 0.5);
-}
-
-/* The fewest uniform events whose schedule holds the window: count * (1 - start) / rate_eps
- * must reach flash_seconds (the same test as workload_check_flash_fits makes). */
-static uint64_t workload_flash_uniform_min(const struct ingest_workload_config *cfg)
-{
-    double share_after = 1.0 - cfg->flash_start_fraction;
-    double needed = cfg->rate_eps * (double)cfg->flash_seconds;
-    double count = ceil(needed / share_after);
-    if (count * share_after < needed) {
-        count += 1.0;
-    }
-    return count < 0x1.0p63 ? (uint64_t)count : (uint64_t)INT64_MAX;
-}
-
-/* flash-sale: a schedule, and a window that ends inside it. Returns 0 or -DS_EUSAGE (logged). */
-static int workload_check_flash_fits(const struct ingest_workload_config *cfg)
-{
-    if (cfg->rate_eps <= 0.0) {
-        ds_log_error("workload: flash-sale needs a rate (rate_eps > 0): its window is in seconds "
-                     "of the schedule");
-        return -DS_EUSAGE;
-    }
-    uint64_t extra = workload_flash_events(cfg);
-    uint64_t orders = workload_orders(cfg);
-    uint64_t uniform = orders > extra ? orders - extra : 0;
-    double share_after = 1.0 - cfg->flash_start_fraction;
-    if (orders <= extra ||
-        (double)uniform * share_after < cfg->rate_eps * (double)cfg->flash_seconds) {
-        uint64_t uniform_min = workload_flash_uniform_min(cfg);
-        unsigned long long events_min = uniform_min > (uint64_t)INT64_MAX - extra
-                                            ? (unsigned long long)INT64_MAX
-                                            : (unsigned long long)(uniform_min + extra);
-        ds_log_error("workload: the flash-sale window (%u s from %.3g of the schedule, %llu extra "
-                     "events) does not fit in %llu new orders at %g events/s: it needs at least "
-                     "%llu (new orders are the events that are neither updates nor duplicates)",
-                     cfg->flash_seconds, cfg->flash_start_fraction, (unsigned long long)extra,
-                     (unsigned long long)orders, cfg->rate_eps, events_min);
-        return -DS_EUSAGE;
-    }
-    return 0;
-}
-
-/* The schedule and the flash window. Returns 0 or -DS_EUSAGE (logged). */
-static int workload_check_schedule(const struct ingest_workload_config *cfg)
-{
-    if (!(cfg->rate_eps >= 0.0 && cfg->rate_eps <= (double)INGEST_WORKLOAD_RATE_EPS_MAX)) {
-        ds_log_error("workload: rate %g events/s is outside 0..%u", cfg->rate_eps,
-                     INGEST_WORKLOAD_RATE_EPS_MAX);
-        return -DS_EUSAGE;
-    }
-    if (cfg->flash_factor == 0 || cfg->flash_factor > INGEST_WORKLOAD_FLASH_FACTOR_MAX) {
-        ds_log_error("workload: flash factor %u is outside 1..%u", cfg->flash_factor,
-                     INGEST_WORKLOAD_FLASH_FACTOR_MAX);
-        return -DS_EUSAGE;
-    }
-    if (cfg->flash_seconds == 0 || cfg->flash_seconds > INGEST_WORKLOAD_FLASH_SECONDS_MAX) {
-        ds_log_error("workload: flash window of %u s is outside 1..%u s", cfg->flash_seconds,
-                     INGEST_WORKLOAD_FLASH_SECONDS_MAX);
-        return -DS_EUSAGE;
-    }
-    if (!(cfg->flash_start_fraction >= 0.0 && cfg->flash_start_fraction < 1.0)) {
-        ds_log_error("workload: flash start %g is outside [0, 1) of the schedule",
-                     cfg->flash_start_fraction);
-        return -DS_EUSAGE;
-    }
-    if (cfg->profile == INGEST_PROFILE_FLASH_SALE) {
-        return workload_check_flash_fits(cfg);
-    }
-    return 0;
-}
-
-int ingest_workload_config_check(const struct ingest_workload_config *cfg)
-{
-    ASSERT(cfg != NULL);
-    int rc = workload_check_shape(cfg);
-    if (rc == 0) {
-        rc = workload_check_shares(cfg);
-    }
-    if (rc == 0) {
-        rc = workload_check_repeats(cfg);
-    }
-    if (rc == 0) {
-        rc = workload_check_schedule(cfg);
-    }
-    ASSERT(rc == 0 || rc == -DS_EUSAGE);
-    return rc;
-}
-
 /* ---- lifecycle ----------------------------------------------------------------------------- */
 
 /* Appends the segment of quantiles [q_begin, q_end) over days [day_begin, day_end), unless it
  * is empty. */
-static void workload_segment_add(struct ingest_workload *w, double q_begin, double q_end,
+static void workload_segment_add(struct loadgen_workload *w, double q_begin, double q_end,
                                  uint32_t day_begin, uint32_t day_end)
 {
     if (!(q_end > q_begin) || day_end <= day_begin) {
@@ -626,10 +370,10 @@ static void workload_segment_add(struct ingest_workload *w, double q_begin, doub
     segment->ms_per_q = (double)segment->ms_len / (q_end - q_begin);
 }
 
-static void workload_segments_init(struct ingest_workload *w)
+static void workload_segments_init(struct loadgen_workload *w)
 {
-    const struct ingest_workload_config *cfg = &w->cfg;
-    if (cfg->profile != INGEST_PROFILE_BUSY_DAY || cfg->days == 1) {
+    const struct loadgen_workload_config *cfg = &w->cfg;
+    if (cfg->profile != LOADGEN_PROFILE_BUSY_DAY || cfg->days == 1) {
         workload_segment_add(w, 0.0, 1.0, 0, cfg->days);
         return;
     }
@@ -646,9 +390,9 @@ static void workload_segments_init(struct ingest_workload *w)
 }
 
 /* flash-sale: where the window starts and how its events are spaced in time and over the day. */
-static void workload_flash_init(struct ingest_workload *w)
+static void workload_flash_init(struct loadgen_workload *w)
 {
-    const struct ingest_workload_config *cfg = &w->cfg;
+    const struct loadgen_workload_config *cfg = &w->cfg;
     ASSERT(cfg->rate_eps > 0.0);
     ASSERT(w->flash_events > 0);
     double schedule_s = (double)w->uniform_events / cfg->rate_eps;
@@ -660,15 +404,16 @@ static void workload_flash_init(struct ingest_workload *w)
     ASSERT(w->flash_start_s + (double)cfg->flash_seconds <= schedule_s * (1.0 + 1e-9));
 }
 
-int ingest_workload_create(const struct ingest_workload_config *cfg, struct ingest_workload **out)
+int loadgen_workload_create(const struct loadgen_workload_config *cfg,
+                            struct loadgen_workload **out)
 {
     ASSERT(cfg != NULL);
     ASSERT(out != NULL);
-    int rc = ingest_workload_config_check(cfg);
+    int rc = loadgen_workload_config_check(cfg);
     if (rc != 0) {
         return rc;
     }
-    struct ingest_workload *w = calloc(1, sizeof(*w));
+    struct loadgen_workload *w = calloc(1, sizeof(*w));
     if (w == NULL) {
         return -ENOMEM;
     }
@@ -697,7 +442,7 @@ int ingest_workload_create(const struct ingest_workload_config *cfg, struct inge
         workload_flash_init(w);
     }
     /* hot-customer: customer 1 is reserved for the hot share, the rest are Zipf from 2 on. */
-    w->zipf_first = cfg->profile == INGEST_PROFILE_HOT_CUSTOMER ? 2 : 1;
+    w->zipf_first = cfg->profile == LOADGEN_PROFILE_HOT_CUSTOMER ? 2 : 1;
     w->zipf_used = cfg->customers >= w->zipf_first;
     if (w->zipf_used) {
         zipf_init(&w->zipf, cfg->zipf_s, cfg->customers - w->zipf_first + 1);
@@ -710,7 +455,7 @@ int ingest_workload_create(const struct ingest_workload_config *cfg, struct inge
     return 0;
 }
 
-void ingest_workload_destroy(struct ingest_workload *w)
+void loadgen_workload_destroy(struct loadgen_workload *w)
 {
     if (w != NULL) {
         free(w->repeats);
@@ -721,7 +466,7 @@ void ingest_workload_destroy(struct ingest_workload *w)
 /* ---- events -------------------------------------------------------------------------------- */
 
 /* The timestamp of uniform event number index (0-based); non-decreasing in index. */
-static int64_t workload_ts_ms(struct ingest_workload *w, uint64_t index)
+static int64_t workload_ts_ms(struct loadgen_workload *w, uint64_t index)
 {
     double q = ((double)index + workload_next_unit(w)) * w->events_inverse;
     const struct workload_segment *segment = &w->segments[0];
@@ -740,7 +485,7 @@ static int64_t workload_ts_ms(struct ingest_workload *w, uint64_t index)
 
 /* The timestamp of the window's event number index (0-based): spread evenly over the busy day,
  * stratified as workload_ts_ms; non-decreasing in index. */
-static int64_t workload_flash_ts_ms(struct ingest_workload *w, uint64_t index)
+static int64_t workload_flash_ts_ms(struct loadgen_workload *w, uint64_t index)
 {
     double offset = floor(((double)index + workload_next_unit(w)) * w->flash_ms_per_event);
     int64_t offset_ms = 0;
@@ -754,7 +499,7 @@ static int64_t workload_flash_ts_ms(struct ingest_workload *w, uint64_t index)
 
 /* True when the window's next event is due before the next uniform one (a tie goes to the
  * uniform event); false for the other profiles. */
-static bool workload_flash_turn(const struct ingest_workload *w)
+static bool workload_flash_turn(const struct loadgen_workload *w)
 {
     if (w->flash_emitted >= w->flash_events) {
         return false;
@@ -768,7 +513,7 @@ static bool workload_flash_turn(const struct ingest_workload *w)
 
 /* Sets the timestamp and the send time of the next event, from the window or the uniform
  * stream, whichever is due first. */
-static void workload_time_next(struct ingest_workload *w, struct ds_event *event)
+static void workload_time_next(struct loadgen_workload *w, struct ds_event *event)
 {
     if (workload_flash_turn(w)) {
         uint64_t index = w->flash_emitted++;
@@ -786,9 +531,9 @@ static void workload_time_next(struct ingest_workload *w, struct ds_event *event
     w->send_time_s = w->cfg.rate_eps > 0.0 ? (double)index / w->cfg.rate_eps : 0.0;
 }
 
-static uint64_t workload_customer(struct ingest_workload *w)
+static uint64_t workload_customer(struct loadgen_workload *w)
 {
-    if (w->cfg.profile == INGEST_PROFILE_HOT_CUSTOMER &&
+    if (w->cfg.profile == LOADGEN_PROFILE_HOT_CUSTOMER &&
         (!w->zipf_used || workload_next_unit(w) < w->cfg.hot_fraction)) {
         return 1;
     }
@@ -796,7 +541,7 @@ static uint64_t workload_customer(struct ingest_workload *w)
 }
 
 /* Amount units: whole cents between 1.00 and 500.00, log-normal-ish. */
-static int64_t workload_amount_units(struct ingest_workload *w)
+static int64_t workload_amount_units(struct loadgen_workload *w)
 {
     uint64_t bits = workload_next_u64(w);
     double sum = 0.0;
@@ -840,7 +585,7 @@ static void workload_id_set(struct ds_id *id, uint64_t value, bool as_string, co
 
 /* A status drawn from the distribution of workload_statuses (with updates: of
  * workload_first_statuses, by the same one draw): its index. */
-static uint8_t workload_status_draw(struct ingest_workload *w)
+static uint8_t workload_status_draw(struct loadgen_workload *w)
 {
     uint32_t draw = workload_next_below(w, 100);
     if (w->updates > 0) {
@@ -909,7 +654,7 @@ static void workload_item_draw(uint64_t *state, const char **product, unsigned *
 
 /* Sets the version and the items of the event of w->line (the items in w->items, valid until
  * the next event). */
-static void workload_event_extras(struct ingest_workload *w, struct ds_event *event)
+static void workload_event_extras(struct loadgen_workload *w, struct ds_event *event)
 {
     event->has_version = w->line.version > 0;
     event->version = (int64_t)w->line.version;
@@ -936,20 +681,20 @@ static void workload_event_extras(struct ingest_workload *w, struct ds_event *ev
 
 /* Where a new order gets its version and items: drawn only when the stream has updates (a
  * version) or items, so that without them the random sequence is the one of old. */
-static void workload_order_extras(struct ingest_workload *w, struct workload_order *order)
+static void workload_order_extras(struct loadgen_workload *w, struct workload_order *order)
 {
     if (w->updates > 0 && workload_next_below(w, 2) == 0) {
         order->version = 1;
     }
     if (w->cfg.items_fraction > 0.0 && workload_next_unit(w) < w->cfg.items_fraction) {
         order->has_items = true;
-        order->item_count = (uint8_t)workload_next_below(w, INGEST_WORKLOAD_ITEMS_MAX + 1);
+        order->item_count = (uint8_t)workload_next_below(w, LOADGEN_WORKLOAD_ITEMS_MAX + 1);
         order->items_seed = workload_next_u64(w);
     }
 }
 
 /* A new order: its time, ids, amount and status as the stream always drew them. */
-static void workload_new_order(struct ingest_workload *w, struct ds_event *event)
+static void workload_new_order(struct loadgen_workload *w, struct ds_event *event)
 {
     workload_event_clear(event);
     uint64_t index = w->stats.orders++;
@@ -976,7 +721,7 @@ static void workload_new_order(struct ingest_workload *w, struct ds_event *event
 
 /* Moves ts by 1..WORKLOAD_MOVE_DAYS_MAX days either way, staying inside the stream's days
  * (unchanged when it has one day). */
-static void workload_move_day(struct ingest_workload *w, struct workload_order *order)
+static void workload_move_day(struct loadgen_workload *w, struct workload_order *order)
 {
     int64_t first_ms = (int64_t)w->cfg.first_day * DS_DAY_MS;
     int64_t end_ms = first_ms + (int64_t)w->cfg.days * DS_DAY_MS;
@@ -995,7 +740,7 @@ static void workload_move_day(struct ingest_workload *w, struct workload_order *
 /* The next version of an order: a status step (pending -> paid or cancelled, paid -> shipped
  * or cancelled), else (a final status) a new amount; sometimes both; rarely a moved day or
  * customer. The version goes up by one on a versioned order. */
-static void workload_order_step(struct ingest_workload *w, struct workload_order *order)
+static void workload_order_step(struct loadgen_workload *w, struct workload_order *order)
 {
     bool amount_changes = false;
     uint32_t draw = workload_next_below(w, 100);
@@ -1030,7 +775,7 @@ static void workload_order_step(struct ingest_workload *w, struct workload_order
 
 /* The order an update takes: mostly a recent one (the newest most often), sometimes an old
  * one from the reservoir. Never NULL once a new order was sent. */
-static struct workload_order *workload_update_target(struct ingest_workload *w)
+static struct workload_order *workload_update_target(struct loadgen_workload *w)
 {
     struct workload_repeats *r = w->repeats;
     uint64_t old_count = r->old_seen < WORKLOAD_OLD_ORDERS ? r->old_seen : WORKLOAD_OLD_ORDERS;
@@ -1049,7 +794,7 @@ static struct workload_order *workload_update_target(struct ingest_workload *w)
 /* An update line into w->line: a stale version waiting for its turn, or the next version of
  * an earlier order (for one in twenty versioned ones, the version after it, the one in
  * between left waiting). */
-static void workload_update(struct ingest_workload *w)
+static void workload_update(struct loadgen_workload *w)
 {
     struct workload_repeats *r = w->repeats;
     w->stats.updates++;
@@ -1074,7 +819,7 @@ static void workload_update(struct ingest_workload *w)
 
 /* Remembers w->line (a new order also as an order updates can take; every 16th order it
  * pushes out of the ring moves to the ring of old ones). */
-static void workload_remember(struct ingest_workload *w, bool new_order)
+static void workload_remember(struct loadgen_workload *w, bool new_order)
 {
     struct workload_repeats *r = w->repeats;
     uint64_t line_index = w->emitted - 1;
@@ -1098,7 +843,7 @@ enum workload_kind { WORKLOAD_NEW_ORDER, WORKLOAD_UPDATE, WORKLOAD_DUPLICATE };
  * w->duplicates duplicates. Updates weigh less while the ring of recent orders fills (by the
  * share it holds): else the first few thousand orders, being all there is to update, would
  * take several updates each; the updates held back then come a little more often later. */
-static enum workload_kind workload_kind_draw(struct ingest_workload *w)
+static enum workload_kind workload_kind_draw(struct loadgen_workload *w)
 {
     uint64_t orders_left = w->orders - w->stats.orders;
     uint64_t updates_left = w->updates - w->stats.updates;
@@ -1131,7 +876,7 @@ static enum workload_kind workload_kind_draw(struct ingest_workload *w)
 }
 
 /* A duplicate into w->line: one of the last lines, the newest most often (age n u^3). */
-static void workload_duplicate(struct ingest_workload *w)
+static void workload_duplicate(struct loadgen_workload *w)
 {
     ASSERT(w->emitted >= 2);
     uint64_t earlier = w->emitted - 1; /* lines before this one */
@@ -1144,7 +889,7 @@ static void workload_duplicate(struct ingest_workload *w)
 }
 
 /* The next line of a stream with updates or duplicates. */
-static void workload_repeat_line(struct ingest_workload *w, struct ds_event *event)
+static void workload_repeat_line(struct loadgen_workload *w, struct ds_event *event)
 {
     enum workload_kind kind = workload_kind_draw(w);
     w->emitted++;
@@ -1162,7 +907,7 @@ static void workload_repeat_line(struct ingest_workload *w, struct ds_event *eve
     workload_remember(w, false);
 }
 
-bool ingest_workload_next(struct ingest_workload *w, struct ds_event *event)
+bool loadgen_workload_next(struct loadgen_workload *w, struct ds_event *event)
 {
     ASSERT(w != NULL);
     ASSERT(event != NULL);
@@ -1188,7 +933,7 @@ static int workload_items_format(const struct workload_order *order, char *dst, 
                                  size_t capacity)
 {
     ASSERT(len < capacity);
-    ASSERT(order->item_count <= INGEST_WORKLOAD_ITEMS_MAX);
+    ASSERT(order->item_count <= LOADGEN_WORKLOAD_ITEMS_MAX);
     uint64_t state = order->items_seed;
     int written = snprintf(dst + len, capacity - len, ",\"items\":[");
     for (uint8_t i = 0; i < order->item_count; i++) {
@@ -1210,7 +955,7 @@ static int workload_items_format(const struct workload_order *order, char *dst, 
     return (int)len;
 }
 
-int ingest_workload_line(const struct ingest_workload *w, char *dst, size_t dst_capacity)
+int loadgen_workload_line(const struct loadgen_workload *w, char *dst, size_t dst_capacity)
 {
     ASSERT(w != NULL);
     ASSERT(w->emitted > 0);
@@ -1220,7 +965,7 @@ int ingest_workload_line(const struct ingest_workload *w, char *dst, size_t dst_
         return ingest_event_format_json(&event, dst, dst_capacity);
     }
     /* Built aside, so that dst stays untouched when it is too small. */
-    char text[INGEST_WORKLOAD_LINE_BYTES_MAX];
+    char text[LOADGEN_WORKLOAD_LINE_BYTES_MAX];
     int n = ingest_event_format_json(&event, text, sizeof(text));
     ASSERT(n > 0 && text[n - 1] == '}');
     /* The items go before the closing brace, after the version the line may end with. */
@@ -1235,33 +980,33 @@ int ingest_workload_line(const struct ingest_workload *w, char *dst, size_t dst_
     return (int)len;
 }
 
-void ingest_workload_stats(const struct ingest_workload *w, struct ingest_workload_stats *out)
+void loadgen_workload_stats(const struct loadgen_workload *w, struct loadgen_workload_stats *out)
 {
     ASSERT(w != NULL);
     ASSERT(out != NULL);
     *out = w->stats;
 }
 
-double ingest_workload_send_time(const struct ingest_workload *w)
+double loadgen_workload_send_time(const struct loadgen_workload *w)
 {
     ASSERT(w != NULL);
     ASSERT(w->emitted > 0);
     return w->send_time_s;
 }
 
-int ingest_workload_write(const struct ingest_workload_config *cfg, FILE *out, uint64_t *bytes)
+int loadgen_workload_write(const struct loadgen_workload_config *cfg, FILE *out, uint64_t *bytes)
 {
     ASSERT(cfg != NULL);
     ASSERT(out != NULL);
-    struct ingest_workload *w = NULL;
-    int rc = ingest_workload_create(cfg, &w);
+    struct loadgen_workload *w = NULL;
+    int rc = loadgen_workload_create(cfg, &w);
     if (rc != 0) {
         return rc;
     }
     struct ds_event event;
-    char line[INGEST_WORKLOAD_LINE_BYTES_MAX + 1];
-    while (rc == 0 && ingest_workload_next(w, &event)) {
-        int n = ingest_workload_line(w, line, sizeof(line) - 1);
+    char line[LOADGEN_WORKLOAD_LINE_BYTES_MAX + 1];
+    while (rc == 0 && loadgen_workload_next(w, &event)) {
+        int n = loadgen_workload_line(w, line, sizeof(line) - 1);
         ASSERT(n > 0);
         line[n] = '\n';
         if (fwrite(line, 1, (size_t)n + 1, out) != (size_t)n + 1) {
@@ -1270,6 +1015,6 @@ int ingest_workload_write(const struct ingest_workload_config *cfg, FILE *out, u
             *bytes += (uint64_t)n + 1;
         }
     }
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
     return rc;
 }

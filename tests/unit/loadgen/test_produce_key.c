@@ -1,5 +1,5 @@
 /*
- * Unit tests of ingest/produce_key.c: the Kafka message keys of `dayshard produce --key`.
+ * Unit tests of loadgen/produce_key.c: the Kafka message keys of `dayshard produce --key`.
  * Checks the mode names both ways, each mode's text for integer and string ids, the DESIGN.md
  * section 3 partition example, the shard count callback and its fallback, a property check over
  * generated events (every partition key parses and routes like shard_of_id), and -ENOSPC.
@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 #include "shard/shard.h"
 #include "tests/support/tempdir.h"
 
@@ -40,12 +40,12 @@ static void id_set_text(struct ds_id *id, const char *text)
 
 /* The key of event under mode, NUL-terminated for comparison, with base shards 4 and no
  * callback. */
-static const char *key_of(enum ingest_produce_key mode, const struct ds_event *event,
+static const char *key_of(enum loadgen_produce_key mode, const struct ds_event *event,
                           uint32_t base_shards, char *dst)
 {
-    int n = ingest_produce_key_format(mode, event, base_shards, dst, INGEST_PRODUCE_KEY_BYTES_MAX,
-                                      NULL, NULL);
-    assert_true(n >= 1 && n <= (int)INGEST_PRODUCE_KEY_BYTES_MAX);
+    int n = loadgen_produce_key_format(mode, event, base_shards, dst, LOADGEN_PRODUCE_KEY_BYTES_MAX,
+                                       NULL, NULL);
+    assert_true(n >= 1 && n <= (int)LOADGEN_PRODUCE_KEY_BYTES_MAX);
     dst[n] = '\0';
     return dst;
 }
@@ -61,18 +61,18 @@ static void test_produce_key_parse_names_round_trip(void **state)
     (void)state;
     const char *names[] = {"order", "customer", "day", "partition"};
     for (size_t i = 0; i < DS_ARRAY_LEN(names); i++) {
-        enum ingest_produce_key mode = INGEST_PRODUCE_KEY_DAY;
-        assert_int_equal(ingest_produce_key_parse(names[i], &mode), 0);
-        assert_int_equal(mode, (enum ingest_produce_key)i);
-        assert_string_equal(ingest_produce_key_name(mode), names[i]);
+        enum loadgen_produce_key mode = LOADGEN_PRODUCE_KEY_DAY;
+        assert_int_equal(loadgen_produce_key_parse(names[i], &mode), 0);
+        assert_int_equal(mode, (enum loadgen_produce_key)i);
+        assert_string_equal(loadgen_produce_key_name(mode), names[i]);
     }
     const char *bad[] = {"", "Order", "days", "partition ", "order_id", "shard"};
     for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
-        enum ingest_produce_key mode = INGEST_PRODUCE_KEY_CUSTOMER;
-        assert_int_equal(ingest_produce_key_parse(bad[i], &mode), -DS_EUSAGE);
-        assert_int_equal(mode, INGEST_PRODUCE_KEY_CUSTOMER);
+        enum loadgen_produce_key mode = LOADGEN_PRODUCE_KEY_CUSTOMER;
+        assert_int_equal(loadgen_produce_key_parse(bad[i], &mode), -DS_EUSAGE);
+        assert_int_equal(mode, LOADGEN_PRODUCE_KEY_CUSTOMER);
     }
-    assert_string_equal(ingest_produce_key_name((enum ingest_produce_key)4), "unknown");
+    assert_string_equal(loadgen_produce_key_name((enum loadgen_produce_key)4), "unknown");
 }
 
 static void test_produce_key_format_ids_as_text(void **state)
@@ -80,37 +80,37 @@ static void test_produce_key_format_ids_as_text(void **state)
     /* order and customer: the decimal text of an integer id (up to 2^63-1), a string id's bytes
      * as they are (64 bytes the longest). */
     (void)state;
-    char key[INGEST_PRODUCE_KEY_BYTES_MAX + 1];
+    char key[LOADGEN_PRODUCE_KEY_BYTES_MAX + 1];
     struct ds_event event = event_int(106, 7, ms_of(2026, 1, 21, 0));
-    assert_string_equal(key_of(INGEST_PRODUCE_KEY_ORDER, &event, 4, key), "106");
-    assert_string_equal(key_of(INGEST_PRODUCE_KEY_CUSTOMER, &event, 4, key), "7");
+    assert_string_equal(key_of(LOADGEN_PRODUCE_KEY_ORDER, &event, 4, key), "106");
+    assert_string_equal(key_of(LOADGEN_PRODUCE_KEY_CUSTOMER, &event, 4, key), "7");
     event = event_int(INT64_MAX, 1, 0);
-    assert_string_equal(key_of(INGEST_PRODUCE_KEY_ORDER, &event, 4, key), "9223372036854775807");
-    assert_string_equal(key_of(INGEST_PRODUCE_KEY_CUSTOMER, &event, 4, key), "1");
+    assert_string_equal(key_of(LOADGEN_PRODUCE_KEY_ORDER, &event, 4, key), "9223372036854775807");
+    assert_string_equal(key_of(LOADGEN_PRODUCE_KEY_CUSTOMER, &event, 4, key), "1");
     id_set_text(&event.order_id, "ord-42");
     char long_id[DS_ID_BYTES_MAX + 1];
     memset(long_id, 'c', DS_ID_BYTES_MAX);
     long_id[DS_ID_BYTES_MAX] = '\0';
     id_set_text(&event.customer_id, long_id);
-    assert_string_equal(key_of(INGEST_PRODUCE_KEY_ORDER, &event, 4, key), "ord-42");
-    assert_string_equal(key_of(INGEST_PRODUCE_KEY_CUSTOMER, &event, 4, key), long_id);
+    assert_string_equal(key_of(LOADGEN_PRODUCE_KEY_ORDER, &event, 4, key), "ord-42");
+    assert_string_equal(key_of(LOADGEN_PRODUCE_KEY_CUSTOMER, &event, 4, key), long_id);
 }
 
 static void test_produce_key_format_day_is_utc_date(void **state)
 {
     /* day: YYYY-MM-DD of the event's UTC day, at both ends of a day and of the valid range. */
     (void)state;
-    char key[INGEST_PRODUCE_KEY_BYTES_MAX + 1];
+    char key[LOADGEN_PRODUCE_KEY_BYTES_MAX + 1];
     struct ds_event event = event_int(1, 1, ms_of(2026, 1, 21, 0));
-    assert_string_equal(key_of(INGEST_PRODUCE_KEY_DAY, &event, 4, key), "2026-01-21");
+    assert_string_equal(key_of(LOADGEN_PRODUCE_KEY_DAY, &event, 4, key), "2026-01-21");
     event.ts_ms = ms_of(2026, 1, 21, 86399999);
-    assert_string_equal(key_of(INGEST_PRODUCE_KEY_DAY, &event, 4, key), "2026-01-21");
+    assert_string_equal(key_of(LOADGEN_PRODUCE_KEY_DAY, &event, 4, key), "2026-01-21");
     event.ts_ms = ms_of(2026, 1, 22, 0);
-    assert_string_equal(key_of(INGEST_PRODUCE_KEY_DAY, &event, 4, key), "2026-01-22");
+    assert_string_equal(key_of(LOADGEN_PRODUCE_KEY_DAY, &event, 4, key), "2026-01-22");
     event.ts_ms = DS_TS_MS_MIN;
-    assert_string_equal(key_of(INGEST_PRODUCE_KEY_DAY, &event, 4, key), "1970-01-01");
+    assert_string_equal(key_of(LOADGEN_PRODUCE_KEY_DAY, &event, 4, key), "1970-01-01");
     event.ts_ms = DS_TS_MS_MAX;
-    assert_string_equal(key_of(INGEST_PRODUCE_KEY_DAY, &event, 4, key), "9999-12-31");
+    assert_string_equal(key_of(LOADGEN_PRODUCE_KEY_DAY, &event, 4, key), "9999-12-31");
 }
 
 static void test_produce_key_format_partition_design_example(void **state)
@@ -118,13 +118,13 @@ static void test_produce_key_format_partition_design_example(void **state)
     /* DESIGN.md section 3: with S = 3, orders 106, 340, 341, 342 of 2026-01-21 land in shards
      * 1, 1, 2, 0. A string id routes by FNV-1a, as shard_of_id does. */
     (void)state;
-    char key[INGEST_PRODUCE_KEY_BYTES_MAX + 1];
+    char key[LOADGEN_PRODUCE_KEY_BYTES_MAX + 1];
     const int64_t ids[] = {106, 340, 341, 342};
     const char *expected[] = {"DAY#2026-01-21#1", "DAY#2026-01-21#1", "DAY#2026-01-21#2",
                               "DAY#2026-01-21#0"};
     for (size_t i = 0; i < DS_ARRAY_LEN(ids); i++) {
         struct ds_event event = event_int(ids[i], 5, ms_of(2026, 1, 21, 36000000));
-        assert_string_equal(key_of(INGEST_PRODUCE_KEY_PARTITION, &event, 3, key), expected[i]);
+        assert_string_equal(key_of(LOADGEN_PRODUCE_KEY_PARTITION, &event, 3, key), expected[i]);
     }
     struct ds_event event = event_int(1, 5, ms_of(2026, 1, 21, 0));
     id_set_text(&event.order_id, "file-s-1");
@@ -132,9 +132,9 @@ static void test_produce_key_format_partition_design_example(void **state)
     size_t len =
         shard_key_format(ds_days_from_civil(2026, 1, 21), shard_of_id(&event.order_id, 1024), want);
     assert_true(len > 0);
-    assert_string_equal(key_of(INGEST_PRODUCE_KEY_PARTITION, &event, 1024, key), want);
+    assert_string_equal(key_of(LOADGEN_PRODUCE_KEY_PARTITION, &event, 1024, key), want);
     event = event_int(5, 5, ms_of(2026, 1, 21, 0));
-    assert_string_equal(key_of(INGEST_PRODUCE_KEY_PARTITION, &event, 1, key), "DAY#2026-01-21#0");
+    assert_string_equal(key_of(LOADGEN_PRODUCE_KEY_PARTITION, &event, 1, key), "DAY#2026-01-21#0");
 }
 
 /* A shard map view: day 2026-01-21 has 16 shards, every other day is unknown (0). Counts
@@ -159,28 +159,28 @@ static void test_produce_key_format_partition_asks_shard_map(void **state)
      * base count. The other modes never call it. */
     (void)state;
     struct shards_view view = {.hot_day = ds_days_from_civil(2026, 1, 21)};
-    char key[INGEST_PRODUCE_KEY_BYTES_MAX + 1];
+    char key[LOADGEN_PRODUCE_KEY_BYTES_MAX + 1];
     struct ds_event event = event_int(16 * 9 + 13, 5, ms_of(2026, 1, 21, 500));
-    int n = ingest_produce_key_format(INGEST_PRODUCE_KEY_PARTITION, &event, 4, key, sizeof(key),
-                                      shards_of_day, &view);
+    int n = loadgen_produce_key_format(LOADGEN_PRODUCE_KEY_PARTITION, &event, 4, key, sizeof(key),
+                                       shards_of_day, &view);
     assert_int_equal(n, 17);
     key[n] = '\0';
     assert_string_equal(key, "DAY#2026-01-21#13");
     assert_int_equal(view.calls, 1);
     assert_int_equal(view.last_day, view.hot_day);
     event.ts_ms = ms_of(2026, 1, 22, 500);
-    n = ingest_produce_key_format(INGEST_PRODUCE_KEY_PARTITION, &event, 4, key, sizeof(key),
-                                  shards_of_day, &view);
+    n = loadgen_produce_key_format(LOADGEN_PRODUCE_KEY_PARTITION, &event, 4, key, sizeof(key),
+                                   shards_of_day, &view);
     assert_int_equal(n, 16);
     key[n] = '\0';
     assert_string_equal(key, "DAY#2026-01-22#1"); /* 157 mod 4 */
     assert_int_equal(view.calls, 2);
     assert_int_equal(view.last_day, view.hot_day + 1);
-    const enum ingest_produce_key others[] = {INGEST_PRODUCE_KEY_ORDER, INGEST_PRODUCE_KEY_CUSTOMER,
-                                              INGEST_PRODUCE_KEY_DAY};
+    const enum loadgen_produce_key others[] = {
+        LOADGEN_PRODUCE_KEY_ORDER, LOADGEN_PRODUCE_KEY_CUSTOMER, LOADGEN_PRODUCE_KEY_DAY};
     for (size_t i = 0; i < DS_ARRAY_LEN(others); i++) {
-        assert_true(ingest_produce_key_format(others[i], &event, 4, key, sizeof(key), shards_of_day,
-                                              &view) > 0);
+        assert_true(loadgen_produce_key_format(others[i], &event, 4, key, sizeof(key),
+                                               shards_of_day, &view) > 0);
     }
     assert_int_equal(view.calls, 2);
 }
@@ -191,21 +191,21 @@ static void test_produce_key_format_generated_events_route_like_shards(void **st
      * (shard_key_parse) to the event's day and to shard_of_id(order_id, S) < S, the day key is
      * the same date, and the order key is the id's text. */
     (void)state;
-    struct ingest_workload_config cfg;
-    ingest_workload_defaults(&cfg);
+    struct loadgen_workload_config cfg;
+    loadgen_workload_defaults(&cfg);
     cfg.seed = test_seed_or(KEY_SEED_DEFAULT);
     cfg.events = 20000;
     cfg.string_id_permille = 500;
-    struct ingest_workload *w = NULL;
-    assert_int_equal(ingest_workload_create(&cfg, &w), 0);
+    struct loadgen_workload *w = NULL;
+    assert_int_equal(loadgen_workload_create(&cfg, &w), 0);
     struct ds_event event;
     const uint32_t shard_counts[] = {1, 3, 4, 7, 1024};
     uint64_t count = 0;
-    while (ingest_workload_next(w, &event)) {
+    while (loadgen_workload_next(w, &event)) {
         uint32_t shards = shard_counts[count++ % DS_ARRAY_LEN(shard_counts)];
-        char key[INGEST_PRODUCE_KEY_BYTES_MAX];
-        int n = ingest_produce_key_format(INGEST_PRODUCE_KEY_PARTITION, &event, shards, key,
-                                          sizeof(key), NULL, NULL);
+        char key[LOADGEN_PRODUCE_KEY_BYTES_MAX];
+        int n = loadgen_produce_key_format(LOADGEN_PRODUCE_KEY_PARTITION, &event, shards, key,
+                                           sizeof(key), NULL, NULL);
         assert_true(n > 0);
         int32_t day = -1;
         uint32_t shard = SHARD_COUNT_MAX;
@@ -215,12 +215,12 @@ static void test_produce_key_format_generated_events_route_like_shards(void **st
         assert_int_equal(shard, shard_of_id(&event.order_id, shards));
         char date[DS_DATE_TEXT_SIZE];
         ds_date_format(day, date);
-        n = ingest_produce_key_format(INGEST_PRODUCE_KEY_DAY, &event, shards, key, sizeof(key),
-                                      NULL, NULL);
+        n = loadgen_produce_key_format(LOADGEN_PRODUCE_KEY_DAY, &event, shards, key, sizeof(key),
+                                       NULL, NULL);
         assert_int_equal(n, 10);
         assert_memory_equal(key, date, 10);
-        n = ingest_produce_key_format(INGEST_PRODUCE_KEY_ORDER, &event, shards, key, sizeof(key),
-                                      NULL, NULL);
+        n = loadgen_produce_key_format(LOADGEN_PRODUCE_KEY_ORDER, &event, shards, key, sizeof(key),
+                                       NULL, NULL);
         if (event.order_id.is_string) {
             assert_int_equal(n, event.order_id.len);
             assert_memory_equal(key, event.order_id.text, (size_t)n);
@@ -232,7 +232,7 @@ static void test_produce_key_format_generated_events_route_like_shards(void **st
         }
     }
     assert_int_equal(count, cfg.events);
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
 }
 
 static void test_produce_key_format_small_buffer_enospc(void **state)
@@ -240,20 +240,21 @@ static void test_produce_key_format_small_buffer_enospc(void **state)
     /* A buffer one byte short of the key is -ENOSPC and left untouched; the exact size works. */
     (void)state;
     struct ds_event event = event_int(12345, 678, ms_of(2026, 1, 21, 0));
-    const enum ingest_produce_key modes[] = {INGEST_PRODUCE_KEY_ORDER, INGEST_PRODUCE_KEY_CUSTOMER,
-                                             INGEST_PRODUCE_KEY_DAY, INGEST_PRODUCE_KEY_PARTITION};
+    const enum loadgen_produce_key modes[] = {LOADGEN_PRODUCE_KEY_ORDER,
+                                              LOADGEN_PRODUCE_KEY_CUSTOMER, LOADGEN_PRODUCE_KEY_DAY,
+                                              LOADGEN_PRODUCE_KEY_PARTITION};
     const size_t lengths[] = {5, 3, 10, 16};
     for (size_t i = 0; i < DS_ARRAY_LEN(modes); i++) {
-        char key[INGEST_PRODUCE_KEY_BYTES_MAX];
+        char key[LOADGEN_PRODUCE_KEY_BYTES_MAX];
         memset(key, '!', sizeof(key));
         assert_int_equal(
-            ingest_produce_key_format(modes[i], &event, 4, key, lengths[i] - 1, NULL, NULL),
+            loadgen_produce_key_format(modes[i], &event, 4, key, lengths[i] - 1, NULL, NULL),
             -ENOSPC);
         for (size_t j = 0; j < sizeof(key); j++) {
             assert_int_equal(key[j], '!');
         }
         assert_int_equal(
-            ingest_produce_key_format(modes[i], &event, 4, key, lengths[i], NULL, NULL),
+            loadgen_produce_key_format(modes[i], &event, 4, key, lengths[i], NULL, NULL),
             (int)lengths[i]);
         assert_int_equal(key[lengths[i]], '!');
     }

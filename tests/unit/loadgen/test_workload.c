@@ -1,9 +1,10 @@
 /*
- * Unit tests of ingest/workload.c: the deterministic workload generator. Checks determinism,
- * time order, id sequence, the shape of each profile (days, hours, busy day, hot customer,
- * flash sale, Zipf customers, statuses, amounts, string ids), the send-time schedule, the
- * configuration check, and the order stream of issue 14 (updates, duplicates, versions, stale
- * versions, items: exact counts, byte-equal duplicates, lines the decoder reads back).
+ * Unit tests of loadgen/workload.c and workload_config.c: the deterministic workload
+ * generator. Checks determinism, time order, id sequence, the shape of each profile (days,
+ * hours, busy day, hot customer, flash sale, Zipf customers, statuses, amounts, string ids), the
+ * send-time schedule, the configuration check, and the order stream (updates, duplicates,
+ * versions, stale versions, items: exact counts, byte-equal duplicates, lines the decoder
+ * reads back).
  *
  * The statistical tests use seed 42, or DS_TEST_SEED when set (the seed is printed); their
  * tolerances are at least six standard deviations, so any seed passes.
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 #include "tests/support/tempdir.h"
 
 #define DAY_MS 86400000LL
@@ -28,18 +30,18 @@
 /* The statistical tests' seed unless DS_TEST_SEED gives one; main prints the seed in use. */
 #define WORKLOAD_SEED_DEFAULT 42
 
-static struct ingest_workload_config config_default(void)
+static struct loadgen_workload_config config_default(void)
 {
-    struct ingest_workload_config cfg;
-    ingest_workload_defaults(&cfg);
+    struct loadgen_workload_config cfg;
+    loadgen_workload_defaults(&cfg);
     cfg.seed = test_seed_or(WORKLOAD_SEED_DEFAULT);
     return cfg;
 }
 
-static struct ingest_workload *workload_new(const struct ingest_workload_config *cfg)
+static struct loadgen_workload *workload_new(const struct loadgen_workload_config *cfg)
 {
-    struct ingest_workload *w = NULL;
-    assert_int_equal(ingest_workload_create(cfg, &w), 0);
+    struct loadgen_workload *w = NULL;
+    assert_int_equal(loadgen_workload_create(cfg, &w), 0);
     assert_non_null(w);
     return w;
 }
@@ -69,10 +71,10 @@ static void test_workload_defaults_match_documentation(void **state)
 {
     /* The defaults are the documented demo and benchmark workload, and they pass the check. */
     (void)state;
-    struct ingest_workload_config cfg;
+    struct loadgen_workload_config cfg;
     memset(&cfg, 0xA5, sizeof(cfg));
-    ingest_workload_defaults(&cfg);
-    assert_int_equal(cfg.profile, INGEST_PROFILE_UNIFORM);
+    loadgen_workload_defaults(&cfg);
+    assert_int_equal(cfg.profile, LOADGEN_PROFILE_UNIFORM);
     assert_int_equal(cfg.seed, 42);
     assert_int_equal(cfg.events, 1000000);
     assert_int_equal(cfg.first_day, ds_days_from_civil(2026, 1, 1));
@@ -91,7 +93,7 @@ static void test_workload_defaults_match_documentation(void **state)
     assert_true(cfg.update_fraction == 0.0);
     assert_true(cfg.duplicate_fraction == 0.0);
     assert_true(cfg.items_fraction == 0.0);
-    assert_int_equal(ingest_workload_config_check(&cfg), 0);
+    assert_int_equal(loadgen_workload_config_check(&cfg), 0);
 }
 
 static void test_workload_next_same_seed_same_stream(void **state)
@@ -99,29 +101,30 @@ static void test_workload_next_same_seed_same_stream(void **state)
     /* Two generators of one configuration produce identical streams, byte for byte, with
      * identical send times. */
     (void)state;
-    const enum ingest_profile profiles[] = {INGEST_PROFILE_UNIFORM, INGEST_PROFILE_BUSY_DAY,
-                                            INGEST_PROFILE_HOT_CUSTOMER, INGEST_PROFILE_FLASH_SALE};
+    const enum loadgen_profile profiles[] = {LOADGEN_PROFILE_UNIFORM, LOADGEN_PROFILE_BUSY_DAY,
+                                             LOADGEN_PROFILE_HOT_CUSTOMER,
+                                             LOADGEN_PROFILE_FLASH_SALE};
     for (size_t p = 0; p < DS_ARRAY_LEN(profiles); p++) {
-        struct ingest_workload_config cfg = config_default();
+        struct loadgen_workload_config cfg = config_default();
         cfg.profile = profiles[p];
         cfg.events = 50000;
         cfg.string_id_permille = 100;
         cfg.rate_eps = 100.0; /* flash-sale: 10,500 window events, a 395 s schedule */
-        struct ingest_workload *a = workload_new(&cfg);
-        struct ingest_workload *b = workload_new(&cfg);
+        struct loadgen_workload *a = workload_new(&cfg);
+        struct loadgen_workload *b = workload_new(&cfg);
         struct ds_event ea;
         struct ds_event eb;
         uint64_t count = 0;
-        while (ingest_workload_next(a, &ea)) {
-            assert_true(ingest_workload_next(b, &eb));
+        while (loadgen_workload_next(a, &ea)) {
+            assert_true(loadgen_workload_next(b, &eb));
             assert_memory_equal(&ea, &eb, sizeof(ea));
-            assert_true(ingest_workload_send_time(a) == ingest_workload_send_time(b));
+            assert_true(loadgen_workload_send_time(a) == loadgen_workload_send_time(b));
             count++;
         }
-        assert_false(ingest_workload_next(b, &eb));
+        assert_false(loadgen_workload_next(b, &eb));
         assert_int_equal(count, cfg.events);
-        ingest_workload_destroy(a);
-        ingest_workload_destroy(b);
+        loadgen_workload_destroy(a);
+        loadgen_workload_destroy(b);
     }
 }
 
@@ -129,18 +132,18 @@ static void test_workload_next_different_seed_different_stream(void **state)
 {
     /* Another seed gives another stream (customers, amounts and timestamps all differ). */
     (void)state;
-    struct ingest_workload_config cfg = config_default();
+    struct loadgen_workload_config cfg = config_default();
     cfg.events = 1000;
-    struct ingest_workload *a = workload_new(&cfg);
+    struct loadgen_workload *a = workload_new(&cfg);
     cfg.seed ^= 1;
-    struct ingest_workload *b = workload_new(&cfg);
+    struct loadgen_workload *b = workload_new(&cfg);
     uint64_t customers_differ = 0;
     uint64_t amounts_differ = 0;
     uint64_t ts_differ = 0;
     struct ds_event ea;
     struct ds_event eb;
-    while (ingest_workload_next(a, &ea)) {
-        assert_true(ingest_workload_next(b, &eb));
+    while (loadgen_workload_next(a, &ea)) {
+        assert_true(loadgen_workload_next(b, &eb));
         customers_differ += ea.customer_id.value != eb.customer_id.value;
         amounts_differ += ea.amount_units != eb.amount_units;
         ts_differ += ea.ts_ms != eb.ts_ms;
@@ -149,18 +152,18 @@ static void test_workload_next_different_seed_different_stream(void **state)
     assert_true(customers_differ > 500);
     assert_true(amounts_differ > 500);
     assert_true(ts_differ > 500);
-    ingest_workload_destroy(a);
-    ingest_workload_destroy(b);
+    loadgen_workload_destroy(a);
+    loadgen_workload_destroy(b);
 }
 
 /* Runs a generator to its end, checking order, ids and the day range; counts events per day. */
-static void stream_check(const struct ingest_workload_config *cfg, uint64_t *per_day)
+static void stream_check(const struct loadgen_workload_config *cfg, uint64_t *per_day)
 {
-    struct ingest_workload *w = workload_new(cfg);
+    struct loadgen_workload *w = workload_new(cfg);
     struct ds_event event;
     int64_t last_ts = INT64_MIN;
     uint64_t count = 0;
-    while (ingest_workload_next(w, &event)) {
+    while (loadgen_workload_next(w, &event)) {
         assert_true(event.ts_ms >= last_ts);
         last_ts = event.ts_ms;
         assert_int_equal(id_number(&event.order_id, "ord-"), count + 1);
@@ -176,8 +179,8 @@ static void stream_check(const struct ingest_workload_config *cfg, uint64_t *per
         count++;
     }
     assert_int_equal(count, cfg->events);
-    assert_false(ingest_workload_next(w, &event));
-    ingest_workload_destroy(w);
+    assert_false(loadgen_workload_next(w, &event));
+    loadgen_workload_destroy(w);
 }
 
 static void test_workload_next_time_order_and_ids_every_profile(void **state)
@@ -185,10 +188,10 @@ static void test_workload_next_time_order_and_ids_every_profile(void **state)
     /* Every profile yields non-decreasing timestamps inside the configured days and order ids
      * 1, 2, 3, ... with no gap or repeat, also with string ids mixed in. */
     (void)state;
-    const enum ingest_profile profiles[] = {INGEST_PROFILE_UNIFORM, INGEST_PROFILE_BUSY_DAY,
-                                            INGEST_PROFILE_HOT_CUSTOMER};
+    const enum loadgen_profile profiles[] = {LOADGEN_PROFILE_UNIFORM, LOADGEN_PROFILE_BUSY_DAY,
+                                             LOADGEN_PROFILE_HOT_CUSTOMER};
     for (size_t p = 0; p < DS_ARRAY_LEN(profiles); p++) {
-        struct ingest_workload_config cfg = config_default();
+        struct loadgen_workload_config cfg = config_default();
         cfg.profile = profiles[p];
         cfg.rate_eps = 1000.0; /* a schedule does not change the events */
         cfg.events = 200000;
@@ -213,7 +216,7 @@ static void test_workload_next_uniform_spreads_days_and_hours(void **state)
 {
     /* Uniform: every day gets events/days to within one event, and hours are even. */
     (void)state;
-    struct ingest_workload_config cfg = config_default();
+    struct loadgen_workload_config cfg = config_default();
     cfg.events = 280000 + 13;
     uint64_t per_day[28] = {0};
     stream_check(&cfg, per_day);
@@ -221,12 +224,12 @@ static void test_workload_next_uniform_spreads_days_and_hours(void **state)
         assert_true(per_day[d] >= cfg.events / 28 - 1 && per_day[d] <= cfg.events / 28 + 2);
     }
     uint64_t per_hour[24] = {0};
-    struct ingest_workload *w = workload_new(&cfg);
+    struct loadgen_workload *w = workload_new(&cfg);
     struct ds_event event;
-    while (ingest_workload_next(w, &event)) {
+    while (loadgen_workload_next(w, &event)) {
         per_hour[(event.ts_ms % DAY_MS) / HOUR_MS]++;
     }
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
     for (size_t h = 0; h < 24; h++) {
         double expected = (double)cfg.events / 24.0;
         assert_true(fabs((double)per_hour[h] - expected) < 0.01 * expected);
@@ -237,8 +240,8 @@ static void test_workload_next_busy_day_share(void **state)
 {
     /* Busy day: busy_fraction of all events fall on the busy day, the rest evenly elsewhere. */
     (void)state;
-    struct ingest_workload_config cfg = config_default();
-    cfg.profile = INGEST_PROFILE_BUSY_DAY;
+    struct loadgen_workload_config cfg = config_default();
+    cfg.profile = LOADGEN_PROFILE_BUSY_DAY;
     cfg.events = 270000;
     uint64_t per_day[28] = {0};
     stream_check(&cfg, per_day);
@@ -256,8 +259,8 @@ static void test_workload_next_busy_day_edges(void **state)
 {
     /* Busy day first or last, a share of 0 or 1, and a single day all behave. */
     (void)state;
-    struct ingest_workload_config cfg = config_default();
-    cfg.profile = INGEST_PROFILE_BUSY_DAY;
+    struct loadgen_workload_config cfg = config_default();
+    cfg.profile = LOADGEN_PROFILE_BUSY_DAY;
     cfg.events = 10000;
     cfg.days = 10;
     const uint32_t indexes[] = {0, 4, 9};
@@ -286,15 +289,15 @@ static void test_workload_next_busy_day_edges(void **state)
     assert_int_equal(one_day[0], cfg.events);
 }
 
-static double customer_one_share(const struct ingest_workload_config *cfg)
+static double customer_one_share(const struct loadgen_workload_config *cfg)
 {
-    struct ingest_workload *w = workload_new(cfg);
+    struct loadgen_workload *w = workload_new(cfg);
     struct ds_event event;
     uint64_t ones = 0;
-    while (ingest_workload_next(w, &event)) {
+    while (loadgen_workload_next(w, &event)) {
         ones += event.customer_id.value == 1;
     }
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
     return (double)ones / (double)cfg->events;
 }
 
@@ -302,8 +305,8 @@ static void test_workload_next_hot_customer_share(void **state)
 {
     /* Hot customer: customer 1 places hot_fraction of the orders, whatever zipf_s. */
     (void)state;
-    struct ingest_workload_config cfg = config_default();
-    cfg.profile = INGEST_PROFILE_HOT_CUSTOMER;
+    struct loadgen_workload_config cfg = config_default();
+    cfg.profile = LOADGEN_PROFILE_HOT_CUSTOMER;
     cfg.events = 200000;
     const double fractions[] = {0.0, 0.01, 0.25, 1.0};
     const double exponents[] = {0.5, 1.1, 3.0};
@@ -325,19 +328,19 @@ static void test_workload_next_hot_customer_share(void **state)
 /* Counts customers 1..customers of a uniform stream and checks them against Zipf(s). */
 static void zipf_check(uint64_t customers, double s, uint64_t events)
 {
-    struct ingest_workload_config cfg = config_default();
+    struct loadgen_workload_config cfg = config_default();
     cfg.events = events;
     cfg.customers = customers;
     cfg.zipf_s = s;
     uint64_t *counts = calloc(customers + 1, sizeof(*counts));
     assert_non_null(counts);
-    struct ingest_workload *w = workload_new(&cfg);
+    struct loadgen_workload *w = workload_new(&cfg);
     struct ds_event event;
-    while (ingest_workload_next(w, &event)) {
+    while (loadgen_workload_next(w, &event)) {
         assert_true(event.customer_id.value >= 1 && (uint64_t)event.customer_id.value <= customers);
         counts[event.customer_id.value]++;
     }
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
     double harmonic = 0.0;
     for (uint64_t k = 1; k <= customers; k++) {
         harmonic += pow((double)k, -s);
@@ -376,11 +379,11 @@ static void test_workload_next_status_distribution(void **state)
     const char *names[] = {"paid", "shipped", "pending", "cancelled", "refunded"};
     const double shares[] = {0.60, 0.20, 0.12, 0.05, 0.03};
     uint64_t counts[5] = {0};
-    struct ingest_workload_config cfg = config_default();
+    struct loadgen_workload_config cfg = config_default();
     cfg.events = 200000;
-    struct ingest_workload *w = workload_new(&cfg);
+    struct loadgen_workload *w = workload_new(&cfg);
     struct ds_event event;
-    while (ingest_workload_next(w, &event)) {
+    while (loadgen_workload_next(w, &event)) {
         size_t i = 0;
         while (i < 5 && !(event.status_len == strlen(names[i]) &&
                           memcmp(event.status, names[i], event.status_len) == 0)) {
@@ -389,7 +392,7 @@ static void test_workload_next_status_distribution(void **state)
         assert_true(i < 5);
         counts[i]++;
     }
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
     for (size_t i = 0; i < 5; i++) {
         double share = (double)counts[i] / (double)cfg.events;
         double sigma = sqrt(shares[i] * (1 - shares[i]) / (double)cfg.events);
@@ -408,19 +411,19 @@ static void test_workload_next_amounts_in_cents_within_range(void **state)
 {
     /* Amounts are whole cents from 1.00 to 500.00, log-normal-ish around a median of ~22. */
     (void)state;
-    struct ingest_workload_config cfg = config_default();
+    struct loadgen_workload_config cfg = config_default();
     cfg.events = 100000;
     int64_t *amounts = malloc(cfg.events * sizeof(*amounts));
     assert_non_null(amounts);
-    struct ingest_workload *w = workload_new(&cfg);
+    struct loadgen_workload *w = workload_new(&cfg);
     struct ds_event event;
     size_t n = 0;
-    while (ingest_workload_next(w, &event)) {
+    while (loadgen_workload_next(w, &event)) {
         assert_int_equal(event.amount_units % 100, 0);
         assert_true(event.amount_units >= 10000 && event.amount_units <= 5000000);
         amounts[n++] = event.amount_units;
     }
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
     qsort(amounts, n, sizeof(*amounts), compare_i64);
     double median = (double)amounts[n / 2] / DS_AMOUNT_SCALE;
     assert_true(median > 20.0 && median < 25.0);
@@ -438,22 +441,22 @@ static void test_workload_next_string_ids_share(void **state)
     (void)state;
     const uint32_t permilles[] = {0, 1, 250, 1000};
     for (size_t i = 0; i < DS_ARRAY_LEN(permilles); i++) {
-        struct ingest_workload_config cfg = config_default();
+        struct loadgen_workload_config cfg = config_default();
         cfg.events = 100000;
         cfg.string_id_permille = permilles[i];
-        struct ingest_workload *w = workload_new(&cfg);
+        struct loadgen_workload *w = workload_new(&cfg);
         struct ds_event event;
         uint64_t strings = 0;
-        while (ingest_workload_next(w, &event)) {
+        while (loadgen_workload_next(w, &event)) {
             strings += event.order_id.is_string;
         }
-        ingest_workload_destroy(w);
+        loadgen_workload_destroy(w);
         double p = permilles[i] / 1000.0;
         double sigma = sqrt(p * (1 - p) / (double)cfg.events);
         assert_true(fabs((double)strings / (double)cfg.events - p) <= 6.0 * sigma + 1e-9);
     }
     /* Full check of the text: stream_check parses every id. */
-    struct ingest_workload_config cfg = config_default();
+    struct loadgen_workload_config cfg = config_default();
     cfg.events = 20000;
     cfg.string_id_permille = 1000;
     stream_check(&cfg, NULL);
@@ -463,14 +466,14 @@ static void test_workload_next_empty_stream(void **state)
 {
     /* events = 0 is a valid, empty stream. */
     (void)state;
-    struct ingest_workload_config cfg = config_default();
+    struct loadgen_workload_config cfg = config_default();
     cfg.events = 0;
-    struct ingest_workload *w = workload_new(&cfg);
+    struct loadgen_workload *w = workload_new(&cfg);
     struct ds_event event;
-    assert_false(ingest_workload_next(w, &event));
-    assert_false(ingest_workload_next(w, &event));
-    ingest_workload_destroy(w);
-    ingest_workload_destroy(NULL);
+    assert_false(loadgen_workload_next(w, &event));
+    assert_false(loadgen_workload_next(w, &event));
+    loadgen_workload_destroy(w);
+    loadgen_workload_destroy(NULL);
 }
 
 /* ---- flash-sale and the schedule ------------------------------------------------------------ */
@@ -483,24 +486,24 @@ static void test_workload_next_empty_stream(void **state)
 #define FLASH_EXTRA_EVENTS 105000u /* (50 - 1) * 1000 * 60 / 28 */
 #define FLASH_SCHEDULE_S 300u
 
-static struct ingest_workload_config flash_config(void)
+static struct loadgen_workload_config flash_config(void)
 {
-    struct ingest_workload_config cfg = config_default();
-    cfg.profile = INGEST_PROFILE_FLASH_SALE;
+    struct loadgen_workload_config cfg = config_default();
+    cfg.profile = LOADGEN_PROFILE_FLASH_SALE;
     cfg.rate_eps = FLASH_RATE_EPS;
     cfg.events = FLASH_UNIFORM_EVENTS + FLASH_EXTRA_EVENTS;
     return cfg;
 }
 
 /* The window's extra events as the header defines them, computed here independently. */
-static uint64_t flash_extra_events(const struct ingest_workload_config *cfg)
+static uint64_t flash_extra_events(const struct loadgen_workload_config *cfg)
 {
     return (uint64_t)llround((double)(cfg->flash_factor - 1) * cfg->rate_eps *
                              (double)cfg->flash_seconds / (double)cfg->days);
 }
 
 /* Where the window starts in the schedule: a fraction of the uniform events' duration. */
-static double flash_start_s(const struct ingest_workload_config *cfg)
+static double flash_start_s(const struct loadgen_workload_config *cfg)
 {
     double uniform = (double)(cfg->events - flash_extra_events(cfg));
     return cfg->flash_start_fraction * (uniform / cfg->rate_eps);
@@ -519,21 +522,21 @@ struct flash_counts {
  * inside the stream, and the events of every day but the busy one in ts order (only the busy
  * day takes the window's events out of order). Counts into *c and, when per_second is not NULL,
  * events per whole second of send time (seconds entries). */
-static void flash_run(const struct ingest_workload_config *cfg, struct flash_counts *c,
+static void flash_run(const struct loadgen_workload_config *cfg, struct flash_counts *c,
                       uint64_t *per_second, size_t seconds)
 {
     memset(c, 0, sizeof(*c));
     double start_s = flash_start_s(cfg);
     double end_s = start_s + (double)cfg->flash_seconds;
     int32_t busy_day = cfg->first_day + (int32_t)cfg->busy_day_index;
-    struct ingest_workload *w = workload_new(cfg);
+    struct loadgen_workload *w = workload_new(cfg);
     struct ds_event event;
     uint64_t count = 0;
     double last_send_s = 0.0;
     int64_t last_other_ts = INT64_MIN;
-    while (ingest_workload_next(w, &event)) {
+    while (loadgen_workload_next(w, &event)) {
         assert_int_equal(id_number(&event.order_id, "ord-"), ++count);
-        double send_s = ingest_workload_send_time(w);
+        double send_s = loadgen_workload_send_time(w);
         assert_true(send_s >= last_send_s);
         last_send_s = send_s;
         int32_t day = ds_day_from_ms(event.ts_ms);
@@ -557,7 +560,7 @@ static void flash_run(const struct ingest_workload_config *cfg, struct flash_cou
         }
     }
     assert_int_equal(count, cfg->events);
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
 }
 
 static void test_workload_next_flash_sale_busy_day_shares(void **state)
@@ -568,7 +571,7 @@ static void test_workload_next_flash_sale_busy_day_shares(void **state)
      * busy day, that day's whole share falls inside too. Counts are exact to an event or two:
      * the time mapping is stratified and the schedule does not depend on the seed. */
     (void)state;
-    struct ingest_workload_config cfg = flash_config();
+    struct loadgen_workload_config cfg = flash_config();
     assert_int_equal(flash_extra_events(&cfg), FLASH_EXTRA_EVENTS);
     struct flash_counts c;
     flash_run(&cfg, &c, NULL, 0);
@@ -601,7 +604,7 @@ static void test_workload_send_time_flash_sale_schedule(void **state)
      * its normal rate. Tolerance 0.1%: the extra count is rounded to a whole event (0.5 in
      * 105,000) and a day's uniform count is exact to one event (1 in 10,714). */
     (void)state;
-    struct ingest_workload_config cfg = flash_config();
+    struct loadgen_workload_config cfg = flash_config();
     uint64_t per_second[FLASH_SCHEDULE_S + 1] = {0};
     struct flash_counts c;
     flash_run(&cfg, &c, per_second, DS_ARRAY_LEN(per_second));
@@ -634,35 +637,35 @@ static void test_workload_send_time_index_over_rate(void **state)
     /* Every other profile's schedule is index / rate_eps; without a rate every send time is 0.
      * flash-sale's schedule does not depend on the seed, its events do. */
     (void)state;
-    struct ingest_workload_config cfg = config_default();
-    cfg.profile = INGEST_PROFILE_BUSY_DAY;
+    struct loadgen_workload_config cfg = config_default();
+    cfg.profile = LOADGEN_PROFILE_BUSY_DAY;
     cfg.events = 10000;
     cfg.rate_eps = 250.0;
-    struct ingest_workload *w = workload_new(&cfg);
+    struct loadgen_workload *w = workload_new(&cfg);
     struct ds_event event;
     uint64_t index = 0;
-    while (ingest_workload_next(w, &event)) {
-        assert_true(ingest_workload_send_time(w) == (double)index / 250.0);
+    while (loadgen_workload_next(w, &event)) {
+        assert_true(loadgen_workload_send_time(w) == (double)index / 250.0);
         index++;
     }
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
     cfg.rate_eps = 0.0;
     w = workload_new(&cfg);
-    while (ingest_workload_next(w, &event)) {
-        assert_true(ingest_workload_send_time(w) == 0.0);
+    while (loadgen_workload_next(w, &event)) {
+        assert_true(loadgen_workload_send_time(w) == 0.0);
     }
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
 
     cfg = flash_config();
-    struct ingest_workload *a = workload_new(&cfg);
+    struct loadgen_workload *a = workload_new(&cfg);
     cfg.seed ^= 1;
-    struct ingest_workload *b = workload_new(&cfg);
+    struct loadgen_workload *b = workload_new(&cfg);
     struct ds_event eb;
     uint64_t customers_differ = 0;
     uint64_t days_differ = 0;
-    while (ingest_workload_next(a, &event)) {
-        assert_true(ingest_workload_next(b, &eb));
-        assert_true(ingest_workload_send_time(a) == ingest_workload_send_time(b));
+    while (loadgen_workload_next(a, &event)) {
+        assert_true(loadgen_workload_next(b, &eb));
+        assert_true(loadgen_workload_send_time(a) == loadgen_workload_send_time(b));
         customers_differ += event.customer_id.value != eb.customer_id.value;
         days_differ += ds_day_from_ms(event.ts_ms) != ds_day_from_ms(eb.ts_ms);
     }
@@ -670,8 +673,8 @@ static void test_workload_send_time_index_over_rate(void **state)
     /* Only the event whose stratum straddles a day boundary may change day: 28 days, two
      * streams (the uniform one and the window's). */
     assert_true(days_differ <= 28 + 1);
-    ingest_workload_destroy(a);
-    ingest_workload_destroy(b);
+    loadgen_workload_destroy(a);
+    loadgen_workload_destroy(b);
 }
 
 static void test_workload_config_check_flash_sale_fits(void **state)
@@ -681,18 +684,18 @@ static void test_workload_config_check_flash_sale_fits(void **state)
      * schedule is 90 s of it). One event fewer is refused; so is no rate. Small and extreme
      * valid cases generate. */
     (void)state;
-    struct ingest_workload_config cfg = flash_config();
+    struct loadgen_workload_config cfg = flash_config();
     cfg.events = FLASH_EXTRA_EVENTS + 90000;
-    assert_int_equal(ingest_workload_config_check(&cfg), 0);
+    assert_int_equal(loadgen_workload_config_check(&cfg), 0);
     struct flash_counts c;
     flash_run(&cfg, &c, NULL, 0);
     /* The window is the schedule's last 60 s of 90: the uniform busy day falls inside too. */
     assert_true(fabs((double)c.busy_in_window - (FLASH_EXTRA_EVENTS + 90000.0 / 28.0)) <= 1.0);
     assert_int_equal(c.busy_outside, 0);
     cfg.events--;
-    assert_int_equal(ingest_workload_config_check(&cfg), -DS_EUSAGE);
+    assert_int_equal(loadgen_workload_config_check(&cfg), -DS_EUSAGE);
 
-    struct ingest_workload_config good[6];
+    struct loadgen_workload_config good[6];
     size_t n = 0;
     for (size_t i = 0; i < DS_ARRAY_LEN(good); i++) {
         good[i] = flash_config();
@@ -714,7 +717,7 @@ static void test_workload_config_check_flash_sale_fits(void **state)
     good[n].busy_day_index = 27;
     good[n++].string_id_permille = 1000;
     for (size_t i = 0; i < n; i++) {
-        if (ingest_workload_config_check(&good[i]) != 0) {
+        if (loadgen_workload_config_check(&good[i]) != 0) {
             fail_msg("good flash-sale config %zu refused", i);
         }
         flash_run(&good[i], &c, NULL, 0);
@@ -726,12 +729,12 @@ static void test_workload_config_check_rejects_each_bad_field(void **state)
 {
     /* Each out-of-range field alone is -DS_EUSAGE, from the check and from create. */
     (void)state;
-    struct ingest_workload_config bad[48];
+    struct loadgen_workload_config bad[48];
     size_t n = 0;
     for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
         bad[i] = config_default();
     }
-    bad[n++].profile = (enum ingest_profile)7;
+    bad[n++].profile = (enum loadgen_profile)7;
     bad[n++].events = (uint64_t)INT64_MAX + 1;
     bad[n++].days = 0;
     bad[n++].days = 3661;
@@ -749,17 +752,17 @@ static void test_workload_config_check_rejects_each_bad_field(void **state)
     bad[n++].hot_fraction = NAN;
     bad[n++].first_day = -1;
     bad[n++].first_day = DS_DAY_MAX - 26; /* 28 days would end one day past DS_DAY_MAX */
-    bad[n].profile = INGEST_PROFILE_BUSY_DAY;
+    bad[n].profile = LOADGEN_PROFILE_BUSY_DAY;
     bad[n++].busy_day_index = 28;
     bad[n++].string_id_permille = 1001;
     bad[n++].rate_eps = -1.0;
     bad[n++].rate_eps = NAN;
     bad[n++].rate_eps = INFINITY;
-    bad[n++].rate_eps = (double)INGEST_WORKLOAD_RATE_EPS_MAX * 1.01;
+    bad[n++].rate_eps = (double)LOADGEN_WORKLOAD_RATE_EPS_MAX * 1.01;
     bad[n++].flash_factor = 0;
-    bad[n++].flash_factor = INGEST_WORKLOAD_FLASH_FACTOR_MAX + 1;
+    bad[n++].flash_factor = LOADGEN_WORKLOAD_FLASH_FACTOR_MAX + 1;
     bad[n++].flash_seconds = 0;
-    bad[n++].flash_seconds = INGEST_WORKLOAD_FLASH_SECONDS_MAX + 1;
+    bad[n++].flash_seconds = LOADGEN_WORKLOAD_FLASH_SECONDS_MAX + 1;
     bad[n++].flash_start_fraction = -0.01;
     bad[n++].flash_start_fraction = 1.0;
     bad[n++].flash_start_fraction = NAN;
@@ -776,38 +779,38 @@ static void test_workload_config_check_rejects_each_bad_field(void **state)
     bad[n] = flash_config();
     bad[n++].busy_day_index = 28;
     bad[n] = flash_config();
-    bad[n++].profile = (enum ingest_profile)(INGEST_PROFILE_FLASH_SALE + 1);
+    bad[n++].profile = (enum loadgen_profile)(LOADGEN_PROFILE_FLASH_SALE + 1);
     bad[n++].update_fraction = -0.01;
     bad[n++].update_fraction = 1.01;
     bad[n++].update_fraction = NAN;
     bad[n++].duplicate_fraction = -0.01;
     bad[n++].duplicate_fraction = NAN;
     bad[n].update_fraction = 0.6;
-    bad[n++].duplicate_fraction = 0.31; /* together over INGEST_WORKLOAD_REPEAT_FRACTION_MAX */
+    bad[n++].duplicate_fraction = 0.31; /* together over LOADGEN_WORKLOAD_REPEAT_FRACTION_MAX */
     bad[n++].items_fraction = 1.01;
     bad[n++].items_fraction = NAN;
     assert_true(n <= DS_ARRAY_LEN(bad));
     for (size_t i = 0; i < n; i++) {
-        if (ingest_workload_config_check(&bad[i]) != -DS_EUSAGE) {
+        if (loadgen_workload_config_check(&bad[i]) != -DS_EUSAGE) {
             fail_msg("bad config %zu accepted", i);
         }
-        struct ingest_workload *w = (struct ingest_workload *)&bad[i];
-        assert_int_equal(ingest_workload_create(&bad[i], &w), -DS_EUSAGE);
-        assert_ptr_equal(w, (struct ingest_workload *)&bad[i]);
+        struct loadgen_workload *w = (struct loadgen_workload *)&bad[i];
+        assert_int_equal(loadgen_workload_create(&bad[i], &w), -DS_EUSAGE);
+        assert_ptr_equal(w, (struct loadgen_workload *)&bad[i]);
     }
 }
 
 static void test_workload_config_check_accepts_edges(void **state)
 {
     /* A profile without a busy day does not care where it would be: 7 uniform days. */
-    struct ingest_workload_config week;
-    ingest_workload_defaults(&week);
+    struct loadgen_workload_config week;
+    loadgen_workload_defaults(&week);
     week.days = 7;
-    assert_int_equal(ingest_workload_config_check(&week), 0);
+    assert_int_equal(loadgen_workload_config_check(&week), 0);
 
     /* The extreme valid values are accepted and generate. */
     (void)state;
-    struct ingest_workload_config good[10];
+    struct loadgen_workload_config good[10];
     size_t n = 0;
     for (size_t i = 0; i < DS_ARRAY_LEN(good); i++) {
         good[i] = config_default();
@@ -823,24 +826,24 @@ static void test_workload_config_check_accepts_edges(void **state)
     good[n++].zipf_s = 1e-3;
     good[n].busy_fraction = 0.0;
     good[n++].hot_fraction = 1.0;
-    good[n].profile = INGEST_PROFILE_HOT_CUSTOMER;
+    good[n].profile = LOADGEN_PROFILE_HOT_CUSTOMER;
     good[n++].customers = (uint64_t)INT64_MAX;
     good[n].first_day = 0;
     good[n++].string_id_permille = 1000;
     for (size_t i = 0; i < n; i++) {
-        assert_int_equal(ingest_workload_config_check(&good[i]), 0);
+        assert_int_equal(loadgen_workload_config_check(&good[i]), 0);
         stream_check(&good[i], NULL);
     }
 }
 
-/* ---- orders, not events (issue 14) --------------------------------------------------------- */
+/* ---- orders, not events ---------------------------------------------------------------------- */
 
 #define LINES_KEPT 512u /* more than the generator's WORKLOAD_RECENT_LINES */
 
 /* The order stream of the tests: 30% updates, 5% duplicates, 20% of orders with items. */
-static struct ingest_workload_config config_orders(uint64_t events)
+static struct loadgen_workload_config config_orders(uint64_t events)
 {
-    struct ingest_workload_config cfg = config_default();
+    struct loadgen_workload_config cfg = config_default();
     cfg.events = events;
     cfg.update_fraction = 0.3;
     cfg.duplicate_fraction = 0.05;
@@ -870,15 +873,15 @@ static void test_workload_next_orders_counts_exact(void **state)
      * round(N d) duplicates; new orders keep ids 1, 2, ... in ts order, and every update or
      * duplicate names an order already sent. */
     (void)state;
-    struct ingest_workload_config cfg = config_orders(20000);
-    struct ingest_workload *w = workload_new(&cfg);
+    struct loadgen_workload_config cfg = config_orders(20000);
+    struct loadgen_workload *w = workload_new(&cfg);
     struct ds_event event;
-    struct ingest_workload_stats before = {0};
+    struct loadgen_workload_stats before = {0};
     uint64_t next_id = 1;
     int64_t last_new_ts = INT64_MIN;
-    while (ingest_workload_next(w, &event)) {
-        struct ingest_workload_stats after;
-        ingest_workload_stats(w, &after);
+    while (loadgen_workload_next(w, &event)) {
+        struct loadgen_workload_stats after;
+        loadgen_workload_stats(w, &after);
         uint64_t id = id_number(&event.order_id, "ord-");
         if (after.orders > before.orders) {
             assert_int_equal(id, next_id);
@@ -896,7 +899,7 @@ static void test_workload_next_orders_counts_exact(void **state)
     assert_int_equal(before.duplicates, 1000);
     assert_int_equal(before.orders, 13000);
     assert_int_equal(next_id - 1, 13000);
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
 }
 
 /* Checks the line of an update: it changes its order and, when versioned, is stale exactly
@@ -919,23 +922,23 @@ static void test_workload_line_duplicates_updates_versions(void **state)
      * an order either always or never carries a version (1 on its first line); stale lines are
      * exactly the ones below a version sent before, and about 1 in 20 versioned updates. */
     (void)state;
-    struct ingest_workload_config cfg = config_orders(40000);
-    struct ingest_workload *w = workload_new(&cfg);
+    struct loadgen_workload_config cfg = config_orders(40000);
+    struct loadgen_workload *w = workload_new(&cfg);
     struct order_seen *seen = calloc(cfg.events + 1, sizeof(*seen));
     uint64_t *kept = calloc(LINES_KEPT, sizeof(*kept));
     assert_non_null(seen);
     assert_non_null(kept);
     struct ds_event event;
-    struct ingest_workload_stats before = {0};
-    char line[INGEST_WORKLOAD_LINE_BYTES_MAX];
+    struct loadgen_workload_stats before = {0};
+    char line[LOADGEN_WORKLOAD_LINE_BYTES_MAX];
     uint64_t index = 0;
     uint64_t stale = 0;
-    while (ingest_workload_next(w, &event)) {
-        int n = ingest_workload_line(w, line, sizeof(line));
+    while (loadgen_workload_next(w, &event)) {
+        int n = loadgen_workload_line(w, line, sizeof(line));
         assert_true(n > 0);
         uint64_t hash = line_hash(line, (size_t)n);
-        struct ingest_workload_stats after;
-        ingest_workload_stats(w, &after);
+        struct loadgen_workload_stats after;
+        loadgen_workload_stats(w, &after);
         struct order_seen *o = &seen[id_number(&event.order_id, "ord-")];
         if (after.orders > before.orders) {
             o->versioned = event.has_version;
@@ -966,7 +969,7 @@ static void test_workload_line_duplicates_updates_versions(void **state)
     assert_true(stale > versioned_updates / 40 && stale < versioned_updates / 12);
     free(kept);
     free(seen);
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
 }
 
 static void test_workload_line_decodes_to_event(void **state)
@@ -976,20 +979,20 @@ static void test_workload_line_decodes_to_event(void **state)
      * orders with items is near items_fraction and every basket has 0..5 items. A buffer one
      * byte short is -ENOSPC and left untouched. */
     (void)state;
-    struct ingest_workload_config cfg = config_orders(20000);
+    struct loadgen_workload_config cfg = config_orders(20000);
     cfg.string_id_permille = 100;
-    struct ingest_workload *w = workload_new(&cfg);
+    struct loadgen_workload *w = workload_new(&cfg);
     struct ingest_decoder *decoder = calloc(1, sizeof(*decoder));
     assert_non_null(decoder);
     struct ds_event event;
-    char line[INGEST_WORKLOAD_LINE_BYTES_MAX];
+    char line[LOADGEN_WORKLOAD_LINE_BYTES_MAX];
     uint64_t with_items = 0;
-    while (ingest_workload_next(w, &event)) {
-        int n = ingest_workload_line(w, line, sizeof(line));
+    while (loadgen_workload_next(w, &event)) {
+        int n = loadgen_workload_line(w, line, sizeof(line));
         assert_true(n > 0);
-        char small[INGEST_WORKLOAD_LINE_BYTES_MAX];
+        char small[LOADGEN_WORKLOAD_LINE_BYTES_MAX];
         memset(small, '#', sizeof(small));
-        assert_int_equal(ingest_workload_line(w, small, (size_t)n - 1), -ENOSPC);
+        assert_int_equal(loadgen_workload_line(w, small, (size_t)n - 1), -ENOSPC);
         assert_true(small[0] == '#' && small[n - 2] == '#'); /* untouched */
         struct ds_event back;
         struct ingest_error error;
@@ -1009,17 +1012,17 @@ static void test_workload_line_decodes_to_event(void **state)
         assert_true((back.items == NULL) == (event.items == NULL));
         if (event.items != NULL) {
             assert_memory_equal(back.items, event.items, event.items_bytes);
-            assert_true(event.items[0] <= INGEST_WORKLOAD_ITEMS_MAX);
+            assert_true(event.items[0] <= LOADGEN_WORKLOAD_ITEMS_MAX);
             with_items++;
         }
     }
-    struct ingest_workload_stats stats;
-    ingest_workload_stats(w, &stats);
+    struct loadgen_workload_stats stats;
+    loadgen_workload_stats(w, &stats);
     assert_int_equal(with_items, stats.with_items);
     /* Lines with items: 20% of new orders and of their updates and duplicates. */
     assert_true(with_items > cfg.events / 5 - 800 && with_items < cfg.events / 5 + 800);
     free(decoder);
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
 }
 
 static void test_workload_next_orders_tiny_streams(void **state)
@@ -1028,37 +1031,37 @@ static void test_workload_next_orders_tiny_streams(void **state)
      * counts the rounding gives; with updates 0.9 and 2 lines, one is an update. */
     (void)state;
     for (uint64_t events = 1; events <= 6; events++) {
-        struct ingest_workload_config cfg = config_default();
+        struct loadgen_workload_config cfg = config_default();
         cfg.events = events;
         cfg.update_fraction = 0.45;
         cfg.duplicate_fraction = 0.45;
-        struct ingest_workload *w = workload_new(&cfg);
+        struct loadgen_workload *w = workload_new(&cfg);
         struct ds_event event;
-        assert_true(ingest_workload_next(w, &event));
+        assert_true(loadgen_workload_next(w, &event));
         assert_int_equal(id_number(&event.order_id, "ord-"), 1);
         uint64_t lines = 1;
-        while (ingest_workload_next(w, &event)) {
+        while (loadgen_workload_next(w, &event)) {
             lines++;
         }
-        struct ingest_workload_stats stats;
-        ingest_workload_stats(w, &stats);
+        struct loadgen_workload_stats stats;
+        loadgen_workload_stats(w, &stats);
         assert_int_equal(lines, events);
         assert_int_equal(stats.orders + stats.updates + stats.duplicates, events);
         assert_true(stats.orders >= 1);
-        ingest_workload_destroy(w);
+        loadgen_workload_destroy(w);
     }
-    struct ingest_workload_config cfg = config_default();
+    struct loadgen_workload_config cfg = config_default();
     cfg.events = 2;
     cfg.update_fraction = 0.9;
-    struct ingest_workload *w = workload_new(&cfg);
+    struct loadgen_workload *w = workload_new(&cfg);
     struct ds_event event;
-    while (ingest_workload_next(w, &event)) {
+    while (loadgen_workload_next(w, &event)) {
     }
-    struct ingest_workload_stats stats;
-    ingest_workload_stats(w, &stats);
+    struct loadgen_workload_stats stats;
+    loadgen_workload_stats(w, &stats);
     assert_int_equal(stats.orders, 1);
     assert_int_equal(stats.updates, 1);
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
 }
 
 static void test_workload_next_orders_zero_fractions_plain_stream(void **state)
@@ -1066,25 +1069,25 @@ static void test_workload_next_orders_zero_fractions_plain_stream(void **state)
     /* With the three fractions 0 the stream has no versions, no items, no repeats: the events
      * of before (the integration test checks their bytes against sha256 sums of before). */
     (void)state;
-    struct ingest_workload_config cfg = config_default();
+    struct loadgen_workload_config cfg = config_default();
     cfg.events = 5000;
-    struct ingest_workload *w = workload_new(&cfg);
+    struct loadgen_workload *w = workload_new(&cfg);
     struct ds_event event;
-    char line[INGEST_WORKLOAD_LINE_BYTES_MAX];
+    char line[LOADGEN_WORKLOAD_LINE_BYTES_MAX];
     char plain[INGEST_JSON_LINE_BYTES_MAX];
-    while (ingest_workload_next(w, &event)) {
+    while (loadgen_workload_next(w, &event)) {
         assert_false(event.has_version);
         assert_null(event.items);
-        int n = ingest_workload_line(w, line, sizeof(line));
+        int n = loadgen_workload_line(w, line, sizeof(line));
         int m = ingest_event_format_json(&event, plain, sizeof(plain));
         assert_int_equal(n, m);
         assert_memory_equal(line, plain, (size_t)n);
     }
-    struct ingest_workload_stats stats;
-    ingest_workload_stats(w, &stats);
+    struct loadgen_workload_stats stats;
+    loadgen_workload_stats(w, &stats);
     assert_int_equal(stats.orders, cfg.events);
     assert_int_equal(stats.updates + stats.duplicates + stats.versioned + stats.with_items, 0);
-    ingest_workload_destroy(w);
+    loadgen_workload_destroy(w);
 }
 
 int main(void)

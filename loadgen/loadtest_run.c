@@ -2,7 +2,7 @@
  * One run of `dayshard loadtest` (see loadtest.h): the real pipeline under one shard strategy.
  *
  * Threads: the caller samples (every node's /v1/heat once a second, the progress line, the
- * end of the run); a producer thread runs ingest_produce_run open loop (each event is due at
+ * end of the run); a producer thread runs loadgen_produce_run open loop (each event is due at
  * its scheduled time, so a slow pipeline shows as lag, never as a slower producer); a query
  * thread sends day counts and customer newest-10 requests on its own schedule over keep-alive
  * connections and times each. Nodes are `dayshard run` processes (this binary), so a node's
@@ -20,11 +20,13 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <jansson.h>
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <spawn.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -35,53 +37,85 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/http_client.h"
-#include "cli/loadtest.h"
+#include "http/http.h"
+#include "loadgen/loadtest.h"
 
-#define LT_TOPIC "orders"
-#define LT_NODE_START_TIMEOUT_MS 30000
-#define LT_READY_TIMEOUT_MS 60000
-#define LT_STOP_TIMEOUT_MS 30000
+#define LOADTEST_TOPIC "orders"
+#define LOADTEST_NODE_START_TIMEOUT_MS 30000
+#define LOADTEST_READY_TIMEOUT_MS 60000
+#define LOADTEST_STOP_TIMEOUT_MS 30000
 /* After the producer finished, the run waits for the nodes at most this long without
  * progress before it gives up and reports what was stored. */
-#define LT_DRAIN_STALL_MS 30000
+#define LOADTEST_DRAIN_STALL_MS 30000
 /* Samples are taken this far into each second, after the nodes' heat closed the previous one. */
-#define LT_SAMPLE_OFFSET_MS 300
+#define LOADTEST_SAMPLE_OFFSET_MS 300
 
 extern char **environ;
 
-struct lt_node {
+int loadtest_error(int code, const char *fmt, ...)
+{
+    char message[512];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(message, sizeof(message), fmt, args);
+    va_end(args);
+    const char *format = getenv("DS_LOG_FORMAT");
+    if (format != NULL && strcmp(format, "json") == 0) {
+        ds_log_error("loadtest: %s", message); /* a collector reads one JSON object per line */
+        return code;
+    }
+    fprintf(stderr, "dayshard loadtest: %s\n", message);
+    return code;
+}
+
+static int loadtest_remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path) == 0 ? 0 : -1;
+}
+
+/* A node's data directory, depth first, links not followed; one that is gone is fine. The CLI
+ * has the same walk for its scratch trees; loadgen sits below cli/ and common/ has none. */
+static int loadtest_remove_tree(const char *path)
+{
+    return nftw(path, loadtest_remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 || errno == ENOENT
+               ? 0
+               : -errno;
+}
+
+struct loadtest_node {
     pid_t pid;
     char url[128];
     char data[DS_PATH_MAX + 32];
-    struct cli_http_conn *conn; /* the sampler's */
+    struct http_client_conn *conn; /* the sampler's */
 };
 
 /* One query's latency, for per-second and whole-run percentiles. */
-struct lt_query {
+struct loadtest_query {
     uint32_t second;
     bool orders; /* else a day count */
     bool ok;
     float us;
 };
 
-struct lt_state {
-    const struct lt_config *cfg;
-    const struct lt_strategy *strategy;
-    struct lt_result *res;
+struct loadtest_state {
+    const struct loadgen_loadtest_config *cfg;
+    const struct loadtest_strategy *strategy;
+    struct loadtest_result *res;
     char dir[DS_PATH_MAX];
     char topic[128];
     const char *brokers;
-    struct ingest_broker *broker;
-    struct lt_node nodes[LT_NODES_MAX];
+    struct loadgen_broker *broker;
+    struct loadtest_node nodes[LOADGEN_LOADTEST_NODES_MAX];
     uint32_t node_count;
     uint64_t t0_ns;
     /* producer thread */
     pthread_t producer;
     bool producer_started;
-    struct ingest_produce_config produce;
-    struct ingest_produce_stats produce_stats;
+    struct loadgen_produce_config produce;
+    struct loadgen_produce_stats produce_stats;
     struct ingest_shardmap_follower *follower;
     struct ingest_kafka_props props; /* the producer's */
     atomic_uint_fast64_t acked;
@@ -92,25 +126,25 @@ struct lt_state {
     pthread_t querier;
     bool querier_started;
     atomic_bool stop_queries;
-    struct lt_query *queries; /* queries_max */
+    struct loadtest_query *queries; /* queries_max */
     uint64_t queries_max;
     atomic_uint_fast64_t query_count;
     clockid_t querier_clock;
     char hot_customer[32];
 };
 
-static double lt_elapsed_s(const struct lt_state *s)
+static double loadtest_elapsed_s(const struct loadtest_state *s)
 {
     return (double)(ds_clock_ns() - s->t0_ns) / 1e9;
 }
 
-static void lt_sleep_ms(uint64_t ms)
+static void loadtest_sleep_ms(uint64_t ms)
 {
     struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 
-static void lt_warn(struct lt_result *res, const char *text)
+static void loadtest_warn(struct loadtest_result *res, const char *text)
 {
     fprintf(stderr, "\ndayshard loadtest: warning: %s\n", text);
     if (res->warning_count < DS_ARRAY_LEN(res->warnings)) {
@@ -121,7 +155,7 @@ static void lt_warn(struct lt_result *res, const char *text)
 /* ---- nodes --------------------------------------------------------------------------------- */
 
 /* Reads the node's first stdout line (its bound HTTP address), waiting at most timeout_ms. */
-static int lt_node_address(int fd, char *dst, size_t cap, int timeout_ms)
+static int loadtest_node_address(int fd, char *dst, size_t cap, int timeout_ms)
 {
     size_t len = 0;
     uint64_t deadline = ds_clock_ns() + (uint64_t)timeout_ms * 1000000u;
@@ -149,9 +183,9 @@ static int lt_node_address(int fd, char *dst, size_t cap, int timeout_ms)
 }
 
 /* Starts node k: `dayshard run` with the run's strategy; its log goes to DIR/node-k.log. */
-static int lt_node_start(struct lt_state *s, uint32_t k)
+static int loadtest_node_start(struct loadtest_state *s, uint32_t k)
 {
-    struct lt_node *node = &s->nodes[k];
+    struct loadtest_node *node = &s->nodes[k];
     char log[DS_PATH_MAX + 64], group[64], shards[16], max_shards[16], capacity[16];
     snprintf(node->data, sizeof(node->data), "%s/node-%u", s->dir, k);
     snprintf(log, sizeof(log), "%s/node-%u.log", s->dir, k);
@@ -187,39 +221,39 @@ static int lt_node_start(struct lt_state *s, uint32_t k)
     close(out[1]);
     char address[96] = "";
     if (rc == 0) {
-        rc = lt_node_address(out[0], address, sizeof(address), LT_NODE_START_TIMEOUT_MS);
+        rc =
+            loadtest_node_address(out[0], address, sizeof(address), LOADTEST_NODE_START_TIMEOUT_MS);
     }
     close(out[0]);
     if (rc != 0) {
-        return cli_error("loadtest", -1, "node %u did not start (%s): see %s", k, ds_strerror(rc),
-                         log);
+        return loadtest_error(-1, "node %u did not start (%s): see %s", k, ds_strerror(rc), log);
     }
     snprintf(node->url, sizeof(node->url), "http://%s", address);
-    return cli_http_conn_open(node->url, NULL, &node->conn);
+    return http_client_conn_open(node->url, NULL, &node->conn);
 }
 
-/* Stops every node: SIGTERM, then SIGKILL after LT_STOP_TIMEOUT_MS. Returns how many exited
+/* Stops every node: SIGTERM, then SIGKILL after LOADTEST_STOP_TIMEOUT_MS. Returns how many exited
  * with a failure. */
-static int lt_nodes_stop(struct lt_state *s)
+static int loadtest_nodes_stop(struct loadtest_state *s)
 {
     int failed = 0;
     for (uint32_t k = 0; k < s->node_count; k++) {
-        struct lt_node *node = &s->nodes[k];
-        cli_http_conn_close(node->conn);
+        struct loadtest_node *node = &s->nodes[k];
+        http_client_conn_close(node->conn);
         node->conn = NULL;
         if (node->pid <= 0) {
             continue;
         }
         kill(node->pid, SIGTERM);
         int status = 0;
-        uint64_t deadline = ds_clock_ns() + (uint64_t)LT_STOP_TIMEOUT_MS * 1000000u;
+        uint64_t deadline = ds_clock_ns() + (uint64_t)LOADTEST_STOP_TIMEOUT_MS * 1000000u;
         while (waitpid(node->pid, &status, WNOHANG) == 0) { /* bounded by the deadline */
             if (ds_clock_ns() > deadline) {
                 kill(node->pid, SIGKILL);
                 waitpid(node->pid, &status, 0);
                 break;
             }
-            lt_sleep_ms(20);
+            loadtest_sleep_ms(20);
         }
         failed += WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
         node->pid = 0;
@@ -228,23 +262,23 @@ static int lt_nodes_stop(struct lt_state *s)
 }
 
 /* Waits until every node answers /readyz with 200 (joined its group, caught up). */
-static int lt_nodes_ready(struct lt_state *s)
+static int loadtest_nodes_ready(struct loadtest_state *s)
 {
-    uint64_t deadline = ds_clock_ns() + (uint64_t)LT_READY_TIMEOUT_MS * 1000000u;
+    uint64_t deadline = ds_clock_ns() + (uint64_t)LOADTEST_READY_TIMEOUT_MS * 1000000u;
     for (uint32_t k = 0; k < s->node_count; k++) {
         for (;;) { /* bounded by the deadline */
-            struct cli_http_answer ans;
-            int rc = cli_http_conn_get(s->nodes[k].conn, "/readyz", &ans);
+            struct http_client_answer ans;
+            int rc = http_client_conn_get(s->nodes[k].conn, "/readyz", &ans);
             long status = ans.status;
-            cli_http_answer_deinit(&ans);
+            http_client_answer_deinit(&ans);
             if (rc == 0 && status == 200) {
                 break;
             }
             if (ds_clock_ns() > deadline) {
-                return cli_error("loadtest", -1, "node %u (%s) not ready within %d s", k,
-                                 s->nodes[k].url, LT_READY_TIMEOUT_MS / 1000);
+                return loadtest_error(-1, "node %u (%s) not ready within %d s", k, s->nodes[k].url,
+                                      LOADTEST_READY_TIMEOUT_MS / 1000);
             }
-            lt_sleep_ms(100);
+            loadtest_sleep_ms(100);
         }
     }
     return 0;
@@ -252,18 +286,18 @@ static int lt_nodes_ready(struct lt_state *s)
 
 /* ---- the producer and the query load ----------------------------------------------------- */
 
-static void *lt_producer_main(void *arg)
+static void *loadtest_producer_main(void *arg)
 {
-    struct lt_state *s = arg;
-    s->produce_rc = ingest_produce_run(&s->produce, &s->produce_stats, &s->produce_stop);
+    struct loadtest_state *s = arg;
+    s->produce_rc = loadgen_produce_run(&s->produce, &s->produce_stats, &s->produce_stop);
     atomic_store(&s->producer_done, true);
     return NULL;
 }
 
-static int lt_producer_start(struct lt_state *s)
+static int loadtest_producer_start(struct loadtest_state *s)
 {
-    const struct lt_config *cfg = s->cfg;
-    struct ingest_produce_config *p = &s->produce;
+    const struct loadgen_loadtest_config *cfg = s->cfg;
+    struct loadgen_produce_config *p = &s->produce;
     p->brokers = s->brokers;
     p->topic = s->topic;
     p->input_fd = -1;
@@ -281,23 +315,22 @@ static int lt_producer_start(struct lt_state *s)
         ASSERT(rc == 0);
         p->props = &s->props;
     }
-    if (p->key == INGEST_PRODUCE_KEY_PARTITION) {
+    if (p->key == LOADGEN_PRODUCE_KEY_PARTITION) {
         int rc = ingest_shardmap_follower_open(s->brokers, s->topic, NULL, s->strategy->base_shards,
                                                &s->follower);
         if (rc != 0) {
-            return cli_error("loadtest", rc, "cannot follow %s.shardmap: %s", s->topic,
-                             ds_strerror(rc));
+            return loadtest_error(rc, "cannot follow %s.shardmap: %s", s->topic, ds_strerror(rc));
         }
         p->shards_of_day = ingest_shardmap_follower_shards;
         p->shards_user = s->follower;
     }
-    int rc = -pthread_create(&s->producer, NULL, lt_producer_main, s);
+    int rc = -pthread_create(&s->producer, NULL, loadtest_producer_main, s);
     s->producer_started = rc == 0;
     return rc;
 }
 
 /* Sends one query to node k and records its latency. */
-static void lt_query_one(struct lt_state *s, struct cli_http_conn *conn, uint64_t i)
+static void loadtest_query_one(struct loadtest_state *s, struct http_client_conn *conn, uint64_t i)
 {
     char path[160];
     bool orders = (i & 1u) == 1u;
@@ -309,28 +342,29 @@ static void lt_query_one(struct lt_state *s, struct cli_http_conn *conn, uint64_
         snprintf(path, sizeof(path), "/v1/count?day=%s", day);
     }
     uint64_t start = ds_clock_ns();
-    struct cli_http_answer ans;
-    int rc = cli_http_conn_get(conn, path, &ans);
+    struct http_client_answer ans;
+    int rc = http_client_conn_get(conn, path, &ans);
     uint64_t took = ds_clock_ns() - start;
     bool ok = rc == 0 && ans.status == 200;
-    cli_http_answer_deinit(&ans);
+    http_client_answer_deinit(&ans);
     uint64_t n = atomic_load(&s->query_count);
     if (n < s->queries_max) {
-        s->queries[n] = (struct lt_query){.second = (uint32_t)((start - s->t0_ns) / 1000000000u),
-                                          .orders = orders,
-                                          .ok = ok,
-                                          .us = (float)((double)took / 1000.0)};
+        s->queries[n] =
+            (struct loadtest_query){.second = (uint32_t)((start - s->t0_ns) / 1000000000u),
+                                    .orders = orders,
+                                    .ok = ok,
+                                    .us = (float)((double)took / 1000.0)};
         atomic_store(&s->query_count, n + 1);
     }
 }
 
-static void *lt_querier_main(void *arg)
+static void *loadtest_querier_main(void *arg)
 {
-    struct lt_state *s = arg;
+    struct loadtest_state *s = arg;
     pthread_getcpuclockid(pthread_self(), &s->querier_clock);
-    struct cli_http_conn *conns[LT_NODES_MAX] = {0};
+    struct http_client_conn *conns[LOADGEN_LOADTEST_NODES_MAX] = {0};
     for (uint32_t k = 0; k < s->node_count; k++) {
-        if (cli_http_conn_open(s->nodes[k].url, NULL, &conns[k]) != 0) {
+        if (http_client_conn_open(s->nodes[k].url, NULL, &conns[k]) != 0) {
             conns[k] = NULL;
         }
     }
@@ -344,13 +378,13 @@ static void *lt_querier_main(void *arg)
                                   .tv_nsec = (long)((due - now) % 1000000000u)};
             nanosleep(&ts, NULL);
         }
-        struct cli_http_conn *conn = conns[i % s->node_count];
+        struct http_client_conn *conn = conns[i % s->node_count];
         if (conn != NULL) {
-            lt_query_one(s, conn, i);
+            loadtest_query_one(s, conn, i);
         }
     }
     for (uint32_t k = 0; k < s->node_count; k++) {
-        cli_http_conn_close(conns[k]);
+        http_client_conn_close(conns[k]);
     }
     struct timespec cpu;
     if (clock_gettime(s->querier_clock, &cpu) == 0) {
@@ -361,24 +395,24 @@ static void *lt_querier_main(void *arg)
 
 /* ---- sampling ------------------------------------------------------------------------------ */
 
-/* The run's index of a partition key, adding it; LT_KEYS_MAX when the table is full. */
-static uint32_t lt_key_index(struct lt_result *res, const char *text)
+/* The run's index of a partition key, adding it; LOADTEST_KEYS_MAX when the table is full. */
+static uint32_t loadtest_key_index(struct loadtest_result *res, const char *text)
 {
     for (uint32_t i = 0; i < res->key_count; i++) {
         if (strcmp(res->keys[i].text, text) == 0) {
             return i;
         }
     }
-    if (res->key_count == LT_KEYS_MAX || strlen(text) >= SHARD_KEY_TEXT_SIZE) {
-        return LT_KEYS_MAX;
+    if (res->key_count == LOADTEST_KEYS_MAX || strlen(text) >= SHARD_KEY_TEXT_SIZE) {
+        return LOADTEST_KEYS_MAX;
     }
-    struct lt_key *k = &res->keys[res->key_count];
+    struct loadtest_key *k = &res->keys[res->key_count];
     snprintf(k->text, sizeof(k->text), "%s", text);
     return res->key_count++;
 }
 
 /* Epoch milliseconds of "YYYY-MM-DDTHH:MM:SS.mmmZ", or -1. */
-static int64_t lt_parse_ts_ms(const char *text)
+static int64_t loadtest_parse_ts_ms(const char *text)
 {
     int32_t day = 0;
     unsigned h = 0, m = 0, sec = 0, ms = 0;
@@ -389,9 +423,9 @@ static int64_t lt_parse_ts_ms(const char *text)
     return (int64_t)day * DS_DAY_MS + ((int64_t)h * 3600 + m * 60 + sec) * 1000 + ms;
 }
 
-static void lt_fold_growths(struct lt_state *s, json_t *growths, int64_t t0_wall_ms)
+static void loadtest_fold_growths(struct loadtest_state *s, json_t *growths, int64_t t0_wall_ms)
 {
-    struct lt_result *res = s->res;
+    struct loadtest_result *res = s->res;
     size_t i;
     json_t *g;
     json_array_foreach(growths, i, g)
@@ -406,14 +440,14 @@ static void lt_fold_growths(struct lt_state *s, json_t *growths, int64_t t0_wall
         for (uint32_t k = 0; k < res->growth_count && !known; k++) {
             known = res->growths[k].day == day && res->growths[k].to == to;
         }
-        if (known || res->growth_count == LT_GROWTHS_MAX) {
+        if (known || res->growth_count == LOADTEST_GROWTHS_MAX) {
             continue;
         }
-        struct lt_growth *r = &res->growths[res->growth_count++];
+        struct loadtest_growth *r = &res->growths[res->growth_count++];
         r->day = day;
         r->to = to;
         r->from = (uint32_t)json_integer_value(json_object_get(g, "from"));
-        int64_t at = lt_parse_ts_ms(json_string_value(json_object_get(g, "at")));
+        int64_t at = loadtest_parse_ts_ms(json_string_value(json_object_get(g, "at")));
         r->at_s = at >= 0 ? (double)(at - t0_wall_ms) / 1000.0 : -1.0;
         snprintf(r->reason, sizeof(r->reason), "%s",
                  json_string_value(json_object_get(g, "reason")) != NULL
@@ -423,7 +457,8 @@ static void lt_fold_growths(struct lt_state *s, json_t *growths, int64_t t0_wall
 }
 
 /* Days and their shard counts (the largest any node reports); the hot day's rate. */
-static void lt_fold_days(struct lt_result *res, json_t *days, struct lt_second *sec)
+static void loadtest_fold_days(struct loadtest_result *res, json_t *days,
+                               struct loadtest_second *sec)
 {
     size_t i;
     json_t *d;
@@ -453,7 +488,7 @@ static void lt_fold_days(struct lt_result *res, json_t *days, struct lt_second *
     }
 }
 
-static void lt_fold_sources(json_t *sources, struct lt_second *sec, int64_t *lag_max)
+static void loadtest_fold_sources(json_t *sources, struct loadtest_second *sec, int64_t *lag_max)
 {
     size_t i;
     json_t *k;
@@ -471,10 +506,10 @@ static void lt_fold_sources(json_t *sources, struct lt_second *sec, int64_t *lag
 }
 
 /* One node's heat document into the second being sampled. */
-static void lt_fold_node(struct lt_state *s, json_t *doc, struct lt_second *sec, float *eps_now,
-                         int64_t t0_wall_ms, int64_t *lag_max)
+static void loadtest_fold_node(struct loadtest_state *s, json_t *doc, struct loadtest_second *sec,
+                               float *eps_now, int64_t t0_wall_ms, int64_t *lag_max)
 {
-    struct lt_result *res = s->res;
+    struct loadtest_result *res = s->res;
     sec->stored += (uint64_t)json_integer_value(json_object_get(doc, "events_durable"));
     sec->total_eps += json_number_value(json_object_get(doc, "rate_now"));
     sec->throttled += (uint64_t)json_integer_value(json_object_get(doc, "would_throttle_events"));
@@ -486,16 +521,16 @@ static void lt_fold_node(struct lt_state *s, json_t *doc, struct lt_second *sec,
     json_t *p;
     json_array_foreach(json_object_get(doc, "partitions"), i, p)
     {
-        uint32_t k = lt_key_index(res, json_string_value(json_object_get(p, "key")) != NULL
-                                           ? json_string_value(json_object_get(p, "key"))
-                                           : "");
-        if (k < LT_KEYS_MAX) {
+        uint32_t k = loadtest_key_index(res, json_string_value(json_object_get(p, "key")) != NULL
+                                                 ? json_string_value(json_object_get(p, "key"))
+                                                 : "");
+        if (k < LOADTEST_KEYS_MAX) {
             eps_now[k] += (float)json_number_value(json_object_get(p, "rate_now"));
         }
     }
-    lt_fold_days(res, json_object_get(doc, "days"), sec);
-    lt_fold_sources(json_object_get(doc, "kafka_partitions"), sec, lag_max);
-    lt_fold_growths(s, json_object_get(doc, "growths"), t0_wall_ms);
+    loadtest_fold_days(res, json_object_get(doc, "days"), sec);
+    loadtest_fold_sources(json_object_get(doc, "kafka_partitions"), sec, lag_max);
+    loadtest_fold_growths(s, json_object_get(doc, "growths"), t0_wall_ms);
     if (s->node_count == 1) {
         res->throttled =
             (uint64_t)json_integer_value(json_object_get(doc, "would_throttle_events"));
@@ -506,17 +541,17 @@ static void lt_fold_node(struct lt_state *s, json_t *doc, struct lt_second *sec,
 
 /* The time since the producer had acknowledged `stored` events (curves in res->seconds up to
  * index n, the current sample included), in ms; 0 when everything is stored. */
-static double lt_lag_ms(const struct lt_result *res, uint32_t n, uint64_t stored)
+static double loadtest_lag_ms(const struct loadtest_result *res, uint32_t n, uint64_t stored)
 {
-    const struct lt_second *now = &res->seconds[n];
+    const struct loadtest_second *now = &res->seconds[n];
     if (stored >= now->produced) {
         return 0.0;
     }
     for (uint32_t i = n + 1; i > 0; i--) {
         /* Before the first sample: nothing produced at the start. */
-        const struct lt_second start = {0};
-        const struct lt_second *a = i >= 2 ? &res->seconds[i - 2] : &start;
-        const struct lt_second *b = &res->seconds[i - 1];
+        const struct loadtest_second start = {0};
+        const struct loadtest_second *a = i >= 2 ? &res->seconds[i - 2] : &start;
+        const struct loadtest_second *b = &res->seconds[i - 1];
         if (a->produced <= stored && stored <= b->produced) {
             double f = b->produced > a->produced
                            ? (double)(stored - a->produced) / (double)(b->produced - a->produced)
@@ -530,9 +565,10 @@ static double lt_lag_ms(const struct lt_result *res, uint32_t n, uint64_t stored
 
 /* Per-partition rates of this second into the run's keys; the hottest partition; throttling
  * over several nodes (each node sees only part of a partition's writes). */
-static void lt_fold_keys(struct lt_state *s, struct lt_second *sec, const float *eps_now)
+static void loadtest_fold_keys(struct loadtest_state *s, struct loadtest_second *sec,
+                               const float *eps_now)
 {
-    struct lt_result *res = s->res;
+    struct loadtest_result *res = s->res;
     uint32_t n = res->second_count;
     char hot_prefix[SHARD_KEY_TEXT_SIZE];
     shard_key_format(res->hot_day, 0, hot_prefix);
@@ -558,38 +594,38 @@ static void lt_fold_keys(struct lt_state *s, struct lt_second *sec, const float 
 
 /* One sample: every node's heat, the producer's progress. Returns 0 or the first node's error
  * (a node that stopped answering). */
-static int lt_sample(struct lt_state *s, int64_t t0_wall_ms)
+static int loadtest_sample(struct loadtest_state *s, int64_t t0_wall_ms)
 {
-    struct lt_result *res = s->res;
+    struct loadtest_result *res = s->res;
     uint32_t n = res->second_count;
-    ASSERT(n < LT_SECONDS_MAX);
-    struct lt_second *sec = &res->seconds[n];
-    *sec = (struct lt_second){.t_s = lt_elapsed_s(s), .gsi_lag_ms = -1};
+    ASSERT(n < LOADTEST_SECONDS_MAX);
+    struct loadtest_second *sec = &res->seconds[n];
+    *sec = (struct loadtest_second){.t_s = loadtest_elapsed_s(s), .gsi_lag_ms = -1};
     sec->produced = atomic_load(&s->acked);
-    float *eps_now = calloc(LT_KEYS_MAX, sizeof(float));
+    float *eps_now = calloc(LOADTEST_KEYS_MAX, sizeof(float));
     if (eps_now == NULL) {
         return -ENOMEM;
     }
     int64_t lag_max = 0;
     int rc = 0;
     for (uint32_t k = 0; k < s->node_count && rc == 0; k++) {
-        struct cli_http_answer ans;
-        rc = cli_http_conn_get(s->nodes[k].conn, "/v1/heat?top=64", &ans);
+        struct http_client_answer ans;
+        rc = http_client_conn_get(s->nodes[k].conn, "/v1/heat?top=64", &ans);
         json_t *doc =
             rc == 0 && ans.status == 200 ? json_loadb(ans.body, ans.body_len, 0, NULL) : NULL;
         if (doc != NULL) {
-            lt_fold_node(s, doc, sec, eps_now, t0_wall_ms, &lag_max);
+            loadtest_fold_node(s, doc, sec, eps_now, t0_wall_ms, &lag_max);
             json_decref(doc);
         } else if (rc != 0) {
-            cli_error("loadtest", rc, "node %u (%s): %s", k, s->nodes[k].url, ans.error);
+            loadtest_error(rc, "node %u (%s): %s", k, s->nodes[k].url, ans.error);
         }
-        cli_http_answer_deinit(&ans);
+        http_client_answer_deinit(&ans);
     }
-    lt_fold_keys(s, sec, eps_now);
+    loadtest_fold_keys(s, sec, eps_now);
     free(eps_now);
-    sec->lag_ms = lt_lag_ms(res, n, sec->stored);
+    sec->lag_ms = loadtest_lag_ms(res, n, sec->stored);
     res->second_count = n + 1;
-    if (s->cfg->brokers == NULL && lag_max > LT_BROKER_LAG_WARN_MESSAGES &&
+    if (s->cfg->brokers == NULL && lag_max > LOADTEST_BROKER_LAG_WARN_MESSAGES &&
         res->warning_count == 0) {
         char text[256];
         snprintf(text, sizeof(text),
@@ -597,15 +633,15 @@ static int lt_sample(struct lt_state *s, int64_t t0_wall_ms)
                  "~5 MiB per partition, so the nodes may lose events at the broker: lower --rate "
                  "or add --nodes",
                  (long long)lag_max);
-        lt_warn(res, text);
+        loadtest_warn(res, text);
     }
     return rc;
 }
 
-static void lt_progress(const struct lt_state *s, uint32_t index, uint32_t runs)
+static void loadtest_progress(const struct loadtest_state *s, uint32_t index, uint32_t runs)
 {
-    const struct lt_result *res = s->res;
-    const struct lt_second *sec = &res->seconds[res->second_count - 1];
+    const struct loadtest_result *res = s->res;
+    const struct loadtest_second *sec = &res->seconds[res->second_count - 1];
     double share = sec->total_eps > 0 ? sec->hottest_eps / sec->total_eps : 0.0;
     fprintf(stderr,
             "%s[%u/%u %s] %5.0f s  produced %llu/%llu  stored %llu  lag %.0f ms  hottest %s "
@@ -620,23 +656,24 @@ static void lt_progress(const struct lt_state *s, uint32_t index, uint32_t runs)
 
 /* Samples once a second until the producer is done and every acknowledged event is durable
  * (or the nodes stop making progress). */
-static int lt_sample_loop(struct lt_state *s, uint32_t index, uint32_t runs)
+static int loadtest_sample_loop(struct loadtest_state *s, uint32_t index, uint32_t runs)
 {
     int64_t t0_wall_ms = ds_clock_realtime_ms() - (int64_t)((ds_clock_ns() - s->t0_ns) / 1000000u);
     uint64_t last_stored = 0;
     uint64_t last_progress_ns = ds_clock_ns();
-    for (uint32_t second = 1; second < LT_SECONDS_MAX; second++) {
-        uint64_t due = s->t0_ns + (uint64_t)second * 1000000000u + LT_SAMPLE_OFFSET_MS * 1000000ull;
+    for (uint32_t second = 1; second < LOADTEST_SECONDS_MAX; second++) {
+        uint64_t due =
+            s->t0_ns + (uint64_t)second * 1000000000u + LOADTEST_SAMPLE_OFFSET_MS * 1000000ull;
         uint64_t now = ds_clock_ns();
         if (due > now) {
-            lt_sleep_ms((due - now) / 1000000u);
+            loadtest_sleep_ms((due - now) / 1000000u);
         }
-        int rc = lt_sample(s, t0_wall_ms);
+        int rc = loadtest_sample(s, t0_wall_ms);
         if (rc != 0) {
             return rc;
         }
-        lt_progress(s, index, runs);
-        const struct lt_second *sec = &s->res->seconds[s->res->second_count - 1];
+        loadtest_progress(s, index, runs);
+        const struct loadtest_second *sec = &s->res->seconds[s->res->second_count - 1];
         if (sec->stored != last_stored) {
             last_stored = sec->stored;
             last_progress_ns = ds_clock_ns();
@@ -645,71 +682,72 @@ static int lt_sample_loop(struct lt_state *s, uint32_t index, uint32_t runs)
             if (sec->stored >= atomic_load(&s->acked)) {
                 return 0;
             }
-            if (ds_clock_ns() - last_progress_ns > LT_DRAIN_STALL_MS * 1000000ull) {
-                lt_warn(s->res, "the nodes stopped storing before every acknowledged event was "
-                                "durable (see the node logs)");
+            if (ds_clock_ns() - last_progress_ns > LOADTEST_DRAIN_STALL_MS * 1000000ull) {
+                loadtest_warn(s->res,
+                              "the nodes stopped storing before every acknowledged event was "
+                              "durable (see the node logs)");
                 return 0;
             }
         }
     }
-    lt_warn(s->res, "the run reached the sampler's limit of an hour");
+    loadtest_warn(s->res, "the run reached the sampler's limit of an hour");
     return 0;
 }
 
 /* ---- the end of a run ---------------------------------------------------------------------- */
 
 /* Events stored over all nodes: each node's count over the workload's days. */
-static int lt_count_stored(struct lt_state *s, uint64_t *stored)
+static int loadtest_count_stored(struct loadtest_state *s, uint64_t *stored)
 {
-    const struct ingest_workload_config *w = &s->cfg->workload;
+    const struct loadgen_workload_config *w = &s->cfg->workload;
     char first[DS_DATE_TEXT_SIZE], last[DS_DATE_TEXT_SIZE], path[96];
     ds_date_format(w->first_day, first);
     ds_date_format(w->first_day + (int32_t)w->days - 1, last);
     snprintf(path, sizeof(path), "/v1/count?day=%s&to=%s", first, last);
     *stored = 0;
     for (uint32_t k = 0; k < s->node_count; k++) {
-        struct cli_http_answer ans;
-        int rc = cli_http_conn_get(s->nodes[k].conn, path, &ans);
+        struct http_client_answer ans;
+        int rc = http_client_conn_get(s->nodes[k].conn, path, &ans);
         json_t *doc =
             rc == 0 && ans.status == 200 ? json_loadb(ans.body, ans.body_len, 0, NULL) : NULL;
         if (doc == NULL) {
-            rc = cli_error("loadtest", rc != 0 ? rc : -EIO, "count on node %u (%s): %s", k,
-                           s->nodes[k].url, ans.error[0] != '\0' ? ans.error : "bad answer");
-            cli_http_answer_deinit(&ans);
+            rc = loadtest_error(rc != 0 ? rc : -EIO, "count on node %u (%s): %s", k,
+                                s->nodes[k].url, ans.error[0] != '\0' ? ans.error : "bad answer");
+            http_client_answer_deinit(&ans);
             return rc;
         }
         *stored += (uint64_t)json_integer_value(json_object_get(doc, "count"));
         json_decref(doc);
-        cli_http_answer_deinit(&ans);
+        http_client_answer_deinit(&ans);
     }
     return 0;
 }
 
-static int lt_float_cmp(const void *a, const void *b)
+static int loadtest_float_cmp(const void *a, const void *b)
 {
     float x = *(const float *)a;
     float y = *(const float *)b;
     return (x > y) - (x < y);
 }
 
-double lt_percentile(float *v, size_t n, double p)
+double loadtest_percentile(float *v, size_t n, double p)
 {
     if (n == 0) {
         return -1.0;
     }
-    qsort(v, n, sizeof(*v), lt_float_cmp);
+    qsort(v, n, sizeof(*v), loadtest_float_cmp);
     size_t i = (size_t)ceil(p * (double)n);
     return v[i > 0 ? i - 1 : 0];
 }
 
 /* The answered queries of one kind (orders, or day counts) into v, in the order they were
  * sent (so by second); returns how many. */
-static size_t lt_query_latencies(const struct lt_state *s, uint64_t n, bool orders, float *v,
-                                 uint32_t *second)
+static size_t loadtest_query_latencies(const struct loadtest_state *s, uint64_t n, bool orders,
+                                       float *v, uint32_t *second)
 {
     size_t m = 0;
     for (uint64_t i = 0; i < n; i++) {
-        const struct lt_query *q = &s->queries[i];
+        const struct loadtest_query *q = &s->queries[i];
         if (q->orders == orders && q->ok) {
             second[m] = q->second;
             v[m++] = q->us;
@@ -720,9 +758,9 @@ static size_t lt_query_latencies(const struct lt_state *s, uint64_t n, bool orde
 
 /* Whole-run and per-second query latency percentiles. One thread sends the queries in time
  * order, so each second's latencies are one run of the list: one pass per kind. */
-static void lt_query_stats(struct lt_state *s)
+static void loadtest_query_stats(struct loadtest_state *s)
 {
-    struct lt_result *res = s->res;
+    struct loadtest_result *res = s->res;
     uint64_t n = atomic_load(&s->query_count);
     float *v = malloc((n > 0 ? n : 1) * sizeof(float));
     float *all = malloc((n > 0 ? n : 1) * sizeof(float));
@@ -733,10 +771,12 @@ static void lt_query_stats(struct lt_state *s)
             res->query_errors += s->queries[i].ok ? 0 : 1;
         }
         for (int orders = 0; orders <= 1; orders++) {
-            size_t m = lt_query_latencies(s, n, orders == 1, v, second);
+            size_t m = loadtest_query_latencies(s, n, orders == 1, v, second);
             memcpy(all, v, m * sizeof(float));
-            *(orders ? &res->orders_p50_us : &res->count_p50_us) = lt_percentile(all, m, 0.50);
-            *(orders ? &res->orders_p99_us : &res->count_p99_us) = lt_percentile(all, m, 0.99);
+            *(orders ? &res->orders_p50_us : &res->count_p50_us) =
+                loadtest_percentile(all, m, 0.50);
+            *(orders ? &res->orders_p99_us : &res->count_p99_us) =
+                loadtest_percentile(all, m, 0.99);
             for (uint32_t sec = 0; sec < res->second_count; sec++) {
                 *(orders ? &res->seconds[sec].orders_p99_us : &res->seconds[sec].count_p99_us) = -1;
             }
@@ -746,9 +786,9 @@ static void lt_query_stats(struct lt_state *s)
                     end++;
                 }
                 if (second[at] < res->second_count) {
-                    struct lt_second *sec = &res->seconds[second[at]];
+                    struct loadtest_second *sec = &res->seconds[second[at]];
                     *(orders ? &sec->orders_p99_us : &sec->count_p99_us) =
-                        lt_percentile(v + at, end - at, 0.99);
+                        loadtest_percentile(v + at, end - at, 0.99);
                 }
                 at = end;
             }
@@ -759,7 +799,7 @@ static void lt_query_stats(struct lt_state *s)
     free(v);
 }
 
-static double lt_thread_cpu_s(clockid_t clock)
+static double loadtest_thread_cpu_s(clockid_t clock)
 {
     struct timespec ts;
     return clock_gettime(clock, &ts) == 0 ? (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 : 0.0;
@@ -767,16 +807,16 @@ static double lt_thread_cpu_s(clockid_t clock)
 
 /* ---- a run ----------------------------------------------------------------------------------- */
 
-static int lt_setup(struct lt_state *s, uint32_t index)
+static int loadtest_setup(struct loadtest_state *s, uint32_t index)
 {
-    const struct lt_config *cfg = s->cfg;
+    const struct loadgen_loadtest_config *cfg = s->cfg;
     int n = snprintf(s->dir, sizeof(s->dir), "%s/run-%u", cfg->out_dir, index + 1);
     if (n < 0 || (size_t)n >= sizeof(s->dir)) {
-        return cli_error("loadtest", -ENAMETOOLONG, "--out is too long");
+        return loadtest_error(-ENAMETOOLONG, "--out is too long");
     }
     int rc = ds_mkdir_p(s->dir);
     if (rc != 0) {
-        return cli_error("loadtest", rc, "%s: %s", s->dir, ds_strerror(rc));
+        return loadtest_error(rc, "%s: %s", s->dir, ds_strerror(rc));
     }
     if (cfg->brokers != NULL) {
         /* A topic of its own per run on a real cluster (created on first use where the
@@ -784,26 +824,25 @@ static int lt_setup(struct lt_state *s, uint32_t index)
         snprintf(s->topic, sizeof(s->topic), "dayshard-loadtest-%d-%u", (int)getpid(), index + 1);
         s->brokers = cfg->brokers;
     } else {
-        snprintf(s->topic, sizeof(s->topic), "%s", LT_TOPIC);
-        struct ingest_broker_config b;
-        ingest_broker_config_defaults(&b);
+        snprintf(s->topic, sizeof(s->topic), "%s", LOADTEST_TOPIC);
+        struct loadgen_broker_config b;
+        loadgen_broker_config_defaults(&b);
         b.topic = s->topic;
         b.partitions = cfg->partitions;
-        rc = ingest_broker_start(&b, &s->broker);
+        rc = loadgen_broker_start(&b, &s->broker);
         if (rc != 0) {
-            return cli_error("loadtest", rc, "cannot start the embedded broker: %s",
-                             ds_strerror(rc));
+            return loadtest_error(rc, "cannot start the embedded broker: %s", ds_strerror(rc));
         }
-        s->brokers = ingest_broker_bootstrap(s->broker);
+        s->brokers = loadgen_broker_bootstrap(s->broker);
     }
     for (uint32_t k = 0; k < cfg->nodes && rc == 0; k++) {
-        rc = lt_node_start(s, k);
+        rc = loadtest_node_start(s, k);
         s->node_count = k + 1;
     }
-    return rc != 0 ? rc : lt_nodes_ready(s);
+    return rc != 0 ? rc : loadtest_nodes_ready(s);
 }
 
-static void lt_teardown(struct lt_state *s)
+static void loadtest_teardown(struct loadtest_state *s)
 {
     if (s->querier_started) {
         atomic_store(&s->stop_queries, true);
@@ -814,14 +853,14 @@ static void lt_teardown(struct lt_state *s)
         pthread_join(s->producer, NULL);
     }
     ingest_shardmap_follower_close(s->follower);
-    if (lt_nodes_stop(s) > 0) {
-        lt_warn(s->res, "a node did not stop cleanly (see its log)");
+    if (loadtest_nodes_stop(s) > 0) {
+        loadtest_warn(s->res, "a node did not stop cleanly (see its log)");
     }
     if (s->broker != NULL) {
-        ingest_broker_stop(s->broker);
+        loadgen_broker_stop(s->broker);
     }
     for (uint32_t k = 0; k < s->node_count && !s->cfg->keep_data; k++) {
-        int removed = cli_remove_tree(s->nodes[k].data);
+        int removed = loadtest_remove_tree(s->nodes[k].data);
         if (removed != 0) {
             fprintf(stderr, "dayshard loadtest: warning: cannot remove %s: %s\n", s->nodes[k].data,
                     ds_strerror(removed));
@@ -831,21 +870,21 @@ static void lt_teardown(struct lt_state *s)
 }
 
 /* The load itself: producer, queries, sampling, then the final count. */
-static int lt_drive(struct lt_state *s, uint32_t index, uint32_t runs)
+static int loadtest_drive(struct loadtest_state *s, uint32_t index, uint32_t runs)
 {
-    struct lt_result *res = s->res;
+    struct loadtest_result *res = s->res;
     s->t0_ns = ds_clock_ns();
-    int rc = lt_producer_start(s);
+    int rc = loadtest_producer_start(s);
     if (rc == 0 && s->cfg->queries_per_s > 0) {
-        rc = -pthread_create(&s->querier, NULL, lt_querier_main, s);
+        rc = -pthread_create(&s->querier, NULL, loadtest_querier_main, s);
         s->querier_started = rc == 0;
     }
     clockid_t self_clock;
     pthread_getcpuclockid(pthread_self(), &self_clock);
-    double cpu0 = lt_thread_cpu_s(self_clock);
-    rc = rc == 0 ? lt_sample_loop(s, index, runs) : rc;
-    res->sampler_cpu_s = lt_thread_cpu_s(self_clock) - cpu0;
-    res->duration_s = lt_elapsed_s(s);
+    double cpu0 = loadtest_thread_cpu_s(self_clock);
+    rc = rc == 0 ? loadtest_sample_loop(s, index, runs) : rc;
+    res->sampler_cpu_s = loadtest_thread_cpu_s(self_clock) - cpu0;
+    res->duration_s = loadtest_elapsed_s(s);
     if (s->querier_started) {
         atomic_store(&s->stop_queries, true);
         pthread_join(s->querier, NULL);
@@ -861,19 +900,20 @@ static int lt_drive(struct lt_state *s, uint32_t index, uint32_t runs)
     res->produced = s->produce_stats.acked;
     res->producer_behind_max_s = s->produce_stats.behind_max_s;
     if (rc == 0 && s->produce_rc != 0) {
-        lt_warn(res, "the producer reported failed deliveries (see produce stats)");
+        loadtest_warn(res, "the producer reported failed deliveries (see produce stats)");
     }
-    rc = rc == 0 ? lt_count_stored(s, &res->stored) : rc;
-    lt_query_stats(s);
+    rc = rc == 0 ? loadtest_count_stored(s, &res->stored) : rc;
+    loadtest_query_stats(s);
     return rc;
 }
 
-int lt_run(const struct lt_config *cfg, const struct lt_strategy *strategy, uint32_t index,
-           uint32_t run_count, struct lt_result *res)
+int loadtest_run(const struct loadgen_loadtest_config *cfg,
+                 const struct loadtest_strategy *strategy, uint32_t index, uint32_t run_count,
+                 struct loadtest_result *res)
 {
-    ASSERT(cfg->nodes >= 1 && cfg->nodes <= LT_NODES_MAX);
+    ASSERT(cfg->nodes >= 1 && cfg->nodes <= LOADGEN_LOADTEST_NODES_MAX);
     ASSERT(strategy->max_shards >= strategy->base_shards);
-    struct lt_state *s = calloc(1, sizeof(*s));
+    struct loadtest_state *s = calloc(1, sizeof(*s));
     if (s == NULL) {
         return -ENOMEM;
     }
@@ -883,24 +923,24 @@ int lt_run(const struct lt_config *cfg, const struct lt_strategy *strategy, uint
     res->strategy = *strategy;
     res->hot_day = cfg->workload.first_day + (int32_t)cfg->workload.busy_day_index;
     snprintf(s->hot_customer, sizeof(s->hot_customer), "1");
-    res->seconds = calloc(LT_SECONDS_MAX, sizeof(*res->seconds));
-    s->queries_max = (uint64_t)cfg->queries_per_s * LT_SECONDS_MAX;
+    res->seconds = calloc(LOADTEST_SECONDS_MAX, sizeof(*res->seconds));
+    s->queries_max = (uint64_t)cfg->queries_per_s * LOADTEST_SECONDS_MAX;
     s->queries = calloc(s->queries_max > 0 ? s->queries_max : 1, sizeof(*s->queries));
     int rc = res->seconds != NULL && s->queries != NULL ? 0 : -ENOMEM;
-    for (uint32_t k = 0; k < LT_KEYS_MAX && rc == 0; k++) {
-        res->keys[k].eps = calloc(LT_SECONDS_MAX, sizeof(float));
+    for (uint32_t k = 0; k < LOADTEST_KEYS_MAX && rc == 0; k++) {
+        res->keys[k].eps = calloc(LOADTEST_SECONDS_MAX, sizeof(float));
         rc = res->keys[k].eps != NULL ? 0 : -ENOMEM;
     }
-    rc = rc == 0 ? lt_setup(s, index) : rc;
-    rc = rc == 0 ? lt_drive(s, index, run_count) : rc;
-    lt_teardown(s);
+    rc = rc == 0 ? loadtest_setup(s, index) : rc;
+    rc = rc == 0 ? loadtest_drive(s, index, run_count) : rc;
+    loadtest_teardown(s);
     free(s);
     return rc;
 }
 
-void lt_result_deinit(struct lt_result *res)
+void loadtest_result_deinit(struct loadtest_result *res)
 {
-    for (uint32_t k = 0; k < LT_KEYS_MAX; k++) {
+    for (uint32_t k = 0; k < LOADTEST_KEYS_MAX; k++) {
         free(res->keys[k].eps);
         res->keys[k].eps = NULL;
     }

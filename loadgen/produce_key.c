@@ -1,5 +1,5 @@
 /*
- * The Kafka message keys of `dayshard produce` (enum ingest_produce_key): what a producer keys
+ * The Kafka message keys of `dayshard produce` (enum loadgen_produce_key): what a producer keys
  * an order event by decides which Kafka partition takes it, so it decides whether a hot day is
  * also a hot Kafka partition.
  *
@@ -12,7 +12,7 @@
  *   mitigation, with exactly the routing a node applies.
  *
  * Invariants: pure functions of their arguments (the shard count callback aside), no
- * allocation; a key is at most INGEST_PRODUCE_KEY_BYTES_MAX bytes, not NUL-terminated.
+ * allocation; a key is at most LOADGEN_PRODUCE_KEY_BYTES_MAX bytes, not NUL-terminated.
  *
  * Rejected: hashing the key ourselves and choosing the Kafka partition (RD_KAFKA_PARTITION_UA
  * with librdkafka's murmur2 partitioner is what Java producers do too, so a key lands on the
@@ -22,33 +22,34 @@
 #include <string.h>
 
 #include "ingest/ingest.h"
+#include "loadgen/loadgen.h"
 #include "shard/shard.h"
 
-_Static_assert(DS_ID_BYTES_MAX <= INGEST_PRODUCE_KEY_BYTES_MAX, "an id's text fits a key");
-_Static_assert(SHARD_KEY_TEXT_SIZE - 1u <= INGEST_PRODUCE_KEY_BYTES_MAX,
+_Static_assert(DS_ID_BYTES_MAX <= LOADGEN_PRODUCE_KEY_BYTES_MAX, "an id's text fits a key");
+_Static_assert(SHARD_KEY_TEXT_SIZE - 1u <= LOADGEN_PRODUCE_KEY_BYTES_MAX,
                "a partition key fits a key");
-_Static_assert(DS_DATE_TEXT_SIZE - 1 <= INGEST_PRODUCE_KEY_BYTES_MAX, "a date fits a key");
+_Static_assert(DS_DATE_TEXT_SIZE - 1 <= LOADGEN_PRODUCE_KEY_BYTES_MAX, "a date fits a key");
 
-/* Indexed by enum ingest_produce_key: the names of `--key`. */
+/* Indexed by enum loadgen_produce_key: the names of `--key`. */
 static const char *const produce_key_names[] = {"order", "customer", "day", "partition"};
 _Static_assert(sizeof(produce_key_names) / sizeof(produce_key_names[0]) ==
-                   INGEST_PRODUCE_KEY_PARTITION + 1,
+                   LOADGEN_PRODUCE_KEY_PARTITION + 1,
                "every key mode has a name");
 
-int ingest_produce_key_parse(const char *text, enum ingest_produce_key *out)
+int loadgen_produce_key_parse(const char *text, enum loadgen_produce_key *out)
 {
     ASSERT(text != NULL);
     ASSERT(out != NULL);
     for (size_t i = 0; i < DS_ARRAY_LEN(produce_key_names); i++) {
         if (strcmp(text, produce_key_names[i]) == 0) {
-            *out = (enum ingest_produce_key)i;
+            *out = (enum loadgen_produce_key)i;
             return 0;
         }
     }
     return -DS_EUSAGE;
 }
 
-const char *ingest_produce_key_name(enum ingest_produce_key mode)
+const char *loadgen_produce_key_name(enum loadgen_produce_key mode)
 {
     if ((unsigned)mode >= DS_ARRAY_LEN(produce_key_names)) {
         return "unknown";
@@ -80,7 +81,7 @@ static size_t produce_key_id(const struct ds_id *id, char *dst)
 
 /* "DAY#YYYY-MM-DD#k" of the event into dst (at least SHARD_KEY_TEXT_SIZE bytes). */
 static size_t produce_key_partition(const struct ds_event *event, int32_t day, uint32_t base_shards,
-                                    char *dst, ingest_produce_shards_fn shards_of_day,
+                                    char *dst, loadgen_produce_shards_fn shards_of_day,
                                     void *shards_user)
 {
     uint32_t shard_count = shards_of_day != NULL ? shards_of_day(day, shards_user) : 0;
@@ -94,26 +95,26 @@ static size_t produce_key_partition(const struct ds_event *event, int32_t day, u
     return len;
 }
 
-int ingest_produce_key_format(enum ingest_produce_key mode, const struct ds_event *event,
-                              uint32_t base_shards, char *dst, size_t dst_capacity,
-                              ingest_produce_shards_fn shards_of_day, void *shards_user)
+int loadgen_produce_key_format(enum loadgen_produce_key mode, const struct ds_event *event,
+                               uint32_t base_shards, char *dst, size_t dst_capacity,
+                               loadgen_produce_shards_fn shards_of_day, void *shards_user)
 {
     ASSERT(event != NULL);
     ASSERT(dst != NULL);
     ASSERT(base_shards >= 1 && base_shards <= SHARD_COUNT_MAX);
     /* Formatted in place first: every mode writes at most this much (the asserts above). */
-    char key[INGEST_PRODUCE_KEY_BYTES_MAX > SHARD_KEY_TEXT_SIZE ? INGEST_PRODUCE_KEY_BYTES_MAX
-                                                                : SHARD_KEY_TEXT_SIZE];
+    char key[LOADGEN_PRODUCE_KEY_BYTES_MAX > SHARD_KEY_TEXT_SIZE ? LOADGEN_PRODUCE_KEY_BYTES_MAX
+                                                                 : SHARD_KEY_TEXT_SIZE];
     size_t len = 0;
-    if (mode == INGEST_PRODUCE_KEY_ORDER || mode == INGEST_PRODUCE_KEY_CUSTOMER) {
+    if (mode == LOADGEN_PRODUCE_KEY_ORDER || mode == LOADGEN_PRODUCE_KEY_CUSTOMER) {
         len = produce_key_id(
-            mode == INGEST_PRODUCE_KEY_ORDER ? &event->order_id : &event->customer_id, key);
+            mode == LOADGEN_PRODUCE_KEY_ORDER ? &event->order_id : &event->customer_id, key);
     } else {
-        ASSERT(mode == INGEST_PRODUCE_KEY_DAY || mode == INGEST_PRODUCE_KEY_PARTITION);
+        ASSERT(mode == LOADGEN_PRODUCE_KEY_DAY || mode == LOADGEN_PRODUCE_KEY_PARTITION);
         /* Events from the decoder and the generator are within DS_TS_MS_MIN..MAX. */
         ASSERT(event->ts_ms >= DS_TS_MS_MIN && event->ts_ms <= DS_TS_MS_MAX);
         int32_t day = ds_day_from_ms(event->ts_ms);
-        if (mode == INGEST_PRODUCE_KEY_DAY) {
+        if (mode == LOADGEN_PRODUCE_KEY_DAY) {
             char date[DS_DATE_TEXT_SIZE];
             ds_date_format(day, date);
             len = DS_DATE_TEXT_SIZE - 1;
@@ -122,7 +123,7 @@ int ingest_produce_key_format(enum ingest_produce_key mode, const struct ds_even
             len = produce_key_partition(event, day, base_shards, key, shards_of_day, shards_user);
         }
     }
-    ASSERT(len >= 1 && len <= INGEST_PRODUCE_KEY_BYTES_MAX);
+    ASSERT(len >= 1 && len <= LOADGEN_PRODUCE_KEY_BYTES_MAX);
     if (len > dst_capacity) {
         return -ENOSPC;
     }

@@ -1,1 +1,0 @@
-ds_unit_test(ingest workload)

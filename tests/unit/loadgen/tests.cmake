@@ -1,0 +1,3 @@
+# Unit tests of the loadgen folder (tests/unit/loadgen/test_<unit>.c).
+ds_unit_test(loadgen produce_key)
+ds_unit_test(loadgen workload)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # STYLE.md section 1: a folder's files may include another folder's public header only
 # ("storage/storage.h"), never its private ones, and the dependency DAG holds:
-#   common <- shard <- storage <- ingest;  storage <- query <- cli;  common <- gsi <- query
-# (gsi/, the by-customer index, is the second store: it depends on nothing but common.)
+#   common <- shard <- storage <- ingest;  storage <- index <- query <- cli
+# (index/, the by-customer index, is the second store; its builder follows storage's blocks.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 declare -A allowed=(
@@ -10,11 +10,11 @@ declare -A allowed=(
   [shard]="common shard"
   [storage]="common shard storage"
   [ingest]="common shard storage ingest"
-  [gsi]="common gsi"
-  [query]="common shard storage gsi query"
-  [cli]="common shard storage ingest gsi query cli"
-  [bench]="common shard storage ingest gsi query bench"
-  [tests]="common shard storage ingest gsi query tests"
+  [index]="common shard storage index"
+  [query]="common shard storage index query"
+  [cli]="common shard storage ingest index query cli"
+  [bench]="common shard storage ingest index query bench"
+  [tests]="common shard storage ingest index query tests"
 )
 status=0
 for folder in "${!allowed[@]}"; do
@@ -96,7 +96,7 @@ while IFS= read -r dir; do
       status=1
     fi
   fi
-done < <(find common shard storage gsi ingest query cli bench tests -type d 2>/dev/null | sort)
+done < <(find common shard storage index ingest query cli bench tests -type d 2>/dev/null | sort)
 if [[ $status == 0 ]]; then
   echo "include boundaries and call layers: ok"
 fi

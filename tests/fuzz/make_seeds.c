@@ -1,5 +1,5 @@
 /*
- * Writes the seed corpora of the fuzz targets block, manifest, gsi_cursor and http_request,
+ * Writes the seed corpora of the fuzz targets block, manifest, index_cursor and http_request,
  * with the project's own encoders, so the seeds are real blocks, manifests and tokens rather
  * than bytes typed by hand. Run it when a format changes; the files are committed:
  *   build-fuzz/tests/fuzz/fuzz_make_seeds tests/fuzz/corpus
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gsi/key.h"
+#include "index/key.h"
 #include "storage/format.h"
 
 #define FUZZ_DAY 19000
@@ -191,10 +191,10 @@ static void gsi_cursor_seeds(const char *root)
                            {.is_string = true, .len = 3, .text = "a\0\xff"}};
     static const char *const names[] = {"int", "string", "string_escapes"};
     for (size_t k = 0; k < DS_ARRAY_LEN(ids); k++) {
-        uint8_t key[GSI_TAIL_BYTES_MAX];
-        size_t n = gsi_key_tail_encode((int64_t)FUZZ_DAY * DS_DAY_MS + 1234, &ids[k], key);
-        char token[GSI_TOKEN_CHARS_MAX + 1];
-        gsi_key_hex_encode(key, n, token);
+        uint8_t key[INDEX_TAIL_BYTES_MAX];
+        size_t n = index_key_tail_encode((int64_t)FUZZ_DAY * DS_DAY_MS + 1234, &ids[k], key);
+        char token[INDEX_TOKEN_CHARS_MAX + 1];
+        index_key_hex_encode(key, n, token);
         char name[64];
         snprintf(name, sizeof(name), "token_%s", names[k]);
         seed_write(root, "gsi_cursor", name, 0x00, token, strlen(token));

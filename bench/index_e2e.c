@@ -33,11 +33,11 @@
  * query figures depend on what is stored, not on how it arrived.
  *
  * Lag mode (issue 16: "lag p99 over a 30M-event run <= 100 ms"): part 2's append run alone,
- * each group commit timed from durable to queryable by a index_builder_wait waiter, runs alternating
- * the index's checkpoints synced on the builder's thread (checkpoint_inline, as before issue 16)
- * and on the index writer's own thread (the default); each run prints its lag p50/p99/max, the
- * commits over 100 ms with whether a checkpoint began while they waited, the checkpoints' cost
- * and the run's peak RSS (VmHWM: appender + builder), then medians and ratios.
+ * each group commit timed from durable to queryable by a index_builder_wait waiter, runs
+ * alternating the index's checkpoints synced on the builder's thread (checkpoint_inline, as before
+ * issue 16) and on the index writer's own thread (the default); each run prints its lag
+ * p50/p99/max, the commits over 100 ms with whether a checkpoint began while they waited, the
+ * checkpoints' cost and the run's peak RSS (VmHWM: appender + builder), then medians and ratios.
  *
  * Usage: bench_gsi_e2e [events_e2e=1000000] [runs=3] [events_query=10000000]
  *        bench_gsi_e2e lag [events=30000000] [runs=3] [rate=500000 events/s, 0 flat out]
@@ -133,7 +133,7 @@ struct run_result {
     double cpu_us;        /* process CPU per event over the clock */
     double tail_ms;       /* all durable -> all indexed */
     double rss_mib;       /* VmHWM over the run (reset before it) */
-    double index_bytes;     /* du DATA/gsi after the run */
+    double index_bytes;   /* du DATA/gsi after the run */
     double base_bytes;    /* du DATA without gsi */
     uint64_t pauses;      /* back-pressure pauses of the node */
     uint32_t commits;     /* commits whose lag was measured */
@@ -355,8 +355,8 @@ static void bench_lag_gauge(void *user, int64_t lag_ms)
 /* Starts the broker, the builder (index_on) and the node; returns once the node holds its
  * partitions. */
 static struct ingest_broker *e2e_start(struct e2e *e, const char *data, const char *input,
-                                       bool index_on, struct query_metrics *metrics, pthread_t *node,
-                                       pthread_t *waiter)
+                                       bool index_on, struct query_metrics *metrics,
+                                       pthread_t *node, pthread_t *waiter)
 {
     struct ingest_broker_config bcfg;
     ingest_broker_config_defaults(&bcfg);
@@ -451,8 +451,8 @@ static void e2e_run(const char *dir, const char *input, uint64_t events, int run
     if (seen != events || wait_rc != 0) {
         printf("  run %d (gsi %s): only %llu of %llu events durable (gsi wait %s; node rc %d, "
                "producer rc %d, acked %llu)\n",
-               run + 1, index_on ? "on" : "off", (unsigned long long)seen, (unsigned long long)events,
-               ds_strerror(wait_rc), e->node_rc, e->produce_rc,
+               run + 1, index_on ? "on" : "off", (unsigned long long)seen,
+               (unsigned long long)events, ds_strerror(wait_rc), e->node_rc, e->produce_rc,
                (unsigned long long)e->produce_stats.acked);
     }
     pthread_cond_destroy(&e->lag.wake);
@@ -587,8 +587,8 @@ static void e2e_part(const char *dir, uint64_t events, int runs)
     for (int r = 0; r < runs; r++) {
         for (int k = 0; k < 2; k++) {
             bool index_on = (k == 0) == (r % 2 == 1); /* off first in even runs */
-            e2e_run(dir, input, events, r, index_on, metrics, index_on ? &on[r] : &off[r], &lags, gauge,
-                    &gauge_count);
+            e2e_run(dir, input, events, r, index_on, metrics, index_on ? &on[r] : &off[r], &lags,
+                    gauge, &gauge_count);
         }
         printf("  run %d: gsi on %.0f events/s (%.2f us CPU/event, %llu pauses, %u commits, "
                "tail %.1f ms, %.0f MiB), off %.0f events/s (%.2f us CPU/event, %.0f MiB), "
@@ -745,8 +745,8 @@ static struct bench_latency measure_http(const char *address, int64_t customer, 
     return l;
 }
 
-static void query_report(struct index_builder *g, const char *address, const struct customer_pick *p,
-                         uint64_t iterations)
+static void query_report(struct index_builder *g, const char *address,
+                         const struct customer_pick *p, uint64_t iterations)
 {
     uint32_t expect = p->orders < QUERY_LIMIT ? p->orders : QUERY_LIMIT;
     struct bench_latency in = measure_inprocess(g, p->id, expect, iterations);

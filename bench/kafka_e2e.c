@@ -101,7 +101,7 @@ struct e2e {
     int produce_rc;
     atomic_bool produce_done;
     struct index_builder *gsi; /* NULL with the index off */
-    uint64_t events;       /* the run's events */
+    uint64_t events;           /* the run's events */
     /* Set by the node's writer after each durable commit (observe_commit). */
     atomic_uint_least64_t durable_events;
     atomic_uint_least64_t all_durable_ns;  /* when the commit that made the last event durable

@@ -96,7 +96,8 @@ static int gsi_option(int c, const char *value, void *user)
     case 'd': a->data = value; return 0;
     case 'j': a->json = true; return 0;
     case 's':
-        if (!a->rebuild || cli_parse_u64(value, INDEX_TABLE_SLOTS_LOG2_MIN, INDEX_TABLE_SLOTS_LOG2_MAX, &k) != 0) {
+        if (!a->rebuild ||
+            cli_parse_u64(value, INDEX_TABLE_SLOTS_LOG2_MIN, INDEX_TABLE_SLOTS_LOG2_MAX, &k) != 0) {
             return -1;
         }
         a->slots_log2 = (uint32_t)k;

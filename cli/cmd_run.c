@@ -88,7 +88,7 @@ struct run_observer {
     /* Test hook (DS_TEST_PAUSE_FILE): consumption pauses while this file exists, to exercise
      * the node's back-pressure path without a slow follower. */
     const char *pause_file;
-    struct index_builder *gsi;           /* the by-customer index builder, NULL with --no-gsi */
+    struct index_builder *gsi;       /* the by-customer index builder, NULL with --no-gsi */
     struct ingest_node_watch *watch; /* the node's assignment, for consistent=true */
     bool gsi_failed;                 /* consumer thread: the builder's error stopped the node */
 };

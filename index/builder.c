@@ -1,6 +1,7 @@
 /*
- * The index builder (index.h: index_builder_*, index_reader_*): a thread that follows the durable base data of a data
- * directory and keeps the by-customer index (index/index.h) up to date, with a measured lag.
+ * The index builder (index.h: index_builder_*, index_reader_*): a thread that follows the durable
+ * base data of a data directory and keeps the by-customer index (index/index.h) up to date, with a
+ * measured lag.
  *
  * It reads the base data through its own read-only storage handle, exactly like `count --data`
  * beside a writer: after each wake-up (a durable group commit announced by index_builder_notify, or
@@ -17,12 +18,12 @@
  *
  * Lag: index_builder_notify records (commit sequence, when it became durable, events durable so
  * far). Once the builder has applied everything up to a sequence, each recorded commit up to it
- * is queryable: its lag (now - durable time) goes to lag_observe (the node's histogram), and the current lag is the
- * age of the oldest commit not yet queryable (0 when caught up). index_builder_should_pause tells
- * the node to stop consuming once the lag is predicted to pass half the bound (its age plus the
- * time the builder needs, at its measured rate, for the events durable but not yet indexed)
- * and to go on once the prediction is below a quarter, so commits already on their way do not
- * push the lag over the bound.
+ * is queryable: its lag (now - durable time) goes to lag_observe (the node's histogram), and the
+ * current lag is the age of the oldest commit not yet queryable (0 when caught up).
+ * index_builder_should_pause tells the node to stop consuming once the lag is predicted to pass
+ * half the bound (its age plus the time the builder needs, at its measured rate, for the events
+ * durable but not yet indexed) and to go on once the prediction is below a quarter, so commits
+ * already on their way do not push the lag over the bound.
  *
  * Cursor format (little-endian): "GSC1", u64 commit sequence, u32 count, then per partition in
  * (day, shard) order: i32 day, u32 shard, u32 segment id, u64 offset (20 bytes each).
@@ -177,7 +178,7 @@ static size_t cursor_encode(const struct index_builder *g, uint64_t seq, uint8_t
 }
 
 int index_cursor_decode(const uint8_t *cursor, size_t len, uint64_t *seq,
-                            struct index_cursor_position **positions, uint32_t *count)
+                        struct index_cursor_position **positions, uint32_t *count)
 {
     *seq = 0;
     *positions = NULL;

@@ -88,7 +88,7 @@ struct index_entry {
 struct index_page {
     struct index_entry *entries;
     uint32_t count;
-    bool has_next;                            /* false: this was the last page */
+    bool has_next;                              /* false: this was the last page */
     char next_token[INDEX_TOKEN_CHARS_MAX + 1]; /* NUL-terminated, "" when !has_next */
 };
 
@@ -135,7 +135,7 @@ void index_close(struct index *g);
  * 0, -DS_EUSAGE (an invalid entry, logged with its index), -DS_ELIMIT (n above batch_entries_max or
  * cursor_len above INDEX_CURSOR_BYTES_MAX), or -EIO. */
 DS_MUST_USE int index_apply(struct index *g, const struct index_entry *entries, size_t n,
-                          const void *cursor, size_t cursor_len);
+                            const void *cursor, size_t cursor_len);
 
 /* Copies the last applied cursor into buf (cap bytes) and its length into *len (0 before the
  * first apply). Returns 0, -ENOSPC when cap is too small (*len still set), -DS_ECORRUPT or
@@ -150,7 +150,7 @@ DS_MUST_USE int index_cursor(struct index *g, void *buf, size_t cap, size_t *len
  * Returns 0, -DS_EUSAGE (limit outside 1..INDEX_PAGE_LIMIT_MAX, a malformed token, an invalid
  * customer id), -DS_ECORRUPT (a stored entry fails to decode) or -EIO. */
 DS_MUST_USE int index_query(struct index *g, const struct ds_id *customer, uint32_t limit,
-                          const char *page_token, struct index_page *out);
+                            const char *page_token, struct index_page *out);
 
 /* What index_compact did. */
 struct index_compact_stats {
@@ -222,7 +222,7 @@ struct index_check_report {
  * Returns 0 with *out filled (a missing dir: present false), -DS_EUSAGE (dir too long) or
  * -ENOMEM; an unreadable file is damage, named in the reason. */
 DS_MUST_USE int index_check(const char *dir, void *cursor, size_t cursor_cap,
-                          struct index_check_report *out);
+                            struct index_check_report *out);
 
 /* One entry, borrowed for the call; a non-zero return stops the visit. */
 typedef int (*index_entry_fn)(const struct index_entry *entry, void *user);
@@ -249,12 +249,12 @@ typedef void (*index_lag_observe_fn)(void *user, uint64_t lag_ns);
 typedef void (*index_lag_gauge_fn)(void *user, int64_t lag_ms);
 
 struct index_builder_config {
-    const char *data_dir;          /* the base data to follow (read-only); the index is DATA/gsi */
-    uint32_t table_slots_log2;     /* the index's slot table for a new index; 0: its default */
-    uint32_t max_lag_ms;           /* the lag bound back-pressure keeps; 0 refused */
-    uint32_t test_slow_ms;         /* test hook: sleep this long after each apply */
-    bool checkpoint_inline;        /* benchmark: the index's checkpoints synced on the builder's
-                                      thread (index_config) */
+    const char *data_dir;      /* the base data to follow (read-only); the index is DATA/gsi */
+    uint32_t table_slots_log2; /* the index's slot table for a new index; 0: its default */
+    uint32_t max_lag_ms;       /* the lag bound back-pressure keeps; 0 refused */
+    uint32_t test_slow_ms;     /* test hook: sleep this long after each apply */
+    bool checkpoint_inline;    /* benchmark: the index's checkpoints synced on the builder's
+                                  thread (index_config) */
     /* The lag as the node's metrics show it (any of them may be NULL): lag_observe gets each
      * commit's lag once it is queryable (a histogram), lag_gauge the current lag on every
      * index_builder_should_pause. Called with the builder's lock held: they must be cheap and
@@ -272,7 +272,8 @@ void index_dir(const char *data_dir, char *dst);
 /* Opens (creating) the index, resumes from its own cursor and starts following the base
  * data. Returns 0, -DS_EUSAGE, -DS_ELOCKED (another builder), -DS_ECORRUPT (damaged cursor:
  * `dayshard gsi rebuild`), a storage error, or -ENOMEM/-EIO. */
-DS_MUST_USE int index_builder_start(const struct index_builder_config *cfg, struct index_builder **out);
+DS_MUST_USE int index_builder_start(const struct index_builder_config *cfg,
+                                    struct index_builder **out);
 /* Stops the thread and closes everything; NULL is fine. */
 void index_builder_stop(struct index_builder *g);
 /* The writer announces a durable commit (any thread; cheap): wakes the builder and starts the
@@ -292,15 +293,15 @@ struct index_cursor_position {
  * when there are none). An empty cursor is commit 0 and no positions. Returns 0, -DS_ECORRUPT
  * (bad magic, length or order) or -ENOMEM. */
 DS_MUST_USE int index_cursor_decode(const uint8_t *cursor, size_t len, uint64_t *seq,
-                                        struct index_cursor_position **positions,
-                                        uint32_t *count);
+                                    struct index_cursor_position **positions, uint32_t *count);
 /* 0 while the builder runs, else the error that stopped it (it logged the cause). */
 int index_builder_error(struct index_builder *g);
 /* The current lag: age of the oldest durable commit not yet queryable, and the events behind. */
 void index_builder_lag(struct index_builder *g, uint64_t *lag_ms, uint64_t *lag_events);
 /* Waits until every commit up to commit_seq is queryable. Returns 0, -ETIMEDOUT, or the
  * builder's error. */
-DS_MUST_USE int index_builder_wait(struct index_builder *g, uint64_t commit_seq, uint32_t timeout_ms);
+DS_MUST_USE int index_builder_wait(struct index_builder *g, uint64_t commit_seq,
+                                   uint32_t timeout_ms);
 /* The builder's index handle, for queries on any thread. */
 struct index *index_builder_store(struct index_builder *g);
 /* A read-only view of DATA/gsi for another process (`dayshard serve`, `orders --data`): it
@@ -321,9 +322,8 @@ struct index *index_reader_store(struct index_reader *r);
  * refresh, for a view that other threads query under it for reading. *indexed gets the
  * sequence reached. Returns 0, -ETIMEDOUT (still behind), or the refresh's error: never an
  * older view taken for a consistent one. */
-DS_MUST_USE int index_reader_wait(struct index_reader *r, uint64_t want_seq,
-                                      uint32_t timeout_ms, pthread_rwlock_t *lock,
-                                      uint64_t *indexed);
+DS_MUST_USE int index_reader_wait(struct index_reader *r, uint64_t want_seq, uint32_t timeout_ms,
+                                  pthread_rwlock_t *lock, uint64_t *indexed);
 /* Closes the view; NULL is fine. */
 void index_reader_close(struct index_reader *r);
 

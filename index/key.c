@@ -1,7 +1,7 @@
 /*
  * key.c: the index's byte encodings (key.h).
  */
-#include "index/key.h"
+#include "index/index_private.h"
 
 #include <string.h>
 

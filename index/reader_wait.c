@@ -34,7 +34,7 @@ static int reader_wait_step(struct index_reader *r, pthread_rwlock_t *lock, uint
 }
 
 int index_reader_wait(struct index_reader *r, uint64_t want_seq, uint32_t timeout_ms,
-                          pthread_rwlock_t *lock, uint64_t *indexed)
+                      pthread_rwlock_t *lock, uint64_t *indexed)
 {
     ASSERT(r != NULL && indexed != NULL);
     uint64_t deadline = ds_clock_ns() + (uint64_t)timeout_ms * 1000000u;

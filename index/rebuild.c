@@ -224,7 +224,7 @@ static int run_builder(struct rebuild *r, uint64_t start_ns)
         }
         double seconds = (double)(ds_clock_ns() - start_ns) / 1e9;
         rebuild_note(r, INDEX_NOTE_INFO, "%.0f s, %.1f MiB of index so far", seconds,
-                (double)dir_bytes(r->gsi_dir, REBUILD_DIR_DEPTH_MAX) / (1024.0 * 1024.0));
+                     (double)dir_bytes(r->gsi_dir, REBUILD_DIR_DEPTH_MAX) / (1024.0 * 1024.0));
     }
     index_builder_stop(g);
     if (rc != 0) {
@@ -267,16 +267,15 @@ static int rebuild_run(struct rebuild *r)
     rc = rc == 0 ? move_aside(r) : rc;
     if (rc == 0) {
         rebuild_note(r, INDEX_NOTE_INFO, "indexing %llu events of %s (up to commit %llu)%s%s",
-                     (unsigned long long)r->events, r->data,
-                (unsigned long long)r->commit_seq, r->old_dir[0] != '\0' ? "; old index in " : "",
-                r->old_dir);
+                     (unsigned long long)r->events, r->data, (unsigned long long)r->commit_seq,
+                     r->old_dir[0] != '\0' ? "; old index in " : "", r->old_dir);
         rc = run_builder(r, start_ns);
     }
     int removed = rc == 0 && r->old_dir[0] != '\0' ? remove_tree(r->old_dir) : 0;
     if (removed != 0) {
         /* The new index is complete: a leftover only costs space. */
         rebuild_note(r, INDEX_NOTE_INFO, "warning: cannot remove %s: %s", r->old_dir,
-                ds_strerror(removed));
+                     ds_strerror(removed));
     }
     if (rc != 0 && r->old_dir[0] != '\0') {
         rebuild_note(r, INDEX_NOTE_INFO, "the old index stays in %s", r->old_dir);

@@ -1,7 +1,7 @@
 /*
  * seal.c: the sealed records of the index's log (seal.h).
  */
-#include "index/seal.h"
+#include "index/index_private.h"
 
 #include <errno.h>
 #include <string.h>
@@ -107,12 +107,12 @@ static int seal_status_index(struct index_seal_writer *w, const uint8_t *status,
     return (int)w->status_count++;
 }
 
-int index_seal_writer_add(struct index_seal_writer *w, const struct index_seal_section *s, uint32_t count,
-                        const uint8_t *const *keys, const uint8_t *key_bytes,
-                        const uint8_t *const *values, const uint8_t *value_bytes)
+int index_seal_writer_add(struct index_seal_writer *w, const struct index_seal_section *s,
+                          uint32_t count, const uint8_t *const *keys, const uint8_t *key_bytes,
+                          const uint8_t *const *values, const uint8_t *value_bytes)
 {
-    if (count < 1 || count > INDEX_SEAL_SECTION_ENTRIES || !index_seal_writer_fits(w, s->slot, count) ||
-        !index_key_id_valid(&s->customer)) {
+    if (count < 1 || count > INDEX_SEAL_SECTION_ENTRIES ||
+        !index_seal_writer_fits(w, s->slot, count) || !index_key_id_valid(&s->customer)) {
         return -DS_EUSAGE;
     }
     uint8_t *p = w->body + w->body_bytes;
@@ -208,7 +208,7 @@ int index_seal_writer_add(struct index_seal_writer *w, const struct index_seal_s
 }
 
 size_t index_seal_writer_finish(const struct index_seal_writer *w, void *cctx, uint8_t *scratch,
-                              uint8_t *dst)
+                                uint8_t *dst)
 {
     ASSERT(w->sections > 0);
     size_t n = 0;
@@ -274,7 +274,8 @@ int64_t index_seal_record_open(const uint8_t *record, size_t len, void *dctx, ui
     return !ZSTD_isError(got) && got == raw_len ? (int64_t)raw_len : -DS_ECORRUPT;
 }
 
-int index_seal_reader_init(struct index_seal_reader *r, const uint8_t *raw, size_t len, uint64_t mask)
+int index_seal_reader_init(struct index_seal_reader *r, const uint8_t *raw, size_t len,
+                           uint64_t mask)
 {
     memset(r, 0, sizeof(*r));
     r->raw = raw;
@@ -380,7 +381,7 @@ static int64_t seal_entries_image(const struct index_seal_reader *r, size_t at, 
 }
 
 int64_t index_seal_reader_next(struct index_seal_reader *r, uint32_t want_slot, bool entries,
-                             uint8_t *image, uint32_t *slot)
+                               uint8_t *image, uint32_t *slot)
 {
     if (r->sections_left == 0) {
         return r->at == r->len ? -ENOENT : -DS_ECORRUPT;
@@ -422,8 +423,8 @@ int64_t index_seal_reader_next(struct index_seal_reader *r, uint32_t want_slot, 
     }
     uint64_t count = 0;
     uint64_t zz = 0;
-    if (!seal_varint_get(raw, len, &at, &count) || count < 1 || count > INDEX_SEAL_SECTION_ENTRIES ||
-        !seal_varint_get(raw, len, &at, &zz)) {
+    if (!seal_varint_get(raw, len, &at, &count) || count < 1 ||
+        count > INDEX_SEAL_SECTION_ENTRIES || !seal_varint_get(raw, len, &at, &zz)) {
         return -DS_ECORRUPT;
     }
     uint64_t newest_bits = (uint64_t)r->last_newest_ts + seal_unzigzag(zz);

@@ -3,8 +3,8 @@
  * gsi check` (issue 13). It verifies DATA/gsi in two steps, without any lock, so it runs
  * beside a live node:
  *
- * 1. index_check reads every file of the index (index/index.h has the list): a damaged record, table
- *    or FORMAT is damage; a torn tail a crash left is not (the builder replays it).
+ * 1. index_check reads every file of the index (index/index.h has the list): a damaged record,
+ * table or FORMAT is damage; a torn tail a crash left is not (the builder replays it).
  * 2. The index against the base data. The builder's cursor (index_cursor_decode: the
  *    base commit sequence it reached and, per partition, the position of the next block to
  *    read) says what the index must hold. Each side's entries become 64-bit hashes of their key
@@ -87,7 +87,7 @@ static uint64_t verify_id_hash(uint64_t h, const struct ds_id *id)
 
 /* The key of an entry or event: customer, ts, order id. */
 static uint64_t verify_key_hash(const struct ds_id *customer, int64_t ts_ms,
-                                  const struct ds_id *order)
+                                const struct ds_id *order)
 {
     uint64_t h = verify_id_hash(0x5ca1ab1e, customer);
     h = ds_mix64(h ^ (uint64_t)ts_ms);
@@ -110,8 +110,7 @@ static int verify_hashes_push(struct verify_hashes *v, uint64_t h)
 }
 
 /* Adds h when it belongs to this pass. Returns 0 or -ENOMEM. */
-static int verify_hashes_add(const struct verify_compare *c, struct verify_hashes *v,
-                               uint64_t h)
+static int verify_hashes_add(const struct verify_compare *c, struct verify_hashes *v, uint64_t h)
 {
     return h % c->passes == c->pass ? verify_hashes_push(v, h) : 0;
 }
@@ -134,13 +133,13 @@ static void verify_hashes_sort(struct verify_hashes *v)
 
 /* Decodes the builder's cursor (index_cursor_decode) into c. */
 static int verify_cursor_decode(const uint8_t *cursor, size_t len, struct verify_compare *c,
-                                  uint64_t *seq)
+                                uint64_t *seq)
 {
     return index_cursor_decode(cursor, len, seq, &c->positions, &c->position_count);
 }
 
-static const struct index_cursor_position *
-verify_position_find(const struct verify_compare *c, int32_t day, uint32_t shard)
+static const struct index_cursor_position *verify_position_find(const struct verify_compare *c,
+                                                                int32_t day, uint32_t shard)
 {
     uint32_t lo = 0;
     uint32_t hi = c->position_count;
@@ -169,8 +168,8 @@ static int verify_event_all(const struct ds_event *event, void *user)
     if (event->retract) {
         return 0;
     }
-    return verify_hashes_add(
-        c, &c->all, verify_key_hash(&event->customer_id, event->ts_ms, &event->order_id));
+    return verify_hashes_add(c, &c->all,
+                             verify_key_hash(&event->customer_id, event->ts_ms, &event->order_id));
 }
 
 static int verify_event_after(const struct ds_event *event, void *user)
@@ -179,8 +178,8 @@ static int verify_event_after(const struct ds_event *event, void *user)
     if (event->retract) {
         return 0;
     }
-    return verify_hashes_add(
-        c, &c->after, verify_key_hash(&event->customer_id, event->ts_ms, &event->order_id));
+    return verify_hashes_add(c, &c->after,
+                             verify_key_hash(&event->customer_id, event->ts_ms, &event->order_id));
 }
 
 static int verify_entry(const struct index_entry *entry, void *user)
@@ -189,8 +188,8 @@ static int verify_entry(const struct index_entry *entry, void *user)
     if (ds_day_from_ms(entry->ts_ms) < storage_retention_floor(c->st)) {
         return 0; /* a day retention dropped: hidden from every view, kept until a rebuild */
     }
-    return verify_hashes_add(
-        c, &c->index, verify_key_hash(&entry->customer_id, entry->ts_ms, &entry->order_id));
+    return verify_hashes_add(c, &c->index,
+                             verify_key_hash(&entry->customer_id, entry->ts_ms, &entry->order_id));
 }
 
 /* One base partition: all its events, and those from the cursor's position on (from the
@@ -282,8 +281,7 @@ static void verify_pass_compare(struct verify_compare *c)
         c->missing += in_all > in_after && !in_index;
         c->foreign += in_index && in_all == 0;
         if (in_index && in_all == 0 && c->orders_model) {
-            c->foreign_failed =
-                c->foreign_failed || verify_hashes_push(&c->foreign_hashes, h) != 0;
+            c->foreign_failed = c->foreign_failed || verify_hashes_push(&c->foreign_hashes, h) != 0;
         }
     }
 }
@@ -327,8 +325,8 @@ static int verify_foreign_entry(const struct index_entry *entry, void *user)
 {
     struct verify_compare *c = user;
     uint64_t h = verify_key_hash(&entry->customer_id, entry->ts_ms, &entry->order_id);
-    if (bsearch(&h, c->foreign_hashes.items, c->foreign_hashes.count, sizeof(h),
-                verify_u64_cmp) == NULL) {
+    if (bsearch(&h, c->foreign_hashes.items, c->foreign_hashes.count, sizeof(h), verify_u64_cmp) ==
+        NULL) {
         return 0;
     }
     uint8_t scratch[STORAGE_ORDER_SCRATCH_BYTES];
@@ -352,9 +350,8 @@ static int verify_foreign_sort_out(struct verify_compare *c)
 
 /* Step 2 for an index that passed index_check. Damage goes to out; a base that cannot be read
  * (its own damage, which storage's check reports) skips the comparison with a note. */
-static int verify_against_base(const char *data_dir, struct verify_compare *c,
-                                 uint64_t covered_seq, FILE *report,
-                                 struct index_verify_report *out)
+static int verify_against_base(const char *data_dir, struct verify_compare *c, uint64_t covered_seq,
+                               FILE *report, struct index_verify_report *out)
 {
     int rc = storage_open_reader(data_dir, &c->st);
     c->position_seen = calloc(c->position_count + 1, 1);
@@ -364,7 +361,7 @@ static int verify_against_base(const char *data_dir, struct verify_compare *c,
     c->orders_model = rc == 0 && storage_model(c->st) == STORAGE_MODEL_ORDERS;
     if (rc == 0 && storage_commit_seq(c->st) < covered_seq) {
         verify_damage(out, "%s: covers base commit %" PRIu64 ", the base data only %" PRIu64,
-                        c->gsi_dir, covered_seq, storage_commit_seq(c->st));
+                      c->gsi_dir, covered_seq, storage_commit_seq(c->st));
         return 0;
     }
     rc = rc == 0 ? storage_partition_visit(c->st, verify_base_count, c) : rc;
@@ -408,9 +405,9 @@ static int verify_against_base(const char *data_dir, struct verify_compare *c,
         verify_damage(out, "%s: %s", c->gsi_dir, c->problem);
     } else if (c->missing > 0 || c->foreign > 0) {
         verify_damage(out,
-                        "%s: disagrees with the base data up to commit %" PRIu64 ": %" PRIu64
-                        " events missing from the index, %" PRIu64 " entries not in the base",
-                        c->gsi_dir, covered_seq, c->missing, c->foreign);
+                      "%s: disagrees with the base data up to commit %" PRIu64 ": %" PRIu64
+                      " events missing from the index, %" PRIu64 " entries not in the base",
+                      c->gsi_dir, covered_seq, c->missing, c->foreign);
     }
     out->entries = c->distinct;
     return 0;
@@ -419,7 +416,7 @@ static int verify_against_base(const char *data_dir, struct verify_compare *c,
 /* Both steps into out (present, damaged, reason, entries, covered_seq); *slots_log2 is the
  * table size of the index's log (0 when it has none), for a rebuild to keep. */
 static int verify_once(const char *data_dir, const char *gsi_dir, FILE *report,
-                           struct index_verify_report *out, uint32_t *slots_log2)
+                       struct index_verify_report *out, uint32_t *slots_log2)
 {
     uint8_t *cursor = malloc(INDEX_CURSOR_BYTES_MAX);
     if (cursor == NULL) {

@@ -1104,8 +1104,7 @@ static enum MHD_Result orders_at(struct query_http *h, struct MHD_Connection *c,
             return rc == -ETIMEDOUT ? respond_not_caught_up(h, c, extra, want_seq, timeout_ms)
                                     : respond_storage_error(h, c, rc);
         }
-        return respond_orders(h, c, route, index_reader_store(h->gsi_reader), extra,
-                              &h->gsi_lock);
+        return respond_orders(h, c, route, index_reader_store(h->gsi_reader), extra, &h->gsi_lock);
     }
     if (want_seq > 0) {
         int rc = index_builder_wait(h->gsi, want_seq, timeout_ms);

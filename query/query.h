@@ -245,7 +245,7 @@ struct query_orders_page {
     char next_token[QUERY_ORDERS_TOKEN_CHARS_MAX + 1]; /* "" when !has_next */
 };
 
-struct index; /* an index handle (index/index.h) */
+struct index;         /* an index handle (index/index.h) */
 struct index_builder; /* the node's builder (index/index.h) */
 /* The API's rule for a customer id given as text (already percent-decoded): a positive decimal
  * integer without leading zeros, up to 2^63-1, is an integer id; "..." is the string between
@@ -324,7 +324,7 @@ struct query_http_config {
     uint32_t idle_timeout_s;        /* 0: QUERY_HTTP_IDLE_TIMEOUT_S_DEFAULT */
     int64_t ready_lag_max;          /* with metrics; 0: QUERY_HTTP_READY_LAG_DEFAULT */
     struct query_metrics *metrics;  /* a node's live figures (retained until stop), or NULL */
-    struct index_builder *gsi;          /* a node's GSI builder (retained until stop): serves
+    struct index_builder *gsi;      /* a node's GSI builder (retained until stop): serves
                                      * /v1/customers/{id}/orders; NULL answers it with 501 */
     uint32_t consistent_timeout_ms; /* consistent=true without timeout_ms waits at most this;
                                      * 0: QUERY_CONSISTENT_TIMEOUT_MS_DEFAULT */

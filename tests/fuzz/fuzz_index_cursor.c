@@ -31,11 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/index.h"
-#include "index/key.h"
+#include "index/index_private.h"
 
-static int fuzz_gsi_cursor(struct index *g, void *buf, size_t cap, size_t *len);
-#define index_cursor fuzz_gsi_cursor
+static int fuzz_index_cursor_get(struct index *g, void *buf, size_t cap, size_t *len);
+#define index_cursor fuzz_index_cursor_get
 #include "index/builder.c"
 #include "tests/fuzz/fuzz_input.h"
 #undef index_cursor
@@ -56,7 +55,7 @@ static struct {
     size_t len;
 } stored;
 
-static int fuzz_gsi_cursor(struct index *g, void *buf, size_t cap, size_t *len)
+static int fuzz_index_cursor_get(struct index *g, void *buf, size_t cap, size_t *len)
 {
     (void)g;
     *len = stored.len;

@@ -26,8 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "index/index.h"
-#include "index/key.h"
+#include "index/index_private.h"
 #include "tests/support/tempdir.h"
 
 #define FLAG_FORMAT 0x01u

@@ -20,8 +20,7 @@
 #include <string.h>
 #include <zstd.h>
 
-#include "index/key.h"
-#include "index/seal.h"
+#include "index/index_private.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -139,7 +138,7 @@ static void reencode(struct parsed *p, const uint8_t *want, int64_t want_len, ZS
         }
     }
     check(index_seal_writer_add(&w, &p->s, p->count, p->keys, p->key_bytes, p->values,
-                              p->value_bytes) == 0);
+                                p->value_bytes) == 0);
     size_t len = index_seal_writer_finish(&w, cctx, scratch, record);
     int64_t n = index_seal_record_open(record, len, dctx, raw);
     check(n > 0);

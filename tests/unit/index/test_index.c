@@ -139,7 +139,8 @@ static void entry_assert_equal(const struct index_entry *want, const struct inde
 }
 
 /* The applied entries of customer, newest first, into a fresh array of *n entries. */
-static struct index_entry *truth_of(const struct fixture *f, const struct ds_id *customer, size_t *n)
+static struct index_entry *truth_of(const struct fixture *f, const struct ds_id *customer,
+                                    size_t *n)
 {
     struct index_entry *out = calloc(f->count + 1, sizeof(*out));
     assert_non_null(out);
@@ -421,7 +422,8 @@ static void test_gsi_damaged_run_is_an_error_not_a_wrong_answer(void **state)
     assert_int_equal(crash_cursor(f), 2);
 }
 
-/* ---- index_check ------------------------------------------------------------------------------ */
+/* ---- index_check ------------------------------------------------------------------------------
+ */
 
 #define CHECK_APPLIES 3u
 

@@ -275,7 +275,7 @@ static void test_gsi_checkpoint_close_waits_and_covers_the_whole_log(void **stat
 /* Applies from *a on (a few ms apart) until the checkpoint figure `field` passes `above`, for
  * at most 20 s; returns the stats. */
 static struct index_checkpoint_stats apply_until(struct fixture *f, uint64_t *a, size_t field,
-                                               uint64_t above)
+                                                 uint64_t above)
 {
     struct index_checkpoint_stats s;
     for (int tries = 0; tries < 4000; tries++) {

@@ -49,8 +49,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "index/index.h"
-#include "index/key.h"
+#include "index/index_private.h"
 #include "tests/support/events.h"
 #include "tests/support/tempdir.h"
 
@@ -734,7 +733,7 @@ static void differential_run(struct fixture *f, uint32_t table_slots_log2)
     store_close(f);
     table_remove(f);
     f->cfg.table_slots_log2 = INDEX_TABLE_SLOTS_LOG2_MIN + 1; /* the index keeps its own size */
-    store_open(f);                                          /* from the log alone */
+    store_open(f);                                            /* from the log alone */
     sample_assert_equal_all_limits(f, f->store);
     apply_batches(f, &rng, batches / 8, batch_max);
     sample_assert_equal_all_limits(f, f->store);

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/key.h"
+#include "index/index_private.h"
 #include "query/router.h"
 
 static json_t *merged_doc(const struct router_merged *m)

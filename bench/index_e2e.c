@@ -1,5 +1,5 @@
 /*
- * Benchmark: the by-customer index (GSI) end to end (issue 5 targets: with the GSI on, sustained
+ * Benchmark: the by-customer index (GSI) end to end (targets: with the GSI on, sustained
  * ingest >= 500,000 events/s and >= 0.5 of the GSI-off rate; GSI lag p99 <= 250 ms at that
  * rate; newest-10 customer query p99 <= 250 us over HTTP keep-alive for a heavy and a light
  * customer with 10M events stored).
@@ -32,15 +32,15 @@
  * Rejected: building the 10M index through Kafka. It would only repeat part 1 for minutes; the
  * query figures depend on what is stored, not on how it arrived.
  *
- * Lag mode (issue 16: "lag p99 over a 30M-event run <= 100 ms"): part 2's append run alone,
+ * Lag mode (target: "lag p99 over a 30M-event run <= 100 ms"): part 2's append run alone,
  * each group commit timed from durable to queryable by a index_builder_wait waiter, runs
- * alternating the index's checkpoints synced on the builder's thread (checkpoint_inline, as before
- * issue 16) and on the index writer's own thread (the default); each run prints its lag
+ * alternating the index's checkpoints synced on the builder's thread (checkpoint_inline, kept to
+ * compare) and on the index writer's own thread (the default); each run prints its lag
  * p50/p99/max, the commits over 100 ms with whether a checkpoint began while they waited, the
  * checkpoints' cost and the run's peak RSS (VmHWM: appender + builder), then medians and ratios.
  *
- * Usage: bench_gsi_e2e [events_e2e=1000000] [runs=3] [events_query=10000000]
- *        bench_gsi_e2e lag [events=30000000] [runs=3] [rate=500000 events/s, 0 flat out]
+ * Usage: bench_index_e2e [events_e2e=1000000] [runs=3] [events_query=10000000]
+ *        bench_index_e2e lag [events=30000000] [runs=3] [rate=500000 events/s, 0 flat out]
  * Environment: DS_BENCH_TRACE=1 prints durable count and GSI lag every 20 ms (stderr).
  */
 #include <fcntl.h>
@@ -844,7 +844,7 @@ static void query_part(const char *dir, uint64_t events)
 
 /* ---- lag mode: per-commit lag of part 2's append run, checkpoints inline or not ------------- */
 
-/* Commits listed as spikes: the slowest ones over this lag (issue 16's bound on the p99). */
+/* Commits listed as spikes: the slowest ones over this lag (the lag target's bound on the p99). */
 #define SPIKE_MS 100.0
 #define SPIKES_SHOWN 8u
 
@@ -971,7 +971,7 @@ static double median_lag(const struct lag_result *r, int n, size_t field_offset)
 }
 
 /* Part 2's append run, timed per commit, alternating the index's checkpoints on the builder's
- * thread (inline, as before issue 16) and on the writer's own thread (the default). */
+ * thread (inline, kept to compare) and on the writer's own thread (the default). */
 static void lag_part(const char *dir, uint64_t events, int runs, double rate)
 {
     printf("lag: %llu busy-day events appended through storage at %.0f events/s (0: flat out; "
@@ -1033,7 +1033,7 @@ int main(int argc, char **argv)
     ASSERT(events > 0 && events_query > 0);
     char dir[] = "/tmp/dayshard-bench-gsi-XXXXXX";
     ASSERT(mkdtemp(dir) != NULL);
-    printf("bench_gsi_e2e: %llu events end to end x %d runs, %llu events stored for queries\n",
+    printf("bench_index_e2e: %llu events end to end x %d runs, %llu events stored for queries\n",
            (unsigned long long)events, runs, (unsigned long long)events_query);
     e2e_part(dir, events, runs);
     query_part(dir, events_query);

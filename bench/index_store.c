@@ -1,5 +1,5 @@
 /*
- * bench_gsi_store [EVENTS] [DIR]: the by-customer index store alone (gsi/, issue 16), before
+ * bench_index_store [EVENTS] [DIR]: the by-customer index store alone (index/), before
  * and after compaction, in one run: the busy-day workload's events (default 10M) applied in
  * batches of 65536 as the builder does, then
  *   - index bytes per event: the log as applied (plus the table checkpoint written at close),
@@ -123,7 +123,7 @@ int main(int argc, char **argv)
     char base[DS_PATH_MAX / 2];
     bool temp = argc <= 2;
     if (temp) {
-        snprintf(base, sizeof(base), "/tmp/bench_gsi_store.XXXXXX");
+        snprintf(base, sizeof(base), "/tmp/bench_index_store.XXXXXX");
         ASSERT(mkdtemp(base) != NULL);
     } else {
         ASSERT(strlen(argv[2]) < sizeof(base));
@@ -184,7 +184,7 @@ int main(int argc, char **argv)
     ASSERT(light != 0);
     uint64_t log_before = file_bytes(dir, "log");
     uint64_t table_before = file_bytes(dir, "table");
-    printf("bench_gsi_store: %llu busy-day events applied in batches of %u in %.1f s\n",
+    printf("bench_index_store: %llu busy-day events applied in batches of %u in %.1f s\n",
            (unsigned long long)applied, BATCH, apply_s);
     printf("customers: heaviest %lld (%u orders), mid %lld (%u), light %lld (%u), paged %lld "
            "(%u)\n",

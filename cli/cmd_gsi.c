@@ -1,12 +1,10 @@
 /*
  * `dayshard gsi rebuild --data DIR [--json]`: rebuilds the by-customer index DIR/gsi from the
- * base segments, after its files were lost or damaged (issue 5); the rebuild is
- * index_rebuild (cli.h), which `fsck --repair` calls too. `dayshard gsi check --data DIR
- * [--json]` verifies the index without changing it (index/verify.c, issue 13). `dayshard gsi
- * compact --data DIR [--json]` seals the index's log (index_compact, issue 16).
- *
- * Rejected: one file for the rebuild and the check's subcommand together (fsck's check calls
- * the rebuild and this file calls the check: a call circle; the rebuild is index/rebuild.c).
+ * base segments, after its files were lost or damaged (index_rebuild, which `fsck --repair`
+ * reaches through index_verify too). `dayshard gsi check --data DIR [--json]` verifies the index
+ * without changing it (index_verify). `dayshard gsi compact --data DIR [--json]` seals the
+ * index's log (index_compact). This file parses arguments and prints; the index's lines reach
+ * the terminal through cli_index_note, so rebuild and fsck print them alike.
  */
 #include <errno.h>
 #include <getopt.h>

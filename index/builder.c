@@ -43,14 +43,14 @@
 #define BUILDER_POLL_MS 50u
 /* The builder's nice value: it shares two cores with the consumer, the writer and (in the
  * benchmark) the producer and broker, and the lag is its latency; -5 lowered the per-commit
- * lag p50 from 67 to 48-51 ms in bench_gsi_e2e. Best effort: without CAP_SYS_NICE it keeps
+ * lag p50 from 67 to 48-51 ms in bench_index_e2e. Best effort: without CAP_SYS_NICE it keeps
  * the default. */
 #define BUILDER_NICE (-5)
 /* Commits announced but not yet queryable that the lag tracker remembers; past it the oldest
  * are merged (the lag stays measured from the oldest). */
 #define BUILDER_PENDING_MAX 4096u
 /* Indexing rate assumed until a warm round large enough to measure: 1M entries/s, a third of
- * what bench_gsi_e2e measures while storage appends flat out beside the builder (10M events
+ * what bench_index_e2e measures while storage appends flat out beside the builder (10M events
  * appended and indexed at 2.9M/s). At 500k/s the first large commit (~150k events) was
  * predicted past half the bound and paused the node for nothing. */
 #define BUILDER_RATE_GUESS_PER_NS 1e-3
@@ -269,7 +269,7 @@ static int builder_event(const struct ds_event *event, void *user)
     struct builder_scan *s = user;
     struct index_builder *g = s->g;
     if (event->retract) {
-        return 0; /* issue 14: the index keeps inserts only until the view checks versions */
+        return 0; /* the index keeps inserts only: the orders view checks versions */
     }
     if (g->batch_count == g->batch_max) {
         return 1;
@@ -344,7 +344,7 @@ static void note_rate(struct index_builder *g, uint64_t entries, uint64_t ns)
     if (!g->rate_warm) {
         /* The first round opens every partition's segments and faults in the slot table and
          * the batch buffers: measured at 44k-84k entries/s against ~1M later, it made the
-         * node pause for nothing (bench_gsi_e2e). The guess stands until the second round. */
+         * node pause for nothing (bench_index_e2e). The guess stands until the second round. */
         g->rate_warm = true;
         return;
     }

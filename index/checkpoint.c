@@ -159,11 +159,12 @@ static int index_checkpoint_body_write(const struct index *g, uint8_t *buf, int 
     return 0;
 }
 
-/* The writer's checkpoints. Before issue 16 the apply that passed the interval did the whole
- * checkpoint itself: an fdatasync of up to 512 MiB of log, then the table written and synced,
- * on the builder's thread (applies waited 230-430 ms every ~10M events in bench_gsi_e2e's lag
- * mode; kept as checkpoint_inline to compare). Now a thread of the writer's does it beside the
- * applies (they waited 0-42 ms, and the syncs took 17-60 ms instead of 150-285):
+/* The writer's checkpoints, done by a thread of the writer's beside the applies (they waited
+ * 0-42 ms, and the syncs took 17-60 ms instead of 150-285). Rejected (kept as
+ * checkpoint_inline, to compare): the apply that passes the interval doing the whole
+ * checkpoint itself, an fdatasync of up to 512 MiB of log and then the table written and
+ * synced, on the builder's thread (applies waited 230-430 ms every ~10M events in
+ * bench_index_e2e's lag mode). The thread:
  *
  * - it writes the table (the used slots and the header) to DIR/table.tmp while holding
  *   table_lock, which index_apply holds for its whole run, so the table it writes is the table of

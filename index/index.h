@@ -1,6 +1,9 @@
 /*
- * gsi: the store of the by-customer global secondary index (issue 5), the second durable store
- * of a node beside storage/ (query/'s builder keeps it up to date; it depends on common/ only).
+ * index: the by-customer index (a "global secondary index", GSI, in DynamoDB's words), the
+ * second durable store of a node beside storage/, kept in DATA/gsi: the store itself (its
+ * files: store.c and the files it names), the builder that keeps it up to date from storage's
+ * durable blocks (builder.c), read-only views for other processes (builder.c, reader_wait.c),
+ * its rebuild from the base data (rebuild.c) and its check against the base (verify.c).
  *
  * It keeps, for every customer, that customer's orders (order id, ts, day, status, amount)
  * and the builder's opaque cursor, in a directory of its own: an append-only log of per-customer
@@ -40,8 +43,8 @@
 #define INDEX_BATCH_ENTRIES_MAX (1u << 20)
 #define INDEX_BATCH_ENTRIES_DEFAULT 65536u
 /* The builder's cursor: positions of 13,106 partitions fit (20 bytes each), 51 days grown to
- * 256 shards. 64 KiB held 3,276, and adaptive sharding passed that within a month (the builder
- * stopped, issue 16). Each apply writes the whole cursor: a log's cost that compaction drops. */
+ * 256 shards. 64 KiB held 3,276, which adaptive sharding passes within a month (and the builder
+ * would stop). Each apply writes the whole cursor: a log's cost that compaction drops. */
 #define INDEX_CURSOR_BYTES_MAX (256u * 1024u)
 /* A page holds 1..INDEX_PAGE_LIMIT_MAX entries (DESIGN.md section 5: limit at most 1000). */
 #define INDEX_PAGE_LIMIT_MAX 1000u
@@ -67,8 +70,8 @@ struct index_config {
     uint32_t batch_entries_max; /* largest n index_apply accepts (sizes the batch buffer) */
     uint64_t checkpoint_bytes;  /* writer: log growth between table checkpoints */
     bool checkpoint_inline;     /* writer: the apply that passes checkpoint_bytes syncs the log and
-                                   the checkpoint itself (the behaviour before issue 16, kept to
-                                   compare); false: a thread of the writer's does the syncs */
+                                   the checkpoint itself (kept to compare
+                                   with the thread); false: a thread of the writer's does the syncs */
 };
 
 /* One order in a customer's view. day is the UTC day of ts_ms (the partition it came from);
@@ -159,7 +162,7 @@ struct index_compact_stats {
     double seconds;
 };
 
-/* Compacts the log (issue 16): every customer's entries (each distinct key once, the newest
+/* Compacts the log: every customer's entries (each distinct key once, the newest
  * copy) are rewritten into sealed records, a few large delta-encoded zstd-compressed sections
  * per customer, in a new log that replaces DIR/log by rename (DIR/log.compact while it is
  * written, synced before the rename; DIR/table is removed first and written again after).

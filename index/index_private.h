@@ -26,9 +26,9 @@
 /* ---- keys and values (key.c) ----------------------------------------------------------------- */
 
 /*
- * key: the byte encodings of the by-customer index, private to gsi/ (store.c; the unit tests and
- * the fuzz harness reach it as tests may): the RocksDB store before store.c used the same ones, so
- * the page order and the page tokens did not change when it was replaced.
+ * key: the byte encodings of the by-customer index (the store's files; the unit tests and the
+ * fuzz harness reach them as tests may). They are the encodings of the RocksDB store the log
+ * replaced, so page order and page tokens stayed the same across that change.
  *
  * A tail key is an entry's position within its customer, compared bytewise (memcmp, a shorter
  * key that is a prefix of a longer one first; no tail key is a prefix of another):
@@ -76,9 +76,9 @@ DS_MUST_USE int index_key_token_decode(const char *token, uint8_t *dst);
 /* ---- sealed records (seal.c) ---------------------------------------------------------------- */
 
 /*
- * seal: the sealed records of the by-customer index's log (issue 16), private to gsi/ (store.c
- * writes them when it compacts the log and reads them on queries, scans and checks; the unit
- * tests and the fuzz harness reach it as tests may).
+ * seal: the sealed records of the by-customer index's log (compact.c writes them; read.c,
+ * records.c and check.c read them on queries, scans and checks; the unit tests and the fuzz
+ * harness reach them as tests may).
  *
  * A sealed record packs sections, one per slot at most, in ascending slot order. A section is
  * one customer's entries (at most INDEX_SEAL_SECTION_ENTRIES, newest first) with the fields of a

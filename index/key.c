@@ -1,5 +1,5 @@
 /*
- * key.c: the index's byte encodings (key.h).
+ * key.c: the index's byte encodings (index_private.h, "keys and values").
  */
 #include "index/index_private.h"
 

@@ -1,6 +1,6 @@
 /*
  * index_rebuild (index.h): the rebuild of the by-customer index DIR/gsi from the base segments,
- * behind `dayshard gsi rebuild` (cli/cmd_gsi.c) and `dayshard fsck --repair` (through
+ * behind `dayshard gsi rebuild` (through cli/cmd_gsi.c) and `dayshard fsck --repair` (through
  * index_verify, verify.c), in a file of its own so that both call down into it. What the
  * person running the command reads goes through the caller's index_note_fn: the command line
  * decides how a line is printed (its "dayshard <command>:" prefix, JSON logs), this file only

@@ -1,5 +1,5 @@
 /*
- * seal.c: the sealed records of the index's log (seal.h).
+ * seal.c: the sealed records of the index's log (index_private.h, "sealed records").
  */
 #include "index/index_private.h"
 
@@ -231,7 +231,7 @@ size_t index_seal_writer_finish(const struct index_seal_writer *w, void *cctx, u
     size_t len = 0;
     /* zstd only when it saves an eighth: the entries are deltas of ts, ids and amounts, close
      * to their entropy already (the demo month: 7%), and a query then decodes with a memcpy
-     * (newest 10 of a light customer: p50 3.0 us raw, 8.3 us zstd, bench_gsi_store). */
+     * (newest 10 of a light customer: p50 3.0 us raw, 8.3 us zstd, bench_index_store). */
     if (!ZSTD_isError(z) && z < n - n / INDEX_SEAL_ZSTD_SAVING_MIN) {
         dst[9] = INDEX_SEAL_CODEC_ZSTD;
         len = INDEX_SEAL_HEADER_BYTES + z;

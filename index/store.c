@@ -27,8 +27,8 @@
  *        reading a run it does not need
  *   [64] u64 skip: the chain's head before this customer's runs of this apply (0: none), so
  *        a walk that needs nothing older than this run from this apply jumps past the rest
- *   [72] customer id bytes, then each entry: u8 tail key bytes, tail key (key.h), u8 value
- *        bytes, value (key.h)
+ *   [72] customer id bytes, then each entry: u8 tail key bytes, tail key (key.c), u8 value
+ *        bytes, value (key.c)
  *
  * A cursor record ends every apply: [12] u32 cursor bytes, [16] u64 apply number, [24] the
  * cursor. Records of an apply that has no cursor record after them were never acknowledged: an
@@ -54,9 +54,9 @@
  * read records with pread, so a query sees a customer's runs of an apply all or none. A reader
  * handle keeps a table of its own, brought up to the last complete apply by scanning the log.
  *
- * Compaction (index_compact, issue 16) rewrites the log as DIR/log.compact, renamed over DIR/log
+ * Compaction (index_compact, compact.c) rewrites the log as DIR/log.compact, renamed over DIR/log
  * once synced (DIR/table removed first): every chain's distinct entries as sealed records (type
- * 3, seal.h: one section per slot, varint and delta fields, zstd when it pays), then one cursor
+ * 3, seal.c: one section per slot, varint and delta fields, zstd when it pays), then one cursor
  * record repeating the last apply's number. A customer with 4 or more sections gets a directory
  * record (type 4: [12] u32 count, [16] u32 slot, [20] u32 0, then count x (u64 section record
  * offset, i64 oldest ts), newest first) named by its newest section, so a walk with a token

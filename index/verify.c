@@ -1,6 +1,6 @@
 /*
  * index_verify (index.h): the by-customer index's part of `dayshard fsck` and all of `dayshard
- * gsi check` (issue 13). It verifies DATA/gsi in two steps, without any lock, so it runs
+ * gsi check`. It verifies DATA/gsi in two steps, without any lock, so it runs
  * beside a live node:
  *
  * 1. index_check reads every file of the index (index/index.h has the list): a damaged record,

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the sealed records of the by-customer index (index/seal.c, issue 16): a
+ * libFuzzer harness for the sealed records of the by-customer index (index/seal.c): a
  * compacted DIR/log is outside input after a crash or a bad disk, and its sections are varints
  * and deltas decoded by hand.
  *

@@ -230,7 +230,7 @@ static void population_make(struct fixture *f, uint64_t seed)
     }
 }
 
-static void test_gsi_query_equals_truth_all_limits(void **state)
+static void test_index_query_equals_truth_all_limits(void **state)
 {
     /* Every page of every customer, at limits 1, 7 and 1000, equals the truth. */
     struct fixture *f = *state;
@@ -260,7 +260,7 @@ static void assert_heavy_and_string_pages_equal_truth(struct fixture *f)
     assert_pages_equal_truth(f, &str_a, 1);
 }
 
-static void test_gsi_query_equals_truth_across_checkpoints(void **state)
+static void test_index_query_equals_truth_across_checkpoints(void **state)
 {
     /* 3701 entries applied 8 times over (replays) in batches of 50, with a checkpoint of the
      * table every MiB of log: every page equals the truth, with no duplicates, on the writer,
@@ -290,7 +290,7 @@ static void test_gsi_query_equals_truth_across_checkpoints(void **state)
     assert_heavy_and_string_pages_equal_truth(f);
 }
 
-static void test_gsi_pages_stable_while_newer_entries_arrive(void **state)
+static void test_index_pages_stable_while_newer_entries_arrive(void **state)
 {
     /* Entries applied between pages are newer: later pages neither skip nor repeat. */
     struct fixture *f = *state;
@@ -322,7 +322,7 @@ static void test_gsi_pages_stable_while_newer_entries_arrive(void **state)
     free(truth);
 }
 
-static void test_gsi_apply_twice_changes_nothing(void **state)
+static void test_index_apply_twice_changes_nothing(void **state)
 {
     /* Re-applying the same batches (a builder replaying after a crash) adds nothing. */
     struct fixture *f = *state;
@@ -335,7 +335,7 @@ static void test_gsi_apply_twice_changes_nothing(void **state)
     assert_pages_equal_truth(f, &heavy, 1000);
 }
 
-static void test_gsi_cursor_and_entries_survive_reopen(void **state)
+static void test_index_cursor_and_entries_survive_reopen(void **state)
 {
     /* The cursor starts empty; after apply, close and reopen, cursor and entries agree. */
     struct fixture *f = *state;
@@ -388,7 +388,7 @@ static uint32_t orders_of(struct fixture *f, int64_t customer_value)
     return page.count;
 }
 
-static void test_gsi_damaged_run_is_an_error_not_a_wrong_answer(void **state)
+static void test_index_damaged_run_is_an_error_not_a_wrong_answer(void **state)
 {
     /* One customer's batch, checkpointed at close; then a byte of its run flipped (inside what
      * the checkpoint covers, so opening does not read it): a query that needs that run fails
@@ -522,7 +522,7 @@ static int check_count_entry(const struct index_entry *entry, void *user)
     return 0;
 }
 
-static void test_gsi_check_clean_index_reports_what_it_holds(void **state)
+static void test_index_check_clean_index_reports_what_it_holds(void **state)
 {
     /* A clean index closed by its writer: not damaged, every apply, run and entry counted, the
      * checkpoint covering the whole log, no tail, the last cursor returned; index_check_entries
@@ -557,7 +557,7 @@ static void test_gsi_check_clean_index_reports_what_it_holds(void **state)
     assert_false(report.damaged);
 }
 
-static void test_gsi_check_beside_a_live_writer_is_clean(void **state)
+static void test_index_check_beside_a_live_writer_is_clean(void **state)
 {
     /* Applies written but never checkpointed (the writer still open, no DIR/table): the check
      * takes no lock and reads every apply the writer flushed. */
@@ -575,7 +575,7 @@ static void test_gsi_check_beside_a_live_writer_is_clean(void **state)
     assert_int_equal(report.entries, 2 * CRASH_BATCH);
 }
 
-static void test_gsi_check_flipped_record_before_intact_ones_is_damage(void **state)
+static void test_index_check_flipped_record_before_intact_ones_is_damage(void **state)
 {
     /* A byte of the first apply's run flipped, DIR/table removed (so nothing but the records
      * after it can tell): damage naming the log. A reader refuses the index (-DS_ECORRUPT)
@@ -598,9 +598,9 @@ static void test_gsi_check_flipped_record_before_intact_ones_is_damage(void **st
     assert_int_equal(crash_cursor(f), 0); /* cut before the first apply */
 }
 
-static void test_gsi_compacted_log_checks_clean_and_every_flipped_byte_is_damage(void **state)
+static void test_index_compacted_log_checks_clean_and_every_flipped_byte_is_damage(void **state)
 {
-    /* Issue 16: a compacted log (sealed records, no DIR/table) checks clean and answers as
+    /* A compacted log (sealed records, no DIR/table) checks clean and answers as
      * before; then each of a spread of its sealed bytes flipped in turn (CRC-covered): index_check
      * reports damage and a reader refuses the index rather than answer from it. */
     struct fixture *f = *state;
@@ -644,7 +644,7 @@ static void test_gsi_compacted_log_checks_clean_and_every_flipped_byte_is_damage
     assert_int_equal(orders_of(f, 1), before[1]);
 }
 
-static void test_gsi_check_flipped_record_inside_the_checkpoint_is_damage(void **state)
+static void test_index_check_flipped_record_inside_the_checkpoint_is_damage(void **state)
 {
     /* A byte of the middle apply's run flipped, the checkpoint kept: damage (the table covers
      * it), even though opening never reads that run again. */
@@ -655,7 +655,7 @@ static void test_gsi_check_flipped_record_inside_the_checkpoint_is_damage(void *
     check_assert_damaged(f, "/log");
 }
 
-static void test_gsi_check_flipped_table_byte_is_damage(void **state)
+static void test_index_check_flipped_table_byte_is_damage(void **state)
 {
     /* A byte of the checkpoint's header, then one of its body, flipped: damage naming the
      * table each time; and a reader refuses a checkpoint that is not one of its log. */
@@ -676,7 +676,7 @@ static void test_gsi_check_flipped_table_byte_is_damage(void **state)
     assert_int_equal(index_open_reader(&cfg, &reader), -DS_ECORRUPT);
 }
 
-static void test_gsi_check_cut_table_is_damage(void **state)
+static void test_index_check_cut_table_is_damage(void **state)
 {
     /* The checkpoint cut short of its last slot, then to half its header: damage naming it. */
     struct fixture *f = *state;
@@ -687,7 +687,7 @@ static void test_gsi_check_cut_table_is_damage(void **state)
     check_assert_damaged(f, "/table");
 }
 
-static void test_gsi_check_bad_format_is_damage(void **state)
+static void test_index_check_bad_format_is_damage(void **state)
 {
     /* FORMAT overwritten, then removed while the log is there: damage naming FORMAT. */
     struct fixture *f = *state;
@@ -703,7 +703,7 @@ static void test_gsi_check_bad_format_is_damage(void **state)
     check_assert_damaged(f, "FORMAT");
 }
 
-static void test_gsi_check_cut_log_inside_the_checkpoint_is_damage(void **state)
+static void test_index_check_cut_log_inside_the_checkpoint_is_damage(void **state)
 {
     /* The log cut by one byte, and to its header alone, with the checkpoint kept: the table
      * covers what is gone, so this is damage, not a torn tail. */
@@ -718,7 +718,7 @@ static void test_gsi_check_cut_log_inside_the_checkpoint_is_damage(void **state)
     check_assert_damaged(f, "/log");
 }
 
-static void test_gsi_check_torn_log_tail_is_clean(void **state)
+static void test_index_check_torn_log_tail_is_clean(void **state)
 {
     /* Without a checkpoint (a crash before the writer's first one), the log cut in the middle
      * of its last apply's records, or followed by bytes of a torn append: clean, the cut part
@@ -788,7 +788,7 @@ static int writer_child_main(const char *dir)
     return 4;
 }
 
-static void test_gsi_kill9_keeps_cursor_and_its_entries(void **state)
+static void test_index_kill9_keeps_cursor_and_its_entries(void **state)
 {
     /* A writer process killed at random moments: every batch the cursor covers is complete,
      * nothing beyond it is visible, and the store keeps working from the cursor. With the WAL
@@ -803,7 +803,7 @@ static void test_gsi_kill9_keeps_cursor_and_its_entries(void **state)
         assert_true(child >= 0);
         if (child == 0) {
             setenv(WRITER_DIR_ENV, f->index_dir, 1);
-            execl("/proc/self/exe", "test_gsi", (char *)NULL);
+            execl("/proc/self/exe", "test_index", (char *)NULL);
             _exit(127);
         }
         usleep((useconds_t)(20000 + test_rng_below(&rng, 200000)));
@@ -823,7 +823,7 @@ static void test_gsi_kill9_keeps_cursor_and_its_entries(void **state)
     assert_true(crash_cursor(f) > 0); /* the child did apply batches between the kills */
 }
 
-static void test_gsi_query_rejects_bad_tokens_and_limits(void **state)
+static void test_index_query_rejects_bad_tokens_and_limits(void **state)
 {
     /* Malformed tokens and limits outside 1..1000 are usage errors, not crashes. */
     struct fixture *f = *state;
@@ -872,7 +872,7 @@ static void test_gsi_query_rejects_bad_tokens_and_limits(void **state)
     assert_int_equal(page.count, 5);
 }
 
-static void test_gsi_apply_rejects_invalid_entries_and_big_batches(void **state)
+static void test_index_apply_rejects_invalid_entries_and_big_batches(void **state)
 {
     /* An entry whose day disagrees with its ts, or a bad id, or too many entries: refused,
      * and nothing of the batch (nor its cursor) is applied. */
@@ -898,7 +898,7 @@ static void test_gsi_apply_rejects_invalid_entries_and_big_batches(void **state)
     assert_int_equal(len, 0);
 }
 
-static void test_gsi_second_writer_is_refused(void **state)
+static void test_index_second_writer_is_refused(void **state)
 {
     /* One writer per directory. */
     struct fixture *f = *state;
@@ -949,7 +949,7 @@ static void *concurrent_reader_main(void *arg)
     return NULL;
 }
 
-static void test_gsi_queries_while_applying_see_whole_applies(void **state)
+static void test_index_queries_while_applying_see_whole_applies(void **state)
 {
     /* Queries on the writer's handle run on other threads while index_apply runs (the HTTP
      * workers of `run --http`): every answer holds whole applies, sorted, never going back. */
@@ -984,7 +984,7 @@ static void test_gsi_queries_while_applying_see_whole_applies(void **state)
     free(r);
 }
 
-static void test_gsi_reader_sees_flushed_applies_after_refresh(void **state)
+static void test_index_reader_sees_flushed_applies_after_refresh(void **state)
 {
     /* A reader sees what the writer had applied when it opened (from the checkpoint the
      * writer's close wrote, then the log), and what was applied since after a refresh. */
@@ -1029,7 +1029,7 @@ static void test_gsi_reader_sees_flushed_applies_after_refresh(void **state)
     assert_int_equal(index_open_reader(&cfg, &reader), -ENOENT);
 }
 
-static void test_gsi_config_rejects_tables_outside_limits(void **state)
+static void test_index_config_rejects_tables_outside_limits(void **state)
 {
     /* table_slots_log2 and checkpoint_bytes have hard limits, and the memory bound grows with
      * the table. */
@@ -1063,45 +1063,46 @@ int main(void)
         return writer_child_main(writer_dir);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_gsi_query_equals_truth_all_limits, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_query_equals_truth_across_checkpoints, setup,
+        cmocka_unit_test_setup_teardown(test_index_query_equals_truth_all_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_query_equals_truth_across_checkpoints, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_pages_stable_while_newer_entries_arrive, setup,
+        cmocka_unit_test_setup_teardown(test_index_pages_stable_while_newer_entries_arrive, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_apply_twice_changes_nothing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_cursor_and_entries_survive_reopen, setup,
+        cmocka_unit_test_setup_teardown(test_index_apply_twice_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_cursor_and_entries_survive_reopen, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_kill9_keeps_cursor_and_its_entries, setup,
+        cmocka_unit_test_setup_teardown(test_index_kill9_keeps_cursor_and_its_entries, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_query_rejects_bad_tokens_and_limits, setup,
+        cmocka_unit_test_setup_teardown(test_index_query_rejects_bad_tokens_and_limits, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_apply_rejects_invalid_entries_and_big_batches,
+        cmocka_unit_test_setup_teardown(test_index_apply_rejects_invalid_entries_and_big_batches,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_second_writer_is_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_queries_while_applying_see_whole_applies, setup,
+        cmocka_unit_test_setup_teardown(test_index_second_writer_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_queries_while_applying_see_whole_applies, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_damaged_run_is_an_error_not_a_wrong_answer, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_reader_sees_flushed_applies_after_refresh, setup,
-                                        teardown),
-        cmocka_unit_test(test_gsi_config_rejects_tables_outside_limits),
-        cmocka_unit_test_setup_teardown(test_gsi_check_clean_index_reports_what_it_holds, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_check_beside_a_live_writer_is_clean, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_check_flipped_record_before_intact_ones_is_damage,
+        cmocka_unit_test_setup_teardown(test_index_damaged_run_is_an_error_not_a_wrong_answer,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_reader_sees_flushed_applies_after_refresh, setup,
+                                        teardown),
+        cmocka_unit_test(test_index_config_rejects_tables_outside_limits),
+        cmocka_unit_test_setup_teardown(test_index_check_clean_index_reports_what_it_holds, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_index_check_beside_a_live_writer_is_clean, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
-            test_gsi_check_flipped_record_inside_the_checkpoint_is_damage, setup, teardown),
+            test_index_check_flipped_record_before_intact_ones_is_damage, setup, teardown),
         cmocka_unit_test_setup_teardown(
-            test_gsi_compacted_log_checks_clean_and_every_flipped_byte_is_damage, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_check_flipped_table_byte_is_damage, setup,
+            test_index_check_flipped_record_inside_the_checkpoint_is_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_compacted_log_checks_clean_and_every_flipped_byte_is_damage, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(test_index_check_flipped_table_byte_is_damage, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_check_cut_table_is_damage, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_check_bad_format_is_damage, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_check_cut_log_inside_the_checkpoint_is_damage,
+        cmocka_unit_test_setup_teardown(test_index_check_cut_table_is_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_check_bad_format_is_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_check_cut_log_inside_the_checkpoint_is_damage,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_check_torn_log_tail_is_clean, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_check_torn_log_tail_is_clean, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

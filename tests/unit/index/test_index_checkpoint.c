@@ -1,5 +1,5 @@
 /*
- * Unit tests of index/store.c's checkpoints taken while applies go on (issue 16): the applying
+ * Unit tests of index/checkpoint.c's checkpoints taken while applies go on: the applying
  * thread writes the table between two applies and a thread of the writer's syncs the log, the
  * table and renames it. A checkpoint begun while applies continue is still the table of exactly
  * the cursor record it names: index_check (which rebuilds the table from the log up to that
@@ -7,9 +7,9 @@
  * checkpoint with only the log it covers opens as a reader that answers exactly the applies up
  * to its cursor. Closing waits for a checkpoint in flight and writes the last one. A checkpoint
  * that cannot be written (its temp file, or the rename) is logged and retried while applies go
- * on. The inline mode (checkpoint_inline, the behaviour before issue 16) finishes each
- * checkpoint inside the apply and gives the same index. The kill -9 loops of test_gsi and
- * test_gsi_oracle run writers with this thread on (the default).
+ * on. The inline mode (checkpoint_inline, kept to compare) finishes each
+ * checkpoint inside the apply and gives the same index. The kill -9 loops of test_index and
+ * test_index_oracle run writers with this thread on (the default).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -186,7 +186,7 @@ static uint64_t checkpoint_copy(struct fixture *f)
     return covers;
 }
 
-static void test_gsi_checkpoint_begun_during_applies_is_exactly_its_cursor(void **state)
+static void test_index_checkpoint_begun_during_applies_is_exactly_its_cursor(void **state)
 {
     /* Applies go on while the thread syncs and renames: every checkpoint on disk is the table
      * of the cursor record it names (index_check rebuilds that table from the log and compares),
@@ -245,7 +245,7 @@ static void test_gsi_checkpoint_begun_during_applies_is_exactly_its_cursor(void 
     assert_index_is(f, f->g, 240);
 }
 
-static void test_gsi_checkpoint_close_waits_and_covers_the_whole_log(void **state)
+static void test_index_checkpoint_close_waits_and_covers_the_whole_log(void **state)
 {
     /* Closing right after an apply that began a checkpoint waits for it and writes the last
      * one: the table covers the whole log, no temp file is left, and reopening reads no log. */
@@ -293,7 +293,7 @@ static struct index_checkpoint_stats apply_until(struct fixture *f, uint64_t *a,
     return s;
 }
 
-static void test_gsi_checkpoint_failures_are_retried_while_applies_go_on(void **state)
+static void test_index_checkpoint_failures_are_retried_while_applies_go_on(void **state)
 {
     /* A temp file that cannot be created (a directory in its place) and a rename that cannot
      * happen (a non-empty directory named table) fail on the checkpoint thread: both are
@@ -341,7 +341,7 @@ static void test_gsi_checkpoint_failures_are_retried_while_applies_go_on(void **
     assert_index_is(f, f->g, a);
 }
 
-static void test_gsi_checkpoint_inline_finishes_inside_the_apply(void **state)
+static void test_index_checkpoint_inline_finishes_inside_the_apply(void **state)
 {
     /* checkpoint_inline (kept to compare): the apply that passes the interval returns with its
      * checkpoint renamed into place, and the index is the same as with the thread. */
@@ -361,7 +361,7 @@ static void test_gsi_checkpoint_inline_finishes_inside_the_apply(void **state)
     assert_index_is(f, f->g, 40);
 }
 
-static void test_gsi_checkpoint_thread_resumes_after_a_compaction(void **state)
+static void test_index_checkpoint_thread_resumes_after_a_compaction(void **state)
 {
     /* index_compact stops the checkpoint thread (no checkpoint of the old log after the swap);
      * the applies after it start the thread again and its checkpoints complete: a thread that
@@ -391,15 +391,15 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
-            test_gsi_checkpoint_begun_during_applies_is_exactly_its_cursor, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_checkpoint_close_waits_and_covers_the_whole_log,
+            test_index_checkpoint_begun_during_applies_is_exactly_its_cursor, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_checkpoint_close_waits_and_covers_the_whole_log,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
-            test_gsi_checkpoint_failures_are_retried_while_applies_go_on, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_checkpoint_thread_resumes_after_a_compaction,
+            test_index_checkpoint_failures_are_retried_while_applies_go_on, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_checkpoint_thread_resumes_after_a_compaction,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_checkpoint_inline_finishes_inside_the_apply, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_index_checkpoint_inline_finishes_inside_the_apply,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,8 +23,8 @@
  * The seed prints once (DS_TEST_SEED replays it); DS_GSI_ORACLE_LONG=1 runs a larger workload
  * and every cut point instead of a sample.
  *
- * Rejected: keeping the RocksDB store the index replaced as the oracle (tests/support/gsi_rocks.c
- * until issue 12). It agreed on every page, but it made RocksDB a build dependency for one test,
+ * Rejected: keeping the RocksDB store the index replaced as the oracle (tests/support/gsi_rocks.c,
+ * now in history). It agreed on every page, but it made RocksDB a build dependency for one test,
  * and a model of a few hundred lines states the contract itself rather than another
  * implementation of it.
  *
@@ -118,7 +118,7 @@ struct history {
 /* The truth the store is compared with: for each customer, the set of its (ts, order id) keys
  * with the value of the last apply that gave the key (the last in the caller's order within
  * one apply), and the cursor of the last apply. Membership is decided here on the fields, with a
- * hash table of our own; key.h only spells the order: entries are sorted by their tail keys,
+ * hash table of our own; key.c only spells the order: entries are sorted by their tail keys,
  * compared bytewise, which is the page order index.h promises (newest first; among equal ts, order
  * ids descending, strings before integers), and a token is the hex of a tail key. */
 #define MODEL_CURSOR_BYTES_MAX 64u
@@ -472,7 +472,7 @@ static bool entry_same_key(const struct index_entry *a, const struct index_entry
 
 /* index.h does not say which of two entries with one key inside one batch wins (the model keeps
  * the last): random batches give such entries the same status and amount, the last one's, and
- * test_gsi_oracle_same_key_in_one_batch_keeps_the_last tests the rule on its own. */
+ * test_index_oracle_same_key_in_one_batch_keeps_the_last tests the rule on its own. */
 static void batch_same_keys_agree(struct index_entry *batch, size_t n)
 {
     for (size_t i = n; i-- > 1;) {
@@ -783,7 +783,7 @@ static void pages_with_ingest_assert_equal(struct fixture *f, uint64_t *rng,
     }
 }
 
-/* Compaction (issue 16) against the model: compacted, reopened with and without the table,
+/* Compaction against the model: compacted, reopened with and without the table,
  * through a reader opened before (it sees the log replaced) and after, compacted again with
  * applies after the first compaction, and checked clean by index_check each time. */
 static void compact_run(struct fixture *f, uint32_t table_slots_log2)
@@ -834,36 +834,36 @@ static void compact_run(struct fixture *f, uint32_t table_slots_log2)
     store_close(f);
 }
 
-static void test_gsi_oracle_compacted_pages_equal_with_table_2e5(void **state)
+static void test_index_oracle_compacted_pages_equal_with_table_2e5(void **state)
 {
     /* Shared chains: several customers' sections on one slot, tags of other owners. */
     compact_run(*state, 5);
 }
 
-static void test_gsi_oracle_compacted_pages_equal_with_default_table(void **state)
+static void test_index_oracle_compacted_pages_equal_with_default_table(void **state)
 {
     compact_run(*state, INDEX_TABLE_SLOTS_LOG2_DEFAULT);
 }
 
-static void test_gsi_oracle_pages_equal_with_table_2e5(void **state)
+static void test_index_oracle_pages_equal_with_table_2e5(void **state)
 {
     /* 32 slots: every customer shares a probe window with others. */
     differential_run(*state, 5);
 }
 
-static void test_gsi_oracle_pages_equal_with_table_2e8(void **state)
+static void test_index_oracle_pages_equal_with_table_2e8(void **state)
 {
     /* 256 slots: more slots than customers, some still collide. */
     differential_run(*state, 8);
 }
 
-static void test_gsi_oracle_pages_equal_with_default_table(void **state)
+static void test_index_oracle_pages_equal_with_default_table(void **state)
 {
     /* The production size, 2^21 slots. */
     differential_run(*state, INDEX_TABLE_SLOTS_LOG2_DEFAULT);
 }
 
-static void test_gsi_oracle_same_key_in_one_batch_keeps_the_last(void **state)
+static void test_index_oracle_same_key_in_one_batch_keeps_the_last(void **state)
 {
     /* Three entries with one (customer, ts, order id) in one batch, between others: the store
      * keeps the last one in the caller's order, as the model does (index.h is silent; the
@@ -1184,7 +1184,7 @@ static void cut_then_resume(struct fixture *f, const struct crash_image *image, 
     }
 }
 
-static void test_gsi_oracle_cut_log_reopens_at_last_whole_apply(void **state)
+static void test_index_oracle_cut_log_reopens_at_last_whole_apply(void **state)
 {
     /* DIR/log cut at many points within the last two applies, kept or without DIR/table, or
      * followed by garbage: the store answers as after exactly the applies that survived whole,
@@ -1203,7 +1203,7 @@ static void test_gsi_oracle_cut_log_reopens_at_last_whole_apply(void **state)
     crash_image_free(&image);
 }
 
-static void test_gsi_oracle_damaged_byte_cuts_from_its_apply(void **state)
+static void test_index_oracle_damaged_byte_cuts_from_its_apply(void **state)
 {
     /* One byte flipped after the log's header (half of them within the last two applies),
      * DIR/table removed so that opening reads the whole log: the store answers as after the
@@ -1235,7 +1235,7 @@ static void test_gsi_oracle_damaged_byte_cuts_from_its_apply(void **state)
 
 /* ---- crash tests: kill -9 ------------------------------------------------------------------ */
 
-/* The writer process of the kill -9 test (a fresh exec of this binary, as in test_gsi.c):
+/* The writer process of the kill -9 test (a fresh exec of this binary, as in test_index.c):
  * opens the store, tells the parent through the ready pipe, applies crash batches from its
  * cursor on until KILL_APPLIES_MAX, then waits to be killed. */
 static int writer_child_main(const char *dir, const char *seed_text, const char *ready_fd_text)
@@ -1290,7 +1290,7 @@ static void kill9_run(struct fixture *f, bool compact)
             if (compact) {
                 setenv(WRITER_COMPACT_ENV, "1", 1);
             }
-            execl("/proc/self/exe", "test_gsi_oracle", (char *)NULL);
+            execl("/proc/self/exe", "test_index_oracle", (char *)NULL);
             _exit(127);
         }
         assert_int_equal(close(ready[1]), 0);
@@ -1319,7 +1319,7 @@ static void kill9_run(struct fixture *f, bool compact)
     assert_true(applied > 0); /* the writer did apply between the kills */
 }
 
-static void test_gsi_oracle_kill9_keeps_whole_applies(void **state)
+static void test_index_oracle_kill9_keeps_whole_applies(void **state)
 {
     /* A writer process killed at random moments: reopened, the store equals the model after
      * exactly the applies its cursor names, a number that never goes back (a process crash
@@ -1327,9 +1327,9 @@ static void test_gsi_oracle_kill9_keeps_whole_applies(void **state)
     kill9_run(*state, false);
 }
 
-static void test_gsi_oracle_kill9_during_compaction_keeps_whole_applies(void **state)
+static void test_index_oracle_kill9_during_compaction_keeps_whole_applies(void **state)
 {
-    /* The same with the writer compacting after every third apply (issue 16): a kill inside a
+    /* The same with the writer compacting after every third apply: a kill inside a
      * compaction leaves the old log or the new complete one, never a mix. */
     kill9_run(*state, true);
 }
@@ -1344,25 +1344,26 @@ int main(void)
     fprintf(stderr, "seed=%" PRIu64 " (DS_TEST_SEED=<seed> replays it)\n",
             test_seed_or(SEED_DEFAULT));
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_gsi_oracle_pages_equal_with_table_2e5, setup,
+        cmocka_unit_test_setup_teardown(test_index_oracle_pages_equal_with_table_2e5, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_oracle_pages_equal_with_table_2e8, setup,
+        cmocka_unit_test_setup_teardown(test_index_oracle_pages_equal_with_table_2e8, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_oracle_pages_equal_with_default_table, setup,
+        cmocka_unit_test_setup_teardown(test_index_oracle_pages_equal_with_default_table, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_oracle_compacted_pages_equal_with_table_2e5, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_oracle_compacted_pages_equal_with_default_table,
+        cmocka_unit_test_setup_teardown(test_index_oracle_compacted_pages_equal_with_table_2e5,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_oracle_same_key_in_one_batch_keeps_the_last, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_oracle_cut_log_reopens_at_last_whole_apply, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_oracle_damaged_byte_cuts_from_its_apply, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_oracle_kill9_keeps_whole_applies, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_oracle_kill9_during_compaction_keeps_whole_applies,
+        cmocka_unit_test_setup_teardown(test_index_oracle_compacted_pages_equal_with_default_table,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_oracle_same_key_in_one_batch_keeps_the_last,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_oracle_cut_log_reopens_at_last_whole_apply,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_oracle_damaged_byte_cuts_from_its_apply, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_index_oracle_kill9_keeps_whole_applies, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_oracle_kill9_during_compaction_keeps_whole_applies, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

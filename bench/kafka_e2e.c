@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "index/index.h"
 #include "ingest/ingest.h"
 #include "loadgen/loadgen.h"
 #include "query/query.h"
@@ -100,8 +101,8 @@ struct e2e {
     struct loadgen_produce_stats produce_stats;
     int produce_rc;
     atomic_bool produce_done;
-    struct query_gsi *gsi; /* NULL with the index off */
-    uint64_t events;       /* the run's events */
+    struct index_builder *gsi; /* NULL with the index off */
+    uint64_t events;           /* the run's events */
     /* Set by the node's writer after each durable commit (observe_commit). */
     atomic_uint_least64_t durable_events;
     atomic_uint_least64_t all_durable_ns;  /* when the commit that made the last event durable
@@ -236,7 +237,7 @@ static void observe_commit(const struct ingest_node_progress *progress, void *us
 {
     struct e2e *e = user;
     if (e->gsi != NULL) {
-        query_gsi_notify(e->gsi, progress->commit_seq, progress->events_durable);
+        index_builder_notify(e->gsi, progress->commit_seq, progress->events_durable);
     }
     /* all_durable_* first: the bench thread reads them once durable_events reaches events. */
     if (progress->events_durable >= e->events && atomic_load(&e->all_durable_ns) == 0) {
@@ -252,8 +253,8 @@ static int observe_pause(void *user)
     if (e->gsi == NULL) {
         return 0;
     }
-    int rc = query_gsi_error(e->gsi);
-    return rc != 0 ? rc : query_gsi_should_pause(e->gsi) ? 1 : 0;
+    int rc = index_builder_error(e->gsi);
+    return rc != 0 ? rc : index_builder_should_pause(e->gsi) ? 1 : 0;
 }
 
 static void *node_main(void *arg)
@@ -353,10 +354,10 @@ static double e2e_run(const char *dir, const char *input, uint64_t events, int r
     e->node.observer_user = e;
     if (mode == E2E_STREAM_GSI) {
         prepare_data_dir(data);
-        struct query_gsi_config gcfg;
-        query_gsi_config_defaults(&gcfg);
+        struct index_builder_config gcfg;
+        index_builder_config_defaults(&gcfg);
         gcfg.data_dir = data;
-        ASSERT(query_gsi_start(&gcfg, &e->gsi) == 0);
+        ASSERT(index_builder_start(&gcfg, &e->gsi) == 0);
     }
     /* DS_BENCH_PRODUCE_X=key=value passes one librdkafka property to the producer (for
      * example compression.codec=none, to see what lz4 costs). */
@@ -416,7 +417,7 @@ static double e2e_run(const char *dir, const char *input, uint64_t events, int r
     }
     int wait_rc = 0;
     if (e->gsi != NULL && seen == events) {
-        wait_rc = query_gsi_wait(e->gsi, atomic_load(&e->all_durable_seq), 60000);
+        wait_rc = index_builder_wait(e->gsi, atomic_load(&e->all_durable_seq), 60000);
     }
     uint64_t t_end =
         e->gsi != NULL || seen != events ? ds_clock_ns() : atomic_load(&e->all_durable_ns);
@@ -448,7 +449,7 @@ static double e2e_run(const char *dir, const char *input, uint64_t events, int r
                 mode_names[mode], (unsigned long long)e->node_stats.commits,
                 (unsigned long long)e->node_stats.growths);
     }
-    query_gsi_stop(e->gsi);
+    index_builder_stop(e->gsi);
     close(e->produce.input_fd);
     shard_map_close(map);
     storage_close(st);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "common/common.h"
+#include "index/index.h"
 #include "loadgen/loadgen.h"
 
 enum cli_exit { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
@@ -77,41 +78,12 @@ DS_MUST_USE int cli_options_parse(const char *command, int argc, char **argv, co
  * removed. */
 DS_MUST_USE int cli_remove_tree(const char *path);
 
-/* ---- the by-customer index: rebuild (cli/cmd_gsi.c) and check (cli/fsck_gsi.c) ------------ */
+/* ---- the by-customer index (cli/cmd_gsi.c) ------------------------------------------------- */
 
-/* What a rebuild did. */
-struct cli_gsi_rebuilt {
-    char gsi_dir[DS_PATH_MAX];
-    uint64_t events;     /* base events indexed */
-    uint64_t partitions; /* base partitions */
-    uint64_t commit_seq; /* the base commit the new index covers */
-    uint64_t index_bytes;
-    double seconds;
-};
-/* Rebuilds DATA/gsi from the base data (`dayshard gsi rebuild`): takes DATA's writer lock (so
- * it refuses beside a running node, and the caller must not hold the lock itself), moves the
- * old index to DATA/gsi.old-PID, runs the node's builder from empty up to the last commit,
- * then removes the old files. slots_log2 0 takes the default table size. Progress lines go to
- * stderr as "dayshard <command>: ...". Returns CLI_OK with *out filled, or CLI_FAIL after
- * printing why. */
-DS_MUST_USE int cli_gsi_rebuild(const char *command, const char *data_dir, uint32_t slots_log2,
-                                struct cli_gsi_rebuilt *out);
-
-struct cli_fsck_gsi_report {
-    bool present;         /* DIR/gsi exists */
-    bool damaged;         /* found damaged (before any repair) */
-    bool rebuilt;         /* --repair rebuilt it */
-    uint64_t entries;     /* entries the index holds (after repair) */
-    uint64_t covered_seq; /* the base commit its cursor covers */
-    char reason[256];     /* what was wrong, "" when clean */
-};
-/* Verifies DIR/gsi against the base data; with repair, rebuilds it when damaged or when
- * base_changed (blocks were quarantined). Returns 0 clean (or repaired clean), 1 damage
- * found and left, or a negated errno. Writes human-readable findings to report (may be
- * NULL). Without repair it takes no lock (it runs beside a live node); the rebuild takes
- * DATA's writer lock, so call it after storage_fsck has released it. */
-DS_MUST_USE int cli_fsck_gsi(const char *data_dir, bool repair, bool base_changed, FILE *report,
-                             struct cli_fsck_gsi_report *out);
+/* index_note_fn for the index's maintenance calls (index_rebuild, index_verify): user is the
+ * command's name (a char array), ERROR lines go through cli_error, INFO lines to stderr as
+ * "dayshard <command>: <text>". */
+void cli_index_note(enum index_note_kind kind, const char *text, void *user);
 
 /* A service's main thread (serve, router): blocks SIGINT and SIGTERM in this thread before it
  * starts any (they inherit the mask), then waits for one with sigwaitinfo: no handler, no

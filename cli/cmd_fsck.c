@@ -57,7 +57,7 @@ const char cmd_fsck_usage[] =
     "created; a directory made before models were recorded holds events). A damaged MODEL\n"
     "stops fsck: restore it (\"events\" or \"orders\" and a newline).\n";
 
-static void print_index_json(const struct cli_fsck_gsi_report *g)
+static void print_index_json(const struct index_verify_report *g)
 {
     char reason[6 * sizeof(g->reason) + 3];
     size_t len = strnlen(g->reason, sizeof(g->reason));
@@ -86,7 +86,7 @@ static const char *model_of(const char *data)
 }
 
 static void print_json(const struct storage_fsck_report *r, bool ok, const char *model,
-                       const struct cli_fsck_gsi_report *g)
+                       const struct index_verify_report *g)
 {
     printf("{\"ok\":%s,\"status\":\"%s\",\"damaged_blocks\":%" PRIu64
            ",\"quarantined_blocks\":%" PRIu64 ",\"quarantined_events\":%" PRIu64
@@ -181,9 +181,11 @@ int cmd_fsck(int argc, char **argv)
     }
     /* The index after the base data: a repair that quarantined blocks changed what the index
      * must hold, and the rebuild needs the writer lock storage_fsck has released. */
-    struct cli_fsck_gsi_report g = {0};
-    int gsi_rc = cli_fsck_gsi(data, opts.repair,
-                              r.quarantined_blocks > 0 || r.events_unknown_ranges > 0, report, &g);
+    struct index_verify_report g = {0};
+    char command[] = "fsck";
+    int gsi_rc =
+        index_verify(data, opts.repair, r.quarantined_blocks > 0 || r.events_unknown_ranges > 0,
+                     report, cli_index_note, command, &g);
     if (gsi_rc < 0) {
         (void)cli_error("fsck", CLI_FAIL, "%s: index check failed: %s", data, ds_strerror(gsi_rc));
     }

@@ -1,12 +1,10 @@
 /*
  * `dayshard gsi rebuild --data DIR [--json]`: rebuilds the by-customer index DIR/gsi from the
- * base segments, after its files were lost or damaged (issue 5); the rebuild is
- * cli_gsi_rebuild (cli.h), which `fsck --repair` calls too. `dayshard gsi check --data DIR
- * [--json]` verifies the index without changing it (cli/fsck_gsi.c, issue 13). `dayshard gsi
- * compact --data DIR [--json]` seals the index's log (gsi_compact, issue 16).
- *
- * Rejected: one file for the rebuild and the check's subcommand together (fsck's check calls
- * the rebuild and this file calls the check: a call circle; the rebuild is cli/gsi_rebuild.c).
+ * base segments, after its files were lost or damaged (index_rebuild, which `fsck --repair`
+ * reaches through index_verify too). `dayshard gsi check --data DIR [--json]` verifies the index
+ * without changing it (index_verify). `dayshard gsi compact --data DIR [--json]` seals the
+ * index's log (index_compact). This file parses arguments and prints; the index's lines reach
+ * the terminal through cli_index_note, so rebuild and fsck print them alike.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,7 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "gsi/gsi.h"
+#include "index/index.h"
 #include "query/query.h"
 
 #define GSI_CMD "gsi rebuild"
@@ -60,7 +58,7 @@ const char cmd_gsi_usage[] =
     "  --json           print the summary as JSON\n"
     "  --help           this text\n";
 
-static void print_summary(const struct cli_gsi_rebuilt *r, bool json)
+static void print_summary(const struct index_rebuilt *r, bool json)
 {
     if (json) {
         printf("{\"status\":\"rebuilt\",\"index\":");
@@ -96,7 +94,8 @@ static int gsi_option(int c, const char *value, void *user)
     case 'd': a->data = value; return 0;
     case 'j': a->json = true; return 0;
     case 's':
-        if (!a->rebuild || cli_parse_u64(value, GSI_SLOTS_LOG2_MIN, GSI_SLOTS_LOG2_MAX, &k) != 0) {
+        if (!a->rebuild ||
+            cli_parse_u64(value, INDEX_TABLE_SLOTS_LOG2_MIN, INDEX_TABLE_SLOTS_LOG2_MAX, &k) != 0) {
             return -1;
         }
         a->slots_log2 = (uint32_t)k;
@@ -133,11 +132,11 @@ static int gsi_args_parse(struct gsi_args *a, int argc, char **argv)
 }
 
 /* Compacts DATA/gsi; *stats says what it did. Returns 0 or a CLI exit code (reported). */
-static int gsi_compact_dir(const char *command, const char *data, struct gsi_compact_stats *stats)
+static int gsi_compact_dir(const char *command, const char *data, struct index_compact_stats *stats)
 {
     char dir[DS_PATH_MAX];
     char log[DS_PATH_MAX + 8];
-    query_gsi_dir(data, dir);
+    index_dir(data, dir);
     snprintf(log, sizeof(log), "%s/log", dir);
     if (access(log, F_OK) != 0) {
         int err = errno;
@@ -145,13 +144,13 @@ static int gsi_compact_dir(const char *command, const char *data, struct gsi_com
                          err == ENOENT ? "no index here (`dayshard gsi rebuild` builds one)"
                                        : strerror(err));
     }
-    struct gsi_config cfg;
-    gsi_config_defaults(&cfg);
+    struct index_config cfg;
+    index_config_defaults(&cfg);
     cfg.dir = dir;
-    struct gsi *g = NULL;
-    int rc = gsi_open(&cfg, &g);
-    rc = rc == 0 ? gsi_compact(g, stats) : rc;
-    gsi_close(g);
+    struct index *g = NULL;
+    int rc = index_open(&cfg, &g);
+    rc = rc == 0 ? index_compact(g, stats) : rc;
+    index_close(g);
     if (rc != 0) {
         return cli_error(command, CLI_FAIL, "%s: %s%s", dir, ds_strerror(rc),
                          rc == -DS_ELOCKED ? " (stop the node first)" : "");
@@ -166,7 +165,7 @@ static int cmd_gsi_compact(int argc, char **argv)
     if (rc != 0) {
         return rc < 0 ? CLI_OK : rc;
     }
-    struct gsi_compact_stats stats = {0};
+    struct index_compact_stats stats = {0};
     rc = gsi_compact_dir(GSI_COMPACT_CMD, a.data, &stats);
     if (rc != 0) {
         return rc;
@@ -191,12 +190,13 @@ static int cmd_gsi_rebuild(int argc, char **argv)
     if (rc != 0) {
         return rc < 0 ? CLI_OK : rc;
     }
-    struct cli_gsi_rebuilt rebuilt;
-    rc = cli_gsi_rebuild(GSI_CMD, a.data, a.slots_log2, &rebuilt);
-    if (rc == 0) {
-        print_summary(&rebuilt, a.json);
+    struct index_rebuilt rebuilt;
+    char command[] = GSI_CMD;
+    if (index_rebuild(a.data, a.slots_log2, cli_index_note, command, &rebuilt) != 0) {
+        return CLI_FAIL; /* cli_index_note printed why */
     }
-    return rc;
+    print_summary(&rebuilt, a.json);
+    return CLI_OK;
 }
 
 static int cmd_gsi_check(int argc, char **argv)
@@ -215,15 +215,15 @@ static int cmd_gsi_check(int argc, char **argv)
         return cli_error(GSI_CHECK_CMD, CLI_FAIL, "%s: %s", data,
                          err == ENOENT ? "no data here (no MANIFEST)" : strerror(err));
     }
-    struct cli_fsck_gsi_report report;
-    rc = cli_fsck_gsi(data, false, false, json ? NULL : stdout, &report);
+    struct index_verify_report report;
+    rc = index_verify(data, false, false, json ? NULL : stdout, NULL, NULL, &report);
     if (rc < 0) {
         return cli_error(GSI_CHECK_CMD, CLI_FAIL, "%s: %s", data, ds_strerror(rc));
     }
     if (json) {
         char dir[DS_PATH_MAX];
         char quoted[2 * DS_PATH_MAX];
-        query_gsi_dir(data, dir);
+        index_dir(data, dir);
         int64_t n = query_json_string(dir, strlen(dir), quoted, sizeof(quoted));
         printf("{\"index\":%s,\"present\":%s,\"damaged\":%s,\"reason\":", n > 0 ? quoted : "null",
                report.present ? "true" : "false", report.damaged ? "true" : "false");
@@ -236,6 +236,16 @@ static int cmd_gsi_check(int argc, char **argv)
         return cli_error(GSI_CHECK_CMD, CLI_FAIL, "%s", report.reason);
     }
     return CLI_OK;
+}
+
+void cli_index_note(enum index_note_kind kind, const char *text, void *user)
+{
+    const char *command = user;
+    if (kind == INDEX_NOTE_ERROR) {
+        (void)cli_error(command, CLI_FAIL, "%s", text);
+    } else {
+        fprintf(stderr, "dayshard %s: %s\n", command, text);
+    }
 }
 
 int cmd_gsi(int argc, char **argv)

@@ -6,7 +6,7 @@
  * JSON document with --json; the next page's token is printed for --cursor.
  *
  * In the orders model each order is listed once, with its current version (the index keeps
- * superseded entries; query_gsi_orders skips them using the store).
+ * superseded entries; query_orders_get skips them using the store).
  *
  * The customer id follows the API's rule: a positive decimal integer is an integer id, "..."
  * (with the quotes) is the string between them, anything else is a string id.
@@ -153,7 +153,7 @@ static int print_table(const char *body, size_t len)
 
 /* --consistent: waits (bounded) until the index holds every commit durable now. Returns 0 or
  * a CLI exit code (reported). */
-static int orders_wait(const struct orders_args *a, struct query_gsi_reader *r)
+static int orders_wait(const struct orders_args *a, struct index_reader *r)
 {
     struct storage *st = NULL;
     int rc = storage_open_reader(a->data, &st);
@@ -165,7 +165,7 @@ static int orders_wait(const struct orders_args *a, struct query_gsi_reader *r)
     uint64_t indexed = 0;
     uint32_t timeout_ms =
         a->timeout_ms != 0 ? (uint32_t)a->timeout_ms : QUERY_CONSISTENT_TIMEOUT_MS_DEFAULT;
-    rc = query_gsi_reader_wait(r, want, timeout_ms, NULL, &indexed);
+    rc = index_reader_wait(r, want, timeout_ms, NULL, &indexed);
     if (rc == -ETIMEDOUT) {
         return cli_error("orders", CLI_FAIL,
                          "the index did not catch up within %u ms (it holds commit %llu of %llu)",
@@ -184,8 +184,8 @@ static int orders_local(const struct orders_args *a, char **body, size_t *len)
     if (query_customer_id_parse(a->customer, strlen(a->customer), &customer) != 0) {
         return cli_error("orders", CLI_USAGE, "bad --customer '%s'", a->customer);
     }
-    struct query_gsi_reader *r = NULL;
-    int rc = query_gsi_reader_open(a->data, &r);
+    struct index_reader *r = NULL;
+    int rc = index_reader_open(a->data, &r);
     if (rc == -ENOENT) {
         return cli_error("orders", CLI_FAIL,
                          "%s has no by-customer index (a node builds it unless --no-gsi; "
@@ -198,7 +198,7 @@ static int orders_local(const struct orders_args *a, char **body, size_t *len)
     if (a->consistent) {
         rc = orders_wait(a, r);
         if (rc != 0) {
-            query_gsi_reader_close(r);
+            index_reader_close(r);
             return rc;
         }
     }
@@ -207,15 +207,15 @@ static int orders_local(const struct orders_args *a, char **body, size_t *len)
     struct storage *st = NULL;
     rc = storage_open_reader(a->data, &st);
     if (rc != 0) {
-        query_gsi_reader_close(r);
+        index_reader_close(r);
         return cli_error("orders", CLI_FAIL, "%s: %s", a->data, ds_strerror(rc));
     }
     struct query_orders_page page = {.orders = calloc(a->limit, sizeof(struct query_order))};
     rc = page.orders == NULL ? -ENOMEM
-                             : query_gsi_orders(query_gsi_reader_store(r), st, &customer,
+                             : query_orders_get(index_reader_store(r), st, &customer,
                                                 (uint32_t)a->limit, a->cursor, &page);
     storage_close(st);
-    query_gsi_reader_close(r);
+    index_reader_close(r);
     if (rc == 0) {
         size_t cap = query_orders_json_bound(page.count);
         *body = malloc(cap);

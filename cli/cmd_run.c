@@ -77,7 +77,7 @@ struct run_args {
     struct ingest_kafka_props props;
     char owned[8][512]; /* string option values, copied by set_option */
     struct query_http_config http;
-    struct query_gsi_config gsi;
+    struct index_builder_config gsi;
     bool no_gsi;
 };
 
@@ -88,7 +88,7 @@ struct run_observer {
     /* Test hook (DS_TEST_PAUSE_FILE): consumption pauses while this file exists, to exercise
      * the node's back-pressure path without a slow follower. */
     const char *pause_file;
-    struct query_gsi *gsi;           /* the by-customer index builder, NULL with --no-gsi */
+    struct index_builder *gsi;       /* the by-customer index builder, NULL with --no-gsi */
     struct ingest_node_watch *watch; /* the node's assignment, for consistent=true */
     bool gsi_failed;                 /* consumer thread: the builder's error stopped the node */
 };
@@ -122,7 +122,7 @@ static int set_option(struct run_args *a, const char *key, const char *value)
         return 0;
     }
     if (strcmp(key, "gsi-slots-log2") == 0 &&
-        cli_parse_u64(value, GSI_SLOTS_LOG2_MIN, GSI_SLOTS_LOG2_MAX, &n) == 0) {
+        cli_parse_u64(value, INDEX_TABLE_SLOTS_LOG2_MIN, INDEX_TABLE_SLOTS_LOG2_MAX, &n) == 0) {
         a->gsi.table_slots_log2 = (uint32_t)n;
         return 0;
     }
@@ -274,7 +274,7 @@ static void observe_commit(const struct ingest_node_progress *progress, void *us
         query_metrics_orders_set(&o->metrics, &progress->orders);
     }
     if (o->gsi != NULL) {
-        query_gsi_notify(o->gsi, progress->commit_seq, progress->events_durable);
+        index_builder_notify(o->gsi, progress->commit_seq, progress->events_durable);
     }
 }
 
@@ -302,12 +302,12 @@ static int observe_pause(void *user)
 {
     struct run_observer *o = user;
     if (o->gsi != NULL) {
-        int rc = query_gsi_error(o->gsi);
+        int rc = index_builder_error(o->gsi);
         if (rc != 0) {
             o->gsi_failed = true;
             return rc;
         }
-        if (query_gsi_should_pause(o->gsi)) {
+        if (index_builder_should_pause(o->gsi)) {
             return 1;
         }
     }
@@ -394,6 +394,17 @@ static int prepare_data_dir(const struct ingest_node_config *node)
     return rc;
 }
 
+/* The builder's lag into the node's metrics (index_builder_config's lag callbacks). */
+static void run_lag_observe(void *user, uint64_t lag_ns)
+{
+    query_metrics_gsi_lag_observe(user, lag_ns);
+}
+
+static void run_lag_gauge(void *user, int64_t lag_ms)
+{
+    query_metrics_gsi_lag_set(user, lag_ms);
+}
+
 /* Starts the by-customer index builder (unless --no-gsi); 0 or a CLI exit code (reported). */
 static int start_gsi(struct run_args *a, struct run_observer *o)
 {
@@ -401,13 +412,15 @@ static int start_gsi(struct run_args *a, struct run_observer *o)
         return 0;
     }
     a->gsi.data_dir = a->node.data_dir;
-    a->gsi.metrics = &o->metrics;
+    a->gsi.lag_observe = run_lag_observe;
+    a->gsi.lag_gauge = run_lag_gauge;
+    a->gsi.lag_user = &o->metrics;
     const char *slow = getenv("DS_TEST_GSI_SLOW_MS"); /* test hook: a slow builder */
     a->gsi.test_slow_ms = slow != NULL ? (uint32_t)strtoul(slow, NULL, 10) : 0;
-    int rc = query_gsi_start(&a->gsi, &o->gsi);
+    int rc = index_builder_start(&a->gsi, &o->gsi);
     if (rc != 0) {
         char dir[DS_PATH_MAX];
-        query_gsi_dir(a->node.data_dir, dir);
+        index_dir(a->node.data_dir, dir);
         return cli_error("run", CLI_FAIL, "by-customer index %s: %s%s", dir, ds_strerror(rc),
                          rc == -DS_ELOCKED ? " (another node uses it)" : "");
     }
@@ -443,7 +456,7 @@ int cmd_run(int argc, char **argv)
         return cli_error("run", CLI_FAIL, "out of memory");
     }
     ingest_node_config_defaults(&a->node);
-    query_gsi_config_defaults(&a->gsi);
+    index_builder_config_defaults(&a->gsi);
     a->node.props = &a->props;
     int rc = parse_args(argc, argv, a);
     if (rc != 0) {
@@ -474,7 +487,7 @@ int cmd_run(int argc, char **argv)
     rc = rc == 0 ? start_gsi(a, observer) : rc;
     rc = rc == 0 && a->http.listen != NULL ? start_http(a, observer, &http) : rc;
     if (rc != 0) {
-        query_gsi_stop(observer->gsi);
+        index_builder_stop(observer->gsi);
         ingest_node_watch_destroy(observer->watch);
         free(observer);
         free(a);
@@ -487,7 +500,7 @@ int cmd_run(int argc, char **argv)
     snprintf(data_dir, sizeof(data_dir), "%s", a->node.data_dir);
     rc = ingest_node_run(&a->node, &stats, (const volatile int *)&stop_requested);
     query_http_stop(http);
-    query_gsi_stop(observer->gsi);
+    index_builder_stop(observer->gsi);
     ingest_node_watch_destroy(observer->watch); /* after the service that asks it */
     bool gsi_failed = observer->gsi_failed;
     free(observer);

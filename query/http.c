@@ -249,7 +249,7 @@ void query_http_stop(struct query_http *h)
         pthread_mutex_destroy(&h->readers[i].lock);
     }
     pthread_mutex_destroy(&h->heat_lock);
-    query_gsi_reader_close(h->gsi_reader);
+    index_reader_close(h->gsi_reader);
     pthread_rwlock_destroy(&h->gsi_lock);
     free(h->heat);
     free(h);

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "index/index.h"
 #include "query/query.h"
 
 /* A decoded parameter name and value; a status is at most DS_STATUS_BYTES_MAX. */
@@ -112,7 +113,7 @@ struct query_http {
     uint32_t range_days_max;
     int64_t ready_lag_max;
     struct query_metrics *metrics;
-    struct query_gsi *gsi;
+    struct index_builder *gsi;
     uint32_t consistent_timeout_ms;
     bool count_fanout;            /* query_http_config.count_fanout */
     query_positions_fn positions; /* NULL: consistent=true means durable at arrival */
@@ -121,7 +122,7 @@ struct query_http {
     /* serve (no builder here): a read-only view of DATA/gsi, opened on first use */
     char data_dir[DS_PATH_MAX];
     pthread_rwlock_t gsi_lock; /* write: open and refresh; read: queries */
-    struct query_gsi_reader *gsi_reader;
+    struct index_reader *gsi_reader;
     uint64_t gsi_refreshed_ns;
     uint64_t gsi_behind_since_ns; /* when the view was first seen behind the data, 0 if not */
     enum storage_model model;     /* the data directory's (fixed when it was created) */

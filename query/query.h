@@ -222,8 +222,6 @@ DS_MUST_USE int64_t query_metrics_text(const struct query_metrics *m, char *dst,
 
 /* ---- the by-customer index (GSI) ----------------------------------------------------------- */
 
-/* Default bound of the GSI lag (--max-gsi-lag-ms): above half of it the node pauses. */
-#define QUERY_GSI_MAX_LAG_MS_DEFAULT 1000u
 #define QUERY_ORDERS_LIMIT_DEFAULT 20u
 #define QUERY_ORDERS_LIMIT_MAX 1000u
 /* A page token: lowercase hex of the last entry's (ts, order id) key part. */
@@ -248,82 +246,8 @@ struct query_orders_page {
     char next_token[QUERY_ORDERS_TOKEN_CHARS_MAX + 1]; /* "" when !has_next */
 };
 
-/* The by-customer index's customer table: 2^k slots (gsi/gsi.h's limits; the builder asserts). */
-#define GSI_SLOTS_LOG2_MIN 5u
-#define GSI_SLOTS_LOG2_MAX 30u
-struct query_gsi_config {
-    const char *data_dir;          /* the base data to follow (read-only); the index is DATA/gsi */
-    uint32_t table_slots_log2;     /* the index's slot table for a new index; 0: its default */
-    uint32_t max_lag_ms;           /* the lag bound back-pressure keeps; 0 refused */
-    uint32_t test_slow_ms;         /* test hook: sleep this long after each apply */
-    bool checkpoint_inline;        /* benchmark: the index's checkpoints synced on the builder's
-                                      thread, as before issue 16 (gsi_config) */
-    struct query_metrics *metrics; /* lag gauge and histogram, or NULL */
-};
-
-struct query_gsi; /* the builder: a thread and the index's writer handle */
-struct gsi;       /* an index handle (writer or reader) */
-
-void query_gsi_config_defaults(struct query_gsi_config *cfg);
-/* DATA/gsi into dst (DS_PATH_MAX bytes). */
-void query_gsi_dir(const char *data_dir, char *dst);
-/* Opens (creating) the index, resumes from its own cursor and starts following the base
- * data. Returns 0, -DS_EUSAGE, -DS_ELOCKED (another builder), -DS_ECORRUPT (damaged cursor:
- * `dayshard gsi rebuild`), a storage error, or -ENOMEM/-EIO. */
-DS_MUST_USE int query_gsi_start(const struct query_gsi_config *cfg, struct query_gsi **out);
-/* Stops the thread and closes everything; NULL is fine. */
-void query_gsi_stop(struct query_gsi *g);
-/* The writer announces a durable commit (any thread; cheap): wakes the builder and starts the
- * commit's lag clock. */
-void query_gsi_notify(struct query_gsi *g, uint64_t commit_seq, uint64_t events_durable);
-/* Back-pressure for the node (any thread; cheap): true while the lag is above half the bound,
- * until it is back below a quarter, and once the builder failed. Also updates the lag gauge. */
-bool query_gsi_should_pause(struct query_gsi *g);
-/* One partition's position in the builder's cursor: the next block to index. */
-struct query_gsi_cursor_position {
-    int32_t day;
-    uint32_t shard;
-    struct storage_position pos;
-};
-/* Decodes a cursor the builder stored with its applies (gsi_cursor): the base commit it covers
- * and its positions, strictly in (day, shard) order, in a malloc'd array the caller frees (NULL
- * when there are none). An empty cursor is commit 0 and no positions. Returns 0, -DS_ECORRUPT
- * (bad magic, length or order) or -ENOMEM. */
-DS_MUST_USE int query_gsi_cursor_decode(const uint8_t *cursor, size_t len, uint64_t *seq,
-                                        struct query_gsi_cursor_position **positions,
-                                        uint32_t *count);
-/* 0 while the builder runs, else the error that stopped it (it logged the cause). */
-int query_gsi_error(struct query_gsi *g);
-/* The current lag: age of the oldest durable commit not yet queryable, and the events behind. */
-void query_gsi_lag(struct query_gsi *g, uint64_t *lag_ms, uint64_t *lag_events);
-/* Waits until every commit up to commit_seq is queryable. Returns 0, -ETIMEDOUT, or the
- * builder's error. */
-DS_MUST_USE int query_gsi_wait(struct query_gsi *g, uint64_t commit_seq, uint32_t timeout_ms);
-/* The builder's index handle, for queries on any thread. */
-struct gsi *query_gsi_store(struct query_gsi *g);
-/* A read-only view of DATA/gsi for another process (`dayshard serve`, `orders --data`): it
- * sees what the node's builder had applied when it was opened or last refreshed. */
-struct query_gsi_reader;
-/* Returns 0, -ENOENT (no index there: the node runs with --no-gsi, or never ran), or an
- * error. */
-DS_MUST_USE int query_gsi_reader_open(const char *data_dir, struct query_gsi_reader **out);
-/* Catches up with the builder; after `gsi rebuild` replaced the index, opens the new one (so
- * query_gsi_reader_store may return another handle). Not concurrently with queries on the
- * same reader. */
-DS_MUST_USE int query_gsi_reader_refresh(struct query_gsi_reader *r);
-/* The storage commit sequence every order up to which the view holds (0: none yet). */
-DS_MUST_USE int query_gsi_reader_indexed_seq(struct query_gsi_reader *r, uint64_t *seq);
-struct gsi *query_gsi_reader_store(struct query_gsi_reader *r);
-/* Refreshes r until it holds every commit up to want_seq (0: one refresh, no wait) or
- * timeout_ms pass, 20 ms between refreshes. lock (may be NULL) is taken for writing around each
- * refresh, for a view that other threads query under it for reading. *indexed gets the
- * sequence reached. Returns 0, -ETIMEDOUT (still behind), or the refresh's error: never an
- * older view taken for a consistent one. */
-DS_MUST_USE int query_gsi_reader_wait(struct query_gsi_reader *r, uint64_t want_seq,
-                                      uint32_t timeout_ms, pthread_rwlock_t *lock,
-                                      uint64_t *indexed);
-/* Closes the view; NULL is fine. */
-void query_gsi_reader_close(struct query_gsi_reader *r);
+struct index;         /* an index handle (index/index.h) */
+struct index_builder; /* the node's builder (index/index.h) */
 /* The API's rule for a customer id given as text (already percent-decoded): a positive decimal
  * integer without leading zeros, up to 2^63-1, is an integer id; "..." is the string between
  * the quotes (so "42" is the string 42); anything else is a string id. Returns 0, or
@@ -343,7 +267,7 @@ DS_MUST_USE int query_customer_id_parse(const char *text, size_t len, struct ds_
  * (refresh it after the view): an entry newer than st is skipped, never listed twice. Returns
  * 0, -DS_EUSAGE (limit outside 1..QUERY_ORDERS_LIMIT_MAX, a malformed token, a bad id), -ENOMEM,
  * -DS_ECORRUPT or -EIO. */
-DS_MUST_USE int query_gsi_orders(struct gsi *gsi, struct storage *st, const struct ds_id *customer,
+DS_MUST_USE int query_orders_get(struct index *ix, struct storage *st, const struct ds_id *customer,
                                  uint32_t limit, const char *page_token,
                                  struct query_orders_page *out);
 
@@ -401,7 +325,7 @@ struct query_http_config {
     uint32_t idle_timeout_s;        /* 0: QUERY_HTTP_IDLE_TIMEOUT_S_DEFAULT */
     int64_t ready_lag_max;          /* with metrics; 0: QUERY_HTTP_READY_LAG_DEFAULT */
     struct query_metrics *metrics;  /* a node's live figures (retained until stop), or NULL */
-    struct query_gsi *gsi;          /* a node's GSI builder (retained until stop): serves
+    struct index_builder *gsi;      /* a node's GSI builder (retained until stop): serves
                                      * /v1/customers/{id}/orders; NULL answers it with 501 */
     uint32_t consistent_timeout_ms; /* consistent=true without timeout_ms waits at most this;
                                      * 0: QUERY_CONSISTENT_TIMEOUT_MS_DEFAULT */

@@ -23,23 +23,23 @@
 #define HTTP_GSI_REFRESH_NS (100u * 1000000u)
 
 /* serve: opens (first use) and refreshes the view of the node's index until it holds every
- * commit up to want_seq (0: no wait; query_gsi_reader_wait) or timeout_ms pass; estimates the
+ * commit up to want_seq (0: no wait; index_reader_wait) or timeout_ms pass; estimates the
  * lag against durable_seq. On 0 the caller holds the read lock and must unlock it. */
 static int gsi_view(struct query_http *h, uint64_t durable_seq, uint64_t want_seq,
                     uint32_t timeout_ms, uint64_t *lag_ms)
 {
     ASSERT(pthread_rwlock_wrlock(&h->gsi_lock) == 0);
-    int rc = h->gsi_reader == NULL ? query_gsi_reader_open(h->data_dir, &h->gsi_reader) : 0;
+    int rc = h->gsi_reader == NULL ? index_reader_open(h->data_dir, &h->gsi_reader) : 0;
     uint64_t now = ds_clock_ns();
     bool refresh = rc == 0 && (want_seq > 0 || now - h->gsi_refreshed_ns >= HTTP_GSI_REFRESH_NS);
     h->gsi_refreshed_ns = refresh ? now : h->gsi_refreshed_ns;
     uint64_t indexed = 0;
     if (rc == 0 && !refresh) {
-        rc = query_gsi_reader_indexed_seq(h->gsi_reader, &indexed);
+        rc = index_reader_indexed_seq(h->gsi_reader, &indexed);
     }
     ASSERT(pthread_rwlock_unlock(&h->gsi_lock) == 0);
     if (rc == 0 && refresh) {
-        rc = query_gsi_reader_wait(h->gsi_reader, want_seq, timeout_ms, &h->gsi_lock, &indexed);
+        rc = index_reader_wait(h->gsi_reader, want_seq, timeout_ms, &h->gsi_lock, &indexed);
     }
     if (rc != 0) {
         return rc;
@@ -81,7 +81,7 @@ struct orders_extra {
 /* Answers one page of route's customer from gsi; releases `held` (a read lock on the view,
  * or NULL) once the index was read. */
 static enum http_result respond_orders(struct query_http *h, struct http_request *c,
-                                       const struct query_route *route, struct gsi *gsi,
+                                       const struct query_route *route, struct index *gsi,
                                        const struct orders_extra *extra, pthread_rwlock_t *held)
 {
     struct query_orders_page page = {.orders = calloc(route->limit, sizeof(struct query_order))};
@@ -93,7 +93,7 @@ static enum http_result respond_orders(struct query_http *h, struct http_request
         rc = serve_reader_acquire(h, &r);
     }
     if (rc == 0) {
-        rc = query_gsi_orders(gsi, r != NULL ? r->st : NULL, &route->customer, route->limit,
+        rc = query_orders_get(gsi, r != NULL ? r->st : NULL, &route->customer, route->limit,
                               route->cursor, &page);
     }
     if (r != NULL) {
@@ -161,19 +161,18 @@ static enum http_result orders_at(struct query_http *h, struct http_request *c,
             return rc == -ETIMEDOUT ? respond_not_caught_up(c, extra, want_seq, timeout_ms)
                                     : serve_storage_error(c, rc);
         }
-        return respond_orders(h, c, route, query_gsi_reader_store(h->gsi_reader), extra,
-                              &h->gsi_lock);
+        return respond_orders(h, c, route, index_reader_store(h->gsi_reader), extra, &h->gsi_lock);
     }
     if (want_seq > 0) {
-        int rc = query_gsi_wait(h->gsi, want_seq, timeout_ms);
+        int rc = index_builder_wait(h->gsi, want_seq, timeout_ms);
         if (rc != 0) {
             return rc == -ETIMEDOUT ? respond_not_caught_up(c, extra, want_seq, timeout_ms)
                                     : serve_storage_error(c, rc);
         }
     }
     uint64_t lag_events = 0;
-    query_gsi_lag(h->gsi, &extra->lag_ms, &lag_events);
-    return respond_orders(h, c, route, query_gsi_store(h->gsi), extra, NULL);
+    index_builder_lag(h->gsi, &extra->lag_ms, &lag_events);
+    return respond_orders(h, c, route, index_builder_store(h->gsi), extra, NULL);
 }
 
 /* consistent=true on a node: the store must hold every acknowledged position, then the index

@@ -13,7 +13,7 @@
  * below the latest one some member's part of a day is gone.
  *
  * A customer's orders: a k-way merge newest first in the index's own order (ts descending, then
- * the order id as gsi/key.h orders it), with one portable cursor: the page token of the last
+ * the order id as index/key.c orders it), with one portable cursor: the page token of the last
  * order listed, which is also what every node's index resumes after. Each node's answer is
  * complete up to its own next token (its frontier: it listed every order before it); the merge
  * lists orders up to the nearest frontier only, so an order a node did not list yet can never be
@@ -31,7 +31,7 @@
 
 #include "router/router_private.h"
 
-/* The tail key of an order (gsi/key.h): ~ts big-endian, then 0xFE ~id for an integer id, or
+/* The tail key of an order (index/key.c): ~ts big-endian, then 0xFE ~id for an integer id, or
  * 0xFD and the complemented bytes (a zero byte escaped) and 0xFF 0xFF for a string id. */
 #define ROUTER_KEY_BYTES_MAX (QUERY_ORDERS_TOKEN_CHARS_MAX / 2u)
 

@@ -101,7 +101,7 @@ DS_MUST_USE int router_merge_heat(const char *const *urls, const char *const *bo
                                   uint32_t count, struct router_merged *out);
 
 /* The page token of an order at (ts_ms, order id): the lowercase hex of its position in the
- * by-customer index (gsi/key.h's tail key, which every node's tokens use), into dst
+ * by-customer index (index/key.c's tail key, which every node's tokens use), into dst
  * (QUERY_ORDERS_TOKEN_CHARS_MAX + 1 bytes). */
 void router_order_token(int64_t ts_ms, const struct ds_id *order, char *dst);
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # STYLE.md section 1: a folder's files may include another folder's public header only
 # ("storage/storage.h"), never its private ones, and the dependency DAG holds:
-#   common <- shard <- storage <- ingest;  storage <- query <- router <- cli;  common <- gsi <- query
-#   common <- http <- query;  ingest, http <- loadgen <- cli
-# (gsi/, the by-customer index, is the second store: it depends on nothing but common; http/,
-# HTTP for the project's own processes (the server core and the client), neither. loadgen/, the
+#   common <- shard <- storage <- ingest <- loadgen
+#   storage <- index <- query <- router <- cli;  common <- http <- query, router, loadgen
+# (index/, the by-customer index, is the second store; its builder follows storage's blocks.
+# http/ is HTTP for the project's own processes: the server core and the client. loadgen/, the
 # producer, generator, embedded broker and load test, sits on the consumer path's Kafka pieces
-# and is used by the CLI and benches.)
+# and is used by the CLI and the benches.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 declare -A allowed=(
@@ -15,13 +15,13 @@ declare -A allowed=(
   [shard]="common shard"
   [storage]="common shard storage"
   [ingest]="common shard storage ingest"
-  [gsi]="common gsi"
+  [index]="common shard storage index"
   [loadgen]="common shard storage ingest http loadgen"
-  [query]="common http shard storage gsi query"
+  [query]="common http shard storage index query"
   [router]="common http query router"
-  [cli]="common http shard storage ingest gsi query router loadgen cli"
-  [bench]="common http shard storage ingest gsi query router loadgen bench"
-  [tests]="common http shard storage ingest gsi query router loadgen tests"
+  [cli]="common http shard storage ingest index query router loadgen cli"
+  [bench]="common http shard storage ingest index query router loadgen bench"
+  [tests]="common http shard storage ingest index query router loadgen tests"
 )
 status=0
 for folder in "${!allowed[@]}"; do
@@ -103,7 +103,7 @@ while IFS= read -r dir; do
       status=1
     fi
   fi
-done < <(find common http shard storage gsi ingest loadgen query router cli bench tests -type d 2>/dev/null | sort)
+done < <(find common http shard storage index ingest loadgen query router cli bench tests -type d 2>/dev/null | sort)
 if [[ $status == 0 ]]; then
   echo "include boundaries and call layers: ok"
 fi

@@ -6,7 +6,7 @@
 #   scripts/fuzz.sh                      every target for 60 s (CI: scripts/test.sh)
 #   scripts/fuzz.sh --seconds 300        every target for 300 s
 #   scripts/fuzz.sh --runs 10000000      every target until 10M executions (the long run), or
-#                                        --max-seconds (default 3600) if it comes first: gsi_log
+#                                        --max-seconds (default 3600) if it comes first: index_log
 #                                        does disk I/O per input (~70 exec/s) and reports how far
 #                                        it got instead of running for 40 hours
 #   scripts/fuzz.sh --targets "block manifest" --jobs 1 --keep
@@ -30,7 +30,7 @@ timeout=30
 max_seconds=3600
 keep=false
 build_dir=build-fuzz
-all_targets="decode gsi_log block manifest http_request gsi_cursor ids_record gsi_sealed varint"
+all_targets="decode index_log block manifest http_request index_cursor ids_record index_sealed varint"
 targets=$all_targets
 
 usage() {

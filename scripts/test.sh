@@ -60,9 +60,9 @@ build/bench/bench_count_latency 20000 100 >/dev/null
 build/bench/bench_produce 20000 1 >/dev/null
 build/bench/bench_kafka_e2e 20000 1 >/dev/null
 build/bench/bench_http_count 20000 100 >/dev/null
-build/bench/bench_gsi_e2e 20000 1 50000 >/dev/null
-build/bench/bench_gsi_e2e lag 20000 1 50000 >/dev/null
-build/bench/bench_gsi_store 20000 >/dev/null
+build/bench/bench_index_e2e 20000 1 50000 >/dev/null
+build/bench/bench_index_e2e lag 20000 1 50000 >/dev/null
+build/bench/bench_index_store 20000 >/dev/null
 build/bench/bench_heat 20000 1 >/dev/null
 echo "benchmarks ran"
 
@@ -75,7 +75,7 @@ if [[ "${DS_TEST_QUICK:-0}" != 1 ]]; then
   # rebalance loops and the 200k-line orders stream; their code runs under ASan in the unit
   # tests and the shorter integration tests (test_orders_fixtures, test_order_lookup, ...).
   # test_gsi_many_partitions is mostly 7,168 partitions of mkdir; its builder code runs under
-  # ASan in test_gsi_rebuild and unit.gsi.*.
+  # ASan in test_gsi_rebuild and unit.index.*.
   echo "== tests under ASan+UBSan (the longest loops run in the normal pass only)"
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" \
     -E 'test_run_crash|test_run_group|test_kill9|test_router_kill9|test_run_rebalance_orders|test_orders_stream$|test_gsi_many_partitions')

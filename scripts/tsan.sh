@@ -46,7 +46,7 @@ integration=(
 # test_broker test_gsi_rebuild test_kill9 test_loadtest test_loadtest_report test_produce test_run
 # test_run_crash test_run_dlq test_run_faults test_run_group test_run_gsi test_run_gsi_lag
 # test_run_heat test_run_http test_run_pause. (`gsi rebuild` runs in test_gsi_rebuild only,
-# which fills the store through a broker; the index itself is covered by unit.gsi.*.)
+# which fills the store through a broker; the index itself is covered by unit.index.*.)
 
 if $build; then
   CC=clang cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS_WERROR=ON \

@@ -1,5 +1,5 @@
 /*
- * Writes the seed corpora of the fuzz targets block, manifest, gsi_cursor and http_request,
+ * Writes the seed corpora of the fuzz targets block, manifest, index_cursor and http_request,
  * with the project's own encoders, so the seeds are real blocks, manifests and tokens rather
  * than bytes typed by hand. Run it when a format changes; the files are committed:
  *   build-fuzz/tests/fuzz/fuzz_make_seeds tests/fuzz/corpus
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gsi/key.h"
+#include "index/index_private.h"
 #include "storage/format.h"
 
 #define FUZZ_DAY 19000
@@ -184,25 +184,25 @@ static void manifest_seeds(const char *root)
     }
 }
 
-static void gsi_cursor_seeds(const char *root)
+static void index_cursor_seeds(const char *root)
 {
     struct ds_id ids[3] = {{.value = 42},
                            {.is_string = true, .len = 5, .text = "o-123"},
                            {.is_string = true, .len = 3, .text = "a\0\xff"}};
     static const char *const names[] = {"int", "string", "string_escapes"};
     for (size_t k = 0; k < DS_ARRAY_LEN(ids); k++) {
-        uint8_t key[GSI_TAIL_BYTES_MAX];
-        size_t n = gsi_key_tail_encode((int64_t)FUZZ_DAY * DS_DAY_MS + 1234, &ids[k], key);
-        char token[GSI_TOKEN_CHARS_MAX + 1];
-        gsi_key_hex_encode(key, n, token);
+        uint8_t key[INDEX_TAIL_BYTES_MAX];
+        size_t n = index_key_tail_encode((int64_t)FUZZ_DAY * DS_DAY_MS + 1234, &ids[k], key);
+        char token[INDEX_TOKEN_CHARS_MAX + 1];
+        index_key_hex_encode(key, n, token);
         char name[64];
         snprintf(name, sizeof(name), "token_%s", names[k]);
-        seed_write(root, "gsi_cursor", name, 0x00, token, strlen(token));
+        seed_write(root, "index_cursor", name, 0x00, token, strlen(token));
         snprintf(name, sizeof(name), "tail_%s", names[k]);
-        seed_write(root, "gsi_cursor", name, 0x01, key, n);
+        seed_write(root, "index_cursor", name, 0x01, key, n);
     }
     static const uint8_t made[] = {0x80, 0x11, 0x22, 0x33, 0x44, 0x55, 0, 0, 0x01, 5, 'x', 0, 'y'};
-    seed_write(root, "gsi_cursor", "tail_made", 0x02, made, sizeof(made));
+    seed_write(root, "index_cursor", "tail_made", 0x02, made, sizeof(made));
     /* The builder's cursor: "GSC1", u64 seq, u32 count, (i32 day, u32 shard, u32 segment, u64
      * offset) per partition, little-endian, sorted by (day, shard). */
     uint8_t cursor[16 + 3 * 20] = {'G', 'S', 'C', '1', 77, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0};
@@ -216,13 +216,13 @@ static void gsi_cursor_seeds(const char *root)
         uint64_t offset = positions[i][3];
         memcpy(p + 12, &offset, 8);
     }
-    seed_write(root, "gsi_cursor", "builder_three", 0x03, cursor, sizeof(cursor));
+    seed_write(root, "index_cursor", "builder_three", 0x03, cursor, sizeof(cursor));
     cursor[12] = 0;
-    seed_write(root, "gsi_cursor", "builder_empty", 0x03, cursor, 16);
+    seed_write(root, "index_cursor", "builder_empty", 0x03, cursor, 16);
     static const uint8_t built[] = {9,    0, 0, 0,    0, 0, 0, 0, 3, 0x10, 0x4a,
                                     2,    1, 0, 0,    0, 0, 0, 0, 0, 0,    0x10,
                                     0x4a, 1, 1, 0x40, 0, 0, 0, 0, 0, 0,    0};
-    seed_write(root, "gsi_cursor", "builder_made", 0x04, built, sizeof(built));
+    seed_write(root, "index_cursor", "builder_made", 0x04, built, sizeof(built));
 }
 
 /* Requests of the unit tests (tests/unit/query/test_http_request.c), good and bad: byte 0
@@ -269,7 +269,7 @@ int main(int argc, char **argv)
     }
     block_seeds(argv[1]);
     manifest_seeds(argv[1]);
-    gsi_cursor_seeds(argv[1]);
+    index_cursor_seeds(argv[1]);
     http_request_seeds(argv[1]);
     return 0;
 }

@@ -61,7 +61,7 @@ event makes a new order. At the end everything below the floor is gone: days, vi
 
 Customer views: a customer's orders newest first: ts descending, then order id descending,
 with string order ids before integer ones at equal ts (strings compared as UTF-8 bytes), as
-gsi/key.h orders its tail keys. Orders model: each order once, with its current version,
+index/key.c orders its tail keys. Orders model: each order once, with its current version,
 under its current customer. Events model: one entry per distinct (ts, order id) of the
 customer, the last event to arrive with that key (the by-customer index keeps one entry per
 key, the newest applied).

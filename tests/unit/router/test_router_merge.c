@@ -4,7 +4,7 @@
  * order, as_of as a union with the larger offset; a customer's orders merge newest first in the
  * index's order, each once, never past a member's frontier (its next token: what a short page
  * of the orders model stops at), with the router's cursor being a node's token (the same bytes
- * gsi/key.c encodes); an answer that is not a node's document is -DS_ECORRUPT naming the field.
+ * index/key.c encodes); an answer that is not a node's document is -DS_ECORRUPT naming the field.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gsi/key.h"
+#include "index/index_private.h"
 #include "router/router_private.h"
 
 static json_t *merged_doc(const struct router_merged *m)
@@ -140,12 +140,12 @@ static void test_router_merge_count_retention_floor_is_latest(void **state)
     assert_null(m.body);
 }
 
-/* A node token of (ts, id) as gsi/key.c writes it. */
+/* A node token of (ts, id) as index/key.c writes it. */
 static void node_token(int64_t ts_ms, const struct ds_id *id, char *dst)
 {
-    uint8_t key[GSI_TAIL_BYTES_MAX];
-    size_t n = gsi_key_tail_encode(ts_ms, id, key);
-    gsi_key_hex_encode(key, n, dst);
+    uint8_t key[INDEX_TAIL_BYTES_MAX];
+    size_t n = index_key_tail_encode(ts_ms, id, key);
+    index_key_hex_encode(key, n, dst);
 }
 
 static void test_router_merge_token_is_node_token(void **state)
@@ -155,7 +155,7 @@ static void test_router_merge_token_is_node_token(void **state)
     struct ds_id ids[3] = {{.value = 42}, {.is_string = true, .len = 3}, {.value = INT64_MAX}};
     memcpy(ids[1].text, "a\0b", 3);
     for (size_t i = 0; i < 3; i++) {
-        char want[GSI_TOKEN_CHARS_MAX + 1];
+        char want[INDEX_TOKEN_CHARS_MAX + 1];
         char got[QUERY_ORDERS_TOKEN_CHARS_MAX + 1];
         node_token(1767225600123, &ids[i], want);
         router_order_token(1767225600123, &ids[i], got);
@@ -182,13 +182,13 @@ static void test_router_merge_orders_stops_at_frontier(void **state)
     order_json(b1, sizeof(b1), 45, "2");
     order_json(b2, sizeof(b2), 30, "3");
     order_json(b3, sizeof(b3), 20, "4");
-    char frontier[GSI_TOKEN_CHARS_MAX + 1];
+    char frontier[INDEX_TOKEN_CHARS_MAX + 1];
     struct ds_id five = {.value = 5};
     node_token(1767225600000 + 40000, &five, frontier); /* A looked down to 00:00:40 */
     char a[2048], b[2048];
     snprintf(a, sizeof(a), "{\"customer_id\":7,\"orders\":[%s],\"next\":\"%s\",\"gsi_lag_ms\":3}",
              a1, frontier);
-    char b_next[GSI_TOKEN_CHARS_MAX + 1];
+    char b_next[INDEX_TOKEN_CHARS_MAX + 1];
     struct ds_id four = {.value = 4};
     node_token(1767225600000 + 20000, &four, b_next);
     snprintf(b, sizeof(b),
@@ -259,7 +259,7 @@ static void test_router_merge_orders_full_page_cursor(void **state)
     order_json(a2, sizeof(a2), 40, "2");
     order_json(b1, sizeof(b1), 50, "3");
     order_json(b2, sizeof(b2), 30, "4");
-    char a_next[GSI_TOKEN_CHARS_MAX + 1], b_next[GSI_TOKEN_CHARS_MAX + 1];
+    char a_next[INDEX_TOKEN_CHARS_MAX + 1], b_next[INDEX_TOKEN_CHARS_MAX + 1];
     struct ds_id two = {.value = 2};
     struct ds_id four = {.value = 4};
     node_token(1767225600000 + 40000, &two, a_next);
@@ -281,7 +281,7 @@ static void test_router_merge_orders_full_page_cursor(void **state)
     json_t *orders = json_object_get(doc, "orders");
     assert_int_equal(json_array_size(orders), 2);
     assert_int_equal(json_integer_value(json_object_get(json_array_get(orders, 1), "order_id")), 3);
-    char want[GSI_TOKEN_CHARS_MAX + 1];
+    char want[INDEX_TOKEN_CHARS_MAX + 1];
     struct ds_id three = {.value = 3};
     node_token(1767225600000 + 50000, &three, want);
     assert_string_equal(json_string_value(json_object_get(doc, "next")), want);

@@ -1,37 +1,29 @@
 /*
- * The GSI builder (query.h: query_gsi_*): a thread that follows the durable base data of a data
- * directory and keeps the by-customer index (gsi/gsi.h) up to date, with a measured lag.
+ * The index builder (index.h: index_builder_*, index_reader_*): a thread that follows the durable
+ * base data of a data directory and keeps the by-customer index (index/index.h) up to date, with a
+ * measured lag.
  *
  * It reads the base data through its own read-only storage handle, exactly like `count --data`
- * beside a writer: after each wake-up (a durable group commit announced by query_gsi_notify, or
+ * beside a writer: after each wake-up (a durable group commit announced by index_builder_notify, or
  * a poll every BUILDER_POLL_MS) it refreshes the handle and, for every partition, scans the
  * blocks committed since its position (storage_partition_scan_from) into a batch of entries.
- * A batch goes to gsi_apply together with the cursor: every partition's position and the
+ * A batch goes to index_apply together with the cursor: every partition's position and the
  * storage commit sequence they reach. A full batch is applied in the middle of a round with the
  * positions reached so far (a block is only passed once all its events are in the batch), so
  * memory stays at one batch however far behind the builder is.
  *
- * Crash safety: the cursor is stored atomically with the entries it covers (gsi_apply), so a
+ * Crash safety: the cursor is stored atomically with the entries it covers (index_apply), so a
  * restarted builder resumes from its own cursor and never re-reads everything; entries are keyed
  * by (customer, ts, order id), so what a replay applies again changes nothing.
  *
- * Lag: query_gsi_notify records (commit sequence, when it became durable, events durable so
+ * Lag: index_builder_notify records (commit sequence, when it became durable, events durable so
  * far). Once the builder has applied everything up to a sequence, each recorded commit up to it
- * is queryable: its lag (now - durable time) goes to the histogram, and the current lag is the
- * age of the oldest commit not yet queryable (0 when caught up). query_gsi_should_pause tells
- * the node to stop consuming once the lag is predicted to pass half the bound (its age plus the
- * time the builder needs, at its measured rate, for the events durable but not yet indexed)
- * and to go on once the prediction is below a quarter, so commits already on their way do not
- * push the lag over the bound.
- *
- * Pages (query_gsi_orders) in the orders model: the index keeps every (customer, ts, order id)
- * an order ever had, and a page lists an entry only when the storage handle beside it says that
- * is the order's current customer and ts; it refills from the index (asking for what the page
- * still lacks, from the last entry looked at) so a page keeps its size and the next token stays
- * exact. Rejected: deleting superseded entries from the index (the builder would have to learn
- * an order's previous version, which only the orders-by-id store knows, and the index has no
- * delete), and filtering in the index by a per-order version (two stores' versions to keep in
- * step).
+ * is queryable: its lag (now - durable time) goes to lag_observe (the node's histogram), and the
+ * current lag is the age of the oldest commit not yet queryable (0 when caught up).
+ * index_builder_should_pause tells the node to stop consuming once the lag is predicted to pass
+ * half the bound (its age plus the time the builder needs, at its measured rate, for the events
+ * durable but not yet indexed) and to go on once the prediction is below a quarter, so commits
+ * already on their way do not push the lag over the bound.
  *
  * Cursor format (little-endian): "GSC1", u64 commit sequence, u32 count, then per partition in
  * (day, shard) order: i32 day, u32 shard, u32 segment id, u64 offset (20 bytes each).
@@ -46,24 +38,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gsi/gsi.h"
-#include "query/query.h"
-
-/* query.h states the slot table's limits for the CLI without exposing the store's header. */
-_Static_assert(GSI_SLOTS_LOG2_MIN == GSI_TABLE_SLOTS_LOG2_MIN, "query.h agrees with gsi.h");
-_Static_assert(GSI_SLOTS_LOG2_MAX == GSI_TABLE_SLOTS_LOG2_MAX, "query.h agrees with gsi.h");
+#include "index/index.h"
 
 #define BUILDER_POLL_MS 50u
 /* The builder's nice value: it shares two cores with the consumer, the writer and (in the
  * benchmark) the producer and broker, and the lag is its latency; -5 lowered the per-commit
- * lag p50 from 67 to 48-51 ms in bench_gsi_e2e. Best effort: without CAP_SYS_NICE it keeps
+ * lag p50 from 67 to 48-51 ms in bench_index_e2e. Best effort: without CAP_SYS_NICE it keeps
  * the default. */
 #define BUILDER_NICE (-5)
 /* Commits announced but not yet queryable that the lag tracker remembers; past it the oldest
  * are merged (the lag stays measured from the oldest). */
 #define BUILDER_PENDING_MAX 4096u
 /* Indexing rate assumed until a warm round large enough to measure: 1M entries/s, a third of
- * what bench_gsi_e2e measures while storage appends flat out beside the builder (10M events
+ * what bench_index_e2e measures while storage appends flat out beside the builder (10M events
  * appended and indexed at 2.9M/s). At 500k/s the first large commit (~150k events) was
  * predicted past half the bound and paused the node for nothing. */
 #define BUILDER_RATE_GUESS_PER_NS 1e-3
@@ -72,12 +59,12 @@ _Static_assert(GSI_SLOTS_LOG2_MAX == GSI_TABLE_SLOTS_LOG2_MAX, "query.h agrees w
 /* A batch must hold any whole block: the scan stops at the start of a block that does not fit
  * and resumes there after the apply, so a block larger than a batch would never pass (seen:
  * batches of 16,384 entries looped forever on blocks of up to 65,535 events). */
-_Static_assert(GSI_BATCH_ENTRIES_DEFAULT >= STORAGE_BLOCK_EVENTS_MAX,
+_Static_assert(INDEX_BATCH_ENTRIES_DEFAULT >= STORAGE_BLOCK_EVENTS_MAX,
                "a builder batch holds a whole block");
 #define CURSOR_MAGIC "GSC1"
 #define CURSOR_HEADER_BYTES 16u
 #define CURSOR_ENTRY_BYTES 20u
-#define CURSOR_PARTITIONS_MAX ((GSI_CURSOR_BYTES_MAX - CURSOR_HEADER_BYTES) / CURSOR_ENTRY_BYTES)
+#define CURSOR_PARTITIONS_MAX ((INDEX_CURSOR_BYTES_MAX - CURSOR_HEADER_BYTES) / CURSOR_ENTRY_BYTES)
 
 struct builder_position {
     int32_t day;
@@ -91,10 +78,10 @@ struct builder_pending {
     uint64_t events_durable;
 };
 
-struct query_gsi {
-    struct query_gsi_config cfg;
+struct index_builder {
+    struct index_builder_config cfg;
     char gsi_dir[DS_PATH_MAX];
-    struct gsi *gsi;
+    struct index *ix;
     struct storage *base; /* read-only, builder thread only */
     pthread_t thread;
     bool started;
@@ -103,7 +90,7 @@ struct query_gsi {
     struct builder_position *positions; /* sorted by (day, shard) */
     uint32_t position_count;
     uint32_t position_capacity;
-    struct gsi_entry *batch;
+    struct index_entry *batch;
     uint32_t batch_count;
     uint32_t batch_max;
     uint8_t *cursor;
@@ -138,7 +125,7 @@ static int position_cmp(int32_t day, uint32_t shard, const struct builder_positi
 }
 
 /* The position of (day, shard), inserted at {0, 0} when new; NULL when the table is full. */
-static struct builder_position *position_get(struct query_gsi *g, int32_t day, uint32_t shard)
+static struct builder_position *position_get(struct index_builder *g, int32_t day, uint32_t shard)
 {
     uint32_t lo = 0;
     uint32_t hi = g->position_count;
@@ -174,7 +161,7 @@ static struct builder_position *position_get(struct query_gsi *g, int32_t day, u
     return &g->positions[lo];
 }
 
-static size_t cursor_encode(const struct query_gsi *g, uint64_t seq, uint8_t *dst)
+static size_t cursor_encode(const struct index_builder *g, uint64_t seq, uint8_t *dst)
 {
     memcpy(dst, CURSOR_MAGIC, 4);
     ds_put_le64(dst + 4, seq);
@@ -190,8 +177,8 @@ static size_t cursor_encode(const struct query_gsi *g, uint64_t seq, uint8_t *ds
     return (size_t)(p - dst);
 }
 
-int query_gsi_cursor_decode(const uint8_t *cursor, size_t len, uint64_t *seq,
-                            struct query_gsi_cursor_position **positions, uint32_t *count)
+int index_cursor_decode(const uint8_t *cursor, size_t len, uint64_t *seq,
+                        struct index_cursor_position **positions, uint32_t *count)
 {
     *seq = 0;
     *positions = NULL;
@@ -204,17 +191,17 @@ int query_gsi_cursor_decode(const uint8_t *cursor, size_t len, uint64_t *seq,
         return -DS_ECORRUPT;
     }
     uint32_t n = ds_get_le32(cursor + 12);
-    struct query_gsi_cursor_position *out = n > 0 ? calloc(n, sizeof(*out)) : NULL;
+    struct index_cursor_position *out = n > 0 ? calloc(n, sizeof(*out)) : NULL;
     if (n > 0 && out == NULL) {
         return -ENOMEM;
     }
     const uint8_t *p = cursor + CURSOR_HEADER_BYTES;
     for (uint32_t i = 0; i < n; i++, p += CURSOR_ENTRY_BYTES) {
-        out[i] = (struct query_gsi_cursor_position){
+        out[i] = (struct index_cursor_position){
             .day = (int32_t)ds_get_le32(p),
             .shard = ds_get_le32(p + 4),
             .pos = {.segment_id = ds_get_le32(p + 8), .offset = ds_get_le64(p + 12)}};
-        const struct query_gsi_cursor_position *a = i > 0 ? &out[i - 1] : NULL;
+        const struct index_cursor_position *a = i > 0 ? &out[i - 1] : NULL;
         if (a != NULL &&
             (a->day > out[i].day || (a->day == out[i].day && a->shard >= out[i].shard))) {
             free(out);
@@ -228,16 +215,16 @@ int query_gsi_cursor_decode(const uint8_t *cursor, size_t len, uint64_t *seq,
 }
 
 /* Loads the stored cursor into the positions; an empty store starts from nothing. */
-static int cursor_load(struct query_gsi *g)
+static int cursor_load(struct index_builder *g)
 {
     size_t len = 0;
-    int rc = gsi_cursor(g->gsi, g->cursor, GSI_CURSOR_BYTES_MAX, &len);
+    int rc = index_cursor(g->ix, g->cursor, INDEX_CURSOR_BYTES_MAX, &len);
     if (rc != 0 || len == 0) {
         return rc;
     }
-    struct query_gsi_cursor_position *stored = NULL;
+    struct index_cursor_position *stored = NULL;
     uint32_t count = 0;
-    rc = query_gsi_cursor_decode(g->cursor, len, &g->applied_seq, &stored, &count);
+    rc = index_cursor_decode(g->cursor, len, &g->applied_seq, &stored, &count);
     if (rc == -DS_ECORRUPT) {
         ds_log_error("%s: the builder's cursor is damaged; `dayshard gsi rebuild` restores it",
                      g->gsi_dir);
@@ -256,10 +243,10 @@ static int cursor_load(struct query_gsi *g)
 
 /* ---- applying ------------------------------------------------------------------------------ */
 
-static int batch_apply(struct query_gsi *g, uint64_t seq)
+static int batch_apply(struct index_builder *g, uint64_t seq)
 {
     size_t len = cursor_encode(g, seq, g->cursor);
-    int rc = gsi_apply(g->gsi, g->batch, g->batch_count, g->cursor, len);
+    int rc = index_apply(g->ix, g->batch, g->batch_count, g->cursor, len);
     g->round_entries += g->batch_count;
     if (rc == 0 && g->cfg.test_slow_ms > 0) {
         struct timespec ts = {.tv_sec = g->cfg.test_slow_ms / 1000,
@@ -271,7 +258,7 @@ static int batch_apply(struct query_gsi *g, uint64_t seq)
 }
 
 struct builder_scan {
-    struct query_gsi *g;
+    struct index_builder *g;
     int32_t day;
 };
 
@@ -280,14 +267,14 @@ struct builder_scan {
 static int builder_event(const struct ds_event *event, void *user)
 {
     struct builder_scan *s = user;
-    struct query_gsi *g = s->g;
+    struct index_builder *g = s->g;
     if (event->retract) {
-        return 0; /* issue 14: the index keeps inserts only until the view checks versions */
+        return 0; /* the index keeps inserts only: the orders view checks versions */
     }
     if (g->batch_count == g->batch_max) {
         return 1;
     }
-    struct gsi_entry *e = &g->batch[g->batch_count++];
+    struct index_entry *e = &g->batch[g->batch_count++];
     e->customer_id = event->customer_id;
     e->order_id = event->order_id;
     e->ts_ms = event->ts_ms;
@@ -301,7 +288,7 @@ static int builder_event(const struct ds_event *event, void *user)
 /* Indexes everything partition (day, shard) committed since its position. */
 static int follow_partition(int32_t day, uint32_t shard, void *user)
 {
-    struct query_gsi *g = user;
+    struct index_builder *g = user;
     struct builder_position *b = position_get(g, day, shard);
     if (b == NULL) {
         ds_log_error("gsi: more than %u partitions to follow", (unsigned)CURSOR_PARTITIONS_MAX);
@@ -327,14 +314,14 @@ static int follow_partition(int32_t day, uint32_t shard, void *user)
 }
 
 /* Records that every commit up to seq is queryable. */
-static void mark_indexed(struct query_gsi *g, uint64_t seq)
+static void mark_indexed(struct index_builder *g, uint64_t seq)
 {
     uint64_t now = ds_clock_ns();
     pthread_mutex_lock(&g->lock);
     while (g->pending_count > 0 && g->pending[g->pending_head].seq <= seq) {
         const struct builder_pending *p = &g->pending[g->pending_head];
-        if (g->cfg.metrics != NULL) {
-            query_metrics_gsi_lag_observe(g->cfg.metrics, now - p->durable_ns);
+        if (g->cfg.lag_observe != NULL) {
+            g->cfg.lag_observe(g->cfg.lag_user, now - p->durable_ns);
         }
         g->indexed_events = p->events_durable;
         g->pending_head = (g->pending_head + 1) % BUILDER_PENDING_MAX;
@@ -349,7 +336,7 @@ static void mark_indexed(struct query_gsi *g, uint64_t seq)
 }
 
 /* Folds a round's rate (entries indexed over the time it took) into the moving average. */
-static void note_rate(struct query_gsi *g, uint64_t entries, uint64_t ns)
+static void note_rate(struct index_builder *g, uint64_t entries, uint64_t ns)
 {
     if (entries < BUILDER_RATE_ENTRIES_MIN || ns == 0) {
         return; /* too small to tell */
@@ -357,7 +344,7 @@ static void note_rate(struct query_gsi *g, uint64_t entries, uint64_t ns)
     if (!g->rate_warm) {
         /* The first round opens every partition's segments and faults in the slot table and
          * the batch buffers: measured at 44k-84k entries/s against ~1M later, it made the
-         * node pause for nothing (bench_gsi_e2e). The guess stands until the second round. */
+         * node pause for nothing (bench_index_e2e). The guess stands until the second round. */
         g->rate_warm = true;
         return;
     }
@@ -369,7 +356,7 @@ static void note_rate(struct query_gsi *g, uint64_t entries, uint64_t ns)
 
 /* Positions of days retention dropped go (sorted by day: a prefix), so that the cursor holds
  * the kept days only and a node that keeps N days never fills CURSOR_PARTITIONS_MAX. */
-static void positions_prune(struct query_gsi *g, int32_t floor)
+static void positions_prune(struct index_builder *g, int32_t floor)
 {
     uint32_t dropped = 0;
     while (dropped < g->position_count && g->positions[dropped].day < floor) {
@@ -383,7 +370,7 @@ static void positions_prune(struct query_gsi *g, int32_t floor)
 }
 
 /* One round: refresh, follow every partition, apply what is left with the round's sequence. */
-static int builder_round(struct query_gsi *g)
+static int builder_round(struct index_builder *g)
 {
     int rc = storage_refresh(g->base);
     if (rc != 0) {
@@ -413,7 +400,7 @@ static int builder_round(struct query_gsi *g)
 
 static void *builder_main(void *arg)
 {
-    struct query_gsi *g = arg;
+    struct index_builder *g = arg;
     pthread_setname_np(pthread_self(), "ds-gsi");
     if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), BUILDER_NICE) != 0) {
         ds_log_debug("gsi: builder keeps the default priority (setpriority: %s)", strerror(errno));
@@ -449,34 +436,34 @@ static void *builder_main(void *arg)
 
 /* ---- the public side ------------------------------------------------------------------------ */
 
-void query_gsi_config_defaults(struct query_gsi_config *cfg)
+void index_builder_config_defaults(struct index_builder_config *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
-    cfg->max_lag_ms = QUERY_GSI_MAX_LAG_MS_DEFAULT;
+    cfg->max_lag_ms = INDEX_BUILDER_MAX_LAG_MS_DEFAULT;
 }
 
-void query_gsi_dir(const char *data_dir, char *dst)
+void index_dir(const char *data_dir, char *dst)
 {
     int n = snprintf(dst, DS_PATH_MAX, "%s/gsi", data_dir);
     ASSERT(n > 0 && n < DS_PATH_MAX);
 }
 
-int query_gsi_start(const struct query_gsi_config *cfg, struct query_gsi **out)
+int index_builder_start(const struct index_builder_config *cfg, struct index_builder **out)
 {
     ASSERT(cfg != NULL && cfg->data_dir != NULL && out != NULL);
     if (strlen(cfg->data_dir) + 8 >= DS_PATH_MAX || cfg->max_lag_ms == 0) {
         return -DS_EUSAGE;
     }
-    struct query_gsi *g = calloc(1, sizeof(*g));
+    struct index_builder *g = calloc(1, sizeof(*g));
     if (g == NULL) {
         return -ENOMEM;
     }
     g->cfg = *cfg;
-    query_gsi_dir(cfg->data_dir, g->gsi_dir);
+    index_dir(cfg->data_dir, g->gsi_dir);
     pthread_mutex_init(&g->lock, NULL);
     pthread_cond_init(&g->wake, NULL);
-    struct gsi_config gcfg;
-    gsi_config_defaults(&gcfg);
+    struct index_config gcfg;
+    index_config_defaults(&gcfg);
     gcfg.dir = g->gsi_dir;
     if (cfg->table_slots_log2 != 0) {
         gcfg.table_slots_log2 = cfg->table_slots_log2;
@@ -484,9 +471,9 @@ int query_gsi_start(const struct query_gsi_config *cfg, struct query_gsi **out)
     gcfg.checkpoint_inline = cfg->checkpoint_inline;
     g->batch_max = gcfg.batch_entries_max;
     g->batch = malloc((size_t)g->batch_max * sizeof(*g->batch));
-    g->cursor = malloc(GSI_CURSOR_BYTES_MAX);
+    g->cursor = malloc(INDEX_CURSOR_BYTES_MAX);
     int rc = g->batch != NULL && g->cursor != NULL ? 0 : -ENOMEM;
-    rc = rc == 0 ? gsi_open(&gcfg, &g->gsi) : rc;
+    rc = rc == 0 ? index_open(&gcfg, &g->ix) : rc;
     rc = rc == 0 ? cursor_load(g) : rc;
     if (rc == 0) {
         rc = storage_open_reader(cfg->data_dir, &g->base);
@@ -505,7 +492,7 @@ int query_gsi_start(const struct query_gsi_config *cfg, struct query_gsi **out)
         g->started = rc == 0;
     }
     if (rc != 0) {
-        query_gsi_stop(g);
+        index_builder_stop(g);
         return rc;
     }
     ds_log_info("gsi: following %s from commit %llu (%u partitions known) into %s", cfg->data_dir,
@@ -514,7 +501,7 @@ int query_gsi_start(const struct query_gsi_config *cfg, struct query_gsi **out)
     return 0;
 }
 
-void query_gsi_stop(struct query_gsi *g)
+void index_builder_stop(struct index_builder *g)
 {
     if (g == NULL) {
         return;
@@ -526,7 +513,7 @@ void query_gsi_stop(struct query_gsi *g)
         pthread_mutex_unlock(&g->lock);
         pthread_join(g->thread, NULL);
     }
-    gsi_close(g->gsi);
+    index_close(g->ix);
     storage_close(g->base);
     pthread_cond_destroy(&g->wake);
     pthread_mutex_destroy(&g->lock);
@@ -536,7 +523,7 @@ void query_gsi_stop(struct query_gsi *g)
     free(g);
 }
 
-void query_gsi_notify(struct query_gsi *g, uint64_t commit_seq, uint64_t events_durable)
+void index_builder_notify(struct index_builder *g, uint64_t commit_seq, uint64_t events_durable)
 {
     uint64_t now = ds_clock_ns();
     pthread_mutex_lock(&g->lock);
@@ -560,7 +547,7 @@ void query_gsi_notify(struct query_gsi *g, uint64_t commit_seq, uint64_t events_
 }
 
 /* Age of the oldest commit not yet queryable, under lock. */
-static uint64_t lag_ns_locked(const struct query_gsi *g, uint64_t now)
+static uint64_t lag_ns_locked(const struct index_builder *g, uint64_t now)
 {
     if (g->pending_count == 0) {
         return 0;
@@ -569,7 +556,7 @@ static uint64_t lag_ns_locked(const struct query_gsi *g, uint64_t now)
     return now > oldest ? now - oldest : 0;
 }
 
-void query_gsi_lag(struct query_gsi *g, uint64_t *lag_ms, uint64_t *lag_events)
+void index_builder_lag(struct index_builder *g, uint64_t *lag_ms, uint64_t *lag_events)
 {
     pthread_mutex_lock(&g->lock);
     *lag_ms = lag_ns_locked(g, ds_clock_ns()) / 1000000u;
@@ -577,7 +564,7 @@ void query_gsi_lag(struct query_gsi *g, uint64_t *lag_ms, uint64_t *lag_events)
     pthread_mutex_unlock(&g->lock);
 }
 
-int query_gsi_error(struct query_gsi *g)
+int index_builder_error(struct index_builder *g)
 {
     pthread_mutex_lock(&g->lock);
     int rc = g->error;
@@ -585,7 +572,7 @@ int query_gsi_error(struct query_gsi *g)
     return rc;
 }
 
-bool query_gsi_should_pause(struct query_gsi *g)
+bool index_builder_should_pause(struct index_builder *g)
 {
     pthread_mutex_lock(&g->lock);
     uint64_t lag_ns = lag_ns_locked(g, ds_clock_ns());
@@ -606,14 +593,14 @@ bool query_gsi_should_pause(struct query_gsi *g)
         g->pausing = false;
     }
     bool pause = g->pausing;
-    if (g->cfg.metrics != NULL) {
-        query_metrics_gsi_lag_set(g->cfg.metrics, (int64_t)(lag_ns / 1000000u));
+    if (g->cfg.lag_gauge != NULL) {
+        g->cfg.lag_gauge(g->cfg.lag_user, (int64_t)(lag_ns / 1000000u));
     }
     pthread_mutex_unlock(&g->lock);
     return pause;
 }
 
-int query_gsi_wait(struct query_gsi *g, uint64_t commit_seq, uint32_t timeout_ms)
+int index_builder_wait(struct index_builder *g, uint64_t commit_seq, uint32_t timeout_ms)
 {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
@@ -635,190 +622,68 @@ int query_gsi_wait(struct query_gsi *g, uint64_t commit_seq, uint32_t timeout_ms
     return rc;
 }
 
-static struct query_order order_of_entry(const struct gsi_entry *e)
+struct index *index_builder_store(struct index_builder *g)
 {
-    struct query_order o = {.order_id = e->order_id,
-                            .ts_ms = e->ts_ms,
-                            .day = e->day,
-                            .status_len = e->status_len,
-                            .amount_units = e->amount_units};
-    memcpy(o.status, e->status, e->status_len);
-    return o;
-}
-
-/* Whether entry e is its order's current version as st knows it (the orders model), and then
- * that version's figures into *o. An order st does not know yet (an entry newer than st's view)
- * is not current. Returns 1, 0, or a storage error. */
-static int entry_current(struct storage *st, const struct gsi_entry *e, void *scratch,
-                         struct query_order *o)
-{
-    struct storage_order cur;
-    int rc = storage_order_get(st, &e->order_id, &cur, scratch, STORAGE_ORDER_SCRATCH_BYTES);
-    if (rc == -ENOENT) {
-        return 0;
-    }
-    if (rc != 0) {
-        return rc;
-    }
-    if (cur.ts_ms != e->ts_ms || !ds_id_equal(&cur.customer_id, &e->customer_id)) {
-        return 0;
-    }
-    *o = (struct query_order){.order_id = e->order_id,
-                              .ts_ms = cur.ts_ms,
-                              .day = cur.day,
-                              .status_len = cur.status_len,
-                              .amount_units = cur.amount_units};
-    memcpy(o->status, cur.status, cur.status_len);
-    return 1;
-}
-
-/* The orders model's page (see query.h): each round asks the index for the page's remainder
- * after the last entry looked at, so the index's own next token always stands right after the
- * last entry taken or skipped, and a full page ends exactly at an entry it lists. */
-static int orders_current(struct gsi *gsi, struct storage *st, const struct ds_id *customer,
-                          uint32_t limit, const char *page_token, struct gsi_page *page,
-                          struct query_orders_page *out)
-{
-    void *scratch = malloc(STORAGE_ORDER_SCRATCH_BYTES);
-    if (scratch == NULL) {
-        return -ENOMEM;
-    }
-    char token[GSI_TOKEN_CHARS_MAX + 1] = "";
-    if (page_token != NULL && strlen(page_token) >= sizeof(token)) {
-        free(scratch);
-        return -DS_EUSAGE; /* longer than any token the index hands out */
-    }
-    if (page_token != NULL) {
-        memcpy(token, page_token, strlen(page_token) + 1);
-    }
-    uint32_t count = 0;
-    uint32_t examined = 0;
-    int rc = 0;
-    for (;;) { /* bounded by the index's end and QUERY_ORDERS_EXAMINED_MAX */
-        rc = gsi_query(gsi, customer, limit - count, token, page);
-        for (uint32_t i = 0; rc == 0 && i < page->count; i++) {
-            struct query_order o;
-            rc = entry_current(st, &page->entries[i], scratch, &o);
-            if (rc == 1) {
-                out->orders[count++] = o;
-                rc = 0;
-            }
-        }
-        examined += rc == 0 ? page->count : 0;
-        if (rc != 0 || count == limit || !page->has_next || examined >= QUERY_ORDERS_EXAMINED_MAX) {
-            break;
-        }
-        ASSERT(page->count > 0); /* a page with a next token holds an entry */
-        memcpy(token, page->next_token, sizeof(token));
-    }
-    free(scratch);
-    if (rc != 0) {
-        return rc;
-    }
-    ASSERT(count <= limit);
-    out->count = count;
-    out->has_next = page->has_next;
-    _Static_assert(sizeof(out->next_token) == sizeof(page->next_token), "same token size");
-    memcpy(out->next_token, page->next_token, sizeof(out->next_token));
-    return 0;
-}
-
-int query_gsi_orders(struct gsi *gsi, struct storage *st, const struct ds_id *customer,
-                     uint32_t limit, const char *page_token, struct query_orders_page *out)
-{
-    if (limit == 0 || limit > QUERY_ORDERS_LIMIT_MAX) {
-        return -DS_EUSAGE;
-    }
-    struct gsi_page page = {.entries = malloc((size_t)limit * sizeof(struct gsi_entry))};
-    if (page.entries == NULL) {
-        return -ENOMEM;
-    }
-    int rc = 0;
-    if (st != NULL && storage_model(st) == STORAGE_MODEL_ORDERS) {
-        rc = orders_current(gsi, st, customer, limit, page_token, &page, out);
-    } else {
-        rc = gsi_query(gsi, customer, limit, page_token, &page);
-        /* Entries come newest first: the first of a day retention dropped ends the view (every
-         * later one is older), which hides a dropped day whole from the moment of its drop. */
-        int32_t floor = st != NULL ? storage_retention_floor(st) : 0;
-        uint32_t kept = 0;
-        while (rc == 0 && kept < page.count && page.entries[kept].day >= floor) {
-            out->orders[kept] = order_of_entry(&page.entries[kept]);
-            kept++;
-        }
-        if (rc == 0) {
-            out->count = kept;
-            out->has_next = page.has_next && kept == page.count;
-            _Static_assert(sizeof(out->next_token) == sizeof(page.next_token), "same token size");
-            memcpy(out->next_token, page.next_token, sizeof(out->next_token));
-        }
-    }
-    free(page.entries);
-    return rc;
-}
-
-struct gsi *query_gsi_store(struct query_gsi *g)
-{
-    return g->gsi;
+    return g->ix;
 }
 
 /* ---- readers in other processes ------------------------------------------------------------ */
 
-struct query_gsi_reader {
-    struct gsi *gsi;
+struct index_reader {
+    struct index *ix;
     uint8_t *cursor;
     char dir[DS_PATH_MAX]; /* DATA/gsi, to open again after a rebuild replaced it */
 };
 
-static int reader_gsi_open(const char *dir, struct gsi **out)
+static int reader_gsi_open(const char *dir, struct index **out)
 {
-    struct gsi_config cfg;
-    gsi_config_defaults(&cfg);
+    struct index_config cfg;
+    index_config_defaults(&cfg);
     cfg.dir = dir;
-    return gsi_open_reader(&cfg, out);
+    return index_open_reader(&cfg, out);
 }
 
-int query_gsi_reader_open(const char *data_dir, struct query_gsi_reader **out)
+int index_reader_open(const char *data_dir, struct index_reader **out)
 {
-    struct query_gsi_reader *r = calloc(1, sizeof(*r));
+    struct index_reader *r = calloc(1, sizeof(*r));
     if (r == NULL) {
         return -ENOMEM;
     }
-    r->cursor = malloc(GSI_CURSOR_BYTES_MAX);
+    r->cursor = malloc(INDEX_CURSOR_BYTES_MAX);
     if (r->cursor == NULL) {
-        query_gsi_reader_close(r);
+        index_reader_close(r);
         return -ENOMEM;
     }
-    query_gsi_dir(data_dir, r->dir);
-    int rc = reader_gsi_open(r->dir, &r->gsi);
+    index_dir(data_dir, r->dir);
+    int rc = reader_gsi_open(r->dir, &r->ix);
     if (rc != 0) {
-        query_gsi_reader_close(r);
+        index_reader_close(r);
         return rc;
     }
     *out = r;
     return 0;
 }
 
-int query_gsi_reader_refresh(struct query_gsi_reader *r)
+int index_reader_refresh(struct index_reader *r)
 {
-    if (gsi_reader_replaced(r->gsi)) {
-        struct gsi *fresh = NULL;
+    if (index_replaced(r->ix)) {
+        struct index *fresh = NULL;
         int rc = reader_gsi_open(r->dir, &fresh);
         if (rc != 0) {
             return rc == -ENOENT ? 0 : rc; /* the new index is not there yet: keep the old view */
         }
         ds_log_info("%s: the index was rebuilt; reading the new one", r->dir);
-        gsi_close(r->gsi);
-        r->gsi = fresh;
+        index_close(r->ix);
+        r->ix = fresh;
         return 0;
     }
-    return gsi_reader_refresh(r->gsi);
+    return index_refresh(r->ix);
 }
 
-int query_gsi_reader_indexed_seq(struct query_gsi_reader *r, uint64_t *seq)
+int index_reader_indexed_seq(struct index_reader *r, uint64_t *seq)
 {
     size_t len = 0;
-    int rc = gsi_cursor(r->gsi, r->cursor, GSI_CURSOR_BYTES_MAX, &len);
+    int rc = index_cursor(r->ix, r->cursor, INDEX_CURSOR_BYTES_MAX, &len);
     if (rc != 0) {
         return rc;
     }
@@ -833,17 +698,17 @@ int query_gsi_reader_indexed_seq(struct query_gsi_reader *r, uint64_t *seq)
     return 0;
 }
 
-struct gsi *query_gsi_reader_store(struct query_gsi_reader *r)
+struct index *index_reader_store(struct index_reader *r)
 {
-    return r->gsi;
+    return r->ix;
 }
 
-void query_gsi_reader_close(struct query_gsi_reader *r)
+void index_reader_close(struct index_reader *r)
 {
     if (r == NULL) {
         return;
     }
-    gsi_close(r->gsi);
+    index_close(r->ix);
     free(r->cursor);
     free(r);
 }

@@ -14,33 +14,33 @@
 #include <errno.h>
 #include <time.h>
 
-#include "query/query.h"
+#include "index/index.h"
 
 /* Between two refreshes of a view that is behind. */
-#define GSI_WAIT_STEP_NS (20u * 1000000u)
+#define READER_WAIT_STEP_NS (20u * 1000000u)
 
 /* One refresh (under lock when given) and the sequence it reached. */
-static int gsi_wait_step(struct query_gsi_reader *r, pthread_rwlock_t *lock, uint64_t *indexed)
+static int reader_wait_step(struct index_reader *r, pthread_rwlock_t *lock, uint64_t *indexed)
 {
     if (lock != NULL) {
         ASSERT(pthread_rwlock_wrlock(lock) == 0);
     }
-    int rc = query_gsi_reader_refresh(r);
-    rc = rc == 0 ? query_gsi_reader_indexed_seq(r, indexed) : rc;
+    int rc = index_reader_refresh(r);
+    rc = rc == 0 ? index_reader_indexed_seq(r, indexed) : rc;
     if (lock != NULL) {
         ASSERT(pthread_rwlock_unlock(lock) == 0);
     }
     return rc;
 }
 
-int query_gsi_reader_wait(struct query_gsi_reader *r, uint64_t want_seq, uint32_t timeout_ms,
-                          pthread_rwlock_t *lock, uint64_t *indexed)
+int index_reader_wait(struct index_reader *r, uint64_t want_seq, uint32_t timeout_ms,
+                      pthread_rwlock_t *lock, uint64_t *indexed)
 {
     ASSERT(r != NULL && indexed != NULL);
     uint64_t deadline = ds_clock_ns() + (uint64_t)timeout_ms * 1000000u;
     for (;;) { /* bounded by the deadline */
         uint64_t reached = 0;
-        int rc = gsi_wait_step(r, lock, &reached);
+        int rc = reader_wait_step(r, lock, &reached);
         if (rc != 0) {
             return rc;
         }
@@ -51,7 +51,7 @@ int query_gsi_reader_wait(struct query_gsi_reader *r, uint64_t want_seq, uint32_
         if (ds_clock_ns() >= deadline) {
             return -ETIMEDOUT;
         }
-        struct timespec step = {.tv_sec = 0, .tv_nsec = GSI_WAIT_STEP_NS};
+        struct timespec step = {.tv_sec = 0, .tv_nsec = READER_WAIT_STEP_NS};
         nanosleep(&step, NULL);
     }
 }

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the log replay of gsi/gsi.c, the by-customer index store: the
+ * libFuzzer harness for the log replay of index/store.c, the by-customer index store: the
  * bytes of DIR/log are outside input after a crash or a bad disk.
  *
  * Input: a flags byte, then the log. A fresh store is created and closed first (so FORMAT, the
@@ -8,8 +8,8 @@
  * it), FORMAT removed unless FLAG_FORMAT, DIR/table removed unless FLAG_TABLE (the one close
  * wrote covers a shorter log than the input's).
  *
- * Properties, any broken one aborts: gsi_open_reader and gsi_open return 0 or a documented
- * error (the reader's include -DS_ECORRUPT); on an open handle gsi_cursor and gsi_query return
+ * Properties, any broken one aborts: index_open_reader and index_open return 0 or a documented
+ * error (the reader's include -DS_ECORRUPT); on an open handle index_cursor and index_query return
  * 0 or a documented error, pages hold at most limit entries of the queried customer, valid,
  * strictly newest first across the pages of a walk, with a token of the documented shape that
  * the next query accepts; a walk ends within its page bound (a token that does not advance
@@ -26,8 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gsi/gsi.h"
-#include "gsi/key.h"
+#include "index/index_private.h"
 #include "tests/support/tempdir.h"
 
 #define FLAG_FORMAT 0x01u
@@ -45,9 +44,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 struct harness {
     char dir[64];
     char index_dir[128];
-    struct gsi_config cfg;
-    struct gsi_entry entries[GSI_PAGE_LIMIT_MAX];
-    uint8_t cursor[GSI_CURSOR_BYTES_MAX];
+    struct index_config cfg;
+    struct index_entry entries[INDEX_PAGE_LIMIT_MAX];
+    uint8_t cursor[INDEX_CURSOR_BYTES_MAX];
 };
 
 static void check(bool ok)
@@ -75,9 +74,9 @@ static void file_put(const char *path, const uint8_t *a, size_t a_len, const uin
 /* A fresh store, closed, with its DIR/log replaced as the header comment says. */
 static void layout_make(struct harness *h, uint8_t flags, const uint8_t *log, size_t log_len)
 {
-    struct gsi *g = NULL;
-    check(gsi_open(&h->cfg, &g) == 0);
-    gsi_close(g);
+    struct index *g = NULL;
+    check(index_open(&h->cfg, &g) == 0);
+    index_close(g);
     char path[192];
     path_of(h, "log", path, sizeof(path));
     uint8_t header[LOG_HEADER_BYTES] = {0};
@@ -107,9 +106,9 @@ static bool id_equal(const struct ds_id *a, const struct ds_id *b)
            memcmp(a->text, b->text, a->len) == 0;
 }
 
-static bool entry_valid(const struct gsi_entry *e, const struct ds_id *customer)
+static bool entry_valid(const struct index_entry *e, const struct ds_id *customer)
 {
-    return id_equal(&e->customer_id, customer) && gsi_key_id_valid(&e->order_id) &&
+    return id_equal(&e->customer_id, customer) && index_key_id_valid(&e->order_id) &&
            e->ts_ms >= DS_TS_MS_MIN && e->ts_ms <= DS_TS_MS_MAX &&
            e->day == ds_day_from_ms(e->ts_ms) && e->status_len <= DS_STATUS_BYTES_MAX;
 }
@@ -120,14 +119,14 @@ static bool query_rc_documented(int rc)
 }
 
 /* Walks every page of customer at limit, checking the properties of the header comment. */
-static void walk(struct harness *h, struct gsi *g, const struct ds_id *customer, uint32_t limit)
+static void walk(struct harness *h, struct index *g, const struct ds_id *customer, uint32_t limit)
 {
-    char token[GSI_TOKEN_CHARS_MAX + 1] = "";
-    uint8_t last[GSI_TAIL_BYTES_MAX];
+    char token[INDEX_TOKEN_CHARS_MAX + 1] = "";
+    uint8_t last[INDEX_TAIL_BYTES_MAX];
     size_t last_len = 0;
     for (uint32_t pages = 0; pages < WALK_PAGES_MAX; pages++) {
-        struct gsi_page page = {.entries = h->entries};
-        int rc = gsi_query(g, customer, limit, token, &page);
+        struct index_page page = {.entries = h->entries};
+        int rc = index_query(g, customer, limit, token, &page);
         check(query_rc_documented(rc));
         if (rc != 0) {
             return;
@@ -135,16 +134,16 @@ static void walk(struct harness *h, struct gsi *g, const struct ds_id *customer,
         check(page.count <= limit);
         for (uint32_t i = 0; i < page.count; i++) {
             check(entry_valid(&page.entries[i], customer));
-            uint8_t tail[GSI_TAIL_BYTES_MAX];
+            uint8_t tail[INDEX_TAIL_BYTES_MAX];
             size_t len =
-                gsi_key_tail_encode(page.entries[i].ts_ms, &page.entries[i].order_id, tail);
+                index_key_tail_encode(page.entries[i].ts_ms, &page.entries[i].order_id, tail);
             int order = memcmp(last, tail, len < last_len ? len : last_len);
             check(last_len == 0 || order < 0 || (order == 0 && last_len < len));
             memcpy(last, tail, len);
             last_len = len;
         }
         size_t token_len = strnlen(page.next_token, sizeof(page.next_token));
-        check(token_len <= GSI_TOKEN_CHARS_MAX);
+        check(token_len <= INDEX_TOKEN_CHARS_MAX);
         if (!page.has_next) {
             check(token_len == 0);
             return;
@@ -170,13 +169,13 @@ static void customers_make(struct ds_id *c)
 }
 
 /* The cursor and a walk of each customer at each limit. */
-static void handle_check(struct harness *h, struct gsi *g)
+static void handle_check(struct harness *h, struct index *g)
 {
     size_t len = 0;
-    int rc = gsi_cursor(g, h->cursor, sizeof(h->cursor), &len);
+    int rc = index_cursor(g, h->cursor, sizeof(h->cursor), &len);
     check(rc == 0 || rc == -DS_ECORRUPT || rc == -EIO);
-    check(rc != 0 || len <= GSI_CURSOR_BYTES_MAX);
-    static const uint32_t limits[LIMIT_COUNT] = {1, 7, GSI_PAGE_LIMIT_MAX};
+    check(rc != 0 || len <= INDEX_CURSOR_BYTES_MAX);
+    static const uint32_t limits[LIMIT_COUNT] = {1, 7, INDEX_PAGE_LIMIT_MAX};
     struct ds_id customers[CUSTOMER_COUNT];
     customers_make(customers);
     for (size_t c = 0; c < CUSTOMER_COUNT; c++) {
@@ -192,7 +191,7 @@ static bool open_rc_documented(int rc)
 }
 
 /* Customer 42's newest possible entry: the last timestamp, a string order id of 64 0xff. */
-static void newest_entry(struct gsi_entry *e)
+static void newest_entry(struct index_entry *e)
 {
     memset(e, 0, sizeof(*e));
     e->customer_id.value = 42;
@@ -207,28 +206,28 @@ static void newest_entry(struct gsi_entry *e)
 }
 
 /* On the writer: an apply after the cut shows at once and its cursor survives a reopen. */
-static void writer_check(struct harness *h, struct gsi *g)
+static void writer_check(struct harness *h, struct index *g)
 {
-    struct gsi_entry e;
+    struct index_entry e;
     newest_entry(&e);
-    int rc = gsi_apply(g, &e, 1, "fuzz-cursor", 11);
+    int rc = index_apply(g, &e, 1, "fuzz-cursor", 11);
     check(rc == 0 || rc == -EIO);
     if (rc != 0) {
-        gsi_close(g);
+        index_close(g);
         return;
     }
-    struct gsi_page page = {.entries = h->entries};
-    rc = gsi_query(g, &e.customer_id, 1, NULL, &page);
+    struct index_page page = {.entries = h->entries};
+    rc = index_query(g, &e.customer_id, 1, NULL, &page);
     check(query_rc_documented(rc));
     check(rc != 0 || (page.count == 1 && page.entries[0].amount_units == -7 &&
                       id_equal(&page.entries[0].order_id, &e.order_id)));
-    gsi_close(g);
+    index_close(g);
     g = NULL;
-    check(gsi_open(&h->cfg, &g) == 0);
+    check(index_open(&h->cfg, &g) == 0);
     size_t len = 0;
-    check(gsi_cursor(g, h->cursor, sizeof(h->cursor), &len) == 0);
+    check(index_cursor(g, h->cursor, sizeof(h->cursor), &len) == 0);
     check(len == 11 && memcmp(h->cursor, "fuzz-cursor", 11) == 0);
-    gsi_close(g);
+    index_close(g);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -240,25 +239,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(h != NULL);
     check(test_tempdir_make(h->dir, sizeof(h->dir)) == 0);
     snprintf(h->index_dir, sizeof(h->index_dir), "%s/gsi", h->dir);
-    gsi_config_defaults(&h->cfg);
+    index_config_defaults(&h->cfg);
     h->cfg.dir = h->index_dir;
-    h->cfg.table_slots_log2 = GSI_TABLE_SLOTS_LOG2_MIN; /* long chains, and quick to load */
+    h->cfg.table_slots_log2 = INDEX_TABLE_SLOTS_LOG2_MIN; /* long chains, and quick to load */
     h->cfg.batch_entries_max = 16;
-    h->cfg.checkpoint_bytes = GSI_CHECKPOINT_BYTES_MIN;
+    h->cfg.checkpoint_bytes = INDEX_CHECKPOINT_BYTES_MIN;
     layout_make(h, data[0], data + 1, size - 1);
-    struct gsi *g = NULL;
+    struct index *g = NULL;
     /* A reader also refuses damage followed by intact records (-DS_ECORRUPT), where the writer
      * cuts the log there and its builder replays. */
-    int rc = gsi_open_reader(&h->cfg, &g);
+    int rc = index_open_reader(&h->cfg, &g);
     check(open_rc_documented(rc) || rc == -ENOENT || rc == -DS_ECORRUPT);
     if (rc == 0) {
         handle_check(h, g);
-        rc = gsi_reader_refresh(g);
+        rc = index_refresh(g);
         check(rc == 0 || rc == -EIO || rc == -DS_ECORRUPT);
-        gsi_close(g);
+        index_close(g);
         g = NULL;
     }
-    rc = gsi_open(&h->cfg, &g);
+    rc = index_open(&h->cfg, &g);
     check(open_rc_documented(rc));
     if (rc == 0) {
         handle_check(h, g);

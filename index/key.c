@@ -1,11 +1,11 @@
 /*
- * key.c: the index's byte encodings (key.h).
+ * key.c: the index's byte encodings (index_private.h, "keys and values").
  */
-#include "gsi/key.h"
+#include "index/index_private.h"
 
 #include <string.h>
 
-void gsi_key_be64_put(uint8_t *dst, uint64_t v)
+void index_key_be64_put(uint8_t *dst, uint64_t v)
 {
     for (int i = 7; i >= 0; i--) {
         dst[i] = (uint8_t)v;
@@ -13,7 +13,7 @@ void gsi_key_be64_put(uint8_t *dst, uint64_t v)
     }
 }
 
-uint64_t gsi_key_be64_get(const uint8_t *src)
+uint64_t index_key_be64_get(const uint8_t *src)
 {
     uint64_t v = 0;
     for (int i = 0; i < 8; i++) {
@@ -22,7 +22,7 @@ uint64_t gsi_key_be64_get(const uint8_t *src)
     return v;
 }
 
-bool gsi_key_id_valid(const struct ds_id *id)
+bool index_key_id_valid(const struct ds_id *id)
 {
     if (id->is_string) {
         return id->len >= 1 && id->len <= DS_ID_BYTES_MAX;
@@ -30,7 +30,7 @@ bool gsi_key_id_valid(const struct ds_id *id)
     return id->value >= 1;
 }
 
-uint64_t gsi_key_tag(const struct ds_id *customer)
+uint64_t index_key_tag(const struct ds_id *customer)
 {
     uint64_t h;
     if (!customer->is_string) {
@@ -46,17 +46,17 @@ uint64_t gsi_key_tag(const struct ds_id *customer)
 }
 
 /* Writes ts and order id (the token part of a key) into dst; returns its length. */
-size_t gsi_key_tail_encode(int64_t ts_ms, const struct ds_id *order, uint8_t *dst)
+size_t index_key_tail_encode(int64_t ts_ms, const struct ds_id *order, uint8_t *dst)
 {
     ASSERT(ts_ms >= DS_TS_MS_MIN && ts_ms <= DS_TS_MS_MAX);
-    gsi_key_be64_put(dst, ~(uint64_t)ts_ms);
+    index_key_be64_put(dst, ~(uint64_t)ts_ms);
     if (!order->is_string) {
-        dst[8] = GSI_TAG_ORDER_INT;
-        gsi_key_be64_put(dst + 9, ~(uint64_t)order->value);
-        return GSI_TAIL_INT_BYTES;
+        dst[8] = INDEX_TAG_ORDER_INT;
+        index_key_be64_put(dst + 9, ~(uint64_t)order->value);
+        return INDEX_TAIL_INT_BYTES;
     }
     size_t n = 8;
-    dst[n++] = GSI_TAG_ORDER_STRING;
+    dst[n++] = INDEX_TAG_ORDER_STRING;
     for (size_t i = 0; i < order->len; i++) {
         uint8_t b = (uint8_t)order->text[i];
         dst[n++] = (uint8_t)~b;
@@ -66,31 +66,31 @@ size_t gsi_key_tail_encode(int64_t ts_ms, const struct ds_id *order, uint8_t *ds
     }
     dst[n++] = 0xFF; /* ~0x00 0x00: the terminator */
     dst[n++] = 0xFF;
-    ASSERT(n <= GSI_TAIL_BYTES_MAX);
+    ASSERT(n <= INDEX_TAIL_BYTES_MAX);
     return n;
 }
 
 /* Decodes a token part (ts + order id) of exactly len bytes. Returns 0 or -DS_ECORRUPT. */
-int gsi_key_tail_decode(const uint8_t *src, size_t len, int64_t *ts_ms, struct ds_id *order)
+int index_key_tail_decode(const uint8_t *src, size_t len, int64_t *ts_ms, struct ds_id *order)
 {
     if (len < 8 + 1) {
         return -DS_ECORRUPT;
     }
-    uint64_t ts = ~gsi_key_be64_get(src);
+    uint64_t ts = ~index_key_be64_get(src);
     if (ts > (uint64_t)DS_TS_MS_MAX) {
         return -DS_ECORRUPT;
     }
     struct ds_id id = {0};
-    if (src[8] == GSI_TAG_ORDER_INT) {
-        if (len != GSI_TAIL_INT_BYTES) {
+    if (src[8] == INDEX_TAG_ORDER_INT) {
+        if (len != INDEX_TAIL_INT_BYTES) {
             return -DS_ECORRUPT; /* checked before the id is read: it may not be there */
         }
-        uint64_t v = ~gsi_key_be64_get(src + 9);
+        uint64_t v = ~index_key_be64_get(src + 9);
         if (v == 0 || v > (uint64_t)INT64_MAX) {
             return -DS_ECORRUPT;
         }
         id.value = (int64_t)v;
-    } else if (src[8] == GSI_TAG_ORDER_STRING) {
+    } else if (src[8] == INDEX_TAG_ORDER_STRING) {
         id.is_string = true;
         size_t i = 9;
         for (;;) {
@@ -123,7 +123,7 @@ int gsi_key_tail_decode(const uint8_t *src, size_t len, int64_t *ts_ms, struct d
     return 0;
 }
 
-size_t gsi_key_value_encode(const struct gsi_entry *e, uint8_t *dst)
+size_t index_key_value_encode(const struct index_entry *e, uint8_t *dst)
 {
     size_t n = 0;
     dst[n++] = e->status_len;
@@ -135,11 +135,11 @@ size_t gsi_key_value_encode(const struct gsi_entry *e, uint8_t *dst)
         zz >>= 7;
     }
     dst[n++] = (uint8_t)zz;
-    ASSERT(n <= GSI_VALUE_BYTES_MAX);
+    ASSERT(n <= INDEX_VALUE_BYTES_MAX);
     return n;
 }
 
-int gsi_key_value_decode(const uint8_t *src, size_t len, struct gsi_entry *e)
+int index_key_value_decode(const uint8_t *src, size_t len, struct index_entry *e)
 {
     if (len < 2 || src[0] > DS_STATUS_BYTES_MAX || len < 2u + src[0]) {
         return -DS_ECORRUPT;
@@ -166,7 +166,7 @@ int gsi_key_value_decode(const uint8_t *src, size_t len, struct gsi_entry *e)
 }
 
 /* Lowercase hex of src into dst (2 * len + 1 bytes). */
-void gsi_key_hex_encode(const uint8_t *src, size_t len, char *dst)
+void index_key_hex_encode(const uint8_t *src, size_t len, char *dst)
 {
     static const char digits[] = "0123456789abcdef";
     for (size_t i = 0; i < len; i++) {
@@ -176,7 +176,7 @@ void gsi_key_hex_encode(const uint8_t *src, size_t len, char *dst)
     dst[2 * len] = '\0';
 }
 
-static int gsi_key_hex_digit(char c)
+static int index_key_hex_digit(char c)
 {
     if (c >= '0' && c <= '9') {
         return c - '0';
@@ -188,15 +188,15 @@ static int gsi_key_hex_digit(char c)
 }
 
 /* Decodes a page token into its key part; returns the byte count or -DS_EUSAGE. */
-int gsi_key_token_decode(const char *token, uint8_t *dst)
+int index_key_token_decode(const char *token, uint8_t *dst)
 {
-    size_t chars = strnlen(token, GSI_TOKEN_CHARS_MAX + 1);
-    if (chars == 0 || chars > GSI_TOKEN_CHARS_MAX || chars % 2 != 0) {
+    size_t chars = strnlen(token, INDEX_TOKEN_CHARS_MAX + 1);
+    if (chars == 0 || chars > INDEX_TOKEN_CHARS_MAX || chars % 2 != 0) {
         return -DS_EUSAGE;
     }
     for (size_t i = 0; i < chars / 2; i++) {
-        int hi = gsi_key_hex_digit(token[2 * i]);
-        int lo = gsi_key_hex_digit(token[2 * i + 1]);
+        int hi = index_key_hex_digit(token[2 * i]);
+        int lo = index_key_hex_digit(token[2 * i + 1]);
         if (hi < 0 || lo < 0) {
             return -DS_EUSAGE;
         }
@@ -204,7 +204,7 @@ int gsi_key_token_decode(const char *token, uint8_t *dst)
     }
     int64_t ts_ms = 0;
     struct ds_id order;
-    if (gsi_key_tail_decode(dst, chars / 2, &ts_ms, &order) != 0) {
+    if (index_key_tail_decode(dst, chars / 2, &ts_ms, &order) != 0) {
         return -DS_EUSAGE;
     }
     return (int)(chars / 2);

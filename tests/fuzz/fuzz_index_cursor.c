@@ -1,10 +1,10 @@
 /*
  * libFuzzer harness for the two cursors of the by-customer index:
  *   - the page token of /v1/customers/{id}/orders ("next" in an answer, ?cursor= in the next
- *     request: outside input), decoded by gsi_key_token_decode into a tail key (gsi/key.c), and
- *     the tail key itself, which gsi_key_tail_decode also reads back from the index's log;
- *   - the builder's cursor (query/gsi_builder.c: "GSC1", commit sequence, partition positions),
- *     stored in the index's log by gsi_apply and decoded by cursor_load after a restart.
+ *     request: outside input), decoded by index_key_token_decode into a tail key (index/key.c), and
+ *     the tail key itself, which index_key_tail_decode also reads back from the index's log;
+ *   - the builder's cursor (index/builder.c: "GSC1", commit sequence, partition positions),
+ *     stored in the index's log by index_apply and decoded by cursor_load after a restart.
  *
  * Input: a mode byte (mode % 5), then the rest:
  *   MODE_TOKEN     the rest is a token; when it decodes, the tail key decodes to (ts, order id),
@@ -19,9 +19,9 @@
  *                  (stable), and y is the input itself when its entries were already sorted.
  *   MODE_BUILDER_MADE positions built from the rest: encode then load gives them back.
  *
- * The builder's functions are static, so this file includes query/gsi_builder.c, with
- * gsi_cursor renamed to a fake that hands out the input (the harness runs no index); the rest of
- * query/ links from ds_query (its gsi_builder.o is never pulled: this file defines all of its
+ * The builder's functions are static, so this file includes index/builder.c, with
+ * index_cursor renamed to a fake that hands out the input (the harness runs no index); the rest of
+ * query/ links from ds_query (its index_builder.o is never pulled: this file defines all of its
  * symbols).
  */
 #include <errno.h>
@@ -31,14 +31,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gsi/gsi.h"
-#include "gsi/key.h"
+#include "index/index_private.h"
 
-static int fuzz_gsi_cursor(struct gsi *g, void *buf, size_t cap, size_t *len);
-#define gsi_cursor fuzz_gsi_cursor
-#include "query/gsi_builder.c"
+static int fuzz_index_cursor_get(struct index *g, void *buf, size_t cap, size_t *len);
+#define index_cursor fuzz_index_cursor_get
+#include "index/builder.c"
 #include "tests/fuzz/fuzz_input.h"
-#undef gsi_cursor
+#undef index_cursor
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -50,13 +49,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MODE_COUNT 5u
 #define MADE_POSITIONS_MAX 64u
 
-/* What the fake gsi_cursor hands out: the harness's one mutable static. */
+/* What the fake index_cursor hands out: the harness's one mutable static. */
 static struct {
     const uint8_t *bytes;
     size_t len;
 } stored;
 
-static int fuzz_gsi_cursor(struct gsi *g, void *buf, size_t cap, size_t *len)
+static int fuzz_index_cursor_get(struct index *g, void *buf, size_t cap, size_t *len)
 {
     (void)g;
     *len = stored.len;
@@ -88,18 +87,18 @@ static void token_run(const uint8_t *data, size_t size)
     check(token != NULL);
     memcpy(token, data, size);
     token[size] = '\0';
-    uint8_t key[GSI_TAIL_BYTES_MAX];
-    int n = gsi_key_token_decode(token, key);
-    check(n == -DS_EUSAGE || (n > 0 && (size_t)n <= GSI_TAIL_BYTES_MAX));
+    uint8_t key[INDEX_TAIL_BYTES_MAX];
+    int n = index_key_token_decode(token, key);
+    check(n == -DS_EUSAGE || (n > 0 && (size_t)n <= INDEX_TAIL_BYTES_MAX));
     if (n > 0) {
         int64_t ts_ms = 0;
         struct ds_id order;
-        check(gsi_key_tail_decode(key, (size_t)n, &ts_ms, &order) == 0);
-        uint8_t again[GSI_TAIL_BYTES_MAX];
-        check(gsi_key_tail_encode(ts_ms, &order, again) == (size_t)n);
+        check(index_key_tail_decode(key, (size_t)n, &ts_ms, &order) == 0);
+        uint8_t again[INDEX_TAIL_BYTES_MAX];
+        check(index_key_tail_encode(ts_ms, &order, again) == (size_t)n);
         check(memcmp(again, key, (size_t)n) == 0);
-        char hex[GSI_TOKEN_CHARS_MAX + 1];
-        gsi_key_hex_encode(key, (size_t)n, hex);
+        char hex[INDEX_TOKEN_CHARS_MAX + 1];
+        index_key_hex_encode(key, (size_t)n, hex);
         check(strcmp(hex, token) == 0);
     }
     free(token);
@@ -112,12 +111,12 @@ static void tail_run(const uint8_t *data, size_t size)
     memcpy(key, data, size);
     int64_t ts_ms = 0;
     struct ds_id order;
-    int rc = gsi_key_tail_decode(key, size, &ts_ms, &order);
+    int rc = index_key_tail_decode(key, size, &ts_ms, &order);
     check(rc == 0 || rc == -DS_ECORRUPT);
     if (rc == 0) {
-        check(ts_ms >= DS_TS_MS_MIN && ts_ms <= DS_TS_MS_MAX && gsi_key_id_valid(&order));
-        uint8_t again[GSI_TAIL_BYTES_MAX];
-        check(gsi_key_tail_encode(ts_ms, &order, again) == size);
+        check(ts_ms >= DS_TS_MS_MIN && ts_ms <= DS_TS_MS_MAX && index_key_id_valid(&order));
+        uint8_t again[INDEX_TAIL_BYTES_MAX];
+        check(index_key_tail_encode(ts_ms, &order, again) == size);
         check(memcmp(again, key, size) == 0);
     }
     free(key);
@@ -139,33 +138,33 @@ static void tail_made_run(const uint8_t *data, size_t size)
     } else {
         order.value = (int64_t)(1u + fuzz_take_le(&r, 8) % (uint64_t)INT64_MAX);
     }
-    uint8_t key[GSI_TAIL_BYTES_MAX];
-    size_t n = gsi_key_tail_encode(ts_ms, &order, key);
-    check(n > 8 && n <= GSI_TAIL_BYTES_MAX);
+    uint8_t key[INDEX_TAIL_BYTES_MAX];
+    size_t n = index_key_tail_encode(ts_ms, &order, key);
+    check(n > 8 && n <= INDEX_TAIL_BYTES_MAX);
     int64_t ts_back = -1;
     struct ds_id back;
-    check(gsi_key_tail_decode(key, n, &ts_back, &back) == 0);
+    check(index_key_tail_decode(key, n, &ts_back, &back) == 0);
     check(ts_back == ts_ms && fuzz_id_same(&back, &order));
-    char token[GSI_TOKEN_CHARS_MAX + 1];
-    gsi_key_hex_encode(key, n, token);
-    uint8_t key_back[GSI_TAIL_BYTES_MAX];
-    check(gsi_key_token_decode(token, key_back) == (int)n);
+    char token[INDEX_TOKEN_CHARS_MAX + 1];
+    index_key_hex_encode(key, n, token);
+    uint8_t key_back[INDEX_TAIL_BYTES_MAX];
+    check(index_key_token_decode(token, key_back) == (int)n);
     check(memcmp(key_back, key, n) == 0);
 }
 
 /* ---- the builder's cursor ----------------------------------------------------------------- */
 
-static struct query_gsi *builder_make(void)
+static struct index_builder *builder_make(void)
 {
-    struct query_gsi *g = calloc(1, sizeof(*g));
+    struct index_builder *g = calloc(1, sizeof(*g));
     check(g != NULL);
-    g->cursor = malloc(GSI_CURSOR_BYTES_MAX);
+    g->cursor = malloc(INDEX_CURSOR_BYTES_MAX);
     check(g->cursor != NULL);
     memcpy(g->gsi_dir, "fuzz", 5);
     return g;
 }
 
-static void builder_free(struct query_gsi *g)
+static void builder_free(struct index_builder *g)
 {
     free(g->positions);
     free(g->cursor);
@@ -174,9 +173,9 @@ static void builder_free(struct query_gsi *g)
 
 /* Loads bytes[0..len) as the stored cursor into a fresh builder; returns cursor_load's answer
  * and the builder (freed by the caller). */
-static int builder_load(const uint8_t *bytes, size_t len, struct query_gsi **out)
+static int builder_load(const uint8_t *bytes, size_t len, struct index_builder **out)
 {
-    struct query_gsi *g = builder_make();
+    struct index_builder *g = builder_make();
     stored.bytes = bytes;
     stored.len = len;
     int rc = cursor_load(g);
@@ -192,7 +191,7 @@ static int builder_load(const uint8_t *bytes, size_t len, struct query_gsi **out
     return rc;
 }
 
-static bool positions_equal(const struct query_gsi *a, const struct query_gsi *b)
+static bool positions_equal(const struct index_builder *a, const struct index_builder *b)
 {
     if (a->position_count != b->position_count || a->applied_seq != b->applied_seq) {
         return false;
@@ -229,14 +228,14 @@ static void builder_run(const uint8_t *data, size_t size)
     uint8_t *bytes = malloc(size > 0 ? size : 1);
     check(bytes != NULL);
     memcpy(bytes, data, size);
-    struct query_gsi *g = NULL;
+    struct index_builder *g = NULL;
     if (builder_load(bytes, size, &g) == 0 && size > 0) {
-        uint8_t *y = malloc(GSI_CURSOR_BYTES_MAX);
+        uint8_t *y = malloc(INDEX_CURSOR_BYTES_MAX);
         check(y != NULL);
         size_t y_len = cursor_encode(g, g->applied_seq, y);
         check(y_len <= size);
         check(!entries_sorted(bytes, size) || (y_len == size && memcmp(y, bytes, size) == 0));
-        struct query_gsi *h = NULL;
+        struct index_builder *h = NULL;
         check(builder_load(y, y_len, &h) == 0);
         check(positions_equal(g, h));
         check(cursor_encode(h, h->applied_seq, g->cursor) == y_len);
@@ -251,7 +250,7 @@ static void builder_run(const uint8_t *data, size_t size)
 static void builder_made_run(const uint8_t *data, size_t size)
 {
     struct fuzz_input r = {data, data + size};
-    struct query_gsi *g = builder_make();
+    struct index_builder *g = builder_make();
     uint64_t seq = fuzz_take_le(&r, 8);
     uint32_t want = fuzz_take_u8(&r) % (MADE_POSITIONS_MAX + 1u);
     for (uint32_t i = 0; i < want; i++) {
@@ -263,11 +262,11 @@ static void builder_made_run(const uint8_t *data, size_t size)
         p->pos.offset = fuzz_take_le(&r, 8);
     }
     g->applied_seq = seq;
-    uint8_t *y = malloc(GSI_CURSOR_BYTES_MAX);
+    uint8_t *y = malloc(INDEX_CURSOR_BYTES_MAX);
     check(y != NULL);
     size_t y_len = cursor_encode(g, seq, y);
     check(y_len == CURSOR_HEADER_BYTES + (size_t)g->position_count * CURSOR_ENTRY_BYTES);
-    struct query_gsi *h = NULL;
+    struct index_builder *h = NULL;
     check(builder_load(y, y_len, &h) == 0);
     check(positions_equal(g, h));
     builder_free(h);

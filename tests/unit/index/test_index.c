@@ -1,5 +1,5 @@
 /*
- * Unit tests of gsi/gsi.c, the by-customer index store: answers equal a ground truth
+ * Unit tests of index/store.c, the by-customer index store: answers equal a ground truth
  * sorted here (a heavy customer with thousands of orders, a light one with one, string customer
  * ids, integer and string ids that look alike, order id ties on one timestamp), full pagination
  * with limits 1, 7 and 1000, the same with checkpoints written while batches arrive and after
@@ -8,7 +8,7 @@
  * across kill -9 of a writer process (never a part of an apply), malformed tokens and limits,
  * invalid entries and configurations, a second writer, queries on another thread during
  * applies (whole applies only), a damaged run (an error, never a wrong answer), and a reader
- * that sees the writer's applies after a refresh. gsi_check (fsck): a clean index and one beside
+ * that sees the writer's applies after a refresh. index_check (fsck): a clean index and one beside
  * a live writer are clean; a flipped log record followed by intact ones or inside what the
  * checkpoint covers, a flipped or cut checkpoint, a bad FORMAT and a log cut inside the
  * checkpoint are damage naming the file; a torn log tail without a checkpoint is clean.
@@ -31,7 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gsi/gsi.h"
+#include "index/index.h"
 #include "tests/support/events.h"
 #include "tests/support/tempdir.h"
 
@@ -41,10 +41,10 @@
 struct fixture {
     char dir[64];
     char index_dir[128];
-    struct gsi *g;
-    struct gsi_entry *entries; /* the applied entries, the ground truth */
+    struct index *g;
+    struct index_entry *entries; /* the applied entries, the ground truth */
     size_t count;
-    struct gsi_entry page[GSI_PAGE_LIMIT_MAX];
+    struct index_entry page[INDEX_PAGE_LIMIT_MAX];
 };
 
 static int setup(void **state)
@@ -55,11 +55,11 @@ static int setup(void **state)
     snprintf(f->index_dir, sizeof(f->index_dir), "%s/gsi", f->dir);
     f->entries = calloc(TRUTH_MAX, sizeof(*f->entries));
     assert_non_null(f->entries);
-    struct gsi_config cfg;
-    gsi_config_defaults(&cfg);
+    struct index_config cfg;
+    index_config_defaults(&cfg);
     cfg.dir = f->index_dir;
     cfg.batch_entries_max = 4096;
-    assert_int_equal(gsi_open(&cfg, &f->g), 0);
+    assert_int_equal(index_open(&cfg, &f->g), 0);
     *state = f;
     return 0;
 }
@@ -67,7 +67,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *f = *state;
-    gsi_close(f->g);
+    index_close(f->g);
     test_tempdir_remove(f->dir);
     free(f->entries);
     free(f);
@@ -78,17 +78,17 @@ static int teardown(void **state)
  * that applies write checkpoints too. */
 static int reopen(struct fixture *f)
 {
-    gsi_close(f->g);
+    index_close(f->g);
     f->g = NULL;
-    struct gsi_config cfg;
-    gsi_config_defaults(&cfg);
+    struct index_config cfg;
+    index_config_defaults(&cfg);
     cfg.dir = f->index_dir;
     cfg.batch_entries_max = 4096;
-    cfg.checkpoint_bytes = GSI_CHECKPOINT_BYTES_MIN;
-    return gsi_open(&cfg, &f->g);
+    cfg.checkpoint_bytes = INDEX_CHECKPOINT_BYTES_MIN;
+    return index_open(&cfg, &f->g);
 }
 
-static void entry_make(struct gsi_entry *e, const struct ds_id *customer, int64_t ts_ms,
+static void entry_make(struct index_entry *e, const struct ds_id *customer, int64_t ts_ms,
                        const struct ds_id *order, const char *status, int64_t amount_units)
 {
     memset(e, 0, sizeof(*e));
@@ -119,15 +119,15 @@ static int id_compare(const struct ds_id *a, const struct ds_id *b)
 /* Newest first: ts descending, then order id descending. */
 static int entry_newest_first(const void *x, const void *y)
 {
-    const struct gsi_entry *a = x;
-    const struct gsi_entry *b = y;
+    const struct index_entry *a = x;
+    const struct index_entry *b = y;
     if (a->ts_ms != b->ts_ms) {
         return a->ts_ms > b->ts_ms ? -1 : 1;
     }
     return -id_compare(&a->order_id, &b->order_id);
 }
 
-static void entry_assert_equal(const struct gsi_entry *want, const struct gsi_entry *got)
+static void entry_assert_equal(const struct index_entry *want, const struct index_entry *got)
 {
     assert_true(test_id_equal(&want->customer_id, &got->customer_id));
     assert_true(test_id_equal(&want->order_id, &got->order_id));
@@ -139,9 +139,10 @@ static void entry_assert_equal(const struct gsi_entry *want, const struct gsi_en
 }
 
 /* The applied entries of customer, newest first, into a fresh array of *n entries. */
-static struct gsi_entry *truth_of(const struct fixture *f, const struct ds_id *customer, size_t *n)
+static struct index_entry *truth_of(const struct fixture *f, const struct ds_id *customer,
+                                    size_t *n)
 {
-    struct gsi_entry *out = calloc(f->count + 1, sizeof(*out));
+    struct index_entry *out = calloc(f->count + 1, sizeof(*out));
     assert_non_null(out);
     *n = 0;
     for (size_t i = 0; i < f->count; i++) {
@@ -157,7 +158,7 @@ static void apply_all(struct fixture *f, size_t first, size_t batch, const char 
 {
     for (size_t i = first; i < f->count; i += batch) {
         size_t n = f->count - i < batch ? f->count - i : batch;
-        assert_int_equal(gsi_apply(f->g, f->entries + i, n, cursor, strlen(cursor)), 0);
+        assert_int_equal(index_apply(f->g, f->entries + i, n, cursor, strlen(cursor)), 0);
     }
 }
 
@@ -166,12 +167,12 @@ static void assert_pages_equal_truth(struct fixture *f, const struct ds_id *cust
                                      uint32_t limit)
 {
     size_t n = 0;
-    struct gsi_entry *truth = truth_of(f, customer, &n);
+    struct index_entry *truth = truth_of(f, customer, &n);
     size_t seen = 0;
-    char token[GSI_TOKEN_CHARS_MAX + 1] = "";
+    char token[INDEX_TOKEN_CHARS_MAX + 1] = "";
     for (;;) {
-        struct gsi_page page = {.entries = f->page};
-        assert_int_equal(gsi_query(f->g, customer, limit, token, &page), 0);
+        struct index_page page = {.entries = f->page};
+        assert_int_equal(index_query(f->g, customer, limit, token, &page), 0);
         assert_true(page.count <= limit);
         for (uint32_t i = 0; i < page.count; i++) {
             assert_true(seen < n);
@@ -223,13 +224,13 @@ static void population_make(struct fixture *f, uint64_t seed)
     /* Shuffle so that batches hold every customer in random order. */
     for (size_t i = f->count - 1; i > 0; i--) {
         size_t j = (size_t)test_rng_below(&rng, i + 1);
-        struct gsi_entry t = f->entries[i];
+        struct index_entry t = f->entries[i];
         f->entries[i] = f->entries[j];
         f->entries[j] = t;
     }
 }
 
-static void test_gsi_query_equals_truth_all_limits(void **state)
+static void test_index_query_equals_truth_all_limits(void **state)
 {
     /* Every page of every customer, at limits 1, 7 and 1000, equals the truth. */
     struct fixture *f = *state;
@@ -259,7 +260,7 @@ static void assert_heavy_and_string_pages_equal_truth(struct fixture *f)
     assert_pages_equal_truth(f, &str_a, 1);
 }
 
-static void test_gsi_query_equals_truth_across_checkpoints(void **state)
+static void test_index_query_equals_truth_across_checkpoints(void **state)
 {
     /* 3701 entries applied 8 times over (replays) in batches of 50, with a checkpoint of the
      * table every MiB of log: every page equals the truth, with no duplicates, on the writer,
@@ -268,7 +269,7 @@ static void test_gsi_query_equals_truth_across_checkpoints(void **state)
     struct fixture *f = *state;
     assert_int_equal(reopen(f), 0);
     population_make(f, test_seed());
-    uint64_t empty = gsi_bytes_on_disk(f->g);
+    uint64_t empty = index_bytes_on_disk(f->g);
     for (int round = 0; round < 8; round++) {
         apply_all(f, 0, 50, "c");
     }
@@ -278,18 +279,18 @@ static void test_gsi_query_equals_truth_across_checkpoints(void **state)
         usleep(10000); /* the writer's checkpoint thread renames it in while applies go on */
     }
     assert_int_equal(access(table, F_OK), 0); /* written while applying, before any close */
-    assert_true(gsi_bytes_on_disk(f->g) > empty + (1u << 20));
+    assert_true(index_bytes_on_disk(f->g) > empty + (1u << 20));
     assert_heavy_and_string_pages_equal_truth(f);
     assert_int_equal(reopen(f), 0);
     assert_heavy_and_string_pages_equal_truth(f);
-    gsi_close(f->g);
+    index_close(f->g);
     f->g = NULL;
     assert_int_equal(unlink(table), 0);
     assert_int_equal(reopen(f), 0);
     assert_heavy_and_string_pages_equal_truth(f);
 }
 
-static void test_gsi_pages_stable_while_newer_entries_arrive(void **state)
+static void test_index_pages_stable_while_newer_entries_arrive(void **state)
 {
     /* Entries applied between pages are newer: later pages neither skip nor repeat. */
     struct fixture *f = *state;
@@ -298,12 +299,12 @@ static void test_gsi_pages_stable_while_newer_entries_arrive(void **state)
     struct ds_id heavy;
     test_id_int(&heavy, 7);
     size_t n = 0;
-    struct gsi_entry *truth = truth_of(f, &heavy, &n);
+    struct index_entry *truth = truth_of(f, &heavy, &n);
     size_t seen = 0;
-    char token[GSI_TOKEN_CHARS_MAX + 1] = "";
+    char token[INDEX_TOKEN_CHARS_MAX + 1] = "";
     for (int64_t round = 0;; round++) {
-        struct gsi_page page = {.entries = f->page};
-        assert_int_equal(gsi_query(f->g, &heavy, 7, token, &page), 0);
+        struct index_page page = {.entries = f->page};
+        assert_int_equal(index_query(f->g, &heavy, 7, token, &page), 0);
         for (uint32_t i = 0; i < page.count; i++) {
             entry_assert_equal(&truth[seen++], &page.entries[i]);
         }
@@ -311,17 +312,17 @@ static void test_gsi_pages_stable_while_newer_entries_arrive(void **state)
             break;
         }
         strcpy(token, page.next_token);
-        struct gsi_entry fresh;
+        struct index_entry fresh;
         struct ds_id order;
         test_id_int(&order, 1000000 + round);
         entry_make(&fresh, &heavy, TS0 + 86400000LL + round, &order, "paid", round);
-        assert_int_equal(gsi_apply(f->g, &fresh, 1, "c2", 2), 0);
+        assert_int_equal(index_apply(f->g, &fresh, 1, "c2", 2), 0);
     }
     assert_int_equal(seen, n);
     free(truth);
 }
 
-static void test_gsi_apply_twice_changes_nothing(void **state)
+static void test_index_apply_twice_changes_nothing(void **state)
 {
     /* Re-applying the same batches (a builder replaying after a crash) adds nothing. */
     struct fixture *f = *state;
@@ -334,31 +335,31 @@ static void test_gsi_apply_twice_changes_nothing(void **state)
     assert_pages_equal_truth(f, &heavy, 1000);
 }
 
-static void test_gsi_cursor_and_entries_survive_reopen(void **state)
+static void test_index_cursor_and_entries_survive_reopen(void **state)
 {
     /* The cursor starts empty; after apply, close and reopen, cursor and entries agree. */
     struct fixture *f = *state;
     char buf[16];
     size_t len = 99;
-    assert_int_equal(gsi_cursor(f->g, buf, sizeof(buf), &len), 0);
+    assert_int_equal(index_cursor(f->g, buf, sizeof(buf), &len), 0);
     assert_int_equal(len, 0);
     population_make(f, test_seed());
     apply_all(f, 0, 4096, "position-1");
     assert_int_equal(reopen(f), 0);
-    assert_int_equal(gsi_cursor(f->g, buf, sizeof(buf), &len), 0);
+    assert_int_equal(index_cursor(f->g, buf, sizeof(buf), &len), 0);
     assert_int_equal(len, 10);
     assert_memory_equal(buf, "position-1", 10);
-    assert_int_equal(gsi_cursor(f->g, buf, 4, &len), -ENOSPC);
+    assert_int_equal(index_cursor(f->g, buf, 4, &len), -ENOSPC);
     struct ds_id str7;
     test_id_string(&str7, "7", 1);
     assert_pages_equal_truth(f, &str7, 1000);
-    assert_true(gsi_bytes_on_disk(f->g) > 0);
+    assert_true(index_bytes_on_disk(f->g) > 0);
 }
 
 #define CRASH_BATCH 300u
 
 /* Batch i: CRASH_BATCH orders of customer i + 1, order ids i * CRASH_BATCH + 1 ... */
-static void crash_batch(struct gsi_entry *batch, uint64_t i)
+static void crash_batch(struct index_entry *batch, uint64_t i)
 {
     struct ds_id customer;
     test_id_int(&customer, (int64_t)i + 1);
@@ -373,7 +374,7 @@ static uint64_t crash_cursor(struct fixture *f)
 {
     uint64_t cursor = 0;
     size_t len = 0;
-    assert_int_equal(gsi_cursor(f->g, &cursor, sizeof(cursor), &len), 0);
+    assert_int_equal(index_cursor(f->g, &cursor, sizeof(cursor), &len), 0);
     assert_true(len == 0 || len == sizeof(cursor));
     return len == 0 ? 0 : cursor; /* the cursor is the number of batches applied */
 }
@@ -382,26 +383,26 @@ static uint32_t orders_of(struct fixture *f, int64_t customer_value)
 {
     struct ds_id customer;
     test_id_int(&customer, customer_value);
-    struct gsi_page page = {.entries = f->page};
-    assert_int_equal(gsi_query(f->g, &customer, GSI_PAGE_LIMIT_MAX, NULL, &page), 0);
+    struct index_page page = {.entries = f->page};
+    assert_int_equal(index_query(f->g, &customer, INDEX_PAGE_LIMIT_MAX, NULL, &page), 0);
     return page.count;
 }
 
-static void test_gsi_damaged_run_is_an_error_not_a_wrong_answer(void **state)
+static void test_index_damaged_run_is_an_error_not_a_wrong_answer(void **state)
 {
     /* One customer's batch, checkpointed at close; then a byte of its run flipped (inside what
      * the checkpoint covers, so opening does not read it): a query that needs that run fails
      * with -DS_ECORRUPT rather than answering from damaged bytes, and other customers still
      * answer. */
     struct fixture *f = *state;
-    struct gsi_entry batch[CRASH_BATCH];
+    struct index_entry batch[CRASH_BATCH];
     crash_batch(batch, 0);
     uint64_t one = 1;
-    assert_int_equal(gsi_apply(f->g, batch, CRASH_BATCH, &one, sizeof(one)), 0);
+    assert_int_equal(index_apply(f->g, batch, CRASH_BATCH, &one, sizeof(one)), 0);
     crash_batch(batch, 1);
     uint64_t two = 2;
-    assert_int_equal(gsi_apply(f->g, batch, CRASH_BATCH, &two, sizeof(two)), 0);
-    gsi_close(f->g);
+    assert_int_equal(index_apply(f->g, batch, CRASH_BATCH, &two, sizeof(two)), 0);
+    index_close(f->g);
     f->g = NULL;
     char log[160];
     snprintf(log, sizeof(log), "%s/log", f->index_dir);
@@ -415,13 +416,14 @@ static void test_gsi_damaged_run_is_an_error_not_a_wrong_answer(void **state)
     assert_int_equal(reopen(f), 0);
     struct ds_id damaged;
     test_id_int(&damaged, 1);
-    struct gsi_page page = {.entries = f->page};
-    assert_int_equal(gsi_query(f->g, &damaged, GSI_PAGE_LIMIT_MAX, NULL, &page), -DS_ECORRUPT);
+    struct index_page page = {.entries = f->page};
+    assert_int_equal(index_query(f->g, &damaged, INDEX_PAGE_LIMIT_MAX, NULL, &page), -DS_ECORRUPT);
     assert_int_equal(orders_of(f, 2), CRASH_BATCH);
     assert_int_equal(crash_cursor(f), 2);
 }
 
-/* ---- gsi_check ------------------------------------------------------------------------------ */
+/* ---- index_check ------------------------------------------------------------------------------
+ */
 
 #define CHECK_APPLIES 3u
 
@@ -429,13 +431,13 @@ static void test_gsi_damaged_run_is_an_error_not_a_wrong_answer(void **state)
  * writer, which writes the checkpoint DIR/table covering the whole log. */
 static void check_index_make(struct fixture *f)
 {
-    struct gsi_entry batch[CRASH_BATCH];
+    struct index_entry batch[CRASH_BATCH];
     for (uint64_t i = 0; i < CHECK_APPLIES; i++) {
         crash_batch(batch, i);
         uint64_t cursor = i + 1;
-        assert_int_equal(gsi_apply(f->g, batch, CRASH_BATCH, &cursor, sizeof(cursor)), 0);
+        assert_int_equal(index_apply(f->g, batch, CRASH_BATCH, &cursor, sizeof(cursor)), 0);
     }
-    gsi_close(f->g);
+    index_close(f->g);
     f->g = NULL;
 }
 
@@ -485,11 +487,11 @@ static void check_file_remove(const struct fixture *f, const char *name)
     assert_int_equal(unlink(path), 0);
 }
 
-/* Runs gsi_check, which must succeed; returns the cursor (the batches it covers). */
-static uint64_t check_run(const struct fixture *f, struct gsi_check_report *report)
+/* Runs index_check, which must succeed; returns the cursor (the batches it covers). */
+static uint64_t check_run(const struct fixture *f, struct index_check_report *report)
 {
-    uint8_t cursor[GSI_CURSOR_BYTES_MAX];
-    assert_int_equal(gsi_check(f->index_dir, cursor, sizeof(cursor), report), 0);
+    uint8_t cursor[INDEX_CURSOR_BYTES_MAX];
+    assert_int_equal(index_check(f->index_dir, cursor, sizeof(cursor), report), 0);
     assert_true(report->damaged == (report->reason[0] != '\0'));
     uint64_t covered = 0;
     if (!report->damaged && report->cursor_len > 0) {
@@ -501,7 +503,7 @@ static uint64_t check_run(const struct fixture *f, struct gsi_check_report *repo
 
 static void check_assert_damaged(const struct fixture *f, const char *file_named)
 {
-    struct gsi_check_report report;
+    struct index_check_report report;
     (void)check_run(f, &report);
     assert_true(report.present);
     assert_true(report.damaged);
@@ -510,7 +512,7 @@ static void check_assert_damaged(const struct fixture *f, const char *file_named
     }
 }
 
-static int check_count_entry(const struct gsi_entry *entry, void *user)
+static int check_count_entry(const struct index_entry *entry, void *user)
 {
     uint64_t *counts = user;
     assert_false(entry->customer_id.is_string);
@@ -520,14 +522,14 @@ static int check_count_entry(const struct gsi_entry *entry, void *user)
     return 0;
 }
 
-static void test_gsi_check_clean_index_reports_what_it_holds(void **state)
+static void test_index_check_clean_index_reports_what_it_holds(void **state)
 {
     /* A clean index closed by its writer: not damaged, every apply, run and entry counted, the
-     * checkpoint covering the whole log, no tail, the last cursor returned; gsi_check_entries
+     * checkpoint covering the whole log, no tail, the last cursor returned; index_check_entries
      * visits each customer's entries; a missing directory is no index, not damage. */
     struct fixture *f = *state;
     check_index_make(f);
-    struct gsi_check_report report;
+    struct index_check_report report;
     assert_int_equal(check_run(f, &report), CHECK_APPLIES);
     assert_true(report.present);
     assert_false(report.damaged);
@@ -540,40 +542,40 @@ static void test_gsi_check_clean_index_reports_what_it_holds(void **state)
     assert_int_equal(report.tail_bytes, 0);
     assert_true(report.table_present);
     assert_int_equal(report.table_covers_bytes, report.log_bytes);
-    assert_int_equal(report.slots_log2, GSI_TABLE_SLOTS_LOG2_DEFAULT);
+    assert_int_equal(report.slots_log2, INDEX_TABLE_SLOTS_LOG2_DEFAULT);
     uint64_t counts[CHECK_APPLIES] = {0};
     assert_int_equal(
-        gsi_check_entries(f->index_dir, report.committed_bytes, check_count_entry, counts), 0);
+        index_check_entries(f->index_dir, report.committed_bytes, check_count_entry, counts), 0);
     for (size_t i = 0; i < CHECK_APPLIES; i++) {
         assert_int_equal(counts[i], CRASH_BATCH);
     }
     char missing[160];
     check_path(f, "nothing-here", missing, sizeof(missing));
     uint8_t cursor[16];
-    assert_int_equal(gsi_check(missing, cursor, sizeof(cursor), &report), 0);
+    assert_int_equal(index_check(missing, cursor, sizeof(cursor), &report), 0);
     assert_false(report.present);
     assert_false(report.damaged);
 }
 
-static void test_gsi_check_beside_a_live_writer_is_clean(void **state)
+static void test_index_check_beside_a_live_writer_is_clean(void **state)
 {
     /* Applies written but never checkpointed (the writer still open, no DIR/table): the check
      * takes no lock and reads every apply the writer flushed. */
     struct fixture *f = *state;
-    struct gsi_entry batch[CRASH_BATCH];
+    struct index_entry batch[CRASH_BATCH];
     for (uint64_t i = 0; i < 2; i++) {
         crash_batch(batch, i);
         uint64_t cursor = i + 1;
-        assert_int_equal(gsi_apply(f->g, batch, CRASH_BATCH, &cursor, sizeof(cursor)), 0);
+        assert_int_equal(index_apply(f->g, batch, CRASH_BATCH, &cursor, sizeof(cursor)), 0);
     }
-    struct gsi_check_report report;
+    struct index_check_report report;
     assert_int_equal(check_run(f, &report), 2);
     assert_false(report.damaged);
     assert_false(report.table_present);
     assert_int_equal(report.entries, 2 * CRASH_BATCH);
 }
 
-static void test_gsi_check_flipped_record_before_intact_ones_is_damage(void **state)
+static void test_index_check_flipped_record_before_intact_ones_is_damage(void **state)
 {
     /* A byte of the first apply's run flipped, DIR/table removed (so nothing but the records
      * after it can tell): damage naming the log. A reader refuses the index (-DS_ECORRUPT)
@@ -584,22 +586,22 @@ static void test_gsi_check_flipped_record_before_intact_ones_is_damage(void **st
     check_file_remove(f, "table");
     check_file_flip(f, "log", 64 + 100);
     check_assert_damaged(f, "/log");
-    struct gsi_check_report report;
+    struct index_check_report report;
     (void)check_run(f, &report);
     assert_non_null(strstr(report.reason, "intact records follow"));
-    struct gsi_config cfg;
-    gsi_config_defaults(&cfg);
+    struct index_config cfg;
+    index_config_defaults(&cfg);
     cfg.dir = f->index_dir;
-    struct gsi *reader = NULL;
-    assert_int_equal(gsi_open_reader(&cfg, &reader), -DS_ECORRUPT);
+    struct index *reader = NULL;
+    assert_int_equal(index_open_reader(&cfg, &reader), -DS_ECORRUPT);
     assert_int_equal(reopen(f), 0);
     assert_int_equal(crash_cursor(f), 0); /* cut before the first apply */
 }
 
-static void test_gsi_compacted_log_checks_clean_and_every_flipped_byte_is_damage(void **state)
+static void test_index_compacted_log_checks_clean_and_every_flipped_byte_is_damage(void **state)
 {
-    /* Issue 16: a compacted log (sealed records, no DIR/table) checks clean and answers as
-     * before; then each of a spread of its sealed bytes flipped in turn (CRC-covered): gsi_check
+    /* A compacted log (sealed records, no DIR/table) checks clean and answers as
+     * before; then each of a spread of its sealed bytes flipped in turn (CRC-covered): index_check
      * reports damage and a reader refuses the index rather than answer from it. */
     struct fixture *f = *state;
     check_index_make(f);
@@ -608,15 +610,15 @@ static void test_gsi_compacted_log_checks_clean_and_every_flipped_byte_is_damage
     for (int64_t c = 1; c <= (int64_t)CHECK_APPLIES; c++) {
         before[c] = orders_of(f, c);
     }
-    struct gsi_compact_stats stats;
-    assert_int_equal(gsi_compact(f->g, &stats), 0);
+    struct index_compact_stats stats;
+    assert_int_equal(index_compact(f->g, &stats), 0);
     assert_true(stats.bytes_after < stats.bytes_before);
     for (int64_t c = 1; c <= (int64_t)CHECK_APPLIES; c++) {
         assert_int_equal(orders_of(f, c), before[c]);
     }
-    gsi_close(f->g);
+    index_close(f->g);
     f->g = NULL;
-    struct gsi_check_report report;
+    struct index_check_report report;
     assert_int_equal(check_run(f, &report), CHECK_APPLIES);
     assert_false(report.damaged);
     assert_false(report.table_present); /* the sealed log is its own checkpoint */
@@ -630,11 +632,11 @@ static void test_gsi_compacted_log_checks_clean_and_every_flipped_byte_is_damage
     for (size_t at = 64; at < sealed_end; at += 1 + (sealed_end - 64) / 97) {
         check_file_flip(f, "log", (long)at);
         check_assert_damaged(f, "/log");
-        struct gsi_config cfg;
-        gsi_config_defaults(&cfg);
+        struct index_config cfg;
+        index_config_defaults(&cfg);
         cfg.dir = f->index_dir;
-        struct gsi *reader = NULL;
-        assert_int_equal(gsi_open_reader(&cfg, &reader), -DS_ECORRUPT);
+        struct index *reader = NULL;
+        assert_int_equal(index_open_reader(&cfg, &reader), -DS_ECORRUPT);
         assert_int_equal(ds_write_file_atomic(path, clean, len), 0);
     }
     free(clean);
@@ -642,7 +644,7 @@ static void test_gsi_compacted_log_checks_clean_and_every_flipped_byte_is_damage
     assert_int_equal(orders_of(f, 1), before[1]);
 }
 
-static void test_gsi_check_flipped_record_inside_the_checkpoint_is_damage(void **state)
+static void test_index_check_flipped_record_inside_the_checkpoint_is_damage(void **state)
 {
     /* A byte of the middle apply's run flipped, the checkpoint kept: damage (the table covers
      * it), even though opening never reads that run again. */
@@ -653,7 +655,7 @@ static void test_gsi_check_flipped_record_inside_the_checkpoint_is_damage(void *
     check_assert_damaged(f, "/log");
 }
 
-static void test_gsi_check_flipped_table_byte_is_damage(void **state)
+static void test_index_check_flipped_table_byte_is_damage(void **state)
 {
     /* A byte of the checkpoint's header, then one of its body, flipped: damage naming the
      * table each time; and a reader refuses a checkpoint that is not one of its log. */
@@ -662,19 +664,19 @@ static void test_gsi_check_flipped_table_byte_is_damage(void **state)
     check_file_flip(f, "table", 40);
     check_assert_damaged(f, "/table");
     check_file_flip(f, "table", 40); /* back: clean again */
-    struct gsi_check_report report;
+    struct index_check_report report;
     assert_int_equal(check_run(f, &report), CHECK_APPLIES);
     assert_false(report.damaged);
     check_file_flip(f, "table", check_file_size(f, "table") - 3);
     check_assert_damaged(f, "/table");
-    struct gsi_config cfg;
-    gsi_config_defaults(&cfg);
+    struct index_config cfg;
+    index_config_defaults(&cfg);
     cfg.dir = f->index_dir;
-    struct gsi *reader = NULL;
-    assert_int_equal(gsi_open_reader(&cfg, &reader), -DS_ECORRUPT);
+    struct index *reader = NULL;
+    assert_int_equal(index_open_reader(&cfg, &reader), -DS_ECORRUPT);
 }
 
-static void test_gsi_check_cut_table_is_damage(void **state)
+static void test_index_check_cut_table_is_damage(void **state)
 {
     /* The checkpoint cut short of its last slot, then to half its header: damage naming it. */
     struct fixture *f = *state;
@@ -685,7 +687,7 @@ static void test_gsi_check_cut_table_is_damage(void **state)
     check_assert_damaged(f, "/table");
 }
 
-static void test_gsi_check_bad_format_is_damage(void **state)
+static void test_index_check_bad_format_is_damage(void **state)
 {
     /* FORMAT overwritten, then removed while the log is there: damage naming FORMAT. */
     struct fixture *f = *state;
@@ -701,7 +703,7 @@ static void test_gsi_check_bad_format_is_damage(void **state)
     check_assert_damaged(f, "FORMAT");
 }
 
-static void test_gsi_check_cut_log_inside_the_checkpoint_is_damage(void **state)
+static void test_index_check_cut_log_inside_the_checkpoint_is_damage(void **state)
 {
     /* The log cut by one byte, and to its header alone, with the checkpoint kept: the table
      * covers what is gone, so this is damage, not a torn tail. */
@@ -716,7 +718,7 @@ static void test_gsi_check_cut_log_inside_the_checkpoint_is_damage(void **state)
     check_assert_damaged(f, "/log");
 }
 
-static void test_gsi_check_torn_log_tail_is_clean(void **state)
+static void test_index_check_torn_log_tail_is_clean(void **state)
 {
     /* Without a checkpoint (a crash before the writer's first one), the log cut in the middle
      * of its last apply's records, or followed by bytes of a torn append: clean, the cut part
@@ -724,7 +726,7 @@ static void test_gsi_check_torn_log_tail_is_clean(void **state)
     struct fixture *f = *state;
     check_index_make(f);
     check_file_remove(f, "table");
-    struct gsi_check_report report;
+    struct index_check_report report;
     assert_int_equal(check_run(f, &report), CHECK_APPLIES);
     uint64_t whole = report.log_bytes;
     uint64_t third = 0; /* where the second apply ends: cut between it and the log's end */
@@ -746,12 +748,12 @@ static void test_gsi_check_torn_log_tail_is_clean(void **state)
     assert_int_equal(check_run(f, &report), CHECK_APPLIES - 1);
     assert_false(report.damaged);
     assert_int_equal(report.tail_bytes, whole - 10 + 300 - third);
-    struct gsi_config cfg;
-    gsi_config_defaults(&cfg);
+    struct index_config cfg;
+    index_config_defaults(&cfg);
     cfg.dir = f->index_dir;
-    struct gsi *reader = NULL;
-    assert_int_equal(gsi_open_reader(&cfg, &reader), 0);
-    gsi_close(reader);
+    struct index *reader = NULL;
+    assert_int_equal(index_open_reader(&cfg, &reader), 0);
+    index_close(reader);
 }
 
 #define WRITER_DIR_ENV "TEST_GSI_WRITER_DIR"
@@ -761,32 +763,32 @@ static void test_gsi_check_torn_log_tail_is_clean(void **state)
  * a fresh exec of this binary, so nothing of the test process is shared. */
 static int writer_child_main(const char *dir)
 {
-    struct gsi_config cfg;
-    gsi_config_defaults(&cfg);
+    struct index_config cfg;
+    index_config_defaults(&cfg);
     cfg.dir = dir;
     cfg.batch_entries_max = 4096;
-    cfg.checkpoint_bytes = GSI_CHECKPOINT_BYTES_MIN;
-    struct gsi *g = NULL;
-    if (gsi_open(&cfg, &g) != 0) {
+    cfg.checkpoint_bytes = INDEX_CHECKPOINT_BYTES_MIN;
+    struct index *g = NULL;
+    if (index_open(&cfg, &g) != 0) {
         return 2;
     }
     uint64_t start = 0;
     size_t len = 0;
-    if (gsi_cursor(g, &start, sizeof(start), &len) != 0) {
+    if (index_cursor(g, &start, sizeof(start), &len) != 0) {
         return 3;
     }
-    struct gsi_entry *batch = calloc(CRASH_BATCH, sizeof(*batch));
+    struct index_entry *batch = calloc(CRASH_BATCH, sizeof(*batch));
     for (uint64_t i = len == 0 ? 0 : start; batch != NULL; i++) {
         crash_batch(batch, i);
         uint64_t next = i + 1;
-        if (gsi_apply(g, batch, CRASH_BATCH, &next, sizeof(next)) != 0) {
+        if (index_apply(g, batch, CRASH_BATCH, &next, sizeof(next)) != 0) {
             return 1;
         }
     }
     return 4;
 }
 
-static void test_gsi_kill9_keeps_cursor_and_its_entries(void **state)
+static void test_index_kill9_keeps_cursor_and_its_entries(void **state)
 {
     /* A writer process killed at random moments: every batch the cursor covers is complete,
      * nothing beyond it is visible, and the store keeps working from the cursor. With the WAL
@@ -795,13 +797,13 @@ static void test_gsi_kill9_keeps_cursor_and_its_entries(void **state)
     uint64_t rng = test_seed();
     for (int round = 0; round < 6; round++) {
         uint64_t start = crash_cursor(f);
-        gsi_close(f->g);
+        index_close(f->g);
         f->g = NULL;
         pid_t child = fork();
         assert_true(child >= 0);
         if (child == 0) {
             setenv(WRITER_DIR_ENV, f->index_dir, 1);
-            execl("/proc/self/exe", "test_gsi", (char *)NULL);
+            execl("/proc/self/exe", "test_index", (char *)NULL);
             _exit(127);
         }
         usleep((useconds_t)(20000 + test_rng_below(&rng, 200000)));
@@ -821,7 +823,7 @@ static void test_gsi_kill9_keeps_cursor_and_its_entries(void **state)
     assert_true(crash_cursor(f) > 0); /* the child did apply batches between the kills */
 }
 
-static void test_gsi_query_rejects_bad_tokens_and_limits(void **state)
+static void test_index_query_rejects_bad_tokens_and_limits(void **state)
 {
     /* Malformed tokens and limits outside 1..1000 are usage errors, not crashes. */
     struct fixture *f = *state;
@@ -829,24 +831,24 @@ static void test_gsi_query_rejects_bad_tokens_and_limits(void **state)
     apply_all(f, 0, 4096, "c");
     struct ds_id heavy;
     test_id_int(&heavy, 7);
-    struct gsi_page page = {.entries = f->page};
-    assert_int_equal(gsi_query(f->g, &heavy, 0, NULL, &page), -DS_EUSAGE);
-    assert_int_equal(gsi_query(f->g, &heavy, 1001, NULL, &page), -DS_EUSAGE);
-    assert_int_equal(gsi_query(f->g, &heavy, 2, NULL, &page), 0);
+    struct index_page page = {.entries = f->page};
+    assert_int_equal(index_query(f->g, &heavy, 0, NULL, &page), -DS_EUSAGE);
+    assert_int_equal(index_query(f->g, &heavy, 1001, NULL, &page), -DS_EUSAGE);
+    assert_int_equal(index_query(f->g, &heavy, 2, NULL, &page), 0);
     assert_true(page.has_next);
-    char good[GSI_TOKEN_CHARS_MAX + 1];
+    char good[INDEX_TOKEN_CHARS_MAX + 1];
     strcpy(good, page.next_token);
-    char upper[GSI_TOKEN_CHARS_MAX + 1];
+    char upper[INDEX_TOKEN_CHARS_MAX + 1];
     strcpy(upper, good);
     for (char *p = upper; *p; p++) {
         *p = (char)(*p >= 'a' && *p <= 'f' ? *p - 'a' + 'A' : *p);
     }
-    char truncated[GSI_TOKEN_CHARS_MAX + 1];
+    char truncated[INDEX_TOKEN_CHARS_MAX + 1];
     strcpy(truncated, good);
     truncated[strlen(truncated) - 2] = '\0';
-    char longer[2 * GSI_TOKEN_CHARS_MAX];
+    char longer[2 * INDEX_TOKEN_CHARS_MAX];
     snprintf(longer, sizeof(longer), "%s00", good);
-    char huge[GSI_TOKEN_CHARS_MAX + 8];
+    char huge[INDEX_TOKEN_CHARS_MAX + 8];
     memset(huge, 'f', sizeof(huge) - 1);
     huge[sizeof(huge) - 1] = '\0';
     const char *bad[] = {"zz",
@@ -861,16 +863,16 @@ static void test_gsi_query_rejects_bad_tokens_and_limits(void **state)
                          "fffffffffffffffffc0000000000000000"}; /* unknown order-id tag */
     for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
         page.count = 77;
-        assert_int_equal(gsi_query(f->g, &heavy, 5, bad[i], &page), -DS_EUSAGE);
+        assert_int_equal(index_query(f->g, &heavy, 5, bad[i], &page), -DS_EUSAGE);
     }
     struct ds_id invalid;
     test_id_int(&invalid, 0);
-    assert_int_equal(gsi_query(f->g, &invalid, 5, NULL, &page), -DS_EUSAGE);
-    assert_int_equal(gsi_query(f->g, &heavy, 5, good, &page), 0);
+    assert_int_equal(index_query(f->g, &invalid, 5, NULL, &page), -DS_EUSAGE);
+    assert_int_equal(index_query(f->g, &heavy, 5, good, &page), 0);
     assert_int_equal(page.count, 5);
 }
 
-static void test_gsi_apply_rejects_invalid_entries_and_big_batches(void **state)
+static void test_index_apply_rejects_invalid_entries_and_big_batches(void **state)
 {
     /* An entry whose day disagrees with its ts, or a bad id, or too many entries: refused,
      * and nothing of the batch (nor its cursor) is applied. */
@@ -878,36 +880,36 @@ static void test_gsi_apply_rejects_invalid_entries_and_big_batches(void **state)
     struct ds_id customer, order;
     test_id_int(&customer, 5);
     test_id_int(&order, 1);
-    struct gsi_entry e[2];
+    struct index_entry e[2];
     entry_make(&e[0], &customer, TS0, &order, "paid", 1);
     entry_make(&e[1], &customer, TS0, &order, "paid", 1);
     e[1].day += 1;
-    assert_int_equal(gsi_apply(f->g, e, 2, "x", 1), -DS_EUSAGE);
+    assert_int_equal(index_apply(f->g, e, 2, "x", 1), -DS_EUSAGE);
     e[1] = e[0];
     e[1].order_id.value = 0;
-    assert_int_equal(gsi_apply(f->g, e, 2, "x", 1), -DS_EUSAGE);
-    assert_int_equal(gsi_apply(f->g, f->entries, 4097, "x", 1), -DS_ELIMIT);
-    char big[GSI_CURSOR_BYTES_MAX + 1] = {0};
-    assert_int_equal(gsi_apply(f->g, e, 1, big, sizeof(big)), -DS_ELIMIT);
+    assert_int_equal(index_apply(f->g, e, 2, "x", 1), -DS_EUSAGE);
+    assert_int_equal(index_apply(f->g, f->entries, 4097, "x", 1), -DS_ELIMIT);
+    char big[INDEX_CURSOR_BYTES_MAX + 1] = {0};
+    assert_int_equal(index_apply(f->g, e, 1, big, sizeof(big)), -DS_ELIMIT);
     assert_int_equal(orders_of(f, 5), 0);
     size_t len = 9;
     char buf[8];
-    assert_int_equal(gsi_cursor(f->g, buf, sizeof(buf), &len), 0);
+    assert_int_equal(index_cursor(f->g, buf, sizeof(buf), &len), 0);
     assert_int_equal(len, 0);
 }
 
-static void test_gsi_second_writer_is_refused(void **state)
+static void test_index_second_writer_is_refused(void **state)
 {
     /* One writer per directory. */
     struct fixture *f = *state;
-    struct gsi_config cfg;
-    gsi_config_defaults(&cfg);
+    struct index_config cfg;
+    index_config_defaults(&cfg);
     cfg.dir = f->index_dir;
-    struct gsi *other = NULL;
-    assert_int_equal(gsi_open(&cfg, &other), -DS_ELOCKED);
+    struct index *other = NULL;
+    assert_int_equal(index_open(&cfg, &other), -DS_ELOCKED);
     assert_null(other);
     cfg.table_slots_log2 = 0;
-    assert_int_equal(gsi_open(&cfg, &other), -DS_EUSAGE);
+    assert_int_equal(index_open(&cfg, &other), -DS_EUSAGE);
 }
 
 /* The concurrent query test: applies of one customer's batches, CONCURRENT_BATCH orders each
@@ -916,11 +918,11 @@ static void test_gsi_second_writer_is_refused(void **state)
 #define CONCURRENT_BATCH 200u
 
 struct concurrent_reader {
-    struct gsi *g;
+    struct index *g;
     atomic_bool done;
     atomic_uint queries;
     atomic_bool ok;
-    struct gsi_entry page[GSI_PAGE_LIMIT_MAX];
+    struct index_entry page[INDEX_PAGE_LIMIT_MAX];
 };
 
 static void *concurrent_reader_main(void *arg)
@@ -930,12 +932,12 @@ static void *concurrent_reader_main(void *arg)
     test_id_int(&customer, 5);
     int64_t last_newest = 0;
     while (!atomic_load(&r->done) && atomic_load(&r->ok)) {
-        struct gsi_page page = {.entries = r->page};
-        int rc = gsi_query(r->g, &customer, GSI_PAGE_LIMIT_MAX, NULL, &page);
+        struct index_page page = {.entries = r->page};
+        int rc = index_query(r->g, &customer, INDEX_PAGE_LIMIT_MAX, NULL, &page);
         atomic_fetch_add(&r->queries, 1);
         /* All of an apply or none of it: a whole number of batches, newest first, and never
          * older than what an earlier query saw. */
-        bool whole = page.count % CONCURRENT_BATCH == 0 || page.count == GSI_PAGE_LIMIT_MAX;
+        bool whole = page.count % CONCURRENT_BATCH == 0 || page.count == INDEX_PAGE_LIMIT_MAX;
         bool sorted = true;
         for (uint32_t i = 1; i < page.count; i++) {
             sorted = sorted && page.entries[i - 1].ts_ms >= page.entries[i].ts_ms;
@@ -947,9 +949,9 @@ static void *concurrent_reader_main(void *arg)
     return NULL;
 }
 
-static void test_gsi_queries_while_applying_see_whole_applies(void **state)
+static void test_index_queries_while_applying_see_whole_applies(void **state)
 {
-    /* Queries on the writer's handle run on other threads while gsi_apply runs (the HTTP
+    /* Queries on the writer's handle run on other threads while index_apply runs (the HTTP
      * workers of `run --http`): every answer holds whole applies, sorted, never going back. */
     struct fixture *f = *state;
     struct concurrent_reader *r = calloc(1, sizeof(*r));
@@ -958,7 +960,7 @@ static void test_gsi_queries_while_applying_see_whole_applies(void **state)
     atomic_init(&r->ok, true);
     pthread_t thread;
     assert_int_equal(pthread_create(&thread, NULL, concurrent_reader_main, r), 0);
-    struct gsi_entry batch[CONCURRENT_BATCH];
+    struct index_entry batch[CONCURRENT_BATCH];
     struct ds_id customer;
     test_id_int(&customer, 5);
     for (uint64_t a = 0; a < CONCURRENT_APPLIES; a++) {
@@ -970,7 +972,7 @@ static void test_gsi_queries_while_applying_see_whole_applies(void **state)
         }
         uint64_t cursor = a + 1;
         unsigned seen = atomic_load(&r->queries);
-        assert_int_equal(gsi_apply(f->g, batch, CONCURRENT_BATCH, &cursor, sizeof(cursor)), 0);
+        assert_int_equal(index_apply(f->g, batch, CONCURRENT_BATCH, &cursor, sizeof(cursor)), 0);
         while (atomic_load(&r->queries) < seen + 2 && atomic_load(&r->ok)) {
             sched_yield(); /* let queries overlap the next apply too, not only follow it */
         }
@@ -982,76 +984,76 @@ static void test_gsi_queries_while_applying_see_whole_applies(void **state)
     free(r);
 }
 
-static void test_gsi_reader_sees_flushed_applies_after_refresh(void **state)
+static void test_index_reader_sees_flushed_applies_after_refresh(void **state)
 {
     /* A reader sees what the writer had applied when it opened (from the checkpoint the
      * writer's close wrote, then the log), and what was applied since after a refresh. */
     struct fixture *f = *state;
-    struct gsi_config cfg;
-    gsi_config_defaults(&cfg);
+    struct index_config cfg;
+    index_config_defaults(&cfg);
     cfg.dir = f->index_dir;
-    struct gsi_entry batch[CRASH_BATCH];
+    struct index_entry batch[CRASH_BATCH];
     crash_batch(batch, 0);
     uint64_t one = 1;
-    assert_int_equal(gsi_apply(f->g, batch, CRASH_BATCH, &one, sizeof(one)), 0);
+    assert_int_equal(index_apply(f->g, batch, CRASH_BATCH, &one, sizeof(one)), 0);
     assert_int_equal(reopen(f), 0); /* closing writes a checkpoint */
-    struct gsi *reader = NULL;
-    assert_int_equal(gsi_open_reader(&cfg, &reader), 0);
+    struct index *reader = NULL;
+    assert_int_equal(index_open_reader(&cfg, &reader), 0);
     struct ds_id c1, c2;
     test_id_int(&c1, 1);
     test_id_int(&c2, 2);
-    struct gsi_page page = {.entries = f->page};
-    assert_int_equal(gsi_query(reader, &c1, 1000, NULL, &page), 0);
+    struct index_page page = {.entries = f->page};
+    assert_int_equal(index_query(reader, &c1, 1000, NULL, &page), 0);
     assert_int_equal(page.count, CRASH_BATCH);
     crash_batch(batch, 1);
     uint64_t two = 2;
-    assert_int_equal(gsi_apply(f->g, batch, CRASH_BATCH, &two, sizeof(two)), 0);
-    assert_int_equal(gsi_reader_refresh(reader), 0);
-    assert_int_equal(gsi_query(reader, &c2, 1000, NULL, &page), 0);
+    assert_int_equal(index_apply(f->g, batch, CRASH_BATCH, &two, sizeof(two)), 0);
+    assert_int_equal(index_refresh(reader), 0);
+    assert_int_equal(index_query(reader, &c2, 1000, NULL, &page), 0);
     assert_int_equal(page.count, CRASH_BATCH); /* past the checkpoint: read from the log */
-    assert_int_equal(gsi_query(f->g, &c2, 1000, NULL, &page), 0);
+    assert_int_equal(index_query(f->g, &c2, 1000, NULL, &page), 0);
     assert_int_equal(page.count, CRASH_BATCH); /* the writer's handle sees it at once */
-    gsi_close(f->g);
+    index_close(f->g);
     f->g = NULL;
-    assert_int_equal(gsi_reader_refresh(reader), 0);
-    assert_int_equal(gsi_query(reader, &c2, 1000, NULL, &page), 0);
+    assert_int_equal(index_refresh(reader), 0);
+    assert_int_equal(index_query(reader, &c2, 1000, NULL, &page), 0);
     assert_int_equal(page.count, CRASH_BATCH);
     uint64_t cursor = 0;
     size_t len = 0;
-    assert_int_equal(gsi_cursor(reader, &cursor, sizeof(cursor), &len), 0);
+    assert_int_equal(index_cursor(reader, &cursor, sizeof(cursor), &len), 0);
     assert_int_equal(cursor, 2);
-    gsi_close(reader);
+    index_close(reader);
     char missing[160];
     snprintf(missing, sizeof(missing), "%s/none", f->dir);
     cfg.dir = missing;
-    assert_int_equal(gsi_open_reader(&cfg, &reader), -ENOENT);
+    assert_int_equal(index_open_reader(&cfg, &reader), -ENOENT);
 }
 
-static void test_gsi_config_rejects_tables_outside_limits(void **state)
+static void test_index_config_rejects_tables_outside_limits(void **state)
 {
     /* table_slots_log2 and checkpoint_bytes have hard limits, and the memory bound grows with
      * the table. */
     (void)state;
-    struct gsi_config cfg;
-    gsi_config_defaults(&cfg);
+    struct index_config cfg;
+    index_config_defaults(&cfg);
     cfg.dir = "/nonexistent/gsi";
-    assert_int_equal(gsi_config_check(&cfg), 0);
-    uint64_t bound = gsi_memory_bytes(&cfg);
-    assert_true(bound > (uint64_t)GSI_SLOT_BYTES << cfg.table_slots_log2);
+    assert_int_equal(index_config_check(&cfg), 0);
+    uint64_t bound = index_memory_bytes(&cfg);
+    assert_true(bound > (uint64_t)INDEX_SLOT_BYTES << cfg.table_slots_log2);
     cfg.table_slots_log2++;
-    assert_true(gsi_memory_bytes(&cfg) >=
-                bound + ((uint64_t)GSI_SLOT_BYTES << (cfg.table_slots_log2 - 1)));
-    cfg.table_slots_log2 = GSI_TABLE_SLOTS_LOG2_MIN - 1;
-    assert_int_equal(gsi_config_check(&cfg), -DS_EUSAGE);
-    cfg.table_slots_log2 = GSI_TABLE_SLOTS_LOG2_MAX + 1;
-    assert_int_equal(gsi_config_check(&cfg), -DS_EUSAGE);
-    struct gsi *g = NULL;
-    assert_int_equal(gsi_open(&cfg, &g), -DS_EUSAGE);
+    assert_true(index_memory_bytes(&cfg) >=
+                bound + ((uint64_t)INDEX_SLOT_BYTES << (cfg.table_slots_log2 - 1)));
+    cfg.table_slots_log2 = INDEX_TABLE_SLOTS_LOG2_MIN - 1;
+    assert_int_equal(index_config_check(&cfg), -DS_EUSAGE);
+    cfg.table_slots_log2 = INDEX_TABLE_SLOTS_LOG2_MAX + 1;
+    assert_int_equal(index_config_check(&cfg), -DS_EUSAGE);
+    struct index *g = NULL;
+    assert_int_equal(index_open(&cfg, &g), -DS_EUSAGE);
     assert_null(g);
-    gsi_config_defaults(&cfg);
+    index_config_defaults(&cfg);
     cfg.dir = "/nonexistent/gsi";
-    cfg.checkpoint_bytes = GSI_CHECKPOINT_BYTES_MIN - 1;
-    assert_int_equal(gsi_config_check(&cfg), -DS_EUSAGE);
+    cfg.checkpoint_bytes = INDEX_CHECKPOINT_BYTES_MIN - 1;
+    assert_int_equal(index_config_check(&cfg), -DS_EUSAGE);
 }
 
 int main(void)
@@ -1061,45 +1063,46 @@ int main(void)
         return writer_child_main(writer_dir);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_gsi_query_equals_truth_all_limits, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_query_equals_truth_across_checkpoints, setup,
+        cmocka_unit_test_setup_teardown(test_index_query_equals_truth_all_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_query_equals_truth_across_checkpoints, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_pages_stable_while_newer_entries_arrive, setup,
+        cmocka_unit_test_setup_teardown(test_index_pages_stable_while_newer_entries_arrive, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_apply_twice_changes_nothing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_cursor_and_entries_survive_reopen, setup,
+        cmocka_unit_test_setup_teardown(test_index_apply_twice_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_cursor_and_entries_survive_reopen, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_kill9_keeps_cursor_and_its_entries, setup,
+        cmocka_unit_test_setup_teardown(test_index_kill9_keeps_cursor_and_its_entries, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_query_rejects_bad_tokens_and_limits, setup,
+        cmocka_unit_test_setup_teardown(test_index_query_rejects_bad_tokens_and_limits, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_apply_rejects_invalid_entries_and_big_batches,
+        cmocka_unit_test_setup_teardown(test_index_apply_rejects_invalid_entries_and_big_batches,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_second_writer_is_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_queries_while_applying_see_whole_applies, setup,
+        cmocka_unit_test_setup_teardown(test_index_second_writer_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_queries_while_applying_see_whole_applies, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_damaged_run_is_an_error_not_a_wrong_answer, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_reader_sees_flushed_applies_after_refresh, setup,
-                                        teardown),
-        cmocka_unit_test(test_gsi_config_rejects_tables_outside_limits),
-        cmocka_unit_test_setup_teardown(test_gsi_check_clean_index_reports_what_it_holds, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_check_beside_a_live_writer_is_clean, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_check_flipped_record_before_intact_ones_is_damage,
+        cmocka_unit_test_setup_teardown(test_index_damaged_run_is_an_error_not_a_wrong_answer,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_reader_sees_flushed_applies_after_refresh, setup,
+                                        teardown),
+        cmocka_unit_test(test_index_config_rejects_tables_outside_limits),
+        cmocka_unit_test_setup_teardown(test_index_check_clean_index_reports_what_it_holds, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_index_check_beside_a_live_writer_is_clean, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
-            test_gsi_check_flipped_record_inside_the_checkpoint_is_damage, setup, teardown),
+            test_index_check_flipped_record_before_intact_ones_is_damage, setup, teardown),
         cmocka_unit_test_setup_teardown(
-            test_gsi_compacted_log_checks_clean_and_every_flipped_byte_is_damage, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_check_flipped_table_byte_is_damage, setup,
+            test_index_check_flipped_record_inside_the_checkpoint_is_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_compacted_log_checks_clean_and_every_flipped_byte_is_damage, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(test_index_check_flipped_table_byte_is_damage, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_check_cut_table_is_damage, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_check_bad_format_is_damage, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_check_cut_log_inside_the_checkpoint_is_damage,
+        cmocka_unit_test_setup_teardown(test_index_check_cut_table_is_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_check_bad_format_is_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_check_cut_log_inside_the_checkpoint_is_damage,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gsi_check_torn_log_tail_is_clean, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_check_torn_log_tail_is_clean, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /*
- * Benchmark: the by-customer index (GSI) end to end (issue 5 targets: with the GSI on, sustained
+ * Benchmark: the by-customer index (GSI) end to end (targets: with the GSI on, sustained
  * ingest >= 500,000 events/s and >= 0.5 of the GSI-off rate; GSI lag p99 <= 250 ms at that
  * rate; newest-10 customer query p99 <= 250 us over HTTP keep-alive for a heavy and a light
  * customer with 10M events stored).
@@ -10,10 +10,10 @@
  * wired like `dayshard run`: a builder follows the node's data directory, each durable commit
  * notifies it (on_commit) and the node pauses while the builder asks (should_pause). The clock
  * runs from the node's assignment until every event is durable (a read-only reader counts
- * them) and, with the GSI on, indexed too (query_gsi_wait on that reader's commit sequence).
+ * them) and, with the GSI on, indexed too (index_builder_wait on that reader's commit sequence).
  * Runs alternate on/off, the first mode swapping every run so neither always goes first.
  * GSI lag per commit is measured exactly: a waiter thread takes every (commit sequence, durable
- * time) the node announced and records how long until query_gsi_wait says it is queryable; the
+ * time) the node announced and records how long until index_builder_wait says it is queryable; the
  * builder's own histogram (struct query_metrics, coarse buckets) is reported beside it. The
  * per-commit lag is also reported without each run's first two commits: the producer starts
  * before the node has joined its group, so the second commit carries the backlog of 100k-180k
@@ -21,10 +21,10 @@
  * commit over 120 ms in every run).
  *
  * Part 2, queries with N events stored: the busy-day workload appended through storage
- * directly (group commits of BUILD_COMMIT_EVENTS, query_gsi_notify after each, the builder
+ * directly (group commits of BUILD_COMMIT_EVENTS, index_builder_notify after each, the builder
  * indexing concurrently), which also gives the indexing rate; then "newest 10" for the
  * customer with the most orders (the Zipf head), the one whose count is nearest 80,000 (the
- * target's figure) and one with 2 orders, in-process (query_gsi_orders on the builder's handle)
+ * target's figure) and one with 2 orders, in-process (query_orders_get on the builder's handle)
  * and over HTTP keep-alive (the query service in-process, one client, sequential requests),
  * right after the last entry is indexed. (The RocksDB store measured a second time once its
  * background compactions stopped; the log store has none, so one measurement is the answer.)
@@ -32,15 +32,15 @@
  * Rejected: building the 10M index through Kafka. It would only repeat part 1 for minutes; the
  * query figures depend on what is stored, not on how it arrived.
  *
- * Lag mode (issue 16: "lag p99 over a 30M-event run <= 100 ms"): part 2's append run alone,
- * each group commit timed from durable to queryable by a query_gsi_wait waiter, runs alternating
- * the index's checkpoints synced on the builder's thread (checkpoint_inline, as before issue 16)
- * and on the index writer's own thread (the default); each run prints its lag p50/p99/max, the
- * commits over 100 ms with whether a checkpoint began while they waited, the checkpoints' cost
- * and the run's peak RSS (VmHWM: appender + builder), then medians and ratios.
+ * Lag mode (target: "lag p99 over a 30M-event run <= 100 ms"): part 2's append run alone,
+ * each group commit timed from durable to queryable by a index_builder_wait waiter, runs
+ * alternating the index's checkpoints synced on the builder's thread (checkpoint_inline, kept to
+ * compare) and on the index writer's own thread (the default); each run prints its lag
+ * p50/p99/max, the commits over 100 ms with whether a checkpoint began while they waited, the
+ * checkpoints' cost and the run's peak RSS (VmHWM: appender + builder), then medians and ratios.
  *
- * Usage: bench_gsi_e2e [events_e2e=1000000] [runs=3] [events_query=10000000]
- *        bench_gsi_e2e lag [events=30000000] [runs=3] [rate=500000 events/s, 0 flat out]
+ * Usage: bench_index_e2e [events_e2e=1000000] [runs=3] [events_query=10000000]
+ *        bench_index_e2e lag [events=30000000] [runs=3] [rate=500000 events/s, 0 flat out]
  * Environment: DS_BENCH_TRACE=1 prints durable count and GSI lag every 20 ms (stderr).
  */
 #include <fcntl.h>
@@ -59,7 +59,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
-#include "gsi/gsi.h"
+#include "index/index.h"
 #include "ingest/ingest.h"
 #include "loadgen/loadgen.h"
 #include "query/query.h"
@@ -89,7 +89,7 @@
 struct lag_log {
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    struct query_gsi *gsi;
+    struct index_builder *ix;
     uint64_t seq[COMMITS_MAX];
     uint64_t durable_ns[COMMITS_MAX];
     uint32_t count; /* announced */
@@ -100,7 +100,7 @@ struct lag_log {
     uint32_t lag_count;
     /* What the index's writer was doing (part 2): checkpoints begun when the commit became
      * durable and when it became queryable, and the applying thread's time on the last one. */
-    struct gsi *store; /* NULL: not recorded */
+    struct index *store; /* NULL: not recorded */
     uint64_t checkpoints_durable[COMMITS_MAX];
     uint64_t checkpoints_queryable[COMMITS_MAX];
     double checkpoint_apply_ms[COMMITS_MAX];
@@ -124,7 +124,7 @@ struct e2e {
     struct loadgen_produce_config produce;
     struct loadgen_produce_stats produce_stats;
     int produce_rc;
-    struct query_gsi *gsi; /* NULL with the GSI off */
+    struct index_builder *ix; /* NULL with the GSI off */
     struct lag_log lag;
 };
 
@@ -134,7 +134,7 @@ struct run_result {
     double cpu_us;        /* process CPU per event over the clock */
     double tail_ms;       /* all durable -> all indexed */
     double rss_mib;       /* VmHWM over the run (reset before it) */
-    double gsi_bytes;     /* du DATA/gsi after the run */
+    double index_bytes;   /* du DATA/gsi after the run */
     double base_bytes;    /* du DATA without gsi */
     uint64_t pauses;      /* back-pressure pauses of the node */
     uint32_t commits;     /* commits whose lag was measured */
@@ -204,8 +204,8 @@ static void lag_log_push(struct lag_log *l, uint64_t seq)
         l->seq[l->count] = seq;
         l->durable_ns[l->count] = now;
         if (l->store != NULL) {
-            struct gsi_checkpoint_stats cs;
-            gsi_checkpoint_stats_get(l->store, &cs);
+            struct index_checkpoint_stats cs;
+            index_checkpoint_stats_get(l->store, &cs);
             l->checkpoints_durable[l->count] = cs.started;
         }
         l->count++;
@@ -229,11 +229,11 @@ static void *lag_waiter_main(void *arg)
         }
         uint32_t i = l->taken++;
         pthread_mutex_unlock(&l->lock);
-        if (query_gsi_wait(l->gsi, l->seq[i], 60000) == 0) {
+        if (index_builder_wait(l->ix, l->seq[i], 60000) == 0) {
             uint64_t now = ds_clock_ns();
             if (l->store != NULL) {
-                struct gsi_checkpoint_stats cs;
-                gsi_checkpoint_stats_get(l->store, &cs);
+                struct index_checkpoint_stats cs;
+                index_checkpoint_stats_get(l->store, &cs);
                 l->checkpoints_queryable[i] = cs.started;
                 l->checkpoint_apply_ms[i] = (double)cs.apply_wait_ns_last / 1e6;
             }
@@ -247,20 +247,20 @@ static void *lag_waiter_main(void *arg)
 static void observe_commit(const struct ingest_node_progress *progress, void *user)
 {
     struct e2e *e = user;
-    if (e->gsi != NULL) {
+    if (e->ix != NULL) {
         lag_log_push(&e->lag, progress->commit_seq);
-        query_gsi_notify(e->gsi, progress->commit_seq, progress->events_durable);
+        index_builder_notify(e->ix, progress->commit_seq, progress->events_durable);
     }
 }
 
 static int observe_pause(void *user)
 {
     struct e2e *e = user;
-    if (e->gsi == NULL) {
+    if (e->ix == NULL) {
         return 0;
     }
-    int rc = query_gsi_error(e->gsi);
-    return rc != 0 ? rc : query_gsi_should_pause(e->gsi) ? 1 : 0;
+    int rc = index_builder_error(e->ix);
+    return rc != 0 ? rc : index_builder_should_pause(e->ix) ? 1 : 0;
 }
 
 static void *node_main(void *arg)
@@ -327,8 +327,8 @@ static uint64_t e2e_watch(struct e2e *e, const char *data, uint64_t events, int 
         seen = now;
         uint64_t lag_ms = 0;
         uint64_t lag_events = 0;
-        if (e->gsi != NULL) {
-            query_gsi_lag(e->gsi, &lag_ms, &lag_events);
+        if (e->ix != NULL) {
+            index_builder_lag(e->ix, &lag_ms, &lag_events);
             if (*gauge_count < GAUGE_SAMPLES_MAX) {
                 gauge[(*gauge_count)++] = (double)lag_ms;
             }
@@ -342,11 +342,22 @@ static uint64_t e2e_watch(struct e2e *e, const char *data, uint64_t events, int 
     return seen;
 }
 
-/* Starts the broker, the builder (gsi_on) and the node; returns once the node holds its
+/* The builder's lag into the node's metrics (index_builder_config's lag callbacks). */
+static void bench_lag_observe(void *user, uint64_t lag_ns)
+{
+    query_metrics_gsi_lag_observe(user, lag_ns);
+}
+
+static void bench_lag_gauge(void *user, int64_t lag_ms)
+{
+    query_metrics_gsi_lag_set(user, lag_ms);
+}
+
+/* Starts the broker, the builder (index_on) and the node; returns once the node holds its
  * partitions. */
 static struct loadgen_broker *e2e_start(struct e2e *e, const char *data, const char *input,
-                                        bool gsi_on, struct query_metrics *metrics, pthread_t *node,
-                                        pthread_t *waiter)
+                                        bool index_on, struct query_metrics *metrics,
+                                        pthread_t *node, pthread_t *waiter)
 {
     struct loadgen_broker_config bcfg;
     loadgen_broker_config_defaults(&bcfg);
@@ -354,13 +365,15 @@ static struct loadgen_broker *e2e_start(struct e2e *e, const char *data, const c
     ASSERT(loadgen_broker_start(&bcfg, &broker) == 0);
     e2e_setup(e, broker, data, input);
     prepare_data_dir(data, e->node.base_shards);
-    if (gsi_on) {
-        struct query_gsi_config gcfg;
-        query_gsi_config_defaults(&gcfg);
+    if (index_on) {
+        struct index_builder_config gcfg;
+        index_builder_config_defaults(&gcfg);
         gcfg.data_dir = data;
-        gcfg.metrics = metrics;
-        ASSERT(query_gsi_start(&gcfg, &e->gsi) == 0);
-        e->lag.gsi = e->gsi;
+        gcfg.lag_observe = bench_lag_observe;
+        gcfg.lag_gauge = bench_lag_gauge;
+        gcfg.lag_user = metrics;
+        ASSERT(index_builder_start(&gcfg, &e->ix) == 0);
+        e->lag.ix = e->ix;
         ASSERT(pthread_create(waiter, NULL, lag_waiter_main, &e->lag) == 0);
     }
     ASSERT(pthread_create(node, NULL, node_main, e) == 0);
@@ -376,7 +389,7 @@ static void e2e_finish(struct e2e *e, const char *data, pthread_t node, const pt
 {
     __atomic_store_n(&e->stop, 1, __ATOMIC_SEQ_CST);
     pthread_join(node, NULL);
-    if (e->gsi != NULL) {
+    if (e->ix != NULL) {
         pthread_mutex_lock(&e->lag.lock);
         e->lag.stop = true;
         pthread_cond_signal(&e->lag.wake);
@@ -384,11 +397,11 @@ static void e2e_finish(struct e2e *e, const char *data, pthread_t node, const pt
         pthread_join(*waiter, NULL);
     }
     out->rss_mib = bench_peak_rss_mib();
-    query_gsi_stop(e->gsi);
+    index_builder_stop(e->ix);
     char gsi_dir[DS_PATH_MAX];
-    query_gsi_dir(data, gsi_dir);
-    out->gsi_bytes = (double)du_bytes(gsi_dir);
-    out->base_bytes = (double)du_bytes(data) - out->gsi_bytes;
+    index_dir(data, gsi_dir);
+    out->index_bytes = (double)du_bytes(gsi_dir);
+    out->base_bytes = (double)du_bytes(data) - out->index_bytes;
     out->pauses = e->node_stats.pauses;
     out->commits = e->lag.lag_count;
     out->lag_dropped = e->lag.dropped;
@@ -401,19 +414,19 @@ static void e2e_finish(struct e2e *e, const char *data, pthread_t node, const pt
 }
 
 /* One streaming run with the GSI on or off; appends per-commit lags and gauge samples. */
-static void e2e_run(const char *dir, const char *input, uint64_t events, int run, bool gsi_on,
+static void e2e_run(const char *dir, const char *input, uint64_t events, int run, bool index_on,
                     struct query_metrics *metrics, struct run_result *out, struct lag_samples *lags,
                     double *gauge, uint32_t *gauge_count)
 {
     struct e2e *e = calloc(1, sizeof(*e));
     ASSERT(e != NULL);
     char data[256];
-    snprintf(data, sizeof(data), "%s/e2e%d-%s", dir, run, gsi_on ? "on" : "off");
+    snprintf(data, sizeof(data), "%s/e2e%d-%s", dir, run, index_on ? "on" : "off");
     bench_peak_rss_reset();
     pthread_t node;
     pthread_t waiter;
     pthread_t producer;
-    struct loadgen_broker *broker = e2e_start(e, data, input, gsi_on, metrics, &node, &waiter);
+    struct loadgen_broker *broker = e2e_start(e, data, input, index_on, metrics, &node, &waiter);
     uint64_t t0 = ds_clock_ns();
     double cpu0 = bench_cpu_seconds();
     ASSERT(pthread_create(&producer, NULL, producer_main, e) == 0);
@@ -422,8 +435,8 @@ static void e2e_run(const char *dir, const char *input, uint64_t events, int run
     uint64_t seen = e2e_watch(e, data, events, run, &st, &map, gauge, gauge_count);
     uint64_t t_durable = ds_clock_ns();
     int wait_rc = 0;
-    if (e->gsi != NULL && seen == events) {
-        wait_rc = query_gsi_wait(e->gsi, storage_commit_seq(st), 60000);
+    if (e->ix != NULL && seen == events) {
+        wait_rc = index_builder_wait(e->ix, storage_commit_seq(st), 60000);
     }
     uint64_t t_end = ds_clock_ns();
     *out = (struct run_result){
@@ -439,8 +452,8 @@ static void e2e_run(const char *dir, const char *input, uint64_t events, int run
     if (seen != events || wait_rc != 0) {
         printf("  run %d (gsi %s): only %llu of %llu events durable (gsi wait %s; node rc %d, "
                "producer rc %d, acked %llu)\n",
-               run + 1, gsi_on ? "on" : "off", (unsigned long long)seen, (unsigned long long)events,
-               ds_strerror(wait_rc), e->node_rc, e->produce_rc,
+               run + 1, index_on ? "on" : "off", (unsigned long long)seen,
+               (unsigned long long)events, ds_strerror(wait_rc), e->node_rc, e->produce_rc,
                (unsigned long long)e->produce_stats.acked);
     }
     pthread_cond_destroy(&e->lag.wake);
@@ -547,7 +560,7 @@ static void e2e_report(const struct run_result *on, const struct run_result *off
            gauge_count > 0 ? percentile(gauge, gauge_count, 0.99) : 0.0);
     printf("GSI on disk after a run (du DATA/gsi): median %.1f bytes/event (base data %.1f "
            "bytes/event)\n",
-           median_of(on, runs, offsetof(struct run_result, gsi_bytes)) / (double)events,
+           median_of(on, runs, offsetof(struct run_result, index_bytes)) / (double)events,
            median_of(on, runs, offsetof(struct run_result, base_bytes)) / (double)events);
     printf("peak RSS of a run (VmHWM, producer + broker + node [+ builder]): median on %.0f MiB, "
            "off %.0f MiB; process peak so far (ru_maxrss) %.0f MiB\n",
@@ -574,9 +587,9 @@ static void e2e_part(const char *dir, uint64_t events, int runs)
     uint32_t gauge_count = 0;
     for (int r = 0; r < runs; r++) {
         for (int k = 0; k < 2; k++) {
-            bool gsi_on = (k == 0) == (r % 2 == 1); /* off first in even runs */
-            e2e_run(dir, input, events, r, gsi_on, metrics, gsi_on ? &on[r] : &off[r], &lags, gauge,
-                    &gauge_count);
+            bool index_on = (k == 0) == (r % 2 == 1); /* off first in even runs */
+            e2e_run(dir, input, events, r, index_on, metrics, index_on ? &on[r] : &off[r], &lags,
+                    gauge, &gauge_count);
         }
         printf("  run %d: gsi on %.0f events/s (%.2f us CPU/event, %llu pauses, %u commits, "
                "tail %.1f ms, %.0f MiB), off %.0f events/s (%.2f us CPU/event, %.0f MiB), "
@@ -599,7 +612,7 @@ static void e2e_part(const char *dir, uint64_t events, int runs)
 /* Appends the busy-day workload through storage, notifying the builder after every group
  * commit (and lag, when not NULL, whose waiter times each commit), and counts each customer's
  * orders; returns the last commit's sequence. */
-static uint64_t build_append(const char *data, uint64_t events, struct query_gsi *g,
+static uint64_t build_append(const char *data, uint64_t events, struct index_builder *g,
                              uint32_t *orders, uint64_t customers, struct lag_log *lag, double rate)
 {
     uint64_t t0 = ds_clock_ns();
@@ -620,7 +633,7 @@ static uint64_t build_append(const char *data, uint64_t events, struct query_gsi
             if (lag != NULL) {
                 lag_log_push(lag, storage_commit_seq(st));
             }
-            query_gsi_notify(g, storage_commit_seq(st), appended);
+            index_builder_notify(g, storage_commit_seq(st), appended);
             /* Paced (rate > 0): the next commit waits for its time, as a node's would. */
             uint64_t due = rate > 0 ? t0 + (uint64_t)((double)appended / rate * 1e9) : 0;
             uint64_t now = ds_clock_ns();
@@ -671,7 +684,7 @@ static void customers_pick(const uint32_t *orders, uint64_t customers, struct cu
     }
 }
 
-static struct bench_latency measure_inprocess(struct query_gsi *g, int64_t customer,
+static struct bench_latency measure_inprocess(struct index_builder *g, int64_t customer,
                                               uint32_t expect, uint64_t iterations)
 {
     struct ds_id id = {.value = customer};
@@ -683,7 +696,7 @@ static struct bench_latency measure_inprocess(struct query_gsi *g, int64_t custo
     for (uint64_t i = 0; i <= iterations && (n == 0 || ds_clock_ns() < deadline); i++) {
         struct query_orders_page page = {.orders = orders};
         uint64_t t0 = ds_clock_ns();
-        ASSERT(query_gsi_orders(query_gsi_store(g), NULL, &id, QUERY_LIMIT, NULL, &page) == 0);
+        ASSERT(query_orders_get(index_builder_store(g), NULL, &id, QUERY_LIMIT, NULL, &page) == 0);
         uint64_t t1 = ds_clock_ns();
         ASSERT(page.count == expect);
         if (i > 0) { /* the first one warms the cache */
@@ -733,8 +746,8 @@ static struct bench_latency measure_http(const char *address, int64_t customer, 
     return l;
 }
 
-static void query_report(struct query_gsi *g, const char *address, const struct customer_pick *p,
-                         uint64_t iterations)
+static void query_report(struct index_builder *g, const char *address,
+                         const struct customer_pick *p, uint64_t iterations)
 {
     uint32_t expect = p->orders < QUERY_LIMIT ? p->orders : QUERY_LIMIT;
     struct bench_latency in = measure_inprocess(g, p->id, expect, iterations);
@@ -749,7 +762,7 @@ static void query_report(struct query_gsi *g, const char *address, const struct 
 }
 
 /* Appends and indexes N events, reports the build; returns the customers to query. */
-static void query_build(const char *data, uint64_t events, struct query_gsi *g,
+static void query_build(const char *data, uint64_t events, struct index_builder *g,
                         const struct query_metrics *metrics, struct customer_pick *picks)
 {
     struct loadgen_workload_config wcfg;
@@ -761,7 +774,7 @@ static void query_build(const char *data, uint64_t events, struct query_gsi *g,
     double cpu0 = bench_cpu_seconds();
     uint64_t seq = build_append(data, events, g, orders, wcfg.customers, NULL, 0);
     uint64_t t_appended = ds_clock_ns();
-    ASSERT(query_gsi_wait(g, seq, 600000) == 0);
+    ASSERT(index_builder_wait(g, seq, 600000) == 0);
     uint64_t t_indexed = ds_clock_ns();
     double seconds = (double)(t_indexed - t0) / 1e9;
     printf("  build: %.0f events/s appended and indexed (all indexed %.2f s after the first "
@@ -780,7 +793,7 @@ static void query_build(const char *data, uint64_t events, struct query_gsi *g,
     free(orders);
 }
 
-static void query_phase(struct query_gsi *g, const char *address, const char *gsi_dir,
+static void query_phase(struct index_builder *g, const char *address, const char *gsi_dir,
                         uint64_t events, const struct customer_pick *picks, uint64_t iterations)
 {
     uint64_t bytes = du_bytes(gsi_dir);
@@ -799,12 +812,14 @@ static void query_part(const char *dir, uint64_t events)
     struct query_metrics *metrics = calloc(1, sizeof(*metrics));
     ASSERT(metrics != NULL);
     query_metrics_init(metrics, NULL, 0);
-    struct query_gsi_config gcfg;
-    query_gsi_config_defaults(&gcfg);
+    struct index_builder_config gcfg;
+    index_builder_config_defaults(&gcfg);
     gcfg.data_dir = data;
-    gcfg.metrics = metrics;
-    struct query_gsi *g = NULL;
-    ASSERT(query_gsi_start(&gcfg, &g) == 0);
+    gcfg.lag_observe = bench_lag_observe;
+    gcfg.lag_gauge = bench_lag_gauge;
+    gcfg.lag_user = metrics;
+    struct index_builder *g = NULL;
+    ASSERT(index_builder_start(&gcfg, &g) == 0);
     printf("part 2: %llu busy-day events appended through storage (group commits of %u events, "
            "the builder following), then newest-%u queries\n",
            (unsigned long long)events, BUILD_COMMIT_EVENTS, QUERY_LIMIT);
@@ -818,11 +833,11 @@ static void query_part(const char *dir, uint64_t events)
            "2 service threads; in-process: query_gsi_orders on the builder's handle\n",
            (unsigned long long)iterations, MEASURE_SECONDS_MAX);
     char gsi_dir[DS_PATH_MAX];
-    query_gsi_dir(data, gsi_dir);
+    index_dir(data, gsi_dir);
     printf("  right after the last entry was indexed:\n");
     query_phase(g, query_http_address(h), gsi_dir, events, picks, iterations);
     query_http_stop(h);
-    query_gsi_stop(g);
+    index_builder_stop(g);
     printf("  GSI on disk after the builder closed: %.1f bytes/event\n",
            (double)du_bytes(gsi_dir) / (double)events);
     free(metrics);
@@ -830,7 +845,7 @@ static void query_part(const char *dir, uint64_t events)
 
 /* ---- lag mode: per-commit lag of part 2's append run, checkpoints inline or not ------------- */
 
-/* Commits listed as spikes: the slowest ones over this lag (issue 16's bound on the p99). */
+/* Commits listed as spikes: the slowest ones over this lag (the lag target's bound on the p99). */
 #define SPIKE_MS 100.0
 #define SPIKES_SHOWN 8u
 
@@ -892,20 +907,20 @@ static void lag_run(const char *dir, uint64_t events, double rate, int run, bool
     ASSERT(orders != NULL && lag != NULL);
     pthread_mutex_init(&lag->lock, NULL);
     pthread_cond_init(&lag->wake, NULL);
-    struct query_gsi_config gcfg;
-    query_gsi_config_defaults(&gcfg);
+    struct index_builder_config gcfg;
+    index_builder_config_defaults(&gcfg);
     gcfg.data_dir = data;
     gcfg.checkpoint_inline = inline_sync;
-    struct query_gsi *g = NULL;
-    ASSERT(query_gsi_start(&gcfg, &g) == 0);
-    lag->gsi = g;
-    lag->store = query_gsi_store(g);
+    struct index_builder *g = NULL;
+    ASSERT(index_builder_start(&gcfg, &g) == 0);
+    lag->ix = g;
+    lag->store = index_builder_store(g);
     pthread_t waiter;
     ASSERT(pthread_create(&waiter, NULL, lag_waiter_main, lag) == 0);
     bench_peak_rss_reset();
     uint64_t t0 = ds_clock_ns();
     uint64_t seq = build_append(data, events, g, orders, wcfg.customers, lag, rate);
-    ASSERT(query_gsi_wait(g, seq, 600000) == 0);
+    ASSERT(index_builder_wait(g, seq, 600000) == 0);
     double seconds = (double)(ds_clock_ns() - t0) / 1e9;
     pthread_mutex_lock(&lag->lock);
     lag->stop = true;
@@ -913,8 +928,8 @@ static void lag_run(const char *dir, uint64_t events, double rate, int run, bool
     pthread_mutex_unlock(&lag->lock);
     pthread_join(waiter, NULL);
     ASSERT(lag->lag_count == lag->count && lag->dropped == 0);
-    struct gsi_checkpoint_stats cs;
-    gsi_checkpoint_stats_get(query_gsi_store(g), &cs);
+    struct index_checkpoint_stats cs;
+    index_checkpoint_stats_get(index_builder_store(g), &cs);
     *out = (struct lag_result){.rate = (double)events / seconds,
                                .rss_mib = bench_peak_rss_mib(),
                                .apply_ms_max = (double)cs.apply_wait_ns_max / 1e6,
@@ -939,7 +954,7 @@ static void lag_run(const char *dir, uint64_t events, double rate, int run, bool
            out->rss_mib);
     lag_spikes_print(lag);
     fflush(stdout);
-    query_gsi_stop(g);
+    index_builder_stop(g);
     pthread_cond_destroy(&lag->wake);
     pthread_mutex_destroy(&lag->lock);
     free(lag);
@@ -957,7 +972,7 @@ static double median_lag(const struct lag_result *r, int n, size_t field_offset)
 }
 
 /* Part 2's append run, timed per commit, alternating the index's checkpoints on the builder's
- * thread (inline, as before issue 16) and on the writer's own thread (the default). */
+ * thread (inline, kept to compare) and on the writer's own thread (the default). */
 static void lag_part(const char *dir, uint64_t events, int runs, double rate)
 {
     printf("lag: %llu busy-day events appended through storage at %.0f events/s (0: flat out; "
@@ -1019,7 +1034,7 @@ int main(int argc, char **argv)
     ASSERT(events > 0 && events_query > 0);
     char dir[] = "/tmp/dayshard-bench-gsi-XXXXXX";
     ASSERT(mkdtemp(dir) != NULL);
-    printf("bench_gsi_e2e: %llu events end to end x %d runs, %llu events stored for queries\n",
+    printf("bench_index_e2e: %llu events end to end x %d runs, %llu events stored for queries\n",
            (unsigned long long)events, runs, (unsigned long long)events_query);
     e2e_part(dir, events, runs);
     query_part(dir, events_query);

@@ -1,24 +1,24 @@
 /*
- * seal.c: the sealed records of the index's log (seal.h).
+ * seal.c: the sealed records of the index's log (index_private.h, "sealed records").
  */
-#include "gsi/seal.h"
+#include "index/index_private.h"
 
 #include <errno.h>
 #include <string.h>
 #include <zstd.h>
 
-/* The layout of a run record's header that an image reproduces (gsi.c's header comment). */
-#define GSI_IMAGE_TYPE_RUN 1u
-#define GSI_SEAL_FLAG_STRING 1u
-#define GSI_SEAL_FLAG_TAG 2u
-#define GSI_SEAL_FLAG_LINKS 4u
-#define GSI_SEAL_FLAG_DIRECTORY 8u
-#define GSI_SEAL_ZSTD_LEVEL 3
+/* The layout of a run record's header that an image reproduces (store.c's header comment). */
+#define INDEX_IMAGE_TYPE_RUN 1u
+#define INDEX_SEAL_FLAG_STRING 1u
+#define INDEX_SEAL_FLAG_TAG 2u
+#define INDEX_SEAL_FLAG_LINKS 4u
+#define INDEX_SEAL_FLAG_DIRECTORY 8u
+#define INDEX_SEAL_ZSTD_LEVEL 3
 /* An entry's head varint: ts delta << 5 | status code << 2 | amount negative << 1 | order id is a
  * string; status codes 0..6 are the record's first statuses, 7 says a varint index follows. */
-#define GSI_SEAL_HEAD_BITS 5u
-#define GSI_SEAL_STATUS_INLINE 7u
-#define GSI_SEAL_ZSTD_SAVING_MIN 8u /* 1/8 */
+#define INDEX_SEAL_HEAD_BITS 5u
+#define INDEX_SEAL_STATUS_INLINE 7u
+#define INDEX_SEAL_ZSTD_SAVING_MIN 8u /* 1/8 */
 
 static size_t seal_varint_put(uint8_t *dst, uint64_t v)
 {
@@ -77,29 +77,29 @@ static bool seal_string_id_get(const uint8_t *src, size_t len, size_t *at, struc
 
 /* ---- writing ------------------------------------------------------------------------------- */
 
-void gsi_seal_writer_reset(struct gsi_seal_writer *w, uint8_t *body)
+void index_seal_writer_reset(struct index_seal_writer *w, uint8_t *body)
 {
     memset(w, 0, sizeof(*w));
     w->body = body;
 }
 
-bool gsi_seal_writer_fits(const struct gsi_seal_writer *w, uint32_t slot, uint32_t count)
+bool index_seal_writer_fits(const struct index_seal_writer *w, uint32_t slot, uint32_t count)
 {
     if (w->sections == 0) {
         return true;
     }
-    return slot > w->last_slot && w->body_bytes < GSI_SEAL_RAW_TARGET &&
-           w->status_count + count <= GSI_SEAL_STATUSES_MAX;
+    return slot > w->last_slot && w->body_bytes < INDEX_SEAL_RAW_TARGET &&
+           w->status_count + count <= INDEX_SEAL_STATUSES_MAX;
 }
 
-static int seal_status_index(struct gsi_seal_writer *w, const uint8_t *status, size_t len)
+static int seal_status_index(struct index_seal_writer *w, const uint8_t *status, size_t len)
 {
     for (uint32_t i = 0; i < w->status_count; i++) {
         if (w->status_len[i] == len && memcmp(w->status[i], status, len) == 0) {
             return (int)i;
         }
     }
-    if (w->status_count == GSI_SEAL_STATUSES_MAX) {
+    if (w->status_count == INDEX_SEAL_STATUSES_MAX) {
         return -DS_EUSAGE;
     }
     w->status_len[w->status_count] = (uint8_t)len;
@@ -107,24 +107,24 @@ static int seal_status_index(struct gsi_seal_writer *w, const uint8_t *status, s
     return (int)w->status_count++;
 }
 
-int gsi_seal_writer_add(struct gsi_seal_writer *w, const struct gsi_seal_section *s, uint32_t count,
-                        const uint8_t *const *keys, const uint8_t *key_bytes,
-                        const uint8_t *const *values, const uint8_t *value_bytes)
+int index_seal_writer_add(struct index_seal_writer *w, const struct index_seal_section *s,
+                          uint32_t count, const uint8_t *const *keys, const uint8_t *key_bytes,
+                          const uint8_t *const *values, const uint8_t *value_bytes)
 {
-    if (count < 1 || count > GSI_SEAL_SECTION_ENTRIES || !gsi_seal_writer_fits(w, s->slot, count) ||
-        !gsi_key_id_valid(&s->customer)) {
+    if (count < 1 || count > INDEX_SEAL_SECTION_ENTRIES ||
+        !index_seal_writer_fits(w, s->slot, count) || !index_key_id_valid(&s->customer)) {
         return -DS_EUSAGE;
     }
     uint8_t *p = w->body + w->body_bytes;
     size_t n = 0;
     n += seal_varint_put(p + n, w->sections == 0 ? s->slot : s->slot - w->last_slot);
-    uint8_t flags = s->customer.is_string ? GSI_SEAL_FLAG_STRING : 0;
-    flags |= s->prev != 0 ? GSI_SEAL_FLAG_LINKS : 0;
-    flags |= s->directory != 0 ? GSI_SEAL_FLAG_DIRECTORY : 0;
+    uint8_t flags = s->customer.is_string ? INDEX_SEAL_FLAG_STRING : 0;
+    flags |= s->prev != 0 ? INDEX_SEAL_FLAG_LINKS : 0;
+    flags |= s->directory != 0 ? INDEX_SEAL_FLAG_DIRECTORY : 0;
     /* The tag is stored only when the slot belongs to another customer (a full probe window);
      * the reader computes the customer's own otherwise. */
-    bool other = s->tag != gsi_key_tag(&s->customer);
-    flags |= other ? GSI_SEAL_FLAG_TAG : 0;
+    bool other = s->tag != index_key_tag(&s->customer);
+    flags |= other ? INDEX_SEAL_FLAG_TAG : 0;
     p[n++] = flags;
     if (other) {
         ds_put_le64(p + n, s->tag);
@@ -140,7 +140,7 @@ int gsi_seal_writer_add(struct gsi_seal_writer *w, const struct gsi_seal_section
     n += seal_varint_put(p + n, count);
     int64_t newest = 0;
     struct ds_id order;
-    if (gsi_key_tail_decode(keys[0], key_bytes[0], &newest, &order) != 0) {
+    if (index_key_tail_decode(keys[0], key_bytes[0], &newest, &order) != 0) {
         return -DS_EUSAGE;
     }
     n += seal_varint_put(p + n, seal_zigzag((uint64_t)newest - (uint64_t)w->last_newest_ts));
@@ -160,13 +160,13 @@ int gsi_seal_writer_add(struct gsi_seal_writer *w, const struct gsi_seal_section
     uint64_t last_order = 0;
     for (uint32_t i = 0; i < count; i++) {
         int64_t ts = 0;
-        if (gsi_key_tail_decode(keys[i], key_bytes[i], &ts, &order) != 0 || ts > last_ts ||
+        if (index_key_tail_decode(keys[i], key_bytes[i], &ts, &order) != 0 || ts > last_ts ||
             value_bytes[i] < 2 || values[i][0] > DS_STATUS_BYTES_MAX ||
             value_bytes[i] < 2u + values[i][0]) {
             return -DS_EUSAGE;
         }
-        struct gsi_entry value;
-        if (gsi_key_value_decode(values[i], value_bytes[i], &value) != 0) {
+        struct index_entry value;
+        if (index_key_value_decode(values[i], value_bytes[i], &value) != 0) {
             return -DS_EUSAGE;
         }
         int index = seal_status_index(w, (const uint8_t *)value.status, value.status_len);
@@ -174,9 +174,9 @@ int gsi_seal_writer_add(struct gsi_seal_writer *w, const struct gsi_seal_section
             return index;
         }
         uint64_t code =
-            index < (int)GSI_SEAL_STATUS_INLINE ? (uint64_t)index : GSI_SEAL_STATUS_INLINE;
+            index < (int)INDEX_SEAL_STATUS_INLINE ? (uint64_t)index : INDEX_SEAL_STATUS_INLINE;
         bool negative = value.amount_units < 0;
-        uint64_t head = ((uint64_t)last_ts - (uint64_t)ts) << GSI_SEAL_HEAD_BITS | code << 2 |
+        uint64_t head = ((uint64_t)last_ts - (uint64_t)ts) << INDEX_SEAL_HEAD_BITS | code << 2 |
                         (uint64_t)negative << 1 | order.is_string;
         m += seal_varint_put(e + m, head);
         last_ts = ts;
@@ -188,7 +188,7 @@ int gsi_seal_writer_add(struct gsi_seal_writer *w, const struct gsi_seal_section
             m += seal_varint_put(e + m, seal_zigzag((uint64_t)order.value - last_order));
             last_order = (uint64_t)order.value;
         }
-        if (code == GSI_SEAL_STATUS_INLINE) {
+        if (code == INDEX_SEAL_STATUS_INLINE) {
             m += seal_varint_put(e + m, (uint64_t)index);
         }
         uint64_t magnitude =
@@ -207,8 +207,8 @@ int gsi_seal_writer_add(struct gsi_seal_writer *w, const struct gsi_seal_section
     return 0;
 }
 
-size_t gsi_seal_writer_finish(const struct gsi_seal_writer *w, void *cctx, uint8_t *scratch,
-                              uint8_t *dst)
+size_t index_seal_writer_finish(const struct index_seal_writer *w, void *cctx, uint8_t *scratch,
+                                uint8_t *dst)
 {
     ASSERT(w->sections > 0);
     size_t n = 0;
@@ -219,26 +219,26 @@ size_t gsi_seal_writer_finish(const struct gsi_seal_writer *w, void *cctx, uint8
         n += w->status_len[i];
     }
     n += seal_varint_put(scratch + n, w->sections);
-    ASSERT(n + w->body_bytes <= GSI_SEAL_RAW_MAX);
+    ASSERT(n + w->body_bytes <= INDEX_SEAL_RAW_MAX);
     memcpy(scratch + n, w->body, w->body_bytes);
     n += w->body_bytes;
-    memset(dst, 0, GSI_SEAL_HEADER_BYTES);
-    dst[8] = GSI_SEAL_RECORD_TYPE;
+    memset(dst, 0, INDEX_SEAL_HEADER_BYTES);
+    dst[8] = INDEX_SEAL_RECORD_TYPE;
     ds_put_le32(dst + 12, (uint32_t)n);
-    size_t z = ZSTD_compressCCtx(cctx, dst + GSI_SEAL_HEADER_BYTES,
-                                 GSI_SEAL_RECORD_BYTES_MAX - GSI_SEAL_HEADER_BYTES, scratch, n,
-                                 GSI_SEAL_ZSTD_LEVEL);
+    size_t z = ZSTD_compressCCtx(cctx, dst + INDEX_SEAL_HEADER_BYTES,
+                                 INDEX_SEAL_RECORD_BYTES_MAX - INDEX_SEAL_HEADER_BYTES, scratch, n,
+                                 INDEX_SEAL_ZSTD_LEVEL);
     size_t len = 0;
     /* zstd only when it saves an eighth: the entries are deltas of ts, ids and amounts, close
      * to their entropy already (the demo month: 7%), and a query then decodes with a memcpy
-     * (newest 10 of a light customer: p50 3.0 us raw, 8.3 us zstd, bench_gsi_store). */
-    if (!ZSTD_isError(z) && z < n - n / GSI_SEAL_ZSTD_SAVING_MIN) {
-        dst[9] = GSI_SEAL_CODEC_ZSTD;
-        len = GSI_SEAL_HEADER_BYTES + z;
+     * (newest 10 of a light customer: p50 3.0 us raw, 8.3 us zstd, bench_index_store). */
+    if (!ZSTD_isError(z) && z < n - n / INDEX_SEAL_ZSTD_SAVING_MIN) {
+        dst[9] = INDEX_SEAL_CODEC_ZSTD;
+        len = INDEX_SEAL_HEADER_BYTES + z;
     } else {
-        dst[9] = GSI_SEAL_CODEC_RAW;
-        memcpy(dst + GSI_SEAL_HEADER_BYTES, scratch, n);
-        len = GSI_SEAL_HEADER_BYTES + n;
+        dst[9] = INDEX_SEAL_CODEC_RAW;
+        memcpy(dst + INDEX_SEAL_HEADER_BYTES, scratch, n);
+        len = INDEX_SEAL_HEADER_BYTES + n;
     }
     ds_put_le32(dst + 4, (uint32_t)len);
     ds_put_le32(dst, ds_crc32c(0, dst + 4, len - 4u));
@@ -247,41 +247,42 @@ size_t gsi_seal_writer_finish(const struct gsi_seal_writer *w, void *cctx, uint8
 
 /* ---- reading ------------------------------------------------------------------------------- */
 
-int64_t gsi_seal_record_open(const uint8_t *record, size_t len, void *dctx, uint8_t *raw)
+int64_t index_seal_record_open(const uint8_t *record, size_t len, void *dctx, uint8_t *raw)
 {
-    if (len <= GSI_SEAL_HEADER_BYTES || len > GSI_SEAL_RECORD_BYTES_MAX ||
-        ds_get_le32(record + 4) != len || record[8] != GSI_SEAL_RECORD_TYPE || record[10] != 0 ||
+    if (len <= INDEX_SEAL_HEADER_BYTES || len > INDEX_SEAL_RECORD_BYTES_MAX ||
+        ds_get_le32(record + 4) != len || record[8] != INDEX_SEAL_RECORD_TYPE || record[10] != 0 ||
         record[11] != 0 || ds_get_le32(record) != ds_crc32c(0, record + 4, len - 4u)) {
         return -DS_ECORRUPT;
     }
     uint32_t raw_len = ds_get_le32(record + 12);
-    const uint8_t *payload = record + GSI_SEAL_HEADER_BYTES;
-    size_t payload_len = len - GSI_SEAL_HEADER_BYTES;
-    if (raw_len < 1 || raw_len > GSI_SEAL_RAW_MAX) {
+    const uint8_t *payload = record + INDEX_SEAL_HEADER_BYTES;
+    size_t payload_len = len - INDEX_SEAL_HEADER_BYTES;
+    if (raw_len < 1 || raw_len > INDEX_SEAL_RAW_MAX) {
         return -DS_ECORRUPT;
     }
-    if (record[9] == GSI_SEAL_CODEC_RAW) {
+    if (record[9] == INDEX_SEAL_CODEC_RAW) {
         if (payload_len != raw_len) {
             return -DS_ECORRUPT;
         }
         memcpy(raw, payload, raw_len);
         return raw_len;
     }
-    if (record[9] != GSI_SEAL_CODEC_ZSTD) {
+    if (record[9] != INDEX_SEAL_CODEC_ZSTD) {
         return -DS_ECORRUPT;
     }
     size_t got = ZSTD_decompressDCtx(dctx, raw, raw_len, payload, payload_len);
     return !ZSTD_isError(got) && got == raw_len ? (int64_t)raw_len : -DS_ECORRUPT;
 }
 
-int gsi_seal_reader_init(struct gsi_seal_reader *r, const uint8_t *raw, size_t len, uint64_t mask)
+int index_seal_reader_init(struct index_seal_reader *r, const uint8_t *raw, size_t len,
+                           uint64_t mask)
 {
     memset(r, 0, sizeof(*r));
     r->raw = raw;
     r->len = len;
     r->mask = mask;
     uint64_t count = 0;
-    if (!seal_varint_get(raw, len, &r->at, &count) || count > GSI_SEAL_STATUSES_MAX) {
+    if (!seal_varint_get(raw, len, &r->at, &count) || count > INDEX_SEAL_STATUSES_MAX) {
         return -DS_ECORRUPT;
     }
     r->status_count = (uint32_t)count;
@@ -307,7 +308,7 @@ static int seal_key_compare(const uint8_t *a, size_t a_bytes, const uint8_t *b, 
 }
 
 /* Decodes count entries of raw[at..end) into the image after its header and id. */
-static int64_t seal_entries_image(const struct gsi_seal_reader *r, size_t at, size_t end,
+static int64_t seal_entries_image(const struct index_seal_reader *r, size_t at, size_t end,
                                   uint32_t count, int64_t newest, uint8_t *image, size_t n,
                                   int64_t *oldest)
 {
@@ -321,7 +322,7 @@ static int64_t seal_entries_image(const struct gsi_seal_reader *r, size_t at, si
         if (!seal_varint_get(raw, end, &at, &head)) {
             return -DS_ECORRUPT;
         }
-        uint64_t delta = head >> GSI_SEAL_HEAD_BITS;
+        uint64_t delta = head >> INDEX_SEAL_HEAD_BITS;
         if (delta > (uint64_t)ts - (uint64_t)DS_TS_MS_MIN) {
             return -DS_ECORRUPT; /* below the oldest ts an entry may have */
         }
@@ -342,9 +343,9 @@ static int64_t seal_entries_image(const struct gsi_seal_reader *r, size_t at, si
                 return -DS_ECORRUPT;
             }
         }
-        uint64_t status = head >> 2 & GSI_SEAL_STATUS_INLINE;
-        if ((status == GSI_SEAL_STATUS_INLINE &&
-             (!seal_varint_get(raw, end, &at, &status) || status < GSI_SEAL_STATUS_INLINE)) ||
+        uint64_t status = head >> 2 & INDEX_SEAL_STATUS_INLINE;
+        if ((status == INDEX_SEAL_STATUS_INLINE &&
+             (!seal_varint_get(raw, end, &at, &status) || status < INDEX_SEAL_STATUS_INLINE)) ||
             status >= r->status_count) {
             return -DS_ECORRUPT; /* an index below the inline ones is written inline */
         }
@@ -355,7 +356,7 @@ static int64_t seal_entries_image(const struct gsi_seal_reader *r, size_t at, si
             return -DS_ECORRUPT;
         }
         uint8_t *key = image + n + 1;
-        size_t key_bytes = gsi_key_tail_encode(ts, &order, key);
+        size_t key_bytes = index_key_tail_encode(ts, &order, key);
         if (last_key != NULL && seal_key_compare(last_key, last_key_bytes, key, key_bytes) >= 0) {
             return -DS_ECORRUPT; /* keys ascend strictly: no copies within a section */
         }
@@ -364,11 +365,11 @@ static int64_t seal_entries_image(const struct gsi_seal_reader *r, size_t at, si
         last_key_bytes = key_bytes;
         n += 1 + key_bytes;
         const uint8_t *s = r->status[status];
-        struct gsi_entry value;
+        struct index_entry value;
         value.status_len = s[0];
         memcpy(value.status, s + 1, s[0]);
         value.amount_units = (int64_t)(negative ? 0 - magnitude : magnitude);
-        size_t value_bytes = gsi_key_value_encode(&value, image + n + 1);
+        size_t value_bytes = index_key_value_encode(&value, image + n + 1);
         image[n++] = (uint8_t)value_bytes;
         n += value_bytes;
     }
@@ -379,8 +380,8 @@ static int64_t seal_entries_image(const struct gsi_seal_reader *r, size_t at, si
     return (int64_t)n;
 }
 
-int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot, bool entries,
-                             uint8_t *image, uint32_t *slot)
+int64_t index_seal_reader_next(struct index_seal_reader *r, uint32_t want_slot, bool entries,
+                               uint8_t *image, uint32_t *slot)
 {
     if (r->sections_left == 0) {
         return r->at == r->len ? -ENOENT : -DS_ECORRUPT;
@@ -397,12 +398,12 @@ int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot, bool
         return -DS_ECORRUPT;
     }
     uint8_t flags = raw[at++];
-    if (flags & ~(GSI_SEAL_FLAG_STRING | GSI_SEAL_FLAG_TAG | GSI_SEAL_FLAG_LINKS |
-                  GSI_SEAL_FLAG_DIRECTORY)) {
+    if (flags & ~(INDEX_SEAL_FLAG_STRING | INDEX_SEAL_FLAG_TAG | INDEX_SEAL_FLAG_LINKS |
+                  INDEX_SEAL_FLAG_DIRECTORY)) {
         return -DS_ECORRUPT;
     }
     uint64_t tag = 0;
-    if (flags & GSI_SEAL_FLAG_TAG) {
+    if (flags & INDEX_SEAL_FLAG_TAG) {
         if (len - at < 8) {
             return -DS_ECORRUPT;
         }
@@ -410,7 +411,7 @@ int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot, bool
         at += 8;
     }
     struct ds_id customer = {0};
-    if (flags & GSI_SEAL_FLAG_STRING) {
+    if (flags & INDEX_SEAL_FLAG_STRING) {
         if (!seal_string_id_get(raw, len, &at, &customer)) {
             return -DS_ECORRUPT;
         }
@@ -422,8 +423,8 @@ int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot, bool
     }
     uint64_t count = 0;
     uint64_t zz = 0;
-    if (!seal_varint_get(raw, len, &at, &count) || count < 1 || count > GSI_SEAL_SECTION_ENTRIES ||
-        !seal_varint_get(raw, len, &at, &zz)) {
+    if (!seal_varint_get(raw, len, &at, &count) || count < 1 ||
+        count > INDEX_SEAL_SECTION_ENTRIES || !seal_varint_get(raw, len, &at, &zz)) {
         return -DS_ECORRUPT;
     }
     uint64_t newest_bits = (uint64_t)r->last_newest_ts + seal_unzigzag(zz);
@@ -435,7 +436,7 @@ int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot, bool
     uint64_t skip = 0;
     int64_t chain_max = newest;
     int64_t prev_chain_max = 0;
-    if (flags & GSI_SEAL_FLAG_LINKS) {
+    if (flags & INDEX_SEAL_FLAG_LINKS) {
         uint64_t up = 0;
         uint64_t down = 0;
         uint64_t back = 0;
@@ -449,7 +450,7 @@ int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot, bool
         skip = prev - back;
     }
     uint64_t directory = 0;
-    if ((flags & GSI_SEAL_FLAG_DIRECTORY) &&
+    if ((flags & INDEX_SEAL_FLAG_DIRECTORY) &&
         (!seal_varint_get(raw, len, &at, &directory) || directory == 0)) {
         return -DS_ECORRUPT;
     }
@@ -470,12 +471,12 @@ int64_t gsi_seal_reader_next(struct gsi_seal_reader *r, uint32_t want_slot, bool
         return 0;
     }
     if (tag == 0) {
-        tag = gsi_key_tag(&customer);
+        tag = index_key_tag(&customer);
     }
-    memset(image, 0, GSI_IMAGE_HEADER_BYTES);
-    image[8] = GSI_IMAGE_TYPE_RUN;
+    memset(image, 0, INDEX_IMAGE_HEADER_BYTES);
+    image[8] = INDEX_IMAGE_TYPE_RUN;
     image[9] = customer.is_string ? 1 : 0;
-    size_t n = GSI_IMAGE_HEADER_BYTES;
+    size_t n = INDEX_IMAGE_HEADER_BYTES;
     if (customer.is_string) {
         memcpy(image + n, customer.text, customer.len);
         n += customer.len;

@@ -1,10 +1,10 @@
 /*
- * bench_gsi_store [EVENTS] [DIR]: the by-customer index store alone (gsi/, issue 16), before
+ * bench_index_store [EVENTS] [DIR]: the by-customer index store alone (index/), before
  * and after compaction, in one run: the busy-day workload's events (default 10M) applied in
  * batches of 65536 as the builder does, then
  *   - index bytes per event: the log as applied (plus the table checkpoint written at close),
- *     and after gsi_compact (the sealed log; no table until more log is appended);
- *   - newest 10 in-process (gsi_query) for the heaviest customer, one with about 1,000 orders
+ *     and after index_compact (the sealed log; no table until more log is appended);
+ *   - newest 10 in-process (index_query) for the heaviest customer, one with about 1,000 orders
  *     and one with 2: p50 / p99 of 20,000 queries each, before and after;
  *   - paging a customer with about 100k orders to the end 100 at a time against one pass at
  *     the largest page the API allows (1000), median of 5 each, before and after.
@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "bench/bench.h"
-#include "gsi/gsi.h"
+#include "index/index.h"
 
 #define BATCH 65536u
 #define QUERIES 20000u
@@ -46,41 +46,41 @@ static void copy_file(const char *from, const char *to)
     ASSERT(system(cmd) == 0);
 }
 
-static struct gsi *store_open(const char *dir)
+static struct index *store_open(const char *dir)
 {
-    struct gsi_config cfg;
-    gsi_config_defaults(&cfg);
+    struct index_config cfg;
+    index_config_defaults(&cfg);
     cfg.dir = dir;
     cfg.batch_entries_max = BATCH;
-    struct gsi *g = NULL;
-    ASSERT(gsi_open(&cfg, &g) == 0);
+    struct index *g = NULL;
+    ASSERT(index_open(&cfg, &g) == 0);
     return g;
 }
 
-static struct bench_latency newest10(struct gsi *g, int64_t customer, uint64_t *ns)
+static struct bench_latency newest10(struct index *g, int64_t customer, uint64_t *ns)
 {
-    struct gsi_entry entries[10];
+    struct index_entry entries[10];
     struct ds_id id = {.value = customer};
     for (uint32_t i = 0; i < QUERIES; i++) {
-        struct gsi_page page = {.entries = entries};
+        struct index_page page = {.entries = entries};
         uint64_t t0 = now_ns();
-        ASSERT(gsi_query(g, &id, 10, NULL, &page) == 0);
+        ASSERT(index_query(g, &id, 10, NULL, &page) == 0);
         ns[i] = now_ns() - t0;
     }
     return bench_latency_of(ns, QUERIES);
 }
 
 /* Seconds to page customer to the end at limit; *total the entries seen. */
-static double page_all(struct gsi *g, int64_t customer, uint32_t limit, uint64_t *total)
+static double page_all(struct index *g, int64_t customer, uint32_t limit, uint64_t *total)
 {
-    static struct gsi_entry entries[GSI_PAGE_LIMIT_MAX];
+    static struct index_entry entries[INDEX_PAGE_LIMIT_MAX];
     struct ds_id id = {.value = customer};
-    char token[GSI_TOKEN_CHARS_MAX + 1] = "";
+    char token[INDEX_TOKEN_CHARS_MAX + 1] = "";
     *total = 0;
     uint64_t t0 = now_ns();
     for (;;) {
-        struct gsi_page page = {.entries = entries};
-        ASSERT(gsi_query(g, &id, limit, token, &page) == 0);
+        struct index_page page = {.entries = entries};
+        ASSERT(index_query(g, &id, limit, token, &page) == 0);
         *total += page.count;
         if (!page.has_next) {
             break;
@@ -97,7 +97,7 @@ struct figures {
     uint64_t deep_entries;
 };
 
-static void measure(struct gsi *g, const int64_t *customers, int64_t paged, struct figures *f,
+static void measure(struct index *g, const int64_t *customers, int64_t paged, struct figures *f,
                     uint64_t *ns)
 {
     for (int c = 0; c < 3; c++) {
@@ -109,7 +109,7 @@ static void measure(struct gsi *g, const int64_t *customers, int64_t paged, stru
         uint64_t a = 0;
         uint64_t b = 0;
         deep[r] = page_all(g, paged, 100, &a);
-        one[r] = page_all(g, paged, GSI_PAGE_LIMIT_MAX, &b);
+        one[r] = page_all(g, paged, INDEX_PAGE_LIMIT_MAX, &b);
         ASSERT(a == b);
         f->deep_entries = a;
     }
@@ -123,7 +123,7 @@ int main(int argc, char **argv)
     char base[DS_PATH_MAX / 2];
     bool temp = argc <= 2;
     if (temp) {
-        snprintf(base, sizeof(base), "/tmp/bench_gsi_store.XXXXXX");
+        snprintf(base, sizeof(base), "/tmp/bench_index_store.XXXXXX");
         ASSERT(mkdtemp(base) != NULL);
     } else {
         ASSERT(strlen(argv[2]) < sizeof(base));
@@ -133,10 +133,10 @@ int main(int argc, char **argv)
     snprintf(dir, sizeof(dir), "%s/gsi", base);
     struct loadgen_workload_config wcfg = bench_busy_day_config(events);
     uint32_t *counts = calloc(wcfg.customers + 1, sizeof(*counts));
-    struct gsi_entry *batch = calloc(BATCH, sizeof(*batch));
+    struct index_entry *batch = calloc(BATCH, sizeof(*batch));
     ASSERT(counts != NULL && batch != NULL);
     struct loadgen_workload *w = bench_busy_day_workload(events);
-    struct gsi *g = store_open(dir);
+    struct index *g = store_open(dir);
     struct ds_event ev;
     size_t n = 0;
     uint64_t applied = 0;
@@ -144,7 +144,7 @@ int main(int argc, char **argv)
     for (bool more = true; more;) {
         more = loadgen_workload_next(w, &ev);
         if (more) {
-            struct gsi_entry *e = &batch[n++];
+            struct index_entry *e = &batch[n++];
             memset(e, 0, sizeof(*e));
             e->customer_id = ev.customer_id;
             e->order_id = ev.order_id;
@@ -161,13 +161,13 @@ int main(int argc, char **argv)
             applied += n;
             char cursor[32];
             int len = snprintf(cursor, sizeof(cursor), "%llu", (unsigned long long)applied);
-            ASSERT(gsi_apply(g, batch, n, cursor, (size_t)len) == 0);
+            ASSERT(index_apply(g, batch, n, cursor, (size_t)len) == 0);
             n = 0;
         }
     }
     double apply_s = (double)(now_ns() - t0) / 1e9;
     loadgen_workload_destroy(w);
-    gsi_close(g);
+    index_close(g);
     /* The customers: heaviest, nearest 1,000, exactly 2 orders, nearest 100k (paged). */
     int64_t heavy = 1;
     int64_t mid = 1;
@@ -184,7 +184,7 @@ int main(int argc, char **argv)
     ASSERT(light != 0);
     uint64_t log_before = file_bytes(dir, "log");
     uint64_t table_before = file_bytes(dir, "table");
-    printf("bench_gsi_store: %llu busy-day events applied in batches of %u in %.1f s\n",
+    printf("bench_index_store: %llu busy-day events applied in batches of %u in %.1f s\n",
            (unsigned long long)applied, BATCH, apply_s);
     printf("customers: heaviest %lld (%u orders), mid %lld (%u), light %lld (%u), paged %lld "
            "(%u)\n",
@@ -203,9 +203,9 @@ int main(int argc, char **argv)
         copy_file(from, to);
     }
     g = store_open(dir);
-    struct gsi_compact_stats stats;
-    ASSERT(gsi_compact(g, &stats) == 0);
-    gsi_close(g);
+    struct index_compact_stats stats;
+    ASSERT(index_compact(g, &stats) == 0);
+    index_close(g);
     uint64_t log_after = file_bytes(dir, "log");
     uint64_t table_after = file_bytes(dir, "table");
     printf("compaction: %.2f s\n", stats.seconds);
@@ -223,12 +223,12 @@ int main(int argc, char **argv)
     struct figures before[2];
     struct figures after[2];
     for (int round = 0; round < 2; round++) {
-        struct gsi *b = store_open(keep);
+        struct index *b = store_open(keep);
         measure(b, customers, paged, &before[round], ns);
-        gsi_close(b);
-        struct gsi *a = store_open(dir);
+        index_close(b);
+        struct index *a = store_open(dir);
         measure(a, customers, paged, &after[round], ns);
-        gsi_close(a);
+        index_close(a);
     }
     for (int round = 0; round < 2; round++) {
         printf("round %d\n", round + 1);

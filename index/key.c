@@ -129,12 +129,7 @@ size_t index_key_value_encode(const struct index_entry *e, uint8_t *dst)
     dst[n++] = e->status_len;
     memcpy(dst + n, e->status, e->status_len);
     n += e->status_len;
-    uint64_t zz = ((uint64_t)e->amount_units << 1) ^ (uint64_t)(e->amount_units >> 63);
-    while (zz >= 0x80) {
-        dst[n++] = (uint8_t)(zz | 0x80);
-        zz >>= 7;
-    }
-    dst[n++] = (uint8_t)zz;
+    n += ds_varint_put(dst + n, ds_zigzag(e->amount_units));
     ASSERT(n <= INDEX_VALUE_BYTES_MAX);
     return n;
 }
@@ -148,20 +143,11 @@ int index_key_value_decode(const uint8_t *src, size_t len, struct index_entry *e
     memcpy(e->status, src + 1, src[0]);
     uint64_t zz = 0;
     size_t i = 1u + src[0];
-    for (unsigned shift = 0;; shift += 7) {
-        if (i >= len || shift > 63) {
-            return -DS_ECORRUPT;
-        }
-        uint8_t b = src[i++];
-        zz |= (uint64_t)(b & 0x7F) << shift;
-        if (!(b & 0x80)) {
-            break;
-        }
-    }
-    if (i != len) {
+    size_t taken = ds_varint_get(src + i, len - i, &zz);
+    if (taken == 0 || i + taken != len) {
         return -DS_ECORRUPT;
     }
-    e->amount_units = (int64_t)(zz >> 1) ^ -(int64_t)(zz & 1);
+    e->amount_units = ds_unzigzag(zz);
     return 0;
 }
 

@@ -20,46 +20,13 @@
 #define INDEX_SEAL_STATUS_INLINE 7u
 #define INDEX_SEAL_ZSTD_SAVING_MIN 8u /* 1/8 */
 
-static size_t seal_varint_put(uint8_t *dst, uint64_t v)
-{
-    size_t n = 0;
-    while (v >= 0x80) {
-        dst[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    dst[n++] = (uint8_t)v;
-    return n;
-}
-
-static uint64_t seal_zigzag(uint64_t delta)
-{
-    return delta << 1 ^ (uint64_t)((int64_t)delta >> 63);
-}
-
-static uint64_t seal_unzigzag(uint64_t zz)
-{
-    return zz >> 1 ^ (uint64_t) - (int64_t)(zz & 1);
-}
-
-/* A varint at src[*at..len); false when it runs past len or past 64 bits. */
+/* common's varint read in this file's (src, len, *at) form: false for bad input (common's
+ * rule), *at then past the bytes read. */
 static bool seal_varint_get(const uint8_t *src, size_t len, size_t *at, uint64_t *v)
 {
-    uint64_t x = 0;
-    for (unsigned shift = 0; shift < 64; shift += 7) {
-        if (*at >= len) {
-            return false;
-        }
-        uint8_t b = src[(*at)++];
-        if (shift == 63 && b > 1) {
-            return false;
-        }
-        x |= (uint64_t)(b & 0x7F) << shift;
-        if (!(b & 0x80)) {
-            *v = x;
-            return true;
-        }
-    }
-    return false;
+    size_t taken = *at < len ? ds_varint_get(src + *at, len - *at, v) : 0;
+    *at += taken;
+    return taken != 0;
 }
 
 /* A string id: u8 length (1..DS_ID_BYTES_MAX), then its bytes; *at moves past it. */
@@ -117,7 +84,7 @@ int index_seal_writer_add(struct index_seal_writer *w, const struct index_seal_s
     }
     uint8_t *p = w->body + w->body_bytes;
     size_t n = 0;
-    n += seal_varint_put(p + n, w->sections == 0 ? s->slot : s->slot - w->last_slot);
+    n += ds_varint_put(p + n, w->sections == 0 ? s->slot : s->slot - w->last_slot);
     uint8_t flags = s->customer.is_string ? INDEX_SEAL_FLAG_STRING : 0;
     flags |= s->prev != 0 ? INDEX_SEAL_FLAG_LINKS : 0;
     flags |= s->directory != 0 ? INDEX_SEAL_FLAG_DIRECTORY : 0;
@@ -135,23 +102,23 @@ int index_seal_writer_add(struct index_seal_writer *w, const struct index_seal_s
         memcpy(p + n, s->customer.text, s->customer.len);
         n += s->customer.len;
     } else {
-        n += seal_varint_put(p + n, (uint64_t)s->customer.value);
+        n += ds_varint_put(p + n, (uint64_t)s->customer.value);
     }
-    n += seal_varint_put(p + n, count);
+    n += ds_varint_put(p + n, count);
     int64_t newest = 0;
     struct ds_id order;
     if (index_key_tail_decode(keys[0], key_bytes[0], &newest, &order) != 0) {
         return -DS_EUSAGE;
     }
-    n += seal_varint_put(p + n, seal_zigzag((uint64_t)newest - (uint64_t)w->last_newest_ts));
+    n += ds_varint_put(p + n, ds_zigzag((int64_t)((uint64_t)newest - (uint64_t)w->last_newest_ts)));
     if (s->prev != 0) {
-        n += seal_varint_put(p + n, s->prev);
-        n += seal_varint_put(p + n, (uint64_t)s->chain_max_ts - (uint64_t)newest);
-        n += seal_varint_put(p + n, (uint64_t)s->chain_max_ts - (uint64_t)s->prev_chain_max_ts);
-        n += seal_varint_put(p + n, s->prev - s->skip);
+        n += ds_varint_put(p + n, s->prev);
+        n += ds_varint_put(p + n, (uint64_t)s->chain_max_ts - (uint64_t)newest);
+        n += ds_varint_put(p + n, (uint64_t)s->chain_max_ts - (uint64_t)s->prev_chain_max_ts);
+        n += ds_varint_put(p + n, s->prev - s->skip);
     }
     if (s->directory != 0) {
-        n += seal_varint_put(p + n, s->directory);
+        n += ds_varint_put(p + n, s->directory);
     }
     /* The entries go after a varint of their length: written at most 3 bytes on, then moved. */
     uint8_t *e = p + n + 3;
@@ -178,25 +145,25 @@ int index_seal_writer_add(struct index_seal_writer *w, const struct index_seal_s
         bool negative = value.amount_units < 0;
         uint64_t head = ((uint64_t)last_ts - (uint64_t)ts) << INDEX_SEAL_HEAD_BITS | code << 2 |
                         (uint64_t)negative << 1 | order.is_string;
-        m += seal_varint_put(e + m, head);
+        m += ds_varint_put(e + m, head);
         last_ts = ts;
         if (order.is_string) {
             e[m++] = (uint8_t)order.len;
             memcpy(e + m, order.text, order.len);
             m += order.len;
         } else {
-            m += seal_varint_put(e + m, seal_zigzag((uint64_t)order.value - last_order));
+            m += ds_varint_put(e + m, ds_zigzag((int64_t)((uint64_t)order.value - last_order)));
             last_order = (uint64_t)order.value;
         }
         if (code == INDEX_SEAL_STATUS_INLINE) {
-            m += seal_varint_put(e + m, (uint64_t)index);
+            m += ds_varint_put(e + m, (uint64_t)index);
         }
         uint64_t magnitude =
             negative ? 0 - (uint64_t)value.amount_units : (uint64_t)value.amount_units;
-        m += seal_varint_put(e + m, magnitude);
+        m += ds_varint_put(e + m, magnitude);
     }
     uint8_t len_bytes[10];
-    size_t l = seal_varint_put(len_bytes, m);
+    size_t l = ds_varint_put(len_bytes, m);
     memmove(p + n + l, e, m);
     memcpy(p + n, len_bytes, l);
     n += l + m;
@@ -212,13 +179,13 @@ size_t index_seal_writer_finish(const struct index_seal_writer *w, void *cctx, u
 {
     ASSERT(w->sections > 0);
     size_t n = 0;
-    n += seal_varint_put(scratch + n, w->status_count);
+    n += ds_varint_put(scratch + n, w->status_count);
     for (uint32_t i = 0; i < w->status_count; i++) {
         scratch[n++] = w->status_len[i];
         memcpy(scratch + n, w->status[i], w->status_len[i]);
         n += w->status_len[i];
     }
-    n += seal_varint_put(scratch + n, w->sections);
+    n += ds_varint_put(scratch + n, w->sections);
     ASSERT(n + w->body_bytes <= INDEX_SEAL_RAW_MAX);
     memcpy(scratch + n, w->body, w->body_bytes);
     n += w->body_bytes;
@@ -337,7 +304,7 @@ static int64_t seal_entries_image(const struct index_seal_reader *r, size_t at, 
             if (!seal_varint_get(raw, end, &at, &zz)) {
                 return -DS_ECORRUPT;
             }
-            last_order += seal_unzigzag(zz);
+            last_order += (uint64_t)ds_unzigzag(zz);
             order.value = (int64_t)last_order;
             if (order.value < 1) {
                 return -DS_ECORRUPT;
@@ -427,7 +394,7 @@ int64_t index_seal_reader_next(struct index_seal_reader *r, uint32_t want_slot, 
         count > INDEX_SEAL_SECTION_ENTRIES || !seal_varint_get(raw, len, &at, &zz)) {
         return -DS_ECORRUPT;
     }
-    uint64_t newest_bits = (uint64_t)r->last_newest_ts + seal_unzigzag(zz);
+    uint64_t newest_bits = (uint64_t)r->last_newest_ts + (uint64_t)ds_unzigzag(zz);
     int64_t newest = (int64_t)newest_bits;
     if (newest < DS_TS_MS_MIN || newest > DS_TS_MS_MAX) {
         return -DS_ECORRUPT;

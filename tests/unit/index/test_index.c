@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "index/index.h"
+#include "index/index_private.h"
 #include "tests/support/events.h"
 #include "tests/support/tempdir.h"
 
@@ -1056,6 +1057,39 @@ static void test_index_config_rejects_tables_outside_limits(void **state)
     assert_int_equal(index_config_check(&cfg), -DS_EUSAGE);
 }
 
+/* A key's value (status, zigzag amount) round-trips at the amount's extremes, and its varint
+ * follows common's one rule: a 10th byte carrying bits past 64, a truncated varint and bytes
+ * after the value are corrupt, not a wrong amount. */
+static void test_index_key_value_varint_follows_the_common_rule(void **state)
+{
+    (void)state;
+    const int64_t amounts[] = {0, -1, 1, 12345678, INT64_MIN, INT64_MAX};
+    for (size_t i = 0; i < sizeof(amounts) / sizeof(amounts[0]); i++) {
+        struct index_entry e = {0};
+        e.status_len = 4;
+        memcpy(e.status, "paid", 4);
+        e.amount_units = amounts[i];
+        uint8_t buf[INDEX_VALUE_BYTES_MAX];
+        size_t n = index_key_value_encode(&e, buf);
+        struct index_entry back = {0};
+        assert_int_equal(index_key_value_decode(buf, n, &back), 0);
+        assert_true(back.amount_units == amounts[i]);
+        assert_int_equal(back.status_len, 4);
+        assert_memory_equal(back.status, "paid", 4);
+        assert_int_equal(index_key_value_decode(buf, n - 1, &back), -DS_ECORRUPT);
+    }
+    /* Empty status, then ten varint bytes: 0x01 as the 10th fits in 64 bits, 0x02 does not. */
+    uint8_t raw[12] = {0, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01, 0x00};
+    struct index_entry e = {0};
+    assert_int_equal(index_key_value_decode(raw, 11, &e), 0);
+    assert_true(e.amount_units == INT64_MIN);
+    assert_int_equal(index_key_value_decode(raw, 12, &e), -DS_ECORRUPT);
+    raw[10] = 0x02;
+    assert_int_equal(index_key_value_decode(raw, 11, &e), -DS_ECORRUPT);
+    raw[10] = 0x81;
+    assert_int_equal(index_key_value_decode(raw, 12, &e), -DS_ECORRUPT);
+}
+
 int main(void)
 {
     const char *writer_dir = getenv(WRITER_DIR_ENV);
@@ -1063,6 +1097,7 @@ int main(void)
         return writer_child_main(writer_dir);
     }
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_index_key_value_varint_follows_the_common_rule),
         cmocka_unit_test_setup_teardown(test_index_query_equals_truth_all_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_query_equals_truth_across_checkpoints, setup,
                                         teardown),

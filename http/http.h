@@ -20,7 +20,7 @@
 
 #include "common/common.h"
 
-/* ---- server (server.c): libmicrohttpd, for the query service and the router ---------------- */
+/* ---- server (server.c): libmicrohttpd, for the query service and the router ---- */
 
 /* The raw request target (path and query): a count needs under 120 bytes; 2 KiB leaves room
  * for long status values and is what common proxies accept without complaint. Longer: 414. */
@@ -147,7 +147,7 @@ enum http_result http_respond_stream(struct http_request *req, unsigned status,
                                      const char *content_type, http_stream_fn produce,
                                      http_stream_done_fn done, void *user);
 
-/* ---- text (text.c): bodies in fixed buffers ------------------------------------------------ */
+/* ---- text (text.c): bodies in fixed buffers ---- */
 
 /* Formatted text appended to a caller's fixed buffer (JSON answers, the Prometheus page).
  * Overflow is sticky and checked once at the end. */
@@ -170,7 +170,7 @@ DS_MUST_USE int64_t http_error_json(const char *message, char *dst, size_t dst_c
  * header). */
 bool http_bearer_ok(const char *authorization, const char *token, size_t token_len);
 
-/* ---- listening (listen.c) ------------------------------------------------------------------ */
+/* ---- listening (listen.c) ---- */
 
 /* Binds and listens on "HOST:PORT": *fd gets the non-blocking socket and address the bound
  * "HOST:PORT" (the port picked for 0). Returns 0, -DS_EUSAGE for an address that does not

@@ -396,7 +396,8 @@ static size_t encode_columns(const struct open_block *ob, uint8_t *raw)
         if ((ob->rows[i].flags & OPEN_ROW_ORDER_STRING) == 0) {
             /* Wrapping difference: ids are positive, so it never overflows in practice, and
              * the decoder wraps back identically. */
-            n += ds_varint_put(p + n, ds_zigzag((int64_t)((uint64_t)ob->rows[i].order - (uint64_t)prev)));
+            n += ds_varint_put(p + n,
+                               ds_zigzag((int64_t)((uint64_t)ob->rows[i].order - (uint64_t)prev)));
             prev = ob->rows[i].order;
         }
     }
@@ -718,7 +719,8 @@ static bool items_valid(const uint8_t *p, size_t len)
             return false;
         }
         p += 1 + *p;
-        if (!ds_varint_next(&p, end, &quantity) || quantity == 0 || quantity > DS_ITEM_QUANTITY_MAX) {
+        if (!ds_varint_next(&p, end, &quantity) || quantity == 0 ||
+            quantity > DS_ITEM_QUANTITY_MAX) {
             return false;
         }
     }

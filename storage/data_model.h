@@ -8,7 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "storage/storage.h"
+#include "storage/io.h"
+#include "storage/model.h"
 
 /* What a directory says about its model. */
 struct data_model_state {

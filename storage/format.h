@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "common/common.h"
-#include "storage/storage.h"
+#include "storage/limits.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "on-disk structs are little-endian");
 

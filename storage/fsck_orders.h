@@ -9,7 +9,9 @@
 
 #include <stdio.h>
 
-#include "storage/storage.h"
+#include "common/common.h"
+
+struct storage_fsck_report; /* storage.h */
 
 /* Named violations per run: the first few, then one line with how many more. */
 #define FSCK_ORDERS_NAMED_MAX 10u

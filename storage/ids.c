@@ -50,6 +50,7 @@
 #include "shard/shard.h"
 #include "storage/format.h"
 #include "storage/ids.h"
+#include "storage/storage.h"
 
 #define IDS_FLAG_ID_STRING 1u
 #define IDS_FLAG_HAS_VERSION 2u
@@ -272,10 +273,10 @@ int ids_record_decode(const uint8_t *src, size_t avail, struct storage_order *ou
     bool ok = (flags & ~IDS_FLAGS_ALL) == 0 && rec.status_len <= DS_STATUS_BYTES_MAX &&
               get_id(&p, end, flags & IDS_FLAG_ID_STRING, &rec.order_id) &&
               get_id(&p, end, flags & IDS_FLAG_CUSTOMER_STRING, &rec.customer_id) &&
-              (!rec.has_version || ds_varint_next(&p, end, &version)) && ds_varint_next(&p, end, &ts) &&
-              ds_varint_next(&p, end, &shard) && ds_varint_next(&p, end, &amount) &&
-              ds_varint_next(&p, end, &seen) && ds_varint_next(&p, end, &source) &&
-              (size_t)(end - p) >= rec.status_len;
+              (!rec.has_version || ds_varint_next(&p, end, &version)) &&
+              ds_varint_next(&p, end, &ts) && ds_varint_next(&p, end, &shard) &&
+              ds_varint_next(&p, end, &amount) && ds_varint_next(&p, end, &seen) &&
+              ds_varint_next(&p, end, &source) && (size_t)(end - p) >= rec.status_len;
     if (ok) {
         memcpy(rec.status, p, rec.status_len);
         p += rec.status_len;

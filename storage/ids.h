@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "common/common.h"
-#include "storage/storage.h"
+#include "storage/io.h"
 
 /* ---- limits -------------------------------------------------------------------------------- */
 
@@ -48,6 +48,7 @@
 
 /* A record is the current version of one order: struct storage_order (storage.h). items is
  * borrowed for ids_put, and points into the caller's scratch buffer after ids_get. */
+struct storage_order;
 
 struct ids;
 

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "storage/storage.h"
+#include "storage/io.h"
 
 /* The io_uring backend (io_uring.c). Returns 0, -ENOSYS when DS_IO_URING_DISABLE is set or the
  * kernel lacks io_uring, -EPERM when io_uring is refused (seccomp, io_uring_disabled sysctl), or

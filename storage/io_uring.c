@@ -52,6 +52,7 @@
 
 #include "common/common.h"
 #include "storage/io_private.h"
+#include "storage/limits.h"
 
 /* One queued write covers at most this: an SQE length is 32 bits and the kernel caps one write
  * at MAX_RW_COUNT (2 GiB - 4 KiB). Longer writes are queued as several consecutive ops. */

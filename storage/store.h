@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include "storage/format.h"
+#include "storage/storage.h"
 
 /* Totals of one partition by (status, hour), built from block headers. Row
  * STORAGE_SUMMARY_STATUS_MAX holds statuses past the named ones ("other"). */

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "storage/ids.h"
+#include "storage/storage.h"
 #include "tests/fuzz/fuzz_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "storage/ids.h"
+#include "storage/storage.h"
 
 #define BENCH_RUNS 5
 #define BENCH_LOOKUPS 1000000u

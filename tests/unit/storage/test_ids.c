@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "storage/ids.h"
+#include "storage/storage.h"
 #include "tests/support/fake_io.h"
 #include "tests/support/tempdir.h"
 

@@ -1,0 +1,40 @@
+/*
+ * storage's limits: the hard maxima and defaults that the facade (storage.h), the on-disk
+ * formats (format.h) and the private units size their tables by. Part of the public API through
+ * storage.h, which includes it; storage's own headers include this one instead of the facade so
+ * that the bottom layers do not depend on the top one.
+ */
+#ifndef DS_STORAGE_LIMITS_H
+#define DS_STORAGE_LIMITS_H
+
+/* ---- limits -------------------------------------------------------------------------------- */
+
+/* Events in one block: 65535 keeps counts in u16 columns and a block's raw payload ~1 MiB. */
+#define STORAGE_BLOCK_EVENTS_MAX 65535u
+/* Distinct statuses in one block; a block is sealed early rather than exceed it, so that block
+ * headers always carry exact per-status counts. Real order streams have a handful. */
+#define STORAGE_BLOCK_STATUS_MAX 32u
+/* Distinct statuses a partition summary tracks by name; rarer ones are summed as "other" and a
+ * count filtered on them reads block headers instead. */
+#define STORAGE_SUMMARY_STATUS_MAX 32u
+/* Segment size: large enough that a day's shard rarely needs more than a few files. */
+#define STORAGE_SEGMENT_BYTES_MAX (1024ull * 1024 * 1024)
+#define STORAGE_SEGMENT_BYTES_DEFAULT (64ull * 1024 * 1024)
+/* Partitions one node tracks (open blocks and summaries are per partition). 1<<18 is 179 years
+ * of days at 4 shards. */
+#define STORAGE_PARTITIONS_MAX (1u << 18)
+/* Memory of all open (not yet sealed) blocks together; past it the fullest block is sealed. */
+#define STORAGE_OPEN_BYTES_DEFAULT (64u * 1024 * 1024)
+/* In-flight I/O operations of one flush (io_uring queue depth). */
+#define STORAGE_IO_DEPTH_MAX 256u
+/* Source (Kafka) partitions whose offsets are tracked in the manifest. */
+#define STORAGE_SOURCES_MAX 4096u
+/* Ranges fsck --repair may take out of one store (manifest skip entries, 40 bytes each): a
+ * store with more damage than this needs restoring from its source, not repairing. */
+#define STORAGE_QUARANTINE_MAX 65536u
+
+/* Retention window in days (--retention-days): 100 years; a larger value is a typo, not a
+ * policy (0 keeps every day). */
+#define STORAGE_RETENTION_DAYS_MAX 36500u
+
+#endif /* DS_STORAGE_LIMITS_H */

@@ -1,6 +1,6 @@
 /*
  * `dayshard order ID (--data DIR | --server URL) [--json] [--consistent] [--timeout-ms N]`: one
- * order's current version with its items and the number of versions seen (P2, issue 14), in
+ * order's current version with its items and the number of versions seen (the order lookup), in
  * a data directory of the orders model. --data reads DIR's orders-by-id store through a
  * read-only handle (beside a running node too: it sees the last commit); --server asks GET
  * /v1/orders/{id}. --json prints the API's document (as_of and consistency are the service's

@@ -1,5 +1,5 @@
 /*
- * One settings mechanism for every command (issue 15): a Java-properties file, DAYSHARD_*
+ * One settings mechanism for every command: a Java-properties file, DAYSHARD_*
  * environment variables, then the command line.
  *
  * A command's keys are its long options as its usage text lists them: a line "  --name" is a

@@ -1,5 +1,5 @@
 /*
- * Private to cli/: one settings mechanism for every command (issue 15). A command's keys are
+ * Private to cli/: one settings mechanism for every command. A command's keys are
  * its long options, read from its usage text (cli/config.c says how), so `dayshard help CMD`
  * and the keys a file may set cannot disagree. Settings come from a Java-properties file
  * (--config FILE or DAYSHARD_CONFIG) and from DAYSHARD_* environment variables, and reach the

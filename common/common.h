@@ -341,7 +341,7 @@ struct ds_event {
     uint8_t status_len;
     char status[DS_STATUS_BYTES_MAX];
     bool has_version;
-    /* A retraction row (issue 14): it cancels the stored version with these same fields, so
+    /* A retraction row (the orders model): it cancels the stored version with these same fields, so
      * counts and sums subtract it. Set only by the writer of the orders model (false from the
      * decoder); block reads set it for retraction rows. */
     bool retract;

@@ -42,18 +42,18 @@
  * it overflows, and the pass costs about a microsecond for 1024 counters, once per second of
  * producer time.
  *
- * Customers' cost (issue 17): on the busy-day stream about 38% of events are customers no
- * counter holds, each of which took the least counter and sifted it from the heap's root to a
- * leaf; the rest add to a counter. Now the least counter usually comes from the front of a queue
- * and goes to its back (no sift), an event of a counter in the queue is one addition, what the
- * per-event path reads is kept apart from the ids, an integer id is confirmed by its 64-bit hash
- * alone (ds_mix64 is a bijection), the heap is 4-ary (5 levels for 1,024 counters), and sifts
- * compare counts as integers. Figures: docs (issue 17) and bench_heat. Rejected: aggregating a
- * consumer batch's customers in a scratch table and updating each counter once per batch with the
- * summed weight (weighted Space-Saving keeps the bounds, and partitions, days and sources stay
- * exact when counted in order): the extra probe per event cost more than the merged updates saved,
- * 70 against 60 ns/event on the busy-day stream, because the customers no counter holds, which
- * dominate, are distinct within a batch.
+ * Customers' cost: on the busy-day stream about 38% of events are customers no counter holds,
+ * each of which takes the least counter; in a plain heap that is a sift from the root to a leaf
+ * per such event. So the least counter usually comes from the front of a queue and goes to its
+ * back (no sift), an event of a counter in the queue is one addition, what the per-event path
+ * reads is kept apart from the ids, an integer id is confirmed by its 64-bit hash alone
+ * (ds_mix64 is a bijection), the heap is 4-ary (5 levels for 1,024 counters), and sifts compare
+ * counts as integers. Figures: docs/ARCHITECTURE.md section 11 and bench_heat. Rejected:
+ * aggregating a consumer batch's customers in a scratch table and updating each counter once per
+ * batch with the summed weight (weighted Space-Saving keeps the bounds, and partitions, days and
+ * sources stay exact when counted in order): the extra probe per event cost more than the merged
+ * updates saved, 70 against 60 ns/event on the busy-day stream, because the customers no counter
+ * holds, which dominate, are distinct within a batch.
  */
 #include <errno.h>
 #include <float.h>

@@ -33,8 +33,8 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "on-disk structs are li
  * streams without them keep writing blocks that older binaries read. Both are read. */
 #define BLOCK_VERSION 1u
 #define BLOCK_VERSION_EXTRAS 2u
-/* Version 3 = version 2 plus retraction rows (struct ds_event.retract, issue 14): bit 7 of a
- * row's flags byte marks one, and a cell's count is signed (inserts minus retractions), its
+/* Version 3 = version 2 plus retraction rows (struct ds_event.retract, the orders model): bit 7 of
+ * a row's flags byte marks one, and a cell's count is signed (inserts minus retractions), its
  * amount the inserts' amounts minus the retractions'. Written only for a block holding a
  * retraction, so older binaries refuse it ("not a block they know") instead of adding its
  * retractions as orders; they still write and read versions 1 and 2 exactly as before. */
@@ -46,8 +46,8 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "on-disk structs are li
  * binaries; those refuse a format-2 file as "another format version" (-DS_EFORMAT) instead of
  * reading quarantined bytes as blocks or cutting the record as a torn tail. */
 #define MANIFEST_FILE_MAGIC_V2 0x3246494E414D5344ull /* "DSMANIF2" */
-/* Format 3 = format 2 plus MANIFEST_BASE records (compaction, issue 14): a partition whose
- * segments below some id were replaced by a rewrite. Written only by a store holding such a
+/* Format 3 = format 2 plus MANIFEST_BASE records (compaction of the orders model): a partition
+ * whose segments below some id were replaced by a rewrite. Written only by a store holding such a
  * partition; older binaries refuse it as another format version instead of reading segment 1. */
 #define MANIFEST_FILE_MAGIC_V3 0x3346494E414D5344ull /* "DSMANIF3" */
 /* Format 4 = format 3 plus the retention floor (source slot -4, STORE_SOURCE_FLOOR): days below

@@ -1,5 +1,5 @@
 /*
- * fsck's balance check of the orders model (issue 14): the retractions cancel rows, and the
+ * fsck's balance check of the orders model: the retractions cancel rows, and the
  * rows left are the orders' current versions.
  *
  * For each applied version the writer of the orders model appends a retraction of the

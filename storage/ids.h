@@ -1,5 +1,5 @@
 /*
- * ids: the orders-by-id store of the orders model (issue 14), private to storage/.
+ * ids: the orders-by-id store of the orders model, private to storage/.
  *
  * One record per order: its current version (id, version, ts, day, shard, status, amount,
  * customer, items, versions seen). On disk DIR/ids/log is append-only; a record supersedes every
@@ -32,7 +32,8 @@
 /* A keydir slot is 8 bytes: 28 high bits of the id's hash and 36 bits of (log offset / 4 + 1).
  * Records are 4-byte aligned, so the log may hold 2^36 - 1 four-byte units (256 GiB), and the
  * table 2^28 slots (2 GiB of memory) at most; at the 3/4 load where it grows that is
- * IDS_ORDERS_MAX distinct orders. A node holding more needs 12-byte slots (issue 14). */
+ * IDS_ORDERS_MAX distinct orders. A node holding more would need 12-byte slots; 8-byte ones
+ * keep the table at two thirds of that memory for every node below it. */
 #define IDS_LOG_BYTES_MAX (((1ull << 36) - 1) * 4)
 #define IDS_SLOTS_MAX (1ull << 28)
 #define IDS_ORDERS_MAX (IDS_SLOTS_MAX / 4 * 3)

@@ -20,7 +20,7 @@ enum storage_model {
     STORAGE_MODEL_RECORDED = 0, /* config only: what the directory records (a writer creating
                                    one gives it STORAGE_MODEL_NEW_DEFAULT) */
     STORAGE_MODEL_EVENTS,       /* every event counts: streams of facts such as clicks */
-    STORAGE_MODEL_ORDERS,       /* one order per order_id, its latest version (issue 14) */
+    STORAGE_MODEL_ORDERS,       /* one order per order_id, its latest version */
 };
 
 /* The model a writer records when it creates a directory without an explicit one (DESIGN.md:

@@ -16,7 +16,7 @@
  *
  * Rejected: deciding in the ingest stage (every writer would have to repeat it, and the
  * decision must commit with the rows it makes); keeping only a set of seen ids (a retraction
- * needs the superseded version's fields, P2 needs the whole current version).
+ * needs the superseded version's fields, the order lookup needs the whole current version).
  */
 #include <errno.h>
 #include <stdlib.h>

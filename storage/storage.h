@@ -135,8 +135,8 @@ DS_MUST_USE int storage_refresh(struct storage *st);
 uint64_t storage_commit_seq(const struct storage *st);
 
 /* Aggregates of one partition, optionally restricted to one status. Counts and sums are net:
- * rows stored minus retraction rows (issue 14: a retraction cancels an earlier row with the
- * same fields, in the same partition, status and hour), a retraction's amount subtracted.
+ * rows stored minus retraction rows (the orders model: a retraction cancels an earlier row with
+ * the same fields, in the same partition, status and hour), a retraction's amount subtracted.
  * Summaries add signed block cells; the totals handed out are never negative (see
  * storage_partition_totals). */
 struct storage_hour_total {
@@ -219,7 +219,7 @@ int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,
 typedef int (*storage_partition_fn)(int32_t day, uint32_t shard, void *user);
 int storage_partition_visit(struct storage *st, storage_partition_fn fn, void *user);
 
-/* ---- orders (the orders model, issue 14) --------------------------------------------------- */
+/* ---- orders (the orders model) ------------------------------------------------------------- */
 
 /* In a directory of the orders model, storage_append applies DESIGN.md section 2's rules to each
  * event, as a version of its order (tests/integration/orders_oracle.py is their reference):
@@ -235,7 +235,7 @@ int storage_partition_visit(struct storage *st, storage_partition_fn fn, void *u
  * kept in the orders-by-id store (DIR/ids/), committed with the same MANIFEST record as the
  * blocks, so a crash never separates them. */
 
-/* The current version of one order (P2). items points at items_bytes canonical bytes
+/* The current version of one order (the order lookup). items points at items_bytes canonical bytes
  * (common.h), or is NULL with items_bytes 0 when the version has no items field. */
 struct storage_order {
     struct ds_id order_id;

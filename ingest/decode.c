@@ -1,6 +1,7 @@
 /*
- * ingest/decode.c: one JSON order event into a struct ds_event (DESIGN.md section 2), the
- * reason names, and the canonical JSON line that decodes back to the same event.
+ * ingest/decode.c: one JSON order event into a struct ds_event (DESIGN.md section 2) and the
+ * reason names. Timestamps are parsed in decode_ts.c; the canonical JSON line that decodes back
+ * to the same event is written by event_line.c.
  *
  * The decoder is a single left-to-right pass over the input with no allocation and no
  * recursion. The top-level object is parsed member by member; a key is matched on its raw
@@ -52,6 +53,14 @@
  *
  * Rejected alternatives: a general JSON DOM (jansson, cJSON) allocates per value and visits
  * every byte twice; strtod/strtoll depend on the locale and round, while amounts must be exact.
+ *
+ * Why this file stays over 1,200 lines: what is left is the scanner (strings, numbers, skipped
+ * values) and the field rules that call it, and they share the decoder's state and a dozen
+ * static inline helpers (skip_blank, string_scan, plain_run_end, digits_run, number_scan) that
+ * the per-byte and per-value loops need inlined. The build has no link-time optimisation, so a
+ * second file for the field rules would turn those helpers into calls on the hottest path
+ * (bench_decode), or move them into a header that every part includes, which is the same file
+ * in two pieces. The parts that need none of that state are apart: decode_ts.c, event_line.c.
  */
 #include <errno.h>
 #include <string.h>
@@ -238,6 +247,11 @@ static size_t utf8_sequence_len(const unsigned char *p, const unsigned char *end
         return 3;
     }
     return avail >= 4 && (p[3] & 0xc0) == 0x80 ? 4 : 0;
+}
+
+size_t decode_utf8_sequence_len(const unsigned char *p, const unsigned char *end)
+{
+    return utf8_sequence_len(p, end);
 }
 
 bool decode_utf8_valid(const char *s, size_t len)
@@ -866,90 +880,7 @@ static enum ingest_reason value_skip(struct decoder *d)
     }
 }
 
-/* ---- timestamps ----------------------------------------------------------------------------- */
-
-/* Two decimal digits at s, or -1. */
-static inline int32_t two_digits(const char *s)
-{
-    if (!is_digit(s[0]) || !is_digit(s[1])) {
-        return -1;
-    }
-    return (s[0] - '0') * 10 + (s[1] - '0');
-}
-
-/* Milliseconds of the optional fraction at s[*i] ('.' then digits, truncated to ms). */
-static bool ts_fraction(const char *s, size_t n, size_t *i, int64_t *ms)
-{
-    *ms = 0;
-    if (*i >= n || s[*i] != '.') {
-        return true;
-    }
-    size_t first = ++*i;
-    int64_t scale = 100;
-    while (*i < n && is_digit(s[*i])) {
-        *ms += (s[*i] - '0') * scale;
-        scale /= 10;
-        ++*i;
-    }
-    return *i > first;
-}
-
-/* The zone at s[i..n): Z, z or +HH:MM / -HH:MM, as signed minutes east of UTC. */
-static bool ts_zone(const char *s, size_t n, size_t i, int64_t *minutes)
-{
-    if (i + 1 == n && (s[i] == 'Z' || s[i] == 'z')) {
-        *minutes = 0;
-        return true;
-    }
-    if (i + 6 != n || (s[i] != '+' && s[i] != '-') || s[i + 3] != ':') {
-        return false;
-    }
-    int32_t hours = two_digits(s + i + 1);
-    int32_t mins = two_digits(s + i + 4);
-    if (hours < 0 || hours > 23 || mins < 0 || mins > 59) {
-        return false;
-    }
-    *minutes = (s[i] == '-' ? -1 : 1) * (int64_t)(hours * 60 + mins);
-    return true;
-}
-
-/* RFC 3339 date-time in s[0..n) (decoded text) into epoch milliseconds. */
-static enum ingest_reason ts_parse(const char *s, size_t n, int64_t *ts_ms)
-{
-    if (n < 20 || s[4] != '-' || s[7] != '-' || s[13] != ':' || s[16] != ':' ||
-        (s[10] != 'T' && s[10] != 't' && s[10] != ' ')) {
-        return INGEST_BAD_TS;
-    }
-    int32_t century = two_digits(s);
-    int32_t year_low = two_digits(s + 2);
-    int32_t month = two_digits(s + 5);
-    int32_t day = two_digits(s + 8);
-    int32_t hour = two_digits(s + 11);
-    int32_t minute = two_digits(s + 14);
-    int32_t second = two_digits(s + 17);
-    if (century < 0 || year_low < 0 || month < 0 || day < 0 || hour < 0 || hour > 23 ||
-        minute < 0 || minute > 59 || second < 0 || second > 59) {
-        return INGEST_BAD_TS;
-    }
-    int32_t year = century * 100 + year_low;
-    if (!ds_date_valid(year, (uint32_t)month, (uint32_t)day)) {
-        return INGEST_BAD_TS;
-    }
-    size_t i = 19;
-    int64_t fraction_ms = 0;
-    int64_t zone_minutes = 0;
-    if (!ts_fraction(s, n, &i, &fraction_ms) || !ts_zone(s, n, i, &zone_minutes)) {
-        return INGEST_BAD_TS;
-    }
-    int64_t days = ds_days_from_civil(year, (uint32_t)month, (uint32_t)day);
-    int64_t ms = days * DS_DAY_MS + hour * 3600000LL + minute * 60000LL + second * 1000LL +
-                 fraction_ms - zone_minutes * 60000LL;
-    if (ms < DS_TS_MS_MIN || ms > DS_TS_MS_MAX) {
-        return INGEST_TS_RANGE;
-    }
-    *ts_ms = ms;
-    return INGEST_OK;
-}
+/* ---- timestamps (parsed in decode_ts.c) ---------------------------------------------------- */
 
 /* Decodes an escaped ts string (already validated) into buf, dropping fraction digits beyond
  * the third, which change neither the verdict nor the value, so any valid RFC 3339 text fits.
@@ -1039,7 +970,7 @@ static enum ingest_reason field_ts_string(struct decoder *d)
             return fail(d, at, INGEST_BAD_TS);
         }
     }
-    r = ts_parse(text, len, &d->event->ts_ms);
+    r = decode_ts_parse(text, len, &d->event->ts_ms);
     return r != INGEST_OK ? fail(d, at, r) : INGEST_OK;
 }
 
@@ -1588,152 +1519,4 @@ int ingest_decode_order_id(const char *json, size_t len, struct ds_id *order_id)
     }
     *order_id = event.order_id;
     return 0;
-}
-
-/* ---- the canonical JSON line ---------------------------------------------------------------- */
-
-/* The longest line ingest_event_format_json can write: two 64-byte string ids and a 32-byte
- * status whose every byte needs a six-byte \u00XX escape, the timestamp as 24 characters, the
- * most negative amount (21 characters) and a 19-digit version, plus keys, quotes and
- * punctuation. */
-#define FORMAT_LINE_BYTES_WORST                                                                    \
-    (sizeof("{\"order_id\":\"\",\"customer_id\":\"\",\"ts\":\"\",\"status\":\"\",\"amount\":}") -  \
-     1 + 2 * 6 * DS_ID_BYTES_MAX + 6 * DS_STATUS_BYTES_MAX + 24 + 21 + sizeof(",\"version\":") -   \
-     1 + 19)
-_Static_assert(FORMAT_LINE_BYTES_WORST <= INGEST_JSON_LINE_BYTES_MAX, "worst line fits");
-
-struct line {
-    char *text;
-    size_t len;
-};
-
-static void line_bytes(struct line *line, const char *bytes, size_t n)
-{
-    memcpy(line->text + line->len, bytes, n);
-    line->len += n;
-}
-
-/* Unsigned decimal of value, at least min_digits digits (zero padded). */
-static void line_decimal(struct line *line, uint64_t value, size_t min_digits)
-{
-    char digits[24];
-    size_t count = 0;
-    do {
-        digits[count++] = (char)('0' + value % 10);
-        value /= 10;
-    } while (value > 0 || count < min_digits);
-    while (count > 0) {
-        line->text[line->len++] = digits[--count];
-    }
-}
-
-/* A JSON string of the given bytes (valid UTF-8 without NUL, asserted): quote, backslash and
- * control characters escaped, everything else verbatim. */
-static void line_string(struct line *line, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    line->text[line->len++] = '"';
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        ASSERT(c != 0);
-        if (c >= 0x80) {
-            size_t seq =
-                utf8_sequence_len((const unsigned char *)s + i, (const unsigned char *)s + n);
-            ASSERT(seq != 0);
-            line_bytes(line, s + i, seq);
-            i += seq - 1;
-        } else if (c == '"' || c == '\\') {
-            char escaped[2] = {'\\', (char)c};
-            line_bytes(line, escaped, 2);
-        } else if (c < 0x20) {
-            char escaped[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            line_bytes(line, escaped, 6);
-        } else {
-            line->text[line->len++] = (char)c;
-        }
-    }
-    line->text[line->len++] = '"';
-}
-
-static void line_id(struct line *line, const struct ds_id *id)
-{
-    if (id->is_string) {
-        ASSERT(id->len >= 1 && id->len <= DS_ID_BYTES_MAX);
-        line_string(line, id->text, id->len);
-    } else {
-        ASSERT(id->value >= 1);
-        line_decimal(line, (uint64_t)id->value, 1);
-    }
-}
-
-/* "YYYY-MM-DDTHH:MM:SS.mmmZ", always with milliseconds so the value is exact. */
-static void line_ts(struct line *line, int64_t ts_ms)
-{
-    ASSERT(ts_ms >= DS_TS_MS_MIN && ts_ms <= DS_TS_MS_MAX);
-    char date[DS_DATE_TEXT_SIZE];
-    int64_t ms_of_day = ts_ms % DS_DAY_MS;
-    ds_date_format((int32_t)(ts_ms / DS_DAY_MS), date);
-    line_bytes(line, "\"", 1);
-    line_bytes(line, date, 10);
-    line_bytes(line, "T", 1);
-    line_decimal(line, (uint64_t)(ms_of_day / 3600000), 2);
-    line_bytes(line, ":", 1);
-    line_decimal(line, (uint64_t)(ms_of_day / 60000 % 60), 2);
-    line_bytes(line, ":", 1);
-    line_decimal(line, (uint64_t)(ms_of_day / 1000 % 60), 2);
-    line_bytes(line, ".", 1);
-    line_decimal(line, (uint64_t)(ms_of_day % 1000), 3);
-    line_bytes(line, "Z\"", 2);
-}
-
-/* The shortest exact decimal: 99900 units -> 9.99, 1000000 -> 100, -22500 -> -2.25. */
-static void line_amount(struct line *line, int64_t units)
-{
-    ASSERT(units != INT64_MIN);
-    uint64_t magnitude = units < 0 ? (uint64_t)-units : (uint64_t)units;
-    uint64_t fraction = magnitude % DS_AMOUNT_SCALE;
-    size_t fraction_digits = 4;
-    if (units < 0) {
-        line_bytes(line, "-", 1);
-    }
-    line_decimal(line, magnitude / DS_AMOUNT_SCALE, 1);
-    if (fraction == 0) {
-        return;
-    }
-    while (fraction % 10 == 0) {
-        fraction /= 10;
-        fraction_digits--;
-    }
-    line_bytes(line, ".", 1);
-    line_decimal(line, fraction, fraction_digits);
-}
-
-int ingest_event_format_json(const struct ds_event *event, char *dst, size_t dst_capacity)
-{
-    ASSERT(event != NULL);
-    ASSERT(event->status_len <= DS_STATUS_BYTES_MAX);
-    char text[FORMAT_LINE_BYTES_WORST];
-    struct line line = {.text = text, .len = 0};
-    line_bytes(&line, "{\"order_id\":", 12);
-    line_id(&line, &event->order_id);
-    line_bytes(&line, ",\"customer_id\":", 15);
-    line_id(&line, &event->customer_id);
-    line_bytes(&line, ",\"ts\":", 6);
-    line_ts(&line, event->ts_ms);
-    line_bytes(&line, ",\"status\":", 10);
-    line_string(&line, event->status, event->status_len);
-    line_bytes(&line, ",\"amount\":", 10);
-    line_amount(&line, event->amount_units);
-    if (event->has_version) {
-        ASSERT(event->version >= 0);
-        line_bytes(&line, ",\"version\":", 11);
-        line_decimal(&line, (uint64_t)event->version, 1);
-    }
-    line_bytes(&line, "}", 1);
-    ASSERT(line.len <= sizeof(text));
-    if (line.len > dst_capacity) {
-        return -ENOSPC; /* dst untouched */
-    }
-    memcpy(dst, text, line.len);
-    return (int)line.len;
 }

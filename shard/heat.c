@@ -35,6 +35,13 @@
  * Rejected: one exponentially decayed rate per key (8 bytes instead of a 256-byte ring). The
  * growth rule and the capacity accounting need exact counts of particular seconds, including
  * late events added to the second they belong to, which no single decayed number can give.
+ *
+ * Why one file of about 1,200 lines: it is one structure, the tracker, whose per-event path
+ * (shard_heat_observe) runs the table probe, the ring advance and the customer counter update as
+ * static helpers the compiler inlines, and whose snapshots and growth rule read the same
+ * private structs. A split (say, snapshots apart) would need those structs in a private header
+ * that both halves include, trading a few lines over the guide's size for a second place to
+ * look for every layout change.
  * Rejected for customers: an exact count per customer (millions of ids; memory is fixed at
  * create) and a Count-Min sketch (it over-estimates any key but cannot name the heavy ones, so
  * it would need a candidate heap anyway). Rejected for the decay: a lazy global scale factor

@@ -34,6 +34,7 @@
 
 #include "storage/fsck_orders.h"
 #include "storage/quarantine.h"
+#include "storage/storage.h"
 #include "storage/store_read.h"
 #include "storage/store_write.h"
 

@@ -41,6 +41,7 @@
 #include "storage/data_model.h"
 #include "storage/fsck_orders.h"
 #include "storage/orders.h"
+#include "storage/storage.h"
 #include "storage/store.h"
 
 #define FSCK_ORDERS_SEED 0x6473686172640e14ull

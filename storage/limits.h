@@ -37,4 +37,9 @@
  * policy (0 keeps every day). */
 #define STORAGE_RETENTION_DAYS_MAX 36500u
 
+/* Dead rows (superseded versions and their retractions) a partition gathers before
+ * storage_compact_due rewrites it (with as many dead rows as live ones), the default of
+ * storage_config.compact_dead_rows_min. */
+#define STORAGE_COMPACT_DEAD_ROWS_MIN 16384u
+
 #endif /* DS_STORAGE_LIMITS_H */

@@ -32,6 +32,7 @@
 
 #include "storage/data_model.h"
 #include "storage/orders.h"
+#include "storage/storage.h"
 #include "storage/store_read.h"
 #include "storage/store_write.h"
 

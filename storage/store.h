@@ -20,7 +20,8 @@
 #include <sys/types.h>
 
 #include "storage/format.h"
-#include "storage/storage.h"
+#include "storage/limits.h"
+#include "storage/types.h"
 
 /* Totals of one partition by (status, hour), built from block headers. Row
  * STORAGE_SUMMARY_STATUS_MAX holds statuses past the named ones ("other"). */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "http/http.h"
 #include "query/query.h"
 #include "storage/storage.h"
 
@@ -61,7 +62,7 @@ static void print_index_json(const struct index_verify_report *g)
 {
     char reason[6 * sizeof(g->reason) + 3];
     size_t len = strnlen(g->reason, sizeof(g->reason));
-    if (query_json_string(g->reason, len, reason, sizeof(reason)) < 0) {
+    if (http_json_string(g->reason, len, reason, sizeof(reason)) < 0) {
         snprintf(reason, sizeof(reason), "\"\"");
     }
     printf(",\"index\":{\"present\":%s,\"damaged\":%s,\"rebuilt\":%s,\"entries\":%" PRIu64

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "http/http.h"
 #include "index/index.h"
 #include "query/query.h"
 
@@ -63,7 +64,7 @@ static void print_summary(const struct index_rebuilt *r, bool json)
     if (json) {
         printf("{\"status\":\"rebuilt\",\"index\":");
         char quoted[2 * DS_PATH_MAX];
-        int64_t n = query_json_string(r->gsi_dir, strlen(r->gsi_dir), quoted, sizeof(quoted));
+        int64_t n = http_json_string(r->gsi_dir, strlen(r->gsi_dir), quoted, sizeof(quoted));
         printf("%s", n > 0 ? quoted : "null");
         printf(",\"events\":%llu,\"partitions\":%llu,\"commit_seq\":%llu,\"seconds\":%.3f,"
                "\"index_bytes\":%llu}\n",
@@ -224,10 +225,10 @@ static int cmd_gsi_check(int argc, char **argv)
         char dir[DS_PATH_MAX];
         char quoted[2 * DS_PATH_MAX];
         index_dir(data, dir);
-        int64_t n = query_json_string(dir, strlen(dir), quoted, sizeof(quoted));
+        int64_t n = http_json_string(dir, strlen(dir), quoted, sizeof(quoted));
         printf("{\"index\":%s,\"present\":%s,\"damaged\":%s,\"reason\":", n > 0 ? quoted : "null",
                report.present ? "true" : "false", report.damaged ? "true" : "false");
-        n = query_json_string(report.reason, strlen(report.reason), quoted, sizeof(quoted));
+        n = http_json_string(report.reason, strlen(report.reason), quoted, sizeof(quoted));
         printf("%s,\"entries\":%llu,\"covered_seq\":%llu}\n",
                report.damaged && n > 0 ? quoted : "null", (unsigned long long)report.entries,
                (unsigned long long)report.covered_seq);

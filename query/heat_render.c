@@ -139,7 +139,7 @@ static void heat_put_growths(struct http_text *b, const struct shard_heat_report
         char reason[6u * SHARD_GROWTH_REASON_BYTES + 3];
         ds_date_format(g->day, day);
         ds_ts_format(g->at_ms, at);
-        int64_t n = query_json_string(g->reason, strnlen(g->reason, sizeof(g->reason)), reason,
+        int64_t n = http_json_string(g->reason, strnlen(g->reason, sizeof(g->reason)), reason,
                                       sizeof(reason));
         ASSERT(n > 0);
         http_text_put(b, "%s{\"day\":\"%s\",\"from\":%u,\"to\":%u,\"at\":\"%s\",\"reason\":%s}",

@@ -114,9 +114,6 @@ size_t query_orders_json_bound(uint32_t count);
 /* An id as JSON: a number, or a string literal. Returns the length, or -ENOSPC. */
 DS_MUST_USE int64_t query_id_json(const struct ds_id *id, char *dst, size_t dst_capacity);
 
-/* Writes s as a JSON string literal (quotes included) into dst; returns the length or -ENOSPC. */
-DS_MUST_USE int64_t query_json_string(const char *s, size_t len, char *dst, size_t dst_capacity);
-
 /* ---- one order (the order lookup: GET /v1/orders/{id}, `dayshard order`; orders model) --- */
 
 /* An order id given as text follows query_customer_id_parse's rule (below). */

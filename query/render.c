@@ -15,13 +15,6 @@
 /* Worst case per group: key text, counts, an amount, field names. */
 #define GROUP_JSON_BYTES_MAX 192u
 
-/* A thin name for the core's escaper: query's renderers and their callers in cli/ speak
- * query.h, and there is one escaper. */
-int64_t query_json_string(const char *s, size_t len, char *dst, size_t dst_capacity)
-{
-    return http_json_string(s, len, dst, dst_capacity);
-}
-
 size_t query_count_json_bound(const struct query_count_result *res)
 {
     return 560u + 8u * DS_STATUS_BYTES_MAX + res->group_count * GROUP_JSON_BYTES_MAX;
@@ -69,7 +62,7 @@ int64_t query_count_json(const struct query_count_request *req,
     http_text_put(&b, "{\"day\":\"%s\",\"to\":\"%s\",\"status\":", first, last);
     if (req->has_status) {
         char status[8 * DS_STATUS_BYTES_MAX];
-        int64_t n = query_json_string(req->status, req->status_len, status, sizeof(status));
+        int64_t n = http_json_string(req->status, req->status_len, status, sizeof(status));
         ASSERT(n > 0);
         http_text_put(&b, "%s", status);
     } else {
@@ -103,7 +96,7 @@ int64_t query_count_json(const struct query_count_request *req,
 int64_t query_id_json(const struct ds_id *id, char *dst, size_t dst_capacity)
 {
     if (id->is_string) {
-        return query_json_string(id->text, id->len, dst, dst_capacity);
+        return http_json_string(id->text, id->len, dst, dst_capacity);
     }
     int n = snprintf(dst, dst_capacity, "%" PRId64, id->value);
     return n > 0 && (size_t)n < dst_capacity ? n : -ENOSPC;
@@ -135,7 +128,7 @@ int64_t query_orders_json(const struct ds_id *customer, const struct query_order
         ds_date_format(o->day, day);
         n = query_id_json(&o->order_id, id, sizeof(id));
         ASSERT(n > 0);
-        int64_t s = query_json_string(o->status, o->status_len, status, sizeof(status));
+        int64_t s = http_json_string(o->status, o->status_len, status, sizeof(status));
         ASSERT(s > 0);
         ds_amount_format((ds_i128)o->amount_units, amount);
         http_text_put(&b,
@@ -204,7 +197,7 @@ int64_t query_items_json(const uint8_t *items, size_t len, char *dst, size_t dst
             return -DS_ECORRUPT;
         }
         char text[6u * DS_ITEM_PRODUCT_BYTES_MAX + 3];
-        int64_t n = query_json_string(product, product_len, text, sizeof(text));
+        int64_t n = http_json_string(product, product_len, text, sizeof(text));
         ASSERT(n > 0);
         http_text_put(&b, "%s{\"product\":%s,\"quantity\":%" PRIu32 "}", i > 0 ? "," : "", text,
                       quantity);
@@ -239,7 +232,7 @@ int64_t query_order_json(const struct storage_order *order, char *dst, size_t ds
     ASSERT(n > 0);
     n = query_id_json(&order->customer_id, customer, sizeof(customer));
     ASSERT(n > 0);
-    n = query_json_string(order->status, order->status_len, status, sizeof(status));
+    n = http_json_string(order->status, order->status_len, status, sizeof(status));
     ASSERT(n > 0);
     ds_ts_format(order->ts_ms, ts);
     ds_date_format(order->day, day);

@@ -159,7 +159,7 @@ static void missing_put(const struct router *r, const struct router_attempt *att
         for (uint32_t i = 0; i < attempts[a].missing_count; i++) {
             const char *url = r->nodes[attempts[a].missing[i]].url;
             char quoted[6u * ROUTER_NODE_URL_BYTES_MAX + 3];
-            int64_t n = query_json_string(url, strlen(url), quoted, sizeof(quoted));
+            int64_t n = http_json_string(url, strlen(url), quoted, sizeof(quoted));
             ASSERT(n > 0);
             http_text_put(b, "%s%s", first ? "" : ",", quoted);
             first = false;

@@ -301,7 +301,7 @@ static void docs_free(json_t **docs, uint32_t count)
 static void consistency_put(struct http_text *b, const char *consistency)
 {
     char text[64];
-    int64_t n = query_json_string(consistency, strnlen(consistency, 16), text, sizeof(text));
+    int64_t n = http_json_string(consistency, strnlen(consistency, 16), text, sizeof(text));
     http_text_put(b, ",\"consistency\":%s", n > 0 ? text : "null");
 }
 
@@ -794,7 +794,7 @@ static void heat_render(struct http_text *b, const void *user)
     http_text_put(b, "{\"nodes\":[");
     for (uint32_t i = 0; i < m->count; i++) {
         char url[6u * ROUTER_NODE_URL_BYTES_MAX + 3];
-        int64_t n = query_json_string(m->urls[i], strlen(m->urls[i]), url, sizeof(url));
+        int64_t n = http_json_string(m->urls[i], strlen(m->urls[i]), url, sizeof(url));
         ASSERT(n > 0);
         http_text_put(b, "%s{\"node\":%s,\"heat\":%s}", i == 0 ? "" : ",", url, m->bodies[i]);
     }

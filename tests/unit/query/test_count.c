@@ -655,7 +655,7 @@ static void test_count_json_string_escaping(void **state)
     for (size_t i = 0; i < DS_ARRAY_LEN(cases); i++) {
         char buf[64];
         memset(buf, 'Z', sizeof(buf));
-        int64_t n = query_json_string(cases[i].in, cases[i].len, buf, sizeof(buf));
+        int64_t n = http_json_string(cases[i].in, cases[i].len, buf, sizeof(buf));
         assert_true(n == (int64_t)strlen(cases[i].out));
         assert_string_equal(buf, cases[i].out);
     }
@@ -678,13 +678,13 @@ static void test_count_json_string_capacity(void **state)
                  {"0123456789012345678901234567890\x02", 32}};
     for (size_t i = 0; i < DS_ARRAY_LEN(cases); i++) {
         char full[256];
-        int64_t n = query_json_string(cases[i].in, cases[i].len, full, sizeof(full));
+        int64_t n = http_json_string(cases[i].in, cases[i].len, full, sizeof(full));
         assert_true(n >= 2);
         size_t need = (size_t)n + 1;
         for (size_t cap = 0; cap <= need; cap++) {
             char *buf = malloc(cap > 0 ? cap : 1); /* exact size: ASan sees any overrun */
             assert_non_null(buf);
-            int64_t m = query_json_string(cases[i].in, cases[i].len, buf, cap);
+            int64_t m = http_json_string(cases[i].in, cases[i].len, buf, cap);
             if (cap < need) {
                 if (m != -ENOSPC) {
                     print_error("case %zu cap %zu: %lld\n", i, cap, (long long)m);

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "query/http_private.h"
+#include "query/serve_private.h"
 #include "query/query.h"
 
 /* Rows of each list in /metrics. */
@@ -140,7 +140,7 @@ static void heat_put_growths(struct http_text *b, const struct shard_heat_report
         ds_date_format(g->day, day);
         ds_ts_format(g->at_ms, at);
         int64_t n = http_json_string(g->reason, strnlen(g->reason, sizeof(g->reason)), reason,
-                                      sizeof(reason));
+                                     sizeof(reason));
         ASSERT(n > 0);
         http_text_put(b, "%s{\"day\":\"%s\",\"from\":%u,\"to\":%u,\"at\":\"%s\",\"reason\":%s}",
                       i > 0 ? "," : "", day, g->from, g->to, at, reason);

@@ -347,7 +347,7 @@ const char *query_http_address(const struct query_http *h);
 /* Stops accepting, finishes the requests in progress, closes everything. Accepts NULL. */
 void query_http_stop(struct query_http *h);
 
-/* ---- requests of the HTTP API (http_request.c) --------------------------------------------- */
+/* ---- requests of the HTTP API (serve_request.c) --------------------------------------------- */
 
 /* What a request asks for, validated: the node's service dispatches on it, and the router
  * validates a request exactly as a node would before it asks any node. */

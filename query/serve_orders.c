@@ -1,5 +1,5 @@
 /*
- * A customer's orders (/v1/customers/{id}/orders, http_private.h): one page from the node's
+ * A customer's orders (/v1/customers/{id}/orders, serve_private.h): one page from the node's
  * by-customer index builder (run --http) or from a read-only view of the node's index
  * (serve), consistent=true included: the store must hold every acknowledged position, then
  * the index the store commit that held them.
@@ -15,12 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/http_private.h"
+#include "query/serve_private.h"
 
 /* ---- a customer's orders (the GSI) --------------------------------------------------------- */
 
 /* The view refreshes at most this often, or at once for consistent=true. */
-#define HTTP_GSI_REFRESH_NS (100u * 1000000u)
+#define SERVE_GSI_REFRESH_NS (100u * 1000000u)
 
 /* serve: opens (first use) and refreshes the view of the node's index until it holds every
  * commit up to want_seq (0: no wait; index_reader_wait) or timeout_ms pass; estimates the
@@ -31,7 +31,7 @@ static int gsi_view(struct query_http *h, uint64_t durable_seq, uint64_t want_se
     ASSERT(pthread_rwlock_wrlock(&h->gsi_lock) == 0);
     int rc = h->gsi_reader == NULL ? index_reader_open(h->data_dir, &h->gsi_reader) : 0;
     uint64_t now = ds_clock_ns();
-    bool refresh = rc == 0 && (want_seq > 0 || now - h->gsi_refreshed_ns >= HTTP_GSI_REFRESH_NS);
+    bool refresh = rc == 0 && (want_seq > 0 || now - h->gsi_refreshed_ns >= SERVE_GSI_REFRESH_NS);
     h->gsi_refreshed_ns = refresh ? now : h->gsi_refreshed_ns;
     uint64_t indexed = 0;
     if (rc == 0 && !refresh) {

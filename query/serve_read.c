@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/http_private.h"
+#include "query/serve_private.h"
 
 /* ---- /v1/count ----------------------------------------------------------------------------- */
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/http_private.h"
+#include "query/serve_private.h"
 
 /* ---- readers ------------------------------------------------------------------------------- */
 
@@ -33,9 +33,9 @@ static void render_as_of(struct serve_reader *r)
         } else {
             snprintf(key, sizeof(key), "%" PRId32, p);
         }
-        int w = snprintf(r->as_of + n, HTTP_AS_OF_BYTES_MAX - n, "%s\"%s\":%" PRId64,
+        int w = snprintf(r->as_of + n, SERVE_AS_OF_BYTES_MAX - n, "%s\"%s\":%" PRId64,
                          n > 1 ? "," : "", key, next);
-        ASSERT(w > 0 && (size_t)w < HTTP_AS_OF_BYTES_MAX - n);
+        ASSERT(w > 0 && (size_t)w < SERVE_AS_OF_BYTES_MAX - n);
         n += (size_t)w;
     }
     r->as_of[n++] = '}';
@@ -67,7 +67,7 @@ static int reader_refresh(struct serve_reader *r)
 
 int serve_reader_open(struct serve_reader *r, const char *dir)
 {
-    r->as_of = malloc(HTTP_AS_OF_BYTES_MAX);
+    r->as_of = malloc(SERVE_AS_OF_BYTES_MAX);
     r->order_scratch = malloc(STORAGE_ORDER_SCRATCH_BYTES);
     if (r->as_of == NULL || r->order_scratch == NULL) {
         return -ENOMEM;

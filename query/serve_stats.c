@@ -15,23 +15,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/http_private.h"
+#include "query/serve_private.h"
 
 /* ---- partition heat ------------------------------------------------------------------------ */
 
 /* Records an observation of a partition's event count and returns its write rate (events/s
- * between the two latest observations at least HTTP_HEAT_INTERVAL_NS apart), or -1 when no
+ * between the two latest observations at least SERVE_HEAT_INTERVAL_NS apart), or -1 when no
  * rate is known yet. */
 static double heat_observe(struct query_http *h, int32_t day, uint32_t shard, uint64_t events,
                            uint64_t now_ns)
 {
     uint64_t key = shard_fnv1a64(&day, sizeof(day)) ^ ((uint64_t)shard * 0x9e3779b97f4a7c15ull);
-    struct heat_entry *e = &h->heat[key % HTTP_HEAT_ENTRIES];
+    struct heat_entry *e = &h->heat[key % SERVE_HEAT_ENTRIES];
     ASSERT(pthread_mutex_lock(&h->heat_lock) == 0);
     if (!e->used || e->day != day || e->shard != shard || events < e->events0) {
         *e = (struct heat_entry){
             .used = true, .day = day, .shard = shard, .t0_ns = now_ns, .events0 = events};
-    } else if (now_ns - e->t0_ns >= HTTP_HEAT_INTERVAL_NS) {
+    } else if (now_ns - e->t0_ns >= SERVE_HEAT_INTERVAL_NS) {
         e->rate_per_s = (double)(events - e->events0) * 1e9 / (double)(now_ns - e->t0_ns);
         e->has_rate = true;
         e->t0_ns = now_ns;
@@ -108,14 +108,14 @@ enum http_result serve_partitions(struct query_http *h, struct http_request *c,
 
 struct recent_days {
     uint32_t count;
-    int32_t days[HTTP_METRICS_RECENT_DAYS];
-    uint32_t shards[HTTP_METRICS_RECENT_DAYS];
+    int32_t days[SERVE_METRICS_RECENT_DAYS];
+    uint32_t shards[SERVE_METRICS_RECENT_DAYS];
 };
 
 static int keep_recent(int32_t day, uint32_t shard_count, void *user)
 {
     struct recent_days *recent = user;
-    if (recent->count == HTTP_METRICS_RECENT_DAYS) {
+    if (recent->count == SERVE_METRICS_RECENT_DAYS) {
         memmove(recent->days, recent->days + 1, sizeof(recent->days[0]) * (recent->count - 1));
         memmove(recent->shards, recent->shards + 1,
                 sizeof(recent->shards[0]) * (recent->count - 1));
@@ -244,12 +244,12 @@ enum http_result serve_metrics(struct query_http *h, struct http_request *c)
     struct http_text b = {.capacity = 64u * 1024};
     /* Without a node there is no heat to copy. */
     struct shard_heat_report *heat = h->metrics != NULL ? malloc(sizeof(*heat)) : NULL;
-    for (;;) { /* doubles the buffer until the text fits, at most HTTP_METRICS_BYTES_MAX */
+    for (;;) { /* doubles the buffer until the text fits, at most SERVE_METRICS_BYTES_MAX */
         b.dst = malloc(b.capacity);
         b.len = 0;
         b.overflow = false;
         rc = b.dst != NULL ? render_metrics(h, r, &b, heat) : -ENOMEM;
-        if (rc != 0 || !b.overflow || b.capacity >= HTTP_METRICS_BYTES_MAX) {
+        if (rc != 0 || !b.overflow || b.capacity >= SERVE_METRICS_BYTES_MAX) {
             break;
         }
         free(b.dst);

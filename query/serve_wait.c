@@ -3,7 +3,7 @@
  * high watermarks of the partitions the node is assigned) asked after the request arrived, the
  * wait until a refreshed reader's source offsets reach them, and the 503 naming what was still
  * missing when the time was up or the assignment changed. The documents themselves are
- * rendered by http_consistent.c.
+ * rendered by serve_consistent.c.
  *
  * Both waits are bounded polls (ds_wait_until): a look costs a stat(2) of the manifest, and
  * the service also runs beside no node, so nothing could signal it. Rejected: a condition
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/http_private.h"
+#include "query/serve_private.h"
 
 uint32_t serve_timeout_ms(const struct query_http *h, const struct query_route *route)
 {
@@ -36,7 +36,7 @@ static bool positions_asked(void *user)
     struct positions_ask *a = user;
     struct serve_wait *w = a->w;
     uint32_t left_ms = serve_wait_left_ms(w);
-    a->n = a->h->positions(a->h->positions_user, w->positions, HTTP_POSITIONS_MAX,
+    a->n = a->h->positions(a->h->positions_user, w->positions, SERVE_POSITIONS_MAX,
                            left_ms > 0 ? left_ms : 1u, &w->generation);
     return a->n != -EAGAIN;
 }
@@ -49,8 +49,8 @@ int serve_wait_begin(struct query_http *h, const struct query_route *route, stru
     memset(w, 0, sizeof(*w));
     w->timeout_ms = serve_timeout_ms(h, route);
     w->deadline_ns = ds_clock_ns() + (uint64_t)w->timeout_ms * 1000000u;
-    w->positions = malloc(sizeof(*w->positions) * HTTP_POSITIONS_MAX);
-    w->durable_next = malloc(sizeof(*w->durable_next) * HTTP_POSITIONS_MAX);
+    w->positions = malloc(sizeof(*w->positions) * SERVE_POSITIONS_MAX);
+    w->durable_next = malloc(sizeof(*w->durable_next) * SERVE_POSITIONS_MAX);
     if (w->positions == NULL || w->durable_next == NULL) {
         return -ENOMEM;
     }
@@ -58,11 +58,11 @@ int serve_wait_begin(struct query_http *h, const struct query_route *route, stru
      * wait for one within the request's timeout (watermarks read later are at least those of
      * the arrival, so the guarantee holds), then answer 503 "retry". */
     struct positions_ask ask = {.h = h, .w = w, .n = -EAGAIN};
-    (void)ds_wait_until(positions_asked, &ask, w->deadline_ns, HTTP_CONSISTENT_STEP_NS);
+    (void)ds_wait_until(positions_asked, &ask, w->deadline_ns, SERVE_CONSISTENT_STEP_NS);
     if (ask.n < 0) {
         return ask.n;
     }
-    ASSERT((uint32_t)ask.n <= HTTP_POSITIONS_MAX);
+    ASSERT((uint32_t)ask.n <= SERVE_POSITIONS_MAX);
     w->asked = true;
     w->count = (uint32_t)ask.n;
     for (uint32_t i = 0; i < w->count; i++) {
@@ -83,7 +83,7 @@ static bool wait_reached(struct serve_wait *w, const struct serve_reader *r)
     bool all = true;
     for (uint32_t i = 0; i < w->count; i++) {
         w->durable_next[i] = storage_source_next(r->st, w->positions[i].partition);
-        all = all && http_position_reached(&w->positions[i], w->durable_next[i]);
+        all = all && serve_position_reached(&w->positions[i], w->durable_next[i]);
     }
     return all;
 }
@@ -112,7 +112,7 @@ static bool store_looked(void *user)
     serve_reader_release(r);
     /* Partitions revoked mid-wait will not reach their positions here: say so at once. */
     if (l->h->positions_generation(l->h->positions_user) != l->w->generation) {
-        l->rc = HTTP_WAIT_REBALANCED;
+        l->rc = SERVE_WAIT_REBALANCED;
         return true;
     }
     return false;
@@ -120,13 +120,13 @@ static bool store_looked(void *user)
 
 /* Looks at the store until a reader's view holds every position. Returns 0 with that reader
  * held (the answer must come from the very view that held them; the caller releases it),
- * -ETIMEDOUT, HTTP_WAIT_REBALANCED, or a storage error. Never a busy loop: a look, then a
- * sleep of HTTP_CONSISTENT_STEP_NS without any lock. */
+ * -ETIMEDOUT, SERVE_WAIT_REBALANCED, or a storage error. Never a busy loop: a look, then a
+ * sleep of SERVE_CONSISTENT_STEP_NS without any lock. */
 int serve_wait_store(struct query_http *h, struct serve_wait *w, struct serve_reader **out)
 {
     ASSERT(w->asked);
     struct store_look look = {.h = h, .w = w};
-    if (!ds_wait_until(store_looked, &look, w->deadline_ns, HTTP_CONSISTENT_STEP_NS)) {
+    if (!ds_wait_until(store_looked, &look, w->deadline_ns, SERVE_CONSISTENT_STEP_NS)) {
         return -ETIMEDOUT;
     }
     if (look.rc == 0) {
@@ -162,7 +162,7 @@ enum http_result serve_respond_unmet(struct http_request *c, const struct serve_
                      w->timeout_ms);
         } else if (rc == -ENOSPC) {
             snprintf(text, sizeof(text), "the node is assigned more than %u partitions",
-                     HTTP_POSITIONS_MAX);
+                     SERVE_POSITIONS_MAX);
         } else {
             snprintf(text, sizeof(text), "the broker: %s", ds_strerror(rc));
         }
@@ -171,21 +171,21 @@ enum http_result serve_respond_unmet(struct http_request *c, const struct serve_
         ASSERT(len >= 0);
         return http_respond_unavailable(c, body, len, rc == -ETIMEDOUT ? retry_s : 1u);
     }
-    if (rc != -ETIMEDOUT && rc != HTTP_WAIT_REBALANCED) {
+    if (rc != -ETIMEDOUT && rc != SERVE_WAIT_REBALANCED) {
         return serve_storage_error(c, rc);
     }
-    struct http_unmet_wait unmet = {
-        .why = rc == HTTP_WAIT_REBALANCED
-                   ? HTTP_UNMET_REBALANCE
-                   : (index_needed_seq > 0 ? HTTP_UNMET_INDEX : HTTP_UNMET_TIMEOUT),
+    struct serve_unmet_wait unmet = {
+        .why = rc == SERVE_WAIT_REBALANCED
+                   ? SERVE_UNMET_REBALANCE
+                   : (index_needed_seq > 0 ? SERVE_UNMET_INDEX : SERVE_UNMET_TIMEOUT),
         .timeout_ms = w->timeout_ms,
         .count = w->count,
         .positions = w->positions,
         .durable_next = w->durable_next,
         .index_needed_seq = index_needed_seq};
-    size_t cap = http_unmet_json_bound(w->count);
+    size_t cap = serve_unmet_json_bound(w->count);
     char *body = malloc(cap);
-    int64_t len = body != NULL ? http_unmet_json(&unmet, body, cap) : 0;
+    int64_t len = body != NULL ? serve_unmet_json(&unmet, body, cap) : 0;
     ASSERT(len >= 0);
     return http_respond_unavailable(c, body, len, rc == -ETIMEDOUT ? retry_s : 1u);
 }
@@ -195,14 +195,14 @@ enum http_result serve_respond_unmet(struct http_request *c, const struct serve_
 char *serve_consistency_text(const struct serve_wait *w, size_t *len)
 {
     uint32_t count = w != NULL ? w->count : 0;
-    size_t cap = http_consistency_json_bound(count);
+    size_t cap = serve_consistency_json_bound(count);
     char *text = malloc(cap);
     if (text == NULL) {
         return NULL;
     }
-    int64_t n =
-        http_consistency_json(w != NULL ? HTTP_CONSISTENCY_ACKNOWLEDGED : HTTP_CONSISTENCY_DURABLE,
-                              w != NULL ? w->positions : NULL, count, text, cap);
+    int64_t n = serve_consistency_json(w != NULL ? SERVE_CONSISTENCY_ACKNOWLEDGED
+                                                 : SERVE_CONSISTENCY_DURABLE,
+                                       w != NULL ? w->positions : NULL, count, text, cap);
     ASSERT(n > 0);
     *len = (size_t)n;
     return text;

@@ -20,7 +20,7 @@
  * parameter of the router only, not forwarded): then the group where most members answered
  * gives the answer, with "partial":true and the same "missing" list.
  *
- * Answers. A request is validated as a node validates it (http_request.c), so a bad one is a
+ * Answers. A request is validated as a node validates it (serve_request.c), so a bad one is a
  * 400 from the router without a fan-out; its target goes unchanged (less partial) to every
  * member of the group, in parallel (router_fanout.c). A 4xx or 501 of a member is the answer
  * (a request refused by one is refused by all: answered once). Counts, a customer's orders and

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the HTTP request router of query/http_request.c (query_route_parse):
+ * libFuzzer harness for the HTTP request router of query/serve_request.c (query_route_parse):
  * the method and the raw request target are bytes from any client.
  *
  * Input: a byte choosing range_days_max (1 + b * 15 % QUERY_RANGE_DAYS_MAX: 1, the default
@@ -13,7 +13,7 @@
  * a method other than GET and HEAD; needs_token for every endpoint but the probes. On success
  * the route's fields hold what its endpoint promises: a count has 0 <= day_first <= day_last
  * <= DS_DAY_MAX within range_days_max days, a status of at most DS_STATUS_BYTES_MAX bytes and a
- * known grouping; partitions a real day; orders a limit in 1..HTTP_ORDERS_LIMIT_MAX, a valid
+ * known grouping; partitions a real day; orders a limit in 1..SERVE_ORDERS_LIMIT_MAX, a valid
  * customer id and a NUL-terminated cursor of at most QUERY_ORDERS_TOKEN_CHARS_MAX characters;
  * heat a top in 1..SHARD_HEAT_TOP_MAX; an order (the order lookup) a valid order id. A second parse
  * of the same request gives the same route.
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/http_private.h"
+#include "query/serve_private.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -69,7 +69,7 @@ static void check_success(const struct query_route *route, uint32_t range_days_m
         break;
     case QUERY_EP_PARTITIONS: check(route->day >= 0 && route->day <= DS_DAY_MAX); break;
     case QUERY_EP_ORDERS:
-        check(route->limit >= 1 && route->limit <= HTTP_ORDERS_LIMIT_MAX);
+        check(route->limit >= 1 && route->limit <= SERVE_ORDERS_LIMIT_MAX);
         check(id_valid(&route->customer));
         check(strnlen(route->cursor, sizeof(route->cursor)) <= QUERY_ORDERS_TOKEN_CHARS_MAX);
         break;

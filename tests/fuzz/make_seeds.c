@@ -225,7 +225,7 @@ static void index_cursor_seeds(const char *root)
     seed_write(root, "index_cursor", "builder_made", 0x04, built, sizeof(built));
 }
 
-/* Requests of the unit tests (tests/unit/query/test_http_request.c), good and bad: byte 0
+/* Requests of the unit tests (tests/unit/query/test_serve_request.c), good and bad: byte 0
  * picks range_days_max (24: 361 days), byte 1 the method (0 GET, 1 HEAD, 2 POST, 3 the text up
  * to a newline). */
 static void http_request_seeds(const char *root)

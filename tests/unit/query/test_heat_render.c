@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/http_private.h"
+#include "query/serve_private.h"
 #include "query/query.h"
 #include "tests/support/events.h"
 

@@ -1,6 +1,6 @@
 ds_unit_test(query count)
 ds_unit_test(query count_days)
-ds_unit_test(query http_request)
+ds_unit_test(query serve_request)
 ds_unit_test(query metrics)
 # The heat document is parsed back with libjansson, an independent JSON reader.
 pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)

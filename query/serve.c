@@ -55,7 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/http_private.h"
+#include "query/serve_private.h"
 
 /* ---- probes ---------------------------------------------------------------------------------- */
 
@@ -158,7 +158,7 @@ int query_http_config_check(const struct query_http_config *cfg)
     return ok ? 0 : -DS_EUSAGE;
 }
 
-static int http_open(struct query_http *h, const struct query_http_config *cfg)
+static int serve_open(struct query_http *h, const struct query_http_config *cfg)
 {
     uint32_t threads = cfg->threads != 0 ? cfg->threads : QUERY_HTTP_THREADS_DEFAULT;
     struct http_server_config server = {
@@ -193,7 +193,7 @@ static int http_open(struct query_http *h, const struct query_http_config *cfg)
         }
     }
     h->model = storage_model(h->readers[0].st);
-    h->heat = calloc(HTTP_HEAT_ENTRIES, sizeof(*h->heat));
+    h->heat = calloc(SERVE_HEAT_ENTRIES, sizeof(*h->heat));
     if (h->heat == NULL) {
         return -ENOMEM;
     }
@@ -224,7 +224,7 @@ int query_http_start(const struct query_http_config *cfg, struct query_http **ou
     h->positions_generation = cfg->positions_generation;
     h->positions_user = cfg->positions_user;
     ASSERT(pthread_mutex_init(&h->heat_lock, NULL) == 0);
-    rc = http_open(h, cfg);
+    rc = serve_open(h, cfg);
     if (rc != 0) {
         query_http_stop(h);
         return rc;

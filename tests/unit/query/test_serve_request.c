@@ -1,5 +1,5 @@
 /*
- * Unit tests of query/http_request.c: routing and validation of HTTP request targets. Every
+ * Unit tests of query/serve_request.c: routing and validation of HTTP request targets. Every
  * malformed request must map to its 4xx status with a message, and valid ones must fill the
  * count request exactly as the CLI would.
  */
@@ -13,14 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/http_private.h"
+#include "query/serve_private.h"
 
 static unsigned parse(const char *method, const char *target, struct query_route *route)
 {
     return query_route_parse(method, target, strlen(target), QUERY_RANGE_DAYS_DEFAULT, route);
 }
 
-static void test_http_request_count_valid(void **state)
+static void test_serve_request_count_valid(void **state)
 {
     /* A full count request fills every field of the count request. */
     (void)state;
@@ -44,7 +44,7 @@ static void test_http_request_count_valid(void **state)
     assert_memory_equal(r.count.status, "a b", 3);
 }
 
-static void test_http_request_count_bad_params(void **state)
+static void test_serve_request_count_bad_params(void **state)
 {
     /* Each malformed count request gets 400 and a message. */
     (void)state;
@@ -76,7 +76,7 @@ static void test_http_request_count_bad_params(void **state)
     }
 }
 
-static void test_http_request_paths_and_methods(void **state)
+static void test_serve_request_paths_and_methods(void **state)
 {
     /* Unknown paths are 404, other methods 405, bytes outside the target grammar 400. */
     (void)state;
@@ -99,7 +99,7 @@ static void test_http_request_paths_and_methods(void **state)
     assert_int_equal(parse("GET", long_target, &r), 414);
 }
 
-static void test_http_request_probes_and_orders(void **state)
+static void test_serve_request_probes_and_orders(void **state)
 {
     /* Probes need no token; orders validate limit and name the endpoint for the 501. */
     (void)state;
@@ -123,7 +123,7 @@ static void test_http_request_probes_and_orders(void **state)
     assert_int_equal(parse("GET", "/v1/customers/a/b/orders", &r), 404);
 }
 
-static void test_http_request_order_route(void **state)
+static void test_serve_request_order_route(void **state)
 {
     /* /v1/orders/{id} (the order lookup): the id follows the customer route's rule, decoded once
      * from the raw segment (so '/' and '%' can be in it), and takes only consistent and timeout_ms.
@@ -199,14 +199,14 @@ static void test_http_request_order_route(void **state)
     assert_int_equal(r.endpoint, QUERY_EP_ORDER);
 }
 
-static void test_http_request_heat(void **state)
+static void test_serve_request_heat(void **state)
 {
     /* /v1/heat takes only top, 1..64 (default 10), and needs the token like every data path. */
     (void)state;
     struct query_route r;
     assert_int_equal(parse("GET", "/v1/heat", &r), 0);
     assert_int_equal(r.endpoint, QUERY_EP_HEAT);
-    assert_int_equal(r.top, HTTP_HEAT_TOP_DEFAULT);
+    assert_int_equal(r.top, SERVE_HEAT_TOP_DEFAULT);
     assert_true(r.needs_token);
     assert_int_equal(parse("GET", "/v1/heat?top=64", &r), 0);
     assert_int_equal(r.top, 64);
@@ -223,7 +223,7 @@ static void test_http_request_heat(void **state)
     assert_int_equal(parse("GET", "/v1/heat/x", &r), 404);
 }
 
-static void test_http_request_error_json_escapes(void **state)
+static void test_serve_request_error_json_escapes(void **state)
 {
     /* Client bytes quoted in a message stay printable ASCII, and the document is valid JSON. */
     (void)state;
@@ -238,7 +238,7 @@ static void test_http_request_error_json_escapes(void **state)
     assert_int_equal(http_error_json("x", doc, 8), -ENOSPC);
 }
 
-static void test_http_request_consistent_params(void **state)
+static void test_serve_request_consistent_params(void **state)
 {
     /* consistent and timeout_ms on both endpoints that wait; timeout_ms alone, out of
      * 1..QUERY_CONSISTENT_TIMEOUT_MS_MAX or not a plain decimal is a 400 naming it. */
@@ -296,28 +296,28 @@ static void test_http_request_consistent_params(void **state)
     assert_string_equal(r.error, "timeout_ms bounds the wait of consistent=true: give both");
 }
 
-static void test_http_request_consistency_json(void **state)
+static void test_serve_request_consistency_json(void **state)
 {
     /* The field an answer carries: which guarantee, and for a node the positions it covers. */
     (void)state;
     char text[256];
-    int64_t n = http_consistency_json(HTTP_CONSISTENCY_DURABLE, NULL, 0, text, sizeof(text));
+    int64_t n = serve_consistency_json(SERVE_CONSISTENCY_DURABLE, NULL, 0, text, sizeof(text));
     assert_int_equal(n, (int64_t)strlen(text));
     assert_string_equal(text, ",\"consistency\":\"durable\"");
     const struct query_position pos[] = {{.partition = 0, .high_watermark = 12, .stored_from = 0},
                                          {.partition = 3, .high_watermark = INT64_MAX}};
-    n = http_consistency_json(HTTP_CONSISTENCY_ACKNOWLEDGED, pos, 2, text, sizeof(text));
+    n = serve_consistency_json(SERVE_CONSISTENCY_ACKNOWLEDGED, pos, 2, text, sizeof(text));
     assert_string_equal(text, ",\"consistency\":\"acknowledged\",\"high_watermarks\":{\"0\":12,"
                               "\"3\":9223372036854775807}");
     assert_int_equal(n, (int64_t)strlen(text));
-    assert_true((size_t)n < http_consistency_json_bound(2));
-    n = http_consistency_json(HTTP_CONSISTENCY_ACKNOWLEDGED, pos, 0, text, sizeof(text));
+    assert_true((size_t)n < serve_consistency_json_bound(2));
+    n = serve_consistency_json(SERVE_CONSISTENCY_ACKNOWLEDGED, pos, 0, text, sizeof(text));
     assert_string_equal(text, ",\"consistency\":\"acknowledged\",\"high_watermarks\":{}");
-    assert_int_equal(http_consistency_json(HTTP_CONSISTENCY_ACKNOWLEDGED, pos, 2, text, 40),
+    assert_int_equal(serve_consistency_json(SERVE_CONSISTENCY_ACKNOWLEDGED, pos, 2, text, 40),
                      -ENOSPC);
 }
 
-static void test_http_request_unmet_json(void **state)
+static void test_serve_request_unmet_json(void **state)
 {
     /* A 503 names the positions still missing (only those), null for a partition the store
      * never saw; when only the index is behind, every position and the commit it needs. */
@@ -328,34 +328,34 @@ static void test_http_request_unmet_json(void **state)
         {.partition = 2, .high_watermark = 7, .stored_from = 0},    /* never stored */
         {.partition = 5, .high_watermark = 30, .stored_from = 40}}; /* another member's */
     const int64_t next[] = {90, 50, -1, 3};
-    struct http_unmet_wait w = {.why = HTTP_UNMET_TIMEOUT,
-                                .timeout_ms = 2000,
-                                .count = 4,
-                                .positions = pos,
-                                .durable_next = next};
+    struct serve_unmet_wait w = {.why = SERVE_UNMET_TIMEOUT,
+                                 .timeout_ms = 2000,
+                                 .count = 4,
+                                 .positions = pos,
+                                 .durable_next = next};
     char doc[1024];
-    int64_t n = http_unmet_json(&w, doc, sizeof(doc));
+    int64_t n = serve_unmet_json(&w, doc, sizeof(doc));
     assert_int_equal(n, (int64_t)strlen(doc));
-    assert_true((size_t)n < http_unmet_json_bound(4));
+    assert_true((size_t)n < serve_unmet_json_bound(4));
     assert_string_equal(
         doc, "{\"error\":\"not every event the topic had acknowledged is durable here yet "
              "(timeout_ms 2000)\",\"consistency\":\"acknowledged\",\"timeout_ms\":2000,"
              "\"missing\":[{\"partition\":0,\"high_watermark\":100,\"durable_next\":90},"
              "{\"partition\":2,\"high_watermark\":7,\"durable_next\":null}]}");
-    w.why = HTTP_UNMET_REBALANCE;
-    assert_true(http_unmet_json(&w, doc, sizeof(doc)) > 0);
+    w.why = SERVE_UNMET_REBALANCE;
+    assert_true(serve_unmet_json(&w, doc, sizeof(doc)) > 0);
     assert_non_null(strstr(doc, "reassigned while waiting (a rebalance)"));
     assert_non_null(strstr(doc, "\"missing\":[{\"partition\":0,"));
-    w.why = HTTP_UNMET_INDEX;
+    w.why = SERVE_UNMET_INDEX;
     w.index_needed_seq = 77;
     const int64_t all[] = {100, 50, 7, 3};
     w.durable_next = all;
-    n = http_unmet_json(&w, doc, sizeof(doc));
+    n = serve_unmet_json(&w, doc, sizeof(doc));
     assert_true(n > 0);
     assert_non_null(strstr(doc, "by-customer index does not hold them yet"));
     assert_non_null(strstr(doc, "{\"partition\":5,\"high_watermark\":30,\"durable_next\":3}]"
                                 ",\"index_needed_seq\":77}"));
-    assert_int_equal(http_unmet_json(&w, doc, 200), -ENOSPC);
+    assert_int_equal(serve_unmet_json(&w, doc, 200), -ENOSPC);
     /* The bound holds the widest values. */
     struct query_position wide[8];
     int64_t none[8];
@@ -363,50 +363,50 @@ static void test_http_request_unmet_json(void **state)
         wide[i] = (struct query_position){.partition = INT32_MAX, .high_watermark = INT64_MAX};
         none[i] = INT64_MAX - 1;
     }
-    w = (struct http_unmet_wait){.why = HTTP_UNMET_INDEX,
-                                 .timeout_ms = QUERY_CONSISTENT_TIMEOUT_MS_MAX,
-                                 .count = 8,
-                                 .positions = wide,
-                                 .durable_next = none,
-                                 .index_needed_seq = UINT64_MAX};
-    size_t cap = http_unmet_json_bound(8);
+    w = (struct serve_unmet_wait){.why = SERVE_UNMET_INDEX,
+                                  .timeout_ms = QUERY_CONSISTENT_TIMEOUT_MS_MAX,
+                                  .count = 8,
+                                  .positions = wide,
+                                  .durable_next = none,
+                                  .index_needed_seq = UINT64_MAX};
+    size_t cap = serve_unmet_json_bound(8);
     char *big = malloc(cap);
     assert_non_null(big);
-    assert_true(http_unmet_json(&w, big, cap) > 0);
+    assert_true(serve_unmet_json(&w, big, cap) > 0);
     free(big);
 }
 
-static void test_http_request_position_reached(void **state)
+static void test_serve_request_position_reached(void **state)
 {
     /* The store's next offset reaches the high watermark, or the node does not store below. */
     (void)state;
     struct query_position p = {.partition = 0, .high_watermark = 10, .stored_from = 0};
-    assert_true(http_position_reached(&p, 10));
-    assert_true(http_position_reached(&p, 11));
-    assert_false(http_position_reached(&p, 9));
-    assert_false(http_position_reached(&p, -1));
+    assert_true(serve_position_reached(&p, 10));
+    assert_true(serve_position_reached(&p, 11));
+    assert_false(serve_position_reached(&p, 9));
+    assert_false(serve_position_reached(&p, -1));
     p.high_watermark = 0; /* an empty partition */
-    assert_true(http_position_reached(&p, -1));
+    assert_true(serve_position_reached(&p, -1));
     p = (struct query_position){.partition = 0, .high_watermark = 10, .stored_from = 10};
-    assert_true(http_position_reached(&p, -1));
+    assert_true(serve_position_reached(&p, -1));
     p.stored_from = 9;
-    assert_false(http_position_reached(&p, 5));
+    assert_false(serve_position_reached(&p, 5));
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_http_request_count_valid),
-        cmocka_unit_test(test_http_request_count_bad_params),
-        cmocka_unit_test(test_http_request_paths_and_methods),
-        cmocka_unit_test(test_http_request_probes_and_orders),
-        cmocka_unit_test(test_http_request_order_route),
-        cmocka_unit_test(test_http_request_heat),
-        cmocka_unit_test(test_http_request_error_json_escapes),
-        cmocka_unit_test(test_http_request_consistent_params),
-        cmocka_unit_test(test_http_request_consistency_json),
-        cmocka_unit_test(test_http_request_unmet_json),
-        cmocka_unit_test(test_http_request_position_reached),
+        cmocka_unit_test(test_serve_request_count_valid),
+        cmocka_unit_test(test_serve_request_count_bad_params),
+        cmocka_unit_test(test_serve_request_paths_and_methods),
+        cmocka_unit_test(test_serve_request_probes_and_orders),
+        cmocka_unit_test(test_serve_request_order_route),
+        cmocka_unit_test(test_serve_request_heat),
+        cmocka_unit_test(test_serve_request_error_json_escapes),
+        cmocka_unit_test(test_serve_request_consistent_params),
+        cmocka_unit_test(test_serve_request_consistency_json),
+        cmocka_unit_test(test_serve_request_unmet_json),
+        cmocka_unit_test(test_serve_request_position_reached),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,12 +14,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "query/http_private.h"
+#include "query/serve_private.h"
 
 /* One rendered position: {"partition":...,"high_watermark":...,"durable_next":...}. */
 #define POSITION_JSON_BYTES_MAX 96u
 
-bool http_position_reached(const struct query_position *p, int64_t durable_next)
+bool serve_position_reached(const struct query_position *p, int64_t durable_next)
 {
     int64_t held = durable_next > p->stored_from ? durable_next : p->stored_from;
     return held >= p->high_watermark;
@@ -36,18 +36,18 @@ static bool put(size_t cap, size_t *len, int n)
     return true;
 }
 
-size_t http_consistency_json_bound(uint32_t count)
+size_t serve_consistency_json_bound(uint32_t count)
 {
     return 64u + (size_t)count * 32u;
 }
 
-int64_t http_consistency_json(enum http_consistency kind, const struct query_position *positions,
-                              uint32_t count, char *dst, size_t dst_capacity)
+int64_t serve_consistency_json(enum serve_consistency kind, const struct query_position *positions,
+                               uint32_t count, char *dst, size_t dst_capacity)
 {
     ASSERT(dst_capacity > 0);
-    ASSERT(kind == HTTP_CONSISTENCY_ACKNOWLEDGED || count == 0);
+    ASSERT(kind == SERVE_CONSISTENCY_ACKNOWLEDGED || count == 0);
     size_t len = 0;
-    if (kind == HTTP_CONSISTENCY_DURABLE) {
+    if (kind == SERVE_CONSISTENCY_DURABLE) {
         bool ok =
             put(dst_capacity, &len, snprintf(dst, dst_capacity, ",\"consistency\":\"durable\""));
         return ok ? (int64_t)len : -ENOSPC;
@@ -64,19 +64,19 @@ int64_t http_consistency_json(enum http_consistency kind, const struct query_pos
     return ok ? (int64_t)len : -ENOSPC;
 }
 
-size_t http_unmet_json_bound(uint32_t count)
+size_t serve_unmet_json_bound(uint32_t count)
 {
     return HTTP_ERROR_BYTES_MAX * 2u + 128u + (size_t)count * POSITION_JSON_BYTES_MAX;
 }
 
-static const char *unmet_message(enum http_unmet why)
+static const char *unmet_message(enum serve_unmet why)
 {
     switch (why) {
-    case HTTP_UNMET_TIMEOUT:
+    case SERVE_UNMET_TIMEOUT:
         return "not every event the topic had acknowledged is durable here yet";
-    case HTTP_UNMET_REBALANCE:
+    case SERVE_UNMET_REBALANCE:
         return "the node's partitions were reassigned while waiting (a rebalance): retry";
-    case HTTP_UNMET_INDEX:
+    case SERVE_UNMET_INDEX:
         return "every acknowledged event is durable, but the by-customer index does not hold "
                "them yet";
     }
@@ -100,7 +100,7 @@ static bool put_position(char *dst, size_t cap, size_t *len, const struct query_
                         first ? "" : ",", p->partition, p->high_watermark, next));
 }
 
-int64_t http_unmet_json(const struct http_unmet_wait *w, char *dst, size_t dst_capacity)
+int64_t serve_unmet_json(const struct serve_unmet_wait *w, char *dst, size_t dst_capacity)
 {
     ASSERT(w->count == 0 || w->positions != NULL);
     ASSERT(w->count == 0 || w->durable_next != NULL);
@@ -117,15 +117,15 @@ int64_t http_unmet_json(const struct http_unmet_wait *w, char *dst, size_t dst_c
                            w->timeout_ms));
     bool first = true;
     for (uint32_t i = 0; ok && i < w->count; i++) {
-        if (w->why != HTTP_UNMET_INDEX &&
-            http_position_reached(&w->positions[i], w->durable_next[i])) {
+        if (w->why != SERVE_UNMET_INDEX &&
+            serve_position_reached(&w->positions[i], w->durable_next[i])) {
             continue;
         }
         ok = put_position(dst, dst_capacity, &len, &w->positions[i], w->durable_next[i], first);
         first = false;
     }
     ok = ok && put(dst_capacity, &len, snprintf(dst + len, dst_capacity - len, "]"));
-    if (ok && w->why == HTTP_UNMET_INDEX) {
+    if (ok && w->why == SERVE_UNMET_INDEX) {
         ok = put(dst_capacity, &len,
                  snprintf(dst + len, dst_capacity - len, ",\"index_needed_seq\":%" PRIu64,
                           w->index_needed_seq));

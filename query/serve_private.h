@@ -1,6 +1,6 @@
 /*
- * Private to query/: the limits of the request validator (http_request.c), the documents of
- * consistent=true (http_consistent.c), and the query service's own pieces shared by its files
+ * Private to query/: the limits of the request validator (serve_request.c), the documents of
+ * consistent=true (serve_consistent.c), and the query service's own pieces shared by its files
  * (http*.c): its state, its readers and the answers every endpoint builds on. The route a
  * request asks for is public (query.h): the router validates requests exactly as a node does.
  */
@@ -16,55 +16,55 @@
 #include "query/query.h"
 
 /* A decoded parameter name and value; a status is at most DS_STATUS_BYTES_MAX. */
-#define HTTP_PARAM_NAME_BYTES_MAX 32u
-#define HTTP_PARAM_VALUE_BYTES_MAX 256u
+#define SERVE_PARAM_NAME_BYTES_MAX 32u
+#define SERVE_PARAM_VALUE_BYTES_MAX 256u
 /* Parameters in one request: the richest endpoint (/v1/count) takes six. */
-#define HTTP_PARAMS_MAX 8u
+#define SERVE_PARAMS_MAX 8u
 /* Orders per page a client may ask for: what one page of the by-customer index answers. */
-#define HTTP_ORDERS_LIMIT_MAX QUERY_ORDERS_LIMIT_MAX
+#define SERVE_ORDERS_LIMIT_MAX QUERY_ORDERS_LIMIT_MAX
 
 /* Rows per list of /v1/heat by default (?top=N, 1..SHARD_HEAT_TOP_MAX). */
-#define HTTP_HEAT_TOP_DEFAULT 10u
+#define SERVE_HEAT_TOP_DEFAULT 10u
 
 /* What a consistent=true answer waited for (http_consistent.c renders it). */
-enum http_consistency {
-    HTTP_CONSISTENCY_DURABLE = 0,  /* serve: everything durable when the request arrived */
-    HTTP_CONSISTENCY_ACKNOWLEDGED, /* a node: everything the topic had acknowledged */
+enum serve_consistency {
+    SERVE_CONSISTENCY_DURABLE = 0,  /* serve: everything durable when the request arrived */
+    SERVE_CONSISTENCY_ACKNOWLEDGED, /* a node: everything the topic had acknowledged */
 };
 /* Why a consistent=true request is answered 503. */
-enum http_unmet {
-    HTTP_UNMET_TIMEOUT = 0, /* the store (or the index) did not get there in time */
-    HTTP_UNMET_REBALANCE,   /* the node's assignment changed while waiting */
-    HTTP_UNMET_INDEX,       /* the store got there, the by-customer index did not in time */
+enum serve_unmet {
+    SERVE_UNMET_TIMEOUT = 0, /* the store (or the index) did not get there in time */
+    SERVE_UNMET_REBALANCE,   /* the node's assignment changed while waiting */
+    SERVE_UNMET_INDEX,       /* the store got there, the by-customer index did not in time */
 };
 /* A 503 of consistent=true: the positions the answer would have had to include and what the
  * store held when the wait ended. */
-struct http_unmet_wait {
-    enum http_unmet why;
+struct serve_unmet_wait {
+    enum serve_unmet why;
     uint32_t timeout_ms;
     uint32_t count;
     const struct query_position *positions; /* count entries, borrowed */
     const int64_t *durable_next;            /* per position: the store's next offset, -1 none */
-    uint64_t index_needed_seq;              /* HTTP_UNMET_INDEX: the store commit the index
+    uint64_t index_needed_seq;              /* SERVE_UNMET_INDEX: the store commit the index
                                              * must hold */
 };
 
 /* ,"consistency":"durable" or ,"consistency":"acknowledged","high_watermarks":{"P":HW,...}
  * (count positions, may be NULL for durable). Returns the length or -ENOSPC. */
-DS_MUST_USE int64_t http_consistency_json(enum http_consistency kind,
-                                          const struct query_position *positions, uint32_t count,
-                                          char *dst, size_t dst_capacity);
-/* Bytes http_consistency_json needs at most for count positions. */
-size_t http_consistency_json_bound(uint32_t count);
+DS_MUST_USE int64_t serve_consistency_json(enum serve_consistency kind,
+                                           const struct query_position *positions, uint32_t count,
+                                           char *dst, size_t dst_capacity);
+/* Bytes serve_consistency_json needs at most for count positions. */
+size_t serve_consistency_json_bound(uint32_t count);
 /* The 503 document: {"error":"...","consistency":"acknowledged","timeout_ms":T,"missing":[
  * {"partition":P,"high_watermark":H,"durable_next":D|null},...]} listing every position the
- * store had not reached (HTTP_UNMET_INDEX: every position, and "index_needed_seq":S). Returns
+ * store had not reached (SERVE_UNMET_INDEX: every position, and "index_needed_seq":S). Returns
  * the length or -ENOSPC. */
-DS_MUST_USE int64_t http_unmet_json(const struct http_unmet_wait *w, char *dst,
-                                    size_t dst_capacity);
-size_t http_unmet_json_bound(uint32_t count);
+DS_MUST_USE int64_t serve_unmet_json(const struct serve_unmet_wait *w, char *dst,
+                                     size_t dst_capacity);
+size_t serve_unmet_json_bound(uint32_t count);
 /* Whether the store's next offset has reached the position (or the node does not store it). */
-bool http_position_reached(const struct query_position *p, int64_t durable_next);
+bool serve_position_reached(const struct query_position *p, int64_t durable_next);
 
 struct http_text;
 /* Appends the heat series of /metrics (top rows only: bounded labels) to b (heat_render.c). */
@@ -74,16 +74,16 @@ void heat_metrics_put(const struct shard_heat_report *report, struct http_text *
 
 /* "as_of" of every source partition the manifest knows: up to STORAGE_SOURCES_MAX entries of
  * at most 32 bytes each. */
-#define HTTP_AS_OF_BYTES_MAX (STORAGE_SOURCES_MAX * 32u + 16u)
+#define SERVE_AS_OF_BYTES_MAX (STORAGE_SOURCES_MAX * 32u + 16u)
 /* Write-rate observations kept, direct-mapped by (day, shard): bounded memory whatever days
  * are asked about; a collision only restarts that partition's rate. */
-#define HTTP_HEAT_ENTRIES 4096u
+#define SERVE_HEAT_ENTRIES 4096u
 /* A rate is computed over at least this interval between two observations. */
-#define HTTP_HEAT_INTERVAL_NS 1000000000ull
+#define SERVE_HEAT_INTERVAL_NS 1000000000ull
 /* Days of per-shard series in /metrics: the last ones present, so label cardinality stays
  * bounded by 7 * S instead of growing with history. */
-#define HTTP_METRICS_RECENT_DAYS 7u
-#define HTTP_METRICS_BYTES_MAX (16u * 1024 * 1024)
+#define SERVE_METRICS_RECENT_DAYS 7u
+#define SERVE_METRICS_BYTES_MAX (16u * 1024 * 1024)
 
 /* One worker's storage view (serve_reader.c). */
 struct serve_reader {
@@ -154,11 +154,11 @@ size_t serve_append_as_of(char *body, size_t len, const struct serve_reader *r);
 /* Between two looks at the store while a consistent read waits. A look costs a stat(2) of the
  * manifest when nothing changed; the node commits at most every commit_interval_ms (100 by
  * default), so 5 ms adds at most a twentieth of that to a wait. */
-#define HTTP_CONSISTENT_STEP_NS (5u * 1000000u)
+#define SERVE_CONSISTENT_STEP_NS (5u * 1000000u)
 /* Kafka partitions one consistent read can wait for: every source storage can track. */
-#define HTTP_POSITIONS_MAX STORAGE_SOURCES_MAX
+#define SERVE_POSITIONS_MAX STORAGE_SOURCES_MAX
 /* The wait ended because the node's assignment changed (a rebalance). */
-#define HTTP_WAIT_REBALANCED (-ECANCELED)
+#define SERVE_WAIT_REBALANCED (-ECANCELED)
 
 /* A consistent read of a node: the positions asked on arrival and what the store held. */
 struct serve_wait {
@@ -179,7 +179,7 @@ DS_MUST_USE int serve_wait_begin(struct query_http *h, const struct query_route 
                                  struct serve_wait *w);
 void serve_wait_end(struct serve_wait *w);
 /* Looks at the store until a reader's view holds every position. Returns 0 with that reader
- * held (the caller releases it), -ETIMEDOUT, HTTP_WAIT_REBALANCED, or a storage error. */
+ * held (the caller releases it), -ETIMEDOUT, SERVE_WAIT_REBALANCED, or a storage error. */
 DS_MUST_USE int serve_wait_store(struct query_http *h, struct serve_wait *w,
                                  struct serve_reader **out);
 /* The milliseconds left of w's timeout (0 when it passed). */

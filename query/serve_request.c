@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "query/http_private.h"
+#include "query/serve_private.h"
 
 /* Client bytes quoted in a message: printable ASCII only (the answer must stay valid JSON and
  * UTF-8 whatever was sent), cut to 40 bytes. */
@@ -268,8 +268,8 @@ static unsigned orders_param(const char *name, const char *value, size_t len,
 {
     if (strcmp(name, "limit") == 0) {
         uint32_t limit = 0;
-        if (!decimal_param(value, len, 4, &limit) || limit == 0 || limit > HTTP_ORDERS_LIMIT_MAX) {
-            return fail(out, 400, "bad limit: expected 1..%u", HTTP_ORDERS_LIMIT_MAX);
+        if (!decimal_param(value, len, 4, &limit) || limit == 0 || limit > SERVE_ORDERS_LIMIT_MAX) {
+            return fail(out, 400, "bad limit: expected 1..%u", SERVE_ORDERS_LIMIT_MAX);
         }
         out->limit = limit;
         return 0;
@@ -314,8 +314,8 @@ static unsigned one_param(const char *text, size_t len, uint32_t *seen, struct q
 {
     const char *eq = memchr(text, '=', len);
     size_t name_len = eq != NULL ? (size_t)(eq - text) : len;
-    char name[HTTP_PARAM_NAME_BYTES_MAX + 3]; /* ' ', the name, ' ', NUL: see known_params */
-    char value[HTTP_PARAM_VALUE_BYTES_MAX + 1];
+    char name[SERVE_PARAM_NAME_BYTES_MAX + 3]; /* ' ', the name, ' ', NUL: see known_params */
+    char value[SERVE_PARAM_VALUE_BYTES_MAX + 1];
     char quoted[64];
     int64_t n = percent_decode(text, name_len, true, name + 1, sizeof(name) - 2);
     int64_t v = eq != NULL ? percent_decode(eq + 1, len - name_len - 1, true, value, sizeof(value))
@@ -375,8 +375,8 @@ static unsigned parse_query(const char *query, size_t len, struct query_route *o
         const char *amp = memchr(query + start, '&', len - start);
         size_t end = amp != NULL ? (size_t)(amp - query) : len;
         if (end > start) {
-            if (++params > HTTP_PARAMS_MAX) {
-                return fail(out, 400, "more than %u parameters", HTTP_PARAMS_MAX);
+            if (++params > SERVE_PARAMS_MAX) {
+                return fail(out, 400, "more than %u parameters", SERVE_PARAMS_MAX);
             }
             unsigned status = one_param(query + start, end - start, &seen, out);
             if (status != 0) {
@@ -429,7 +429,7 @@ unsigned query_route_parse(const char *method, const char *target, size_t len,
     out->count.day_last = -1;
     out->day = -1;
     out->limit = 20;
-    out->top = HTTP_HEAT_TOP_DEFAULT;
+    out->top = SERVE_HEAT_TOP_DEFAULT;
     if (len > HTTP_URI_BYTES_MAX) {
         return fail(out, 414, "request target longer than %u bytes", HTTP_URI_BYTES_MAX);
     }

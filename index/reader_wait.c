@@ -12,46 +12,53 @@
  * these readers: the log file is all they share).
  */
 #include <errno.h>
-#include <time.h>
 
 #include "index/index.h"
 
 /* Between two refreshes of a view that is behind. */
 #define READER_WAIT_STEP_NS (20u * 1000000u)
 
-/* One refresh (under lock when given) and the sequence it reached. */
-static int reader_wait_step(struct index_reader *r, pthread_rwlock_t *lock, uint64_t *indexed)
+/* A wait's state between two steps (ds_wait_until's user). */
+struct reader_wait {
+    struct index_reader *reader;
+    pthread_rwlock_t *lock; /* NULL: the view is this thread's */
+    uint64_t want_seq;
+    uint64_t indexed; /* what the last refresh reached */
+    int rc;           /* the first refresh error: ends the wait */
+};
+
+/* One refresh (under the lock when given): done once the view holds want_seq or the refresh
+ * failed. */
+static bool reader_wait_step(void *user)
 {
-    if (lock != NULL) {
-        ASSERT(pthread_rwlock_wrlock(lock) == 0);
+    struct reader_wait *w = user;
+    if (w->lock != NULL) {
+        ASSERT(pthread_rwlock_wrlock(w->lock) == 0);
     }
-    int rc = index_reader_refresh(r);
-    rc = rc == 0 ? index_reader_indexed_seq(r, indexed) : rc;
-    if (lock != NULL) {
-        ASSERT(pthread_rwlock_unlock(lock) == 0);
+    uint64_t reached = 0;
+    int rc = index_reader_refresh(w->reader);
+    rc = rc == 0 ? index_reader_indexed_seq(w->reader, &reached) : rc;
+    if (w->lock != NULL) {
+        ASSERT(pthread_rwlock_unlock(w->lock) == 0);
     }
-    return rc;
+    if (rc != 0) {
+        w->rc = rc;
+        return true;
+    }
+    w->indexed = reached;
+    return reached >= w->want_seq;
 }
 
 int index_reader_wait(struct index_reader *r, uint64_t want_seq, uint32_t timeout_ms,
                       pthread_rwlock_t *lock, uint64_t *indexed)
 {
     ASSERT(r != NULL && indexed != NULL);
+    struct reader_wait w = {.reader = r, .lock = lock, .want_seq = want_seq};
     uint64_t deadline = ds_clock_ns() + (uint64_t)timeout_ms * 1000000u;
-    for (;;) { /* bounded by the deadline */
-        uint64_t reached = 0;
-        int rc = reader_wait_step(r, lock, &reached);
-        if (rc != 0) {
-            return rc;
-        }
-        *indexed = reached;
-        if (reached >= want_seq) {
-            return 0;
-        }
-        if (ds_clock_ns() >= deadline) {
-            return -ETIMEDOUT;
-        }
-        struct timespec step = {.tv_sec = 0, .tv_nsec = READER_WAIT_STEP_NS};
-        nanosleep(&step, NULL);
+    bool done = ds_wait_until(reader_wait_step, &w, deadline, READER_WAIT_STEP_NS);
+    if (w.rc != 0) {
+        return w.rc;
     }
+    *indexed = w.indexed;
+    return done ? 0 : -ETIMEDOUT;
 }

@@ -73,11 +73,6 @@ DS_MUST_USE int cli_options_parse(const char *command, int argc, char **argv, co
                                   const struct option *options, cli_option_fn one, void *user,
                                   int *next);
 
-/* Removes path and everything below it (depth first, links not followed); a path that does
- * not exist is fine. Returns 0 or the negated errno of the first entry that could not be
- * removed. */
-DS_MUST_USE int cli_remove_tree(const char *path);
-
 /* ---- the by-customer index (cli/cmd_gsi.c) ------------------------------------------------- */
 
 /* index_note_fn for the index's maintenance calls (index_rebuild, index_verify): user is the

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,20 +65,6 @@ int cli_options_parse(const char *command, int argc, char **argv, const char *sh
     }
     *next = optind;
     return 0;
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path) == 0 ? 0 : -1;
-}
-
-int cli_remove_tree(const char *path)
-{
-    /* What is already gone needs no removing. */
-    return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 || errno == ENOENT ? 0 : -errno;
 }
 
 int cli_help(const char *usage)

@@ -547,7 +547,7 @@ int cmd_demo(int argc, char **argv)
         rc = d.no_kafka ? run_demo(&d) : run_kafka_demo(&d);
     }
     if (temporary) {
-        int removed = cli_remove_tree(d.tmp);
+        int removed = ds_remove_tree(d.tmp);
         if (removed != 0) {
             fprintf(stderr, "dayshard demo: warning: cannot remove %s: %s\n", d.tmp,
                     ds_strerror(removed));

@@ -411,6 +411,9 @@ DS_MUST_USE int ds_write_file_atomic(const char *path, const void *data, size_t 
 DS_MUST_USE int ds_fsync_dir(const char *dir);
 /* mkdir -p for one path; existing directories are fine. */
 DS_MUST_USE int ds_mkdir_p(const char *path);
+/* rm -r of path: depth first, links removed, never followed; a path already gone is fine.
+ * Returns 0 or the negated errno of the first entry that could not be removed. */
+DS_MUST_USE int ds_remove_tree(const char *path);
 /* pread until len bytes or the end of the file (EINTR retried); returns the bytes read or a
  * negated errno. */
 DS_MUST_USE ssize_t ds_pread_full(int fd, void *dst, size_t len, uint64_t offset);

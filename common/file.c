@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,4 +183,20 @@ int ds_mkdir_p(const char *path)
         return -errno;
     }
     return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+static int file_remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path) == 0 ? 0 : -1;
+}
+
+int ds_remove_tree(const char *path)
+{
+    ASSERT(path != NULL);
+    /* 16 descriptors: nftw's depth bound for open directories, not a depth limit. */
+    return nftw(path, file_remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 || errno == ENOENT ? 0
+                                                                                           : -errno;
 }

@@ -17,9 +17,6 @@
  * resumes from its cursor (the entries it holds are exact, only incomplete) and which the next
  * rebuild moves aside again.
  *
- * The old directory is removed here with nftw rather than through the command line's own tree
- * removal: the index may not call up into cli/.
- *
  * Rejected: deleting DIR/gsi in place (a crash would leave nothing to inspect), and repairing
  * the damaged log or table (damage of unknown extent; the base data is the truth and a fresh
  * build from it is exact), and checking the lock with a short flock (a node could then start
@@ -28,7 +25,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,20 +80,6 @@ static int rebuild_fail(const struct rebuild *r, int rc, const char *fmt, ...)
     va_end(args);
     r->note(INDEX_NOTE_ERROR, text, r->user);
     return rc;
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path) == 0 ? 0 : -1;
-}
-
-/* Removes the old index's directory, depth first; what is already gone needs no removing. */
-static int remove_tree(const char *path)
-{
-    return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 || errno == ENOENT ? 0 : -errno;
 }
 
 /* Bytes of the regular files under path, down to depth more directory levels. */
@@ -271,7 +253,7 @@ static int rebuild_run(struct rebuild *r)
                      r->old_dir[0] != '\0' ? "; old index in " : "", r->old_dir);
         rc = run_builder(r, start_ns);
     }
-    int removed = rc == 0 && r->old_dir[0] != '\0' ? remove_tree(r->old_dir) : 0;
+    int removed = rc == 0 && r->old_dir[0] != '\0' ? ds_remove_tree(r->old_dir) : 0;
     if (removed != 0) {
         /* The new index is complete: a leftover only costs space. */
         rebuild_note(r, INDEX_NOTE_INFO, "warning: cannot remove %s: %s", r->old_dir,

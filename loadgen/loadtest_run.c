@@ -20,7 +20,6 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <math.h>
 #include <poll.h>
@@ -66,23 +65,6 @@ int loadtest_error(int code, const char *fmt, ...)
     }
     fprintf(stderr, "dayshard loadtest: %s\n", message);
     return code;
-}
-
-static int loadtest_remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path) == 0 ? 0 : -1;
-}
-
-/* A node's data directory, depth first, links not followed; one that is gone is fine. The CLI
- * has the same walk for its scratch trees; loadgen sits below cli/ and common/ has none. */
-static int loadtest_remove_tree(const char *path)
-{
-    return nftw(path, loadtest_remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 || errno == ENOENT
-               ? 0
-               : -errno;
 }
 
 struct loadtest_node {
@@ -860,7 +842,7 @@ static void loadtest_teardown(struct loadtest_state *s)
         loadgen_broker_stop(s->broker);
     }
     for (uint32_t k = 0; k < s->node_count && !s->cfg->keep_data; k++) {
-        int removed = loadtest_remove_tree(s->nodes[k].data);
+        int removed = ds_remove_tree(s->nodes[k].data);
         if (removed != 0) {
             fprintf(stderr, "dayshard loadtest: warning: cannot remove %s: %s\n", s->nodes[k].data,
                     ds_strerror(removed));

@@ -463,6 +463,33 @@ static void test_common_mkdir_p_nested_and_errors(void **state)
     assert_int_equal(ds_mkdir_p("/"), 0);
 }
 
+static void test_common_remove_tree_removes_below_and_keeps_link_targets(void **state)
+{
+    /* rm -r: nested directories and files go, a symbolic link is removed and its target (outside
+     * the tree) kept, a path already gone is fine, a second removal too. */
+    struct fixture *f = *state;
+    char tree[160];
+    char nested[192];
+    char file_path[224];
+    char outside[160];
+    char link_path[192];
+    snprintf(tree, sizeof(tree), "%s/tree", f->dir);
+    snprintf(nested, sizeof(nested), "%s/a/b", tree);
+    snprintf(file_path, sizeof(file_path), "%s/data", nested);
+    snprintf(outside, sizeof(outside), "%s/kept", f->dir);
+    snprintf(link_path, sizeof(link_path), "%s/link", tree);
+    assert_int_equal(ds_mkdir_p(nested), 0);
+    assert_int_equal(ds_write_file_atomic(file_path, "x", 1), 0);
+    assert_int_equal(ds_write_file_atomic(outside, "y", 1), 0);
+    assert_int_equal(symlink(outside, link_path), 0);
+    assert_int_equal(ds_remove_tree(tree), 0);
+    struct stat st;
+    assert_int_equal(lstat(tree, &st), -1);
+    assert_int_equal(errno, ENOENT);
+    assert_int_equal(stat(outside, &st), 0);
+    assert_int_equal(ds_remove_tree(tree), 0);
+}
+
 /* ---- errors, clocks, logging, assertions ------------------------------------------------- */
 
 static void test_common_strerror_names_every_code(void **state)
@@ -617,6 +644,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_common_write_file_atomic_round_trip, setup_dir,
                                         teardown_dir),
         cmocka_unit_test_setup_teardown(test_common_read_file_errors, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(
+            test_common_remove_tree_removes_below_and_keeps_link_targets, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_common_mkdir_p_nested_and_errors, setup_dir,
                                         teardown_dir),
         cmocka_unit_test(test_common_strerror_names_every_code),

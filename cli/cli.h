@@ -85,6 +85,10 @@ void cli_index_note(enum index_note_kind kind, const char *text, void *user);
  * global flag. */
 void cli_stop_signals_block(sigset_t *stop);
 void cli_stop_signals_wait(const sigset_t *stop);
+/* The error of an HTTP service that did not start on listen (flag names the option when the
+ * message should, "" otherwise): exit 2 for an address that does not parse, 1 for any other
+ * cause (address in use, data directory unreadable), named. */
+int cli_listen_error(const char *cmd, const char *flag, const char *listen, int rc);
 
 /* Whether log lines are JSON objects (--log-format json, set before any thread starts): then a
  * command's final lines go through the logger too. */

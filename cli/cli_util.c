@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "query/query.h"
 
 int cli_error(const char *command, int code, const char *fmt, ...)
 {
@@ -120,4 +121,12 @@ void cli_stop_signals_wait(const sigset_t *stop)
     siginfo_t info;
     while (sigwaitinfo(stop, &info) < 0) { /* until SIGINT or SIGTERM; EINTR retries */
     }
+}
+
+int cli_listen_error(const char *cmd, const char *flag, const char *listen, int rc)
+{
+    ASSERT(rc < 0);
+    return cli_error(cmd, rc == -DS_EUSAGE ? CLI_USAGE : CLI_FAIL, "%s%s: %s", flag,
+                     listen != NULL ? listen : QUERY_HTTP_LISTEN_DEFAULT,
+                     rc == -DS_EUSAGE ? "bad listen address (HOST:PORT)" : ds_strerror(rc));
 }

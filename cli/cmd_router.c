@@ -171,9 +171,7 @@ int cmd_router(int argc, char **argv)
     struct router *r = NULL;
     rc = router_start(&a.cfg, &r);
     if (rc != 0) {
-        return cli_error("router", rc == -DS_EUSAGE ? CLI_USAGE : CLI_FAIL, "%s: %s",
-                         a.cfg.listen != NULL ? a.cfg.listen : QUERY_HTTP_LISTEN_DEFAULT,
-                         rc == -DS_EUSAGE ? "bad listen address (HOST:PORT)" : ds_strerror(rc));
+        return cli_listen_error("router", "", a.cfg.listen, rc);
     }
     printf("%s\n", router_address(r));
     fflush(stdout);

@@ -438,9 +438,7 @@ static int start_http(struct run_args *a, struct run_observer *o, struct query_h
     a->http.positions_user = o;
     int rc = query_http_start(&a->http, out);
     if (rc != 0) {
-        return cli_error("run", rc == -DS_EUSAGE ? CLI_USAGE : CLI_FAIL, "--http %s: %s",
-                         a->http.listen,
-                         rc == -DS_EUSAGE ? "bad listen address (HOST:PORT)" : ds_strerror(rc));
+        return cli_listen_error("run", "--http ", a->http.listen, rc);
     }
     /* The bound address, for scripts that asked for port 0. */
     printf("%s\n", query_http_address(*out));

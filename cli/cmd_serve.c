@@ -103,9 +103,7 @@ int cmd_serve(int argc, char **argv)
     struct query_http *h = NULL;
     rc = query_http_start(&a.cfg, &h);
     if (rc != 0) {
-        return cli_error("serve", rc == -DS_EUSAGE ? CLI_USAGE : CLI_FAIL, "%s: %s",
-                         a.cfg.listen != NULL ? a.cfg.listen : QUERY_HTTP_LISTEN_DEFAULT,
-                         rc == -DS_EUSAGE ? "bad listen address (HOST:PORT)" : ds_strerror(rc));
+        return cli_listen_error("serve", "", a.cfg.listen, rc);
     }
     printf("%s\n", query_http_address(h));
     fflush(stdout);

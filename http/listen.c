@@ -7,6 +7,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,6 +20,13 @@ int http_listen(const char *listen_text, int *fd_out, char *address, size_t addr
     const char *colon = strrchr(listen_text, ':');
     if (colon == NULL || colon == listen_text || (size_t)(colon - listen_text) >= sizeof(host) ||
         colon[1] == '\0') {
+        return -DS_EUSAGE;
+    }
+    /* glibc's getaddrinfo takes "99999" as port 34463 (it keeps 16 bits): a port is 1..5
+     * digits up to 65535, checked here. */
+    size_t port_len = strlen(colon + 1);
+    if (port_len > 5 || strspn(colon + 1, "0123456789") != port_len ||
+        strtoul(colon + 1, NULL, 10) > 65535u) {
         return -DS_EUSAGE;
     }
     size_t host_len = (size_t)(colon - listen_text);

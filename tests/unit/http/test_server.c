@@ -289,6 +289,26 @@ static void test_server_bearer_ok_exact_token_only(void **state)
     assert_false(http_bearer_ok(NULL, "secret", 6));
 }
 
+static void test_server_listen_refuses_ports_past_16_bits(void **state)
+{
+    /* A port is 0..65535 in decimal: 99999 is refused, not bound as 34463 (99999 - 65536), and
+     * signs, letters and six digits are refused too; port 0 binds a free port. */
+    (void)state;
+    const char *bad[] = {"127.0.0.1:99999", "127.0.0.1:65536",  "127.0.0.1:-1", "127.0.0.1:+80",
+                         "127.0.0.1:80a",   "127.0.0.1:000080", "127.0.0.1:"};
+    char address[300];
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int fd = -1;
+        assert_int_equal(http_listen(bad[i], &fd, address, sizeof(address)), -DS_EUSAGE);
+        assert_int_equal(fd, -1);
+    }
+    int fd = -1;
+    assert_int_equal(http_listen("127.0.0.1:0", &fd, address, sizeof(address)), 0);
+    assert_true(fd >= 0);
+    assert_true(strncmp(address, "127.0.0.1:", 10) == 0 && strcmp(address, "127.0.0.1:0") != 0);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -298,6 +318,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_server_errors_json_with_headers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_target_too_long, setup, teardown),
         cmocka_unit_test(test_server_bearer_ok_exact_token_only),
+        cmocka_unit_test(test_server_listen_refuses_ports_past_16_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -353,6 +353,20 @@ static void bench_lag_gauge(void *user, int64_t lag_ms)
     query_metrics_gsi_lag_set(user, lag_ms);
 }
 
+/* The index builder over data, its lag reported into metrics as a node's would be. */
+static struct index_builder *builder_start(const char *data, struct query_metrics *metrics)
+{
+    struct index_builder_config cfg;
+    index_builder_config_defaults(&cfg);
+    cfg.data_dir = data;
+    cfg.lag_observe = bench_lag_observe;
+    cfg.lag_gauge = bench_lag_gauge;
+    cfg.lag_user = metrics;
+    struct index_builder *ix = NULL;
+    ASSERT(index_builder_start(&cfg, &ix) == 0);
+    return ix;
+}
+
 /* Starts the broker, the builder (index_on) and the node; returns once the node holds its
  * partitions. */
 static struct loadgen_broker *e2e_start(struct e2e *e, const char *data, const char *input,
@@ -366,13 +380,7 @@ static struct loadgen_broker *e2e_start(struct e2e *e, const char *data, const c
     e2e_setup(e, broker, data, input);
     prepare_data_dir(data, e->node.base_shards);
     if (index_on) {
-        struct index_builder_config gcfg;
-        index_builder_config_defaults(&gcfg);
-        gcfg.data_dir = data;
-        gcfg.lag_observe = bench_lag_observe;
-        gcfg.lag_gauge = bench_lag_gauge;
-        gcfg.lag_user = metrics;
-        ASSERT(index_builder_start(&gcfg, &e->ix) == 0);
+        e->ix = builder_start(data, metrics);
         e->lag.ix = e->ix;
         ASSERT(pthread_create(waiter, NULL, lag_waiter_main, &e->lag) == 0);
     }
@@ -812,14 +820,7 @@ static void query_part(const char *dir, uint64_t events)
     struct query_metrics *metrics = calloc(1, sizeof(*metrics));
     ASSERT(metrics != NULL);
     query_metrics_init(metrics, NULL, 0);
-    struct index_builder_config gcfg;
-    index_builder_config_defaults(&gcfg);
-    gcfg.data_dir = data;
-    gcfg.lag_observe = bench_lag_observe;
-    gcfg.lag_gauge = bench_lag_gauge;
-    gcfg.lag_user = metrics;
-    struct index_builder *g = NULL;
-    ASSERT(index_builder_start(&gcfg, &g) == 0);
+    struct index_builder *g = builder_start(data, metrics);
     printf("part 2: %llu busy-day events appended through storage (group commits of %u events, "
            "the builder following), then newest-%u queries\n",
            (unsigned long long)events, BUILD_COMMIT_EVENTS, QUERY_LIMIT);

@@ -45,11 +45,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "shard/shard.h"
 #include "storage/format.h"
 #include "storage/ids.h"
+#include "storage/ids_file.h"
 #include "storage/storage.h"
 
 #define IDS_FLAG_ID_STRING 1u
@@ -99,20 +102,42 @@ static_assert(IDS_REPLAY_BYTES >= IDS_RECORD_BYTES_MAX, "a record fits the repla
 static_assert(IDS_PENDING_BYTES_MAX >= IDS_RECORD_BYTES_MAX, "a record fits the pending buffer");
 static_assert(STORAGE_ORDER_SCRATCH_BYTES == IDS_RECORD_BYTES_MAX, "storage.h's scratch size");
 
+/* A sealed file: the orders whose current version is on day. touched: an order of the file has
+ * a record in the recent tier (it changed or left), so the next seal rewrites the file. */
+struct ids_day {
+    int32_t day;
+    bool touched;
+    uint64_t gen; /* the seal that wrote it: its name is day.<day>.<gen> */
+    struct ids_file *file;
+};
+
 struct ids {
     struct storage_io *io;
-    int fd; /* -1: a reader of a log not created yet */
+    int fd; /* the log; -1: a reader of a log not created yet */
     bool read_only;
-    bool queued; /* ids_queue ran; ids_committed not yet */
-    char path[DS_PATH_MAX];
+    bool queued;                /* ids_queue ran; ids_committed not yet */
+    char path[DS_PATH_MAX];     /* the log (the recent tier's write-ahead log) */
+    char dir[DS_PATH_MAX];      /* DIR/ids */
+    char data_dir[DS_PATH_MAX]; /* DIR */
+    /* The descriptor's state: its generation (0: none yet, the log is DIR/ids/log), the logical
+     * position of the log's byte 0 (positions the MANIFEST commits are base + log offset), and
+     * the sealed files by ascending day. */
+    uint64_t gen;
+    uint64_t base;
+    struct ids_day *days;
+    uint32_t days_count;
+    uint64_t recent_budget_bytes;
+    uint64_t seal_retry_bytes; /* after a failed seal, the log length of the next try */
+    uint8_t *block;            /* a sealed block being read */
     /* The keydir: slot i lives at segments[i >> IDS_SEGMENT_SHIFT][i % IDS_SEGMENT_SLOTS]. A
      * table below IDS_SEGMENT_SLOTS slots is one short segment (a power of two); a larger one
      * is a whole number of segments. */
     uint64_t *segments[IDS_SEGMENTS_MAX];
     uint64_t slots_count;
-    uint64_t count; /* occupied slots = distinct orders */
-    uint64_t committed_bytes;
-    uint8_t *pending; /* records at [committed_bytes, committed_bytes + pending_bytes) */
+    uint64_t keys;            /* occupied slots: records and tombstones of the recent tier */
+    uint64_t count;           /* distinct orders held, sealed and recent */
+    uint64_t committed_bytes; /* of the log file: the logical position is base + this */
+    uint8_t *pending;         /* records at [committed_bytes, committed_bytes + pending_bytes) */
     size_t pending_bytes;
     size_t pending_capacity;
     uint8_t *tail; /* a writer's committed bytes [tail_start, committed_bytes), or NULL; a ring */
@@ -123,7 +148,9 @@ struct ids {
      * reading the old record again. */
     struct {
         bool valid;
-        bool found;
+        bool in_keydir;    /* index is its slot, else the empty slot ending the probe */
+        bool tombstone;    /* the slot points at a tombstone */
+        int64_t day_index; /* the sealed file holding it, -1: none */
         uint64_t hash;
         uint64_t index;
         struct ds_id id;
@@ -147,7 +174,7 @@ static bool id_valid(const struct ds_id *id)
 
 /* The hash of an id: integers through splitmix's finaliser, strings through FNV-1a (the
  * routing hash) and the same finaliser, so the high bits the keydir keeps are well mixed. */
-static uint64_t id_hash(const struct ds_id *id)
+uint64_t ids_id_hash(const struct ds_id *id)
 {
     if (!id->is_string) {
         return ds_mix64((uint64_t)id->value);
@@ -255,6 +282,36 @@ static size_t record_announced(const uint8_t *src, size_t avail)
     return length;
 }
 
+size_t ids_record_padded(const uint8_t *rec, size_t avail)
+{
+    size_t length = record_announced(rec, avail);
+    return length == 0 ? 0 : align4(length);
+}
+
+bool ids_record_id(const uint8_t *rec, size_t avail, struct ds_id *out)
+{
+    size_t length = record_announced(rec, avail);
+    if (length == 0 || length > avail) {
+        return false;
+    }
+    const uint8_t *p = rec + IDS_RECORD_FIXED_BYTES;
+    return get_id(&p, rec + length, (rec[6] & IDS_FLAG_ID_STRING) != 0, out) && id_valid(out);
+}
+
+/* Integer ids by value, then string ids by their bytes (a prefix first). */
+int ids_id_compare(const struct ds_id *a, const struct ds_id *b)
+{
+    if (a->is_string != b->is_string) {
+        return a->is_string ? 1 : -1;
+    }
+    if (!a->is_string) {
+        return (a->value > b->value) - (a->value < b->value);
+    }
+    size_t n = a->len < b->len ? a->len : b->len;
+    int cmp = memcmp(a->text, b->text, n);
+    return cmp != 0 ? cmp : (a->len > b->len) - (a->len < b->len);
+}
+
 /* Decodes and checks the record at src (avail bytes, at least its announced length); out->items
  * points into src. Returns 0 or -DS_ECORRUPT. */
 int ids_record_decode(const uint8_t *src, size_t avail, struct storage_order *out, bool *tombstone)
@@ -321,9 +378,8 @@ static void tail_copy_out(const struct ids *ids, uint64_t offset, uint8_t *dst, 
 
 /* Reads and checks the record at offset into dst (capacity >= IDS_RECORD_BYTES_MAX). */
 static int ids_read_record(struct ids *ids, uint64_t offset, uint8_t *dst,
-                           struct storage_order *out)
+                           struct storage_order *out, bool *tombstone)
 {
-    bool tombstone = false; /* the keydir never points at one */
     uint64_t end = ids->committed_bytes + ids->pending_bytes;
     ASSERT(offset % 4 == 0);
     ASSERT(offset < end);
@@ -332,13 +388,13 @@ static int ids_read_record(struct ids *ids, uint64_t offset, uint8_t *dst,
         size_t avail = ids->pending_bytes - at;
         avail = avail < IDS_RECORD_BYTES_MAX ? avail : IDS_RECORD_BYTES_MAX;
         memcpy(dst, ids->pending + at, avail);
-        return ids_record_decode(dst, avail, out, &tombstone);
+        return ids_record_decode(dst, avail, out, tombstone);
     }
     if (ids->tail != NULL && offset >= ids->tail_start) {
         size_t avail = (size_t)(ids->committed_bytes - offset);
         avail = avail < IDS_RECORD_BYTES_MAX ? avail : IDS_RECORD_BYTES_MAX;
         tail_copy_out(ids, offset, dst, avail);
-        return ids_record_decode(dst, avail, out, &tombstone);
+        return ids_record_decode(dst, avail, out, tombstone);
     }
     uint64_t avail64 = ids->committed_bytes - offset;
     size_t want = avail64 < IDS_READ_FIRST_BYTES ? (size_t)avail64 : IDS_READ_FIRST_BYTES;
@@ -353,7 +409,7 @@ static int ids_read_record(struct ids *ids, uint64_t offset, uint8_t *dst,
         }
     }
     int rc = got < 0 ? (int)got : (size_t)got < want ? -DS_ECORRUPT : 0;
-    rc = rc == 0 ? ids_record_decode(dst, (size_t)got, out, &tombstone) : rc;
+    rc = rc == 0 ? ids_record_decode(dst, (size_t)got, out, tombstone) : rc;
     if (rc < 0) {
         ds_log_error("%s: record at offset %llu: %s", ids->path, (unsigned long long)offset,
                      ds_strerror(rc));
@@ -410,7 +466,7 @@ static uint64_t segment_slots(uint64_t slots_count)
 
 /* Finds id: *index gets its slot (0 returned) or the empty slot ending the probe (-ENOENT). */
 static int keydir_find(struct ids *ids, const struct ds_id *id, uint64_t hash, uint8_t *buf,
-                       struct storage_order *rec, uint64_t *index)
+                       struct storage_order *rec, uint64_t *index, bool *tombstone)
 {
     uint64_t n = ids->slots_count;
     uint64_t tag = hash >> IDS_OFFSET_BITS;
@@ -424,7 +480,7 @@ static int keydir_find(struct ids *ids, const struct ds_id *id, uint64_t hash, u
         if (slot >> IDS_OFFSET_BITS != tag) {
             continue;
         }
-        int rc = ids_read_record(ids, slot_offset(slot), buf, rec);
+        int rc = ids_read_record(ids, slot_offset(slot), buf, rec, tombstone);
         if (rc < 0) {
             return rc;
         }
@@ -606,7 +662,7 @@ static int keydir_grow(struct ids *ids)
             segment_free(segment, old_slots);
         }
     }
-    ASSERT(moved == ids->count);
+    ASSERT(moved == ids->keys);
     /* Segments of the new table no entry reached yet (all of it empty at most). */
     for (uint64_t k = 0; k < segments_count(g->slots_count); k++) {
         (void)regrow_at(g, k << IDS_SEGMENT_SHIFT);
@@ -623,59 +679,100 @@ static int keydir_grow(struct ids *ids)
     return 0;
 }
 
-/* Points the keydir at the record of id at offset, growing it for a new id first. */
+/* Points the keydir at the record (or tombstone) of id at offset, growing it for a new id
+ * first. ids->last holds id's lookup (ids_note ran). */
 static int keydir_set(struct ids *ids, const struct ds_id *id, uint64_t offset)
 {
-    uint64_t hash = id_hash(id);
-    struct storage_order old;
-    uint64_t index = 0;
-    int rc = 0;
-    if (ids->last.valid && ids->last.hash == hash && ds_id_equal(&ids->last.id, id)) {
-        index = ids->last.index;
-        rc = ids->last.found ? 0 : -ENOENT;
-    } else {
-        rc = keydir_find(ids, id, hash, ids->scratch, &old, &index);
-    }
+    ASSERT(ids->last.valid && ds_id_equal(&ids->last.id, id));
+    uint64_t hash = ids->last.hash;
+    uint64_t index = ids->last.index;
+    bool found = ids->last.in_keydir;
     ids->last.valid = false; /* the keydir changes below */
-    if (rc == -ENOENT && (ids->count + 1) * 4 > 3 * ids->slots_count) {
-        rc = keydir_grow(ids);
-        rc = rc == 0 ? keydir_find(ids, id, hash, ids->scratch, &old, &index) : rc;
-        ASSERT(rc != 0);
+    if (!found && (ids->keys + 1) * 4 > 3 * ids->slots_count) {
+        struct storage_order old;
+        bool tombstone = false;
+        int rc = keydir_grow(ids);
+        rc = rc == 0 ? keydir_find(ids, id, hash, ids->scratch, &old, &index, &tombstone) : rc;
+        if (rc != -ENOENT) {
+            ASSERT(rc != 0);
+            return rc;
+        }
     }
-    if (rc == -ENOENT) {
-        ids->count++;
-    } else if (rc < 0) {
-        return rc;
-    }
+    ids->keys += !found;
     *slot_at(ids, index) = slot_make(hash, offset);
     return 0;
 }
 
-/* Removes id's slot (a tombstone): later slots of its probe run move back (backward-shift
- * deletion), so that every probe still ends at the first empty slot. A missing id is
- * -DS_ECORRUPT (a tombstone always follows the order's record). */
-static int keydir_remove(struct ids *ids, const struct ds_id *id)
+/* ---- the sealed tier in lookups ------------------------------------------------------------ */
+
+/* Looks id up in the sealed files, newest day first (updates mostly touch recent orders); an
+ * order is in one file at most. *day_index gets its file or -1. */
+static int sealed_find(struct ids *ids, const struct ds_id *id, uint64_t hash, uint8_t *dst,
+                       struct storage_order *out, int64_t *day_index)
 {
-    struct storage_order old;
-    uint64_t i = 0;
-    int rc = keydir_find(ids, id, id_hash(id), ids->scratch, &old, &i);
-    if (rc != 0) {
-        return rc == -ENOENT ? -DS_ECORRUPT : rc;
-    }
-    ids->last.valid = false;
-    uint64_t n = ids->slots_count;
-    for (uint64_t j = slot_next(i, n); *slot_at(ids, j) != 0; j = slot_next(j, n)) {
-        uint64_t home = slot_home(*slot_at(ids, j), n);
-        /* The slot stays when its home lies cyclically in (i, j]. */
-        bool stays = i <= j ? i < home && home <= j : i < home || home <= j;
-        if (!stays) {
-            *slot_at(ids, i) = *slot_at(ids, j);
-            i = j;
+    *day_index = -1;
+    for (int64_t k = (int64_t)ids->days_count - 1; k >= 0; k--) {
+        int rc = ids_file_find(ids->days[k].file, id, hash, ids->block, dst, out);
+        if (rc == 0) {
+            *day_index = k;
+        }
+        if (rc != -ENOENT) {
+            return rc;
         }
     }
-    *slot_at(ids, i) = 0;
-    ids->count--;
+    return -ENOENT;
+}
+
+/* Looks id up in the recent tier, then in the sealed one, and keeps where in ids->last. Returns
+ * 0 (out holds the current version), -ENOENT or an error of a read. */
+static int ids_lookup(struct ids *ids, const struct ds_id *id, uint64_t hash, uint8_t *dst,
+                      struct storage_order *out)
+{
+    uint64_t index = 0;
+    bool tombstone = false;
+    int64_t day_index = -1;
+    ids->last.valid = false;
+    int rc = keydir_find(ids, id, hash, dst, out, &index, &tombstone);
+    bool in_keydir = rc == 0;
+    if (rc == -ENOENT) {
+        rc = sealed_find(ids, id, hash, dst, out, &day_index);
+    }
+    if (rc != 0 && rc != -ENOENT) {
+        return rc;
+    }
+    ids->last.valid = true;
+    ids->last.in_keydir = in_keydir;
+    ids->last.tombstone = in_keydir && tombstone;
+    ids->last.day_index = day_index;
+    ids->last.hash = hash;
+    ids->last.index = index;
+    ids->last.id = *id;
+    return in_keydir && tombstone ? -ENOENT : rc;
+}
+
+/* Makes ids->last hold id's lookup (the writer's put follows its get, so mostly it does) and
+ * tells whether the store holds the order; a sealed file holding it is marked for the next
+ * seal's rewrite once the caller records the change. */
+static int ids_note(struct ids *ids, const struct ds_id *id, bool *existed)
+{
+    uint64_t hash = ids_id_hash(id);
+    if (!(ids->last.valid && ids->last.hash == hash && ds_id_equal(&ids->last.id, id))) {
+        struct storage_order old;
+        int rc = ids_lookup(ids, id, hash, ids->scratch, &old);
+        if (rc != 0 && rc != -ENOENT) {
+            return rc;
+        }
+    }
+    *existed = ids->last.in_keydir ? !ids->last.tombstone : ids->last.day_index >= 0;
     return 0;
+}
+
+/* After a change of the order ids->last looked up: its sealed file must be rewritten. */
+static void note_touch(struct ids *ids, int64_t day_index, bool in_keydir)
+{
+    if (!in_keydir && day_index >= 0) {
+        ids->days[day_index].touched = true;
+    }
 }
 
 /* ---- opening and replay -------------------------------------------------------------------- */
@@ -730,9 +827,22 @@ static int replay_record(struct ids *ids, const struct storage_order *rec, bool 
                          uint64_t offset, uint64_t next, void *user)
 {
     (void)user;
+    bool existed = false;
+    int rc = ids_note(ids, &rec->order_id, &existed);
+    if (rc != 0) {
+        return rc;
+    }
+    if (tombstone && !existed) {
+        return -DS_ECORRUPT; /* a tombstone always follows the order's record */
+    }
+    note_touch(ids, ids->last.day_index, ids->last.in_keydir);
     /* Visible to the keydir's reads only once it is below committed_bytes. */
     ids->committed_bytes = next;
-    return tombstone ? keydir_remove(ids, &rec->order_id) : keydir_set(ids, &rec->order_id, offset);
+    rc = keydir_set(ids, &rec->order_id, offset);
+    if (rc == 0) {
+        ids->count = tombstone ? ids->count - 1 : ids->count + !existed;
+    }
+    return rc;
 }
 
 /* Replays the records in [ids->committed_bytes, to): the keydir points at each id's last. */
@@ -741,23 +851,198 @@ static int ids_replay(struct ids *ids, uint64_t to)
     return ids_walk(ids, ids->committed_bytes, to, replay_record, NULL);
 }
 
-/* Opens the log file: a writer creates it (syncing the directories so it stays) and cuts it to
- * committed_bytes; a reader of a log not created yet keeps fd -1. */
-static int ids_open_file(struct ids *ids, const char *dir, uint64_t committed_bytes)
+/* ---- the descriptor: DIR/ids/CURRENT ------------------------------------------------------- */
+
+/* Little-endian: 0 u32 CRC32C of bytes 4..end, 4 u32 magic, 8 u32 version, 12 u32 files,
+ * 16 u64 generation, 24 u64 base, then per file 16 bytes: i32 day, u32 zero, u64 generation.
+ * Replaced whole (a temporary file, fsync, rename, directory fsync): at every moment it names
+ * one consistent set of sealed files and the log that follows them. */
+#define IDS_CURRENT_MAGIC 0x43534449u /* "IDSC" */
+#define IDS_CURRENT_VERSION 1u
+#define IDS_CURRENT_HEADER_BYTES 32u
+#define IDS_CURRENT_FILE_BYTES 16u
+
+static int ids_name(char *dst, const char *dir, const char *name, int64_t day, uint64_t gen)
 {
-    char ids_dir[DS_PATH_MAX];
-    int n = snprintf(ids->path, sizeof(ids->path), "%s/ids/log", dir);
-    if (n < 0 || (size_t)n >= sizeof(ids->path)) {
-        return -ENAMETOOLONG;
+    int n = day == INT64_MIN ? snprintf(dst, DS_PATH_MAX, "%s/%s", dir, name)
+            : day == INT64_MAX
+                ? snprintf(dst, DS_PATH_MAX, "%s/%s.%llu", dir, name, (unsigned long long)gen)
+                : snprintf(dst, DS_PATH_MAX, "%s/%s.%lld.%llu", dir, name, (long long)day,
+                           (unsigned long long)gen);
+    return n < 0 || n >= DS_PATH_MAX ? -ENAMETOOLONG : 0;
+}
+
+/* The log of generation gen: DIR/ids/log before the first seal, log.<gen> after. */
+static int log_name(char *dst, const char *dir, uint64_t gen)
+{
+    return gen == 0 ? ids_name(dst, dir, "log", INT64_MIN, 0)
+                    : ids_name(dst, dir, "log", INT64_MAX, gen);
+}
+
+static int day_name(char *dst, const char *dir, int32_t day, uint64_t gen)
+{
+    return ids_name(dst, dir, "day", day, gen);
+}
+
+/* Reads the descriptor: 0 (*found false when there is none), -DS_ECORRUPT, -ENOMEM or a
+ * negated errno. *days (taken by the caller) gets the files, without their handles. */
+static int current_read(const char *dir, bool *found, uint64_t *gen, uint64_t *base,
+                        struct ids_day **days, uint32_t *days_count)
+{
+    char path[DS_PATH_MAX];
+    int rc = ids_name(path, dir, "CURRENT", INT64_MIN, 0);
+    FILE *f = rc == 0 ? fopen(path, "rb") : NULL;
+    *found = false;
+    *days = NULL;
+    *days_count = 0;
+    if (f == NULL) {
+        return rc != 0 ? rc : errno == ENOENT ? 0 : -errno;
     }
-    memcpy(ids_dir, ids->path, (size_t)n - 4);
-    ids_dir[n - 4] = '\0';
+    uint8_t head[IDS_CURRENT_HEADER_BYTES];
+    uint8_t *buf = NULL;
+    size_t bytes = 0;
+    rc = fread(head, 1, sizeof(head), f) == sizeof(head) ? 0 : -DS_ECORRUPT;
+    uint32_t files = rc == 0 ? ds_get_le32(head + 12) : 0;
+    if (rc == 0 && (ds_get_le32(head + 4) != IDS_CURRENT_MAGIC ||
+                    ds_get_le32(head + 8) != IDS_CURRENT_VERSION || files > (1u << 24))) {
+        rc = -DS_ECORRUPT;
+    }
+    if (rc == 0) {
+        bytes = IDS_CURRENT_HEADER_BYTES + (size_t)files * IDS_CURRENT_FILE_BYTES;
+        buf = malloc(bytes + 1);
+        rc = buf == NULL ? -ENOMEM : 0;
+    }
+    if (rc == 0) {
+        memcpy(buf, head, sizeof(head));
+        size_t rest = bytes - sizeof(head);
+        /* Exactly that long: one byte more is damage too. */
+        rc = fread(buf + sizeof(head), 1, rest + 1, f) == rest &&
+                     ds_get_le32(buf) == ds_crc32c(0, buf + 4, bytes - 4)
+                 ? 0
+                 : -DS_ECORRUPT;
+    }
+    fclose(f);
+    struct ids_day *list = rc == 0 && files > 0 ? calloc(files, sizeof(*list)) : NULL;
+    rc = rc == 0 && files > 0 && list == NULL ? -ENOMEM : rc;
+    for (uint32_t k = 0; rc == 0 && k < files; k++) {
+        const uint8_t *e = buf + IDS_CURRENT_HEADER_BYTES + (size_t)k * IDS_CURRENT_FILE_BYTES;
+        list[k].day = (int32_t)ds_get_le32(e);
+        list[k].gen = ds_get_le64(e + 8);
+        if (list[k].day < 0 || list[k].day > DS_DAY_MAX ||
+            (k > 0 && list[k].day <= list[k - 1].day)) {
+            rc = -DS_ECORRUPT;
+        }
+    }
+    if (rc == 0) {
+        *found = true;
+        *gen = ds_get_le64(buf + 16);
+        *base = ds_get_le64(buf + 24);
+        *days = list;
+        *days_count = files;
+    } else {
+        free(list);
+        ds_log_error("%s: %s", path, ds_strerror(rc));
+    }
+    free(buf);
+    return rc;
+}
+
+static int current_write(const char *dir, uint64_t gen, uint64_t base, const struct ids_day *days,
+                         uint32_t days_count)
+{
+    char path[DS_PATH_MAX], tmp[DS_PATH_MAX];
+    int rc = ids_name(path, dir, "CURRENT", INT64_MIN, 0);
+    rc = rc == 0 ? ids_name(tmp, dir, "CURRENT", INT64_MAX, gen) : rc;
+    size_t bytes = IDS_CURRENT_HEADER_BYTES + (size_t)days_count * IDS_CURRENT_FILE_BYTES;
+    uint8_t *buf = rc == 0 ? calloc(1, bytes) : NULL;
+    if (buf == NULL) {
+        return rc != 0 ? rc : -ENOMEM;
+    }
+    ds_put_le32(buf + 4, IDS_CURRENT_MAGIC);
+    ds_put_le32(buf + 8, IDS_CURRENT_VERSION);
+    ds_put_le32(buf + 12, days_count);
+    ds_put_le64(buf + 16, gen);
+    ds_put_le64(buf + 24, base);
+    for (uint32_t k = 0; k < days_count; k++) {
+        uint8_t *e = buf + IDS_CURRENT_HEADER_BYTES + (size_t)k * IDS_CURRENT_FILE_BYTES;
+        ds_put_le32(e, (uint32_t)days[k].day);
+        ds_put_le64(e + 8, days[k].gen);
+    }
+    ds_put_le32(buf, ds_crc32c(0, buf + 4, bytes - 4));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    rc = fd < 0 ? -errno : 0;
+    if (rc == 0) {
+        ssize_t n = write(fd, buf, bytes);
+        rc = n < 0 ? -errno : (size_t)n != bytes ? -EIO : 0;
+        if (rc == 0 && fsync(fd) != 0) {
+            rc = -errno;
+        }
+        close(fd);
+    }
+    if (rc == 0 && rename(tmp, path) != 0) {
+        rc = -errno;
+    }
+    rc = rc == 0 ? ds_fsync_dir(dir) : rc;
+    if (rc != 0) {
+        ds_log_error("%s: cannot replace: %s", path, ds_strerror(rc));
+        (void)unlink(tmp);
+    }
+    free(buf);
+    return rc;
+}
+
+/* Whether name (an entry of DIR/ids) is one a writer's open keeps: the descriptor, the log it
+ * names, and its sealed files. Others are what a seal that crashed left. */
+static bool ids_entry_live(const struct ids *ids, const char *name)
+{
+    char want[DS_PATH_MAX], path[DS_PATH_MAX];
+    int n = snprintf(path, sizeof(path), "%s/%s", ids->dir, name);
+    if (n < 0 || (size_t)n >= sizeof(path) || strcmp(name, "CURRENT") == 0 ||
+        strcmp(path, ids->path) == 0) {
+        return true;
+    }
+    for (uint32_t k = 0; k < ids->days_count; k++) {
+        if (day_name(want, ids->dir, ids->days[k].day, ids->days[k].gen) == 0 &&
+            strcmp(want, path) == 0) {
+            return true;
+        }
+    }
+    return strncmp(name, "day.", 4) != 0 && strncmp(name, "log", 3) != 0 &&
+           strncmp(name, "CURRENT.", 8) != 0;
+}
+
+/* Removes the files of seals that did not finish (their descriptor never replaced the one
+ * that is current) and the log and files of ones that did (a crash before their removal). */
+static void ids_remove_strays(const struct ids *ids)
+{
+    DIR *d = opendir(ids->dir);
+    if (d == NULL) {
+        return;
+    }
+    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+        if (e->d_name[0] != '.' && !ids_entry_live(ids, e->d_name)) {
+            char path[DS_PATH_MAX];
+            int n = snprintf(path, sizeof(path), "%s/%s", ids->dir, e->d_name);
+            if (n > 0 && (size_t)n < sizeof(path)) {
+                (void)unlink(path);
+            }
+        }
+    }
+    closedir(d);
+}
+
+/* ---- opening ------------------------------------------------------------------------------- */
+
+/* Opens the log file: a writer creates it (syncing the directories so it stays) and cuts it to
+ * committed_bytes (of the file); a reader of a log not created yet keeps fd -1. */
+static int ids_open_file(struct ids *ids, uint64_t committed_bytes)
+{
     struct stat st;
     bool existed = stat(ids->path, &st) == 0;
     if (!existed && ids->read_only) {
-        return committed_bytes == 0 ? 0 : -DS_ECORRUPT;
+        return committed_bytes == 0 ? 0 : ids->gen > 0 ? -ENOENT : -DS_ECORRUPT;
     }
-    int rc = ids->read_only || existed ? 0 : ds_mkdir_p(ids_dir);
+    int rc = ids->read_only || existed ? 0 : ds_mkdir_p(ids->dir);
     int flags = ids->read_only ? O_RDONLY : O_RDWR | O_CREAT;
     int fd = rc == 0 ? ids->io->ops->open(ids->io, ids->path, flags | O_CLOEXEC, 0644) : rc;
     if (fd < 0) {
@@ -765,8 +1050,8 @@ static int ids_open_file(struct ids *ids, const char *dir, uint64_t committed_by
     }
     ids->fd = fd;
     if (!existed) {
-        rc = ds_fsync_dir(ids_dir);
-        rc = rc == 0 ? ds_fsync_dir(dir) : rc;
+        rc = ds_fsync_dir(ids->dir);
+        rc = rc == 0 ? ds_fsync_dir(ids->data_dir) : rc;
     }
     uint64_t size = 0;
     rc = rc == 0 ? ids->io->ops->size(ids->io, fd, &size) : rc;
@@ -781,18 +1066,59 @@ static int ids_open_file(struct ids *ids, const char *dir, uint64_t committed_by
     return rc;
 }
 
-int ids_open(struct storage_io *io, const char *dir, uint64_t committed_bytes, bool read_only,
-             struct ids **out)
+/* Opens the sealed files the descriptor names; -ENOENT when one is gone (a reader raced a
+ * seal that replaced it). */
+static int ids_open_days(struct ids *ids)
 {
-    ASSERT(io != NULL);
-    ASSERT(dir != NULL);
-    if (committed_bytes % 4 != 0 || committed_bytes > IDS_LOG_BYTES_MAX) {
+    for (uint32_t k = 0; k < ids->days_count; k++) {
+        char path[DS_PATH_MAX];
+        int rc = day_name(path, ids->dir, ids->days[k].day, ids->days[k].gen);
+        rc = rc == 0 ? ids_file_open(path, ids->days[k].day, &ids->days[k].file) : rc;
+        if (rc != 0) {
+            return rc;
+        }
+        ids->count += ids_file_records(ids->days[k].file);
+    }
+    return 0;
+}
+
+/* Loads the descriptor, the sealed files' indexes and the log's records up to committed
+ * (logical). A reader behind the descriptor (its MANIFEST older than the last seal) sees the
+ * sealed state, which holds everything it committed. */
+static int ids_load(struct ids *ids, uint64_t committed)
+{
+    bool found = false;
+    int rc = current_read(ids->dir, &found, &ids->gen, &ids->base, &ids->days, &ids->days_count);
+    if (rc != 0) {
+        return rc;
+    }
+    if (committed < ids->base && !ids->read_only) {
+        ds_log_error("%s: committed %llu, below the sealed %llu", ids->dir,
+                     (unsigned long long)committed, (unsigned long long)ids->base);
         return -DS_ECORRUPT;
     }
+    uint64_t relative = committed < ids->base ? 0 : committed - ids->base;
+    if (relative % 4 != 0 || relative > IDS_LOG_BYTES_MAX) {
+        return -DS_ECORRUPT;
+    }
+    rc = log_name(ids->path, ids->dir, ids->gen);
+    rc = rc == 0 ? ids_open_days(ids) : rc;
+    rc = rc == 0 ? ids_open_file(ids, relative) : rc;
+    rc = rc == 0 && relative > 0 ? ids_replay(ids, relative) : rc;
+    if (rc == 0 && !ids->read_only) {
+        ids_remove_strays(ids);
+    }
+    return rc;
+}
+
+static int ids_create(struct storage_io *io, const char *dir, bool read_only, struct ids **out)
+{
     struct ids *ids = calloc(1, sizeof(*ids));
     uint64_t *segment = segment_alloc(IDS_SLOTS_MIN);
-    if (ids == NULL || segment == NULL) {
+    uint8_t *block = malloc(IDS_FILE_BLOCK_BYTES + IDS_RECORD_BYTES_MAX);
+    if (ids == NULL || segment == NULL || block == NULL) {
         free(ids);
+        free(block);
         segment_free(segment, IDS_SLOTS_MIN);
         return -ENOMEM;
     }
@@ -801,20 +1127,62 @@ int ids_open(struct storage_io *io, const char *dir, uint64_t committed_bytes, b
     ids->read_only = read_only;
     ids->segments[0] = segment;
     ids->slots_count = IDS_SLOTS_MIN;
-    int rc = ids_open_file(ids, dir, committed_bytes);
-    rc = rc == 0 && committed_bytes > 0 ? ids_replay(ids, committed_bytes) : rc;
-    if (rc < 0) {
-        ds_log_error("%s/ids/log: cannot open: %s", dir, ds_strerror(rc));
+    ids->block = block;
+    ids->recent_budget_bytes = IDS_RECENT_BYTES_DEFAULT;
+    int n = snprintf(ids->dir, sizeof(ids->dir), "%s/ids", dir);
+    int m = snprintf(ids->data_dir, sizeof(ids->data_dir), "%s", dir);
+    if (n < 0 || (size_t)n + 32 >= sizeof(ids->dir) || m < 0) {
         ids_close(ids);
-        return rc;
-    }
-    ASSERT(ids->committed_bytes == committed_bytes);
-    if (!read_only) {
-        ids->tail = malloc(IDS_TAIL_BYTES); /* optional: NULL reads the file */
-        ids->tail_start = committed_bytes;
+        return -ENAMETOOLONG;
     }
     *out = ids;
     return 0;
+}
+
+/* A reader retries an open that raced a seal (a file the descriptor named was removed). */
+#define IDS_OPEN_TRIES 16u
+
+int ids_open(struct storage_io *io, const char *dir, uint64_t committed_bytes, bool read_only,
+             struct ids **out)
+{
+    ASSERT(io != NULL);
+    ASSERT(dir != NULL);
+    if (committed_bytes % 4 != 0) {
+        return -DS_ECORRUPT;
+    }
+    int rc = 0;
+    struct ids *ids = NULL;
+    for (unsigned tries = 0; tries < IDS_OPEN_TRIES; tries++) {
+        rc = ids_create(io, dir, read_only, &ids);
+        if (rc != 0) {
+            return rc;
+        }
+        rc = ids_load(ids, committed_bytes);
+        if (rc == 0 || rc != -ENOENT || !read_only) {
+            break;
+        }
+        ids_close(ids);
+        ids = NULL;
+    }
+    if (rc < 0) {
+        ds_log_error("%s/ids: cannot open: %s", dir, ds_strerror(rc));
+        ids_close(ids);
+        return rc;
+    }
+    if (!read_only) {
+        ids->tail = malloc(IDS_TAIL_BYTES); /* optional: NULL reads the file */
+        ids->tail_start = ids->committed_bytes;
+    }
+    *out = ids;
+    return 0;
+}
+
+static void ids_days_close(struct ids_day *days, uint32_t days_count)
+{
+    for (uint32_t k = 0; k < days_count; k++) {
+        ids_file_close(days[k].file);
+    }
+    free(days);
 }
 
 void ids_close(struct ids *ids)
@@ -825,10 +1193,18 @@ void ids_close(struct ids *ids)
     if (ids->fd >= 0) {
         ids->io->ops->close(ids->io, ids->fd);
     }
+    ids_days_close(ids->days, ids->days_count);
     free(ids->pending);
     free(ids->tail);
+    free(ids->block);
     table_free(ids->segments, ids->slots_count);
     free(ids);
+}
+
+void ids_set_recent_budget(struct ids *ids, uint64_t bytes)
+{
+    ASSERT(bytes > 0);
+    ids->recent_budget_bytes = bytes;
 }
 
 /* ---- lookups ------------------------------------------------------------------------------- */
@@ -836,7 +1212,7 @@ void ids_close(struct ids *ids)
 void ids_prefetch(const struct ids *ids, const struct ds_id *id)
 {
     if (id_valid(id)) {
-        __builtin_prefetch(slot_at(ids, slot_home(id_hash(id), ids->slots_count)));
+        __builtin_prefetch(slot_at(ids, slot_home(ids_id_hash(id), ids->slots_count)));
     }
 }
 
@@ -849,18 +1225,9 @@ int ids_get(struct ids *ids, const struct ds_id *id, struct storage_order *out, 
         return -ENOENT;
     }
     struct storage_order rec;
-    uint64_t index = 0;
-    uint64_t hash = id_hash(id);
-    int rc = keydir_find(ids, id, hash, scratch, &rec, &index);
+    int rc = ids_lookup(ids, id, ids_id_hash(id), scratch, &rec);
     if (rc == 0) {
         *out = rec;
-    }
-    if (rc == 0 || rc == -ENOENT) {
-        ids->last.valid = true;
-        ids->last.found = rc == 0;
-        ids->last.hash = hash;
-        ids->last.index = index;
-        ids->last.id = *id;
     }
     return rc;
 }
@@ -873,6 +1240,30 @@ uint64_t ids_count(const struct ids *ids)
 uint64_t ids_keydir_bytes(const struct ids *ids)
 {
     return ids->slots_count * sizeof(uint64_t);
+}
+
+uint64_t ids_memory_bytes(const struct ids *ids)
+{
+    uint64_t bytes =
+        ids_keydir_bytes(ids) + ids->pending_capacity + (ids->tail ? IDS_TAIL_BYTES : 0);
+    for (uint32_t k = 0; k < ids->days_count; k++) {
+        bytes += ids_file_memory_bytes(ids->days[k].file);
+    }
+    return bytes;
+}
+
+uint32_t ids_sealed_files(const struct ids *ids)
+{
+    return ids->days_count;
+}
+
+uint64_t ids_disk_bytes(const struct ids *ids)
+{
+    uint64_t bytes = ids->committed_bytes;
+    for (uint32_t k = 0; k < ids->days_count; k++) {
+        bytes += ids_file_bytes(ids->days[k].file);
+    }
+    return bytes;
 }
 
 /* ---- writing ------------------------------------------------------------------------------- */
@@ -901,7 +1292,8 @@ static int pending_reserve(struct ids *ids, size_t bytes)
     return 0;
 }
 
-int ids_put(struct ids *ids, const struct storage_order *rec)
+/* Appends rec (or its tombstone) to the pending records and points the keydir at it. */
+static int ids_record(struct ids *ids, const struct storage_order *rec, bool tombstone)
 {
     ASSERT(!ids->queued);
     if (ids->read_only) {
@@ -915,41 +1307,38 @@ int ids_put(struct ids *ids, const struct storage_order *rec)
     if (offset + bound > IDS_LOG_BYTES_MAX) {
         return -DS_ELIMIT;
     }
+    bool existed = false;
     int rc = pending_reserve(ids, bound);
+    rc = rc == 0 ? ids_note(ids, &rec->order_id, &existed) : rc;
+    if (rc == 0 && tombstone && !existed) {
+        rc = -DS_ECORRUPT;
+    }
     if (rc < 0) {
         return rc;
     }
-    size_t padded = ids_record_encode(rec, false, ids->pending + ids->pending_bytes);
+    int64_t day_index = ids->last.day_index;
+    bool in_keydir = ids->last.in_keydir;
+    size_t padded = ids_record_encode(rec, tombstone, ids->pending + ids->pending_bytes);
     ASSERT(padded <= bound);
     ids->pending_bytes += padded;
     rc = keydir_set(ids, &rec->order_id, offset);
     if (rc < 0) {
         ids->pending_bytes -= padded; /* the keydir is unchanged on failure */
+        return rc;
     }
-    return rc;
+    note_touch(ids, day_index, in_keydir);
+    ids->count = tombstone ? ids->count - 1 : ids->count + !existed;
+    return 0;
+}
+
+int ids_put(struct ids *ids, const struct storage_order *rec)
+{
+    return ids_record(ids, rec, false);
 }
 
 int ids_remove(struct ids *ids, const struct storage_order *current)
 {
-    ASSERT(!ids->queued);
-    if (ids->read_only) {
-        return -EROFS;
-    }
-    if (!ids_record_valid(current)) {
-        return -DS_EUSAGE;
-    }
-    size_t bound = record_bound(current);
-    int rc = pending_reserve(ids, bound);
-    if (rc < 0) {
-        return rc;
-    }
-    size_t padded = ids_record_encode(current, true, ids->pending + ids->pending_bytes);
-    ASSERT(padded <= bound);
-    rc = keydir_remove(ids, &current->order_id);
-    if (rc == 0) {
-        ids->pending_bytes += padded;
-    }
-    return rc;
+    return ids_record(ids, current, true);
 }
 
 uint64_t ids_pending_bytes(const struct ids *ids)
@@ -974,7 +1363,7 @@ int ids_queue(struct ids *ids, uint64_t *committed_bytes)
         }
     }
     ids->queued = true;
-    *committed_bytes = ids->committed_bytes + ids->pending_bytes;
+    *committed_bytes = ids->base + ids->committed_bytes + ids->pending_bytes;
     return 0;
 }
 
@@ -1007,28 +1396,59 @@ static void tail_append(struct ids *ids)
 void ids_committed(struct ids *ids, uint64_t committed_bytes)
 {
     ASSERT(ids->queued);
-    ASSERT(committed_bytes == ids->committed_bytes + ids->pending_bytes);
+    ASSERT(committed_bytes == ids->base + ids->committed_bytes + ids->pending_bytes);
     tail_append(ids);
-    ids->committed_bytes = committed_bytes;
+    ids->committed_bytes = committed_bytes - ids->base;
     ids->pending_bytes = 0;
     ids->queued = false;
 }
 
 uint64_t ids_committed_bytes(const struct ids *ids)
 {
-    return ids->committed_bytes;
+    return ids->base + ids->committed_bytes;
+}
+
+/* ---- following a writer -------------------------------------------------------------------- */
+
+/* Swaps a fresh handle's state into ids (whose caller keeps its pointer) and frees the old. */
+static void ids_swap(struct ids *ids, struct ids *fresh)
+{
+    struct ids old = *ids;
+    *ids = *fresh;
+    *fresh = old;
+    ids_close(fresh);
 }
 
 int ids_refresh(struct ids *ids, uint64_t committed_bytes)
 {
     ASSERT(ids->read_only);
-    if (committed_bytes < ids->committed_bytes) {
-        return -ERANGE;
+    bool found = false;
+    uint64_t gen = 0, base = 0;
+    struct ids_day *days = NULL;
+    uint32_t days_count = 0;
+    int rc = current_read(ids->dir, &found, &gen, &base, &days, &days_count);
+    free(days);
+    if (rc != 0) {
+        return rc;
     }
-    if (committed_bytes == ids->committed_bytes) {
+    if (found && gen != ids->gen) {
+        /* The writer sealed: the sealed files and the log are others; open them afresh. */
+        struct ids *fresh = NULL;
+        rc = ids_open(ids->io, ids->data_dir, committed_bytes, true, &fresh);
+        if (rc == 0) {
+            ids_swap(ids, fresh);
+        }
+        return rc;
+    }
+    uint64_t held = ids->base + ids->committed_bytes;
+    if (committed_bytes < held) {
+        return committed_bytes < ids->base ? 0 : -ERANGE;
+    }
+    if (committed_bytes == held) {
         return 0;
     }
-    if (committed_bytes % 4 != 0 || committed_bytes > IDS_LOG_BYTES_MAX) {
+    uint64_t relative = committed_bytes - ids->base;
+    if (relative % 4 != 0 || relative > IDS_LOG_BYTES_MAX) {
         return -DS_ECORRUPT;
     }
     if (ids->fd < 0) {
@@ -1040,13 +1460,13 @@ int ids_refresh(struct ids *ids, uint64_t committed_bytes)
         ids->fd = fd;
     }
     uint64_t size = 0;
-    int rc = ids->io->ops->size(ids->io, ids->fd, &size);
-    if (rc == 0 && size < committed_bytes) {
+    rc = ids->io->ops->size(ids->io, ids->fd, &size);
+    if (rc == 0 && size < relative) {
         ds_log_error("%s: %llu bytes, below the committed %llu", ids->path,
-                     (unsigned long long)size, (unsigned long long)committed_bytes);
+                     (unsigned long long)size, (unsigned long long)relative);
         rc = -DS_ECORRUPT;
     }
-    return rc == 0 ? ids_replay(ids, committed_bytes) : rc;
+    return rc == 0 ? ids_replay(ids, relative) : rc;
 }
 
 /* ---- visiting ------------------------------------------------------------------------------ */
@@ -1063,6 +1483,17 @@ static bool keydir_points_at(const struct ids *ids, uint64_t hash, uint64_t offs
     }
 }
 
+/* Whether the recent tier has a record or a tombstone of id (it shadows the sealed one). */
+static int keydir_has(struct ids *ids, const struct ds_id *id, bool *has)
+{
+    struct storage_order rec;
+    uint64_t index = 0;
+    bool tombstone = false;
+    int rc = keydir_find(ids, id, ids_id_hash(id), ids->scratch, &rec, &index, &tombstone);
+    *has = rc == 0;
+    return rc == -ENOENT ? 0 : rc;
+}
+
 struct visit {
     int (*fn)(const struct storage_order *rec, void *user);
     void *user;
@@ -1072,13 +1503,414 @@ static int visit_record(struct ids *ids, const struct storage_order *rec, bool t
                         uint64_t offset, uint64_t next, void *user)
 {
     (void)next;
-    (void)tombstone; /* the keydir never points at one */
     struct visit *v = user;
-    return keydir_points_at(ids, id_hash(&rec->order_id), offset) ? v->fn(rec, v->user) : 0;
+    return !tombstone && keydir_points_at(ids, ids_id_hash(&rec->order_id), offset)
+               ? v->fn(rec, v->user)
+               : 0;
+}
+
+/* The sealed orders the recent tier does not shadow. */
+static int visit_sealed(struct ids *ids, struct ids_file *f, struct visit *v)
+{
+    struct ids_file_iter *it = malloc(sizeof(*it));
+    if (it == NULL) {
+        return -ENOMEM;
+    }
+    ids_file_iter_start(f, it);
+    const uint8_t *bytes = NULL;
+    size_t len = 0;
+    int rc = 0;
+    while ((rc = ids_file_iter_next(it, &bytes, &len)) == 1) {
+        uint8_t rec_bytes[IDS_RECORD_BYTES_MAX];
+        struct storage_order rec;
+        bool tombstone = false, shadowed = false;
+        memcpy(rec_bytes, bytes, len);
+        rc = ids_record_decode(rec_bytes, len, &rec, &tombstone);
+        rc = rc == 0 && tombstone ? -DS_ECORRUPT : rc;
+        rc = rc == 0 ? keydir_has(ids, &rec.order_id, &shadowed) : rc;
+        rc = rc == 0 && !shadowed ? v->fn(&rec, v->user) : rc;
+        if (rc != 0) {
+            break;
+        }
+    }
+    free(it);
+    return rc;
 }
 
 int ids_visit(struct ids *ids, int (*fn)(const struct storage_order *rec, void *user), void *user)
 {
     struct visit v = {.fn = fn, .user = user};
+    uint32_t days_count = ids->days_count;
+    for (uint32_t k = 0; k < days_count; k++) {
+        int rc = visit_sealed(ids, ids->days[k].file, &v);
+        if (rc != 0) {
+            return rc;
+        }
+    }
     return ids->committed_bytes == 0 ? 0 : ids_walk(ids, 0, ids->committed_bytes, visit_record, &v);
+}
+
+/* ---- sealing ------------------------------------------------------------------------------- */
+
+/* A record of the recent tier (the one the keydir points at), in the copy of the log a seal
+ * holds: sorted by order id, merged into its day's file. */
+struct seal_entry {
+    const uint8_t *rec;
+    struct ds_id id;
+    uint32_t bytes;
+    int32_t day;
+    bool tombstone;
+};
+
+struct seal {
+    struct ids *ids;
+    int32_t floor;
+    uint64_t gen;
+    uint8_t *log; /* the log's committed bytes */
+    struct seal_entry *entries;
+    uint64_t entries_count;
+    struct ids_day *days; /* the new descriptor's files */
+    uint32_t days_count;
+    int new_fd; /* the next log, or -1 */
+    char new_log[DS_PATH_MAX];
+};
+
+static int seal_entry_compare(const void *a, const void *b)
+{
+    return ids_id_compare(&((const struct seal_entry *)a)->id, &((const struct seal_entry *)b)->id);
+}
+
+static int seal_collect_record(struct ids *ids, const struct storage_order *rec, bool tombstone,
+                               uint64_t offset, uint64_t next, void *user)
+{
+    struct seal *s = user;
+    if (!keydir_points_at(ids, ids_id_hash(&rec->order_id), offset)) {
+        return 0; /* superseded in the recent tier */
+    }
+    s->entries[s->entries_count++] = (struct seal_entry){.rec = s->log + offset,
+                                                         .id = rec->order_id,
+                                                         .bytes = (uint32_t)(next - offset),
+                                                         .day = rec->day,
+                                                         .tombstone = tombstone};
+    return 0;
+}
+
+/* Reads the committed log and keeps each id's latest record, sorted by id. */
+static int seal_collect(struct seal *s)
+{
+    struct ids *ids = s->ids;
+    uint64_t bytes = ids->committed_bytes;
+    s->log = malloc(bytes > 0 ? (size_t)bytes : 1);
+    s->entries = malloc((ids->keys > 0 ? ids->keys : 1) * sizeof(*s->entries));
+    if (s->log == NULL || s->entries == NULL) {
+        return -ENOMEM;
+    }
+    for (uint64_t at = 0; at < bytes;) {
+        size_t want = bytes - at < IDS_REPLAY_BYTES ? (size_t)(bytes - at) : IDS_REPLAY_BYTES;
+        ssize_t got = ids->io->ops->read(ids->io, ids->fd, s->log + at, want, at);
+        if (got < 0 || (size_t)got != want) {
+            return got < 0 ? (int)got : -DS_ECORRUPT;
+        }
+        at += want;
+    }
+    int rc = bytes > 0 ? ids_walk(ids, 0, bytes, seal_collect_record, s) : 0;
+    if (rc == 0) {
+        ASSERT(s->entries_count == ids->keys);
+        qsort(s->entries, (size_t)s->entries_count, sizeof(*s->entries), seal_entry_compare);
+    }
+    return rc;
+}
+
+/* Adds the recent records of day from entries [*j, up to id) (all when id is NULL). */
+static int seal_add_recent(struct seal *s, struct ids_file_writer *w, int32_t day, uint64_t *j,
+                           const struct ds_id *id)
+{
+    for (; *j < s->entries_count; (*j)++) {
+        const struct seal_entry *e = &s->entries[*j];
+        int cmp = id == NULL ? -1 : ids_id_compare(&e->id, id);
+        if (cmp > 0) {
+            return 0;
+        }
+        if (e->day == day && !e->tombstone) {
+            int rc = ids_file_writer_add(w, e->rec, e->bytes);
+            if (rc != 0) {
+                return rc;
+            }
+        }
+        if (cmp == 0) {
+            (*j)++;
+            return 1; /* the recent record supersedes the sealed one */
+        }
+    }
+    return 0;
+}
+
+/* Writes day's new file: old's orders (NULL: none) that the recent tier did not change, with
+ * the recent records of day, in id order. The records of old are checked as they are read. */
+static int seal_merge(struct seal *s, struct ids_file_writer *w, int32_t day, struct ids_file *old)
+{
+    uint64_t j = 0;
+    int rc = 0;
+    struct ids_file_iter *it = old != NULL ? malloc(sizeof(*it)) : NULL;
+    if (old != NULL && it == NULL) {
+        return -ENOMEM;
+    }
+    if (old != NULL) {
+        ids_file_iter_start(old, it);
+    }
+    const uint8_t *bytes = NULL;
+    size_t len = 0;
+    struct ds_id previous = {0};
+    for (uint64_t n = 0; old != NULL && (rc = ids_file_iter_next(it, &bytes, &len)) == 1; n++) {
+        struct storage_order rec;
+        bool tombstone = false;
+        rc = ids_record_decode(bytes, len, &rec, &tombstone);
+        if (rc == 0 && (tombstone || rec.day != day ||
+                        (n > 0 && ids_id_compare(&previous, &rec.order_id) >= 0))) {
+            rc = -DS_ECORRUPT; /* a file's records are checked before they are written again */
+        }
+        previous = rec.order_id;
+        rc = rc == 0 ? seal_add_recent(s, w, day, &j, &rec.order_id) : rc;
+        if (rc == 0) {
+            rc = ids_file_writer_add(w, bytes, len);
+        }
+        if (rc < 0) {
+            break;
+        }
+    }
+    free(it);
+    return rc < 0 ? rc : seal_add_recent(s, w, day, &j, NULL);
+}
+
+static int day_compare(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The days the seal writes, ascending: those of the recent records and of touched files, at or
+ * above the floor. *out is taken by the caller. */
+static int seal_days(struct seal *s, int32_t **out, uint32_t *count)
+{
+    struct ids *ids = s->ids;
+    int32_t *days = malloc((s->entries_count + ids->days_count + 1) * sizeof(*days));
+    if (days == NULL) {
+        return -ENOMEM;
+    }
+    uint64_t n = 0;
+    for (uint64_t j = 0; j < s->entries_count; j++) {
+        if (!s->entries[j].tombstone && s->entries[j].day >= s->floor) {
+            days[n++] = s->entries[j].day;
+        }
+    }
+    for (uint32_t k = 0; k < ids->days_count; k++) {
+        if (ids->days[k].touched && ids->days[k].day >= s->floor) {
+            days[n++] = ids->days[k].day;
+        }
+    }
+    qsort(days, (size_t)n, sizeof(*days), day_compare);
+    uint64_t unique = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (unique == 0 || days[unique - 1] != days[i]) {
+            days[unique++] = days[i];
+        }
+    }
+    *out = days;
+    *count = (uint32_t)unique;
+    return 0;
+}
+
+static int64_t day_find(const struct ids *ids, int32_t day)
+{
+    for (uint32_t k = 0; k < ids->days_count; k++) {
+        if (ids->days[k].day == day) {
+            return k;
+        }
+    }
+    return -1;
+}
+
+/* Writes and opens day's new file; *file stays NULL when no order is left on the day. */
+static int seal_write_day(struct seal *s, int32_t day, struct ids_file **file)
+{
+    struct ids *ids = s->ids;
+    int64_t k = day_find(ids, day);
+    struct ids_file *old = k >= 0 ? ids->days[k].file : NULL;
+    uint64_t most = s->entries_count + (old != NULL ? ids_file_records(old) : 0);
+    char path[DS_PATH_MAX];
+    struct ids_file_writer *w = NULL;
+    int rc = day_name(path, ids->dir, day, s->gen);
+    rc = rc == 0 ? ids_file_writer_open(path, day, most, &w) : rc;
+    if (rc != 0) {
+        return rc;
+    }
+    rc = seal_merge(s, w, day, old);
+    if (rc < 0 || ids_file_writer_records(w) == 0) {
+        ids_file_writer_abort(w);
+        return rc < 0 ? rc : 0;
+    }
+    rc = ids_file_writer_finish(w);
+    rc = rc == 0 ? ids_file_open(path, day, file) : rc;
+    if (rc != 0) {
+        (void)unlink(path);
+    }
+    return rc;
+}
+
+/* Builds the new descriptor's files: every file at or above the floor that the seal does not
+ * rewrite, and the rewritten ones that hold orders. */
+static int seal_write(struct seal *s)
+{
+    struct ids *ids = s->ids;
+    int32_t *days = NULL;
+    uint32_t days_count = 0;
+    int rc = seal_days(s, &days, &days_count);
+    if (rc != 0) {
+        return rc;
+    }
+    s->days = calloc((size_t)days_count + ids->days_count + 1, sizeof(*s->days));
+    rc = s->days == NULL ? -ENOMEM : 0;
+    uint32_t d = 0;
+    for (uint32_t k = 0; rc == 0 && (k < ids->days_count || d < days_count);) {
+        bool take_old = d == days_count || (k < ids->days_count && ids->days[k].day < days[d]);
+        if (take_old) {
+            const struct ids_day *old = &ids->days[k++];
+            if (old->day >= s->floor && !old->touched) {
+                s->days[s->days_count++] = (struct ids_day){.day = old->day, .gen = old->gen};
+            }
+            continue;
+        }
+        int32_t day = days[d++];
+        k += k < ids->days_count && ids->days[k].day == day;
+        struct ids_file *file = NULL;
+        rc = seal_write_day(s, day, &file);
+        if (rc == 0 && file != NULL) {
+            s->days[s->days_count++] = (struct ids_day){.day = day, .gen = s->gen, .file = file};
+        }
+    }
+    free(days);
+    return rc;
+}
+
+/* Undoes a seal that failed before its descriptor: its new files go. */
+static void seal_discard(struct seal *s)
+{
+    for (uint32_t k = 0; k < s->days_count; k++) {
+        if (s->days[k].file != NULL) {
+            char path[DS_PATH_MAX];
+            ids_file_close(s->days[k].file);
+            if (day_name(path, s->ids->dir, s->days[k].day, s->days[k].gen) == 0) {
+                (void)unlink(path);
+            }
+        }
+    }
+    if (s->new_fd >= 0) {
+        s->ids->io->ops->close(s->ids->io, s->new_fd);
+        (void)unlink(s->new_log);
+    }
+}
+
+/* After the descriptor: the handle takes the new files and log, the old ones go. */
+static void seal_install(struct seal *s)
+{
+    struct ids *ids = s->ids;
+    for (uint32_t k = 0; k < ids->days_count; k++) {
+        struct ids_day *old = &ids->days[k];
+        bool kept = false;
+        for (uint32_t n = 0; n < s->days_count; n++) {
+            if (s->days[n].day == old->day && s->days[n].gen == old->gen) {
+                s->days[n].file = old->file; /* unchanged: the open file carries over */
+                kept = true;
+            }
+        }
+        if (!kept) {
+            char path[DS_PATH_MAX];
+            ids_file_close(old->file);
+            if (day_name(path, ids->dir, old->day, old->gen) == 0) {
+                (void)unlink(path);
+            }
+        }
+    }
+    free(ids->days);
+    ids->days = s->days;
+    ids->days_count = s->days_count;
+    s->days = NULL;
+    s->days_count = 0;
+    ids->count = 0;
+    for (uint32_t k = 0; k < ids->days_count; k++) {
+        ids->count += ids_file_records(ids->days[k].file);
+    }
+    ids->io->ops->close(ids->io, ids->fd);
+    (void)unlink(ids->path);
+    ids->fd = s->new_fd;
+    s->new_fd = -1;
+    memcpy(ids->path, s->new_log, sizeof(ids->path));
+    ids->base += ids->committed_bytes;
+    ids->committed_bytes = 0;
+    ids->tail_start = 0;
+    ids->gen = s->gen;
+    ids->seal_retry_bytes = 0;
+}
+
+int ids_seal(struct ids *ids, int32_t floor)
+{
+    ASSERT(!ids->read_only);
+    ASSERT(!ids->queued && ids->pending_bytes == 0);
+    uint64_t start_ns = ds_clock_ns();
+    /* The new keydir first: past the descriptor nothing may fail. */
+    uint64_t *segment = segment_alloc(IDS_SLOTS_MIN);
+    struct seal s = {.ids = ids, .floor = floor, .gen = ids->gen + 1, .new_fd = -1};
+    int rc = segment == NULL ? -ENOMEM : seal_collect(&s);
+    rc = rc == 0 ? seal_write(&s) : rc;
+    rc = rc == 0 ? log_name(s.new_log, ids->dir, s.gen) : rc;
+    if (rc == 0) {
+        s.new_fd =
+            ids->io->ops->open(ids->io, s.new_log, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        rc = s.new_fd < 0 ? s.new_fd : 0;
+        s.new_fd = s.new_fd < 0 ? -1 : s.new_fd;
+    }
+    /* The new files' names are durable before the descriptor that names them. */
+    rc = rc == 0 ? ds_fsync_dir(ids->dir) : rc;
+    rc = rc == 0 ? current_write(ids->dir, s.gen, ids->base + ids->committed_bytes, s.days,
+                                 s.days_count)
+                 : rc;
+    if (rc != 0) {
+        ds_log_error("%s: seal %llu failed: %s", ids->dir, (unsigned long long)s.gen,
+                     ds_strerror(rc));
+        seal_discard(&s);
+        free(s.days);
+        segment_free(segment, IDS_SLOTS_MIN);
+    } else {
+        uint64_t recent = ids->keys;
+        seal_install(&s);
+        table_free(ids->segments, ids->slots_count);
+        ids->segments[0] = segment;
+        ids->slots_count = IDS_SLOTS_MIN;
+        ids->keys = 0;
+        ids->last.valid = false;
+        ds_log_debug("%s: seal %llu: %llu recent records into %u files in %.1f ms", ids->dir,
+                     (unsigned long long)ids->gen, (unsigned long long)recent, ids->days_count,
+                     (double)(ds_clock_ns() - start_ns) / 1e6);
+    }
+    free(s.log);
+    free(s.entries);
+    return rc;
+}
+
+int ids_maintain(struct ids *ids, int32_t floor)
+{
+    ASSERT(!ids->read_only);
+    bool dropped = ids->days_count > 0 && ids->days[0].day < floor;
+    bool full = ids->committed_bytes >= ids->recent_budget_bytes;
+    if ((!dropped && !full) || ids->committed_bytes < ids->seal_retry_bytes) {
+        return 0;
+    }
+    int rc = ids_seal(ids, floor);
+    if (rc != 0) {
+        /* The recent tier stays as it was and the next try waits for a quarter budget more:
+         * a full disk does not turn every commit into a failed seal. */
+        ids->seal_retry_bytes = ids->committed_bytes + ids->recent_budget_bytes / 4 + 1;
+        return rc;
+    }
+    return 1;
 }

@@ -2,20 +2,30 @@
  * ids: the orders-by-id store of the orders model, private to storage/.
  *
  * One record per order: its current version (id, version, ts, day, shard, status, amount,
- * customer, items, versions seen). On disk DIR/ids/log is append-only; a record supersedes every
- * earlier record of the same id. In memory a keydir maps a hash of each id to the log offset of
- * its latest record, so a lookup that misses costs a probe or two and no I/O, and a hit costs one
- * read of the record (whose id is compared, so a hash collision is harmless).
+ * customer, items, versions seen). Two tiers:
+ * - the recent tier: DIR/ids/log (log.<gen> after the first seal), an append-only write-ahead
+ *   log of the records written since the last seal, a record superseding every earlier one of
+ *   its id, and an in-memory keydir mapping a hash of each id to its latest record (a tombstone
+ *   when the order left). Bounded by a budget of log bytes (IDS_RECENT_BYTES_DEFAULT);
+ * - the sealed tier: one immutable file per day (ids_file.h) holding the orders whose current
+ *   version is on that day, sorted by id, with a block index and a bloom filter in memory.
+ * A lookup asks the keydir first, then the files (newest day first); an order is in one file at
+ * most. A seal (ids_maintain, on the writer after a commit) merges the recent tier into the
+ * files of the days it touches, drops the files of days below the retention floor, starts a new
+ * log and replaces DIR/ids/CURRENT, the descriptor naming the files and the log's logical start.
  *
  * Durability follows the caller's commit: ids_put keeps the record in memory (visible to
  * ids_get at once); ids_queue queues its write and a sync on the storage_io, the caller flushes
- * and records the returned log length in its own commit (the MANIFEST), then calls
- * ids_committed. Opening with a committed length cuts the log back to it and replays the
- * records below it. After a failed flush the handle must be closed and reopened with the last
- * committed length, as struct storage is.
+ * and records the returned position in its own commit (the MANIFEST), then calls ids_committed.
+ * Positions are logical: the descriptor's base plus the offset in the current log, so they
+ * only grow across seals. Opening with a committed position loads the descriptor's files
+ * (their indexes only), cuts the log back to the position and replays the records below it.
+ * After a failed flush the handle must be closed and reopened with the last committed
+ * position, as struct storage is.
  *
  * Threads: a handle belongs to one thread. A reader (read_only) in another thread or process
- * opens the same directory and follows the writer with ids_refresh(committed length).
+ * opens the same directory and follows the writer with ids_refresh(committed position), which
+ * reopens the files when the descriptor changed.
  */
 #ifndef DS_STORAGE_IDS_H
 #define DS_STORAGE_IDS_H
@@ -30,13 +40,17 @@
 /* ---- limits -------------------------------------------------------------------------------- */
 
 /* A keydir slot is 8 bytes: 28 high bits of the id's hash and 36 bits of (log offset / 4 + 1).
- * Records are 4-byte aligned, so the log may hold 2^36 - 1 four-byte units (256 GiB), and the
+ * Records are 4-byte aligned, so one log may hold 2^36 - 1 four-byte units (256 GiB), and the
  * table 2^28 slots (2 GiB of memory) at most; at the 3/4 load where it grows that is
- * IDS_ORDERS_MAX distinct orders. A node holding more would need 12-byte slots; 8-byte ones
- * keep the table at two thirds of that memory for every node below it. */
+ * IDS_ORDERS_MAX records of the recent tier. Seals keep the recent tier near
+ * IDS_RECENT_BYTES_DEFAULT (about 500k records), so neither limit is reached while seals
+ * succeed; the sealed tier has no count limit (a file per retained day). */
 #define IDS_LOG_BYTES_MAX (((1ull << 36) - 1) * 4)
 #define IDS_SLOTS_MAX (1ull << 28)
 #define IDS_ORDERS_MAX (IDS_SLOTS_MAX / 4 * 3)
+/* The recent tier's budget: a commit that leaves the log at this size or more seals. 16 MiB is
+ * about 500k records, a keydir of about 8 MiB, and a seal's copy of the log of 16 MiB. */
+#define IDS_RECENT_BYTES_DEFAULT (16u * 1024 * 1024)
 /* Record bytes not yet queued (puts since the last commit); past it ids_put answers -EAGAIN and
  * the caller commits first. 64 MiB is about 600k orders of average size. */
 #define IDS_PENDING_BYTES_MAX (64u * 1024 * 1024)
@@ -55,11 +69,15 @@ struct ids;
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
 
-/* Opens DIR/ids/log through io (borrowed, must outlive the handle). A writer creates it when
- * missing and cuts it back to committed_bytes; a reader only reads (a missing log is empty while
- * committed_bytes is 0). Both replay the records below committed_bytes. Returns 0, -DS_ECORRUPT
- * (the log is shorter than committed_bytes, or a record below it fails its checks: logged with
- * the offset), -DS_ELIMIT (more orders than IDS_ORDERS_MAX), -ENOMEM, or a negated errno. */
+/* Opens DIR/ids through io (borrowed, must outlive the handle): the descriptor DIR/ids/CURRENT
+ * (none: a store not sealed yet, whose log is DIR/ids/log), its sealed files' indexes and its
+ * log. A writer creates the log when missing, cuts it back to committed_bytes and removes what
+ * an unfinished seal left; a reader only reads (a missing log is empty while committed_bytes
+ * is 0; a reader whose committed_bytes is below the descriptor's base sees the sealed state).
+ * Both replay the log's records below committed_bytes. Returns 0, -DS_ECORRUPT (a bad
+ * descriptor or sealed file, a log shorter than committed_bytes, or a record below it that fails
+ * its checks: logged with the offset), -DS_ELIMIT (more recent records than IDS_ORDERS_MAX),
+ * -ENOMEM, or a negated errno. */
 DS_MUST_USE int ids_open(struct storage_io *io, const char *dir, uint64_t committed_bytes,
                          bool read_only, struct ids **out);
 /* Closes without committing: puts since the last commit are dropped. Accepts NULL. */
@@ -80,6 +98,11 @@ void ids_prefetch(const struct ids *ids, const struct ds_id *id);
 uint64_t ids_count(const struct ids *ids);
 /* Memory of the keydir in bytes (for the bench and for budgets). */
 uint64_t ids_keydir_bytes(const struct ids *ids);
+/* Memory of the keydir, the pending and tail buffers and the sealed files' indexes. */
+uint64_t ids_memory_bytes(const struct ids *ids);
+/* Sealed files, and the bytes of those files and of the log. */
+uint32_t ids_sealed_files(const struct ids *ids);
+uint64_t ids_disk_bytes(const struct ids *ids);
 
 /* ---- writing ------------------------------------------------------------------------------- */
 
@@ -97,16 +120,34 @@ DS_MUST_USE int ids_remove(struct ids *ids, const struct storage_order *current)
 /* Record bytes put since the last commit. */
 uint64_t ids_pending_bytes(const struct ids *ids);
 /* Queues the write of the pending records and a sync of the log on io; *committed_bytes gets
- * the log length to record in the caller's commit once its flush succeeded. With nothing
+ * the position to record in the caller's commit once its flush succeeded. With nothing
  * pending it queues nothing and gives the current length. Returns 0 or the queueing error. */
 DS_MUST_USE int ids_queue(struct ids *ids, uint64_t *committed_bytes);
 /* After the caller's commit of committed_bytes (as ids_queue gave it) succeeded. */
 void ids_committed(struct ids *ids, uint64_t committed_bytes);
-/* The log length of the last commit this handle knows. */
+/* The position of the last commit this handle knows. */
 uint64_t ids_committed_bytes(const struct ids *ids);
 
-/* Visits the current version of every committed order, reading the log once in order: a
- * record is visited when the keydir still points at it (no lookup I/O). fn's scratch-free
+/* ---- sealing ------------------------------------------------------------------------------- */
+
+/* A writer after ids_committed: seals when the log reached the recent budget or when a sealed
+ * file's day is below floor (days below it were dropped by retention). Returns 1 (sealed), 0
+ * (not due), or the failed seal's error (logged; the store is unchanged and usable, and the
+ * next try waits for a quarter of the budget more). */
+int ids_maintain(struct ids *ids, int32_t floor);
+/* Seals now: the recent tier's records of days at or above floor are merged into their days'
+ * files (a file whose orders changed or left is rewritten), files of days below floor are
+ * removed, a new empty log starts at the committed position and DIR/ids/CURRENT names the
+ * result; the old log and files are removed after. The keydir is emptied. Nothing pending or
+ * queued. Returns 0, or -ENOMEM, -DS_ECORRUPT (a sealed record failed its checks) or a negated
+ * errno, with the store as it was. */
+DS_MUST_USE int ids_seal(struct ids *ids, int32_t floor);
+/* The recent tier's budget in log bytes (tests lower it). */
+void ids_set_recent_budget(struct ids *ids, uint64_t bytes);
+
+/* Visits the current version of every committed order: the sealed files' orders the recent
+ * tier does not shadow, then the log once in order, a record visited when the keydir still
+ * points at it (no lookup I/O). fn may remove the order it is given (ids_remove). fn's scratch-free
  * record (items point into a buffer valid during the call). Stops when fn returns non-zero and
  * returns that value; else 0, -DS_ECORRUPT or a negated errno of a read. */
 DS_MUST_USE int ids_visit(struct ids *ids, int (*fn)(const struct storage_order *rec, void *user),
@@ -126,8 +167,9 @@ DS_MUST_USE int ids_record_decode(const uint8_t *src, size_t avail, struct stora
 
 /* ---- following a writer -------------------------------------------------------------------- */
 
-/* A reader: replays the records between its committed length and committed_bytes (a newer
- * commit of the writer). Returns 0, -ERANGE (committed_bytes below what the handle has), or
+/* A reader: replays the records between its committed position and committed_bytes (a newer
+ * commit of the writer), or reopens the store when the descriptor changed (a seal). Returns 0,
+ * -ERANGE (committed_bytes below what the handle has in the same log), or
  * ids_open's errors; after a failure the handle must be closed (it may hold part of the
  * records it replayed). */
 DS_MUST_USE int ids_refresh(struct ids *ids, uint64_t committed_bytes);

@@ -6,9 +6,9 @@
  *
  * An applied version is two rows and one record, all in the same commit: a retraction of the
  * current version in the current version's (day, shard), the new version in (day, shard), and
- * the new current version in DIR/ids/log. The log's committed length travels in the MANIFEST's
- * source table (slot STORE_SOURCE_IDS), so recovery cuts the log exactly where it cuts the
- * segments: the rows and the record of a version are acknowledged together or not at all.
+ * the new current version in the orders-by-id store's log. The log's committed position travels in
+ * the MANIFEST's source table (slot STORE_SOURCE_IDS), so recovery cuts the log exactly where it
+ * cuts the segments: the rows and the record of a version are acknowledged together or not at all.
  *
  * Invariants: in every partition a retraction follows the row it cancels (the row was appended
  * before, in this commit or an earlier one); the uncancelled rows of a partition are exactly the
@@ -69,6 +69,10 @@ int store_orders_queue(struct storage *st)
 void store_orders_committed(struct storage *st)
 {
     ids_committed(st->ids, store_length_committed(st, STORE_SOURCE_IDS));
+    /* Orders of days below the committed floor were dropped with their data: their sealed
+     * files go with the next seal. A failed seal leaves the store as it was (logged, retried
+     * later), so it does not fail the commit that was already acknowledged. */
+    ids_maintain(st->ids, store_floor(st));
 }
 
 /* ---- the writer's step --------------------------------------------------------------------- */

@@ -31,6 +31,7 @@
 
 #include "storage/ids.h"
 #include "storage/ids_file.h"
+#include "storage/ids_record.h"
 
 #define IDS_FILE_VERSION 1u
 #define IDS_FILE_FOOTER_BYTES 80u

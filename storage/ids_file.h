@@ -27,14 +27,6 @@
  * positives, so a miss (a new order) reads a block of one file in a hundred. */
 #define IDS_FILE_BLOOM_BITS_PER_RECORD 10u
 
-/* Helpers of ids.c the file shares: the id hash the filter keys on, the order of ids in a
- * file, and the order id of an encoded record (false when the bytes cannot hold one). */
-uint64_t ids_id_hash(const struct ds_id *id);
-int ids_id_compare(const struct ds_id *a, const struct ds_id *b);
-bool ids_record_id(const uint8_t *rec, size_t avail, struct ds_id *out);
-/* The padded size of the encoded record at rec (avail bytes), or 0 when its header is bad. */
-size_t ids_record_padded(const uint8_t *rec, size_t avail);
-
 struct ids_file;
 struct ids_file_writer;
 

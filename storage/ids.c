@@ -1519,7 +1519,10 @@ static int seal_write_day(struct seal *s, int32_t day, struct ids_file **file)
     struct ids *ids = s->ids;
     int64_t k = day_find(ids, day);
     struct ids_file *old = k >= 0 ? ids->days[k].file : NULL;
-    uint64_t most = s->entries_count + (old != NULL ? ids_file_records(old) : 0);
+    uint64_t most = old != NULL ? ids_file_records(old) : 0; /* sizes the filter */
+    for (uint64_t j = 0; j < s->entries_count; j++) {
+        most += s->entries[j].day == day && !s->entries[j].tombstone;
+    }
     char path[DS_PATH_MAX];
     struct ids_file_writer *w = NULL;
     int rc = day_name(path, ids->dir, day, s->gen);

@@ -473,6 +473,9 @@ static int index_reserve(struct ids_file_writer *w, size_t more)
         return 0;
     }
     size_t capacity = w->index_capacity == 0 ? 4096 : w->index_capacity * 2;
+    while (capacity < w->index_bytes + more) {
+        capacity *= 2;
+    }
     uint8_t *index = realloc(w->index, capacity);
     if (index == NULL) {
         return -ENOMEM;

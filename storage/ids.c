@@ -39,6 +39,8 @@
  * both while it runs, and the memory of both is held until it ends).
  */
 #include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -78,7 +80,7 @@
 #define IDS_READ_FIRST_BYTES 512u
 /* A writer keeps the newest committed bytes of the log in memory: updates mostly touch recent
  * orders, and a lookup served from memory saves a read system call. */
-#define IDS_TAIL_BYTES (16u * 1024 * 1024)
+#define IDS_TAIL_BYTES IDS_RECENT_HARD_BYTES
 /* Tables of this size and more are aligned to it and asked to use transparent huge pages. */
 #define IDS_HUGE_BYTES (2u * 1024 * 1024)
 /* The replay buffer: sequential reads of the log in chunks of this size. */
@@ -93,14 +95,38 @@ static_assert(IDS_REPLAY_BYTES >= IDS_RECORD_BYTES_MAX, "a record fits the repla
 static_assert(IDS_PENDING_BYTES_MAX >= IDS_RECORD_BYTES_MAX, "a record fits the pending buffer");
 static_assert(STORAGE_ORDER_SCRATCH_BYTES == IDS_RECORD_BYTES_MAX, "storage.h's scratch size");
 
-/* A sealed file: the orders whose current version is on day. touched: an order of the file has
- * a record in the recent tier (it changed or left), so the next seal rewrites the file. */
+/* A sealed file: the orders whose current version is on day. */
 struct ids_day {
     int32_t day;
-    bool touched;
     uint64_t gen; /* the seal that wrote it: its name is day.<day>.<gen> */
     struct ids_file *file;
 };
+
+/* Days whose sealed file holds an order the recent tier changed or removed: the next seal
+ * rewrites them. A short list (the retained days at most), searched linearly. */
+struct day_set {
+    int32_t *days;
+    uint32_t count;
+    uint32_t capacity;
+};
+
+/* The frozen tier: the recent tier a seal is moving into the sealed files. Its keydir and the
+ * whole log stay in memory and are read by lookups until the seal's files replace them. */
+struct frozen {
+    bool present;
+    uint64_t *segments[IDS_SEGMENTS_MAX];
+    uint64_t slots_count;
+    uint64_t keys;
+    uint8_t *mem; /* the log's bytes [0, bytes) */
+    uint64_t bytes;
+    uint64_t base;
+    uint64_t gen;
+    int64_t delta; /* orders it adds to the sealed files (new minus removed) */
+    struct day_set touched;
+    char path[DS_PATH_MAX];
+};
+
+struct seal_job;
 
 struct ids {
     struct storage_io *io;
@@ -126,21 +152,32 @@ struct ids {
     uint64_t *segments[IDS_SEGMENTS_MAX];
     uint64_t slots_count;
     uint64_t keys;            /* occupied slots: records and tombstones of the recent tier */
-    uint64_t count;           /* distinct orders held, sealed and recent */
+    uint64_t sealed_count;    /* orders of the sealed files */
+    int64_t delta;            /* orders the recent tier adds (new minus removed) */
     uint64_t committed_bytes; /* of the log file: the logical position is base + this */
     uint8_t *pending;         /* records at [committed_bytes, committed_bytes + pending_bytes) */
     size_t pending_bytes;
     size_t pending_capacity;
     uint8_t *tail; /* a writer's committed bytes [tail_start, committed_bytes), or NULL; a ring */
     uint64_t tail_start;
+    struct frozen frozen;
+    struct day_set touched;
+    struct seal_job *job; /* a seal running on its thread, or NULL */
+    bool background;      /* ids_maintain seals on a thread (tests turn it off) */
+    uint64_t *stalls_ns;  /* the writer's time in ids_maintain per call that had work */
+    uint64_t stalls_count;
+    uint64_t stalls_capacity;
     uint8_t scratch[IDS_RECORD_BYTES_MAX]; /* the record a put compares against */
     /* The last ids_get's probe, valid until the keydir changes: the writer's put of the order it
      * just looked up (the orders model always does that) takes the slot without probing and
      * reading the old record again. */
     struct {
         bool valid;
-        bool in_keydir;    /* index is its slot, else the empty slot ending the probe */
-        bool tombstone;    /* the slot points at a tombstone */
+        bool in_keydir; /* index is its slot, else the empty slot ending the probe */
+        bool tombstone; /* the slot points at a tombstone */
+        bool in_frozen; /* not in the keydir: the frozen tier has a record of it */
+        bool frozen_tombstone;
+        int32_t frozen_day;
         int64_t day_index; /* the sealed file holding it, -1: none */
         uint64_t hash;
         uint64_t index;
@@ -506,17 +543,90 @@ static int sealed_find(struct ids *ids, const struct ds_id *id, uint64_t hash, u
     return -ENOENT;
 }
 
-/* Looks id up in the recent tier, then in the sealed one, and keeps where in ids->last. Returns
- * 0 (out holds the current version), -ENOENT or an error of a read. */
+/* Decodes the frozen tier's record at offset into dst. */
+static int frozen_read(const struct frozen *fz, uint64_t offset, uint8_t *dst,
+                       struct storage_order *out, bool *tombstone)
+{
+    ASSERT(offset < fz->bytes);
+    size_t avail = (size_t)(fz->bytes - offset);
+    size_t length = ids_record_length(fz->mem + offset, avail);
+    if (length == 0 || length > avail) {
+        return -DS_ECORRUPT;
+    }
+    memcpy(dst, fz->mem + offset, length);
+    return ids_record_decode(dst, length, out, tombstone);
+}
+
+/* Finds id in the frozen tier's keydir: 0 (out holds its latest record or tombstone) or
+ * -ENOENT. */
+static int frozen_find(const struct frozen *fz, const struct ds_id *id, uint64_t hash, uint8_t *dst,
+                       struct storage_order *out, bool *tombstone)
+{
+    if (!fz->present) {
+        return -ENOENT;
+    }
+    uint64_t n = fz->slots_count;
+    uint64_t tag = hash >> IDS_OFFSET_BITS;
+    for (uint64_t i = slot_home(hash, n), probes = 0;; i = slot_next(i, n)) {
+        ASSERT(probes++ < n);
+        uint64_t slot = *table_at((uint64_t *const *)fz->segments, i);
+        if (slot == 0) {
+            return -ENOENT;
+        }
+        if (slot >> IDS_OFFSET_BITS != tag) {
+            continue;
+        }
+        int rc = frozen_read(fz, slot_offset(slot), dst, out, tombstone);
+        if (rc < 0 || ds_id_equal(&out->order_id, id)) {
+            return rc;
+        }
+    }
+}
+
+static void day_set_add(struct day_set *set, int32_t day)
+{
+    for (uint32_t k = 0; k < set->count; k++) {
+        if (set->days[k] == day) {
+            return;
+        }
+    }
+    if (set->count == set->capacity) {
+        uint32_t capacity = set->capacity == 0 ? 16 : 2 * set->capacity;
+        int32_t *days = realloc(set->days, capacity * sizeof(*days));
+        ASSERT(days != NULL); /* a few hundred bytes; the change cannot be put back after */
+        set->days = days;
+        set->capacity = capacity;
+    }
+    set->days[set->count++] = day;
+}
+
+static bool day_set_has(const struct day_set *set, int32_t day)
+{
+    for (uint32_t k = 0; k < set->count; k++) {
+        if (set->days[k] == day) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Looks id up in the recent tier, the frozen one, then the sealed files, and keeps where in
+ * ids->last. Returns 0 (out holds the current version), -ENOENT or an error of a read. */
 static int ids_lookup(struct ids *ids, const struct ds_id *id, uint64_t hash, uint8_t *dst,
                       struct storage_order *out)
 {
     uint64_t index = 0;
-    bool tombstone = false;
+    bool tombstone = false, frozen_tombstone = false, in_frozen = false;
     int64_t day_index = -1;
+    int32_t frozen_day = 0;
     ids->last.valid = false;
     int rc = keydir_find(ids, id, hash, dst, out, &index, &tombstone);
     bool in_keydir = rc == 0;
+    if (rc == -ENOENT) {
+        rc = frozen_find(&ids->frozen, id, hash, dst, out, &frozen_tombstone);
+        in_frozen = rc == 0;
+        frozen_day = in_frozen ? out->day : 0;
+    }
     if (rc == -ENOENT) {
         rc = sealed_find(ids, id, hash, dst, out, &day_index);
     }
@@ -526,16 +636,18 @@ static int ids_lookup(struct ids *ids, const struct ds_id *id, uint64_t hash, ui
     ids->last.valid = true;
     ids->last.in_keydir = in_keydir;
     ids->last.tombstone = in_keydir && tombstone;
+    ids->last.in_frozen = in_frozen;
+    ids->last.frozen_tombstone = in_frozen && frozen_tombstone;
+    ids->last.frozen_day = frozen_day;
     ids->last.day_index = day_index;
     ids->last.hash = hash;
     ids->last.index = index;
     ids->last.id = *id;
-    return in_keydir && tombstone ? -ENOENT : rc;
+    return (in_keydir && tombstone) || (in_frozen && frozen_tombstone) ? -ENOENT : rc;
 }
 
 /* Makes ids->last hold id's lookup (the writer's put follows its get, so mostly it does) and
- * tells whether the store holds the order; a sealed file holding it is marked for the next
- * seal's rewrite once the caller records the change. */
+ * tells whether the store holds the order. */
 static int ids_note(struct ids *ids, const struct ds_id *id, bool *existed)
 {
     uint64_t hash = ids_id_hash(id);
@@ -546,17 +658,141 @@ static int ids_note(struct ids *ids, const struct ds_id *id, bool *existed)
             return rc;
         }
     }
-    *existed = ids->last.in_keydir ? !ids->last.tombstone : ids->last.day_index >= 0;
+    *existed = ids->last.in_keydir   ? !ids->last.tombstone
+               : ids->last.in_frozen ? !ids->last.frozen_tombstone
+                                     : ids->last.day_index >= 0;
     return 0;
 }
 
-/* After a change of the order ids->last looked up: its sealed file must be rewritten. */
-static void note_touch(struct ids *ids, int64_t day_index, bool in_keydir)
+/* After a change of the order ids->last looked up: the sealed file its older version is
+ * sealed into (now, or by the running seal of the frozen tier) must be rewritten. */
+static void note_touch(struct ids *ids, bool in_keydir, bool in_frozen, bool frozen_tombstone,
+                       int32_t frozen_day, int64_t day_index)
 {
-    if (!in_keydir && day_index >= 0) {
-        ids->days[day_index].touched = true;
+    if (in_keydir) {
+        return;
+    }
+    if (in_frozen) {
+        if (!frozen_tombstone) {
+            day_set_add(&ids->touched, frozen_day);
+        }
+    } else if (day_index >= 0) {
+        day_set_add(&ids->touched, ids->days[day_index].day);
     }
 }
+
+/* What freezing the recent tier needs, taken before anything changes: the new keydir's first
+ * segment, and the log's bytes: the tail when it holds the whole log (no copy, no read), else
+ * a copy read from the file. */
+struct freeze_prep {
+    uint64_t *segment;
+    uint8_t *mem;
+    bool from_tail;
+};
+
+static int freeze_prepare(struct ids *ids, struct freeze_prep *p)
+{
+    uint64_t bytes = ids->committed_bytes;
+    p->segment = segment_alloc(IDS_SLOTS_MIN);
+    p->from_tail = ids->tail != NULL && ids->tail_start == 0 && bytes <= IDS_TAIL_BYTES;
+    p->mem = p->from_tail ? ids->tail : malloc(bytes > 0 ? (size_t)bytes : 1);
+    int rc = p->segment == NULL || p->mem == NULL ? -ENOMEM : 0;
+    for (uint64_t at = 0; rc == 0 && !p->from_tail && at < bytes;) {
+        size_t want = bytes - at < IDS_REPLAY_BYTES ? (size_t)(bytes - at) : IDS_REPLAY_BYTES;
+        ssize_t got = ids->io->ops->read(ids->io, ids->fd, p->mem + at, want, at);
+        rc = got < 0 ? (int)got : (size_t)got != want ? -DS_ECORRUPT : 0;
+        at += want;
+    }
+    if (rc != 0) {
+        segment_free(p->segment, IDS_SLOTS_MIN);
+        if (!p->from_tail) {
+            free(p->mem);
+        }
+    }
+    return rc;
+}
+
+static void freeze_abandon(struct freeze_prep *p)
+{
+    segment_free(p->segment, IDS_SLOTS_MIN);
+    if (!p->from_tail) {
+        free(p->mem);
+    }
+}
+
+/* Moves the recent tier (committed, nothing pending) into the frozen tier and starts an empty
+ * keydir at the log's end; cannot fail. The caller switches the log file. */
+static void tier_freeze(struct ids *ids, struct freeze_prep *p)
+{
+    ASSERT(!ids->frozen.present && ids->pending_bytes == 0 && !ids->queued);
+    struct frozen *fz = &ids->frozen;
+    uint64_t bytes = ids->committed_bytes;
+    memcpy(fz->segments, ids->segments, sizeof(fz->segments));
+    fz->slots_count = ids->slots_count;
+    fz->keys = ids->keys;
+    fz->mem = p->mem;
+    fz->bytes = bytes;
+    fz->base = ids->base;
+    fz->gen = ids->gen;
+    fz->delta = ids->delta;
+    fz->touched = ids->touched;
+    memcpy(fz->path, ids->path, sizeof(fz->path));
+    fz->present = true;
+    memset(ids->segments, 0, sizeof(ids->segments));
+    ids->segments[0] = p->segment;
+    ids->slots_count = IDS_SLOTS_MIN;
+    ids->keys = 0;
+    ids->delta = 0;
+    ids->touched = (struct day_set){0};
+    ids->base += bytes;
+    ids->committed_bytes = 0;
+    ids->tail_start = 0;
+    if (p->from_tail) {
+        ids->tail = malloc(IDS_TAIL_BYTES); /* optional: NULL reads the file */
+    }
+    ids->last.valid = false;
+}
+
+static void frozen_free(struct frozen *fz)
+{
+    if (fz->present) {
+        table_free(fz->segments, fz->slots_count);
+        free(fz->mem);
+        free(fz->touched.days);
+    }
+    *fz = (struct frozen){0};
+}
+
+/* A record of the frozen tier the keydir points at, ordered by day and then order id. */
+struct seal_entry {
+    uint64_t key;  /* an integer id's value */
+    uint32_t unit; /* offset / 4 in the frozen log */
+    int32_t day;
+    uint8_t is_string;
+    uint8_t tombstone;
+};
+
+/* A seal: built on the writer from the frozen tier, run on its own thread (or inline), and
+ * installed by the writer. The thread reads the frozen tier and the old files, which the writer
+ * only reads too until it installs the result. */
+struct seal_job {
+    struct ids *ids;
+    char dir[DS_PATH_MAX];
+    int32_t floor;
+    uint64_t gen;  /* the new files' generation: the active log's */
+    uint64_t base; /* the active log's base */
+    struct ids_day *old;
+    uint32_t old_count;
+    struct seal_entry *entries;
+    uint64_t entries_count;
+    struct ids_day *days; /* the result: file NULL for the old files it keeps */
+    uint32_t days_count;
+    int rc;
+    pthread_t thread;
+    bool threaded;
+    _Atomic bool done;
+    uint8_t scratch[IDS_RECORD_BYTES_MAX];
+};
 
 /* ---- opening and replay -------------------------------------------------------------------- */
 
@@ -618,12 +854,13 @@ static int replay_record(struct ids *ids, const struct storage_order *rec, bool 
     if (tombstone && !existed) {
         return -DS_ECORRUPT; /* a tombstone always follows the order's record */
     }
-    note_touch(ids, ids->last.day_index, ids->last.in_keydir);
+    note_touch(ids, ids->last.in_keydir, ids->last.in_frozen, ids->last.frozen_tombstone,
+               ids->last.frozen_day, ids->last.day_index);
     /* Visible to the keydir's reads only once it is below committed_bytes. */
     ids->committed_bytes = next;
     rc = keydir_set(ids, &rec->order_id, offset);
     if (rc == 0) {
-        ids->count = tombstone ? ids->count - 1 : ids->count + !existed;
+        ids->delta += tombstone ? -1 : !existed;
     }
     return rc;
 }
@@ -637,12 +874,14 @@ static int ids_replay(struct ids *ids, uint64_t to)
 /* ---- the descriptor: DIR/ids/CURRENT ------------------------------------------------------- */
 
 /* Little-endian: 0 u32 CRC32C of bytes 4..end, 4 u32 magic, 8 u32 version, 12 u32 files,
- * 16 u64 generation, 24 u64 base, then per file 16 bytes: i32 day, u32 zero, u64 generation.
- * Replaced whole (a temporary file, fsync, rename, directory fsync): at every moment it names
- * one consistent set of sealed files and the log that follows them. */
+ * 16 u64 generation, 24 u64 base, 32 u64 frozen generation + 1 (0: none), 40 u64 frozen base,
+ * then per file 16 bytes: i32 day, u32 zero, u64 generation. The frozen log is the one a running
+ * seal moves into the files: its records, at logical positions [frozen base, base), come before the
+ * log's. Replaced whole (a temporary file, fsync, rename, directory fsync): at every moment it
+ * names one consistent set of sealed files and the logs that follow them. */
 #define IDS_CURRENT_MAGIC 0x43534449u /* "IDSC" */
-#define IDS_CURRENT_VERSION 1u
-#define IDS_CURRENT_HEADER_BYTES 32u
+#define IDS_CURRENT_VERSION 2u
+#define IDS_CURRENT_HEADER_BYTES 48u
 #define IDS_CURRENT_FILE_BYTES 16u
 
 static int ids_name(char *dst, const char *dir, const char *name, int64_t day, uint64_t gen)
@@ -670,7 +909,8 @@ static int day_name(char *dst, const char *dir, int32_t day, uint64_t gen)
 /* Reads the descriptor: 0 (*found false when there is none), -DS_ECORRUPT, -ENOMEM or a
  * negated errno. *days (taken by the caller) gets the files, without their handles. */
 static int current_read(const char *dir, bool *found, uint64_t *gen, uint64_t *base,
-                        struct ids_day **days, uint32_t *days_count)
+                        uint64_t *frozen_gen, uint64_t *frozen_base, struct ids_day **days,
+                        uint32_t *days_count)
 {
     char path[DS_PATH_MAX];
     int rc = ids_name(path, dir, "CURRENT", INT64_MIN, 0);
@@ -720,6 +960,13 @@ static int current_read(const char *dir, bool *found, uint64_t *gen, uint64_t *b
         *found = true;
         *gen = ds_get_le64(buf + 16);
         *base = ds_get_le64(buf + 24);
+        *frozen_gen = ds_get_le64(buf + 32);
+        *frozen_base = ds_get_le64(buf + 40);
+        if (*frozen_gen != 0 && (*frozen_gen > *gen || *frozen_base > *base)) {
+            rc = -DS_ECORRUPT;
+        }
+    }
+    if (rc == 0) {
         *days = list;
         *days_count = files;
     } else {
@@ -730,8 +977,8 @@ static int current_read(const char *dir, bool *found, uint64_t *gen, uint64_t *b
     return rc;
 }
 
-static int current_write(const char *dir, uint64_t gen, uint64_t base, const struct ids_day *days,
-                         uint32_t days_count)
+static int current_write(const char *dir, uint64_t gen, uint64_t base, uint64_t frozen_gen,
+                         uint64_t frozen_base, const struct ids_day *days, uint32_t days_count)
 {
     char path[DS_PATH_MAX], tmp[DS_PATH_MAX];
     int rc = ids_name(path, dir, "CURRENT", INT64_MIN, 0);
@@ -746,6 +993,8 @@ static int current_write(const char *dir, uint64_t gen, uint64_t base, const str
     ds_put_le32(buf + 12, days_count);
     ds_put_le64(buf + 16, gen);
     ds_put_le64(buf + 24, base);
+    ds_put_le64(buf + 32, frozen_gen);
+    ds_put_le64(buf + 40, frozen_base);
     for (uint32_t k = 0; k < days_count; k++) {
         uint8_t *e = buf + IDS_CURRENT_HEADER_BYTES + (size_t)k * IDS_CURRENT_FILE_BYTES;
         ds_put_le32(e, (uint32_t)days[k].day);
@@ -781,7 +1030,8 @@ static bool ids_entry_live(const struct ids *ids, const char *name)
     char want[DS_PATH_MAX], path[DS_PATH_MAX];
     int n = snprintf(path, sizeof(path), "%s/%s", ids->dir, name);
     if (n < 0 || (size_t)n >= sizeof(path) || strcmp(name, "CURRENT") == 0 ||
-        strcmp(path, ids->path) == 0) {
+        strcmp(path, ids->path) == 0 ||
+        (ids->frozen.present && strcmp(path, ids->frozen.path) == 0)) {
         return true;
     }
     for (uint32_t k = 0; k < ids->days_count; k++) {
@@ -860,7 +1110,7 @@ static int ids_open_days(struct ids *ids)
         if (rc != 0) {
             return rc;
         }
-        ids->count += ids_file_records(ids->days[k].file);
+        ids->sealed_count += ids_file_records(ids->days[k].file);
     }
     return 0;
 }
@@ -871,21 +1121,42 @@ static int ids_open_days(struct ids *ids)
 static int ids_load(struct ids *ids, uint64_t committed)
 {
     bool found = false;
-    int rc = current_read(ids->dir, &found, &ids->gen, &ids->base, &ids->days, &ids->days_count);
+    uint64_t gen = 0, base = 0, frozen_gen = 0, frozen_base = 0;
+    int rc = current_read(ids->dir, &found, &gen, &base, &frozen_gen, &frozen_base, &ids->days,
+                          &ids->days_count);
     if (rc != 0) {
         return rc;
     }
-    if (committed < ids->base && !ids->read_only) {
+    if (committed < base && !ids->read_only) {
         ds_log_error("%s: committed %llu, below the sealed %llu", ids->dir,
-                     (unsigned long long)committed, (unsigned long long)ids->base);
+                     (unsigned long long)committed, (unsigned long long)base);
         return -DS_ECORRUPT;
     }
-    uint64_t relative = committed < ids->base ? 0 : committed - ids->base;
+    uint64_t relative = committed < base ? 0 : committed - base;
     if (relative % 4 != 0 || relative > IDS_LOG_BYTES_MAX) {
         return -DS_ECORRUPT;
     }
-    rc = log_name(ids->path, ids->dir, ids->gen);
-    rc = rc == 0 ? ids_open_days(ids) : rc;
+    rc = ids_open_days(ids);
+    if (rc == 0 && frozen_gen != 0) {
+        /* A seal was running: its frozen log is replayed whole and frozen again in memory; the
+         * writer's next ids_maintain seals it. */
+        frozen_gen--;
+        ids->gen = frozen_gen;
+        ids->base = frozen_base;
+        struct freeze_prep prep;
+        rc = log_name(ids->path, ids->dir, frozen_gen);
+        rc = rc == 0 ? ids_open_file(ids, base - frozen_base) : rc;
+        rc = rc == 0 && base > frozen_base ? ids_replay(ids, base - frozen_base) : rc;
+        rc = rc == 0 ? freeze_prepare(ids, &prep) : rc;
+        if (rc == 0) {
+            tier_freeze(ids, &prep);
+            ids->io->ops->close(ids->io, ids->fd);
+            ids->fd = -1;
+        }
+    }
+    ids->gen = gen;
+    ids->base = base;
+    rc = rc == 0 ? log_name(ids->path, ids->dir, gen) : rc;
     rc = rc == 0 ? ids_open_file(ids, relative) : rc;
     rc = rc == 0 && relative > 0 ? ids_replay(ids, relative) : rc;
     if (rc == 0 && !ids->read_only) {
@@ -912,6 +1183,7 @@ static int ids_create(struct storage_io *io, const char *dir, bool read_only, st
     ids->slots_count = IDS_SLOTS_MIN;
     ids->block = block;
     ids->recent_budget_bytes = IDS_RECENT_BYTES_DEFAULT;
+    ids->background = true;
     int n = snprintf(ids->dir, sizeof(ids->dir), "%s/ids", dir);
     int m = snprintf(ids->data_dir, sizeof(ids->data_dir), "%s", dir);
     if (n < 0 || (size_t)n + 32 >= sizeof(ids->dir) || m < 0) {
@@ -973,9 +1245,27 @@ void ids_close(struct ids *ids)
     if (ids == NULL) {
         return;
     }
+    if (ids->job != NULL) {
+        /* The seal finishes: what it wrote is the store's state on disk (its descriptor is
+         * replaced or not at all); its handles go with the old ones. */
+        struct seal_job *j = ids->job;
+        if (j->threaded) {
+            pthread_join(j->thread, NULL);
+        }
+        for (uint32_t k = 0; k < j->days_count; k++) {
+            ids_file_close(j->days[k].file);
+        }
+        free(j->days);
+        free(j->old);
+        free(j->entries);
+        free(j);
+    }
     if (ids->fd >= 0) {
         ids->io->ops->close(ids->io, ids->fd);
     }
+    frozen_free(&ids->frozen);
+    free(ids->touched.days);
+    free(ids->stalls_ns);
     ids_days_close(ids->days, ids->days_count);
     free(ids->pending);
     free(ids->tail);
@@ -1017,7 +1307,8 @@ int ids_get(struct ids *ids, const struct ds_id *id, struct storage_order *out, 
 
 uint64_t ids_count(const struct ids *ids)
 {
-    return ids->count;
+    int64_t n = (int64_t)ids->sealed_count + ids->frozen.delta + ids->delta;
+    return n > 0 ? (uint64_t)n : 0;
 }
 
 uint64_t ids_keydir_bytes(const struct ids *ids)
@@ -1032,6 +1323,9 @@ uint64_t ids_memory_bytes(const struct ids *ids)
     for (uint32_t k = 0; k < ids->days_count; k++) {
         bytes += ids_file_memory_bytes(ids->days[k].file);
     }
+    if (ids->frozen.present) {
+        bytes += ids->frozen.slots_count * sizeof(uint64_t) + ids->frozen.bytes;
+    }
     return bytes;
 }
 
@@ -1042,7 +1336,7 @@ uint32_t ids_sealed_files(const struct ids *ids)
 
 uint64_t ids_disk_bytes(const struct ids *ids)
 {
-    uint64_t bytes = ids->committed_bytes;
+    uint64_t bytes = ids->committed_bytes + (ids->frozen.present ? ids->frozen.bytes : 0);
     for (uint32_t k = 0; k < ids->days_count; k++) {
         bytes += ids_file_bytes(ids->days[k].file);
     }
@@ -1100,7 +1394,9 @@ static int ids_record(struct ids *ids, const struct storage_order *rec, bool tom
         return rc;
     }
     int64_t day_index = ids->last.day_index;
-    bool in_keydir = ids->last.in_keydir;
+    bool in_keydir = ids->last.in_keydir, in_frozen = ids->last.in_frozen;
+    bool frozen_tombstone = ids->last.frozen_tombstone;
+    int32_t frozen_day = ids->last.frozen_day;
     size_t padded = ids_record_encode(rec, tombstone, ids->pending + ids->pending_bytes);
     ASSERT(padded <= bound);
     ids->pending_bytes += padded;
@@ -1109,8 +1405,8 @@ static int ids_record(struct ids *ids, const struct storage_order *rec, bool tom
         ids->pending_bytes -= padded; /* the keydir is unchanged on failure */
         return rc;
     }
-    note_touch(ids, day_index, in_keydir);
-    ids->count = tombstone ? ids->count - 1 : ids->count + !existed;
+    note_touch(ids, in_keydir, in_frozen, frozen_tombstone, frozen_day, day_index);
+    ids->delta += tombstone ? -1 : !existed;
     return 0;
 }
 
@@ -1206,15 +1502,16 @@ int ids_refresh(struct ids *ids, uint64_t committed_bytes)
 {
     ASSERT(ids->read_only);
     bool found = false;
-    uint64_t gen = 0, base = 0;
+    uint64_t gen = 0, base = 0, frozen_gen = 0, frozen_base = 0;
     struct ids_day *days = NULL;
     uint32_t days_count = 0;
-    int rc = current_read(ids->dir, &found, &gen, &base, &days, &days_count);
+    int rc =
+        current_read(ids->dir, &found, &gen, &base, &frozen_gen, &frozen_base, &days, &days_count);
     free(days);
     if (rc != 0) {
         return rc;
     }
-    if (found && gen != ids->gen) {
+    if (found && (gen != ids->gen || (frozen_gen != 0) != ids->frozen.present)) {
         /* The writer sealed: the sealed files and the log are others; open them afresh. */
         struct ids *fresh = NULL;
         rc = ids_open(ids->io, ids->data_dir, committed_bytes, true, &fresh);
@@ -1266,21 +1563,64 @@ static bool keydir_points_at(const struct ids *ids, uint64_t hash, uint64_t offs
     }
 }
 
-/* Whether the recent tier has a record or a tombstone of id (it shadows the sealed one). */
+struct visit {
+    int (*fn)(const struct storage_order *rec, void *user);
+    void *user;
+};
+
+/* Whether the recent or frozen tier has a record or a tombstone of id (it shadows the sealed
+ * one). */
 static int keydir_has(struct ids *ids, const struct ds_id *id, bool *has)
 {
     struct storage_order rec;
     uint64_t index = 0;
     bool tombstone = false;
-    int rc = keydir_find(ids, id, ids_id_hash(id), ids->scratch, &rec, &index, &tombstone);
+    uint64_t hash = ids_id_hash(id);
+    int rc = keydir_find(ids, id, hash, ids->scratch, &rec, &index, &tombstone);
+    if (rc == -ENOENT) {
+        rc = frozen_find(&ids->frozen, id, hash, ids->scratch, &rec, &tombstone);
+    }
     *has = rc == 0;
     return rc == -ENOENT ? 0 : rc;
 }
 
-struct visit {
-    int (*fn)(const struct storage_order *rec, void *user);
-    void *user;
-};
+/* The frozen tier's latest records the recent tier does not shadow. */
+static int visit_frozen(struct ids *ids, struct visit *v)
+{
+    const struct frozen *fz = &ids->frozen;
+    for (uint64_t at = 0; at < fz->bytes;) {
+        uint8_t bytes[IDS_RECORD_BYTES_MAX];
+        struct storage_order rec;
+        bool tombstone = false;
+        size_t padded = ids_record_padded(fz->mem + at, (size_t)(fz->bytes - at));
+        int rc = padded == 0 ? -DS_ECORRUPT : frozen_read(fz, at, bytes, &rec, &tombstone);
+        if (rc != 0) {
+            return rc;
+        }
+        uint64_t hash = ids_id_hash(&rec.order_id);
+        uint64_t want = slot_make(hash, at);
+        bool latest = false;
+        for (uint64_t i = slot_home(hash, fz->slots_count);; i = slot_next(i, fz->slots_count)) {
+            uint64_t slot = *table_at((uint64_t *const *)fz->segments, i);
+            if (slot == 0 || slot == want) {
+                latest = slot == want;
+                break;
+            }
+        }
+        if (latest && !tombstone) {
+            struct storage_order cur;
+            uint64_t index = 0;
+            bool t = false;
+            rc = keydir_find(ids, &rec.order_id, hash, ids->scratch, &cur, &index, &t);
+            rc = rc == -ENOENT ? v->fn(&rec, v->user) : rc < 0 ? rc : 0;
+            if (rc != 0) {
+                return rc;
+            }
+        }
+        at += padded;
+    }
+    return 0;
+}
 
 static int visit_record(struct ids *ids, const struct storage_order *rec, bool tombstone,
                         uint64_t offset, uint64_t next, void *user)
@@ -1330,113 +1670,93 @@ int ids_visit(struct ids *ids, int (*fn)(const struct storage_order *rec, void *
             return rc;
         }
     }
+    int rc = ids->frozen.present ? visit_frozen(ids, &v) : 0;
+    if (rc != 0) {
+        return rc;
+    }
     return ids->committed_bytes == 0 ? 0 : ids_walk(ids, 0, ids->committed_bytes, visit_record, &v);
 }
 
 /* ---- sealing ------------------------------------------------------------------------------- */
 
-/* A record of the recent tier (the one the keydir points at), in the copy of the log a seal
- * holds: sorted by order id, merged into its day's file. */
-struct seal_entry {
-    const uint8_t *rec;
-    struct ds_id id;
-    uint32_t bytes;
-    int32_t day;
-    bool tombstone;
-};
-
-struct seal {
-    struct ids *ids;
-    int32_t floor;
-    uint64_t gen;
-    uint8_t *log; /* the log's committed bytes */
-    struct seal_entry *entries;
-    uint64_t entries_count;
-    struct ids_day *days; /* the new descriptor's files */
-    uint32_t days_count;
-    int new_fd; /* the next log, or -1 */
-    char new_log[DS_PATH_MAX];
-};
-
-static int seal_entry_compare(const void *a, const void *b)
+static const uint8_t *seal_entry_bytes(const struct seal_job *j, const struct seal_entry *e)
 {
-    return ids_id_compare(&((const struct seal_entry *)a)->id, &((const struct seal_entry *)b)->id);
+    return j->ids->frozen.mem + (uint64_t)e->unit * 4;
 }
 
-static int seal_collect_record(struct ids *ids, const struct storage_order *rec, bool tombstone,
-                               uint64_t offset, uint64_t next, void *user)
+static const struct seal_job
+    *seal_sort_job; /* qsort has no user pointer; seals run one at a time */
+
+static int seal_entry_compare(const void *pa, const void *pb)
 {
-    struct seal *s = user;
-    if (!keydir_points_at(ids, ids_id_hash(&rec->order_id), offset)) {
-        return 0; /* superseded in the recent tier */
+    const struct seal_entry *a = pa, *b = pb;
+    if (a->day != b->day) {
+        return a->day < b->day ? -1 : 1;
     }
-    s->entries[s->entries_count++] = (struct seal_entry){.rec = s->log + offset,
-                                                         .id = rec->order_id,
-                                                         .bytes = (uint32_t)(next - offset),
-                                                         .day = rec->day,
-                                                         .tombstone = tombstone};
-    return 0;
+    if (a->is_string != b->is_string || !a->is_string) {
+        return a->is_string != b->is_string ? (a->is_string ? 1 : -1)
+                                            : (a->key > b->key) - (a->key < b->key);
+    }
+    struct ds_id x, y;
+    const struct frozen *fz = &seal_sort_job->ids->frozen;
+    (void)ids_record_id(seal_entry_bytes(seal_sort_job, a), (size_t)(fz->bytes - a->unit * 4ull),
+                        &x);
+    (void)ids_record_id(seal_entry_bytes(seal_sort_job, b), (size_t)(fz->bytes - b->unit * 4ull),
+                        &y);
+    return ids_id_compare(&x, &y);
 }
 
-/* Reads the committed log and keeps each id's latest record, sorted by id. */
-static int seal_collect(struct seal *s)
+/* The frozen tier's latest record of each id, from its keydir (no pass over the log), sorted by
+ * day and id. */
+static int seal_collect(struct seal_job *j)
 {
-    struct ids *ids = s->ids;
-    uint64_t bytes = ids->committed_bytes;
-    s->log = malloc(bytes > 0 ? (size_t)bytes : 1);
-    s->entries = malloc((ids->keys > 0 ? ids->keys : 1) * sizeof(*s->entries));
-    if (s->log == NULL || s->entries == NULL) {
+    const struct frozen *fz = &j->ids->frozen;
+    j->entries = malloc((fz->keys > 0 ? fz->keys : 1) * sizeof(*j->entries));
+    if (j->entries == NULL) {
         return -ENOMEM;
     }
-    for (uint64_t at = 0; at < bytes;) {
-        size_t want = bytes - at < IDS_REPLAY_BYTES ? (size_t)(bytes - at) : IDS_REPLAY_BYTES;
-        ssize_t got = ids->io->ops->read(ids->io, ids->fd, s->log + at, want, at);
-        if (got < 0 || (size_t)got != want) {
-            return got < 0 ? (int)got : -DS_ECORRUPT;
+    for (uint64_t i = 0; i < fz->slots_count; i++) {
+        uint64_t slot = *table_at((uint64_t *const *)fz->segments, i);
+        if (slot == 0) {
+            continue;
         }
-        at += want;
+        struct storage_order rec;
+        bool tombstone = false;
+        uint64_t offset = slot_offset(slot);
+        int rc = frozen_read(fz, offset, j->scratch, &rec, &tombstone);
+        if (rc != 0) {
+            return rc;
+        }
+        j->entries[j->entries_count++] =
+            (struct seal_entry){.key = rec.order_id.is_string ? 0 : (uint64_t)rec.order_id.value,
+                                .unit = (uint32_t)(offset / 4),
+                                .day = rec.day,
+                                .is_string = rec.order_id.is_string,
+                                .tombstone = tombstone};
     }
-    int rc = bytes > 0 ? ids_walk(ids, 0, bytes, seal_collect_record, s) : 0;
-    if (rc == 0) {
-        ASSERT(s->entries_count == ids->keys);
-        qsort(s->entries, (size_t)s->entries_count, sizeof(*s->entries), seal_entry_compare);
-    }
-    return rc;
-}
-
-/* Adds the recent records of day from entries [*j, up to id) (all when id is NULL). */
-static int seal_add_recent(struct seal *s, struct ids_file_writer *w, int32_t day, uint64_t *j,
-                           const struct ds_id *id)
-{
-    for (; *j < s->entries_count; (*j)++) {
-        const struct seal_entry *e = &s->entries[*j];
-        int cmp = id == NULL ? -1 : ids_id_compare(&e->id, id);
-        if (cmp > 0) {
-            return 0;
-        }
-        if (e->day == day && !e->tombstone) {
-            int rc = ids_file_writer_add(w, e->rec, e->bytes);
-            if (rc != 0) {
-                return rc;
-            }
-        }
-        if (cmp == 0) {
-            (*j)++;
-            return 1; /* the recent record supersedes the sealed one */
-        }
-    }
+    ASSERT(j->entries_count == fz->keys);
+    seal_sort_job = j;
+    qsort(j->entries, (size_t)j->entries_count, sizeof(*j->entries), seal_entry_compare);
     return 0;
 }
 
-/* Writes day's new file: old's orders (NULL: none) that the recent tier did not change, with
- * the recent records of day, in id order. The records of old are checked as they are read. */
-static int seal_merge(struct seal *s, struct ids_file_writer *w, int32_t day, struct ids_file *old)
+/* Writes day's new file from old (NULL: none) and the frozen records of day in entries
+ * [from, to): an old order the frozen tier holds (changed, moved or removed) is left out.
+ * *file stays NULL when no order is left on the day. */
+static int seal_write_day(struct seal_job *j, int32_t day, struct ids_file *old, uint64_t from,
+                          uint64_t to, struct ids_file **file)
 {
-    uint64_t j = 0;
-    int rc = 0;
+    const struct frozen *fz = &j->ids->frozen;
+    uint64_t most = old != NULL ? ids_file_records(old) : 0; /* sizes the filter */
+    most += to - from;
+    char path[DS_PATH_MAX];
+    struct ids_file_writer *w = NULL;
     struct ids_file_iter *it = old != NULL ? malloc(sizeof(*it)) : NULL;
-    if (old != NULL && it == NULL) {
-        return -ENOMEM;
+    int rc = old != NULL && it == NULL ? -ENOMEM : day_name(path, j->dir, day, j->gen);
+    rc = rc == 0 ? ids_file_writer_open(path, day, most, &w) : rc;
+    if (rc != 0) {
+        free(it);
+        return rc;
     }
     if (old != NULL) {
         ids_file_iter_start(old, it);
@@ -1444,93 +1764,58 @@ static int seal_merge(struct seal *s, struct ids_file_writer *w, int32_t day, st
     const uint8_t *bytes = NULL;
     size_t len = 0;
     struct ds_id previous = {0};
-    for (uint64_t n = 0; old != NULL && (rc = ids_file_iter_next(it, &bytes, &len)) == 1; n++) {
+    uint64_t e = from, n = 0;
+    for (;;) {
+        int more = old != NULL ? ids_file_iter_next(it, &bytes, &len) : 0;
+        if (more < 0) {
+            rc = more;
+            break;
+        }
         struct storage_order rec;
         bool tombstone = false;
-        rc = ids_record_decode(bytes, len, &rec, &tombstone);
-        if (rc == 0 && (tombstone || rec.day != day ||
-                        (n > 0 && ids_id_compare(&previous, &rec.order_id) >= 0))) {
-            rc = -DS_ECORRUPT; /* a file's records are checked before they are written again */
+        if (more == 1) {
+            rc = ids_record_decode(bytes, len, &rec, &tombstone);
+            if (rc == 0 && (tombstone || rec.day != day ||
+                            (n++ > 0 && ids_id_compare(&previous, &rec.order_id) >= 0))) {
+                rc = -DS_ECORRUPT; /* a file's records are checked before they are written again */
+            }
+            if (rc != 0) {
+                break;
+            }
+            previous = rec.order_id;
         }
-        previous = rec.order_id;
-        rc = rc == 0 ? seal_add_recent(s, w, day, &j, &rec.order_id) : rc;
-        if (rc == 0) {
-            rc = ids_file_writer_add(w, bytes, len);
+        /* The frozen records of the day before this old record (all of them at the end). */
+        for (; rc == 0 && e < to; e++) {
+            const struct seal_entry *x = &j->entries[e];
+            const uint8_t *xb = seal_entry_bytes(j, x);
+            size_t avail = (size_t)(fz->bytes - (uint64_t)x->unit * 4);
+            if (more == 1) {
+                struct ds_id xid;
+                (void)ids_record_id(xb, avail, &xid);
+                if (ids_id_compare(&xid, &rec.order_id) > 0) {
+                    break;
+                }
+            }
+            if (!x->tombstone) {
+                rc = ids_file_writer_add(w, xb, ids_record_padded(xb, avail));
+            }
         }
-        if (rc < 0) {
+        if (rc != 0 || more == 0) {
+            break;
+        }
+        struct storage_order shadow;
+        bool shadow_tombstone = false;
+        int found = frozen_find(fz, &rec.order_id, ids_id_hash(&rec.order_id), j->scratch, &shadow,
+                                &shadow_tombstone);
+        if (found == 0) {
+            continue; /* the frozen tier's version replaces it (written above when on day) */
+        }
+        rc = found == -ENOENT ? ids_file_writer_add(w, bytes, len) : found;
+        if (rc != 0) {
             break;
         }
     }
     free(it);
-    return rc < 0 ? rc : seal_add_recent(s, w, day, &j, NULL);
-}
-
-static int day_compare(const void *a, const void *b)
-{
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The days the seal writes, ascending: those of the recent records and of touched files, at or
- * above the floor. *out is taken by the caller. */
-static int seal_days(struct seal *s, int32_t **out, uint32_t *count)
-{
-    struct ids *ids = s->ids;
-    int32_t *days = malloc((s->entries_count + ids->days_count + 1) * sizeof(*days));
-    if (days == NULL) {
-        return -ENOMEM;
-    }
-    uint64_t n = 0;
-    for (uint64_t j = 0; j < s->entries_count; j++) {
-        if (!s->entries[j].tombstone && s->entries[j].day >= s->floor) {
-            days[n++] = s->entries[j].day;
-        }
-    }
-    for (uint32_t k = 0; k < ids->days_count; k++) {
-        if (ids->days[k].touched && ids->days[k].day >= s->floor) {
-            days[n++] = ids->days[k].day;
-        }
-    }
-    qsort(days, (size_t)n, sizeof(*days), day_compare);
-    uint64_t unique = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        if (unique == 0 || days[unique - 1] != days[i]) {
-            days[unique++] = days[i];
-        }
-    }
-    *out = days;
-    *count = (uint32_t)unique;
-    return 0;
-}
-
-static int64_t day_find(const struct ids *ids, int32_t day)
-{
-    for (uint32_t k = 0; k < ids->days_count; k++) {
-        if (ids->days[k].day == day) {
-            return k;
-        }
-    }
-    return -1;
-}
-
-/* Writes and opens day's new file; *file stays NULL when no order is left on the day. */
-static int seal_write_day(struct seal *s, int32_t day, struct ids_file **file)
-{
-    struct ids *ids = s->ids;
-    int64_t k = day_find(ids, day);
-    struct ids_file *old = k >= 0 ? ids->days[k].file : NULL;
-    uint64_t most = old != NULL ? ids_file_records(old) : 0; /* sizes the filter */
-    for (uint64_t j = 0; j < s->entries_count; j++) {
-        most += s->entries[j].day == day && !s->entries[j].tombstone;
-    }
-    char path[DS_PATH_MAX];
-    struct ids_file_writer *w = NULL;
-    int rc = day_name(path, ids->dir, day, s->gen);
-    rc = rc == 0 ? ids_file_writer_open(path, day, most, &w) : rc;
-    if (rc != 0) {
-        return rc;
-    }
-    rc = seal_merge(s, w, day, old);
     if (rc < 0 || ids_file_writer_records(w) == 0) {
         ids_file_writer_abort(w);
         return rc < 0 ? rc : 0;
@@ -1543,160 +1828,303 @@ static int seal_write_day(struct seal *s, int32_t day, struct ids_file **file)
     return rc;
 }
 
-/* Builds the new descriptor's files: every file at or above the floor that the seal does not
- * rewrite, and the rewritten ones that hold orders. */
-static int seal_write(struct seal *s)
+/* Removes the seal's new files (before its descriptor, or on a handle closed unused). */
+static void seal_discard(struct seal_job *j)
 {
-    struct ids *ids = s->ids;
-    int32_t *days = NULL;
-    uint32_t days_count = 0;
-    int rc = seal_days(s, &days, &days_count);
+    for (uint32_t k = 0; k < j->days_count; k++) {
+        if (j->days[k].file != NULL) {
+            char path[DS_PATH_MAX];
+            ids_file_close(j->days[k].file);
+            if (day_name(path, j->dir, j->days[k].day, j->days[k].gen) == 0) {
+                (void)unlink(path);
+            }
+        }
+    }
+    free(j->days);
+    j->days = NULL;
+    j->days_count = 0;
+}
+
+/* The seal proper: the new files of the days the frozen tier or the touched set changed, the
+ * old files kept as they are, the ones below the floor left out; then the descriptor naming
+ * them and the active log alone, and the removal of the frozen log and replaced files. */
+static int seal_run(struct seal_job *j)
+{
+    const struct frozen *fz = &j->ids->frozen;
+    int rc = seal_collect(j);
+    uint32_t most = j->old_count + (uint32_t)(j->entries_count < UINT32_MAX / 2 ? j->entries_count
+                                                                                : UINT32_MAX / 2);
+    j->days = rc == 0 ? calloc((size_t)most + 1, sizeof(*j->days)) : NULL;
+    rc = rc == 0 && j->days == NULL ? -ENOMEM : rc;
+    uint64_t e = 0;
+    uint32_t k = 0;
+    while (rc == 0 && (k < j->old_count || e < j->entries_count)) {
+        int32_t day = e < j->entries_count ? j->entries[e].day : INT32_MAX;
+        day = k < j->old_count && j->old[k].day < day ? j->old[k].day : day;
+        uint64_t to = e;
+        while (to < j->entries_count && j->entries[to].day == day) {
+            to++;
+        }
+        struct ids_file *old = k < j->old_count && j->old[k].day == day ? j->old[k].file : NULL;
+        bool live = false;
+        for (uint64_t x = e; x < to && !live; x++) {
+            live = !j->entries[x].tombstone;
+        }
+        if (day >= j->floor && (live || (old != NULL && day_set_has(&fz->touched, day)))) {
+            struct ids_file *file = NULL;
+            rc = seal_write_day(j, day, old, e, to, &file);
+            if (rc == 0 && file != NULL) {
+                j->days[j->days_count++] =
+                    (struct ids_day){.day = day, .gen = j->gen, .file = file};
+            }
+        } else if (day >= j->floor && old != NULL) {
+            j->days[j->days_count++] = (struct ids_day){.day = day, .gen = j->old[k].gen};
+        }
+        e = to;
+        k += old != NULL;
+    }
+    /* The new files' names are durable before the descriptor that names them. */
+    rc = rc == 0 ? ds_fsync_dir(j->dir) : rc;
+    rc = rc == 0 ? current_write(j->dir, j->gen, j->base, 0, 0, j->days, j->days_count) : rc;
     if (rc != 0) {
+        ds_log_error("%s: seal %llu failed: %s", j->dir, (unsigned long long)j->gen,
+                     ds_strerror(rc));
+        seal_discard(j);
         return rc;
     }
-    s->days = calloc((size_t)days_count + ids->days_count + 1, sizeof(*s->days));
-    rc = s->days == NULL ? -ENOMEM : 0;
-    uint32_t d = 0;
-    for (uint32_t k = 0; rc == 0 && (k < ids->days_count || d < days_count);) {
-        bool take_old = d == days_count || (k < ids->days_count && ids->days[k].day < days[d]);
-        if (take_old) {
-            const struct ids_day *old = &ids->days[k++];
-            if (old->day >= s->floor && !old->touched) {
-                s->days[s->days_count++] = (struct ids_day){.day = old->day, .gen = old->gen};
-            }
-            continue;
+    (void)unlink(fz->path);
+    for (uint32_t o = 0; o < j->old_count; o++) {
+        bool kept = false;
+        for (uint32_t n = 0; n < j->days_count && !kept; n++) {
+            kept = j->days[n].day == j->old[o].day && j->days[n].gen == j->old[o].gen;
         }
-        int32_t day = days[d++];
-        k += k < ids->days_count && ids->days[k].day == day;
-        struct ids_file *file = NULL;
-        rc = seal_write_day(s, day, &file);
-        if (rc == 0 && file != NULL) {
-            s->days[s->days_count++] = (struct ids_day){.day = day, .gen = s->gen, .file = file};
+        char path[DS_PATH_MAX];
+        if (!kept && day_name(path, j->dir, j->old[o].day, j->old[o].gen) == 0) {
+            (void)unlink(path); /* the writer's open handle reads it until it installs */
         }
     }
-    free(days);
+    return 0;
+}
+
+static void *seal_thread(void *arg)
+{
+    struct seal_job *j = arg;
+    j->rc = seal_run(j);
+    atomic_store(&j->done, true);
+    return NULL;
+}
+
+/* The writer takes the finished seal's result: the new files (the kept ones carry their open
+ * handles over), and the frozen tier goes. A failed seal leaves the frozen tier for a retry. */
+static int seal_install(struct ids *ids)
+{
+    struct seal_job *j = ids->job;
+    if (j->threaded) {
+        pthread_join(j->thread, NULL);
+    }
+    ids->job = NULL;
+    int rc = j->rc;
+    if (rc == 0) {
+        for (uint32_t o = 0; o < ids->days_count; o++) {
+            struct ids_day *old = &ids->days[o];
+            bool kept = false;
+            for (uint32_t n = 0; n < j->days_count && !kept; n++) {
+                if (j->days[n].day == old->day && j->days[n].gen == old->gen) {
+                    j->days[n].file = old->file;
+                    kept = true;
+                }
+            }
+            if (!kept) {
+                ids_file_close(old->file);
+            }
+        }
+        free(ids->days);
+        ids->days = j->days;
+        ids->days_count = j->days_count;
+        ids->sealed_count = 0;
+        for (uint32_t k = 0; k < ids->days_count; k++) {
+            ids->sealed_count += ids_file_records(ids->days[k].file);
+        }
+        frozen_free(&ids->frozen);
+        ids->seal_retry_bytes = 0;
+        ids->last.valid = false; /* it may name a file by its index in the old list */
+    } else {
+        ids->seal_retry_bytes = ids->committed_bytes + ids->recent_budget_bytes / 4 + 1;
+    }
+    free(j->old);
+    free(j->entries);
+    free(j);
     return rc;
 }
 
-/* Undoes a seal that failed before its descriptor: its new files go. */
-static void seal_discard(struct seal *s)
+/* Starts the seal of the frozen tier: on its thread when background, else here. */
+static int seal_start(struct ids *ids, int32_t floor, bool background)
 {
-    for (uint32_t k = 0; k < s->days_count; k++) {
-        if (s->days[k].file != NULL) {
-            char path[DS_PATH_MAX];
-            ids_file_close(s->days[k].file);
-            if (day_name(path, s->ids->dir, s->days[k].day, s->days[k].gen) == 0) {
-                (void)unlink(path);
-            }
-        }
+    ASSERT(ids->frozen.present && ids->job == NULL);
+    struct seal_job *j = calloc(1, sizeof(*j));
+    struct ids_day *old = calloc((size_t)ids->days_count + 1, sizeof(*old));
+    if (j == NULL || old == NULL) {
+        free(j);
+        free(old);
+        return -ENOMEM;
     }
-    if (s->new_fd >= 0) {
-        s->ids->io->ops->close(s->ids->io, s->new_fd);
-        (void)unlink(s->new_log);
+    memcpy(old, ids->days, ids->days_count * sizeof(*old));
+    memcpy(j->dir, ids->dir, sizeof(j->dir));
+    j->ids = ids;
+    j->floor = floor;
+    j->gen = ids->gen;
+    j->base = ids->base;
+    j->old = old;
+    j->old_count = ids->days_count;
+    ids->job = j;
+    if (background && pthread_create(&j->thread, NULL, seal_thread, j) == 0) {
+        j->threaded = true;
+        return 0;
     }
+    seal_thread(j);
+    return 0;
 }
 
-/* After the descriptor: the handle takes the new files and log, the old ones go. */
-static void seal_install(struct seal *s)
+/* Freezes the recent tier: a new log of the next generation, the descriptor naming it after
+ * the frozen log (so a crash from here on replays both), then the tiers' switch in memory. */
+static int seal_freeze(struct ids *ids)
 {
-    struct ids *ids = s->ids;
-    for (uint32_t k = 0; k < ids->days_count; k++) {
-        struct ids_day *old = &ids->days[k];
-        bool kept = false;
-        for (uint32_t n = 0; n < s->days_count; n++) {
-            if (s->days[n].day == old->day && s->days[n].gen == old->gen) {
-                s->days[n].file = old->file; /* unchanged: the open file carries over */
-                kept = true;
-            }
-        }
-        if (!kept) {
-            char path[DS_PATH_MAX];
-            ids_file_close(old->file);
-            if (day_name(path, ids->dir, old->day, old->gen) == 0) {
-                (void)unlink(path);
-            }
+    uint64_t gen = ids->gen + 1;
+    char path[DS_PATH_MAX];
+    int rc = log_name(path, ids->dir, gen);
+    int fd = rc == 0
+                 ? ids->io->ops->open(ids->io, path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
+                 : rc;
+    if (fd < 0) {
+        return fd;
+    }
+    struct freeze_prep prep;
+    rc = freeze_prepare(ids, &prep);
+    if (rc == 0) {
+        rc = ds_fsync_dir(ids->dir);
+        rc = rc == 0 ? current_write(ids->dir, gen, ids->base + ids->committed_bytes, ids->gen + 1,
+                                     ids->base, ids->days, ids->days_count)
+                     : rc;
+        if (rc != 0) {
+            freeze_abandon(&prep);
         }
     }
-    free(ids->days);
-    ids->days = s->days;
-    ids->days_count = s->days_count;
-    s->days = NULL;
-    s->days_count = 0;
-    ids->count = 0;
-    for (uint32_t k = 0; k < ids->days_count; k++) {
-        ids->count += ids_file_records(ids->days[k].file);
+    if (rc != 0) {
+        /* The descriptor was not replaced (current_write replaces it whole or not at all). */
+        ds_log_error("%s: cannot start a seal: %s", ids->dir, ds_strerror(rc));
+        ids->io->ops->close(ids->io, fd);
+        (void)unlink(path);
+        return rc;
     }
+    tier_freeze(ids, &prep);
     ids->io->ops->close(ids->io, ids->fd);
-    (void)unlink(ids->path);
-    ids->fd = s->new_fd;
-    s->new_fd = -1;
-    memcpy(ids->path, s->new_log, sizeof(ids->path));
-    ids->base += ids->committed_bytes;
-    ids->committed_bytes = 0;
-    ids->tail_start = 0;
-    ids->gen = s->gen;
-    ids->seal_retry_bytes = 0;
+    ids->fd = fd;
+    ids->gen = gen;
+    memcpy(ids->path, path, sizeof(ids->path));
+    return 0;
 }
 
 int ids_seal(struct ids *ids, int32_t floor)
 {
     ASSERT(!ids->read_only);
     ASSERT(!ids->queued && ids->pending_bytes == 0);
-    uint64_t start_ns = ds_clock_ns();
-    /* The new keydir first: past the descriptor nothing may fail. */
-    uint64_t *segment = segment_alloc(IDS_SLOTS_MIN);
-    struct seal s = {.ids = ids, .floor = floor, .gen = ids->gen + 1, .new_fd = -1};
-    int rc = segment == NULL ? -ENOMEM : seal_collect(&s);
-    rc = rc == 0 ? seal_write(&s) : rc;
-    rc = rc == 0 ? log_name(s.new_log, ids->dir, s.gen) : rc;
+    int rc = ids->job != NULL ? seal_install(ids) : 0;
+    if (rc == 0 && ids->frozen.present) {
+        rc = seal_start(ids, floor, false);
+        rc = rc == 0 ? seal_install(ids) : rc;
+    }
+    rc = rc == 0 ? seal_freeze(ids) : rc;
     if (rc == 0) {
-        s.new_fd =
-            ids->io->ops->open(ids->io, s.new_log, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        rc = s.new_fd < 0 ? s.new_fd : 0;
-        s.new_fd = s.new_fd < 0 ? -1 : s.new_fd;
+        rc = seal_start(ids, floor, false);
+        rc = rc == 0 ? seal_install(ids) : rc;
     }
-    /* The new files' names are durable before the descriptor that names them. */
-    rc = rc == 0 ? ds_fsync_dir(ids->dir) : rc;
-    rc = rc == 0 ? current_write(ids->dir, s.gen, ids->base + ids->committed_bytes, s.days,
-                                 s.days_count)
-                 : rc;
-    if (rc != 0) {
-        ds_log_error("%s: seal %llu failed: %s", ids->dir, (unsigned long long)s.gen,
-                     ds_strerror(rc));
-        seal_discard(&s);
-        free(s.days);
-        segment_free(segment, IDS_SLOTS_MIN);
-    } else {
-        uint64_t recent = ids->keys;
-        seal_install(&s);
-        table_free(ids->segments, ids->slots_count);
-        ids->segments[0] = segment;
-        ids->slots_count = IDS_SLOTS_MIN;
-        ids->keys = 0;
-        ids->last.valid = false;
-        ds_log_debug("%s: seal %llu: %llu recent records into %u files in %.1f ms", ids->dir,
-                     (unsigned long long)ids->gen, (unsigned long long)recent, ids->days_count,
-                     (double)(ds_clock_ns() - start_ns) / 1e6);
-    }
-    free(s.log);
-    free(s.entries);
     return rc;
+}
+
+/* Keeps the writer's time in ids_maintain for ids_seal_stalls. */
+static void stall_note(struct ids *ids, uint64_t ns)
+{
+    if (ids->stalls_count == ids->stalls_capacity) {
+        uint64_t capacity = ids->stalls_capacity == 0 ? 1024 : 2 * ids->stalls_capacity;
+        uint64_t *stalls = realloc(ids->stalls_ns, capacity * sizeof(*stalls));
+        if (stalls == NULL) {
+            return;
+        }
+        ids->stalls_ns = stalls;
+        ids->stalls_capacity = capacity;
+    }
+    ids->stalls_ns[ids->stalls_count++] = ns;
 }
 
 int ids_maintain(struct ids *ids, int32_t floor)
 {
     ASSERT(!ids->read_only);
-    bool dropped = ids->days_count > 0 && ids->days[0].day < floor;
-    bool full = ids->committed_bytes >= ids->recent_budget_bytes;
-    if ((!dropped && !full) || ids->committed_bytes < ids->seal_retry_bytes) {
-        return 0;
+    uint64_t start_ns = ds_clock_ns();
+    int rc = 0, sealed = 0;
+    if (ids->job != NULL) {
+        bool done = atomic_load(&ids->job->done);
+        if (!done && ids->committed_bytes >= IDS_RECENT_HARD_BYTES) {
+            ds_log_info("%s: the recent tier reached %llu bytes: waiting for the seal", ids->dir,
+                        (unsigned long long)ids->committed_bytes);
+            done = true;
+        }
+        if (done) {
+            rc = seal_install(ids);
+            sealed = rc == 0;
+        }
     }
-    int rc = ids_seal(ids, floor);
-    if (rc != 0) {
-        /* The recent tier stays as it was and the next try waits for a quarter budget more:
-         * a full disk does not turn every commit into a failed seal. */
+    bool retry = ids->committed_bytes >= ids->seal_retry_bytes;
+    if (ids->job == NULL && ids->frozen.present && rc == 0 && retry) {
+        rc = seal_start(ids, floor, ids->background); /* after an open or a failed seal */
+    } else if (ids->job == NULL && !ids->frozen.present && rc == 0 && retry) {
+        bool dropped = ids->days_count > 0 && ids->days[0].day < floor;
+        bool full = ids->committed_bytes >= ids->recent_budget_bytes;
+        if (dropped || full) {
+            rc = seal_freeze(ids);
+            rc = rc == 0 ? seal_start(ids, floor, ids->background) : rc;
+        }
+    }
+    if (rc == 0 && !ids->background && ids->job != NULL) {
+        rc = seal_install(ids);
+        sealed = rc == 0;
+    }
+    if (rc != 0 && ids->seal_retry_bytes <= ids->committed_bytes) {
+        /* The store stays as it was and the next try waits for a quarter budget more: a full
+         * disk does not turn every commit into a failed seal. */
         ids->seal_retry_bytes = ids->committed_bytes + ids->recent_budget_bytes / 4 + 1;
-        return rc;
     }
-    return 1;
+    if (sealed || ids->job != NULL || ids->frozen.present) {
+        stall_note(ids, ds_clock_ns() - start_ns);
+    }
+    return rc != 0 ? rc : sealed;
+}
+
+void ids_set_background(struct ids *ids, bool background)
+{
+    ids->background = background;
+}
+
+static int u64_compare(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+void ids_seal_stalls(const struct ids *ids, uint64_t *calls, uint64_t *max_ns, uint64_t *p99_ns)
+{
+    *calls = ids->stalls_count;
+    *max_ns = 0;
+    *p99_ns = 0;
+    if (ids->stalls_count == 0) {
+        return;
+    }
+    uint64_t *copy = malloc(ids->stalls_count * sizeof(*copy));
+    if (copy == NULL) {
+        return;
+    }
+    memcpy(copy, ids->stalls_ns, ids->stalls_count * sizeof(*copy));
+    qsort(copy, (size_t)ids->stalls_count, sizeof(*copy), u64_compare);
+    *max_ns = copy[ids->stalls_count - 1];
+    *p99_ns = copy[(ids->stalls_count - 1) * 99 / 100];
+    free(copy);
 }

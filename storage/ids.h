@@ -48,9 +48,12 @@
 #define IDS_LOG_BYTES_MAX (((1ull << 36) - 1) * 4)
 #define IDS_SLOTS_MAX (1ull << 28)
 #define IDS_ORDERS_MAX (IDS_SLOTS_MAX / 4 * 3)
-/* The recent tier's budget: a commit that leaves the log at this size or more seals. 16 MiB is
- * about 500k records, a keydir of about 8 MiB, and a seal's copy of the log of 16 MiB. */
-#define IDS_RECENT_BYTES_DEFAULT (16u * 1024 * 1024)
+/* The recent tier's budget: a commit that leaves the log at this size or more starts a seal.
+ * 8 MiB is about 300k records and a keydir of about 4 MiB; while the seal runs the frozen tier
+ * holds as much again. Past IDS_RECENT_HARD_BYTES (the writer's in-memory tail of the log) a
+ * commit waits for a running seal (logged). */
+#define IDS_RECENT_BYTES_DEFAULT (8u * 1024 * 1024)
+#define IDS_RECENT_HARD_BYTES (16u * 1024 * 1024)
 /* Record bytes not yet queued (puts since the last commit); past it ids_put answers -EAGAIN and
  * the caller commits first. 64 MiB is about 600k orders of average size. */
 #define IDS_PENDING_BYTES_MAX (64u * 1024 * 1024)
@@ -144,6 +147,11 @@ int ids_maintain(struct ids *ids, int32_t floor);
 DS_MUST_USE int ids_seal(struct ids *ids, int32_t floor);
 /* The recent tier's budget in log bytes (tests lower it). */
 void ids_set_recent_budget(struct ids *ids, uint64_t bytes);
+/* Whether ids_maintain seals on a thread (the default) or before it returns (tests). */
+void ids_set_background(struct ids *ids, bool background);
+/* The writer's time in ids_maintain, per call made while a seal was due, running or installed:
+ * the calls, the longest and the 99th percentile. */
+void ids_seal_stalls(const struct ids *ids, uint64_t *calls, uint64_t *max_ns, uint64_t *p99_ns);
 
 /* Visits the current version of every committed order: the sealed files' orders the recent
  * tier does not shadow, then the log once in order, a record visited when the keydir still

@@ -6,6 +6,7 @@
  * and an fsck of everything written; stops everything cleanly. With --no-kafka it ingests a
  * generated file instead, through the same decode/route/append path.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -242,12 +243,22 @@ static int show_results(const struct demo *d, uint64_t accepted, uint64_t raw_by
     if (raw_bytes > 0 && accepted > 0) {
         printf(" (raw JSON: %.1f)", (double)raw_bytes / (double)accepted);
     }
-    char ids_log[DS_PATH_MAX + 16];
-    snprintf(ids_log, sizeof(ids_log), "%s/ids/log", d->data);
-    struct stat sb;
-    if (report.events_ok > 0 && stat(ids_log, &sb) == 0) {
-        printf("\n  plus %.2f bytes per event for the orders-by-id store (DIR/ids/log)",
-               (double)sb.st_size / (double)report.events_ok);
+    /* The store is a descriptor, logs and sealed day files: all of DIR/ids counts. */
+    char ids_dir[DS_PATH_MAX + 16];
+    snprintf(ids_dir, sizeof(ids_dir), "%s/ids", d->data);
+    uint64_t ids_bytes = 0;
+    DIR *dir = report.events_ok > 0 ? opendir(ids_dir) : NULL;
+    for (struct dirent *e = dir != NULL ? readdir(dir) : NULL; e != NULL; e = readdir(dir)) {
+        struct stat sb;
+        if (e->d_name[0] != '.' && fstatat(dirfd(dir), e->d_name, &sb, 0) == 0 &&
+            S_ISREG(sb.st_mode)) {
+            ids_bytes += (uint64_t)sb.st_size;
+        }
+    }
+    if (dir != NULL) {
+        closedir(dir);
+        printf("\n  plus %.2f bytes per event for the orders-by-id store (DIR/ids)",
+               (double)ids_bytes / (double)report.events_ok);
     }
     printf("\n");
     return rc == 0 ? CLI_OK : cli_error("demo", CLI_FAIL, "fsck found damage");

@@ -147,6 +147,7 @@ struct ids {
     uint64_t recent_budget_bytes;
     uint64_t seal_retry_bytes; /* after a failed seal, the log length of the next try */
     uint8_t *block;            /* a sealed block being read */
+    ZSTD_DCtx *dctx;           /* and its decompression */
     /* The keydir: slot i lives at segments[i >> IDS_SEGMENT_SHIFT][i % IDS_SEGMENT_SLOTS]. A
      * table below IDS_SEGMENT_SLOTS slots is one short segment (a power of two); a larger one
      * is a whole number of segments. */
@@ -535,7 +536,7 @@ static int sealed_find(struct ids *ids, const struct ds_id *id, uint64_t hash, u
 {
     *day_index = -1;
     for (int64_t k = (int64_t)ids->days_count - 1; k >= 0; k--) {
-        int rc = ids_file_find(ids->days[k].file, id, hash, ids->block, dst, out);
+        int rc = ids_file_find(ids->days[k].file, id, hash, ids->block, ids->dctx, dst, out);
         if (rc == 0) {
             *day_index = k;
         }
@@ -1212,6 +1213,11 @@ static int ids_create(struct storage_io *io, const char *dir, bool read_only, st
     ids->segments[0] = segment;
     ids->slots_count = IDS_SLOTS_MIN;
     ids->block = block;
+    ids->dctx = ZSTD_createDCtx();
+    if (ids->dctx == NULL) {
+        ids_close(ids);
+        return -ENOMEM;
+    }
     ids->recent_budget_bytes = IDS_RECENT_BYTES_DEFAULT;
     ids->background = true;
     int n = snprintf(ids->dir, sizeof(ids->dir), "%s/ids", dir);
@@ -1310,6 +1316,7 @@ void ids_close(struct ids *ids)
     free(ids->tail);
     free(ids->spare_tail);
     free(ids->block);
+    ZSTD_freeDCtx(ids->dctx);
     table_free(ids->segments, ids->slots_count);
     free(ids);
 }
@@ -1701,6 +1708,7 @@ static int visit_sealed(struct ids *ids, struct ids_file *f, struct visit *v)
             break;
         }
     }
+    ids_file_iter_end(it);
     free(it);
     return rc;
 }
@@ -1976,6 +1984,9 @@ static int seal_write_day(struct seal_job *j, int32_t day, struct ids_file *old,
             break;
         }
     }
+    if (it != NULL) {
+        ids_file_iter_end(it);
+    }
     free(it);
     if (rc < 0 || ids_file_writer_records(w) == 0) {
         ids_file_writer_abort(w);
@@ -2070,6 +2081,9 @@ static int seal_run(struct seal_job *j)
 static void *seal_thread(void *arg)
 {
     struct seal_job *j = arg;
+    if (j->threaded) {
+        pthread_setname_np(pthread_self(), "ds-ids-seal");
+    }
     j->rc = seal_run(j);
     atomic_store(&j->done, true);
     return NULL;
@@ -2144,10 +2158,11 @@ static int seal_start(struct ids *ids, int32_t floor, bool background)
     j->old = old;
     j->old_count = ids->days_count;
     ids->job = j;
+    j->threaded = background;
     if (background && pthread_create(&j->thread, NULL, seal_thread, j) == 0) {
-        j->threaded = true;
         return 0;
     }
+    j->threaded = false;
     seal_thread(j);
     return 0;
 }

@@ -2,17 +2,17 @@
  * Sealed files of the orders-by-id store (ids_file.h).
  *
  * Layout, little-endian:
- *   blocks   whole records of the log's codec (each with its CRC), ascending order id; a block
- *            ends before the record that would take it past IDS_FILE_BLOCK_BYTES
- *   index    per block: u64 offset, u32 bytes, the block's first order id (u8 0 and a u64 for
- *            an integer id, u8 1, a length byte and the bytes for a string id)
- *   filter   bloom_words u64s: a blocked bloom filter (one 512-bit line per id, 6 bits in it)
- *   footer   IDS_FILE_FOOTER_BYTES: 0 u32 CRC32C of footer bytes 4..80, 4 u32 version, 8 i32 day,
- *            12 u32 blocks, 16 u64 records, 24 u64 index offset, 32 u64 index bytes, 40 u64
- *            bloom words, 48 u32 CRC32C of index and filter, 52 u32 flags (1: integer ids
- *            present), 56 i64 smallest integer id, 64 i64 largest, 72 u64 magic
- * Opening reads the footer and then index and filter in one read, checked by their CRCs; the
- * records are checked (their own CRCs) when a lookup or a scan decodes them.
+ *   blocks   each a zstd frame of whole records of the log's codec (each with its CRC),
+ *            ascending order id; a block ends before the record that would take it past
+ *            IDS_FILE_BLOCK_BYTES (raw)
+ *   index    per block: u64 offset, u32 stored bytes, the block's first order id (u8 0 and a u64
+ * for an integer id, u8 1, a length byte and the bytes for a string id) filter   bloom_words u64s:
+ * a blocked bloom filter (one 512-bit line per id, 6 bits in it) footer   IDS_FILE_FOOTER_BYTES: 0
+ * u32 CRC32C of footer bytes 4..80, 4 u32 version, 8 i32 day, 12 u32 blocks, 16 u64 records, 24 u64
+ * index offset, 32 u64 index bytes, 40 u64 bloom words, 48 u32 CRC32C of index and filter, 52 u32
+ * flags (1: integer ids present), 56 i64 smallest integer id, 64 i64 largest, 72 u64 magic Opening
+ * reads the footer and then index and filter in one read, checked by their CRCs; the records are
+ * checked (their own CRCs) when a lookup or a scan decodes them.
  *
  * Sorted by order id rather than by hash: integer ids rise with time, so the file's integer id
  * range alone turns away most lookups of new orders before the filter, and a block holds orders
@@ -33,7 +33,7 @@
 #include "storage/ids_file.h"
 #include "storage/ids_record.h"
 
-#define IDS_FILE_VERSION 1u
+#define IDS_FILE_VERSION 2u
 #define IDS_FILE_FOOTER_BYTES 80u
 #define IDS_FILE_MAGIC 0x31595344534449ull /* "IDSDSY1" */
 #define IDS_FILE_FLAG_INTEGERS 1u
@@ -42,6 +42,8 @@
 /* The largest block: a block closes before a record that would overflow it, so it is either at
  * most IDS_FILE_BLOCK_BYTES or one record. */
 #define IDS_FILE_BLOCK_MAX (IDS_FILE_BLOCK_BYTES + IDS_RECORD_BYTES_MAX)
+/* A block as stored: a zstd frame of at most IDS_FILE_BLOCK_MAX bytes. */
+#define IDS_FILE_STORED_MAX ZSTD_COMPRESSBOUND(IDS_FILE_BLOCK_MAX)
 /* An index entry: offset, bytes, kind, and a u64 or a length byte and the id's bytes. */
 #define IDS_FILE_INDEX_ENTRY_MAX (8u + 4u + 1u + 1u + DS_ID_BYTES_MAX)
 
@@ -78,7 +80,9 @@ struct ids_file_writer {
     uint64_t *bloom;
     uint64_t bloom_words;
     size_t block_used;
+    ZSTD_CCtx *cctx;
     uint8_t block[IDS_FILE_BLOCK_MAX];
+    uint8_t stored[IDS_FILE_STORED_MAX];
     char path[DS_PATH_MAX];
 };
 
@@ -198,7 +202,7 @@ static bool index_parse(struct ids_file *f, const uint8_t *p, const uint8_t *end
         }
         /* Blocks follow each other from offset 0 and their first ids rise. */
         bool ordered = at == f->offsets[b] && (b == 0 || ids_id_compare(&f->firsts[b - 1], id) < 0);
-        if (!ordered || bytes == 0 || bytes > IDS_FILE_BLOCK_MAX || at + bytes > index_offset) {
+        if (!ordered || bytes == 0 || bytes > IDS_FILE_STORED_MAX || at + bytes > index_offset) {
             return false;
         }
         f->offsets[b + 1] = f->offsets[b] + bytes;
@@ -334,17 +338,23 @@ uint64_t ids_file_memory_bytes(const struct ids_file *f)
 
 /* ---- reading ------------------------------------------------------------------------------- */
 
-/* Reads block b into buf; returns its bytes or a negated code. */
-static int64_t block_read(struct ids_file *f, uint32_t b, uint8_t *buf)
+/* Reads and decompresses block b into buf (IDS_FILE_BLOCK_MAX bytes); returns its raw bytes or
+ * a negated code. */
+static int64_t block_read(struct ids_file *f, uint32_t b, uint8_t *buf, ZSTD_DCtx *dctx)
 {
+    uint8_t stored[IDS_FILE_STORED_MAX];
     size_t bytes = (size_t)(f->offsets[b + 1] - f->offsets[b]);
-    int rc = read_all(f->fd, buf, bytes, f->offsets[b]);
-    if (rc != 0) {
-        ds_log_error("%s: block at offset %llu: %s", f->path, (unsigned long long)f->offsets[b],
-                     ds_strerror(rc));
-        return rc;
+    int rc = read_all(f->fd, stored, bytes, f->offsets[b]);
+    if (rc == 0) {
+        size_t raw = ZSTD_decompressDCtx(dctx, buf, IDS_FILE_BLOCK_MAX, stored, bytes);
+        if (!ZSTD_isError(raw) && raw > 0) {
+            return (int64_t)raw;
+        }
+        rc = -DS_ECORRUPT;
     }
-    return (int64_t)bytes;
+    ds_log_error("%s: block at offset %llu: %s", f->path, (unsigned long long)f->offsets[b],
+                 ds_strerror(rc));
+    return rc;
 }
 
 /* The block whose range may hold id: the last whose first id is not above it, or -1. */
@@ -364,7 +374,7 @@ static int64_t block_of(const struct ids_file *f, const struct ds_id *id)
 }
 
 int ids_file_find(struct ids_file *f, const struct ds_id *id, uint64_t hash, uint8_t *block,
-                  uint8_t *dst, struct storage_order *out)
+                  ZSTD_DCtx *dctx, uint8_t *dst, struct storage_order *out)
 {
     if (!id->is_string &&
         (!f->has_integers || id->value < f->integer_min || id->value > f->integer_max)) {
@@ -377,7 +387,7 @@ int ids_file_find(struct ids_file *f, const struct ds_id *id, uint64_t hash, uin
     if (b < 0) {
         return -ENOENT;
     }
-    int64_t got = block_read(f, (uint32_t)b, block);
+    int64_t got = block_read(f, (uint32_t)b, block, dctx);
     if (got < 0) {
         return (int)got;
     }
@@ -386,8 +396,7 @@ int ids_file_find(struct ids_file *f, const struct ds_id *id, uint64_t hash, uin
         size_t padded = ids_record_padded(block + at, bytes - at);
         struct ds_id rid;
         if (padded == 0 || padded > bytes - at || !ids_record_id(block + at, padded, &rid)) {
-            ds_log_error("%s: bad record at offset %llu", f->path,
-                         (unsigned long long)(f->offsets[b] + at));
+            ds_log_error("%s: bad record at %zu of block %lld", f->path, at, (long long)b);
             return -DS_ECORRUPT;
         }
         int cmp = ids_id_compare(&rid, id);
@@ -399,8 +408,7 @@ int ids_file_find(struct ids_file *f, const struct ds_id *id, uint64_t hash, uin
             memcpy(dst, block + at, padded);
             int rc = ids_record_decode(dst, padded, out, &tombstone);
             if (rc != 0 || tombstone || out->day != f->day) {
-                ds_log_error("%s: bad record at offset %llu", f->path,
-                             (unsigned long long)(f->offsets[b] + at));
+                ds_log_error("%s: bad record at %zu of block %lld", f->path, at, (long long)b);
                 return -DS_ECORRUPT;
             }
             return 0;
@@ -413,6 +421,7 @@ int ids_file_find(struct ids_file *f, const struct ds_id *id, uint64_t hash, uin
 void ids_file_iter_start(struct ids_file *f, struct ids_file_iter *it)
 {
     it->f = f;
+    it->dctx = ZSTD_createDCtx(); /* NULL: next answers -ENOMEM */
     it->block = 0;
     it->used = 0;
     it->bytes = 0;
@@ -424,7 +433,10 @@ int ids_file_iter_next(struct ids_file_iter *it, const uint8_t **rec, size_t *by
         if (it->block == it->f->blocks_count) {
             return 0;
         }
-        int64_t got = block_read(it->f, it->block, it->buf);
+        if (it->dctx == NULL) {
+            return -ENOMEM;
+        }
+        int64_t got = block_read(it->f, it->block, it->buf, it->dctx);
         if (got < 0) {
             return (int)got;
         }
@@ -443,6 +455,12 @@ int ids_file_iter_next(struct ids_file_iter *it, const uint8_t **rec, size_t *by
     return 1;
 }
 
+void ids_file_iter_end(struct ids_file_iter *it)
+{
+    ZSTD_freeDCtx(it->dctx);
+    it->dctx = NULL;
+}
+
 /* ---- writing ------------------------------------------------------------------------------- */
 
 int ids_file_writer_open(const char *path, int32_t day, uint64_t records_max,
@@ -456,8 +474,9 @@ int ids_file_writer_open(const char *path, int32_t day, uint64_t records_max,
     snprintf(w->path, sizeof(w->path), "%s", path);
     w->bloom_words = bloom_words_for(records_max);
     w->bloom = calloc((size_t)w->bloom_words, 8);
+    w->cctx = ZSTD_createCCtx();
     w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int rc = w->bloom == NULL ? -ENOMEM : w->fd < 0 ? -errno : 0;
+    int rc = w->fd < 0 ? -errno : w->bloom == NULL || w->cctx == NULL ? -ENOMEM : 0;
     if (rc != 0) {
         ds_log_error("%s: cannot create: %s", path, ds_strerror(rc));
         ids_file_writer_abort(w);
@@ -490,12 +509,17 @@ static int block_flush(struct ids_file_writer *w)
     if (w->block_used == 0) {
         return 0;
     }
-    int rc = write_all(w->fd, w->block, w->block_used);
+    size_t stored = ZSTD_compressCCtx(w->cctx, w->stored, sizeof(w->stored), w->block,
+                                      w->block_used, IDS_FILE_ZSTD_LEVEL);
+    if (ZSTD_isError(stored)) {
+        return -EIO;
+    }
+    int rc = write_all(w->fd, w->stored, stored);
     if (rc != 0) {
         return rc;
     }
-    ds_put_le32(w->index + w->entry_at + 8, (uint32_t)w->block_used);
-    w->offset += w->block_used;
+    ds_put_le32(w->index + w->entry_at + 8, (uint32_t)stored);
+    w->offset += stored;
     w->block_used = 0;
     return 0;
 }
@@ -604,6 +628,7 @@ int ids_file_writer_finish(struct ids_file_writer *w)
         return rc;
     }
     close(w->fd);
+    ZSTD_freeCCtx(w->cctx);
     free(w->index);
     free(w->bloom);
     free(w);
@@ -619,6 +644,7 @@ void ids_file_writer_abort(struct ids_file_writer *w)
         close(w->fd);
         (void)unlink(w->path);
     }
+    ZSTD_freeCCtx(w->cctx);
     free(w->index);
     free(w->bloom);
     free(w);

@@ -49,6 +49,7 @@
 #include <sys/mman.h>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shard/shard.h"
@@ -114,6 +115,7 @@ struct day_set {
  * whole log stay in memory and are read by lookups until the seal's files replace them. */
 struct frozen {
     bool present;
+    bool named; /* DIR/ids/CURRENT names its log: commits may go on in the next log */
     uint64_t *segments[IDS_SEGMENTS_MAX];
     uint64_t slots_count;
     uint64_t keys;
@@ -716,14 +718,6 @@ static int freeze_prepare(struct ids *ids, struct freeze_prep *p)
     return rc;
 }
 
-static void freeze_abandon(struct freeze_prep *p)
-{
-    segment_free(p->segment, IDS_SLOTS_MIN);
-    if (!p->from_tail) {
-        free(p->mem);
-    }
-}
-
 /* Moves the recent tier (committed, nothing pending) into the frozen tier and starts an empty
  * keydir at the log's end; cannot fail. The caller switches the log file. */
 static void tier_freeze(struct ids *ids, struct freeze_prep *p)
@@ -819,6 +813,8 @@ struct seal_job {
     struct ids_day *days; /* the result: file NULL for the old files it keeps */
     uint32_t days_count;
     int rc;
+    bool freeze_descriptor;   /* first write the descriptor naming the frozen and the next log */
+    _Atomic int freeze_state; /* 0 while that is pending, 1 once it is durable, or its error */
     pthread_t thread;
     bool threaded;
     _Atomic bool done;
@@ -1181,6 +1177,7 @@ static int ids_load(struct ids *ids, uint64_t committed)
         rc = rc == 0 ? freeze_prepare(ids, &prep) : rc;
         if (rc == 0) {
             tier_freeze(ids, &prep);
+            ids->frozen.named = true;
             ids->io->ops->close(ids->io, ids->fd);
             ids->fd = -1;
         }
@@ -1477,11 +1474,40 @@ uint64_t ids_pending_bytes(const struct ids *ids)
     return ids->pending_bytes;
 }
 
+static void stall_note(struct ids *ids, uint64_t ns);
+
+/* The first commit in a new log waits until the running seal made the descriptor naming it
+ * durable (mostly done already: the seal starts with it). */
+static int freeze_wait(struct ids *ids)
+{
+    uint64_t start_ns = ds_clock_ns();
+    int state = 0;
+    while (ids->job != NULL && (state = atomic_load(&ids->job->freeze_state)) == 0) {
+        struct timespec pause = {.tv_sec = 0, .tv_nsec = 20000};
+        nanosleep(&pause, NULL);
+    }
+    stall_note(ids, ds_clock_ns() - start_ns);
+    if (state > 0) {
+        ids->frozen.named = true;
+        return 0;
+    }
+    int rc = state < 0 ? state : -EIO;
+    ds_log_error("%s: the descriptor naming log %llu was not written: %s", ids->dir,
+                 (unsigned long long)ids->gen, ds_strerror(rc));
+    return rc;
+}
+
 int ids_queue(struct ids *ids, uint64_t *committed_bytes)
 {
     ASSERT(!ids->read_only);
     ASSERT(!ids->queued);
     ASSERT(ids->fd >= 0);
+    if (ids->pending_bytes > 0 && ids->frozen.present && !ids->frozen.named) {
+        int rc = freeze_wait(ids);
+        if (rc != 0) {
+            return rc;
+        }
+    }
     if (ids->pending_bytes > 0) {
         struct storage_io *io = ids->io;
         int rc =
@@ -2023,7 +2049,19 @@ static void seal_discard(struct seal_job *j)
 static int seal_run(struct seal_job *j)
 {
     const struct frozen *fz = &j->ids->frozen;
-    int rc = seal_collect(j);
+    int rc = 0;
+    if (j->freeze_descriptor) {
+        /* Off the writer: its next commit in the new log waits for this (ids_queue). */
+        rc = ds_fsync_dir(j->dir);
+        rc = rc == 0 ? current_write(j->dir, j->gen, j->base, fz->gen + 1, fz->base, j->old,
+                                     j->old_count)
+                     : rc;
+        atomic_store(&j->freeze_state, rc == 0 ? 1 : rc);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    rc = seal_collect(j);
     uint32_t most = j->old_count + (uint32_t)(j->entries_count < UINT32_MAX / 2 ? j->entries_count
                                                                                 : UINT32_MAX / 2);
     j->days = rc == 0 ? calloc((size_t)most + 1, sizeof(*j->days)) : NULL;
@@ -2099,6 +2137,9 @@ static int seal_install(struct ids *ids)
     }
     ids->job = NULL;
     int rc = j->rc;
+    if (atomic_load(&j->freeze_state) > 0) {
+        ids->frozen.named = true;
+    }
     if (rc == 0) {
         for (uint32_t o = 0; o < ids->days_count; o++) {
             struct ids_day *old = &ids->days[o];
@@ -2157,6 +2198,7 @@ static int seal_start(struct ids *ids, int32_t floor, bool background)
     j->base = ids->base;
     j->old = old;
     j->old_count = ids->days_count;
+    j->freeze_descriptor = !ids->frozen.named;
     ids->job = j;
     j->threaded = background;
     if (background && pthread_create(&j->thread, NULL, seal_thread, j) == 0) {
@@ -2167,8 +2209,10 @@ static int seal_start(struct ids *ids, int32_t floor, bool background)
     return 0;
 }
 
-/* Freezes the recent tier: a new log of the next generation, the descriptor naming it after
- * the frozen log (so a crash from here on replays both), then the tiers' switch in memory. */
+/* Freezes the recent tier: a new log of the next generation and the tiers' switch in memory,
+ * no I/O waited for. The seal's thread then makes the new log's name durable and replaces the
+ * descriptor with one naming it after the frozen log (so a crash from there on replays both);
+ * until then nothing in the new log may be committed (ids_queue waits). */
 static int seal_freeze(struct ids *ids)
 {
     uint64_t gen = ids->gen + 1;
@@ -2182,17 +2226,7 @@ static int seal_freeze(struct ids *ids)
     }
     struct freeze_prep prep;
     rc = freeze_prepare(ids, &prep);
-    if (rc == 0) {
-        rc = ds_fsync_dir(ids->dir);
-        rc = rc == 0 ? current_write(ids->dir, gen, ids->base + ids->committed_bytes, ids->gen + 1,
-                                     ids->base, ids->days, ids->days_count)
-                     : rc;
-        if (rc != 0) {
-            freeze_abandon(&prep);
-        }
-    }
     if (rc != 0) {
-        /* The descriptor was not replaced (current_write replaces it whole or not at all). */
         ds_log_error("%s: cannot start a seal: %s", ids->dir, ds_strerror(rc));
         ids->io->ops->close(ids->io, fd);
         (void)unlink(path);

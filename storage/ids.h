@@ -9,10 +9,12 @@
  *   when the order left). Bounded by a budget of log bytes (IDS_RECENT_BYTES_DEFAULT);
  * - the sealed tier: one immutable file per day (ids_file.h) holding the orders whose current
  *   version is on that day, sorted by id, with a block index and a bloom filter in memory.
- * A lookup asks the keydir first, then the files (newest day first); an order is in one file at
- * most. A seal (ids_maintain, on the writer after a commit) merges the recent tier into the
- * files of the days it touches, drops the files of days below the retention floor, starts a new
- * log and replaces DIR/ids/CURRENT, the descriptor naming the files and the log's logical start.
+ * A lookup asks the keydir first, then the frozen tier's, then the files (newest day first); an
+ * order is in one file at most. A seal (ids_maintain after a commit) freezes the recent tier (a
+ * new log starts, DIR/ids/CURRENT names both logs), merges the frozen records into the files of
+ * the days they touch on its own thread, drops the files of days below the retention floor,
+ * replaces DIR/ids/CURRENT (the files and the new log) and is installed by the writer at a later
+ * ids_maintain; the frozen tier answers lookups until then.
  *
  * Durability follows the caller's commit: ids_put keeps the record in memory (visible to
  * ids_get at once); ids_queue queues its write and a sync on the storage_io, the caller flushes
@@ -23,9 +25,10 @@
  * After a failed flush the handle must be closed and reopened with the last committed
  * position, as struct storage is.
  *
- * Threads: a handle belongs to one thread. A reader (read_only) in another thread or process
- * opens the same directory and follows the writer with ids_refresh(committed position), which
- * reopens the files when the descriptor changed.
+ * Threads: a handle belongs to one thread (its seal thread reads only the frozen tier and the
+ * old files, which the handle does not change while the seal runs). A reader (read_only) in another
+ * thread or process opens the same directory and follows the writer with ids_refresh(committed
+ * position), which reopens the files when the descriptor changed.
  */
 #ifndef DS_STORAGE_IDS_H
 #define DS_STORAGE_IDS_H
@@ -133,17 +136,20 @@ uint64_t ids_committed_bytes(const struct ids *ids);
 
 /* ---- sealing ------------------------------------------------------------------------------- */
 
-/* A writer after ids_committed: seals when the log reached the recent budget or when a sealed
- * file's day is below floor (days below it were dropped by retention). Returns 1 (sealed), 0
- * (not due), or the failed seal's error (logged; the store is unchanged and usable, and the
- * next try waits for a quarter of the budget more). */
+/* A writer after ids_committed: installs a finished seal; starts one (freezing the recent tier,
+ * then sealing it on a thread) when the log reached the recent budget or when a sealed file's
+ * day is below floor (days below it were dropped by retention); waits for a running one when
+ * the log reached IDS_RECENT_HARD_BYTES. Returns 1 (a seal was installed), 0, or a failed
+ * seal's error (logged; the store is unchanged and usable, and the next try waits for a
+ * quarter of the budget more). */
 int ids_maintain(struct ids *ids, int32_t floor);
-/* Seals now: the recent tier's records of days at or above floor are merged into their days'
- * files (a file whose orders changed or left is rewritten), files of days below floor are
- * removed, a new empty log starts at the committed position and DIR/ids/CURRENT names the
- * result; the old log and files are removed after. The keydir is emptied. Nothing pending or
- * queued. Returns 0, or -ENOMEM, -DS_ECORRUPT (a sealed record failed its checks) or a negated
- * errno, with the store as it was. */
+/* Seals now, on the calling thread (after a running seal and a frozen tier left by an open):
+ * the recent tier's records of days at or above floor are merged into their days' files (a
+ * file whose orders changed or left is rewritten), files of days below floor are removed, a new
+ * empty log starts at the committed position and DIR/ids/CURRENT names the result; the old log
+ * and files are removed after. The keydir is emptied. Nothing pending or queued. Returns 0, or
+ * -ENOMEM, -DS_ECORRUPT (a sealed record failed its checks) or a negated errno, with the store as
+ * it was. */
 DS_MUST_USE int ids_seal(struct ids *ids, int32_t floor);
 /* The recent tier's budget in log bytes (tests lower it). */
 void ids_set_recent_budget(struct ids *ids, uint64_t bytes);

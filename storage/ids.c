@@ -2190,7 +2190,9 @@ static int seal_start(struct ids *ids, int32_t floor, bool background)
         free(old);
         return -ENOMEM;
     }
-    memcpy(old, ids->days, ids->days_count * sizeof(*old));
+    if (ids->days_count > 0) {
+        memcpy(old, ids->days, ids->days_count * sizeof(*old));
+    }
     memcpy(j->dir, ids->dir, sizeof(j->dir));
     j->ids = ids;
     j->floor = floor;

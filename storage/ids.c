@@ -121,10 +121,12 @@ struct frozen {
     uint64_t keys;
     uint8_t *mem;     /* the log's bytes [0, bytes) */
     bool mem_is_tail; /* mem was the writer's tail (IDS_TAIL_BYTES): reused as the next one */
+    size_t mapped;    /* mem is the log file mapped read-only, this many bytes (0: allocated) */
     uint64_t bytes;
     uint64_t base;
     uint64_t gen;
     int64_t delta; /* orders it adds to the sealed files (new minus removed) */
+    bool ordered;  /* its log is its seal's input as it lies (struct ids' ordered) */
     struct day_set touched;
     char path[DS_PATH_MAX];
 };
@@ -155,9 +157,15 @@ struct ids {
      * is a whole number of segments. */
     uint64_t *segments[IDS_SEGMENTS_MAX];
     uint64_t slots_count;
-    uint64_t keys;            /* occupied slots: records and tombstones of the recent tier */
-    uint64_t sealed_count;    /* orders of the sealed files */
-    int64_t delta;            /* orders the recent tier adds (new minus removed) */
+    uint64_t keys;         /* occupied slots: records and tombstones of the recent tier */
+    uint64_t sealed_count; /* orders of the sealed files */
+    int64_t delta;         /* orders the recent tier adds (new minus removed) */
+    /* Whether the log holds one record per id, no tombstone, integer ids rising and days not
+     * falling in log order (a stream of new orders): its seal then takes the records as they lie,
+     * without a pass over the keydir or a sort. ordered_id and ordered_day: the last record's. */
+    bool ordered;
+    int64_t ordered_id;
+    int32_t ordered_day;
     uint64_t committed_bytes; /* of the log file: the logical position is base + this */
     uint8_t *pending;         /* records at [committed_bytes, committed_bytes + pending_bytes) */
     size_t pending_bytes;
@@ -689,21 +697,46 @@ static void note_touch(struct ids *ids, bool in_keydir, bool in_frozen, bool fro
 
 /* What freezing the recent tier needs, taken before anything changes: the new keydir's first
  * segment, and the log's bytes: the tail when it holds the whole log (no copy, no read), else
+ * a writer maps the log file (its pages are in the page cache, just written: a read of a log
+ * one commit took past the tail cost the writer a copy and the faults of a fresh buffer), else
  * a copy read from the file. */
 struct freeze_prep {
     uint64_t *segment;
     uint8_t *mem;
     bool from_tail;
+    size_t mapped;
 };
+
+/* The committed log mapped read-only, or NULL. The frozen log is never cut or written again (a
+ * writer's open cuts only the log it appends to), so the mapping stays valid until unmapped. */
+static uint8_t *freeze_map(const struct ids *ids, uint64_t bytes)
+{
+    if (ids->read_only || bytes == 0 || bytes > SIZE_MAX) {
+        return NULL;
+    }
+    int fd = open(ids->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return NULL;
+    }
+    void *mem = mmap(NULL, (size_t)bytes, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    return mem == MAP_FAILED ? NULL : mem;
+}
 
 static int freeze_prepare(struct ids *ids, struct freeze_prep *p)
 {
     uint64_t bytes = ids->committed_bytes;
     p->segment = segment_alloc(IDS_SLOTS_MIN);
     p->from_tail = ids->tail != NULL && ids->tail_start == 0 && bytes <= IDS_TAIL_BYTES;
-    p->mem = p->from_tail ? ids->tail : malloc(bytes > 0 ? (size_t)bytes : 1);
+    p->mapped = 0;
+    p->mem = p->from_tail ? ids->tail : freeze_map(ids, bytes);
+    if (!p->from_tail && p->mem != NULL) {
+        p->mapped = (size_t)bytes;
+    } else if (!p->from_tail) {
+        p->mem = malloc(bytes > 0 ? (size_t)bytes : 1);
+    }
     int rc = p->segment == NULL || p->mem == NULL ? -ENOMEM : 0;
-    for (uint64_t at = 0; rc == 0 && !p->from_tail && at < bytes;) {
+    for (uint64_t at = 0; rc == 0 && !p->from_tail && p->mapped == 0 && at < bytes;) {
         size_t want = bytes - at < IDS_REPLAY_BYTES ? (size_t)(bytes - at) : IDS_REPLAY_BYTES;
         ssize_t got = ids->io->ops->read(ids->io, ids->fd, p->mem + at, want, at);
         rc = got < 0 ? (int)got : (size_t)got != want ? -DS_ECORRUPT : 0;
@@ -711,7 +744,9 @@ static int freeze_prepare(struct ids *ids, struct freeze_prep *p)
     }
     if (rc != 0) {
         segment_free(p->segment, IDS_SLOTS_MIN);
-        if (!p->from_tail) {
+        if (p->mapped > 0) {
+            munmap(p->mem, p->mapped);
+        } else if (!p->from_tail) {
             free(p->mem);
         }
     }
@@ -730,10 +765,12 @@ static void tier_freeze(struct ids *ids, struct freeze_prep *p)
     fz->keys = ids->keys;
     fz->mem = p->mem;
     fz->mem_is_tail = p->from_tail;
+    fz->mapped = p->mapped;
     fz->bytes = bytes;
     fz->base = ids->base;
     fz->gen = ids->gen;
     fz->delta = ids->delta;
+    fz->ordered = ids->ordered;
     fz->touched = ids->touched;
     memcpy(fz->path, ids->path, sizeof(fz->path));
     fz->present = true;
@@ -742,6 +779,9 @@ static void tier_freeze(struct ids *ids, struct freeze_prep *p)
     ids->slots_count = IDS_SLOTS_MIN;
     ids->keys = 0;
     ids->delta = 0;
+    ids->ordered = true;
+    ids->ordered_id = 0;
+    ids->ordered_day = 0;
     ids->touched = (struct day_set){0};
     ids->base += bytes;
     ids->committed_bytes = 0;
@@ -758,7 +798,11 @@ static void frozen_free(struct frozen *fz)
 {
     if (fz->present) {
         table_free(fz->segments, fz->slots_count);
-        free(fz->mem);
+        if (fz->mapped > 0) {
+            munmap(fz->mem, fz->mapped);
+        } else {
+            free(fz->mem);
+        }
         free(fz->touched.days);
     }
     *fz = (struct frozen){0};
@@ -883,6 +927,7 @@ static int replay_record(struct ids *ids, const struct storage_order *rec, bool 
     }
     note_touch(ids, ids->last.in_keydir, ids->last.in_frozen, ids->last.frozen_tombstone,
                ids->last.frozen_day, ids->last.day_index);
+    ids->ordered = false; /* a replayed log is sealed by the general path */
     /* Visible to the keydir's reads only once it is below committed_bytes. */
     ids->committed_bytes = next;
     rc = keydir_set(ids, &rec->order_id, offset);
@@ -1217,6 +1262,7 @@ static int ids_create(struct storage_io *io, const char *dir, bool read_only, st
     }
     ids->recent_budget_bytes = IDS_RECENT_BYTES_DEFAULT;
     ids->background = true;
+    ids->ordered = true;
     int n = snprintf(ids->dir, sizeof(ids->dir), "%s/ids", dir);
     int m = snprintf(ids->data_dir, sizeof(ids->data_dir), "%s", dir);
     if (n < 0 || (size_t)n + 32 >= sizeof(ids->dir) || m < 0) {
@@ -1456,6 +1502,12 @@ static int ids_record(struct ids *ids, const struct storage_order *rec, bool tom
     }
     note_touch(ids, in_keydir, in_frozen, frozen_tombstone, frozen_day, day_index);
     ids->delta += tombstone ? -1 : !existed;
+    if (ids->ordered) {
+        ids->ordered = !tombstone && !in_keydir && !rec->order_id.is_string &&
+                       rec->order_id.value > ids->ordered_id && rec->day >= ids->ordered_day;
+        ids->ordered_id = rec->order_id.value;
+        ids->ordered_day = rec->day;
+    }
     return 0;
 }
 
@@ -1878,6 +1930,34 @@ static int seal_sort(struct seal_job *j)
     return 0;
 }
 
+/* The frozen tier's records as they lie in its log, when it is ordered: one per id, in (day, id)
+ * order with ids rising across days, so they are the entries and their keys as they come. */
+static int seal_collect_ordered(struct seal_job *j)
+{
+    const struct frozen *fz = &j->ids->frozen;
+    j->keys = malloc((fz->keys > 0 ? fz->keys : 1) * sizeof(*j->keys));
+    if (j->keys == NULL) {
+        return -ENOMEM;
+    }
+    for (uint64_t at = 0; at < fz->bytes;) {
+        struct ds_id id;
+        int32_t day = 0;
+        bool tombstone = false;
+        size_t padded = ids_record_padded(fz->mem + at, (size_t)(fz->bytes - at));
+        if (padded == 0 || j->entries_count == fz->keys ||
+            !ids_record_key(fz->mem + at, (size_t)(fz->bytes - at), &id, &day, &tombstone) ||
+            id.is_string || tombstone) {
+            return -DS_ECORRUPT;
+        }
+        j->keys[j->entries_count] = (uint64_t)id.value;
+        j->entries[j->entries_count++] = (struct seal_entry){
+            .key = (uint64_t)id.value, .unit = (uint32_t)(at / 4), .meta = (uint32_t)day};
+        at += padded;
+    }
+    j->keys_count = j->entries_count;
+    return j->entries_count == fz->keys ? 0 : -DS_ECORRUPT;
+}
+
 /* The frozen tier's latest record of each id, from its keydir (no pass over the log), sorted by
  * day and id. */
 static int seal_collect(struct seal_job *j)
@@ -1893,6 +1973,9 @@ static int seal_collect(struct seal_job *j)
     if (j->entries == NULL) {
         return -ENOMEM;
     }
+    if (fz->ordered) {
+        return seal_collect_ordered(j);
+    }
     for (uint64_t i = 0; i < fz->slots_count; i++) {
         uint64_t slot = *table_at((uint64_t *const *)fz->segments, i);
         if (i + SEAL_PREFETCH_SLOTS < fz->slots_count) {
@@ -1906,18 +1989,19 @@ static int seal_collect(struct seal_job *j)
         if (slot == 0) {
             continue;
         }
-        struct storage_order rec;
+        struct ds_id id;
+        int32_t day = 0;
         bool tombstone = false;
         uint64_t offset = slot_offset(slot);
-        int rc = frozen_read(fz, offset, j->scratch, &rec, &tombstone);
-        if (rc != 0) {
-            return rc;
+        if (offset >= fz->bytes || !ids_record_key(fz->mem + offset, (size_t)(fz->bytes - offset),
+                                                   &id, &day, &tombstone)) {
+            return -DS_ECORRUPT;
         }
-        j->entries[j->entries_count++] = (struct seal_entry){
-            .key = rec.order_id.is_string ? 0 : (uint64_t)rec.order_id.value,
-            .unit = (uint32_t)(offset / 4),
-            .meta = (uint32_t)rec.day | (rec.order_id.is_string ? SEAL_STRING : 0) |
-                    (tombstone ? SEAL_TOMBSTONE : 0)};
+        j->entries[j->entries_count++] =
+            (struct seal_entry){.key = id.is_string ? 0 : (uint64_t)id.value,
+                                .unit = (uint32_t)(offset / 4),
+                                .meta = (uint32_t)day | (id.is_string ? SEAL_STRING : 0) |
+                                        (tombstone ? SEAL_TOMBSTONE : 0)};
     }
     ASSERT(j->entries_count == fz->keys);
     return seal_sort(j);

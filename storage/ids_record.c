@@ -167,6 +167,32 @@ bool ids_record_id(const uint8_t *rec, size_t avail, struct ds_id *out)
     return get_id(&p, rec + length, (rec[6] & IDS_FLAG_ID_STRING) != 0, out) && ids_id_valid(out);
 }
 
+/* Only the header and the fields up to ts: no CRC (the seal reads records its own writer encoded
+ * or its open's replay checked; the sealed files keep the CRCs, checked at every read). */
+bool ids_record_key(const uint8_t *rec, size_t avail, struct ds_id *id, int32_t *day,
+                    bool *tombstone)
+{
+    size_t length = ids_record_length(rec, avail);
+    if (length == 0 || length > avail) {
+        return false;
+    }
+    uint8_t flags = rec[6];
+    const uint8_t *p = rec + IDS_RECORD_FIXED_BYTES;
+    const uint8_t *end = rec + length;
+    struct ds_id customer;
+    uint64_t version = 0, ts = 0;
+    bool ok = get_id(&p, end, flags & IDS_FLAG_ID_STRING, id) && ids_id_valid(id) &&
+              get_id(&p, end, flags & IDS_FLAG_CUSTOMER_STRING, &customer) &&
+              ((flags & IDS_FLAG_HAS_VERSION) == 0 || ds_varint_next(&p, end, &version)) &&
+              ds_varint_next(&p, end, &ts) && ts <= (uint64_t)DS_TS_MS_MAX &&
+              (int64_t)ts >= DS_TS_MS_MIN;
+    if (ok) {
+        *day = ds_day_from_ms((int64_t)ts);
+        *tombstone = (flags & IDS_FLAG_TOMBSTONE) != 0;
+    }
+    return ok;
+}
+
 /* Integer ids by value, then string ids by their bytes (a prefix first). */
 int ids_id_compare(const struct ds_id *a, const struct ds_id *b)
 {

@@ -33,4 +33,8 @@ size_t ids_record_padded(const uint8_t *rec, size_t avail);
 /* The order id of the encoded record at rec (false when the bytes cannot hold one). */
 bool ids_record_id(const uint8_t *rec, size_t avail, struct ds_id *out);
 
+/* The order id, day and tombstone flag of the encoded record at rec, parsed without its CRC
+ * check (false when the bytes cannot hold them). */
+bool ids_record_key(const uint8_t *rec, size_t avail, struct ds_id *id, int32_t *day,
+                    bool *tombstone);
 #endif /* DS_STORAGE_IDS_RECORD_H */

@@ -18,13 +18,19 @@
 # previous call. At the end the node must have taken in (events + dead letters in /metrics)
 # every message the producer had acknowledged, and the data dir's per-day counts must equal
 # `dayshard ingest` of the same file (same model and retention), else events were lost and the
-# script fails. Retention runs on a one-partition topic so that the node sees the file's order:
-# which late event is too_late depends on arrival order (the generator moves 3% of updates up to
-# 3 days). At SCALE < 1 the generator's late updates (up to ~20k orders back) reach further back
-# in days, so more of them are too_late; the dropped days' files go 30 s after their drop, so at
-# this feed rate parts/ holds tens of days ("held"): ids/ and gsi/ are the figures to read. Exit status: 0 when the runs completed (targets met or
-# not: each is printed as met/MISSED; STRICT=1 makes a miss exit 3), 1 when the node or the
-# broker died, events were lost or a step failed, 2 on a usage error.
+# script fails.
+# Retention: the stream is sorted by day (stable: the generator's order within a day) and sent
+# on a one-partition topic (the node sees the file's order, so its stream time and too_late
+# dead letters equal ingest's). Unsorted, the generator's moved-day updates (3% of updates move
+# 1-3 days, and moves chain) put day d+5 among the first day's lines, so the node's stream time
+# (the greatest day seen) runs 5-6 days ahead and, at --retention-days 5, most events are
+# too_late (seen: 388k of the first 720k lines). Sorted, every update arrives within its
+# order's day and nothing is too_late: what the node must reclaim is superseded versions and the
+# orders of dropped days. The dropped days' files go 30 s after their drop, so at this feed rate
+# parts/ still holds tens of days ("held"): ids/ and gsi/ are the figures the targets name.
+# Exit status: 0 when the runs completed (targets met or not: each is printed as met/MISSED;
+# STRICT=1 makes a miss exit 3), 1 when the node or the broker died, events were lost or a step
+# failed, 2 on a usage error.
 #   usage: bench/steady_state.sh [month|retention|rss|all] [KEY=VALUE...]   (--help: the keys)
 set -euo pipefail
 
@@ -56,6 +62,7 @@ Keys (also read from the environment; a KEY=VALUE argument wins):
   RETENTION_DAYS=5         the node's --retention-days
   RET_RATE=100000          producer events/s
   RET_CHUNK=30000          lines per produce call (a stream day is one or more calls)
+  RET_SORT=1               send the stream sorted by day (stable); 0: in the generator's order
   RET_PARTITIONS=1         partitions of the topic: one arrival order, so the node's stream
                            time (and its too_late dead letters) equals `dayshard ingest`'s
  rss:
@@ -102,6 +109,7 @@ RETENTION_DAYS=${RETENTION_DAYS:-5}
 RET_RATE=${RET_RATE:-100000}
 RET_CHUNK=${RET_CHUNK:-30000}
 RET_PARTITIONS=${RET_PARTITIONS:-1}
+RET_SORT=${RET_SORT:-1}
 RSS_EVENTS=${RSS_EVENTS:-10000000}
 RSS_DAYS=${RSS_DAYS:-28}
 RSS_CHUNK=${RSS_CHUNK:-250000}
@@ -113,7 +121,7 @@ PY=/usr/bin/python3
 [[ -x $DAYSHARD ]] || { echo "steady_state: DAYSHARD=$DAYSHARD is not an executable" >&2; exit 2; }
 DAYSHARD=$(cd "$(dirname "$DAYSHARD")" && pwd)/$(basename "$DAYSHARD")
 for n in PARTITIONS SEED MONTH_EVENTS MONTH_CHUNK MONTH_RATE SAMPLE_SECONDS SAMPLE_EVERY \
-  RET_EVENTS RET_DAYS RETENTION_DAYS RET_RATE RET_CHUNK RET_PARTITIONS RSS_EVENTS RSS_DAYS RSS_CHUNK RSS_SAMPLE RSS_RATE; do
+  RET_EVENTS RET_DAYS RETENTION_DAYS RET_RATE RET_CHUNK RET_PARTITIONS RET_SORT RSS_EVENTS RSS_DAYS RSS_CHUNK RSS_SAMPLE RSS_RATE; do
   [[ ${!n} =~ ^[0-9]+$ ]] || { echo "steady_state: $n=${!n} is not a whole number" >&2; exit 2; }
 done
 for n in PARTITIONS MONTH_CHUNK SAMPLE_EVERY RET_DAYS RET_CHUNK RET_PARTITIONS RSS_CHUNK RSS_SAMPLE; do
@@ -137,6 +145,7 @@ cleanup() {
   if [[ -z ${KEEP:-} ]]; then rm -rf "$WORKDIR"; fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 note() { echo "$(date +%T) $*"; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
@@ -285,6 +294,10 @@ sizes() {
   echo "$wa $wb $ia $ib $ga $gb $pa $pb $((wa - ia - ga - pa)) $((wb - ib - gb - pb))"
 }
 
+# partitions DIR: how many day/shard partitions DIR/parts holds (adaptive sharding grows a day
+# whose write rate, in Kafka message time, passes the shard capacity: the feed rate shows here).
+partitions() { { find "$1/parts" -mindepth 2 -maxdepth 2 -type d 2>/dev/null || true; } | wc -l; }
+
 # day_counts DIR FIRST LAST: "DAY=N" lines of the non-zero days (DAYS at most 366 per call).
 day_counts() {
   local from=$2 to
@@ -415,7 +428,7 @@ month_one() {
   verdict "$(per "$gsi" "$events")" 12
   rows+=" index $(per "$gsi" "$events") B/event (<= 12: $V),"
   rows+=" ids $(per "$((ia > ib ? ia : ib))" "$events"), parts $(per "$((pa > pb ? pa : pb))" "$events")"
-  line="month/$profile at ${SAMPLE_SECONDS} s: $rows; VmHWM $(mib $(($(proc_kib VmHWM) * 1024))) MiB"
+  line="month/$profile at ${SAMPLE_SECONDS} s: $rows; $(partitions "$data") partitions; VmHWM $(mib $(($(proc_kib VmHWM) * 1024))) MiB"
   check_consumed "month/$profile"
   stop_all
   read -r wa wb ia ib ga gb pa pb ra rb <<<"$(sizes "$data")"
@@ -438,13 +451,14 @@ mode_month() {
 
 ret_sample() {
   local k=$1 sent=$2 last days_held day_idx s rss hwm
-  last=$(find "$RET_DATA/parts" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null | sort | tail -n1)
-  days_held=$(find "$RET_DATA/parts" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)
+  # Days vanish while they are listed (dropped by retention): a failed listing is not fatal.
+  last=$({ find "$RET_DATA/parts" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null || true; } | sort | tail -n1)
+  days_held=$({ find "$RET_DATA/parts" -mindepth 1 -maxdepth 1 -type d 2>/dev/null || true; } | wc -l)
   day_idx=$((($(date -u -d "$last" +%s) - $(date -u -d "$FIRST_DAY" +%s)) / 86400 + 1))
   s=$(sizes "$RET_DATA")
   rss=$(proc_kib VmRSS)
   hwm=$(proc_kib VmHWM)
-  echo "$k,$day_idx,$last,$days_held,$sent,${s// /,},$rss,$hwm,$(($(now_ms) - RET_T0))" >>"$RET_CSV"
+  echo "$k,$day_idx,$last,$days_held,$sent,${s// /,},$rss,$hwm,$(($(now_ms) - RET_T0)),$(partitions "$RET_DATA")" >>"$RET_CSV"
   local wa wb ia ib ga gb pa pb ra rb
   read -r wa wb ia ib ga gb pa pb ra rb <<<"$s"
   printf '  %4d %4d %-10s %4d %9d %9s %9s %9s %9s %8s %8s\n' "$k" "$day_idx" "$last" "$days_held" \
@@ -460,13 +474,21 @@ mode_retention() {
   RET_CSV=$OUT/retention.csv
   rm -rf "$RET_DATA"
   "$DAYSHARD" generate --events "$events" --days "$RET_DAYS" --updates "$RET_UPDATES" \
-    --seed "$SEED" >"$file"
+    --seed "$SEED" >"$file.gen"
+  if ((RET_SORT)); then
+    # Stable sort by the day of ts: lines keep the generator's order within a day.
+    awk '{d = ""; if (match($0, /"ts":"[0-9]+-[0-9]+-[0-9]+/)) d = substr($0, RSTART + 6, RLENGTH - 6)
+          print d "\t" $0}' "$file.gen" | LC_ALL=C sort -s -t "$(printf '\t')" -k1,1 | cut -f2- >"$file"
+    rm -f "$file.gen"
+  else
+    mv "$file.gen" "$file"
+  fi
   note "retention: $events lines over $RET_DAYS days ($(du -h "$file" | cut -f1)), about" \
     "$(awk -v e="$events" -v u="$RET_UPDATES" -v d="$RET_DAYS" 'BEGIN {printf "%d", e * (1 - u) / d}') new orders a day," \
     "--retention-days $RETENTION_DAYS, sent at $RET_RATE events/s, a stream day per produce call"
   start_broker retention "$RET_PARTITIONS"
   start_node retention "$RET_DATA" --retention-days "$RETENTION_DAYS"
-  echo "chunk,stream_day,day,days_held,sent,whole_apparent,whole_allocated,ids_apparent,ids_allocated,gsi_apparent,gsi_allocated,parts_apparent,parts_allocated,rest_apparent,rest_allocated,rss_kib,hwm_kib,elapsed_ms" >"$RET_CSV"
+  echo "chunk,stream_day,day,days_held,sent,whole_apparent,whole_allocated,ids_apparent,ids_allocated,gsi_apparent,gsi_allocated,parts_apparent,parts_allocated,rest_apparent,rest_allocated,rss_kib,hwm_kib,elapsed_ms,partitions" >"$RET_CSV"
   printf '  %4s %4s %-10s %4s %9s %9s %9s %9s %9s %8s %8s\n' feed day "newest" held sent \
     "ids MiB" "gsi MiB" "parts MiB" "dir MiB" "RSS MiB" "HWM MiB"
   RET_T0=$(now_ms)

@@ -556,15 +556,19 @@ EOF
 
 # ---- rss -------------------------------------------------------------------------------------
 
-# rss_sample K SENT: a row once step K is durable.
+# rss_sample K SENT: a row once step K is durable. VmRSS splits into anonymous memory and
+# file pages mapped by the node (RssAnon, RssFile): both count in VmHWM.
 rss_sample() {
-  local now rss hwm rate
+  local now rss hwm anon file rate
   now=$(now_ms)
   rss=$(proc_kib VmRSS)
   hwm=$(proc_kib VmHWM)
+  anon=$(proc_kib RssAnon)
+  file=$(proc_kib RssFile)
   rate=$((($2 - RSS_LAST_N) * 1000 / (now - RSS_LAST_T + 1)))
-  echo "$2,$rss,$hwm,$((now - RSS_T0)),$rate" >>"$RSS_CSV"
-  printf '  %10d %9s %9s %8s %10d\n' "$2" "$(mib $((rss * 1024)))" "$(mib $((hwm * 1024)))" \
+  echo "$2,$rss,$hwm,$anon,$file,$((now - RSS_T0)),$rate" >>"$RSS_CSV"
+  printf '  %10d %9s %9s %9s %9s %8s %10d\n' "$2" "$(mib $((rss * 1024)))" "$(mib $((hwm * 1024)))" \
+    "$(mib $((anon * 1024)))" "$(mib $((file * 1024)))" \
     "$(awk -v t=$((now - RSS_T0)) 'BEGIN {printf "%.1f", t / 1000}')" "$rate"
   RSS_LAST_N=$2
   RSS_LAST_T=$now
@@ -583,21 +587,24 @@ mode_rss() {
     "$RSS_CHUNK lines, a row per $step orders durable"
   start_broker rss "$PARTITIONS"
   start_node rss "$data"
-  echo "durable,rss_kib,hwm_kib,elapsed_ms,events_per_s" >"$RSS_CSV"
-  printf '  %10s %9s %9s %8s %10s\n' durable "RSS MiB" "HWM MiB" "s" "events/s"
+  echo "durable,rss_kib,hwm_kib,rss_anon_kib,rss_file_kib,elapsed_ms,events_per_s" >"$RSS_CSV"
+  printf '  %10s %9s %9s %9s %9s %8s %10s\n' durable "RSS MiB" "HWM MiB" "anon MiB" "file MiB" "s" "events/s"
   RSS_T0=$(now_ms)
   RSS_LAST_T=$RSS_T0
   RSS_LAST_N=0
   on_step() { rss_sample "$@"; }
   feed rss "$file" "$((step > 0 ? step : 1))" "$RSS_CHUNK" "$RSS_RATE"
   rm -f "$file"
-  local t=$(($(now_ms) - RSS_T0)) hwm
+  local t=$(($(now_ms) - RSS_T0)) hwm anon file
   hwm=$(proc_kib VmHWM)
+  anon=$(proc_kib RssAnon)
+  file=$(proc_kib RssFile)
   verdict "$(mib $((hwm * 1024)))" 256
   local line
   line="rss: $SENT orders durable in $(awk -v t="$t" 'BEGIN {printf "%.1f", t / 1000}') s,"
   line+=" $((SENT * 1000 / (t + 1))) events/s seen (producer and pauses between calls included);"
-  line+=" VmHWM $(mib $((hwm * 1024))) MiB (<= 256: $V); per step: $RSS_CSV"
+  line+=" VmHWM $(mib $((hwm * 1024))) MiB (<= 256: $V), at the end RssAnon $(mib $((anon * 1024)))"
+  line+=" + RssFile $(mib $((file * 1024))) MiB; per step: $RSS_CSV"
   RESULTS+=("$line")
   check_consumed rss
   stop_all

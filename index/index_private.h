@@ -378,8 +378,8 @@ struct index {
  * log end it covers, [40] u64 offset and [48] u32 crc field of the cursor record that ends
  * there, [52] u32 CRC32C of the body, [56] u32 count, [60] u32 CRC32C of the 60 bytes before),
  * then the body: the count used slots, each u32 index and the slot's 24 bytes, then the cursor
- * that record leaves (0 bytes when it is a whole-cursor record, which holds it itself). Sparse, so a small index has a
- * small checkpoint whatever the table size. */
+ * that record leaves (0 bytes when it is a whole-cursor record, which holds it itself).
+ * Sparse, so a small index has a small checkpoint whatever the table size. */
 #define INDEX_CHECKPOINT_ENTRY_BYTES (4u + INDEX_SLOT_BYTES)
 
 /* What a scan learned about one record. */

@@ -340,20 +340,21 @@ static int index_compact_write_log(struct index_compactor *k, uint64_t *cursor_a
     }
     rc = rc == 0 ? index_compact_record_flush(k) : rc;
     if (rc == 0) {
-        uint8_t *r = k->record;
-        memset(r, 0, INDEX_CURSOR_HEADER_BYTES);
-        r[8] = INDEX_RECORD_CURSOR;
+        /* The whole cursor from the empty one (RESET), in pieces when it is large. */
         pthread_mutex_lock(&g->cursor_lock);
-        size_t len = INDEX_CURSOR_HEADER_BYTES + g->cursor_len;
-        ds_put_le32(r + 12, (uint32_t)g->cursor_len);
-        ds_put_le64(r + 16, g->applies);
-        memcpy(r + INDEX_CURSOR_HEADER_BYTES, g->cursor, g->cursor_len);
+        struct index_delta_writer w = {.next = g->cursor,
+                                       .len = g->cursor_len,
+                                       .ins = g->cursor_len,
+                                       .apply = g->applies,
+                                       .reset = true,
+                                       .first = true};
+        size_t len = 0;
+        while (rc == 0 && (len = index_delta_writer_next(&w, k->record)) > 0) {
+            *cursor_at = k->end;
+            *crc = ds_get_le32(k->record);
+            rc = index_compact_write(k, k->record, len);
+        }
         pthread_mutex_unlock(&g->cursor_lock);
-        ds_put_le32(r + 4, (uint32_t)len);
-        ds_put_le32(r, ds_crc32c(0, r + 4, len - 4u));
-        *cursor_at = k->end;
-        *crc = ds_get_le32(r);
-        rc = index_compact_write(k, r, len);
     }
     rc = rc == 0 && k->out_bytes > 0
              ? ds_pwrite_full(k->fd, k->out, k->out_bytes, k->end - k->out_bytes)
@@ -387,6 +388,7 @@ static int index_compact_swap(struct index_compactor *k, const char *tmp, uint64
     pthread_mutex_lock(&g->cursor_lock);
     g->cursor_at = cursor_at;
     g->cursor_crc = crc;
+    g->cursor_link_crc = crc;
     pthread_mutex_unlock(&g->cursor_lock);
     g->checkpoint_end = k->end; /* the sealed log is its own checkpoint (see index_close) */
     g->sealed_end = cursor_at;

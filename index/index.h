@@ -42,10 +42,10 @@
  * events (ARCHITECTURE.md, file ingest), and the batch buffer is sized for the worst case. */
 #define INDEX_BATCH_ENTRIES_MAX (1u << 20)
 #define INDEX_BATCH_ENTRIES_DEFAULT 65536u
-/* The builder's cursor: positions of 13,106 partitions fit (20 bytes each), 51 days grown to
- * 256 shards. 64 KiB held 3,276, which adaptive sharding passes within a month (and the builder
- * would stop). Each apply writes the whole cursor: a log's cost that compaction drops. */
-#define INDEX_CURSOR_BYTES_MAX (256u * 1024u)
+/* The builder's cursor, 20 bytes per partition followed: 256 MiB is 13.4M partitions, 143 years
+ * of days of 256 shards without retention (with it, the kept days' only). The store keeps it in
+ * memory and writes only what changed with each apply (store.c). */
+#define INDEX_CURSOR_BYTES_MAX (256u << 20)
 /* A page holds 1..INDEX_PAGE_LIMIT_MAX entries (DESIGN.md section 5: limit at most 1000). */
 #define INDEX_PAGE_LIMIT_MAX 1000u
 /* A page token is lowercase hex of the last entry's (ts, order id) key part: at most
@@ -127,10 +127,11 @@ bool index_replaced(struct index *g);
 void index_close(struct index *g);
 
 /* Adds n entries (borrowed) and replaces the cursor with cursor[0..cursor_len) (borrowed),
- * atomically: a customer's query sees all of that customer's entries of the apply or none, and
- * an entry is queryable before index_cursor returns the cursor that covers it. Not durable at
- * return (the log is written, not synced; checkpoints sync it): after a power cut the store
- * holds the entries and the cursor of the applies up to some earlier one, and the builder
+ * atomically (the log gets only the bytes that changed, a few dozen for a cursor that differs in
+ * a few places, whatever its length): a customer's query sees all of that customer's entries of the
+ * apply or none, and an entry is queryable before index_cursor returns the cursor that covers it.
+ * Not durable at return (the log is written, not synced; checkpoints sync it): after a power cut
+ * the store holds the entries and the cursor of the applies up to some earlier one, and the builder
  * replays from that cursor; a process crash loses nothing. A reader sees the apply after its
  * next refresh. An entry equal to one already present (same customer, ts and order id) hides
  * it (queries return the newest apply's copy once), so re-applying a batch changes no answer.
@@ -141,8 +142,8 @@ DS_MUST_USE int index_apply(struct index *g, const struct index_entry *entries, 
                             const void *cursor, size_t cursor_len);
 
 /* Copies the last applied cursor into buf (cap bytes) and its length into *len (0 before the
- * first apply). Returns 0, -ENOSPC when cap is too small (*len still set), -DS_ECORRUPT or
- * -EIO. */
+ * first apply; at most INDEX_CURSOR_BYTES_MAX). Returns 0, -ENOSPC when cap is too small (*len
+ * still set: call again with a buffer that large), -DS_ECORRUPT or -EIO. */
 DS_MUST_USE int index_cursor(struct index *g, void *buf, size_t cap, size_t *len);
 
 /* One page of customer's orders, newest first: ts descending; among equal ts, order ids
@@ -210,7 +211,7 @@ struct index_check_report {
     uint64_t slots_used;         /* chains in the table the log builds */
     bool table_present;          /* DIR/table exists */
     uint64_t table_covers_bytes; /* the log prefix DIR/table covers */
-    size_t cursor_len;           /* bytes of the last cursor, copied to the caller's buffer */
+    size_t cursor_len;           /* bytes of the last cursor */
 };
 
 /* Reads every file of the index in dir without changing any and without the writer's lock, so
@@ -218,14 +219,15 @@ struct index_check_report {
  * FORMAT; the log's header and every record (checksum, fields, entries that decode in order,
  * each run linked to its chain's previous run, apply numbers in sequence); DIR/table, the
  * checkpoint (checksums, size, slots sorted and in bounds, the cursor record it names), which
- * must equal the table the log's records build up to the point it covers. A record that fails
- * its checks is damage when an intact record follows it or when DIR/table covers it; otherwise
- * it is a torn tail a crash left (tail_bytes), which is not. The last cursor goes to
- * cursor[0..cursor_cap) (INDEX_CURSOR_BYTES_MAX always suffices; a longer one is damage).
- * Returns 0 with *out filled (a missing dir: present false), -DS_EUSAGE (dir too long) or
- * -ENOMEM; an unreadable file is damage, named in the reason. */
-DS_MUST_USE int index_check(const char *dir, void *cursor, size_t cursor_cap,
-                            struct index_check_report *out);
+ * must equal the table the log's records build up to the point it covers, and the cursor it
+ * holds the one the log's cursor records build (each delta record checked against the record
+ * before it). A record that fails its checks is damage when an intact record follows it or
+ * when DIR/table covers it; otherwise it is a torn tail a crash left (tail_bytes), which is
+ * not. With cursor not NULL, *cursor gets a malloc'd copy of the last complete apply's cursor
+ * (cursor_len bytes; NULL when empty), which the caller frees. Returns 0 with *out filled (a
+ * missing dir: present false), -DS_EUSAGE (dir too long) or -ENOMEM; an unreadable file is
+ * damage, named in the reason. */
+DS_MUST_USE int index_check(const char *dir, uint8_t **cursor, struct index_check_report *out);
 
 /* One entry, borrowed for the call; a non-zero return stops the visit. */
 typedef int (*index_entry_fn)(const struct index_entry *entry, void *user);

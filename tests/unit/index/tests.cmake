@@ -5,3 +5,5 @@ ds_unit_test(index index)
 ds_unit_test(index index_oracle)
 # Checkpoints taken on the writer's own thread while applies go on.
 ds_unit_test(index index_checkpoint)
+# The cursor's delta records: bytes per apply, pieces, cuts, old whole-cursor logs.
+ds_unit_test(index index_cursor)

@@ -12,8 +12,9 @@
  * at the head the snapshot saw). The sealed part ends with a cursor record for the snapshot's
  * apply, then the records applied since are copied in log order with their offsets moved: a
  * pointer at or after from0 by the fixed shift of the copy, one before it (only ever the
- * snapshot's head of the run's slot) to that slot's new sealed head; each run's chain max ts is
- * recomputed along its slot, since the sealed chain may have lost entries below the floor. The
+ * snapshot's head of the run's slot: the prev of the slot's first run after from0, or the skip
+ * of a customer's later runs of that apply) to that slot's new sealed head; each run's chain max ts
+ * is recomputed along its slot, since the sealed chain may have lost entries below the floor. The
  * thread copies in rounds while the applies go on; index_seal_finish, on the applying thread,
  * copies only what was applied after its last round and swaps. Rejected: a two-file index
  * (sealed + live, offsets naming the file): every reader, the checker and the fsck visitor
@@ -431,6 +432,10 @@ struct index_seal {
     size_t snapshot_len;
     uint8_t *scan; /* INDEX_IO_BUFFER_BYTES: reads of the old log's tail */
     uint8_t *copy; /* INDEX_RECORD_BYTES_MAX: one run being moved */
+    /* Per slot, its sealed head, set when the slot's first run is moved: a later run of the
+     * same customer and apply skips back to it (calloc'd: pages are touched only for the slots
+     * the tail names). */
+    uint64_t *sealed_heads;
     pthread_t thread;
     bool thread_started;
     int thread_rc; /* the thread's outcome, once done */
@@ -489,7 +494,9 @@ static int index_seal_write_sealed(struct index_seal *s)
 }
 
 /* An offset of the old log's tail in the new log: at or after from0 shifted with the copy;
- * before it, the snapshot's head of the slot, whose new head is `sealed`. */
+ * before it, the snapshot's head of the slot (a run's prev when it is the slot's first run
+ * after from0, or its skip when the customer's earlier runs of the same apply are), whose new
+ * head is `sealed`. */
 static uint64_t index_seal_move(const struct index_seal *s, uint64_t at, uint64_t sealed)
 {
     if (at == 0) {
@@ -510,15 +517,26 @@ static int index_seal_move_run(struct index_seal *s, const struct index_record *
     bool tail_before = n->head >= s->tail_new; /* the slot has a moved run already */
     uint64_t prev = ds_get_le64(r + 16);
     uint64_t skip = ds_get_le64(r + 64);
-    uint64_t sealed = tail_before ? 0 : n->head;
+    if (s->sealed_heads == NULL) {
+        s->sealed_heads = calloc((size_t)1 << k->g->slots_log2, sizeof(*s->sealed_heads));
+        if (s->sealed_heads == NULL) {
+            return -ENOMEM;
+        }
+    }
+    if (!tail_before) {
+        s->sealed_heads[slot] = n->head;
+    }
+    uint64_t sealed = s->sealed_heads[slot];
     uint64_t new_prev = index_seal_move(s, prev, sealed);
     size_t first = INDEX_RUN_HEADER_BYTES + r[10];
-    bool ok = new_prev == n->head && (skip >= s->from0 || skip == 0 || !tail_before) &&
-              (prev >= s->from0 || !tail_before) && first + 9 <= rec->len &&
+    bool ok = new_prev == n->head && (prev >= s->from0 || !tail_before) && first + 9 <= rec->len &&
               (n->tag == 0 || n->tag == ds_get_le64(r + 48));
     if (!ok) {
-        ds_log_error("%s/log: the run at %" PRIu64 " does not continue slot %" PRIu32 "'s chain",
-                     k->g->dir, rec->offset, slot);
+        ds_log_error("%s/log: the run at %" PRIu64 " does not continue slot %" PRIu32
+                     "'s chain (prev %" PRIu64 " skip %" PRIu64 " from0 %" PRIu64 " head %" PRIu64
+                     " new prev %" PRIu64 " tail_new %" PRIu64 ")",
+                     k->g->dir, rec->offset, slot, prev, skip, s->from0, n->head, new_prev,
+                     s->tail_new);
         return -DS_ECORRUPT;
     }
     int64_t newest = (int64_t)~index_key_be64_get(r + first + 1);
@@ -643,6 +661,7 @@ static void index_seal_free(struct index_seal *s)
     free(s->snapshot);
     free(s->scan);
     free(s->copy);
+    free(s->sealed_heads);
     free(s);
 }
 

@@ -413,9 +413,11 @@ static int index_compact_slot(struct index_compactor *k, uint32_t slot, uint64_t
 
 /* ---- sealing beside the applies ------------------------------------------------------------ */
 
-/* Copy rounds of the seal's thread at most, and the tail below which it stops copying and
- * leaves the rest to index_seal_finish (on the applying thread). */
-#define INDEX_SEAL_COPY_ROUNDS_MAX 16u
+/* Copy rounds of the seal's thread at most (copying runs at memory speed, applying an order
+ * of magnitude slower, so each round leaves a shorter tail: the bound is only a bound), and
+ * the tail below which it stops copying and leaves the rest to index_seal_finish (on the
+ * applying thread: 256 KiB take well under a millisecond to copy). */
+#define INDEX_SEAL_COPY_ROUNDS_MAX 1024u
 #define INDEX_SEAL_COPY_SMALL_BYTES (256u << 10)
 /* The seal's thread runs below the builder's priority: it may take longer, applies may not. */
 #define INDEX_SEAL_NICE 5
@@ -628,6 +630,12 @@ static int index_seal_prepare(struct index_seal *s, bool background)
             break;
         }
         rc = index_seal_copy(s, end);
+        if (rc == 0 && round == 0) {
+            /* The copied tail written back now, not by the directory sync of the swap on the
+             * applying thread (ext4 commits the new file's allocated blocks with it). */
+            rc = index_seal_flush(&s->k);
+            rc = rc == 0 && fdatasync(s->k.fd) != 0 ? -errno : rc;
+        }
     }
     return rc;
 }
@@ -766,18 +774,6 @@ static bool index_seal_checkpoint_busy(struct index *g)
     return c.started > c.done + c.failed;
 }
 
-/* Slots claimed in the writer's table that no chain of the new log names (an apply that
- * failed claimed them): kept, so every probe window stays as it was. */
-static void index_seal_keep_tags(struct index_seal *s)
-{
-    struct index *g = s->k.g;
-    for (uint64_t i = 0; i <= g->mask; i++) {
-        if (s->k.slots[i].tag == 0) {
-            s->k.slots[i].tag = g->slots[i].tag;
-        }
-    }
-}
-
 /* Renames the new log over DIR/log and swaps it and its table into the handle: DIR/table goes
  * first (it names the old log's records; without it an opening handle reads the whole log). */
 static int index_seal_swap(struct index_seal *s)
@@ -793,7 +789,6 @@ static int index_seal_swap(struct index_seal *s)
     if (rc != 0) {
         return rc;
     }
-    index_seal_keep_tags(s);
     pthread_rwlock_wrlock(&g->swap_lock);
     struct index_slot *old = g->slots;
     int old_fd = g->log_fd;
@@ -827,9 +822,14 @@ static int index_seal_complete(struct index_seal *s, struct index_compact_stats 
      * needs it starts it again. */
     index_checkpointer_stop(g);
     uint64_t before = g->log_end;
+    uint64_t t1 = ds_clock_ns();
     int rc = index_seal_copy(s, g->log_end);
     rc = rc == 0 ? index_seal_flush(&s->k) : rc;
+    uint64_t t2 = ds_clock_ns();
     rc = rc == 0 ? index_seal_swap(s) : rc;
+    ds_log_debug("%s: seal finish: checkpointer %.1f ms, copy %.1f ms, swap %.1f ms", g->dir,
+                 (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
+                 (double)(ds_clock_ns() - t2) / 1e6);
     if (rc != 0) {
         return rc;
     }
@@ -898,6 +898,17 @@ void index_log_bytes(const struct index *g, uint64_t *sealed, uint64_t *live)
     ASSERT(g != NULL && g->writer);
     *sealed = g->sealed_end;
     *live = g->log_end - g->sealed_end;
+}
+
+bool index_seal_due(const struct index *g, bool idle)
+{
+    uint64_t sealed = 0;
+    uint64_t live = 0;
+    index_log_bytes(g, &sealed, &live);
+    if (live >= INDEX_SEAL_LIVE_MIN_BYTES && live >= sealed / 2) {
+        return true;
+    }
+    return idle && live >= INDEX_SEAL_IDLE_MIN_BYTES + sealed / 32;
 }
 
 int index_compact(struct index *g, struct index_compact_stats *stats)

@@ -202,6 +202,14 @@ void index_seal_cancel(struct index_seal *s);
 /* The log's sealed part (header and sealed records: what the last seal wrote) and the bytes
  * appended since. Writer thread. */
 void index_log_bytes(const struct index *g, uint64_t *sealed, uint64_t *live);
+/* When to seal: the live part passed INDEX_SEAL_LIVE_MIN_BYTES and half the sealed part (each
+ * seal then rewrites at most three times what was appended since the last), or, once the
+ * writer has been idle (the caller says so), it passed INDEX_SEAL_IDLE_MIN_BYTES and a 32nd of
+ * the sealed part, so a quiet index ends sealed without resealing for every few applies.
+ * Writer thread. */
+#define INDEX_SEAL_LIVE_MIN_BYTES (4ull << 20)
+#define INDEX_SEAL_IDLE_MIN_BYTES (64ull << 10)
+bool index_seal_due(const struct index *g, bool idle);
 
 /* Bytes of the index's files on disk (log and table checkpoint). */
 uint64_t index_bytes_on_disk(struct index *g);

@@ -1,6 +1,8 @@
 /*
- * bench_index_seal [EVENTS] [BATCH]: the by-customer index sealed beside its applies, in one
- * run. The busy-day workload's events (default 1M) are applied in batches (default 8192) twice,
+ * bench_index_seal [EVENTS] [BATCH] [RATE]: the by-customer index sealed beside its applies, in
+ * one run. The busy-day workload's events (default 1M) are applied in batches (default 8192) at
+ * RATE events/s (default 500,000, a node's ingest rate, so that applies go on while seals run;
+ * 0: flat out) twice,
  * each time into a fresh directory: once without sealing, once with index_seal_due's rule
  * driving index_seal_start / index_seal_finish between applies as the builder does, and the
  * builder's idle seal after the last apply. Per pass it prints the apply rate, each apply's
@@ -89,8 +91,8 @@ static uint64_t maintain(struct index *g, struct index_seal **seal, struct pass 
     return now_ns() - t0;
 }
 
-static void run_pass(uint64_t events, uint32_t batch_max, bool seal_on, const char *dir,
-                     struct pass *p)
+static void run_pass(uint64_t events, uint32_t batch_max, uint64_t rate, bool seal_on,
+                     const char *dir, struct pass *p)
 {
     memset(p, 0, sizeof(*p));
     struct index_config cfg;
@@ -129,6 +131,13 @@ static void run_pass(uint64_t events, uint32_t batch_max, bool seal_on, const ch
             p->appended += after + live - before;
             stalls[applies++] = held + now_ns() - a0;
             n = 0;
+            uint64_t due = rate > 0 ? t0 + p->events * 1000000000ull / rate : 0;
+            uint64_t now = now_ns();
+            if (due > now) {
+                struct timespec ts = {.tv_sec = (time_t)((due - now) / 1000000000ull),
+                                      .tv_nsec = (long)((due - now) % 1000000000ull)};
+                nanosleep(&ts, NULL);
+            }
         }
     }
     p->seconds = (double)(now_ns() - t0) / 1e9;
@@ -166,6 +175,7 @@ int main(int argc, char **argv)
 {
     uint64_t events = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000ull;
     uint32_t batch = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 8192u;
+    uint64_t rate = argc > 3 ? strtoull(argv[3], NULL, 10) : 500000u;
     ASSERT(events > 0 && batch > 0 && batch <= INDEX_BATCH_ENTRIES_MAX);
     char base[DS_PATH_MAX / 2];
     snprintf(base, sizeof(base), "/tmp/bench_index_seal.XXXXXX");
@@ -176,10 +186,11 @@ int main(int argc, char **argv)
     snprintf(on_dir, sizeof(on_dir), "%s/on", base);
     struct pass off;
     struct pass on;
-    run_pass(events, batch, false, off_dir, &off);
-    run_pass(events, batch, true, on_dir, &on);
-    printf("bench_index_seal: %llu busy-day events in batches of %u, sealing off then on\n",
-           (unsigned long long)events, batch);
+    run_pass(events, batch, rate, false, off_dir, &off);
+    run_pass(events, batch, rate, true, on_dir, &on);
+    printf("bench_index_seal: %llu busy-day events in batches of %u at %llu events/s (0: flat "
+           "out), sealing off then on\n",
+           (unsigned long long)events, batch, (unsigned long long)rate);
     print_pass("off", &off);
     print_pass("sealing", &on);
     printf("seals: %llu, %.2f s in all (thread), longest finish (applies held) %.2f ms; wrote "

@@ -156,11 +156,15 @@ DS_MUST_USE int index_cursor(struct index *g, void *buf, size_t cap, size_t *len
 DS_MUST_USE int index_query(struct index *g, const struct ds_id *customer, uint32_t limit,
                             const char *page_token, struct index_page *out);
 
-/* What index_compact did. */
+/* What index_compact or a seal (index_seal_finish) did. */
 struct index_compact_stats {
     uint64_t bytes_before; /* the log's size before and after */
     uint64_t bytes_after;
     double seconds;
+    uint64_t written_bytes;   /* bytes the seal wrote: the sealed part and the copied tail */
+    uint64_t tail_bytes;      /* of those, the records applied while the seal ran, copied */
+    uint64_t dropped_entries; /* entries of days below the floor left out */
+    uint64_t finish_ns;       /* the applying thread's share: the last tail copy and the swap */
 };
 
 /* Compacts the log: every customer's entries (each distinct key once, the newest
@@ -173,6 +177,40 @@ struct index_compact_stats {
  * applies (the thread that applies). stats may be NULL. Returns 0, -ENOMEM, -DS_ECORRUPT (a
  * damaged run on a chain: `gsi rebuild`) or -EIO; on failure the old log stays in use. */
 DS_MUST_USE int index_compact(struct index *g, struct index_compact_stats *stats);
+
+/*
+ * Online sealing: the compaction above, run beside the applies. index_seal_start (the applying
+ * thread, between applies) notes where the log ends and starts a thread that writes every chain
+ * up to there as sealed records into DIR/log.compact (leaving out entries of days below
+ * floor_day, INT32_MIN: none), then copies the applies made meanwhile after them, their chain
+ * pointers moved to the new log. index_seal_finish (the applying thread, between applies)
+ * copies the last applies, renames the new log over DIR/log and swaps it in: the only part that
+ * holds up applies. Crash-safe as index_compact. One seal per handle at a time; the caller
+ * finishes or cancels it before index_close.
+ */
+struct index_seal;
+/* Returns 0 with *out set, -ENOMEM, -EIO (an earlier apply failed) or the thread's error. */
+DS_MUST_USE int index_seal_start(struct index *g, int32_t floor_day, struct index_seal **out);
+/* Whether the seal's thread is done (index_seal_finish would not wait for it). Any thread. */
+bool index_seal_ready(const struct index_seal *s);
+/* Completes the seal when its thread is done (wait: waits for it and for a checkpoint in
+ * flight). Returns 0 (swapped in; s freed, stats filled when not NULL), -EAGAIN (not yet: call
+ * again after a later apply), or a negative code (logged; s freed, the old log stays). */
+DS_MUST_USE int index_seal_finish(struct index_seal *s, bool wait,
+                                  struct index_compact_stats *stats);
+/* Stops the seal's thread and removes its file; the old log stays. NULL is fine. */
+void index_seal_cancel(struct index_seal *s);
+/* The log's sealed part (header and sealed records: what the last seal wrote) and the bytes
+ * appended since. Writer thread. */
+void index_log_bytes(const struct index *g, uint64_t *sealed, uint64_t *live);
+/* When to seal: the live part passed INDEX_SEAL_LIVE_MIN_BYTES and half the sealed part (each
+ * seal then rewrites at most three times what was appended since the last), or, once the
+ * writer has been idle (the caller says so), it passed INDEX_SEAL_IDLE_MIN_BYTES and a 32nd of
+ * the sealed part, so a quiet index ends sealed without resealing for every few applies.
+ * Writer thread. */
+#define INDEX_SEAL_LIVE_MIN_BYTES (4ull << 20)
+#define INDEX_SEAL_IDLE_MIN_BYTES (64ull << 10)
+bool index_seal_due(const struct index *g, bool idle);
 
 /* Bytes of the index's files on disk (log and table checkpoint). */
 uint64_t index_bytes_on_disk(struct index *g);

@@ -7,3 +7,5 @@ ds_unit_test(index index_oracle)
 ds_unit_test(index index_checkpoint)
 # The cursor's delta records: bytes per apply, pieces, cuts, old whole-cursor logs.
 ds_unit_test(index index_cursor)
+# The seal's retention floor and the rule that says when to seal.
+ds_unit_test(index index_compact)

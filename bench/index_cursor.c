@@ -23,21 +23,6 @@
 #define TS0 1768953600000LL /* 2026-01-21T00:00:00Z */
 #define SHAPES 3u           /* empty cursor, 1 x 4, 90 x 64 */
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t file_bytes(const char *dir, const char *name)
-{
-    char path[DS_PATH_MAX];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    struct stat st;
-    return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
-}
-
 struct shape {
     const char *name;
     uint32_t days;
@@ -130,25 +115,26 @@ int main(int argc, char **argv)
         /* a first apply that writes the whole cursor once, outside the figures */
         entries_make(entries, 0);
         ASSERT(index_apply(s->g, entries, ENTRIES, s->cursor, s->cursor_len) == 0);
-        s->log_start = file_bytes(s->dir, "log");
+        s->log_start = bench_file_bytes(s->dir, "log");
     }
     for (uint64_t a = 1; a <= applies; a++) {
         entries_make(entries, a);
         for (uint32_t k = 0; k < SHAPES; k++) {
             struct shape *s = &shapes[(k + a) % SHAPES];
             cursor_round(s, a);
-            uint64_t t0 = now_ns();
+            uint64_t t0 = bench_now_ns();
             ASSERT(index_apply(s->g, entries, ENTRIES, s->cursor, s->cursor_len) == 0);
-            s->ns[a - 1] = now_ns() - t0;
+            s->ns[a - 1] = bench_now_ns() - t0;
         }
     }
     double empty_per_apply =
-        (double)(file_bytes(shapes[0].dir, "log") - shapes[0].log_start) / (double)applies;
+        (double)(bench_file_bytes(shapes[0].dir, "log") - shapes[0].log_start) / (double)applies;
     printf("bench_index_cursor: %llu applies of %u entries each\n", (unsigned long long)applies,
            ENTRIES);
     for (uint32_t k = 0; k < SHAPES; k++) {
         struct shape *s = &shapes[k];
-        double per_apply = (double)(file_bytes(s->dir, "log") - s->log_start) / (double)applies;
+        double per_apply =
+            (double)(bench_file_bytes(s->dir, "log") - s->log_start) / (double)applies;
         double cursor_share = per_apply - empty_per_apply;
         qsort(s->ns, applies, sizeof(*s->ns), bench_compare_u64);
         printf("  %-20s cursor %7zu B: log %9.1f B/apply, over an empty cursor %9.1f B/apply = "

@@ -20,21 +20,6 @@
 #include "bench/bench.h"
 #include "index/index.h"
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t file_bytes(const char *dir, const char *name)
-{
-    char path[DS_PATH_MAX];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    struct stat st;
-    return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
-}
-
 struct pass {
     uint64_t events;
     double seconds;     /* until the last apply returned */
@@ -75,12 +60,12 @@ static void seal_done(struct pass *p, const struct index_compact_stats *st)
 /* Between applies, as the builder does: finishes a seal whose thread is done, or starts one. */
 static uint64_t maintain(struct index *g, struct index_seal **seal, struct pass *p)
 {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     if (*seal != NULL) {
         struct index_compact_stats st;
         int rc = index_seal_finish(*seal, false, &st);
         if (rc == -EAGAIN) {
-            return now_ns() - t0;
+            return bench_now_ns() - t0;
         }
         ASSERT(rc == 0);
         *seal = NULL;
@@ -88,7 +73,7 @@ static uint64_t maintain(struct index *g, struct index_seal **seal, struct pass 
     } else if (index_seal_due(g, false)) {
         ASSERT(index_seal_start(g, INT32_MIN, seal) == 0);
     }
-    return now_ns() - t0;
+    return bench_now_ns() - t0;
 }
 
 static void run_pass(uint64_t events, uint32_t batch_max, uint64_t rate, bool seal_on,
@@ -109,7 +94,7 @@ static void run_pass(uint64_t events, uint32_t batch_max, uint64_t rate, bool se
     struct ds_event ev;
     size_t n = 0;
     uint64_t applies = 0;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (bool more = true; more;) {
         more = loadgen_workload_next(w, &ev);
         if (more) {
@@ -120,7 +105,7 @@ static void run_pass(uint64_t events, uint32_t batch_max, uint64_t rate, bool se
             p->events += n;
             char cursor[32];
             int len = snprintf(cursor, sizeof(cursor), "%llu", (unsigned long long)p->events);
-            uint64_t a0 = now_ns();
+            uint64_t a0 = bench_now_ns();
             uint64_t before = 0;
             uint64_t live = 0;
             index_log_bytes(g, &before, &live);
@@ -129,10 +114,10 @@ static void run_pass(uint64_t events, uint32_t batch_max, uint64_t rate, bool se
             uint64_t after = 0;
             index_log_bytes(g, &after, &live);
             p->appended += after + live - before;
-            stalls[applies++] = held + now_ns() - a0;
+            stalls[applies++] = held + bench_now_ns() - a0;
             n = 0;
             uint64_t due = rate > 0 ? t0 + p->events * 1000000000ull / rate : 0;
-            uint64_t now = now_ns();
+            uint64_t now = bench_now_ns();
             if (due > now) {
                 struct timespec ts = {.tv_sec = (time_t)((due - now) / 1000000000ull),
                                       .tv_nsec = (long)((due - now) % 1000000000ull)};
@@ -140,7 +125,7 @@ static void run_pass(uint64_t events, uint32_t batch_max, uint64_t rate, bool se
             }
         }
     }
-    p->seconds = (double)(now_ns() - t0) / 1e9;
+    p->seconds = (double)(bench_now_ns() - t0) / 1e9;
     if (seal != NULL) {
         struct index_compact_stats st;
         ASSERT(index_seal_finish(seal, true, &st) == 0);
@@ -152,11 +137,11 @@ static void run_pass(uint64_t events, uint32_t batch_max, uint64_t rate, bool se
         ASSERT(index_seal_finish(seal, true, &st) == 0);
         seal_done(p, &st);
     }
-    p->seconds_end = (double)(now_ns() - t0) / 1e9;
+    p->seconds_end = (double)(bench_now_ns() - t0) / 1e9;
     loadgen_workload_destroy(w);
     index_close(g);
     p->stall = bench_latency_of(stalls, applies);
-    p->bytes_end = file_bytes(dir, "log") + file_bytes(dir, "table");
+    p->bytes_end = bench_file_bytes(dir, "log") + bench_file_bytes(dir, "table");
     free(stalls);
     free(batch);
 }

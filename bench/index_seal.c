@@ -161,7 +161,11 @@ int main(int argc, char **argv)
     uint64_t events = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000ull;
     uint32_t batch = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 8192u;
     uint64_t rate = argc > 3 ? strtoull(argv[3], NULL, 10) : 500000u;
-    ASSERT(events > 0 && batch > 0 && batch <= INDEX_BATCH_ENTRIES_MAX);
+    if (events == 0 || batch == 0 || batch > INDEX_BATCH_ENTRIES_MAX) {
+        fprintf(stderr, "usage: bench_index_seal [EVENTS >= 1] [BATCH 1..%u] [RATE events/s]\n",
+                INDEX_BATCH_ENTRIES_MAX);
+        return 2;
+    }
     char base[DS_PATH_MAX / 2];
     snprintf(base, sizeof(base), "/tmp/bench_index_seal.XXXXXX");
     ASSERT(mkdtemp(base) != NULL);

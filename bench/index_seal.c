@@ -33,18 +33,6 @@ struct pass {
     uint64_t bytes_end; /* log + table after close */
 };
 
-static void entry_of(const struct ds_event *ev, struct index_entry *e)
-{
-    memset(e, 0, sizeof(*e));
-    e->customer_id = ev->customer_id;
-    e->order_id = ev->order_id;
-    e->ts_ms = ev->ts_ms;
-    e->day = ds_day_from_ms(ev->ts_ms);
-    e->status_len = ev->status_len;
-    memcpy(e->status, ev->status, ev->status_len);
-    e->amount_units = ev->amount_units;
-}
-
 static void seal_done(struct pass *p, const struct index_compact_stats *st)
 {
     printf("  seal: %.2f s, log %llu -> %llu bytes, %llu copied after its snapshot, finish "
@@ -98,7 +86,7 @@ static void run_pass(uint64_t events, uint32_t batch_max, uint64_t rate, bool se
     for (bool more = true; more;) {
         more = loadgen_workload_next(w, &ev);
         if (more) {
-            entry_of(&ev, &batch[n++]);
+            index_entry_of_event(&ev, ds_day_from_ms(ev.ts_ms), &batch[n++]);
         }
         if (n == batch_max || (!more && n > 0)) {
             uint64_t held = seal_on ? maintain(g, &seal, p) : 0;

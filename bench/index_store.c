@@ -129,15 +129,7 @@ int main(int argc, char **argv)
     for (bool more = true; more;) {
         more = loadgen_workload_next(w, &ev);
         if (more) {
-            struct index_entry *e = &batch[n++];
-            memset(e, 0, sizeof(*e));
-            e->customer_id = ev.customer_id;
-            e->order_id = ev.order_id;
-            e->ts_ms = ev.ts_ms;
-            e->day = ds_day_from_ms(ev.ts_ms);
-            e->status_len = ev.status_len;
-            memcpy(e->status, ev.status, ev.status_len);
-            e->amount_units = ev.amount_units;
+            index_entry_of_event(&ev, ds_day_from_ms(ev.ts_ms), &batch[n++]);
             if (!ev.customer_id.is_string && (uint64_t)ev.customer_id.value <= wcfg.customers) {
                 counts[ev.customer_id.value]++;
             }

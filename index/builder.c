@@ -312,14 +312,7 @@ static int builder_event(const struct ds_event *event, void *user)
     if (g->batch_count == g->batch_max) {
         return 1;
     }
-    struct index_entry *e = &g->batch[g->batch_count++];
-    e->customer_id = event->customer_id;
-    e->order_id = event->order_id;
-    e->ts_ms = event->ts_ms;
-    e->day = s->day;
-    e->status_len = event->status_len;
-    memcpy(e->status, event->status, event->status_len);
-    e->amount_units = event->amount_units;
+    index_entry_of_event(event, s->day, &g->batch[g->batch_count++]);
     return 0;
 }
 

@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <pthread.h>
 
 #include "common/common.h"
@@ -85,6 +86,20 @@ struct index_entry {
     char status[DS_STATUS_BYTES_MAX];
     int64_t amount_units;
 };
+
+/* The entry of an inserted event stored on day (its partition's day, the UTC day of its ts).
+ * Inline: the builder calls it for every event it indexes. */
+static inline void index_entry_of_event(const struct ds_event *event, int32_t day,
+                                        struct index_entry *e)
+{
+    e->customer_id = event->customer_id;
+    e->order_id = event->order_id;
+    e->ts_ms = event->ts_ms;
+    e->day = day;
+    e->status_len = event->status_len;
+    memcpy(e->status, event->status, event->status_len);
+    e->amount_units = event->amount_units;
+}
 
 /* One page of a customer's orders. The caller points entries at an array of at least `limit`
  * entries (borrowed for the call); index_query fills count entries and the next token. */

@@ -17,6 +17,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ingest/ingest.h"
@@ -24,6 +25,22 @@
 #include "query/query.h"
 #include "shard/shard.h"
 #include "storage/storage.h"
+
+static inline uint64_t bench_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Bytes of dir/name, 0 when it is missing. */
+static inline uint64_t bench_file_bytes(const char *dir, const char *name)
+{
+    char path[DS_PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    struct stat st;
+    return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
 
 static inline int bench_compare_double(const void *a, const void *b)
 {

@@ -24,21 +24,6 @@
 #define QUERIES 20000u
 #define PAGING_RUNS 5
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t file_bytes(const char *dir, const char *name)
-{
-    char path[DS_PATH_MAX];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    struct stat st;
-    return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
-}
-
 static void copy_file(const char *from, const char *to)
 {
     char cmd[3 * DS_PATH_MAX];
@@ -63,9 +48,9 @@ static struct bench_latency newest10(struct index *g, int64_t customer, uint64_t
     struct ds_id id = {.value = customer};
     for (uint32_t i = 0; i < QUERIES; i++) {
         struct index_page page = {.entries = entries};
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         ASSERT(index_query(g, &id, 10, NULL, &page) == 0);
-        ns[i] = now_ns() - t0;
+        ns[i] = bench_now_ns() - t0;
     }
     return bench_latency_of(ns, QUERIES);
 }
@@ -77,7 +62,7 @@ static double page_all(struct index *g, int64_t customer, uint32_t limit, uint64
     struct ds_id id = {.value = customer};
     char token[INDEX_TOKEN_CHARS_MAX + 1] = "";
     *total = 0;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (;;) {
         struct index_page page = {.entries = entries};
         ASSERT(index_query(g, &id, limit, token, &page) == 0);
@@ -87,7 +72,7 @@ static double page_all(struct index *g, int64_t customer, uint32_t limit, uint64
         }
         memcpy(token, page.next_token, sizeof(token));
     }
-    return (double)(now_ns() - t0) / 1e9;
+    return (double)(bench_now_ns() - t0) / 1e9;
 }
 
 struct figures {
@@ -140,19 +125,11 @@ int main(int argc, char **argv)
     struct ds_event ev;
     size_t n = 0;
     uint64_t applied = 0;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (bool more = true; more;) {
         more = loadgen_workload_next(w, &ev);
         if (more) {
-            struct index_entry *e = &batch[n++];
-            memset(e, 0, sizeof(*e));
-            e->customer_id = ev.customer_id;
-            e->order_id = ev.order_id;
-            e->ts_ms = ev.ts_ms;
-            e->day = ds_day_from_ms(ev.ts_ms);
-            e->status_len = ev.status_len;
-            memcpy(e->status, ev.status, ev.status_len);
-            e->amount_units = ev.amount_units;
+            index_entry_of_event(&ev, ds_day_from_ms(ev.ts_ms), &batch[n++]);
             if (!ev.customer_id.is_string && (uint64_t)ev.customer_id.value <= wcfg.customers) {
                 counts[ev.customer_id.value]++;
             }
@@ -165,7 +142,7 @@ int main(int argc, char **argv)
             n = 0;
         }
     }
-    double apply_s = (double)(now_ns() - t0) / 1e9;
+    double apply_s = (double)(bench_now_ns() - t0) / 1e9;
     loadgen_workload_destroy(w);
     index_close(g);
     /* The customers: heaviest, nearest 1,000, exactly 2 orders, nearest 100k (paged). */
@@ -182,8 +159,8 @@ int main(int argc, char **argv)
         light = light == 0 && k == 2 ? (int64_t)c : light;
     }
     ASSERT(light != 0);
-    uint64_t log_before = file_bytes(dir, "log");
-    uint64_t table_before = file_bytes(dir, "table");
+    uint64_t log_before = bench_file_bytes(dir, "log");
+    uint64_t table_before = bench_file_bytes(dir, "table");
     printf("bench_index_store: %llu busy-day events applied in batches of %u in %.1f s\n",
            (unsigned long long)applied, BATCH, apply_s);
     printf("customers: heaviest %lld (%u orders), mid %lld (%u), light %lld (%u), paged %lld "
@@ -206,8 +183,8 @@ int main(int argc, char **argv)
     struct index_compact_stats stats;
     ASSERT(index_compact(g, &stats) == 0);
     index_close(g);
-    uint64_t log_after = file_bytes(dir, "log");
-    uint64_t table_after = file_bytes(dir, "table");
+    uint64_t log_after = bench_file_bytes(dir, "log");
+    uint64_t table_after = bench_file_bytes(dir, "table");
     printf("compaction: %.2f s\n", stats.seconds);
     printf("index bytes per event: before %.2f (log %.2f + table %.2f), after %.2f (log %.2f + "
            "table %.2f); ratio %.3f\n",

@@ -323,35 +323,185 @@ static int index_runs_append(struct index *g, const struct index_entry *entries,
     return 0;
 }
 
+/* ---- the cursor's delta records ------------------------------------------------------------ */
+
+void index_delta_splice(const uint8_t *old, size_t old_len, const uint8_t *next, size_t new_len,
+                        uint8_t *spliced, struct index_delta_writer *w)
+{
+    size_t del = old_len > new_len ? old_len - new_len : 0;
+    size_t ins = new_len > old_len ? new_len - old_len : 0;
+    size_t best_at = old_len < new_len ? old_len : new_len;
+    if (del > 0 || ins > 0) {
+        /* cost(at): bytes that differ before the splice point, aligned, plus those after it,
+         * aligned across the splice; one pass computes cost(0), a second sweeps at upwards. */
+        size_t span = del > 0 ? new_len : old_len;
+        size_t cost = 0;
+        for (size_t i = 0; i < span; i++) {
+            cost += del > 0 ? next[i] != old[i + del] : next[i + ins] != old[i];
+        }
+        size_t best = cost;
+        best_at = 0;
+        for (size_t i = 0; i < span; i++) {
+            bool before = next[i] != old[i];
+            bool after = del > 0 ? next[i] != old[i + del] : next[i + ins] != old[i];
+            cost = cost + before - after;
+            if (cost < best) {
+                best = cost;
+                best_at = i + 1;
+            }
+        }
+    }
+    memcpy(spliced, old, best_at);
+    memset(spliced + best_at, 0, ins);
+    memcpy(spliced + best_at + ins, old + best_at + del, old_len - best_at - del);
+    *w = (struct index_delta_writer){.base = spliced,
+                                     .next = next,
+                                     .len = new_len,
+                                     .at = best_at,
+                                     .del = del,
+                                     .ins = ins,
+                                     .first = true};
+}
+
+/* The first byte at or after from where a and b differ (n when none), eight at a time. */
+static size_t index_delta_differ(const uint8_t *a, const uint8_t *b, size_t n, size_t from)
+{
+    size_t i = from;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        uint64_t y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y) {
+            break;
+        }
+    }
+    while (i < n && a[i] == b[i]) {
+        i++;
+    }
+    return i;
+}
+
+/* The next patch from w->pos on into w->patch_start/end; false when there is none. */
+static bool index_delta_patch_find(struct index_delta_writer *w)
+{
+    if (w->base == NULL) {
+        w->patch_start = w->pos;
+        w->patch_end = w->len;
+        w->pos = w->len;
+        return w->patch_start < w->len;
+    }
+    size_t start = index_delta_differ(w->base, w->next, w->len, w->pos);
+    if (start == w->len) {
+        w->pos = w->len;
+        return false;
+    }
+    size_t end = start + 1;
+    for (;;) { /* joins changes closer than INDEX_DELTA_JOIN_GAP_BYTES */
+        size_t j = end;
+        while (j < w->len && j < end + INDEX_DELTA_JOIN_GAP_BYTES && w->base[j] == w->next[j]) {
+            j++;
+        }
+        if (j < w->len && j < end + INDEX_DELTA_JOIN_GAP_BYTES) {
+            end = j + 1;
+            continue;
+        }
+        break;
+    }
+    w->patch_start = start;
+    w->patch_end = end;
+    w->pos = end;
+    return true;
+}
+
+size_t index_delta_writer_next(struct index_delta_writer *w, uint8_t *dst)
+{
+    if (w->done) {
+        return 0;
+    }
+    memset(dst, 0, INDEX_DELTA_HEADER_BYTES);
+    dst[8] = INDEX_RECORD_CURSOR_DELTA;
+    ds_put_le32(dst + 12, (uint32_t)w->len);
+    ds_put_le64(dst + 16, w->apply);
+    ds_put_le32(dst + 24, w->reset && w->first ? 0 : w->base_crc);
+    size_t at = INDEX_DELTA_HEADER_BYTES;
+    at += ds_varint_put(dst + at, w->first ? w->at : 0);
+    at += ds_varint_put(dst + at, w->first ? w->del : 0);
+    at += ds_varint_put(dst + at, w->first ? w->ins : 0);
+    size_t last_end = 0;
+    for (;;) {
+        if (w->patch_start == w->patch_end && !index_delta_patch_find(w)) {
+            w->done = true;
+            break;
+        }
+        size_t room = INDEX_DELTA_RECORD_BYTES_MAX - at;
+        if (room < 2u * DS_VARINT_BYTES_MAX + 1u) {
+            break; /* the rest in the next piece */
+        }
+        size_t take = w->patch_end - w->patch_start;
+        take = take < room - 2u * DS_VARINT_BYTES_MAX ? take : room - 2u * DS_VARINT_BYTES_MAX;
+        at += ds_varint_put(dst + at, w->patch_start - last_end);
+        at += ds_varint_put(dst + at, take);
+        memcpy(dst + at, w->next + w->patch_start, take);
+        at += take;
+        w->patch_start += take;
+        last_end = w->patch_start;
+    }
+    dst[9] = (uint8_t)((w->reset && w->first ? INDEX_DELTA_RESET : 0) |
+                       (w->done ? 0 : INDEX_DELTA_MORE));
+    ds_put_le32(dst + 4, (uint32_t)at);
+    ds_put_le32(dst, ds_crc32c(0, dst + 4, at - 4u));
+    DEBUG_ASSERT(index_delta_record_valid(dst, (uint32_t)at));
+    w->base_crc = ds_get_le32(dst);
+    w->first = false;
+    return at;
+}
+
+/* Appends the change from the last cursor to cursor[0..cursor_len) as delta records (one, or
+ * pieces when it is large) and makes it the handle's cursor. */
 static int index_cursor_append(struct index *g, const void *cursor, size_t cursor_len)
 {
-    uint8_t *r = NULL;
-    int rc = index_reserve(g, INDEX_CURSOR_HEADER_BYTES + cursor_len, &r);
+    if (index_bytes_grow(&g->cursor_spare, &g->cursor_spare_cap, cursor_len) != 0) {
+        return -ENOMEM;
+    }
+    struct index_delta_writer w;
+    index_delta_splice(g->cursor, g->cursor_len, cursor, cursor_len, g->cursor_spare, &w);
+    w.apply = g->applies + 1;
+    w.base_crc = g->cursor_crc;
+    uint64_t at = 0;
+    for (;;) {
+        uint8_t *r = NULL;
+        int rc = index_reserve(g, INDEX_DELTA_RECORD_BYTES_MAX, &r);
+        if (rc != 0) {
+            return rc;
+        }
+        size_t len = index_delta_writer_next(&w, r);
+        if (len == 0) {
+            break;
+        }
+        at = g->log_end;
+        g->buffered += len;
+        g->log_end += len;
+    }
+    int rc = index_flush(g);
     if (rc != 0) {
         return rc;
     }
-    memset(r, 0, INDEX_CURSOR_HEADER_BYTES);
-    r[8] = INDEX_RECORD_CURSOR;
-    ds_put_le32(r + 12, (uint32_t)cursor_len);
-    ds_put_le64(r + 16, g->applies + 1);
     if (cursor_len > 0) {
-        memcpy(r + INDEX_CURSOR_HEADER_BYTES, cursor, cursor_len);
-    }
-    uint64_t at = g->log_end;
-    index_commit_record(g, r, INDEX_CURSOR_HEADER_BYTES + cursor_len);
-    uint32_t crc = ds_get_le32(r);
-    rc = index_flush(g);
-    if (rc != 0) {
-        return rc;
+        memcpy(g->cursor_spare, cursor, cursor_len);
     }
     pthread_mutex_lock(&g->cursor_lock);
-    if (cursor_len > 0) {
-        memcpy(g->cursor, cursor, cursor_len);
-    }
+    uint8_t *old = g->cursor;
+    size_t old_cap = g->cursor_cap;
+    g->cursor = g->cursor_spare;
+    g->cursor_cap = g->cursor_spare_cap;
+    g->cursor_spare = old;
+    g->cursor_spare_cap = old_cap;
     g->cursor_len = cursor_len;
     g->applies++;
     g->cursor_at = at;
-    g->cursor_crc = crc;
+    g->cursor_crc = w.base_crc;
+    g->cursor_link_crc = w.base_crc;
     pthread_mutex_unlock(&g->cursor_lock);
     return 0;
 }
@@ -370,7 +520,7 @@ static int index_apply_locked(struct index *g, const struct index_entry *entries
     }
     if (n > g->batch_entries_max || cursor_len > INDEX_CURSOR_BYTES_MAX) {
         ds_log_error("gsi: a batch of %zu entries and a cursor of %zu bytes exceed %" PRIu32
-                     " and %u",
+                     " and %u (the cursor's limit: ARCHITECTURE.md)",
                      n, cursor_len, g->batch_entries_max, INDEX_CURSOR_BYTES_MAX);
         return -DS_ELIMIT;
     }

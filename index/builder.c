@@ -26,7 +26,11 @@
  * already on their way do not push the lag over the bound.
  *
  * Cursor format (little-endian): "GSC1", u64 commit sequence, u32 count, then per partition in
- * (day, shard) order: i32 day, u32 shard, u32 segment id, u64 offset (20 bytes each).
+ * (day, shard) order: i32 day, u32 shard, u32 segment id, u64 offset (20 bytes each). The index
+ * stores only the bytes that change from one apply to the next (its delta records), so the
+ * builder hands it the whole cursor and pays no log bytes for the partitions that did not move;
+ * the positions of days below storage's retention floor are dropped each round, so with
+ * retention the cursor holds the kept days only.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -41,6 +45,9 @@
 #include "index/index.h"
 
 #define BUILDER_POLL_MS 50u
+/* No apply for this long: the builder seals what is live (index_seal_due's idle rule), so a
+ * node that stopped receiving holds its index sealed well within a minute. */
+#define BUILDER_SEAL_IDLE_MS 3000u
 /* The builder's nice value: it shares two cores with the consumer, the writer and (in the
  * benchmark) the producer and broker, and the lag is its latency; -5 lowered the per-commit
  * lag p50 from 67 to 48-51 ms in bench_index_e2e. Best effort: without CAP_SYS_NICE it keeps
@@ -64,6 +71,7 @@ _Static_assert(INDEX_BATCH_ENTRIES_DEFAULT >= STORAGE_BLOCK_EVENTS_MAX,
 #define CURSOR_MAGIC "GSC1"
 #define CURSOR_HEADER_BYTES 16u
 #define CURSOR_ENTRY_BYTES 20u
+/* 13.4M partitions (INDEX_CURSOR_BYTES_MAX): 143 years of days of 256 shards without retention. */
 #define CURSOR_PARTITIONS_MAX ((INDEX_CURSOR_BYTES_MAX - CURSOR_HEADER_BYTES) / CURSOR_ENTRY_BYTES)
 
 struct builder_position {
@@ -93,9 +101,13 @@ struct index_builder {
     struct index_entry *batch;
     uint32_t batch_count;
     uint32_t batch_max;
-    uint8_t *cursor;
+    uint8_t *cursor; /* cursor_cap bytes, grown with the positions */
+    size_t cursor_cap;
     uint64_t applied_seq;
-    uint64_t round_entries; /* entries applied in the current round */
+    uint64_t round_entries;    /* entries applied in the current round */
+    struct index_seal *seal;   /* a seal running beside the applies, NULL: none */
+    uint64_t applied_ns;       /* when the last round applied something */
+    uint64_t seal_retry_bytes; /* after a failed seal: none before the log passes this */
 
     /* shared, under lock */
     pthread_mutex_t lock;
@@ -214,11 +226,28 @@ int index_cursor_decode(const uint8_t *cursor, size_t len, uint64_t *seq,
     return 0;
 }
 
+/* The stored cursor into *buf (capacity *cap, grown to fit) and its length into *len. */
+static int cursor_fetch(struct index *ix, uint8_t **buf, size_t *cap, size_t *len)
+{
+    for (;;) { /* a reader's refresh between the calls may grow it again */
+        int rc = index_cursor(ix, *buf, *cap, len);
+        if (rc != -ENOSPC) {
+            return rc;
+        }
+        uint8_t *grown = realloc(*buf, *len);
+        if (grown == NULL) {
+            return -ENOMEM;
+        }
+        *buf = grown;
+        *cap = *len;
+    }
+}
+
 /* Loads the stored cursor into the positions; an empty store starts from nothing. */
 static int cursor_load(struct index_builder *g)
 {
     size_t len = 0;
-    int rc = index_cursor(g->ix, g->cursor, INDEX_CURSOR_BYTES_MAX, &len);
+    int rc = cursor_fetch(g->ix, &g->cursor, &g->cursor_cap, &len);
     if (rc != 0 || len == 0) {
         return rc;
     }
@@ -245,6 +274,15 @@ static int cursor_load(struct index_builder *g)
 
 static int batch_apply(struct index_builder *g, uint64_t seq)
 {
+    size_t want = CURSOR_HEADER_BYTES + (size_t)g->position_count * CURSOR_ENTRY_BYTES;
+    if (want > g->cursor_cap) {
+        uint8_t *grown = realloc(g->cursor, want + want / 2);
+        if (grown == NULL) {
+            return -ENOMEM;
+        }
+        g->cursor = grown;
+        g->cursor_cap = want + want / 2;
+    }
     size_t len = cursor_encode(g, seq, g->cursor);
     int rc = index_apply(g->ix, g->batch, g->batch_count, g->cursor, len);
     g->round_entries += g->batch_count;
@@ -274,14 +312,7 @@ static int builder_event(const struct ds_event *event, void *user)
     if (g->batch_count == g->batch_max) {
         return 1;
     }
-    struct index_entry *e = &g->batch[g->batch_count++];
-    e->customer_id = event->customer_id;
-    e->order_id = event->order_id;
-    e->ts_ms = event->ts_ms;
-    e->day = s->day;
-    e->status_len = event->status_len;
-    memcpy(e->status, event->status, event->status_len);
-    e->amount_units = event->amount_units;
+    index_entry_of_event(event, s->day, &g->batch[g->batch_count++]);
     return 0;
 }
 
@@ -355,7 +386,7 @@ static void note_rate(struct index_builder *g, uint64_t entries, uint64_t ns)
 }
 
 /* Positions of days retention dropped go (sorted by day: a prefix), so that the cursor holds
- * the kept days only and a node that keeps N days never fills CURSOR_PARTITIONS_MAX. */
+ * the kept days only: a node that keeps N days follows N days of partitions. */
 static void positions_prune(struct index_builder *g, int32_t floor)
 {
     uint32_t dropped = 0;
@@ -398,6 +429,33 @@ static int builder_round(struct index_builder *g)
     return rc;
 }
 
+/* The index sealed beside the applies (index_seal_due's rule; idle: no apply for
+ * BUILDER_SEAL_IDLE_MS), entries of days below the retention floor left out. A seal that fails
+ * is logged and tried again after INDEX_SEAL_LIVE_MIN_BYTES more log: the old log stays
+ * whole, so the builder goes on. */
+static void builder_maintain(struct index_builder *g)
+{
+    uint64_t sealed = 0;
+    uint64_t live = 0;
+    index_log_bytes(g->ix, &sealed, &live);
+    if (g->seal != NULL) {
+        int rc = index_seal_finish(g->seal, false, NULL);
+        if (rc != -EAGAIN) {
+            g->seal = NULL;
+            g->seal_retry_bytes = rc != 0 ? sealed + live + INDEX_SEAL_LIVE_MIN_BYTES : 0;
+        }
+        return;
+    }
+    bool idle = ds_clock_ns() - g->applied_ns >= (uint64_t)BUILDER_SEAL_IDLE_MS * 1000000u;
+    if (sealed + live < g->seal_retry_bytes || !index_seal_due(g->ix, idle)) {
+        return;
+    }
+    if (index_seal_start(g->ix, storage_retention_floor(g->base), &g->seal) != 0) {
+        g->seal = NULL; /* logged */
+        g->seal_retry_bytes = sealed + live + INDEX_SEAL_LIVE_MIN_BYTES;
+    }
+}
+
 static void *builder_main(void *arg)
 {
     struct index_builder *g = arg;
@@ -421,7 +479,14 @@ static void *builder_main(void *arg)
         if (stop) {
             break;
         }
+        uint64_t applied = g->applied_seq;
         int rc = builder_round(g);
+        if (rc == 0 && g->applied_seq != applied) {
+            g->applied_ns = ds_clock_ns();
+        }
+        if (rc == 0) {
+            builder_maintain(g);
+        }
         if (rc != 0) {
             ds_log_error("gsi: the builder stopped: %s", ds_strerror(rc));
             pthread_mutex_lock(&g->lock);
@@ -471,8 +536,7 @@ int index_builder_start(const struct index_builder_config *cfg, struct index_bui
     gcfg.checkpoint_inline = cfg->checkpoint_inline;
     g->batch_max = gcfg.batch_entries_max;
     g->batch = malloc((size_t)g->batch_max * sizeof(*g->batch));
-    g->cursor = malloc(INDEX_CURSOR_BYTES_MAX);
-    int rc = g->batch != NULL && g->cursor != NULL ? 0 : -ENOMEM;
+    int rc = g->batch != NULL ? 0 : -ENOMEM;
     rc = rc == 0 ? index_open(&gcfg, &g->ix) : rc;
     rc = rc == 0 ? cursor_load(g) : rc;
     if (rc == 0) {
@@ -513,6 +577,7 @@ void index_builder_stop(struct index_builder *g)
         pthread_mutex_unlock(&g->lock);
         pthread_join(g->thread, NULL);
     }
+    index_seal_cancel(g->seal);
     index_close(g->ix);
     storage_close(g->base);
     pthread_cond_destroy(&g->wake);
@@ -631,7 +696,8 @@ struct index *index_builder_store(struct index_builder *g)
 
 struct index_reader {
     struct index *ix;
-    uint8_t *cursor;
+    uint8_t *cursor; /* cursor_cap bytes, grown to the stored cursor */
+    size_t cursor_cap;
     char dir[DS_PATH_MAX]; /* DATA/gsi, to open again after a rebuild replaced it */
 };
 
@@ -647,11 +713,6 @@ int index_reader_open(const char *data_dir, struct index_reader **out)
 {
     struct index_reader *r = calloc(1, sizeof(*r));
     if (r == NULL) {
-        return -ENOMEM;
-    }
-    r->cursor = malloc(INDEX_CURSOR_BYTES_MAX);
-    if (r->cursor == NULL) {
-        index_reader_close(r);
         return -ENOMEM;
     }
     index_dir(data_dir, r->dir);
@@ -683,7 +744,7 @@ int index_reader_refresh(struct index_reader *r)
 int index_reader_indexed_seq(struct index_reader *r, uint64_t *seq)
 {
     size_t len = 0;
-    int rc = index_cursor(r->ix, r->cursor, INDEX_CURSOR_BYTES_MAX, &len);
+    int rc = cursor_fetch(r->ix, &r->cursor, &r->cursor_cap, &len);
     if (rc != 0) {
         return rc;
     }

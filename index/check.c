@@ -25,13 +25,17 @@
 struct index_checker {
     struct index *g;
     struct index_check_report *out;
-    uint8_t *cursor; /* the caller's buffer for the last cursor */
-    size_t cursor_cap;
     int table_fd;       /* -1: no DIR/table */
     bool table_valid;   /* its header and body passed; compared when the scan reaches table_end */
     bool table_reached; /* a cursor record ended at table_end and the tables were compared */
     uint8_t *table;     /* its body: table_count entries of INDEX_CHECKPOINT_ENTRY_BYTES */
     uint32_t table_count;
+    uint32_t table_cursor_len; /* the cursor it holds after the slots */
+    /* The cursor of the last complete apply while the scan is in the pieces of a larger one
+     * (which a cut may end): copied when such pieces begin, rare. */
+    bool in_pieces;
+    uint8_t *committed;
+    size_t committed_cap;
     uint64_t table_end;
     uint64_t table_cursor_at;
     uint32_t table_cursor_crc;
@@ -194,30 +198,41 @@ static void index_check_table_compare(struct index_checker *c)
     }
 }
 
-/* A cursor record ends an apply: the apply numbers run 1, 2, ...; the cursor fits the caller's
- * buffer; where the checkpoint ends, the tables are compared. Returns 0, or 1 at damage. */
+/* A cursor record (whole, or a delta on the one before: the handle's cursor follows them) ends
+ * an apply unless it is a piece with more to come: the apply numbers run 1, 2, ...; where the
+ * checkpoint ends, the tables and the cursors are compared. Returns 0, or 1 at damage. */
 static int index_check_cursor(struct index_checker *c, const struct index_record *record)
 {
     const uint8_t *r = record->bytes;
     uint64_t number = ds_get_le64(r + 16);
-    uint32_t cursor_len = ds_get_le32(r + 12);
     /* A compacted log's first cursor record keeps the number of the apply it stands for. */
     bool first_after_seal = c->apply_number == 0 && c->saw_sealed && number >= 1;
     c->last_sealed = false;
-    if ((number != c->apply_number + 1 && !first_after_seal) || cursor_len > c->cursor_cap) {
+    bool commits = index_record_commits(record->type, r);
+    int rc = number == c->apply_number + 1 || first_after_seal ? 0 : -DS_ECORRUPT;
+    if (rc == 0 && !commits && !c->in_pieces) {
+        rc = index_bytes_grow(&c->committed, &c->committed_cap, c->g->cursor_len);
+        if (rc == 0) {
+            memcpy(c->committed, c->g->cursor, c->g->cursor_len);
+            c->in_pieces = true;
+        }
+    }
+    rc = rc == 0 ? index_cursor_record_apply(c->g, record) : rc;
+    if (rc != 0) {
         index_check_damage(c,
                            "%s/log: the cursor record at offset %" PRIu64
                            " has apply number %" PRIu64 " after %" PRIu64
-                           " (or a cursor of %" PRIu32 " bytes)",
-                           c->g->dir, record->offset, number, c->apply_number, cursor_len);
+                           ", or does not follow the cursor record before it (%s)",
+                           c->g->dir, record->offset, number, c->apply_number, ds_strerror(rc));
         return 1;
     }
-    c->apply_number = number;
-    if (cursor_len > 0) {
-        memcpy(c->cursor, r + INDEX_CURSOR_HEADER_BYTES, cursor_len);
+    if (!commits) {
+        return 0;
     }
+    c->in_pieces = false;
+    c->apply_number = number;
     struct index_check_report *out = c->out;
-    out->cursor_len = cursor_len;
+    out->cursor_len = c->g->cursor_len;
     out->applies++;
     out->runs += c->pending_runs;
     out->entries += c->pending_entries;
@@ -229,6 +244,16 @@ static int index_check_cursor(struct index_checker *c, const struct index_record
         if (record->offset != c->table_cursor_at || record->crc != c->table_cursor_crc) {
             index_check_damage(c,
                                "%s/table: names another cursor record than the log's at %" PRIu64,
+                               c->g->dir, record->offset);
+            return 1;
+        }
+        /* A delta record's table holds the cursor; a whole record's holds none. */
+        const uint8_t *held = c->table + (size_t)c->table_count * INDEX_CHECKPOINT_ENTRY_BYTES;
+        bool whole = record->type == INDEX_RECORD_CURSOR;
+        if ((whole && c->table_cursor_len != 0) ||
+            (!whole && (c->table_cursor_len != c->g->cursor_len ||
+                        memcmp(held, c->g->cursor, c->table_cursor_len) != 0))) {
+            index_check_damage(c, "%s/table: its cursor differs from the log's at %" PRIu64,
                                c->g->dir, record->offset);
             return 1;
         }
@@ -247,7 +272,7 @@ static int index_check_section(struct index *g, const uint8_t *image, uint32_t l
 static int index_check_record(struct index *g, const struct index_record *record, void *user)
 {
     struct index_checker *c = user;
-    if (record->type == INDEX_RECORD_CURSOR) {
+    if (record->type == INDEX_RECORD_CURSOR || record->type == INDEX_RECORD_CURSOR_DELTA) {
         return index_check_cursor(c, record);
     }
     if (record->type == INDEX_RECORD_DIRECTORY) {
@@ -349,10 +374,13 @@ static void index_check_table(struct index_checker *c)
         return;
     }
     uint32_t count = ds_get_le32(h + 56);
-    uint64_t body_bytes = (uint64_t)count * INDEX_CHECKPOINT_ENTRY_BYTES;
+    c->table_cursor_len = ds_get_le32(h + 28);
+    uint64_t slots_bytes = (uint64_t)count * INDEX_CHECKPOINT_ENTRY_BYTES;
+    uint64_t body_bytes = slots_bytes + c->table_cursor_len;
     if (got < sizeof(h) || memcmp(h, INDEX_TABLE_MAGIC, sizeof(INDEX_TABLE_MAGIC) - 1) != 0 ||
         ds_get_le32(h + 60) != ds_crc32c(0, h, 60) || ds_get_le32(h + 24) != g->slots_log2 ||
-        count > g->mask + 1 || (uint64_t)st.st_size != INDEX_TABLE_HEADER_BYTES + body_bytes) {
+        count > g->mask + 1 || c->table_cursor_len > INDEX_CURSOR_BYTES_MAX ||
+        (uint64_t)st.st_size != INDEX_TABLE_HEADER_BYTES + body_bytes) {
         index_check_damage(c, "%s/table: a bad header (or %lld bytes where it says %" PRIu64 ")",
                            g->dir, (long long)st.st_size, INDEX_TABLE_HEADER_BYTES + body_bytes);
         return;
@@ -496,12 +524,14 @@ static int index_check_handle(const char *dir, struct index **out)
     return rc;
 }
 
-int index_check(const char *dir, void *cursor, size_t cursor_cap, struct index_check_report *out)
+int index_check(const char *dir, uint8_t **cursor, struct index_check_report *out)
 {
     ASSERT(dir != NULL);
     ASSERT(out != NULL);
-    ASSERT(cursor != NULL || cursor_cap == 0);
     memset(out, 0, sizeof(*out));
+    if (cursor != NULL) {
+        *cursor = NULL;
+    }
     struct stat st;
     if (stat(dir, &st) != 0) {
         int err = -errno;
@@ -519,9 +549,17 @@ int index_check(const char *dir, void *cursor, size_t cursor_cap, struct index_c
     if (rc != 0) {
         return rc;
     }
-    struct index_checker c = {
-        .g = g, .out = out, .cursor = cursor, .cursor_cap = cursor_cap, .table_fd = -1};
+    struct index_checker c = {.g = g, .out = out, .table_fd = -1};
     rc = index_check_files(&c);
+    if (rc == 0 && cursor != NULL && out->cursor_len > 0) {
+        /* The last complete apply's: the handle's cursor may hold a piece of a cut one since. */
+        *cursor = malloc(out->cursor_len);
+        rc = *cursor == NULL ? -ENOMEM : 0;
+        if (rc == 0) {
+            memcpy(*cursor, c.in_pieces ? c.committed : g->cursor, out->cursor_len);
+        }
+    }
+    free(c.committed);
     if (c.table_fd >= 0) {
         close(c.table_fd);
     }

@@ -20,7 +20,9 @@
 
 /* ---- checkpoints --------------------------------------------------------------------------- */
 
-static int index_checkpoint_body_read(struct index *g, int fd, uint32_t count, uint32_t crc)
+/* Reads the slots, then the cursor of cursor_len bytes after them; crc covers both. */
+static int index_checkpoint_body_read(struct index *g, int fd, uint32_t count, uint32_t cursor_len,
+                                      uint32_t crc)
 {
     uint8_t *buf = g->scan;
     const size_t per_read = INDEX_IO_BUFFER_BYTES / INDEX_CHECKPOINT_ENTRY_BYTES;
@@ -49,6 +51,16 @@ static int index_checkpoint_body_read(struct index *g, int fd, uint32_t count, u
         at += got;
         done += (uint32_t)n;
     }
+    if (rc == 0 && index_bytes_grow(&g->cursor, &g->cursor_cap, cursor_len) != 0) {
+        return -ENOMEM;
+    }
+    size_t got = 0;
+    rc = rc == 0 ? index_pread_all(fd, g->cursor, cursor_len, at, &got) : rc;
+    if (rc == 0 && got != cursor_len) {
+        rc = -DS_ECORRUPT;
+    }
+    g->cursor_len = cursor_len;
+    sum = ds_crc32c(sum, g->cursor, got);
     return rc == 0 && sum != crc ? -DS_ECORRUPT : rc;
 }
 
@@ -68,6 +80,7 @@ int index_checkpoint_load(struct index *g)
     uint64_t end = ds_get_le64(h + 32);
     uint64_t cursor_at = ds_get_le64(h + 40);
     uint32_t count = ds_get_le32(h + 56);
+    uint32_t cursor_len = ds_get_le32(h + 28);
     uint64_t size = 0;
     uint8_t record[INDEX_RECORD_PREFIX_BYTES];
     size_t record_got = 0;
@@ -78,18 +91,24 @@ int index_checkpoint_load(struct index *g)
               cursor_at >= INDEX_LOG_HEADER_BYTES && cursor_at < end &&
               index_pread_all(g->log_fd, record, sizeof(record), cursor_at, &record_got) == 0 &&
               record_got == sizeof(record) && ds_get_le32(record) == ds_get_le32(h + 48) &&
-              record[8] == INDEX_RECORD_CURSOR && cursor_at + ds_get_le32(record + 4) == end;
-    bool touched = ok; /* the body read writes slots */
+              cursor_at + ds_get_le32(record + 4) == end && cursor_len <= INDEX_CURSOR_BYTES_MAX &&
+              /* a whole cursor record (older logs), or a delta whose result the table holds */
+              ((record[8] == INDEX_RECORD_CURSOR && cursor_len == 0) ||
+               (record[8] == INDEX_RECORD_CURSOR_DELTA && (record[9] & INDEX_DELTA_MORE) == 0));
+    bool touched = ok; /* the body read writes slots and the cursor */
     if (ok) {
         g->log_end = end;
-        ok = index_checkpoint_body_read(g, fd, count, ds_get_le32(h + 52)) == 0;
+        ok = index_checkpoint_body_read(g, fd, count, cursor_len, ds_get_le32(h + 52)) == 0;
     }
     close(fd);
     if (ok) {
-        /* The cursor record it covers, read back through the scanner's checks. */
+        /* The cursor record it covers, read back through the scanner's checks (a delta record
+         * is checked against the table's cursor, not applied to it again). */
         g->log_end = cursor_at;
+        g->cursor_preloaded_at = record[8] == INDEX_RECORD_CURSOR_DELTA ? cursor_at : 0;
         uint64_t covered = 0;
         rc = index_catch_up_to(g, end, &covered);
+        g->cursor_preloaded_at = 0;
         if (rc != 0) {
             return rc;
         }
@@ -112,6 +131,8 @@ int index_checkpoint_load(struct index *g)
         g->log_end = INDEX_LOG_HEADER_BYTES;
         g->cursor_len = 0;
         g->cursor_at = 0;
+        g->cursor_crc = 0;
+        g->cursor_link_crc = 0;
         g->applies = 0;
         if (g->writer && unlink(path) != 0) {
             return -errno;
@@ -153,6 +174,16 @@ static int index_checkpoint_body_write(const struct index *g, uint8_t *buf, int 
             return rc;
         }
         sum = ds_crc32c(sum, buf, used);
+        at += used;
+    }
+    /* The whole cursor after the slots: the starting point for the delta records after the
+     * cursor record this table names (the caller holds table_lock, so it is that record's). */
+    if (g->cursor_len > 0) {
+        int rc = ds_pwrite_full(fd, g->cursor, g->cursor_len, at);
+        if (rc != 0) {
+            return rc;
+        }
+        sum = ds_crc32c(sum, g->cursor, g->cursor_len);
     }
     *count = n;
     *crc = sum;
@@ -237,6 +268,7 @@ static int index_checkpoint_begin(struct index *g, uint8_t *buf, int *fd_out, ui
         uint8_t h[INDEX_TABLE_HEADER_BYTES] = {0};
         memcpy(h, INDEX_TABLE_MAGIC, sizeof(INDEX_TABLE_MAGIC) - 1);
         ds_put_le32(h + 24, g->slots_log2);
+        ds_put_le32(h + 28, (uint32_t)g->cursor_len);
         ds_put_le64(h + 32, g->log_end);
         ds_put_le64(h + 40, g->cursor_at);
         ds_put_le32(h + 48, g->cursor_crc);

@@ -1,9 +1,28 @@
 /*
- * index_compact (index.h): rewrites the log as sealed records, every chain's distinct entries
- * (the newest copy of each key) in a few delta-encoded, zstd-compressed sections per customer,
- * written to DIR/log.compact, synced, and renamed over DIR/log under the swap lock. A crash
- * leaves the old log or the new complete one. Rejected: compacting in place (a crash would leave
- * a mix no reader could trust).
+ * index_compact and online sealing (index.h): the log rewritten as sealed records, every chain's
+ * distinct entries (the newest copy of each key) in a few delta-encoded, zstd-compressed sections
+ * per customer, written to DIR/log.compact, synced, and renamed over DIR/log under the swap lock.
+ * A crash leaves the old log or the new complete one. Rejected: compacting in place (a crash
+ * would leave a mix no reader could trust).
+ *
+ * A seal runs beside the applies (index_seal_start): the applying thread notes where the log
+ * ends (from0: every record before it belongs to an apply whose cursor record is there too), and
+ * a thread seals each chain as it was there: it walks from the slot's current head back past
+ * the runs at or after from0 (a run's prev is always the slot's previous run, so that walk ends
+ * at the head the snapshot saw). The sealed part ends with a cursor record for the snapshot's
+ * apply, then the records applied since are copied in log order with their offsets moved: a
+ * pointer at or after from0 by the fixed shift of the copy, one before it (only ever the
+ * snapshot's head of the run's slot: the prev of the slot's first run after from0, or the skip
+ * of a customer's later runs of that apply) to that slot's new sealed head; each run's chain max ts
+ * is recomputed along its slot, since the sealed chain may have lost entries below the floor. The
+ * thread copies in rounds while the applies go on; index_seal_finish, on the applying thread,
+ * copies only what was applied after its last round and swaps. Rejected: a two-file index
+ * (sealed + live, offsets naming the file): every reader, the checker and the fsck visitor
+ * would learn a second address space, where the copy keeps one log and one format.
+ *
+ * Entries of days below the floor are left out; a chain all of whose entries are below it keeps
+ * its newest one (hidden from answers like any entry below the retention floor), so its slot
+ * stays claimed in the log and the probe windows of the customers after it stay intact.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "index/index_private.h"
@@ -58,6 +79,12 @@ struct index_compactor {
     const uint8_t *values[INDEX_SEAL_SECTION_ENTRIES];
     uint8_t key_bytes[INDEX_SEAL_SECTION_ENTRIES];
     uint8_t value_bytes[INDEX_SEAL_SECTION_ENTRIES];
+    int32_t floor_day;          /* entries of days below it are left out */
+    uint64_t dropped;           /* entries left out so far */
+    struct ds_id kept_customer; /* a chain's first entry met, kept when all fall below the floor */
+    uint8_t kept[INDEX_TAIL_BYTES_MAX + INDEX_VALUE_BYTES_MAX];
+    uint8_t kept_key_bytes;
+    uint8_t kept_value_bytes;
 };
 
 static int index_compact_write(struct index_compactor *k, const void *src, size_t len)
@@ -119,17 +146,66 @@ static int index_compact_grow(void **p, size_t *cap, size_t need, size_t size)
     return 0;
 }
 
+static bool index_compact_below_floor(const struct index_compactor *k, const uint8_t *key)
+{
+    if (k->floor_day == INT32_MIN) {
+        return false;
+    }
+    int64_t ts = (int64_t)~index_key_be64_get(key);
+    return ds_day_from_ms(ts) < k->floor_day;
+}
+
+/* The first entry met on a chain (its newest run's newest), kept aside while entries fall
+ * below the floor. */
+static void index_compact_keep_first(struct index_compactor *k, const struct ds_id *customer,
+                                     const uint8_t *entry, uint8_t key_bytes, uint8_t value_bytes)
+{
+    if (k->kept_key_bytes > 0 || k->entry_count > 0) {
+        return;
+    }
+    k->kept_customer = *customer;
+    memcpy(k->kept, entry, key_bytes);
+    memcpy(k->kept + key_bytes, entry + key_bytes + 1, value_bytes);
+    k->kept_key_bytes = key_bytes;
+    k->kept_value_bytes = value_bytes;
+}
+
+/* A chain whose entries all fell below the floor keeps its first one, so its slot stays
+ * claimed in the log (a slot freed would end the probe window of the customers after it). */
+static int index_compact_add_kept(struct index_compactor *k)
+{
+    size_t bytes = (size_t)k->kept_key_bytes + k->kept_value_bytes;
+    int rc = index_compact_grow((void **)&k->entries, &k->entry_cap, 1, sizeof(*k->entries));
+    rc = rc == 0 ? index_compact_grow((void **)&k->arena, &k->arena_cap, bytes, 1) : rc;
+    rc = rc == 0 ? index_compact_grow((void **)&k->customers, &k->customer_cap, 1,
+                                      sizeof(*k->customers))
+                 : rc;
+    if (rc != 0) {
+        return rc;
+    }
+    memcpy(k->arena, k->kept, bytes);
+    k->customers[0] = k->kept_customer;
+    k->customer_count = 1;
+    k->entries[0] = (struct index_compact_entry){
+        .at = 0, .key_bytes = k->kept_key_bytes, .value_bytes = k->kept_value_bytes};
+    k->entry_count = 1;
+    k->arena_bytes = bytes;
+    k->dropped--;
+    return 0;
+}
+
 /* Collects every entry on slot's chain in the old log (the customer of each run found or
  * added to k->customers). */
-static int index_compact_collect(struct index_compactor *k, uint32_t slot)
+static int index_compact_collect(struct index_compactor *k, uint32_t slot, uint64_t head)
 {
     struct index *g = k->g;
     k->entry_count = 0;
     k->arena_bytes = 0;
     k->customer_count = 0;
+    k->kept_key_bytes = 0;
     uint8_t buf[INDEX_QUERY_READ_BYTES];
     uint8_t *big = NULL;
-    uint64_t offset = g->slots[slot].head;
+    uint64_t offset = head;
     uint32_t seq = 0;
     int rc = 0;
     while (offset != 0 && rc == 0) {
@@ -168,6 +244,17 @@ static int index_compact_collect(struct index_compactor *k, uint32_t slot)
             }
             uint8_t key_bytes = r[at];
             uint8_t value_bytes = r[at + 1 + key_bytes];
+            if (key_bytes < 8 || key_bytes > INDEX_TAIL_BYTES_MAX ||
+                value_bytes > INDEX_VALUE_BYTES_MAX) {
+                rc = -DS_ECORRUPT;
+                break;
+            }
+            if (index_compact_below_floor(k, r + at + 1)) {
+                index_compact_keep_first(k, &customer, r + at + 1, key_bytes, value_bytes);
+                at += 2u + key_bytes + value_bytes;
+                k->dropped++;
+                continue;
+            }
             struct index_compact_entry *e = &k->entries[k->entry_count++];
             e->customer = who;
             e->seq = seq++;
@@ -182,7 +269,7 @@ static int index_compact_collect(struct index_compactor *k, uint32_t slot)
         offset = ds_get_le64(r + 16);
     }
     free(big);
-    return rc;
+    return rc == 0 && k->entry_count == 0 && k->kept_key_bytes > 0 ? index_compact_add_kept(k) : rc;
 }
 
 /* Writes the directory of the customer's sections written so far (k->directory, oldest first
@@ -243,7 +330,7 @@ static int index_compact_customer(struct index_compactor *k, uint32_t slot, cons
         int64_t newest = (int64_t)~index_key_be64_get(k->keys[0]);
         struct index_seal_section sec = {
             .slot = slot,
-            .tag = k->g->slots[slot].tag,
+            .tag = index_slot_tag_load(&k->g->slots[slot]),
             .customer = k->customers[k->entries[order[first]].customer],
             .prev = s->head,
             .chain_max_ts = s->head != 0 && s->max_ts > newest ? s->max_ts : newest,
@@ -291,9 +378,9 @@ static int index_compact_customer(struct index_compactor *k, uint32_t slot, cons
 
 /* One slot's chain: collected, sorted by (customer, key, newest copy first), each customer's
  * distinct keys sealed. */
-static int index_compact_slot(struct index_compactor *k, uint32_t slot)
+static int index_compact_slot(struct index_compactor *k, uint32_t slot, uint64_t head)
 {
-    int rc = index_compact_collect(k, slot);
+    int rc = index_compact_collect(k, slot, head);
     if (rc != 0 || k->entry_count == 0) {
         return rc;
     }
@@ -324,57 +411,411 @@ static int index_compact_slot(struct index_compactor *k, uint32_t slot)
     return rc;
 }
 
-/* The new log: header, every chain sealed, then a cursor record that stands for the last
- * apply (same number, same cursor). Written and synced; *cursor_at and *crc name its cursor
- * record. */
-static int index_compact_write_log(struct index_compactor *k, uint64_t *cursor_at, uint32_t *crc)
+/* ---- sealing beside the applies ------------------------------------------------------------ */
+
+/* Copy rounds of the seal's thread at most (copying runs at memory speed, applying an order
+ * of magnitude slower, so each round leaves a shorter tail: the bound is only a bound), and
+ * the tail below which it stops copying and leaves the rest to index_seal_finish (on the
+ * applying thread: 256 KiB take well under a millisecond to copy). */
+#define INDEX_SEAL_COPY_ROUNDS_MAX 1024u
+#define INDEX_SEAL_COPY_SMALL_BYTES (256u << 10)
+/* The seal's thread runs below the builder's priority: it may take longer, applies may not. */
+#define INDEX_SEAL_NICE 5
+
+struct index_seal {
+    struct index_compactor k; /* the new log */
+    uint64_t started_ns;
+    uint64_t from0;     /* the old log's end at the snapshot: the first record copied as is */
+    uint64_t tail_new;  /* where that record goes in the new log */
+    uint64_t from;      /* the old log: copied up to here */
+    uint64_t cursor_at; /* the new log's last cursor record that ends an apply, its crc field */
+    uint32_t cursor_crc;
+    /* The crc field of the new log's last cursor record (a piece too): the next delta record
+     * copied names it as the record it follows, in place of the one it named in the old log. */
+    uint32_t link_crc;
+    uint8_t *snapshot; /* the snapshot's cursor (snapshot_len bytes) and the apply it ends */
+    size_t snapshot_len;
+    uint64_t snapshot_applies;
+    uint8_t *scan; /* INDEX_IO_BUFFER_BYTES: reads of the old log's tail */
+    uint8_t *copy; /* INDEX_RECORD_BYTES_MAX: one run being moved */
+    /* Per slot, its sealed head, set when the slot's first run is moved: a later run of the
+     * same customer and apply skips back to it (calloc'd: pages are touched only for the slots
+     * the tail names). */
+    uint64_t *sealed_heads;
+    pthread_t thread;
+    bool thread_started;
+    int thread_rc; /* the thread's outcome, once done */
+    bool done;     /* __atomic: the thread finished */
+    bool cancel;   /* __atomic: stop early */
+    char tmp[DS_PATH_MAX];
+};
+
+/* The head slot's chain had at the snapshot: back from its current head past every run
+ * appended at or after from0 (a run's prev is the slot's previous run). */
+static int index_seal_snapshot_head(struct index_seal *s, uint32_t slot, uint64_t *head)
 {
+    struct index *g = s->k.g;
+    uint64_t at = __atomic_load_n(&g->slots[slot].head, __ATOMIC_ACQUIRE);
+    while (at >= s->from0) {
+        uint8_t h[INDEX_RUN_HEADER_BYTES];
+        size_t got = 0;
+        int rc = index_pread_all(g->log_fd, h, sizeof(h), at, &got);
+        if (rc != 0 || got != sizeof(h) || h[8] != INDEX_RECORD_RUN ||
+            ds_get_le32(h + 40) != slot || ds_get_le64(h + 16) >= at) {
+            ds_log_error("%s/log: the run at %" PRIu64 " does not lead back to slot %" PRIu32
+                         "'s chain",
+                         g->dir, at, slot);
+            return rc != 0 ? rc : -DS_ECORRUPT;
+        }
+        at = ds_get_le64(h + 16);
+    }
+    *head = at;
+    return 0;
+}
+
+/* The sealed part: header, every chain as the snapshot saw it, the snapshot's cursor record. */
+static int index_seal_write_sealed(struct index_seal *s)
+{
+    struct index_compactor *k = &s->k;
     struct index *g = k->g;
     uint8_t header[INDEX_LOG_HEADER_BYTES];
     index_log_header_make(g->slots_log2, header);
     int rc = index_compact_write(k, header, sizeof(header));
     for (uint64_t i = 0; rc == 0 && i <= g->mask; i++) {
-        if (g->slots[i].head != 0) {
-            rc = index_compact_slot(k, (uint32_t)i);
+        if ((i & 0xFFFu) == 0 && __atomic_load_n(&s->cancel, __ATOMIC_RELAXED)) {
+            return -ECANCELED;
         }
+        uint64_t head = 0;
+        rc = index_seal_snapshot_head(s, (uint32_t)i, &head);
+        rc = rc == 0 && head != 0 ? index_compact_slot(k, (uint32_t)i, head) : rc;
     }
     rc = rc == 0 ? index_compact_record_flush(k) : rc;
     if (rc == 0) {
-        uint8_t *r = k->record;
-        memset(r, 0, INDEX_CURSOR_HEADER_BYTES);
-        r[8] = INDEX_RECORD_CURSOR;
-        pthread_mutex_lock(&g->cursor_lock);
-        size_t len = INDEX_CURSOR_HEADER_BYTES + g->cursor_len;
-        ds_put_le32(r + 12, (uint32_t)g->cursor_len);
-        ds_put_le64(r + 16, g->applies);
-        memcpy(r + INDEX_CURSOR_HEADER_BYTES, g->cursor, g->cursor_len);
-        pthread_mutex_unlock(&g->cursor_lock);
-        ds_put_le32(r + 4, (uint32_t)len);
-        ds_put_le32(r, ds_crc32c(0, r + 4, len - 4u));
-        *cursor_at = k->end;
-        *crc = ds_get_le32(r);
-        rc = index_compact_write(k, r, len);
+        /* The snapshot's whole cursor from the empty one (RESET), in pieces when it is large. */
+        struct index_delta_writer w = {.next = s->snapshot,
+                                       .len = s->snapshot_len,
+                                       .ins = s->snapshot_len,
+                                       .apply = s->snapshot_applies,
+                                       .reset = true,
+                                       .first = true};
+        size_t len = 0;
+        while (rc == 0 && (len = index_delta_writer_next(&w, k->record)) > 0) {
+            s->cursor_at = k->end;
+            s->cursor_crc = ds_get_le32(k->record);
+            rc = index_compact_write(k, k->record, len);
+        }
+        s->link_crc = s->cursor_crc;
     }
-    rc = rc == 0 && k->out_bytes > 0
-             ? ds_pwrite_full(k->fd, k->out, k->out_bytes, k->end - k->out_bytes)
-             : rc;
-    rc = rc == 0 && fsync(k->fd) != 0 ? -errno : rc;
+    s->tail_new = k->end;
     return rc;
 }
 
-/* Swaps the new log and its table in: DIR/table goes first (it names the old log's records;
- * without it an opening handle reads the whole log), then the rename, then the handle. */
-static int index_compact_swap(struct index_compactor *k, const char *tmp, uint64_t cursor_at,
-                              uint32_t crc)
+/* An offset of the old log's tail in the new log: at or after from0 shifted with the copy;
+ * before it, the snapshot's head of the slot (a run's prev when it is the slot's first run
+ * after from0, or its skip when the customer's earlier runs of the same apply are), whose new
+ * head is `sealed`. */
+static uint64_t index_seal_move(const struct index_seal *s, uint64_t at, uint64_t sealed)
 {
+    if (at == 0) {
+        return 0;
+    }
+    return at >= s->from0 ? at - s->from0 + s->tail_new : sealed;
+}
+
+/* One run of the tail, moved: prev and skip translated, the chain max ts recomputed along the
+ * slot's new chain (k->slots, updated). */
+static int index_seal_move_run(struct index_seal *s, const struct index_record *rec)
+{
+    struct index_compactor *k = &s->k;
+    uint8_t *r = s->copy;
+    memcpy(r, rec->bytes, rec->len);
+    uint32_t slot = ds_get_le32(r + 40);
+    struct index_slot *n = &k->slots[slot];
+    bool tail_before = n->head >= s->tail_new; /* the slot has a moved run already */
+    uint64_t prev = ds_get_le64(r + 16);
+    uint64_t skip = ds_get_le64(r + 64);
+    if (s->sealed_heads == NULL) {
+        s->sealed_heads = calloc((size_t)1 << k->g->slots_log2, sizeof(*s->sealed_heads));
+        if (s->sealed_heads == NULL) {
+            return -ENOMEM;
+        }
+    }
+    if (!tail_before) {
+        s->sealed_heads[slot] = n->head;
+    }
+    uint64_t sealed = s->sealed_heads[slot];
+    uint64_t new_prev = index_seal_move(s, prev, sealed);
+    size_t first = INDEX_RUN_HEADER_BYTES + r[10];
+    bool ok = new_prev == n->head && (prev >= s->from0 || !tail_before) && first + 9 <= rec->len &&
+              (n->tag == 0 || n->tag == ds_get_le64(r + 48));
+    if (!ok) {
+        ds_log_error("%s/log: the run at %" PRIu64 " does not continue slot %" PRIu32
+                     "'s chain (prev %" PRIu64 " skip %" PRIu64 " from0 %" PRIu64 " head %" PRIu64
+                     " new prev %" PRIu64 " tail_new %" PRIu64 ")",
+                     k->g->dir, rec->offset, slot, prev, skip, s->from0, n->head, new_prev,
+                     s->tail_new);
+        return -DS_ECORRUPT;
+    }
+    int64_t newest = (int64_t)~index_key_be64_get(r + first + 1);
+    int64_t chain_max = n->head == 0 || newest > n->max_ts ? newest : n->max_ts;
+    ds_put_le64(r + 16, new_prev);
+    ds_put_le64(r + 24, (uint64_t)chain_max);
+    ds_put_le64(r + 56, n->head != 0 ? (uint64_t)n->max_ts : 0);
+    ds_put_le64(r + 64, index_seal_move(s, skip, sealed));
+    ds_put_le32(r, ds_crc32c(0, r + 4, rec->len - 4u));
+    n->tag = ds_get_le64(r + 48);
+    n->head = k->end;
+    n->max_ts = chain_max;
+    return index_compact_write(k, r, rec->len);
+}
+
+static int index_seal_copy_record(struct index *g, const struct index_record *rec, void *user)
+{
+    (void)g;
+    struct index_seal *s = user;
+    ASSERT(rec->offset - s->from0 + s->tail_new == s->k.end);
+    if (rec->type == INDEX_RECORD_RUN) {
+        return index_seal_move_run(s, rec);
+    }
+    if (rec->type != INDEX_RECORD_CURSOR && rec->type != INDEX_RECORD_CURSOR_DELTA) {
+        /* Sealed records come only from a seal, and one runs at a time. */
+        ds_log_error("%s/log: a record of type %u at %" PRIu64 " after the sealed part",
+                     s->k.g->dir, rec->type, rec->offset);
+        return -DS_ECORRUPT;
+    }
+    const uint8_t *r = rec->bytes;
+    uint32_t crc = rec->crc;
+    if (rec->type == INDEX_RECORD_CURSOR_DELTA && (r[9] & INDEX_DELTA_RESET) == 0) {
+        /* It follows the new log's last cursor record, not the old log's. */
+        memcpy(s->copy, rec->bytes, rec->len);
+        ds_put_le32(s->copy + 24, s->link_crc);
+        crc = ds_crc32c(0, s->copy + 4, rec->len - 4u);
+        ds_put_le32(s->copy, crc);
+        r = s->copy;
+    }
+    if (index_record_commits(rec->type, r)) {
+        s->cursor_at = s->k.end;
+        s->cursor_crc = crc;
+    }
+    s->link_crc = crc;
+    return index_compact_write(&s->k, r, rec->len);
+}
+
+/* Copies the old log's records in [s->from, until) (whole applies) to the new log. */
+static int index_seal_copy(struct index_seal *s, uint64_t until)
+{
+    if (until <= s->from) {
+        return 0;
+    }
+    uint64_t end = 0;
+    int rc = index_scan(s->k.g, s->scan, s->from, until, index_seal_copy_record, s, &end);
+    if (rc == 0 && end != until) {
+        ds_log_error("%s/log: a damaged record at %" PRIu64 " stops the seal", s->k.g->dir, end);
+        rc = -DS_ECORRUPT;
+    }
+    if (rc == 0) {
+        s->from = until;
+    }
+    return rc;
+}
+
+/* The end of the last whole apply, as another thread than the applying one may read it. */
+static int index_seal_applied_end(struct index *g, uint64_t *end)
+{
+    pthread_mutex_lock(&g->cursor_lock);
+    uint64_t at = g->cursor_at;
+    pthread_mutex_unlock(&g->cursor_lock);
+    uint8_t prefix[INDEX_RECORD_PREFIX_BYTES];
+    size_t got = 0;
+    int rc = index_pread_all(g->log_fd, prefix, sizeof(prefix), at, &got);
+    if (rc != 0 || got != sizeof(prefix)) {
+        return rc != 0 ? rc : -DS_ECORRUPT;
+    }
+    *end = at + ds_get_le32(prefix + 4);
+    return 0;
+}
+
+static int index_seal_flush(struct index_compactor *k)
+{
+    int rc =
+        k->out_bytes > 0 ? ds_pwrite_full(k->fd, k->out, k->out_bytes, k->end - k->out_bytes) : 0;
+    k->out_bytes = rc == 0 ? 0 : k->out_bytes;
+    return rc;
+}
+
+/* The thread's part: the sealed part, synced, then the applies made meanwhile in rounds until
+ * what is left is small. */
+static int index_seal_prepare(struct index_seal *s, bool background)
+{
+    int rc = index_seal_write_sealed(s);
+    rc = rc == 0 ? index_seal_flush(&s->k) : rc;
+    rc = rc == 0 && fsync(s->k.fd) != 0 ? -errno : rc;
+    for (uint32_t round = 0; background && rc == 0 && round < INDEX_SEAL_COPY_ROUNDS_MAX; round++) {
+        uint64_t end = 0;
+        rc = index_seal_applied_end(s->k.g, &end);
+        if (rc != 0 || end - s->from < INDEX_SEAL_COPY_SMALL_BYTES ||
+            __atomic_load_n(&s->cancel, __ATOMIC_RELAXED)) {
+            break;
+        }
+        rc = index_seal_copy(s, end);
+        if (rc == 0 && round == 0) {
+            /* The copied tail written back now, not by the directory sync of the swap on the
+             * applying thread (ext4 commits the new file's allocated blocks with it). */
+            rc = index_seal_flush(&s->k);
+            rc = rc == 0 && fdatasync(s->k.fd) != 0 ? -errno : rc;
+        }
+    }
+    return rc;
+}
+
+static void *index_seal_main(void *arg)
+{
+    struct index_seal *s = arg;
+    pthread_setname_np(pthread_self(), "ds-gsi-seal");
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), INDEX_SEAL_NICE);
+    s->thread_rc = index_seal_prepare(s, true);
+    __atomic_store_n(&s->done, true, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void index_seal_free(struct index_seal *s)
+{
+    struct index_compactor *k = &s->k;
+    if (k->fd >= 0) {
+        close(k->fd);
+    }
+    free(k->out);
+    free(k->slots);
+    ZSTD_freeCCtx(k->cctx);
+    free(k->body);
+    free(k->scratch);
+    free(k->record);
+    free(k->directory);
+    free(k->entries);
+    free(k->arena);
+    free(k->customers);
+    free(s->snapshot);
+    free(s->scan);
+    free(s->copy);
+    free(s->sealed_heads);
+    free(s);
+}
+
+/* The snapshot's cursor: the last apply's number and cursor (the applying thread). */
+static int index_seal_snapshot_cursor(struct index_seal *s, struct index *g)
+{
+    pthread_mutex_lock(&g->cursor_lock);
+    s->snapshot = malloc(g->cursor_len > 0 ? g->cursor_len : 1u);
+    if (s->snapshot != NULL) {
+        memcpy(s->snapshot, g->cursor, g->cursor_len);
+        s->snapshot_len = g->cursor_len;
+        s->snapshot_applies = g->applies;
+    }
+    pthread_mutex_unlock(&g->cursor_lock);
+    return s->snapshot != NULL ? 0 : -ENOMEM;
+}
+
+static int index_seal_create(struct index *g, int32_t floor_day, struct index_seal **out)
+{
+    struct index_seal *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return -ENOMEM;
+    }
+    struct index_compactor *k = &s->k;
+    k->g = g;
+    k->fd = -1;
+    k->floor_day = floor_day;
+    k->out = malloc(INDEX_IO_BUFFER_BYTES);
+    k->slots = calloc((size_t)1 << g->slots_log2, sizeof(*k->slots));
+    k->cctx = ZSTD_createCCtx();
+    k->body = malloc(INDEX_SEAL_RAW_MAX);
+    k->scratch = malloc(INDEX_SEAL_RAW_MAX);
+    k->directory = malloc(INDEX_RECORD_BYTES_MAX);
+    k->record = malloc(INDEX_RECORD_BYTES_MAX);
+    s->scan = malloc(INDEX_IO_BUFFER_BYTES);
+    s->copy = malloc(INDEX_RECORD_BYTES_MAX);
+    int rc = k->out && k->slots && k->cctx && k->body && k->scratch && k->record && k->directory &&
+                     s->scan && s->copy
+                 ? 0
+                 : -ENOMEM;
+    if (rc == 0) {
+        index_seal_writer_reset(&k->writer, k->body);
+        index_path(g, "log.compact", s->tmp);
+        k->fd = open(s->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        rc = k->fd < 0 ? -errno : 0;
+    }
+    if (rc != 0) {
+        ds_log_error("%s: cannot start a seal: %s", g->dir, ds_strerror(rc));
+        index_seal_free(s);
+        return rc;
+    }
+    s->started_ns = ds_clock_ns();
+    s->from0 = g->log_end;
+    s->from = g->log_end;
+    rc = index_seal_snapshot_cursor(s, g);
+    if (rc != 0) {
+        index_seal_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+static_assert(INDEX_SEAL_RECORD_BYTES_MAX <= INDEX_RECORD_BYTES_MAX,
+              "k->record holds a sealed one");
+
+int index_seal_start(struct index *g, int32_t floor_day, struct index_seal **out)
+{
+    ASSERT(g != NULL && out != NULL);
+    ASSERT(g->writer);
+    ASSERT(g->buffered == 0);
+    if (g->failed) {
+        ds_log_error("%s: an earlier apply failed; reopen the index", g->dir);
+        return -EIO;
+    }
+    struct index_seal *s = NULL;
+    int rc = index_seal_create(g, floor_day, &s);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = -pthread_create(&s->thread, NULL, index_seal_main, s);
+    if (rc != 0) {
+        ds_log_error("%s: cannot start the seal's thread: %s", g->dir, ds_strerror(rc));
+        (void)unlink(s->tmp);
+        index_seal_free(s);
+        return rc;
+    }
+    s->thread_started = true;
+    *out = s;
+    return 0;
+}
+
+bool index_seal_ready(const struct index_seal *s)
+{
+    ASSERT(s != NULL);
+    return __atomic_load_n(&s->done, __ATOMIC_ACQUIRE);
+}
+
+/* Whether a checkpoint of the thread's is in flight: its table would name the old log. */
+static bool index_seal_checkpoint_busy(struct index *g)
+{
+    struct index_checkpoint_stats c;
+    index_checkpoint_stats_get(g, &c);
+    return c.started > c.done + c.failed;
+}
+
+/* Renames the new log over DIR/log and swaps it and its table into the handle: DIR/table goes
+ * first (it names the old log's records; without it an opening handle reads the whole log). */
+static int index_seal_swap(struct index_seal *s)
+{
+    struct index_compactor *k = &s->k;
     struct index *g = k->g;
     char path[DS_PATH_MAX];
     index_path(g, "table", path);
     int rc = unlink(path) == 0 || errno == ENOENT ? 0 : -errno;
     rc = rc == 0 ? ds_fsync_dir(g->dir) : rc;
     index_path(g, "log", path);
-    rc = rc == 0 && rename(tmp, path) != 0 ? -errno : rc;
-    rc = rc == 0 ? ds_fsync_dir(g->dir) : rc;
+    rc = rc == 0 && rename(s->tmp, path) != 0 ? -errno : rc;
     if (rc != 0) {
         return rc;
     }
@@ -385,15 +826,120 @@ static int index_compact_swap(struct index_compactor *k, const char *tmp, uint64
     g->log_fd = k->fd;
     g->log_end = k->end;
     pthread_mutex_lock(&g->cursor_lock);
-    g->cursor_at = cursor_at;
-    g->cursor_crc = crc;
+    g->cursor_at = s->cursor_at;
+    g->cursor_crc = s->cursor_crc;
+    g->cursor_link_crc = s->link_crc;
     pthread_mutex_unlock(&g->cursor_lock);
-    g->checkpoint_end = k->end; /* the sealed log is its own checkpoint (see index_close) */
-    g->sealed_end = cursor_at;
+    g->checkpoint_end = s->tail_new; /* the sealed part is its own checkpoint (see index_close) */
+    g->sealed_end = s->tail_new;
     pthread_rwlock_unlock(&g->swap_lock);
     k->slots = old;
     k->fd = old_fd;
+    /* Durable rename: until then a power cut keeps the old log, whole, which is also right. */
+    rc = ds_fsync_dir(g->dir);
+    if (rc != 0) {
+        ds_log_warn("%s: cannot sync the directory after a seal: %s", g->dir, ds_strerror(rc));
+    }
     return 0;
+}
+
+/* The applying thread's part: the last applies copied, the swap. */
+static int index_seal_complete(struct index_seal *s, struct index_compact_stats *stats)
+{
+    struct index *g = s->k.g;
+    uint64_t t0 = ds_clock_ns();
+    /* No checkpoint of the old log may land after the swap, and the thread's writeback offsets
+     * are the old log's: stop it (nothing is in flight, see the caller); the next apply that
+     * needs it starts it again. */
+    index_checkpointer_stop(g);
+    uint64_t before = g->log_end;
+    uint64_t t1 = ds_clock_ns();
+    int rc = index_seal_copy(s, g->log_end);
+    rc = rc == 0 ? index_seal_flush(&s->k) : rc;
+    uint64_t t2 = ds_clock_ns();
+    rc = rc == 0 ? index_seal_swap(s) : rc;
+    ds_log_debug("%s: seal finish: checkpointer %.1f ms, copy %.1f ms, swap %.1f ms", g->dir,
+                 (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
+                 (double)(ds_clock_ns() - t2) / 1e6);
+    if (rc != 0) {
+        return rc;
+    }
+    index_checkpointer_compacted(g);
+    uint64_t now = ds_clock_ns();
+    if (stats != NULL) {
+        *stats = (struct index_compact_stats){
+            .bytes_before = before,
+            .bytes_after = g->log_end,
+            .seconds = (double)(now - s->started_ns) / 1e9,
+            .written_bytes = g->log_end,
+            .tail_bytes = g->log_end - s->tail_new,
+            .dropped_entries = s->k.dropped,
+            .finish_ns = now - t0,
+        };
+    }
+    ds_log_info("%s: sealed the log from %" PRIu64 " to %" PRIu64 " bytes (%" PRIu64
+                " copied after the seal's snapshot, %" PRIu64 " entries below the floor left "
+                "out; applies held %.1f ms)",
+                g->dir, before, g->log_end, g->log_end - s->tail_new, s->k.dropped,
+                (double)(now - t0) / 1e6);
+    return 0;
+}
+
+int index_seal_finish(struct index_seal *s, bool wait, struct index_compact_stats *stats)
+{
+    ASSERT(s != NULL);
+    struct index *g = s->k.g;
+    ASSERT(g->buffered == 0);
+    if (!wait && (!index_seal_ready(s) || index_seal_checkpoint_busy(g))) {
+        return -EAGAIN;
+    }
+    if (s->thread_started) {
+        pthread_join(s->thread, NULL);
+        s->thread_started = false;
+    }
+    int rc = s->thread_rc;
+    if (rc == 0 && g->failed) {
+        ds_log_error("%s: an earlier apply failed; reopen the index", g->dir);
+        rc = -EIO;
+    }
+    rc = rc == 0 ? index_seal_complete(s, stats) : rc;
+    if (rc != 0) {
+        ds_log_error("%s: cannot seal the log: %s (the old log stays)", g->dir, ds_strerror(rc));
+        (void)unlink(s->tmp);
+    }
+    index_seal_free(s);
+    return rc;
+}
+
+void index_seal_cancel(struct index_seal *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    __atomic_store_n(&s->cancel, true, __ATOMIC_RELAXED);
+    if (s->thread_started) {
+        pthread_join(s->thread, NULL);
+    }
+    (void)unlink(s->tmp);
+    index_seal_free(s);
+}
+
+void index_log_bytes(const struct index *g, uint64_t *sealed, uint64_t *live)
+{
+    ASSERT(g != NULL && g->writer);
+    *sealed = g->sealed_end;
+    *live = g->log_end - g->sealed_end;
+}
+
+bool index_seal_due(const struct index *g, bool idle)
+{
+    uint64_t sealed = 0;
+    uint64_t live = 0;
+    index_log_bytes(g, &sealed, &live);
+    if (live >= INDEX_SEAL_LIVE_MIN_BYTES && live >= sealed / 2) {
+        return true;
+    }
+    return idle && live >= INDEX_SEAL_IDLE_MIN_BYTES + sealed / 32;
 }
 
 int index_compact(struct index *g, struct index_compact_stats *stats)
@@ -405,62 +951,17 @@ int index_compact(struct index *g, struct index_compact_stats *stats)
         ds_log_error("%s: an earlier apply failed; reopen the index", g->dir);
         return -EIO;
     }
-    /* No checkpoint of the old log may land after the swap (it would name a record of a log
-     * that is gone: ignored at open, but a wasted table), and the thread's writeback offsets
-     * are the old log's: stop it (it waits for one in flight); the next apply that needs it
-     * starts it again. */
-    index_checkpointer_stop(g);
-    uint64_t started_ns = ds_clock_ns();
-    uint64_t before = g->log_end;
-    char tmp[DS_PATH_MAX];
-    index_path(g, "log.compact", tmp);
-    struct index_compactor k = {.g = g, .fd = -1};
-    k.out = malloc(INDEX_IO_BUFFER_BYTES);
-    k.slots = calloc((size_t)1 << g->slots_log2, sizeof(*k.slots));
-    k.cctx = ZSTD_createCCtx();
-    k.body = malloc(INDEX_SEAL_RAW_MAX);
-    k.scratch = malloc(INDEX_SEAL_RAW_MAX);
-    k.directory = malloc(INDEX_RECORD_BYTES_MAX);
-    k.record = malloc(INDEX_SEAL_RECORD_BYTES_MAX > INDEX_CURSOR_RECORD_BYTES_MAX
-                          ? INDEX_SEAL_RECORD_BYTES_MAX
-                          : INDEX_CURSOR_RECORD_BYTES_MAX);
-    int rc =
-        k.out && k.slots && k.cctx && k.body && k.scratch && k.record && k.directory ? 0 : -ENOMEM;
-    if (rc == 0) {
-        index_seal_writer_reset(&k.writer, k.body);
-        k.fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        rc = k.fd < 0 ? -errno : 0;
+    if (g->cursor_at == 0) {
+        return 0; /* nothing applied: nothing to seal */
     }
-    uint64_t cursor_at = 0;
-    uint32_t crc = 0;
-    rc = rc == 0 ? index_compact_write_log(&k, &cursor_at, &crc) : rc;
-    rc = rc == 0 ? index_compact_swap(&k, tmp, cursor_at, crc) : rc;
+    /* The same code as a seal beside the applies, on the calling thread: the tail is the
+     * snapshot's cursor record alone. */
+    struct index_seal *s = NULL;
+    int rc = index_seal_create(g, INT32_MIN, &s);
     if (rc != 0) {
-        ds_log_error("%s: cannot compact the log: %s (the old log stays)", g->dir, ds_strerror(rc));
-        (void)unlink(tmp);
+        return rc;
     }
-    if (k.fd >= 0) {
-        close(k.fd); /* the new log's fd when it failed; the old log's after a swap */
-    }
-    free(k.out);
-    free(k.slots);
-    ZSTD_freeCCtx(k.cctx);
-    free(k.body);
-    free(k.scratch);
-    free(k.record);
-    free(k.directory);
-    free(k.entries);
-    free(k.arena);
-    free(k.customers);
-    if (rc == 0) {
-        index_checkpointer_compacted(g);
-        if (stats != NULL) {
-            stats->bytes_before = before;
-            stats->bytes_after = g->log_end;
-            stats->seconds = (double)(ds_clock_ns() - started_ns) / 1e9;
-        }
-        ds_log_info("%s: compacted the log from %" PRIu64 " to %" PRIu64 " bytes", g->dir, before,
-                    g->log_end);
-    }
-    return rc;
+    s->thread_rc = index_seal_prepare(s, false);
+    s->done = true;
+    return index_seal_finish(s, true, stats);
 }

@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <pthread.h>
 
 #include "common/common.h"
@@ -42,10 +43,10 @@
  * events (ARCHITECTURE.md, file ingest), and the batch buffer is sized for the worst case. */
 #define INDEX_BATCH_ENTRIES_MAX (1u << 20)
 #define INDEX_BATCH_ENTRIES_DEFAULT 65536u
-/* The builder's cursor: positions of 13,106 partitions fit (20 bytes each), 51 days grown to
- * 256 shards. 64 KiB held 3,276, which adaptive sharding passes within a month (and the builder
- * would stop). Each apply writes the whole cursor: a log's cost that compaction drops. */
-#define INDEX_CURSOR_BYTES_MAX (256u * 1024u)
+/* The builder's cursor, 20 bytes per partition followed: 256 MiB is 13.4M partitions, 143 years
+ * of days of 256 shards without retention (with it, the kept days' only). The store keeps it in
+ * memory and writes only what changed with each apply (store.c). */
+#define INDEX_CURSOR_BYTES_MAX (256u << 20)
 /* A page holds 1..INDEX_PAGE_LIMIT_MAX entries (DESIGN.md section 5: limit at most 1000). */
 #define INDEX_PAGE_LIMIT_MAX 1000u
 /* A page token is lowercase hex of the last entry's (ts, order id) key part: at most
@@ -85,6 +86,20 @@ struct index_entry {
     char status[DS_STATUS_BYTES_MAX];
     int64_t amount_units;
 };
+
+/* The entry of an inserted event stored on day (its partition's day, the UTC day of its ts).
+ * Inline: the builder calls it for every event it indexes. */
+static inline void index_entry_of_event(const struct ds_event *event, int32_t day,
+                                        struct index_entry *e)
+{
+    e->customer_id = event->customer_id;
+    e->order_id = event->order_id;
+    e->ts_ms = event->ts_ms;
+    e->day = day;
+    e->status_len = event->status_len;
+    memcpy(e->status, event->status, event->status_len);
+    e->amount_units = event->amount_units;
+}
 
 /* One page of a customer's orders. The caller points entries at an array of at least `limit`
  * entries (borrowed for the call); index_query fills count entries and the next token. */
@@ -127,10 +142,11 @@ bool index_replaced(struct index *g);
 void index_close(struct index *g);
 
 /* Adds n entries (borrowed) and replaces the cursor with cursor[0..cursor_len) (borrowed),
- * atomically: a customer's query sees all of that customer's entries of the apply or none, and
- * an entry is queryable before index_cursor returns the cursor that covers it. Not durable at
- * return (the log is written, not synced; checkpoints sync it): after a power cut the store
- * holds the entries and the cursor of the applies up to some earlier one, and the builder
+ * atomically (the log gets only the bytes that changed, a few dozen for a cursor that differs in
+ * a few places, whatever its length): a customer's query sees all of that customer's entries of the
+ * apply or none, and an entry is queryable before index_cursor returns the cursor that covers it.
+ * Not durable at return (the log is written, not synced; checkpoints sync it): after a power cut
+ * the store holds the entries and the cursor of the applies up to some earlier one, and the builder
  * replays from that cursor; a process crash loses nothing. A reader sees the apply after its
  * next refresh. An entry equal to one already present (same customer, ts and order id) hides
  * it (queries return the newest apply's copy once), so re-applying a batch changes no answer.
@@ -141,8 +157,8 @@ DS_MUST_USE int index_apply(struct index *g, const struct index_entry *entries, 
                             const void *cursor, size_t cursor_len);
 
 /* Copies the last applied cursor into buf (cap bytes) and its length into *len (0 before the
- * first apply). Returns 0, -ENOSPC when cap is too small (*len still set), -DS_ECORRUPT or
- * -EIO. */
+ * first apply; at most INDEX_CURSOR_BYTES_MAX). Returns 0, -ENOSPC when cap is too small (*len
+ * still set: call again with a buffer that large), -DS_ECORRUPT or -EIO. */
 DS_MUST_USE int index_cursor(struct index *g, void *buf, size_t cap, size_t *len);
 
 /* One page of customer's orders, newest first: ts descending; among equal ts, order ids
@@ -155,11 +171,15 @@ DS_MUST_USE int index_cursor(struct index *g, void *buf, size_t cap, size_t *len
 DS_MUST_USE int index_query(struct index *g, const struct ds_id *customer, uint32_t limit,
                             const char *page_token, struct index_page *out);
 
-/* What index_compact did. */
+/* What index_compact or a seal (index_seal_finish) did. */
 struct index_compact_stats {
     uint64_t bytes_before; /* the log's size before and after */
     uint64_t bytes_after;
     double seconds;
+    uint64_t written_bytes;   /* bytes the seal wrote: the sealed part and the copied tail */
+    uint64_t tail_bytes;      /* of those, the records applied while the seal ran, copied */
+    uint64_t dropped_entries; /* entries of days below the floor left out */
+    uint64_t finish_ns;       /* the applying thread's share: the last tail copy and the swap */
 };
 
 /* Compacts the log: every customer's entries (each distinct key once, the newest
@@ -172,6 +192,40 @@ struct index_compact_stats {
  * applies (the thread that applies). stats may be NULL. Returns 0, -ENOMEM, -DS_ECORRUPT (a
  * damaged run on a chain: `gsi rebuild`) or -EIO; on failure the old log stays in use. */
 DS_MUST_USE int index_compact(struct index *g, struct index_compact_stats *stats);
+
+/*
+ * Online sealing: the compaction above, run beside the applies. index_seal_start (the applying
+ * thread, between applies) notes where the log ends and starts a thread that writes every chain
+ * up to there as sealed records into DIR/log.compact (leaving out entries of days below
+ * floor_day, INT32_MIN: none), then copies the applies made meanwhile after them, their chain
+ * pointers moved to the new log. index_seal_finish (the applying thread, between applies)
+ * copies the last applies, renames the new log over DIR/log and swaps it in: the only part that
+ * holds up applies. Crash-safe as index_compact. One seal per handle at a time; the caller
+ * finishes or cancels it before index_close.
+ */
+struct index_seal;
+/* Returns 0 with *out set, -ENOMEM, -EIO (an earlier apply failed) or the thread's error. */
+DS_MUST_USE int index_seal_start(struct index *g, int32_t floor_day, struct index_seal **out);
+/* Whether the seal's thread is done (index_seal_finish would not wait for it). Any thread. */
+bool index_seal_ready(const struct index_seal *s);
+/* Completes the seal when its thread is done (wait: waits for it and for a checkpoint in
+ * flight). Returns 0 (swapped in; s freed, stats filled when not NULL), -EAGAIN (not yet: call
+ * again after a later apply), or a negative code (logged; s freed, the old log stays). */
+DS_MUST_USE int index_seal_finish(struct index_seal *s, bool wait,
+                                  struct index_compact_stats *stats);
+/* Stops the seal's thread and removes its file; the old log stays. NULL is fine. */
+void index_seal_cancel(struct index_seal *s);
+/* The log's sealed part (header and sealed records: what the last seal wrote) and the bytes
+ * appended since. Writer thread. */
+void index_log_bytes(const struct index *g, uint64_t *sealed, uint64_t *live);
+/* When to seal: the live part passed INDEX_SEAL_LIVE_MIN_BYTES and half the sealed part (each
+ * seal then rewrites at most three times what was appended since the last), or, once the
+ * writer has been idle (the caller says so), it passed INDEX_SEAL_IDLE_MIN_BYTES and a 32nd of
+ * the sealed part, so a quiet index ends sealed without resealing for every few applies.
+ * Writer thread. */
+#define INDEX_SEAL_LIVE_MIN_BYTES (4ull << 20)
+#define INDEX_SEAL_IDLE_MIN_BYTES (64ull << 10)
+bool index_seal_due(const struct index *g, bool idle);
 
 /* Bytes of the index's files on disk (log and table checkpoint). */
 uint64_t index_bytes_on_disk(struct index *g);
@@ -210,7 +264,7 @@ struct index_check_report {
     uint64_t slots_used;         /* chains in the table the log builds */
     bool table_present;          /* DIR/table exists */
     uint64_t table_covers_bytes; /* the log prefix DIR/table covers */
-    size_t cursor_len;           /* bytes of the last cursor, copied to the caller's buffer */
+    size_t cursor_len;           /* bytes of the last cursor */
 };
 
 /* Reads every file of the index in dir without changing any and without the writer's lock, so
@@ -218,14 +272,15 @@ struct index_check_report {
  * FORMAT; the log's header and every record (checksum, fields, entries that decode in order,
  * each run linked to its chain's previous run, apply numbers in sequence); DIR/table, the
  * checkpoint (checksums, size, slots sorted and in bounds, the cursor record it names), which
- * must equal the table the log's records build up to the point it covers. A record that fails
- * its checks is damage when an intact record follows it or when DIR/table covers it; otherwise
- * it is a torn tail a crash left (tail_bytes), which is not. The last cursor goes to
- * cursor[0..cursor_cap) (INDEX_CURSOR_BYTES_MAX always suffices; a longer one is damage).
- * Returns 0 with *out filled (a missing dir: present false), -DS_EUSAGE (dir too long) or
- * -ENOMEM; an unreadable file is damage, named in the reason. */
-DS_MUST_USE int index_check(const char *dir, void *cursor, size_t cursor_cap,
-                            struct index_check_report *out);
+ * must equal the table the log's records build up to the point it covers, and the cursor it
+ * holds the one the log's cursor records build (each delta record checked against the record
+ * before it). A record that fails its checks is damage when an intact record follows it or
+ * when DIR/table covers it; otherwise it is a torn tail a crash left (tail_bytes), which is
+ * not. With cursor not NULL, *cursor gets a malloc'd copy of the last complete apply's cursor
+ * (cursor_len bytes; NULL when empty), which the caller frees. Returns 0 with *out filled (a
+ * missing dir: present false), -DS_EUSAGE (dir too long) or -ENOMEM; an unreadable file is
+ * damage, named in the reason. */
+DS_MUST_USE int index_check(const char *dir, uint8_t **cursor, struct index_check_report *out);
 
 /* One entry, borrowed for the call; a non-zero return stops the visit. */
 typedef int (*index_entry_fn)(const struct index_entry *entry, void *user);

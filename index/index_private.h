@@ -269,7 +269,10 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the index files are li
 #define INDEX_ENTRY_BYTES_MAX (1u + INDEX_TAIL_BYTES_MAX + 1u + INDEX_VALUE_BYTES_MAX)
 #define INDEX_RUN_BYTES_MAX                                                                        \
     (INDEX_RUN_HEADER_BYTES + DS_ID_BYTES_MAX + INDEX_RUN_ENTRIES_MAX * INDEX_ENTRY_BYTES_MAX)
-#define INDEX_CURSOR_RECORD_BYTES_MAX (INDEX_CURSOR_HEADER_BYTES + INDEX_CURSOR_BYTES_MAX)
+/* A type-2 record holds a whole cursor of at most this. Logs with them are read; new applies
+ * write delta records (INDEX_RECORD_CURSOR_DELTA) instead. */
+#define INDEX_CURSOR_FULL_BYTES_MAX (256u * 1024u)
+#define INDEX_CURSOR_RECORD_BYTES_MAX (INDEX_CURSOR_HEADER_BYTES + INDEX_CURSOR_FULL_BYTES_MAX)
 #define INDEX_RECORD_BYTES_MAX                                                                     \
     (INDEX_RUN_BYTES_MAX > INDEX_CURSOR_RECORD_BYTES_MAX ? INDEX_RUN_BYTES_MAX                     \
                                                          : INDEX_CURSOR_RECORD_BYTES_MAX)
@@ -346,7 +349,7 @@ struct index {
     /* Queries hold it shared while they read the log and the table; index_compact holds it
      * exclusively while it swaps the compacted log and its table in. */
     pthread_rwlock_t swap_lock;
-    uint8_t *cursor; /* INDEX_CURSOR_BYTES_MAX: the last cursor */
+    uint8_t *cursor; /* cursor_cap bytes (grown): the last cursor, cursor_len of them */
     uint8_t *scan; /* INDEX_IO_BUFFER_BYTES: reads of the log and the checkpoint (open, refresh) */
     size_t cursor_len;
     /* writer */
@@ -363,13 +366,20 @@ struct index {
     struct index_publish *publish;
     size_t publish_count;
     struct index_checkpointer *checkpointer; /* writer: checkpoints (see that section) */
+    /* the cursor's delta records (see that section) */
+    size_t cursor_cap;
+    uint8_t *cursor_spare; /* writer: the next cursor is built here, then swapped in */
+    size_t cursor_spare_cap;
+    uint32_t cursor_link_crc;     /* crc field of the last cursor record applied, a piece too */
+    uint64_t cursor_preloaded_at; /* a delta record whose result DIR/table held (0: none) */
 };
 
-/* DIR/table: a 64-byte header (magic, [24] u32 slots_log2, [32] u64 the log end it covers,
- * [40] u64 offset and [48] u32 crc field of the cursor record that ends there, [52] u32 CRC32C
- * of the body, [56] u32 count, [60] u32 CRC32C of the 60 bytes before), then the body: the
- * count used slots, each u32 index and the slot's 24 bytes. Sparse, so a small index has a
- * small checkpoint whatever the table size. */
+/* DIR/table: a 64-byte header (magic, [24] u32 slots_log2, [28] u32 cursor bytes, [32] u64 the
+ * log end it covers, [40] u64 offset and [48] u32 crc field of the cursor record that ends
+ * there, [52] u32 CRC32C of the body, [56] u32 count, [60] u32 CRC32C of the 60 bytes before),
+ * then the body: the count used slots, each u32 index and the slot's 24 bytes, then the cursor
+ * that record leaves (0 bytes when it is a whole-cursor record, which holds it itself).
+ * Sparse, so a small index has a small checkpoint whatever the table size. */
 #define INDEX_CHECKPOINT_ENTRY_BYTES (4u + INDEX_SLOT_BYTES)
 
 /* What a scan learned about one record. */
@@ -483,5 +493,70 @@ int index_create(const struct index_config *cfg, bool writer, struct index **out
 /* reading runs (read.c) */
 int index_run_read(const struct index *g, uint64_t offset, uint32_t slot, uint8_t *buf,
                    uint8_t **big, const uint8_t **r, uint64_t *directory);
+
+/* ---- the cursor's records (records.c, apply.c) ----------------------------------------------
+ *
+ * A cursor delta record (type 5) ends an apply with the change to the cursor, not the cursor:
+ *
+ *   [9]  u8 flags   INDEX_DELTA_RESET: applied to the empty cursor (a compacted log's first);
+ *                   INDEX_DELTA_MORE: a piece, the next record continues the apply's change
+ *   [10] u16 zero   [12] u32 the cursor's bytes after it   [16] u64 apply number
+ *   [24] u32 base: the crc field of the cursor record it applies to (0 with RESET)
+ *   [28] u32 zero
+ *   [32] varint at, varint delete, varint insert: the old cursor's bytes [at, at + delete) give
+ *        way to insert zero bytes, then patches until the record's end, each varint gap (from the
+ *        previous patch's end, the first from 0), varint length (>= 1), the bytes
+ *
+ * Only a record without MORE ends an apply. A reader rebuilds the cursor from the last full one
+ * (an old type-2 record, the RESET record of a compacted log, or the copy DIR/table holds)
+ * plus the delta records after it, each checked against its base. */
+#define INDEX_RECORD_CURSOR_DELTA 5u
+#define INDEX_DELTA_RESET 1u
+#define INDEX_DELTA_MORE 2u
+#define INDEX_DELTA_HEADER_BYTES 32u
+/* A piece's size: a change larger than this (a compaction's whole cursor, a node catching up on
+ * thousands of partitions) is split, so every record fits the scan buffer. */
+#define INDEX_DELTA_RECORD_BYTES_MAX (64u * 1024u)
+/* Equal bytes between two changes that still join one patch: a patch's gap and length varints
+ * cost about as much. */
+#define INDEX_DELTA_JOIN_GAP_BYTES 3u
+static_assert(INDEX_DELTA_RECORD_BYTES_MAX <= INDEX_RECORD_BYTES_MAX, "a piece is a record");
+static_assert(INDEX_DELTA_HEADER_BYTES + 3u * 10u + 2u * 10u + 1u < INDEX_DELTA_RECORD_BYTES_MAX,
+              "a piece holds a patch");
+
+/* Writes the records of one cursor change, a piece at a time. */
+struct index_delta_writer {
+    const uint8_t *base; /* the old cursor after the splice (NULL with reset: all new) */
+    const uint8_t *next; /* the new cursor */
+    size_t len;          /* both lengths */
+    uint64_t at, del, ins;
+    uint64_t apply;
+    uint32_t base_crc; /* the crc field of the record the next piece follows */
+    bool reset;
+    bool first;
+    bool done;
+    size_t pos;                    /* where the search for the next patch resumes */
+    size_t patch_start, patch_end; /* the patch being written (empty: none) */
+};
+
+/* Grows *buf (capacity *cap) to hold want bytes, keeping its contents. 0 or -ENOMEM. */
+int index_bytes_grow(uint8_t **buf, size_t *cap, size_t want);
+/* Chooses the splice that turns old into a cursor of new_len bytes with the fewest bytes left
+ * to patch, and builds old after it into spliced (new_len bytes). */
+void index_delta_splice(const uint8_t *old, size_t old_len, const uint8_t *next, size_t new_len,
+                        uint8_t *spliced, struct index_delta_writer *w);
+/* The next record into dst (INDEX_DELTA_RECORD_BYTES_MAX), crc and len set; 0 when done. */
+size_t index_delta_writer_next(struct index_delta_writer *w, uint8_t *dst);
+/* Checks a delta record's fields (len: its length). */
+bool index_delta_record_valid(const uint8_t *r, uint32_t len);
+/* Applies a cursor record (type 2 or 5) to g->cursor under cursor_lock; a record that does not
+ * follow the one before (its base) is -DS_ECORRUPT. 0, -DS_ECORRUPT or -ENOMEM. */
+int index_cursor_record_apply(struct index *g, const struct index_record *record);
+/* Whether a record ends an apply. */
+static inline bool index_record_commits(uint8_t type, const uint8_t *r)
+{
+    return type == INDEX_RECORD_CURSOR ||
+           (type == INDEX_RECORD_CURSOR_DELTA && (r[9] & INDEX_DELTA_MORE) == 0);
+}
 
 #endif /* DS_INDEX_INDEX_PRIVATE_H */

@@ -35,12 +35,14 @@ int index_create(const struct index_config *cfg, bool writer, struct index **out
     snprintf(g->dir, sizeof(g->dir), "%s", cfg->dir);
     pthread_mutex_init(&g->cursor_lock, NULL);
     pthread_rwlock_init(&g->swap_lock, NULL);
-    g->cursor = malloc(INDEX_CURSOR_BYTES_MAX);
+    /* The cursor grows with the partitions the builder follows (20 bytes each). */
+    int grown = index_bytes_grow(&g->cursor, &g->cursor_cap, 1);
+    grown = grown == 0 ? index_bytes_grow(&g->cursor_spare, &g->cursor_spare_cap, 1) : grown;
     g->scan = malloc(INDEX_IO_BUFFER_BYTES);
     g->batch_entries_max = cfg->batch_entries_max;
     g->checkpoint_bytes = cfg->checkpoint_bytes;
     *out = g;
-    return g->cursor != NULL && g->scan != NULL ? 0 : -ENOMEM;
+    return grown == 0 && g->scan != NULL ? 0 : -ENOMEM;
 }
 
 static int index_writer_buffers(struct index *g)
@@ -185,6 +187,7 @@ void index_close(struct index *g)
     pthread_rwlock_destroy(&g->swap_lock);
     free(g->slots);
     free(g->cursor);
+    free(g->cursor_spare);
     free(g->scan);
     free(g->buffer);
     free(g->items);

@@ -20,6 +20,144 @@
 
 /* ---- records ------------------------------------------------------------------------------- */
 
+int index_bytes_grow(uint8_t **buf, size_t *cap, size_t want)
+{
+    if (want <= *cap && *buf != NULL) {
+        return 0;
+    }
+    size_t grown = *cap < 256 ? 256 : *cap;
+    while (grown < want) {
+        grown *= 2;
+    }
+    uint8_t *p = realloc(*buf, grown);
+    if (p == NULL) {
+        return -ENOMEM;
+    }
+    *buf = p;
+    *cap = grown;
+    return 0;
+}
+
+/* The splice and the first patch of a delta record; *at is where the patches start. False when
+ * a field is out of its bounds. */
+static bool index_delta_head(const uint8_t *r, uint32_t len, uint64_t splice[3], size_t *at)
+{
+    const uint8_t *p = r + INDEX_DELTA_HEADER_BYTES;
+    const uint8_t *end = r + len;
+    for (int i = 0; i < 3; i++) {
+        if (!ds_varint_next(&p, end, &splice[i]) || splice[i] > INDEX_CURSOR_BYTES_MAX) {
+            return false;
+        }
+    }
+    *at = (size_t)(p - r);
+    return true;
+}
+
+bool index_delta_record_valid(const uint8_t *r, uint32_t len)
+{
+    uint64_t splice[3];
+    size_t at = 0;
+    uint32_t cursor_len = ds_get_le32(r + 12);
+    if (len < INDEX_DELTA_HEADER_BYTES || len > INDEX_DELTA_RECORD_BYTES_MAX ||
+        (r[9] & ~(INDEX_DELTA_RESET | INDEX_DELTA_MORE)) != 0 || ds_get_le16(r + 10) != 0 ||
+        ds_get_le32(r + 28) != 0 || cursor_len > INDEX_CURSOR_BYTES_MAX ||
+        !index_delta_head(r, len, splice, &at)) {
+        return false;
+    }
+    bool reset = (r[9] & INDEX_DELTA_RESET) != 0;
+    if (splice[1] + cursor_len < splice[2] || splice[0] + splice[2] > cursor_len ||
+        (reset && (splice[0] != 0 || splice[1] != 0 || splice[2] != cursor_len ||
+                   ds_get_le32(r + 24) != 0))) {
+        return false;
+    }
+    const uint8_t *p = r + at;
+    const uint8_t *end = r + len;
+    uint64_t pos = 0;
+    while (p < end) {
+        uint64_t gap = 0;
+        uint64_t bytes = 0;
+        if (!ds_varint_next(&p, end, &gap) || !ds_varint_next(&p, end, &bytes) || bytes == 0 ||
+            gap > cursor_len || bytes > (uint64_t)(end - p) || pos + gap + bytes > cursor_len) {
+            return false;
+        }
+        pos += gap + bytes;
+        p += bytes;
+    }
+    return true;
+}
+
+/* A delta record on g->cursor, under cursor_lock. */
+static int index_cursor_delta_apply(struct index *g, const struct index_record *record)
+{
+    const uint8_t *r = record->bytes;
+    uint32_t new_len = ds_get_le32(r + 12);
+    bool reset = (r[9] & INDEX_DELTA_RESET) != 0;
+    if (record->offset == g->cursor_preloaded_at) {
+        /* DIR/table holds the cursor this record leaves: checked, not applied again. */
+        return new_len == g->cursor_len ? 0 : -DS_ECORRUPT;
+    }
+    if (!reset && ds_get_le32(r + 24) != g->cursor_link_crc) {
+        return -DS_ECORRUPT;
+    }
+    uint64_t splice[3];
+    size_t at = 0;
+    (void)index_delta_head(r, record->len, splice, &at); /* valid: index_record_check */
+    uint64_t old_len = reset ? 0 : g->cursor_len;
+    if (splice[0] + splice[1] > old_len || old_len - splice[1] + splice[2] != new_len) {
+        return -DS_ECORRUPT;
+    }
+    size_t want = new_len > old_len ? new_len : (size_t)old_len;
+    if (index_bytes_grow(&g->cursor, &g->cursor_cap, want) != 0) {
+        return -ENOMEM;
+    }
+    uint8_t *c = g->cursor;
+    size_t from = (size_t)(splice[0] + splice[1]);
+    memmove(c + splice[0] + splice[2], c + from, (size_t)old_len - from);
+    memset(c + splice[0], 0, (size_t)splice[2]);
+    const uint8_t *p = r + at;
+    const uint8_t *end = r + record->len;
+    size_t pos = 0;
+    while (p < end) {
+        uint64_t gap = 0;
+        uint64_t bytes = 0;
+        (void)ds_varint_next(&p, end, &gap);
+        (void)ds_varint_next(&p, end, &bytes);
+        pos += (size_t)gap;
+        memcpy(c + pos, p, (size_t)bytes);
+        pos += (size_t)bytes;
+        p += bytes;
+    }
+    g->cursor_len = new_len;
+    return 0;
+}
+
+int index_cursor_record_apply(struct index *g, const struct index_record *record)
+{
+    const uint8_t *r = record->bytes;
+    int rc = 0;
+    pthread_mutex_lock(&g->cursor_lock);
+    if (record->type == INDEX_RECORD_CURSOR) {
+        size_t len = ds_get_le32(r + 12);
+        rc = index_bytes_grow(&g->cursor, &g->cursor_cap, len) != 0 ? -ENOMEM : 0;
+        if (rc == 0) {
+            memcpy(g->cursor, r + INDEX_CURSOR_HEADER_BYTES, len);
+            g->cursor_len = len;
+        }
+    } else {
+        rc = index_cursor_delta_apply(g, record);
+    }
+    if (rc == 0) {
+        g->cursor_link_crc = record->crc;
+        if (index_record_commits(record->type, r)) {
+            g->applies = ds_get_le64(r + 16);
+            g->cursor_at = record->offset;
+            g->cursor_crc = record->crc;
+        }
+    }
+    pthread_mutex_unlock(&g->cursor_lock);
+    return rc;
+}
+
 /* Checks a run's header fields against the table and its own offset. */
 bool index_run_header_valid(const struct index *g, const uint8_t *r, uint32_t len, uint64_t offset)
 {
@@ -89,8 +227,11 @@ int64_t index_record_check(const struct index *g, const uint8_t *r, size_t avail
     }
     if (r[8] == INDEX_RECORD_CURSOR) {
         bool ok = ds_get_le32(r + 12) == len - INDEX_CURSOR_HEADER_BYTES &&
-                  len - INDEX_CURSOR_HEADER_BYTES <= INDEX_CURSOR_BYTES_MAX;
+                  len - INDEX_CURSOR_HEADER_BYTES <= INDEX_CURSOR_FULL_BYTES_MAX;
         return ok ? (int64_t)len : -DS_ECORRUPT;
+    }
+    if (r[8] == INDEX_RECORD_CURSOR_DELTA) {
+        return index_delta_record_valid(r, len) ? (int64_t)len : -DS_ECORRUPT;
     }
     if (r[8] == INDEX_RECORD_RUN && index_run_header_valid(g, r, len, offset)) {
         return len;
@@ -188,7 +329,8 @@ int index_intact_after(struct index *g, uint64_t from, uint64_t until, uint64_t 
             const uint8_t *r = buf + pos;
             uint32_t len = ds_get_le32(r + 4);
             if ((r[8] != INDEX_RECORD_RUN && r[8] != INDEX_RECORD_CURSOR &&
-                 r[8] != INDEX_RECORD_SEALED && r[8] != INDEX_RECORD_DIRECTORY) ||
+                 r[8] != INDEX_RECORD_SEALED && r[8] != INDEX_RECORD_DIRECTORY &&
+                 r[8] != INDEX_RECORD_CURSOR_DELTA) ||
                 len < INDEX_CURSOR_HEADER_BYTES || len > INDEX_RECORD_BYTES_MAX ||
                 at + pos + len > until) {
                 continue;
@@ -220,7 +362,7 @@ static int index_scan_find_end(struct index *g, const struct index_record *recor
 {
     (void)g;
     struct index_scan_end *s = user;
-    if (record->type == INDEX_RECORD_CURSOR) {
+    if (index_record_commits(record->type, record->bytes)) {
         s->cursor_at = record->offset;
         s->end = record->offset + record->len;
     }
@@ -258,14 +400,13 @@ static int index_scan_apply(struct index *g, const struct index_record *record, 
     if (record->type == INDEX_RECORD_DIRECTORY) {
         return 0; /* read by queries only */
     }
-    pthread_mutex_lock(&g->cursor_lock);
-    g->cursor_len = ds_get_le32(r + 12);
-    memcpy(g->cursor, r + INDEX_CURSOR_HEADER_BYTES, g->cursor_len);
-    g->applies = ds_get_le64(r + 16);
-    g->cursor_at = record->offset;
-    g->cursor_crc = record->crc;
-    pthread_mutex_unlock(&g->cursor_lock);
-    return 0;
+    int rc = index_cursor_record_apply(g, record);
+    if (rc == -DS_ECORRUPT) {
+        ds_log_error("%s/log: the cursor record at offset %" PRIu64 " does not follow the one "
+                     "before it; " INDEX_REPAIR_HINT,
+                     g->dir, record->offset);
+    }
+    return rc;
 }
 
 int index_log_size(struct index *g, uint64_t *size)

@@ -30,10 +30,16 @@
  *   [72] customer id bytes, then each entry: u8 tail key bytes, tail key (key.c), u8 value
  *        bytes, value (key.c)
  *
- * A cursor record ends every apply: [12] u32 cursor bytes, [16] u64 apply number, [24] the
- * cursor. Records of an apply that has no cursor record after them were never acknowledged: an
- * opening writer cuts them off (and everything from a damaged record on), and the builder
- * replays them from the cursor it finds.
+ * A cursor delta record (type 5, index_private.h) ends every apply: the bytes of the builder's
+ * cursor that changed since the apply before (a splice and patches; pieces of at most 64 KiB
+ * when the change is larger, the last one ending the apply), checked against the record before
+ * it by that record's CRC. Logs written before it have whole-cursor records instead (type 2:
+ * [12] u32 cursor bytes, [16] u64 apply number, [24] the cursor), still read. The whole cursor
+ * is kept where a reader starts: in DIR/table after the slots (the checkpoint's cursor), and
+ * as one RESET delta record at the end of a compacted log; a log read from its start begins
+ * with the empty cursor. Records of an apply that has no cursor record after them were never
+ * acknowledged: an opening writer cuts them off (and everything from a damaged record on), and
+ * the builder replays them from the cursor it finds.
  *
  * The slot table: 2^k slots of (tag, head, chain max ts). A customer's tag is a 64-bit hash of its
  * id (never 0, which marks an empty slot); its home slot is the tag's low k bits; it owns the
@@ -65,7 +71,8 @@
  *
  * Checkpoints: the writer writes the table's used slots (CRC32C) to DIR/table atomically every
  * checkpoint_bytes of log and at close, after syncing the log (a thread of its own does it while
- * applies go on: "checkpoints" below). The header names the cursor
+ * applies go on: "checkpoints" below), then the cursor ([28] u32 its bytes; the body CRC covers
+ * slots and cursor). The header names the cursor
  * record it covers (offset, CRC), so a checkpoint of another log (the log cut shorter since, or
  * rebuilt) is never taken: opening then scans the whole log.
  *
@@ -205,6 +212,8 @@ uint64_t index_memory_bytes(const struct index_config *cfg)
     ASSERT(cfg != NULL);
     uint64_t per_entry = 2u * sizeof(struct index_item) + INDEX_TAIL_BYTES_MAX + sizeof(uint32_t) +
                          sizeof(struct index_publish);
+    /* The cursor (two copies) grows with the partitions followed, 20 bytes each: counted here
+     * at the 6,400 (128 KiB) of 100 kept days of 64 shards. */
     return ((uint64_t)INDEX_SLOT_BYTES << cfg->table_slots_log2) + INDEX_IO_BUFFER_BYTES * 2u +
-           INDEX_CURSOR_BYTES_MAX + (uint64_t)cfg->batch_entries_max * per_entry;
+           2u * (128u << 10) + (uint64_t)cfg->batch_entries_max * per_entry;
 }

@@ -418,12 +418,9 @@ static int verify_against_base(const char *data_dir, struct verify_compare *c, u
 static int verify_once(const char *data_dir, const char *gsi_dir, FILE *report,
                        struct index_verify_report *out, uint32_t *slots_log2)
 {
-    uint8_t *cursor = malloc(INDEX_CURSOR_BYTES_MAX);
-    if (cursor == NULL) {
-        return -ENOMEM;
-    }
+    uint8_t *cursor = NULL;
     struct index_check_report check;
-    int rc = index_check(gsi_dir, cursor, INDEX_CURSOR_BYTES_MAX, &check);
+    int rc = index_check(gsi_dir, &cursor, &check);
     *slots_log2 = rc == 0 ? check.slots_log2 : 0;
     out->present = check.present;
     out->damaged = false;

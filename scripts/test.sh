@@ -63,6 +63,8 @@ build/bench/bench_http_count 20000 100 >/dev/null
 build/bench/bench_index_e2e 20000 1 50000 >/dev/null
 build/bench/bench_index_e2e lag 20000 1 50000 >/dev/null
 build/bench/bench_index_store 20000 >/dev/null
+build/bench/bench_index_seal 20000 >/dev/null
+build/bench/bench_index_cursor 50 >/dev/null
 build/bench/bench_heat 20000 1 >/dev/null
 echo "benchmarks ran"
 

@@ -37,7 +37,12 @@ struct summary {
     bool overflow; /* some status is only in the "other" row */
     uint8_t status_len[STORAGE_SUMMARY_STATUS_MAX];
     char status[STORAGE_SUMMARY_STATUS_MAX][DS_STATUS_BYTES_MAX];
-    struct storage_hour_total hours[STORAGE_SUMMARY_STATUS_MAX + 1][24];
+    /* hours[i]: status i's counts by hour, one row per named status (rows_capacity allocated):
+     * a fixed row for each of the 32 possible statuses made a summary 26 KiB, and a reader
+     * that counted a month at 256 shards held 7,168 of them (186 MiB); with the 4-6 statuses
+     * of a typical stream it is 5-6 KiB. A status past the named ones adds to all only. */
+    struct storage_hour_total (*hours)[24];
+    uint16_t rows_capacity;
     struct storage_hour_total all[24]; /* every status: the unfiltered count reads only this */
     ds_i128 amount_units;
     uint64_t damaged_blocks; /* payload CRC failures and unreadable ranges passed */
@@ -101,6 +106,11 @@ struct part {
     uint32_t skip_count;
     uint32_t skip_capacity;
 };
+
+/* Empties s, keeping its rows' memory. */
+void store_summary_clear(struct summary *s);
+/* Frees s and its rows. Accepts NULL. */
+void store_summary_free(struct summary *s);
 
 /* The first segment of p (1 unless a compaction rewrote it). */
 static inline uint32_t store_part_first(const struct part *p)

@@ -92,7 +92,7 @@ static void part_free(struct storage *st, struct part *p)
         open_block_free(p->ob);
         free(p->ob);
     }
-    free(p->summary);
+    store_summary_free(p->summary);
     free(p->skips);
     free(p);
 }
@@ -440,11 +440,29 @@ void store_day_unfold(struct part *p)
     p->folded = false;
 }
 
+void store_summary_clear(struct summary *s)
+{
+    struct storage_hour_total(*hours)[24] = s->hours;
+    uint16_t capacity = s->rows_capacity;
+    memset(hours, 0, capacity * sizeof(*hours));
+    memset(s, 0, sizeof(*s));
+    s->hours = hours;
+    s->rows_capacity = capacity;
+}
+
+void store_summary_free(struct summary *s)
+{
+    if (s != NULL) {
+        free(s->hours);
+        free(s);
+    }
+}
+
 /* Drops p's summary (rebuilt on next use): out of its day's sums first, and listed as stale. */
 static void part_summary_drop(struct part *p)
 {
     store_day_unfold(p);
-    free(p->summary);
+    store_summary_free(p->summary);
     p->summary = NULL;
     store_day_touch(p);
 }

@@ -467,7 +467,18 @@ static int summary_row(struct summary *s, const char *status, uint8_t len)
     }
     if (s->status_count == STORAGE_SUMMARY_STATUS_MAX) {
         s->overflow = true;
-        return STORAGE_SUMMARY_STATUS_MAX;
+        return -1;
+    }
+    if (s->status_count == s->rows_capacity) {
+        uint16_t capacity = s->rows_capacity == 0 ? 4u : (uint16_t)(s->rows_capacity * 2u);
+        capacity = capacity > STORAGE_SUMMARY_STATUS_MAX ? STORAGE_SUMMARY_STATUS_MAX : capacity;
+        struct storage_hour_total(*grown)[24] = realloc(s->hours, capacity * sizeof(*grown));
+        if (grown == NULL) {
+            return -ENOMEM;
+        }
+        memset(grown + s->rows_capacity, 0, (capacity - s->rows_capacity) * sizeof(*grown));
+        s->hours = grown;
+        s->rows_capacity = capacity;
     }
     uint16_t row = s->status_count++;
     s->status_len[row] = len;
@@ -486,20 +497,27 @@ static int summary_fold(const struct block_view *view, uint64_t block_bytes, voi
     int rows[STORAGE_BLOCK_STATUS_MAX];
     for (uint16_t i = 0; i < h->status_count; i++) {
         rows[i] = summary_row(s, view->status[i], view->status_len[i]);
+        if (rows[i] == -ENOMEM) {
+            return -ENOMEM;
+        }
     }
     int64_t net = 0;
     bool negative = false;
     for (uint16_t i = 0; i < h->cell_count; i++) {
         const struct block_cell *cell = &view->cells[i];
-        struct storage_hour_total *t = &s->hours[rows[cell->status_index]][cell->hour];
+        int row = rows[cell->status_index];
         ds_i128 amount = block_cell_amount(cell);
-        t->count += cell->count;
-        t->amount_units += amount;
+        if (row >= 0) {
+            struct storage_hour_total *t = &s->hours[row][cell->hour];
+            t->count += cell->count;
+            t->amount_units += amount;
+            negative = negative || t->count < 0;
+        }
         s->all[cell->hour].count += cell->count;
         s->all[cell->hour].amount_units += amount;
         s->amount_units += amount;
         net += cell->count;
-        negative = negative || t->count < 0 || s->all[cell->hour].count < 0;
+        negative = negative || s->all[cell->hour].count < 0;
     }
     if (negative) {
         /* store_read_summary_extend names the partition */
@@ -534,14 +552,14 @@ int store_read_summary_extend(struct storage *st, struct part *p)
     store_day_unfold(p);
     struct summary *s = p->summary;
     if (s->segment_id != 0 && s->segment_id < store_part_first(p)) {
-        memset(s, 0, sizeof(*s)); /* it covers segments a compaction replaced: start again */
+        store_summary_clear(s); /* it covers segments a compaction replaced: start again */
     }
     int rc = visit_headers(st, p, WALK_PAYLOAD_CRC, &s->segment_id, &s->end, summary_fold, s,
                            &s->damaged_blocks);
     if (rc != 0) {
         ds_log_error("partition %d/%u: cannot read block headers: %s", p->day, p->shard,
                      ds_strerror(rc));
-        free(p->summary);
+        store_summary_free(p->summary);
         p->summary = NULL;
         return rc;
     }

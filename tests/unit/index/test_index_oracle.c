@@ -61,6 +61,9 @@
 /* Set: the writer child compacts the log after every WRITER_COMPACT_EVERY applies. */
 #define WRITER_COMPACT_ENV "TEST_GSI_ORACLE_WRITER_COMPACT"
 #define WRITER_COMPACT_EVERY 3u
+/* Set: the writer child starts a seal beside its applies after every WRITER_COMPACT_EVERY
+ * applies and finishes it after a later one. */
+#define WRITER_SEAL_ENV "TEST_GSI_ORACLE_WRITER_SEAL"
 #define WRITER_SEED_ENV "TEST_GSI_ORACLE_WRITER_SEED"
 #define WRITER_READY_FD_ENV "TEST_GSI_ORACLE_WRITER_READY_FD"
 
@@ -743,9 +746,15 @@ static void differential_run(struct fixture *f, uint32_t table_slots_log2)
 /* The index's own check finds nothing wrong with the store's files. */
 static void store_check_clean(struct fixture *f)
 {
-    static uint8_t cursor[INDEX_CURSOR_BYTES_MAX];
+    uint8_t *cursor = NULL;
     struct index_check_report report;
-    assert_int_equal(index_check(f->store_dir, cursor, sizeof(cursor), &report), 0);
+    assert_int_equal(index_check(f->store_dir, &cursor, &report), 0);
+    /* The cursor the log's records build is the model's. */
+    assert_int_equal(report.cursor_len, f->model.cursor_len);
+    if (report.cursor_len > 0) {
+        assert_memory_equal(cursor, f->model.cursor, report.cursor_len);
+    }
+    free(cursor);
     if (report.damaged) {
         fail_msg("gsi_check: %s", report.reason);
     }
@@ -781,6 +790,77 @@ static void pages_with_ingest_assert_equal(struct fixture *f, uint64_t *rng,
             assert_int_equal(index_compact(f->store, NULL), 0);
         }
     }
+}
+
+/* Applies batches until the seal s is swapped in (the first two before the first try, so the
+ * seal copies applies made while it ran). */
+static void seal_with_applies(struct fixture *f, uint64_t *rng, struct index_seal *s,
+                              size_t batch_max)
+{
+    for (size_t i = 0;; i++) {
+        apply_batches(f, rng, 1, batch_max);
+        if (i < 2) {
+            continue;
+        }
+        int rc = index_seal_finish(s, i >= 200, NULL);
+        if (rc == 0) {
+            return;
+        }
+        assert_int_equal(rc, -EAGAIN);
+    }
+}
+
+/* Seals beside the applies against the model: sealed while batches go on, compared, checked
+ * clean, through a reader opened before and one after, reopened with and without the table,
+ * sealed again over sealed and live parts. */
+static void seal_run(struct fixture *f, uint32_t table_slots_log2)
+{
+    uint64_t rng = f->seed ^ table_slots_log2 ^ 0x5ea1;
+    size_t batches = f->long_run ? DIFF_BATCHES_LONG : DIFF_BATCHES;
+    size_t batch_max = f->long_run ? DIFF_BATCH_MAX_LONG : DIFF_BATCH_MAX;
+    f->cfg.table_slots_log2 = table_slots_log2;
+    f->cfg.batch_entries_max = (uint32_t)batch_max;
+    store_open(f);
+    apply_batches(f, &rng, batches / 2, batch_max);
+    struct index *before = NULL;
+    assert_int_equal(index_open_reader(&f->cfg, &before), 0);
+    struct index_seal *s = NULL;
+    assert_int_equal(index_seal_start(f->store, INT32_MIN, &s), 0);
+    seal_with_applies(f, &rng, s, batch_max);
+    sample_assert_equal_all_limits(f, f->store);
+    store_check_clean(f);
+    assert_true(index_replaced(before));
+    index_close(before);
+    struct index *reader = NULL;
+    assert_int_equal(index_open_reader(&f->cfg, &reader), 0);
+    sample_assert_equal_all_limits(f, reader);
+    index_close(reader);
+    apply_batches(f, &rng, batches / 8, batch_max);
+    assert_int_equal(index_seal_start(f->store, INT32_MIN, &s), 0);
+    seal_with_applies(f, &rng, s, batch_max);
+    sample_assert_equal_all_limits(f, f->store);
+    store_check_clean(f);
+    store_close(f);
+    store_open(f);
+    sample_assert_equal(f, f->store, quick_limits, DS_ARRAY_LEN(quick_limits));
+    store_close(f);
+    table_remove(f);
+    store_open(f); /* from the log alone */
+    sample_assert_equal_all_limits(f, f->store);
+    store_close(f);
+}
+
+static void test_index_oracle_sealed_beside_applies_pages_equal_with_table_2e5(void **state)
+{
+    /* A seal runs while batches are applied (many customers share chains in a 2^5 table): the
+     * store answers as the model before and after the swap, reopened, through readers. */
+    seal_run(*state, 5);
+}
+
+static void test_index_oracle_sealed_beside_applies_pages_equal_with_default_table(void **state)
+{
+    /* The same with the default table: one chain per customer. */
+    seal_run(*state, INDEX_TABLE_SLOTS_LOG2_DEFAULT);
 }
 
 /* Compaction against the model: compacted, reopened with and without the table,
@@ -1255,6 +1335,8 @@ static int writer_child_main(const char *dir, const char *seed_text, const char 
     }
     uint64_t last = long_run_wanted() ? KILL_APPLIES_MAX_LONG : KILL_APPLIES_MAX;
     bool compact = getenv(WRITER_COMPACT_ENV) != NULL;
+    bool seal = getenv(WRITER_SEAL_ENV) != NULL;
+    struct index_seal *running = NULL;
     for (uint64_t i = crash_cursor(g) + 1; i <= last; i++) {
         if (crash_apply(&pool, seed, i, g, NULL) != 0) {
             return 1;
@@ -1262,13 +1344,26 @@ static int writer_child_main(const char *dir, const char *seed_text, const char 
         if (compact && i % WRITER_COMPACT_EVERY == 0 && index_compact(g, NULL) != 0) {
             return 4;
         }
+        int rc = running != NULL ? index_seal_finish(running, false, NULL) : -EAGAIN;
+        if (rc != -EAGAIN && rc != 0) {
+            return 5;
+        }
+        running = rc == 0 ? NULL : running;
+        if (seal && running == NULL && i % WRITER_COMPACT_EVERY == 0 &&
+            index_seal_start(g, INT32_MIN, &running) != 0) {
+            return 6;
+        }
+    }
+    if (running != NULL && index_seal_finish(running, true, NULL) != 0) {
+        return 7;
     }
     for (;;) {
         pause(); /* runs until the parent's SIGKILL */
     }
 }
 
-static void kill9_run(struct fixture *f, bool compact)
+/* compact: the writer child's mode, the name of its environment variable (NULL: none). */
+static void kill9_run(struct fixture *f, const char *compact)
 {
     uint64_t rng = f->seed;
     crash_config(&f->cfg, f->store_dir);
@@ -1287,8 +1382,8 @@ static void kill9_run(struct fixture *f, bool compact)
             setenv(WRITER_DIR_ENV, f->store_dir, 1);
             setenv(WRITER_SEED_ENV, seed_text, 1);
             setenv(WRITER_READY_FD_ENV, fd_text, 1);
-            if (compact) {
-                setenv(WRITER_COMPACT_ENV, "1", 1);
+            if (compact != NULL) {
+                setenv(compact, "1", 1);
             }
             execl("/proc/self/exe", "test_index_oracle", (char *)NULL);
             _exit(127);
@@ -1309,7 +1404,7 @@ static void kill9_run(struct fixture *f, bool compact)
         applied = now;
         store_assert_applies(f, applied);
         store_close(f);
-        if (compact) {
+        if (compact != NULL) {
             char leftover[160];
             store_path(f, "log.compact", leftover, sizeof(leftover));
             store_check_clean(f);                            /* the old log or the new one, whole */
@@ -1324,14 +1419,22 @@ static void test_index_oracle_kill9_keeps_whole_applies(void **state)
     /* A writer process killed at random moments: reopened, the store equals the model after
      * exactly the applies its cursor names, a number that never goes back (a process crash
      * loses nothing the log was given). */
-    kill9_run(*state, false);
+    kill9_run(*state, NULL);
 }
 
 static void test_index_oracle_kill9_during_compaction_keeps_whole_applies(void **state)
 {
     /* The same with the writer compacting after every third apply: a kill inside a
      * compaction leaves the old log or the new complete one, never a mix. */
-    kill9_run(*state, true);
+    kill9_run(*state, WRITER_COMPACT_ENV);
+}
+
+static void test_index_oracle_kill9_during_online_seal_keeps_whole_applies(void **state)
+{
+    /* The same with the writer sealing beside its applies (a seal started every third apply,
+     * finished after a later one): a kill while the seal's thread writes, copies or swaps leaves
+     * exactly the applies whose cursor records survive, in the old log or the new one. */
+    kill9_run(*state, WRITER_SEAL_ENV);
 }
 
 int main(void)
@@ -1364,6 +1467,13 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_index_oracle_kill9_during_compaction_keeps_whole_applies, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_oracle_kill9_during_online_seal_keeps_whole_applies, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_oracle_sealed_beside_applies_pages_equal_with_table_2e5, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_oracle_sealed_beside_applies_pages_equal_with_default_table, setup,
+            teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,3 +5,7 @@ ds_unit_test(index index)
 ds_unit_test(index index_oracle)
 # Checkpoints taken on the writer's own thread while applies go on.
 ds_unit_test(index index_checkpoint)
+# The cursor's delta records: bytes per apply, pieces, cuts, old whole-cursor logs.
+ds_unit_test(index index_cursor)
+# The seal's retention floor and the rule that says when to seal.
+ds_unit_test(index index_compact)

@@ -157,6 +157,7 @@ struct ids {
      * is a whole number of segments. */
     uint64_t *segments[IDS_SEGMENTS_MAX];
     uint64_t slots_count;
+    uint64_t slots_max;    /* IDS_SLOTS_MAX, or lower (ids_set_slots_max) */
     uint64_t keys;         /* occupied slots: records and tombstones of the recent tier */
     uint64_t sealed_count; /* orders of the sealed files */
     int64_t delta;         /* orders the recent tier adds (new minus removed) */
@@ -370,16 +371,16 @@ static void table_free(uint64_t **segments, uint64_t slots_count)
 }
 
 /* The size a table of slots_count slots grows to: double below a segment, else a quarter more
- * in whole segments, up to IDS_SLOTS_MAX. */
-static uint64_t keydir_next_slots(uint64_t slots_count)
+ * in whole segments, up to slots_max. */
+static uint64_t keydir_next_slots(uint64_t slots_count, uint64_t slots_max)
 {
     if (slots_count < IDS_SEGMENT_SLOTS) {
-        return 2 * slots_count;
+        return 2 * slots_count < slots_max ? 2 * slots_count : slots_max;
     }
     uint64_t add = slots_count / IDS_GROWTH_DIVISOR;
     add = (add + IDS_SEGMENT_SLOTS - 1) / IDS_SEGMENT_SLOTS * IDS_SEGMENT_SLOTS;
     uint64_t next = slots_count + add;
-    return next < IDS_SLOTS_MAX ? next : IDS_SLOTS_MAX;
+    return next < slots_max ? next : slots_max;
 }
 
 /* A growth in progress: the new table's directory, filled as the pass reaches its segments,
@@ -458,22 +459,23 @@ static int regrow_reserve(struct regrow *g, uint64_t old_slots_count)
     return 0;
 }
 
-/* Grows the table (refusing past IDS_SLOTS_MAX), reading the old table a segment at a time
+/* Grows the table (refusing past slots_max), reading the old table a segment at a time
  * and handing each segment read to the new table, so the two are never held whole together:
  * the peak is the new table and a few segments, not old + new (768 MiB at 25.2M orders when
  * the table doubled). Every home is recomputed from the stored bits, without the log. */
 static int keydir_grow(struct ids *ids)
 {
     uint64_t old_slots = ids->slots_count;
-    if (old_slots >= IDS_SLOTS_MAX) {
-        ds_log_error("%s: more than %llu orders", ids->path, (unsigned long long)IDS_ORDERS_MAX);
+    if (old_slots >= ids->slots_max) {
+        ds_log_error("%s: more than %llu orders in the recent tier", ids->path,
+                     (unsigned long long)(ids->slots_max / 4 * 3));
         return -DS_ELIMIT;
     }
     struct regrow *g = calloc(1, sizeof(*g));
     if (g == NULL) {
         return -ENOMEM;
     }
-    g->slots_count = keydir_next_slots(old_slots);
+    g->slots_count = keydir_next_slots(old_slots, ids->slots_max);
     int rc = regrow_reserve(g, old_slots);
     if (rc < 0) {
         free(g);
@@ -1261,6 +1263,7 @@ static int ids_create(struct storage_io *io, const char *dir, bool read_only, st
         return -ENOMEM;
     }
     ids->recent_budget_bytes = IDS_RECENT_BYTES_DEFAULT;
+    ids->slots_max = IDS_SLOTS_MAX;
     ids->background = true;
     ids->ordered = true;
     int n = snprintf(ids->dir, sizeof(ids->dir), "%s/ids", dir);
@@ -1362,6 +1365,13 @@ void ids_close(struct ids *ids)
     ZSTD_freeDCtx(ids->dctx);
     table_free(ids->segments, ids->slots_count);
     free(ids);
+}
+
+void ids_set_slots_max(struct ids *ids, uint64_t slots)
+{
+    ASSERT(slots >= IDS_SLOTS_MIN && slots <= IDS_SLOTS_MAX && (slots & (slots - 1)) == 0);
+    ASSERT(ids->slots_count <= slots);
+    ids->slots_max = slots;
 }
 
 void ids_set_recent_budget(struct ids *ids, uint64_t bytes)

@@ -153,6 +153,9 @@ int ids_maintain(struct ids *ids, int32_t floor);
 DS_MUST_USE int ids_seal(struct ids *ids, int32_t floor);
 /* The recent tier's budget in log bytes (tests lower it). */
 void ids_set_recent_budget(struct ids *ids, uint64_t bytes);
+/* Lowers the keydir's slot limit (a power of two from 1024 to IDS_SLOTS_MAX, at least the
+ * table's size now): tests show the store running past a limit its seals keep it under. */
+void ids_set_slots_max(struct ids *ids, uint64_t slots);
 /* Whether ids_maintain seals on a thread (the default) or before it returns (tests). */
 void ids_set_background(struct ids *ids, bool background);
 /* The writer's time in ids_maintain, per call made while a seal was due, running or installed:

@@ -436,6 +436,65 @@ static void test_ids_seal_kill9_at_random_points(void **state)
     free(m);
 }
 
+static void expect_orders(struct fixture *fx, struct ids *ids, uint64_t count)
+{
+    for (uint64_t i = 0; i < count; i++) {
+        struct ds_id id = order_id(i);
+        struct storage_order got;
+        assert_int_equal(ids_get(ids, &id, &got, fx->scratch, sizeof(fx->scratch)), 0);
+        assert_int_equal(got.day, DAY0 + (int32_t)(i / 5000));
+        assert_int_equal(got.amount_units, (int64_t)(i * 31));
+    }
+    assert_int_equal(ids_count(ids), count);
+}
+
+static void test_ids_seal_runs_past_a_lowered_slot_limit(void **state)
+{
+    /* The keydir's slot limit lowered to 1,024 slots (768 orders, where IDS_SLOTS_MAX's 2^28
+     * allows 201M). Without seals the 769th order is refused; with seals every 4 KiB of log the
+     * recent tier never comes near the limit and 20,000 orders, 26 times the limit, are all
+     * found before and after a reopen. */
+    struct fixture *fx = *state;
+    const uint64_t limit = 1024 / 4 * 3, orders = 20000;
+    struct ids *ids = NULL;
+    assert_int_equal(ids_open(fx->io, fx->dir, 0, false, &ids), 0);
+    ids_set_slots_max(ids, 1024);
+    ids_set_recent_budget(ids, 1ull << 30);
+    ids_set_background(ids, false);
+    uint64_t i = 0;
+    int rc = 0;
+    for (; i <= limit && rc == 0; i++) {
+        struct storage_order r = make_record(i, 0, DAY0 + (int32_t)(i / 5000), fx->items);
+        rc = ids_put(ids, &r);
+    }
+    assert_int_equal(rc, -DS_ELIMIT);
+    assert_int_equal(i, limit + 1);
+    ids_close(ids); /* drops the uncommitted puts */
+
+    assert_int_equal(ids_open(fx->io, fx->dir, 0, false, &ids), 0);
+    ids_set_slots_max(ids, 1024);
+    ids_set_recent_budget(ids, 4096);
+    ids_set_background(ids, false);
+    uint64_t len = 0, seals = 0;
+    for (i = 0; i < orders; i++) {
+        struct storage_order r = make_record(i, 0, DAY0 + (int32_t)(i / 5000), fx->items);
+        assert_int_equal(ids_put(ids, &r), 0);
+        if (i % 100 == 99) {
+            len = commit(fx, ids);
+            int sealed = ids_maintain(ids, 0);
+            assert_true(sealed == 0 || sealed == 1);
+            seals += (uint64_t)sealed;
+        }
+    }
+    assert_true(seals > orders / limit);
+    expect_orders(fx, ids, orders);
+    ids_close(ids);
+    assert_int_equal(ids_open(fx->io, fx->dir, len, false, &ids), 0);
+    ids_set_slots_max(ids, 1024);
+    expect_orders(fx, ids, orders);
+    ids_close(ids);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -445,6 +504,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ids_seal_converts_a_log_of_the_single_log_layout,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_seal_kill9_at_random_points, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ids_seal_runs_past_a_lowered_slot_limit, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -217,6 +217,9 @@ int storage_open(const struct storage_config *cfg, struct storage **out)
         if (rc == 0) {
             rc = retention_open(st);
         }
+        if (rc == 0) {
+            store_parts_forget_below(st, store_floor(st));
+        }
     }
     if (rc != 0) {
         store_destroy(st);
@@ -325,6 +328,7 @@ int storage_commit(struct storage *st)
             ASSERT(p->summary == NULL);
         }
     }
+    store_parts_forget_below(st, store_floor(st)); /* after the loop: it may name them */
     int rc = store_write_rotate_if_due(st);
     if (rc == 0) {
         store_write_drop_due(st, false);
@@ -413,7 +417,16 @@ int storage_refresh(struct storage *st)
     st->manifest_pin_fd = pin;
     st->manifest_size = size;
     st->manifest_ino = pinned.st_ino;
+    store_parts_forget_below(st, store_floor(st));
     return store_orders_refresh(st);
+}
+
+void storage_held(const struct storage *st, struct storage_held *out)
+{
+    *out = (struct storage_held){.partitions = st->part_count, .days = st->day_count};
+    for (uint32_t i = 0; i < st->part_count; i++) {
+        out->segment_fds += st->parts[i]->fd >= 0;
+    }
 }
 
 uint64_t storage_commit_seq(const struct storage *st)

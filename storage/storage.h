@@ -144,6 +144,16 @@ int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,
 
 int storage_partition_visit(struct storage *st, storage_partition_fn fn, void *user);
 
+/* What a handle holds: partitions in its table (retention frees those of dropped days), a
+ * reader's days of totals, and a writer's open segment descriptors (partitions written in the
+ * last commits; idle ones are closed). */
+struct storage_held {
+    uint32_t partitions;
+    uint32_t days;
+    uint32_t segment_fds;
+};
+void storage_held(const struct storage *st, struct storage_held *out);
+
 /* ---- orders (the orders model) ------------------------------------------------------------- */
 
 /* In a directory of the orders model, storage_append applies DESIGN.md section 2's rules to each

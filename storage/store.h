@@ -91,6 +91,7 @@ struct part {
     uint32_t write_segment_id; /* segment being written, 0 while none */
     uint64_t write_end;        /* bytes written to it, committed or not */
     bool touched;              /* in storage.touched since the last commit */
+    uint64_t touched_commit;   /* writer: storage.commits when it was last touched */
     bool holding;              /* in storage.holding (has or recently had an open block) */
     bool recovered;            /* recovery found the committed current segment */
     bool dir_sync;             /* writer: its directory got a segment the next commit syncs */
@@ -175,6 +176,11 @@ struct dropped_day {
  * commit's flush to sync each once. A commit creating partitions in more days than this syncs
  * the other days' directories at once, as every new partition used to: a backlog spans ~30. */
 #define STORE_SYNC_DAYS_MAX 64u
+/* A writer closes the segment descriptor of a partition untouched for this many commits
+ * (reopened by its next block): open descriptors follow the partitions being written, not every
+ * partition written since start (a shell's 1,024 lasted about two weeks at 64 shards a day).
+ * Checked every STORE_IDLE_COMMITS commits, so a descriptor stays at most twice that. */
+#define STORE_IDLE_COMMITS 64u
 /* Directory descriptors a commit holds open while their syncs are queued; past it the queue is
  * flushed and they are closed before more are opened. */
 #define STORE_DIR_FDS_MAX 64u
@@ -229,6 +235,7 @@ struct storage {
     size_t table_capacity;
     struct part **parts; /* insertion order */
     uint32_t part_count;
+    int32_t forgotten_below; /* store_parts_forget_below's last floor: no partition below it */
     /* A reader's per-day totals, open addressing by day (grown at half full); NULL in a writer. */
     struct day_totals **days;
     size_t day_capacity;
@@ -255,6 +262,7 @@ struct storage {
     struct storage_order_stats order_stats;
 
     uint64_t seq;
+    uint64_t commits; /* writer: commits done since open (the idle clock of segment fds) */
     int manifest_fd;
     uint64_t manifest_size;
     uint64_t manifest_torn_bytes; /* past the last valid record, at the last load */
@@ -347,6 +355,12 @@ DS_MUST_USE int store_walk_tree(struct storage *st, const struct store_walk *wal
  * past partitions_max or for a day out of range, -ENOMEM). */
 struct part *store_part_find(const struct storage *st, int32_t day, uint32_t shard);
 DS_MUST_USE int store_part_get(struct storage *st, int32_t day, uint32_t shard, struct part **out);
+/* Frees the partitions of days below floor (days retention dropped) and, in a reader, those
+ * days' totals, so that dropped days hold no memory, table entry or descriptor. Nothing of
+ * them may be pending, touched or in use by a caller (a writer calls it after a commit's
+ * summaries were extended, a reader after loading a MANIFEST). Cheap when the floor did not
+ * move since the last call. */
+void store_parts_forget_below(struct storage *st, int32_t floor);
 
 /* A reader's totals of day, NULL when no partition of it was ever seen (or for a writer). */
 struct day_totals *store_day_find(const struct storage *st, int32_t day);

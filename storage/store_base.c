@@ -440,6 +440,69 @@ void store_day_unfold(struct part *p)
     p->folded = false;
 }
 
+void store_parts_forget_below(struct storage *st, int32_t floor)
+{
+    if (floor <= st->forgotten_below) {
+        return;
+    }
+    st->forgotten_below = floor;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < st->holding_count; i++) {
+        struct part *p = st->holding[i];
+        if (p->day >= floor) {
+            st->holding[kept++] = p;
+        }
+    }
+    st->holding_count = kept;
+    kept = 0;
+    for (uint32_t i = 0; i < st->part_count; i++) {
+        struct part *p = st->parts[i];
+        if (p->day >= floor) {
+            st->parts[kept++] = p;
+            continue;
+        }
+        ASSERT(!p->touched && (p->ob == NULL || p->ob->count == 0));
+        ASSERT(st->skip_total >= p->skip_count);
+        st->skip_total -= p->skip_count; /* its ranges went with the day */
+        part_free(st, p);
+    }
+    if (kept == st->part_count) {
+        return;
+    }
+    st->part_count = kept;
+    /* Open addressing without tombstones: the table is rebuilt from the partitions kept. */
+    memset(st->table, 0, st->table_capacity * sizeof(*st->table));
+    size_t mask = st->table_capacity - 1;
+    for (uint32_t i = 0; i < st->part_count; i++) {
+        struct part *p = st->parts[i];
+        size_t at = part_hash(p->day, p->shard) & mask;
+        while (st->table[at] != NULL) {
+            at = (at + 1) & mask;
+        }
+        st->table[at] = p;
+    }
+    if (st->days == NULL) {
+        return;
+    }
+    /* A reader: the dropped days' totals go (their stale lists named the partitions freed);
+     * the table is rebuilt from the days of the partitions kept, each of which has its own. */
+    for (size_t i = 0; i < st->day_capacity; i++) {
+        if (st->days[i] != NULL && st->days[i]->day < floor) {
+            free(st->days[i]->stale);
+            free(st->days[i]);
+        }
+    }
+    memset(st->days, 0, st->day_capacity * sizeof(*st->days));
+    st->day_count = 0;
+    for (uint32_t i = 0; i < st->part_count; i++) {
+        struct day_totals *d = st->parts[i]->day_totals;
+        if (d != NULL && store_day_find(st, d->day) == NULL) {
+            day_insert(st->days, st->day_capacity, d);
+            st->day_count++;
+        }
+    }
+}
+
 void store_summary_clear(struct summary *s)
 {
     struct storage_hour_total(*hours)[24] = s->hours;

@@ -373,6 +373,7 @@ int store_write_append(struct storage *st, struct part *p, const struct ds_event
     }
     if (!p->touched) {
         p->touched = true;
+        p->touched_commit = st->commits;
         st->touched[st->touched_count++] = p;
     }
     store_write_source_note(st, source);
@@ -529,6 +530,21 @@ static int commit_record(struct storage *st, uint64_t *record_bytes)
 
 static int manifest_rotate(struct storage *st);
 
+/* Closes the segment descriptors of partitions untouched for STORE_IDLE_COMMITS commits: what
+ * they wrote is committed and synced, and their next block reopens the segment. */
+static void close_idle_segments(struct storage *st)
+{
+    for (uint32_t i = 0; i < st->part_count; i++) {
+        struct part *p = st->parts[i];
+        /* A partition being rewritten (compaction) writes a segment not committed yet. */
+        if (p->fd >= 0 && !p->touched && st->commits - p->touched_commit >= STORE_IDLE_COMMITS &&
+            p->write_segment_id == p->segment_id && p->write_end == p->committed_end) {
+            st->io->ops->close(st->io, p->fd);
+            p->fd = -1;
+        }
+    }
+}
+
 /* Frees the open-block buffers of partitions that took no event since the previous commit, so
  * memory follows the partitions in use, not every partition ever written. */
 static void commit_done(struct storage *st, bool record_written, uint64_t record_bytes)
@@ -566,6 +582,9 @@ static void commit_done(struct storage *st, bool record_written, uint64_t record
     st->pending_events = 0;
     st->seq += record_written;
     st->manifest_size += record_bytes;
+    if (++st->commits % STORE_IDLE_COMMITS == 0) {
+        close_idle_segments(st);
+    }
 }
 
 int store_write_commit(struct storage *st, int32_t floor)

@@ -395,6 +395,93 @@ static void test_retention_config_limits(void **state)
     storage_close(st);
 }
 
+/* 200 days through a table of 16 partitions (8 days at 2 shards), N = 3: retention frees a
+ * dropped day's partitions, so the table never fills; a reader following the writer holds only
+ * the kept days; counts stay exact. */
+static void test_retention_frees_dropped_days(void **state)
+{
+    struct fixture *fx = *state;
+    struct storage_config cfg;
+    storage_config_defaults(&cfg);
+    cfg.dir = fx->dir;
+    cfg.io_mode = STORAGE_IO_SYNC;
+    cfg.partitions_max = 16;
+    cfg.block_events_max = 16;
+    cfg.model = STORAGE_MODEL_EVENTS;
+    cfg.retention_days = 3;
+    struct storage *st = NULL;
+    assert_int_equal(storage_open(&cfg, &st), 0);
+    struct storage *rd = open_store(fx->dir, true, STORAGE_MODEL_RECORDED, 0);
+    int64_t offset = 1;
+    uint32_t held_max = 0, days_max = 0, fds_max = 0;
+    for (int32_t d = 0; d < 200; d++) {
+        append_day(st, DAY0 + d, &offset);
+        assert_int_equal(storage_commit(st), 0);
+        struct storage_held h;
+        storage_held(st, &h);
+        held_max = h.partitions > held_max ? h.partitions : held_max;
+        fds_max = h.segment_fds > fds_max ? h.segment_fds : fds_max;
+        if (d % 9 == 0) {
+            assert_int_equal(storage_refresh(rd), 0);
+            assert_int_equal(day_count(rd, DAY0 + d), PER_DAY);
+            assert_int_equal(day_count(rd, DAY0 + d - 3), 0);
+            storage_held(rd, &h);
+            days_max = h.days > days_max ? h.days : days_max;
+            held_max = h.partitions > held_max ? h.partitions : held_max;
+        }
+    }
+    assert_true(held_max <= 4 * SHARDS); /* the kept 3 days and the one being dropped */
+    assert_true(days_max <= 4);
+    assert_true(fds_max <= 4 * SHARDS);
+    for (int32_t d = 195; d < 200; d++) {
+        assert_int_equal(day_count(st, DAY0 + d), d >= 197 ? PER_DAY : 0);
+    }
+    storage_close(rd);
+    storage_close(st);
+    st = open_store(fx->dir, false, STORAGE_MODEL_EVENTS, 3);
+    struct storage_held h;
+    storage_held(st, &h);
+    assert_true(h.partitions <= 3 * SHARDS);
+    assert_int_equal(day_count(st, DAY0 + 199), PER_DAY);
+    storage_close(st);
+}
+
+/* Without retention: a writer closes the segment descriptors of partitions idle for
+ * STORE_IDLE_COMMITS commits and reopens one when it is written again; nothing is lost. */
+static void test_retention_idle_segments_closed(void **state)
+{
+    struct fixture *fx = *state;
+    struct storage *st = open_store(fx->dir, false, STORAGE_MODEL_EVENTS, 0);
+    int64_t offset = 1;
+    for (int32_t d = 0; d < 40; d++) {
+        append_day(st, DAY0 + d, &offset);
+    }
+    assert_int_equal(storage_commit(st), 0);
+    struct storage_held h;
+    storage_held(st, &h);
+    assert_int_equal(h.segment_fds, 40 * SHARDS);
+    for (uint32_t c = 0; c < 200; c++) { /* one partition written per commit */
+        struct ds_event e;
+        event_of(DAY0 + 40, c, &e);
+        struct ds_source src = {.partition = DS_SOURCE_FILE, .offset = offset++};
+        assert_int_equal(storage_append(st, DAY0 + 40, 0, &e, &src), 0);
+        assert_int_equal(storage_commit(st), 0);
+    }
+    storage_held(st, &h);
+    assert_int_equal(h.partitions, 40 * SHARDS + 1);
+    assert_int_equal(h.segment_fds, 1);
+    append_day(st, DAY0 + 3, &offset); /* idle partitions written again: reopened */
+    assert_int_equal(storage_commit(st), 0);
+    storage_held(st, &h);
+    assert_int_equal(h.segment_fds, 1 + SHARDS);
+    assert_int_equal(day_count(st, DAY0 + 3), 2 * PER_DAY);
+    storage_close(st);
+    st = open_store(fx->dir, false, STORAGE_MODEL_EVENTS, 0);
+    assert_int_equal(day_count(st, DAY0 + 3), 2 * PER_DAY);
+    assert_int_equal(day_count(st, DAY0 + 40), 200);
+    storage_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -404,6 +491,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_retention_orders, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retention_crash_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retention_config_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retention_frees_dropped_days, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retention_idle_segments_closed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

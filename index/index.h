@@ -180,6 +180,7 @@ struct index_compact_stats {
     uint64_t tail_bytes;      /* of those, the records applied while the seal ran, copied */
     uint64_t dropped_entries; /* entries of days below the floor left out */
     uint64_t finish_ns;       /* the applying thread's share: the last tail copy and the swap */
+    uint32_t slots_log2;      /* the new log's slot table (a seal grows it: index_seal_start) */
 };
 
 /* Compacts the log: every customer's entries (each distinct key once, the newest

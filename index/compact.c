@@ -5,24 +5,32 @@
  * A crash leaves the old log or the new complete one. Rejected: compacting in place (a crash
  * would leave a mix no reader could trust).
  *
+ * The new log has a new slot table: the old one's size, doubled while more than half of it would
+ * be used (index_seal_slots_log2), and every customer is placed in it by its hash, as an apply
+ * places it. The sealed sections go to their customer's new slot; chains are collected in
+ * batches of old slots and sorted by new home, so the slots a sealed record's sections name
+ * ascend and a record packs many customers; a table grown by d bits is written in 2^d passes,
+ * each over the customers whose new home lies in one old-table-sized region.
+ *
  * A seal runs beside the applies (index_seal_start): the applying thread notes where the log
  * ends (from0: every record before it belongs to an apply whose cursor record is there too), and
  * a thread seals each chain as it was there: it walks from the slot's current head back past
  * the runs at or after from0 (a run's prev is always the slot's previous run, so that walk ends
  * at the head the snapshot saw). The sealed part ends with a cursor record for the snapshot's
- * apply, then the records applied since are copied in log order with their offsets moved: a
- * pointer at or after from0 by the fixed shift of the copy, one before it (only ever the
- * snapshot's head of the run's slot: the prev of the slot's first run after from0, or the skip
- * of a customer's later runs of that apply) to that slot's new sealed head; each run's chain max ts
- * is recomputed along its slot, since the sealed chain may have lost entries below the floor. The
+ * apply, then the records applied since are copied in log order, each run moved to its
+ * customer's slot in the new table: its prev that slot's head there, its skip the same for the
+ * customer's first run of its apply and that run's skip for the later ones; its chain max ts
+ * recomputed along the slot, since the sealed chain may have lost entries below the floor. The
+ * old pointers are only checked: in a grown table a run's old chain may hold customers now on
+ * other slots, so no fixed translation of old offsets exists. The
  * thread copies in rounds while the applies go on; index_seal_finish, on the applying thread,
  * copies only what was applied after its last round and swaps. Rejected: a two-file index
  * (sealed + live, offsets naming the file): every reader, the checker and the fsck visitor
  * would learn a second address space, where the copy keeps one log and one format.
  *
- * Entries of days below the floor are left out; a chain all of whose entries are below it keeps
- * its newest one (hidden from answers like any entry below the retention floor), so its slot
- * stays claimed in the log and the probe windows of the customers after it stay intact.
+ * Entries of days below the floor are left out, and a customer left with none leaves the index
+ * (the new table is placed afresh, so no probe window needs its slot): the table holds the
+ * customers retention keeps.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -789,8 +797,8 @@ static int index_seal_create(struct index *g, int32_t floor_day, struct index_se
     k->record = malloc(INDEX_RECORD_BYTES_MAX);
     s->scan = malloc(INDEX_IO_BUFFER_BYTES);
     s->copy = malloc(INDEX_RECORD_BYTES_MAX);
-    int rc = k->out && k->cctx && k->body && k->scratch && k->record && k->directory &&
-                     s->scan && s->copy
+    int rc = k->out && k->cctx && k->body && k->scratch && k->record && k->directory && s->scan &&
+                     s->copy
                  ? 0
                  : -ENOMEM;
     if (rc == 0) {

@@ -53,9 +53,10 @@ const char cmd_gsi_usage[] =
     "\n"
     "options:\n"
     "  --data DIR       the data directory (where `dayshard run --data DIR` keeps its data)\n"
-    "  --slots-log2 K   the new index's customer table: 2^K slots of 24 bytes, K in 5..30\n"
-    "                   (default 21: 48 MiB, a million customers at a quarter load); more\n"
-    "                   customers than about 2^(K+1) share lookup chains and answer slower\n"
+    "  --slots-log2 K   the new index's initial customer table: 2^K slots of 24 bytes, K in\n"
+    "                   5..30 (default 21: 48 MiB, a million customers at a quarter load);\n"
+    "                   seals (online, and `gsi compact`) double it while more than half is\n"
+    "                   used\n"
     "  --json           print the summary as JSON\n"
     "  --help           this text\n";
 

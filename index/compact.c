@@ -5,24 +5,32 @@
  * A crash leaves the old log or the new complete one. Rejected: compacting in place (a crash
  * would leave a mix no reader could trust).
  *
+ * The new log has a new slot table: the old one's size, doubled while more than half of it would
+ * be used (index_seal_slots_log2), and every customer is placed in it by its hash, as an apply
+ * places it. The sealed sections go to their customer's new slot; chains are collected in
+ * batches of old slots and sorted by new home, so the slots a sealed record's sections name
+ * ascend and a record packs many customers; a table grown by d bits is written in 2^d passes,
+ * each over the customers whose new home lies in one old-table-sized region.
+ *
  * A seal runs beside the applies (index_seal_start): the applying thread notes where the log
  * ends (from0: every record before it belongs to an apply whose cursor record is there too), and
  * a thread seals each chain as it was there: it walks from the slot's current head back past
  * the runs at or after from0 (a run's prev is always the slot's previous run, so that walk ends
  * at the head the snapshot saw). The sealed part ends with a cursor record for the snapshot's
- * apply, then the records applied since are copied in log order with their offsets moved: a
- * pointer at or after from0 by the fixed shift of the copy, one before it (only ever the
- * snapshot's head of the run's slot: the prev of the slot's first run after from0, or the skip
- * of a customer's later runs of that apply) to that slot's new sealed head; each run's chain max ts
- * is recomputed along its slot, since the sealed chain may have lost entries below the floor. The
+ * apply, then the records applied since are copied in log order, each run moved to its
+ * customer's slot in the new table: its prev that slot's head there, its skip the same for the
+ * customer's first run of its apply and that run's skip for the later ones; its chain max ts
+ * recomputed along the slot, since the sealed chain may have lost entries below the floor. The
+ * old pointers are only checked: in a grown table a run's old chain may hold customers now on
+ * other slots, so no fixed translation of old offsets exists. The
  * thread copies in rounds while the applies go on; index_seal_finish, on the applying thread,
  * copies only what was applied after its last round and swaps. Rejected: a two-file index
  * (sealed + live, offsets naming the file): every reader, the checker and the fsck visitor
  * would learn a second address space, where the copy keeps one log and one format.
  *
- * Entries of days below the floor are left out; a chain all of whose entries are below it keeps
- * its newest one (hidden from answers like any entry below the retention floor), so its slot
- * stays claimed in the log and the probe windows of the customers after it stay intact.
+ * Entries of days below the floor are left out, and a customer left with none leaves the index
+ * (the new table is placed afresh, so no probe window needs its slot): the table holds the
+ * customers retention keeps.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,23 +49,34 @@
 
 /* ---- compaction ---------------------------------------------------------------------------- */
 
-/* One entry of a slot's chain being compacted: its bytes in the arena (tail key, then value). */
+/* One entry of a batch of chains being compacted: its bytes in the arena (tail key, then
+ * value). */
 struct index_compact_entry {
-    uint32_t customer; /* index into the slot's customers */
+    uint32_t customer; /* index into the batch's customers */
     uint32_t seq;      /* the order the walk met it: lower is a newer copy */
     uint64_t at;       /* arena offset */
     uint8_t key_bytes;
     uint8_t value_bytes;
 };
 
-/* A compaction in progress: the new log being written and one slot's entries. */
+/* A customer met in a batch, and its tag (its home in the new table). */
+struct index_compact_customer {
+    struct ds_id id;
+    uint64_t tag;
+};
+
+/* A compaction in progress: the new log being written and a batch of chains' entries. */
 struct index_compactor {
     struct index *g;
     int fd;
     uint64_t end; /* bytes of the new log written or buffered */
     uint8_t *out; /* INDEX_IO_BUFFER_BYTES of the new log not yet written */
     size_t out_bytes;
-    struct index_slot *slots; /* the new log's table */
+    struct index_slot *slots; /* the new log's table: 2^slots_log2 */
+    uint32_t slots_log2;
+    uint64_t mask;
+    /* The pass: the customers whose new home's bits above the old table's mask are this. */
+    uint32_t region;
     ZSTD_CCtx *cctx;
     struct index_seal_writer writer;
     uint8_t *body;      /* INDEX_SEAL_RAW_MAX */
@@ -70,7 +89,7 @@ struct index_compactor {
     uint8_t *arena;
     size_t arena_bytes;
     size_t arena_cap;
-    struct ds_id *customers;
+    struct index_compact_customer *customers;
     size_t customer_count;
     size_t customer_cap;
     uint8_t *directory; /* INDEX_RECORD_BYTES_MAX: the customer's sections, oldest first */
@@ -79,12 +98,8 @@ struct index_compactor {
     const uint8_t *values[INDEX_SEAL_SECTION_ENTRIES];
     uint8_t key_bytes[INDEX_SEAL_SECTION_ENTRIES];
     uint8_t value_bytes[INDEX_SEAL_SECTION_ENTRIES];
-    int32_t floor_day;          /* entries of days below it are left out */
-    uint64_t dropped;           /* entries left out so far */
-    struct ds_id kept_customer; /* a chain's first entry met, kept when all fall below the floor */
-    uint8_t kept[INDEX_TAIL_BYTES_MAX + INDEX_VALUE_BYTES_MAX];
-    uint8_t kept_key_bytes;
-    uint8_t kept_value_bytes;
+    int32_t floor_day; /* entries of days below it are left out */
+    uint64_t dropped;  /* entries left out so far */
 };
 
 static int index_compact_write(struct index_compactor *k, const void *src, size_t len)
@@ -120,9 +135,13 @@ static int index_compact_entry_compare(const void *a, const void *b)
     const struct index_compact_entry *x = a;
     const struct index_compact_entry *y = b;
     const struct index_compactor *k = index_compacting;
-    int c = x->customer == y->customer
-                ? 0
-                : index_customer_compare(&k->customers[x->customer], &k->customers[y->customer]);
+    const struct index_compact_customer *cx = &k->customers[x->customer];
+    const struct index_compact_customer *cy = &k->customers[y->customer];
+    uint64_t hx = cx->tag & k->mask;
+    uint64_t hy = cy->tag & k->mask;
+    int c = x->customer == y->customer ? 0
+            : hx != hy                 ? (hx > hy) - (hx < hy)
+                                       : index_customer_compare(&cx->id, &cy->id);
     c = c != 0 ? c
                : index_key_compare(k->arena + x->at, x->key_bytes, k->arena + y->at, y->key_bytes);
     return c != 0 ? c : (x->seq > y->seq) - (x->seq < y->seq);
@@ -155,54 +174,20 @@ static bool index_compact_below_floor(const struct index_compactor *k, const uin
     return ds_day_from_ms(ts) < k->floor_day;
 }
 
-/* The first entry met on a chain (its newest run's newest), kept aside while entries fall
- * below the floor. */
-static void index_compact_keep_first(struct index_compactor *k, const struct ds_id *customer,
-                                     const uint8_t *entry, uint8_t key_bytes, uint8_t value_bytes)
+/* Whether the pass collects the customer of tag: its new home is in the pass's region. */
+static bool index_compact_in_region(const struct index_compactor *k, uint64_t tag)
 {
-    if (k->kept_key_bytes > 0 || k->entry_count > 0) {
-        return;
-    }
-    k->kept_customer = *customer;
-    memcpy(k->kept, entry, key_bytes);
-    memcpy(k->kept + key_bytes, entry + key_bytes + 1, value_bytes);
-    k->kept_key_bytes = key_bytes;
-    k->kept_value_bytes = value_bytes;
+    return ((tag & k->mask) >> k->g->slots_log2) == k->region;
 }
 
-/* A chain whose entries all fell below the floor keeps its first one, so its slot stays
- * claimed in the log (a slot freed would end the probe window of the customers after it). */
-static int index_compact_add_kept(struct index_compactor *k)
-{
-    size_t bytes = (size_t)k->kept_key_bytes + k->kept_value_bytes;
-    int rc = index_compact_grow((void **)&k->entries, &k->entry_cap, 1, sizeof(*k->entries));
-    rc = rc == 0 ? index_compact_grow((void **)&k->arena, &k->arena_cap, bytes, 1) : rc;
-    rc = rc == 0 ? index_compact_grow((void **)&k->customers, &k->customer_cap, 1,
-                                      sizeof(*k->customers))
-                 : rc;
-    if (rc != 0) {
-        return rc;
-    }
-    memcpy(k->arena, k->kept, bytes);
-    k->customers[0] = k->kept_customer;
-    k->customer_count = 1;
-    k->entries[0] = (struct index_compact_entry){
-        .at = 0, .key_bytes = k->kept_key_bytes, .value_bytes = k->kept_value_bytes};
-    k->entry_count = 1;
-    k->arena_bytes = bytes;
-    k->dropped--;
-    return 0;
-}
-
-/* Collects every entry on slot's chain in the old log (the customer of each run found or
- * added to k->customers). */
+/* Adds the entries on slot's chain in the old log of the customers in the pass's region to
+ * the batch (the customer of each run found among the chain's or added to k->customers). Entries
+ * of days below the floor are left out: a customer left with none leaves the index, and no slot
+ * is claimed for it in the new table, which is placed afresh. */
 static int index_compact_collect(struct index_compactor *k, uint32_t slot, uint64_t head)
 {
     struct index *g = k->g;
-    k->entry_count = 0;
-    k->arena_bytes = 0;
-    k->customer_count = 0;
-    k->kept_key_bytes = 0;
+    size_t chain_customers = k->customer_count; /* a customer's runs are on one chain */
     uint8_t buf[INDEX_QUERY_READ_BYTES];
     uint8_t *big = NULL;
     uint64_t offset = head;
@@ -217,8 +202,8 @@ static int index_compact_collect(struct index_compactor *k, uint32_t slot, uint6
         if (rc != 0) {
             break;
         }
-        uint32_t who = 0;
-        while (who < k->customer_count && !ds_id_equal(&k->customers[who], &customer)) {
+        uint32_t who = (uint32_t)chain_customers;
+        while (who < k->customer_count && !ds_id_equal(&k->customers[who].id, &customer)) {
             who++;
         }
         if (who == k->customer_count) {
@@ -227,7 +212,12 @@ static int index_compact_collect(struct index_compactor *k, uint32_t slot, uint6
             if (rc != 0) {
                 break;
             }
-            k->customers[k->customer_count++] = customer;
+            k->customers[k->customer_count++] =
+                (struct index_compact_customer){.id = customer, .tag = index_key_tag(&customer)};
+        }
+        offset = ds_get_le64(r + 16);
+        if (!index_compact_in_region(k, k->customers[who].tag)) {
+            continue;
         }
         uint32_t len = ds_get_le32(r + 4);
         uint32_t count = ds_get_le32(r + 12);
@@ -250,7 +240,6 @@ static int index_compact_collect(struct index_compactor *k, uint32_t slot, uint6
                 break;
             }
             if (index_compact_below_floor(k, r + at + 1)) {
-                index_compact_keep_first(k, &customer, r + at + 1, key_bytes, value_bytes);
                 at += 2u + key_bytes + value_bytes;
                 k->dropped++;
                 continue;
@@ -266,10 +255,9 @@ static int index_compact_collect(struct index_compactor *k, uint32_t slot, uint6
             k->arena_bytes += (uint64_t)key_bytes + value_bytes;
             at += 2u + key_bytes + value_bytes;
         }
-        offset = ds_get_le64(r + 16);
     }
     free(big);
-    return rc == 0 && k->entry_count == 0 && k->kept_key_bytes > 0 ? index_compact_add_kept(k) : rc;
+    return rc;
 }
 
 /* Writes the directory of the customer's sections written so far (k->directory, oldest first
@@ -330,8 +318,8 @@ static int index_compact_customer(struct index_compactor *k, uint32_t slot, cons
         int64_t newest = (int64_t)~index_key_be64_get(k->keys[0]);
         struct index_seal_section sec = {
             .slot = slot,
-            .tag = index_slot_tag_load(&k->g->slots[slot]),
-            .customer = k->customers[k->entries[order[first]].customer],
+            .tag = s->tag, /* set when the customer was placed */
+            .customer = k->customers[k->entries[order[first]].customer].id,
             .prev = s->head,
             .chain_max_ts = s->head != 0 && s->max_ts > newest ? s->max_ts : newest,
             .prev_chain_max_ts = s->head != 0 ? s->max_ts : 0,
@@ -376,13 +364,34 @@ static int index_compact_customer(struct index_compactor *k, uint32_t slot, cons
     return 0;
 }
 
-/* One slot's chain: collected, sorted by (customer, key, newest copy first), each customer's
- * distinct keys sealed. */
-static int index_compact_slot(struct index_compactor *k, uint32_t slot, uint64_t head)
+/* The new table's slot for the customer of tag, placed as an apply places it: the first slot
+ * from its home in the new table that holds its tag, or that is empty (claimed now), within
+ * INDEX_PROBE_MAX; when all hold others, the home slot's chain, shared. */
+static uint32_t index_compact_place(struct index_compactor *k, uint64_t tag)
 {
-    int rc = index_compact_collect(k, slot, head);
-    if (rc != 0 || k->entry_count == 0) {
-        return rc;
+    ASSERT(tag != 0);
+    uint64_t home = tag & k->mask;
+    for (uint32_t i = 0; i < INDEX_PROBE_MAX; i++) {
+        uint32_t slot = (uint32_t)((home + i) & k->mask);
+        if (k->slots[slot].tag == tag) {
+            return slot;
+        }
+        if (k->slots[slot].tag == 0) {
+            k->slots[slot].tag = tag;
+            return slot;
+        }
+    }
+    return (uint32_t)home;
+}
+
+/* The batch's entries, sorted by (new home, customer, key, newest copy first), each customer
+ * placed in the new table in the order of its home (so the slots its sections go to ascend
+ * and a sealed record packs many) and its distinct keys sealed there; the batch is emptied. */
+static int index_compact_batch(struct index_compactor *k)
+{
+    if (k->entry_count == 0) {
+        k->customer_count = 0;
+        return 0;
     }
     index_compacting = k;
     qsort(k->entries, k->entry_count, sizeof(*k->entries), index_compact_entry_compare);
@@ -391,23 +400,27 @@ static int index_compact_slot(struct index_compactor *k, uint32_t slot, uint64_t
     if (order == NULL) {
         return -ENOMEM;
     }
+    int rc = 0;
     size_t first = 0;
     size_t n = 0;
-    for (size_t i = 0; i < k->entry_count && rc == 0; i++) {
-        const struct index_compact_entry *e = &k->entries[i];
+    for (size_t i = 0; i <= k->entry_count && rc == 0; i++) {
+        const struct index_compact_entry *e = i < k->entry_count ? &k->entries[i] : NULL;
         const struct index_compact_entry *p = n > first ? &k->entries[order[n - 1]] : NULL;
-        if (p != NULL && p->customer != e->customer) {
+        if (p != NULL && (e == NULL || p->customer != e->customer)) {
+            uint32_t slot = index_compact_place(k, k->customers[p->customer].tag);
             rc = index_compact_customer(k, slot, order + first, n - first);
             first = n;
             p = NULL;
         }
-        if (p == NULL || index_key_compare(k->arena + p->at, p->key_bytes, k->arena + e->at,
-                                           e->key_bytes) != 0) {
+        if (e != NULL && (p == NULL || index_key_compare(k->arena + p->at, p->key_bytes,
+                                                         k->arena + e->at, e->key_bytes) != 0)) {
             order[n++] = (uint32_t)i; /* the newest copy of a key sorts first */
         }
     }
-    rc = rc == 0 && n > first ? index_compact_customer(k, slot, order + first, n - first) : rc;
     free(order);
+    k->entry_count = 0;
+    k->arena_bytes = 0;
+    k->customer_count = 0;
     return rc;
 }
 
@@ -421,6 +434,21 @@ static int index_compact_slot(struct index_compactor *k, uint32_t slot, uint64_t
 #define INDEX_SEAL_COPY_SMALL_BYTES (256u << 10)
 /* The seal's thread runs below the builder's priority: it may take longer, applies may not. */
 #define INDEX_SEAL_NICE 5
+/* A batch of chains collected, sorted and placed together ends after this many old slots or
+ * once its entries pass this many bytes: a customer's home and the old slot of its chain differ
+ * by less than a probe window, so only the customers near a batch's edge go to slots below the
+ * last one written (each such costs the sealed record it ends), and the memory stays small. */
+#define INDEX_SEAL_BATCH_SLOTS 4096u
+#define INDEX_SEAL_BATCH_BYTES (4u << 20)
+/* The new table grows when more than this share of the old one's slots are used (1/GROW_LOAD):
+ * at half load a lookup probes about two slots and a probe window is almost never full, and
+ * the next seal comes before the customers can grow much further (a seal is due when the log
+ * grew by half). A table used at 3/4 or more is saturated (customers share chains, which the
+ * used slots do not count) and grows once more. */
+#define INDEX_SEAL_GROW_LOAD 2u
+#define INDEX_SEAL_SATURATED_NUM 3u
+#define INDEX_SEAL_SATURATED_DEN 4u
+static_assert(INDEX_SEAL_BATCH_SLOTS >= INDEX_PROBE_MAX, "a batch spans a probe window");
 
 struct index_seal {
     struct index_compactor k; /* the new log */
@@ -438,10 +466,11 @@ struct index_seal {
     uint64_t snapshot_applies;
     uint8_t *scan; /* INDEX_IO_BUFFER_BYTES: reads of the old log's tail */
     uint8_t *copy; /* INDEX_RECORD_BYTES_MAX: one run being moved */
-    /* Per slot, its sealed head, set when the slot's first run is moved: a later run of the
-     * same customer and apply skips back to it (calloc'd: pages are touched only for the slots
-     * the tail names). */
-    uint64_t *sealed_heads;
+    /* The last run moved: its offset in the old log, its customer and its skip in the new one
+     * (a customer's later runs of one apply follow it and skip where it does). */
+    uint64_t last_old;
+    uint64_t last_skip;
+    struct ds_id last_customer;
     pthread_t thread;
     bool thread_started;
     int thread_rc; /* the thread's outcome, once done */
@@ -473,21 +502,71 @@ static int index_seal_snapshot_head(struct index_seal *s, uint32_t slot, uint64_
     return 0;
 }
 
-/* The sealed part: header, every chain as the snapshot saw it, the snapshot's cursor record. */
-static int index_seal_write_sealed(struct index_seal *s)
+/* The new table's size (log2): the old one's, doubled until at most 1/INDEX_SEAL_GROW_LOAD of
+ * it holds the old one's used slots, once more when the old one is saturated; never smaller,
+ * at most INDEX_TABLE_SLOTS_LOG2_MAX. Slots claimed while it counts count or not: an estimate. */
+static uint32_t index_seal_slots_log2(const struct index *g)
+{
+    uint64_t used = 0;
+    for (uint64_t i = 0; i <= g->mask; i++) {
+        used += index_slot_tag_load(&g->slots[i]) != 0;
+    }
+    uint32_t log2 = g->slots_log2;
+    while (log2 < INDEX_TABLE_SLOTS_LOG2_MAX && used * INDEX_SEAL_GROW_LOAD > 1ull << log2) {
+        log2++;
+    }
+    if (log2 > g->slots_log2 && log2 < INDEX_TABLE_SLOTS_LOG2_MAX &&
+        used * INDEX_SEAL_SATURATED_DEN >= (g->mask + 1) * INDEX_SEAL_SATURATED_NUM) {
+        log2++;
+    }
+    ASSERT(log2 >= g->slots_log2 && log2 <= INDEX_TABLE_SLOTS_LOG2_MAX);
+    return log2;
+}
+
+/* One pass of the sealed part: the chains of the snapshot, in batches, for the customers of
+ * the region k->region (one pass when the table keeps its size; 2^d when it grows by d bits,
+ * so that the slots written ascend within each pass). */
+static int index_seal_write_region(struct index_seal *s)
 {
     struct index_compactor *k = &s->k;
     struct index *g = k->g;
-    uint8_t header[INDEX_LOG_HEADER_BYTES];
-    index_log_header_make(g->slots_log2, header);
-    int rc = index_compact_write(k, header, sizeof(header));
+    int rc = 0;
+    uint64_t batch_start = 0;
     for (uint64_t i = 0; rc == 0 && i <= g->mask; i++) {
         if ((i & 0xFFFu) == 0 && __atomic_load_n(&s->cancel, __ATOMIC_RELAXED)) {
             return -ECANCELED;
         }
         uint64_t head = 0;
         rc = index_seal_snapshot_head(s, (uint32_t)i, &head);
-        rc = rc == 0 && head != 0 ? index_compact_slot(k, (uint32_t)i, head) : rc;
+        rc = rc == 0 && head != 0 ? index_compact_collect(k, (uint32_t)i, head) : rc;
+        if (rc == 0 && (i == g->mask || i + 1 - batch_start >= INDEX_SEAL_BATCH_SLOTS ||
+                        k->arena_bytes >= INDEX_SEAL_BATCH_BYTES)) {
+            rc = index_compact_batch(k);
+            batch_start = i + 1;
+        }
+    }
+    return rc;
+}
+
+/* The sealed part: header, every chain as the snapshot saw it placed in the new table, the
+ * snapshot's cursor record. */
+static int index_seal_write_sealed(struct index_seal *s)
+{
+    struct index_compactor *k = &s->k;
+    struct index *g = k->g;
+    k->slots_log2 = index_seal_slots_log2(g);
+    k->mask = (1ull << k->slots_log2) - 1;
+    k->slots = calloc((size_t)1 << k->slots_log2, sizeof(*k->slots));
+    if (k->slots == NULL) {
+        return -ENOMEM;
+    }
+    uint8_t header[INDEX_LOG_HEADER_BYTES];
+    index_log_header_make(k->slots_log2, header);
+    int rc = index_compact_write(k, header, sizeof(header));
+    uint32_t regions = 1u << (k->slots_log2 - g->slots_log2);
+    for (uint32_t region = 0; rc == 0 && region < regions; region++) {
+        k->region = region;
+        rc = index_seal_write_region(s);
     }
     rc = rc == 0 ? index_compact_record_flush(k) : rc;
     if (rc == 0) {
@@ -510,60 +589,46 @@ static int index_seal_write_sealed(struct index_seal *s)
     return rc;
 }
 
-/* An offset of the old log's tail in the new log: at or after from0 shifted with the copy;
- * before it, the snapshot's head of the slot (a run's prev when it is the slot's first run
- * after from0, or its skip when the customer's earlier runs of the same apply are), whose new
- * head is `sealed`. */
-static uint64_t index_seal_move(const struct index_seal *s, uint64_t at, uint64_t sealed)
-{
-    if (at == 0) {
-        return 0;
-    }
-    return at >= s->from0 ? at - s->from0 + s->tail_new : sealed;
-}
-
-/* One run of the tail, moved: prev and skip translated, the chain max ts recomputed along the
- * slot's new chain (k->slots, updated). */
+/* One run of the tail, moved to its customer's slot in the new table (placed there now when
+ * the sealed part has none): prev the slot's new head, skip that too for the customer's first
+ * run of its apply (its skip equals its prev) and the first one's skip for its later runs
+ * (which follow it in the log), the chain max ts recomputed along the slot's new chain
+ * (k->slots, updated). The old pointers are only checked: with the table grown, a run's
+ * old chain may hold other customers, now on other slots. */
 static int index_seal_move_run(struct index_seal *s, const struct index_record *rec)
 {
     struct index_compactor *k = &s->k;
     uint8_t *r = s->copy;
     memcpy(r, rec->bytes, rec->len);
-    uint32_t slot = ds_get_le32(r + 40);
-    struct index_slot *n = &k->slots[slot];
-    bool tail_before = n->head >= s->tail_new; /* the slot has a moved run already */
     uint64_t prev = ds_get_le64(r + 16);
     uint64_t skip = ds_get_le64(r + 64);
-    if (s->sealed_heads == NULL) {
-        s->sealed_heads = calloc((size_t)1 << k->g->slots_log2, sizeof(*s->sealed_heads));
-        if (s->sealed_heads == NULL) {
-            return -ENOMEM;
-        }
-    }
-    if (!tail_before) {
-        s->sealed_heads[slot] = n->head;
-    }
-    uint64_t sealed = s->sealed_heads[slot];
-    uint64_t new_prev = index_seal_move(s, prev, sealed);
+    bool later = skip != prev; /* not the customer's first run of its apply */
     size_t first = INDEX_RUN_HEADER_BYTES + r[10];
-    bool ok = new_prev == n->head && (prev >= s->from0 || !tail_before) && first + 9 <= rec->len &&
-              (n->tag == 0 || n->tag == ds_get_le64(r + 48));
+    struct ds_id customer;
+    bool ok = index_run_customer(r, &customer) == 0 && first + 9 <= rec->len &&
+              prev < rec->offset &&
+              (!later || (prev == s->last_old && ds_id_equal(&customer, &s->last_customer)));
     if (!ok) {
-        ds_log_error("%s/log: the run at %" PRIu64 " does not continue slot %" PRIu32
-                     "'s chain (prev %" PRIu64 " skip %" PRIu64 " from0 %" PRIu64 " head %" PRIu64
-                     " new prev %" PRIu64 " tail_new %" PRIu64 ")",
-                     k->g->dir, rec->offset, slot, prev, skip, s->from0, n->head, new_prev,
-                     s->tail_new);
+        ds_log_error("%s/log: the run at %" PRIu64 " does not continue its chain (prev %" PRIu64
+                     " skip %" PRIu64 " from0 %" PRIu64 " last run %" PRIu64 ")",
+                     k->g->dir, rec->offset, prev, skip, s->from0, s->last_old);
         return -DS_ECORRUPT;
     }
+    uint32_t slot = index_compact_place(k, index_key_tag(&customer));
+    struct index_slot *n = &k->slots[slot];
+    uint64_t new_skip = later ? s->last_skip : n->head;
     int64_t newest = (int64_t)~index_key_be64_get(r + first + 1);
     int64_t chain_max = n->head == 0 || newest > n->max_ts ? newest : n->max_ts;
-    ds_put_le64(r + 16, new_prev);
+    ds_put_le64(r + 16, n->head);
     ds_put_le64(r + 24, (uint64_t)chain_max);
+    ds_put_le32(r + 40, slot);
+    ds_put_le64(r + 48, n->tag);
     ds_put_le64(r + 56, n->head != 0 ? (uint64_t)n->max_ts : 0);
-    ds_put_le64(r + 64, index_seal_move(s, skip, sealed));
+    ds_put_le64(r + 64, new_skip);
     ds_put_le32(r, ds_crc32c(0, r + 4, rec->len - 4u));
-    n->tag = ds_get_le64(r + 48);
+    s->last_old = rec->offset;
+    s->last_skip = new_skip;
+    s->last_customer = customer;
     n->head = k->end;
     n->max_ts = chain_max;
     return index_compact_write(k, r, rec->len);
@@ -697,7 +762,6 @@ static void index_seal_free(struct index_seal *s)
     free(s->snapshot);
     free(s->scan);
     free(s->copy);
-    free(s->sealed_heads);
     free(s);
 }
 
@@ -726,7 +790,6 @@ static int index_seal_create(struct index *g, int32_t floor_day, struct index_se
     k->fd = -1;
     k->floor_day = floor_day;
     k->out = malloc(INDEX_IO_BUFFER_BYTES);
-    k->slots = calloc((size_t)1 << g->slots_log2, sizeof(*k->slots));
     k->cctx = ZSTD_createCCtx();
     k->body = malloc(INDEX_SEAL_RAW_MAX);
     k->scratch = malloc(INDEX_SEAL_RAW_MAX);
@@ -734,8 +797,8 @@ static int index_seal_create(struct index *g, int32_t floor_day, struct index_se
     k->record = malloc(INDEX_RECORD_BYTES_MAX);
     s->scan = malloc(INDEX_IO_BUFFER_BYTES);
     s->copy = malloc(INDEX_RECORD_BYTES_MAX);
-    int rc = k->out && k->slots && k->cctx && k->body && k->scratch && k->record && k->directory &&
-                     s->scan && s->copy
+    int rc = k->out && k->cctx && k->body && k->scratch && k->record && k->directory && s->scan &&
+                     s->copy
                  ? 0
                  : -ENOMEM;
     if (rc == 0) {
@@ -823,6 +886,8 @@ static int index_seal_swap(struct index_seal *s)
     struct index_slot *old = g->slots;
     int old_fd = g->log_fd;
     g->slots = k->slots;
+    g->slots_log2 = k->slots_log2;
+    g->mask = k->mask;
     g->log_fd = k->fd;
     g->log_end = k->end;
     pthread_mutex_lock(&g->cursor_lock);
@@ -848,6 +913,7 @@ static int index_seal_complete(struct index_seal *s, struct index_compact_stats 
 {
     struct index *g = s->k.g;
     uint64_t t0 = ds_clock_ns();
+    uint32_t slots_log2_before = g->slots_log2;
     /* No checkpoint of the old log may land after the swap, and the thread's writeback offsets
      * are the old log's: stop it (nothing is in flight, see the caller); the next apply that
      * needs it starts it again. */
@@ -875,6 +941,7 @@ static int index_seal_complete(struct index_seal *s, struct index_compact_stats 
             .tail_bytes = g->log_end - s->tail_new,
             .dropped_entries = s->k.dropped,
             .finish_ns = now - t0,
+            .slots_log2 = g->slots_log2,
         };
     }
     ds_log_info("%s: sealed the log from %" PRIu64 " to %" PRIu64 " bytes (%" PRIu64
@@ -882,6 +949,10 @@ static int index_seal_complete(struct index_seal *s, struct index_compact_stats 
                 "out; applies held %.1f ms)",
                 g->dir, before, g->log_end, g->log_end - s->tail_new, s->k.dropped,
                 (double)(now - t0) / 1e6);
+    if (g->slots_log2 != slots_log2_before) {
+        ds_log_info("%s: the seal grew the slot table from 2^%" PRIu32 " to 2^%" PRIu32 " slots",
+                    g->dir, slots_log2_before, g->slots_log2);
+    }
     return 0;
 }
 

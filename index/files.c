@@ -64,7 +64,7 @@ void index_log_header_make(uint32_t slots_log2, uint8_t *dst)
 }
 
 /* Opens DIR/log (creating it with a table of cfg's size when the writer finds none) and reads
- * the table size it was made with. */
+ * its table size (a seal's new log may have a larger one than the log it replaced). */
 int index_log_open(struct index *g, const struct index_config *cfg)
 {
     char path[DS_PATH_MAX];
@@ -105,8 +105,8 @@ int index_log_open(struct index *g, const struct index_config *cfg)
         return -DS_EFORMAT;
     }
     if (g->writer && log2 != cfg->table_slots_log2) {
-        ds_log_info("%s: keeps the table of 2^%" PRIu32 " slots it was made with (2^%" PRIu32
-                    " asked; `dayshard gsi rebuild` resizes)",
+        ds_log_info("%s: keeps its table of 2^%" PRIu32 " slots (2^%" PRIu32
+                    " asked: the size of a new index; seals grow the table, never shrink it)",
                     g->dir, log2, cfg->table_slots_log2);
     }
     g->slots_log2 = log2;

@@ -23,7 +23,8 @@
  * (index_refresh, which belongs to one thread and must not overlap queries on that reader).
  *
  * Memory is bounded by configuration, not by the number of customers or orders: the slot table
- * (2^table_slots_log2 slots of 24 bytes, fixed when the index is created) and, for the writer,
+ * (2^table_slots_log2 slots of 24 bytes when the index is created, doubled by a seal while more
+ * than half is used: bounded by the customers retention keeps) and, for the writer,
  * the batch buffers of batch_entries_max entries; see index_memory_bytes.
  */
 #ifndef DS_INDEX_INDEX_H
@@ -67,7 +68,7 @@
 struct index_config {
     const char *dir;            /* the index directory; index_open creates it when missing */
     uint32_t table_slots_log2;  /* slot table size when the index is created (an existing index
-                                   keeps the size it was created with) */
+                                   keeps its size; seals grow it, index_seal_start) */
     uint32_t batch_entries_max; /* largest n index_apply accepts (sizes the batch buffer) */
     uint64_t checkpoint_bytes;  /* writer: log growth between table checkpoints */
     bool checkpoint_inline;     /* writer: the apply that passes checkpoint_bytes syncs the log and
@@ -180,6 +181,7 @@ struct index_compact_stats {
     uint64_t tail_bytes;      /* of those, the records applied while the seal ran, copied */
     uint64_t dropped_entries; /* entries of days below the floor left out */
     uint64_t finish_ns;       /* the applying thread's share: the last tail copy and the swap */
+    uint32_t slots_log2;      /* the new log's slot table (a seal grows it: index_seal_start) */
 };
 
 /* Compacts the log: every customer's entries (each distinct key once, the newest
@@ -198,7 +200,9 @@ DS_MUST_USE int index_compact(struct index *g, struct index_compact_stats *stats
  * thread, between applies) notes where the log ends and starts a thread that writes every chain
  * up to there as sealed records into DIR/log.compact (leaving out entries of days below
  * floor_day, INT32_MIN: none), then copies the applies made meanwhile after them, their chain
- * pointers moved to the new log. index_seal_finish (the applying thread, between applies)
+ * pointers moved to the new log. The new log's table is the old one's size, doubled while more
+ * than half of it would be used (compact.c); every customer is placed in it by its hash.
+ * index_seal_finish (the applying thread, between applies)
  * copies the last applies, renames the new log over DIR/log and swaps it in: the only part that
  * holds up applies. Crash-safe as index_compact. One seal per handle at a time; the caller
  * finishes or cancels it before index_close.

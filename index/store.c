@@ -44,7 +44,8 @@
  * The slot table: 2^k slots of (tag, head, chain max ts). A customer's tag is a 64-bit hash of its
  * id (never 0, which marks an empty slot); its home slot is the tag's low k bits; it owns the
  * first slot from home, within INDEX_PROBE_MAX slots, that holds its tag or was empty when its
- * first run was written (slots are never emptied, so that answer never changes). When all of
+ * first run was written (slots are never emptied, so that answer never changes until a seal
+ * writes a new table, which places every customer afresh and may be larger). When all of
  * them belong to others, its runs join the home slot's chain and carry their own id, which
  * queries compare: a full table costs query time, not correctness. Every run records the slot it
  * went to and that slot's tag, so a table rebuilt from the log is the writer's table exactly.

@@ -168,7 +168,7 @@ rebuild "with a 64-slot table"
 REBUILD_ARGS=()
 start_http_node n1 "$DATA" rebuild
 check_views "with a 64-slot table"
-log_run_has n1 "keeps the table of 2^6 slots" && ok || fail "the node did not keep the index's table"
+log_run_has n1 "keeps its table of 2^6 slots" && ok || fail "the node did not open the index with its own table"
 stop_node n1 "$NODE_PID"
 
 stop_broker

@@ -1,9 +1,10 @@
 /*
  * test_index_compact: the seal's retention floor (index_seal_start with a floor day): entries of
- * days below it leave the log, the rest answer as before, and every customer stays reachable
- * after reopening from the log alone (a chain whose entries all fall below the floor keeps one,
- * so no slot a probe window passes is freed). Also the rule that says when to seal. The seal's
- * answers against a model and its crashes are in test_index_oracle.
+ * days below it leave the log, a customer left with none leaves the index, the rest answer as
+ * before, also after reopening from the log alone. The slot table grown by seals while applies
+ * go on, from 2^6 slots to thousands of customers at most half load: every customer answers
+ * its orders, the index checks clean, reopened and through readers. Also the rule that says
+ * when to seal. The seal's answers against a model and its crashes are in test_index_oracle.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -119,7 +120,7 @@ static void assert_after_floor(struct index *g)
         assert_int_equal(orders_of(g, c, FLOOR_DAYS), (DAYS - FLOOR_DAYS) * PER_DAY);
     }
     for (int64_t c = 1; c <= OLD_CUSTOMERS; c++) {
-        assert_true(orders_of(g, c, 0) <= 1); /* at most the one a whole chain keeps */
+        assert_int_equal(orders_of(g, c, 0), 0); /* all below the floor: gone */
     }
 }
 
@@ -127,8 +128,8 @@ static void test_index_compact_seal_leaves_out_days_below_the_floor(void **state
 {
     /* Ten days applied, a seal with the floor at day 5 started, the last day applied while it
      * runs: afterwards every customer answers exactly its orders of days 5..9, the old
-     * customers at most one, the log shrank, and the same holds reopened from the log alone
-     * (DIR/table removed), so no probe window lost a slot. */
+     * customers none, the log shrank, and the same holds reopened from the log alone
+     * (DIR/table removed). */
     struct fixture *f = *state;
     for (int64_t day = 0; day < DAYS - 1; day++) {
         apply_day(f->g, day);
@@ -164,6 +165,124 @@ static void test_index_compact_seal_leaves_out_days_below_the_floor(void **state
     free(check_cursor);
 }
 
+/* The growth test: customers 1..GROW_CUSTOMERS get one order in each wave they are in, and the
+ * heavy customer 1 GROW_HEAVY more in each wave applied while a seal runs (several runs of one
+ * apply, which skip back together); waves are applies of at most GROW_BATCH entries. */
+#define GROW_CUSTOMERS 3000
+#define GROW_FIRST 2000 /* customers in the first wave; the others arrive while seals run */
+#define GROW_HEAVY 300
+#define GROW_BATCH 4096
+#define GROW_SEALS_MAX 8
+
+struct grow {
+    uint32_t orders[GROW_CUSTOMERS + 1]; /* per customer, orders applied */
+    int64_t customers;                   /* customers 1..customers have orders */
+    uint32_t waves;
+    struct index_entry batch[GROW_BATCH];
+};
+
+/* One wave: an order for each customer c <= upto with c % stride == the wave's number % stride
+ * and for each new one (above the model's customers, which grow to upto), and GROW_HEAVY more
+ * for customer 1 when heavy. */
+static void grow_wave(struct index *g, struct grow *m, int64_t upto, int64_t stride, bool heavy)
+{
+    struct index_entry *batch = m->batch;
+    size_t n = 0;
+    int64_t day = m->waves++;
+    char cursor[16];
+    int len = snprintf(cursor, sizeof(cursor), "wave-%u", m->waves);
+    for (int64_t c = 1; c <= upto; c++) {
+        if (c <= m->customers && c % stride != day % stride && !(heavy && c == 1)) {
+            continue;
+        }
+        for (int64_t k = 0; k < (heavy && c == 1 ? GROW_HEAVY : 1); k++) {
+            if (n == GROW_BATCH) {
+                assert_int_equal(index_apply(g, batch, n, cursor, (size_t)len), 0);
+                n = 0;
+            }
+            entry_make(&batch[n++], c, day, k);
+            m->orders[c]++;
+        }
+    }
+    assert_int_equal(index_apply(g, batch, n, cursor, (size_t)len), 0);
+    m->customers = upto > m->customers ? upto : m->customers;
+}
+
+static void grow_assert_answers(struct index *g, const struct grow *m)
+{
+    for (int64_t c = 1; c <= GROW_CUSTOMERS; c++) {
+        assert_int_equal(orders_of(g, c, 0), m->orders[c]);
+    }
+}
+
+static void test_index_compact_seals_grow_the_table_while_applies_go_on(void **state)
+{
+    /* 2000 customers applied to a table of 2^6 slots (every probe window full), then seals,
+     * each with waves applied while it runs (new customers among them, up to 3000): seals
+     * grow the table until at most half of it is used, and not to 8 slots a customer; after
+     * each, every customer answers all its orders; then the index checks clean with the grown
+     * size in its log header, a reader opened before sees the log replaced and one opened
+     * after answers the same, and so does the writer reopened with and without DIR/table. */
+    struct fixture *f = *state;
+    struct grow *m = calloc(1, sizeof(*m));
+    assert_non_null(m);
+    grow_wave(f->g, m, GROW_FIRST, 1, false);
+    uint32_t log2 = f->cfg.table_slots_log2;
+    struct index *before = NULL;
+    int seals = 0;
+    for (bool grew = true; grew; seals++) {
+        assert_true(seals < GROW_SEALS_MAX);
+        index_close(before);
+        assert_int_equal(index_open_reader(&f->cfg, &before), 0);
+        struct index_seal *s = NULL;
+        assert_int_equal(index_seal_start(f->g, INT32_MIN, &s), 0);
+        struct index_compact_stats stats;
+        int rc = -EAGAIN;
+        for (int64_t wave = 0; rc == -EAGAIN; wave++) {
+            /* A few hundred new customers and a tenth of the others per wave, and a pause:
+             * the seal's thread catches up with the applies and finishes. */
+            int64_t upto = m->customers + 200;
+            grow_wave(f->g, m, upto < GROW_CUSTOMERS ? upto : GROW_CUSTOMERS, 10, wave < 2);
+            usleep(5000);
+            rc = index_seal_finish(s, wave >= 20, &stats);
+        }
+        assert_int_equal(rc, 0);
+        assert_true(stats.slots_log2 >= log2);
+        grew = stats.slots_log2 > log2;
+        log2 = stats.slots_log2;
+        grow_assert_answers(f->g, m);
+    }
+    assert_true(seals >= 3); /* 2^6 slots do not reach thousands of customers at once */
+    assert_true(2u * (uint64_t)m->customers <= 1ull << log2);
+    assert_true(1ull << log2 <= 8u * (uint64_t)m->customers); /* not oversized either */
+    assert_true(index_replaced(before));
+    index_close(before);
+    struct index_check_report report;
+    uint8_t *cursor = NULL;
+    assert_int_equal(index_check(f->dir, &cursor, &report), 0);
+    free(cursor);
+    if (report.damaged) {
+        fail_msg("gsi check: %s", report.reason);
+    }
+    assert_int_equal(report.slots_log2, log2);
+    struct index *reader = NULL;
+    assert_int_equal(index_open_reader(&f->cfg, &reader), 0);
+    grow_assert_answers(reader, m);
+    index_close(reader);
+    index_close(f->g);
+    assert_int_equal(index_open(&f->cfg, &f->g), 0); /* from DIR/table */
+    grow_assert_answers(f->g, m);
+    index_close(f->g);
+    char path[200];
+    snprintf(path, sizeof(path), "%s/table", f->dir);
+    assert_true(unlink(path) == 0 || errno == ENOENT);
+    assert_int_equal(index_open(&f->cfg, &f->g), 0); /* from the log alone */
+    grow_assert_answers(f->g, m);
+    grow_wave(f->g, m, GROW_CUSTOMERS, 1, true); /* applies go on in the grown table */
+    grow_assert_answers(f->g, m);
+    free(m);
+}
+
 static void test_index_compact_seal_due_follows_the_live_part(void **state)
 {
     /* index_seal_due: nothing to seal on an empty log, idle or not; a live part past the idle
@@ -193,6 +312,8 @@ int main(void)
     setenv("DS_LOG", "error", 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_index_compact_seal_leaves_out_days_below_the_floor,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_compact_seals_grow_the_table_while_applies_go_on,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_compact_seal_due_follows_the_live_part, setup,
                                         teardown),

@@ -12,6 +12,9 @@
  * - the same with slot tables of 2^5, 2^8 and the default size, after close and reopen (from the
  *   table checkpoint), after reopen without DIR/table (from the log alone), through a reader
  *   handle after a refresh (and not before), and after more applies following the reopen;
+ * - seals beside the applies and compactions: the same answers, checks clean, reopened; a table
+ *   of 2^5 slots, overfilled, grows at the first one (every customer placed anew, the runs
+ *   applied meanwhile moved to their new slots);
  * - equal keys inside one batch: the last one in the caller's order is kept, as the model does;
  * - DIR/log cut at many points inside the last two applies (with the table left by close and
  *   without it) or extended with garbage: the store reopens as after applies 1..j exactly, j the
@@ -792,18 +795,34 @@ static void pages_with_ingest_assert_equal(struct fixture *f, uint64_t *rng,
     }
 }
 
+/* The table a seal or compaction of a store created with 2^created slots leaves: a pool that
+ * overfills it (more customers than half the slots) makes the first one grow it, past the
+ * pool's customers at half load; the default table keeps its size. */
+static void table_assert_grown(uint32_t created, uint32_t after)
+{
+    if (2u * POOL_COUNT > 1u << created) {
+        assert_true(after > created);
+        assert_true(2u * POOL_COUNT <= 1u << after);
+    } else {
+        assert_int_equal(after, created);
+    }
+}
+
 /* Applies batches until the seal s is swapped in (the first two before the first try, so the
- * seal copies applies made while it ran). */
+ * seal copies applies made while it ran); the table it leaves is table_assert_grown's. */
 static void seal_with_applies(struct fixture *f, uint64_t *rng, struct index_seal *s,
                               size_t batch_max)
 {
+    uint32_t created = f->cfg.table_slots_log2;
     for (size_t i = 0;; i++) {
         apply_batches(f, rng, 1, batch_max);
         if (i < 2) {
             continue;
         }
-        int rc = index_seal_finish(s, i >= 200, NULL);
+        struct index_compact_stats stats;
+        int rc = index_seal_finish(s, i >= 200, &stats);
         if (rc == 0) {
+            table_assert_grown(created, stats.slots_log2);
             return;
         }
         assert_int_equal(rc, -EAGAIN);
@@ -852,8 +871,10 @@ static void seal_run(struct fixture *f, uint32_t table_slots_log2)
 
 static void test_index_oracle_sealed_beside_applies_pages_equal_with_table_2e5(void **state)
 {
-    /* A seal runs while batches are applied (many customers share chains in a 2^5 table): the
-     * store answers as the model before and after the swap, reopened, through readers. */
+    /* A seal runs while batches are applied (many customers share chains in a 2^5 table, which
+     * the first seal grows, placing every customer anew and moving the runs applied meanwhile
+     * to their new slots): the store answers as the model before and after the swap, reopened,
+     * through readers. */
     seal_run(*state, 5);
 }
 
@@ -882,6 +903,7 @@ static void compact_run(struct fixture *f, uint32_t table_slots_log2)
     struct index_compact_stats stats;
     assert_int_equal(index_compact(f->store, &stats), 0);
     assert_true(stats.bytes_after < stats.bytes_before);
+    table_assert_grown(table_slots_log2, stats.slots_log2);
     sample_assert_equal_all_limits(f, f->store);
     store_check_clean(f);
     assert_true(index_replaced(before));
@@ -916,7 +938,8 @@ static void compact_run(struct fixture *f, uint32_t table_slots_log2)
 
 static void test_index_oracle_compacted_pages_equal_with_table_2e5(void **state)
 {
-    /* Shared chains: several customers' sections on one slot, tags of other owners. */
+    /* Shared chains: several customers' sections on one slot, tags of other owners; the first
+     * compaction grows the table and gives each customer a chain of its own. */
     compact_run(*state, 5);
 }
 
@@ -1433,7 +1456,9 @@ static void test_index_oracle_kill9_during_online_seal_keeps_whole_applies(void 
 {
     /* The same with the writer sealing beside its applies (a seal started every third apply,
      * finished after a later one): a kill while the seal's thread writes, copies or swaps leaves
-     * exactly the applies whose cursor records survive, in the old log or the new one. */
+     * exactly the applies whose cursor records survive, in the old log or the new one. The
+     * store starts at 2^5 slots for more customers than half of them, so its first seal grows
+     * the table: until one completes, every kill inside a seal lands in a growing one. */
     kill9_run(*state, WRITER_SEAL_ENV);
 }
 

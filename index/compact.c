@@ -61,6 +61,7 @@ struct index_compactor {
     struct index_slot *slots;    /* the new log's table (see index_seal_table_create) */
     size_t slots_mapped_bytes;   /* > 0: slots maps an unnamed file of that size */
     size_t slots_released_bytes; /* the mapping's pages below this are out of RSS */
+    uint32_t slots_touched;      /* runs moved since the mapping was last released whole */
     ZSTD_CCtx *cctx;
     struct index_seal_writer writer;
     uint8_t *body;      /* INDEX_SEAL_RAW_MAX */
@@ -429,6 +430,10 @@ static int index_compact_slot(struct index_compactor *k, uint32_t slot, uint64_t
 #define INDEX_SEAL_TABLE_RELEASE_MASK 0xFFFFu
 #define INDEX_SEAL_TABLE_PAGE_BYTES 4096u
 #define INDEX_SEAL_TABLE_COPY_BYTES ((size_t)1 << 20)
+/* The copy rounds release the whole mapping every 4096 runs moved: the applies name slots all
+ * over the table, so without it a long seal maps most of it back in (a node fed 3M orders
+ * ended with 48 MiB more RssFile). */
+#define INDEX_SEAL_TABLE_RELEASE_RUNS 4096u
 /* Tables below 2^16 slots (1.5 MiB) are allocated: a file per seal costs more than it saves
  * (test_index_oracle, which seals small tables thousands of times: 90 -> 117 s). */
 #define INDEX_SEAL_TABLE_MAPPED_LOG2_MIN 16u
@@ -489,7 +494,8 @@ static int index_seal_snapshot_head(struct index_seal *s, uint32_t slot, uint64_
  * front, so a write to it cannot fault on a full disk), and the pages the walk has passed leave
  * the process's RSS for the page cache (MADV_DONTNEED keeps a shared mapping's data). A node
  * then holds one table in memory, not two, while it seals (2^21 slots: 48 MiB). What the copy
- * rounds touch comes back in, a page per slot named by the applies made meanwhile. Where DIR
+ * rounds touch comes back in, a page per slot named by the applies made meanwhile, until the
+ * next 4096 runs moved release it again. Where DIR
  * cannot hold such a file (no O_TMPFILE, no space), and for a small table, the table is
  * allocated, and the swap takes it whole. Rejected: the table in slices written with pwrite (the
  * copy rounds update any slot, one pread and pwrite each). */
@@ -633,6 +639,11 @@ static int index_seal_move_run(struct index_seal *s, const struct index_record *
     n->tag = ds_get_le64(r + 48);
     n->head = k->end;
     n->max_ts = chain_max;
+    if (k->slots_mapped_bytes > 0 && ++k->slots_touched >= INDEX_SEAL_TABLE_RELEASE_RUNS) {
+        k->slots_touched = 0;
+        k->slots_released_bytes = 0;
+        index_seal_table_release(k, k->slots_mapped_bytes);
+    }
     return index_compact_write(k, r, rec->len);
 }
 

@@ -430,10 +430,10 @@ static int index_compact_slot(struct index_compactor *k, uint32_t slot, uint64_t
 #define INDEX_SEAL_TABLE_RELEASE_MASK 0xFFFFu
 #define INDEX_SEAL_TABLE_PAGE_BYTES 4096u
 #define INDEX_SEAL_TABLE_COPY_BYTES ((size_t)1 << 20)
-/* The copy rounds release the whole mapping every 4096 runs moved: the applies name slots all
- * over the table, so without it a long seal maps most of it back in (a node fed 3M orders
- * ended with 48 MiB more RssFile). */
-#define INDEX_SEAL_TABLE_RELEASE_RUNS 4096u
+/* The copy rounds release the whole mapping every 64 runs moved: the applies name slots all
+ * over the table and a read fault maps the cached pages around it too (the kernel's
+ * fault-around, 64 KiB), so with 4096 a node fed 3M orders still held up to 36 MiB of it. */
+#define INDEX_SEAL_TABLE_RELEASE_RUNS 64u
 /* Tables below 2^16 slots (1.5 MiB) are allocated: a file per seal costs more than it saves
  * (test_index_oracle, which seals small tables thousands of times: 90 -> 117 s). */
 #define INDEX_SEAL_TABLE_MAPPED_LOG2_MIN 16u
@@ -495,7 +495,7 @@ static int index_seal_snapshot_head(struct index_seal *s, uint32_t slot, uint64_
  * the process's RSS for the page cache (MADV_DONTNEED keeps a shared mapping's data). A node
  * then holds one table in memory, not two, while it seals (2^21 slots: 48 MiB). What the copy
  * rounds touch comes back in, a page per slot named by the applies made meanwhile, until the
- * next 4096 runs moved release it again. Where DIR
+ * next 64 runs moved release it again. Where DIR
  * cannot hold such a file (no O_TMPFILE, no space), and for a small table, the table is
  * allocated, and the swap takes it whole. Rejected: the table in slices written with pwrite (the
  * copy rounds update any slot, one pread and pwrite each). */

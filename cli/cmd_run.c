@@ -473,7 +473,7 @@ int cmd_run(int argc, char **argv)
      * builder's and the seal's arrays, zstd's contexts and librdkafka's fetch buffers then come
      * from the heaps, where what they leave behind when freed stays resident. A fixed threshold
      * (which also fixes the trim threshold) returns every block of 128 KiB or more to the kernel
-     * when freed: a node's VmHWM at 3M orders 610 -> 386 MiB (bench/steady_state.sh rss
+     * when freed: a node's VmHWM at 3M orders 610 -> 329-386 MiB (bench/steady_state.sh rss
      * SCALE=0.3, docs/ARCHITECTURE.md section 7). */
     (void)mallopt(M_MMAP_THRESHOLD, RUN_MMAP_THRESHOLD_BYTES);
 #endif

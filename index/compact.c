@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -72,11 +73,14 @@ struct index_compactor {
     uint64_t end; /* bytes of the new log written or buffered */
     uint8_t *out; /* INDEX_IO_BUFFER_BYTES of the new log not yet written */
     size_t out_bytes;
-    struct index_slot *slots; /* the new log's table: 2^slots_log2 */
+    struct index_slot *slots; /* the new log's table: 2^slots_log2 (index_seal_table_create) */
     uint32_t slots_log2;
     uint64_t mask;
     /* The pass: the customers whose new home's bits above the old table's mask are this. */
     uint32_t region;
+    size_t slots_mapped_bytes;   /* > 0: slots maps an unnamed file of that size */
+    size_t slots_released_bytes; /* the mapping's pages below this are out of RSS */
+    uint32_t slots_touched;      /* runs moved since the mapping was last released whole */
     ZSTD_CCtx *cctx;
     struct index_seal_writer writer;
     uint8_t *body;      /* INDEX_SEAL_RAW_MAX */
@@ -449,6 +453,18 @@ static int index_compact_batch(struct index_compactor *k)
 #define INDEX_SEAL_SATURATED_NUM 3u
 #define INDEX_SEAL_SATURATED_DEN 4u
 static_assert(INDEX_SEAL_BATCH_SLOTS >= INDEX_PROBE_MAX, "a batch spans a probe window");
+/* The walk releases the mapped table's pages behind it every 2^16 slots (1.5 MiB); the swap
+ * copies it into the live table a MiB at a time, releasing each. */
+#define INDEX_SEAL_TABLE_RELEASE_MASK 0xFFFFu
+#define INDEX_SEAL_TABLE_PAGE_BYTES 4096u
+#define INDEX_SEAL_TABLE_COPY_BYTES ((size_t)1 << 20)
+/* The copy rounds release the whole mapping every 64 runs moved: the applies name slots all
+ * over the table and a read fault maps the cached pages around it too (the kernel's
+ * fault-around, 64 KiB), so with 4096 a node fed 3M orders still held up to 36 MiB of it. */
+#define INDEX_SEAL_TABLE_RELEASE_RUNS 64u
+/* Tables below 2^16 slots (1.5 MiB) are allocated: a file per seal costs more than it saves
+ * (test_index_oracle, which seals small tables thousands of times: 90 -> 117 s). */
+#define INDEX_SEAL_TABLE_MAPPED_LOG2_MIN 16u
 
 struct index_seal {
     struct index_compactor k; /* the new log */
@@ -523,6 +539,90 @@ static uint32_t index_seal_slots_log2(const struct index *g)
     return log2;
 }
 
+/* The new table is written as the walk goes, slot after slot, and read once more at the swap:
+ * it lives in a shared mapping of an unnamed file in DIR (O_TMPFILE, its blocks reserved up
+ * front, so a write to it cannot fault on a full disk), and the pages the walk has passed leave
+ * the process's RSS for the page cache (MADV_DONTNEED keeps a shared mapping's data). A node
+ * then holds one table in memory, not two, while it seals (2^21 slots: 48 MiB). What the copy
+ * rounds touch comes back in, a page per slot named by the applies made meanwhile, until the
+ * next 64 runs moved release it again. Where DIR
+ * cannot hold such a file (no O_TMPFILE, no space), and for a small table, the table is
+ * allocated, and the swap takes it whole. Rejected: the table in slices written with pwrite (the
+ * copy rounds update any slot, one pread and pwrite each). */
+static struct index_slot *index_seal_table_create(struct index *g, uint32_t slots_log2,
+                                                  size_t *mapped_bytes)
+{
+    size_t bytes = sizeof(struct index_slot) << slots_log2;
+    *mapped_bytes = 0;
+    int fd = slots_log2 >= INDEX_SEAL_TABLE_MAPPED_LOG2_MIN
+                 ? open(g->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)
+                 : -1;
+    if (fd >= 0) {
+        void *p = posix_fallocate(fd, 0, (off_t)bytes) == 0
+                      ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                      : MAP_FAILED;
+        close(fd); /* the mapping keeps the file */
+        if (p != MAP_FAILED) {
+            *mapped_bytes = bytes;
+            return p;
+        }
+    }
+    return calloc(1, bytes);
+}
+
+/* The mapped table's pages below up_to leave RSS (their data stays in the file). */
+static void index_seal_table_release(struct index_compactor *k, size_t up_to)
+{
+    size_t page = INDEX_SEAL_TABLE_PAGE_BYTES;
+    size_t end = up_to / page * page;
+    if (k->slots_mapped_bytes == 0 || end <= k->slots_released_bytes) {
+        return;
+    }
+    (void)madvise((uint8_t *)k->slots + k->slots_released_bytes, end - k->slots_released_bytes,
+                  MADV_DONTNEED);
+    k->slots_released_bytes = end;
+}
+
+/* The whole mapping leaves RSS: the passes of a growing seal write anywhere in it. */
+static void index_seal_table_release_all(struct index_compactor *k)
+{
+    k->slots_released_bytes = 0;
+    index_seal_table_release(k, k->slots_mapped_bytes);
+}
+
+/* A grown table cannot be copied into the live one in place: it is made an allocated table
+ * (copied out of the mapping a MiB at a time), which the swap then takes whole. */
+static int index_seal_table_unmap(struct index_compactor *k)
+{
+    uint8_t *heap = malloc(k->slots_mapped_bytes);
+    if (heap == NULL) {
+        return -ENOMEM;
+    }
+    k->slots_released_bytes = 0;
+    for (size_t at = 0; at < k->slots_mapped_bytes; at += INDEX_SEAL_TABLE_COPY_BYTES) {
+        size_t n = k->slots_mapped_bytes - at < INDEX_SEAL_TABLE_COPY_BYTES
+                       ? k->slots_mapped_bytes - at
+                       : INDEX_SEAL_TABLE_COPY_BYTES;
+        memcpy(heap + at, (const uint8_t *)k->slots + at, n);
+        index_seal_table_release(k, at + n);
+    }
+    munmap(k->slots, k->slots_mapped_bytes);
+    k->slots = (struct index_slot *)(void *)heap;
+    k->slots_mapped_bytes = 0;
+    k->slots_released_bytes = 0;
+    return 0;
+}
+
+static void index_seal_table_free(struct index_compactor *k)
+{
+    if (k->slots_mapped_bytes > 0) {
+        munmap(k->slots, k->slots_mapped_bytes);
+    } else {
+        free(k->slots);
+    }
+    k->slots = NULL;
+}
+
 /* One pass of the sealed part: the chains of the snapshot, in batches, for the customers of
  * the region k->region (one pass when the table keeps its size; 2^d when it grows by d bits,
  * so that the slots written ascend within each pass). */
@@ -535,6 +635,9 @@ static int index_seal_write_region(struct index_seal *s)
     for (uint64_t i = 0; rc == 0 && i <= g->mask; i++) {
         if ((i & 0xFFFu) == 0 && __atomic_load_n(&s->cancel, __ATOMIC_RELAXED)) {
             return -ECANCELED;
+        }
+        if ((i & INDEX_SEAL_TABLE_RELEASE_MASK) == 0) {
+            index_seal_table_release_all(k);
         }
         uint64_t head = 0;
         rc = index_seal_snapshot_head(s, (uint32_t)i, &head);
@@ -556,7 +659,7 @@ static int index_seal_write_sealed(struct index_seal *s)
     struct index *g = k->g;
     k->slots_log2 = index_seal_slots_log2(g);
     k->mask = (1ull << k->slots_log2) - 1;
-    k->slots = calloc((size_t)1 << k->slots_log2, sizeof(*k->slots));
+    k->slots = index_seal_table_create(g, k->slots_log2, &k->slots_mapped_bytes);
     if (k->slots == NULL) {
         return -ENOMEM;
     }
@@ -568,6 +671,7 @@ static int index_seal_write_sealed(struct index_seal *s)
         k->region = region;
         rc = index_seal_write_region(s);
     }
+    index_seal_table_release_all(k);
     rc = rc == 0 ? index_compact_record_flush(k) : rc;
     if (rc == 0) {
         /* The snapshot's whole cursor from the empty one (RESET), in pieces when it is large. */
@@ -631,6 +735,10 @@ static int index_seal_move_run(struct index_seal *s, const struct index_record *
     s->last_customer = customer;
     n->head = k->end;
     n->max_ts = chain_max;
+    if (k->slots_mapped_bytes > 0 && ++k->slots_touched >= INDEX_SEAL_TABLE_RELEASE_RUNS) {
+        k->slots_touched = 0;
+        index_seal_table_release_all(k);
+    }
     return index_compact_write(k, r, rec->len);
 }
 
@@ -750,7 +858,7 @@ static void index_seal_free(struct index_seal *s)
         close(k->fd);
     }
     free(k->out);
-    free(k->slots);
+    index_seal_table_free(k);
     ZSTD_freeCCtx(k->cctx);
     free(k->body);
     free(k->scratch);
@@ -874,8 +982,11 @@ static int index_seal_swap(struct index_seal *s)
     struct index_compactor *k = &s->k;
     struct index *g = k->g;
     char path[DS_PATH_MAX];
+    /* Before anything changes on disk: the swap itself cannot fail. */
+    int rc =
+        k->slots_mapped_bytes > 0 && k->slots_log2 != g->slots_log2 ? index_seal_table_unmap(k) : 0;
     index_path(g, "table", path);
-    int rc = unlink(path) == 0 || errno == ENOENT ? 0 : -errno;
+    rc = rc == 0 && unlink(path) != 0 && errno != ENOENT ? -errno : rc;
     rc = rc == 0 ? ds_fsync_dir(g->dir) : rc;
     index_path(g, "log", path);
     rc = rc == 0 && rename(s->tmp, path) != 0 ? -errno : rc;
@@ -883,11 +994,25 @@ static int index_seal_swap(struct index_seal *s)
         return rc;
     }
     pthread_rwlock_wrlock(&g->swap_lock);
-    struct index_slot *old = g->slots;
     int old_fd = g->log_fd;
-    g->slots = k->slots;
-    g->slots_log2 = k->slots_log2;
-    g->mask = k->mask;
+    if (k->slots_mapped_bytes > 0 && k->slots_log2 == g->slots_log2) {
+        /* Into the live table in place (the readers wait: ~10 ms for 48 MiB). */
+        k->slots_released_bytes = 0;
+        for (size_t at = 0; at < k->slots_mapped_bytes; at += INDEX_SEAL_TABLE_COPY_BYTES) {
+            size_t n = k->slots_mapped_bytes - at < INDEX_SEAL_TABLE_COPY_BYTES
+                           ? k->slots_mapped_bytes - at
+                           : INDEX_SEAL_TABLE_COPY_BYTES;
+            memcpy((uint8_t *)g->slots + at, (const uint8_t *)k->slots + at, n);
+            index_seal_table_release(k, at + n);
+        }
+    } else {
+        ASSERT(k->slots_mapped_bytes == 0); /* a grown table was made an allocated one above */
+        struct index_slot *old = g->slots;
+        g->slots = k->slots;
+        g->slots_log2 = k->slots_log2;
+        g->mask = k->mask;
+        k->slots = old;
+    }
     g->log_fd = k->fd;
     g->log_end = k->end;
     pthread_mutex_lock(&g->cursor_lock);
@@ -898,7 +1023,6 @@ static int index_seal_swap(struct index_seal *s)
     g->checkpoint_end = s->tail_new; /* the sealed part is its own checkpoint (see index_close) */
     g->sealed_end = s->tail_new;
     pthread_rwlock_unlock(&g->swap_lock);
-    k->slots = old;
     k->fd = old_fd;
     /* Durable rename: until then a power cut keeps the old log, whole, which is also right. */
     rc = ds_fsync_dir(g->dir);

@@ -783,7 +783,9 @@ static int create_consumer(struct node *n)
      * work here) the node idled most of each second while catching up. A million keeps the
      * fetcher ahead (catch-up 675k -> 920k events/s, bench_kafka_e2e's bimodal 300k/600k
      * runs gone); queued.max.messages.kbytes (64 MiB of payload) still bounds memory (peak
-     * RSS 75 -> 152 MiB while catching up). docs/ARCHITECTURE.md section 8. */
+     * RSS 75 -> 152 MiB while catching up). A smaller payload bound stops the fetcher the same
+     * way: 16 MiB took catch-up from 693k to 437k events/s, 8 MiB to 275k (orders model,
+     * medians of 3). docs/ARCHITECTURE.md section 8. */
     rc = rc == 0 ? conf_set(conf, "queued.min.messages", "1000000") : rc;
     char err[512] = "";
     if (rc == 0 && ingest_kafka_props_apply(n->cfg->props, conf, err, sizeof(err)) != 0) {

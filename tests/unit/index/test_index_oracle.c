@@ -115,7 +115,10 @@ struct history {
     struct index_entry *entries;
     size_t count;
     size_t capacity;
-    size_t starts[DIFF_BATCHES_LONG + 1]; /* batch b is entries[starts[b]..starts[b + 1]) */
+    /* Batch b is entries[starts[b]..starts[b + 1]); grown as batches come: a seal beside the
+     * applies takes as many as it runs long (up to 200 before it is forced to finish). */
+    size_t *starts;
+    size_t starts_capacity;
     size_t batches;
 };
 
@@ -543,6 +546,7 @@ static int teardown(void **state)
     model_free(&f->model);
     test_tempdir_remove(f->dir);
     free(f->history.entries);
+    free(f->history.starts);
     free(f);
     return 0;
 }
@@ -665,6 +669,11 @@ static void history_add(struct history *h, const struct index_entry *batch, size
         h->capacity = (h->count + n) * 2;
         h->entries = realloc(h->entries, h->capacity * sizeof(*h->entries));
         assert_non_null(h->entries);
+    }
+    if (h->batches + 2 > h->starts_capacity) {
+        h->starts_capacity = (h->batches + 2) * 2;
+        h->starts = realloc(h->starts, h->starts_capacity * sizeof(*h->starts));
+        assert_non_null(h->starts);
     }
     memcpy(h->entries + h->count, batch, n * sizeof(*batch));
     h->starts[h->batches] = h->count;

@@ -59,7 +59,7 @@ struct deadletter {
  * legacy file to number 0, removes files above the committed position's number (a rotation no
  * commit reached), cuts the current file to the committed length, creates it if missing.
  * stream_day (storage_stream_day, -1 when unknown) dates the files already rotated. Returns 0,
- * -EEXIST (a legacy file beside numbered ones), -DS_ECORRUPT (a position no file matches), or
+ * -EEXIST (a legacy file beside numbered ones), -DS_ECORRUPT (a number past the numbering), or
  * a negated errno; logs the cause. */
 DS_MUST_USE int deadletter_open(struct deadletter *d, const char *legacy_path, uint64_t committed,
                                 uint64_t file_bytes_max, int32_t stream_day);

@@ -1,7 +1,8 @@
 /*
  * `dayshard ingest --data DIR [--shards N] [--json] [FILE|-]`: JSON lines through the same
  * decode/route/append path as the Kafka consumer, without Kafka. Accepted events are durable
- * when it exits 0; rejected lines are in DIR/deadletter.jsonl with reason and line number.
+ * when it exits 0; rejected lines are in DIR/deadletter.NNNNNNNN.jsonl with reason and line
+ * number.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +21,8 @@ const char cmd_ingest_usage[] =
     "\n"
     "Loads JSON order events, one per line, from FILE or standard input (default), into the\n"
     "data directory DIR. Every accepted event is durable (fdatasync) when the command exits 0.\n"
-    "Rejected lines go to DIR/deadletter.jsonl with their reason, line number and raw text.\n"
+    "Rejected lines go to DIR/deadletter.NNNNNNNN.jsonl (numbered files in write order) with\n"
+    "their reason, line number and raw text.\n"
     "\n"
     "options:\n"
     "  --data DIR              data directory (created if missing)\n"
@@ -44,6 +46,7 @@ const char cmd_ingest_usage[] =
     "                          committed, as in Kafka Streams): older days are dropped whole\n"
     "                          with their index entries, later events of them are dead\n"
     "                          letters (too_late); N in 1..36500, 0 (the default) keeps all\n"
+    "  --deadletter-file-bytes N  rotate dead letters at N bytes (default 64 MiB)\n"
     "  --no-compact            orders model: keep superseded versions (no compaction while\n"
     "                          loading), to measure what they cost; `dayshard compact` removes\n"
     "                          them later\n"
@@ -61,6 +64,7 @@ struct ingest_args {
     bool no_compact;
     enum storage_model model;
     uint64_t retention_days;
+    uint64_t deadletter_file_bytes;
 };
 
 static int parse_args(int argc, char **argv, struct ingest_args *a)
@@ -75,10 +79,14 @@ static int parse_args(int argc, char **argv, struct ingest_args *a)
                                             {"model", required_argument, NULL, 'm'},
                                             {"no-compact", no_argument, NULL, 'C'},
                                             {"retention-days", required_argument, NULL, 'R'},
+                                            {"deadletter-file-bytes", required_argument, NULL, 'D'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    *a = (struct ingest_args){
-        .shards = SHARD_COUNT_DEFAULT, .commit_interval_ms = 200, .zstd_level = 1, .input = "-"};
+    *a = (struct ingest_args){.shards = SHARD_COUNT_DEFAULT,
+                              .commit_interval_ms = 200,
+                              .zstd_level = 1,
+                              .input = "-",
+                              .deadletter_file_bytes = INGEST_DEADLETTER_FILE_BYTES_DEFAULT};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -96,6 +104,10 @@ static int parse_args(int argc, char **argv, struct ingest_args *a)
         case 'm': rc = storage_model_parse(optarg, &a->model); break;
         case 'R':
             rc = cli_parse_u64(optarg, 0, STORAGE_RETENTION_DAYS_MAX, &a->retention_days);
+            break;
+        case 'D':
+            rc = cli_parse_u64(optarg, 1, INGEST_DEADLETTER_FILE_BYTES_MAX,
+                               &a->deadletter_file_bytes);
             break;
         case 'h': return -1;
         default:
@@ -185,6 +197,7 @@ static int run(const struct ingest_args *a, int fd)
     icfg.storage = st;
     icfg.map = map;
     icfg.deadletter_path = deadletters;
+    icfg.deadletter_file_bytes = a->deadletter_file_bytes;
     icfg.source_name = a->input;
     icfg.commit_interval_ms = (uint32_t)a->commit_interval_ms;
     icfg.resume = a->resume;

@@ -27,9 +27,10 @@ const char cmd_run_usage[] =
     "usage: dayshard run --brokers HOST:PORT[,...] --topic T --group G --data DIR [options]\n"
     "\n"
     "A node: consumes topic T as a member of consumer group G, writes every event to durable\n"
-    "day partitions in DIR and bad events to DIR/deadletter.jsonl (with reason, partition and\n"
-    "offset). Kafka offsets are committed only after the data holding them is durable; a\n"
-    "restarted node resumes from its own durable position, so nothing is stored twice.\n"
+    "day partitions in DIR and bad events to DIR/deadletter.NNNNNNNN.jsonl (with reason,\n"
+    "partition and offset; numbered files in write order). Kafka offsets are committed only\n"
+    "after the data holding them is durable; a restarted node resumes from its own durable\n"
+    "position, so nothing is stored twice.\n"
     "SIGINT or SIGTERM: drain, commit, exit 0. Consumer lag is logged every few seconds.\n"
     "\n"
     "options:\n"
@@ -45,6 +46,7 @@ const char cmd_run_usage[] =
     "                         committed, as in Kafka Streams): older days are dropped whole\n"
     "                         with their index entries, later events of them are dead letters\n"
     "                         (too_late); N in 1..36500, 0 (the default) keeps every day\n"
+    "  --deadletter-file-bytes N  rotate dead letters at N bytes (default 64 MiB)\n"
     "  --shards N             shard count for days seen for the first time (default 4)\n"
     "  --shard-capacity R     adaptive sharding: a day whose write rate (Kafka message time,\n"
     "                         over the last 5 s) exceeds R events/s per shard doubles its\n"
@@ -159,6 +161,11 @@ static int set_option(struct run_args *a, const char *key, const char *value)
         a->node.retention_days = (uint32_t)n;
         return 0;
     }
+    if (strcmp(key, "deadletter-file-bytes") == 0 &&
+        cli_parse_u64(value, 1, INGEST_DEADLETTER_FILE_BYTES_MAX, &n) == 0) {
+        a->node.deadletter_file_bytes = n;
+        return 0;
+    }
     if (strcmp(key, "max-shards") == 0 && cli_parse_u64(value, 1, SHARD_COUNT_MAX, &n) == 0) {
         a->node.max_shards = (uint32_t)n;
         return 0;
@@ -208,6 +215,7 @@ static int parse_one(int c, const char *value, void *user)
     case 'O': return set_option(a, "shardmap-topic", "off");
     case 'm': return set_option(a, "model", value);
     case 'r': return set_option(a, "retention-days", value);
+    case 'D': return set_option(a, "deadletter-file-bytes", value);
     }
     return -DS_EUSAGE;
 }
@@ -233,6 +241,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
                                             {"no-shardmap-topic", no_argument, NULL, 'O'},
                                             {"model", required_argument, NULL, 'm'},
                                             {"retention-days", required_argument, NULL, 'r'},
+                                            {"deadletter-file-bytes", required_argument, NULL, 'D'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     int next = 0;

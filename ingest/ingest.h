@@ -120,13 +120,25 @@ DS_MUST_USE int ingest_event_format_json(const struct ds_event *event, char *dst
 #define INGEST_BATCH_EVENTS 4096u
 #define INGEST_BATCHES_MAX 8u
 
+/* Dead letters rotate by size into DIR/deadletter.NNNNNNNN.jsonl (ingest/deadletter.h): a file
+ * is closed and the next begun at the first commit after it reaches the rotation size. 64 MiB
+ * by default keeps a file quick to grep and copy; 1 GiB at most, since larger files only make
+ * retention (a rotated file goes once the retention floor passes the day it was closed)
+ * coarser. */
+#define INGEST_DEADLETTER_FILE_BYTES_DEFAULT (64ull << 20)
+#define INGEST_DEADLETTER_FILE_BYTES_MAX (1ull << 30)
+
 struct storage;
 struct shard_map;
 
 struct ingest_file_config {
-    struct storage *storage;     /* borrowed; used only by the writer thread while running */
-    struct shard_map *map;       /* borrowed; used only by the decode thread while running */
-    const char *deadletter_path; /* JSON lines of rejected input, appended and synced */
+    struct storage *storage; /* borrowed; used only by the writer thread while running */
+    struct shard_map *map;   /* borrowed; used only by the decode thread while running */
+    /* "DIR/deadletter.jsonl": names the dead-letter files, JSON lines of rejected input
+     * appended and synced, rotated at deadletter_file_bytes (1..INGEST_DEADLETTER_FILE_BYTES_MAX,
+     * default INGEST_DEADLETTER_FILE_BYTES_DEFAULT) */
+    const char *deadletter_path;
+    uint64_t deadletter_file_bytes;
     const char *source_name;     /* named in dead letters: the file path or "-" */
     uint32_t commit_interval_ms; /* group commit at least this often (1..60000) */
     uint64_t commit_events;      /* and at least every this many events */
@@ -277,6 +289,7 @@ struct ingest_node_config {
     int io_mode;                            /* enum storage_io_mode */
     int model;                              /* enum storage_model (0: the directory's) */
     uint32_t retention_days;                /* storage_config.retention_days (0: keep all) */
+    uint64_t deadletter_file_bytes;         /* as in struct ingest_file_config */
     const struct ingest_kafka_props *props; /* may be NULL */
     uint32_t commit_interval_ms;            /* group commit (and Kafka offset commit) cadence */
     uint32_t status_interval_ms;            /* how often the consumer lag is logged */

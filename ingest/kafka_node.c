@@ -125,6 +125,7 @@ void ingest_node_config_defaults(struct ingest_node_config *cfg)
     cfg->status_interval_ms = 5000;
     cfg->shard_capacity_eps = SHARD_CAPACITY_DEFAULT;
     cfg->max_shards = SHARD_MAX_SHARDS_DEFAULT;
+    cfg->deadletter_file_bytes = INGEST_DEADLETTER_FILE_BYTES_DEFAULT;
 }
 
 static int kafka_error(const char *what, rd_kafka_resp_err_t err)
@@ -847,6 +848,7 @@ static int run(struct node *n, const volatile int *stop)
     int rc = open_data(n);
     struct stage_config scfg = {.storage = n->st,
                                 .deadletter_path = n->deadletters,
+                                .deadletter_file_bytes = n->cfg->deadletter_file_bytes,
                                 .source_name = n->cfg->topic,
                                 .commit_interval_ms = n->cfg->commit_interval_ms,
                                 .commit_events = 1u << 20,

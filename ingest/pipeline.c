@@ -35,6 +35,7 @@ void ingest_file_config_defaults(struct ingest_file_config *cfg)
     cfg->source_name = "-";
     cfg->commit_interval_ms = 200;
     cfg->commit_events = 1u << 20;
+    cfg->deadletter_file_bytes = INGEST_DEADLETTER_FILE_BYTES_DEFAULT;
 }
 
 /* Day, S(day) (syncing the map when the day is new) and shard of an event. */
@@ -163,6 +164,7 @@ int ingest_file_run(const struct ingest_file_config *cfg, int fd, struct ingest_
     pl->first_line = cfg->resume ? storage_source_next(cfg->storage, DS_SOURCE_FILE) : -1;
     struct stage_config scfg = {.storage = cfg->storage,
                                 .deadletter_path = cfg->deadletter_path,
+                                .deadletter_file_bytes = cfg->deadletter_file_bytes,
                                 .source_name = cfg->source_name,
                                 .commit_interval_ms = cfg->commit_interval_ms,
                                 .commit_events = cfg->commit_events};

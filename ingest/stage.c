@@ -3,9 +3,10 @@
  *
  * Invariant: a commit covers every batch handed over before it, in order, so each source
  * partition's committed offset is the end of a prefix of what the source read; the dead-letter
- * file is synced before the storage commit that records its length and the offsets of the bad
- * events in it. A crash between the two leaves dead letters past the committed length; the
- * next stage_start cuts them, and the source replays those events.
+ * file is synced (and rotated when full, deadletter.c) before the storage commit that records
+ * its position and the offsets of the bad events in it. A crash between the two leaves dead
+ * letters past the committed position; the next stage_start cuts them, and the source replays
+ * those events.
  *
  * Waiting on the rings is a short sleep (50 us), not a condition variable: the rings are
  * lock-free, the source thread is busy whenever there is work, and the commit interval, not
@@ -117,8 +118,7 @@ static void write_record(struct stage *s, enum ingest_reason reason, const struc
     put_text(&r, number);
     put_raw(&r, raw, raw_len);
     put_text(&r, truncated ? ",\"truncated\":true}" : "}");
-    fwrite(r.dst, 1, r.len, s->deadletter);
-    fputc('\n', s->deadletter);
+    deadletter_write(&s->deadletter, r.dst, r.len);
     if (s->cfg.on_reject != NULL) {
         s->cfg.on_reject(r.dst, r.len, source->partition, s->cfg.on_reject_user);
     }
@@ -145,44 +145,6 @@ static int writer_too_late(struct stage *s, const struct stage_event *e)
         atomic_fetch_add(&s->rejected, 1);
     }
     return rc;
-}
-
-static int open_deadletters(struct stage *s)
-{
-    const char *path = s->cfg.deadletter_path;
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    struct stat sb;
-    if (fd < 0 || fstat(fd, &sb) != 0) {
-        int err = -errno;
-        ds_log_error("%s: cannot open: %s", path, ds_strerror(err));
-        if (fd >= 0) {
-            close(fd);
-        }
-        return err;
-    }
-    uint64_t committed = storage_deadletter_committed(s->cfg.storage);
-    if ((uint64_t)sb.st_size > committed) {
-        ds_log_warn("%s: cutting %llu bytes of dead letters no commit reached (their events are "
-                    "read again)",
-                    path, (unsigned long long)((uint64_t)sb.st_size - committed));
-        if (ftruncate(fd, (off_t)committed) != 0 || fdatasync(fd) != 0) {
-            int err = -errno;
-            close(fd);
-            return err;
-        }
-    } else if ((uint64_t)sb.st_size < committed) {
-        ds_log_warn("%s: %llu bytes, shorter than the %llu committed: dead letters were lost", path,
-                    (unsigned long long)sb.st_size, (unsigned long long)committed);
-        committed = (uint64_t)sb.st_size;
-    }
-    s->deadletter = fdopen(fd, "a");
-    if (s->deadletter == NULL) {
-        int err = -errno;
-        close(fd);
-        return err;
-    }
-    s->deadletter_bytes = committed;
-    return 0;
 }
 
 /* ---- writer thread ------------------------------------------------------------------------- */
@@ -213,18 +175,23 @@ static int writer_compact(struct stage *s)
 static int writer_commit(struct stage *s, uint64_t pending)
 {
     uint64_t start_ns = ds_clock_ns();
-    if (fflush(s->deadletter) != 0 || fdatasync(fileno(s->deadletter)) != 0) {
-        int err = -errno;
-        ds_log_error("%s: cannot sync dead letters: %s", s->cfg.deadletter_path, ds_strerror(err));
-        return err;
+    uint64_t position = 0;
+    int rc = deadletter_sync(&s->deadletter, storage_stream_day(s->cfg.storage), &position);
+    if (rc != 0) {
+        return rc;
     }
-    long end = ftell(s->deadletter);
-    ASSERT(end >= 0);
-    storage_deadletter_set(s->cfg.storage, (uint64_t)end);
-    int rc = storage_commit(s->cfg.storage);
+    storage_deadletter_set(s->cfg.storage, position);
+    rc = storage_commit(s->cfg.storage);
     if (rc == 0) {
         s->last_commit_ns = ds_clock_ns() - start_ns;
         rc = writer_compact(s);
+    }
+    if (rc == 0) {
+        /* After the commit: a file is removed only once the commit naming a later one is
+         * durable, and the floor it is measured against is committed. */
+        int removed = deadletter_retire(&s->deadletter, storage_retention_floor(s->cfg.storage),
+                                        storage_stream_day(s->cfg.storage));
+        rc = removed < 0 ? removed : 0;
     }
     if (rc == 0) {
         atomic_fetch_add(&s->accepted, pending);
@@ -480,10 +447,7 @@ int stage_error(const struct stage *s)
 
 static void stage_free(struct stage *s)
 {
-    if (s->deadletter != NULL) {
-        fclose(s->deadletter);
-        s->deadletter = NULL;
-    }
+    deadletter_close(&s->deadletter);
     free(s->batches);
     s->batches = NULL;
     free(s->record);
@@ -496,6 +460,8 @@ int stage_start(struct stage *s, const struct stage_config *cfg)
 {
     ASSERT(cfg->storage != NULL && cfg->deadletter_path != NULL && cfg->source_name != NULL);
     ASSERT(cfg->commit_interval_ms >= 1 && cfg->commit_events >= 1);
+    ASSERT(cfg->deadletter_file_bytes >= 1);
+    ASSERT(cfg->deadletter_file_bytes <= DEADLETTER_FILE_BYTES_MAX);
     memset(s, 0, sizeof(*s));
     s->cfg = *cfg;
     int rc = ds_ring_init(&s->full, INGEST_BATCHES_MAX * 2);
@@ -511,7 +477,10 @@ int stage_start(struct stage *s, const struct stage_config *cfg)
     if (rc == 0 && s->record == NULL) {
         rc = -ENOMEM;
     }
-    rc = rc == 0 ? open_deadletters(s) : rc;
+    rc = rc == 0 ? deadletter_open(&s->deadletter, cfg->deadletter_path,
+                                   storage_deadletter_committed(cfg->storage),
+                                   cfg->deadletter_file_bytes, storage_stream_day(cfg->storage))
+                 : rc;
     if (rc == 0) {
         s->current = &s->batches[0];
         rc = -pthread_create(&s->writer, NULL, writer_main, s);

@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
+#include "ingest/deadletter.h"
 #include "ingest/ingest.h"
 #include "shard/shard.h"
 #include "storage/storage.h"
@@ -75,9 +76,10 @@ typedef void (*stage_commit_fn)(struct storage *st, void *user);
 typedef void (*stage_reject_fn)(const char *record, size_t len, int32_t partition, void *user);
 
 struct stage_config {
-    struct storage *storage;     /* used only by the writer thread while the stage runs */
-    const char *deadletter_path; /* opened for append by the stage */
-    const char *source_name;     /* named in dead letters ("-" or a path or a topic) */
+    struct storage *storage;        /* used only by the writer thread while the stage runs */
+    const char *deadletter_path;    /* "DIR/deadletter.jsonl": names the files (deadletter.h) */
+    uint64_t deadletter_file_bytes; /* rotation size, 1..DEADLETTER_FILE_BYTES_MAX */
+    const char *source_name;        /* named in dead letters ("-" or a path or a topic) */
     uint32_t commit_interval_ms;
     uint64_t commit_events;
     stage_commit_fn on_commit; /* may be NULL */
@@ -94,10 +96,9 @@ struct stage {
     struct stage_batch *current; /* the source thread's batch being filled */
     pthread_t writer;
     bool started;
-    FILE *deadletter;
-    uint64_t deadletter_bytes;
-    char *record;     /* one dead-letter record being formatted (STAGE_RECORD_BYTES) */
-    atomic_int error; /* first writer error, 0 while fine */
+    struct deadletter deadletter; /* writer thread while it runs */
+    char *record;                 /* one dead-letter record being formatted (STAGE_RECORD_BYTES) */
+    atomic_int error;             /* first writer error, 0 while fine */
     atomic_uint_least64_t barrier_done;
     uint64_t barrier_next;
     /* written by the writer thread, read after join or through the atomics below */
@@ -108,8 +109,8 @@ struct stage {
     atomic_uint_least64_t rejected_by_reason[INGEST_REASON_COUNT];
 };
 
-/* Opens the dead-letter file (cut back to the storage's committed dead-letter length), starts
- * the writer thread. Returns 0 or a negated errno. */
+/* Opens the dead-letter files (deadletter_open: cut back to the storage's committed dead-letter
+ * position), starts the writer thread. Returns 0 or a negated errno. */
 DS_MUST_USE int stage_start(struct stage *s, const struct stage_config *cfg);
 /* Source thread: room for one more event in the current batch (handing the full one over);
  * its items (borrowed) are copied into the batch. */

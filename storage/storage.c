@@ -82,6 +82,11 @@ int32_t storage_retention_floor(const struct storage *st)
     return store_retention_floor(st);
 }
 
+int32_t storage_stream_day(const struct storage *st)
+{
+    return st->stream_day;
+}
+
 /* A writer's stream time after recovery: the greatest day holding committed data; a floor
  * it asks for above the committed one (a smaller --retention-days than before) is applied at
  * once. (Later, each commit that raises the floor drops with its own record.) */

@@ -104,6 +104,8 @@ int64_t storage_source_next(const struct storage *st, int32_t source_partition);
  * committed one. 0 when nothing was dropped and nothing will be. storage_append refuses an
  * event below it (-ERANGE): the caller dead-letters it as too late and advances its source. */
 int32_t storage_retention_floor(const struct storage *st);
+/* The stream day above (pending appends included on a writer), -1 while nothing is stored. */
+int32_t storage_stream_day(const struct storage *st);
 
 /* ---- reading ------------------------------------------------------------------------------- */
 

@@ -29,6 +29,14 @@ expect_exit() {
 }
 
 # json_get FILE PYTHON-EXPRESSION-ON-d
+# deadletters DIR: every dead letter of data directory DIR on stdout, oldest first (the numbered
+# files' names sort in write order); nothing when there are none.
+deadletters() {
+  local f
+  for f in "$1"/deadletter.*.jsonl; do
+    if [[ -e $f ]]; then cat "$f"; fi
+  done
+}
 json_get() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 finish() {

@@ -93,9 +93,9 @@ expect_eq "bad reasons" "amount_precision=1 bad_items=1 bad_version=1 missing_ts
 expect_eq "dead letter lines" "2:not_json 3:missing_ts 5:amount_precision 7:not_object 8:bad_items 9:bad_version" \
   "$("$PY" -c '
 import json, sys
-print(" ".join("%d:%s" % (r["line"], r["reason"]) for r in map(json.loads, open(sys.argv[1]))))' "$data/deadletter.jsonl")"
+print(" ".join("%d:%s" % (r["line"], r["reason"]) for r in map(json.loads, open(sys.argv[1]))))' <(deadletters "$data"))"
 expect_eq "dead letter raw kept" "not json at all" \
-  "$("$PY" -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["raw"])' "$data/deadletter.jsonl")"
+  "$("$PY" -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["raw"])' <(deadletters "$data"))"
 
 # A line longer than the 64 KiB event limit is rejected, not buffered without bound.
 data="$WORK/long"

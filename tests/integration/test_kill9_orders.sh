@@ -139,7 +139,7 @@ ahead=$(grep -h 'kafka: assigned' "$WORK/node.log" |
   sed -E 's/.*\(durable here (-?[0-9]+), group (-?[0-9]+), positions (-?[0-9]+)\).*/\1 \2 \3/' |
   awk '$2 > $1 || $3 > $1' | wc -l)
 expect_eq "assignments where a committed offset ran ahead of durable data" 0 "$ahead"
-if [[ -s $DATA/deadletter.jsonl ]]; then fail "dead letters: $(head -c 300 "$DATA/deadletter.jsonl")"; else ok; fi
+if [[ -n $(deadletters "$DATA") ]]; then fail "dead letters: $(head -c 300 <(deadletters "$DATA"))"; else ok; fi
 if "$DAYSHARD" fsck --data "$DATA" >"$WORK/fsck.txt" 2>&1; then ok; else fail "fsck: $(head -c 300 "$WORK/fsck.txt")"; fi
 stop_broker
 echo "kill9 orders summary: cycles $cycles, messages $produced, orders $(json_get "$WORK/oracle.json" 'd["totals"]["orders"]'), producer retries $retried," \

@@ -85,7 +85,7 @@ for model in orders events; do
     "$DAYSHARD" ingest --data "$data" --retention-days 7 --json "$WORK/p2.jsonl"
   expect_eq "$model: too_late dead letters" \
     "$(json_get "$WORK/$model.oracle.json" "d['totals']['bad_by_reason'].get('too_late', 0)")" \
-    "$(grep -c '"reason":"too_late"' "$data/deadletter.jsonl" || true)"
+    "$(grep -c '"reason":"too_late"' <(deadletters "$data") || true)"
   expect_eq "$model: days left" "2026-01-22 2026-01-23 2026-01-24 2026-01-25 2026-01-26 2026-01-27 2026-01-28" \
     "$(ls "$data/parts" | tr '\n' ' ' | sed 's/ $//')"
 
@@ -124,7 +124,7 @@ EOF
     '{"order_id":"kept-1","customer_id":3,"ts":"2026-01-27T10:00:00Z","status":"paid","amount":5}' >"$WORK/late.jsonl"
   expect_exit "$model: ingest a late event, no flag" 0 "$DAYSHARD" ingest --data "$data" "$WORK/late.jsonl"
   expect_eq "$model: late event dead-lettered" "too_late 1" \
-    "$(tail -n 2 "$data/deadletter.jsonl" | "$PY" -c 'import json,sys; r=[json.loads(l) for l in sys.stdin][-1]; print(r["reason"], r["line"])')"
+    "$(tail -n 2 <(deadletters "$data") | "$PY" -c 'import json,sys; r=[json.loads(l) for l in sys.stdin][-1]; print(r["reason"], r["line"])')"
   expect_eq "$model: only the kept-day event counted" "$((before + 1))" \
     "$("$DAYSHARD" count --data "$data" --day 2026-01-01 --to 2026-01-31 --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["count"])')"
   expect_eq "$model: 2026-01-10 still 0" 0 \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `dayshard run` end to end against `dayshard broker`, with the ground truth from file ingest
 # (`dayshard ingest` of the same lines): one node consumes what Python's kafka package, kcat and
-# `dayshard produce` send, bad events mixed in (each in DIR/deadletter.jsonl once, with its
+# `dayshard produce` send, bad events mixed in (each in DIR/deadletter.*.jsonl once, with its
 # reason, partition and offset, and the raw bytes Kafka holds at that offset); then a clean
 # restart (SIGTERM, exit 0, start again, more events) resumes without duplicates.
 # Randomised: prints its seed, DS_TEST_SEED replays it.
@@ -51,18 +51,18 @@ truth_all=$(truth "$P1" "$P2" "$P3" "$P4")
 # The dead letters file ingest writes for the same lines: the reasons to expect.
 cat "$P1" "$P2" "$P3" | "$DAYSHARD" ingest --data "$WORK/ref" - >/dev/null
 "$DAYSHARD" ingest --data "$WORK/ref4" "$P4" >/dev/null
-bad_123=$(wc -l <"$WORK/ref/deadletter.jsonl")
-bad_4=$(wc -l <"$WORK/ref4/deadletter.jsonl")
+bad_123=$(deadletters "$WORK/ref" | wc -l)
+bad_4=$(deadletters "$WORK/ref4" | wc -l)
 echo "truth: $(total_of <<<"$truth_123") + $(($(total_of <<<"$truth_all") - $(total_of <<<"$truth_123"))) events, $bad_123 + $bad_4 bad lines"
 
-# check_deadletters WHAT EXPECTED-COUNT REFERENCE-DEADLETTER-FILE...: the node's dead letters
+# check_deadletters WHAT EXPECTED-COUNT REFERENCE-DEADLETTERS...: the node's dead letters
 # are EXPECTED-COUNT records with a reason, a partition and an offset, each pair once; their
 # reasons are the reference's plus the two Python-only messages (an empty value, a 70 KiB one);
 # the bytes Kafka holds at each (partition, offset), fetched with kcat, are the raw text.
 check_deadletters() {
   local what=$1 want=$2 verdict
   shift 2
-  verdict=$(timeout 120 "$PY" - "$BOOT" "$DATA/deadletter.jsonl" "$want" "$@" <<'EOF'
+  verdict=$(timeout 120 "$PY" - "$BOOT" <(deadletters "$DATA") "$want" "$@" <<'EOF'
 import collections, json, subprocess, sys
 boot, path, want, refs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 records = [json.loads(l) for l in open(path, "rb")]
@@ -131,7 +131,7 @@ p.send("orders", value=b'{"order_id":1,"pad":"' + b"p" * 70000 + b'"}').get(time
 p.close(timeout=5)
 EOF
 wait_counts "parts 1-3 (python, kcat, dayshard produce)" "$truth_123" 60 "$DATA"
-check_deadletters "parts 1-3" $((bad_123 + 2)) "$WORK/ref/deadletter.jsonl"
+check_deadletters "parts 1-3" $((bad_123 + 2)) <(deadletters "$WORK/ref")
 
 # ---- 3: a clean restart resumes where the data ends ------------------------------------------
 stop_node a "$NODE_PID"
@@ -148,8 +148,8 @@ expect_eq "restart: partitions assigned, resumed elsewhere than durable == group
   "12 0" "$resumed"
 if ds_produce_works; then ds_produce "$P4" || fail "dayshard produce (part 4)"; else py_produce "$P4" || fail "python producer (part 4)"; fi
 wait_counts "after a clean restart" "$truth_all" 60 "$DATA"
-check_deadletters "after the restart" $((bad_123 + bad_4 + 2)) "$WORK/ref/deadletter.jsonl" \
-  "$WORK/ref4/deadletter.jsonl"
+check_deadletters "after the restart" $((bad_123 + bad_4 + 2)) <(deadletters "$WORK/ref") \
+  <(deadletters "$WORK/ref4")
 stop_node a "$NODE_PID"
 expect_eq "second run's summary" 1 \
   "$(grep -c "stopped: $(($(total_of <<<"$truth_all") - $(total_of <<<"$truth_123"))) events durable, $bad_4 dead letters" "$WORK/a.log")"

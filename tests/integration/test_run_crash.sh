@@ -3,8 +3,8 @@
 # same data directory each time: at the end every day's count equals what was produced (the
 # ground truth from file ingest of the same events): nothing lost, nothing stored twice. On
 # every assignment the group's committed offsets are at or behind the node's durable positions
-# (Kafka never runs ahead of storage); every bad event is in the dead-letter file once; fsck is
-# clean at the end.
+# (Kafka never runs ahead of storage); every bad event is in the dead-letter files once (they
+# rotate every 2 KiB, so kills land around rotations too); fsck is clean at the end.
 # Randomised: prints its seed, DS_TEST_SEED replays it; DS_LONG=1 (or the older DS_SOAK=1)
 # kills 30 times instead of 6 (at most one of them while the node joins the group, the others
 # while it consumes).
@@ -28,7 +28,7 @@ events=$((seconds * 2500))
 rate=$((events / seconds))
 "$DAYSHARD" generate --events "$events" --profile busy-day --seed "$seed" >"$WORK/good.jsonl"
 # One bad event in about 500: dead letters must survive the crashes exactly once as well (the
-# file is cut back to its committed length at each start and the events read again).
+# files are cut back to their committed position at each start and the events read again).
 "$PY" - "$WORK/good.jsonl" "$seed" >"$WORK/events.jsonl" <<'EOF'
 import random, sys
 rnd = random.Random(int(sys.argv[2]))
@@ -51,7 +51,7 @@ produce_paced "$WORK/events.jsonl" "$rate" -X linger.ms=100 >"$WORK/producer.out
 producer=$!
 early=0
 for ((round = 1; round <= rounds; round++)); do
-  start_node node "$DATA" it-crash
+  start_node node "$DATA" it-crash --deadletter-file-bytes 2048
   started=$(now_ms)
   if ((early == 0 && RANDOM % 4 == 0)); then
     early=1
@@ -71,7 +71,7 @@ for ((round = 1; round <= rounds; round++)); do
 done
 if kill -0 "$producer" 2>/dev/null; then ok; else fail "the producer ended before the last kill (rounds too long)"; fi
 
-start_node node "$DATA" it-crash
+start_node node "$DATA" it-crash --deadletter-file-bytes 2048
 wait "$producer" || fail "producer: $(tail -c 300 "$WORK/producer.out")"
 expect_eq "messages in the topic" "$(wc -l <"$WORK/events.jsonl")" "$(topic_messages)"
 # Catching up after the last restart is bounded by the backlog: more rounds, longer waits.
@@ -86,7 +86,7 @@ expect_eq "assignments where a committed offset ran ahead of durable data" 0 "$a
 dead=$("$PY" -c '
 import json, sys
 keys = [(r["partition"], r["offset"]) for r in map(json.loads, open(sys.argv[1], "rb"))]
-print(len(keys), len(set(keys)))' "$DATA/deadletter.jsonl")
+print(len(keys), len(set(keys)))' <(deadletters "$DATA"))
 expect_eq "dead letters, distinct (partition, offset)" "$bad_lines $bad_lines" "$dead"
 if "$DAYSHARD" fsck --data "$DATA" >"$WORK/fsck.txt" 2>&1; then ok; else fail "fsck: $(head -c 300 "$WORK/fsck.txt")"; fi
 stop_broker

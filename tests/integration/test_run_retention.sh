@@ -29,7 +29,7 @@ kcat_produce "$WORK/all.jsonl" || fail "kcat produce"
 kcat_produce "$WORK/late.jsonl" || fail "kcat produce (late)"
 # the late event is the last message: once it is a dead letter, everything was read
 deadline=$(($(now_ms) + 60000))
-while (($(now_ms) < deadline)) && ! grep -q 'late-1' "$data/deadletter.jsonl" 2>/dev/null; do
+while (($(now_ms) < deadline)) && ! grep -q 'late-1' <(deadletters "$data"); do
   sleep 0.3
 done
 
@@ -39,9 +39,9 @@ if "$PY" "$COMPARE" --oracle "$WORK/oracle.json" --server "$URL" --consistent \
 else
   fail "orders_compare over HTTP: $(head -c 1500 "$WORK/compare.out")"
 fi
-expect_eq "too_late dead letters" "$late_expected" "$(grep -c '"reason":"too_late"' "$data/deadletter.jsonl" || true)"
+expect_eq "too_late dead letters" "$late_expected" "$(grep -c '"reason":"too_late"' <(deadletters "$data") || true)"
 expect_eq "the late event is the last dead letter" "too_late late-1" \
-  "$(tail -n 1 "$data/deadletter.jsonl" | "$PY" -c 'import json,sys; r=json.loads(sys.stdin.read()); print(r["reason"], json.loads(r["raw"])["order_id"])')"
+  "$(tail -n 1 <(deadletters "$data") | "$PY" -c 'import json,sys; r=json.loads(sys.stdin.read()); print(r["reason"], json.loads(r["raw"])["order_id"])')"
 # /metrics counts dead letters once their commit is durable: poll for it
 deadline=$(($(now_ms) + 10000))
 while :; do
@@ -61,9 +61,9 @@ wait_assigned n1 30 || die "node n1 got no partitions after the restart"
 printf '%s\n' '{"order_id":"late-2","customer_id":3,"ts":"2026-01-21T23:59:59Z","status":"paid","amount":5}' >"$WORK/late2.jsonl"
 kcat_produce "$WORK/late2.jsonl" || fail "kcat produce (late 2)"
 deadline=$(($(now_ms) + 30000))
-while (($(now_ms) < deadline)) && ! grep -q 'late-2' "$data/deadletter.jsonl"; do sleep 0.3; done
+while (($(now_ms) < deadline)) && ! grep -q 'late-2' <(deadletters "$data"); do sleep 0.3; done
 expect_eq "after a restart, 2026-01-21 is too late" too_late \
-  "$(grep 'late-2' "$data/deadletter.jsonl" | "$PY" -c 'import json,sys; print(json.loads(sys.stdin.read())["reason"])')"
+  "$(grep 'late-2' <(deadletters "$data") | "$PY" -c 'import json,sys; print(json.loads(sys.stdin.read())["reason"])')"
 stop_node n1 "$NODE_PID"
 expect_exit "fsck" 0 "$DAYSHARD" fsck --data "$data"
 stop_broker

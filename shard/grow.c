@@ -63,8 +63,8 @@ static uint64_t grow_elapsed_ms(const struct grow_plan *plan)
  * rate of the day before it; shards when the day is not the latest, not new, or has no day
  * before it. *previous_out is that day (-1 when there is none). */
 static uint32_t grow_started(const struct grow_plan *plan, int32_t day, uint32_t shards,
-                             uint64_t window_events, uint64_t current_events,
-                             int32_t *previous_out, uint64_t *previous_events_out)
+                             uint64_t window_events, uint64_t current_events, int32_t *previous_out,
+                             uint64_t *previous_events_out)
 {
     *previous_out = -1;
     *previous_events_out = 0;
@@ -83,8 +83,9 @@ static uint32_t grow_started(const struct grow_plan *plan, int32_t day, uint32_t
     uint64_t events = shard_heat_day_growth_events(plan->heat, previous);
     *previous_out = previous;
     *previous_events_out = events;
-    return shard_start_target(events, SHARD_HEAT_GROWTH_WINDOW_S, shard_map_get(plan->map, previous),
-                              shards, plan->capacity_eps, plan->max_shards);
+    return shard_start_target(events, SHARD_HEAT_GROWTH_WINDOW_S,
+                              shard_map_get(plan->map, previous), shards, plan->capacity_eps,
+                              plan->max_shards);
 }
 
 static int grow_plan_day(int32_t day, uint64_t events, uint64_t current, void *user)
@@ -115,13 +116,12 @@ static int grow_plan_day(int32_t day, uint64_t events, uint64_t current, void *u
             .day = day, .from = shards, .to = started, .at_ms = plan->now_ms};
         char previous_text[DS_DATE_TEXT_SIZE];
         ds_date_format(previous, previous_text);
-        int n = snprintf(growth.reason, sizeof(growth.reason),
-                         "a new latest day starts at %u shards for the %llu events/s over %u s "
-                         "of %s (%u shards)",
-                         started,
-                         (unsigned long long)(previous_events / SHARD_HEAT_GROWTH_WINDOW_S),
-                         SHARD_HEAT_GROWTH_WINDOW_S, previous_text,
-                         shard_map_get(plan->map, previous));
+        int n =
+            snprintf(growth.reason, sizeof(growth.reason),
+                     "a new latest day starts at %u shards for the %llu events/s over %u s "
+                     "of %s (%u shards)",
+                     started, (unsigned long long)(previous_events / SHARD_HEAT_GROWTH_WINDOW_S),
+                     SHARD_HEAT_GROWTH_WINDOW_S, previous_text, shard_map_get(plan->map, previous));
         ASSERT(n > 0 && (size_t)n < sizeof(growth.reason));
         return plan->fn(&growth, plan->user);
     }

@@ -259,9 +259,9 @@ static void test_grow_start_target_band(void **state)
     /* Off, or already at the maximum. */
     assert_int_equal(shard_start_target(5 * 60000, 5, 128, 4, 0, 256), 4);
     assert_int_equal(shard_start_target(5 * 60000, 5, 128, 16, 1000, 16), 16);
-    assert_int_equal(shard_start_target(UINT64_MAX, 1, SHARD_COUNT_MAX, 1, SHARD_CAPACITY_MAX,
-                                        SHARD_COUNT_MAX),
-                     SHARD_COUNT_MAX);
+    assert_int_equal(
+        shard_start_target(UINT64_MAX, 1, SHARD_COUNT_MAX, 1, SHARD_CAPACITY_MAX, SHARD_COUNT_MAX),
+        SHARD_COUNT_MAX);
     /* Every previous count and rate: the start takes the rate (below the maximum), never
      * exceeds the previous count unless the rate is past its threshold, and is lower than the
      * previous count exactly when half of it takes the rate with 25% headroom. */
@@ -339,9 +339,8 @@ static void sim_second(struct sim *sim, int64_t second, int32_t first_day, int32
             sim->events_per_shard[day - first_day][shard]++;
         }
         int64_t now_ms = (T0 + second) * 1000 + (k + 1) * (1000 / SIM_SLICES) - 1;
-        assert_int_equal(shard_growth_plan(sim->heat, sim->map, SIM_CAPACITY, 256, now_ms,
-                                           sim_apply, sim),
-                         0);
+        assert_int_equal(
+            shard_growth_plan(sim->heat, sim->map, SIM_CAPACITY, 256, now_ms, sim_apply, sim), 0);
     }
 }
 

@@ -433,21 +433,22 @@ static void test_grow_rate_held_under_threshold_changes_no_count(void **state)
 
 static void test_grow_rate_oscillating_at_threshold_does_not_flap(void **state)
 {
-    /* The rate alternates 10% under and 10% over 4 shards' capacity each second for ten
-     * minutes, a new day every two minutes. The first day grows to 8 in its first second over
-     * capacity; every later day starts at 8 at its first plan (the average rate is within the
-     * band) and is never planned again: no day starts at 4 and grows, none goes past 8. */
+    /* The rate alternates 10% over and 10% under 4 shards' capacity each second for ten
+     * minutes, a new day every two minutes. The first day grows to 8 in its first second;
+     * every later day starts at 8 at its first plan (the rate over the last 5 s, 392/s, is
+     * under 4 shards' threshold but within the band) and never changes after: no day starts
+     * at 4 and grows, none goes past 8. */
     (void)state;
     struct sim *sim = sim_create();
     int32_t d0 = test_day_of("2026-03-01");
     for (int64_t second = 0; second < 600; second++) {
-        sim_second(sim, second, d0, d0 + (int32_t)(second / 120), second % 2 == 0 ? 360 : 440);
+        sim_second(sim, second, d0, d0 + (int32_t)(second / 120), second % 2 == 0 ? 440 : 360);
     }
     assert_int_equal(sim->growth_count, 5);
     struct shard_growth g[4];
     assert_int_equal(sim_growths_of(sim, d0, g, 4), 1);
     assert_int_equal(g[0].to, 8);
-    assert_int_equal(g[0].at_ms, (T0 + 1) * 1000 + 999); /* the 440th event, 1 s in */
+    assert_int_equal(g[0].at_ms, T0 * 1000 + 999); /* the 440th event of its first second */
     for (int32_t d = 1; d <= 4; d++) {
         assert_int_equal(sim_growths_of(sim, d0 + d, g, 4), 1);
         assert_int_equal(g[0].from, 4);

@@ -8,6 +8,15 @@
  * shards and makes growth rare (log2(max/base) times per day at most), which matters because
  * every growth is a durable map write and a message on the shard map topic.
  *
+ * A new latest day starts from the recent rate of the day before it (shard_start_target), not
+ * from that day's count: a count only ever grows within a day, so carrying the count over would
+ * carry one burst's peak into every later day (more, smaller blocks, more files, more fan-out).
+ * The rule is read only while the day is new (its first seconds), because the rate it reads is
+ * the day before's: later, only the day's own rate may grow it. The band (a day starts lower
+ * only at 80% of the lower count's threshold) is growth's own 25% headroom, so a day started
+ * lower is never over its capacity at the rate that started it, and a rate hovering near a
+ * threshold gives every day the same count.
+ *
  * The history (DIR/shardmap.log) is one JSON line per growth, appended and synced after the
  * map file was replaced: the map is the truth, the log its explanation. Rejected: keeping the
  * history inside the map file (one atomic write for both), because the map is rewritten whole
@@ -30,6 +39,7 @@
 #define GROW_ELAPSED_MS_MIN 100
 
 struct grow_plan {
+    const struct shard_heat *heat;
     const struct shard_map *map;
     int64_t second; /* the heat's current second */
     uint32_t capacity_eps;
@@ -49,17 +59,33 @@ static uint64_t grow_elapsed_ms(const struct grow_plan *plan)
                                          : (uint64_t)elapsed;
 }
 
-/* The count the map's latest day inherits from the day before it (see shard.h), capped at
- * max_shards; shards when the day is not the latest or inherits nothing more. */
-static uint32_t grow_inherited(const struct grow_plan *plan, int32_t day, uint32_t shards)
+/* The count the map's latest day starts with while it is new (see shard.h), from the recent
+ * rate of the day before it; shards when the day is not the latest, not new, or has no day
+ * before it. *previous_out is that day (-1 when there is none). */
+static uint32_t grow_started(const struct grow_plan *plan, int32_t day, uint32_t shards,
+                             uint64_t window_events, uint64_t current_events, int32_t *previous_out,
+                             uint64_t *previous_events_out)
 {
+    *previous_out = -1;
+    *previous_events_out = 0;
     if (day != shard_map_last_day(plan->map)) {
         return shards;
     }
+    /* New: every event of the day the heat holds is recent. Afterwards only the day's own rate
+     * grows it, so a later rise of the day before's rate (a backfill) never does. */
+    if (shard_heat_day_events(plan->heat, day) > window_events + current_events) {
+        return shards;
+    }
     int32_t previous = shard_map_previous_day(plan->map, day);
-    uint32_t count = previous >= 0 ? shard_map_get(plan->map, previous) : 0;
-    count = count < plan->max_shards ? count : plan->max_shards;
-    return count > shards ? count : shards;
+    if (previous < 0) {
+        return shards;
+    }
+    uint64_t events = shard_heat_day_growth_events(plan->heat, previous);
+    *previous_out = previous;
+    *previous_events_out = events;
+    return shard_start_target(events, SHARD_HEAT_GROWTH_WINDOW_S,
+                              shard_map_get(plan->map, previous), shards, plan->capacity_eps,
+                              plan->max_shards);
 }
 
 static int grow_plan_day(int32_t day, uint64_t events, uint64_t current, void *user)
@@ -78,17 +104,24 @@ static int grow_plan_day(int32_t day, uint64_t events, uint64_t current, void *u
         projected = projected > current ? projected : current;
         by_now = shard_growth_target(projected, 1, shards, plan->capacity_eps, plan->max_shards);
     }
-    uint32_t inherited = grow_inherited(plan, day, shards);
-    ASSERT(by_window >= shards && by_now >= shards && inherited >= shards);
+    int32_t previous = -1;
+    uint64_t previous_events = 0;
+    uint32_t started =
+        grow_started(plan, day, shards, events, current, &previous, &previous_events);
+    ASSERT(by_window >= shards && by_now >= shards && started >= shards);
     uint32_t target = by_window > by_now ? by_window : by_now;
-    if (inherited > target) {
+    if (started > target) {
+        ASSERT(previous >= 0);
         struct shard_growth growth = {
-            .day = day, .from = shards, .to = inherited, .at_ms = plan->now_ms};
-        char previous[DS_DATE_TEXT_SIZE];
-        ds_date_format(shard_map_previous_day(plan->map, day), previous);
-        int n = snprintf(growth.reason, sizeof(growth.reason),
-                         "a new latest day starts with the %u shards of %s, the day before it",
-                         inherited, previous);
+            .day = day, .from = shards, .to = started, .at_ms = plan->now_ms};
+        char previous_text[DS_DATE_TEXT_SIZE];
+        ds_date_format(previous, previous_text);
+        int n =
+            snprintf(growth.reason, sizeof(growth.reason),
+                     "a new latest day starts at %u shards for the %llu events/s over %u s "
+                     "of %s (%u shards)",
+                     started, (unsigned long long)(previous_events / SHARD_HEAT_GROWTH_WINDOW_S),
+                     SHARD_HEAT_GROWTH_WINDOW_S, previous_text, shard_map_get(plan->map, previous));
         ASSERT(n > 0 && (size_t)n < sizeof(growth.reason));
         return plan->fn(&growth, plan->user);
     }
@@ -118,7 +151,8 @@ int shard_growth_plan(const struct shard_heat *heat, const struct shard_map *map
     if (capacity_eps == 0) {
         return 0;
     }
-    struct grow_plan plan = {.map = map,
+    struct grow_plan plan = {.heat = heat,
+                             .map = map,
                              .second = shard_heat_second(heat),
                              .capacity_eps = capacity_eps,
                              .max_shards = max_shards,

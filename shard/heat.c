@@ -966,6 +966,14 @@ uint64_t shard_heat_day_growth_events(const struct shard_heat *heat, int32_t day
     return heat_counts_recent(&heat->days.counts[index], heat->second, SHARD_HEAT_GROWTH_WINDOW_S);
 }
 
+uint64_t shard_heat_day_events(const struct shard_heat *heat, int32_t day)
+{
+    ASSERT(heat != NULL);
+    ASSERT(day >= 0 && day <= DS_DAY_MAX);
+    uint32_t index = heat_table_find(&heat->days, (uint32_t)day);
+    return index == HEAT_INDEX_NONE ? 0 : heat->days.counts[index].events;
+}
+
 int shard_heat_visit_active_days(const struct shard_heat *heat, shard_heat_day_fn fn, void *user)
 {
     ASSERT(heat != NULL);
@@ -1219,5 +1227,35 @@ uint32_t shard_growth_target(uint64_t events, uint32_t window_s, uint32_t shards
     }
     count = count > max_shards ? max_shards : count;
     ASSERT(count > shards);
+    return count;
+}
+
+uint32_t shard_start_target(uint64_t events, uint32_t window_s, uint32_t previous, uint32_t shards,
+                            uint32_t capacity_eps, uint32_t max_shards)
+{
+    ASSERT(max_shards <= SHARD_COUNT_MAX);
+    ASSERT(shards >= 1);
+    ASSERT(window_s >= 1);
+    if (capacity_eps == 0 || shards >= max_shards) {
+        return shards;
+    }
+    uint32_t from = previous < max_shards ? previous : max_shards;
+    if (from <= shards) {
+        return shard_growth_target(events, window_s, shards, capacity_eps, max_shards);
+    }
+    const ds_i128 per_shard = (ds_i128)capacity_eps * window_s;
+    if ((ds_i128)events > per_shard * from) {
+        /* Past the previous count's threshold: the day before would grow too. */
+        return shard_growth_target(events, window_s, from, capacity_eps, max_shards);
+    }
+    /* The growth's 25% headroom is the band: a count below the previous one is taken only when
+     * the rate is at most 80% of that count's threshold. */
+    uint32_t count = shards;
+    while (count < from && per_shard * count * 4 < (ds_i128)events * 5) {
+        count *= 2u;
+    }
+    count = count < from ? count : from;
+    ASSERT(count >= shards);
+    ASSERT(count <= from);
     return count;
 }

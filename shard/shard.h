@@ -5,7 +5,9 @@
  * - partition key = "DAY#YYYY-MM-DD#k", 0 <= k < S(day);
  * - k = order_id mod S for integer ids, FNV-1a 64 of the string's bytes mod S for string ids;
  * - S(day) comes from the shard map: per day, persisted, only ever grows. A day first seen gets
- *   the configured base count. Counting fans out over every shard a day has ever had.
+ *   the configured base count; adaptive growth may start it higher from the recent rate (a new
+ *   day's count follows the rate, not the past peak). Counting fans out over every shard a day
+ *   has ever had.
  *
  * The routing functions are pure and thread-safe. A struct shard_map belongs to one thread; a
  * reader in another process sees the last synced map (the file is replaced atomically).
@@ -213,6 +215,8 @@ bool shard_heat_advance(struct shard_heat *heat, int64_t now_second);
 int64_t shard_heat_second(const struct shard_heat *heat);
 /* A day's events in the last SHARD_HEAT_GROWTH_WINDOW_S complete seconds (0 if untracked). */
 uint64_t shard_heat_day_growth_events(const struct shard_heat *heat, int32_t day);
+/* A day's events so far, older than the window included (0 if untracked). */
+uint64_t shard_heat_day_events(const struct shard_heat *heat, int32_t day);
 /* Visits every tracked day with events in the growth window or in the current (incomplete)
  * second, in any order, with both counts; stops early when fn returns non-zero and returns
  * that value. */
@@ -230,6 +234,17 @@ void shard_heat_snapshot(const struct shard_heat *heat, uint32_t top,
  * (== shards when there is nothing to do, capacity_eps is 0, or shards >= max_shards). */
 uint32_t shard_growth_target(uint64_t events, uint32_t window_s, uint32_t shards,
                              uint32_t capacity_eps, uint32_t max_shards);
+/* The count a new day starts with, pure: `events` in the last `window_s` seconds is the recent
+ * rate of the day before it, which has `previous` shards (capped at max_shards); the new day has
+ * `shards`. Past the previous count's threshold (events > window_s x previous x capacity_eps)
+ * it is the growth target from the previous count: grow at the threshold. Otherwise it is the
+ * smallest of shards, 2 x shards, 4 x shards, ... below the previous count that takes the rate
+ * with growth's 25% headroom (count x capacity_eps x window_s >= 1.25 x events), else the
+ * previous count. So a new day starts lower only when the rate is at least 20% under the lower
+ * count's threshold (the band TiKV and CockroachDB keep), and a rate near a threshold gives
+ * every day the same count. Never below shards; shards when capacity_eps is 0. */
+uint32_t shard_start_target(uint64_t events, uint32_t window_s, uint32_t previous, uint32_t shards,
+                            uint32_t capacity_eps, uint32_t max_shards);
 
 /* ---- adaptive growth: the plan, the record, the history file ------------------------------- */
 
@@ -253,12 +268,18 @@ struct shard_growth {
  *     capacity whatever comes next, so waiting for it to complete only throttles more. The
  *     rate is then the count projected to a whole second from the part of it elapsed
  *     (now_ms against the heat's current second; at least a tenth of a second).
- * The larger of the two targets wins. And the map's latest day, while it is written, starts
- * with at least the count of the day before it (capped at max_shards): a stream in time order
- * moves all its writes to a new day at midnight, at the rate the previous day had grown for, so
- * waiting to measure it again would only throttle the first second of every day. Older days
- * (late events, backfills) do not inherit. Days the map does not know are skipped (the router
- * gives them the base count first). */
+ * The larger of the two targets wins. And the map's latest day, while it is new (every event
+ * of it the heat holds is in the growth window or the current second), starts from what the
+ * recent rate of the day before it needs: shard_start_target of that day's events in the
+ * growth window and its count. A stream in time order moves all its writes to a new day at
+ * midnight, at the rate the day before had just before, so measuring the new day from nothing
+ * would throttle the first second of every day; the day before's peak earlier on (a burst) is
+ * not that rate and does not carry over. Rates are in producer time, as the heat counts: a
+ * backlog read late shows the rate it was written at, and one older than the heat's window
+ * shows none, so its days start at the base count; a time-compressed stream (many days a
+ * minute) gives a day its events over the window, so a short day sizes the next one by its
+ * volume, not by the feed's speed. Older days (late events, backfills) start at the base count.
+ * Days the map does not know are skipped (the router gives them the base count first). */
 typedef int (*shard_growth_fn)(const struct shard_growth *growth, void *user);
 int shard_growth_plan(const struct shard_heat *heat, const struct shard_map *map,
                       uint32_t capacity_eps, uint32_t max_shards, int64_t now_ms,

@@ -419,5 +419,7 @@ DS_MUST_USE int ds_remove_tree(const char *path);
 DS_MUST_USE ssize_t ds_pread_full(int fd, void *dst, size_t len, uint64_t offset);
 /* pwrite every byte (EINTR retried); returns 0 or a negated errno (-EIO when no progress). */
 DS_MUST_USE int ds_pwrite_full(int fd, const void *src, size_t len, uint64_t offset);
+/* Writes all len bytes at the file's position (retrying short writes and EINTR); 0 or -errno. */
+DS_MUST_USE int ds_write_full(int fd, const void *src, size_t len);
 
 #endif /* DS_COMMON_H */

@@ -110,7 +110,7 @@ int ds_pwrite_full(int fd, const void *src, size_t len, uint64_t offset)
     return 0;
 }
 
-static int write_all(int fd, const void *data, size_t len)
+int ds_write_full(int fd, const void *data, size_t len)
 {
     const char *p = data;
     while (len > 0) {
@@ -139,7 +139,7 @@ int ds_write_file_atomic(const char *path, const void *data, size_t len)
     if (fd < 0) {
         return -errno;
     }
-    int rc = write_all(fd, data, len);
+    int rc = ds_write_full(fd, data, len);
     if (rc == 0 && fdatasync(fd) != 0) {
         rc = -errno;
     }

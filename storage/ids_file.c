@@ -131,23 +131,6 @@ static bool bloom_may_hold(const uint64_t *bloom, uint64_t words, uint64_t hash)
 
 /* ---- plain file I/O (sealed files are written and read off the commit path) ---------------- */
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            return -errno;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Reads exactly len bytes at offset: a short read is -DS_ECORRUPT (the file is shorter than
  * its index says). */
 static int read_all(int fd, void *buf, size_t len, uint64_t offset)
@@ -514,7 +497,7 @@ static int block_flush(struct ids_file_writer *w)
     if (ZSTD_isError(stored)) {
         return -EIO;
     }
-    int rc = write_all(w->fd, w->stored, stored);
+    int rc = ds_write_full(w->fd, w->stored, stored);
     if (rc != 0) {
         return rc;
     }
@@ -611,8 +594,8 @@ static int writer_tail(struct ids_file_writer *w)
     ds_put_le64(footer + 64, (uint64_t)w->integer_max);
     ds_put_le64(footer + 72, IDS_FILE_MAGIC);
     ds_put_le32(footer, ds_crc32c(0, footer + 4, IDS_FILE_FOOTER_BYTES - 4));
-    rc = write_all(w->fd, w->index, tail);
-    rc = rc == 0 ? write_all(w->fd, footer, sizeof(footer)) : rc;
+    rc = ds_write_full(w->fd, w->index, tail);
+    rc = rc == 0 ? ds_write_full(w->fd, footer, sizeof(footer)) : rc;
     if (rc == 0 && fsync(w->fd) != 0) {
         rc = -errno;
     }

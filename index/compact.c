@@ -489,9 +489,10 @@ struct index_seal {
     struct ds_id last_customer;
     pthread_t thread;
     bool thread_started;
-    int thread_rc; /* the thread's outcome, once done */
-    bool done;     /* __atomic: the thread finished */
-    bool cancel;   /* __atomic: stop early */
+    int thread_rc;   /* the thread's outcome, once done */
+    bool done;       /* __atomic: the thread finished */
+    bool cancel;     /* __atomic: stop early */
+    uint64_t copied; /* records the copy rounds have copied (how often they look at cancel) */
     char tmp[DS_PATH_MAX];
 };
 
@@ -747,6 +748,11 @@ static int index_seal_copy_record(struct index *g, const struct index_record *re
     (void)g;
     struct index_seal *s = user;
     ASSERT(rec->offset - s->from0 + s->tail_new == s->k.end);
+    /* A round may copy hundreds of MiB applied since the snapshot: a stop must not wait it out
+     * (a node fed 10M orders took over a minute to exit). */
+    if ((++s->copied & 0xFFFu) == 0 && __atomic_load_n(&s->cancel, __ATOMIC_RELAXED)) {
+        return -ECANCELED;
+    }
     if (rec->type == INDEX_RECORD_RUN) {
         return index_seal_move_run(s, rec);
     }

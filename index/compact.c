@@ -591,22 +591,28 @@ static void index_seal_table_release_all(struct index_compactor *k)
     index_seal_table_release(k, k->slots_mapped_bytes);
 }
 
-/* A grown table cannot be copied into the live one in place: it is made an allocated table
- * (copied out of the mapping a MiB at a time), which the swap then takes whole. */
+/* Copies the mapped table to dst a MiB at a time, each MiB leaving RSS once copied. */
+static void index_seal_table_copy_out(struct index_compactor *k, void *dst)
+{
+    k->slots_released_bytes = 0;
+    for (size_t at = 0; at < k->slots_mapped_bytes; at += INDEX_SEAL_TABLE_COPY_BYTES) {
+        size_t n = k->slots_mapped_bytes - at < INDEX_SEAL_TABLE_COPY_BYTES
+                       ? k->slots_mapped_bytes - at
+                       : INDEX_SEAL_TABLE_COPY_BYTES;
+        memcpy((uint8_t *)dst + at, (const uint8_t *)k->slots + at, n);
+        index_seal_table_release(k, at + n);
+    }
+}
+
+/* A grown table cannot be copied into the live one in place: it is made an allocated table,
+ * which the swap then takes whole. */
 static int index_seal_table_unmap(struct index_compactor *k)
 {
     uint8_t *heap = malloc(k->slots_mapped_bytes);
     if (heap == NULL) {
         return -ENOMEM;
     }
-    k->slots_released_bytes = 0;
-    for (size_t at = 0; at < k->slots_mapped_bytes; at += INDEX_SEAL_TABLE_COPY_BYTES) {
-        size_t n = k->slots_mapped_bytes - at < INDEX_SEAL_TABLE_COPY_BYTES
-                       ? k->slots_mapped_bytes - at
-                       : INDEX_SEAL_TABLE_COPY_BYTES;
-        memcpy(heap + at, (const uint8_t *)k->slots + at, n);
-        index_seal_table_release(k, at + n);
-    }
+    index_seal_table_copy_out(k, heap);
     munmap(k->slots, k->slots_mapped_bytes);
     k->slots = (struct index_slot *)(void *)heap;
     k->slots_mapped_bytes = 0;
@@ -1003,14 +1009,7 @@ static int index_seal_swap(struct index_seal *s)
     int old_fd = g->log_fd;
     if (k->slots_mapped_bytes > 0 && k->slots_log2 == g->slots_log2) {
         /* Into the live table in place (the readers wait: ~10 ms for 48 MiB). */
-        k->slots_released_bytes = 0;
-        for (size_t at = 0; at < k->slots_mapped_bytes; at += INDEX_SEAL_TABLE_COPY_BYTES) {
-            size_t n = k->slots_mapped_bytes - at < INDEX_SEAL_TABLE_COPY_BYTES
-                           ? k->slots_mapped_bytes - at
-                           : INDEX_SEAL_TABLE_COPY_BYTES;
-            memcpy((uint8_t *)g->slots + at, (const uint8_t *)k->slots + at, n);
-            index_seal_table_release(k, at + n);
-        }
+        index_seal_table_copy_out(k, g->slots);
     } else {
         ASSERT(k->slots_mapped_bytes == 0); /* a grown table was made an allocated one above */
         struct index_slot *old = g->slots;

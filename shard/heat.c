@@ -1207,6 +1207,17 @@ void shard_heat_snapshot(const struct shard_heat *heat, uint32_t top,
 
 /* ---- the growth rule ----------------------------------------------------------------------- */
 
+/* shards doubled until events fit in the count's window capacity (per_shard each) with 25%
+ * headroom, at most bound. */
+static uint32_t doubled_for(uint64_t events, ds_i128 per_shard, uint32_t shards, uint32_t bound)
+{
+    uint32_t count = shards;
+    while (count < bound && per_shard * count * 4 < (ds_i128)events * 5) {
+        count *= 2u;
+    }
+    return count < bound ? count : bound;
+}
+
 uint32_t shard_growth_target(uint64_t events, uint32_t window_s, uint32_t shards,
                              uint32_t capacity_eps, uint32_t max_shards)
 {
@@ -1221,11 +1232,7 @@ uint32_t shard_growth_target(uint64_t events, uint32_t window_s, uint32_t shards
     if ((ds_i128)events <= per_shard * shards) {
         return shards;
     }
-    uint32_t count = shards;
-    while (count < max_shards && per_shard * count * 4 < (ds_i128)events * 5) {
-        count *= 2u;
-    }
-    count = count > max_shards ? max_shards : count;
+    uint32_t count = doubled_for(events, per_shard, shards, max_shards);
     ASSERT(count > shards);
     return count;
 }
@@ -1250,11 +1257,7 @@ uint32_t shard_start_target(uint64_t events, uint32_t window_s, uint32_t previou
     }
     /* The growth's 25% headroom is the band: a count below the previous one is taken only when
      * the rate is at most 80% of that count's threshold. */
-    uint32_t count = shards;
-    while (count < from && per_shard * count * 4 < (ds_i128)events * 5) {
-        count *= 2u;
-    }
-    count = count < from ? count : from;
+    uint32_t count = doubled_for(events, per_shard, shards, from);
     ASSERT(count >= shards);
     ASSERT(count <= from);
     return count;

@@ -203,6 +203,17 @@ static void random_step(struct fixture *fx, struct ids *ids, struct model *m, ui
     m->day[i] = day;
 }
 
+/* A model with every order absent. */
+static struct model *model_new(void)
+{
+    struct model *m = calloc(1, sizeof(*m));
+    assert_non_null(m);
+    for (uint64_t i = 0; i < ORDERS; i++) {
+        m->version[i] = ABSENT;
+    }
+    return m;
+}
+
 /* After a seal with floor: the orders of days below it left. */
 static void model_drop(struct model *m, int32_t floor)
 {
@@ -221,11 +232,7 @@ static void many_seals(void **state, bool background)
      * number of files stay bounded, and reopening at random commits changes nothing. */
     struct fixture *fx = *state;
     uint64_t rng = test_seed();
-    struct model *m = calloc(1, sizeof(*m));
-    assert_non_null(m);
-    for (uint64_t i = 0; i < ORDERS; i++) {
-        m->version[i] = ABSENT;
-    }
+    struct model *m = model_new();
     struct ids *ids = NULL;
     assert_int_equal(ids_open(fx->io, fx->dir, 0, false, &ids), 0);
     ids_set_recent_budget(ids, 4096);
@@ -386,11 +393,7 @@ static void test_ids_seal_kill9_at_random_points(void **state)
      * round. The next child continues from there, so kills land in puts, commits and seals. */
     struct fixture *fx = *state;
     uint64_t rng = test_seed();
-    struct model *m = calloc(1, sizeof(*m));
-    assert_non_null(m);
-    for (uint64_t i = 0; i < ORDERS; i++) {
-        m->version[i] = ABSENT;
-    }
+    struct model *m = model_new();
     uint64_t committed = 0;
     int next_round = 0;
     unsigned kills = 0;

@@ -285,6 +285,9 @@ static void observe_commit(const struct ingest_node_progress *progress, void *us
     if (progress->orders_model) {
         query_metrics_orders_set(&o->metrics, &progress->orders);
     }
+    query_metrics_held_set(&o->metrics, &progress->held,
+                           progress->orders_model ? &progress->ids : NULL,
+                           progress->retention_floor, progress->stream_day);
     if (o->gsi != NULL) {
         index_builder_notify(o->gsi, progress->commit_seq, progress->events_durable);
     }

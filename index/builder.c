@@ -117,13 +117,14 @@ struct index_builder {
     struct builder_pending pending[BUILDER_PENDING_MAX];
     uint32_t pending_head;
     uint32_t pending_count;
-    uint64_t indexed_seq;    /* every commit up to it is queryable */
-    uint64_t indexed_events; /* events durable at the newest queryable commit */
-    uint64_t durable_events; /* events durable at the newest announced commit */
-    int error;               /* first builder error, 0 while fine */
-    bool pausing;            /* back-pressure state (hysteresis) */
-    double entries_per_ns;   /* the builder's measured indexing rate (moving average) */
-    bool rate_warm;          /* a first (cold) round was seen and not measured */
+    uint64_t indexed_seq;             /* every commit up to it is queryable */
+    uint64_t indexed_events;          /* events durable at the newest queryable commit */
+    uint64_t durable_events;          /* events durable at the newest announced commit */
+    int error;                        /* first builder error, 0 while fine */
+    bool pausing;                     /* back-pressure state (hysteresis) */
+    double entries_per_ns;            /* the builder's measured indexing rate (moving average) */
+    bool rate_warm;                   /* a first (cold) round was seen and not measured */
+    struct index_builder_seals seals; /* the builder's seals, for index_builder_seals */
 };
 
 /* ---- positions and the cursor ------------------------------------------------------------ */
@@ -433,16 +434,23 @@ static int builder_round(struct index_builder *g)
  * BUILDER_SEAL_IDLE_MS), entries of days below the retention floor left out. A seal that fails
  * is logged and tried again after INDEX_SEAL_LIVE_MIN_BYTES more log: the old log stays
  * whole, so the builder goes on. */
-static void builder_maintain(struct index_builder *g)
+static void builder_maintain_seal(struct index_builder *g)
 {
     uint64_t sealed = 0;
     uint64_t live = 0;
     index_log_bytes(g->ix, &sealed, &live);
     if (g->seal != NULL) {
-        int rc = index_seal_finish(g->seal, false, NULL);
+        struct index_compact_stats stats = {0};
+        int rc = index_seal_finish(g->seal, false, &stats);
         if (rc != -EAGAIN) {
             g->seal = NULL;
             g->seal_retry_bytes = rc != 0 ? sealed + live + INDEX_SEAL_LIVE_MIN_BYTES : 0;
+            pthread_mutex_lock(&g->lock);
+            g->seals.seals += rc == 0;
+            g->seals.failures += rc != 0;
+            g->seals.finish_ns_max =
+                stats.finish_ns > g->seals.finish_ns_max ? stats.finish_ns : g->seals.finish_ns_max;
+            pthread_mutex_unlock(&g->lock);
         }
         return;
     }
@@ -453,7 +461,33 @@ static void builder_maintain(struct index_builder *g)
     if (index_seal_start(g->ix, storage_retention_floor(g->base), &g->seal) != 0) {
         g->seal = NULL; /* logged */
         g->seal_retry_bytes = sealed + live + INDEX_SEAL_LIVE_MIN_BYTES;
+        pthread_mutex_lock(&g->lock);
+        g->seals.failures++;
+        pthread_mutex_unlock(&g->lock);
     }
+}
+
+/* Seals as above, then publishes the log's sizes and whether a seal runs, for
+ * index_builder_seals (index_log_bytes is the builder thread's alone). */
+static void builder_maintain(struct index_builder *g)
+{
+    builder_maintain_seal(g);
+    uint64_t sealed = 0;
+    uint64_t live = 0;
+    index_log_bytes(g->ix, &sealed, &live);
+    pthread_mutex_lock(&g->lock);
+    g->seals.sealed_bytes = sealed;
+    g->seals.live_bytes = live;
+    g->seals.sealing = g->seal != NULL;
+    pthread_mutex_unlock(&g->lock);
+}
+
+void index_builder_seals(struct index_builder *g, struct index_builder_seals *out)
+{
+    ASSERT(g != NULL && out != NULL);
+    pthread_mutex_lock(&g->lock);
+    *out = g->seals;
+    pthread_mutex_unlock(&g->lock);
 }
 
 static void *builder_main(void *arg)

@@ -364,6 +364,19 @@ void index_builder_lag(struct index_builder *g, uint64_t *lag_ms, uint64_t *lag_
  * builder's error. */
 DS_MUST_USE int index_builder_wait(struct index_builder *g, uint64_t commit_seq,
                                    uint32_t timeout_ms);
+/* The builder's seals (any thread; cheap): installed and failed since start, whether one runs,
+ * the longest time one held up applies (its finish: the last tail copy and the swap), and the
+ * log's sealed part and the bytes appended since the last seal (index_log_bytes), as of the
+ * builder's last round. */
+struct index_builder_seals {
+    uint64_t seals;
+    uint64_t failures;
+    bool sealing;
+    uint64_t finish_ns_max;
+    uint64_t sealed_bytes;
+    uint64_t live_bytes;
+};
+void index_builder_seals(struct index_builder *g, struct index_builder_seals *out);
 /* The builder's index handle, for queries on any thread. */
 struct index *index_builder_store(struct index_builder *g);
 /* A read-only view of DATA/gsi for another process (`dayshard serve`, `orders --data`): it

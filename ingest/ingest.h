@@ -232,6 +232,12 @@ struct ingest_node_progress {
     uint64_t commit_seq; /* the storage commit sequence it made durable (storage_commit_seq) */
     bool orders_model;   /* the data directory counts orders: orders below is set */
     struct storage_order_stats orders;
+    /* What the writer holds after this commit (storage.h): partitions, open segment files, the
+     * orders-by-id store and its seals; and the retention floor and stream day (-1: none). */
+    struct storage_held held;
+    struct storage_ids_held ids;
+    int32_t retention_floor;
+    int32_t stream_day;
 };
 /* Observers of a running node (for the query service's /metrics and /readyz). on_commit runs
  * on the writer thread after every durable commit. on_lag runs on the consumer thread about

@@ -173,6 +173,10 @@ static void observe_commit(struct node *n)
         .orders_model = storage_model(n->st) == STORAGE_MODEL_ORDERS,
     };
     storage_order_stats(n->st, &progress.orders);
+    storage_held(n->st, &progress.held);
+    storage_ids_held(n->st, &progress.ids);
+    progress.retention_floor = storage_retention_floor(n->st);
+    progress.stream_day = storage_stream_day(n->st);
     for (uint32_t r = 0; r < INGEST_REASON_COUNT; r++) {
         progress.rejected_by_reason[r] = atomic_load(&n->stage.rejected_by_reason[r]);
     }

@@ -38,6 +38,9 @@ void query_metrics_init(struct query_metrics *m, const char *const *reason_names
     }
     atomic_store_explicit(&m->gsi_lag_ms, -1, memory_order_relaxed);
     atomic_store_explicit(&m->orders, -1, memory_order_relaxed);
+    for (uint32_t i = 0; i < QUERY_HELD_COUNT; i++) {
+        atomic_store_explicit(&m->held[i], -1, memory_order_relaxed);
+    }
     int rc = pthread_mutex_init(&m->heat_lock, NULL);
     ASSERT(rc == 0);
 }
@@ -259,6 +262,108 @@ static void put_orders(struct http_text *b, const struct query_metrics *m)
     }
 }
 
+void query_metrics_held_set(struct query_metrics *m, const struct storage_held *held,
+                            const struct storage_ids_held *ids, int32_t floor, int32_t stream_day)
+{
+    ASSERT(m != NULL && held != NULL);
+    int64_t v[QUERY_HELD_COUNT];
+    for (uint32_t i = 0; i < QUERY_HELD_COUNT; i++) {
+        v[i] = -1;
+    }
+    v[QUERY_HELD_PARTITIONS] = held->partitions;
+    v[QUERY_HELD_SEGMENT_FDS] = held->segment_fds;
+    v[QUERY_HELD_RETENTION_FLOOR_DAY] = floor > 0 ? floor : 0;
+    v[QUERY_HELD_STREAM_DAY] = stream_day; /* -1 while nothing is stored: not rendered */
+    if (ids != NULL) {
+        v[QUERY_HELD_IDS_KEYDIR_BYTES] = (int64_t)ids->keydir_bytes;
+        v[QUERY_HELD_IDS_RECENT_BYTES] = (int64_t)ids->recent_bytes;
+        v[QUERY_HELD_IDS_RECENT_HARD_BYTES] = (int64_t)ids->recent_hard_bytes;
+        v[QUERY_HELD_IDS_MEMORY_BYTES] = (int64_t)ids->memory_bytes;
+        v[QUERY_HELD_IDS_SEALED_FILES] = ids->sealed_files;
+        v[QUERY_HELD_IDS_SEALS] = (int64_t)ids->seals;
+        v[QUERY_HELD_IDS_SEALING] = ids->sealing ? 1 : 0;
+        v[QUERY_HELD_IDS_STALL_CALLS] = (int64_t)ids->stall_calls;
+        v[QUERY_HELD_IDS_STALL_NS] = (int64_t)ids->stall_total_ns;
+        v[QUERY_HELD_IDS_STALL_MAX_NS] = (int64_t)ids->stall_max_ns;
+    }
+    for (uint32_t i = 0; i < QUERY_HELD_COUNT; i++) {
+        atomic_store_explicit(&m->held[i], v[i], memory_order_relaxed);
+    }
+}
+
+/* How a held figure is written: as it is, nanoseconds as seconds, a day as its first second. */
+enum held_unit { HELD_PLAIN = 0, HELD_NS, HELD_DAY };
+
+struct held_family {
+    const char *name;
+    const char *type;
+    enum held_unit unit;
+    const char *help;
+};
+
+static const struct held_family held_families[QUERY_HELD_COUNT] = {
+    [QUERY_HELD_PARTITIONS] = {"dayshard_partitions_held", "gauge", HELD_PLAIN,
+                               "Partitions (day, shard) in the writer's table: days below the "
+                               "retention floor leave it."},
+    [QUERY_HELD_SEGMENT_FDS] = {"dayshard_segment_fds", "gauge", HELD_PLAIN,
+                                "Segment files the writer holds open (partitions written "
+                                "recently; idle ones are closed)."},
+    [QUERY_HELD_RETENTION_FLOOR_DAY] = {"dayshard_retention_floor_timestamp_seconds", "gauge",
+                                        HELD_DAY,
+                                        "First second of the oldest day kept (0: nothing "
+                                        "dropped); older events are dead letters (too_late)."},
+    [QUERY_HELD_STREAM_DAY] = {"dayshard_stream_day_timestamp_seconds", "gauge", HELD_DAY,
+                               "First second of the stream day: the greatest event day "
+                               "stored."},
+    [QUERY_HELD_IDS_KEYDIR_BYTES] = {"dayshard_ids_keydir_bytes", "gauge", HELD_PLAIN,
+                                     "Memory of the orders-by-id store's keydir (its recent "
+                                     "tier)."},
+    [QUERY_HELD_IDS_RECENT_BYTES] = {"dayshard_ids_recent_bytes", "gauge", HELD_PLAIN,
+                                     "Bytes of the orders-by-id store's recent tier (its log); "
+                                     "a seal moves them into the day files."},
+    [QUERY_HELD_IDS_RECENT_HARD_BYTES] = {"dayshard_ids_recent_hard_bytes", "gauge", HELD_PLAIN,
+                                          "Recent tier bytes at which a commit waits for the "
+                                          "running seal (stalling ingest)."},
+    [QUERY_HELD_IDS_MEMORY_BYTES] = {"dayshard_ids_memory_bytes", "gauge", HELD_PLAIN,
+                                     "Memory of the orders-by-id store: keydir, buffers, the "
+                                     "day files' indexes."},
+    [QUERY_HELD_IDS_SEALED_FILES] = {"dayshard_ids_sealed_files", "gauge", HELD_PLAIN,
+                                     "Sealed day files of the orders-by-id store (one per "
+                                     "retained day)."},
+    [QUERY_HELD_IDS_SEALS] = {"dayshard_ids_seals_total", "counter", HELD_PLAIN,
+                              "Seals of the orders-by-id store's recent tier installed since "
+                              "the node started."},
+    [QUERY_HELD_IDS_SEALING] = {"dayshard_ids_sealing", "gauge", HELD_PLAIN,
+                                "1 while a seal of the orders-by-id store runs."},
+    [QUERY_HELD_IDS_STALL_CALLS] = {"dayshard_ids_seal_stalls_total", "counter", HELD_PLAIN,
+                                    "Commits whose maintenance of the orders-by-id store had "
+                                    "seal work (start, install or wait)."},
+    [QUERY_HELD_IDS_STALL_NS] = {"dayshard_ids_seal_stall_seconds_total", "counter", HELD_NS,
+                                 "Writer time spent in those commits' seal work."},
+    [QUERY_HELD_IDS_STALL_MAX_NS] = {"dayshard_ids_seal_stall_seconds_max", "gauge", HELD_NS,
+                                     "Longest writer time in one commit's seal work since the "
+                                     "node started."},
+};
+
+static void put_held(struct http_text *b, const struct query_metrics *m)
+{
+    for (uint32_t i = 0; i < QUERY_HELD_COUNT; i++) {
+        const struct held_family *f = &held_families[i];
+        ASSERT(f->name != NULL);
+        int64_t v = atomic_load_explicit(&m->held[i], memory_order_relaxed);
+        if (v < 0) {
+            continue;
+        }
+        http_text_put(b, "# HELP %s %s\n# TYPE %s %s\n%s ", f->name, f->help, f->name, f->type,
+                      f->name);
+        if (f->unit == HELD_NS) {
+            http_text_put(b, "%" PRId64 ".%09" PRId64 "\n", v / 1000000000, v % 1000000000);
+        } else {
+            http_text_put(b, "%" PRId64 "\n", f->unit == HELD_DAY ? v * 86400 : v);
+        }
+    }
+}
+
 int64_t query_metrics_text(const struct query_metrics *m, char *dst, size_t dst_capacity)
 {
     ASSERT(m != NULL);
@@ -274,5 +379,6 @@ int64_t query_metrics_text(const struct query_metrics *m, char *dst, size_t dst_
     put_fsync(&b, m);
     put_gsi_lag(&b, m);
     put_orders(&b, m);
+    put_held(&b, m);
     return b.overflow ? -ENOSPC : (int64_t)b.len;
 }

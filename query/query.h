@@ -150,6 +150,26 @@ extern const uint32_t query_fsync_bucket_bounds_us[QUERY_FSYNC_BUCKETS];
 #define QUERY_GSI_LAG_BUCKETS 10u
 extern const uint32_t query_gsi_lag_bucket_bounds_ms[QUERY_GSI_LAG_BUCKETS];
 
+/* What the node's writer holds after its last commit (ingest_node_progress: storage_held and
+ * storage_ids_held), one gauge or counter each in /metrics. */
+enum query_held {
+    QUERY_HELD_PARTITIONS = 0,
+    QUERY_HELD_SEGMENT_FDS,
+    QUERY_HELD_RETENTION_FLOOR_DAY, /* 0: nothing dropped */
+    QUERY_HELD_STREAM_DAY,
+    QUERY_HELD_IDS_KEYDIR_BYTES, /* the orders-by-id store: orders model only */
+    QUERY_HELD_IDS_RECENT_BYTES,
+    QUERY_HELD_IDS_RECENT_HARD_BYTES,
+    QUERY_HELD_IDS_MEMORY_BYTES,
+    QUERY_HELD_IDS_SEALED_FILES,
+    QUERY_HELD_IDS_SEALS,
+    QUERY_HELD_IDS_SEALING,
+    QUERY_HELD_IDS_STALL_CALLS,
+    QUERY_HELD_IDS_STALL_NS,
+    QUERY_HELD_IDS_STALL_MAX_NS,
+    QUERY_HELD_COUNT
+};
+
 /* Figures a node updates from any thread (relaxed atomics) and the service reads. The caller
  * owns the memory (embed it, or allocate it) and keeps it alive until query_http_stop returns.
  * query_metrics_init sets the reason names (borrowed: static strings) before the service
@@ -176,6 +196,9 @@ struct query_metrics {
     atomic_uint_fast64_t gsi_lag_buckets[QUERY_GSI_LAG_BUCKETS + 1]; /* last: +Inf */
     atomic_uint_fast64_t gsi_lag_sum_ns;
     atomic_uint_fast64_t gsi_lag_count;
+    /* enum query_held; -1 until the writer's first commit (and the store's figures in the
+     * events model, which has no orders-by-id store): not rendered. */
+    atomic_int_fast64_t held[QUERY_HELD_COUNT];
     /* The node's heat report, replaced once a second by the consumer thread and copied out by
      * /v1/heat and /metrics: a mutex held for one 26 KiB copy a second on each side, never on
      * the ingest path. */
@@ -210,6 +233,10 @@ void query_metrics_gsi_lag_set(struct query_metrics *m, int64_t lag_ms);
 /* The writer's storage_order_stats after a commit (storage.h). */
 void query_metrics_orders_set(struct query_metrics *m, const struct storage_order_stats *stats);
 void query_metrics_gsi_lag_observe(struct query_metrics *m, uint64_t lag_ns);
+/* The writer's holdings after a commit (writer thread): ids NULL in the events model; floor and
+ * stream_day as storage_retention_floor and storage_stream_day give them. */
+void query_metrics_held_set(struct query_metrics *m, const struct storage_held *held,
+                            const struct storage_ids_held *ids, int32_t floor, int32_t stream_day);
 /* Largest lag over assigned partitions, 0 when none is assigned. */
 int64_t query_metrics_lag_max(const struct query_metrics *m);
 /* Renders the node's figures as Prometheus text (names dayshard_*). Returns the length or

@@ -59,17 +59,27 @@
 
 /* ---- probes ---------------------------------------------------------------------------------- */
 
+const char *serve_ready(struct query_http *h, int64_t *lag)
+{
+    *lag = h->metrics != NULL ? query_metrics_lag_max(h->metrics) : 0;
+    if (h->metrics != NULL && !atomic_load_explicit(&h->metrics->joined, memory_order_relaxed)) {
+        return "the node has not joined its consumer group yet";
+    }
+    return *lag > h->ready_lag_max ? "consumer lag" : NULL;
+}
+
 static enum http_result serve_readyz(struct query_http *h, struct http_request *c)
 {
-    int64_t lag = h->metrics != NULL ? query_metrics_lag_max(h->metrics) : 0;
+    int64_t lag = 0;
+    const char *why = serve_ready(h, &lag);
     char text[160];
-    if (h->metrics != NULL && !atomic_load_explicit(&h->metrics->joined, memory_order_relaxed)) {
-        return http_respond_error(c, 503, "the node has not joined its consumer group yet");
-    }
-    if (lag > h->ready_lag_max) {
+    if (why != NULL && lag > h->ready_lag_max) {
         snprintf(text, sizeof(text), "consumer lag %" PRId64 " exceeds %" PRId64, lag,
                  h->ready_lag_max);
         return http_respond_error(c, 503, text);
+    }
+    if (why != NULL) {
+        return http_respond_error(c, 503, why);
     }
     int n = snprintf(text, sizeof(text), "{\"ready\":true,\"consumer_lag\":%" PRId64 "}", lag);
     return http_respond_json(c, 200, strdup(text), n);

@@ -202,6 +202,11 @@ enum http_result serve_order(struct query_http *h, struct http_request *c,
 enum http_result serve_partitions(struct query_http *h, struct http_request *c,
                                   const struct query_route *route);
 enum http_result serve_metrics(struct query_http *h, struct http_request *c);
+/* Why the node is not ready (/readyz's 503), or NULL when it is; *lag gets the largest consumer
+ * lag (serve.c). */
+const char *serve_ready(struct query_http *h, int64_t *lag);
+/* Appends the resource figures read on the scrape to /metrics (serve_held.c). */
+void serve_held_put(struct query_http *h, struct serve_reader *r, struct http_text *b);
 enum http_result serve_orders(struct query_http *h, struct http_request *c,
                               const struct query_route *route);
 

@@ -228,6 +228,7 @@ static int render_metrics(struct query_http *h, struct serve_reader *r, struct h
     }
     put_sources(r, b);
     put_http_counters(h, b);
+    serve_held_put(h, r, b);
     if (h->metrics != NULL && heat != NULL && query_metrics_heat_get(h->metrics, heat)) {
         heat_metrics_put(heat, b);
     }

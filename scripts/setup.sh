@@ -8,8 +8,9 @@ packages=(
   librdkafka-dev liburing-dev libzstd-dev libcmocka-dev libmicrohttpd-dev
   libjansson-dev zstd kcat python3-kafka python3-lz4 gnuplot-nox
   libcurl4-openssl-dev curl wrk postgresql
-  libclang-rt-14-dev python3-yaml binutils systemd
+  libclang-rt-14-dev python3-yaml binutils systemd prometheus
 )
+# prometheus: its promtool checks deploy/prometheus's rules (tests/integration/test_deploy_rules.sh).
 # python3-yaml, binutils (objdump), systemd (systemd-analyze): scripts/check-deploy.sh.
 # libclang-rt-14-dev: clang's libFuzzer and sanitizer runtimes (the fuzz targets, the TSan run).
 

@@ -181,6 +181,8 @@ struct ids {
     uint64_t *stalls_ns;  /* the writer's time in ids_maintain per call that had work */
     uint64_t stalls_count;
     uint64_t stalls_capacity;
+    uint64_t stalls_total_ns; /* and their sum and maximum, for ids_progress without a sort */
+    uint64_t stalls_max_ns;
     uint64_t seals;                        /* installed by this handle */
     uint8_t scratch[IDS_RECORD_BYTES_MAX]; /* the record a put compares against */
     /* The last ids_get's probe, valid until the keydir changes: the writer's put of the order it
@@ -2356,6 +2358,8 @@ int ids_seal(struct ids *ids, int32_t floor)
 /* Keeps the writer's time in ids_maintain for ids_seal_stalls. */
 static void stall_note(struct ids *ids, uint64_t ns)
 {
+    ids->stalls_total_ns += ns;
+    ids->stalls_max_ns = ns > ids->stalls_max_ns ? ns : ids->stalls_max_ns;
     if (ids->stalls_count == ids->stalls_capacity) {
         uint64_t capacity = ids->stalls_capacity == 0 ? 1024 : 2 * ids->stalls_capacity;
         uint64_t *stalls = realloc(ids->stalls_ns, capacity * sizeof(*stalls));
@@ -2409,6 +2413,17 @@ int ids_maintain(struct ids *ids, int32_t floor)
         stall_note(ids, ds_clock_ns() - start_ns);
     }
     return rc != 0 ? rc : sealed;
+}
+
+void ids_progress(const struct ids *ids, struct ids_progress *out)
+{
+    ASSERT(ids != NULL && out != NULL);
+    *out = (struct ids_progress){.recent_bytes = ids->committed_bytes,
+                                 .seals = ids->seals,
+                                 .sealing = ids->job != NULL,
+                                 .stall_calls = ids->stalls_count,
+                                 .stall_total_ns = ids->stalls_total_ns,
+                                 .stall_max_ns = ids->stalls_max_ns};
 }
 
 void ids_set_background(struct ids *ids, bool background)

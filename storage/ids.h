@@ -161,6 +161,19 @@ void ids_set_background(struct ids *ids, bool background);
 /* The writer's time in ids_maintain, per call made while a seal was due, running or installed:
  * the calls, the longest and the 99th percentile. */
 void ids_seal_stalls(const struct ids *ids, uint64_t *calls, uint64_t *max_ns, uint64_t *p99_ns);
+/* Maintenance at a glance, cheap enough for every commit (no sort, no allocation): the recent
+ * tier's log bytes (a commit waits for a running seal past IDS_RECENT_HARD_BYTES), the seals
+ * this handle installed, whether one runs now, and ids_seal_stalls' calls with their total
+ * and longest time. */
+struct ids_progress {
+    uint64_t recent_bytes;
+    uint64_t seals;
+    bool sealing;
+    uint64_t stall_calls;
+    uint64_t stall_total_ns;
+    uint64_t stall_max_ns;
+};
+void ids_progress(const struct ids *ids, struct ids_progress *out);
 
 /* Visits the current version of every committed order: the sealed files' orders the recent
  * tier does not shadow, then the log once in order, a record visited when the keydir still

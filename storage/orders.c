@@ -24,6 +24,7 @@
 
 #include "storage/ids.h"
 #include "storage/orders.h"
+#include "storage/storage.h"
 #include "storage/store_read.h"
 #include "storage/store_write.h"
 
@@ -283,6 +284,29 @@ void store_orders_prefetch(const struct storage *st, const struct ds_id *id)
 uint64_t store_orders_count(const struct storage *st)
 {
     return st->ids != NULL ? ids_count(st->ids) : 0;
+}
+
+void storage_ids_held(const struct storage *st, struct storage_ids_held *out)
+{
+    ASSERT(st != NULL && out != NULL);
+    memset(out, 0, sizeof(*out));
+    if (st->ids == NULL) {
+        return;
+    }
+    struct ids_progress progress;
+    ids_progress(st->ids, &progress);
+    *out = (struct storage_ids_held){.orders = ids_count(st->ids),
+                                     .keydir_bytes = ids_keydir_bytes(st->ids),
+                                     .recent_bytes = progress.recent_bytes,
+                                     .recent_hard_bytes = IDS_RECENT_HARD_BYTES,
+                                     .memory_bytes = ids_memory_bytes(st->ids),
+                                     .sealed_files = ids_sealed_files(st->ids),
+                                     .disk_bytes = ids_disk_bytes(st->ids),
+                                     .seals = progress.seals,
+                                     .sealing = progress.sealing,
+                                     .stall_calls = progress.stall_calls,
+                                     .stall_total_ns = progress.stall_total_ns,
+                                     .stall_max_ns = progress.stall_max_ns};
 }
 
 /* ---- compaction ---------------------------------------------------------------------------- */

@@ -156,6 +156,28 @@ struct storage_held {
 };
 void storage_held(const struct storage *st, struct storage_held *out);
 
+/* The orders-by-id store a handle holds (DESIGN.md section 4; all zero in the events model),
+ * cheap enough for every commit: its orders, the recent tier's keydir and log (a writer's
+ * commit waits for a running seal once the log reaches recent_hard_bytes), the memory of
+ * keydir, buffers and sealed files' indexes, the sealed files (one per retained day) and the
+ * bytes on disk; and a writer's seals: installed, running, and its time waiting in them
+ * (calls that had seal work, their total and the longest). */
+struct storage_ids_held {
+    uint64_t orders;
+    uint64_t keydir_bytes;
+    uint64_t recent_bytes;
+    uint64_t recent_hard_bytes;
+    uint64_t memory_bytes;
+    uint32_t sealed_files;
+    uint64_t disk_bytes;
+    uint64_t seals;
+    bool sealing;
+    uint64_t stall_calls;
+    uint64_t stall_total_ns;
+    uint64_t stall_max_ns;
+};
+void storage_ids_held(const struct storage *st, struct storage_ids_held *out);
+
 /* ---- orders (the orders model) ------------------------------------------------------------- */
 
 /* In a directory of the orders model, storage_append applies DESIGN.md section 2's rules to each

@@ -73,12 +73,60 @@ static void test_metrics_text_too_small(void **state)
     assert_int_equal(query_metrics_text(&metrics, text, sizeof(text)), -ENOSPC);
 }
 
+static void test_metrics_held_rendered_after_commit(void **state)
+{
+    /* The writer's holdings appear only once a commit reported them, with HELP and TYPE, days as
+     * their first second and nanoseconds as seconds; the events model (ids NULL) leaves the
+     * orders-by-id store's families out. */
+    (void)state;
+    query_metrics_init(&metrics, NULL, 0);
+    char text[64 * 1024];
+    int64_t n = query_metrics_text(&metrics, text, sizeof(text));
+    assert_true(n > 0);
+    assert_null(strstr(text, "dayshard_partitions_held"));
+    struct storage_held held = {.partitions = 12, .days = 0, .segment_fds = 5};
+    query_metrics_held_set(&metrics, &held, NULL, 0, 20460); /* 2026-01-07 */
+    n = query_metrics_text(&metrics, text, sizeof(text));
+    assert_true(n > 0);
+    assert_non_null(strstr(text, "# TYPE dayshard_partitions_held gauge\n"
+                                 "dayshard_partitions_held 12\n"));
+    assert_non_null(strstr(text, "\ndayshard_segment_fds 5\n"));
+    assert_non_null(strstr(text, "\ndayshard_retention_floor_timestamp_seconds 0\n"));
+    assert_non_null(strstr(text, "\ndayshard_stream_day_timestamp_seconds 1767744000\n"));
+    assert_null(strstr(text, "dayshard_ids_"));
+    struct storage_ids_held ids = {.keydir_bytes = 4096,
+                                   .recent_bytes = 777,
+                                   .recent_hard_bytes = 16u << 20,
+                                   .sealed_files = 3,
+                                   .seals = 2,
+                                   .sealing = true,
+                                   .stall_calls = 9,
+                                   .stall_total_ns = 1500000000,
+                                   .stall_max_ns = 250000};
+    query_metrics_held_set(&metrics, &held, &ids, 20458, -1);
+    n = query_metrics_text(&metrics, text, sizeof(text));
+    assert_true(n > 0);
+    assert_non_null(strstr(text, "\ndayshard_retention_floor_timestamp_seconds 1767571200\n"));
+    assert_null(strstr(text, "dayshard_stream_day_timestamp_seconds")); /* nothing stored */
+    assert_non_null(strstr(text, "\ndayshard_ids_keydir_bytes 4096\n"));
+    assert_non_null(strstr(text, "\ndayshard_ids_recent_bytes 777\n"));
+    assert_non_null(strstr(text, "\ndayshard_ids_recent_hard_bytes 16777216\n"));
+    assert_non_null(strstr(text, "\ndayshard_ids_sealed_files 3\n"));
+    assert_non_null(strstr(text, "# TYPE dayshard_ids_seals_total counter\n"
+                                 "dayshard_ids_seals_total 2\n"));
+    assert_non_null(strstr(text, "\ndayshard_ids_sealing 1\n"));
+    assert_non_null(strstr(text, "\ndayshard_ids_seal_stalls_total 9\n"));
+    assert_non_null(strstr(text, "\ndayshard_ids_seal_stall_seconds_total 1.500000000\n"));
+    assert_non_null(strstr(text, "\ndayshard_ids_seal_stall_seconds_max 0.000250000\n"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_metrics_text_series),
         cmocka_unit_test(test_metrics_lag_max),
         cmocka_unit_test(test_metrics_text_too_small),
+        cmocka_unit_test(test_metrics_held_rendered_after_commit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

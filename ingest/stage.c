@@ -153,8 +153,8 @@ static int writer_too_late(struct stage *s, const struct stage_event *e)
  * to cover a memory access with the work of the appends in between. */
 #define STAGE_PREFETCH_AHEAD 8u
 
-/* After a commit, in the orders model: compacts a partition when one is due (storage.h), on
- * this thread, between commits. */
+/* After a commit, in the orders model: one slice of a compaction when one is due or in
+ * progress (storage.h), on this thread, between commits. */
 static int writer_compact(struct stage *s)
 {
     struct storage_compact_report r;
@@ -162,10 +162,12 @@ static int writer_compact(struct stage *s)
     if (rc == 1) {
         char day[DS_DATE_TEXT_SIZE];
         ds_date_format(r.day, day);
-        ds_log_info("compacted %s#%u: %llu -> %llu rows, %llu -> %llu bytes in %.1f ms", day,
-                    r.shard, (unsigned long long)r.rows_before, (unsigned long long)r.rows_after,
-                    (unsigned long long)r.bytes_before, (unsigned long long)r.bytes_after,
-                    (double)r.ns / 1e6);
+        ds_log_info("compacted %s#%u: %llu -> %llu rows, %llu -> %llu bytes in %.1f ms, %u "
+                    "slices, the longest %.1f ms",
+                    day, r.shard, (unsigned long long)r.rows_before,
+                    (unsigned long long)r.rows_after, (unsigned long long)r.bytes_before,
+                    (unsigned long long)r.bytes_after, (double)r.ns / 1e6, r.slices,
+                    (double)r.slice_ns_max / 1e6);
     }
     return rc < 0 ? rc : 0;
 }

@@ -38,8 +38,22 @@
 #define STORAGE_RETENTION_DAYS_MAX 36500u
 
 /* Dead rows (superseded versions and their retractions) a partition gathers before
- * storage_compact_due rewrites it (with as many dead rows as live ones), the default of
- * storage_config.compact_dead_rows_min. */
+ * storage_compact_due rewrites it (when they are also a quarter of its rows or more), the
+ * default of storage_config.compact_dead_rows_min. */
 #define STORAGE_COMPACT_DEAD_ROWS_MIN 16384u
+
+/* The work storage_compact_due does after one commit: the writer takes no event meanwhile. A
+ * slice ends at the first block boundary past it, then writes and syncs what it sealed, so it
+ * runs over by one block's decode and encode (a few ms at 65,535 rows) and a sync; well under
+ * the 100 ms the writer may stall, and small beside a commit interval. */
+#define STORAGE_COMPACT_SLICE_NS (20ull * 1000 * 1000)
+
+/* Commits a partition takes no append before storage_compact_due looks at its block sizes:
+ * a partition still written gets a small block per commit, and merging them while they come
+ * would rewrite it again and again. */
+#define STORAGE_COMPACT_IDLE_COMMITS 16u
+
+/* Blocks a partition needs before its small blocks are merged (fewer cost little to read). */
+#define STORAGE_COMPACT_MERGE_BLOCKS_MIN 8u
 
 #endif /* DS_STORAGE_LIMITS_H */

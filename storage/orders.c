@@ -321,15 +321,36 @@ struct digest {
     uint32_t count;   /* retractions not matched yet */
     uint32_t present; /* 0: an empty slot (a slot stays present when its count drops to 0) */
 };
+enum compaction_phase {
+    COMPACTION_COLLECT, /* pass 1 over the partition as committed at the start */
+    COMPACTION_KEEP,    /* pass 2 over it, writing the rows that stay */
+    COMPACTION_TAIL,    /* what the partition took since, copied whole, up to its last commit */
+};
 struct compaction {
     struct storage *st;
-    struct part *p;
+    struct storage *reader;
+    int32_t day;
+    uint32_t shard;
+    bool merge;
+    enum compaction_phase phase;
+    struct storage_position pos;   /* where the current pass goes on */
+    struct storage_position block; /* the block the scan is in (its events come one by one) */
+    uint64_t deadline_ns;
+    struct part shadow; /* the rewrite (store_write.h) */
     struct digest *slots;
     uint64_t mask;
     uint64_t used;
     uint64_t retractions;
     uint64_t kept;
+    struct storage_partition_total before;
+    uint64_t start_ns;
+    uint64_t slice_ns_max;
+    uint32_t slices;
 };
+
+/* A scan callback's answer that ends the slice: returned only on the first event of a block,
+ * so that the scan's position stays at that block's start and nothing is taken twice. */
+#define COMPACTION_PAUSE 1
 
 static uint64_t hash_step(uint64_t h, uint64_t word)
 {
@@ -407,10 +428,23 @@ static int digests_grow(struct compaction *c)
     return 0;
 }
 
+/* True when the slice's time is up at the first event of a new block. */
+static bool slice_over(struct compaction *c)
+{
+    if (c->block.segment_id == c->pos.segment_id && c->block.offset == c->pos.offset) {
+        return false; /* inside the block the slice started with, or one under way */
+    }
+    c->block = c->pos;
+    return ds_clock_ns() >= c->deadline_ns;
+}
+
 /* Pass 1: every retraction into the multiset. */
 static int collect_retraction(const struct ds_event *e, void *user)
 {
     struct compaction *c = user;
+    if (slice_over(c)) {
+        return COMPACTION_PAUSE;
+    }
     if (!e->retract) {
         return 0;
     }
@@ -433,63 +467,208 @@ static int collect_retraction(const struct ds_event *e, void *user)
 static int keep_row(const struct ds_event *e, void *user)
 {
     struct compaction *c = user;
+    if (slice_over(c)) {
+        return COMPACTION_PAUSE;
+    }
     if (e->retract) {
         return 0;
     }
-    uint64_t a = 0, b = 0;
-    digest_of(e, &a, &b);
-    struct digest *d = digest_slot(c, a, b);
-    if (d->present != 0 && d->count > 0) {
-        d->count--;
-        return 0;
+    if (c->slots != NULL) {
+        uint64_t a = 0, b = 0;
+        digest_of(e, &a, &b);
+        struct digest *d = digest_slot(c, a, b);
+        if (d->present != 0 && d->count > 0) {
+            d->count--;
+            return 0;
+        }
     }
     c->kept++;
-    return store_write_append(c->st, c->p, e, NULL);
+    return store_write_rewrite_append(c->st, &c->shadow, e);
 }
 
-/* Reads partition rp of reader (the committed state of p) from its start. */
-static int scan_all(struct storage *reader, const struct part *rp, storage_event_fn fn, void *c)
+/* The tail: rows and retractions appended since the start are kept as they are (a retraction
+ * there may cancel a row of the rewrite; the next compaction removes both). */
+static int keep_all(const struct ds_event *e, void *user)
 {
-    struct storage_position pos = {0};
-    return store_read_scan_from(reader, rp, &pos, fn, c);
+    struct compaction *c = user;
+    if (slice_over(c)) {
+        return COMPACTION_PAUSE;
+    }
+    c->kept++;
+    return store_write_rewrite_append(c->st, &c->shadow, e);
 }
 
-int store_orders_compact(struct storage *st, struct storage *reader, struct part *p,
-                         struct storage_compact_report *out)
+bool store_orders_compact_tailing(const struct storage *st)
 {
-    uint64_t start_ns = ds_clock_ns();
+    return st->compaction != NULL && st->compaction->phase == COMPACTION_TAIL;
+}
+
+void store_orders_compact_stop(struct storage *st)
+{
+    struct compaction *c = st->compaction;
+    if (c == NULL) {
+        return;
+    }
+    if (st->rewrite == &c->shadow) {
+        store_write_rewrite_abort(st);
+    }
+    free(c->slots);
+    free(c);
+    st->compaction = NULL;
+}
+
+int store_orders_compact_start(struct storage *st, struct storage *reader, const struct part *p,
+                               bool merge)
+{
+    ASSERT(st->compaction == NULL);
+    ASSERT(p->segment_id != 0);
     struct part *rp = store_part_find(reader, p->day, p->shard);
     ASSERT(rp != NULL && rp->segment_id == p->segment_id);
-    struct storage_partition_total before = {0};
-    int rc = store_read_totals(reader, rp, NULL, 0, &before);
-    struct compaction c = {.st = st, .p = p};
-    rc = rc == 0 ? scan_all(reader, rp, collect_retraction, &c) : rc;
-    p->dead_rows_hint = 0;
-    if (rc != 0 || c.retractions == 0) {
-        free(c.slots);
-        return rc;
+    struct compaction *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return -ENOMEM;
     }
-    uint32_t base = 0;
-    rc = store_write_rewrite_begin(st, p, &base);
-    rc = rc == 0 ? scan_all(reader, rp, keep_row, &c) : rc;
-    free(c.slots);
-    rc = rc == 0 ? store_write_rewrite_commit(st, p, base) : rc;
+    *c = (struct compaction){.st = st,
+                             .reader = reader,
+                             .day = p->day,
+                             .shard = p->shard,
+                             .merge = merge,
+                             .phase = COMPACTION_COLLECT,
+                             .start_ns = ds_clock_ns()};
+    int rc = store_read_totals(reader, rp, NULL, 0, &c->before);
     if (rc != 0) {
-        st->failed = st->failed != 0 ? st->failed : rc;
+        free(c);
         return rc;
     }
+    st->compaction = c;
+    return 0;
+}
+
+/* Runs the current pass from c->pos until it ends (0), the slice ends (COMPACTION_PAUSE) or an
+ * error. */
+static int compaction_pass(struct compaction *c, const struct part *rp)
+{
+    static const storage_event_fn fns[] = {
+        [COMPACTION_COLLECT] = collect_retraction,
+        [COMPACTION_KEEP] = keep_row,
+        [COMPACTION_TAIL] = keep_all,
+    };
+    c->block = c->pos;
+    return store_read_scan_from(c->reader, rp, &c->pos, fns[c->phase], c);
+}
+
+/* Moves to the next pass once one ended: 0 to go on, 1 when there is nothing to rewrite. */
+static int compaction_next(struct storage *st, struct compaction *c, const struct part *p)
+{
+    if (c->phase == COMPACTION_COLLECT) {
+        if (c->retractions == 0 && !c->merge) {
+            return 1;
+        }
+        int rc = store_write_rewrite_begin(st, p, &c->shadow);
+        if (rc != 0) {
+            return rc;
+        }
+        c->pos = (struct storage_position){0};
+    }
+    c->phase = c->phase == COMPACTION_COLLECT ? COMPACTION_KEEP : COMPACTION_TAIL;
+    return 0;
+}
+
+/* What one slice's work came to, besides an error. */
+enum compaction_outcome {
+    COMPACTION_PAUSED = COMPACTION_PAUSE, /* the slice's time is up */
+    COMPACTION_CAUGHT_UP,                 /* the rewrite holds every row p committed */
+    COMPACTION_NOTHING,                   /* no retraction, no merge: nothing to rewrite */
+};
+
+static int compaction_report(struct storage *st, struct compaction *c, struct part *p,
+                             const struct storage_partition_total *replaced,
+                             struct storage_compact_report *out)
+{
     struct storage_partition_total after = {0};
-    rc = store_read_totals(st, p, NULL, 0, &after);
+    int rc = store_read_totals(st, p, NULL, 0, &after);
     if (rc != 0) {
         return rc;
     }
-    ASSERT(after.count == before.count && after.amount_units == before.amount_units);
+    ASSERT(after.count == replaced->count);
+    ASSERT(after.amount_units == replaced->amount_units);
     *out = (struct storage_compact_report){.day = p->day,
                                            .shard = p->shard,
-                                           .rows_before = before.rows,
+                                           .rows_before = replaced->rows,
                                            .rows_after = after.rows,
-                                           .bytes_before = before.bytes,
+                                           .bytes_before = replaced->bytes,
                                            .bytes_after = after.bytes,
-                                           .ns = ds_clock_ns() - start_ns};
-    return 1;
+                                           .ns = ds_clock_ns() - c->start_ns,
+                                           .slices = c->slices,
+                                           .slice_ns_max = c->slice_ns_max};
+    return 0;
+}
+
+/* One slice's passes: a negative code or an enum compaction_outcome. Once caught up, *replaced
+ * has the totals of the partition the rewrite replaces. */
+static int compaction_work(struct storage *st, struct compaction *c, struct part *p,
+                           struct storage_partition_total *replaced)
+{
+    for (;;) {
+        struct part *rp = store_part_find(c->reader, c->day, c->shard);
+        if (rp == NULL || rp->segment_id == 0) {
+            return -DS_ECORRUPT; /* the writer still has it: the reader must see it too */
+        }
+        int rc = compaction_pass(c, rp);
+        if (rc != 0) {
+            return rc;
+        }
+        if (c->phase == COMPACTION_TAIL) {
+            ASSERT(rp->segment_id == p->segment_id && rp->committed_end == p->committed_end);
+            rc = store_read_totals(c->reader, rp, NULL, 0, replaced);
+            return rc == 0 ? COMPACTION_CAUGHT_UP : rc;
+        }
+        rc = compaction_next(st, c, p);
+        if (rc != 0) {
+            return rc == 1 ? COMPACTION_NOTHING : rc;
+        }
+        if (c->phase == COMPACTION_TAIL) {
+            return COMPACTION_PAUSED; /* the tail starts with the reader refreshed */
+        }
+    }
+}
+
+int store_orders_compact_step(struct storage *st, uint64_t deadline_ns,
+                              struct storage_compact_report *out)
+{
+    struct compaction *c = st->compaction;
+    ASSERT(c != NULL);
+    ASSERT(st->touched_count == 0 && st->pending_events == 0);
+    uint64_t slice_start_ns = ds_clock_ns();
+    struct part *p = store_part_find(st, c->day, c->shard);
+    bool given_up = c->phase != COMPACTION_COLLECT && st->rewrite != &c->shadow;
+    if (p == NULL || p->day < store_floor(st) || given_up) {
+        store_orders_compact_stop(st); /* dropped by retention, or outgrew its gap */
+        return 0;
+    }
+    c->deadline_ns = deadline_ns;
+    struct storage_partition_total replaced = {0};
+    int rc = compaction_work(st, c, p, &replaced);
+    if (rc == COMPACTION_PAUSED) {
+        rc = st->rewrite == &c->shadow ? store_write_rewrite_sync(st, &c->shadow) : 0;
+        rc = rc == 0 ? COMPACTION_PAUSED : rc;
+    } else if (rc == COMPACTION_CAUGHT_UP) {
+        rc = store_write_rewrite_commit(st, p, &c->shadow);
+        rc = rc == 0 ? COMPACTION_CAUGHT_UP : rc;
+    }
+    uint64_t slice_ns = ds_clock_ns() - slice_start_ns;
+    c->slices++;
+    c->slice_ns_max = slice_ns > c->slice_ns_max ? slice_ns : c->slice_ns_max;
+    if (rc == COMPACTION_PAUSED) {
+        return 0;
+    }
+    if (rc == COMPACTION_CAUGHT_UP) {
+        rc = compaction_report(st, c, p, &replaced, out);
+        rc = rc == 0 ? 1 : rc;
+    }
+    if (rc < 0) {
+        st->failed = st->failed != 0 ? st->failed : rc;
+    }
+    store_orders_compact_stop(st);
+    return rc == COMPACTION_NOTHING ? 0 : rc;
 }

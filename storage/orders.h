@@ -35,10 +35,24 @@ uint64_t store_orders_row_hash(uint64_t seed, const struct ds_id *order_id,
                                const struct ds_id *customer_id, int64_t ts_ms, const char *status,
                                uint8_t status_len, int64_t amount_units);
 void store_orders_prefetch(const struct storage *st, const struct ds_id *id);
-/* storage_compact of p (a committed partition, nothing pending), reading it through reader (a
- * read-only handle of the same directory refreshed to st's last commit, so that decoding never
- * shares st's codec with the rewrite's sealing). */
-DS_MUST_USE int store_orders_compact(struct storage *st, struct storage *reader, struct part *p,
-                                     struct storage_compact_report *out);
+/* Compaction in slices (storage_compact, storage_compact_due). start (between commits, no
+ * compaction in progress) begins rewriting p, reading it through reader (a read-only handle of
+ * the same directory, so that decoding never shares st's codec with the rewrite's sealing);
+ * merge: rewrite it even without a retraction (its blocks are small). step works until
+ * deadline_ns (ds_clock_ns), ending at a block boundary, and returns 1 once the rewrite
+ * replaced the partition (*out set), 0 while it goes on or when it ended with nothing to do or
+ * was given up (the partition dropped, or it outgrew its gap), or an error after which the
+ * storage is failed. Only right after a commit. The step that ends the second pass ends its
+ * slice there. */
+DS_MUST_USE int store_orders_compact_start(struct storage *st, struct storage *reader,
+                                           const struct part *p, bool merge);
+DS_MUST_USE int store_orders_compact_step(struct storage *st, uint64_t deadline_ns,
+                                          struct storage_compact_report *out);
+/* Whether the compaction in progress copies the partition's tail: its reader must then be
+ * refreshed to the last commit before each step (and only then: the passes before read the
+ * partition as it was at the start). */
+bool store_orders_compact_tailing(const struct storage *st);
+/* Gives a compaction in progress up (its files removed). Accepts none in progress. */
+void store_orders_compact_stop(struct storage *st);
 
 #endif /* DS_STORAGE_ORDERS_H */

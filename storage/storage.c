@@ -251,6 +251,7 @@ void storage_close(struct storage *st)
         /* Dropped days whose MANIFEST is durable: a reader still holding their segments open
          * reads on; one opening them now gets a clean -ENOENT. */
         store_write_drop_due(st, true);
+        store_orders_compact_stop(st); /* its files go; recovery would remove them too */
     }
     store_destroy(st);
 }
@@ -559,6 +560,23 @@ int storage_order_visit(struct storage *st, storage_order_fn fn, void *user)
     return store_orders_visit(st, order_visit_kept_one, &v);
 }
 
+/* Starts compacting p (nothing in progress, right after a commit) with the compaction reader
+ * refreshed to the last commit. */
+static int compact_start(struct storage *st, struct part *p, bool merge)
+{
+    int rc = st->compact_reader == NULL ? storage_open_reader(st->dir, &st->compact_reader)
+                                        : storage_refresh(st->compact_reader);
+    p->dead_rows_hint = 0;
+    return rc == 0 ? store_orders_compact_start(st, st->compact_reader, p, merge) : rc;
+}
+
+static int compact_step(struct storage *st, uint64_t deadline_ns,
+                        struct storage_compact_report *out)
+{
+    int rc = store_orders_compact_tailing(st) ? storage_refresh(st->compact_reader) : 0;
+    return rc == 0 ? store_orders_compact_step(st, deadline_ns, out) : rc;
+}
+
 int storage_compact(struct storage *st, int32_t day, uint32_t shard,
                     struct storage_compact_report *out)
 {
@@ -569,13 +587,53 @@ int storage_compact(struct storage *st, int32_t day, uint32_t shard,
     if (st->ids == NULL || st->touched_count > 0 || st->pending_events > 0) {
         return -DS_EUSAGE;
     }
+    store_orders_compact_stop(st); /* one in slices gives way; it starts again when due */
     struct part *p = store_part_find(st, day, shard);
     if (p == NULL || p->segment_id == 0) {
         return 0;
     }
-    int rc = st->compact_reader == NULL ? storage_open_reader(st->dir, &st->compact_reader)
-                                        : storage_refresh(st->compact_reader);
-    return rc == 0 ? store_orders_compact(st, st->compact_reader, p, out) : rc;
+    int rc = compact_start(st, p, false);
+    rc = rc == 0 ? compact_step(st, UINT64_MAX, out) : rc;
+    while (rc == 0 && st->compaction != NULL) {
+        rc = compact_step(st, UINT64_MAX, out); /* the tail: nothing, nothing being pending */
+    }
+    return rc;
+}
+
+/* Whether p is due for a rewrite (a nonzero reason), from its totals: at least min dead rows
+ * making a quarter of its rows, or, once idle, blocks averaging under a quarter of
+ * block_events_max. */
+static int compact_reason(struct storage *st, struct part *p, uint64_t min, bool *merge)
+{
+    bool dead_due = min > 0 && p->dead_rows_hint >= min / 4;
+    bool merge_due = !p->merge_looked && !p->touched &&
+                     st->commits - p->touched_commit >= STORAGE_COMPACT_IDLE_COMMITS;
+    if (!dead_due && !merge_due) {
+        return 0;
+    }
+    struct storage_partition_total t;
+    int rc = storage_partition_totals(st, p->day, p->shard, NULL, 0, &t);
+    if (rc != 0) {
+        return rc;
+    }
+    uint64_t dead = t.rows - t.count;
+    if (dead_due && dead >= min && dead * 4 >= t.rows) {
+        *merge = false;
+        return 1;
+    }
+    p->dead_rows_hint = dead_due ? 0 : p->dead_rows_hint; /* looked: again after as many more */
+    if (merge_due) {
+        p->merge_looked = true;
+        *merge = t.blocks >= STORAGE_COMPACT_MERGE_BLOCKS_MIN &&
+                 t.rows * 4 < t.blocks * (uint64_t)st->cfg.block_events_max;
+        return *merge ? 1 : 0;
+    }
+    return 0;
+}
+
+bool storage_compacting(const struct storage *st)
+{
+    return st->compaction != NULL;
 }
 
 int storage_compact_due(struct storage *st, struct storage_compact_report *out)
@@ -584,25 +642,27 @@ int storage_compact_due(struct storage *st, struct storage_compact_report *out)
     if (st->ids == NULL || st->failed != 0) {
         return st->failed;
     }
+    if (st->touched_count > 0 || st->pending_events > 0) {
+        return -DS_EUSAGE;
+    }
     store_write_retire_due(st);
-    uint64_t min = st->cfg.compact_dead_rows_min;
-    for (uint32_t i = 0; i < st->part_count && min > 0; i++) {
+    uint64_t start_ns = ds_clock_ns();
+    for (uint32_t i = 0; i < st->part_count && st->compaction == NULL; i++) {
         struct part *p = st->parts[i];
-        if (p->dead_rows_hint < min / 4 || p->segment_id == 0 || p->day < store_floor(st)) {
+        if (p->segment_id == 0 || p->day < store_floor(st)) {
             continue;
         }
-        struct storage_partition_total t;
-        int rc = storage_partition_totals(st, p->day, p->shard, NULL, 0, &t);
+        bool merge = false;
+        int rc = compact_reason(st, p, st->cfg.compact_dead_rows_min, &merge);
+        rc = rc == 1 ? compact_start(st, p, merge) : rc;
         if (rc != 0) {
             return rc;
         }
-        uint64_t dead = t.rows - t.count;
-        if (dead >= min && dead * 2 >= t.rows) {
-            return storage_compact(st, p->day, p->shard, out);
-        }
-        p->dead_rows_hint = 0; /* looked: again after as many more */
     }
-    return 0;
+    if (st->compaction == NULL) {
+        return 0;
+    }
+    return compact_step(st, start_ns + STORAGE_COMPACT_SLICE_NS, out);
 }
 
 int storage_release_source(struct storage *st, int32_t source, uint64_t *released)

@@ -213,16 +213,24 @@ void storage_prefetch(const struct storage *st, const struct ds_event *event);
 void storage_order_stats(const struct storage *st, struct storage_order_stats *out);
 
 /* Writers only, between commits (nothing appended since the last storage_commit): compacts
- * partition (day, shard) now. Returns 1 (compacted, *out set), 0 (nothing to remove: no
+ * partition (day, shard) now, in one go (a compaction in slices gives way and starts again
+ * when due). Returns 1 (compacted, *out set), 0 (nothing to remove: no
  * retraction), -DS_EUSAGE (the events model, or uncommitted appends), or an I/O error after
  * which the storage must be reopened like after a failed commit (the old partition stays). */
 DS_MUST_USE int storage_compact(struct storage *st, int32_t day, uint32_t shard,
                                 struct storage_compact_report *out);
-/* After a commit: compacts at most one partition that took many retractions (at least
- * storage_config.compact_dead_rows_min dead rows, and as many dead rows as live ones), so a
- * writer calling it after each commit keeps superseded versions to about half of each
- * partition. Returns storage_compact's values (0 when none is due). */
+/* After a commit (nothing appended since): one slice, of about STORAGE_COMPACT_SLICE_NS, of
+ * the compaction in progress, or of a new one when a partition is due: one with at least
+ * storage_config.compact_dead_rows_min dead rows making a quarter of its rows or more (so
+ * superseded versions stay under about a quarter of each partition), or one idle for
+ * STORAGE_COMPACT_IDLE_COMMITS commits whose blocks average under a quarter of
+ * block_events_max (small blocks merged into full ones). The partition takes appends between
+ * slices; once the rewrite holds all it committed, the slice right after a commit makes the
+ * rewrite the partition (one MANIFEST, as storage_compact). Returns 1 when that slice swapped
+ * (*out set), 0 otherwise (a slice done, or nothing due), or storage_compact's errors. */
 DS_MUST_USE int storage_compact_due(struct storage *st, struct storage_compact_report *out);
+/* Whether a compaction is in progress (storage_compact_due goes on with it). */
+bool storage_compacting(const struct storage *st);
 
 /* A writer giving up a source (Kafka) partition another node takes over (orders model): right
  * after a commit, every order whose current version came from source is retracted from its

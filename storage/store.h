@@ -85,6 +85,8 @@ struct part {
     uint32_t base_segment_id;
     /* writer, orders model: rows made dead since the last compaction look (2 per retraction) */
     uint64_t dead_rows_hint;
+    /* writer, orders model: storage_compact_due looked at its blocks since it was last idle */
+    bool merge_looked;
     uint64_t committed_end; /* committed bytes of the current segment */
     /* writer only: where the next block goes (may be ahead of the committed position) */
     int fd;                    /* segment write_segment_id, -1 while closed */
@@ -160,6 +162,11 @@ struct damage_list {
 /* Segments a compaction replaced stay this long before removal: a reader that refreshed just
  * before the rewrite's commit may still be reading them. */
 #define STORE_RETIRE_DELAY_NS (30ull * 1000000000ull)
+
+/* Segment ids left between a partition and its rewrite's first segment: the partition may roll
+ * this many times less one while a compaction runs (at the default 64 MiB segments, about
+ * 1 GiB appended to one partition during one rewrite) before the rewrite gives way. */
+#define STORE_REWRITE_GAP 16u
 /* Replaced segments waiting for removal: segments [from, to) of partition (day, shard). */
 struct retired_segments {
     int32_t day;
@@ -252,6 +259,9 @@ struct storage {
     struct ids *ids;
     uint8_t *order_scratch;
     struct storage *compact_reader; /* a reader of the same directory: compaction scans with it */
+    struct compaction *compaction;  /* a writer's compaction in progress (orders.c), or NULL */
+    struct part *rewrite;           /* its rewrite's segments (store_write.h), or NULL */
+    uint32_t rewrite_base;          /* the rewrite's first segment id */
     struct retired_segments *retired;
     uint32_t retired_count;
     /* Retention (storage_config.retention_days): the committed floor is the FLOOR slot; the

@@ -136,6 +136,14 @@ static int segment_create(struct storage *st, struct part *p)
     char path[DS_PATH_MAX];
     int rc = p->write_segment_id == 0 ? make_part_dir(st, p) : 0;
     uint32_t id = p->write_segment_id + 1;
+    if (st->rewrite != NULL && p != st->rewrite && p->day == st->rewrite->day &&
+        p->shard == st->rewrite->shard && id >= st->rewrite_base) {
+        /* The partition outgrew the gap left below its rewrite: the rewrite gives way and
+         * starts again later. */
+        ds_log_warn("%s: a rewrite of partition %d#%u gives way to its appends", st->dir, p->day,
+                    p->shard);
+        store_write_rewrite_abort(st);
+    }
     store_segment_path(st, p, id, path);
     int fd = rc == 0 ? st->io->ops->open(st->io, path, O_RDWR | O_CREAT | O_TRUNC, 0644) : rc;
     if (fd < 0) {
@@ -374,6 +382,7 @@ int store_write_append(struct storage *st, struct part *p, const struct ds_event
     if (!p->touched) {
         p->touched = true;
         p->touched_commit = st->commits;
+        p->merge_looked = false;
         st->touched[st->touched_count++] = p;
     }
     store_write_source_note(st, source);
@@ -803,43 +812,137 @@ static int manifest_rotate(struct storage *st)
 
 /* ---- compaction ---------------------------------------------------------------------------- */
 
-int store_write_rewrite_begin(struct storage *st, struct part *p, uint32_t *base)
+/* The rewrite's segments start STORE_REWRITE_GAP ids above the partition's segment, so that
+ * the partition's own rolls while the rewrite runs take the ids between; a roll that would
+ * reach the rewrite's first id abandons the rewrite instead (segment_create). */
+int store_write_rewrite_begin(struct storage *st, const struct part *p, struct part *shadow)
 {
     ASSERT(!st->read_only && st->failed == 0);
-    ASSERT(st->touched_count == 0 && st->pending_events == 0);
-    ASSERT(p->segment_id != 0 && p->write_segment_id == p->segment_id);
-    ASSERT(p->ob == NULL || p->ob->count == 0);
-    if (p->fd >= 0) {
-        st->io->ops->close(st->io, p->fd); /* complete and synced: the commit before */
-        p->fd = -1;
-    }
-    int rc = segment_create(st, p);
+    ASSERT(st->rewrite == NULL);
+    ASSERT(p->segment_id != 0 && st->arena_used == 0);
+    *shadow = (struct part){.day = p->day,
+                            .shard = p->shard,
+                            .day_start_ms = p->day_start_ms,
+                            .fd = -1,
+                            .write_segment_id = p->write_segment_id + STORE_REWRITE_GAP - 1};
+    int rc = segment_create(st, shadow);
     if (rc != 0) {
         return rc;
     }
-    p->touched = true;
-    st->touched[st->touched_count++] = p;
-    *base = p->write_segment_id;
-    return 0;
+    st->rewrite = shadow;
+    st->rewrite_base = shadow->write_segment_id;
+    return io_flush(st, "rewrite segment create");
 }
 
-int store_write_rewrite_commit(struct storage *st, struct part *p, uint32_t base)
+int store_write_rewrite_append(struct storage *st, struct part *shadow,
+                               const struct ds_event *event)
 {
-    ASSERT(st->touched_count == 1 && st->touched[0] == p);
-    uint32_t old_first = store_part_first(p);
-    int rc = commit_blocks(st);
+    ASSERT(st->rewrite == shadow);
+    if (shadow->ob == NULL) {
+        shadow->ob = calloc(1, sizeof(*shadow->ob));
+        if (shadow->ob == NULL) {
+            return -ENOMEM;
+        }
+        open_block_reset(shadow->ob);
+    }
+    int rc = open_block_add(shadow->ob, event, NULL, st->cfg.block_events_max);
+    if (rc == -DS_ELIMIT) {
+        rc = seal_part(st, shadow);
+        rc = rc == 0 ? open_block_add(shadow->ob, event, NULL, st->cfg.block_events_max) : rc;
+        ASSERT(rc != -DS_ELIMIT);
+    }
+    return rc;
+}
+
+/* The end of a slice: what the rewrite sealed is written and synced, so that the swap's sync
+ * has little left to do and the arena is free for the next commit. */
+int store_write_rewrite_sync(struct storage *st, struct part *shadow)
+{
+    ASSERT(st->rewrite == shadow);
+    if (shadow->fd >= 0) {
+        int rc = st->io->ops->sync(st->io, shadow->fd);
+        if (rc != 0) {
+            return fail(st, rc, "rewrite sync");
+        }
+    }
+    return io_flush(st, "rewrite write and sync");
+}
+
+static void open_block_drop(struct part *shadow)
+{
+    if (shadow->ob != NULL) {
+        open_block_free(shadow->ob);
+        free(shadow->ob);
+        shadow->ob = NULL;
+    }
+}
+
+void store_write_rewrite_abort(struct storage *st)
+{
+    struct part *shadow = st->rewrite;
+    if (shadow == NULL) {
+        return;
+    }
+    if (shadow->fd >= 0) {
+        st->io->ops->close(st->io, shadow->fd);
+        shadow->fd = -1;
+    }
+    open_block_drop(shadow);
+    for (uint32_t id = st->rewrite_base; id <= shadow->write_segment_id; id++) {
+        char path[DS_PATH_MAX];
+        store_segment_path(st, shadow, id, path);
+        if (unlink(path) != 0 && errno != ENOENT) {
+            ds_log_warn("%s: cannot remove an abandoned rewrite: %s", path, strerror(errno));
+        }
+    }
+    st->rewrite = NULL;
+    st->rewrite_base = 0;
+}
+
+/* The last block, its sync and the partition directory's (the rewrite's new entries) in one
+ * flush: all durable before the MANIFEST names them. */
+static int rewrite_seal(struct storage *st, struct part *shadow)
+{
+    int rc = shadow->ob != NULL && shadow->ob->count > 0 ? seal_part(st, shadow) : 0;
+    open_block_drop(shadow);
+    if (rc == 0 && shadow->fd >= 0) {
+        rc = st->io->ops->sync(st->io, shadow->fd);
+        rc = rc == 0 ? 0 : fail(st, rc, "rewrite sync");
+    }
+    char dir[DS_PATH_MAX];
+    store_part_dir(st, shadow->day, shadow->shard, dir);
+    rc = rc == 0 ? dir_sync_queue(st, dir) : rc;
+    rc = rc == 0 ? io_flush(st, "rewrite write and sync") : rc;
+    dir_fds_close(st);
+    return rc;
+}
+
+int store_write_rewrite_commit(struct storage *st, struct part *p, struct part *shadow)
+{
+    ASSERT(st->rewrite == shadow);
+    ASSERT(st->touched_count == 0 && st->pending_events == 0);
+    ASSERT(p->ob == NULL || p->ob->count == 0);
+    uint32_t base = st->rewrite_base;
+    int rc = rewrite_seal(st, shadow);
     if (rc != 0) {
         return rc;
     }
     /* The new segments are durable; the new MANIFEST makes them the partition. Were its
      * rename to fail, the storage is failed and reopening reads the old one. */
-    p->segment_id = p->write_segment_id;
-    p->committed_end = p->write_end;
-    p->touched = false;
-    st->touched_count = 0;
-    st->pending_events = 0;
+    uint32_t old_first = store_part_first(p);
+    if (p->fd >= 0) {
+        st->io->ops->close(st->io, p->fd); /* complete and synced: the commit before */
+    }
+    p->fd = shadow->fd;
+    shadow->fd = -1;
+    p->segment_id = shadow->write_segment_id;
+    p->write_segment_id = shadow->write_segment_id;
+    p->committed_end = shadow->write_end;
+    p->write_end = shadow->write_end;
+    st->rewrite = NULL;
+    st->rewrite_base = 0;
     if (p->ob != NULL) {
-        /* The rewrite's open block goes back (as a commit does with idle ones): kept, the
+        /* The partition's open block goes back (as a commit does with idle ones): kept, the
          * blocks of partition after partition would fill the open-block budget, and every
          * later append would seal a block of one row. */
         block_release(st, p->ob);

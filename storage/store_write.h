@@ -33,16 +33,25 @@ DS_MUST_USE int store_write_commit(struct storage *st, int32_t floor);
 /* Rewrites the manifest as one snapshot when it has grown past MANIFEST_BYTES_ROTATE; else 0. */
 DS_MUST_USE int store_write_rotate_if_due(struct storage *st);
 
-/* Compaction (orders.c): a rewrite of p into new segments. begin, right after a commit (nothing
- * pending anywhere), starts segment p->segment_id + 1 for p's appends and gives its id; the
- * caller appends the rows that stay (store_write_append); commit seals and syncs them, makes
- * the new segment p's first (store_part_rebase) and writes the state as a new MANIFEST (atomic
- * rename, format 3), then schedules the replaced segments' removal
- * (STORE_RETIRE_DELAY_NS later, so that readers holding the previous state finish; recovery
- * removes any a crash left). On error the storage is failed: reopened, it has the old
- * partition, and recovery removes the unfinished rewrite. */
-DS_MUST_USE int store_write_rewrite_begin(struct storage *st, struct part *p, uint32_t *base);
-DS_MUST_USE int store_write_rewrite_commit(struct storage *st, struct part *p, uint32_t base);
+/* Compaction (orders.c): a rewrite of p into new segments, built in slices between commits
+ * while p takes appends. begin (between commits) starts the rewrite's first segment in shadow,
+ * a partition outside the table, STORE_REWRITE_GAP ids above p's segment; append adds a row to
+ * it (sealing full blocks); sync, at the end of each slice, writes and syncs what was sealed;
+ * commit, right after a commit once the rewrite holds every row p committed (nothing pending
+ * anywhere), seals and syncs the rest, makes the rewrite p's segments (store_part_rebase) and
+ * writes the state as a new MANIFEST (atomic rename, format 3), then schedules the replaced
+ * segments' removal (STORE_RETIRE_DELAY_NS later, so that readers holding the previous state
+ * finish; recovery removes any a crash left). abort removes the rewrite's files; a roll of p
+ * that would reach the rewrite's ids aborts it too (st->rewrite becomes NULL). On error the
+ * storage is failed: reopened, it has the old partition, and recovery removes the unfinished
+ * rewrite (segments past the committed one). */
+DS_MUST_USE int store_write_rewrite_begin(struct storage *st, const struct part *p,
+                                          struct part *shadow);
+DS_MUST_USE int store_write_rewrite_append(struct storage *st, struct part *shadow,
+                                           const struct ds_event *event);
+DS_MUST_USE int store_write_rewrite_sync(struct storage *st, struct part *shadow);
+DS_MUST_USE int store_write_rewrite_commit(struct storage *st, struct part *p, struct part *shadow);
+void store_write_rewrite_abort(struct storage *st);
 /* Removes the replaced segments whose delay has passed (called after each commit). */
 void store_write_retire_due(struct storage *st);
 

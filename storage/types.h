@@ -143,7 +143,9 @@ struct storage_compact_report {
     uint32_t shard;
     uint64_t rows_before, rows_after; /* stored rows: versions and retractions */
     uint64_t bytes_before, bytes_after;
-    uint64_t ns; /* how long it took */
+    uint64_t ns;           /* from its start to the swap, slices and the commits between */
+    uint32_t slices;       /* the slices it ran in, between commits */
+    uint64_t slice_ns_max; /* the longest: how long it held the writer at most */
 };
 
 /* Visits the current version of every committed order (in the order their versions were

@@ -58,7 +58,8 @@ echo "orders model: $want_orders orders, $want_applied retractions over $EVENTS 
 
 # ---- 1b. after compaction -------------------------------------------------------------------
 # 90% of 200,000 lines on one day, 60% updates: its 4 partitions take far more than
-# STORAGE_COMPACT_DEAD_ROWS_MIN dead rows, so the writer compacts them while ingesting.
+# STORAGE_COMPACT_DEAD_ROWS_MIN dead rows, so the writer compacts them while ingesting (in
+# slices between commits: frequent commits let a rewrite finish before the input does).
 # Compaction drops retractions with the rows they cancel: fewer retractions than applied
 # updates, and still rows = orders + 2 x retractions, and the same orders as the oracle.
 
@@ -67,7 +68,8 @@ echo "orders model: $want_orders orders, $want_applied retractions over $EVENTS 
 "$PY" "$ORACLE" --model orders --out "$WORK/busy-oracle.json" "$WORK/busy.jsonl"
 busy_orders=$(json_get "$WORK/busy-oracle.json" "len(d['orders'])")
 busy_applied=$(json_get "$WORK/busy-oracle.json" "d['totals']['applied']")
-expect_exit "ingest busy" 0 "$DAYSHARD" ingest --data "$WORK/busy" --model orders --io sync "$WORK/busy.jsonl"
+expect_exit "ingest busy" 0 "$DAYSHARD" ingest --data "$WORK/busy" --model orders --io sync \
+  --commit-interval-ms 5 "$WORK/busy.jsonl"
 # A writer's recovery removes the replaced segments at once (else 30 s later).
 expect_exit "ingest nothing (recovery)" 0 "$DAYSHARD" ingest --data "$WORK/busy" --io sync /dev/null
 expect_exit "fsck after compaction" 0 "$DAYSHARD" fsck --data "$WORK/busy" --json

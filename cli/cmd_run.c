@@ -285,9 +285,15 @@ static void observe_commit(const struct ingest_node_progress *progress, void *us
     if (progress->orders_model) {
         query_metrics_orders_set(&o->metrics, &progress->orders);
     }
+    const struct ingest_writer_maintenance *w = &progress->maintenance;
+    struct query_writer_figures writer = {.stall_ns_max = w->stall_ns_max,
+                                          .compactions = w->compactions,
+                                          .compaction_slices = w->compaction_slices,
+                                          .compaction_slice_ns_max = w->compaction_slice_ns_max,
+                                          .compacting = w->compacting};
     query_metrics_held_set(&o->metrics, &progress->held,
                            progress->orders_model ? &progress->ids : NULL,
-                           progress->retention_floor, progress->stream_day);
+                           progress->retention_floor, progress->stream_day, &writer);
     if (o->gsi != NULL) {
         index_builder_notify(o->gsi, progress->commit_seq, progress->events_durable);
     }

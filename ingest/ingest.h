@@ -225,6 +225,18 @@ void ingest_shardmap_follower_close(struct ingest_shardmap_follower *f);
 #define INGEST_NODE_PARTITIONS_MAX 4093u
 
 /* What a node reports after each durable group commit (totals since it started). */
+/* The writer's maintenance between commits (orders model: segment compaction in slices) and
+ * its longest stall: the longest one group commit held the writer, the commit itself (writes,
+ * fdatasync, MANIFEST, a wait for the orders-by-id store's seal) and the compaction slice and
+ * dead-letter work after it. Figures since the node started. */
+struct ingest_writer_maintenance {
+    uint64_t compactions;       /* partitions rewritten */
+    uint64_t compaction_slices; /* slices run, of those and of one in progress */
+    uint64_t compaction_slice_ns_max;
+    bool compacting; /* one is in progress */
+    uint64_t stall_ns_max;
+};
+
 struct ingest_node_progress {
     uint64_t events_durable;
     uint64_t rejected_by_reason[INGEST_REASON_COUNT]; /* durable dead letters, by reason */
@@ -238,6 +250,7 @@ struct ingest_node_progress {
     struct storage_ids_held ids;
     int32_t retention_floor;
     int32_t stream_day;
+    struct ingest_writer_maintenance maintenance; /* with this commit's compaction slice */
 };
 /* Observers of a running node (for the query service's /metrics and /readyz). on_commit runs
  * on the writer thread after every durable commit. on_lag runs on the consumer thread about

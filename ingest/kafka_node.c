@@ -177,6 +177,7 @@ static void observe_commit(struct node *n)
     storage_ids_held(n->st, &progress.ids);
     progress.retention_floor = storage_retention_floor(n->st);
     progress.stream_day = storage_stream_day(n->st);
+    progress.maintenance = n->stage.maintenance;
     for (uint32_t r = 0; r < INGEST_REASON_COUNT; r++) {
         progress.rejected_by_reason[r] = atomic_load(&n->stage.rejected_by_reason[r]);
     }

@@ -157,9 +157,20 @@ static int writer_too_late(struct stage *s, const struct stage_event *e)
  * progress (storage.h), on this thread, between commits. */
 static int writer_compact(struct stage *s)
 {
+    struct ingest_writer_maintenance *m = &s->maintenance;
     struct storage_compact_report r;
+    bool was_compacting = storage_compacting(s->cfg.storage);
+    uint64_t start_ns = ds_clock_ns();
     int rc = storage_compact_due(s->cfg.storage, &r);
+    uint64_t slice_ns = ds_clock_ns() - start_ns;
+    if (rc >= 0 && (was_compacting || rc == 1 || storage_compacting(s->cfg.storage))) {
+        m->compaction_slices++;
+        m->compaction_slice_ns_max =
+            slice_ns > m->compaction_slice_ns_max ? slice_ns : m->compaction_slice_ns_max;
+    }
+    m->compacting = storage_compacting(s->cfg.storage);
     if (rc == 1) {
+        m->compactions++;
         char day[DS_DATE_TEXT_SIZE];
         ds_date_format(r.day, day);
         ds_log_info("compacted %s#%u: %llu -> %llu rows, %llu -> %llu bytes in %.1f ms, %u "
@@ -196,6 +207,10 @@ static int writer_commit(struct stage *s, uint64_t pending)
         rc = removed < 0 ? removed : 0;
     }
     if (rc == 0) {
+        uint64_t stall_ns = ds_clock_ns() - start_ns;
+        if (stall_ns > s->maintenance.stall_ns_max) {
+            s->maintenance.stall_ns_max = stall_ns;
+        }
         atomic_fetch_add(&s->accepted, pending);
         atomic_fetch_add(&s->commits, 1);
         if (s->cfg.on_commit != NULL) {

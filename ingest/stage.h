@@ -106,6 +106,7 @@ struct stage {
     atomic_uint_least64_t rejected;
     atomic_uint_least64_t commits;
     uint64_t last_commit_ns; /* writer thread: how long the last commit took (read in on_commit) */
+    struct ingest_writer_maintenance maintenance; /* writer thread (read in on_commit) */
     atomic_uint_least64_t rejected_by_reason[INGEST_REASON_COUNT];
 };
 

@@ -263,7 +263,8 @@ static void put_orders(struct http_text *b, const struct query_metrics *m)
 }
 
 void query_metrics_held_set(struct query_metrics *m, const struct storage_held *held,
-                            const struct storage_ids_held *ids, int32_t floor, int32_t stream_day)
+                            const struct storage_ids_held *ids, int32_t floor, int32_t stream_day,
+                            const struct query_writer_figures *writer)
 {
     ASSERT(m != NULL && held != NULL);
     int64_t v[QUERY_HELD_COUNT];
@@ -285,6 +286,13 @@ void query_metrics_held_set(struct query_metrics *m, const struct storage_held *
         v[QUERY_HELD_IDS_STALL_CALLS] = (int64_t)ids->stall_calls;
         v[QUERY_HELD_IDS_STALL_NS] = (int64_t)ids->stall_total_ns;
         v[QUERY_HELD_IDS_STALL_MAX_NS] = (int64_t)ids->stall_max_ns;
+    }
+    if (writer != NULL) {
+        v[QUERY_HELD_WRITER_STALL_MAX_NS] = (int64_t)writer->stall_ns_max;
+        v[QUERY_HELD_COMPACTIONS] = (int64_t)writer->compactions;
+        v[QUERY_HELD_COMPACTION_SLICES] = (int64_t)writer->compaction_slices;
+        v[QUERY_HELD_COMPACTION_SLICE_MAX_NS] = (int64_t)writer->compaction_slice_ns_max;
+        v[QUERY_HELD_COMPACTING] = writer->compacting ? 1 : 0;
     }
     for (uint32_t i = 0; i < QUERY_HELD_COUNT; i++) {
         atomic_store_explicit(&m->held[i], v[i], memory_order_relaxed);
@@ -343,6 +351,20 @@ static const struct held_family held_families[QUERY_HELD_COUNT] = {
     [QUERY_HELD_IDS_STALL_MAX_NS] = {"dayshard_ids_seal_stall_seconds_max", "gauge", HELD_NS,
                                      "Longest writer time in one commit's seal work since the "
                                      "node started."},
+    [QUERY_HELD_WRITER_STALL_MAX_NS] = {"dayshard_writer_stall_seconds_max", "gauge", HELD_NS,
+                                        "Longest time one group commit held the writer since the "
+                                        "node started: writes, fdatasync, MANIFEST, a seal wait "
+                                        "and the compaction slice after it."},
+    [QUERY_HELD_COMPACTIONS] = {"dayshard_compactions_total", "counter", HELD_PLAIN,
+                                "Partitions rewritten by segment compaction (superseded versions "
+                                "removed, small blocks merged) since the node started."},
+    [QUERY_HELD_COMPACTION_SLICES] = {"dayshard_compaction_slices_total", "counter", HELD_PLAIN,
+                                      "Slices of segment compaction run between commits."},
+    [QUERY_HELD_COMPACTION_SLICE_MAX_NS] = {"dayshard_compaction_slice_seconds_max", "gauge",
+                                            HELD_NS,
+                                            "Longest compaction slice since the node started."},
+    [QUERY_HELD_COMPACTING] = {"dayshard_compacting", "gauge", HELD_PLAIN,
+                               "1 while a segment compaction is in progress."},
 };
 
 static void put_held(struct http_text *b, const struct query_metrics *m)

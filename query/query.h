@@ -167,7 +167,22 @@ enum query_held {
     QUERY_HELD_IDS_STALL_CALLS,
     QUERY_HELD_IDS_STALL_NS,
     QUERY_HELD_IDS_STALL_MAX_NS,
+    QUERY_HELD_WRITER_STALL_MAX_NS, /* the writer's maintenance: both models */
+    QUERY_HELD_COMPACTIONS,
+    QUERY_HELD_COMPACTION_SLICES,
+    QUERY_HELD_COMPACTION_SLICE_MAX_NS,
+    QUERY_HELD_COMPACTING,
     QUERY_HELD_COUNT
+};
+
+/* The writer's maintenance and its longest stall (ingest_writer_maintenance, copied here so
+ * this folder needs nothing of ingest/). */
+struct query_writer_figures {
+    uint64_t stall_ns_max;
+    uint64_t compactions;
+    uint64_t compaction_slices;
+    uint64_t compaction_slice_ns_max;
+    bool compacting;
 };
 
 /* Figures a node updates from any thread (relaxed atomics) and the service reads. The caller
@@ -234,9 +249,11 @@ void query_metrics_gsi_lag_set(struct query_metrics *m, int64_t lag_ms);
 void query_metrics_orders_set(struct query_metrics *m, const struct storage_order_stats *stats);
 void query_metrics_gsi_lag_observe(struct query_metrics *m, uint64_t lag_ns);
 /* The writer's holdings after a commit (writer thread): ids NULL in the events model; floor and
- * stream_day as storage_retention_floor and storage_stream_day give them. */
+ * stream_day as storage_retention_floor and storage_stream_day give them; writer NULL when not
+ * known (its figures are then not rendered). */
 void query_metrics_held_set(struct query_metrics *m, const struct storage_held *held,
-                            const struct storage_ids_held *ids, int32_t floor, int32_t stream_day);
+                            const struct storage_ids_held *ids, int32_t floor, int32_t stream_day,
+                            const struct query_writer_figures *writer);
 /* Largest lag over assigned partitions, 0 when none is assigned. */
 int64_t query_metrics_lag_max(const struct query_metrics *m);
 /* Renders the node's figures as Prometheus text (names dayshard_*). Returns the length or

@@ -65,11 +65,13 @@ for family in dayshard_partitions_held dayshard_segment_fds dayshard_retention_f
   dayshard_filesystem_avail_bytes dayshard_filesystem_size_bytes dayshard_process_resident_bytes \
   dayshard_process_open_fds dayshard_process_fds_max dayshard_days_held dayshard_day_shards_max \
   dayshard_shards_total dayshard_gsi_sealing dayshard_gsi_seal_stall_seconds_max \
-  dayshard_gsi_log_bytes dayshard_ready; do
+  dayshard_gsi_log_bytes dayshard_ready dayshard_writer_stall_seconds_max \
+  dayshard_compaction_slice_seconds_max dayshard_compacting; do
   expect_family "$family" gauge
 done
 for family in dayshard_ids_seals_total dayshard_ids_seal_stalls_total \
-  dayshard_ids_seal_stall_seconds_total dayshard_gsi_seals_total dayshard_gsi_seal_failures_total; do
+  dayshard_ids_seal_stall_seconds_total dayshard_gsi_seals_total dayshard_gsi_seal_failures_total \
+  dayshard_compactions_total dayshard_compaction_slices_total; do
   expect_family "$family" counter
 done
 
@@ -103,6 +105,14 @@ expect_range "bytes on disk vs du" "$sum_bytes" $((du_bytes * 3 / 4)) "$du_bytes
 avail=$(value dayshard_filesystem_avail_bytes)
 expect_range "filesystem free" "$avail" 1 "$(value dayshard_filesystem_size_bytes)"
 expect_eq "ready" 1 "$(value dayshard_ready)"
+# the longest commit held the writer a while (an fdatasync at least), and not for a minute
+if awk '$1 == "dayshard_writer_stall_seconds_max" {found = 1; exit !($2 > 0 && $2 < 60)}
+         END {if (!found) exit 1}' "$WORK/metrics.txt"; then
+  ok
+else
+  fail "writer stall out of (0, 60) s: $(value dayshard_writer_stall_seconds_max)"
+fi
+expect_eq "compacting (200 new orders: nothing to compact)" 0 "$(value dayshard_compacting)"
 
 # deploy/'s rules and panels name only metrics the node exports
 if "$PY" "$ROOT/tests/integration/metric_names.py" "$ROOT/deploy/prometheus/dayshard.rules.yml" \

@@ -85,7 +85,7 @@ static void test_metrics_held_rendered_after_commit(void **state)
     assert_true(n > 0);
     assert_null(strstr(text, "dayshard_partitions_held"));
     struct storage_held held = {.partitions = 12, .days = 0, .segment_fds = 5};
-    query_metrics_held_set(&metrics, &held, NULL, 0, 20460); /* 2026-01-07 */
+    query_metrics_held_set(&metrics, &held, NULL, 0, 20460, NULL); /* 2026-01-07 */
     n = query_metrics_text(&metrics, text, sizeof(text));
     assert_true(n > 0);
     assert_non_null(strstr(text, "# TYPE dayshard_partitions_held gauge\n"
@@ -94,6 +94,8 @@ static void test_metrics_held_rendered_after_commit(void **state)
     assert_non_null(strstr(text, "\ndayshard_retention_floor_timestamp_seconds 0\n"));
     assert_non_null(strstr(text, "\ndayshard_stream_day_timestamp_seconds 1767744000\n"));
     assert_null(strstr(text, "dayshard_ids_"));
+    assert_null(strstr(text, "dayshard_compact")); /* the writer's figures were not given */
+    assert_null(strstr(text, "dayshard_writer_stall"));
     struct storage_ids_held ids = {.keydir_bytes = 4096,
                                    .recent_bytes = 777,
                                    .recent_hard_bytes = 16u << 20,
@@ -103,7 +105,12 @@ static void test_metrics_held_rendered_after_commit(void **state)
                                    .stall_calls = 9,
                                    .stall_total_ns = 1500000000,
                                    .stall_max_ns = 250000};
-    query_metrics_held_set(&metrics, &held, &ids, 20458, -1);
+    struct query_writer_figures writer = {.stall_ns_max = 35000000,
+                                          .compactions = 4,
+                                          .compaction_slices = 11,
+                                          .compaction_slice_ns_max = 21000000,
+                                          .compacting = true};
+    query_metrics_held_set(&metrics, &held, &ids, 20458, -1, &writer);
     n = query_metrics_text(&metrics, text, sizeof(text));
     assert_true(n > 0);
     assert_non_null(strstr(text, "\ndayshard_retention_floor_timestamp_seconds 1767571200\n"));
@@ -118,6 +125,12 @@ static void test_metrics_held_rendered_after_commit(void **state)
     assert_non_null(strstr(text, "\ndayshard_ids_seal_stalls_total 9\n"));
     assert_non_null(strstr(text, "\ndayshard_ids_seal_stall_seconds_total 1.500000000\n"));
     assert_non_null(strstr(text, "\ndayshard_ids_seal_stall_seconds_max 0.000250000\n"));
+    assert_non_null(strstr(text, "\ndayshard_writer_stall_seconds_max 0.035000000\n"));
+    assert_non_null(strstr(text, "# TYPE dayshard_compactions_total counter\n"
+                                 "dayshard_compactions_total 4\n"));
+    assert_non_null(strstr(text, "\ndayshard_compaction_slices_total 11\n"));
+    assert_non_null(strstr(text, "\ndayshard_compaction_slice_seconds_max 0.021000000\n"));
+    assert_non_null(strstr(text, "\ndayshard_compacting 1\n"));
 }
 
 int main(void)

@@ -79,6 +79,9 @@
 #define IDS_GROWTH_SPARE_SEGMENTS 4u
 /* A first read of a record: the header, both ids and the status fit, and most items. */
 #define IDS_READ_FIRST_BYTES 512u
+/* The writer's stalls in ids_maintain: a histogram of 4 buckets per power of two of ns. */
+#define IDS_STALL_SUBBUCKETS 4u
+#define IDS_STALL_BUCKETS (62u * IDS_STALL_SUBBUCKETS + IDS_STALL_SUBBUCKETS)
 /* A writer keeps the newest committed bytes of the log in memory: updates mostly touch recent
  * orders, and a lookup served from memory saves a read system call. */
 #define IDS_TAIL_BYTES IDS_RECENT_HARD_BYTES
@@ -178,10 +181,11 @@ struct ids {
     struct day_set touched;
     struct seal_job *job; /* a seal running on its thread, or NULL */
     bool background;      /* ids_maintain seals on a thread (tests turn it off) */
-    uint64_t *stalls_ns;  /* the writer's time in ids_maintain per call that had work */
+    /* The writer's time in ids_maintain per call that had work: a histogram (a node runs for
+     * months; one figure per call would grow with them), the calls, their sum and maximum. */
+    uint64_t stalls_hist[IDS_STALL_BUCKETS];
     uint64_t stalls_count;
-    uint64_t stalls_capacity;
-    uint64_t stalls_total_ns; /* and their sum and maximum, for ids_progress without a sort */
+    uint64_t stalls_total_ns;
     uint64_t stalls_max_ns;
     uint64_t seals;                        /* installed by this handle */
     uint8_t scratch[IDS_RECORD_BYTES_MAX]; /* the record a put compares against */
@@ -1358,7 +1362,6 @@ void ids_close(struct ids *ids)
     }
     frozen_free(&ids->frozen);
     free(ids->touched.days);
-    free(ids->stalls_ns);
     ids_days_close(ids->days, ids->days_count);
     free(ids->pending);
     free(ids->tail);
@@ -2355,21 +2358,36 @@ int ids_seal(struct ids *ids, int32_t floor)
     return rc;
 }
 
+/* A stall's histogram bucket: IDS_STALL_SUBBUCKETS per power of two, so a percentile read from
+ * a bucket's upper bound is at most a quarter above the true figure. */
+static uint32_t stall_bucket(uint64_t ns)
+{
+    if (ns < IDS_STALL_SUBBUCKETS) {
+        return (uint32_t)ns;
+    }
+    uint32_t msb = 63u - (uint32_t)__builtin_clzll(ns);
+    uint32_t sub = (uint32_t)(ns >> (msb - 2u)) & (IDS_STALL_SUBBUCKETS - 1u);
+    return (msb - 1u) * IDS_STALL_SUBBUCKETS + sub;
+}
+
+/* The largest stall bucket b holds. */
+static uint64_t stall_bucket_upper(uint32_t b)
+{
+    if (b < IDS_STALL_SUBBUCKETS) {
+        return b;
+    }
+    uint32_t msb = b / IDS_STALL_SUBBUCKETS + 1u;
+    uint64_t sub = b % IDS_STALL_SUBBUCKETS;
+    return ((IDS_STALL_SUBBUCKETS + sub + 1u) << (msb - 2u)) - 1u;
+}
+
 /* Keeps the writer's time in ids_maintain for ids_seal_stalls. */
 static void stall_note(struct ids *ids, uint64_t ns)
 {
     ids->stalls_total_ns += ns;
     ids->stalls_max_ns = ns > ids->stalls_max_ns ? ns : ids->stalls_max_ns;
-    if (ids->stalls_count == ids->stalls_capacity) {
-        uint64_t capacity = ids->stalls_capacity == 0 ? 1024 : 2 * ids->stalls_capacity;
-        uint64_t *stalls = realloc(ids->stalls_ns, capacity * sizeof(*stalls));
-        if (stalls == NULL) {
-            return;
-        }
-        ids->stalls_ns = stalls;
-        ids->stalls_capacity = capacity;
-    }
-    ids->stalls_ns[ids->stalls_count++] = ns;
+    ids->stalls_hist[stall_bucket(ns)]++;
+    ids->stalls_count++;
 }
 
 int ids_maintain(struct ids *ids, int32_t floor)
@@ -2431,27 +2449,22 @@ void ids_set_background(struct ids *ids, bool background)
     ids->background = background;
 }
 
-static int u64_compare(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 void ids_seal_stalls(const struct ids *ids, uint64_t *calls, uint64_t *max_ns, uint64_t *p99_ns)
 {
     *calls = ids->stalls_count;
-    *max_ns = 0;
+    *max_ns = ids->stalls_max_ns;
     *p99_ns = 0;
     if (ids->stalls_count == 0) {
         return;
     }
-    uint64_t *copy = malloc(ids->stalls_count * sizeof(*copy));
-    if (copy == NULL) {
-        return;
+    uint64_t rank = (ids->stalls_count - 1) * 99 / 100; /* 0-based, as in a sorted array */
+    uint64_t seen = 0;
+    for (uint32_t b = 0; b < IDS_STALL_BUCKETS; b++) {
+        seen += ids->stalls_hist[b];
+        if (seen > rank) {
+            uint64_t upper = stall_bucket_upper(b);
+            *p99_ns = upper < ids->stalls_max_ns ? upper : ids->stalls_max_ns;
+            return;
+        }
     }
-    memcpy(copy, ids->stalls_ns, ids->stalls_count * sizeof(*copy));
-    qsort(copy, (size_t)ids->stalls_count, sizeof(*copy), u64_compare);
-    *max_ns = copy[ids->stalls_count - 1];
-    *p99_ns = copy[(ids->stalls_count - 1) * 99 / 100];
-    free(copy);
 }

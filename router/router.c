@@ -7,8 +7,9 @@
  * partition (so a group is a complete copy). The router does not know which partitions each
  * member owns; it knows a group is complete for an answer when (1) every member answered
  * (no refused or timed-out connection, no 5xx), (2) the prober last saw every member ready
- * (its /readyz: joined its group and within its lag bound; a member that failed a request
- * counts as not ready until the prober sees it ready again), and (3) for answers carrying
+ * (its /readyz: joined its group, within its lag bound, its consumer and writer making
+ * progress; a member that failed a request counts as not ready until the prober sees it answer
+ * a real count and then its /readyz), and (3) for answers carrying
  * as_of (count, partitions), the union of the members' as_of covers every partition of the
  * topic: 0..N-1 with --partitions N, else the largest set any answer ever covered (learned).
  *
@@ -34,6 +35,11 @@
  * its connections and the call buffers of both groups, reused), round-robin like the service's
  * readers, so with as many slots as workers the slot lock is uncontended. One prober thread
  * asks every node's /readyz each probe interval on a client of its own.
+ *
+ * A node that hangs (stopped, a stalled disk, a lost network: connections open, no answer)
+ * costs one timeout: the call that times out marks it hung (node_hung), which makes every
+ * fan-out still waiting on it give up that call at once and fail over (call_abandon), and
+ * later requests skip its group without a call.
  *
  * Rejected: asking every node's /readyz on every request (a second round trip on the latency
  * path; a failed request marks its node down at once anyway), and answering from a mix of both

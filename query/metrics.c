@@ -87,7 +87,39 @@ void query_metrics_gsi_lag_observe(struct query_metrics *m, uint64_t lag_ns)
 
 void query_metrics_joined_set(struct query_metrics *m)
 {
+    uint64_t now = ds_clock_ns();
+    uint_fast64_t none = 0;
+    (void)atomic_compare_exchange_strong_explicit(&m->writer_seen_ns, &none, now,
+                                                  memory_order_relaxed, memory_order_relaxed);
+    atomic_store_explicit(&m->consumer_seen_ns, now, memory_order_relaxed);
     atomic_store_explicit(&m->joined, true, memory_order_relaxed);
+}
+
+enum query_readiness query_metrics_readiness(const struct query_metrics *m, int64_t lag_max,
+                                             uint64_t stall_ns, uint64_t now_ns, int64_t *lag,
+                                             uint64_t *silent_ns)
+{
+    ASSERT(stall_ns > 0);
+    *lag = query_metrics_lag_max(m);
+    *silent_ns = 0;
+    if (!atomic_load_explicit(&m->joined, memory_order_relaxed)) {
+        return QUERY_UNREADY_JOINING;
+    }
+    uint64_t consumer = atomic_load_explicit(&m->consumer_seen_ns, memory_order_relaxed);
+    uint64_t writer = atomic_load_explicit(&m->writer_seen_ns, memory_order_relaxed);
+    /* both are set before joined, though a relaxed reader may see joined first: 0 is "now" */
+    if (consumer > 0 && now_ns > consumer && now_ns - consumer >= stall_ns) {
+        *silent_ns = now_ns - consumer;
+        return QUERY_UNREADY_CONSUMER;
+    }
+    if (*lag > lag_max) {
+        return QUERY_UNREADY_LAG;
+    }
+    if (*lag > 0 && writer > 0 && now_ns > writer && now_ns - writer >= stall_ns) {
+        *silent_ns = now_ns - writer;
+        return QUERY_UNREADY_WRITER;
+    }
+    return QUERY_READY;
 }
 
 void query_metrics_rejected_add(struct query_metrics *m, uint32_t reason_index, uint64_t n)
@@ -297,6 +329,7 @@ void query_metrics_held_set(struct query_metrics *m, const struct storage_held *
     for (uint32_t i = 0; i < QUERY_HELD_COUNT; i++) {
         atomic_store_explicit(&m->held[i], v[i], memory_order_relaxed);
     }
+    atomic_store_explicit(&m->writer_seen_ns, ds_clock_ns(), memory_order_relaxed);
 }
 
 /* How a held figure is written: as it is, nanoseconds as seconds, a day as its first second. */

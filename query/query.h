@@ -214,6 +214,11 @@ struct query_metrics {
     /* enum query_held; -1 until the writer's first commit (and the store's figures in the
      * events model, which has no orders-by-id store): not rendered. */
     atomic_int_fast64_t held[QUERY_HELD_COUNT];
+    /* The node's own progress, for /readyz (ds_clock_ns; 0: not yet): the consumer thread's
+     * last report (query_metrics_joined_set, about once a second) and the writer's last commit
+     * (query_metrics_held_set; the first report stands for it until the first commit). */
+    atomic_uint_fast64_t consumer_seen_ns;
+    atomic_uint_fast64_t writer_seen_ns;
     /* The node's heat report, replaced once a second by the consumer thread and copied out by
      * /v1/heat and /metrics: a mutex held for one 26 KiB copy a second on each side, never on
      * the ingest path. */
@@ -241,8 +246,23 @@ void query_metrics_rejected_add(struct query_metrics *m, uint32_t reason_index, 
 /* Partitions at or past QUERY_METRICS_LAG_PARTITIONS_MAX are ignored; lag -1 = unassigned. */
 void query_metrics_lag_set(struct query_metrics *m, int32_t partition, int64_t lag);
 void query_metrics_fsync_observe(struct query_metrics *m, uint64_t latency_ns);
-/* Marks the node a member of its group (see joined). */
+/* Marks the node a member of its group (see joined); the consumer thread calls it again about
+ * once a second while it runs (its heartbeat, consumer_seen_ns). */
 void query_metrics_joined_set(struct query_metrics *m);
+/* Why a node with these figures is not ready at now_ns (ds_clock_ns), or QUERY_READY. Its HTTP
+ * thread answering is not enough: a node whose disk stalled answers /readyz while its consumer
+ * thread waits on the writer, or its writer commits nothing with messages waiting. */
+enum query_readiness {
+    QUERY_READY = 0,
+    QUERY_UNREADY_JOINING,  /* not a member of its group yet: its lag is not known */
+    QUERY_UNREADY_LAG,      /* *lag > lag_max */
+    QUERY_UNREADY_CONSUMER, /* the consumer thread has not reported for stall_ns */
+    QUERY_UNREADY_WRITER,   /* *lag > 0 and the writer has not committed for stall_ns */
+};
+/* *lag gets the largest consumer lag, *silent_ns how long the thread named has been silent. */
+enum query_readiness query_metrics_readiness(const struct query_metrics *m, int64_t lag_max,
+                                             uint64_t stall_ns, uint64_t now_ns, int64_t *lag,
+                                             uint64_t *silent_ns);
 /* The GSI lag: the current value (gauge) and each commit's lag once queryable (histogram). */
 void query_metrics_gsi_lag_set(struct query_metrics *m, int64_t lag_ms);
 /* The writer's storage_order_stats after a commit (storage.h). */
@@ -327,6 +347,12 @@ DS_MUST_USE int query_orders_get(struct index *ix, struct storage *st, const str
 #define QUERY_HTTP_IDLE_TIMEOUT_S_DEFAULT 10u
 /* Consumer lag (messages) within which a node is ready. */
 #define QUERY_HTTP_READY_LAG_DEFAULT 100000
+/* A node whose consumer thread is silent this long, or whose writer commits nothing this long
+ * while messages wait, is not ready. Above the longest commit (fdatasync and seal waits) seen
+ * on a loaded machine (~2 s), several consumer reports (one a second), and well below the
+ * time an operator takes to notice. */
+#define QUERY_HTTP_READY_STALL_MS_DEFAULT 10000u
+#define QUERY_HTTP_READY_STALL_MS_MAX 600000u
 
 /* consistent=true (DESIGN.md section 5): a node's answer includes every event its topic had
  * acknowledged, on the partitions the node is assigned, when the request arrived; `serve` (no
@@ -365,6 +391,7 @@ struct query_http_config {
     uint32_t connections_per_ip;    /* 0: QUERY_HTTP_CONNECTIONS_PER_IP_DEFAULT */
     uint32_t idle_timeout_s;        /* 0: QUERY_HTTP_IDLE_TIMEOUT_S_DEFAULT */
     int64_t ready_lag_max;          /* with metrics; 0: QUERY_HTTP_READY_LAG_DEFAULT */
+    uint32_t ready_stall_ms;        /* with metrics; 0: QUERY_HTTP_READY_STALL_MS_DEFAULT */
     struct query_metrics *metrics;  /* a node's live figures (retained until stop), or NULL */
     struct index_builder *gsi;      /* a node's GSI builder (retained until stop): serves
                                      * /v1/customers/{id}/orders; NULL answers it with 501 */

@@ -59,25 +59,43 @@
 
 /* ---- probes ---------------------------------------------------------------------------------- */
 
-const char *serve_ready(struct query_http *h, int64_t *lag)
+const char *serve_ready(struct query_http *h, int64_t *lag, char *why, size_t why_size)
 {
-    *lag = h->metrics != NULL ? query_metrics_lag_max(h->metrics) : 0;
-    if (h->metrics != NULL && !atomic_load_explicit(&h->metrics->joined, memory_order_relaxed)) {
-        return "the node has not joined its consumer group yet";
+    *lag = 0;
+    if (h->metrics == NULL) {
+        return NULL;
     }
-    return *lag > h->ready_lag_max ? "consumer lag" : NULL;
+    uint64_t silent_ns = 0;
+    enum query_readiness ready = query_metrics_readiness(h->metrics, h->ready_lag_max,
+                                                         (uint64_t)h->ready_stall_ms * 1000000u,
+                                                         ds_clock_ns(), lag, &silent_ns);
+    uint64_t silent_ms = silent_ns / 1000000u;
+    switch (ready) {
+    case QUERY_READY: return NULL;
+    case QUERY_UNREADY_JOINING:
+        snprintf(why, why_size, "the node has not joined its consumer group yet");
+        break;
+    case QUERY_UNREADY_LAG:
+        snprintf(why, why_size, "consumer lag %" PRId64 " exceeds %" PRId64, *lag,
+                 h->ready_lag_max);
+        break;
+    case QUERY_UNREADY_CONSUMER:
+        snprintf(why, why_size, "the consumer has not reported for %" PRIu64 " ms", silent_ms);
+        break;
+    case QUERY_UNREADY_WRITER:
+        snprintf(why, why_size,
+                 "the writer has not committed for %" PRIu64 " ms with consumer lag %" PRId64,
+                 silent_ms, *lag);
+        break;
+    }
+    return why;
 }
 
 static enum http_result serve_readyz(struct query_http *h, struct http_request *c)
 {
     int64_t lag = 0;
-    const char *why = serve_ready(h, &lag);
     char text[160];
-    if (why != NULL && lag > h->ready_lag_max) {
-        snprintf(text, sizeof(text), "consumer lag %" PRId64 " exceeds %" PRId64, lag,
-                 h->ready_lag_max);
-        return http_respond_error(c, 503, text);
-    }
+    const char *why = serve_ready(h, &lag, text, sizeof(text));
     if (why != NULL) {
         return http_respond_error(c, 503, why);
     }
@@ -161,6 +179,7 @@ int query_http_config_check(const struct query_http_config *cfg)
               cfg->threads <= QUERY_HTTP_THREADS_MAX &&
               cfg->connections_max <= QUERY_HTTP_CONNECTIONS_MAX &&
               cfg->connections_per_ip <= QUERY_HTTP_CONNECTIONS_MAX && cfg->ready_lag_max >= 0 &&
+              cfg->ready_stall_ms <= QUERY_HTTP_READY_STALL_MS_MAX &&
               cfg->consistent_timeout_ms <= QUERY_CONSISTENT_TIMEOUT_MS_MAX &&
               (cfg->positions == NULL) == (cfg->positions_generation == NULL) &&
               (cfg->token == NULL ||
@@ -223,6 +242,8 @@ int query_http_start(const struct query_http_config *cfg, struct query_http **ou
     h->range_days_max = cfg->range_days_max != 0 ? cfg->range_days_max : QUERY_RANGE_DAYS_DEFAULT;
     h->count_fanout = cfg->count_fanout;
     h->ready_lag_max = cfg->ready_lag_max != 0 ? cfg->ready_lag_max : QUERY_HTTP_READY_LAG_DEFAULT;
+    h->ready_stall_ms =
+        cfg->ready_stall_ms != 0 ? cfg->ready_stall_ms : QUERY_HTTP_READY_STALL_MS_DEFAULT;
     h->metrics = cfg->metrics;
     h->gsi = cfg->gsi;
     snprintf(h->data_dir, sizeof(h->data_dir), "%s", cfg->data_dir);

@@ -258,12 +258,15 @@ void serve_held_put(struct query_http *h, struct serve_reader *r, struct http_te
 {
     if (h->metrics != NULL) {
         int64_t lag = 0;
-        http_text_put(b,
-                      "# HELP dayshard_ready 1 while /readyz answers 200: the node joined its "
-                      "group and its consumer lag is within --ready-max-lag.\n"
-                      "# TYPE dayshard_ready gauge\n"
-                      "dayshard_ready %d\n",
-                      serve_ready(h, &lag) == NULL ? 1 : 0);
+        char why[160];
+        http_text_put(
+            b,
+            "# HELP dayshard_ready 1 while /readyz answers 200: the node joined its "
+            "group, its consumer lag is within --ready-max-lag and its consumer and writer "
+            "make progress.\n"
+            "# TYPE dayshard_ready gauge\n"
+            "dayshard_ready %d\n",
+            serve_ready(h, &lag, why, sizeof(why)) == NULL ? 1 : 0);
     }
     put_disk(h->data_dir, b);
     put_process(b);

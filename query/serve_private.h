@@ -112,6 +112,7 @@ struct query_http {
     struct http_server *server; /* the core: socket, workers, token, answer counters */
     uint32_t range_days_max;
     int64_t ready_lag_max;
+    uint32_t ready_stall_ms;
     struct query_metrics *metrics;
     struct index_builder *gsi;
     uint32_t consistent_timeout_ms;
@@ -202,9 +203,9 @@ enum http_result serve_order(struct query_http *h, struct http_request *c,
 enum http_result serve_partitions(struct query_http *h, struct http_request *c,
                                   const struct query_route *route);
 enum http_result serve_metrics(struct query_http *h, struct http_request *c);
-/* Why the node is not ready (/readyz's 503), or NULL when it is; *lag gets the largest consumer
- * lag (serve.c). */
-const char *serve_ready(struct query_http *h, int64_t *lag);
+/* Why the node is not ready (/readyz's 503, written into why), or NULL when it is; *lag gets
+ * the largest consumer lag (serve.c). */
+const char *serve_ready(struct query_http *h, int64_t *lag, char *why, size_t why_size);
 /* Appends the resource figures read on the scrape to /metrics (serve_held.c). */
 void serve_held_put(struct query_http *h, struct serve_reader *r, struct http_text *b);
 enum http_result serve_orders(struct query_http *h, struct http_request *c,

@@ -7,8 +7,9 @@
  * partition (so a group is a complete copy). The router does not know which partitions each
  * member owns; it knows a group is complete for an answer when (1) every member answered
  * (no refused or timed-out connection, no 5xx), (2) the prober last saw every member ready
- * (its /readyz: joined its group and within its lag bound; a member that failed a request
- * counts as not ready until the prober sees it ready again), and (3) for answers carrying
+ * (its /readyz: joined its group, within its lag bound, its consumer and writer making
+ * progress; a member that failed a request counts as not ready until the prober sees it answer
+ * a real count and then its /readyz), and (3) for answers carrying
  * as_of (count, partitions), the union of the members' as_of covers every partition of the
  * topic: 0..N-1 with --partitions N, else the largest set any answer ever covered (learned).
  *
@@ -34,6 +35,11 @@
  * its connections and the call buffers of both groups, reused), round-robin like the service's
  * readers, so with as many slots as workers the slot lock is uncontended. One prober thread
  * asks every node's /readyz each probe interval on a client of its own.
+ *
+ * A node that hangs (stopped, a stalled disk, a lost network: connections open, no answer)
+ * costs one timeout: the call that times out marks it hung (node_hung), which makes every
+ * fan-out still waiting on it give up that call at once and fail over (call_abandon), and
+ * later requests skip its group without a call.
  *
  * Rejected: asking every node's /readyz on every request (a second round trip on the latency
  * path; a failed request marks its node down at once anyway), and answering from a mix of both
@@ -73,6 +79,9 @@ struct router_node {
     char url[ROUTER_NODE_URL_BYTES_MAX]; /* without a trailing slash */
     uint32_t group;                      /* 0 or 1 */
     atomic_bool ready;                   /* the prober's view, cleared by a failed call */
+    /* A data call to it failed: the prober asks it a real count before its /readyz counts. */
+    atomic_bool suspect;
+    atomic_uint_fast64_t hangs; /* calls to it (data or probe) that timed out */
     atomic_uint_fast64_t errors;
     atomic_uint_fast64_t latency_buckets[ROUTER_LATENCY_BUCKETS + 1];
     atomic_uint_fast64_t latency_sum_ns;
@@ -247,15 +256,41 @@ static void node_observe(struct router_node *n, const struct router_call *call)
     atomic_fetch_add_explicit(&n->latency_count, 1, memory_order_relaxed);
 }
 
-/* A member failed a call: counted, and not ready until the prober sees it ready again. */
+/* A call to node i timed out: the node hangs. Every fan-out still waiting on it gives up at
+ * once (call_abandon) rather than wait out its own timeout. */
+static void node_hung(struct router *r, uint32_t i)
+{
+    atomic_store_explicit(&r->nodes[i].ready, false, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->nodes[i].hangs, 1, memory_order_relaxed);
+    for (uint32_t k = 0; k < r->slot_count; k++) {
+        if (r->slots[k].client != NULL) {
+            router_client_wakeup(r->slots[k].client);
+        }
+    }
+}
+
+/* A member failed a call: counted; with no answer at all, not ready (and suspect) until the
+ * prober sees it answer a real count and then its /readyz. */
 static void node_failed(struct router *r, const struct router_call *call)
 {
     struct router_node *n = &r->nodes[call->node];
     atomic_fetch_add_explicit(&n->errors, 1, memory_order_relaxed);
     if (call->error != 0) {
+        atomic_store_explicit(&n->suspect, true, memory_order_relaxed);
         atomic_store_explicit(&n->ready, false, memory_order_relaxed);
+        if (call->error == -ETIMEDOUT) {
+            node_hung(r, call->node);
+        }
         ds_log_warn("router: %s: %s", n->url, call->error_text);
     }
+}
+
+/* router_abandon_fn of a data call: its node timed out on another call since this one left. */
+static bool call_abandon(const struct router_call *call, void *user)
+{
+    const struct router *r = user;
+    return atomic_load_explicit(&r->nodes[call->node].hangs, memory_order_relaxed) !=
+           call->hangs_seen;
 }
 
 /* The partitions an answer must cover: 0..N-1 with --partitions N, else the learned set. */
@@ -362,13 +397,15 @@ static void attempt_group(struct router *r, struct router_slot *s, uint32_t g,
         }
         struct router_call *call = &s->calls[g][n++];
         call->node = node;
+        call->hangs_seen = atomic_load_explicit(&r->nodes[node].hangs, memory_order_relaxed);
         int w = snprintf(call->url, sizeof(call->url), "%s%s", r->nodes[node].url, req->upstream);
         ASSERT(w > 0 && (size_t)w < sizeof(call->url));
     }
     if (n == 0 || (a->missing_count > 0 && !req->partial)) {
         return;
     }
-    router_client_run(s->client, s->calls[g], n, call_timeout_ms(r, &req->route), authorization);
+    router_client_run(s->client, s->calls[g], n, call_timeout_ms(r, &req->route), authorization,
+                      call_abandon, r);
     a->called = n;
     for (uint32_t i = 0; i < n; i++) {
         judge_call(r, &req->route, &s->calls[g][i], a);
@@ -626,20 +663,44 @@ static enum http_result serve_metrics(struct router *r, struct http_request *c)
 
 /* ---- the prober ---------------------------------------------------------------------------- */
 
-/* Asks every node's /readyz once and records who is ready. */
+/* Asks every node's /readyz once and records who is ready. A suspect node (a data call to it
+ * failed) is asked a real count of today instead: /readyz is answered by the node's HTTP
+ * thread alone, which lives on while its reads hang (a stalled disk); once the count answers
+ * (any status but a 5xx) it is no longer suspect and the next round asks its /readyz. */
 static void probe_once(struct router *r)
 {
+    char today[16];
+    time_t now = time(NULL);
+    struct tm tm;
+    ASSERT(gmtime_r(&now, &tm) != NULL);
+    ASSERT(strftime(today, sizeof(today), "%Y-%m-%d", &tm) == 10);
+    bool suspect[ROUTER_NODES_TOTAL_MAX];
     for (uint32_t i = 0; i < r->node_count; i++) {
         struct router_call *call = &r->probe_calls[i];
         call->node = i;
-        int w = snprintf(call->url, sizeof(call->url), "%s/readyz", r->nodes[i].url);
+        suspect[i] = atomic_load_explicit(&r->nodes[i].suspect, memory_order_relaxed);
+        int w = suspect[i] ? snprintf(call->url, sizeof(call->url), "%s/v1/count?day=%s",
+                                      r->nodes[i].url, today)
+                           : snprintf(call->url, sizeof(call->url), "%s/readyz", r->nodes[i].url);
         ASSERT(w > 0 && (size_t)w < sizeof(call->url));
     }
     router_client_run(r->probe_client, r->probe_calls, r->node_count, r->timeout_ms,
-                      r->node_authorization[0] != '\0' ? r->node_authorization : NULL);
+                      r->node_authorization[0] != '\0' ? r->node_authorization : NULL, NULL, NULL);
     for (uint32_t i = 0; i < r->node_count; i++) {
         const struct router_call *call = &r->probe_calls[i];
-        bool ready = call->error == 0 && call->status == 200;
+        if (call->error == -ETIMEDOUT) {
+            node_hung(r, i);
+        }
+        if (suspect[i]) {
+            if (call->error == 0 && call->status < 500) {
+                atomic_store_explicit(&r->nodes[i].suspect, false, memory_order_relaxed);
+                ds_log_info("router: %s answered a count again", r->nodes[i].url);
+            }
+            continue;
+        }
+        /* a data call that failed during this round outweighs an older /readyz */
+        bool ready = call->error == 0 && call->status == 200 &&
+                     !atomic_load_explicit(&r->nodes[i].suspect, memory_order_relaxed);
         bool was = atomic_exchange_explicit(&r->nodes[i].ready, ready, memory_order_relaxed);
         if (was != ready) {
             ds_log_info("router: %s is %s (%s)", r->nodes[i].url, ready ? "ready" : "not ready",

@@ -9,7 +9,10 @@
  * handle together and driven by curl_multi_poll until each finished; the slowest member
  * bounds the fan-out, not their sum. A call fails on a refused or timed-out connection, on its
  * per-request timeout, or on an answer larger than ROUTER_ANSWER_BYTES_MAX; the HTTP status of
- * an answer is the caller's to judge.
+ * an answer is the caller's to judge. A call still waiting can also be abandoned: after every
+ * wake-up (a transfer's progress, router_client_wakeup from another thread, or 100 ms) the
+ * caller's abandon function is asked about each waiting call, so a request stuck on a node that
+ * another request just found hung fails over at once instead of waiting out its own timeout.
  *
  * Rejected: libmicrohttpd has no client side, and a hand-written HTTP/1.1 client would have to
  * get chunked bodies, keep-alive and timeouts right again; one easy handle per request (a new
@@ -155,6 +158,7 @@ static uint32_t calls_add(struct router_client *c, struct router_call *calls, ui
             call->body[0] = '\0';
         }
         call->latency_ns = ds_clock_ns();
+        call->running = false;
         CURL *e = client_easy(c, call->node);
         if (e == NULL) {
             call->error = -ENOMEM;
@@ -171,6 +175,7 @@ static uint32_t calls_add(struct router_client *c, struct router_call *calls, ui
             snprintf(call->error_text, sizeof(call->error_text), "curl_multi_add_handle failed");
             continue;
         }
+        call->running = true;
         added++;
     }
     return added;
@@ -196,13 +201,43 @@ static uint32_t calls_collect(struct router_client *c)
             call_failed(call, msg->data.result);
         }
         curl_multi_remove_handle(c->multi, msg->easy_handle);
+        call->running = false;
         finished++;
     }
     return finished;
 }
 
+/* Gives up the waiting calls abandon names (their connection is closed with them); returns
+ * how many. */
+static uint32_t calls_abandon(struct router_client *c, struct router_call *calls, uint32_t count,
+                              router_abandon_fn abandon, void *user)
+{
+    uint32_t abandoned = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        struct router_call *call = &calls[i];
+        if (!call->running || !abandon(call, user)) {
+            continue;
+        }
+        ASSERT(curl_multi_remove_handle(c->multi, c->easy[call->node]) == CURLM_OK);
+        call->running = false;
+        call->latency_ns = ds_clock_ns() - call->latency_ns;
+        call->error = -ECANCELED;
+        call->status = 0;
+        snprintf(call->error_text, sizeof(call->error_text),
+                 "abandoned: the node stopped answering another call");
+        abandoned++;
+    }
+    return abandoned;
+}
+
+void router_client_wakeup(struct router_client *c)
+{
+    (void)curl_multi_wakeup(c->multi); /* only fails on a bad handle; the poll ends in 100 ms */
+}
+
 void router_client_run(struct router_client *c, struct router_call *calls, uint32_t count,
-                       uint32_t timeout_ms, const char *authorization)
+                       uint32_t timeout_ms, const char *authorization, router_abandon_fn abandon,
+                       void *abandon_user)
 {
     ASSERT(count <= ROUTER_NODES_TOTAL_MAX);
     ASSERT(timeout_ms > 0);
@@ -219,6 +254,9 @@ void router_client_run(struct router_client *c, struct router_call *calls, uint3
         CURLMcode mc = curl_multi_perform(c->multi, &running);
         if (mc == CURLM_OK) {
             pending -= calls_collect(c);
+        }
+        if (pending > 0 && abandon != NULL) {
+            pending -= calls_abandon(c, calls, count, abandon, abandon_user);
         }
         if (pending > 0 && mc == CURLM_OK) {
             mc = curl_multi_poll(c->multi, NULL, 0, 100, NULL);

@@ -38,16 +38,22 @@ _Static_assert(ROUTER_PARTITIONS_MAX % 64u == 0, "the partition bitmap is whole 
 
 /* One upstream GET of a fan-out and its answer. */
 struct router_call {
-    uint32_t node;                           /* the router's node index: picks the easy handle */
-    char url[ROUTER_URL_BYTES_MAX];          /* set by the caller */
-    long status;                             /* HTTP status, 0 when there was no answer */
-    int error;                               /* 0, or -ECONNREFUSED, -ETIMEDOUT, -EMSGSIZE, -EIO */
+    uint32_t node;                  /* the router's node index: picks the easy handle */
+    char url[ROUTER_URL_BYTES_MAX]; /* set by the caller */
+    long status;                    /* HTTP status, 0 when there was no answer */
+    int error; /* 0, or -ECONNREFUSED, -ETIMEDOUT, -ECANCELED (abandoned), -EMSGSIZE, -EIO */
     char error_text[ROUTER_ERROR_BYTES_MAX]; /* for a failure: libcurl's words */
     char *body;                              /* owned (router_call_release), NUL-terminated */
     size_t len;
     size_t capacity;
     uint64_t latency_ns;
+    uint64_t hangs_seen; /* the caller's: what abandon compares (the node's hangs at the start) */
+    bool running;        /* in the multi handle now */
 };
+
+/* Whether to give up a call still waiting (its node stopped answering another call): asked
+ * for every waiting call after each wake-up of the fan-out. */
+typedef bool (*router_abandon_fn)(const struct router_call *call, void *user);
 
 /* A libcurl multi handle and one easy handle per node (created on first use and kept, so each
  * node's connection stays alive across requests). One thread at a time. */
@@ -59,10 +65,14 @@ DS_MUST_USE int router_fanout_init(void);
 void router_fanout_deinit(void);
 DS_MUST_USE int router_client_create(uint32_t connect_timeout_ms, struct router_client **out);
 void router_client_destroy(struct router_client *c);
-/* GETs every call's url at once and waits until all answered, failed or timeout_ms passed.
+/* GETs every call's url at once and waits until all answered, failed, were abandoned
+ * (abandon, may be NULL: the call fails with -ECANCELED at once) or timeout_ms passed.
  * authorization (NULL: none) is sent as the Authorization header. */
 void router_client_run(struct router_client *c, struct router_call *calls, uint32_t count,
-                       uint32_t timeout_ms, const char *authorization);
+                       uint32_t timeout_ms, const char *authorization, router_abandon_fn abandon,
+                       void *abandon_user);
+/* Any thread: makes a router_client_run in progress on c ask abandon again now. */
+void router_client_wakeup(struct router_client *c);
 /* Frees the call's body; the call can be run again. */
 void router_call_release(struct router_call *call);
 

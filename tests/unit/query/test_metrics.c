@@ -133,6 +133,57 @@ static void test_metrics_held_rendered_after_commit(void **state)
     assert_non_null(strstr(text, "\ndayshard_compacting 1\n"));
 }
 
+static void test_metrics_readiness_follows_progress(void **state)
+{
+    /* Ready takes a joined node whose consumer thread reported within the stall bound, whose
+     * lag is within its bound, and whose writer committed within the bound while messages
+     * wait; an idle node (lag 0) needs no commit. */
+    (void)state;
+    const uint64_t s = 1000000000u;
+    const uint64_t stall = 10 * s;
+    int64_t lag = -1;
+    uint64_t silent = 1;
+    query_metrics_init(&metrics, NULL, 0);
+    assert_int_equal(query_metrics_readiness(&metrics, 100, stall, ds_clock_ns(), &lag, &silent),
+                     QUERY_UNREADY_JOINING);
+    uint64_t t0 = ds_clock_ns();
+    query_metrics_joined_set(&metrics);
+    query_metrics_lag_set(&metrics, 0, 0);
+    assert_int_equal(query_metrics_readiness(&metrics, 100, stall, t0 + s, &lag, &silent),
+                     QUERY_READY);
+    assert_int_equal(lag, 0);
+    assert_int_equal(silent, 0);
+    /* idle for 11 s: the writer has nothing to commit, but the consumer must still report */
+    assert_int_equal(query_metrics_readiness(&metrics, 100, stall, t0 + 11 * s, &lag, &silent),
+                     QUERY_UNREADY_CONSUMER);
+    assert_true(silent >= 10 * s && silent <= 11 * s);
+    /* messages wait and no commit came since joining */
+    query_metrics_lag_set(&metrics, 0, 7);
+    assert_int_equal(query_metrics_readiness(&metrics, 100, stall, t0 + 5 * s, &lag, &silent),
+                     QUERY_READY);
+    uint64_t t1 = ds_clock_ns();
+    query_metrics_joined_set(&metrics); /* the consumer reports on; the writer stays silent */
+    assert_int_equal(query_metrics_readiness(&metrics, 100, stall, t1 + s, &lag, &silent),
+                     QUERY_READY);
+    metrics.consumer_seen_ns = t0 + 11 * s; /* reported just now, as seen from t0 + 11 s */
+    assert_int_equal(query_metrics_readiness(&metrics, 100, stall, t0 + 11 * s, &lag, &silent),
+                     QUERY_UNREADY_WRITER);
+    assert_int_equal(lag, 7);
+    assert_true(silent >= 10 * s && silent <= 11 * s);
+    /* a commit: ready again */
+    struct storage_held held = {.partitions = 1};
+    query_metrics_held_set(&metrics, &held, NULL, 0, -1, NULL);
+    uint64_t t2 = ds_clock_ns();
+    metrics.consumer_seen_ns = t2;
+    assert_int_equal(query_metrics_readiness(&metrics, 100, stall, t2 + s, &lag, &silent),
+                     QUERY_READY);
+    /* a lag over its bound, with both threads fine */
+    query_metrics_lag_set(&metrics, 0, 101);
+    assert_int_equal(query_metrics_readiness(&metrics, 100, stall, t2 + s, &lag, &silent),
+                     QUERY_UNREADY_LAG);
+    assert_int_equal(lag, 101);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -140,6 +191,7 @@ int main(void)
         cmocka_unit_test(test_metrics_lag_max),
         cmocka_unit_test(test_metrics_text_too_small),
         cmocka_unit_test(test_metrics_held_rendered_after_commit),
+        cmocka_unit_test(test_metrics_readiness_follows_progress),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

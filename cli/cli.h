@@ -41,6 +41,7 @@ int cmd_order(int argc, char **argv);
 int cmd_gsi(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_loadtest(int argc, char **argv);
+int cmd_soak(int argc, char **argv);
 
 extern const char cmd_ingest_usage[];
 extern const char cmd_count_usage[];
@@ -60,6 +61,7 @@ extern const char cmd_order_usage[];
 extern const char cmd_gsi_usage[];
 extern const char cmd_top_usage[];
 extern const char cmd_loadtest_usage[];
+extern const char cmd_soak_usage[];
 
 /* Prints "dayshard <command>: <message>" to stderr; returns code, for `return cli_error(...)`. */
 int cli_error(const char *command, int code, const char *fmt, ...) DS_PRINTF(3, 4);

@@ -33,6 +33,8 @@ static const struct cli_command commands[] = {
      cmd_order_usage, cmd_order},
     {"loadtest", "drive a skewed load through the real pipeline; report heat, throttling, lag",
      cmd_loadtest_usage, cmd_loadtest},
+    {"soak", "prove a node with retention holds every resource steady over months of stream",
+     cmd_soak_usage, cmd_soak},
     {"top", "live view of write heat: hottest partitions, days, Kafka partitions, customers",
      cmd_top_usage, cmd_top},
     {"fsck", "verify a data directory and its index; --repair quarantines damage", cmd_fsck_usage,

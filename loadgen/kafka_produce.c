@@ -8,6 +8,8 @@
  * when it is late it sends at once until it has caught up, never skipping an event and never
  * moving the schedule. So a slow pipeline shows as lag in Kafka, not as a slower producer;
  * how far behind the producer itself ever fell is reported (behind_max_s) and warned about.
+ * Only the caller's pause (cfg->pause, the soak's guard for a broker that keeps little) moves
+ * the schedule: by exactly the time held, so the producer resumes at its rate, not in a burst.
  *
  * Invariants: everything here runs on the calling thread. librdkafka's delivery-report and
  * error callbacks are served only by rd_kafka_poll()/rd_kafka_flush() on this thread, so the
@@ -119,6 +121,7 @@ struct produce {
     char last_error[PRODUCE_ERROR_BYTES_MAX]; /* the last client error, for the final reason */
     uint64_t start_ns;                        /* the schedule's origin */
     double behind_max_s;
+    uint64_t paused_ns; /* held by cfg->pause, in all */
     uint64_t progress_ns;
     uint64_t progress_acked;
     bool progress_shown;
@@ -328,6 +331,30 @@ static bool produce_pace(struct produce *p)
             p->rk, (int)(wait_ms < PRODUCE_PACE_WAIT_MS_MAX ? wait_ms : PRODUCE_PACE_WAIT_MS_MAX));
         produce_progress(p);
     }
+}
+
+/* Holds the producer while *cfg->pause is non-zero, serving delivery reports, then moves the
+ * schedule's origin on by the time held: the events due meanwhile are due that much later, so
+ * the producer resumes at its rate instead of catching up in a burst. Returns false when asked
+ * to stop first. */
+static bool produce_hold(struct produce *p)
+{
+    const atomic_int *pause = p->cfg->pause;
+    if (pause == NULL || atomic_load_explicit(pause, memory_order_relaxed) == 0) {
+        return true;
+    }
+    uint64_t held_from = ds_clock_ns();
+    while (atomic_load_explicit(pause, memory_order_relaxed) != 0) { /* until released */
+        if (produce_stopping(p)) {
+            return false;
+        }
+        rd_kafka_poll(p->rk, PRODUCE_PACE_WAIT_MS_MAX / 10u);
+        produce_progress(p);
+    }
+    uint64_t held_ns = ds_clock_ns() - held_from;
+    p->start_ns += held_ns;
+    p->paused_ns += held_ns;
+    return true;
 }
 
 /* ---- sources: the generator and JSON lines ----------------------------------------------- */
@@ -570,7 +597,7 @@ static int produce_send_all(struct produce *p)
         if (rc <= 0) {
             return rc;
         }
-        if (p->rate_eps > 0.0 && !produce_pace(p)) {
+        if (!produce_hold(p) || (p->rate_eps > 0.0 && !produce_pace(p))) {
             return 0;
         }
         rc = produce_send(p, &m);
@@ -701,6 +728,7 @@ int loadgen_produce_run(const struct loadgen_produce_config *cfg,
         .skipped = p->skipped,
         .seconds = p->start_ns != 0 ? (double)(end_ns - p->start_ns) / 1e9 : 0.0,
         .behind_max_s = p->behind_max_s,
+        .paused_s = (double)p->paused_ns / 1e9,
     };
     produce_deinit(p);
     free(p);

@@ -11,6 +11,9 @@
  *   order, customer, day or partition (`dayshard produce`).
  * - the load test (`dayshard loadtest`): the real pipeline under one or several shard
  *   strategies, with report.json, report.md and plots. Called from the main thread of the CLI.
+ * - the soak (`dayshard soak`): one node over many days of compressed stream time with
+ *   retention and restarts, every bounded resource sampled, failing when one still grows after
+ *   twice the retention. Called from the main thread of the CLI.
  *
  * Nothing in ingest/ or below depends on this folder.
  */
@@ -65,6 +68,11 @@ struct loadgen_workload_config {
     double update_fraction;
     double duplicate_fraction;
     double items_fraction;
+    /* An update keeps its order's day (the rare moved day still draws its random numbers, so
+     * the rest of the stream is the same): a soak at small retention needs every update inside
+     * its order's day, since moved days chain and would put the stream days ahead. false by
+     * default, so recorded seeds keep their streams. */
+    bool updates_keep_day;
 };
 
 /* flash-sale: the busy day's share of the base rate is rate_eps / days. During the window the
@@ -225,6 +233,10 @@ struct loadgen_produce_config {
     /* When not NULL, kept equal to the acknowledged count as delivery reports arrive (another
      * thread may watch it: the load test's sampler). */
     atomic_uint_fast64_t *acked_live;
+    /* When not NULL, the producer sends nothing while *pause is non-zero (delivery reports are
+     * still served) and its schedule moves on by the time paused, so it does not burst after:
+     * the soak holds it while a node's lag nears what the embedded broker keeps. */
+    const atomic_int *pause;
 };
 
 struct loadgen_produce_stats {
@@ -234,6 +246,7 @@ struct loadgen_produce_stats {
     uint64_t skipped; /* input lines not sent: blank, or over the message size limit */
     double seconds;
     double behind_max_s; /* paced: how far behind its schedule the producer ever was */
+    double paused_s;     /* time spent held by cfg->pause */
 };
 
 /* Sends every event (keyed by cfg->key when the event can be read, else unkeyed; the order key
@@ -291,5 +304,48 @@ DS_MUST_USE int loadgen_loadtest_run(const struct loadgen_loadtest_config *cfg);
  * which may come from another machine's run. Returns 0, or a negative code with the reason
  * printed as "dayshard loadtest: ...". */
 DS_MUST_USE int loadgen_loadtest_render(const char *out_dir);
+
+/* ---- the soak (soak_run.c, soak_report.c, soak_verdict.c, soak_prom.c) ------------------ */
+
+/* Node arguments --node-arg may add: a handful of overrides, not a second command line. */
+#define LOADGEN_SOAK_NODE_ARGS_MAX 16u
+/* Retention the soak accepts, in days: its stream must cover 4x this (see the growth rule). */
+#define LOADGEN_SOAK_RETENTION_DAYS_MAX 365u
+
+/* What `dayshard soak` was asked for. All strings are borrowed for the call. */
+struct loadgen_soak_config {
+    uint32_t days;           /* stream days, from first_day; at least 4 x retention_days */
+    int32_t first_day;       /* days since the epoch (2026-01-01 by default) */
+    uint64_t orders_per_day; /* new orders a day */
+    double updated;          /* updates per new order, 0..LOADGEN_WORKLOAD_REPEAT_FRACTION_MAX */
+    uint64_t seed;
+    uint64_t rate;           /* events/s of the producer's open-loop schedule */
+    uint32_t partitions;     /* of the embedded broker's topic */
+    uint32_t retention_days; /* N, the node's --retention-days */
+    uint32_t restart_every;  /* stream days between restarts, 0 = never */
+    int restart_signal;      /* SIGTERM or SIGKILL */
+    const char *brokers;     /* NULL: the embedded broker */
+    const char *topic;       /* with brokers */
+    const char *model;       /* "orders" or "events" */
+    const char *node_args[LOADGEN_SOAK_NODE_ARGS_MAX];
+    uint32_t node_arg_count;
+    const char *out_dir;
+    const char *self;    /* path of the dayshard binary for the node and the reference */
+    bool keep_data;      /* keep OUT/data and OUT/ref */
+    const char *command; /* the command line, recorded in report.json */
+};
+
+void loadgen_soak_config_defaults(struct loadgen_soak_config *cfg);
+/* Returns 0, or -DS_EUSAGE with the reason printed ("dayshard soak: ..."). */
+DS_MUST_USE int loadgen_soak_config_check(const struct loadgen_soak_config *cfg);
+/* Runs the soak into cfg->out_dir: report.json, the plots, a summary on stdout, progress on
+ * stderr. Returns 0 when it passed, 1 when a resource grew, a count differed or the node died
+ * (each named on stderr and in report.json), or a negative code when it could not run (printed).
+ * Spawns the node, `dayshard ingest`, `dayshard count` and gnuplot and waits for them: SIGCHLD
+ * must not be ignored. */
+DS_MUST_USE int loadgen_soak_run(const struct loadgen_soak_config *cfg);
+/* Draws the plots and prints the summary again from out_dir/report.json (`--render-only`).
+ * Returns 0, or a negative code with the reason printed. */
+DS_MUST_USE int loadgen_soak_render(const char *out_dir);
 
 #endif /* DS_LOADGEN_H */

@@ -73,23 +73,20 @@ static int report_spawn_gnuplot(const char *dir, const char *script, const char 
     return rc;
 }
 
-/* Runs gnuplot on p->dir/NAME.gp and waits. Returns 0; -ENOENT when gnuplot is not installed
- * (not logged: the caller says it once); -EIO when gnuplot failed, or another negated errno
- * when it could not be run (both logged, naming the script and its log). */
-static int report_gnuplot(const struct report_plots *p, const char *name)
+int report_gnuplot(const char *dir, const char *name)
 {
     char script[REPORT_NAME_SIZE + 4];
     char log[REPORT_NAME_SIZE + 4];
     char log_path[DS_PATH_MAX + REPORT_NAME_SIZE + 8];
     snprintf(script, sizeof(script), "%s.gp", name);
     snprintf(log, sizeof(log), "%s.log", name);
-    snprintf(log_path, sizeof(log_path), "%s/%s", p->dir, log);
+    snprintf(log_path, sizeof(log_path), "%s/%s", dir, log);
     pid_t pid = 0;
-    int rc = report_spawn_gnuplot(p->dir, script, log, &pid);
+    int rc = report_spawn_gnuplot(dir, script, log, &pid);
     if (rc != 0) {
         unlink(log_path); /* glibc reports a failed exec after the child opened the log */
         if (rc != ENOENT) {
-            ds_log_error("%s/%s: cannot run gnuplot: %s", p->dir, script, ds_strerror(-rc));
+            ds_log_error("%s/%s: cannot run gnuplot: %s", dir, script, ds_strerror(-rc));
         }
         return -rc;
     }
@@ -97,7 +94,7 @@ static int report_gnuplot(const struct report_plots *p, const char *name)
     while (waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) {
             rc = -errno;
-            ds_log_error("%s/%s: waiting for gnuplot: %s", p->dir, script, ds_strerror(rc));
+            ds_log_error("%s/%s: waiting for gnuplot: %s", dir, script, ds_strerror(rc));
             return rc;
         }
     }
@@ -105,7 +102,7 @@ static int report_gnuplot(const struct report_plots *p, const char *name)
         unlink(log_path);
         return 0;
     }
-    ds_log_error("%s/%s: gnuplot failed (%s %d), its messages are in %s", p->dir, script,
+    ds_log_error("%s/%s: gnuplot failed (%s %d), its messages are in %s", dir, script,
                  WIFEXITED(status) ? "exit" : "signal",
                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), log_path);
     return -EIO;
@@ -120,7 +117,7 @@ static void report_plot_draw(struct report_plots *p, struct report_plot *plot)
         plot->state = REPORT_PLOT_NO_GNUPLOT;
         return;
     }
-    int rc = report_gnuplot(p, plot->name);
+    int rc = report_gnuplot(p->dir, plot->name);
     if (rc == -ENOENT) {
         p->gnuplot_missing = true;
         plot->state = REPORT_PLOT_NO_GNUPLOT;

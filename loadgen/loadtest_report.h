@@ -141,6 +141,12 @@ struct report_heat_row {
     double total; /* events over the run, the order of the rows */
 };
 
+/* Runs gnuplot on dir/NAME.gp (working directory dir) and waits; the load test's plots and the
+ * soak's share it. Returns 0; -ENOENT when gnuplot is not installed (not logged: the caller says
+ * it once); -EIO when gnuplot failed, or another negated errno when it could not be run (both
+ * logged, naming the script and its log, dir/NAME.log). */
+DS_MUST_USE int report_gnuplot(const char *dir, const char *name);
+
 /* Every plot: the line plots, then a heat map per run. Returns 0 or a negated errno from
  * writing (logged); gnuplot's own failures are counted in p, not returned. */
 int report_plots_draw(struct report_plots *p, const json_t *doc, struct report_heat_row *rows);

@@ -38,6 +38,7 @@
 
 #include "http/http.h"
 #include "loadgen/loadtest.h"
+#include "loadgen/node_proc.h"
 
 #define LOADTEST_TOPIC "orders"
 #define LOADTEST_NODE_START_TIMEOUT_MS 30000
@@ -136,34 +137,6 @@ static void loadtest_warn(struct loadtest_result *res, const char *text)
 
 /* ---- nodes --------------------------------------------------------------------------------- */
 
-/* Reads the node's first stdout line (its bound HTTP address), waiting at most timeout_ms. */
-static int loadtest_node_address(int fd, char *dst, size_t cap, int timeout_ms)
-{
-    size_t len = 0;
-    uint64_t deadline = ds_clock_ns() + (uint64_t)timeout_ms * 1000000u;
-    while (len + 1 < cap) { /* bounded by cap and the deadline */
-        uint64_t now = ds_clock_ns();
-        if (now >= deadline) {
-            return -ETIMEDOUT;
-        }
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int ready = poll(&p, 1, (int)((deadline - now) / 1000000u) + 1);
-        if (ready <= 0) {
-            continue;
-        }
-        ssize_t n = read(fd, dst + len, 1);
-        if (n <= 0) {
-            return -EPIPE;
-        }
-        if (dst[len] == '\n') {
-            break;
-        }
-        len++;
-    }
-    dst[len] = '\0';
-    return len > 0 ? 0 : -EPIPE;
-}
-
 /* Starts node k: `dayshard run` with the run's strategy; its log goes to DIR/node-k.log. */
 static int loadtest_node_start(struct loadtest_state *s, uint32_t k)
 {
@@ -189,24 +162,9 @@ static int loadtest_node_start(struct loadtest_state *s, uint32_t k)
         argv[argc++] = "--model";
         argv[argc++] = s->cfg->model;
     }
-    int out[2];
-    if (pipe2(out, O_CLOEXEC) != 0) {
-        return -errno;
-    }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    posix_spawn_file_actions_addopen(&actions, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int rc = -posix_spawn(&node->pid, s->cfg->self, &actions, NULL, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(out[1]);
     char address[96] = "";
-    if (rc == 0) {
-        rc =
-            loadtest_node_address(out[0], address, sizeof(address), LOADTEST_NODE_START_TIMEOUT_MS);
-    }
-    close(out[0]);
+    int rc = node_proc_spawn(argv, log, false, LOADTEST_NODE_START_TIMEOUT_MS, &node->pid, address,
+                             sizeof(address));
     if (rc != 0) {
         return loadtest_error(-1, "node %u did not start (%s): see %s", k, ds_strerror(rc), log);
     }
@@ -226,17 +184,7 @@ static int loadtest_nodes_stop(struct loadtest_state *s)
         if (node->pid <= 0) {
             continue;
         }
-        kill(node->pid, SIGTERM);
-        int status = 0;
-        uint64_t deadline = ds_clock_ns() + (uint64_t)LOADTEST_STOP_TIMEOUT_MS * 1000000u;
-        while (waitpid(node->pid, &status, WNOHANG) == 0) { /* bounded by the deadline */
-            if (ds_clock_ns() > deadline) {
-                kill(node->pid, SIGKILL);
-                waitpid(node->pid, &status, 0);
-                break;
-            }
-            loadtest_sleep_ms(20);
-        }
+        int status = node_proc_stop(node->pid, SIGTERM, LOADTEST_STOP_TIMEOUT_MS);
         failed += WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
         node->pid = 0;
     }

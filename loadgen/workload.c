@@ -35,7 +35,8 @@
  * follow their order within a few thousand lines), or, one in ten, from every 16th of the
  * orders before those (the late ones). It moves the status along pending -> paid ->
  * shipped (or cancelled), or changes the amount when the status is final, sometimes both;
- * rarely it moves the day (ts +- 1..3 days, inside the stream's days) or the customer. Every
+ * rarely it moves the day (ts +- 1..3 days, inside the stream's days; never
+ * under updates_keep_day) or the customer. Every
  * update changes the order, so a repeat is always a duplicate. With updates, half of the
  * orders carry "version" (1 on the new order, +1 per update); one in twenty of their updates
  * is sent as a reordered pair: version v+2 first, and v+1 (the state in between) at a later
@@ -720,7 +721,8 @@ static void workload_new_order(struct loadgen_workload *w, struct ds_event *even
 }
 
 /* Moves ts by 1..WORKLOAD_MOVE_DAYS_MAX days either way, staying inside the stream's days
- * (unchanged when it has one day). */
+ * (unchanged when it has one day, or under updates_keep_day, which still draws the move so that
+ * every later draw is the same). */
 static void workload_move_day(struct loadgen_workload *w, struct workload_order *order)
 {
     int64_t first_ms = (int64_t)w->cfg.first_day * DS_DAY_MS;
@@ -731,6 +733,9 @@ static void workload_move_day(struct loadgen_workload *w, struct workload_order 
     }
     if (order->ts_ms + shift_ms < first_ms || order->ts_ms + shift_ms >= end_ms) {
         shift_ms = -shift_ms;
+    }
+    if (w->cfg.updates_keep_day) {
+        return;
     }
     if (order->ts_ms + shift_ms >= first_ms && order->ts_ms + shift_ms < end_ms) {
         order->ts_ms += shift_ms;

@@ -1090,6 +1090,48 @@ static void test_workload_next_orders_zero_fractions_plain_stream(void **state)
     loadgen_workload_destroy(w);
 }
 
+static void test_workload_next_updates_keep_day_same_stream_but_days(void **state)
+{
+    /* updates_keep_day: every update carries its order's day, and apart from the moved days the
+     * stream is the default one line for line (the move is still drawn). */
+    (void)state;
+    struct loadgen_workload_config cfg = config_default();
+    cfg.events = 100000;
+    cfg.days = 30;
+    cfg.string_id_permille = 0;
+    cfg.update_fraction = 0.4;
+    struct loadgen_workload *moved = workload_new(&cfg);
+    cfg.updates_keep_day = true;
+    struct loadgen_workload *kept = workload_new(&cfg);
+    int64_t *first_day = calloc(cfg.events + 1, sizeof(*first_day));
+    assert_non_null(first_day);
+    struct ds_event a, b;
+    uint64_t lines = 0, moved_updates = 0;
+    while (loadgen_workload_next(moved, &a)) {
+        assert_true(loadgen_workload_next(kept, &b));
+        lines++;
+        assert_int_equal(a.order_id.value, b.order_id.value);
+        assert_int_equal(a.customer_id.value, b.customer_id.value);
+        assert_int_equal(a.amount_units, b.amount_units);
+        assert_int_equal(a.status_len, b.status_len);
+        assert_memory_equal(a.status, b.status, a.status_len);
+        uint64_t id = (uint64_t)b.order_id.value;
+        assert_true(id >= 1 && id <= cfg.events);
+        if (first_day[id] == 0) {
+            first_day[id] = b.ts_ms / DAY_MS + 1;
+            assert_int_equal(a.ts_ms, b.ts_ms);
+        }
+        assert_int_equal(b.ts_ms / DAY_MS + 1, first_day[id]);
+        moved_updates += a.ts_ms / DAY_MS + 1 != first_day[id] ? 1 : 0;
+    }
+    assert_false(loadgen_workload_next(kept, &b));
+    assert_int_equal(lines, cfg.events);
+    assert_true(moved_updates > 100); /* the default stream does move days: the flag did work */
+    free(first_day);
+    loadgen_workload_destroy(kept);
+    loadgen_workload_destroy(moved);
+}
+
 int main(void)
 {
     printf("workload tests: seed %lu (set DS_TEST_SEED to replay another)\n",
@@ -1119,6 +1161,7 @@ int main(void)
         cmocka_unit_test(test_workload_line_decodes_to_event),
         cmocka_unit_test(test_workload_next_orders_tiny_streams),
         cmocka_unit_test(test_workload_next_orders_zero_fractions_plain_stream),
+        cmocka_unit_test(test_workload_next_updates_keep_day_same_stream_but_days),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

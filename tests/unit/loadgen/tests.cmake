@@ -1,3 +1,5 @@
 # Unit tests of the loadgen folder (tests/unit/loadgen/test_<unit>.c).
 ds_unit_test(loadgen produce_key)
 ds_unit_test(loadgen workload)
+ds_unit_test(loadgen soak_prom)
+ds_unit_test(loadgen soak_verdict)

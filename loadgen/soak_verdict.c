@@ -1,0 +1,188 @@
+/*
+ * The soak's samples and its growth rule (soak.h).
+ *
+ * The rule: a node with --retention-days N has written its steady state by stream day 2N
+ * (N days kept, N more dropped and reclaimed). For each bounded resource the largest value in
+ * the first window after that, stream days [2N, 3N), is compared with the largest in the last
+ * N days; the resource grows when last > first x ratio + slack. Maxima, not means or ends, so
+ * a sawtooth (a seal, a compaction, a drop 30 s after retention) is judged by its peaks in both
+ * windows alike; the ratio and slack absorb the noise of one peak more or less. The table
+ * below is the one place the figures live; --help and docs/ARCHITECTURE.md quote it.
+ *
+ * Rejected: a fitted slope over the run (a few restarts or a burst of compaction bend it, and
+ * its threshold has no unit an operator knows); the last sample against the first window's
+ * (a sample taken just before a drop would fail a node that reclaims on time).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loadgen/soak.h"
+
+#define SOAK_MIB (1024.0 * 1024.0)
+
+/* Bytes get 1 MiB of slack so that a store of a few KiB (other, deadletters at no dead letters)
+ * cannot fail on one file's block; counts of open files get the 64 of the done-when; what is
+ * held gets a day more, since a sample can fall between a new day's start and the old one's
+ * drop. */
+static const struct soak_rule soak_rule_table[] = {
+    {"disk_bytes", 1.25, SOAK_MIB, 0.0},       /* the whole data directory */
+    {"disk_bytes.", 1.25, SOAK_MIB, 0.0},      /* each store */
+    {"rss_bytes", 1.0, 12.0 * SOAK_MIB, 0.0},  /* VmRSS + 12 MiB */
+    {"open_fds", 1.0, 64.0, 0.0},              /* /proc/PID/fd + 64 */
+    {"segment_fds", 1.0, 64.0, 0.0},           /* the writer's open segments + 64 */
+    {"partitions_held", 1.25, 16.0, 0.0},      /* the writer's table + a new day's shards */
+    {"days_held", 1.25, 1.0, 0.0},             /* the shard map's days + the day starting */
+    {"ids_keydir_bytes", 1.25, SOAK_MIB, 0.0}, /* the orders-by-id keydir */
+    {"ids_sealed_files", 1.0, 2.0, 1.0},       /* day files: + N + 2 */
+};
+
+size_t soak_rules(const struct soak_rule **out)
+{
+    *out = soak_rule_table;
+    return DS_ARRAY_LEN(soak_rule_table);
+}
+
+int soak_samples_init(struct soak_samples *s)
+{
+    memset(s, 0, sizeof(*s));
+    static const char *const fixed[] = {"t_s", "stream_day", "fed_day"};
+    for (size_t i = 0; i < DS_ARRAY_LEN(fixed); i++) {
+        if (soak_samples_series(s, fixed[i]) < 0) {
+            soak_samples_deinit(s);
+            return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
+void soak_samples_deinit(struct soak_samples *s)
+{
+    for (uint32_t i = 0; i < s->series_count; i++) {
+        free(s->values[i]);
+        s->values[i] = NULL;
+    }
+    s->series_count = 0;
+}
+
+int soak_samples_series(struct soak_samples *s, const char *name)
+{
+    ASSERT(strlen(name) < SOAK_NAME_BYTES);
+    for (uint32_t i = 0; i < s->series_count; i++) {
+        if (strcmp(s->names[i], name) == 0) {
+            return (int)i;
+        }
+    }
+    if (s->series_count == SOAK_SERIES_MAX) {
+        return -ENOSPC;
+    }
+    double *v = malloc(SOAK_SAMPLES_MAX * sizeof(double));
+    if (v == NULL) {
+        return -ENOMEM;
+    }
+    for (uint32_t k = 0; k < SOAK_SAMPLES_MAX; k++) {
+        v[k] = NAN;
+    }
+    uint32_t i = s->series_count++;
+    snprintf(s->names[i], sizeof(s->names[i]), "%s", name);
+    s->values[i] = v;
+    return (int)i;
+}
+
+int soak_samples_begin(struct soak_samples *s)
+{
+    return s->count < SOAK_SAMPLES_MAX ? 0 : -ENOSPC;
+}
+
+int soak_samples_set(struct soak_samples *s, const char *name, double value)
+{
+    ASSERT(s->count < SOAK_SAMPLES_MAX);
+    int i = soak_samples_series(s, name);
+    if (i < 0) {
+        return i;
+    }
+    s->values[i][s->count] = value;
+    return 0;
+}
+
+int soak_samples_add(struct soak_samples *s, const char *name, double value)
+{
+    ASSERT(s->count < SOAK_SAMPLES_MAX);
+    int i = soak_samples_series(s, name);
+    if (i < 0) {
+        return i;
+    }
+    double *v = &s->values[i][s->count];
+    *v = isnan(*v) ? value : *v + value;
+    return 0;
+}
+
+void soak_samples_end(struct soak_samples *s)
+{
+    ASSERT(s->count < SOAK_SAMPLES_MAX);
+    s->count++;
+}
+
+double soak_window_max(const double *values, const double *stream_day, uint32_t count,
+                       double day_from, double day_to)
+{
+    ASSERT(day_from <= day_to);
+    double max = NAN;
+    for (uint32_t i = 0; i < count; i++) {
+        if (isnan(stream_day[i]) || stream_day[i] < day_from || stream_day[i] >= day_to ||
+            isnan(values[i])) {
+            continue;
+        }
+        max = isnan(max) || values[i] > max ? values[i] : max;
+    }
+    return max;
+}
+
+double soak_rule_limit(const struct soak_rule *rule, double first_max, uint32_t retention_days)
+{
+    ASSERT(rule->ratio >= 1.0);
+    return first_max * rule->ratio + rule->slack +
+           rule->slack_per_retention_day * (double)retention_days;
+}
+
+static bool soak_rule_names(const struct soak_rule *rule, const char *series)
+{
+    size_t len = strlen(rule->series);
+    if (len > 0 && rule->series[len - 1] == '.') {
+        return strncmp(series, rule->series, len) == 0 && series[len] != '\0';
+    }
+    return strcmp(series, rule->series) == 0;
+}
+
+size_t soak_verdicts(const struct soak_samples *s, uint32_t days, uint32_t retention_days,
+                     struct soak_verdict *out, size_t capacity)
+{
+    ASSERT(days >= 4u * retention_days);
+    int day_index = -1;
+    for (uint32_t i = 0; i < s->series_count; i++) {
+        day_index = strcmp(s->names[i], "stream_day") == 0 ? (int)i : day_index;
+    }
+    ASSERT(day_index >= 0);
+    const double *day = s->values[day_index];
+    double n = (double)retention_days;
+    size_t count = 0;
+    for (size_t r = 0; r < DS_ARRAY_LEN(soak_rule_table); r++) {
+        const struct soak_rule *rule = &soak_rule_table[r];
+        for (uint32_t i = 0; i < s->series_count && count < capacity; i++) {
+            if (!soak_rule_names(rule, s->names[i])) {
+                continue;
+            }
+            struct soak_verdict *v = &out[count++];
+            *v = (struct soak_verdict){.rule = rule};
+            snprintf(v->series, sizeof(v->series), "%s", s->names[i]);
+            v->first_max = soak_window_max(s->values[i], day, s->count, 2.0 * n, 3.0 * n);
+            v->last_max = soak_window_max(s->values[i], day, s->count, (double)days - n, days);
+            v->judged = !isnan(v->first_max) && !isnan(v->last_max);
+            v->limit = v->judged ? soak_rule_limit(rule, v->first_max, retention_days) : NAN;
+            v->grew = v->judged && v->last_max > v->limit;
+        }
+    }
+    return count;
+}

@@ -183,21 +183,48 @@ static int writer_compact(struct stage *s)
     return rc < 0 ? rc : 0;
 }
 
+/* A group commit that holds the writer this long is told, with where its time went: what an
+ * operator needs when dayshard_writer_stall_seconds_max climbs. At most one line per
+ * STAGE_SLOW_REPORT_NS, counting the slow commits in between. */
+#define STAGE_SLOW_COMMIT_NS (250ull * 1000 * 1000)
+#define STAGE_SLOW_REPORT_NS (10ull * 1000 * 1000 * 1000)
+
+static void writer_slow_commit(struct stage *s, uint64_t end_ns, const uint64_t at[4])
+{
+    s->slow_commits++;
+    if (s->slow_reported_ns != 0 && end_ns - s->slow_reported_ns < STAGE_SLOW_REPORT_NS) {
+        return;
+    }
+    ds_log_warn("a group commit held the writer %.0f ms: dead letters %.0f ms, the commit "
+                "(writes, fdatasync, MANIFEST, a seal wait) %.0f ms, compaction %.0f ms, dead "
+                "letter retirement %.0f ms; %llu such commits since the last report",
+                (double)(end_ns - at[0]) / 1e6, (double)(at[1] - at[0]) / 1e6,
+                (double)(at[2] - at[1]) / 1e6, (double)(at[3] - at[2]) / 1e6,
+                (double)(end_ns - at[3]) / 1e6, (unsigned long long)s->slow_commits);
+    s->slow_commits = 0;
+    s->slow_reported_ns = end_ns;
+}
+
 /* Commits everything applied so far; the pending events count as accepted before the commit
  * hook runs, so the hook sees the totals the commit made durable. */
 static int writer_commit(struct stage *s, uint64_t pending)
 {
-    uint64_t start_ns = ds_clock_ns();
+    uint64_t at[4] = {ds_clock_ns(), 0, 0, 0}; /* start, dead letters, commit, compaction done */
+    uint64_t start_ns = at[0];
     uint64_t position = 0;
     int rc = deadletter_sync(&s->deadletter, storage_stream_day(s->cfg.storage), &position);
     if (rc != 0) {
         return rc;
     }
     storage_deadletter_set(s->cfg.storage, position);
+    at[1] = ds_clock_ns();
     rc = storage_commit(s->cfg.storage);
+    at[2] = ds_clock_ns();
+    at[3] = at[2];
     if (rc == 0) {
-        s->last_commit_ns = ds_clock_ns() - start_ns;
+        s->last_commit_ns = at[2] - start_ns;
         rc = writer_compact(s);
+        at[3] = ds_clock_ns();
     }
     if (rc == 0) {
         /* After the commit: a file is removed only once the commit naming a later one is
@@ -207,9 +234,13 @@ static int writer_commit(struct stage *s, uint64_t pending)
         rc = removed < 0 ? removed : 0;
     }
     if (rc == 0) {
-        uint64_t stall_ns = ds_clock_ns() - start_ns;
+        uint64_t end_ns = ds_clock_ns();
+        uint64_t stall_ns = end_ns - start_ns;
         if (stall_ns > s->maintenance.stall_ns_max) {
             s->maintenance.stall_ns_max = stall_ns;
+        }
+        if (stall_ns >= STAGE_SLOW_COMMIT_NS) {
+            writer_slow_commit(s, end_ns, at);
         }
         atomic_fetch_add(&s->accepted, pending);
         atomic_fetch_add(&s->commits, 1);

@@ -107,6 +107,8 @@ struct stage {
     atomic_uint_least64_t commits;
     uint64_t last_commit_ns; /* writer thread: how long the last commit took (read in on_commit) */
     struct ingest_writer_maintenance maintenance; /* writer thread (read in on_commit) */
+    uint64_t slow_commits;     /* writer thread: slow commits not yet told (stage.c) */
+    uint64_t slow_reported_ns; /* when they were last told, 0 never */
     atomic_uint_least64_t rejected_by_reason[INGEST_REASON_COUNT];
 };
 

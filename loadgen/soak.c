@@ -34,9 +34,10 @@ int loadgen_soak_run(const struct loadgen_soak_config *cfg)
         rc = soak_run(cfg, samples, out);
     }
     if (rc >= 0) {
-        size_t n =
-            soak_verdicts(samples, cfg->days, cfg->retention_days, verdicts, SOAK_VERDICTS_MAX);
-        json_t *doc = soak_report_build(cfg, samples, verdicts, n, out);
+        struct soak_windows w;
+        soak_windows(cfg->days, cfg->retention_days, cfg->restart_every, &w);
+        size_t n = soak_verdicts(samples, &w, cfg->retention_days, verdicts, SOAK_VERDICTS_MAX);
+        json_t *doc = soak_report_build(cfg, &w, samples, verdicts, n, out);
         rc = doc != NULL ? soak_report_write(cfg->out_dir, doc) : -ENOMEM;
         rc = rc == 0 ? soak_report_render(cfg->out_dir, doc) : rc;
         if (rc == 0) {

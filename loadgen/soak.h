@@ -106,10 +106,23 @@ double soak_window_max(const double *values, const double *stream_day, uint32_t 
                        double day_from, double day_to);
 /* The limit of a rule for a first window's figure. */
 double soak_rule_limit(const struct soak_rule *rule, double first_max, uint32_t retention_days);
-/* A verdict for every series a rule names, windows [2N, 3N) and [days - N, days) of stream
- * days. Returns how many (at most capacity). */
-size_t soak_verdicts(const struct soak_samples *s, uint32_t days, uint32_t retention_days,
-                     struct soak_verdict *out, size_t capacity);
+/* The growth rule's windows of stream days, [first_from, first_to) and [last_from, last_to):
+ * each W = max(N, restart_every) days long, so that both hold as many restarts (a restart
+ * drops the memory a node warmed up; a window with one and a window without would compare
+ * unlike peaks), the first from day 2N, the last ending at days. They fit when
+ * days >= 2N + 2W (soak_windows_fit). */
+struct soak_windows {
+    uint32_t first_from, first_to;
+    uint32_t last_from, last_to;
+};
+void soak_windows(uint32_t days, uint32_t retention_days, uint32_t restart_every,
+                  struct soak_windows *out);
+/* The fewest stream days the windows need: 2N + 2W. */
+uint32_t soak_windows_days_min(uint32_t retention_days, uint32_t restart_every);
+/* A verdict for every series a rule names, over the windows w. Returns how many (at most
+ * capacity). */
+size_t soak_verdicts(const struct soak_samples *s, const struct soak_windows *w,
+                     uint32_t retention_days, struct soak_verdict *out, size_t capacity);
 
 /* ---- the report (soak_report.c) --------------------------------------------------------- */
 
@@ -147,9 +160,9 @@ struct soak_outcome {
 };
 
 /* The report.json document of a run (new reference). */
-json_t *soak_report_build(const struct loadgen_soak_config *cfg, const struct soak_samples *s,
-                          const struct soak_verdict *verdicts, size_t verdict_count,
-                          const struct soak_outcome *out);
+json_t *soak_report_build(const struct loadgen_soak_config *cfg, const struct soak_windows *w,
+                          const struct soak_samples *s, const struct soak_verdict *verdicts,
+                          size_t verdict_count, const struct soak_outcome *out);
 /* Writes doc to out_dir/report.json (atomically). Returns 0 or a negated errno (printed). */
 DS_MUST_USE int soak_report_write(const char *out_dir, const json_t *doc);
 /* Draws the PNGs in out_dir from doc and prints the summary to stdout. Returns 0, or a negative

@@ -32,7 +32,7 @@ void loadgen_soak_config_defaults(struct loadgen_soak_config *cfg)
     cfg->rate = 100000;
     cfg->partitions = 8;
     cfg->retention_days = 5;
-    cfg->restart_every = 10;
+    cfg->restart_every = 20;
     cfg->restart_signal = SIGTERM;
     cfg->model = "orders";
 }
@@ -44,12 +44,14 @@ int loadgen_soak_config_check(const struct loadgen_soak_config *cfg)
         return soak_error(-DS_EUSAGE, "--retention-days must be 1..%u",
                           LOADGEN_SOAK_RETENTION_DAYS_MAX);
     }
-    if (cfg->days < 4u * n) {
+    uint32_t days_min = soak_windows_days_min(n, cfg->restart_every);
+    if (cfg->days < days_min) {
         return soak_error(-DS_EUSAGE,
-                          "--days %u is under 4 x --retention-days (%u): the growth rule "
-                          "compares stream days [2N, 3N) with the last N days, which must "
-                          "come after them",
-                          cfg->days, 4u * n);
+                          "--days %u is under %u = 2 x --retention-days + 2 x W, W the larger "
+                          "of --retention-days and --restart-every: the growth rule compares "
+                          "stream days [2N, 2N + W) with the last W days, which must come "
+                          "after them",
+                          cfg->days, days_min);
     }
     if (cfg->orders_per_day == 0 || cfg->rate == 0 || cfg->rate > LOADGEN_WORKLOAD_RATE_EPS_MAX) {
         return soak_error(-DS_EUSAGE, "--orders-per-day must be at least 1 and --rate 1..%u",

@@ -162,30 +162,30 @@ static double soak_series_max(const struct soak_samples *s, const char *name)
 }
 
 /* A window without a single sample cannot be judged: the soak proves nothing then. */
-static void soak_window_failures(const struct loadgen_soak_config *cfg,
-                                 const struct soak_samples *s, json_t *failures)
+static void soak_window_failures(const struct soak_windows *w, const struct soak_samples *s,
+                                 json_t *failures)
 {
     int t = soak_samples_series((struct soak_samples *)s, "t_s");
     int day = soak_samples_series((struct soak_samples *)s, "stream_day");
     ASSERT(t >= 0 && day >= 0); /* fixed series, always there */
-    uint32_t n = cfg->retention_days;
-    const uint32_t from[2] = {2 * n, cfg->days - n};
-    for (int w = 0; w < 2; w++) {
+    const uint32_t from[2] = {w->first_from, w->last_from};
+    const uint32_t to[2] = {w->first_to, w->last_to};
+    for (int i = 0; i < 2; i++) {
         if (s->count > 0 &&
-            isnan(soak_window_max(s->values[t], s->values[day], s->count, from[w], from[w] + n))) {
+            isnan(soak_window_max(s->values[t], s->values[day], s->count, from[i], to[i]))) {
             char text[256];
             snprintf(text, sizeof(text),
                      "no sample in stream days [%u, %u): a stream day took under a second; "
                      "lower --rate so that each window gets samples",
-                     from[w], from[w] + n);
+                     from[i], to[i]);
             json_array_append_new(failures, json_string(text));
         }
     }
 }
 
-json_t *soak_report_build(const struct loadgen_soak_config *cfg, const struct soak_samples *s,
-                          const struct soak_verdict *verdicts, size_t verdict_count,
-                          const struct soak_outcome *out)
+json_t *soak_report_build(const struct loadgen_soak_config *cfg, const struct soak_windows *w,
+                          const struct soak_samples *s, const struct soak_verdict *verdicts,
+                          size_t verdict_count, const struct soak_outcome *out)
 {
     json_t *failures = json_array();
     if (out->failure[0] != '\0') {
@@ -197,13 +197,12 @@ json_t *soak_report_build(const struct loadgen_soak_config *cfg, const struct so
             snprintf(text, sizeof(text),
                      "%s grew: %.0f in the last %u days over %.0f in days "
                      "[%u, %u) (limit %.0f)",
-                     verdicts[i].series, verdicts[i].last_max, cfg->retention_days,
-                     verdicts[i].first_max, 2 * cfg->retention_days, 3 * cfg->retention_days,
-                     verdicts[i].limit);
+                     verdicts[i].series, verdicts[i].last_max, w->last_to - w->last_from,
+                     verdicts[i].first_max, w->first_from, w->first_to, verdicts[i].limit);
             json_array_append_new(failures, json_string(text));
         }
     }
-    soak_window_failures(cfg, s, failures);
+    soak_window_failures(w, s, failures);
     json_t *counts = soak_counts_json(out, failures);
     if (!out->counts_checked && out->failure[0] == '\0') {
         json_array_append_new(failures, json_string("the counts were not checked"));
@@ -218,8 +217,8 @@ json_t *soak_report_build(const struct loadgen_soak_config *cfg, const struct so
                              "lines_acked", (json_int_t)out->lines_acked, "seconds", out->seconds,
                              "feed_s", out->feed_s, "paused_s", out->paused_s, "feed_eps",
                              out->feed_eps, "behind_max_s", out->behind_max_s);
-    json_t *windows = json_pack("{s:[i,i], s:[i,i]}", "first", (int)(2 * n), (int)(3 * n), "last",
-                                (int)(cfg->days - n), (int)cfg->days);
+    json_t *windows = json_pack("{s:[i,i], s:[i,i]}", "first", (int)w->first_from, (int)w->first_to,
+                                "last", (int)w->last_from, (int)w->last_to);
     return json_pack(
         "{s:i, s:s?, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b}", "schema",
         SOAK_REPORT_SCHEMA, "command", cfg->command, "config", soak_config_json(cfg), "feed", feed,
@@ -321,16 +320,26 @@ static int soak_plot_write(const char *dir, const struct soak_plot *p, json_t *d
     if (rc != 0) {
         return rc;
     }
-    double n = json_number_value(json_object_get(json_object_get(doc, "config"), "retention_days"));
+    json_t *windows = json_object_get(doc, "windows");
+    double first_from = json_number_value(json_array_get(json_object_get(windows, "first"), 0));
+    double first_to = json_number_value(json_array_get(json_object_get(windows, "first"), 1));
+    double last_from = json_number_value(json_array_get(json_object_get(windows, "last"), 0));
     report_printf(&rf,
                   "# The soak's %s over stream days (re-run: gnuplot %s.gp)\n"
-                  "set terminal pngcairo size %d,%d\nset output '../%s.png'\n"
+                  "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+                  "    set terminal pngcairo size %d,%d noenhanced font 'sans,10'\n"
+                  "} else {\n"
+                  "    set terminal png size %d,%d noenhanced\n"
+                  "}\n"
+                  "set output '../%s.png'\n"
                   "set datafile missing '?'\nset key outside right\nset grid\n"
-                  "set title '%s (dashed: day 2N, where the growth rule starts)'\n"
+                  "set title '%s (shaded: the windows the growth rule compares)'\n"
                   "set xlabel 'stream day'\nset ylabel '%s'\n"
-                  "set arrow from %g, graph 0 to %g, graph 1 nohead dt 2\nplot ",
-                  p->title, p->name, REPORT_WIDTH_PX, REPORT_HEIGHT_PX, p->name, p->title,
-                  p->ylabel, 2 * n, 2 * n);
+                  "set object 1 rect from %g, graph 0 to %g, graph 1 fc rgb '#e8e8e8' behind\n"
+                  "set object 2 rect from %g, graph 0 to graph 1, graph 1 fc rgb '#e8e8e8' "
+                  "behind\nplot ",
+                  p->title, p->name, REPORT_WIDTH_PX, REPORT_HEIGHT_PX, REPORT_WIDTH_PX,
+                  REPORT_HEIGHT_PX, p->name, p->title, p->ylabel, first_from, first_to, last_from);
     for (size_t c = 0; c < ncols; c++) {
         report_printf(&rf, "%s'%s.dat' using 1:%zu with linespoints pt 7 ps 0.4 title '%s'",
                       c > 0 ? ", \\\n     " : "", p->name, c + 2, cols[c]);
@@ -406,7 +415,7 @@ static void soak_summary_verdicts(json_t *doc)
     json_t *samples = json_object_get(doc, "samples");
     double n = json_number_value(json_object_get(json_object_get(doc, "config"), "retention_days"));
     printf("%-28s %12s %12s %12s %12s %12s %12s  %s\n", "resource (MiB or count)", "at day N",
-           "at day 2N", "at the end", "max [2N,3N)", "max last N", "limit", "verdict");
+           "at day 2N", "at the end", "max first", "max last", "limit", "verdict");
     size_t i;
     json_t *v;
     json_array_foreach(json_object_get(doc, "verdicts"), i, v)

@@ -38,6 +38,12 @@
 #include "loadgen/soak.h"
 
 #define SOAK_TOPIC "orders"
+/* A compressed stream writes a whole day at the feed rate, and heat counts rates in producer
+ * time: at `run`'s default capacity (1,000 events/s a shard) a day fed at 100,000 orders/s
+ * would need 150 shards, and its count would follow every hold of the producer. The node gets
+ * --shard-capacity of the feed's line rate / SOAK_DAY_SHARDS, so a day at the full rate needs
+ * that many shards and a held one fewer (a --node-arg --shard-capacity wins). */
+#define SOAK_DAY_SHARDS 4u
 #define SOAK_NODE_START_TIMEOUT_MS 30000
 #define SOAK_READY_TIMEOUT_MS 120000
 #define SOAK_STOP_TIMEOUT_MS 60000
@@ -138,15 +144,31 @@ static int soak_node_start(struct soak_state *s)
 {
     const struct loadgen_soak_config *cfg = s->cfg;
     char retention[16];
+    char capacity[32];
     snprintf(retention, sizeof(retention), "%u", cfg->retention_days);
-    const char *argv[24 + LOADGEN_SOAK_NODE_ARGS_MAX] = {
-        cfg->self,  "run",      "--brokers",
-        s->brokers, "--topic",  s->topic,
-        "--group",  s->group,   "--data",
-        s->data,    "--http",   "127.0.0.1:0",
-        "--model",  cfg->model, "--retention-days",
-        retention,  "-X",       "session.timeout.ms=6000"};
-    size_t argc = 18;
+    double lines_per_s = (double)cfg->rate * (1.0 + cfg->updated);
+    snprintf(capacity, sizeof(capacity), "%.0f", ceil(lines_per_s / SOAK_DAY_SHARDS));
+    const char *argv[24 + LOADGEN_SOAK_NODE_ARGS_MAX] = {cfg->self,
+                                                         "run",
+                                                         "--brokers",
+                                                         s->brokers,
+                                                         "--topic",
+                                                         s->topic,
+                                                         "--group",
+                                                         s->group,
+                                                         "--data",
+                                                         s->data,
+                                                         "--http",
+                                                         "127.0.0.1:0",
+                                                         "--model",
+                                                         cfg->model,
+                                                         "--retention-days",
+                                                         retention,
+                                                         "-X",
+                                                         "session.timeout.ms=6000",
+                                                         "--shard-capacity",
+                                                         capacity};
+    size_t argc = 20;
     for (uint32_t i = 0; i < cfg->node_arg_count; i++) {
         argv[argc++] = cfg->node_args[i];
     }

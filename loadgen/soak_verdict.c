@@ -3,8 +3,9 @@
  *
  * The rule: a node with --retention-days N has written its steady state by stream day 2N
  * (N days kept, N more dropped and reclaimed). For each bounded resource the largest value in
- * the first window after that, stream days [2N, 3N), is compared with the largest in the last
- * N days; the resource grows when last > first x ratio + slack. Maxima, not means or ends, so
+ * the first window after that, stream days [2N, 2N + W), is compared with the largest in the
+ * last W days, W = max(N, the restart interval) so that each window spans a whole restart
+ * cycle; the resource grows when last > first x ratio + slack. Maxima, not means or ends, so
  * a sawtooth (a seal, a compaction, a drop 30 s after retention) is judged by its peaks in both
  * windows alike; the ratio and slack absorb the noise of one peak more or less. The table
  * below is the one place the figures live; --help and docs/ARCHITECTURE.md quote it.
@@ -156,17 +157,33 @@ static bool soak_rule_names(const struct soak_rule *rule, const char *series)
     return strcmp(series, rule->series) == 0;
 }
 
-size_t soak_verdicts(const struct soak_samples *s, uint32_t days, uint32_t retention_days,
-                     struct soak_verdict *out, size_t capacity)
+uint32_t soak_windows_days_min(uint32_t retention_days, uint32_t restart_every)
 {
-    ASSERT(days >= 4u * retention_days);
+    uint32_t w = restart_every > retention_days ? restart_every : retention_days;
+    return 2u * retention_days + 2u * w;
+}
+
+void soak_windows(uint32_t days, uint32_t retention_days, uint32_t restart_every,
+                  struct soak_windows *out)
+{
+    ASSERT(days >= soak_windows_days_min(retention_days, restart_every));
+    uint32_t w = restart_every > retention_days ? restart_every : retention_days;
+    *out = (struct soak_windows){.first_from = 2u * retention_days,
+                                 .first_to = 2u * retention_days + w,
+                                 .last_from = days - w,
+                                 .last_to = days};
+}
+
+size_t soak_verdicts(const struct soak_samples *s, const struct soak_windows *w,
+                     uint32_t retention_days, struct soak_verdict *out, size_t capacity)
+{
+    ASSERT(w->first_to <= w->last_from);
     int day_index = -1;
     for (uint32_t i = 0; i < s->series_count; i++) {
         day_index = strcmp(s->names[i], "stream_day") == 0 ? (int)i : day_index;
     }
     ASSERT(day_index >= 0);
     const double *day = s->values[day_index];
-    double n = (double)retention_days;
     size_t count = 0;
     for (size_t r = 0; r < DS_ARRAY_LEN(soak_rule_table); r++) {
         const struct soak_rule *rule = &soak_rule_table[r];
@@ -177,8 +194,8 @@ size_t soak_verdicts(const struct soak_samples *s, uint32_t days, uint32_t reten
             struct soak_verdict *v = &out[count++];
             *v = (struct soak_verdict){.rule = rule};
             snprintf(v->series, sizeof(v->series), "%s", s->names[i]);
-            v->first_max = soak_window_max(s->values[i], day, s->count, 2.0 * n, 3.0 * n);
-            v->last_max = soak_window_max(s->values[i], day, s->count, (double)days - n, days);
+            v->first_max = soak_window_max(s->values[i], day, s->count, w->first_from, w->first_to);
+            v->last_max = soak_window_max(s->values[i], day, s->count, w->last_from, w->last_to);
             v->judged = !isnan(v->first_max) && !isnan(v->last_max);
             v->limit = v->judged ? soak_rule_limit(rule, v->first_max, retention_days) : NAN;
             v->grew = v->judged && v->last_max > v->limit;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `dayshard soak` at a small size: a node with --retention-days 2 fed 12 stream days (4,000 new
-# orders a day, half updated) with restarts every 5 days passes, and report.json holds what the
+# orders a day, half updated) with restarts every 4 days passes, and report.json holds what the
 # contract names (schema, config, feed, samples per resource over stream day, verdicts with
 # their windows, restarts, stalls, the exact count of the last 2 days against `dayshard
 # ingest`); --render-only draws the plots again; a node whose retention is overridden to keep
@@ -14,8 +14,10 @@ source "$(dirname "$0")/lib.sh"
 expect_exit "--help" 0 "$DAYSHARD" soak --help
 grep -q "^usage: dayshard soak" "$WORK/out" && ok || fail "soak --help text"
 grep -q "last > first x ratio + slack" "$WORK/out" && ok || fail "--help lacks the growth rule"
-expect_exit "days under 4N" 2 "$DAYSHARD" soak --days 10 --retention-days 3
-grep -q "4 x --retention-days" "$WORK/err" && ok || fail "days under 4N: no reason given"
+expect_exit "days under 2N + 2W" 2 "$DAYSHARD" soak --days 10 --retention-days 3 --restart-every 0
+grep -q "2 x --retention-days + 2 x W" "$WORK/err" && ok || fail "days under 2N + 2W: no reason given"
+expect_exit "days under 2N + 2W, W the restart interval" 2 "$DAYSHARD" soak --days 20 \
+  --retention-days 3 --restart-every 8
 expect_exit "bad signal" 2 "$DAYSHARD" soak --restart-signal HUP
 expect_exit "bad model" 2 "$DAYSHARD" soak --model nope
 expect_exit "render-only without a report" 1 "$DAYSHARD" soak --render-only "$WORK/none"
@@ -23,7 +25,7 @@ expect_exit "render-only without a report" 1 "$DAYSHARD" soak --render-only "$WO
 small=(--days 12 --orders-per-day 4000 --retention-days 2 --rate 4000 --partitions 4)
 out="$WORK/pass"
 set +e
-timeout 300 "$DAYSHARD" soak "${small[@]}" --restart-every 5 --model events \
+timeout 300 "$DAYSHARD" soak "${small[@]}" --restart-every 4 --model events \
   --node-arg=--max-shards=4 --node-arg=--gsi-slots-log2=12 --out "$out" \
   >"$WORK/pass.out" 2>"$WORK/pass.err"
 rc=$?
@@ -38,7 +40,7 @@ if [[ -f $r ]]; then
   expect_eq "every line fed" True \
     "$(json_get "$r" 'd["feed"]["lines_acked"] == d["feed"]["lines"] == 72000')"
   expect_eq "feed rate measured" True "$(json_get "$r" 'd["feed"]["feed_eps"] > 0')"
-  expect_eq "windows" "[[4, 6], [10, 12]]" \
+  expect_eq "windows: W = the restart interval, 4 days" "[[4, 8], [8, 12]]" \
     "$(json_get "$r" '[d["windows"]["first"], d["windows"]["last"]]')"
   for s in stream_day rss_bytes hwm_bytes open_fds disk_bytes disk_bytes.parts disk_bytes.gsi \
     partitions_held days_held segment_fds lag_messages events_ingested; do

@@ -116,7 +116,9 @@ static void test_soak_verdicts_bounded_grown_unjudged(void **state)
     fill(s, "rss_bytes", rss_small);
     fill(s, "open_fds", only_early);
     struct soak_verdict v[SOAK_VERDICTS_MAX];
-    size_t n = soak_verdicts(s, 40, 5, v, SOAK_VERDICTS_MAX);
+    struct soak_windows w;
+    soak_windows(40, 5, 0, &w); /* no restarts: [10, 15) against [35, 40) */
+    size_t n = soak_verdicts(s, &w, 5, v, SOAK_VERDICTS_MAX);
     assert_int_equal(n, 5);
     const struct soak_verdict *d = find(v, n, "disk_bytes");
     assert_true(d->judged && !d->grew);
@@ -128,10 +130,28 @@ static void test_soak_verdicts_bounded_grown_unjudged(void **state)
     assert_true(!find(v, n, "rss_bytes")->grew);
     assert_true(!find(v, n, "open_fds")->judged && !find(v, n, "open_fds")->grew);
     fill(s, "rss_bytes", rss_big);
-    n = soak_verdicts(s, 40, 5, v, SOAK_VERDICTS_MAX);
+    n = soak_verdicts(s, &w, 5, v, SOAK_VERDICTS_MAX);
     assert_true(find(v, n, "rss_bytes")->grew);
     soak_samples_deinit(s);
     free(s);
+}
+
+static void test_soak_windows_span_a_restart_cycle(void **state)
+{
+    /* Each window is max(N, restart interval) days: with a restart every 10 days both hold
+     * one, so a node's memory warmed up after a restart is compared with the same. */
+    (void)state;
+    struct soak_windows w;
+    soak_windows(60, 5, 10, &w);
+    assert_int_equal(w.first_from, 10);
+    assert_int_equal(w.first_to, 20);
+    assert_int_equal(w.last_from, 50);
+    assert_int_equal(w.last_to, 60);
+    assert_int_equal(soak_windows_days_min(5, 10), 30);
+    assert_int_equal(soak_windows_days_min(5, 3), 20); /* N = 5 is the longer */
+    soak_windows(20, 5, 0, &w);
+    assert_int_equal(w.first_to, 15);
+    assert_int_equal(w.last_from, 15);
 }
 
 static void test_soak_samples_set_add_and_limits(void **state)
@@ -169,6 +189,7 @@ int main(void)
         cmocka_unit_test(test_soak_verdict_window_max_by_stream_day),
         cmocka_unit_test(test_soak_verdict_rule_limits),
         cmocka_unit_test(test_soak_verdicts_bounded_grown_unjudged),
+        cmocka_unit_test(test_soak_windows_span_a_restart_cycle),
         cmocka_unit_test(test_soak_samples_set_add_and_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

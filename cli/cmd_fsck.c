@@ -200,9 +200,10 @@ int cmd_fsck(int argc, char **argv)
      * must hold, and the rebuild needs the writer lock storage_fsck has released. */
     struct index_verify_report g = {0};
     char command[] = "fsck";
-    int gsi_rc =
-        index_verify(data, opts.repair, r.quarantined_blocks > 0 || r.events_unknown_ranges > 0,
-                     report, cli_index_note, command, &g);
+    int gsi_rc = index_verify(data, opts.repair,
+                              r.quarantined_blocks > 0 || r.events_unknown_ranges > 0 ||
+                                  r.orders_reverted > 0 || r.orders_lost > 0,
+                              report, cli_index_note, command, &g);
     if (gsi_rc < 0) {
         (void)cli_error("fsck", CLI_FAIL, "%s: index check failed: %s", data, ds_strerror(gsi_rc));
     }

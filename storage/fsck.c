@@ -388,7 +388,8 @@ static int repair_locked(const char *dir, FILE *out, struct storage_fsck_report 
  * (quarantined rows and retractions, or an earlier repair that stopped midway), makes the store
  * and the partitions agree (fsck_reconcile). A balance that could not be checked is left to
  * the final verify, which reports it. */
-static int reconcile_if_due(const char *dir, FILE *out, struct storage_fsck_report *moved)
+static int reconcile_if_due(const char *dir, const struct storage_fsck_options *options,
+                            struct storage_fsck_report *moved)
 {
     struct storage_fsck_report balance = {0};
     int rc = fsck_orders_check(dir, NULL, &balance);
@@ -396,7 +397,7 @@ static int reconcile_if_due(const char *dir, FILE *out, struct storage_fsck_repo
         balance.retractions_unmatched + balance.orders_mismatched == 0) {
         return rc;
     }
-    return fsck_reconcile(dir, out, moved);
+    return fsck_reconcile(dir, options, moved);
 }
 
 int storage_fsck(const char *dir, const struct storage_fsck_options *options,
@@ -429,7 +430,7 @@ int storage_fsck(const char *dir, const struct storage_fsck_options *options,
     }
     uint64_t fixed = report->orphan_segments + (report->torn_bytes > 0 ? 1 : 0) +
                      report->blocks_bad + (report->manifest_damaged ? 1 : 0);
-    rc = options->quarantine_only ? 0 : reconcile_if_due(dir, out, &moved);
+    rc = options->quarantine_only ? 0 : reconcile_if_due(dir, options, &moved);
     if (rc != 0) {
         if (out != NULL) {
             fprintf(out, "%s: repair failed: %s\n", dir, ds_strerror(rc));

@@ -45,9 +45,12 @@ DS_MUST_USE int fsck_orders_broken(const char *dir, struct storage_part_id **out
  * a repair's quarantine and recovery: each order whose current version lost its row falls back
  * to the newest version still present (reverted), one with no version left leaves the store
  * (lost); rows and retractions of those orders that no longer balance are rewritten away.
- * Takes the writer lock. Adds orders_reverted and orders_lost to report, names each such order
- * in DIR/quarantine/<time>.orders.jsonl and says what it did on out (may be NULL). Returns 0 or
- * a negated errno; a crash at any point leaves a directory that a second call finishes. */
-DS_MUST_USE int fsck_reconcile(const char *dir, FILE *out, struct storage_fsck_report *report);
+ * Takes the writer lock; options->step_fn marks its crash points. Adds orders_reverted and
+ * orders_lost to report, names each such order in DIR/quarantine/<time>.orders.jsonl and says what
+ * it did on options->report_file. Returns 0 or a negated errno; a crash at any point leaves a
+ * directory that a second call finishes. */
+struct storage_fsck_options;
+DS_MUST_USE int fsck_reconcile(const char *dir, const struct storage_fsck_options *options,
+                               struct storage_fsck_report *report);
 
 #endif /* DS_STORAGE_FSCK_ORDERS_H */

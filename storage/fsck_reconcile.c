@@ -102,6 +102,8 @@ struct reconcile_entry {
 struct reconcile {
     const char *dir;
     FILE *out;
+    const struct storage_fsck_options *options;
+    uint32_t step;
     struct storage *st;     /* the writer (holds the lock) */
     struct storage *reader; /* scans and store visits, as of the state before any change */
     struct storage_part_id *parts;
@@ -644,6 +646,15 @@ static int store_apply(struct reconcile *r)
     return storage_commit(r->st);
 }
 
+/* A crash point (tests). */
+static void crash_point(struct reconcile *r)
+{
+    if (r->options->step_fn != NULL) {
+        r->options->step_fn(r->step, r->options->step_user);
+    }
+    r->step++;
+}
+
 static int rewrite_take(const struct ds_event *e, void *user)
 {
     struct reconcile *r = user;
@@ -680,7 +691,15 @@ static int part_rewrite(struct reconcile *r, uint32_t index)
         store_write_rewrite_abort(r->st);
         return rc;
     }
-    return store_write_rewrite_commit(r->st, p, &r->shadow);
+    rc = store_write_rewrite_sync(r->st, &r->shadow);
+    if (rc == 0) {
+        crash_point(r);
+        rc = store_write_rewrite_commit(r->st, p, &r->shadow);
+    }
+    if (rc == 0) {
+        crash_point(r);
+    }
+    return rc;
 }
 
 /* ---- the run ------------------------------------------------------------------------------- */
@@ -757,14 +776,17 @@ static void say(const struct reconcile *r, uint64_t reverted, uint64_t lost, uin
             record[0] != '\0' ? "; orders listed in " : "", record);
 }
 
-int fsck_reconcile(const char *dir, FILE *out, struct storage_fsck_report *report)
+int fsck_reconcile(const char *dir, const struct storage_fsck_options *options,
+                   struct storage_fsck_report *report)
 {
+    FILE *out = options->report_file;
     struct reconcile *r = calloc(1, sizeof(*r));
     if (r == NULL) {
         return -ENOMEM;
     }
     r->dir = dir;
     r->out = out;
+    r->options = options;
     int rc = reconcile_find(r);
     rc = rc == 0 ? scan_parts(r, false, entry_take) : rc;
     uint64_t reverted = 0;
@@ -775,7 +797,13 @@ int fsck_reconcile(const char *dir, FILE *out, struct storage_fsck_report *repor
         parts_mark(r);
         rc = reverted + lost > 0 ? record_write(r, record) : 0;
     }
-    rc = rc == 0 ? store_apply(r) : rc;
+    if (rc == 0) {
+        crash_point(r);
+        rc = store_apply(r);
+    }
+    if (rc == 0) {
+        crash_point(r);
+    }
     uint32_t rewritten = 0;
     for (uint32_t i = 0; rc == 0 && i < r->part_count; i++) {
         if (r->rewrite[i]) {

@@ -203,7 +203,12 @@ struct storage_fsck_report {
 struct storage_fsck_options {
     bool repair;
     bool quarantine_only; /* repair without the reconciliation of the orders model (tests) */
-    void *report_file;    /* FILE *, borrowed; NULL for silence */
+    /* Tests: called at each crash point of the reconciliation (step 0, 1, ...: its record
+     * written, the store committed, then before and after each partition's rewrite commit);
+     * NULL in production. */
+    void (*step_fn)(uint32_t step, void *user);
+    void *step_user;
+    void *report_file; /* FILE *, borrowed; NULL for silence */
 };
 
 #endif /* DS_STORAGE_TYPES_H */

@@ -33,6 +33,14 @@ const char cmd_fsck_usage[] =
     "    copied to DIR/quarantine/ first, with their events;\n"
     "  - a MANIFEST damaged before its tail keeps its valid prefix (the damaged file is\n"
     "    copied to DIR/quarantine/); what later records covered is quarantined as above;\n"
+    "  - orders model: the orders-by-id store and the partitions are made to agree again: an\n"
+    "    order whose current version was quarantined falls back to the newest version still\n"
+    "    in the data (reverted: the store's current version when its row is there, else the\n"
+    "    highest version, else the latest row), an order with no version left leaves the\n"
+    "    store (lost); the partitions holding their rows are rewritten so that the\n"
+    "    retractions balance. Each reverted or lost order is one line of\n"
+    "    DIR/quarantine/<time>.orders.jsonl: {\"order\":ID,\"outcome\":\"reverted\"|\"lost\",\n"
+    "    \"had\":{day,shard,ts_ms,version,status},\"now\":{...}|null};\n"
     "  - the by-customer index is rebuilt when damaged or when blocks were quarantined.\n"
     "The source offsets in each record say which events to feed again.\n"
     "\n"
@@ -46,13 +54,14 @@ const char cmd_fsck_usage[] =
     "  --json       print one JSON object: {\"ok\":bool,\"damaged_blocks\":N,\n"
     "               \"quarantined_blocks\":N,\"quarantined_events\":N,...,\"orders\":N,\n"
     "               \"retractions\":N,\"retractions_unmatched\":N,\"orders_mismatched\":N,\n"
-    "               \"balance_unchecked\":N,\"model\":\"events\",\"index\":{...}}\n"
+    "               \"balance_unchecked\":N,\"orders_reverted\":N,\"orders_lost\":N,\n"
+    "               \"model\":\"events\",\"index\":{...}}\n"
     "  --help       this text\n"
     "In the orders model fsck also checks that the retractions balance: in each partition, in\n"
     "append order, every retraction cancels an earlier row with the same order id, customer,\n"
     "ts, status and amount, and the rows left are exactly the orders' current versions in the\n"
     "orders-by-id store; the first violations are named with partition and order id, and any\n"
-    "is damage (exit 1). --repair does not restore a balance (quarantining a block breaks it).\n"
+    "is damage (exit 1); --repair restores it (above).\n"
     "\n"
     "The output names DIR's data model (events or orders, recorded in DIR/MODEL when DIR was\n"
     "created; a directory made before models were recorded holds events). A damaged MODEL\n"
@@ -102,9 +111,10 @@ static void print_json(const struct storage_fsck_report *r, bool ok, const char 
            r->blocks_ok, r->events_ok, r->blocks_bad, r->torn_bytes, r->orphan_segments,
            r->repaired);
     printf(",\"orders\":%" PRIu64 ",\"retractions\":%" PRIu64 ",\"retractions_unmatched\":%" PRIu64
-           ",\"orders_mismatched\":%" PRIu64 ",\"balance_unchecked\":%" PRIu64,
+           ",\"orders_mismatched\":%" PRIu64 ",\"balance_unchecked\":%" PRIu64
+           ",\"orders_reverted\":%" PRIu64 ",\"orders_lost\":%" PRIu64,
            r->orders, r->retractions, r->retractions_unmatched, r->orders_mismatched,
-           r->balance_unchecked);
+           r->balance_unchecked, r->orders_reverted, r->orders_lost);
     if (model != NULL) {
         printf(",\"model\":\"%s\"", model);
     } else {
@@ -134,6 +144,12 @@ static void print_text(const char *data, const struct storage_fsck_report *r, bo
             printf(" (balance not checked in %" PRIu64 " places: see above)", r->balance_unchecked);
         }
         printf("\n");
+    }
+    if (r->orders_reverted > 0 || r->orders_lost > 0) {
+        printf("%s: repair reverted %" PRIu64
+               " orders to the newest version present and lost %" PRIu64
+               ": see %s/quarantine/*.orders.jsonl\n",
+               data, r->orders_reverted, r->orders_lost, data);
     }
     if (r->quarantined_blocks > 0 || r->events_unknown_ranges > 0) {
         printf("%s: repair quarantined %" PRIu64 " blocks, %" PRIu64 " events (%" PRIu64
@@ -184,9 +200,10 @@ int cmd_fsck(int argc, char **argv)
      * must hold, and the rebuild needs the writer lock storage_fsck has released. */
     struct index_verify_report g = {0};
     char command[] = "fsck";
-    int gsi_rc =
-        index_verify(data, opts.repair, r.quarantined_blocks > 0 || r.events_unknown_ranges > 0,
-                     report, cli_index_note, command, &g);
+    int gsi_rc = index_verify(data, opts.repair,
+                              r.quarantined_blocks > 0 || r.events_unknown_ranges > 0 ||
+                                  r.orders_reverted > 0 || r.orders_lost > 0,
+                              report, cli_index_note, command, &g);
     if (gsi_rc < 0) {
         (void)cli_error("fsck", CLI_FAIL, "%s: index check failed: %s", data, ds_strerror(gsi_rc));
     }

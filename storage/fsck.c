@@ -384,6 +384,22 @@ static int repair_locked(const char *dir, FILE *out, struct storage_fsck_report 
     return rc;
 }
 
+/* After quarantine and recovery, in the orders model: when the retractions no longer balance
+ * (quarantined rows and retractions, or an earlier repair that stopped midway), makes the store
+ * and the partitions agree (fsck_reconcile). A balance that could not be checked is left to
+ * the final verify, which reports it. */
+static int reconcile_if_due(const char *dir, const struct storage_fsck_options *options,
+                            struct storage_fsck_report *moved)
+{
+    struct storage_fsck_report balance = {0};
+    int rc = fsck_orders_check(dir, NULL, &balance);
+    if (rc != 0 || balance.balance_unchecked > 0 ||
+        balance.retractions_unmatched + balance.orders_mismatched == 0) {
+        return rc;
+    }
+    return fsck_reconcile(dir, options, moved);
+}
+
 int storage_fsck(const char *dir, const struct storage_fsck_options *options,
                  struct storage_fsck_report *report)
 {
@@ -414,12 +430,21 @@ int storage_fsck(const char *dir, const struct storage_fsck_options *options,
     }
     uint64_t fixed = report->orphan_segments + (report->torn_bytes > 0 ? 1 : 0) +
                      report->blocks_bad + (report->manifest_damaged ? 1 : 0);
+    rc = options->quarantine_only ? 0 : reconcile_if_due(dir, options, &moved);
+    if (rc != 0) {
+        if (out != NULL) {
+            fprintf(out, "%s: repair failed: %s\n", dir, ds_strerror(rc));
+        }
+        return rc;
+    }
     rc = verify(dir, out, report);
     report->repaired = fixed;
     report->quarantined_blocks = moved.quarantined_blocks;
     report->quarantined_events = moved.quarantined_events;
     report->quarantined_bytes = moved.quarantined_bytes;
     report->events_unknown_ranges = moved.events_unknown_ranges;
+    report->orders_reverted = moved.orders_reverted;
+    report->orders_lost = moved.orders_lost;
     if (rc != 0) {
         return rc;
     }

@@ -94,7 +94,8 @@ struct fsck_orders {
     uint32_t named; /* violations named on out, and missing ones reserved to be */
     struct fsck_orders_missing missing[FSCK_ORDERS_NAMED_MAX];
     uint32_t missing_count;
-    int rc; /* a callback's failure (the scan's own are -DS_ECORRUPT or I/O errors) */
+    bool *broken; /* per partition: its balance breaks (fsck_orders_broken only), or NULL */
+    int rc;       /* a callback's failure (the scan's own are -DS_ECORRUPT or I/O errors) */
 };
 
 /* ---- hashing ------------------------------------------------------------------------------- */
@@ -489,6 +490,10 @@ static int part_check(struct fsck_orders *fo, uint32_t index,
     }
     uint64_t excess = 0;
     fo->report->orders_mismatched += table_settle(fo, &excess);
+    if (fo->broken != NULL) {
+        fo->broken[index] = fo->report->orders_mismatched != before.orders_mismatched ||
+                            fo->report->retractions_unmatched != before.retractions_unmatched;
+    }
     if (excess > 0 && fo->out != NULL && fo->named < FSCK_ORDERS_NAMED_MAX) {
         rc = storage_partition_scan(fo->st, p->day, p->shard, row_name_excess, fo);
         rc = rc == 1 ? 0 : rc;
@@ -573,6 +578,51 @@ static int check_run(struct fsck_orders *fo)
     return rc;
 }
 
+static void check_free(struct fsck_orders *fo)
+{
+    free(fo->slots);
+    free(fo->digests);
+    free(fo->starts);
+    free(fo->parts);
+    free(fo->broken);
+    storage_close(fo->st);
+}
+
+int fsck_orders_broken(const char *dir, struct storage_part_id **out, uint32_t *count)
+{
+    struct storage_fsck_report report = {0};
+    struct fsck_orders fo = {.out = NULL, .report = &report};
+    int rc = storage_open_reader(dir, &fo.st);
+    fo.broken = rc == 0 ? calloc(STORAGE_PARTITIONS_MAX, sizeof(*fo.broken)) : NULL;
+    rc = rc == 0 && fo.broken == NULL ? -ENOMEM : rc;
+    if (rc == 0 && storage_model(fo.st) != STORAGE_MODEL_ORDERS) {
+        rc = -DS_EUSAGE;
+    }
+    rc = rc == 0 ? check_run(&fo) : rc;
+    if (rc == 0 && report.balance_unchecked > 0) {
+        rc = -DS_ECORRUPT; /* a damaged block or store: the quarantine's work comes first */
+    }
+    uint32_t n = 0;
+    struct storage_part_id *ids = NULL;
+    if (rc == 0) {
+        ids = calloc(fo.part_count + 1, sizeof(*ids));
+        rc = ids == NULL ? -ENOMEM : 0;
+    }
+    for (uint32_t i = 0; rc == 0 && i < fo.part_count; i++) {
+        if (fo.broken[i]) {
+            ids[n++] = (struct storage_part_id){.day = fo.parts[i].day, .shard = fo.parts[i].shard};
+        }
+    }
+    check_free(&fo);
+    if (rc != 0) {
+        free(ids);
+        return rc;
+    }
+    *out = ids;
+    *count = n;
+    return 0;
+}
+
 int fsck_orders_check(const char *dir, FILE *out, struct storage_fsck_report *report)
 {
     struct fsck_orders fo = {.out = out, .report = report};
@@ -604,10 +654,6 @@ int fsck_orders_check(const char *dir, FILE *out, struct storage_fsck_report *re
     if (rc != 0 && out != NULL) {
         fprintf(out, "%s: balance of retractions not checked: %s\n", dir, ds_strerror(rc));
     }
-    free(fo.slots);
-    free(fo.digests);
-    free(fo.starts);
-    free(fo.parts);
-    storage_close(fo.st);
+    check_free(&fo);
     return rc;
 }

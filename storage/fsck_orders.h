@@ -29,4 +29,28 @@ struct storage_fsck_report; /* storage.h */
  * -DS_ELIMIT (a row repeated 2^32 times in one partition), or an I/O error. */
 DS_MUST_USE int fsck_orders_check(const char *dir, FILE *out, struct storage_fsck_report *report);
 
+/* A partition, as the reconciliation names it. */
+struct storage_part_id {
+    int32_t day;
+    uint32_t shard;
+};
+
+/* The same check, silent, for the reconciliation: *out (allocated, the caller frees it) gets
+ * the partitions with data whose balance breaks, ascending, *count how many. Returns 0,
+ * -DS_EUSAGE (not the orders model), -DS_ECORRUPT (a block or the store cannot be read: not
+ * checked), or fsck_orders_check's errors. */
+DS_MUST_USE int fsck_orders_broken(const char *dir, struct storage_part_id **out, uint32_t *count);
+
+/* Makes the orders-by-id store and the partitions of dir agree again (fsck_reconcile.c), after
+ * a repair's quarantine and recovery: each order whose current version lost its row falls back
+ * to the newest version still present (reverted), one with no version left leaves the store
+ * (lost); rows and retractions of those orders that no longer balance are rewritten away.
+ * Takes the writer lock; options->step_fn marks its crash points. Adds orders_reverted and
+ * orders_lost to report, names each such order in DIR/quarantine/<time>.orders.jsonl and says what
+ * it did on options->report_file. Returns 0 or a negated errno; a crash at any point leaves a
+ * directory that a second call finishes. */
+struct storage_fsck_options;
+DS_MUST_USE int fsck_reconcile(const char *dir, const struct storage_fsck_options *options,
+                               struct storage_fsck_report *report);
+
 #endif /* DS_STORAGE_FSCK_ORDERS_H */

@@ -183,6 +183,11 @@ struct storage_fsck_report {
     /* Not checked, which is damage too: partitions with a damaged block, or the whole directory
      * when no reader opens it or its orders-by-id store cannot be read (counts 1). */
     uint64_t balance_unchecked;
+    /* What --repair's reconciliation did to orders whose rows were quarantined (zero without
+     * repair; storage_fsck): orders now at the newest version still present in the data, and
+     * orders with no version left, gone from the store. */
+    uint64_t orders_reverted;
+    uint64_t orders_lost;
 };
 
 /* Verifies every block of a data directory (header and payload CRCs, decompression, aggregates
@@ -197,6 +202,12 @@ struct storage_fsck_report {
  * -DS_ECORRUPT: the MANIFEST is damaged and repair was not asked for). */
 struct storage_fsck_options {
     bool repair;
+    bool quarantine_only; /* repair without the reconciliation of the orders model (tests) */
+    /* Tests: called at each crash point of the reconciliation (step 0, 1, ...: its record
+     * written, the store committed, then before and after each partition's rewrite commit);
+     * NULL in production. */
+    void (*step_fn)(uint32_t step, void *user);
+    void *step_user;
     void *report_file; /* FILE *, borrowed; NULL for silence */
 };
 

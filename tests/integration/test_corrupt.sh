@@ -1,39 +1,42 @@
 #!/usr/bin/env bash
-# Randomised corruption (issue 13): on a fresh copy of a small ingested store, one random
+# Randomised corruption, in both models: on a fresh copy of a small ingested store, one random
 # corruption of a random segment or the MANIFEST (flip bits, cut the file, or overwrite a byte
 # range). Then: fsck exits 1, or the bytes hit held nothing committed (fsck 0 and the count
 # exact); count and orders readers end with 0 or 1 and a message, never a crash (exit >= 128)
-# or a hang (20 s); fsck --repair, then fsck exits 0; and the count is the truth minus the
-# events repair reports quarantined (at most the truth when a range's events were unknown).
-# 100 corruptions by default, 1000 with DS_LONG=1; DS_TEST_SEED replays a run (printed).
+# or a hang (20 s); fsck --repair, then fsck exits 0. Events model: the count is the truth
+# minus the events repair reports quarantined (at most that when a range's events were
+# unknown). Orders model (the default; a stream with updates, some moving the day): the count
+# is the truth minus the orders repair reports lost (reverted ones still count); at most that
+# when the MANIFEST was damaged (the commits after its valid prefix are rolled back whole).
+# Events model 100 corruptions, orders model 30; with DS_LONG=1 the orders model 1000;
+# DS_TEST_SEED replays a run (printed).
 # Hook: a file named by DS_CORRUPT_TARGETS_HOOK, when set, is sourced and may define
 # corrupt_extra_targets DIR, printing more paths (index files) to choose from.
 source "$(dirname "$0")/lib.sh"
 
-runs=100
-[[ ${DS_LONG:-} == 1 ]] && runs=1000
 seed=${DS_TEST_SEED:-$(( $(date +%s%N) % 1000000007 ))}
-echo "test_corrupt: seed $seed, $runs corruptions (replay with DS_TEST_SEED=$seed)"
 corrupt_extra_targets() { :; }
 if [[ -n ${DS_CORRUPT_TARGETS_HOOK:-} ]]; then
   # shellcheck disable=SC1090
   source "$DS_CORRUPT_TARGETS_HOOK"
 fi
 
-template="$WORK/template"
-stream="$WORK/stream.jsonl"
-cp "$FIXTURES/busy-day.jsonl" "$stream"
-"$DAYSHARD" ingest --model events --data "$template" --shards 2 "$stream" > /dev/null
-for s in 1 2 3; do
-  "$DAYSHARD" generate --events 400 --profile busy-day --seed "$s" --days 3 --first-day 2026-01-20 >> "$stream"
-  "$DAYSHARD" ingest --data "$template" --resume "$stream" > /dev/null
-done
+# build_template DIR MODEL: the busy-day fixture and three generated chunks, one ingest each.
+build_template() {
+  local dir=$1 model=$2 stream="$WORK/stream-$2.jsonl" updates=()
+  [[ $model == orders ]] && updates=(--updates 0.3)
+  cp "$FIXTURES/busy-day.jsonl" "$stream"
+  "$DAYSHARD" ingest --model "$model" --data "$dir" --shards 2 "$stream" > /dev/null
+  for s in 1 2 3; do
+    "$DAYSHARD" generate --events 400 --profile busy-day --seed "$s" --days 3 \
+      --first-day 2026-01-20 "${updates[@]}" >> "$stream"
+    "$DAYSHARD" ingest --data "$dir" --resume "$stream" > /dev/null
+  done
+}
 count_of() {
   timeout 20 "$DAYSHARD" count --data "$1" --day 2026-01-19 --to 2026-01-23 --json 2>/dev/null |
     "$PY" -c 'import json,sys; print(json.load(sys.stdin)["count"])'
 }
-truth=$(count_of "$template")
-expect_eq "template count" "$(wc -l < "$stream")" "$truth"
 
 # corrupt DIR SEED: one corruption, described on stdout.
 corrupt() {
@@ -75,50 +78,83 @@ reader_ok() {
   fi
 }
 
-caught=0 repaired=0 harmless=0
-start=$(date +%s)
-for ((i = 0; i < runs; i++)); do
-  dir="$WORK/run"
-  rm -rf "$dir"
-  cp -a "$template" "$dir"
-  what=$(corrupt "$dir" $((seed + i)))
-  ctx="run $i ($what; DS_TEST_SEED=$seed)"
-  set +e
-  timeout 20 "$DAYSHARD" fsck --data "$dir" --json > "$WORK/f1" 2> /dev/null
-  rc=$?
-  set -e
-  if [[ $rc == 1 ]]; then
-    caught=$((caught + 1)); ok
-  elif [[ $rc == 0 ]]; then
-    harmless=$((harmless + 1))
-    expect_eq "$ctx: fsck clean means an exact count" "$truth" "$(count_of "$dir")"
+# run_model MODEL RUNS: RUNS corruptions of copies of a template of MODEL.
+run_model() {
+  local model=$1 runs=$2 template="$WORK/template-$1"
+  build_template "$template" "$model"
+  truth=$(count_of "$template")
+  if [[ $model == events ]]; then
+    expect_eq "template count" "$(wc -l < "$WORK/stream-events.jsonl")" "$truth"
   else
-    fail "$ctx: fsck exit $rc"
-    continue
+    expect_exit "template fsck (orders)" 0 "$DAYSHARD" fsck --data "$template" --json
+    expect_eq "template: every order counted" "$(json_get "$WORK/out" 'd["orders"]')" "$truth"
   fi
-  reader_ok "$ctx: count" "$DAYSHARD" count --data "$dir" --day 2026-01-19 --to 2026-01-23 || continue
-  reader_ok "$ctx: orders" "$DAYSHARD" orders --data "$dir" --customer 1 || continue
-  set +e
-  timeout 20 "$DAYSHARD" fsck --data "$dir" --repair --json > "$WORK/f2" 2> "$WORK/f2err"
-  rc=$?
-  set -e
-  if [[ $rc != 0 ]]; then
-    fail "$ctx: fsck --repair exit $rc ($(head -c 300 "$WORK/f2err"))"
-    continue
-  fi
-  expect_exit "$ctx: fsck after repair" 0 timeout 20 "$DAYSHARD" fsck --data "$dir"
-  q=$(json_get "$WORK/f2" 'd["quarantined_events"]')
-  unknown=$(json_get "$WORK/f2" 'd["events_unknown_ranges"]')
-  after=$(count_of "$dir" || echo "none")
-  if [[ $unknown == 0 ]]; then
-    expect_eq "$ctx: count after repair = truth - quarantined" $((truth - q)) "$after"
-  elif [[ $after =~ ^[0-9]+$ ]] && ((after <= truth - q)); then
-    ok
-  else
-    fail "$ctx: count after repair $after, want <= $((truth - q))"
-  fi
-  [[ $rc == 0 ]] && repaired=$((repaired + 1))
-done
-echo "test_corrupt: seed $seed: $runs corruptions, $caught caught by fsck, $harmless harmless," \
-  "$repaired repaired, $(( $(date +%s) - start )) s"
+  caught=0 repaired=0 harmless=0
+  start=$(date +%s)
+  for ((i = 0; i < runs; i++)); do
+    dir="$WORK/run"
+    rm -rf "$dir"
+    cp -a "$template" "$dir"
+    what=$(corrupt "$dir" $((seed + i)))
+    ctx="run $i ($what; DS_TEST_SEED=$seed)"
+    set +e
+    timeout 20 "$DAYSHARD" fsck --data "$dir" --json > "$WORK/f1" 2> /dev/null
+    rc=$?
+    set -e
+    if [[ $rc == 1 ]]; then
+      caught=$((caught + 1)); ok
+    elif [[ $rc == 0 ]]; then
+      harmless=$((harmless + 1))
+      expect_eq "$ctx: fsck clean means an exact count" "$truth" "$(count_of "$dir")"
+    else
+      fail "$ctx: fsck exit $rc"
+      continue
+    fi
+    reader_ok "$ctx: count" "$DAYSHARD" count --data "$dir" --day 2026-01-19 --to 2026-01-23 || continue
+    reader_ok "$ctx: orders" "$DAYSHARD" orders --data "$dir" --customer 1 || continue
+    set +e
+    timeout 20 "$DAYSHARD" fsck --data "$dir" --repair --json > "$WORK/f2" 2> "$WORK/f2err"
+    rc=$?
+    set -e
+    if [[ $rc != 0 ]]; then
+      fail "$ctx: fsck --repair exit $rc ($(head -c 300 "$WORK/f2err"))"
+      continue
+    fi
+    expect_exit "$ctx: fsck after repair" 0 timeout 20 "$DAYSHARD" fsck --data "$dir"
+    after=$(count_of "$dir" || echo "none")
+    if [[ $model == orders ]]; then
+      lost=$(json_get "$WORK/f2" 'd["orders_lost"]')
+      expect_eq "$ctx: balanced after repair" "0 0" \
+        "$(json_get "$WORK/f2" '"%d %d" % (d["retractions_unmatched"], d["orders_mismatched"])')"
+      if [[ $(json_get "$WORK/f1" 'd.get("manifest_damaged", False)') != True ]]; then
+        expect_eq "$ctx: count after repair = truth - lost orders" $((truth - lost)) "$after"
+      elif [[ $after =~ ^[0-9]+$ ]] && ((after <= truth - lost)); then
+        ok
+      else
+        fail "$ctx: count after repair $after, want <= $((truth - lost))"
+      fi
+      [[ $rc == 0 ]] && repaired=$((repaired + 1))
+      continue
+    fi
+    q=$(json_get "$WORK/f2" 'd["quarantined_events"]')
+    unknown=$(json_get "$WORK/f2" 'd["events_unknown_ranges"]')
+    if [[ $unknown == 0 ]]; then
+      expect_eq "$ctx: count after repair = truth - quarantined" $((truth - q)) "$after"
+    elif [[ $after =~ ^[0-9]+$ ]] && ((after <= truth - q)); then
+      ok
+    else
+      fail "$ctx: count after repair $after, want <= $((truth - q))"
+    fi
+    [[ $rc == 0 ]] && repaired=$((repaired + 1))
+  done
+  echo "test_corrupt: $model model, seed $seed: $runs corruptions, $caught caught by fsck, $harmless harmless," \
+    "$repaired repaired, $(( $(date +%s) - start )) s"
+}
+
+events_runs=100 orders_runs=30
+[[ ${DS_LONG:-} == 1 ]] && orders_runs=1000
+echo "test_corrupt: seed $seed, $events_runs corruptions (events model), $orders_runs (orders model)" \
+  "(replay with DS_TEST_SEED=$seed)"
+run_model events "$events_runs"
+run_model orders "$orders_runs"
 finish

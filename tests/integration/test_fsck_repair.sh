@@ -6,6 +6,10 @@
 # quarantines the two blocks with records naming their source lines, fsck is clean after
 # (exit 0), counts drop by exactly the quarantined events, the named source range holds those
 # events, and the store takes new data.
+# Then the default (orders) model, a stream without updates, so that every quarantined row is a
+# lost order: the same torn tail of the busy day's largest segment; fsck --repair --json exits
+# 0 with the quarantined events, as many lost orders, the next fsck is clean, and the busy day
+# counts exactly that many fewer.
 source "$(dirname "$0")/lib.sh"
 
 data="$WORK/data"
@@ -128,4 +132,26 @@ expect_exit "ingest after repair" 0 "$DAYSHARD" ingest --data "$data" --resume "
 expect_exit "count after new data" 0 count_json
 expect_eq "count grows by the new events" $((truth - quarantined + 500)) "$(json_get "$WORK/out" 'd["count"]')"
 expect_exit "fsck after new data" 0 "$DAYSHARD" fsck --data "$data"
+
+# ---- the default model ------------------------------------------------------------------------
+
+odata="$WORK/orders"
+"$DAYSHARD" generate --events 40000 --profile busy-day --seed 26 > "$WORK/orders.jsonl"
+expect_exit "ingest (default model)" 0 "$DAYSHARD" ingest --data "$odata" --shards 2 "$WORK/orders.jsonl"
+oseg=$(find "$odata/parts" -name '*.seg' -printf '%s %p\n' | sort -n | tail -n 1 | cut -d' ' -f2-)
+oday=$(basename "$(dirname "$(dirname "$oseg")")")
+expect_exit "count the busy day before" 0 "$DAYSHARD" count --data "$odata" --day "$oday" --json
+obefore=$(json_get "$WORK/out" 'd["count"]')
+truncate -s -37 "$oseg"
+head -c 5000 /dev/urandom >> "$oseg"
+expect_exit "orders: fsck finds the torn tail" 1 "$DAYSHARD" fsck --data "$odata" --json
+expect_exit "orders: fsck --repair ends clean" 0 "$DAYSHARD" fsck --data "$odata" --repair --json
+cp "$WORK/out" "$WORK/orepair.json"
+oq=$(json_get "$WORK/orepair.json" 'd["quarantined_events"]')
+expect_eq "orders: quarantined events > 0, each a lost order, none reverted" "True $oq 0" \
+  "$(json_get "$WORK/orepair.json" '"%s %d %d" % (d["quarantined_events"] > 0, d["orders_lost"], d["orders_reverted"])')"
+expect_exit "orders: fsck after repair" 0 "$DAYSHARD" fsck --data "$odata" --json
+expect_exit "orders: count the busy day after" 0 "$DAYSHARD" count --data "$odata" --day "$oday" --json
+expect_eq "orders: the busy day drops by the quarantined events" $((obefore - oq)) \
+  "$(json_get "$WORK/out" 'd["count"]')"
 finish

@@ -4,6 +4,7 @@ ds_unit_test(storage storage)
 ds_unit_test(storage ids)
 ds_unit_test(storage ids_seal)
 ds_unit_test(storage fsck_orders)
+ds_unit_test(storage fsck_reconcile)
 ds_unit_test(storage orders)
 ds_unit_test(storage retention)
 # storage/ids.h is private to storage/, so its benchmark lives here (only tests/ may include it).

@@ -8,7 +8,7 @@
 # unknown). Orders model (the default; a stream with updates, some moving the day): the count
 # is the truth minus the orders repair reports lost (reverted ones still count); at most that
 # when the MANIFEST was damaged (the commits after its valid prefix are rolled back whole).
-# Events model 100 corruptions, orders model 30; with DS_LONG=1 the orders model 1000;
+# Events model 50 corruptions, orders model 30; with DS_LONG=1 1,000 in each;
 # DS_TEST_SEED replays a run (printed).
 # Hook: a file named by DS_CORRUPT_TARGETS_HOOK, when set, is sourced and may define
 # corrupt_extra_targets DIR, printing more paths (index files) to choose from.
@@ -151,8 +151,8 @@ run_model() {
     "$repaired repaired, $(( $(date +%s) - start )) s"
 }
 
-events_runs=100 orders_runs=30
-[[ ${DS_LONG:-} == 1 ]] && orders_runs=1000
+events_runs=50 orders_runs=30
+[[ ${DS_LONG:-} == 1 ]] && events_runs=1000 orders_runs=1000
 echo "test_corrupt: seed $seed, $events_runs corruptions (events model), $orders_runs (orders model)" \
   "(replay with DS_TEST_SEED=$seed)"
 run_model events "$events_runs"

@@ -1,7 +1,8 @@
 /*
  * `dayshard run --brokers B --topic T --group G --data DIR [...]`: a node. Consumes the topic as
  * a member of group G into durable day partitions in DIR, exactly once (see
- * ingest/kafka_node.c). SIGINT/SIGTERM drain, commit and exit 0; a fatal broker error exits 1.
+ * ingest/kafka_node.c). SIGINT/SIGTERM drain, commit and exit 0 within 10 s whatever the
+ * broker's state (kafka_node.c, "Stopping"); a fatal broker error exits 1.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,7 +32,8 @@ const char cmd_run_usage[] =
     "partition and offset; numbered files in write order). Kafka offsets are committed only\n"
     "after the data holding them is durable; a restarted node resumes from its own durable\n"
     "position, so nothing is stored twice.\n"
-    "SIGINT or SIGTERM: drain, commit, exit 0. Consumer lag is logged every few seconds.\n"
+    "SIGINT or SIGTERM: drain, commit, exit 0 within 10 s, the broker gone or not (then the\n"
+    "next start commits). Consumer lag is logged every few seconds.\n"
     "\n"
     "options:\n"
     "  --brokers B            bootstrap servers (for `dayshard broker`: its first output line)\n"

@@ -341,9 +341,10 @@ struct ingest_node_stats {
 /* Runs a consumer group member until *stop becomes non-zero: decodes, routes and appends;
  * commits Kafka offsets only once the data (and dead letters) holding them are durable; on a
  * restart resumes every partition from max(its own durable position, the group's committed
- * offset); on revocation commits and syncs before letting partitions go. Returns 0 after a
- * clean stop, or the error that stopped it (-DS_EKAFKA for a fatal client error, a storage
- * error, -DS_ELOCKED when another node writes the data directory). */
+ * offset); on revocation commits and syncs before letting partitions go. Once *stop is set it
+ * returns within 10 s whatever the broker's state, with everything read durable (kafka_node.c,
+ * "Stopping"). Returns 0 after a clean stop, or the error that stopped it (-DS_EKAFKA for a fatal
+ * client error, a storage error, -DS_ELOCKED when another node writes the data directory). */
 DS_MUST_USE int ingest_node_run(const struct ingest_node_config *cfg,
                                 struct ingest_node_stats *stats, const volatile int *stop);
 

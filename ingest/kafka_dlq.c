@@ -15,6 +15,9 @@
 #include "ingest/kafka_dlq.h"
 #include "ingest/kafka_log.h"
 
+/* A flush waits in slices of this much, looking at the stop's deadline between them. */
+#define DLQ_FLUSH_SLICE_MS 100
+
 struct kafka_dlq {
     rd_kafka_t *rk;
     rd_kafka_topic_t *topic;
@@ -94,27 +97,51 @@ void kafka_dlq_send(struct kafka_dlq *q, const char *record, size_t len, int32_t
     q->queued++;
 }
 
-int kafka_dlq_flush(struct kafka_dlq *q, int timeout_ms)
+int kafka_dlq_flush(struct kafka_dlq *q, int timeout_ms, const atomic_uint_least64_t *deadline_ns)
 {
-    rd_kafka_resp_err_t err = rd_kafka_flush(q->rk, timeout_ms);
+    ASSERT(timeout_ms >= 0);
+    ASSERT(deadline_ns != NULL);
+    uint64_t end = ds_clock_ns() + (uint64_t)timeout_ms * 1000000u;
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+    /* In slices, so that a stop requested during the wait shortens it (rd_kafka_flush cannot be
+     * interrupted). */
+    for (;;) { /* bounded by end */
+        uint64_t stop = atomic_load(deadline_ns);
+        uint64_t until = stop != 0 && stop < end ? stop : end;
+        uint64_t now = ds_clock_ns();
+        uint64_t left_ms = until > now ? (until - now + 999999u) / 1000000u : 0;
+        int slice_ms = left_ms < DLQ_FLUSH_SLICE_MS ? (int)left_ms : DLQ_FLUSH_SLICE_MS;
+        err = rd_kafka_flush(q->rk, slice_ms);
+        if (err != RD_KAFKA_RESP_ERR__TIMED_OUT || ds_clock_ns() >= until) {
+            break;
+        }
+    }
     uint64_t failed = q->failed + q->queued;
     q->failed = 0;
     q->queued = 0;
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR || failed > 0) {
         ds_log_error("kafka: dead-letter topic: %llu records failed, flush: %s (the records are in "
-                     "the dead-letter file; offsets are not committed to Kafka this round)",
+                     "the dead-letter file, which rules)",
                      (unsigned long long)failed, rd_kafka_err2str(err));
         return -DS_EKAFKA;
     }
     return 0;
 }
 
-void kafka_dlq_destroy(struct kafka_dlq *q)
+void kafka_dlq_destroy(struct kafka_dlq *q, int timeout_ms)
 {
     if (q == NULL) {
         return;
     }
-    rd_kafka_flush(q->rk, 5000);
+    ASSERT(timeout_ms >= 0);
+    if (rd_kafka_flush(q->rk, timeout_ms) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        /* An unreachable broker would otherwise hold rd_kafka_destroy until message.timeout.ms
+         * (5 minutes); the records are in the dead-letter file. */
+        ds_log_warn("kafka: dead-letter topic: %d records not acknowledged at the stop (they are "
+                    "in the dead-letter file)",
+                    rd_kafka_outq_len(q->rk));
+        (void)rd_kafka_purge(q->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    }
     rd_kafka_topic_destroy(q->topic);
     rd_kafka_destroy(q->rk);
     free(q);

@@ -30,6 +30,19 @@
  * callbacks; the writer thread (stage.c) appends and commits, then publishes each partition's
  * durable position through an atomic array the consumer thread reads at assignment.
  *
+ * Stopping (SIGTERM) is bounded whatever the broker's state: everything read is committed to
+ * storage first (a barrier: nothing Kafka-side comes before it); then the Kafka-side steps (the
+ * dead-letter topic's flush, the final offset commits, leaving the group, the producers' last
+ * sends) share STOP_KAFKA_BUDGET_MS, each bounded by what is left. The final commit to the
+ * group doubles as the probe: when its answer is a local error (timed out, no coordinator, all
+ * brokers down) the broker is taken as unreachable and the node does not leave the group
+ * (rd_kafka_consumer_close waits out session.timeout.ms for a coordinator that does not answer:
+ * from 47 s to over 60 s measured with a frozen broker); it destroys the handle without the
+ * close instead. What
+ * Kafka did not hear is made up at the next start: the node resumes from its durable positions
+ * (max with the committed offsets, see above), and the coordinator drops the member that did
+ * not leave after session.timeout.ms, which rebalances the group.
+ *
  * Known limit: if this node dies with durable data whose offsets it had not yet committed to
  * Kafka, and another member takes the partition before this node comes back, that member
  * reads the range again into its own data directory (documented in docs/ARCHITECTURE.md).
@@ -39,6 +52,7 @@
  */
 #include <errno.h>
 #include <librdkafka/rdkafka.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +84,16 @@
 /* The consumer lag is sampled (and reported to the observer) this often. */
 #define LAG_SAMPLE_INTERVAL_NS (1000ull * 1000000u)
 #define DLQ_FLUSH_TIMEOUT_MS 10000
+/* The Kafka-side steps of a stop share this budget, from the stop's start (file comment): the
+ * node exits within 10 s with what is left for the storage commits, the handles' teardown and
+ * the CLI's query service and index builder (which stop in milliseconds). */
+#define STOP_KAFKA_BUDGET_MS 4000
+/* Leaving the group is polled in slices of this much. */
+#define STOP_CLOSE_SLICE_MS 100
+/* How long after the Kafka budget the node waits for librdkafka's teardown (the function teardown).
+ */
+#define STOP_TEARDOWN_WAIT_MS 1500
+#define TEARDOWN_POLL_NS (5u * 1000000u)
 /* How far ahead of this node's clock a message's timestamp may be and still count as written
  * then (clocks of producer machines drift by milliseconds, NTP-less ones by seconds). */
 #define HEAT_CLOCK_SKEW_MS 10000
@@ -86,7 +110,9 @@ struct node {
     struct ingest_decoder decoder; /* consumer thread: the items of the event being added */
     struct stage stage;
     bool stage_running;
-    bool closing;      /* the consumer is closing: its revocation gives nothing up */
+    bool closing; /* stopping: the revocation neither commits (node_stop did) nor gives up */
+    atomic_uint_least64_t stop_deadline_ns; /* set at a stop (0 before): the Kafka budget's end */
+    bool left_group;                        /* the stop's close finished within the budget */
     bool orders_model; /* the data directory counts orders: their partitions move with them */
     int32_t release[INGEST_NODE_PARTITIONS_MAX]; /* consumer thread: partitions to give up */
     char deadletters[DS_PATH_MAX];
@@ -192,7 +218,7 @@ static void on_commit(struct storage *st, void *user)
         /* The file holds every dead letter durably already; the topic is its copy. Waiting here
          * keeps the group's offsets behind the copies the topic acknowledged, unless the topic
          * is unreachable for the whole wait (then the failure is logged and the file rules). */
-        int flushed = kafka_dlq_flush(n->dlq, DLQ_FLUSH_TIMEOUT_MS);
+        int flushed = kafka_dlq_flush(n->dlq, DLQ_FLUSH_TIMEOUT_MS, &n->stop_deadline_ns);
         (void)flushed;
     }
     int seen = atomic_load(&n->partitions_seen);
@@ -347,11 +373,21 @@ commit_bounded(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *list, int 
     return err;
 }
 
-/* The positions group's commit at revocation, retried until a deadline: the next owner starts
- * from it. */
-static void commit_positions_sync(struct node *n, const rd_kafka_topic_partition_list_t *list)
+/* Milliseconds from now to deadline_ns, at most cap_ms; 0 when it has passed. */
+static int left_ms(uint64_t deadline_ns, int cap_ms)
+{
+    uint64_t now = ds_clock_ns();
+    uint64_t left = deadline_ns > now ? (deadline_ns - now) / 1000000u : 0;
+    return left < (uint64_t)cap_ms ? (int)left : cap_ms;
+}
+
+/* The positions group's commit at revocation, retried until RELEASE_POSITIONS_DEADLINE_MS or
+ * deadline_ns, whichever comes first: the next owner starts from it. */
+static void commit_positions_sync(struct node *n, const rd_kafka_topic_partition_list_t *list,
+                                  uint64_t deadline_ns)
 {
     uint64_t deadline = ds_clock_ns() + (uint64_t)RELEASE_POSITIONS_DEADLINE_MS * 1000000u;
+    deadline = deadline_ns < deadline ? deadline_ns : deadline;
     rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
     for (;;) { /* bounded by the deadline */
         uint64_t now = ds_clock_ns();
@@ -365,18 +401,50 @@ static void commit_positions_sync(struct node *n, const rd_kafka_topic_partition
         struct timespec pause = {.tv_sec = 0, .tv_nsec = RELEASE_COMMIT_PAUSE_MS * 1000000L};
         nanosleep(&pause, NULL);
     }
-    ds_log_warn("kafka: positions commit at revocation: %s (the data is durable here; the next "
-                "owner may read it again)",
-                rd_kafka_err2str(err));
+    ds_log_warn("kafka: positions commit at %s: %s (the data is durable here; the next owner may "
+                "read it again)",
+                n->closing ? "the stop" : "revocation", rd_kafka_err2str(err));
+}
+
+/* Commits the durable positions of parts to the group (unless lost) and to the positions group,
+ * each bounded and neither past deadline_ns. Returns the group commit's answer: NO_ERROR when
+ * there was nothing to commit, __ASSIGNMENT_LOST when not asked. */
+static rd_kafka_resp_err_t commit_release(struct node *n,
+                                          const rd_kafka_topic_partition_list_t *parts, bool lost,
+                                          uint64_t deadline_ns)
+{
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(parts->cnt);
+    for (int i = 0; i < parts->cnt; i++) {
+        int32_t p = parts->elems[i].partition;
+        int64_t offset =
+            p >= 0 && p < (int32_t)INGEST_NODE_PARTITIONS_MAX ? responsible_offset(n, p) : -1;
+        if (offset >= 0) {
+            rd_kafka_topic_partition_list_add(list, parts->elems[i].topic, p)->offset = offset;
+        }
+    }
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (list->cnt > 0) {
+        int timeout_ms = left_ms(deadline_ns, RELEASE_GROUP_COMMIT_TIMEOUT_MS);
+        err = lost             ? RD_KAFKA_RESP_ERR__ASSIGNMENT_LOST
+              : timeout_ms > 0 ? commit_bounded(n->rk, list, timeout_ms)
+                               : RD_KAFKA_RESP_ERR__TIMED_OUT;
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            ds_log_warn("kafka: offset commit at %s: %s (the positions group is committed next)",
+                        n->closing ? "the stop" : "revocation", rd_kafka_err2str(err));
+        }
+        commit_positions_sync(n, list, deadline_ns);
+    }
+    rd_kafka_topic_partition_list_destroy(list);
+    return err;
 }
 
 /* Before partitions go: everything read is committed to storage, then to Kafka (sync). A lost
  * assignment is committed to storage too, so that this node resumes after what it read if the
  * partitions come back, and to the positions group only: the consumer group refuses commits
- * of a member that lost its generation. */
+ * of a member that lost its generation. At a stop, node_stop did all of it before the close. */
 static void release_partitions(struct node *n, rd_kafka_topic_partition_list_t *parts, bool lost)
 {
-    if (!n->stage_running) {
+    if (!n->stage_running || n->closing) {
         return;
     }
     int rc = stage_barrier(&n->stage);
@@ -387,27 +455,7 @@ static void release_partitions(struct node *n, rd_kafka_topic_partition_list_t *
                     ds_strerror(rc));
         return;
     }
-    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(parts->cnt);
-    for (int i = 0; i < parts->cnt; i++) {
-        int32_t p = parts->elems[i].partition;
-        int64_t offset =
-            p >= 0 && p < (int32_t)INGEST_NODE_PARTITIONS_MAX ? responsible_offset(n, p) : -1;
-        if (offset >= 0) {
-            rd_kafka_topic_partition_list_add(list, parts->elems[i].topic, p)->offset = offset;
-        }
-    }
-    if (list->cnt > 0) {
-        rd_kafka_resp_err_t err =
-            lost ? RD_KAFKA_RESP_ERR__ASSIGNMENT_LOST
-                 : commit_bounded(n->rk, list, RELEASE_GROUP_COMMIT_TIMEOUT_MS);
-        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-            ds_log_warn(
-                "kafka: offset commit at revocation: %s (the positions group is committed next)",
-                rd_kafka_err2str(err));
-        }
-        commit_positions_sync(n, list);
-    }
-    rd_kafka_topic_partition_list_destroy(list);
+    (void)commit_release(n, parts, lost, UINT64_MAX);
 }
 
 static void mark_assigned(struct node *n, const rd_kafka_topic_partition_list_t *parts, bool on)
@@ -720,6 +768,91 @@ static int consume(struct node *n, const volatile int *stop)
     return rc;
 }
 
+/* ---- the stop ------------------------------------------------------------------------------ */
+
+/* Leaves the group (rd_kafka_consumer_close through a queue this thread serves, which runs the
+ * revocation) until deadline_ns. Returns whether the consumer closed in time. */
+static bool leave_group(struct node *n, uint64_t deadline_ns)
+{
+    ASSERT(n->rk != NULL);
+    ASSERT(n->closing);
+    rd_kafka_queue_t *queue = rd_kafka_queue_new(n->rk);
+    rd_kafka_error_t *error = rd_kafka_consumer_close_queue(n->rk, queue);
+    bool closed = error == NULL;
+    if (error != NULL) {
+        ds_log_warn("kafka: leaving the group: %s", rd_kafka_error_string(error));
+        rd_kafka_error_destroy(error);
+    }
+    while (closed && !rd_kafka_consumer_closed(n->rk)) { /* bounded by deadline_ns */
+        int slice_ms = left_ms(deadline_ns, STOP_CLOSE_SLICE_MS);
+        if (slice_ms == 0) {
+            ds_log_warn("kafka: leaving the group took the stop's whole budget (%d ms): "
+                        "skipping the rest (the coordinator drops this member after "
+                        "session.timeout.ms)",
+                        STOP_KAFKA_BUDGET_MS);
+            closed = false;
+            break;
+        }
+        /* Not rd_kafka_queue_poll_callback: it asserts on an op that has no callback (seen in
+         * test_run_faults), where this returns it as an event. */
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(queue, slice_ms);
+        if (ev != NULL && rd_kafka_event_type(ev) == RD_KAFKA_EVENT_REBALANCE) {
+            /* Served by the rebalance callback when librdkafka calls it; by hand otherwise. */
+            on_rebalance(n->rk, rd_kafka_event_error(ev), rd_kafka_event_topic_partition_list(ev),
+                         n);
+        }
+        if (ev != NULL) {
+            rd_kafka_event_destroy(ev);
+        }
+    }
+    rd_kafka_queue_destroy(queue);
+    return closed;
+}
+
+/* Consumer thread, once the loop has ended: what was read goes to storage, then Kafka hears of
+ * it within the budget (file comment, "Stopping"). */
+static void node_stop(struct node *n)
+{
+    ASSERT(n->rk != NULL);
+    ASSERT(atomic_load(&n->stop_deadline_ns) == 0);
+    uint64_t started = ds_clock_ns();
+    uint64_t deadline = started + (uint64_t)STOP_KAFKA_BUDGET_MS * 1000000u;
+    atomic_store(&n->stop_deadline_ns, deadline);
+    /* Before the handle goes. Known limit: it waits for the consistent=true queries asking
+     * through the positions handle, and librdkafka 2.0.2's rd_kafka_query_watermark_offsets
+     * does not keep to its timeout with a frozen broker (docs/ARCHITECTURE.md section 4). */
+    node_watch_detach(n->cfg->watch);
+    n->closing = true;
+    int rc = n->stage_running ? stage_barrier(&n->stage) : 0;
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (rc != 0) {
+        ds_log_warn("stopping: the storage commit failed (%s): offsets past the durable "
+                    "positions stay uncommitted",
+                    ds_strerror(rc));
+    } else {
+        rd_kafka_topic_partition_list_t *assigned = NULL;
+        if (rd_kafka_assignment(n->rk, &assigned) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            err = commit_release(n, assigned, false, deadline);
+        }
+        if (assigned != NULL) {
+            rd_kafka_topic_partition_list_destroy(assigned);
+        }
+    }
+    /* librdkafka's own errors are negative: no answer from a broker. */
+    if (err < 0) {
+        ds_log_warn("kafka: the broker did not answer the final commit (%s): skipping the group "
+                    "leave; the next start resumes from the durable positions",
+                    rd_kafka_err2str(err));
+        n->left_group = false;
+    } else {
+        ds_log_info("kafka: leaving the group");
+        n->left_group = leave_group(n, deadline);
+    }
+    ds_log_info("kafka: stopped in %llu ms (%s)",
+                (unsigned long long)((ds_clock_ns() - started) / 1000000u),
+                n->left_group ? "left the group" : "did not leave the group");
+}
+
 /* ---- setup --------------------------------------------------------------------------------- */
 
 static int conf_set(rd_kafka_conf_t *conf, const char *key, const char *value)
@@ -876,10 +1009,7 @@ static int run(struct node *n, const volatile int *stop)
     n->stage_running = rc == 0;
     rc = rc == 0 ? consume(n, stop) : rc;
     if (n->rk != NULL) {
-        node_watch_detach(n->cfg->watch); /* before the handle goes */
-        /* Leaves the group: the revocation callback commits what was read. */
-        n->closing = true;
-        rd_kafka_consumer_close(n->rk);
+        node_stop(n);
     }
     if (n->stage_running) {
         int finished = stage_finish(&n->stage);
@@ -890,6 +1020,83 @@ static int run(struct node *n, const volatile int *stop)
         n->stats->commits = atomic_load(&n->stage.commits);
     }
     return rc;
+}
+
+/* ---- teardown ------------------------------------------------------------------------------ */
+
+/* The client handles being destroyed, on a thread of their own: rd_kafka_destroy waits until
+ * every request in flight is answered or times out (an offset commit sent to a broker that
+ * froze holds it for socket.timeout.ms, 60 s by default: measured on the positions handle), and
+ * it cannot be cut short. A teardown that outlasts the stop's bound is left to the process exit;
+ * the handles and the dead-letter producer are its own then. */
+struct teardown {
+    struct kafka_dlq *dlq;
+    int dlq_flush_ms;
+    rd_kafka_t *rk;
+    rd_kafka_t *positions;
+    atomic_bool done;
+};
+
+static void *teardown_main(void *arg)
+{
+    struct teardown *t = arg;
+    kafka_dlq_destroy(t->dlq, t->dlq_flush_ms);
+    /* Without a close: node_stop left the group, or chose not to (a close here would wait out
+     * session.timeout.ms for an unreachable coordinator). */
+    if (t->rk != NULL) {
+        rd_kafka_destroy_flags(t->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+    }
+    /* The positions handle never joined a group: there is nothing to leave. */
+    if (t->positions != NULL) {
+        rd_kafka_destroy_flags(t->positions, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+    }
+    atomic_store(&t->done, true);
+    return NULL;
+}
+
+static bool teardown_done(void *user)
+{
+    const struct teardown *t = user;
+    return atomic_load(&t->done);
+}
+
+/* Destroys the node's client handles (after the stage stopped: the writer's commit hook uses
+ * them until then), waiting until deadline_ns at most (the struct teardown comment). */
+static void teardown(struct node *n, uint64_t deadline_ns)
+{
+    ASSERT(deadline_ns > 0);
+    ASSERT(n->stage_running == false);
+    struct teardown *t = calloc(1, sizeof(*t));
+    pthread_t thread;
+    if (t == NULL) {
+        /* Out of memory at exit: destroy here, unbounded, rather than leave the producer's
+         * records unsent. */
+        struct teardown local = {.dlq = n->dlq, .rk = n->rk, .positions = n->positions};
+        (void)teardown_main(&local);
+        return;
+    }
+    uint64_t kafka_end = atomic_load(&n->stop_deadline_ns);
+    *t = (struct teardown){
+        .dlq = n->dlq,
+        .dlq_flush_ms = kafka_end != 0 ? left_ms(kafka_end, STOP_KAFKA_BUDGET_MS) : 0,
+        .rk = n->rk,
+        .positions = n->positions,
+    };
+    atomic_init(&t->done, false);
+    int rc = pthread_create(&thread, NULL, teardown_main, t);
+    if (rc != 0) {
+        (void)teardown_main(t);
+        free(t);
+        return;
+    }
+    if (ds_wait_until(teardown_done, t, deadline_ns, TEARDOWN_POLL_NS)) {
+        ASSERT(pthread_join(thread, NULL) == 0);
+        free(t);
+        return;
+    }
+    ds_log_warn("kafka: the client's teardown outlasted the stop's bound (requests in flight to a "
+                "broker that does not answer): left to the process exit");
+    ASSERT(pthread_detach(thread) == 0);
 }
 
 int ingest_node_run(const struct ingest_node_config *cfg, struct ingest_node_stats *stats,
@@ -907,14 +1114,9 @@ int ingest_node_run(const struct ingest_node_config *cfg, struct ingest_node_sta
     n->cfg = cfg;
     n->stats = stats;
     int rc = run(n, stop);
-    kafka_dlq_destroy(n->dlq);
-    if (n->rk != NULL) {
-        rd_kafka_destroy(n->rk);
-    }
-    /* After the stage stopped: the writer's commit hook uses it until then. */
-    if (n->positions != NULL) {
-        rd_kafka_destroy(n->positions);
-    }
+    uint64_t kafka_end = atomic_load(&n->stop_deadline_ns);
+    teardown(n, (kafka_end != 0 ? kafka_end : ds_clock_ns()) +
+                    (uint64_t)STOP_TEARDOWN_WAIT_MS * 1000000u);
     node_heat_close(n->heat);
     shard_map_close(n->map);
     storage_close(n->st);

@@ -66,6 +66,7 @@ build/bench/bench_index_store 20000 >/dev/null
 build/bench/bench_index_seal 20000 >/dev/null
 build/bench/bench_index_cursor 50 >/dev/null
 build/bench/bench_heat 20000 1 >/dev/null
+build/bench/bench_compact 2000 10000 1 400 >/dev/null
 echo "benchmarks ran"
 
 if [[ "${DS_TEST_QUICK:-0}" != 1 ]]; then

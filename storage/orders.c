@@ -311,6 +311,9 @@ void storage_ids_held(const struct storage *st, struct storage_ids_held *out)
 
 /* ---- compaction ---------------------------------------------------------------------------- */
 
+/* Compaction serves both models: it lives here because only the orders model supersedes rows
+ * (pass 1); in the events model it merges small blocks, every row kept. */
+
 /* The rows a retraction cancels are those with its fields (the superseded version's order id,
  * customer, ts, status, amount); a 128-bit digest of them keys a multiset of pending
  * retractions. Within a partition every retraction follows its row and the current version of
@@ -332,6 +335,7 @@ struct compaction {
     int32_t day;
     uint32_t shard;
     bool merge;
+    bool collect; /* pass 1 runs: only the orders model has retractions to collect */
     enum compaction_phase phase;
     struct storage_position pos;   /* where the current pass goes on */
     struct storage_position block; /* the block the scan is in (its events come one by one) */
@@ -533,6 +537,7 @@ int store_orders_compact_start(struct storage *st, struct storage *reader, const
                              .day = p->day,
                              .shard = p->shard,
                              .merge = merge,
+                             .collect = st->cfg.model == STORAGE_MODEL_ORDERS,
                              .phase = COMPACTION_COLLECT,
                              .start_ns = ds_clock_ns()};
     int rc = store_read_totals(reader, rp, NULL, 0, &c->before);
@@ -553,6 +558,9 @@ static int compaction_pass(struct compaction *c, const struct part *rp)
         [COMPACTION_KEEP] = keep_row,
         [COMPACTION_TAIL] = keep_all,
     };
+    if (c->phase == COMPACTION_COLLECT && !c->collect) {
+        return 0;
+    }
     c->block = c->pos;
     return store_read_scan_from(c->reader, rp, &c->pos, fns[c->phase], c);
 }

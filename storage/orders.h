@@ -35,7 +35,8 @@ uint64_t store_orders_row_hash(uint64_t seed, const struct ds_id *order_id,
                                const struct ds_id *customer_id, int64_t ts_ms, const char *status,
                                uint8_t status_len, int64_t amount_units);
 void store_orders_prefetch(const struct storage *st, const struct ds_id *id);
-/* Compaction in slices (storage_compact, storage_compact_due). start (between commits, no
+/* Compaction in slices (storage_compact, storage_compact_due), in both models (the events
+ * model merges blocks: no retraction, no pass 1). start (between commits, no
  * compaction in progress) begins rewriting p, reading it through reader (a read-only handle of
  * the same directory, so that decoding never shares st's codec with the rewrite's sealing);
  * merge: rewrite it even without a retraction (its blocks are small). step works until

@@ -45,6 +45,7 @@ void storage_config_defaults(struct storage_config *cfg)
     cfg->open_bytes_max = STORAGE_OPEN_BYTES_DEFAULT;
     cfg->zstd_level = 1;
     cfg->compact_dead_rows_min = STORAGE_COMPACT_DEAD_ROWS_MIN;
+    cfg->compact_slice_ns = STORAGE_COMPACT_SLICE_NS;
     cfg->partitions_max = 65536;
 }
 
@@ -66,6 +67,9 @@ int storage_config_check(const struct storage_config *cfg)
         return -DS_EUSAGE;
     }
     if (cfg->retention_days > STORAGE_RETENTION_DAYS_MAX) {
+        return -DS_EUSAGE;
+    }
+    if (cfg->compact_slice_ns < 1 || cfg->compact_slice_ns > STORAGE_COMPACT_SLICE_NS) {
         return -DS_EUSAGE;
     }
     if (cfg->model != STORAGE_MODEL_RECORDED && cfg->model != STORAGE_MODEL_EVENTS &&
@@ -584,7 +588,7 @@ int storage_compact(struct storage *st, int32_t day, uint32_t shard,
     if (st->failed != 0) {
         return st->failed;
     }
-    if (st->ids == NULL || st->touched_count > 0 || st->pending_events > 0) {
+    if (st->touched_count > 0 || st->pending_events > 0) {
         return -DS_EUSAGE;
     }
     store_orders_compact_stop(st); /* one in slices gives way; it starts again when due */
@@ -592,7 +596,8 @@ int storage_compact(struct storage *st, int32_t day, uint32_t shard,
     if (p == NULL || p->segment_id == 0) {
         return 0;
     }
-    int rc = compact_start(st, p, false);
+    /* The events model supersedes nothing: compacting there is merging its blocks. */
+    int rc = compact_start(st, p, st->cfg.model != STORAGE_MODEL_ORDERS);
     rc = rc == 0 ? compact_step(st, UINT64_MAX, out) : rc;
     while (rc == 0 && st->compaction != NULL) {
         rc = compact_step(st, UINT64_MAX, out); /* the tail: nothing, nothing being pending */
@@ -601,8 +606,8 @@ int storage_compact(struct storage *st, int32_t day, uint32_t shard,
 }
 
 /* Whether p is due for a rewrite (a nonzero reason), from its totals: at least min dead rows
- * making a quarter of its rows, or, once idle, blocks averaging under a quarter of
- * block_events_max. */
+ * making a quarter of its rows (orders model: the events model has none), or, once idle,
+ * blocks averaging under a quarter of block_events_max (both models). */
 static int compact_reason(struct storage *st, struct part *p, uint64_t min, bool *merge)
 {
     bool dead_due = min > 0 && p->dead_rows_hint >= min / 4;
@@ -639,7 +644,7 @@ bool storage_compacting(const struct storage *st)
 int storage_compact_due(struct storage *st, struct storage_compact_report *out)
 {
     ASSERT(!st->read_only);
-    if (st->ids == NULL || st->failed != 0) {
+    if (st->failed != 0) {
         return st->failed;
     }
     if (st->touched_count > 0 || st->pending_events > 0) {
@@ -662,7 +667,7 @@ int storage_compact_due(struct storage *st, struct storage_compact_report *out)
     if (st->compaction == NULL) {
         return 0;
     }
-    return compact_step(st, start_ns + STORAGE_COMPACT_SLICE_NS, out);
+    return compact_step(st, start_ns + st->cfg.compact_slice_ns, out);
 }
 
 int storage_release_source(struct storage *st, int32_t source, uint64_t *released)

@@ -214,20 +214,24 @@ void storage_order_stats(const struct storage *st, struct storage_order_stats *o
 
 /* Writers only, between commits (nothing appended since the last storage_commit): compacts
  * partition (day, shard) now, in one go (a compaction in slices gives way and starts again
- * when due). Returns 1 (compacted, *out set), 0 (nothing to remove: no
- * retraction), -DS_EUSAGE (the events model, or uncommitted appends), or an I/O error after
- * which the storage must be reopened like after a failed commit (the old partition stays). */
+ * when due): in the orders model without its superseded versions, in the events model (where
+ * every row is current) with its blocks merged into full ones. Returns 1 (compacted, *out
+ * set), 0 (nothing to remove: no retraction in the orders model), -DS_EUSAGE (uncommitted
+ * appends), or an I/O error after which the storage must be reopened like after a failed
+ * commit (the old partition stays). */
 DS_MUST_USE int storage_compact(struct storage *st, int32_t day, uint32_t shard,
                                 struct storage_compact_report *out);
-/* After a commit (nothing appended since): one slice, of about STORAGE_COMPACT_SLICE_NS, of
- * the compaction in progress, or of a new one when a partition is due: one with at least
- * storage_config.compact_dead_rows_min dead rows making a quarter of its rows or more (so
- * superseded versions stay under about a quarter of each partition), or one idle for
- * STORAGE_COMPACT_IDLE_COMMITS commits whose blocks average under a quarter of
- * block_events_max (small blocks merged into full ones). The partition takes appends between
- * slices; once the rewrite holds all it committed, the slice right after a commit makes the
- * rewrite the partition (one MANIFEST, as storage_compact). Returns 1 when that slice swapped
- * (*out set), 0 otherwise (a slice done, or nothing due), or storage_compact's errors. */
+/* After a commit (nothing appended since): one slice, of about
+ * storage_config.compact_slice_ns, of the compaction in progress, or of a new one when a
+ * partition is due: one with at least storage_config.compact_dead_rows_min dead rows making a
+ * quarter of its rows or more (orders model: superseded versions stay under about a quarter of
+ * each partition), or, in both models, one idle for STORAGE_COMPACT_IDLE_COMMITS commits whose
+ * blocks average under a quarter of block_events_max (small blocks merged into full ones). The
+ * partition takes appends between slices; once the rewrite holds all it committed, the slice
+ * right after a commit makes the rewrite the partition (one MANIFEST, as storage_compact); a
+ * crash at any point leaves the partition as its last commit made it (recovery removes the
+ * rewrite's files). Returns 1 when that slice swapped (*out set), 0 otherwise (a slice done,
+ * or nothing due), or storage_compact's errors. */
 DS_MUST_USE int storage_compact_due(struct storage *st, struct storage_compact_report *out);
 /* Whether a compaction is in progress (storage_compact_due goes on with it). */
 bool storage_compacting(const struct storage *st);

@@ -26,9 +26,12 @@ struct storage_config {
     uint64_t open_bytes_max;      /* memory of all open blocks */
     int zstd_level;               /* 1..19 */
     /* Orders model: storage_compact_due rewrites a partition once it has this many dead rows
-     * and as many as live ones (default STORAGE_COMPACT_DEAD_ROWS_MIN; 0: never, for
+     * making a quarter of its rows or more (default STORAGE_COMPACT_DEAD_ROWS_MIN; 0: never, for
      * measuring what superseded versions cost, `ingest --no-compact`). */
     uint64_t compact_dead_rows_min;
+    /* The time one storage_compact_due call works (default and most STORAGE_COMPACT_SLICE_NS;
+     * at least 1: every slice then does one block, as tests use to stop at each slice). */
+    uint64_t compact_slice_ns;
     uint32_t partitions_max; /* partitions tracked (<= STORAGE_PARTITIONS_MAX) */
     /* Writers: keep the newest retention_days days of stream time (see "retention" below);
      * 0 (the default) keeps every day. <= STORAGE_RETENTION_DAYS_MAX. */
@@ -135,9 +138,10 @@ struct storage_order_stats {
 
 /* Compaction: superseded versions and their retractions stay in their partition (counted out,
  * taking space: storage_partition_total.rows - count of them) until a compaction rewrites the
- * partition with only its current versions: new segments, one new MANIFEST naming them
- * (atomic), the replaced segments removed STORE_RETIRE_DELAY_NS (30 s) later. Counts never
- * change; a follower of positions (the index builder) restarts the partition at the rewrite. */
+ * partition with only its current versions (orders model), or with every row and its small
+ * blocks merged (both models): new segments, one new MANIFEST naming them (atomic), the
+ * replaced segments removed STORE_RETIRE_DELAY_NS (30 s) later. Counts never change; a
+ * follower of positions (the index builder) restarts the partition at the rewrite. */
 struct storage_compact_report {
     int32_t day;
     uint32_t shard;

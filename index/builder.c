@@ -56,10 +56,10 @@
 /* A seal falls behind when the log has grown by more than it held at the seal's start (and by
  * at least this): the builder then waits as long as its last round took (at least
  * BUILDER_SEAL_WAIT_MIN_MS, at most BUILDER_SEAL_WAIT_MAX_MS) after each round, halving its
- * pace, so the seal's thread (niced below the builder: at nice -5 against +5 it gets about a
- * tenth of the CPU the builder leaves) catches up, and the node's back-pressure on index lag
- * slows ingest to what maintenance sustains. Without it a node fed 150,000 lines/s on a busy
- * machine finished no seal between restarts and its log grew to 156 MiB. */
+ * pace, so the seal's thread (below the builder's priority: nice 0 against -5) catches up,
+ * and the node's back-pressure on index lag slows ingest to what maintenance sustains. Without it a
+ * node fed 150,000 lines/s on a busy machine finished no seal between restarts and its log grew to
+ * 156 MiB. */
 #define BUILDER_SEAL_BEHIND_MIN_BYTES (16ull << 20)
 #define BUILDER_SEAL_WAIT_MIN_MS 20u
 #define BUILDER_SEAL_WAIT_MAX_MS 500u

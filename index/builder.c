@@ -57,9 +57,8 @@
  * at least this): the builder then waits as long as its last round took (at least
  * BUILDER_SEAL_WAIT_MIN_MS, at most BUILDER_SEAL_WAIT_MAX_MS) after each round, halving its
  * pace, so the seal's thread (below the builder's priority: nice 0 against -5) catches up,
- * and the node's back-pressure on index lag slows ingest to what maintenance sustains. Without it a
- * node fed 150,000 lines/s on a busy machine finished no seal between restarts and its log grew to
- * 156 MiB. */
+ * and the node's back-pressure on index lag slows ingest to what maintenance sustains: a log
+ * must not outgrow the seals that fold it. */
 #define BUILDER_SEAL_BEHIND_MIN_BYTES (16ull << 20)
 #define BUILDER_SEAL_WAIT_MIN_MS 20u
 #define BUILDER_SEAL_WAIT_MAX_MS 500u

@@ -45,7 +45,6 @@
 #include "storage/store.h"
 
 #define FSCK_ORDERS_SEED 0x6473686172640e14ull
-#define FSCK_ORDERS_NONE UINT32_MAX
 #define FSCK_ORDERS_SLOTS_MIN 64u
 /* "order " + a quoted id + " (customer " + a quoted id + ts, status, amount and their words */
 #define FSCK_ORDERS_TEXT_BYTES (4u * (2u * DS_ID_BYTES_MAX + DS_STATUS_BYTES_MAX) + 192u)
@@ -65,11 +64,6 @@ struct fsck_orders_slot {
 };
 static_assert(sizeof(struct fsck_orders_slot) == 16, "16 bytes per slot");
 
-struct fsck_orders_part {
-    int32_t day;
-    uint32_t shard;
-};
-
 /* Orders without their row, kept to be named by a second visit of the store. */
 struct fsck_orders_missing {
     uint64_t hash;
@@ -81,7 +75,7 @@ struct fsck_orders {
     struct storage *st;
     FILE *out;
     struct storage_fsck_report *report;
-    struct fsck_orders_part *parts; /* ascending (day, shard): the partitions with data */
+    struct storage_part_id *parts; /* ascending (day, shard): the partitions with data */
     uint32_t part_count;
     struct fsck_orders_digest *digests; /* grouped by partition once collected */
     size_t *starts;                     /* partition i's digests: [starts[i], starts[i + 1]) */
@@ -186,7 +180,7 @@ static bool name_next(struct fsck_orders *fo)
 
 static void name_event(struct fsck_orders *fo, const struct ds_event *e, const char *what)
 {
-    const struct fsck_orders_part *p = &fo->parts[fo->part_index];
+    const struct storage_part_id *p = &fo->parts[fo->part_index];
     char path[DS_PATH_MAX];
     char text[FSCK_ORDERS_TEXT_BYTES];
     store_part_dir(fo->st, p->day, p->shard, path);
@@ -212,20 +206,21 @@ static int part_collect(int32_t day, uint32_t shard, void *user)
     struct fsck_orders *fo = user;
     ASSERT(fo->part_count < STORAGE_PARTITIONS_MAX); /* a reader tracks no more */
     if (fo->part_count > 0) {
-        const struct fsck_orders_part *last = &fo->parts[fo->part_count - 1];
+        const struct storage_part_id *last = &fo->parts[fo->part_count - 1];
         ASSERT(last->day < day || (last->day == day && last->shard < shard));
     }
-    fo->parts[fo->part_count++] = (struct fsck_orders_part){.day = day, .shard = shard};
+    fo->parts[fo->part_count++] = (struct storage_part_id){.day = day, .shard = shard};
     return 0;
 }
 
-static uint32_t part_find(const struct fsck_orders *fo, int32_t day, uint32_t shard)
+uint32_t fsck_part_find(const struct storage_part_id *parts, uint32_t count, int32_t day,
+                        uint32_t shard)
 {
     uint32_t low = 0;
-    uint32_t high = fo->part_count;
+    uint32_t high = count;
     while (low < high) {
         uint32_t mid = low + (high - low) / 2;
-        const struct fsck_orders_part *p = &fo->parts[mid];
+        const struct storage_part_id *p = &parts[mid];
         if (p->day == day && p->shard == shard) {
             return mid;
         }
@@ -235,7 +230,12 @@ static uint32_t part_find(const struct fsck_orders *fo, int32_t day, uint32_t sh
             high = mid;
         }
     }
-    return FSCK_ORDERS_NONE;
+    return FSCK_PART_NONE;
+}
+
+static uint32_t part_find(const struct fsck_orders *fo, int32_t day, uint32_t shard)
+{
+    return fsck_part_find(fo->parts, fo->part_count, day, shard);
 }
 
 static int order_collect(const struct storage_order *order, void *user)
@@ -243,7 +243,7 @@ static int order_collect(const struct storage_order *order, void *user)
     struct fsck_orders *fo = user;
     fo->report->orders++;
     uint32_t index = part_find(fo, order->day, order->shard);
-    if (index == FSCK_ORDERS_NONE) {
+    if (index == FSCK_PART_NONE) {
         fo->report->orders_mismatched++;
         if (name_next(fo)) {
             name_order(fo, order, "has no row there: the partition holds no data");
@@ -454,7 +454,7 @@ static size_t pow2_at_least(size_t n)
 static int part_check(struct fsck_orders *fo, uint32_t index,
                       const struct fsck_orders_digest *digests, size_t count)
 {
-    const struct fsck_orders_part *p = &fo->parts[index];
+    const struct storage_part_id *p = &fo->parts[index];
     fo->part_index = index;
     int rc = table_reset(fo, pow2_at_least(4 * count));
     for (size_t i = 0; rc == 0 && i < count; i++) {

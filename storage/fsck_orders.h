@@ -35,6 +35,11 @@ struct storage_part_id {
     uint32_t shard;
 };
 
+/* The index of (day, shard) in parts[0..count), sorted by (day, shard), or FSCK_PART_NONE. */
+#define FSCK_PART_NONE UINT32_MAX
+uint32_t fsck_part_find(const struct storage_part_id *parts, uint32_t count, int32_t day,
+                        uint32_t shard);
+
 /* The same check, silent, for the reconciliation: *out (allocated, the caller frees it) gets
  * the partitions with data whose balance breaks, ascending, *count how many. Returns 0,
  * -DS_EUSAGE (not the orders model), -DS_ECORRUPT (a block or the store cannot be read: not

@@ -268,21 +268,8 @@ static int part_collect(int32_t day, uint32_t shard, void *user)
 
 static uint32_t part_find(const struct reconcile *r, int32_t day, uint32_t shard)
 {
-    uint32_t low = 0;
-    uint32_t high = r->part_count;
-    while (low < high) {
-        uint32_t mid = low + (high - low) / 2;
-        const struct storage_part_id *p = &r->parts[mid];
-        if (p->day == day && p->shard == shard) {
-            return mid;
-        }
-        if (p->day < day || (p->day == day && p->shard < shard)) {
-            low = mid + 1;
-        } else {
-            high = mid;
-        }
-    }
-    return RECONCILE_NONE;
+    uint32_t index = fsck_part_find(r->parts, r->part_count, day, shard);
+    return index == FSCK_PART_NONE ? RECONCILE_NONE : index;
 }
 
 /* ---- finding the affected orders ----------------------------------------------------------- */

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,6 +41,7 @@
 
 struct orphan_walk {
     uint64_t orphans;
+    bool writer_runs; /* another process holds the writer's lock */
     FILE *out;
     struct damage_list *damage; /* repair: orphans holding valid blocks are listed */
     int rc;
@@ -58,6 +60,12 @@ static int orphan_entry(struct storage *st, const char *dir, const char *name, i
     if (p == NULL && day < store_floor(st)) {
         return 0; /* a day retention dropped: its files wait for their removal, not damage */
     }
+    if (ow->writer_runs && p != NULL) {
+        /* A running writer's work not committed yet: a new segment, or a compaction's rewrite
+         * (STORE_REWRITE_GAP ids above). Orphans of an earlier crash are gone by now: a
+         * writer's recovery removes them when it opens. */
+        return 0;
+    }
     ow->orphans++;
     char path[DS_PATH_MAX];
     if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path)) {
@@ -70,11 +78,29 @@ static int orphan_entry(struct storage *st, const char *dir, const char *name, i
                                  ow->damage, ow->out);
 }
 
+/* Whether another process holds the writer's lock now (fsck beside a running node). */
+static bool writer_runs(const struct storage *st)
+{
+    char path[DS_PATH_MAX];
+    store_path(st, "LOCK", path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return false; /* no writer ever ran here */
+    }
+    bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd); /* releases a shared lock taken */
+    return held;
+}
+
 /* Counts segment files on disk that the manifest does not cover; a directory that cannot be
- * read counts as one problem. */
+ * read counts as one problem. Without damage (no repair) beside a running writer, its
+ * uncommitted segments of known partitions are its work in progress, not orphans. */
 static uint64_t count_orphans(struct storage *st, FILE *out, struct damage_list *damage)
 {
-    struct orphan_walk ow = {.orphans = 0, .out = out, .damage = damage};
+    struct orphan_walk ow = {.orphans = 0,
+                             .writer_runs = damage == NULL && writer_runs(st),
+                             .out = out,
+                             .damage = damage};
     struct store_walk walk = {.segment = orphan_entry, .part_done = NULL, .user = &ow};
     int rc = store_walk_tree(st, &walk);
     if (rc != 0) {

@@ -455,7 +455,9 @@ static bool group_settled(const struct reconcile *r, size_t from, size_t to)
 /* Marks the partitions to rewrite. */
 static void parts_mark(struct reconcile *r)
 {
-    qsort(r->entries, r->entry_count, sizeof(*r->entries), entry_compare);
+    if (r->entry_count > 1) { /* entries is NULL when nothing was collected */
+        qsort(r->entries, r->entry_count, sizeof(*r->entries), entry_compare);
+    }
     size_t from = 0;
     while (from < r->entry_count) {
         const struct reconcile_entry *first = &r->entries[from];

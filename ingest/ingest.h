@@ -191,11 +191,17 @@ struct ingest_kafka_props {
 
 /* Adds "key=value"; returns 0, -DS_EUSAGE (no '=' or empty key), or -DS_ELIMIT. */
 DS_MUST_USE int ingest_kafka_props_add(struct ingest_kafka_props *props, const char *key_value);
-/* Applies every property to a librdkafka configuration (rd_kafka_conf_t *, passed as void * so
- * this header does not drag librdkafka in). On a refused property returns -DS_EUSAGE and
- * writes librdkafka's reason into err. */
-DS_MUST_USE int ingest_kafka_props_apply(const struct ingest_kafka_props *props, void *rd_conf,
-                                         char *err, size_t err_capacity);
+/* What kind of librdkafka client a configuration is for. */
+enum ingest_kafka_client { INGEST_KAFKA_CONSUMER = 0, INGEST_KAFKA_PRODUCER };
+/* Applies the properties that apply to a client of that kind to a librdkafka configuration
+ * (rd_kafka_conf_t *, passed as void * so this header does not drag librdkafka in): one
+ * librdkafka documents for consumers only is left out of a producer's, and the other way round
+ * (a node's -X session.timeout.ms reaches its consumer, not its dead-letter producer, which
+ * would warn that it ignores it), as rd_kafka_conf_properties_show's C/P column says. On a
+ * refused property returns -DS_EUSAGE and writes librdkafka's reason into err. */
+DS_MUST_USE int ingest_kafka_props_apply(const struct ingest_kafka_props *props,
+                                         enum ingest_kafka_client client, void *rd_conf, char *err,
+                                         size_t err_capacity);
 /* Routes librdkafka's own log lines through dayshard's logger (rd_kafka_conf_set_log_cb on a
  * rd_kafka_conf_t *, passed as void * for the same reason): configuration warnings become
  * warnings, the rest debug lines, since what matters reaches the error callbacks. Every client

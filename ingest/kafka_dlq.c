@@ -49,7 +49,7 @@ int kafka_dlq_create(const char *brokers, const char *topic, const struct ingest
                   RD_KAFKA_CONF_OK &&
               rd_kafka_conf_set(conf, "client.id", "dayshard-dlq", err, sizeof(err)) ==
                   RD_KAFKA_CONF_OK &&
-              ingest_kafka_props_apply(props, conf, err, sizeof(err)) == 0;
+              ingest_kafka_props_apply(props, INGEST_KAFKA_PRODUCER, conf, err, sizeof(err)) == 0;
     if (!ok) {
         ds_log_error("kafka: dead-letter producer: %s", err);
         rd_kafka_conf_destroy(conf);

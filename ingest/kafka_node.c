@@ -878,7 +878,8 @@ static int create_positions(struct node *n)
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     char err[512] = "";
     int rc = conf_set(conf, "bootstrap.servers", n->cfg->brokers);
-    if (rc == 0 && ingest_kafka_props_apply(n->cfg->props, conf, err, sizeof(err)) != 0) {
+    if (rc == 0 && ingest_kafka_props_apply(n->cfg->props, INGEST_KAFKA_CONSUMER, conf, err,
+                                            sizeof(err)) != 0) {
         ds_log_error("kafka: %s", err);
         rc = -DS_EUSAGE;
     }
@@ -927,7 +928,8 @@ static int create_consumer(struct node *n)
      * medians of 3). docs/ARCHITECTURE.md section 8. */
     rc = rc == 0 ? conf_set(conf, "queued.min.messages", "1000000") : rc;
     char err[512] = "";
-    if (rc == 0 && ingest_kafka_props_apply(n->cfg->props, conf, err, sizeof(err)) != 0) {
+    if (rc == 0 && ingest_kafka_props_apply(n->cfg->props, INGEST_KAFKA_CONSUMER, conf, err,
+                                            sizeof(err)) != 0) {
         ds_log_error("kafka: %s", err);
         rc = -DS_EUSAGE;
     }

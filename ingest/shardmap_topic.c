@@ -63,7 +63,9 @@ static rd_kafka_t *topic_client(const char *brokers, rd_kafka_type_t type, const
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     bool ok =
         rd_kafka_conf_set(conf, "bootstrap.servers", brokers, err, sizeof(err)) == RD_KAFKA_CONF_OK;
-    ok = ok && ingest_kafka_props_apply(props, conf, err, sizeof(err)) == 0;
+    ok = ok && ingest_kafka_props_apply(
+                   props, type == RD_KAFKA_PRODUCER ? INGEST_KAFKA_PRODUCER : INGEST_KAFKA_CONSUMER,
+                   conf, err, sizeof(err)) == 0;
     if (ok && type == RD_KAFKA_CONSUMER) {
         ok = rd_kafka_conf_set(conf, "group.id", group, err, sizeof(err)) == RD_KAFKA_CONF_OK &&
              rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof(err)) ==

@@ -200,7 +200,8 @@ static int produce_configure(struct produce *p, rd_kafka_conf_t *conf)
             rd_kafka_conf_set(conf, defaults[i][0], defaults[i][1], err, sizeof(err));
         ASSERT(res == RD_KAFKA_CONF_OK);
     }
-    if (ingest_kafka_props_apply(p->cfg->props, conf, err, sizeof(err)) != 0) {
+    if (ingest_kafka_props_apply(p->cfg->props, INGEST_KAFKA_PRODUCER, conf, err, sizeof(err)) !=
+        0) {
         ds_log_error("produce: Kafka property refused: %s", err);
         return -DS_EUSAGE;
     }

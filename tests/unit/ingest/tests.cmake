@@ -5,3 +5,5 @@ pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 ds_unit_test(ingest decode_diff PkgConfig::JANSSON)
 ds_unit_test(ingest pipeline)
 ds_unit_test(ingest deadletter)
+# The test reads back what librdkafka holds, so it links librdkafka itself.
+ds_unit_test(ingest kafka_props PkgConfig::RDKAFKA)

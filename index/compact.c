@@ -78,9 +78,9 @@ struct index_compactor {
     uint64_t mask;
     /* The pass: the customers whose new home's bits above the old table's mask are this. */
     uint32_t region;
-    size_t slots_mapped_bytes;   /* > 0: slots maps an unnamed file of that size */
-    size_t slots_released_bytes; /* the mapping's pages below this are out of RSS */
-    uint32_t slots_touched;      /* runs moved since the mapping was last released whole */
+    size_t slots_mapped_bytes;    /* > 0: slots maps an unnamed file of that size */
+    size_t slots_released_bytes;  /* the mapping's pages below this are out of RSS */
+    size_t slots_populated_bytes; /* a walk's: the mapping's pages below this are mapped */
     ZSTD_CCtx *cctx;
     struct index_seal_writer writer;
     uint8_t *body;      /* INDEX_SEAL_RAW_MAX */
@@ -461,13 +461,30 @@ static_assert(INDEX_SEAL_BATCH_SLOTS >= INDEX_PROBE_MAX, "a batch spans a probe 
 #define INDEX_SEAL_TABLE_RELEASE_MASK 0xFFFFu
 #define INDEX_SEAL_TABLE_PAGE_BYTES 4096u
 #define INDEX_SEAL_TABLE_COPY_BYTES ((size_t)1 << 20)
-/* The copy rounds release the whole mapping every 64 runs moved: the applies name slots all
- * over the table and a read fault maps the cached pages around it too (the kernel's
- * fault-around, 64 KiB), so with 4096 a node fed 3M orders still held up to 36 MiB of it. */
-#define INDEX_SEAL_TABLE_RELEASE_RUNS 64u
 /* Tables below 2^16 slots (1.5 MiB) are allocated: a file per seal costs more than it saves
  * (test_index_oracle, which seals small tables thousands of times: 90 -> 117 s). */
 #define INDEX_SEAL_TABLE_MAPPED_LOG2_MIN 16u
+
+/* A record of the tail in the batch being moved. */
+struct index_seal_move {
+    uint64_t old_offset;
+    uint64_t new_offset;
+    uint64_t tag;      /* runs: the customer's */
+    uint64_t new_skip; /* runs: the skip written */
+    uint32_t at;       /* in the batch */
+    uint32_t len;
+    uint32_t crc;    /* the record's as read */
+    uint32_t before; /* runs: the customer's run this one follows in its apply, or NO_RUN */
+    uint8_t type;
+};
+#define INDEX_SEAL_MOVE_NO_RUN UINT32_MAX
+#define INDEX_SEAL_MOVE_EARLIER_BATCH (UINT32_MAX - 1u)
+
+/* A run of the batch by its slot in the new table, ties in log order. */
+struct index_seal_order {
+    uint64_t slot;
+    uint32_t move;
+};
 
 struct index_seal {
     struct index_compactor k; /* the new log */
@@ -490,6 +507,18 @@ struct index_seal {
     uint64_t last_old;
     uint64_t last_skip;
     struct ds_id last_customer;
+    /* The batch of the tail's records being moved (INDEX_SEAL_MOVE_BATCH_BYTES or a little
+     * more: it ends only before a customer's first run of an apply). */
+    uint8_t *batch;
+    size_t batch_bytes;
+    size_t batch_cap;
+    struct index_seal_move *moves; /* its records, in log order */
+    size_t move_count;
+    size_t move_cap;
+    struct index_seal_order *order; /* its runs, by slot */
+    size_t order_count;
+    size_t order_cap;
+    uint32_t last_move; /* the batch's last run, or INDEX_SEAL_MOVE_NO_RUN */
     pthread_t thread;
     bool thread_started;
     int thread_rc;   /* the thread's outcome, once done */
@@ -703,20 +732,17 @@ static int index_seal_write_sealed(struct index_seal *s)
     return rc;
 }
 
-/* One run of the tail, moved to its customer's slot in the new table (placed there now when
- * the sealed part has none): prev the slot's new head, skip that too for the customer's first
- * run of its apply (its skip equals its prev) and the first one's skip for its later runs
- * (which follow it in the log), the chain max ts recomputed along the slot's new chain
- * (k->slots, updated). The old pointers are only checked: with the table grown, a run's
- * old chain may hold other customers, now on other slots. */
-static int index_seal_move_run(struct index_seal *s, const struct index_record *rec)
+/* A run of the tail, checked against the chain it continues in log order and added to the
+ * batch: the customer's first run of its apply (its skip equals its prev) or a later one, which
+ * follows that one in the log and skips where it does. The old pointers are only checked: with
+ * the table grown, a run's old chain may hold other customers, now on other slots. */
+static int index_seal_batch_run(struct index_seal *s, const struct index_record *rec,
+                                struct index_seal_move *m)
 {
-    struct index_compactor *k = &s->k;
-    uint8_t *r = s->copy;
-    memcpy(r, rec->bytes, rec->len);
+    const uint8_t *r = rec->bytes;
     uint64_t prev = ds_get_le64(r + 16);
     uint64_t skip = ds_get_le64(r + 64);
-    bool later = skip != prev; /* not the customer's first run of its apply */
+    bool later = skip != prev;
     size_t first = INDEX_RUN_HEADER_BYTES + r[10];
     struct ds_id customer;
     bool ok = index_run_customer(r, &customer) == 0 && first + 9 <= rec->len &&
@@ -725,68 +751,213 @@ static int index_seal_move_run(struct index_seal *s, const struct index_record *
     if (!ok) {
         ds_log_error("%s/log: the run at %" PRIu64 " does not continue its chain (prev %" PRIu64
                      " skip %" PRIu64 " from0 %" PRIu64 " last run %" PRIu64 ")",
-                     k->g->dir, rec->offset, prev, skip, s->from0, s->last_old);
+                     s->k.g->dir, rec->offset, prev, skip, s->from0, s->last_old);
         return -DS_ECORRUPT;
     }
-    uint32_t slot = index_compact_place(k, index_key_tag(&customer));
-    struct index_slot *n = &k->slots[slot];
-    uint64_t new_skip = later ? s->last_skip : n->head;
-    int64_t newest = (int64_t)~index_key_be64_get(r + first + 1);
-    int64_t chain_max = n->head == 0 || newest > n->max_ts ? newest : n->max_ts;
-    ds_put_le64(r + 16, n->head);
-    ds_put_le64(r + 24, (uint64_t)chain_max);
-    ds_put_le32(r + 40, slot);
-    ds_put_le64(r + 48, n->tag);
-    ds_put_le64(r + 56, n->head != 0 ? (uint64_t)n->max_ts : 0);
-    ds_put_le64(r + 64, new_skip);
-    ds_put_le32(r, ds_crc32c(0, r + 4, rec->len - 4u));
-    s->last_old = rec->offset;
-    s->last_skip = new_skip;
-    s->last_customer = customer;
-    n->head = k->end;
-    n->max_ts = chain_max;
-    if (k->slots_mapped_bytes > 0 && ++k->slots_touched >= INDEX_SEAL_TABLE_RELEASE_RUNS) {
-        k->slots_touched = 0;
-        index_seal_table_release_all(k);
+    if (s->order_count == s->order_cap) {
+        size_t cap = s->order_cap > 0 ? s->order_cap * 2 : 4096;
+        struct index_seal_order *order = realloc(s->order, cap * sizeof(*order));
+        if (order == NULL) {
+            return -ENOMEM;
+        }
+        s->order = order;
+        s->order_cap = cap;
     }
-    return index_compact_write(k, r, rec->len);
+    m->tag = index_key_tag(&customer);
+    m->before = !later                         ? INDEX_SEAL_MOVE_NO_RUN
+                : s->last_move < s->move_count ? s->last_move
+                                               : INDEX_SEAL_MOVE_EARLIER_BATCH;
+    s->order[s->order_count++] = (struct index_seal_order){
+        .slot = m->tag & s->k.mask,
+        .move = (uint32_t)s->move_count,
+    };
+    s->last_old = rec->offset;
+    s->last_customer = customer;
+    s->last_move = (uint32_t)s->move_count;
+    return 0;
+}
+
+static int index_seal_order_compare(const void *a, const void *b)
+{
+    const struct index_seal_order *x = a;
+    const struct index_seal_order *y = b;
+    if (x->slot != y->slot) {
+        return x->slot < y->slot ? -1 : 1;
+    }
+    return x->move < y->move ? -1 : x->move > y->move;
+}
+
+/* A walk over the mapped table in ascending slots starts with none of it in RSS. */
+static void index_seal_walk_start(struct index_compactor *k)
+{
+    index_seal_table_release_all(k);
+    k->slots_released_bytes = 0;
+    k->slots_populated_bytes = 0;
+}
+
+/* The walk is at slot: the mapped table's pages from there on are mapped writable 2^16 slots
+ * at a time in one call (a write fault per page costs far more: perf showed them as most of a
+ * seal's copy rounds), and those below it, less a probe window, leave RSS. A kernel without
+ * MADV_POPULATE_WRITE (before 5.14) faults them in one by one. */
+static void index_seal_walk_at(struct index_compactor *k, uint64_t slot)
+{
+    if (k->slots_mapped_bytes == 0) {
+        return;
+    }
+    size_t chunk = ((size_t)INDEX_SEAL_TABLE_RELEASE_MASK + 1u) * sizeof(struct index_slot);
+    size_t at = (size_t)slot * sizeof(struct index_slot);
+    size_t need = at + INDEX_PROBE_MAX * sizeof(struct index_slot);
+    if (need > k->slots_populated_bytes) {
+        size_t from = at / INDEX_SEAL_TABLE_PAGE_BYTES * INDEX_SEAL_TABLE_PAGE_BYTES;
+        from = from > k->slots_populated_bytes ? from : k->slots_populated_bytes;
+        size_t to = from + chunk < k->slots_mapped_bytes ? from + chunk : k->slots_mapped_bytes;
+        (void)madvise((uint8_t *)k->slots + from, to - from, MADV_POPULATE_WRITE);
+        k->slots_populated_bytes = to;
+    }
+    if (slot >= INDEX_PROBE_MAX) {
+        uint64_t below = (slot - INDEX_PROBE_MAX) & ~(uint64_t)INDEX_SEAL_TABLE_RELEASE_MASK;
+        index_seal_table_release(k, (size_t)below * sizeof(struct index_slot));
+    }
+}
+
+/* The batch's runs, each placed in its customer's slot of the new table (in the order of their
+ * homes) and then chained there (in the order of their slots, a slot's runs in log order): prev
+ * the slot's new head, skip that too for a customer's first run of its apply and the first
+ * one's skip for its later runs, the chain max ts recomputed along the slot's new chain. */
+static void index_seal_batch_chain(struct index_seal *s)
+{
+    struct index_compactor *k = &s->k;
+    qsort(s->order, s->order_count, sizeof(*s->order), index_seal_order_compare);
+    index_seal_walk_start(k);
+    for (size_t i = 0; i < s->order_count; i++) {
+        struct index_seal_order *o = &s->order[i];
+        index_seal_walk_at(k, o->slot);
+        o->slot = index_compact_place(k, s->moves[o->move].tag);
+    }
+    /* A customer placed past the table's end wraps to its start; a shared chain (a full probe
+     * window) holds customers of other homes: the slots, not the homes, order the chains. */
+    qsort(s->order, s->order_count, sizeof(*s->order), index_seal_order_compare);
+    index_seal_walk_start(k);
+    for (size_t i = 0; i < s->order_count; i++) {
+        const struct index_seal_order *o = &s->order[i];
+        index_seal_walk_at(k, o->slot);
+        struct index_seal_move *m = &s->moves[o->move];
+        uint8_t *r = s->batch + m->at;
+        struct index_slot *n = &k->slots[o->slot];
+        uint64_t new_skip = m->before == INDEX_SEAL_MOVE_NO_RUN ? n->head
+                            : m->before == INDEX_SEAL_MOVE_EARLIER_BATCH
+                                ? s->last_skip
+                                : s->moves[m->before].new_skip;
+        size_t first = INDEX_RUN_HEADER_BYTES + r[10];
+        int64_t newest = (int64_t)~index_key_be64_get(r + first + 1);
+        int64_t chain_max = n->head == 0 || newest > n->max_ts ? newest : n->max_ts;
+        ds_put_le64(r + 16, n->head);
+        ds_put_le64(r + 24, (uint64_t)chain_max);
+        ds_put_le32(r + 40, (uint32_t)o->slot);
+        ds_put_le64(r + 48, n->tag);
+        ds_put_le64(r + 56, n->head != 0 ? (uint64_t)n->max_ts : 0);
+        ds_put_le64(r + 64, new_skip);
+        ds_put_le32(r, ds_crc32c(0, r + 4, m->len - 4u));
+        m->new_skip = new_skip;
+        n->head = m->new_offset;
+        n->max_ts = chain_max;
+    }
+    index_seal_table_release_all(k);
+    if (s->last_move < s->move_count) {
+        s->last_skip = s->moves[s->last_move].new_skip;
+    }
+}
+
+/* A cursor record of the tail, written: a delta one follows the new log's last cursor record,
+ * not the old log's. */
+static int index_seal_write_cursor(struct index_seal *s, const struct index_seal_move *m)
+{
+    const uint8_t *r = s->batch + m->at;
+    uint32_t crc = m->crc;
+    if (m->type == INDEX_RECORD_CURSOR_DELTA && (r[9] & INDEX_DELTA_RESET) == 0) {
+        memcpy(s->copy, r, m->len);
+        ds_put_le32(s->copy + 24, s->link_crc);
+        crc = ds_crc32c(0, s->copy + 4, m->len - 4u);
+        ds_put_le32(s->copy, crc);
+        r = s->copy;
+    }
+    if (index_record_commits(m->type, r)) {
+        s->cursor_at = s->k.end;
+        s->cursor_crc = crc;
+    }
+    s->link_crc = crc;
+    return index_compact_write(&s->k, r, m->len);
+}
+
+/* The batch moved: its runs chained in the new table, then every record written in log order. */
+static int index_seal_batch_write(struct index_seal *s)
+{
+    if (s->order_count > 0) {
+        index_seal_batch_chain(s);
+    }
+    int rc = 0;
+    for (size_t i = 0; i < s->move_count && rc == 0; i++) {
+        const struct index_seal_move *m = &s->moves[i];
+        ASSERT(m->new_offset == s->k.end);
+        rc = m->type == INDEX_RECORD_RUN ? index_compact_write(&s->k, s->batch + m->at, m->len)
+                                         : index_seal_write_cursor(s, m);
+    }
+    s->batch_bytes = 0;
+    s->move_count = 0;
+    s->order_count = 0;
+    s->last_move = INDEX_SEAL_MOVE_NO_RUN;
+    return rc;
 }
 
 static int index_seal_copy_record(struct index *g, const struct index_record *rec, void *user)
 {
     (void)g;
     struct index_seal *s = user;
-    ASSERT(rec->offset - s->from0 + s->tail_new == s->k.end);
     /* A round may copy hundreds of MiB applied since the snapshot: a stop must not wait it out
      * (a node fed 10M orders took over a minute to exit). */
     if ((++s->copied & 0xFFFu) == 0 && __atomic_load_n(&s->cancel, __ATOMIC_RELAXED)) {
         return -ECANCELED;
     }
-    if (rec->type == INDEX_RECORD_RUN) {
-        return index_seal_move_run(s, rec);
-    }
-    if (rec->type != INDEX_RECORD_CURSOR && rec->type != INDEX_RECORD_CURSOR_DELTA) {
+    if (rec->type != INDEX_RECORD_RUN && rec->type != INDEX_RECORD_CURSOR &&
+        rec->type != INDEX_RECORD_CURSOR_DELTA) {
         /* Sealed records come only from a seal, and one runs at a time. */
         ds_log_error("%s/log: a record of type %u at %" PRIu64 " after the sealed part",
                      s->k.g->dir, rec->type, rec->offset);
         return -DS_ECORRUPT;
     }
-    const uint8_t *r = rec->bytes;
-    uint32_t crc = rec->crc;
-    if (rec->type == INDEX_RECORD_CURSOR_DELTA && (r[9] & INDEX_DELTA_RESET) == 0) {
-        /* It follows the new log's last cursor record, not the old log's. */
-        memcpy(s->copy, rec->bytes, rec->len);
-        ds_put_le32(s->copy + 24, s->link_crc);
-        crc = ds_crc32c(0, s->copy + 4, rec->len - 4u);
-        ds_put_le32(s->copy, crc);
-        r = s->copy;
+    int rc = 0;
+    if (s->batch_bytes > 0 && s->batch_bytes + rec->len > s->k.g->seal_batch_bytes) {
+        rc = index_seal_batch_write(s);
     }
-    if (index_record_commits(rec->type, r)) {
-        s->cursor_at = s->k.end;
-        s->cursor_crc = crc;
+    if (rc == 0 && s->move_count == s->move_cap) {
+        size_t cap = s->move_cap > 0 ? s->move_cap * 2 : 4096;
+        struct index_seal_move *moves = realloc(s->moves, cap * sizeof(*moves));
+        rc = moves != NULL ? 0 : -ENOMEM;
+        if (rc == 0) {
+            s->moves = moves;
+            s->move_cap = cap;
+        }
     }
-    s->link_crc = crc;
-    return index_compact_write(&s->k, r, rec->len);
+    if (rc != 0) {
+        return rc;
+    }
+    struct index_seal_move *m = &s->moves[s->move_count];
+    *m = (struct index_seal_move){
+        .old_offset = rec->offset,
+        .new_offset = rec->offset - s->from0 + s->tail_new,
+        .at = (uint32_t)s->batch_bytes,
+        .len = rec->len,
+        .crc = rec->crc,
+        .type = rec->type,
+    };
+    ASSERT(m->new_offset == s->k.end + s->batch_bytes);
+    rc = rec->type == INDEX_RECORD_RUN ? index_seal_batch_run(s, rec, m) : 0;
+    if (rc == 0) {
+        memcpy(s->batch + s->batch_bytes, rec->bytes, rec->len);
+        s->batch_bytes += rec->len;
+        s->move_count++;
+    }
+    return rc;
 }
 
 /* Copies the old log's records in [s->from, until) (whole applies) to the new log. */
@@ -801,6 +972,7 @@ static int index_seal_copy(struct index_seal *s, uint64_t until)
         ds_log_error("%s/log: a damaged record at %" PRIu64 " stops the seal", s->k.g->dir, end);
         rc = -DS_ECORRUPT;
     }
+    rc = rc == 0 ? index_seal_batch_write(s) : rc;
     if (rc == 0) {
         s->from = until;
     }
@@ -885,6 +1057,9 @@ static void index_seal_free(struct index_seal *s)
     free(s->snapshot);
     free(s->scan);
     free(s->copy);
+    free(s->batch);
+    free(s->moves);
+    free(s->order);
     free(s);
 }
 
@@ -920,8 +1095,11 @@ static int index_seal_create(struct index *g, int32_t floor_day, struct index_se
     k->record = malloc(INDEX_RECORD_BYTES_MAX);
     s->scan = malloc(INDEX_IO_BUFFER_BYTES);
     s->copy = malloc(INDEX_RECORD_BYTES_MAX);
+    s->batch = malloc(g->seal_batch_bytes > INDEX_RECORD_BYTES_MAX ? g->seal_batch_bytes
+                                                                   : INDEX_RECORD_BYTES_MAX);
+    s->last_move = INDEX_SEAL_MOVE_NO_RUN;
     int rc = k->out && k->cctx && k->body && k->scratch && k->record && k->directory && s->scan &&
-                     s->copy
+                     s->copy && s->batch
                  ? 0
                  : -ENOMEM;
     if (rc == 0) {

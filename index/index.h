@@ -74,6 +74,9 @@ struct index_config {
     bool checkpoint_inline;     /* writer: the apply that passes checkpoint_bytes syncs the log and
                                    the checkpoint itself (kept to compare
                                    with the thread); false: a thread of the writer's does the syncs */
+    uint32_t seal_batch_bytes;  /* writer: a seal moves the applies made since its snapshot this
+                                   many bytes at a time (0: 8 MiB; a batch holds one record at
+                                   least: tests set 1 to move each record alone) */
 };
 
 /* One order in a customer's view. day is the UTC day of ts_ms (the partition it came from);

@@ -41,6 +41,8 @@ int index_create(const struct index_config *cfg, bool writer, struct index **out
     g->scan = malloc(INDEX_IO_BUFFER_BYTES);
     g->batch_entries_max = cfg->batch_entries_max;
     g->checkpoint_bytes = cfg->checkpoint_bytes;
+    g->seal_batch_bytes =
+        cfg->seal_batch_bytes > 0 ? cfg->seal_batch_bytes : INDEX_SEAL_MOVE_BATCH_BYTES;
     *out = g;
     return grown == 0 && g->scan != NULL ? 0 : -ENOMEM;
 }

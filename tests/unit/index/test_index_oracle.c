@@ -841,13 +841,14 @@ static void seal_with_applies(struct fixture *f, uint64_t *rng, struct index_sea
 /* Seals beside the applies against the model: sealed while batches go on, compared, checked
  * clean, through a reader opened before and one after, reopened with and without the table,
  * sealed again over sealed and live parts. */
-static void seal_run(struct fixture *f, uint32_t table_slots_log2)
+static void seal_run(struct fixture *f, uint32_t table_slots_log2, uint32_t seal_batch_bytes)
 {
     uint64_t rng = f->seed ^ table_slots_log2 ^ 0x5ea1;
     size_t batches = f->long_run ? DIFF_BATCHES_LONG : DIFF_BATCHES;
     size_t batch_max = f->long_run ? DIFF_BATCH_MAX_LONG : DIFF_BATCH_MAX;
     f->cfg.table_slots_log2 = table_slots_log2;
     f->cfg.batch_entries_max = (uint32_t)batch_max;
+    f->cfg.seal_batch_bytes = seal_batch_bytes;
     store_open(f);
     apply_batches(f, &rng, batches / 2, batch_max);
     struct index *before = NULL;
@@ -883,14 +884,58 @@ static void test_index_oracle_sealed_beside_applies_pages_equal_with_table_2e5(v
     /* A seal runs while batches are applied (many customers share chains in a 2^5 table, which
      * the first seal grows, placing every customer anew and moving the runs applied meanwhile
      * to their new slots): the store answers as the model before and after the swap, reopened,
-     * through readers. */
-    seal_run(*state, 5);
+     * through readers. The seal moves the applies made meanwhile a record at a time. */
+    seal_run(*state, 5, 1);
 }
 
 static void test_index_oracle_sealed_beside_applies_pages_equal_with_default_table(void **state)
 {
-    /* The same with the default table: one chain per customer. */
-    seal_run(*state, INDEX_TABLE_SLOTS_LOG2_DEFAULT);
+    /* The same with the default table: one chain per customer, the table being built mapped
+     * from a file, the applies made meanwhile moved 64 KiB at a time (each batch maps and
+     * releases the table's pages it walks). */
+    seal_run(*state, INDEX_TABLE_SLOTS_LOG2_DEFAULT, 64u << 10);
+}
+
+/* n orders of one customer (the first random entry's) into f->batch, recorded, applied. */
+static void apply_one_customer(struct fixture *f, uint64_t *rng, size_t n)
+{
+    int64_t clock = TS0 + 4000 * (int64_t)f->history.batches;
+    batch_random(&f->pool, rng, clock, n, f->batch);
+    for (size_t i = 1; i < n; i++) {
+        f->batch[i].customer_id = f->batch[0].customer_id;
+    }
+    batch_same_keys_agree(f->batch, n);
+    history_add(&f->history, f->batch, n);
+    char cursor[32];
+    int len = snprintf(cursor, sizeof(cursor), "apply-%zu", f->history.batches);
+    apply_both(f, f->batch, n, cursor, (size_t)len);
+}
+
+static void test_index_oracle_seal_moves_one_customers_runs_across_its_batches(void **state)
+{
+    /* An apply of 3,000 orders of one customer is three runs, the later two skipping where the
+     * first does; the seal moves the applies made meanwhile a record at a time, so a later
+     * run's first is in an earlier batch. */
+    struct fixture *f = *state;
+    uint64_t rng = f->seed ^ 0xba7c;
+    f->cfg.table_slots_log2 = 8;
+    f->cfg.batch_entries_max = DIFF_BATCH_MAX_LONG;
+    f->cfg.seal_batch_bytes = 1;
+    store_open(f);
+    apply_batches(f, &rng, 8, DIFF_BATCH_MAX);
+    struct index_seal *s = NULL;
+    assert_int_equal(index_seal_start(f->store, INT32_MIN, &s), 0);
+    for (int i = 0; i < 12; i++) {
+        apply_one_customer(f, &rng, 3000);
+        apply_batches(f, &rng, 1, DIFF_BATCH_MAX);
+    }
+    assert_int_equal(index_seal_finish(s, true, NULL), 0);
+    sample_assert_equal_all_limits(f, f->store);
+    store_check_clean(f);
+    store_close(f);
+    store_open(f);
+    sample_assert_equal_all_limits(f, f->store);
+    store_close(f);
 }
 
 /* Compaction against the model: compacted, reopened with and without the table,
@@ -1508,6 +1553,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_index_oracle_sealed_beside_applies_pages_equal_with_default_table, setup,
             teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_oracle_seal_moves_one_customers_runs_across_its_batches, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

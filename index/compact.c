@@ -461,6 +461,9 @@ static_assert(INDEX_SEAL_BATCH_SLOTS >= INDEX_PROBE_MAX, "a batch spans a probe 
 #define INDEX_SEAL_TABLE_RELEASE_MASK 0xFFFFu
 #define INDEX_SEAL_TABLE_PAGE_BYTES 4096u
 #define INDEX_SEAL_TABLE_COPY_BYTES ((size_t)1 << 20)
+/* A walk maps the pages of runs this close together in one call, and the pages between them
+ * with them (a page mapped for nothing costs less than a call). */
+#define INDEX_SEAL_POPULATE_GAP_BYTES ((size_t)64 << 10)
 /* Tables below 2^16 slots (1.5 MiB) are allocated: a file per seal costs more than it saves
  * (test_index_oracle, which seals small tables thousands of times: 90 -> 117 s). */
 #define INDEX_SEAL_TABLE_MAPPED_LOG2_MIN 16u
@@ -795,24 +798,40 @@ static void index_seal_walk_start(struct index_compactor *k)
     k->slots_populated_bytes = 0;
 }
 
-/* The walk is at slot: the mapped table's pages from there on are mapped writable 2^16 slots
- * at a time in one call (a write fault per page costs far more: perf showed them as most of a
- * seal's copy rounds), and those below it, less a probe window, leave RSS. A kernel without
- * MADV_POPULATE_WRITE (before 5.14) faults them in one by one. */
-static void index_seal_walk_at(struct index_compactor *k, uint64_t slot)
+/* The walk is at the batch's i-th run in order: the mapped table's pages from its slot on are
+ * mapped writable in one call as far as the next runs' slots lie close together (at most
+ * INDEX_SEAL_POPULATE_GAP_BYTES apart, at most 2^16 slots at once), as a write fault per page
+ * costs far more (perf showed them as most of a seal's copy rounds), and the pages below it,
+ * less a probe window, leave RSS. A kernel without MADV_POPULATE_WRITE (before 5.14) faults
+ * them in one by one. */
+static void index_seal_walk_at(struct index_seal *s, size_t i)
 {
+    struct index_compactor *k = &s->k;
     if (k->slots_mapped_bytes == 0) {
         return;
     }
+    size_t page = INDEX_SEAL_TABLE_PAGE_BYTES;
     size_t chunk = ((size_t)INDEX_SEAL_TABLE_RELEASE_MASK + 1u) * sizeof(struct index_slot);
+    size_t window = INDEX_PROBE_MAX * sizeof(struct index_slot);
+    uint64_t slot = s->order[i].slot;
     size_t at = (size_t)slot * sizeof(struct index_slot);
-    size_t need = at + INDEX_PROBE_MAX * sizeof(struct index_slot);
-    if (need > k->slots_populated_bytes) {
-        size_t from = at / INDEX_SEAL_TABLE_PAGE_BYTES * INDEX_SEAL_TABLE_PAGE_BYTES;
+    if (at + window > k->slots_populated_bytes) {
+        size_t from = at / page * page;
         from = from > k->slots_populated_bytes ? from : k->slots_populated_bytes;
-        size_t to = from + chunk < k->slots_mapped_bytes ? from + chunk : k->slots_mapped_bytes;
-        (void)madvise((uint8_t *)k->slots + from, to - from, MADV_POPULATE_WRITE);
-        k->slots_populated_bytes = to;
+        size_t to = at + window;
+        for (size_t j = i + 1; j < s->order_count; j++) {
+            size_t next = (size_t)s->order[j].slot * sizeof(struct index_slot) + window;
+            if (next > from + chunk || next > to + INDEX_SEAL_POPULATE_GAP_BYTES) {
+                break;
+            }
+            to = next > to ? next : to;
+        }
+        to = (to + page - 1) / page * page;
+        to = to < k->slots_mapped_bytes ? to : k->slots_mapped_bytes;
+        if (to > from) {
+            (void)madvise((uint8_t *)k->slots + from, to - from, MADV_POPULATE_WRITE);
+            k->slots_populated_bytes = to;
+        }
     }
     if (slot >= INDEX_PROBE_MAX) {
         uint64_t below = (slot - INDEX_PROBE_MAX) & ~(uint64_t)INDEX_SEAL_TABLE_RELEASE_MASK;
@@ -831,7 +850,7 @@ static void index_seal_batch_chain(struct index_seal *s)
     index_seal_walk_start(k);
     for (size_t i = 0; i < s->order_count; i++) {
         struct index_seal_order *o = &s->order[i];
-        index_seal_walk_at(k, o->slot);
+        index_seal_walk_at(s, i);
         o->slot = index_compact_place(k, s->moves[o->move].tag);
     }
     /* A customer placed past the table's end wraps to its start; a shared chain (a full probe
@@ -840,7 +859,7 @@ static void index_seal_batch_chain(struct index_seal *s)
     index_seal_walk_start(k);
     for (size_t i = 0; i < s->order_count; i++) {
         const struct index_seal_order *o = &s->order[i];
-        index_seal_walk_at(k, o->slot);
+        index_seal_walk_at(s, i);
         struct index_seal_move *m = &s->moves[o->move];
         uint8_t *r = s->batch + m->at;
         struct index_slot *n = &k->slots[o->slot];
@@ -974,7 +993,7 @@ static int index_seal_copy(struct index_seal *s, uint64_t until)
     }
     rc = rc == 0 ? index_seal_batch_write(s) : rc;
     if (rc == 0) {
-        s->from = until;
+        __atomic_store_n(&s->from, until, __ATOMIC_RELAXED);
     }
     return rc;
 }
@@ -1152,6 +1171,11 @@ int index_seal_start(struct index *g, int32_t floor_day, struct index_seal **out
     s->thread_started = true;
     *out = s;
     return 0;
+}
+
+uint64_t index_seal_moved_end(const struct index_seal *s)
+{
+    return __atomic_load_n(&s->from, __ATOMIC_RELAXED);
 }
 
 bool index_seal_ready(const struct index_seal *s)

@@ -215,6 +215,9 @@ struct index_seal;
 DS_MUST_USE int index_seal_start(struct index *g, int32_t floor_day, struct index_seal **out);
 /* Whether the seal's thread is done (index_seal_finish would not wait for it). Any thread. */
 bool index_seal_ready(const struct index_seal *s);
+/* The log's offset up to which the seal has moved what was applied since its snapshot: the log's
+ * end less this is what it has still to move. Any thread. */
+uint64_t index_seal_moved_end(const struct index_seal *s);
 /* Completes the seal when its thread is done (wait: waits for it and for a checkpoint in
  * flight). Returns 0 (swapped in; s freed, stats filled when not NULL), -EAGAIN (not yet: call
  * again after a later apply), or a negative code (logged; s freed, the old log stays). */

@@ -7,7 +7,7 @@
 # then one node directly. n1 and n2 start first; n3 is added 2..5 s into the stream; then, on
 # a random schedule until the stream ends (3..8 s apart, so the group settles in between),
 # one node at a time is killed (kill -9, back after
-# 0.5..3 s), frozen (SIGSTOP for 1..6 s: past the 4 s session timeout its partitions move while
+# 0.5..3 s), frozen (SIGSTOP for 1..10 s: well past the 4 s session timeout its partitions move while
 # it sleeps, and it wakes holding their orders), or restarted (SIGTERM, then started again).
 # Checked by double_count.py over every answer: a complete answer of the router (200, not
 # partial) is at most the distinct orders sent before it arrived and at least every complete
@@ -128,7 +128,7 @@ run_once() {
       ;;
     1)
       kill -STOP "${pid[$victim]}"
-      hold=$(pause_s 1 6)
+      hold=$(pause_s 1 10)
       faults="$faults; $victim SIGSTOP at $(($(now_ms) - t0)) ms for ${hold}s"
       sleep "$hold"
       kill -CONT "${pid[$victim]}"

@@ -191,6 +191,7 @@ def main():
     answers = []  # (t_send, t_recv, status, count, consistent, partial)
     node_answers = []  # (url index, t_recv, status, count)
     missing = {}  # what the router's 503s named: "node", "partition P ...": how often
+    spans, spans_open = {}, {}  # longest stretch (ms) of 503s naming a partition held twice / behind
     rounds = 0
     while producer.is_alive():
         rounds += 1
@@ -202,9 +203,18 @@ def main():
         count = doc.get("count") if status == 200 and doc else None
         partial = bool(doc.get("partial")) if doc else False
         answers.append((t_send, t_recv, status, count, consistent, partial))
+        kinds = set()
         for m in (doc.get("missing") or []) if status == 503 and isinstance(doc, dict) else []:
             why = "node" if m.startswith("http") else m.split(" (")[0]
             missing[why] = missing.get(why, 0) + 1
+            kinds.add("held twice" if "two members" in why else "behind" if "behind" in why
+                      else "other")
+        for kind in ("held twice", "behind"):
+            if kind in kinds:
+                start = spans_open.setdefault(kind, t_recv)
+                spans[kind] = max(spans.get(kind, 0), t_recv - start)
+            else:
+                spans_open.pop(kind, None)
         if rounds % 10 == 0:
             k = (rounds // 10) % len(node_clients)
             status, doc = node_clients[k].get(PATH, timeout_s=2)
@@ -264,6 +274,7 @@ def main():
     out = {"orders": distinct, "messages": producer.messages, "updates": producer.updates,
            "retried": producer.retried, "answers": len(answers), "complete": complete,
            "consistent_complete": consistent_complete, "statuses": codes, "missing": missing,
+           "longest_ms": {k: round(v) for k, v in spans.items()},
            "node_answers_ok": node_ok, "final": final, "violations": len(violations),
            "first_violations": violations[:8]}
     with open(report, "w") as f:

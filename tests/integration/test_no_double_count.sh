@@ -5,10 +5,11 @@
 # unique orders and status updates that keep an order's day, and a client asking the unfiltered
 # total through the router about 20 times a second (every 4th consistent=true) and now and
 # then one node directly. n1 and n2 start first; n3 is added 2..5 s into the stream; then, on
-# a random schedule until the stream ends (3..8 s apart, so the group settles in between),
-# one node at a time is killed (kill -9, back after
-# 0.5..3 s), frozen (SIGSTOP for 1..10 s: well past the 4 s session timeout its partitions move while
-# it sleeps, and it wakes holding their orders), or restarted (SIGTERM, then started again).
+# a random schedule until the stream ends (3..8 s apart, so the group settles in between; the
+# first a long freeze), one node at a time is killed (kill -9, back after
+# 0..3 s), frozen briefly (SIGSTOP for 1..3 s) or long (6..10 s: past the 4 s session timeout
+# its partitions move while it sleeps, and it wakes holding their orders), or restarted
+# (SIGTERM, then started again).
 # Checked by double_count.py over every answer: a complete answer of the router (200, not
 # partial) is at most the distinct orders sent before it arrived and at least every complete
 # answer received before its request left; a node's own count is at most the orders sent; once
@@ -17,7 +18,7 @@
 # takeover count the moved partition's orders twice, or go back while the new owner re-reads
 # it.
 # Runs: 1 of 40 s (DS_LONG=1: 5 of 90 s; DS_RUNS, DS_STREAM_S override). Randomised (schedule,
-# stream): prints its seed, DS_TEST_SEED replays the schedule.
+# stream): prints its seed; DS_TEST_SEED replays the choices (their timing follows the machine).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/node_lib.sh"
 # A short session timeout: a frozen or killed member's partitions move within seconds.
@@ -93,7 +94,7 @@ run_once() {
   done
   : >"$WORK/router.out"
   "$DAYSHARD" router --node "http://127.0.0.1:${port[n1]},http://127.0.0.1:${port[n2]},http://127.0.0.1:${port[n3]}" \
-    --http 127.0.0.1:0 --partitions 4 --probe-ms 200 --timeout-ms 1000 --threads 4 \
+    --http 127.0.0.1:0 --partitions 4 --probe-ms 100 --timeout-ms 1000 --threads 4 \
     </dev/null >"$WORK/router.out" 2>"$WORK/router.log" 3>&- &
   local router_pid=$!
   for _ in $(seq 100); do
@@ -113,10 +114,14 @@ run_once() {
   start_at n3 "${port[n3]}"
   pid[n3]=$NODE_PID
   faults="n3 added at $(($(now_ms) - t0)) ms"
+  local first=1
   while (($(now_ms) - t0 < STREAM_S * 1000)); do
     sleep "$(pause_s 3 8)"
     victim=n$((1 + RANDOM % 3))
-    action=$((RANDOM % 3))
+    action=$((RANDOM % 4))
+    # Every run has a takeover while the old owner sleeps: the window the rules close.
+    ((first)) && action=3
+    first=0
     case $action in
     0)
       crash_node "${pid[$victim]}"
@@ -126,9 +131,9 @@ run_once() {
       start_at "$victim" "${port[$victim]}"
       pid[$victim]=$NODE_PID
       ;;
-    1)
+    1 | 3)
       kill -STOP "${pid[$victim]}"
-      hold=$(pause_s 1 10)
+      if ((action == 1)); then hold=$(pause_s 1 3); else hold=$(pause_s 6 10); fi
       faults="$faults; $victim SIGSTOP at $(($(now_ms) - t0)) ms for ${hold}s"
       sleep "$hold"
       kill -CONT "${pid[$victim]}"

@@ -79,6 +79,7 @@ pause_s() {
 
 run_once() {
   local run=$1 before t0 victim action hold rc n faults=""
+  # shellcheck disable=SC2154 # failures is lib.sh's
   before=$failures
   WORK=$BASE/run-$run
   mkdir -p "$WORK"

@@ -47,14 +47,16 @@ free_port() {
 }
 
 # start_at NAME PORT: node NAME (data $WORK/NAME, group ga) on PORT; sets NODE_PID and URL. A
-# port not free yet (a killed node's) is tried again.
+# port not free yet (a killed node's) is tried again. Each node is a session of its own: the
+# kernel sends SIGHUP to a stopped process whose process group it finds orphaned (the script's
+# group once the shell that started the test has gone: a node died of it mid-freeze).
 start_at() {
   local name=$1 port=$2
   for _ in 1 2 3 4 5 6 7 8 9 10; do
     LOG_RUNS=$((LOG_RUNS + 1))
     echo "==== run $LOG_RUNS at $(date +%T.%N)" >>"$WORK/$name.log"
     : >"$WORK/$name.out"
-    "$DAYSHARD" run --brokers "$BOOT" --topic orders --group ga --data "$WORK/$name" \
+    setsid "$DAYSHARD" run --brokers "$BOOT" --topic orders --group ga --data "$WORK/$name" \
       --http "127.0.0.1:$port" "${NODE_X[@]}" "${MODEL_X[@]}" </dev/null >"$WORK/$name.out" \
       2>>"$WORK/$name.log" 3>&- &
     NODE_PID=$!

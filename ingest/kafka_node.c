@@ -10,7 +10,11 @@
  * crash (no event stored twice), the second a range another member stored while it owned the
  * partition (not read again here). On revocation the node hands over what it read, waits for
  * the commit that makes it durable, commits those offsets to Kafka synchronously, and only
- * then lets the partitions go.
+ * then lets the partitions go. In the orders model a partition's orders are the state of its
+ * whole history and move with it: a node reads a partition it holds nothing of from its start,
+ * resumes one it holds at its own durable position (a member that stored past it meanwhile
+ * gives its copy up, so the range is read again here), and gives up the partitions it is no
+ * longer assigned at its next assignment (give_up_unassigned).
  *
  * The positions group. Each durable position is also committed to "<group>.dayshard-positions",
  * a group no member ever joins, through a second handle that never subscribes: a plain offset
@@ -311,7 +315,7 @@ static void history_check(struct node *n, int32_t partition)
 
 /* The partitions' start offsets: max(durable position here, group committed offset, positions
  * group offset); in the orders model a partition this node holds nothing of is read from its
- * start. */
+ * start, and one it holds resumes at its durable position. */
 static void choose_offsets(struct node *n, rd_kafka_topic_partition_list_t *parts)
 {
     rd_kafka_topic_partition_list_t *handed = rd_kafka_topic_partition_list_copy(parts);
@@ -338,6 +342,11 @@ static void choose_offsets(struct node *n, rd_kafka_topic_partition_list_t *part
              * its start (the member that held it gives its orders up). */
             start = RD_KAFKA_OFFSET_BEGINNING;
             history_check(n, tp->partition);
+        } else if (n->orders_model) {
+            /* Resume at this node's own position, below what another member stored while it
+             * held the partition (this node frozen past its session, or dead): that member
+             * gives those orders up, and a line read again is an unchanged order here. */
+            start = own;
         }
         tp->offset =
             start >= 0 || start == RD_KAFKA_OFFSET_BEGINNING ? start : RD_KAFKA_OFFSET_INVALID;

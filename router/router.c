@@ -11,7 +11,10 @@
  * progress; a member that failed a request counts as not ready until the prober sees it answer
  * a real count and then its /readyz), and (3) for answers carrying
  * as_of (count, partitions), the union of the members' as_of covers every partition of the
- * topic: 0..N-1 with --partitions N, else the largest set any answer ever covered (learned).
+ * topic: 0..N-1 with --partitions N, else the largest set any answer ever covered (learned),
+ * and (4) in the orders model (once a count said so), no partition is named by two members
+ * and none is behind the furthest offset the group's complete answers reached
+ * (router_owner.c): an order is counted once, and the group's answers never go back.
  *
  * A request goes to the preferred group first (group 1 at start, then whichever answered
  * completely last), to the other one when that is incomplete (a failover, counted in
@@ -74,6 +77,8 @@ static const char *const router_endpoint_names[ROUTER_ENDPOINTS] = {
     "other", "count", "partitions", "metrics", "healthz", "readyz", "orders", "heat", "order"};
 /* "missing" entries one answer names: every node, and partitions up to a bound. */
 #define ROUTER_MISSING_PARTITIONS_MAX 64u
+/* One "partition P behind (N < F)" entry at most. */
+#define ROUTER_OWNER_ISSUE_BYTES_MAX 72u
 
 struct router_node {
     char url[ROUTER_NODE_URL_BYTES_MAX]; /* without a trailing slash */
@@ -108,6 +113,10 @@ struct router {
     uint32_t group_count[ROUTER_GROUPS];
     atomic_uint preferred;
     atomic_uint_fast64_t learned[ROUTER_PARTITION_WORDS];
+    /* The orders model's rules (router_owner.c): a count said "model":"orders", and each
+     * group's frontier. */
+    atomic_bool orders_seen;
+    struct router_frontier frontier[ROUTER_GROUPS];
     uint32_t slot_count;
     struct router_slot slots[QUERY_HTTP_THREADS_MAX];
     atomic_uint slot_next;
@@ -146,6 +155,9 @@ struct router_attempt {
     uint32_t missing_count;
     uint32_t missing_partitions[ROUTER_MISSING_PARTITIONS_MAX];
     uint32_t missing_partition_count;
+    /* orders model: partitions named by two members, or behind the group's frontier */
+    struct router_owner_issue owner_issues[ROUTER_MISSING_PARTITIONS_MAX];
+    uint32_t owner_issue_count; /* at most ROUTER_MISSING_PARTITIONS_MAX */
 };
 
 /* ---- answers ------------------------------------------------------------------------------- */
@@ -178,6 +190,17 @@ static void missing_put(const struct router *r, const struct router_attempt *att
                           attempts[a].missing_partitions[i]);
             first = false;
         }
+        for (uint32_t i = 0; i < attempts[a].owner_issue_count; i++) {
+            const struct router_owner_issue *o = &attempts[a].owner_issues[i];
+            if (o->fault == ROUTER_OWNER_TWICE) {
+                http_text_put(b, "%s\"partition %u held by two members\"", first ? "" : ",",
+                              o->partition);
+            } else {
+                http_text_put(b, "%s\"partition %u behind (%" PRId64 " < %" PRId64 ")\"",
+                              first ? "" : ",", o->partition, o->next, o->frontier);
+            }
+            first = false;
+        }
     }
     http_text_put(b, "]");
 }
@@ -187,8 +210,9 @@ static enum http_result respond_no_replica(struct router *r, struct http_request
                                            const struct router_attempt *attempts, uint32_t count)
 {
     atomic_fetch_add_explicit(&r->unavailable, 1, memory_order_relaxed);
-    size_t cap = 256u + (size_t)r->node_count * (6u * ROUTER_NODE_URL_BYTES_MAX + 4u) +
-                 ROUTER_GROUPS * ROUTER_MISSING_PARTITIONS_MAX * 24u;
+    size_t cap =
+        256u + (size_t)r->node_count * (6u * ROUTER_NODE_URL_BYTES_MAX + 4u) +
+        ROUTER_GROUPS * ROUTER_MISSING_PARTITIONS_MAX * (24u + ROUTER_OWNER_ISSUE_BYTES_MAX);
     struct http_text b = {.dst = malloc(cap), .capacity = cap};
     if (b.dst == NULL) {
         return respond_json(c, 503, NULL, 0);
@@ -211,7 +235,8 @@ static enum http_result respond_merged(struct router *r, struct http_request *c,
     bool partial = !answered->complete;
     size_t cap = m->len + 64u +
                  (partial ? (size_t)r->node_count * (6u * ROUTER_NODE_URL_BYTES_MAX + 4u) +
-                                ROUTER_GROUPS * ROUTER_MISSING_PARTITIONS_MAX * 24u
+                                ROUTER_GROUPS * ROUTER_MISSING_PARTITIONS_MAX *
+                                    (24u + ROUTER_OWNER_ISSUE_BYTES_MAX)
                           : 0u);
     struct http_text b = {.dst = malloc(cap), .capacity = cap};
     if (b.dst == NULL) {
@@ -328,6 +353,17 @@ static void check_coverage(struct router *r, const struct router_offsets *as_of,
     for (uint32_t w = 0; w < ROUTER_PARTITION_WORDS; w++) {
         atomic_fetch_or_explicit(&r->learned[w], as_of->bits[w], memory_order_relaxed);
     }
+}
+
+/* Orders model: refuses an answer counting a partition twice or behind the group's frontier
+ * (router_owner.c). */
+static void check_owners(struct router *r, const struct router_offsets *as_of,
+                         struct router_attempt *a)
+{
+    uint32_t n = router_owner_check(&r->frontier[a->group], as_of, a->owner_issues,
+                                    ROUTER_MISSING_PARTITIONS_MAX);
+    a->owner_issue_count = n < ROUTER_MISSING_PARTITIONS_MAX ? n : ROUTER_MISSING_PARTITIONS_MAX;
+    a->complete = n == 0;
 }
 
 /* ---- fan-out ------------------------------------------------------------------------------- */
@@ -484,12 +520,23 @@ static bool answer_attempt(struct router *r, struct http_request *c, struct rout
         return true;
     }
     bool has_as_of = route->endpoint == QUERY_EP_COUNT || route->endpoint == QUERY_EP_PARTITIONS;
+    if (m->orders_model) {
+        atomic_store_explicit(&r->orders_seen, true, memory_order_relaxed);
+    }
     if (has_as_of && a->complete) {
+        bool orders = atomic_load_explicit(&r->orders_seen, memory_order_relaxed);
         check_coverage(r, &m->as_of, a);
+        if (a->complete && orders) {
+            check_owners(r, &m->as_of, a);
+        }
         if (!a->complete) {
             free(m->body);
             free(m);
             return false;
+        }
+        if (orders) {
+            /* Before the answer leaves: a request sent after it sees the frontier. */
+            router_frontier_advance(&r->frontier[a->group], &m->as_of);
         }
     }
     *result = respond_merged(r, c, m, a, attempts, count);

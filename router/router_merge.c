@@ -8,7 +8,9 @@
  * are summed by key (day, shard or hour) and listed in the node's order. as_of (and the
  * high_watermarks of consistent=true) is the union of the members' objects, the larger offset
  * where two members name the same partition: inside one consumer group a partition handed over
- * is in the old and the new holder, the new one ahead. retention_floor is the latest of the
+ * is in the old and the new holder, the new one ahead (in the events model both keep their
+ * part; in the orders model the router refuses such an answer, router_owner.c, so the merge
+ * marks the partitions named twice). retention_floor is the latest of the
  * members' floors: nodes keep their own stream time, so their floors can differ for a while, and
  * below the latest one some member's part of a day is gone.
  *
@@ -231,6 +233,7 @@ static bool offsets_add(struct router_offsets *o, const json_t *obj)
         bool seen = (o->bits[p / 64] >> (p % 64)) & 1u;
         o->next[p] = seen && o->next[p] > next ? o->next[p] : next;
         o->bits[p / 64] |= 1ull << (p % 64);
+        o->twice[p / 64] |= seen ? 1ull << (p % 64) : 0u;
     }
     return true;
 }
@@ -313,6 +316,7 @@ struct count_merge {
     const char *consistency; /* a member's "consistency" value, or NULL */
     struct router_offsets as_of;
     struct router_offsets *watermarks; /* high_watermarks of consistent=true */
+    bool orders_model;                 /* some member counts orders */
 };
 
 static int group_row_compare(const void *a, const void *b)
@@ -425,6 +429,7 @@ static int count_member(struct count_merge *m, const json_t *doc, struct router_
     if (!model_of(doc, &res->model)) {
         return bad(out, "model");
     }
+    m->orders_model = m->orders_model || res->model == STORAGE_MODEL_ORDERS;
     /* The first day every member still keeps: below it some member's part is dropped, so the
      * latest of the members' floors is the merged answer's. */
     int32_t floor = 0;
@@ -495,6 +500,7 @@ int router_merge_count(const struct query_route *route, const char *const *bodie
         size_t cap = query_count_json_bound(&m->res) + 2u * 32u * ROUTER_PARTITIONS_MAX / 8u;
         rc = render_new(count_render, m, cap, out);
         out->as_of = m->as_of;
+        out->orders_model = m->orders_model;
     }
     if (m != NULL) {
         query_count_result_deinit(&m->res);

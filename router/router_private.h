@@ -7,6 +7,7 @@
 #ifndef DS_ROUTER_ROUTER_PRIVATE_H
 #define DS_ROUTER_ROUTER_PRIVATE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -84,7 +85,8 @@ struct router_offsets {
     bool present;  /* some member's answer had the object */
     bool has_file; /* the "file" source (a directory loaded by `ingest`) */
     int64_t file_next;
-    uint64_t bits[ROUTER_PARTITION_WORDS]; /* partitions present */
+    uint64_t bits[ROUTER_PARTITION_WORDS];  /* partitions present */
+    uint64_t twice[ROUTER_PARTITION_WORDS]; /* partitions more than one member named */
     int64_t next[ROUTER_PARTITIONS_MAX];
 };
 
@@ -94,6 +96,7 @@ struct router_merged {
     char *body;
     size_t len;
     struct router_offsets as_of;
+    bool orders_model; /* a member's count said "model":"orders" (router_owner.c's rules) */
     char error[ROUTER_ERROR_BYTES_MAX]; /* why a member's answer could not be merged */
 };
 
@@ -109,6 +112,39 @@ DS_MUST_USE int router_merge_partitions(const char *const *bodies, uint32_t coun
 /* /v1/heat: {"nodes":[{"node":URL,"heat":ANSWER},...]}, each answer as the node gave it. */
 DS_MUST_USE int router_merge_heat(const char *const *urls, const char *const *bodies,
                                   uint32_t count, struct router_merged *out);
+
+/* ---- router_owner.c: each Kafka partition counted from one holder (orders model) ----------- */
+
+/* In the orders model a node holds the whole state of the Kafka partitions it stored and not
+ * released, and its as_of names exactly those (both from one storage commit). A group's merged
+ * answer is complete only when no partition is named by two members (its orders would be
+ * summed twice: the new owner committed some before the old owner's release) and no partition
+ * is behind the furthest offset the group's complete answers reached (a new owner still
+ * re-reading a taken-over partition from its start holds a prefix of its orders). */
+enum router_owner_fault {
+    ROUTER_OWNER_TWICE = 1, /* two members named the partition */
+    ROUTER_OWNER_BEHIND     /* its offset is below the group's frontier */
+};
+
+struct router_owner_issue {
+    uint32_t partition;
+    enum router_owner_fault fault;
+    int64_t next;     /* the answer's offset */
+    int64_t frontier; /* the furthest offset of an earlier complete answer */
+};
+
+/* Per group: the furthest as_of offset of each partition in the complete answers given so far
+ * (0: none yet; offsets are >= 0). Zeroed memory is an empty frontier; any thread. */
+struct router_frontier {
+    atomic_int_fast64_t next[ROUTER_PARTITIONS_MAX];
+};
+
+/* The issues of as_of (partitions in increasing order): all of them counted, the first cap
+ * written to issues. 0: the answer counts every partition once, none behind. */
+uint32_t router_owner_check(const struct router_frontier *f, const struct router_offsets *as_of,
+                            struct router_owner_issue *issues, uint32_t cap);
+/* Raises f to as_of's offsets (an answer about to be given as complete). */
+void router_frontier_advance(struct router_frontier *f, const struct router_offsets *as_of);
 
 /* The page token of an order at (ts_ms, order id): the lowercase hex of its position in the
  * by-customer index (index/key.c's tail key, which every node's tokens use), into dst

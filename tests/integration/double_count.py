@@ -1,0 +1,286 @@
+"""The producer and the client of test_no_double_count.sh (run by Debian's /usr/bin/python3, whose
+python3-kafka is another Kafka client than the node's librdkafka).
+
+  double_count.py BOOTSTRAP TOPIC ROUTER NODES RATE SEED STOP SETTLE_S REPORT
+
+Producer (a thread): about RATE messages a second to TOPIC, keyed by the order id, until the
+file STOP exists: new orders (integer ids 1, 2, ..., each once; ts on one of 28 days) and, about
+30% of the lines, status updates of one of the last 2000 orders sent, with that order's ts (pending -> paid -> shipped: an
+update keeps its order's day). Each new order's send time is taken before it is handed to the
+client library, so "orders sent by time t" is an upper bound of what any node can hold at t.
+A send that fails is sent again (the orders model takes a repeated line as unchanged).
+
+Client (a thread, one request at a time): the unfiltered total (every day of the stream)
+through ROUTER, about 20 times a second, every 4th with consistent=true; and every 10th round
+one of NODES (comma-separated URLs) directly. Each answer is kept with its send and receive
+times.
+
+Once STOP exists and every message is acknowledged, the client asks ROUTER consistent=true until
+it answers the distinct orders sent (at most SETTLE_S seconds). Then the checks, for every
+answer through the router that is complete (200, not partial):
+  - count <= the distinct orders sent before the answer arrived;
+  - count >= every complete answer received before its request was sent (consistent=true or
+    not: a group's answers never go back);
+and for every node's own 200: count <= the orders sent before it arrived. The final consistent
+answer must be exact. REPORT gets one JSON line of figures and the first violations; exit 0
+when every check held, 1 otherwise.
+"""
+import http.client
+import json
+import os
+import random
+import sys
+import threading
+import time
+import urllib.parse
+
+from kafka import KafkaProducer
+
+DAYS = 28
+PATH = "/v1/count?day=2026-01-01&to=2026-01-28"
+CLIENT_PAUSE_S = 0.05
+FINAL_WAIT_S = 60
+
+
+def now_ms():
+    return time.time() * 1000.0
+
+
+class Producer(threading.Thread):
+    def __init__(self, boot, topic, rate, seed, stop_path):
+        super().__init__(daemon=True)
+        self.kafka = KafkaProducer(bootstrap_servers=boot, acks="all", linger_ms=10, retries=0,
+                                   max_block_ms=10000, request_timeout_ms=10000,
+                                   reconnect_backoff_max_ms=1000)
+        self.topic, self.rate, self.stop_path = topic, rate, stop_path
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+        self.order_sent_ms = []  # send time of order i + 1, increasing
+        self.orders = []  # (ts text, status index) of order i + 1
+        self.failed = []
+        self.in_flight = 0
+        self.messages = self.updates = self.retried = 0
+
+    def send(self, order, event):
+        key = str(order).encode()
+        value = json.dumps(event, separators=(",", ":")).encode()
+        with self.lock:
+            self.in_flight += 1
+        while True:
+            try:
+                future = self.kafka.send(self.topic, key=key, value=value)
+                break
+            except Exception as e:  # the buffer is full or metadata is missing: wait, retry
+                print("producer: send: %s; retrying" % e, file=sys.stderr)
+                time.sleep(0.2)
+        future.add_callback(self.on_ack)
+        future.add_errback(self.on_error, order, event)
+
+    def on_ack(self, _meta):
+        with self.lock:
+            self.in_flight -= 1
+
+    def on_error(self, order, event, exc):
+        with self.lock:
+            self.in_flight -= 1
+            self.failed.append((order, event))
+            if len(self.failed) == 1:
+                print("producer: %s; sending again" % exc, file=sys.stderr)
+
+    def resend_failed(self):
+        with self.lock:
+            again, self.failed = self.failed, []
+            self.retried += len(again)
+        for order, event in again:
+            self.send(order, event)
+
+    def pending(self):
+        with self.lock:
+            return self.in_flight + len(self.failed)
+
+    def sent_before(self, t_ms):
+        """Distinct orders whose send began before t_ms."""
+        with self.lock:
+            times = self.order_sent_ms
+            lo, hi = 0, len(times)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if times[mid] < t_ms:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            return lo
+
+    def one(self):
+        statuses = ("pending", "paid", "shipped")
+        i = -1
+        if self.orders and self.rng.random() < 0.3:
+            i = len(self.orders) - 1 - self.rng.randrange(min(2000, len(self.orders)))
+        if i >= 0 and self.orders[i][1] < 2:
+            ts, step = self.orders[i]
+            self.orders[i] = (ts, step + 1)
+            self.updates += 1
+            self.send(i + 1, {"order_id": i + 1, "customer_id": 1 + (i * 7919) % 5000, "ts": ts,
+                              "status": statuses[step + 1], "amount": 10 + i % 90})
+            return
+        order = len(self.orders) + 1
+        day = 1 + self.rng.randrange(DAYS)
+        ts = "2026-01-%02dT%02d:%02d:%02d.%03dZ" % (day, self.rng.randrange(24),
+                                                    self.rng.randrange(60),
+                                                    self.rng.randrange(60), order % 1000)
+        self.orders.append((ts, 0))
+        with self.lock:
+            self.order_sent_ms.append(now_ms())
+        self.send(order, {"order_id": order, "customer_id": 1 + ((order - 1) * 7919) % 5000,
+                          "ts": ts, "status": "pending", "amount": 10 + (order - 1) % 90})
+
+    def run(self):
+        start = time.monotonic()
+        while not os.path.exists(self.stop_path):
+            self.one()
+            self.messages += 1
+            if self.messages % 32 == 0:
+                self.resend_failed()
+                ahead = self.messages / self.rate - (time.monotonic() - start)
+                if ahead > 0:
+                    time.sleep(ahead)
+        deadline = time.monotonic() + FINAL_WAIT_S
+        while self.pending() > 0 and time.monotonic() < deadline:
+            self.resend_failed()
+            self.kafka.flush(timeout=1)
+            time.sleep(0.05)
+        self.kafka.close(timeout=5)
+
+
+class Client:
+    def __init__(self, base):
+        u = urllib.parse.urlparse(base)
+        self.host, self.port = u.hostname, u.port
+        self.conn = None
+
+    def get(self, path, timeout_s=10):
+        """(status, document or None); status 0 when there was no answer."""
+        for _ in range(2):  # a kept-alive connection the server closed: once more
+            try:
+                if self.conn is None:
+                    self.conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout_s)
+                self.conn.request("GET", path)
+                r = self.conn.getresponse()
+                body = r.read()
+                try:
+                    doc = json.loads(body)
+                except ValueError:
+                    doc = None
+                return r.status, doc
+            except (OSError, http.client.HTTPException):
+                if self.conn is not None:
+                    self.conn.close()
+                self.conn = None
+        return 0, None
+
+
+def main():
+    if len(sys.argv) != 10:
+        sys.exit("usage: double_count.py BOOTSTRAP TOPIC ROUTER NODES RATE SEED STOP SETTLE_S "
+                 "REPORT")
+    boot, topic, router, nodes, rate, seed, stop_path, settle_s, report = sys.argv[1:]
+    producer = Producer(boot, topic, float(rate), int(seed), stop_path)
+    producer.start()
+    client = Client(router)
+    node_clients = [Client(u) for u in nodes.split(",")]
+    answers = []  # (t_send, t_recv, status, count, consistent, partial)
+    node_answers = []  # (url index, t_recv, status, count)
+    missing = {}  # what the router's 503s named: "node", "partition P ...": how often
+    spans, spans_open = {}, {}  # longest stretch (ms) of 503s naming a partition held twice / behind
+    rounds = 0
+    while producer.is_alive():
+        rounds += 1
+        consistent = rounds % 4 == 0
+        path = PATH + ("&consistent=true&timeout_ms=2000" if consistent else "")
+        t_send = now_ms()
+        status, doc = client.get(path)
+        t_recv = now_ms()
+        count = doc.get("count") if status == 200 and doc else None
+        partial = bool(doc.get("partial")) if doc else False
+        answers.append((t_send, t_recv, status, count, consistent, partial))
+        kinds = set()
+        for m in (doc.get("missing") or []) if status == 503 and isinstance(doc, dict) else []:
+            why = "node" if m.startswith("http") else m.split(" (")[0]
+            missing[why] = missing.get(why, 0) + 1
+            kinds.add("held twice" if "two members" in why else "behind" if "behind" in why
+                      else "other")
+        for kind in ("held twice", "behind"):
+            if kind in kinds:
+                start = spans_open.setdefault(kind, t_recv)
+                spans[kind] = max(spans.get(kind, 0), t_recv - start)
+            else:
+                spans_open.pop(kind, None)
+        if rounds % 10 == 0:
+            k = (rounds // 10) % len(node_clients)
+            status, doc = node_clients[k].get(PATH, timeout_s=2)
+            node_answers.append((k, now_ms(), status,
+                                 doc.get("count") if status == 200 and doc else None))
+        time.sleep(CLIENT_PAUSE_S)
+    distinct = len(producer.orders)
+    final = None
+    deadline = time.monotonic() + float(settle_s)
+    while time.monotonic() < deadline:
+        t_send = now_ms()
+        status, doc = client.get(PATH + "&consistent=true&timeout_ms=5000", timeout_s=20)
+        t_recv = now_ms()
+        count = doc.get("count") if status == 200 and doc else None
+        partial = bool(doc.get("partial")) if doc else False
+        answers.append((t_send, t_recv, status, count, True, partial))
+        if status == 200 and not partial:
+            final = count
+            if count == distinct:
+                break
+        time.sleep(0.5)
+
+    violations = []
+    best = []  # (t_recv, count) of complete answers, in order of arrival
+    complete = consistent_complete = 0
+    for t_send, t_recv, status, count, consistent, partial in sorted(answers,
+                                                                     key=lambda a: a[1]):
+        if status != 200 or partial:
+            continue
+        complete += 1
+        consistent_complete += 1 if consistent else 0
+        sent = producer.sent_before(t_recv)
+        if count > sent:
+            violations.append("router: %d > %d orders sent by then (at %+.0f ms)"
+                              % (count, sent, t_recv - answers[0][0]))
+        # Only answers that arrived before this request left bind it.
+        floor = max((c for r, c in best if r < t_send), default=0)
+        if count < floor:
+            violations.append("router: %d < %d, an earlier complete answer (at %+.0f ms%s)"
+                              % (count, floor, t_recv - answers[0][0],
+                                 ", consistent" if consistent else ""))
+        best.append((t_recv, count))
+    node_ok = 0
+    for k, t_recv, status, count in node_answers:
+        if status != 200:
+            continue
+        node_ok += 1
+        sent = producer.sent_before(t_recv)
+        if count > sent:
+            violations.append("node %d: %d > %d orders sent by then" % (k, count, sent))
+    if final != distinct:
+        violations.append("final consistent answer %s, want %d (the distinct orders sent)"
+                          % (final, distinct))
+    codes = {}
+    for a in answers:
+        codes[str(a[2])] = codes.get(str(a[2]), 0) + 1
+    out = {"orders": distinct, "messages": producer.messages, "updates": producer.updates,
+           "retried": producer.retried, "answers": len(answers), "complete": complete,
+           "consistent_complete": consistent_complete, "statuses": codes, "missing": missing,
+           "longest_ms": {k: round(v) for k, v in spans.items()},
+           "node_answers_ok": node_ok, "final": final, "violations": len(violations),
+           "first_violations": violations[:8]}
+    with open(report, "w") as f:
+        f.write(json.dumps(out) + "\n")
+    sys.exit(0 if not violations and producer.pending() == 0 else 1)
+
+
+if __name__ == "__main__":
+    main()

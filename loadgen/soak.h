@@ -86,6 +86,8 @@ struct soak_rule {
     double ratio;
     double slack;
     double slack_per_retention_day;
+    const char *apart; /* a series the rule leaves out: not judged as one of a family, and
+                          subtracted from a single series (NULL: none) */
 };
 
 struct soak_verdict {

@@ -31,9 +31,21 @@
  * deepest file a store writes; a deeper tree is not ours and is not counted. */
 #define HELD_WALK_DEPTH_MAX 4u
 
-enum held_store { STORE_PARTS = 0, STORE_IDS, STORE_GSI, STORE_DEADLETTERS, STORE_OTHER, STORES };
+enum held_store {
+    STORE_PARTS = 0,
+    STORE_RETIRED,
+    STORE_IDS,
+    STORE_GSI,
+    STORE_DEADLETTERS,
+    STORE_OTHER,
+    STORES
+};
 
-static const char *const store_names[STORES] = {"parts", "ids", "gsi", "deadletters", "other"};
+/* retired: the days of DIR/parts below the retention floor, removed 30 s after their drop (a
+ * reader may still hold them). Apart from parts, since in compressed stream time (a backlog, a
+ * soak) 30 s of feed are many days, which parts would count as growth. */
+static const char *const store_names[STORES] = {"parts", "retired",     "ids",
+                                                "gsi",   "deadletters", "other"};
 
 struct held_disk {
     uint64_t bytes[STORES];
@@ -57,7 +69,8 @@ static enum held_store store_of(const char *top)
 /* Adds the allocated bytes (directories' too) and the files under dir_fd (taken: closed here)
  * to store. A file
  * removed between readdir and fstatat is skipped: the walk is a snapshot of a live directory. */
-static void walk(int dir_fd, uint32_t depth, enum held_store store, struct held_disk *out)
+static void walk(int dir_fd, uint32_t depth, enum held_store store, int32_t floor,
+                 struct held_disk *out)
 {
     DIR *d = fdopendir(dir_fd);
     if (d == NULL) {
@@ -74,13 +87,18 @@ static void walk(int dir_fd, uint32_t depth, enum held_store store, struct held_
             continue;
         }
         enum held_store s = depth == 0 ? store_of(e->d_name) : store;
+        int32_t day = 0;
+        if (depth == 1 && s == STORE_PARTS &&
+            ds_date_parse(e->d_name, strlen(e->d_name), &day) == 0 && day < floor) {
+            s = STORE_RETIRED;
+        }
         if (S_ISDIR(sb.st_mode)) {
             out->bytes[s] += (uint64_t)sb.st_blocks * 512u; /* a day's or shard's directory */
         }
         if (S_ISDIR(sb.st_mode) && depth + 1 < HELD_WALK_DEPTH_MAX) {
             int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             if (fd >= 0) {
-                walk(fd, depth + 1, s, out);
+                walk(fd, depth + 1, s, floor, out);
             }
         } else if (S_ISREG(sb.st_mode)) {
             out->bytes[s] += (uint64_t)sb.st_blocks * 512u;
@@ -90,16 +108,18 @@ static void walk(int dir_fd, uint32_t depth, enum held_store store, struct held_
     closedir(d);
 }
 
-static void put_disk(const char *dir, struct http_text *b)
+static void put_disk(const char *dir, int32_t floor, struct http_text *b)
 {
     struct held_disk disk = {0};
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) {
-        walk(fd, 0, STORE_OTHER, &disk);
+        walk(fd, 0, STORE_OTHER, floor, &disk);
     }
-    http_text_put(b, "# HELP dayshard_disk_bytes Bytes allocated on disk under the data "
-                     "directory, by store (other: MANIFEST, shard map, locks).\n"
-                     "# TYPE dayshard_disk_bytes gauge\n");
+    http_text_put(
+        b, "# HELP dayshard_disk_bytes Bytes allocated on disk under the data "
+           "directory, by store (retired: days below the retention floor, removed 30 s after their "
+           "drop; other: MANIFEST, shard map, locks).\n"
+           "# TYPE dayshard_disk_bytes gauge\n");
     for (uint32_t s = 0; s < STORES; s++) {
         http_text_put(b, "dayshard_disk_bytes{store=\"%s\"} %" PRIu64 "\n", store_names[s],
                       disk.bytes[s]);
@@ -268,7 +288,7 @@ void serve_held_put(struct query_http *h, struct serve_reader *r, struct http_te
             "dayshard_ready %d\n",
             serve_ready(h, &lag, why, sizeof(why)) == NULL ? 1 : 0);
     }
-    put_disk(h->data_dir, b);
+    put_disk(h->data_dir, storage_retention_floor(r->st), b);
     put_process(b);
     put_shards(r, b);
     put_gsi_seals(h, b);

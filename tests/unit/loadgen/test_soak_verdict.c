@@ -136,6 +136,44 @@ static void test_soak_verdicts_bounded_grown_unjudged(void **state)
     free(s);
 }
 
+/* Dropped days awaiting removal: more of them the faster the feed, here growing. */
+static double retired_growing(double day)
+{
+    return day * 4 * MIB;
+}
+static double whole_with_retired(double day)
+{
+    return sawtooth(day) + retired_growing(day);
+}
+
+static void test_soak_verdicts_leave_the_retired_days_out(void **state)
+{
+    /* The whole directory is judged without the days awaiting removal, which are reported but
+     * not judged; the same growth in a store of its own fails it. */
+    (void)state;
+    struct soak_samples *s = calloc(1, sizeof(*s));
+    assert_non_null(s);
+    assert_int_equal(soak_samples_init(s), 0);
+    s->count = 160;
+    fill(s, "disk_bytes", whole_with_retired);
+    fill(s, "disk_bytes.parts", sawtooth);
+    fill(s, "disk_bytes.retired", retired_growing);
+    struct soak_verdict v[SOAK_VERDICTS_MAX];
+    struct soak_windows w;
+    soak_windows(40, 5, 0, &w);
+    size_t n = soak_verdicts(s, &w, 5, v, SOAK_VERDICTS_MAX);
+    assert_int_equal(n, 2); /* the whole and parts: retired is not judged */
+    const struct soak_verdict *d = find(v, n, "disk_bytes");
+    assert_true(d->judged && !d->grew);
+    assert_true(d->first_max == 120 * MIB && d->last_max == 120 * MIB);
+    assert_true(!find(v, n, "disk_bytes.parts")->grew);
+    fill(s, "disk_bytes.ids", retired_growing);
+    n = soak_verdicts(s, &w, 5, v, SOAK_VERDICTS_MAX);
+    assert_true(find(v, n, "disk_bytes.ids")->grew);
+    soak_samples_deinit(s);
+    free(s);
+}
+
 static void test_soak_windows_span_a_restart_cycle(void **state)
 {
     /* Each window is max(N, restart interval) days: with a restart every 10 days both hold
@@ -189,6 +227,7 @@ int main(void)
         cmocka_unit_test(test_soak_verdict_window_max_by_stream_day),
         cmocka_unit_test(test_soak_verdict_rule_limits),
         cmocka_unit_test(test_soak_verdicts_bounded_grown_unjudged),
+        cmocka_unit_test(test_soak_verdicts_leave_the_retired_days_out),
         cmocka_unit_test(test_soak_windows_span_a_restart_cycle),
         cmocka_unit_test(test_soak_samples_set_add_and_limits),
     };

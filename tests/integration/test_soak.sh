@@ -75,7 +75,10 @@ else
 fi
 
 # Retention overridden to keep every day: the directory grows (12 days held at the end against
-# 6 in days [4, 6)) and the soak says so.
+# 6 in days [4, 6)) and the soak says so. What it names is the partitions' store, or the whole
+# directory when the index's log does not hide it: the index's log is a sawtooth whose peak can
+# fall in the first window (seen: directory 15.1 MiB there, the index 12.3 of it, against 12.0
+# in the last window, while the partitions' store went 2.8 -> 6.6 MiB).
 set +e
 timeout 300 "$DAYSHARD" soak --days 12 --orders-per-day 20000 --retention-days 2 --rate 20000 \
   --partitions 4 --restart-every 0 --model events --node-arg=--retention-days=0 \
@@ -83,6 +86,8 @@ timeout 300 "$DAYSHARD" soak --days 12 --orders-per-day 20000 --retention-days 2
 rc=$?
 set -e
 expect_eq "growing node exit status" 1 "$rc"
-grep -q "^FAIL: disk_bytes grew" "$WORK/grow.out" && ok || fail "the growing directory is not named"
+grep -qE "^FAIL: disk_bytes(\.parts)? grew" "$WORK/grow.out" && ok ||
+  fail "the growing directory is not named"
+grep -q "^FAIL: days_held grew" "$WORK/grow.out" && ok || fail "the growing days held are not named"
 expect_eq "report says failed" False "$(json_get "$WORK/grow/report.json" 'd["passed"]')"
 finish

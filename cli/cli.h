@@ -75,6 +75,20 @@ DS_MUST_USE int cli_options_parse(const char *command, int argc, char **argv, co
                                   const struct option *options, cli_option_fn one, void *user,
                                   int *next);
 
+/* As cli_options_parse, for a command that takes options only: an argument after them is a
+ * usage error ("unexpected argument 'A'", CLI_USAGE). Returns 0, -1 for --help, or CLI_USAGE. */
+DS_MUST_USE int cli_options_parse_only(const char *command, int argc, char **argv,
+                                       const struct option *options, cli_option_fn one, void *user);
+
+/* ---- commands that run and write a report directory (loadtest, soak; cli/cli_report.c) ---- */
+
+/* The default --out: "PREFIX-YYYYMMDD-HHMMSS" of the current UTC time (cut to fit dst). */
+void cli_report_dir_default(const char *prefix, char *dst, size_t dst_capacity);
+/* This binary's path (/proc/self/exe; "" when unreadable), the nodes' program. */
+void cli_report_self(char *dst, size_t dst_capacity);
+/* "dayshard" and argv joined by spaces, as report.json records it (cut to fit dst). */
+void cli_report_command(int argc, char **argv, char *dst, size_t dst_capacity);
+
 /* ---- the by-customer index (cli/cmd_gsi.c) ------------------------------------------------- */
 
 /* index_note_fn for the index's maintenance calls (index_rebuild, index_verify): user is the

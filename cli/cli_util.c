@@ -68,6 +68,20 @@ int cli_options_parse(const char *command, int argc, char **argv, const char *sh
     return 0;
 }
 
+int cli_options_parse_only(const char *command, int argc, char **argv, const struct option *options,
+                           cli_option_fn one, void *user)
+{
+    int next = 0;
+    int rc = cli_options_parse(command, argc, argv, "", options, one, user, &next);
+    if (rc != 0) {
+        return rc;
+    }
+    if (next < argc) {
+        return cli_error(command, CLI_USAGE, "unexpected argument '%s'", argv[next]);
+    }
+    return 0;
+}
+
 int cli_help(const char *usage)
 {
     fputs(usage, stdout);

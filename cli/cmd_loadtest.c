@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -166,10 +165,7 @@ static void loadtest_defaults(struct loadtest_args *a)
     a->cfg.adaptive = true;
     a->cfg.max_shards = SHARD_MAX_SHARDS_DEFAULT;
     a->cfg.key = LOADGEN_PRODUCE_KEY_ORDER;
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(a->out, sizeof(a->out), "loadtest-%Y%m%d-%H%M%S", &tm);
+    cli_report_dir_default("loadtest", a->out, sizeof(a->out));
 }
 
 /* The nodes' directories are new ones (OUT/run-N/node-K): the model they would get, checked
@@ -212,13 +208,9 @@ static int loadtest_parse(int argc, char **argv, struct loadtest_args *a)
                                             {"model", required_argument, NULL, 'm'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    int next = 0;
-    int rc = cli_options_parse("loadtest", argc, argv, "", options, loadtest_parse_one, a, &next);
+    int rc = cli_options_parse_only("loadtest", argc, argv, options, loadtest_parse_one, a);
     if (rc != 0) {
         return rc;
-    }
-    if (next < argc) {
-        return cli_error("loadtest", CLI_USAGE, "unexpected argument '%s'", argv[next]);
     }
     if (!a->cfg.adaptive && a->cfg.fixed_shards > a->cfg.max_shards) {
         return cli_error("loadtest", CLI_USAGE, "--shards %u is above --max-shards %u",
@@ -234,18 +226,6 @@ static int loadtest_parse(int argc, char **argv, struct loadtest_args *a)
     return loadgen_workload_config_check(&a->cfg.workload) == 0
                ? 0
                : cli_error("loadtest", CLI_USAGE, "the workload does not fit (see above)");
-}
-
-/* The command line, recorded in report.json (cut to fit). */
-static void loadtest_command(int argc, char **argv, char *dst, size_t dst_capacity)
-{
-    snprintf(dst, dst_capacity, "dayshard");
-    size_t len = strlen(dst);
-    for (int i = 0; i < argc && len + 2 < dst_capacity; i++) {
-        int n = snprintf(dst + len, dst_capacity - len, " %s", argv[i]);
-        len = n > 0 ? len + (size_t)n : len;
-        len = len < dst_capacity ? len : dst_capacity - 1;
-    }
 }
 
 /* --render-only DIR: the report drawn again from DIR/report.json. */
@@ -274,12 +254,11 @@ int cmd_loadtest(int argc, char **argv)
         return rc;
     }
     char self[DS_PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    self[n > 0 ? n : 0] = '\0';
+    cli_report_self(self, sizeof(self));
     a->cfg.self = self;
     a->cfg.out_dir = a->out;
     a->cfg.progress_tty = isatty(STDERR_FILENO) == 1;
-    loadtest_command(argc, argv, a->command, sizeof(a->command));
+    cli_report_command(argc, argv, a->command, sizeof(a->command));
     a->cfg.command = a->command;
     rc = loadgen_loadtest_run(&a->cfg);
     free(a);

@@ -8,8 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "loadgen/loadgen.h"
@@ -142,29 +140,14 @@ static int soak_parse(int argc, char **argv, struct soak_args *a)
                                             {"render-only", required_argument, NULL, 'R'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    int next = 0;
-    int rc = cli_options_parse("soak", argc, argv, "", options, soak_parse_one, a, &next);
+    int rc = cli_options_parse_only("soak", argc, argv, options, soak_parse_one, a);
     if (rc != 0) {
         return rc;
-    }
-    if (next < argc) {
-        return cli_error("soak", CLI_USAGE, "unexpected argument '%s'", argv[next]);
     }
     if (a->render_only == NULL && loadgen_soak_config_check(&a->cfg) != 0) {
         return CLI_USAGE;
     }
     return 0;
-}
-
-/* The command line, recorded in report.json (cut to fit). */
-static void soak_command(int argc, char **argv, char *dst, size_t dst_capacity)
-{
-    size_t len = (size_t)snprintf(dst, dst_capacity, "dayshard");
-    for (int i = 0; i < argc && len + 2 < dst_capacity; i++) {
-        int n = snprintf(dst + len, dst_capacity - len, " %s", argv[i]);
-        len = n > 0 ? len + (size_t)n : len;
-        len = len < dst_capacity ? len : dst_capacity - 1;
-    }
 }
 
 int cmd_soak(int argc, char **argv)
@@ -174,10 +157,7 @@ int cmd_soak(int argc, char **argv)
         return cli_error("soak", CLI_FAIL, "out of memory");
     }
     loadgen_soak_config_defaults(&a->cfg);
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(a->out, sizeof(a->out), "soak-%Y%m%d-%H%M%S", &tm);
+    cli_report_dir_default("soak", a->out, sizeof(a->out));
     int rc = soak_parse(argc, argv, a);
     if (rc != 0 || a->render_only != NULL) {
         rc = rc == -1                                   ? cli_help(cmd_soak_usage)
@@ -188,11 +168,10 @@ int cmd_soak(int argc, char **argv)
         return rc;
     }
     char self[DS_PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    self[n > 0 ? n : 0] = '\0';
+    cli_report_self(self, sizeof(self));
     a->cfg.self = self;
     a->cfg.out_dir = a->out;
-    soak_command(argc, argv, a->command, sizeof(a->command));
+    cli_report_command(argc, argv, a->command, sizeof(a->command));
     a->cfg.command = a->command;
     rc = loadgen_soak_run(&a->cfg);
     free(a);

@@ -37,10 +37,10 @@
 #include <unistd.h>
 
 #include "http/http.h"
+#include "loadgen/broker_embed.h"
 #include "loadgen/loadtest.h"
 #include "loadgen/node_proc.h"
 
-#define LOADTEST_TOPIC "orders"
 #define LOADTEST_NODE_START_TIMEOUT_MS 30000
 #define LOADTEST_READY_TIMEOUT_MS 60000
 #define LOADTEST_STOP_TIMEOUT_MS 30000
@@ -237,12 +237,7 @@ static int loadtest_producer_start(struct loadtest_state *s)
     p->base_shards = s->strategy->base_shards;
     p->acked_live = &s->acked;
     if (cfg->brokers == NULL) {
-        /* The embedded broker finds a fetch offset by walking a partition's message sets:
-         * at 10,000 events/s over 8 partitions the default linger of 5 ms makes sets of ~6
-         * messages, and after 30 s the walk took a whole core (41 s of CPU in 60 s, the nodes
-         * 3 s behind). Sets of 50 ms: 2 s of CPU. Real Kafka indexes offsets: defaults there. */
-        int rc = ingest_kafka_props_add(&s->props, "linger.ms=50");
-        ASSERT(rc == 0);
+        broker_embed_producer_props(&s->props);
         p->props = &s->props;
     }
     if (p->key == LOADGEN_PRODUCE_KEY_PARTITION) {
@@ -754,16 +749,11 @@ static int loadtest_setup(struct loadtest_state *s, uint32_t index)
         snprintf(s->topic, sizeof(s->topic), "dayshard-loadtest-%d-%u", (int)getpid(), index + 1);
         s->brokers = cfg->brokers;
     } else {
-        snprintf(s->topic, sizeof(s->topic), "%s", LOADTEST_TOPIC);
-        struct loadgen_broker_config b;
-        loadgen_broker_config_defaults(&b);
-        b.topic = s->topic;
-        b.partitions = cfg->partitions;
-        rc = loadgen_broker_start(&b, &s->broker);
+        snprintf(s->topic, sizeof(s->topic), "%s", BROKER_EMBED_TOPIC);
+        rc = broker_embed_start(s->topic, cfg->partitions, loadtest_error, &s->broker, &s->brokers);
         if (rc != 0) {
-            return loadtest_error(rc, "cannot start the embedded broker: %s", ds_strerror(rc));
+            return rc;
         }
-        s->brokers = loadgen_broker_bootstrap(s->broker);
     }
     for (uint32_t k = 0; k < cfg->nodes && rc == 0; k++) {
         rc = loadtest_node_start(s, k);

@@ -25,9 +25,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "storage/format.h"
 #include "storage/storage.h"
 #include "tests/support/events.h"
+#include "tests/support/store_fixture.h"
 #include "tests/support/tempdir.h"
 
 #define DAY_MS 86400000LL
@@ -35,45 +35,13 @@
 #define DAY0 20474
 #define PARTS 3u /* (DAY0, 0), (DAY0, 1), (DAY0 + 1, 0) */
 #define RANDOM_ORDERS 300u
-#define REPORT_BYTES 65536u
-
-struct fixture {
-    char dir[64];
-    char text[REPORT_BYTES]; /* fsck's problem lines, from the last fsck_report */
-};
-
-static int setup(void **state)
-{
-    struct fixture *fx = calloc(1, sizeof(*fx));
-    assert_non_null(fx);
-    assert_int_equal(test_tempdir_make(fx->dir, sizeof(fx->dir)), 0);
-    *state = fx;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *fx = *state;
-    test_tempdir_remove(fx->dir);
-    free(fx);
-    return 0;
-}
+#define REPORT_BYTES TEST_STORE_TEXT_BYTES /* fsck's problem lines: the fixture's text */
 
 static struct storage *open_model(const char *dir, enum storage_model model)
 {
     struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = dir;
-    cfg.io_mode = STORAGE_IO_SYNC;
-    cfg.model = model;
-    cfg.partitions_max = 64;
-    struct storage *st = NULL;
-    int rc = storage_open(&cfg, &st);
-    if (rc != 0) {
-        print_error("storage_open %s: %s\n", dir, ds_strerror(rc));
-    }
-    assert_int_equal(rc, 0);
-    return st;
+    test_store_config(&cfg, dir, model, false, 64);
+    return test_store_open(&cfg);
 }
 
 static void part_of(uint32_t part, int32_t *day, uint32_t *shard)
@@ -130,7 +98,7 @@ static int fsck_report(const char *dir, bool repair, struct storage_fsck_report 
     return fsck_report_with(dir, repair, false, report, text);
 }
 
-static void assert_balanced(struct fixture *fx, uint64_t orders, uint64_t retractions)
+static void assert_balanced(struct test_store_fixture *fx, uint64_t orders, uint64_t retractions)
 {
     char *text = fx->text;
     struct storage_fsck_report r;
@@ -156,7 +124,7 @@ static void test_fsck_orders_balanced_after_every_rule(void **state)
      * version, an unchanged repeat, the same content under a higher version, and three versions
      * of one order in one commit. Every applied event leaves one retraction, and fsck finds the
      * rows and the store in balance. */
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     struct storage *st = open_model(fx->dir, STORAGE_MODEL_ORDERS);
     struct ds_event e;
     for (int64_t id = 1; id <= 8; id++) {
@@ -201,7 +169,7 @@ static void test_fsck_orders_balanced_random_updates(void **state)
      * the orders versioned with some stale versions, some unchanged repeats, and string order
      * ids. The check agrees with the writer's own figures: as many retractions as applied
      * events, as many orders as were created. */
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     uint64_t rng = test_seed();
     struct storage *st = open_model(fx->dir, STORAGE_MODEL_ORDERS);
     static struct ds_event live[RANDOM_ORDERS];
@@ -269,7 +237,7 @@ static void test_fsck_orders_balanced_after_compaction(void **state)
      * there, and the rows left are still exactly the store's orders, while the partitions not
      * compacted keep theirs. 50 orders in (DAY0, 0), each updated 3 times in place, 10 of them
      * finally moved to (DAY0 + 1, 0); then (DAY0, 0) is compacted. */
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     struct storage *st = open_model(fx->dir, STORAGE_MODEL_ORDERS);
     struct ds_event e;
     for (int64_t step = 0; step < 4; step++) {
@@ -297,7 +265,7 @@ static void test_fsck_orders_events_model_not_checked(void **state)
 {
     /* A directory of the events model holding a retraction of a row it never had (the model
      * stores what it is given): nothing to balance there, all figures zero, fsck clean. */
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     struct storage *st = open_model(fx->dir, STORAGE_MODEL_EVENTS);
     struct ds_event e;
     order_event(&e, 1, 0, 1, "paid", 100, 0);
@@ -325,29 +293,12 @@ static void file_flip(const char *path, uint64_t offset)
 
 /* Damages block `index` (0 is the first) of the first segment of part, in its payload, and lets
  * fsck --repair quarantine it; the repair must leave the blocks clean. */
-static void quarantine_block(struct fixture *fx, uint32_t part, uint32_t index)
+static void quarantine_block(struct test_store_fixture *fx, uint32_t part, uint32_t index)
 {
     int32_t day = 0;
     uint32_t shard = 0;
     part_of(part, &day, &shard);
-    char date[DS_DATE_TEXT_SIZE];
-    ds_date_format(day, date);
-    char path[DS_PATH_MAX];
-    snprintf(path, sizeof(path), "%s/parts/%s/%u/%08u.seg", fx->dir, date, shard, 1u);
-    int fd = open(path, O_RDONLY);
-    assert_true(fd >= 0);
-    uint64_t at = sizeof(struct segment_header);
-    struct block_header h;
-    for (uint32_t i = 0;; i++) {
-        assert_int_equal(pread(fd, &h, sizeof(h), (off_t)at), (ssize_t)sizeof(h));
-        assert_int_equal(h.magic, BLOCK_MAGIC);
-        if (i == index) {
-            break;
-        }
-        at += (uint64_t)h.header_bytes + h.payload_bytes;
-    }
-    assert_int_equal(close(fd), 0);
-    file_flip(path, at + h.header_bytes + h.payload_bytes - 2);
+    test_store_block_damage(fx->dir, day, shard, index);
     struct storage_fsck_report r;
     (void)fsck_report_with(fx->dir, true, true, &r, fx->text);
     assert_int_equal(r.quarantined_blocks, 1);
@@ -385,7 +336,7 @@ static void test_fsck_orders_unmatched_retraction_found(void **state)
     /* Order 1 paid in place: (DAY0, 0) holds [1 pending, 2 pending] then [retract 1 pending,
      * 1 paid]. Without the first block the retraction cancels nothing: one unmatched
      * retraction, named with its partition and order; order 2 lost its row too. */
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     struct storage *st = open_model(fx->dir, STORAGE_MODEL_ORDERS);
     two_orders_then(st, 0);
     storage_close(st);
@@ -410,7 +361,7 @@ static void test_fsck_orders_retraction_before_its_row_found(void **state)
      * 1 pending]. Without the first block, the partition's rows and retractions still cancel
      * as multisets, but its first retraction comes before any row it could cancel: one
      * unmatched retraction, and the last row is order 1's current version (nothing mismatched). */
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     struct storage *st = open_model(fx->dir, STORAGE_MODEL_ORDERS);
     const char *const steps[3] = {"pending", "paid", "pending"};
     struct ds_event e;
@@ -432,7 +383,7 @@ static void test_fsck_orders_row_without_order_found(void **state)
     /* Order 1 moves to the next day: (DAY0, 0) holds [1, 2] then [retract 1], (DAY0 + 1, 0)
      * holds [1 paid]. Without the retraction's block, order 1's old row stays in (DAY0, 0)
      * where the store has no order 1: one row without its order, named. */
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     struct storage *st = open_model(fx->dir, STORAGE_MODEL_ORDERS);
     two_orders_then(st, 2);
     storage_close(st);
@@ -454,7 +405,7 @@ static void test_fsck_orders_order_without_row_found(void **state)
 {
     /* Order 1 moves to the next day, whose only block holds its current version. Without that
      * block the store's order 1 has no row in (DAY0 + 1, 0): named with that partition. */
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     struct storage *st = open_model(fx->dir, STORAGE_MODEL_ORDERS);
     two_orders_then(st, 2);
     storage_close(st);
@@ -485,7 +436,7 @@ static void test_fsck_orders_names_only_the_first(void **state)
     /* 40 orders move from (DAY0, 1) to (DAY0, 0), paid; without the block of their retractions, 40
      * rows are left: all counted, the first FSCK_ORDERS_NAMED_MAX (10) named, the rest summed
      * up in one line. */
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     struct storage *st = open_model(fx->dir, STORAGE_MODEL_ORDERS);
     struct ds_event e;
     for (int64_t id = 1; id <= 40; id++) {
@@ -512,7 +463,7 @@ static void test_fsck_orders_damaged_store_unchecked(void **state)
     /* A flipped byte in a record of the orders-by-id store: nothing to balance the rows
      * against. fsck does not run a balance over part of the store: it counts the directory as
      * unchecked, names the store, and exits 1 (damage) with the blocks themselves clean. */
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     struct storage *st = open_model(fx->dir, STORAGE_MODEL_ORDERS);
     two_orders_then(st, 2);
     storage_close(st);
@@ -534,20 +485,26 @@ static void test_fsck_orders_damaged_store_unchecked(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_fsck_orders_balanced_after_every_rule, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_fsck_orders_balanced_random_updates, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fsck_orders_balanced_after_compaction, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_fsck_orders_events_model_not_checked, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fsck_orders_unmatched_retraction_found, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_fsck_orders_retraction_before_its_row_found, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_fsck_orders_row_without_order_found, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fsck_orders_order_without_row_found, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fsck_orders_names_only_the_first, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fsck_orders_damaged_store_unchecked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fsck_orders_balanced_after_every_rule,
+                                        test_store_setup, test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_fsck_orders_balanced_random_updates, test_store_setup,
+                                        test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_fsck_orders_balanced_after_compaction,
+                                        test_store_setup, test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_fsck_orders_events_model_not_checked, test_store_setup,
+                                        test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_fsck_orders_unmatched_retraction_found,
+                                        test_store_setup, test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_fsck_orders_retraction_before_its_row_found,
+                                        test_store_setup, test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_fsck_orders_row_without_order_found, test_store_setup,
+                                        test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_fsck_orders_order_without_row_found, test_store_setup,
+                                        test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_fsck_orders_names_only_the_first, test_store_setup,
+                                        test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_fsck_orders_damaged_store_unchecked, test_store_setup,
+                                        test_store_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

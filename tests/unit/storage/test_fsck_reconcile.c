@@ -31,36 +31,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "storage/format.h"
 #include "storage/storage.h"
 #include "tests/support/events.h"
+#include "tests/support/store_fixture.h"
 #include "tests/support/tempdir.h"
 
 #define DAY_MS 86400000LL
 #define DAY0 20474 /* 2026-01-21 */
 #define ORDERS 5
 #define CRASH_EXIT 42
-
-struct fixture {
-    char dir[64];
-};
-
-static int setup(void **state)
-{
-    struct fixture *fx = calloc(1, sizeof(*fx));
-    assert_non_null(fx);
-    assert_int_equal(test_tempdir_make(fx->dir, sizeof(fx->dir)), 0);
-    *state = fx;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *fx = *state;
-    test_tempdir_remove(fx->dir);
-    free(fx);
-    return 0;
-}
 
 /* What an order must be after the repair: absent (version 0), or version on day. */
 struct expect {
@@ -85,13 +64,8 @@ static void append(struct storage *st, int64_t id, int32_t day, const char *stat
 static void build(const char *dir)
 {
     struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = dir;
-    cfg.io_mode = STORAGE_IO_SYNC;
-    cfg.model = STORAGE_MODEL_ORDERS;
-    cfg.partitions_max = 64;
-    struct storage *st = NULL;
-    assert_int_equal(storage_open(&cfg, &st), 0);
+    test_store_config(&cfg, dir, STORAGE_MODEL_ORDERS, false, 64);
+    struct storage *st = test_store_open(&cfg);
     for (int64_t id = 1; id <= ORDERS; id++) {
         append(st, id, DAY0, "pending", 1);
     }
@@ -122,28 +96,7 @@ static int fsck_run(const char *dir, bool repair, bool quarantine_only,
  * it without reconciling: the balance is then broken. */
 static void quarantine_block(const char *dir, int32_t day, uint32_t index)
 {
-    char date[DS_DATE_TEXT_SIZE];
-    ds_date_format(day, date);
-    char path[DS_PATH_MAX];
-    snprintf(path, sizeof(path), "%s/parts/%s/0/%08u.seg", dir, date, 1u);
-    int fd = open(path, O_RDWR);
-    assert_true(fd >= 0);
-    uint64_t at = sizeof(struct segment_header);
-    struct block_header h;
-    for (uint32_t i = 0;; i++) {
-        assert_int_equal(pread(fd, &h, sizeof(h), (off_t)at), (ssize_t)sizeof(h));
-        assert_int_equal(h.magic, BLOCK_MAGIC);
-        if (i == index) {
-            break;
-        }
-        at += (uint64_t)h.header_bytes + h.payload_bytes;
-    }
-    off_t flip = (off_t)(at + h.header_bytes + h.payload_bytes - 2);
-    uint8_t byte = 0;
-    assert_int_equal(pread(fd, &byte, 1, flip), 1);
-    byte ^= 0x5A;
-    assert_int_equal(pwrite(fd, &byte, 1, flip), 1);
-    assert_int_equal(close(fd), 0);
+    test_store_block_damage(dir, day, 0, index);
     struct storage_fsck_report r;
     assert_int_equal(fsck_run(dir, true, true, &r, NULL, NULL), 1);
     assert_int_equal(r.quarantined_blocks, 1);
@@ -235,7 +188,7 @@ static void test_fsck_reconcile_current_version_reverts(void **state)
 {
     /* A2 held 3v3 (current) and the retractions of 3v2 and 5v1: order 3 reverts to 3v2, the
      * left-over 5v1 goes, order 5 stays in B. */
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     build(fx->dir);
     quarantine_block(fx->dir, DAY0, 2);
     repair_and_check(fx->dir, 1, 0);
@@ -246,7 +199,7 @@ static void test_fsck_reconcile_superseded_rows_lost(void **state)
 {
     /* A0 held every first version: order 4 had no other and is lost; the retractions of the
      * others cancel nothing and go; their current versions stay. */
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     build(fx->dir);
     quarantine_block(fx->dir, DAY0, 0);
     repair_and_check(fx->dir, 0, 1);
@@ -257,7 +210,7 @@ static void test_fsck_reconcile_retractions_lost(void **state)
 {
     /* A1 held 1v2 (current: back to 1v1) and retractions of 1v1, 2v1 and 3v1: the rows they
      * cancelled are left over and go, and ret 3v2 in A2 cancels nothing and goes. */
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     build(fx->dir);
     quarantine_block(fx->dir, DAY0, 1);
     repair_and_check(fx->dir, 1, 0);
@@ -267,7 +220,7 @@ static void test_fsck_reconcile_retractions_lost(void **state)
 static void test_fsck_reconcile_moved_order_current_lost(void **state)
 {
     /* B1 held 5v2, moved from A: order 5 reverts to 5v1 in A (its retraction there goes). */
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     build(fx->dir);
     quarantine_block(fx->dir, DAY0 + 1, 1);
     repair_and_check(fx->dir, 1, 0);
@@ -287,7 +240,7 @@ static void test_fsck_reconcile_crash_then_repair_ends_the_same(void **state)
 {
     /* For each crash point k of the repair (each quarantined block in turn): a child runs the
      * repair and dies at k; a second repair must end in the state of an uninterrupted one. */
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     static const struct {
         int32_t day;
         uint32_t block;
@@ -327,14 +280,16 @@ static void test_fsck_reconcile_crash_then_repair_ends_the_same(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_fsck_reconcile_current_version_reverts, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_fsck_reconcile_superseded_rows_lost, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fsck_reconcile_retractions_lost, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fsck_reconcile_moved_order_current_lost, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_fsck_reconcile_crash_then_repair_ends_the_same, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fsck_reconcile_current_version_reverts,
+                                        test_store_setup, test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_fsck_reconcile_superseded_rows_lost, test_store_setup,
+                                        test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_fsck_reconcile_retractions_lost, test_store_setup,
+                                        test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_fsck_reconcile_moved_order_current_lost,
+                                        test_store_setup, test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_fsck_reconcile_crash_then_repair_ends_the_same,
+                                        test_store_setup, test_store_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,7 @@
 
 #include "storage/storage.h"
 #include "tests/support/events.h"
+#include "tests/support/store_fixture.h"
 #include "tests/support/fake_io.h"
 #include "tests/support/tempdir.h"
 
@@ -26,39 +27,13 @@
 #define SHARDS 2u
 #define PER_DAY 40u /* events of each day, spread over the shards */
 
-struct fixture {
-    char dir[256];
-};
-
-static int setup(void **state)
-{
-    struct fixture *fx = calloc(1, sizeof(*fx));
-    assert_non_null(fx);
-    assert_int_equal(test_tempdir_make(fx->dir, sizeof(fx->dir)), 0);
-    *state = fx;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *fx = *state;
-    test_tempdir_remove(fx->dir);
-    free(fx);
-    return 0;
-}
-
 static int open_rc(const char *dir, struct storage_io *io, bool read_only, enum storage_model model,
                    uint32_t retention_days, struct storage **out)
 {
     struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = dir;
+    test_store_config(&cfg, dir, model, read_only, 4096);
     cfg.io = io;
-    cfg.io_mode = STORAGE_IO_SYNC;
-    cfg.read_only = read_only;
-    cfg.partitions_max = 4096;
     cfg.block_events_max = 16; /* several blocks per partition */
-    cfg.model = read_only ? STORAGE_MODEL_RECORDED : model;
     cfg.retention_days = retention_days;
     return storage_open(&cfg, out);
 }
@@ -137,7 +112,7 @@ static bool day_dir_exists(const char *dir, int32_t day)
 /* Seven days, one commit each, N = 3: each commit of a new day drops the day N behind it. */
 static void test_retention_drops_whole_days(void **state)
 {
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     struct storage *st = open_store(fx->dir, false, STORAGE_MODEL_EVENTS, 3);
     int64_t offset = 1;
     assert_int_equal(storage_retention_floor(st), 0);
@@ -202,7 +177,7 @@ static void test_retention_drops_whole_days(void **state)
 /* The MANIFEST of a store with a floor is format 4 (older binaries refuse it by version). */
 static void test_retention_manifest_format(void **state)
 {
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     struct storage *st = open_store(fx->dir, false, STORAGE_MODEL_EVENTS, 0);
     int64_t offset = 1;
     append_day(st, DAY0, &offset);
@@ -230,7 +205,7 @@ static void test_retention_manifest_format(void **state)
  * never a part of it; after its refresh, 0. */
 static void test_retention_reader_during_drop(void **state)
 {
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     struct storage *st = open_store(fx->dir, false, STORAGE_MODEL_EVENTS, 2);
     int64_t offset = 1;
     append_day(st, DAY0, &offset);
@@ -272,7 +247,7 @@ static int count_orders(const struct storage_order *o, void *user)
  * of it in a kept day is a new order, never a retraction into the dropped day. */
 static void test_retention_orders(void **state)
 {
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     struct storage *st = open_store(fx->dir, false, STORAGE_MODEL_ORDERS, 2);
     int64_t offset = 1;
     append_day(st, DAY0, &offset);
@@ -313,7 +288,7 @@ static void test_retention_orders(void **state)
  * floor becomes DAY0 at the open, nothing to drop yet) and, with write or sync n failing, the
  * commit of DAY0+3 and the drop of DAY0 it causes; a crash of mode. Afterwards every day is
  * whole or (below the floor) gone, files included. Returns the operations. */
-static uint64_t crash_run(struct fixture *fx, uint64_t n, enum fake_crash_mode mode,
+static uint64_t crash_run(struct test_store_fixture *fx, uint64_t n, enum fake_crash_mode mode,
                           enum storage_model model, uint32_t *dropped)
 {
     struct storage *st = open_store(fx->dir, false, model, 0);
@@ -360,7 +335,7 @@ static uint64_t crash_run(struct fixture *fx, uint64_t n, enum fake_crash_mode m
 
 static void test_retention_crash_loop(void **state)
 {
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     for (int model = STORAGE_MODEL_EVENTS; model <= STORAGE_MODEL_ORDERS; model++) {
         uint32_t dropped = 0;
         uint64_t ops = crash_run(fx, 0, FAKE_CRASH_CLEAN, (enum storage_model)model, &dropped);
@@ -384,7 +359,7 @@ static void test_retention_crash_loop(void **state)
 
 static void test_retention_config_limits(void **state)
 {
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     struct storage *st = NULL;
     assert_int_equal(
         open_rc(fx->dir, NULL, false, STORAGE_MODEL_EVENTS, STORAGE_RETENTION_DAYS_MAX + 1, &st),
@@ -400,7 +375,7 @@ static void test_retention_config_limits(void **state)
  * the kept days; counts stay exact. */
 static void test_retention_frees_dropped_days(void **state)
 {
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     struct storage_config cfg;
     storage_config_defaults(&cfg);
     cfg.dir = fx->dir;
@@ -450,7 +425,7 @@ static void test_retention_frees_dropped_days(void **state)
  * STORE_IDLE_COMMITS commits and reopens one when it is written again; nothing is lost. */
 static void test_retention_idle_segments_closed(void **state)
 {
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     struct storage *st = open_store(fx->dir, false, STORAGE_MODEL_EVENTS, 0);
     int64_t offset = 1;
     for (int32_t d = 0; d < 40; d++) {
@@ -485,14 +460,22 @@ static void test_retention_idle_segments_closed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_retention_drops_whole_days, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retention_manifest_format, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retention_reader_during_drop, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retention_orders, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retention_crash_loop, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retention_config_limits, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retention_frees_dropped_days, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retention_idle_segments_closed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retention_drops_whole_days, test_store_setup,
+                                        test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_retention_manifest_format, test_store_setup,
+                                        test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_retention_reader_during_drop, test_store_setup,
+                                        test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_retention_orders, test_store_setup,
+                                        test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_retention_crash_loop, test_store_setup,
+                                        test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_retention_config_limits, test_store_setup,
+                                        test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_retention_frees_dropped_days, test_store_setup,
+                                        test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_retention_idle_segments_closed, test_store_setup,
+                                        test_store_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,53 +25,22 @@
 
 #include "storage/storage.h"
 #include "tests/support/events.h"
+#include "tests/support/store_fixture.h"
 #include "tests/support/tempdir.h"
 
 #define DAY0 20474 /* 2026-01-21 */
 #define DAY0_TEXT "2026-01-21"
 #define BLOCK_EVENTS 64u
 
-struct fixture {
-    char dir[256];
-    char path[512];
-};
-
-static int setup(void **state)
-{
-    struct fixture *fx = calloc(1, sizeof(*fx));
-    assert_non_null(fx);
-    assert_int_equal(test_tempdir_make(fx->dir, sizeof(fx->dir)), 0);
-    *state = fx;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *fx = *state;
-    test_tempdir_remove(fx->dir);
-    free(fx);
-    return 0;
-}
-
 static struct storage *open_store(const char *dir, enum storage_model model, bool read_only,
                                   uint64_t slice_ns)
 {
     struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = dir;
-    cfg.io_mode = STORAGE_IO_SYNC;
-    cfg.read_only = read_only;
-    cfg.partitions_max = 4096;
+    test_store_config(&cfg, dir, model, read_only, 4096);
     cfg.block_events_max = BLOCK_EVENTS;
-    cfg.model = read_only ? STORAGE_MODEL_RECORDED : model;
     cfg.compact_dead_rows_min = 64;
     cfg.compact_slice_ns = slice_ns;
-    struct storage *st = NULL;
-    int rc = storage_open(&cfg, &st);
-    if (rc != 0) {
-        fail_msg("storage_open %s: %s", dir, ds_strerror(rc));
-    }
-    return st;
+    return test_store_open(&cfg);
 }
 
 /* ---- what a partition holds ---------------------------------------------------------------- */
@@ -203,7 +172,7 @@ static void test_segment_compact_events_merge_keeps_every_row(void **state)
      * STORAGE_COMPACT_IDLE_COMMITS commits, storage_compact_due merges it: the same rows in the
      * same order, the same count and amount, full blocks; a reader's old position restarts at
      * the rewrite; a reopen (recovery removes the replaced segments), a reader and fsck agree. */
-    struct fixture *fx = *state;
+    struct test_store_fixture *fx = *state;
     uint64_t rng = test_seed_or(31);
     struct storage *st = open_store(fx->dir, STORAGE_MODEL_EVENTS, false, STORAGE_COMPACT_SLICE_NS);
     feed_fast(st, STORAGE_MODEL_EVENTS, &rng, 600);
@@ -347,8 +316,8 @@ static void crash_child(const char *dir, enum storage_model model, uint32_t slic
 /* Feeds a new directory, runs the child with slices, and reads its note: true when it was
  * killed after slice `slices`, false when the compaction swapped before (note->slices then
  * says after how many). */
-static bool crash_child_run(struct fixture *fx, enum storage_model model, uint32_t slices,
-                            struct crash_note *note)
+static bool crash_child_run(struct test_store_fixture *fx, enum storage_model model,
+                            uint32_t slices, struct crash_note *note)
 {
     snprintf(fx->path, sizeof(fx->path), "%s/%d-%u", fx->dir, (int)model, slices);
     uint64_t rng = 17;
@@ -381,7 +350,7 @@ static bool crash_child_run(struct fixture *fx, enum storage_model model, uint32
  * writer holds every committed row and no file of the rewrite (nor, after the swap, of the
  * replaced segments); a compaction runs again to its end. Returns whether the crash left such
  * files behind. */
-static bool crash_run(struct fixture *fx, enum storage_model model, uint32_t slices)
+static bool crash_run(struct test_store_fixture *fx, enum storage_model model, uint32_t slices)
 {
     struct crash_note note;
     assert_true(crash_child_run(fx, model, slices, &note));
@@ -421,7 +390,7 @@ static bool crash_run(struct fixture *fx, enum storage_model model, uint32_t sli
     return leftovers;
 }
 
-static void crash_loop(struct fixture *fx, enum storage_model model)
+static void crash_loop(struct test_store_fixture *fx, enum storage_model model)
 {
     /* A run without a crash says how many slices the compaction takes (the last swaps). */
     struct crash_note note;
@@ -458,12 +427,12 @@ static void test_segment_compact_crash_after_each_slice_orders(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_segment_compact_events_merge_keeps_every_row, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_segment_compact_crash_after_each_slice_events, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_segment_compact_crash_after_each_slice_orders, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_segment_compact_events_merge_keeps_every_row,
+                                        test_store_setup, test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_segment_compact_crash_after_each_slice_events,
+                                        test_store_setup, test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_segment_compact_crash_after_each_slice_orders,
+                                        test_store_setup, test_store_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,9 +10,11 @@
  * events the node routed to the range's (day, shard) within its offsets: when the range came
  * from one Kafka partition these are exactly its events, since one partition's events reach a
  * (day, shard) in offset order. When they are more than the record's event count (a range from
- * several partitions, whose offsets interleave with other blocks'), which ones were in the
- * range is unknown and none is appended: the range's events are reported lost, never counted
- * twice. Fewer (the topic no longer holds some) are appended and the rest reported lost.
+ * several partitions, whose offsets interleave with other blocks'), those the partition still
+ * holds are taken away, by content (restore_select.h); when what is left is still more than the
+ * range had (events with equal content), which were in it is unknown and none is appended: the
+ * range's events are reported lost, never counted twice. Fewer (the topic no longer holds
+ * some) are appended and the rest reported lost.
  *
  * Offsets are read up to the storage's committed position of the partition only: later ones
  * were never stored, and the node reads them anyway. An offset the topic no longer gives back
@@ -30,6 +32,7 @@
 
 #include "ingest/ingest.h"
 #include "ingest/kafka_log.h"
+#include "ingest/restore_select.h"
 #include "shard/shard.h"
 
 #define RESTORE_POLL_MS 200
@@ -262,6 +265,11 @@ static int read_range(struct restore *r, const struct storage_restore_range *ran
         if (rc != 0) {
             return rc;
         }
+        if (count == 0) {
+            /* No such topic: nothing of the range can be read back. */
+            r->tally.offsets_missing +=
+                (uint64_t)(range->source_offset_max - range->source_offset_min + 1);
+        }
         first = 0;
         last = count - 1;
     }
@@ -317,13 +325,75 @@ static int held_compare(const void *a, const void *b)
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-/* How many held events to append (events model: the count check of the file comment). */
-static uint64_t events_to_apply(const struct restore *r, const struct storage_restore_range *range)
+struct present {
+    struct restore_key *keys;
+    uint64_t count;
+};
+
+static int present_take(const struct ds_event *event, void *user)
 {
-    if (r->orders_model || !range->events_known) {
-        return r->held_count;
+    struct present *p = user;
+    (void)restore_select_take(p->keys, p->count, restore_select_hash(event));
+    return 0;
+}
+
+/* Events model, more held events than the range had: keeps those the partition does not hold
+ * (restore_select.h), in read order. */
+static int held_subtract_present(struct restore *r, const struct storage_restore_range *range)
+{
+    struct restore_key *keys = calloc(r->held_count, sizeof(*keys));
+    if (keys == NULL) {
+        return -ENOMEM;
     }
-    return r->held_count <= range->events ? r->held_count : 0;
+    for (uint64_t i = 0; i < r->held_count; i++) {
+        struct ds_event event;
+        struct ingest_error error;
+        const struct held_event *h = &r->held[i];
+        int rc = ingest_decoder_decode(r->decoder, r->arena + h->at, h->len, &event, &error);
+        ASSERT(rc == 0); /* it decoded when it was held */
+        keys[i] = (struct restore_key){.hash = restore_select_hash(&event), .index = i};
+    }
+    restore_select_sort(keys, r->held_count);
+    struct present p = {.keys = keys, .count = r->held_count};
+    int rc = storage_partition_scan(r->st, range->day, range->shard, present_take, &p);
+    if (rc == 0) {
+        bool *gone = calloc(r->held_count, sizeof(*gone));
+        rc = gone != NULL ? 0 : -ENOMEM;
+        for (uint64_t i = 0; rc == 0 && i < r->held_count; i++) {
+            gone[keys[i].index] = !keys[i].taken;
+        }
+        uint64_t kept = 0;
+        for (uint64_t i = 0; rc == 0 && i < r->held_count; i++) {
+            if (gone[i]) {
+                r->held[kept++] = r->held[i];
+            }
+        }
+        r->held_count = rc == 0 ? kept : r->held_count;
+        free(gone);
+    }
+    free(keys);
+    return rc;
+}
+
+/* How many held events to append (*n; events model: the count check of the file comment). */
+static int events_to_apply(struct restore *r, const struct storage_restore_range *range,
+                           uint64_t *n)
+{
+    *n = r->held_count;
+    if (r->orders_model || !range->events_known || r->held_count <= range->events) {
+        return 0;
+    }
+    uint64_t read = r->held_count;
+    int rc = held_subtract_present(r, range);
+    if (rc != 0) {
+        return rc;
+    }
+    ds_log_info("restore %s: %llu events of its day and shard in its offsets, %llu of them not "
+                "in the partition any more, %llu in the range",
+                range->name, (unsigned long long)read, (unsigned long long)r->held_count,
+                (unsigned long long)range->events);
+    *n = r->held_count <= range->events ? r->held_count : 0;
+    return 0;
 }
 
 static int apply_range(struct restore *r, const struct storage_restore_range *range)
@@ -333,7 +403,8 @@ static int apply_range(struct restore *r, const struct storage_restore_range *ra
     if (r->held_count > 0) {
         qsort(r->held, r->held_count, sizeof(*r->held), held_compare);
     }
-    uint64_t n = events_to_apply(r, range);
+    uint64_t n = 0;
+    rc = rc == 0 ? events_to_apply(r, range, &n) : rc;
     for (uint64_t i = 0; rc == 0 && i < n; i++) {
         rc = append_one(r, &r->held[i]);
     }
@@ -345,8 +416,8 @@ static int apply_range(struct restore *r, const struct storage_restore_range *ra
         r->tally.events_lost = range->events - r->tally.events_applied;
     }
     if (n < r->held_count) {
-        ds_log_warn("restore %s: the topic holds %llu events of (day, shard) in the range's "
-                    "offsets, more than its %llu: which were in it is unknown, none restored",
+        ds_log_warn("restore %s: %llu events of its day and shard in its offsets are not in the "
+                    "partition, more than its %llu: which were in it is unknown, none restored",
                     range->name, (unsigned long long)r->held_count,
                     (unsigned long long)range->events);
     }

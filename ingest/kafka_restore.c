@@ -42,6 +42,7 @@
 #define RESTORE_HELD_BYTES_MAX (1ull << 30)
 
 struct held_event {
+    uint32_t range; /* index of the range it was read for */
     int32_t partition;
     int64_t offset;
     uint64_t at; /* payload's first byte in the arena */
@@ -61,7 +62,11 @@ struct restore {
     uint64_t held_count, held_capacity;
     char *arena;
     uint64_t arena_bytes, arena_capacity;
-    struct storage_restore_tally tally;
+    struct storage_restore_range *ranges; /* of DIR, sorted by name */
+    uint32_t range_count;
+    struct storage_restore_tally *tallies; /* one per range */
+    uint32_t range_index;                  /* the range being read */
+    struct storage_restore_tally *tally;   /* its tally */
 };
 
 /* ---- the consumer ------------------------------------------------------------------------ */
@@ -159,7 +164,8 @@ static int hold(struct restore *r, const rd_kafka_message_t *m)
         r->arena_capacity = capacity;
     }
     memcpy(r->arena + r->arena_bytes, m->payload, m->len);
-    r->held[r->held_count++] = (struct held_event){.partition = m->partition,
+    r->held[r->held_count++] = (struct held_event){.range = r->range_index,
+                                                   .partition = m->partition,
                                                    .offset = m->offset,
                                                    .at = r->arena_bytes,
                                                    .len = (uint32_t)m->len};
@@ -179,7 +185,7 @@ static int wanted(struct restore *r, const struct storage_restore_range *range,
         return 0; /* a dead letter: never stored */
     }
     if (r->orders_model) {
-        *want = storage_restore_orders_want(r->orders, &event.order_id);
+        *want = storage_restore_orders_want(r->orders, &event);
         return 0;
     }
     int32_t day = 0;
@@ -206,7 +212,7 @@ static int read_partition(struct restore *r, const struct storage_restore_range 
     int64_t start = from > low ? from : low;
     int64_t end = to < high - 1 ? to : high - 1;
     if (start > end) {
-        r->tally.offsets_missing += (uint64_t)(to - from + 1);
+        r->tally->offsets_missing += (uint64_t)(to - from + 1);
         return 0;
     }
     rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
@@ -249,8 +255,8 @@ static int read_partition(struct restore *r, const struct storage_restore_range 
         rd_kafka_message_destroy(m);
     }
     (void)rd_kafka_assign(r->rk, NULL);
-    r->tally.events_read += got;
-    r->tally.offsets_missing += (uint64_t)(to - from + 1) - got;
+    r->tally->events_read += got;
+    r->tally->offsets_missing += (uint64_t)(to - from + 1) - got;
     return rc;
 }
 
@@ -267,7 +273,7 @@ static int read_range(struct restore *r, const struct storage_restore_range *ran
         }
         if (count == 0) {
             /* No such topic: nothing of the range can be read back. */
-            r->tally.offsets_missing +=
+            r->tally->offsets_missing +=
                 (uint64_t)(range->source_offset_max - range->source_offset_min + 1);
         }
         first = 0;
@@ -303,6 +309,8 @@ static int append_one(struct restore *r, const struct held_event *h)
         return rc;
     }
     struct ds_source source = {.partition = h->partition, .offset = h->offset};
+    struct storage_order_stats before;
+    storage_order_stats(r->st, &before);
     rc = storage_append(r->st, day, shard, &event, &source);
     if (rc == -EAGAIN) {
         rc = storage_commit(r->st);
@@ -311,7 +319,14 @@ static int append_one(struct restore *r, const struct held_event *h)
     if (rc == -ERANGE) {
         return 0; /* its day was dropped by retention since: nothing to restore */
     }
-    r->tally.events_applied += rc == 0 ? 1 : 0;
+    if (rc == 0) {
+        /* Stored, not merely taken: in the orders model a stale or unchanged event is not. */
+        struct storage_order_stats after;
+        storage_order_stats(r->st, &after);
+        bool stored =
+            !r->orders_model || after.created + after.applied > before.created + before.applied;
+        r->tallies[h->range].events_applied += stored ? 1 : 0;
+    }
     return rc;
 }
 
@@ -396,24 +411,80 @@ static int events_to_apply(struct restore *r, const struct storage_restore_range
     return 0;
 }
 
-static int apply_range(struct restore *r, const struct storage_restore_range *range)
+/* Appends the first n held events, then commits. */
+static int append_held(struct restore *r, uint64_t n)
 {
-    int rc = storage_restore_mark(r->cfg->data_dir, range, STORAGE_RESTORE_STARTED,
-                                  storage_commit_seq(r->st), NULL);
-    if (r->held_count > 0) {
+    int rc = 0;
+    for (uint64_t i = 0; rc == 0 && i < n; i++) {
+        rc = append_one(r, &r->held[i]);
+    }
+    return rc == 0 ? storage_commit(r->st) : rc;
+}
+
+static void held_clear(struct restore *r)
+{
+    r->held_count = 0;
+    r->arena_bytes = 0;
+}
+
+/* Reads ranges[i] (its tally reset), holding the events it lost. */
+static int read_one(struct restore *r, uint32_t i)
+{
+    r->range_index = i;
+    r->tally = &r->tallies[i];
+    *r->tally = (struct storage_restore_tally){0};
+    int rc = r->rk == NULL ? consumer_create(r) : 0;
+    return rc == 0 ? read_range(r, &r->ranges[i]) : rc;
+}
+
+static void report_range(struct ingest_restore_report *out,
+                         const struct storage_restore_range *range,
+                         const struct storage_restore_tally *t)
+{
+    out->ranges_restored++;
+    out->events_read += t->events_read;
+    out->events_applied += t->events_applied;
+    out->offsets_missing += t->offsets_missing;
+    out->events_lost += t->events_lost;
+    ds_log_info("restore %s: %llu events read, %llu applied, %llu offsets missing", range->name,
+                (unsigned long long)t->events_read, (unsigned long long)t->events_applied,
+                (unsigned long long)t->offsets_missing);
+}
+
+/* Whether the range has Kafka offsets to read. */
+static bool readable(const struct storage_restore_range *range)
+{
+    return range->source_partition >= 0 || range->source_partition == STORAGE_RESTORE_SOURCE_MIXED;
+}
+
+/* Events model, one range (not done): its events are its own (day, shard)'s, so ranges are
+ * restored one by one, each in one commit. */
+static int restore_events_range(struct restore *r, uint32_t i, struct ingest_restore_report *out)
+{
+    const struct storage_restore_range *range = &r->ranges[i];
+    if (range->state == STORAGE_RESTORE_STARTED && storage_commit_seq(r->st) > range->started_seq) {
+        /* The commit of an interrupted restore landed: appending again would count twice. */
+        struct storage_restore_tally none = {0};
+        out->ranges_done_before++;
+        return storage_restore_mark(r->cfg->data_dir, range, STORAGE_RESTORE_DONE, 0, &none);
+    }
+    held_clear(r);
+    int rc = read_one(r, i);
+    rc = rc == 0 ? storage_restore_mark(r->cfg->data_dir, range, STORAGE_RESTORE_STARTED,
+                                        storage_commit_seq(r->st), NULL)
+                 : rc;
+    if (rc == 0 && r->held_count > 0) {
         qsort(r->held, r->held_count, sizeof(*r->held), held_compare);
     }
     uint64_t n = 0;
     rc = rc == 0 ? events_to_apply(r, range, &n) : rc;
-    for (uint64_t i = 0; rc == 0 && i < n; i++) {
-        rc = append_one(r, &r->held[i]);
-    }
-    rc = rc == 0 ? storage_commit(r->st) : rc;
+    rc = rc == 0 ? append_held(r, n) : rc;
     if (rc != 0) {
         return rc;
     }
-    if (!r->orders_model && range->events_known && r->tally.events_applied < range->events) {
-        r->tally.events_lost = range->events - r->tally.events_applied;
+    struct storage_restore_tally *t = &r->tallies[i];
+    if (range->events_known && t->events_applied < range->events) {
+        t->events_lost = range->events - t->events_applied;
     }
     if (n < r->held_count) {
         ds_log_warn("restore %s: %llu events of its day and shard in its offsets are not in the "
@@ -421,79 +492,155 @@ static int apply_range(struct restore *r, const struct storage_restore_range *ra
                     range->name, (unsigned long long)r->held_count,
                     (unsigned long long)range->events);
     }
-    return storage_restore_mark(r->cfg->data_dir, range, STORAGE_RESTORE_DONE, 0, &r->tally);
+    rc = storage_restore_mark(r->cfg->data_dir, range, STORAGE_RESTORE_DONE, 0, t);
+    if (rc == 0) {
+        report_range(out, range, t);
+    }
+    return rc;
 }
 
-/* ---- the run ----------------------------------------------------------------------------- */
-
-static void report_range(struct ingest_restore_report *out, const struct storage_restore_tally *t)
+static int restore_events_model(struct restore *r, struct ingest_restore_report *out,
+                                bool *all_done)
 {
-    out->ranges_restored++;
-    out->events_read += t->events_read;
-    out->events_applied += t->events_applied;
-    out->offsets_missing += t->offsets_missing;
-    out->events_lost += t->events_lost;
+    for (uint32_t i = 0; i < r->range_count; i++) {
+        const struct storage_restore_range *range = &r->ranges[i];
+        if (range->state == STORAGE_RESTORE_DONE) {
+            out->ranges_done_before++;
+        } else if (!readable(range)) {
+            out->ranges_unrestorable++; /* no Kafka offsets recorded: nothing to read */
+            out->events_lost += range->events;
+        } else {
+            int rc = restore_events_range(r, i, out);
+            if (rc != 0) {
+                *all_done = false;
+                ds_log_error("restore %s: %s", range->name, ds_strerror(rc));
+                return rc;
+            }
+        }
+    }
+    return 0;
 }
 
-/* One range: skipped, restored, or an error. *done tells whether it is done now. */
-static int restore_one(struct restore *r, const struct storage_restore_range *range,
-                       struct ingest_restore_report *out, bool *done)
+/* Drops the second of two held events of one offset (ranges from several partitions may span
+ * the same offsets); held is sorted. */
+static void held_unique(struct restore *r)
 {
-    *done = true;
-    if (range->state == STORAGE_RESTORE_DONE) {
-        out->ranges_done_before++;
-        return 0;
+    uint64_t kept = 0;
+    for (uint64_t i = 0; i < r->held_count; i++) {
+        if (kept == 0 || held_compare(&r->held[kept - 1], &r->held[i]) != 0) {
+            r->held[kept++] = r->held[i];
+        }
     }
-    if (range->source_partition < 0 && range->source_partition != STORAGE_RESTORE_SOURCE_MIXED) {
-        out->ranges_unrestorable++; /* no Kafka offsets recorded: nothing to read */
-        out->events_lost += r->orders_model ? 0 : range->events;
-        return 0;
+    r->held_count = kept;
+}
+
+/* Orders model: drops the held events of orders whose last one read back the store holds
+ * already (storage_restore_orders_last: a restore that ran before). held is sorted. */
+static int held_drop_settled(struct restore *r)
+{
+    int rc = 0;
+    for (uint64_t i = r->held_count; rc == 0 && i > 0; i--) {
+        struct ds_event event;
+        struct ingest_error error;
+        const struct held_event *h = &r->held[i - 1];
+        rc = ingest_decoder_decode(r->decoder, r->arena + h->at, h->len, &event, &error);
+        ASSERT(rc == 0); /* it decoded when it was held */
+        rc = storage_restore_orders_last(r->orders, r->st, &event);
     }
-    if (!r->orders_model && range->state == STORAGE_RESTORE_STARTED &&
-        storage_commit_seq(r->st) > range->started_seq) {
-        /* The commit of an interrupted restore landed: appending again would count twice. */
-        struct storage_restore_tally none = {0};
-        out->ranges_done_before++;
-        return storage_restore_mark(r->cfg->data_dir, range, STORAGE_RESTORE_DONE, 0, &none);
+    uint64_t kept = 0;
+    for (uint64_t i = 0; rc == 0 && i < r->held_count; i++) {
+        struct ds_event event;
+        struct ingest_error error;
+        const struct held_event *h = &r->held[i];
+        rc = ingest_decoder_decode(r->decoder, r->arena + h->at, h->len, &event, &error);
+        ASSERT(rc == 0);
+        if (storage_restore_orders_want(r->orders, &event)) {
+            r->held[kept++] = *h;
+        }
     }
-    r->held_count = 0;
-    r->arena_bytes = 0;
-    r->tally = (struct storage_restore_tally){0};
-    int rc = r->rk == NULL ? consumer_create(r) : 0;
-    rc = rc == 0 ? read_range(r, range) : rc;
-    rc = rc == 0 ? apply_range(r, range) : rc;
+    r->held_count = rc == 0 ? kept : r->held_count;
+    return rc;
+}
+
+/* Orders model: an order's events may lie in several ranges, and versions without a number
+ * apply in arrival order; so every range is read (those done before too, when orders wait),
+ * and the events of all are appended together in (partition, offset) order, in commits the
+ * model's rules make idempotent. */
+static int restore_orders_model(struct restore *r, struct ingest_restore_report *out,
+                                bool *all_done)
+{
+    bool wanted_any = storage_restore_orders_count(r->orders) > 0;
+    held_clear(r);
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < r->range_count; i++) {
+        const struct storage_restore_range *range = &r->ranges[i];
+        if (readable(range) && wanted_any) {
+            rc = read_one(r, i);
+        }
+        if (rc == 0 && range->state != STORAGE_RESTORE_DONE && readable(range)) {
+            rc = storage_restore_mark(r->cfg->data_dir, range, STORAGE_RESTORE_STARTED,
+                                      storage_commit_seq(r->st), NULL);
+        }
+    }
+    if (rc == 0 && r->held_count > 0) {
+        qsort(r->held, r->held_count, sizeof(*r->held), held_compare);
+        held_unique(r);
+    }
+    rc = rc == 0 ? held_drop_settled(r) : rc;
+    rc = rc == 0 ? append_held(r, r->held_count) : rc;
+    for (uint32_t i = 0; rc == 0 && i < r->range_count; i++) {
+        const struct storage_restore_range *range = &r->ranges[i];
+        if (range->state == STORAGE_RESTORE_DONE) {
+            out->ranges_done_before++;
+        } else if (!readable(range)) {
+            out->ranges_unrestorable++;
+        } else {
+            rc = storage_restore_mark(r->cfg->data_dir, range, STORAGE_RESTORE_DONE, 0,
+                                      &r->tallies[i]);
+            if (rc == 0) {
+                report_range(out, range, &r->tallies[i]);
+            }
+        }
+    }
     if (rc != 0) {
-        *done = false;
-        ds_log_error("restore %s: %s", range->name, ds_strerror(rc));
+        *all_done = false;
+        ds_log_error("restore: %s", ds_strerror(rc));
+    }
+    return rc;
+}
+
+/* The ranges of committed data, into r->ranges. */
+static int ranges_load(struct restore *r)
+{
+    r->ranges = calloc(STORAGE_QUARANTINE_MAX, sizeof(*r->ranges));
+    r->tallies = calloc(STORAGE_QUARANTINE_MAX, sizeof(*r->tallies));
+    if (r->ranges == NULL || r->tallies == NULL) {
+        return -ENOMEM;
+    }
+    uint32_t count = 0;
+    int rc = storage_restore_ranges(r->cfg->data_dir, r->ranges, STORAGE_QUARANTINE_MAX, &count);
+    if (rc != 0) {
         return rc;
     }
-    report_range(out, &r->tally);
-    ds_log_info("restore %s: %llu events read, %llu applied, %llu offsets missing", range->name,
-                (unsigned long long)r->tally.events_read,
-                (unsigned long long)r->tally.events_applied,
-                (unsigned long long)r->tally.offsets_missing);
+    for (uint32_t i = 0; i < count; i++) {
+        if (r->ranges[i].committed) {
+            /* the others were never acknowledged: the node reads those offsets again itself */
+            r->ranges[r->range_count++] = r->ranges[i];
+        }
+    }
     return 0;
 }
 
 static int restore_all(struct restore *r, struct ingest_restore_report *out)
 {
-    struct storage_restore_range *ranges = calloc(STORAGE_QUARANTINE_MAX, sizeof(*ranges));
-    if (ranges == NULL) {
-        return -ENOMEM;
+    int rc = ranges_load(r);
+    if (rc != 0) {
+        return rc;
     }
-    uint32_t count = 0;
-    int rc = storage_restore_ranges(r->cfg->data_dir, ranges, STORAGE_QUARANTINE_MAX, &count);
+    out->ranges = r->range_count;
     bool all_done = true;
-    for (uint32_t i = 0; rc == 0 && i < count; i++) {
-        if (!ranges[i].committed) {
-            continue; /* never acknowledged: the node reads those offsets again itself */
-        }
-        out->ranges++;
-        bool done = false;
-        rc = restore_one(r, &ranges[i], out, &done);
-        all_done = all_done && done;
-    }
-    free(ranges);
+    rc = r->orders_model ? restore_orders_model(r, out, &all_done)
+                         : restore_events_model(r, out, &all_done);
     if (rc == 0 && r->orders_model) {
         rc = storage_restore_orders_finish(r->st, r->orders, all_done, ds_clock_realtime_ms(),
                                            &out->orders);
@@ -530,6 +677,8 @@ int ingest_restore_run(const struct ingest_restore_config *cfg, struct ingest_re
     }
     free(r.held);
     free(r.arena);
+    free(r.ranges);
+    free(r.tallies);
     free(r.decoder);
     storage_restore_orders_destroy(r.orders);
     shard_map_close(r.map);

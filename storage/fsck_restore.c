@@ -368,6 +368,7 @@ int storage_restore_mark(const char *dir, const struct storage_restore_range *ra
 #define RESTORE_ORDER_FILES_MAX 256u
 
 struct storage_restore_orders {
+    void *scratch;                /* STORAGE_ORDER_SCRATCH_BYTES, for lookups */
     struct restore_order_line *v; /* sorted by id, one per order */
     uint64_t count;
     uint64_t capacity;
@@ -394,29 +395,42 @@ static int order_line_compare(const void *a, const void *b)
     return id_compare(&x->id, &y->id);
 }
 
-/* Whether the store's current version of o is the one it had before the repair, or newer. */
-static bool order_back(const struct restore_order_line *had, const struct storage_order *now)
+/* The fields of a version a line of orders.jsonl keeps (the amount is not among them). */
+static bool same_version(const struct restore_order_line *had, bool has_version, int64_t version,
+                         int64_t ts_ms, const char *status, uint8_t status_len)
 {
-    if (had->has_version && now->has_version && now->version > had->version) {
-        return true;
-    }
-    return now->has_version == had->has_version && now->version == had->version &&
-           now->ts_ms == had->ts_ms && now->day == had->day && now->status_len == had->status_len &&
-           memcmp(now->status, had->status, had->status_len) == 0;
+    return has_version == had->has_version && version == had->version && ts_ms == had->ts_ms &&
+           ds_day_from_ms(ts_ms) == had->day && status_len == had->status_len &&
+           memcmp(status, had->status, status_len) == 0;
 }
 
-/* 0 (back), 1 (reverted), 2 (lost), or a negated errno. */
-static int order_outcome(struct storage *st, const struct restore_order_line *had, void *scratch)
+/* Whether the order holds the version it had or a later one, by number: a version number names
+ * one content (an equal number with other content is stale), so this needs no other field. */
+static bool numbered_back(const struct restore_order_line *had, const struct storage_order *now)
+{
+    return had->has_version && now->has_version && now->version >= had->version;
+}
+
+/* RESTORE_BACK (its version before the repair, as far as the line tells, and read back from
+ * the topic; or a newer one), RESTORE_REVERTED, RESTORE_LOST, or a negated errno. */
+enum { RESTORE_BACK, RESTORE_REVERTED, RESTORE_LOST };
+static int order_outcome(struct storage *st, const struct restore_order_line *had, bool found,
+                         void *scratch)
 {
     struct storage_order now;
     int rc = storage_order_get(st, &had->id, &now, scratch, STORAGE_ORDER_SCRATCH_BYTES);
     if (rc == -ENOENT) {
-        return 2;
+        return RESTORE_LOST;
     }
     if (rc != 0) {
         return rc;
     }
-    return order_back(had, &now) ? 0 : 1;
+    if (numbered_back(had, &now) ||
+        (found &&
+         same_version(had, now.has_version, now.version, now.ts_ms, now.status, now.status_len))) {
+        return RESTORE_BACK;
+    }
+    return RESTORE_REVERTED;
 }
 
 static int orders_push(struct storage_restore_orders *o, const struct restore_order_line *line)
@@ -453,8 +467,11 @@ static int orders_read_file(struct storage *st, struct storage_restore_orders *o
             ds_log_error("%s: an unreadable line: %.*s", path, (int)(len > 200 ? 200 : len), line);
             break;
         }
-        int outcome = order_outcome(st, &had, scratch);
-        rc = outcome < 0 ? outcome : outcome > 0 ? orders_push(o, &had) : 0;
+        struct storage_order now;
+        rc = storage_order_get(st, &had.id, &now, scratch, STORAGE_ORDER_SCRATCH_BYTES);
+        had.settled = rc == 0 && numbered_back(&had, &now);
+        rc = rc == -ENOENT ? 0 : rc;
+        rc = rc == 0 ? orders_push(o, &had) : rc;
     }
     free(line);
     fclose(f);
@@ -500,10 +517,14 @@ int storage_restore_orders_load(struct storage *st, struct storage_restore_order
     struct storage_restore_orders *o = calloc(1, sizeof(*o));
     void *scratch = malloc(STORAGE_ORDER_SCRATCH_BYTES);
     int rc = o != NULL && scratch != NULL ? 0 : -ENOMEM;
+    if (o != NULL) {
+        o->scratch = scratch;
+    } else {
+        free(scratch);
+    }
     if (rc == 0 && storage_model(st) == STORAGE_MODEL_ORDERS) {
         rc = orders_read_dir(st, o, scratch);
     }
-    free(scratch);
     if (rc != 0) {
         storage_restore_orders_destroy(o);
         return rc;
@@ -523,15 +544,63 @@ int storage_restore_orders_load(struct storage *st, struct storage_restore_order
     return 0;
 }
 
-bool storage_restore_orders_want(const struct storage_restore_orders *o, const struct ds_id *id)
+static struct restore_order_line *orders_find(struct storage_restore_orders *o,
+                                              const struct ds_id *id)
 {
     struct restore_order_line key = {.id = *id};
-    return o->count > 0 && bsearch(&key, o->v, o->count, sizeof(*o->v), order_line_compare) != NULL;
+    return o->count > 0 ? bsearch(&key, o->v, o->count, sizeof(*o->v), order_line_compare) : NULL;
+}
+
+bool storage_restore_orders_want(struct storage_restore_orders *o, const struct ds_event *event)
+{
+    struct restore_order_line *had = orders_find(o, &event->order_id);
+    if (had == NULL || had->settled) {
+        return false;
+    }
+    had->found = had->found || same_version(had, event->has_version, event->version, event->ts_ms,
+                                            event->status, event->status_len);
+    return true;
+}
+
+/* Whether the order's current version is event, whole: the fields the model's rules compare,
+ * and the version. */
+static bool holds_event(const struct storage_order *now, const struct ds_event *e)
+{
+    return ds_id_equal(&now->customer_id, &e->customer_id) && now->ts_ms == e->ts_ms &&
+           now->amount_units == e->amount_units && now->status_len == e->status_len &&
+           memcmp(now->status, e->status, e->status_len) == 0 &&
+           now->has_version == e->has_version && now->version == e->version &&
+           now->items_bytes == e->items_bytes && (now->items == NULL) == (e->items == NULL) &&
+           (e->items_bytes == 0 || memcmp(now->items, e->items, e->items_bytes) == 0);
+}
+
+int storage_restore_orders_last(struct storage_restore_orders *o, struct storage *st,
+                                const struct ds_event *event)
+{
+    struct restore_order_line *had = orders_find(o, &event->order_id);
+    if (had == NULL || had->settled || had->last_checked) {
+        return 0;
+    }
+    had->last_checked = true;
+    struct storage_order now;
+    int rc = storage_order_get(st, &event->order_id, &now, o->scratch, STORAGE_ORDER_SCRATCH_BYTES);
+    if (rc == -ENOENT) {
+        return 0;
+    }
+    if (rc == 0 && holds_event(&now, event)) {
+        had->settled = true;
+        had->found = true;
+    }
+    return rc;
 }
 
 uint64_t storage_restore_orders_count(const struct storage_restore_orders *o)
 {
-    return o->count;
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < o->count; i++) {
+        n += o->v[i].settled ? 0 : 1;
+    }
+    return n;
 }
 
 static void put_id(FILE *f, const struct ds_id *id)
@@ -568,10 +637,11 @@ static int write_unrestored(struct storage *st, const struct storage_restore_ord
         return -errno;
     }
     for (uint64_t i = 0; i < o->count; i++) {
-        if (outcome[i] != 0) {
+        if (outcome[i] != RESTORE_BACK) {
             fputs("{\"order\":", f);
             put_id(f, &o->v[i].id);
-            fprintf(f, ",\"outcome\":\"%s\"}\n", outcome[i] == 1 ? "reverted" : "lost");
+            fprintf(f, ",\"outcome\":\"%s\"}\n",
+                    outcome[i] == RESTORE_REVERTED ? "reverted" : "lost");
         }
     }
     int rc = fflush(f) == 0 && fdatasync(fileno(f)) == 0 ? 0 : -errno;
@@ -611,12 +681,12 @@ int storage_restore_orders_finish(struct storage *st, struct storage_restore_ord
     void *scratch = malloc(STORAGE_ORDER_SCRATCH_BYTES);
     int rc = outcome != NULL && scratch != NULL ? 0 : -ENOMEM;
     for (uint64_t i = 0; rc == 0 && i < o->count; i++) {
-        int v = order_outcome(st, &o->v[i], scratch);
+        int v = order_outcome(st, &o->v[i], o->v[i].found, scratch);
         rc = v < 0 ? v : 0;
         outcome[i] = (int8_t)(v < 0 ? 0 : v);
-        r.restored += v == 0 ? 1 : 0;
-        r.reverted += v == 1 ? 1 : 0;
-        r.lost += v == 2 ? 1 : 0;
+        r.restored += v == RESTORE_BACK ? 1 : 0;
+        r.reverted += v == RESTORE_REVERTED ? 1 : 0;
+        r.lost += v == RESTORE_LOST ? 1 : 0;
     }
     free(scratch);
     if (rc == 0 && r.reverted + r.lost > 0) {
@@ -638,6 +708,7 @@ int storage_restore_orders_finish(struct storage *st, struct storage_restore_ord
 void storage_restore_orders_destroy(struct storage_restore_orders *o)
 {
     if (o != NULL) {
+        free(o->scratch);
         free(o->v);
         free(o);
     }

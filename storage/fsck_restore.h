@@ -18,6 +18,11 @@ struct restore_order_line {
     int32_t day;
     uint8_t status_len;
     char status[DS_STATUS_BYTES_MAX];
+    /* Not from the line: the order has a newer version already (nothing to restore), and a
+     * restore read back an event with the version's fields. */
+    bool settled;
+    bool found;
+    bool last_checked; /* storage_restore_orders_last saw its last event */
 };
 
 /* Reads a quarantine record (<name>.json, quarantine.h) into out (name left as it is). Returns

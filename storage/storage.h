@@ -313,16 +313,28 @@ DS_MUST_USE int storage_restore_mark(const char *dir, const struct storage_resto
                                      enum storage_restore_state state, uint64_t started_seq,
                                      const struct storage_restore_tally *tally);
 
-/* The orders a restore may bring back (orders model): those of every <time>.orders.jsonl not yet
- * marked restored whose current version is not the one they had before the repair. */
+/* The orders a restore brings back (orders model): those of every <time>.orders.jsonl not yet
+ * marked restored, but for orders holding the version number they had before the repair, or a
+ * higher one (a number names one content: an equal one with other content is stale). All
+ * of the range's events of such an order are appended again, in offset order: the last is the
+ * version it had (the current one was in the range), whatever fields the record compares. */
 struct storage_restore_orders;
 /* Reads them, on the writer handle st. Returns 0, -ENOMEM, -DS_ECORRUPT (an unreadable line,
  * logged), or a negated errno. In the events model the set is empty. */
 DS_MUST_USE int storage_restore_orders_load(struct storage *st,
                                             struct storage_restore_orders **out);
-/* Whether the restore wants events of order id. */
-bool storage_restore_orders_want(const struct storage_restore_orders *o, const struct ds_id *id);
+/* Whether the restore wants this event (of an order it brings back); notes when it is the
+ * version the order had, which the report needs to call the order restored. */
+bool storage_restore_orders_want(struct storage_restore_orders *o, const struct ds_event *event);
+/* The orders it brings back (those back by their version number aside). */
 uint64_t storage_restore_orders_count(const struct storage_restore_orders *o);
+/* Given the last event a restore read back of a wanted order (the version it had: the order's
+ * current version was in the range), whether the store holds that event already, whole (an
+ * earlier restore got it back): then the order is settled and no event of it is wanted, since
+ * replaying the versions before it would count them again. Call once per order, after reading
+ * and before appending. Returns 0 or an error of storage_order_get. */
+DS_MUST_USE int storage_restore_orders_last(struct storage_restore_orders *o, struct storage *st,
+                                            const struct ds_event *event);
 
 struct storage_restore_orders_report {
     uint64_t orders;        /* orders the restore meant to bring back */

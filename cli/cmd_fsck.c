@@ -1,22 +1,26 @@
 /*
- * `dayshard fsck --data DIR [--repair] [--json]`: verify every committed block (checksums,
- * decompression, aggregates), the manifest, what lies past committed ends, and the
- * by-customer index; --repair quarantines damaged committed blocks (storage_fsck), cuts what
- * no commit reached, and rebuilds the index when it is damaged or the base data changed.
+ * `dayshard fsck --data DIR [--repair [--brokers B --topic T]] [--json]`: verify every
+ * committed block (checksums, decompression, aggregates), the manifest, what lies past
+ * committed ends, and the by-customer index; --repair quarantines damaged committed blocks
+ * (storage_fsck), cuts what no commit reached, with --brokers restores the quarantined ranges
+ * from the topic (ingest_restore_run) and checks the result again, and rebuilds the index when
+ * it is damaged or the base data changed.
  * Exit 0 clean, 1 damage found or left (or fsck could not run), 2 usage.
  */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "http/http.h"
+#include "ingest/ingest.h"
 #include "query/query.h"
 #include "storage/storage.h"
 
 const char cmd_fsck_usage[] =
-    "usage: dayshard fsck --data DIR [--repair] [--json]\n"
+    "usage: dayshard fsck --data DIR [--repair [--brokers B --topic T]] [--json]\n"
     "\n"
     "Verifies every committed block of DIR (header and payload CRC32C, decompression, and that\n"
     "the events add up to the aggregates in the block header), the MANIFEST, the bytes past\n"
@@ -42,7 +46,11 @@ const char cmd_fsck_usage[] =
     "    DIR/quarantine/<time>.orders.jsonl: {\"order\":ID,\"outcome\":\"reverted\"|\"lost\",\n"
     "    \"had\":{day,shard,ts_ms,version,status},\"now\":{...}|null};\n"
     "  - the by-customer index is rebuilt when damaged or when blocks were quarantined.\n"
-    "The source offsets in each record say which events to feed again.\n"
+    "--brokers B --topic T (a directory a node wrote from Kafka): the repair re-reads each\n"
+    "quarantined range's offsets from T and appends what the range lost as a node would\n"
+    "(orders model: the events of the orders it reverted or lost; events model: the events\n"
+    "of its day and shard), then marks it restored: a second repair applies nothing twice.\n"
+    "What T no longer holds is reported (ids in DIR/quarantine/<time>.unrestored.jsonl).\n"
     "\n"
     "Exit status: 0 clean (after repair), 1 damage found or left, or fsck could not run,\n"
     "2 usage error.\n"
@@ -51,11 +59,15 @@ const char cmd_fsck_usage[] =
     "  --data DIR   the data directory\n"
     "  --repair     quarantine damaged blocks, cut torn tails, remove uncommitted segments,\n"
     "               rebuild a damaged index\n"
+    "  --brokers B  with --repair: restore the quarantined ranges from the topic on B\n"
+    "  --topic T    the topic DIR was consumed from (default orders)\n"
+    "  -X key=value a librdkafka property for --brokers (SASL, TLS, ...); repeatable\n"
     "  --json       print one JSON object: {\"ok\":bool,\"damaged_blocks\":N,\n"
     "               \"quarantined_blocks\":N,\"quarantined_events\":N,...,\"orders\":N,\n"
     "               \"retractions\":N,\"retractions_unmatched\":N,\"orders_mismatched\":N,\n"
     "               \"balance_unchecked\":N,\"orders_reverted\":N,\"orders_lost\":N,\n"
-    "               \"model\":\"events\",\"index\":{...}}\n"
+    "               \"model\":\"events\",\"index\":{...},\"restore\":{\"complete\":bool,\n"
+    "               \"events_lost\":N,\"orders_reverted\":N,\"orders_lost\":N,...}}\n"
     "  --help       this text\n"
     "In the orders model fsck also checks that the retractions balance: in each partition, in\n"
     "append order, every retraction cancels an earlier row with the same order id, customer,\n"
@@ -95,8 +107,10 @@ static const char *model_of(const char *data)
     return name;
 }
 
+static void print_restore_json(const struct ingest_restore_report *x);
+
 static void print_json(const struct storage_fsck_report *r, bool ok, const char *model,
-                       const struct index_verify_report *g)
+                       const struct index_verify_report *g, const struct ingest_restore_report *x)
 {
     printf("{\"ok\":%s,\"status\":\"%s\",\"damaged_blocks\":%" PRIu64
            ",\"quarantined_blocks\":%" PRIu64 ",\"quarantined_events\":%" PRIu64
@@ -122,6 +136,9 @@ static void print_json(const struct storage_fsck_report *r, bool ok, const char 
     }
     if (g != NULL) {
         print_index_json(g);
+    }
+    if (x != NULL) {
+        print_restore_json(x);
     }
     printf("}\n");
 }
@@ -159,60 +176,184 @@ static void print_text(const char *data, const struct storage_fsck_report *r, bo
     }
 }
 
-int cmd_fsck(int argc, char **argv)
+/* A restore's figures: complete when every range is restored and nothing stayed lost. */
+static bool restore_complete(const struct ingest_restore_report *x)
+{
+    return x->ranges == x->ranges_restored + x->ranges_done_before && x->events_lost == 0 &&
+           x->orders.reverted == 0 && x->orders.lost == 0;
+}
+
+static void print_restore_json(const struct ingest_restore_report *x)
+{
+    printf(",\"restore\":{\"complete\":%s,\"ranges\":%" PRIu64 ",\"ranges_restored\":%" PRIu64
+           ",\"ranges_done_before\":%" PRIu64 ",\"ranges_unrestorable\":%" PRIu64
+           ",\"events_read\":%" PRIu64 ",\"events_applied\":%" PRIu64
+           ",\"offsets_missing\":%" PRIu64 ",\"events_lost\":%" PRIu64 ",\"orders\":%" PRIu64
+           ",\"orders_restored\":%" PRIu64 ",\"orders_reverted\":%" PRIu64
+           ",\"orders_lost\":%" PRIu64 ",\"unrestored_file\":",
+           restore_complete(x) ? "true" : "false", x->ranges, x->ranges_restored,
+           x->ranges_done_before, x->ranges_unrestorable, x->events_read, x->events_applied,
+           x->offsets_missing, x->events_lost, x->orders.orders, x->orders.restored,
+           x->orders.reverted, x->orders.lost);
+    char file[6 * sizeof(x->orders.file) + 3];
+    size_t len = strnlen(x->orders.file, sizeof(x->orders.file));
+    if (len == 0 || http_json_string(x->orders.file, len, file, sizeof(file)) < 0) {
+        snprintf(file, sizeof(file), "null");
+    }
+    printf("%s}", file);
+}
+
+static void print_restore_text(const char *data, const struct ingest_restore_report *x)
+{
+    printf("%s: restore from the topic: %" PRIu64 " of %" PRIu64 " ranges restored (%" PRIu64
+           " before, %" PRIu64 " without Kafka offsets), %" PRIu64 " events applied, %" PRIu64
+           " offsets missing\n",
+           data, x->ranges_restored, x->ranges, x->ranges_done_before, x->ranges_unrestorable,
+           x->events_applied, x->offsets_missing);
+    if (x->orders.orders > 0) {
+        printf("%s: orders: %" PRIu64 " restored, %" PRIu64 " still reverted, %" PRIu64
+               " still lost%s%s\n",
+               data, x->orders.restored, x->orders.reverted, x->orders.lost,
+               x->orders.file[0] != '\0' ? ": see " : "", x->orders.file);
+    }
+    if (x->events_lost > 0) {
+        printf("%s: %" PRIu64 " events of the quarantined ranges not restored\n", data,
+               x->events_lost);
+    }
+}
+
+struct fsck_args {
+    const char *data;
+    const char *brokers;
+    const char *topic;
+    bool json;
+    struct storage_fsck_options opts;
+    struct ingest_kafka_props props;
+};
+
+static int parse_args(int argc, char **argv, struct fsck_args *a)
 {
     static const struct option options[] = {{"data", required_argument, NULL, 'd'},
                                             {"repair", no_argument, NULL, 'r'},
                                             {"json", no_argument, NULL, 'j'},
+                                            {"brokers", required_argument, NULL, 'b'},
+                                            {"topic", required_argument, NULL, 't'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    const char *data = NULL;
-    bool json = false;
-    struct storage_fsck_options opts = {.report_file = stdout};
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "X:", options, NULL)) != -1) {
         switch (c) {
-        case 'd': data = optarg; break;
-        case 'r': opts.repair = true; break;
-        case 'j': json = true; break;
-        case 'h': return cli_help(cmd_fsck_usage);
+        case 'd': a->data = optarg; break;
+        case 'r': a->opts.repair = true; break;
+        case 'j': a->json = true; break;
+        case 'b': a->brokers = optarg; break;
+        case 't': a->topic = optarg; break;
+        case 'X':
+            if (ingest_kafka_props_add(&a->props, optarg) != 0) {
+                return cli_error("fsck", CLI_USAGE, "-X %s: expected key=value", optarg);
+            }
+            break;
+        case 'h': return -1;
         default:
             return cli_error("fsck", CLI_USAGE, "unknown or incomplete option '%s'",
                              argv[optind - 1]);
         }
     }
-    if (data == NULL || optind < argc) {
+    if (a->data == NULL || optind < argc) {
         return cli_error("fsck", CLI_USAGE,
-                         data == NULL ? "--data DIR is required" : "unexpected argument");
+                         a->data == NULL ? "--data DIR is required" : "unexpected argument");
     }
-    FILE *report = json ? stderr : stdout;
-    opts.report_file = report;
+    if ((a->brokers != NULL || a->topic != NULL) && !a->opts.repair) {
+        return cli_error("fsck", CLI_USAGE, "--brokers and --topic restore: they need --repair");
+    }
+    return 0;
+}
+
+/* --brokers: restores the quarantined ranges, then checks the directory again (the restored
+ * versions must balance); rc becomes that check's. Returns 0 or the restore's error. */
+static int restore_and_check(const struct fsck_args *a, struct storage_fsck_report *r, int *rc,
+                             struct ingest_restore_report *x)
+{
+    struct ingest_restore_config cfg;
+    ingest_restore_config_defaults(&cfg);
+    cfg.data_dir = a->data;
+    cfg.brokers = a->brokers;
+    cfg.topic = a->topic != NULL ? a->topic : "orders";
+    cfg.props = &a->props;
+    int restore_rc = ingest_restore_run(&cfg, x);
+    if (restore_rc != 0) {
+        (void)cli_error("fsck", CLI_FAIL, "%s: restore from %s failed: %s", a->data, cfg.topic,
+                        ds_strerror(restore_rc));
+        return restore_rc;
+    }
+    if (x->events_applied == 0) {
+        return 0;
+    }
+    struct storage_fsck_options check = {.report_file = a->opts.report_file};
+    struct storage_fsck_report again = {0};
+    *rc = storage_fsck(a->data, &check, &again);
+    /* The balance after the restore; what the repair quarantined stays as it reported. */
+    r->orders = again.orders;
+    r->retractions = again.retractions;
+    r->retractions_unmatched = again.retractions_unmatched;
+    r->orders_mismatched = again.orders_mismatched;
+    r->balance_unchecked = again.balance_unchecked;
+    r->blocks_ok = again.blocks_ok;
+    r->events_ok = again.events_ok;
+    return 0;
+}
+
+int cmd_fsck(int argc, char **argv)
+{
+    struct fsck_args *a = calloc(1, sizeof(*a)); /* the properties are large */
+    if (a == NULL) {
+        return cli_error("fsck", CLI_FAIL, "out of memory");
+    }
+    int rc = parse_args(argc, argv, a);
+    if (rc != 0) {
+        free(a);
+        return rc == -1 ? cli_help(cmd_fsck_usage) : rc;
+    }
+    FILE *report = a->json ? stderr : stdout;
+    a->opts.report_file = report;
     struct storage_fsck_report r = {0};
-    int rc = storage_fsck(data, &opts, &r);
+    rc = storage_fsck(a->data, &a->opts, &r);
     if (rc < 0) {
-        if (json) {
+        if (a->json) {
             printf("{\"ok\":false,\"error\":\"%s\"}\n", ds_strerror(rc));
         }
-        return cli_error("fsck", CLI_FAIL, "%s: %s", data, ds_strerror(rc));
+        (void)cli_error("fsck", CLI_FAIL, "%s: %s", a->data, ds_strerror(rc));
+        free(a);
+        return CLI_FAIL;
     }
-    /* The index after the base data: a repair that quarantined blocks changed what the index
-     * must hold, and the rebuild needs the writer lock storage_fsck has released. */
+    struct ingest_restore_report x = {0};
+    int restore_rc = rc == 0 && a->brokers != NULL ? restore_and_check(a, &r, &rc, &x) : 0;
+    /* The index after the base data: a repair that quarantined blocks (or a restore that
+     * appended) changed what the index must hold, and the rebuild needs the writer lock
+     * storage_fsck has released. */
     struct index_verify_report g = {0};
     char command[] = "fsck";
-    int gsi_rc = index_verify(data, opts.repair,
-                              r.quarantined_blocks > 0 || r.events_unknown_ranges > 0 ||
-                                  r.orders_reverted > 0 || r.orders_lost > 0,
-                              report, cli_index_note, command, &g);
+    int gsi_rc =
+        index_verify(a->data, a->opts.repair,
+                     r.quarantined_blocks > 0 || r.events_unknown_ranges > 0 ||
+                         r.orders_reverted > 0 || r.orders_lost > 0 || x.events_applied > 0,
+                     report, cli_index_note, command, &g);
     if (gsi_rc < 0) {
-        (void)cli_error("fsck", CLI_FAIL, "%s: index check failed: %s", data, ds_strerror(gsi_rc));
+        (void)cli_error("fsck", CLI_FAIL, "%s: index check failed: %s", a->data,
+                        ds_strerror(gsi_rc));
     }
-    const char *model = model_of(data);
-    bool ok = rc == 0 && gsi_rc == 0 && model != NULL;
-    if (json) {
-        print_json(&r, ok, model, gsi_rc >= 0 ? &g : NULL);
+    const char *model = model_of(a->data);
+    bool ok = rc == 0 && gsi_rc == 0 && model != NULL && restore_rc == 0;
+    bool restored = a->brokers != NULL && restore_rc == 0 && rc >= 0;
+    if (a->json) {
+        print_json(&r, ok, model, gsi_rc >= 0 ? &g : NULL, restored ? &x : NULL);
     } else {
-        print_text(data, &r, rc == 0 && model != NULL, model);
+        print_text(a->data, &r, rc == 0 && model != NULL, model);
+        if (restored) {
+            print_restore_text(a->data, &x);
+        }
     }
+    free(a);
     return ok ? CLI_OK : CLI_FAIL;
 }

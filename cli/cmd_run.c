@@ -36,7 +36,7 @@ const char cmd_run_usage[] =
     "next start commits). Consumer lag is logged every few seconds.\n"
     "\n"
     "options:\n"
-    "  --brokers B            bootstrap servers (for `dayshard broker`: its first output line)\n"
+    "  --brokers B            bootstrap servers (`dayshard broker` prints them first)\n"
     "  --topic T              topic to consume (default orders)\n"
     "  --group G              consumer group id (default dayshard)\n"
     "  --data DIR             data directory (created if missing; one node per directory)\n"
@@ -72,6 +72,8 @@ const char cmd_run_usage[] =
     "  --no-gsi               do not build the by-customer index (DIR/gsi)\n"
     "  --gsi-slots-log2 K     a new index's initial customer table: 2^K slots of 24 bytes, K in\n"
     "                         5..30 (default 21: 48 MiB); seals double it past half load\n"
+    "  --restore-quarantine   first restore DIR's unrestored quarantined ranges from T\n"
+    "                         (`fsck --help`: --brokers)\n"
     "  --ready-max-lag N      /readyz is ready while the consumer lag is at most N messages\n"
     "                         (default 100000)\n"
     "  --help                 this text\n"
@@ -86,6 +88,7 @@ struct run_args {
     struct query_http_config http;
     struct index_builder_config gsi;
     bool no_gsi;
+    bool restore_quarantine;
 };
 
 /* The node's figures for the query service: its observer callbacks feed query_metrics. */
@@ -207,6 +210,7 @@ static int parse_one(int c, const char *value, void *user)
     case 'L': return set_option(a, "ready-max-lag", value);
     case 'G': return set_option(a, "max-gsi-lag-ms", value);
     case 'N': return set_option(a, "gsi", "off");
+    case 'Y': a->restore_quarantine = true; return 0;
     case 'K': return set_option(a, "gsi-slots-log2", value);
     case 'R': return set_option(a, "shard-capacity", value);
     case 'M': return set_option(a, "max-shards", value);
@@ -233,6 +237,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
                                             {"ready-max-lag", required_argument, NULL, 'L'},
                                             {"max-gsi-lag-ms", required_argument, NULL, 'G'},
                                             {"no-gsi", no_argument, NULL, 'N'},
+                                            {"restore-quarantine", no_argument, NULL, 'Y'},
                                             {"gsi-slots-log2", required_argument, NULL, 'K'},
                                             {"shard-capacity", required_argument, NULL, 'R'},
                                             {"max-shards", required_argument, NULL, 'M'},
@@ -417,6 +422,36 @@ static int prepare_data_dir(const struct ingest_node_config *node)
     return rc;
 }
 
+/* --restore-quarantine: restores the ranges a repair quarantined in DIR from the node's topic
+ * (ingest_restore_run), before the index builder and the consumer start, so that they see the
+ * restored data like any other commits. 0 or a CLI exit code (reported). */
+static int restore_quarantine(const struct run_args *a)
+{
+    struct ingest_restore_config cfg;
+    ingest_restore_config_defaults(&cfg);
+    cfg.data_dir = a->node.data_dir;
+    cfg.brokers = a->node.brokers;
+    cfg.topic = a->node.topic;
+    cfg.props = &a->props;
+    cfg.base_shards = a->node.base_shards;
+    struct ingest_restore_report x = {0};
+    int rc = ingest_restore_run(&cfg, &x);
+    if (rc != 0) {
+        return cli_error("run", CLI_FAIL, "%s: restoring the quarantined ranges from %s: %s",
+                         a->node.data_dir, cfg.topic, ds_strerror(rc));
+    }
+    ds_log_info("node: restore from %s: %llu of %llu quarantined ranges restored (%llu before), "
+                "%llu events applied, %llu offsets missing, %llu events lost, orders: %llu "
+                "restored, %llu still reverted, %llu still lost%s%s",
+                cfg.topic, (unsigned long long)x.ranges_restored, (unsigned long long)x.ranges,
+                (unsigned long long)x.ranges_done_before, (unsigned long long)x.events_applied,
+                (unsigned long long)x.offsets_missing, (unsigned long long)x.events_lost,
+                (unsigned long long)x.orders.restored, (unsigned long long)x.orders.reverted,
+                (unsigned long long)x.orders.lost, x.orders.file[0] != '\0' ? ": see " : "",
+                x.orders.file);
+    return 0;
+}
+
 /* The builder's lag into the node's metrics (index_builder_config's lag callbacks). */
 static void run_lag_observe(void *user, uint64_t lag_ns)
 {
@@ -514,6 +549,7 @@ int cmd_run(int argc, char **argv)
     if (rc != 0) {
         rc = cli_error("run", CLI_FAIL, "%s: %s", a->node.data_dir, ds_strerror(rc));
     }
+    rc = rc == 0 && a->restore_quarantine ? restore_quarantine(a) : rc;
     rc = rc == 0 ? start_gsi(a, observer) : rc;
     rc = rc == 0 && a->http.listen != NULL ? start_http(a, observer, &http) : rc;
     if (rc != 0) {

@@ -225,6 +225,42 @@ DS_MUST_USE int ingest_shardmap_follower_open(const char *brokers, const char *t
 uint32_t ingest_shardmap_follower_shards(int32_t day, void *user);
 void ingest_shardmap_follower_close(struct ingest_shardmap_follower *f);
 
+/* ---- Kafka: restoring quarantined ranges from the topic ----------------------------------- */
+
+/* Reads each range `fsck --repair` quarantined (and no restore finished) again from the topic
+ * it was consumed from, with a consumer assigned to exactly its partitions and offsets (no
+ * group, no offset commit), and appends the events the range lost through storage_append on a
+ * writer handle of data_dir, as a node would (kafka_restore.c says which events); then marks the
+ * range done (storage_restore_mark), so a second run applies nothing twice. Takes the writer
+ * lock: no node may run on data_dir meanwhile. */
+struct ingest_restore_config {
+    const char *data_dir;
+    const char *brokers;
+    const char *topic;
+    const struct ingest_kafka_props *props; /* borrowed; may be NULL */
+    uint32_t base_shards; /* the shard map's count for a day it does not know (default 4) */
+    uint32_t timeout_ms;  /* a partition that gives nothing this long fails (default 30000) */
+};
+void ingest_restore_config_defaults(struct ingest_restore_config *cfg);
+
+struct ingest_restore_report {
+    uint64_t ranges;              /* quarantined ranges of committed data */
+    uint64_t ranges_restored;     /* restored by this run */
+    uint64_t ranges_done_before;  /* restored by an earlier run: skipped */
+    uint64_t ranges_unrestorable; /* no Kafka source recorded (unknown, or file ingest) */
+    uint64_t events_read;         /* messages read back from the ranges' offsets */
+    uint64_t events_applied;      /* events appended */
+    uint64_t offsets_missing;     /* offsets the topic no longer holds */
+    uint64_t events_lost;         /* events model: the ranges' events not restored */
+    struct storage_restore_orders_report orders; /* orders model */
+};
+
+/* Returns 0 (out filled), -DS_EUSAGE (a refused property), -DS_ELOCKED (a writer runs),
+ * -DS_EKAFKA (the broker did not answer; ranges restored so far stay done), or another error of
+ * storage; every error is logged. */
+DS_MUST_USE int ingest_restore_run(const struct ingest_restore_config *cfg,
+                                   struct ingest_restore_report *out);
+
 /* ---- Kafka: the node (`dayshard run`) ------------------------------------------------------ */
 
 /* Kafka partitions of the consumed topic one node tracks (storage keeps one offset each). */

@@ -253,4 +253,105 @@ DS_MUST_USE int storage_order_visit(struct storage *st, storage_order_fn fn, voi
 DS_MUST_USE int storage_fsck(const char *dir, const struct storage_fsck_options *options,
                              struct storage_fsck_report *report);
 
+/* ---- restore from the topic (storage/fsck_restore.c) --------------------------------------- */
+
+/* fsck --repair quarantines a damaged range with the Kafka partition(s) and offsets its events
+ * came from. A restore (ingest_restore_run: `fsck --repair --brokers`, `run
+ * --restore-quarantine`) reads those offsets again and appends the events through
+ * storage_append, the path of a node, on a writer handle. Storage keeps what a restore needs to
+ * be exact and to run twice safely: the ranges waiting, a marker per range (DIR/quarantine/
+ * <name>.restore: started at which commit, or done), and in the orders model the orders the
+ * repair reverted or lost (its <time>.orders.jsonl), which are the only orders a restore may
+ * touch: every other order's current version survived the damage. */
+
+enum storage_restore_state {
+    STORAGE_RESTORE_PENDING = 0, /* no restore has begun */
+    STORAGE_RESTORE_STARTED,     /* begun before commit started_seq + 1; not known finished */
+    STORAGE_RESTORE_DONE,
+};
+
+#define STORAGE_RESTORE_NAME_BYTES 96u
+/* source_partition of a range whose events came from several Kafka partitions (the offsets then
+ * span all of them), and of one whose source is unknown (an unreadable block header). */
+#define STORAGE_RESTORE_SOURCE_MIXED (-2)
+#define STORAGE_RESTORE_SOURCE_UNKNOWN (-3)
+
+/* One quarantined range, from its record (<name>.json) and marker (<name>.restore). */
+struct storage_restore_range {
+    char name[STORAGE_RESTORE_NAME_BYTES]; /* <date>.<shard>.<segment>.<offset> */
+    int32_t day;
+    uint32_t shard;
+    bool committed; /* false: bytes past a committed end, never acknowledged: nothing to restore */
+    bool events_known;
+    uint64_t events;
+    /* A Kafka partition, DS_SOURCE_FILE (line numbers of `dayshard ingest`),
+     * STORAGE_RESTORE_SOURCE_MIXED or STORAGE_RESTORE_SOURCE_UNKNOWN. */
+    int32_t source_partition;
+    int64_t source_offset_min;
+    int64_t source_offset_max;
+    enum storage_restore_state state;
+    uint64_t started_seq; /* STARTED: storage_commit_seq before the restore's first commit */
+};
+
+/* What a restore of one range did (kept in its marker). */
+struct storage_restore_tally {
+    uint64_t events_read;     /* messages the topic gave back in the range */
+    uint64_t events_applied;  /* events appended (the range's; in the orders model, versions) */
+    uint64_t offsets_missing; /* offsets of the range the topic no longer holds */
+    uint64_t events_lost;     /* events model: the range's events not restored */
+};
+
+/* The quarantined ranges of dir, sorted by name, with their restore state. Returns 0 (count 0
+ * when dir has no quarantine), -DS_ELIMIT (more than capacity), -DS_ECORRUPT (a record or
+ * marker unreadable: logged with its path), or a negated errno. */
+DS_MUST_USE int storage_restore_ranges(const char *dir, struct storage_restore_range *out,
+                                       uint32_t capacity, uint32_t *count);
+/* Writes range's marker durably (temporary file, sync, rename, directory sync): STARTED with
+ * started_seq before a restore's first append, DONE with its tally after its last commit.
+ * Returns 0 or a negated errno (logged). */
+DS_MUST_USE int storage_restore_mark(const char *dir, const struct storage_restore_range *range,
+                                     enum storage_restore_state state, uint64_t started_seq,
+                                     const struct storage_restore_tally *tally);
+
+/* The orders a restore brings back (orders model): those of every <time>.orders.jsonl not yet
+ * marked restored, but for orders holding the version number they had before the repair, or a
+ * higher one (a number names one content: an equal one with other content is stale). All
+ * of the range's events of such an order are appended again, in offset order: the last is the
+ * version it had (the current one was in the range), whatever fields the record compares. */
+struct storage_restore_orders;
+/* Reads them, on the writer handle st. Returns 0, -ENOMEM, -DS_ECORRUPT (an unreadable line,
+ * logged), or a negated errno. In the events model the set is empty. */
+DS_MUST_USE int storage_restore_orders_load(struct storage *st,
+                                            struct storage_restore_orders **out);
+/* Whether the restore wants this event (of an order it brings back); notes when it is the
+ * version the order had, which the report needs to call the order restored. */
+bool storage_restore_orders_want(struct storage_restore_orders *o, const struct ds_event *event);
+/* The orders it brings back (those back by their version number aside). */
+uint64_t storage_restore_orders_count(const struct storage_restore_orders *o);
+/* Given the last event a restore read back of a wanted order (the version it had: the order's
+ * current version was in the range), whether the store holds that event already, whole (an
+ * earlier restore got it back): then the order is settled and no event of it is wanted, since
+ * replaying the versions before it would count them again. Call once per order, after reading
+ * and before appending. Returns 0 or an error of storage_order_get. */
+DS_MUST_USE int storage_restore_orders_last(struct storage_restore_orders *o, struct storage *st,
+                                            const struct ds_event *event);
+
+struct storage_restore_orders_report {
+    uint64_t orders;        /* orders the restore meant to bring back */
+    uint64_t restored;      /* now at the version they had, or a newer one */
+    uint64_t reverted;      /* still at an older version */
+    uint64_t lost;          /* still gone */
+    char file[DS_PATH_MAX]; /* DIR/quarantine/<time>.unrestored.jsonl naming the reverted and
+                             * lost ones ("" when none) */
+};
+/* After the restore's last commit: checks each wanted order against its version before the
+ * repair, writes the orders still reverted or lost ({"order":ID,"outcome":"reverted"|"lost"}
+ * per line) to DIR/quarantine/<now_ms>.unrestored.jsonl, and, when every range is done
+ * (all_done), marks the orders.jsonl files read as restored (<file>.restored), so a later
+ * restore does not take their orders again. Returns 0 or a negated errno. */
+DS_MUST_USE int storage_restore_orders_finish(struct storage *st, struct storage_restore_orders *o,
+                                              bool all_done, int64_t now_ms,
+                                              struct storage_restore_orders_report *out);
+void storage_restore_orders_destroy(struct storage_restore_orders *o);
+
 #endif /* DS_STORAGE_H */

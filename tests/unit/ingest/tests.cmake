@@ -7,3 +7,4 @@ ds_unit_test(ingest pipeline)
 ds_unit_test(ingest deadletter)
 # The test reads back what librdkafka holds, so it links librdkafka itself.
 ds_unit_test(ingest kafka_props PkgConfig::RDKAFKA)
+ds_unit_test(ingest restore_select)

@@ -87,7 +87,8 @@ static int consumer_create(struct restore *r)
     char err[512] = "";
     int rc = conf_set(conf, "bootstrap.servers", r->cfg->brokers);
     if (rc == 0 && r->cfg->props != NULL &&
-        ingest_kafka_props_apply(r->cfg->props, conf, err, sizeof(err)) != 0) {
+        ingest_kafka_props_apply(r->cfg->props, INGEST_KAFKA_CONSUMER, conf, err, sizeof(err)) !=
+            0) {
         ds_log_error("kafka: %s", err);
         rc = -DS_EUSAGE;
     }

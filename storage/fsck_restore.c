@@ -501,7 +501,7 @@ static int orders_read_dir(struct storage *st, struct storage_restore_orders *o,
             rc = -DS_ELIMIT;
             break;
         }
-        snprintf(o->files[o->file_count++], STORAGE_RESTORE_NAME_BYTES, "%s", e->d_name);
+        memcpy(o->files[o->file_count++], e->d_name, strlen(e->d_name) + 1); /* length checked */
         path_format(path, "%s/%s", qdir, e->d_name);
         rc = orders_read_file(st, o, path, scratch);
         if (rc != 0) {

@@ -75,8 +75,9 @@ if [[ "${DS_TEST_QUICK:-0}" != 1 ]]; then
         -DDS_BENCH=OFF >/dev/null
   cmake --build build-asan -j"$jobs" >/dev/null
   # The longest loops run in the normal pass only (the 30-minute budget): the Kafka kill and
-  # rebalance loops (the router's three-node fault schedule too) and the 200k-line orders stream; their code runs under ASan in the unit
-  # tests and the shorter integration tests (test_orders_fixtures, test_order_lookup, ...).
+  # rebalance loops (the router's three-node fault schedule too) and the 200k-line orders
+  # stream; their code runs under ASan in the unit tests and the shorter integration tests
+  # (test_orders_fixtures, test_order_lookup, test_router_serve, ...).
   # test_gsi_many_partitions is mostly 7,168 partitions of mkdir; its builder code runs under
   # ASan in test_gsi_rebuild and unit.index.*.
   echo "== tests under ASan+UBSan (the longest loops run in the normal pass only)"

@@ -35,6 +35,9 @@ struct storage_part_id {
     uint32_t shard;
 };
 
+/* An order id as JSON: a number, or a string with '"', '\\' and control bytes escaped. */
+void fsck_json_id(FILE *f, const struct ds_id *id);
+
 /* The index of (day, shard) in parts[0..count), sorted by (day, shard), or FSCK_PART_NONE. */
 #define FSCK_PART_NONE UINT32_MAX
 uint32_t fsck_part_find(const struct storage_part_id *parts, uint32_t count, int32_t day,

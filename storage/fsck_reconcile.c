@@ -476,7 +476,7 @@ static void parts_mark(struct reconcile *r)
 
 /* ---- the record of what changed ------------------------------------------------------------ */
 
-static void json_id(FILE *f, const struct ds_id *id)
+void fsck_json_id(FILE *f, const struct ds_id *id)
 {
     if (!id->is_string) {
         fprintf(f, "%lld", (long long)id->value);
@@ -523,7 +523,7 @@ static void json_version(FILE *f, const char *name, int32_t day, uint32_t shard,
 static void record_line(const struct reconcile *r, const struct reconcile_order *o, FILE *f)
 {
     fputs("{\"order\":", f);
-    json_id(f, &o->id);
+    fsck_json_id(f, &o->id);
     fprintf(f, ",\"outcome\":\"%s\"", o->outcome == RECONCILE_REVERTED ? "reverted" : "lost");
     const struct storage_order *c = &o->cur;
     json_version(f, "had", c->day, c->shard, c->has_version, c->version, c->ts_ms, c->status,

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "storage/fsck_orders.h"
 #include "storage/fsck_restore.h"
 #include "storage/store.h"
 
@@ -603,26 +604,6 @@ uint64_t storage_restore_orders_count(const struct storage_restore_orders *o)
     return n;
 }
 
-static void put_id(FILE *f, const struct ds_id *id)
-{
-    if (!id->is_string) {
-        fprintf(f, "%lld", (long long)id->value);
-        return;
-    }
-    fputc('"', f);
-    for (uint8_t i = 0; i < id->len; i++) {
-        unsigned char c = (unsigned char)id->text[i];
-        if (c == '"' || c == '\\') {
-            fprintf(f, "\\%c", c);
-        } else if (c < 0x20) {
-            fprintf(f, "\\u%04x", c);
-        } else {
-            fputc(c, f);
-        }
-    }
-    fputc('"', f);
-}
-
 /* Writes the orders not back to out->file (synced, renamed into place). */
 static int write_unrestored(struct storage *st, const struct storage_restore_orders *o,
                             const int8_t *outcome, int64_t now_ms,
@@ -639,7 +620,7 @@ static int write_unrestored(struct storage *st, const struct storage_restore_ord
     for (uint64_t i = 0; i < o->count; i++) {
         if (outcome[i] != RESTORE_BACK) {
             fputs("{\"order\":", f);
-            put_id(f, &o->v[i].id);
+            fsck_json_id(f, &o->v[i].id);
             fprintf(f, ",\"outcome\":\"%s\"}\n",
                     outcome[i] == RESTORE_REVERTED ? "reverted" : "lost");
         }

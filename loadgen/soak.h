@@ -108,18 +108,18 @@ double soak_window_max(const double *values, const double *stream_day, uint32_t 
                        double day_from, double day_to);
 /* The limit of a rule for a first window's figure. */
 double soak_rule_limit(const struct soak_rule *rule, double first_max, uint32_t retention_days);
-/* The growth rule's windows of stream days, [first_from, first_to) and [last_from, last_to):
- * each W = max(N, restart_every) days long, so that both hold as many restarts (a restart
- * drops the memory a node warmed up; a window with one and a window without would compare
- * unlike peaks), the first from day 2N, the last ending at days. They fit when
- * days >= 2N + 2W (soak_windows_fit). */
+/* The growth rule's windows of stream days, [first_from, first_to) and [last_from, last_to),
+ * the last ending at days. With a restart every K >= N days both follow the restart cycles (a
+ * restart drops what a node warmed up, so a window must hold the same ages since a start as
+ * the other): the first is [R, R + K), R the first restart at or after day 2N; the last starts
+ * at the last restart at least K days before the end. Else [2N, 3N) and the last N days. */
 struct soak_windows {
     uint32_t first_from, first_to;
     uint32_t last_from, last_to;
 };
 void soak_windows(uint32_t days, uint32_t retention_days, uint32_t restart_every,
                   struct soak_windows *out);
-/* The fewest stream days the windows need: 2N + 2W. */
+/* The fewest stream days the windows need: R + 2K with restarts (K >= N), else 4N. */
 uint32_t soak_windows_days_min(uint32_t retention_days, uint32_t restart_every);
 /* A verdict for every series a rule names, over the windows w. Returns how many (at most
  * capacity). */

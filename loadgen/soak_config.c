@@ -45,12 +45,18 @@ int loadgen_soak_config_check(const struct loadgen_soak_config *cfg)
                           LOADGEN_SOAK_RETENTION_DAYS_MAX);
     }
     uint32_t days_min = soak_windows_days_min(n, cfg->restart_every);
+    if (cfg->days < days_min && cfg->restart_every >= n) {
+        return soak_error(-DS_EUSAGE,
+                          "--days %u is under %u = R + 2 x --restart-every, R the first restart "
+                          "at or after stream day 2 x --retention-days: the growth rule compares "
+                          "the restart cycle from R with the last one, which must come after it",
+                          cfg->days, days_min);
+    }
     if (cfg->days < days_min) {
         return soak_error(-DS_EUSAGE,
-                          "--days %u is under %u = 2 x --retention-days + 2 x W, W the larger "
-                          "of --retention-days and --restart-every: the growth rule compares "
-                          "stream days [2N, 2N + W) with the last W days, which must come "
-                          "after them",
+                          "--days %u is under %u = 4 x --retention-days: without restarts at "
+                          "least N days apart the growth rule compares stream days [2N, 3N) "
+                          "with the last N days, which must come after them",
                           cfg->days, days_min);
     }
     if (cfg->orders_per_day == 0 || cfg->rate == 0 || cfg->rate > LOADGEN_WORKLOAD_RATE_EPS_MAX) {

@@ -3,12 +3,19 @@
  *
  * The rule: a node with --retention-days N has written its steady state by stream day 2N
  * (N days kept, N more dropped and reclaimed). For each bounded resource the largest value in
- * the first window after that, stream days [2N, 2N + W), is compared with the largest in the
- * last W days, W = max(N, the restart interval) so that each window spans a whole restart
- * cycle; the resource grows when last > first x ratio + slack. Maxima, not means or ends, so
- * a sawtooth (a seal, a compaction, a drop 30 s after retention) is judged by its peaks in both
- * windows alike; the ratio and slack absorb the noise of one peak more or less. The table
- * below is the one place the figures live; --help and docs/ARCHITECTURE.md quote it.
+ * a first window after that is compared with the largest in a last window at the end; the
+ * resource grows when last > first x ratio + slack. With a restart every K >= N days, the
+ * windows follow the restart cycles: the first is the cycle that starts at the first restart
+ * at or after day 2N, the last runs from the last restart at least K days before the end to
+ * the end, so both hold a node at the same ages since its start (a store that fills between
+ * restarts and starts small after one, as the index's log, would otherwise be compared at its
+ * young end in one window and its full cycle in the other: a 60-day soak at load 5 judged
+ * days [10, 30), the end of one cycle and the young half of the next, at 43 MiB against 60 in
+ * the last 20 days, while each cycle from day 20 on peaked at 60-68 MiB). Without restarts (or with
+ * K < N) they are [2N, 3N) and the last N days. Maxima, not means or ends, so a sawtooth (a
+ * seal, a compaction, a drop 30 s after retention) is judged by its peaks in both windows
+ * alike; the ratio and slack absorb the noise of one peak more or less. The table below is
+ * the one place the figures live; --help and docs/ARCHITECTURE.md quote it.
  *
  * Rejected: a fitted slope over the run (a few restarts or a burst of compaction bend it, and
  * its threshold has no unit an operator knows); the last sample against the first window's
@@ -164,20 +171,42 @@ static bool soak_rule_names(const struct soak_rule *rule, const char *series)
     return strcmp(series, rule->series) == 0;
 }
 
+/* The first restart at or after stream day 2N, with a restart every k days. */
+static uint32_t soak_first_restart(uint32_t retention_days, uint32_t k)
+{
+    return (2u * retention_days + k - 1u) / k * k;
+}
+
+/* Whether the windows follow the restart cycles: restarts at least as far apart as N. */
+static bool soak_windows_by_restart(uint32_t retention_days, uint32_t restart_every)
+{
+    return restart_every > 0 && restart_every >= retention_days;
+}
+
 uint32_t soak_windows_days_min(uint32_t retention_days, uint32_t restart_every)
 {
-    uint32_t w = restart_every > retention_days ? restart_every : retention_days;
-    return 2u * retention_days + 2u * w;
+    if (soak_windows_by_restart(retention_days, restart_every)) {
+        return soak_first_restart(retention_days, restart_every) + 2u * restart_every;
+    }
+    return 4u * retention_days;
 }
 
 void soak_windows(uint32_t days, uint32_t retention_days, uint32_t restart_every,
                   struct soak_windows *out)
 {
     ASSERT(days >= soak_windows_days_min(retention_days, restart_every));
-    uint32_t w = restart_every > retention_days ? restart_every : retention_days;
-    *out = (struct soak_windows){.first_from = 2u * retention_days,
-                                 .first_to = 2u * retention_days + w,
-                                 .last_from = days - w,
+    if (!soak_windows_by_restart(retention_days, restart_every)) {
+        *out = (struct soak_windows){.first_from = 2u * retention_days,
+                                     .first_to = 3u * retention_days,
+                                     .last_from = days - retention_days,
+                                     .last_to = days};
+        return;
+    }
+    uint32_t k = restart_every;
+    uint32_t first = soak_first_restart(retention_days, k);
+    *out = (struct soak_windows){.first_from = first,
+                                 .first_to = first + k,
+                                 .last_from = (days - k) / k * k,
                                  .last_to = days};
 }
 

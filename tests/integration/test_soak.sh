@@ -15,10 +15,11 @@ source "$(dirname "$0")/lib.sh"
 expect_exit "--help" 0 "$DAYSHARD" soak --help
 grep -q "^usage: dayshard soak" "$WORK/out" && ok || fail "soak --help text"
 grep -q "last > first x ratio + slack" "$WORK/out" && ok || fail "--help lacks the growth rule"
-expect_exit "days under 2N + 2W" 2 "$DAYSHARD" soak --days 10 --retention-days 3 --restart-every 0
-grep -q "2 x --retention-days + 2 x W" "$WORK/err" && ok || fail "days under 2N + 2W: no reason given"
-expect_exit "days under 2N + 2W, W the restart interval" 2 "$DAYSHARD" soak --days 20 \
+expect_exit "days under 4N" 2 "$DAYSHARD" soak --days 10 --retention-days 3 --restart-every 0
+grep -q "under 12 = 4 x --retention-days" "$WORK/err" && ok || fail "days under 4N: no reason given"
+expect_exit "days under R + 2K, R the first restart from day 2N" 2 "$DAYSHARD" soak --days 23 \
   --retention-days 3 --restart-every 8
+grep -q "under 24 = R + 2 x --restart-every" "$WORK/err" && ok || fail "days under R + 2K: no reason"
 expect_exit "bad signal" 2 "$DAYSHARD" soak --restart-signal HUP
 expect_exit "bad model" 2 "$DAYSHARD" soak --model nope
 expect_exit "render-only without a report" 1 "$DAYSHARD" soak --render-only "$WORK/none"

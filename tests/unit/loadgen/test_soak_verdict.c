@@ -192,6 +192,26 @@ static void test_soak_windows_span_a_restart_cycle(void **state)
     assert_int_equal(w.last_from, 15);
 }
 
+static void test_soak_windows_follow_the_restart_cycles(void **state)
+{
+    /* With a restart every 20 days and N = 5, the first window is the cycle from the restart
+     * at day 20 (not [10, 30), half of two cycles), the last from the last restart at least
+     * 20 days before the end: both hold a node 0..20 days after its start. */
+    (void)state;
+    struct soak_windows w;
+    soak_windows(100, 5, 20, &w);
+    assert_int_equal(w.first_from, 20);
+    assert_int_equal(w.first_to, 40);
+    assert_int_equal(w.last_from, 80);
+    assert_int_equal(w.last_to, 100);
+    soak_windows(70, 5, 20, &w); /* the last restart 20 days before the end is at day 40 */
+    assert_int_equal(w.last_from, 40);
+    assert_int_equal(w.last_to, 70);
+    assert_int_equal(soak_windows_days_min(5, 20), 60);
+    assert_int_equal(soak_windows_days_min(3, 8), 24); /* first restart from day 6 is 8 */
+    assert_int_equal(soak_windows_days_min(5, 0), 20);
+}
+
 static void test_soak_samples_set_add_and_limits(void **state)
 {
     /* add sums over labels (NAN counts as 0), a new series is NAN before its first value, and
@@ -229,6 +249,7 @@ int main(void)
         cmocka_unit_test(test_soak_verdicts_bounded_grown_unjudged),
         cmocka_unit_test(test_soak_verdicts_leave_the_retired_days_out),
         cmocka_unit_test(test_soak_windows_span_a_restart_cycle),
+        cmocka_unit_test(test_soak_windows_follow_the_restart_cycles),
         cmocka_unit_test(test_soak_samples_set_add_and_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

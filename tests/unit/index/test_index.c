@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -760,11 +761,17 @@ static void test_index_check_torn_log_tail_is_clean(void **state)
 }
 
 #define WRITER_DIR_ENV "TEST_GSI_WRITER_DIR"
+#define WRITER_FD_ENV "TEST_GSI_WRITER_FD"
+/* What the writer process reports on its pipe: an apply returned, a checkpoint was renamed into
+ * place (a cursor on disk that a kill cannot take back). */
+#define WRITER_APPLIED 'a'
+#define WRITER_CHECKPOINTED 'c'
 
 /* The writer process of the kill -9 test: applies batches from the stored cursor on, with the
- * shortest checkpoint interval (so that checkpoints are written too), until it is killed. It is
- * a fresh exec of this binary, so nothing of the test process is shared. */
-static int writer_child_main(const char *dir)
+ * shortest checkpoint interval (so that checkpoints are written too), until it is killed,
+ * reporting each apply and each checkpoint done on the fd WRITER_FD_ENV names. It is a fresh
+ * exec of this binary, so nothing of the test process is shared. */
+static int writer_child_main(const char *dir, int report_fd)
 {
     struct index_config cfg;
     index_config_defaults(&cfg);
@@ -781,37 +788,81 @@ static int writer_child_main(const char *dir)
         return 3;
     }
     struct index_entry *batch = calloc(CRASH_BATCH, sizeof(*batch));
+    uint64_t checkpoints = 0;
     for (uint64_t i = len == 0 ? 0 : start; batch != NULL; i++) {
         crash_batch(batch, i);
         uint64_t next = i + 1;
         if (index_apply(g, batch, CRASH_BATCH, &next, sizeof(next)) != 0) {
             return 1;
         }
+        struct index_checkpoint_stats c;
+        index_checkpoint_stats_get(g, &c);
+        char report[2] = {WRITER_APPLIED, WRITER_CHECKPOINTED};
+        size_t n = c.done > checkpoints ? 2 : 1;
+        checkpoints = c.done;
+        if (write(report_fd, report, n) != (ssize_t)n) {
+            return 5;
+        }
     }
     return 4;
+}
+
+/* Reads the writer's reports until `applies` applies (and, with want_checkpoint, a checkpoint
+ * done) were reported; fails the test when the writer reports nothing for a minute. */
+static void writer_wait(int fd, uint32_t applies, bool want_checkpoint)
+{
+    uint32_t seen = 0;
+    bool checkpointed = false;
+    while (seen < applies || (want_checkpoint && !checkpointed)) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        assert_int_equal(poll(&p, 1, 60000), 1);
+        char buf[64];
+        ssize_t got = read(fd, buf, sizeof(buf));
+        assert_true(got > 0);
+        for (ssize_t i = 0; i < got; i++) {
+            seen += buf[i] == WRITER_APPLIED;
+            checkpointed |= buf[i] == WRITER_CHECKPOINTED;
+        }
+    }
 }
 
 static void test_index_kill9_keeps_cursor_and_its_entries(void **state)
 {
     /* A writer process killed at random moments: every batch the cursor covers is complete,
      * nothing beyond it is visible, and the store keeps working from the cursor. With the WAL
-     * off a kill loses the applies still in memtables; the cursor goes back with them. */
+     * off a kill loses the applies still in memtables; the cursor goes back with them. The
+     * kills wait for the writer's state, not for time: the first round kills at a random
+     * moment of its start (before any apply, possibly), the others after a random number of
+     * applies plus up to 20 ms, and the last after a checkpoint too, so the loop cannot end
+     * with nothing applied however slow the machine (ThreadSanitizer, a busy machine). */
     struct fixture *f = *state;
     uint64_t rng = test_seed();
-    useconds_t wait_us = 20000;
     for (int round = 0; round < 6; round++) {
         uint64_t start = crash_cursor(f);
         index_close(f->g);
         f->g = NULL;
+        int report[2];
+        assert_int_equal(pipe(report), 0);
         pid_t child = fork();
         assert_true(child >= 0);
         if (child == 0) {
+            char fd[16];
+            snprintf(fd, sizeof(fd), "%d", report[1]);
+            close(report[0]);
             setenv(WRITER_DIR_ENV, f->index_dir, 1);
+            setenv(WRITER_FD_ENV, fd, 1);
             execl("/proc/self/exe", "test_index", (char *)NULL);
             _exit(127);
         }
-        usleep(wait_us + (useconds_t)test_rng_below(&rng, 200000));
+        close(report[1]);
+        if (round == 0) {
+            usleep((useconds_t)test_rng_below(&rng, 200000));
+        } else {
+            writer_wait(report[0], 1u + (uint32_t)test_rng_below(&rng, 8), round == 5);
+            usleep((useconds_t)test_rng_below(&rng, 20000));
+        }
         kill(child, SIGKILL);
+        close(report[0]);
         int status = 0;
         assert_int_equal(waitpid(child, &status, 0), child);
         assert_true(WIFSIGNALED(status));
@@ -823,13 +874,8 @@ static void test_index_kill9_keeps_cursor_and_its_entries(void **state)
         }
         assert_int_equal(orders_of(f, (int64_t)applied + 1), 0);
         assert_int_equal(orders_of(f, (int64_t)applied + 2), 0);
-        /* A child that started too slowly to apply anything (ThreadSanitizer, a loaded machine)
-         * makes the next round wait twice as long, so the loop cannot end on kills alone. */
-        if (applied == start && wait_us < 2000000) {
-            wait_us *= 2;
-        }
     }
-    assert_true(crash_cursor(f) > 0); /* the child did apply batches between the kills */
+    assert_true(crash_cursor(f) > 0); /* the last round's checkpoint holds a cursor */
 }
 
 static void test_index_query_rejects_bad_tokens_and_limits(void **state)
@@ -1101,8 +1147,9 @@ static void test_index_key_value_varint_follows_the_common_rule(void **state)
 int main(void)
 {
     const char *writer_dir = getenv(WRITER_DIR_ENV);
-    if (writer_dir != NULL) {
-        return writer_child_main(writer_dir);
+    const char *writer_fd = getenv(WRITER_FD_ENV);
+    if (writer_dir != NULL && writer_fd != NULL) {
+        return writer_child_main(writer_dir, atoi(writer_fd));
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_index_key_value_varint_follows_the_common_rule),

@@ -169,7 +169,8 @@ def main():
     answers = []  # (t_send, t_recv, status, count, consistent, partial)
     node_answers = []  # (url index, t_recv, status, count)
     missing = {}  # what the router's 503s named: "node", "partition P ...": how often
-    spans, spans_open = {}, {}  # longest stretch (ms) of 503s naming a partition held twice / behind
+    # The longest stretch (ms) of 503s naming a partition held twice / behind.
+    spans, spans_open = {}, {}
     rounds = 0
     while producer.is_alive():
         rounds += 1

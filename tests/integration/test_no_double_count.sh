@@ -53,10 +53,12 @@ trap 'WORK=$BASE; node_cleanup' EXIT
   exit 77
 }
 
-# pause_s LOW HIGH: a random number of seconds in LOW..HIGH (tenths).
+# pause_s LOW HIGH: sets PAUSE to a random number of seconds in LOW..HIGH (tenths). Not
+# echoed: a command substitution is a subshell, where bash seeds $RANDOM afresh, and the seed
+# would not replay it.
 pause_s() {
   local tenths=$((($1 * 10) + RANDOM % (($2 - $1) * 10 + 1)))
-  echo "$((tenths / 10)).$((tenths % 10))"
+  PAUSE=$((tenths / 10)).$((tenths % 10))
 }
 
 # fault TEXT: one line of the schedule ("+MS NODE WHAT"), printed and kept for the summary.
@@ -92,12 +94,14 @@ run_once() {
     </dev/null >"$WORK/client.out" 2>"$WORK/client.log" 3>&- &
   local client=$!
   t0=$(now_ms)
-  sleep "$(pause_s 2 5)"
+  pause_s 2 5
+  sleep "$PAUSE"
   start_at n3 "${port[n3]}"
   pid[n3]=$NODE_PID
   fault "n3 added"
   while (($(now_ms) - t0 < STREAM_S * 1000)); do
-    sleep "$(pause_s 3 8)"
+    pause_s 3 8
+    sleep "$PAUSE"
     victim=n$((1 + RANDOM % 3))
     action=$((RANDOM % 4))
     # Every run has a takeover while the old owner sleeps: the window the rules close.
@@ -106,7 +110,8 @@ run_once() {
     case $action in
     0)
       crash_node "${pid[$victim]}"
-      hold=$(pause_s 0 3)
+      pause_s 0 3
+      hold=$PAUSE
       fault "$victim kill -9, back after ${hold} s"
       sleep "$hold"
       start_at "$victim" "${port[$victim]}"
@@ -114,7 +119,8 @@ run_once() {
       ;;
     1 | 3)
       kill -STOP "${pid[$victim]}"
-      if ((action == 1)); then hold=$(pause_s 1 3); else hold=$(pause_s 6 10); fi
+      if ((action == 1)); then pause_s 1 3; else pause_s 6 10; fi
+      hold=$PAUSE
       fault "$victim SIGSTOP for ${hold} s"
       sleep "$hold"
       kill -CONT "${pid[$victim]}"

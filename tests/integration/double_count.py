@@ -220,6 +220,12 @@ def main():
         time.sleep(0.5)
 
     violations = []
+    by_check = {}  # violations by check: "above sent", "below earlier", "final", ...
+
+    def violation(check, text):
+        by_check[check] = by_check.get(check, 0) + 1
+        violations.append(text)
+
     best = []  # (t_recv, count) of complete answers, in order of arrival
     complete = consistent_complete = 0
     for t_send, t_recv, status, count, consistent, partial in sorted(answers,
@@ -230,14 +236,15 @@ def main():
         consistent_complete += 1 if consistent else 0
         sent = producer.sent_before(t_recv, model)
         if count > sent:
-            violations.append("router: %d > %d %s sent by then (at %+.0f ms)"
-                              % (count, sent, model, t_recv - answers[0][0]))
+            violation("above sent", "router: %d > %d %s sent by then (at %+.0f ms)"
+                      % (count, sent, model, t_recv - answers[0][0]))
         # Only answers that arrived before this request left bind it.
         floor = max((c for r, c in best if r < t_send), default=0)
         if count < floor:
-            violations.append("router: %d < %d, an earlier complete answer (at %+.0f ms%s)"
-                              % (count, floor, t_recv - answers[0][0],
-                                 ", consistent" if consistent else ""))
+            violation("below earlier",
+                      "router: %d < %d, an earlier complete answer (at %+.0f ms%s)"
+                      % (count, floor, t_recv - answers[0][0],
+                         ", consistent" if consistent else ""))
         best.append((t_recv, count))
     node_ok = 0
     for k, t_recv, status, count in node_answers:
@@ -246,13 +253,14 @@ def main():
         node_ok += 1
         sent = producer.sent_before(t_recv, model)
         if count > sent:
-            violations.append("node %d: %d > %d %s sent by then" % (k, count, sent, model))
+            violation("node above sent",
+                      "node %d: %d > %d %s sent by then" % (k, count, sent, model))
     if final is None or final != truth:
-        violations.append("final consistent answer %s, want %s (the %s)"
-                          % (final, truth, "distinct orders sent" if model == "orders"
-                             else "messages the topic holds"))
+        violation("final", "final consistent answer %s, want %s (the %s)"
+                  % (final, truth, "distinct orders sent" if model == "orders"
+                     else "messages the topic holds"))
     if producer.unacknowledged != 0:
-        violations.append("%s messages never acknowledged" % producer.unacknowledged)
+        violation("unacknowledged", "%s messages never acknowledged" % producer.unacknowledged)
     codes = {}
     for a in answers:
         codes[str(a[2])] = codes.get(str(a[2]), 0) + 1
@@ -265,7 +273,8 @@ def main():
            "statuses": codes, "missing": missing,
            "longest_ms": {k: round(v) for k, v in spans.items()},
            "node_answers": len(node_answers), "node_answers_ok": node_ok, "final": final,
-           "violations": len(violations), "first_violations": violations[:8]}
+           "violations": len(violations), "violations_by_check": by_check,
+           "first_violations": violations[:8]}
     with open(report, "w") as f:
         f.write(json.dumps(out) + "\n")
     sys.exit(0 if not violations else 1)

@@ -165,10 +165,11 @@ def main():
     producer = Producer(boot, topic, float(rate), int(seed), stop_path)
     producer.start()
     client = Client(router)
-    node_clients = [Client(u) for u in nodes.split(",")]
+    node_urls = nodes.split(",")
+    node_clients = [Client(u) for u in node_urls]
     answers = []  # (t_send, t_recv, status, count, consistent, partial)
     node_answers = []  # (url index, t_recv, status, count)
-    missing = {}  # what the router's 503s named: "node", "partition P ...": how often
+    missing = {}  # what the router's 503s named: "node nK", "partition P ...": how often
     # The longest stretch (ms) of 503s naming a partition held twice / behind.
     spans, spans_open = {}, {}
     rounds = 0
@@ -184,7 +185,8 @@ def main():
         answers.append((t_send, t_recv, status, count, consistent, partial))
         kinds = set()
         for m in (doc.get("missing") or []) if status == 503 and isinstance(doc, dict) else []:
-            why = "node" if m.startswith("http") else m.split(" (")[0]
+            why = (("node n%d" % (node_urls.index(m) + 1) if m in node_urls else "node " + m)
+                   if m.startswith("http") else m.split(" (")[0])
             missing[why] = missing.get(why, 0) + 1
             kinds.add("held twice" if "two members" in why else "behind" if "behind" in why
                       else "other")

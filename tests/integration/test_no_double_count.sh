@@ -187,11 +187,12 @@ for path in sorted(glob.glob(os.path.join(reports, model + "-*.json"))):
         tot[k] += d[k]
     print("   run %s: truth %s (%s orders, %s messages, %s acked, %s sent again, topic %s), "
           "final consistent %s; answers %d: complete %d (consistent %d), 503/partial %d, "
-          "statuses %s; node-direct %d (200: %d); longest 503 stretch %s; violations %d %s" % (
+          "statuses %s, the 503s named %s; node-direct %d (200: %d); longest 503 stretch %s; "
+          "violations %d %s" % (
               run, d["truth"], d["orders"], d["messages"], d["acked"], d["retried"], d["topic"],
               d["final"], d["answers"], d["complete"], d["consistent_complete"],
-              d["unavailable"], d["statuses"], d["node_answers"], d["node_answers_ok"],
-              d["longest_ms"], d["violations"], d["violations_by_check"]))
+              d["unavailable"], d["statuses"], d["missing"], d["node_answers"],
+              d["node_answers_ok"], d["longest_ms"], d["violations"], d["violations_by_check"]))
 print("   all runs: router answers %d: complete %d (consistent %d), 503/partial %d; "
       "node-direct %d (200: %d); violations %d" % (
           tot["answers"], tot["complete"], tot["consistent_complete"], tot["unavailable"],

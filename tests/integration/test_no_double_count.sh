@@ -17,13 +17,13 @@
 # producer stopped, the consistent count equals the truth (the distinct orders sent; the
 # messages the topic holds, each counted exactly once). Without the router's ownership rules
 # (router_owner.c) the orders model's answers after a takeover count the moved partition's
-# orders twice, or go back while the new owner re-reads it. The events model fails these checks
-# today: a partition's new owner resumes at the offset its old owner committed to Kafka, which
-# can lag the old owner's storage (docs/ARCHITECTURE.md, the router's "events model" note), so
-# the default runs the orders model only.
+# orders twice, or go back while the new owner re-reads it. The events model fails these checks:
+# a partition's new owner resumes at the offset its old owner committed to Kafka, which can lag
+# the old owner's storage (docs/ARCHITECTURE.md, section 15: "The events model counts a
+# taken-over range twice"), so the default runs the orders model only.
 # Prints, for each model, the schedule (each fault with its time and node), the answers checked
 # by kind and the final counts.
-# Runs: 1 of 35 s per model (DS_LONG=1: 3 of 90 s per model, 30-40 faults each; DS_RUNS,
+# Runs: 1 of 35 s per model (DS_LONG=1: 3 of 90 s per model, about 30 faults each; DS_RUNS,
 # DS_STREAM_S override). Randomised (schedule, stream): prints its seed; DS_TEST_SEED replays
 # the choices (their timing follows the machine).
 source "$(dirname "$0")/lib.sh"

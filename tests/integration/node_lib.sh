@@ -370,3 +370,59 @@ gsi_state() {
 topic_records() {
   timeout 120 kcat -b "$BOOT" -t orders -C -e -q -o beginning -f '%p\t%o\t%k\t%s\n' >"$1"
 }
+
+# ---- nodes at known ports behind a router (test_no_double_count, test_router_kill9) -----------
+
+# free_port: a TCP port nothing listens on now (for a node started later at a known address).
+free_port() {
+  "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_at NAME PORT: node NAME (data $WORK/NAME, group ga) listening on PORT (0: any); sets
+# NODE_PID and URL. A restarted node takes its old port again, the one the router knows: a port
+# not free yet (a killed node's) is tried again. Each node is a session of its own: the kernel
+# sends SIGHUP to a stopped process whose process group it finds orphaned (the script's group
+# once the shell that started the test has gone: a node died of it mid-freeze).
+start_at() {
+  local name=$1 port=$2
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    LOG_RUNS=$((LOG_RUNS + 1))
+    echo "==== run $LOG_RUNS at $(date +%T.%N)" >>"$WORK/$name.log"
+    : >"$WORK/$name.out"
+    setsid "$DAYSHARD" run --brokers "$BOOT" --topic orders --group ga --data "$WORK/$name" \
+      --http "127.0.0.1:$port" "${NODE_X[@]}" "${MODEL_X[@]}" </dev/null >"$WORK/$name.out" \
+      2>>"$WORK/$name.log" 3>&- &
+    NODE_PID=$!
+    for _ in $(seq 100); do
+      [[ -s $WORK/$name.out ]] && break
+      kill -0 "$NODE_PID" 2>/dev/null || break
+      sleep 0.1
+    done
+    URL=http://$(head -1 "$WORK/$name.out")
+    [[ $URL == http://127.0.0.1:* ]] && return 0
+    wait "$NODE_PID" 2>/dev/null || true
+    sleep 0.5
+  done
+  die "node $name printed no HTTP address (port $port): $(tail -n 3 "$WORK/$name.log")"
+}
+
+# start_router ARGS...: `dayshard router --http 127.0.0.1:0 ARGS...`, its log in
+# $WORK/router.log; sets ROUTER_PID and R (its URL).
+start_router() {
+  : >"$WORK/router.out"
+  "$DAYSHARD" router --http 127.0.0.1:0 "$@" </dev/null >"$WORK/router.out" \
+    2>"$WORK/router.log" 3>&- &
+  ROUTER_PID=$!
+  for _ in $(seq 100); do
+    [[ -s $WORK/router.out ]] && break
+    sleep 0.1
+  done
+  R=http://$(head -1 "$WORK/router.out")
+  [[ $R == http://127.0.0.1:* ]] || die "the router printed no address"
+}
+
+# stop_router WHAT: SIGTERM; expects exit 0 (a failure names WHAT, e.g. the run).
+stop_router() {
+  kill -TERM "$ROUTER_PID"
+  wait "$ROUTER_PID" || fail "$1: router exit status"
+}

@@ -21,68 +21,12 @@ import json
 import os
 import re
 import sys
-import threading
 import time
 
-from kafka import KafkaProducer
+from kafka_send import Resender
 
 ORDER_ID = re.compile(rb'"order_id":\s*("(?:[^"\\]|\\.)*"|-?[0-9]+)')
 FINAL_WAIT_S = 120
-
-
-class Producer:
-    def __init__(self, boot, topic, acks_path):
-        # retries=0: the retry loop is ours (a retry inside the client can reorder and, on a
-        # timeout, duplicate as well; ours is visible in the counts). Short timeouts so a failed
-        # send comes back quickly to be sent again.
-        self.kafka = KafkaProducer(bootstrap_servers=boot, acks="all", linger_ms=20,
-                                   retries=0, max_block_ms=10000, request_timeout_ms=10000,
-                                   reconnect_backoff_max_ms=1000)
-        self.topic = topic
-        self.lock = threading.Lock()
-        self.acks = open(acks_path, "w", buffering=1)
-        self.failed = []  # (key, value) to send again
-        self.in_flight = 0
-        self.sent = self.acked = self.retried = 0
-
-    def send(self, key, value):
-        with self.lock:
-            self.in_flight += 1
-            self.sent += 1
-        while True:
-            try:
-                future = self.kafka.send(self.topic, key=key, value=value)
-                break
-            except Exception as e:  # the buffer is full or metadata is missing: wait, retry
-                print("producer: send: %s; retrying" % e, file=sys.stderr)
-                time.sleep(0.2)
-        future.add_callback(self.on_ack, key)
-        future.add_errback(self.on_error, key, value)
-
-    def on_ack(self, key, meta):
-        with self.lock:
-            self.in_flight -= 1
-            self.acked += 1
-            self.acks.write("%d %d %s\n" % (meta.partition, meta.offset, key.decode()))
-
-    def on_error(self, key, value, exc):
-        with self.lock:
-            self.in_flight -= 1
-            self.failed.append((key, value))
-            if len(self.failed) == 1:
-                print("producer: %s; sending again" % exc, file=sys.stderr)
-
-    def resend_failed(self):
-        with self.lock:
-            again, self.failed = self.failed, []
-            self.retried += len(again)
-            self.sent -= len(again)  # counted again by send
-        for key, value in again:
-            self.send(key, value)
-
-    def pending(self):
-        with self.lock:
-            return self.in_flight + len(self.failed)
 
 
 def burst(producer, path, number):
@@ -112,7 +56,9 @@ def main():
     rate = float(rate)
     if rate <= 0:
         sys.exit("py_producer.py: RATE must be positive, got %s" % sys.argv[4])
-    producer = Producer(boot, topic, acks_path)
+    acks = open(acks_path, "w", buffering=1)
+    producer = Resender(boot, topic, 20, on_ack=lambda key, meta: acks.write(
+        "%d %d %s\n" % (meta.partition, meta.offset, key.decode())))
     bursts = burst_events = 0
     ran_out = True
     start = time.monotonic()
@@ -134,20 +80,12 @@ def main():
                 ahead = sent_paced / rate - (time.monotonic() - start)
                 if ahead > 0:
                     time.sleep(ahead)
-    deadline = time.monotonic() + FINAL_WAIT_S
-    while producer.pending() > 0 and time.monotonic() < deadline:
-        producer.resend_failed()
-        try:
-            producer.kafka.flush(timeout=10)
-        except Exception as e:  # a timeout: what failed is sent again on the next turn
-            print("producer: flush: %s" % e, file=sys.stderr)
-        time.sleep(0.05)
-    producer.kafka.close(timeout=10)
-    producer.acks.close()
-    print(json.dumps({"sent": producer.sent, "acked": producer.acked,
-                      "retried": producer.retried, "burst": burst_events,
-                      "ran_out": ran_out}))
-    sys.exit(0 if producer.pending() == 0 and producer.acked == producer.sent else 1)
+    left = producer.drain(FINAL_WAIT_S)
+    acks.close()
+    sent = producer.distinct_sent()
+    print(json.dumps({"sent": sent, "acked": producer.acked, "retried": producer.retried,
+                      "burst": burst_events, "ran_out": ran_out}))
+    sys.exit(0 if left == 0 and producer.acked == sent else 1)
 
 
 if __name__ == "__main__":

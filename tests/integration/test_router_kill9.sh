@@ -96,31 +96,6 @@ bad = ["%s %s/%s" % (d, want.get(d, 0), got.get(d, 0)) for d in sorted(set(want)
 print(", ".join(bad[:6]) + (" (%d days)" % len(bad) if len(bad) > 6 else ""))' "$1" "$2"
 }
 
-# start_at NAME PORT: node NAME (data $WORK/NAME, group ga) listening on PORT (0: any); sets
-# NODE_PID and URL. A restarted node takes its old port again, the one the router knows.
-start_at() {
-  local name=$1 port=$2
-  for _ in 1 2 3 4 5; do
-    LOG_RUNS=$((LOG_RUNS + 1))
-    echo "==== run $LOG_RUNS at $(date +%T.%N)" >>"$WORK/$name.log"
-    : >"$WORK/$name.out"
-    "$DAYSHARD" run --brokers "$BOOT" --topic orders --group ga --data "$WORK/$name" \
-      --http "127.0.0.1:$port" "${NODE_X[@]}" "${MODEL_X[@]}" </dev/null >"$WORK/$name.out" \
-      2>>"$WORK/$name.log" 3>&- &
-    NODE_PID=$!
-    for _ in $(seq 100); do
-      [[ -s $WORK/$name.out ]] && break
-      kill -0 "$NODE_PID" 2>/dev/null || break
-      sleep 0.1
-    done
-    URL=http://$(head -1 "$WORK/$name.out")
-    [[ $URL == http://127.0.0.1:* ]] && return 0
-    wait "$NODE_PID" 2>/dev/null || true
-    sleep 0.5 # the port is not free yet: try again
-  done
-  die "node $name printed no HTTP address (port $port): $(tail -n 3 "$WORK/$name.log")"
-}
-
 # get PATH: the HTTP status of GET router/PATH, its body in $WORK/body.
 get() { curl -s --max-time 20 -o "$WORK/body" -w '%{http_code}' "$R$1" || echo 000; }
 
@@ -163,16 +138,7 @@ print(len({json.dumps(json.loads(l)["order_id"]) for l in open(sys.argv[1])}))' 
   for n in a1 a2; do
     wait_assigned "$n" 30 || die "run $run$variant: node $n: no assignment within 30 s"
   done
-  : >"$WORK/router.out"
-  "$DAYSHARD" router --node "${url[a1]},${url[a2]}" --http 127.0.0.1:0 --partitions 4 \
-    --probe-ms 200 </dev/null >"$WORK/router.out" 2>"$WORK/router.log" 3>&- &
-  local router_pid=$!
-  for _ in $(seq 100); do
-    [[ -s $WORK/router.out ]] && break
-    sleep 0.1
-  done
-  R=http://$(head -1 "$WORK/router.out")
-  [[ $R == http://127.0.0.1:* ]] || die "run $run$variant: the router printed no address"
+  start_router --node "${url[a1]},${url[a2]}" --partitions 4 --probe-ms 200
 
   victim=a$((1 + RANDOM % 2))
   survivor=a$((3 - ${victim#a}))
@@ -281,8 +247,7 @@ print(len({json.dumps(json.loads(l)["order_id"]) for l in open(sys.argv[1])}))' 
     tail -n 5 "$WORK/router.log" >&2
   fi
 
-  kill -TERM "$router_pid"
-  wait "$router_pid" || fail "run $run$variant: router exit status"
+  stop_router "run $run$variant"
   for n in a1 a2; do crash_node "${pid[$n]}"; done
   kill -KILL "$BROKER_PID" 2>/dev/null || true
   wait "$BROKER_PID" 2>/dev/null || true

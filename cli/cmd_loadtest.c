@@ -5,8 +5,9 @@
  * throttling against --shard-capacity, lag, query latency, final shard counts
  * (OUT/report.json, OUT/report.md, PNG plots).
  *
- * This file parses the arguments into a struct loadgen_loadtest_config; the load test itself
- * (strategies, runs, report.json, report.md and the plots) is loadgen's.
+ * This file parses the arguments into a struct loadgen_loadtest_config (and the gate, from
+ * --baseline and --fail-if, before anything runs) and maps the result to an exit status; the
+ * load test itself (strategies, runs, report.json, report.md, the plots, the gate) is loadgen's.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -102,6 +103,17 @@ static int loadtest_parse_shards(struct loadtest_args *a, const char *value)
     return 0;
 }
 
+/* One --fail-if, kept for loadgen_loadtest_gate_create, which parses them all. */
+static int loadtest_add_fail_if(struct loadtest_args *a, const char *value)
+{
+    if (a->fail_if_count == LOADGEN_LOADTEST_GATE_EXPRS_MAX) {
+        return cli_error("loadtest", CLI_USAGE, "more than %u --fail-if thresholds",
+                         LOADGEN_LOADTEST_GATE_EXPRS_MAX);
+    }
+    a->fail_if[a->fail_if_count++] = value;
+    return 0;
+}
+
 static int loadtest_parse_one(int c, const char *value, void *user)
 {
     struct loadtest_args *a = user;
@@ -156,13 +168,7 @@ static int loadtest_parse_one(int c, const char *value, void *user)
     case 'o': snprintf(a->out, sizeof(a->out), "%s", value); return 0;
     case 'R': a->render_only = value; return 0;
     case 'B': a->baseline = value; return 0;
-    case 'F':
-        if (a->fail_if_count == LOADGEN_LOADTEST_GATE_EXPRS_MAX) {
-            return cli_error("loadtest", CLI_USAGE, "more than %u --fail-if thresholds",
-                             LOADGEN_LOADTEST_GATE_EXPRS_MAX);
-        }
-        a->fail_if[a->fail_if_count++] = value;
-        return 0;
+    case 'F': return loadtest_add_fail_if(a, value);
     case 'm': {
         enum storage_model model = STORAGE_MODEL_RECORDED;
         if (storage_model_parse(value, &model) != 0) {

@@ -259,7 +259,7 @@ struct loadgen_produce_stats {
 DS_MUST_USE int loadgen_produce_run(const struct loadgen_produce_config *cfg,
                                     struct loadgen_produce_stats *stats, const volatile int *stop);
 
-/* ---- the load test (loadtest.c, loadtest_run.c, loadtest_report*.c) ----------------------- */
+/* ---- the load test (loadtest.c, loadtest_run.c, loadtest_report*.c, loadtest_gate.c) ------- */
 
 /* Nodes one run starts (each a process with its data directory and HTTP port). */
 #define LOADGEN_LOADTEST_NODES_MAX 8u

@@ -1,6 +1,7 @@
 /*
  * The load test (loadgen.h): the strategies of one invocation, report.json (jansson) written
- * after each run, then report.md and the plots (loadtest_report*.c) and the summary table.
+ * after each run, then the summary table, the gate (loadtest_gate.c), report.md and the plots
+ * (loadtest_report*.c).
  * loadtest_run.c runs one strategy; the report is drawn from report.json alone, so it can be
  * drawn again (`--render-only DIR`) or from another machine's run.
  *

@@ -563,7 +563,9 @@ static const char *gate_verdict_text(const struct gate_expr *e, const struct gat
         limit[REPORT_NUMBER_SIZE];
     gate_value_text(v->value, value);
     gate_value_text(v->baseline, base);
-    if (v->state == GATE_UNCHECKED) {
+    if (v->state == GATE_UNCHECKED && isnan(v->value)) {
+        snprintf(dst, REPORT_TEXT_SIZE, "%s: %s", e->field, v->why);
+    } else if (v->state == GATE_UNCHECKED) {
         snprintf(dst, REPORT_TEXT_SIZE, "%s = %s: %s", e->field, value, v->why);
     } else if (e->form == GATE_ABSOLUTE) {
         snprintf(dst, REPORT_TEXT_SIZE, "%s = %s", e->field, value);

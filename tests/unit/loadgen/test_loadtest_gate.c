@@ -392,6 +392,24 @@ static void test_loadtest_gate_apply_against_baseline(void **state)
     assert_non_null(strstr(out, "run 2 (adaptive): not in the baseline"));
     assert_non_null(strstr(out, "'over_capacity_seconds>0': over_capacity_seconds = 58: BREACHED"));
     assert_non_null(strstr(out, "gate: FAILED"));
+    assert_non_null(strstr(out, "run 2 (adaptive): --fail-if 'events_per_s<-10%': events_per_s = "
+                                "9,900: the baseline has no run of this strategy: UNCHECKED"));
+    json_decref(doc);
+}
+
+static void test_loadtest_gate_apply_unmeasured_fails(void **state)
+{
+    /* A figure neither run measured: each run's threshold is unchecked, and says why. */
+    (void)state;
+    const char *exprs[] = {"lag_p99_ms>500"};
+    json_t *doc = NULL;
+    static char out[4096];
+    assert_int_equal(apply(NULL, exprs, 1, &doc, out, sizeof(out)), 2);
+    assert_non_null(strstr(out, "run 1 (fixed:1): --fail-if 'lag_p99_ms>500': lag_p99_ms: not "
+                                "measured in this run: UNCHECKED"));
+    json_t *v = json_array_get(json_object_get(json_object_get(doc, "gate"), "verdicts"), 1);
+    assert_string_equal(json_string_value(json_object_get(v, "state")), "unchecked");
+    assert_true(json_is_null(json_object_get(v, "value")));
     json_decref(doc);
 }
 
@@ -466,6 +484,8 @@ int main(void)
         cmocka_unit_test(test_loadtest_gate_eval_unchecked),
         cmocka_unit_test(test_loadtest_gate_summary_from_schema1_run),
         cmocka_unit_test_setup_teardown(test_loadtest_gate_apply_against_baseline, fixture_setup,
+                                        fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_loadtest_gate_apply_unmeasured_fails, fixture_setup,
                                         fixture_teardown),
         cmocka_unit_test_setup_teardown(test_loadtest_gate_apply_passes_within_thresholds,
                                         fixture_setup, fixture_teardown),

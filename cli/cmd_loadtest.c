@@ -5,8 +5,9 @@
  * throttling against --shard-capacity, lag, query latency, final shard counts
  * (OUT/report.json, OUT/report.md, PNG plots).
  *
- * This file parses the arguments into a struct loadgen_loadtest_config; the load test itself
- * (strategies, runs, report.json, report.md and the plots) is loadgen's.
+ * This file parses the arguments into a struct loadgen_loadtest_config (and the gate, from
+ * --baseline and --fail-if, before anything runs) and maps the result to an exit status; the
+ * load test itself (strategies, runs, report.json, report.md, the plots, the gate) is loadgen's.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -58,15 +59,32 @@ const char cmd_loadtest_usage[] =
     "  --out DIR            where the report goes (default loadtest-YYYYMMDD-HHMMSS); each\n"
     "                       run's node logs stay in DIR/run-N\n"
     "  --keep-data          keep the nodes' data directories too (DIR/run-N/node-K)\n"
-    "  --render-only DIR    draw DIR/report.md and the plots again from DIR/report.json\n"
+    "  --render-only DIR    draw DIR/report.md and the plots again from DIR/report.json;\n"
+    "                       with --baseline or --fail-if, check that report instead of a run\n"
+    "  --baseline FILE      an earlier report.json: each run's summary against the run of\n"
+    "                       the same strategy there (old -> new, change)\n"
+    "  --fail-if EXPR       a threshold on every run (repeatable): FIELD OP NUMBER, OP one of\n"
+    "                       > >= < <= == !=; NUMBERx: against NUMBER times the baseline's,\n"
+    "                       NUMBER%: the change from the baseline in percent. For example\n"
+    "                       over_capacity_seconds>0, count_p99_us>1.2x, events_per_s<-10%.\n"
+    "                       A figure not measured fails it. FIELDs: docs/LOADTEST_REPORT.md\n"
     "  --help               this text\n"
+    "Exit status: 0 done, every threshold held; 1 a run failed; 2 usage error (bad EXPR or\n"
+    "--baseline); 3 a threshold breached or not checkable (each named on stderr).\n"
     "The embedded broker keeps ~5 MiB per partition: a node that falls ~80,000 messages behind\n"
     "on a partition loses events there, and the run warns when lag nears that.\n";
+
+/* A threshold breached or not checkable: distinct from a run that failed (CLI_FAIL), so a CI
+ * job can tell "slower than allowed" from "broken". */
+#define LOADTEST_EXIT_BREACHED 3
 
 struct loadtest_args {
     struct loadgen_loadtest_config cfg;
     char out[DS_PATH_MAX];
     const char *render_only;
+    const char *baseline;
+    const char *fail_if[LOADGEN_LOADTEST_GATE_EXPRS_MAX];
+    uint32_t fail_if_count;
     char command[2048];
 };
 
@@ -82,6 +100,17 @@ static int loadtest_parse_shards(struct loadtest_args *a, const char *value)
     }
     a->cfg.adaptive = false;
     a->cfg.fixed_shards = (uint32_t)n;
+    return 0;
+}
+
+/* One --fail-if, kept for loadgen_loadtest_gate_create, which parses them all. */
+static int loadtest_add_fail_if(struct loadtest_args *a, const char *value)
+{
+    if (a->fail_if_count == LOADGEN_LOADTEST_GATE_EXPRS_MAX) {
+        return cli_error("loadtest", CLI_USAGE, "more than %u --fail-if thresholds",
+                         LOADGEN_LOADTEST_GATE_EXPRS_MAX);
+    }
+    a->fail_if[a->fail_if_count++] = value;
     return 0;
 }
 
@@ -138,6 +167,8 @@ static int loadtest_parse_one(int c, const char *value, void *user)
     case 'D': cfg->keep_data = true; return 0;
     case 'o': snprintf(a->out, sizeof(a->out), "%s", value); return 0;
     case 'R': a->render_only = value; return 0;
+    case 'B': a->baseline = value; return 0;
+    case 'F': return loadtest_add_fail_if(a, value);
     case 'm': {
         enum storage_model model = STORAGE_MODEL_RECORDED;
         if (storage_model_parse(value, &model) != 0) {
@@ -206,6 +237,8 @@ static int loadtest_parse(int argc, char **argv, struct loadtest_args *a)
                                             {"render-only", required_argument, NULL, 'R'},
                                             {"keep-data", no_argument, NULL, 'D'},
                                             {"model", required_argument, NULL, 'm'},
+                                            {"baseline", required_argument, NULL, 'B'},
+                                            {"fail-if", required_argument, NULL, 'F'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     int rc = cli_options_parse_only("loadtest", argc, argv, options, loadtest_parse_one, a);
@@ -228,14 +261,48 @@ static int loadtest_parse(int argc, char **argv, struct loadtest_args *a)
                : cli_error("loadtest", CLI_USAGE, "the workload does not fit (see above)");
 }
 
-/* --render-only DIR: the report drawn again from DIR/report.json. */
-static int loadtest_render_only(const char *dir)
+/* The exit status of a load test or a render that returned rc (breaches, or a negative code
+ * already printed). */
+static int loadtest_exit(int rc)
 {
-    if (loadgen_loadtest_render(dir) != 0) {
-        return CLI_FAIL;
+    return rc < 0 ? CLI_FAIL : rc > 0 ? LOADTEST_EXIT_BREACHED : CLI_OK;
+}
+
+/* --render-only DIR: the report drawn again from DIR/report.json (and checked by the gate). */
+static int loadtest_render_only(const char *dir, const struct loadgen_loadtest_gate *gate)
+{
+    int rc = loadgen_loadtest_render(dir, gate);
+    if (rc >= 0) {
+        printf("%s/report.md\n", dir);
     }
-    printf("%s/report.md\n", dir);
-    return CLI_OK;
+    return loadtest_exit(rc);
+}
+
+/* Runs the load test (or --render-only) with the gate parsed from a. */
+static int loadtest_main(int argc, char **argv, struct loadtest_args *a)
+{
+    struct loadgen_loadtest_gate *gate = NULL;
+    if ((a->baseline != NULL || a->fail_if_count > 0) &&
+        loadgen_loadtest_gate_create(a->baseline, a->fail_if, a->fail_if_count, &gate) != 0) {
+        return CLI_USAGE; /* printed */
+    }
+    int rc = 0;
+    if (a->render_only != NULL) {
+        rc = loadtest_render_only(a->render_only, gate);
+        loadgen_loadtest_gate_destroy(gate);
+        return rc;
+    }
+    char self[DS_PATH_MAX];
+    cli_report_self(self, sizeof(self));
+    a->cfg.self = self;
+    a->cfg.out_dir = a->out;
+    a->cfg.progress_tty = isatty(STDERR_FILENO) == 1;
+    cli_report_command(argc, argv, a->command, sizeof(a->command));
+    a->cfg.command = a->command;
+    a->cfg.gate = gate;
+    rc = loadgen_loadtest_run(&a->cfg);
+    loadgen_loadtest_gate_destroy(gate);
+    return loadtest_exit(rc);
 }
 
 int cmd_loadtest(int argc, char **argv)
@@ -246,21 +313,7 @@ int cmd_loadtest(int argc, char **argv)
     }
     loadtest_defaults(a);
     int rc = loadtest_parse(argc, argv, a);
-    if (rc != 0 || a->render_only != NULL) {
-        rc = rc == -1  ? cli_help(cmd_loadtest_usage)
-             : rc != 0 ? rc
-                       : loadtest_render_only(a->render_only);
-        free(a);
-        return rc;
-    }
-    char self[DS_PATH_MAX];
-    cli_report_self(self, sizeof(self));
-    a->cfg.self = self;
-    a->cfg.out_dir = a->out;
-    a->cfg.progress_tty = isatty(STDERR_FILENO) == 1;
-    cli_report_command(argc, argv, a->command, sizeof(a->command));
-    a->cfg.command = a->command;
-    rc = loadgen_loadtest_run(&a->cfg);
+    rc = rc == -1 ? cli_help(cmd_loadtest_usage) : rc != 0 ? rc : loadtest_main(argc, argv, a);
     free(a);
-    return rc == 0 ? CLI_OK : CLI_FAIL;
+    return rc;
 }

@@ -259,13 +259,29 @@ struct loadgen_produce_stats {
 DS_MUST_USE int loadgen_produce_run(const struct loadgen_produce_config *cfg,
                                     struct loadgen_produce_stats *stats, const volatile int *stop);
 
-/* ---- the load test (loadtest.c, loadtest_run.c, loadtest_report*.c) ----------------------- */
+/* ---- the load test (loadtest.c, loadtest_run.c, loadtest_report*.c, loadtest_gate.c) ------- */
 
 /* Nodes one run starts (each a process with its data directory and HTTP port). */
 #define LOADGEN_LOADTEST_NODES_MAX 8u
 /* Query requests per second the load test sends (latency each is recorded): 1000/s for an
  * hour is what one run keeps. */
 #define LOADGEN_LOADTEST_QUERIES_PER_S_MAX 1000u
+
+/* Thresholds one load test checks (--fail-if): a handful for a CI job, not a rule engine. */
+#define LOADGEN_LOADTEST_GATE_EXPRS_MAX 32u
+
+/* The gate of a load test (loadtest_gate.c): the --fail-if thresholds, parsed, and the
+ * --baseline report, read, before anything runs, so a typo costs no run. Opaque. */
+struct loadgen_loadtest_gate;
+
+/* Parses exprs[0..count) ("FIELD OP NUMBER[x|%]", docs/LOADTEST_REPORT.md) and reads
+ * baseline_path (NULL: none) into *out (free with loadgen_loadtest_gate_destroy). Returns 0, or
+ * -DS_EUSAGE with the reason printed as "dayshard loadtest: ..." (an unknown field, a relative
+ * threshold without a baseline, a baseline that cannot be read, is not a report, or has a
+ * newer schema), or -ENOMEM. exprs and baseline_path are borrowed for the call. */
+DS_MUST_USE int loadgen_loadtest_gate_create(const char *baseline_path, const char *const *exprs,
+                                             uint32_t count, struct loadgen_loadtest_gate **out);
+void loadgen_loadtest_gate_destroy(struct loadgen_loadtest_gate *gate);
 
 /* What `dayshard loadtest` was asked for. All strings are borrowed for the call. */
 struct loadgen_loadtest_config {
@@ -289,21 +305,28 @@ struct loadgen_loadtest_config {
     uint32_t fixed_shards; /* 1..max_shards */
     uint32_t max_shards;
     enum loadgen_produce_key key;
-    const char *command; /* the command line, recorded in report.json */
+    const char *command;                      /* the command line, recorded in report.json */
+    const struct loadgen_loadtest_gate *gate; /* borrowed; NULL: no --baseline, no --fail-if */
 };
 
 /* Creates cfg->out_dir, runs every strategy (report.json rewritten atomically after each, so a
- * run's results survive a later run's failure), renders report.md and the plots, and prints
- * the summary table to stdout (progress goes to stderr). Returns 0; -DS_ECORRUPT when a run
- * stored a different number of events than the broker acknowledged; or another negative code.
- * Every failure is printed here as "dayshard loadtest: ..."; the caller prints nothing more.
+ * run's results survive a later run's failure), checks cfg->gate against every run that
+ * completed (its comparison and verdicts printed to stdout, each breach to stderr, all of it
+ * written into report.json and report.md), renders report.md and the plots, and prints the
+ * summary table to stdout (progress goes to stderr). Returns the number of thresholds breached
+ * or not checkable (0: the gate passed, or there is none); -DS_ECORRUPT when a run stored a
+ * different number of events than the broker acknowledged; or another negative code. Every
+ * failure is printed here as "dayshard loadtest: ..."; the caller prints nothing more.
  * Spawns node processes and gnuplot and waits for them: SIGCHLD must not be ignored. */
 DS_MUST_USE int loadgen_loadtest_run(const struct loadgen_loadtest_config *cfg);
 
 /* Draws out_dir/report.md and out_dir/plots/ again from out_dir/report.json (`--render-only`),
- * which may come from another machine's run. Returns 0, or a negative code with the reason
- * printed as "dayshard loadtest: ...". */
-DS_MUST_USE int loadgen_loadtest_render(const char *out_dir);
+ * which may come from another machine's run or an older dayshard (schema 1). With a gate
+ * (NULL: none), checks it against the document's runs first and rewrites report.json with the
+ * verdicts (the measurements untouched). Returns what loadgen_loadtest_run returns for the
+ * gate, or a negative code with the reason printed as "dayshard loadtest: ...". */
+DS_MUST_USE int loadgen_loadtest_render(const char *out_dir,
+                                        const struct loadgen_loadtest_gate *gate);
 
 /* ---- the soak (soak_run.c, soak_report.c, soak_verdict.c, soak_prom.c) ------------------ */
 
@@ -333,6 +356,7 @@ struct loadgen_soak_config {
     const char *self;    /* path of the dayshard binary for the node and the reference */
     bool keep_data;      /* keep OUT/data and OUT/ref */
     const char *command; /* the command line, recorded in report.json */
+    const struct loadgen_loadtest_gate *gate; /* borrowed; NULL: no --baseline, no --fail-if */
 };
 
 void loadgen_soak_config_defaults(struct loadgen_soak_config *cfg);

@@ -1,6 +1,7 @@
 /*
  * The load test (loadgen.h): the strategies of one invocation, report.json (jansson) written
- * after each run, then report.md and the plots (loadtest_report*.c) and the summary table.
+ * after each run, then the summary table, the gate (loadtest_gate.c), report.md and the plots
+ * (loadtest_report*.c).
  * loadtest_run.c runs one strategy; the report is drawn from report.json alone, so it can be
  * drawn again (`--render-only DIR`) or from another machine's run.
  *
@@ -17,6 +18,7 @@
 
 #include "loadgen/loadgen.h"
 #include "loadgen/loadtest.h"
+#include "loadgen/loadtest_gate.h"
 #include "loadgen/loadtest_report.h"
 
 /* ---- strategies ---------------------------------------------------------------------------- */
@@ -78,9 +80,9 @@ static const struct loadtest_second *loadtest_busiest(const struct loadtest_resu
 static json_t *loadtest_series(const struct loadtest_result *r)
 {
     json_t *series = json_object();
-    const char *names[] = {"t_s",           "produced_eps",       "stored_eps",  "lag_ms",
-                           "gsi_lag_ms",    "hottest_share",      "hottest_eps", "count_p99_us",
-                           "orders_p99_us", "kafka_hottest_share"};
+    const char *names[] = {"t_s",           "produced_eps",        "stored_eps",  "lag_ms",
+                           "gsi_lag_ms",    "hottest_share",       "hottest_eps", "count_p99_us",
+                           "orders_p99_us", "kafka_hottest_share", "lag_messages"};
     json_t *arrays[DS_ARRAY_LEN(names)];
     for (size_t k = 0; k < DS_ARRAY_LEN(names); k++) {
         arrays[k] = json_array();
@@ -101,7 +103,8 @@ static json_t *loadtest_series(const struct loadtest_result *r)
                            s->count_p99_us,
                            s->orders_p99_us,
                            s->kafka_total_eps > 0 ? s->kafka_hottest_eps / s->kafka_total_eps
-                                                  : -1.0};
+                                                  : -1.0,
+                           (double)s->lag_messages};
         for (size_t k = 0; k < DS_ARRAY_LEN(names); k++) {
             json_array_append_new(arrays[k], loadtest_number_or_null(values[k]));
         }
@@ -242,6 +245,7 @@ static json_t *loadtest_run_json(const struct loadtest_result *r,
     json_t *series = loadtest_series(r);
     json_object_set_new(series, "partitions", loadtest_partition_series(r));
     json_object_set_new(run, "series", series);
+    json_object_set_new(run, "summary", gate_summary_derive(run));
     return run;
 }
 
@@ -270,13 +274,13 @@ static json_t *loadtest_document(const struct loadgen_loadtest_config *cfg)
     char started[DS_TS_TEXT_SIZE];
     ds_ts_format(ds_clock_realtime_ms(), started);
     json_t *doc = json_pack(
-        "{s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:o, s:[]}", "version", 1,
-        "command", cfg->command, "profile", loadgen_profile_name(cfg->workload.profile), "events",
-        (json_int_t)cfg->workload.events, "rate", (json_int_t)cfg->rate, "nodes",
-        (json_int_t)cfg->nodes, "queries_per_s", (json_int_t)cfg->queries_per_s,
-        "shard_capacity_eps", (json_int_t)cfg->capacity_eps, "max_shards",
-        (json_int_t)cfg->max_shards, "kafka_partitions", (json_int_t)cfg->partitions, "started",
-        started, "machine", loadtest_machine(), "runs");
+        "{s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:o, s:[]}", "schema",
+        LOADTEST_REPORT_SCHEMA, "command", cfg->command, "profile",
+        loadgen_profile_name(cfg->workload.profile), "events", (json_int_t)cfg->workload.events,
+        "rate", (json_int_t)cfg->rate, "nodes", (json_int_t)cfg->nodes, "queries_per_s",
+        (json_int_t)cfg->queries_per_s, "shard_capacity_eps", (json_int_t)cfg->capacity_eps,
+        "max_shards", (json_int_t)cfg->max_shards, "kafka_partitions", (json_int_t)cfg->partitions,
+        "started", started, "machine", loadtest_machine(), "runs");
     return doc;
 }
 
@@ -329,8 +333,8 @@ static void loadtest_summary(json_t *doc)
     }
 }
 
-/* Draws the report again from DIR/report.json. */
-int loadgen_loadtest_render(const char *dir)
+/* Draws the report again from DIR/report.json, after checking the gate when there is one. */
+int loadgen_loadtest_render(const char *dir, const struct loadgen_loadtest_gate *gate)
 {
     char path[DS_PATH_MAX + 32];
     snprintf(path, sizeof(path), "%s/report.json", dir);
@@ -339,12 +343,20 @@ int loadgen_loadtest_render(const char *dir)
     if (doc == NULL) {
         return loadtest_error(-DS_EUSAGE, "%s: %s (line %d)", path, err.text, err.line);
     }
-    int rc = loadtest_report_render(dir, doc, stderr);
-    json_decref(doc);
-    if (rc != 0) {
-        return loadtest_error(rc, "cannot render the report in %s: %s", dir, ds_strerror(rc));
+    if (gate != NULL && !json_is_array(json_object_get(doc, "runs"))) {
+        json_decref(doc); /* without a gate, the renderer says what is wrong with the document */
+        return loadtest_error(-DS_EUSAGE, "%s: not a load test report (no \"runs\" array)", path);
     }
-    return 0;
+    size_t breaches = gate != NULL ? gate_apply(gate, doc, stdout) : 0;
+    int rc = gate != NULL ? loadtest_write(dir, doc) : 0;
+    if (rc == 0) {
+        rc = loadtest_report_render(dir, doc, stderr);
+        if (rc != 0) {
+            loadtest_error(rc, "cannot render the report in %s: %s", dir, ds_strerror(rc));
+        }
+    }
+    json_decref(doc);
+    return rc != 0 ? rc : (int)breaches;
 }
 
 /* Runs every strategy, writing report.json after each; returns 0 or a negative code. */
@@ -376,6 +388,27 @@ static int loadtest_runs(const struct loadgen_loadtest_config *cfg, json_t *doc)
     return failed > 0 ? -DS_ECORRUPT : 0;
 }
 
+/* The summary table, then the gate (its verdicts written into report.json), then report.md.
+ * Returns the gate's breaches, or a negative code (printed) when a file could not be written. */
+static int loadtest_finish(const struct loadgen_loadtest_config *cfg, json_t *doc)
+{
+    loadtest_summary(doc);
+    size_t breaches = 0;
+    int rc = 0;
+    if (cfg->gate != NULL) {
+        breaches = gate_apply(cfg->gate, doc, stdout);
+        rc = loadtest_write(cfg->out_dir, doc);
+    }
+    if (rc == 0) {
+        rc = loadtest_report_render(cfg->out_dir, doc, stderr);
+        if (rc != 0) {
+            loadtest_error(rc, "%s", ds_strerror(rc));
+        }
+    }
+    printf("\nreport: %s/report.md (data: %s/report.json)\n", cfg->out_dir, cfg->out_dir);
+    return rc != 0 ? rc : (int)breaches;
+}
+
 int loadgen_loadtest_run(const struct loadgen_loadtest_config *cfg)
 {
     ASSERT(cfg->out_dir != NULL);
@@ -387,21 +420,14 @@ int loadgen_loadtest_run(const struct loadgen_loadtest_config *cfg)
         return loadtest_error(rc, "%s: %s", cfg->out_dir, ds_strerror(rc));
     }
     rc = loadtest_runs(cfg, doc);
-    int render = json_array_size(json_object_get(doc, "runs")) > 0
-                     ? loadtest_report_render(cfg->out_dir, doc, stderr)
-                     : 0;
-    if (json_array_size(json_object_get(doc, "runs")) > 0) {
-        loadtest_summary(doc);
-        printf("\nreport: %s/report.md (data: %s/report.json)\n", cfg->out_dir, cfg->out_dir);
-    }
+    int finish = json_array_size(json_object_get(doc, "runs")) > 0 ? loadtest_finish(cfg, doc) : 0;
     json_decref(doc);
     if (rc == -DS_ECORRUPT) {
         return loadtest_error(rc, "a run stored a different number of events than "
                                   "the broker acknowledged (see report.md)");
     }
-    if (rc != 0 || render != 0) {
-        rc = rc != 0 ? rc : render;
+    if (rc != 0) {
         return loadtest_error(rc, "%s", ds_strerror(rc));
     }
-    return 0;
+    return finish;
 }

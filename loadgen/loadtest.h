@@ -1,6 +1,7 @@
 /*
  * Private to loadgen/: the load test (loadtest.c: the strategies, report.json, the runs;
- * loadtest_run.c: one run of the real pipeline; loadtest_report*.c: report.md and the plots).
+ * loadtest_run.c: one run of the real pipeline; loadtest_report*.c: report.md and the plots;
+ * loadtest_gate.c: each run's summary, --baseline and --fail-if).
  * `dayshard loadtest` (cli/cmd_loadtest.c) only parses arguments into a
  * struct loadgen_loadtest_config.
  *

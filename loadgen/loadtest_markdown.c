@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "loadgen/loadtest_gate.h"
 #include "loadgen/loadtest_report.h"
 
 /* ---- report.md: the setup ----------------------------------------------------------------- */
@@ -644,6 +645,7 @@ int report_md_write(const char *out_dir, const json_t *doc, const struct report_
     report_md_setup(&rf, doc);
     report_md_reading(&rf, doc);
     report_md_table(&rf, doc);
+    gate_md_write(&rf, doc);
     report_md_runs(&rf, doc);
     report_md_plots(&rf, p);
     return report_file_close(&rf);

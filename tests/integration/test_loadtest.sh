@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 expect_exit "--help" 0 "$DAYSHARD" loadtest --help
 grep -q "^usage: dayshard loadtest" "$WORK/out" && ok || fail "loadtest --help text"
 for opt in --profile --events --rate --nodes --key --shards --compare --queries --out \
-  --shard-capacity --max-shards --brokers --render-only; do
+  --shard-capacity --max-shards --brokers --render-only --baseline --fail-if; do
   grep -q -- "$opt" "$WORK/out" && ok || fail "--help lacks $opt"
 done
 expect_exit "bad profile" 2 "$DAYSHARD" loadtest --profile nope

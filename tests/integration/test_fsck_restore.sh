@@ -16,6 +16,7 @@
 # - the node's --restore-quarantine after a plain repair restores the same at start-up.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/node_lib.sh"
+source "$(dirname "$0")/fsck_lib.sh"
 ORACLE="$ROOT/tests/integration/orders_oracle.py"
 COMPARE="$ROOT/tests/integration/orders_compare.py"
 seed=${DS_TEST_SEED:-$RANDOM}
@@ -39,36 +40,16 @@ done >"$WORK/recreated.jsonl"
 timeout 60 "$DAYSHARD" produce --brokers "$BOOT" --topic recreated --json "$WORK/recreated.jsonl" \
   >/dev/null || die "producing the recreated topic"
 
-# block offsets and lengths of a segment, from the block headers (72-byte fixed part)
-blocks() {
-  "$PY" - "$1" <<'PY'
-import struct, sys
-d = open(sys.argv[1], 'rb').read()
-at = 64
-while at + 72 <= len(d):
-    hb, pb = struct.unpack_from('<HI', d, at + 6)
-    print(at, hb + pb)
-    at += hb + pb
-PY
-}
-
 # damage DIR: the torn tail of the busy day's largest segment, a flipped byte mid-block in the
 # busy day's next largest.
 damage() {
-  local segs a b size at len
+  local segs a b at len
   segs=$(find "$1/parts/2026-01-21" -name '*.seg' -printf '%s %p\n' | sort -n | tail -n 2)
   a=$(sed -n 2p <<<"$segs" | cut -d' ' -f2)
   b=$(sed -n 1p <<<"$segs" | cut -d' ' -f2)
-  size=$(stat -c %s "$a")
-  truncate -s $((size - 37)) "$a"
-  head -c 5120 /dev/urandom >>"$a"
-  read -r at len < <(blocks "$b" | sed -n 1p)
-  "$PY" - "$b" $((at + len - 10)) <<'PY'
-import sys
-path, at = sys.argv[1], int(sys.argv[2])
-with open(path, 'r+b') as f:
-    f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 0x5A]))
-PY
+  torn_tail "$a" 5120
+  read -r at len < <(segment_blocks "$b" | sed -n 1p)
+  flip_byte "$b" $((at + len - 10))
 }
 
 # compare WHAT DIR MODEL: orders_compare.py of DIR against the oracle of the stream, every field

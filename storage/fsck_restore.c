@@ -9,7 +9,9 @@
  * events model (where appending twice counts twice) a restore that died after that commit is
  * recognised by a higher sequence and not applied again. In the orders model a restore touches
  * only the orders its repair reverted or lost and appends their versions by the model's rules,
- * so running it again changes nothing once they are back.
+ * so running it again changes nothing once they are back; an order back at the version it had
+ * gets the versions_seen it had then (its orders.jsonl line keeps it), not one more per version
+ * appended again.
  *
  * Rejected: re-applying every event of a range in the orders model. An event without a version
  * is applied whenever its content differs from the current one, so replaying an old event of an

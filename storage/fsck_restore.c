@@ -248,8 +248,8 @@ int fsck_restore_parse_order(const char *line, size_t len, struct restore_order_
         field_i64(had, had_len, "version", &o.version, &no_version) != 0 || n < 0) {
         return -DS_ECORRUPT;
     }
-    /* Absent from a line an older repair wrote: unknown (0), and the restore leaves the
-     * order's count as the store has it. */
+    /* Optional: a line without it gives 0 (unknown), and the restore leaves the order's count
+     * as the store has it. */
     int64_t seen = 0;
     if (json_value(had, had_len, "versions_seen") != NULL &&
         (field_i64(had, had_len, "versions_seen", &seen, &is_null) != 0 || is_null || seen < 0 ||

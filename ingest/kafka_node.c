@@ -63,8 +63,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "ingest/kafka_conf.h"
 #include "ingest/kafka_dlq.h"
-#include "ingest/kafka_log.h"
 #include "ingest/node_heat.h"
 #include "ingest/node_watch.h"
 #include "ingest/stage.h"
@@ -864,16 +864,6 @@ static void node_stop(struct node *n)
 
 /* ---- setup --------------------------------------------------------------------------------- */
 
-static int conf_set(rd_kafka_conf_t *conf, const char *key, const char *value)
-{
-    char err[256];
-    if (rd_kafka_conf_set(conf, key, value, err, sizeof(err)) != RD_KAFKA_CONF_OK) {
-        ds_log_error("kafka: %s=%s: %s", key, value, err);
-        return -DS_EUSAGE;
-    }
-    return 0;
-}
-
 /* The handle committing to the positions group (file comment): a consumer that never
  * subscribes nor assigns, so its commits carry no generation and no group state refuses them. */
 static int create_positions(struct node *n)
@@ -884,77 +874,55 @@ static int create_positions(struct node *n)
         ds_log_error("kafka: group id '%s' is too long", n->cfg->group);
         return -DS_EUSAGE;
     }
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    char err[512] = "";
-    int rc = conf_set(conf, "bootstrap.servers", n->cfg->brokers);
-    if (rc == 0 && ingest_kafka_props_apply(n->cfg->props, INGEST_KAFKA_CONSUMER, conf, err,
-                                            sizeof(err)) != 0) {
-        ds_log_error("kafka: %s", err);
-        rc = -DS_EUSAGE;
-    }
     /* After the user's properties, which may name the consumer group. */
-    rc = rc == 0 ? conf_set(conf, "group.id", group) : rc;
-    rc = rc == 0 ? conf_set(conf, "client.id", "dayshard-positions") : rc;
-    rc = rc == 0 ? conf_set(conf, "enable.auto.commit", "false") : rc;
-    if (rc != 0) {
-        rd_kafka_conf_destroy(conf);
-        return rc;
-    }
-    rd_kafka_conf_set_opaque(conf, n);
-    rd_kafka_conf_set_error_cb(conf, on_error);
-    rd_kafka_conf_set_log_cb(conf, kafka_log);
-    n->positions = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
-    if (n->positions == NULL) {
-        ds_log_error("kafka: cannot create the positions handle: %s", err);
-        rd_kafka_conf_destroy(conf);
-        return -DS_EKAFKA;
-    }
-    return 0;
+    const struct kafka_conf_pair fixed[] = {
+        {"group.id", group}, {"client.id", "dayshard-positions"}, {"enable.auto.commit", "false"}};
+    const struct kafka_conf_spec spec = {.brokers = n->cfg->brokers,
+                                         .props = n->cfg->props,
+                                         .fixed = fixed,
+                                         .fixed_count = DS_ARRAY_LEN(fixed),
+                                         .what = "the positions handle",
+                                         .error_cb = on_error,
+                                         .opaque = n};
+    return kafka_conf_consumer(&spec, &n->positions);
 }
 
 static int create_consumer(struct node *n)
 {
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    int rc = conf_set(conf, "bootstrap.servers", n->cfg->brokers);
-    rc = rc == 0 ? conf_set(conf, "group.id", n->cfg->group) : rc;
-    rc = rc == 0 ? conf_set(conf, "client.id", "dayshard") : rc;
-    rc = rc == 0 ? conf_set(conf, "enable.auto.commit", "false") : rc;
-    rc = rc == 0 ? conf_set(conf, "enable.auto.offset.store", "false") : rc;
-    rc = rc == 0 ? conf_set(conf, "auto.offset.reset", "earliest") : rc;
-    /* A fetch that finds no new data waits at most this long. librdkafka's default (500 ms)
-     * stalls a node on the embedded broker, which holds an empty fetch for the whole wait even
-     * when data arrives meanwhile: 10 ms doubled end-to-end throughput there (bench_kafka_e2e,
-     * docs/ARCHITECTURE.md section 8). On real Kafka it costs ~100 idle fetches/s per broker. */
-    rc = rc == 0 ? conf_set(conf, "fetch.wait.max.ms", "10") : rc;
-    /* librdkafka 2.0.2 stops fetching while its queue holds queued.min.messages (counted over
-     * all partitions of the consumer queue) and looks again only after up to a second, even
-     * if the queue drained meanwhile: with the default (100,000, a seventh of a second of
-     * work here) the node idled most of each second while catching up. A million keeps the
-     * fetcher ahead (catch-up 675k -> 920k events/s, bench_kafka_e2e's bimodal 300k/600k
-     * runs gone); queued.max.messages.kbytes (64 MiB of payload) still bounds memory (peak
-     * RSS 75 -> 152 MiB while catching up). A smaller payload bound stops the fetcher the same
-     * way: 16 MiB took catch-up from 693k to 437k events/s, 8 MiB to 275k (orders model,
-     * medians of 3). docs/ARCHITECTURE.md section 8. */
-    rc = rc == 0 ? conf_set(conf, "queued.min.messages", "1000000") : rc;
-    char err[512] = "";
-    if (rc == 0 && ingest_kafka_props_apply(n->cfg->props, INGEST_KAFKA_CONSUMER, conf, err,
-                                            sizeof(err)) != 0) {
-        ds_log_error("kafka: %s", err);
-        rc = -DS_EUSAGE;
-    }
+    const struct kafka_conf_pair defaults[] = {
+        {"group.id", n->cfg->group},
+        {"client.id", "dayshard"},
+        {"enable.auto.commit", "false"},
+        {"enable.auto.offset.store", "false"},
+        {"auto.offset.reset", "earliest"},
+        /* A fetch that finds no new data waits at most this long. librdkafka's default (500 ms)
+         * stalls a node on the embedded broker, which holds an empty fetch for the whole wait
+         * even when data arrives meanwhile: 10 ms doubled end-to-end throughput there
+         * (bench_kafka_e2e, docs/ARCHITECTURE.md section 8). On real Kafka it costs ~100 idle
+         * fetches/s per broker. */
+        {"fetch.wait.max.ms", "10"},
+        /* librdkafka 2.0.2 stops fetching while its queue holds queued.min.messages (counted
+         * over all partitions of the consumer queue) and looks again only after up to a
+         * second, even if the queue drained meanwhile: with the default (100,000, a seventh of
+         * a second of work here) the node idled most of each second while catching up. A
+         * million keeps the fetcher ahead (catch-up 675k -> 920k events/s, bench_kafka_e2e's
+         * bimodal 300k/600k runs gone); queued.max.messages.kbytes (64 MiB of payload) still
+         * bounds memory (peak RSS 75 -> 152 MiB while catching up). A smaller payload bound
+         * stops the fetcher the same way: 16 MiB took catch-up from 693k to 437k events/s,
+         * 8 MiB to 275k (orders model, medians of 3). docs/ARCHITECTURE.md section 8. */
+        {"queued.min.messages", "1000000"},
+    };
+    const struct kafka_conf_spec spec = {.brokers = n->cfg->brokers,
+                                         .defaults = defaults,
+                                         .default_count = DS_ARRAY_LEN(defaults),
+                                         .props = n->cfg->props,
+                                         .what = "the consumer",
+                                         .error_cb = on_error,
+                                         .rebalance_cb = on_rebalance,
+                                         .opaque = n};
+    int rc = kafka_conf_consumer(&spec, &n->rk);
     if (rc != 0) {
-        rd_kafka_conf_destroy(conf);
         return rc;
-    }
-    rd_kafka_conf_set_opaque(conf, n);
-    rd_kafka_conf_set_error_cb(conf, on_error);
-    rd_kafka_conf_set_log_cb(conf, kafka_log);
-    rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
-    n->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
-    if (n->rk == NULL) {
-        ds_log_error("kafka: cannot create the consumer: %s", err);
-        rd_kafka_conf_destroy(conf);
-        return -DS_EKAFKA;
     }
     rd_kafka_poll_set_consumer(n->rk);
     rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);

@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "ingest/ingest.h"
-#include "ingest/kafka_log.h"
+#include "ingest/kafka_conf.h"
 #include "ingest/restore_select.h"
 #include "shard/shard.h"
 
@@ -71,43 +71,22 @@ struct restore {
 
 /* ---- the consumer ------------------------------------------------------------------------ */
 
-static int conf_set(rd_kafka_conf_t *conf, const char *key, const char *value)
-{
-    char err[256];
-    if (rd_kafka_conf_set(conf, key, value, err, sizeof(err)) != RD_KAFKA_CONF_OK) {
-        ds_log_error("kafka: %s=%s: %s", key, value, err);
-        return -DS_EUSAGE;
-    }
-    return 0;
-}
-
 static int consumer_create(struct restore *r)
 {
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    char err[512] = "";
-    int rc = conf_set(conf, "bootstrap.servers", r->cfg->brokers);
-    if (rc == 0 && r->cfg->props != NULL &&
-        ingest_kafka_props_apply(r->cfg->props, INGEST_KAFKA_CONSUMER, conf, err, sizeof(err)) !=
-            0) {
-        ds_log_error("kafka: %s", err);
-        rc = -DS_EUSAGE;
-    }
     /* After the user's properties: assigned, never a member of a group, never committing. */
-    rc = rc == 0 ? conf_set(conf, "group.id", "dayshard-restore") : rc;
-    rc = rc == 0 ? conf_set(conf, "client.id", "dayshard-restore") : rc;
-    rc = rc == 0 ? conf_set(conf, "enable.auto.commit", "false") : rc;
-    rc = rc == 0 ? conf_set(conf, "enable.auto.offset.store", "false") : rc;
-    rc = rc == 0 ? conf_set(conf, "enable.partition.eof", "true") : rc;
+    static const struct kafka_conf_pair fixed[] = {{"group.id", "dayshard-restore"},
+                                                   {"client.id", "dayshard-restore"},
+                                                   {"enable.auto.commit", "false"},
+                                                   {"enable.auto.offset.store", "false"},
+                                                   {"enable.partition.eof", "true"}};
+    const struct kafka_conf_spec spec = {.brokers = r->cfg->brokers,
+                                         .props = r->cfg->props,
+                                         .fixed = fixed,
+                                         .fixed_count = DS_ARRAY_LEN(fixed),
+                                         .what = "the restore consumer"};
+    int rc = kafka_conf_consumer(&spec, &r->rk);
     if (rc != 0) {
-        rd_kafka_conf_destroy(conf);
         return rc;
-    }
-    rd_kafka_conf_set_log_cb(conf, kafka_log);
-    r->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
-    if (r->rk == NULL) {
-        ds_log_error("kafka: cannot create the restore consumer: %s", err);
-        rd_kafka_conf_destroy(conf);
-        return -DS_EKAFKA;
     }
     rd_kafka_poll_set_consumer(r->rk);
     return 0;

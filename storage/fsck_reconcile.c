@@ -42,6 +42,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -496,6 +497,7 @@ void fsck_json_id(FILE *f, const struct ds_id *id)
     fputc('"', f);
 }
 
+/* ,"name":{"day",...,"status" of a version; the caller closes the object. */
 static void json_version(FILE *f, const char *name, int32_t day, uint32_t shard, bool has_version,
                          int64_t version, int64_t ts_ms, const char *status, uint8_t status_len)
 {
@@ -517,7 +519,7 @@ static void json_version(FILE *f, const char *name, int32_t day, uint32_t shard,
             fputc(c, f);
         }
     }
-    fputs("\"}", f);
+    fputc('"', f);
 }
 
 static void record_line(const struct reconcile *r, const struct reconcile_order *o, FILE *f)
@@ -528,6 +530,9 @@ static void record_line(const struct reconcile *r, const struct reconcile_order 
     const struct storage_order *c = &o->cur;
     json_version(f, "had", c->day, c->shard, c->has_version, c->version, c->ts_ms, c->status,
                  c->status_len);
+    /* The count a restore that brings this version back gives the order again: the versions
+     * it re-applies were counted once already. */
+    fprintf(f, ",\"versions_seen\":%" PRIu32 "}", c->versions_seen);
     if (o->target == NULL) {
         fputs(",\"now\":null}\n", f);
         return;
@@ -536,7 +541,7 @@ static void record_line(const struct reconcile *r, const struct reconcile_order 
     const struct storage_part_id *p = &r->parts[o->target->part];
     json_version(f, "now", p->day, p->shard, e->has_version, e->version, e->ts_ms, e->status,
                  e->status_len);
-    fputs("}\n", f);
+    fputs("}}\n", f);
 }
 
 /* DIR/quarantine/<now_ms>.orders.jsonl: one line per reverted or lost order, synced (a

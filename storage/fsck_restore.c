@@ -9,7 +9,9 @@
  * events model (where appending twice counts twice) a restore that died after that commit is
  * recognised by a higher sequence and not applied again. In the orders model a restore touches
  * only the orders its repair reverted or lost and appends their versions by the model's rules,
- * so running it again changes nothing once they are back.
+ * so running it again changes nothing once they are back; an order back at the version it had
+ * gets the versions_seen it had then (its orders.jsonl line keeps it), not one more per version
+ * appended again.
  *
  * Rejected: re-applying every event of a range in the orders model. An event without a version
  * is applied whenever its content differs from the current one, so replaying an old event of an
@@ -26,6 +28,7 @@
 
 #include "storage/fsck_orders.h"
 #include "storage/fsck_restore.h"
+#include "storage/ids.h"
 #include "storage/store.h"
 
 #define RECORD_FILE_BYTES_MAX 4096u
@@ -245,6 +248,15 @@ int fsck_restore_parse_order(const char *line, size_t len, struct restore_order_
         field_i64(had, had_len, "version", &o.version, &no_version) != 0 || n < 0) {
         return -DS_ECORRUPT;
     }
+    /* Optional: a line without it gives 0 (unknown), and the restore leaves the order's count
+     * as the store has it. */
+    int64_t seen = 0;
+    if (json_value(had, had_len, "versions_seen") != NULL &&
+        (field_i64(had, had_len, "versions_seen", &seen, &is_null) != 0 || is_null || seen < 0 ||
+         seen > UINT32_MAX)) {
+        return -DS_ECORRUPT;
+    }
+    o.versions_seen = (uint32_t)seen;
     o.has_version = !no_version;
     o.status_len = (uint8_t)n;
     *out = o;
@@ -653,6 +665,46 @@ static int mark_files_restored(struct storage *st, const struct storage_restore_
     return 0;
 }
 
+/* Gives each order back at exactly the version it had before the repair the count of versions
+ * it had then. The restore appended again versions the store had counted once already: a
+ * reverted order kept its count through the repair, and a lost order's count starts again at
+ * the range's first version while the versions before it left the data with compaction.
+ * Committed before the orders.jsonl files are marked restored, so a restore that dies in
+ * between sets them when run again. */
+static int seen_put_back(struct storage *st, const struct storage_restore_orders *o,
+                         const int8_t *outcome, void *scratch)
+{
+    bool changed = false;
+    for (uint64_t i = 0; i < o->count; i++) {
+        const struct restore_order_line *had = &o->v[i];
+        if (outcome[i] != RESTORE_BACK || had->versions_seen == 0) {
+            continue;
+        }
+        struct storage_order now;
+        int rc = storage_order_get(st, &had->id, &now, scratch, STORAGE_ORDER_SCRATCH_BYTES);
+        if (rc != 0) {
+            return rc; /* a RESTORE_BACK order exists */
+        }
+        if (now.versions_seen == had->versions_seen ||
+            !same_version(had, now.has_version, now.version, now.ts_ms, now.status,
+                          now.status_len)) {
+            continue; /* a newer version since: its count is the store's */
+        }
+        now.versions_seen = had->versions_seen;
+        ASSERT(st->ids != NULL); /* loaded by the lookup */
+        rc = ids_put(st->ids, &now);
+        if (rc == -EAGAIN) {
+            rc = storage_commit(st);
+            rc = rc == 0 ? ids_put(st->ids, &now) : rc;
+        }
+        if (rc != 0) {
+            return rc;
+        }
+        changed = true;
+    }
+    return changed ? storage_commit(st) : 0;
+}
+
 int storage_restore_orders_finish(struct storage *st, struct storage_restore_orders *o,
                                   bool all_done, int64_t now_ms,
                                   struct storage_restore_orders_report *out)
@@ -669,6 +721,7 @@ int storage_restore_orders_finish(struct storage *st, struct storage_restore_ord
         r.reverted += v == RESTORE_REVERTED ? 1 : 0;
         r.lost += v == RESTORE_LOST ? 1 : 0;
     }
+    rc = rc == 0 ? seen_put_back(st, o, outcome, scratch) : rc;
     free(scratch);
     if (rc == 0 && r.reverted + r.lost > 0) {
         rc = write_unrestored(st, o, outcome, now_ms, &r);

@@ -18,6 +18,7 @@ struct restore_order_line {
     int32_t day;
     uint8_t status_len;
     char status[DS_STATUS_BYTES_MAX];
+    uint32_t versions_seen; /* the order's count with that version; 0: not on the line */
     /* Not from the line: the order has a newer version already (nothing to restore), and a
      * restore read back an event with the version's fields. */
     bool settled;

@@ -345,7 +345,8 @@ struct storage_restore_orders_report {
                              * lost ones ("" when none) */
 };
 /* After the restore's last commit: checks each wanted order against its version before the
- * repair, writes the orders still reverted or lost ({"order":ID,"outcome":"reverted"|"lost"}
+ * repair, gives an order back at that version the versions_seen it had then (in a commit of
+ * its own), writes the orders still reverted or lost ({"order":ID,"outcome":"reverted"|"lost"}
  * per line) to DIR/quarantine/<now_ms>.unrestored.jsonl, and, when every range is done
  * (all_done), marks the orders.jsonl files read as restored (<file>.restored), so a later
  * restore does not take their orders again. Returns 0 or a negated errno. */

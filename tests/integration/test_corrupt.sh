@@ -9,7 +9,7 @@
 # is the truth minus the orders repair reports lost (reverted ones still count); at most that
 # when the MANIFEST was damaged (the commits after its valid prefix are rolled back whole).
 # Events model 50 corruptions, orders model 30; with DS_LONG=1 1,000 in each;
-# DS_TEST_SEED replays a run (printed).
+# DS_TEST_SEED replays a run (printed); DS_CORRUPT_MODELS=orders runs one model.
 # Hook: a file named by DS_CORRUPT_TARGETS_HOOK, when set, is sourced and may define
 # corrupt_extra_targets DIR, printing more paths (index files) to choose from.
 source "$(dirname "$0")/lib.sh"
@@ -155,8 +155,15 @@ run_model() {
 
 events_runs=50 orders_runs=30
 [[ ${DS_LONG:-} == 1 ]] && events_runs=1000 orders_runs=1000
-echo "test_corrupt: seed $seed, $events_runs corruptions (events model), $orders_runs (orders model)" \
-  "(replay with DS_TEST_SEED=$seed)"
-run_model events "$events_runs"
-run_model orders "$orders_runs"
+# DS_CORRUPT_MODELS: the models to run, "events orders" unless set (a long run of one model).
+models=${DS_CORRUPT_MODELS:-events orders}
+echo "test_corrupt: seed $seed, $events_runs corruptions (events model), $orders_runs (orders model)," \
+  "models: $models (replay with DS_TEST_SEED=$seed)"
+for model in $models; do
+  case $model in
+    events) run_model events "$events_runs" ;;
+    orders) run_model orders "$orders_runs" ;;
+    *) fail "DS_CORRUPT_MODELS: unknown model $model" ;;
+  esac
+done
 finish

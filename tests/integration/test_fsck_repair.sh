@@ -11,6 +11,7 @@
 # 0 with the quarantined events, as many lost orders, the next fsck is clean, and the busy day
 # counts exactly that many fewer.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/fsck_lib.sh"
 
 data="$WORK/data"
 stream="$WORK/stream.jsonl"
@@ -33,32 +34,15 @@ expect_exit "fsck --json without --data" 2 "$DAYSHARD" fsck --json
 expect_exit "fsck --json extra argument" 2 "$DAYSHARD" fsck --data "$data" --json extra
 expect_exit "fsck --repair --json bad option" 2 "$DAYSHARD" fsck --data "$data" --repair --json --force
 
-# The damage. Block offsets come from the block headers (72-byte fixed part, little-endian).
-blocks() {
-  "$PY" - "$1" <<'PY'
-import struct, sys
-d = open(sys.argv[1], 'rb').read()
-at = 64
-while at + 72 <= len(d):
-    hb, pb = struct.unpack_from('<HI', d, at + 6)
-    print(at, hb + pb)
-    at += hb + pb
-PY
-}
+# The damage.
 seg_a="$data/parts/2026-01-21/0/00000001.seg"
 seg_b="$data/parts/2026-01-21/1/00000001.seg"
-[[ $(blocks "$seg_a" | wc -l) -ge 3 ]] && ok || fail "partition 0 has fewer than 3 blocks"
-[[ $(blocks "$seg_b" | wc -l) -ge 3 ]] && ok || fail "partition 1 has fewer than 3 blocks"
+[[ $(segment_blocks "$seg_a" | wc -l) -ge 3 ]] && ok || fail "partition 0 has fewer than 3 blocks"
+[[ $(segment_blocks "$seg_b" | wc -l) -ge 3 ]] && ok || fail "partition 1 has fewer than 3 blocks"
 size_a=$(stat -c %s "$seg_a")
-truncate -s $((size_a - 37)) "$seg_a"
-head -c 5120 /dev/urandom >> "$seg_a"
-read -r mid_at mid_len < <(blocks "$seg_b" | sed -n 2p)
-"$PY" - "$seg_b" $((mid_at + mid_len - 10)) <<'PY'
-import sys
-path, at = sys.argv[1], int(sys.argv[2])
-with open(path, 'r+b') as f:
-    f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 0x5A]))
-PY
+torn_tail "$seg_a" 5120
+read -r mid_at mid_len < <(segment_blocks "$seg_b" | sed -n 2p)
+flip_byte "$seg_b" $((mid_at + mid_len - 10))
 
 expect_exit "fsck finds the damage" 1 "$DAYSHARD" fsck --data "$data"
 grep -q "damaged" "$WORK/out" && ok || fail "fsck text says damaged: $(cat "$WORK/out")"
@@ -142,8 +126,7 @@ oseg=$(find "$odata/parts" -name '*.seg' -printf '%s %p\n' | sort -n | tail -n 1
 oday=$(basename "$(dirname "$(dirname "$oseg")")")
 expect_exit "count the busy day before" 0 "$DAYSHARD" count --data "$odata" --day "$oday" --json
 obefore=$(json_get "$WORK/out" 'd["count"]')
-truncate -s -37 "$oseg"
-head -c 5000 /dev/urandom >> "$oseg"
+torn_tail "$oseg" 5000
 expect_exit "orders: fsck finds the torn tail" 1 "$DAYSHARD" fsck --data "$odata" --json
 expect_exit "orders: fsck --repair ends clean" 0 "$DAYSHARD" fsck --data "$odata" --repair --json
 cp "$WORK/out" "$WORK/orepair.json"
@@ -152,6 +135,8 @@ expect_eq "orders: quarantined events > 0, each a lost order, none reverted" "Tr
   "$(json_get "$WORK/orepair.json" '"%s %d %d" % (d["quarantined_events"] > 0, d["orders_lost"], d["orders_reverted"])')"
 expect_exit "orders: fsck after repair" 0 "$DAYSHARD" fsck --data "$odata" --json
 expect_exit "orders: count the busy day after" 0 "$DAYSHARD" count --data "$odata" --day "$oday" --json
-expect_eq "orders: the busy day drops by the quarantined events" $((obefore - oq)) \
-  "$(json_get "$WORK/out" 'd["count"]')"
+oafter=$(json_get "$WORK/out" 'd["count"]')
+expect_eq "orders: the busy day drops by the quarantined events" $((obefore - oq)) "$oafter"
+echo "orders: busy day $oday: $obefore orders before, fsck --repair quarantined $oq events" \
+  "($(json_get "$WORK/orepair.json" '"%d blocks, %d orders lost, %d reverted" % (d["quarantined_blocks"], d["orders_lost"], d["orders_reverted"])')), $oafter after"
 finish

@@ -12,8 +12,9 @@
  * Quarantining A2 loses a current version (3v3: back to 3v2) and a retraction (5v1 is left
  * over); A0 a superseded row of each order (4 is lost, four retractions cancel nothing); A1 a
  * current version (1v2: back to 1v1) and retractions (2v1, 3v1 left over, ret 3v2 unmatched).
- * The crash test stops the repair at each of its crash points in a child process and checks
- * that a second repair ends the same.
+ * A restore of A2's order from its event brings back its versions_seen too. The crash test stops
+ * the repair at each of its crash points in a child process and checks that a second repair ends
+ * the same.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -47,17 +48,23 @@ struct expect {
     int32_t day;
 };
 
+static void event_of(int64_t id, int32_t day, const char *status, int64_t version,
+                     struct ds_event *e)
+{
+    memset(e, 0, sizeof(*e));
+    test_id_int(&e->order_id, id);
+    test_id_int(&e->customer_id, id + 100);
+    e->ts_ms = (int64_t)day * DAY_MS + id * 60000;
+    test_event_set_status(e, status);
+    e->amount_units = 1000 * id + version;
+    e->has_version = true;
+    e->version = version;
+}
+
 static void append(struct storage *st, int64_t id, int32_t day, const char *status, int64_t version)
 {
     struct ds_event e;
-    memset(&e, 0, sizeof(e));
-    test_id_int(&e.order_id, id);
-    test_id_int(&e.customer_id, id + 100);
-    e.ts_ms = (int64_t)day * DAY_MS + id * 60000;
-    test_event_set_status(&e, status);
-    e.amount_units = 1000 * id + version;
-    e.has_version = true;
-    e.version = version;
+    event_of(id, day, status, version, &e);
     assert_int_equal(storage_append(st, day, 0, &e, NULL), 0);
 }
 
@@ -229,6 +236,60 @@ static void test_fsck_reconcile_moved_order_current_lost(void **state)
     assert_state(fx->dir, want);
 }
 
+static uint32_t versions_seen_of(const char *dir, int64_t id, int64_t *version)
+{
+    struct storage *st = NULL;
+    assert_int_equal(storage_open_reader(dir, &st), 0);
+    static uint8_t scratch[STORAGE_ORDER_SCRATCH_BYTES];
+    struct ds_id oid;
+    test_id_int(&oid, id);
+    struct storage_order o;
+    assert_int_equal(storage_order_get(st, &oid, &o, scratch, sizeof(scratch)), 0);
+    storage_close(st);
+    *version = o.version;
+    return o.versions_seen;
+}
+
+static void test_fsck_reconcile_restore_gives_back_versions_seen(void **state)
+{
+    /* Order 3 applied 3v1, 3v2, 3v3 (versions_seen 3) and reverts to 3v2 when A2 goes; a
+     * restore that appends 3v3 again brings back the order as a clean ingest left it, count
+     * included, not 4. Its events come as ingest_restore_run hands them over: wanted, appended,
+     * committed, then finished. */
+    struct test_store_fixture *fx = *state;
+    build(fx->dir);
+    int64_t version = 0;
+    assert_int_equal(versions_seen_of(fx->dir, 3, &version), 3);
+    quarantine_block(fx->dir, DAY0, 2);
+    repair_and_check(fx->dir, 1, 0);
+    assert_int_equal(versions_seen_of(fx->dir, 3, &version), 3);
+    assert_int_equal(version, 2);
+
+    struct storage_config cfg;
+    test_store_config(&cfg, fx->dir, STORAGE_MODEL_ORDERS, false, 64);
+    struct storage *st = test_store_open(&cfg);
+    struct storage_restore_orders *o = NULL;
+    assert_int_equal(storage_restore_orders_load(st, &o), 0);
+    assert_int_equal(storage_restore_orders_count(o), 1);
+    struct ds_event e;
+    event_of(3, DAY0, "shipped", 3, &e);
+    assert_true(storage_restore_orders_want(o, &e));
+    assert_int_equal(storage_append(st, DAY0, 0, &e, NULL), 0);
+    assert_int_equal(storage_commit(st), 0);
+    struct storage_restore_orders_report report;
+    assert_int_equal(storage_restore_orders_finish(st, o, true, 1, &report), 0);
+    assert_int_equal(report.restored, 1);
+    assert_int_equal(report.reverted + report.lost, 0);
+    storage_restore_orders_destroy(o);
+    storage_close(st);
+
+    assert_int_equal(versions_seen_of(fx->dir, 3, &version), 3);
+    assert_int_equal(version, 3);
+    static const struct expect want[ORDERS] = {
+        {2, DAY0}, {2, DAY0 + 1}, {3, DAY0}, {1, DAY0}, {2, DAY0 + 1}};
+    assert_state(fx->dir, want);
+}
+
 static void crash_at(uint32_t step, void *user)
 {
     if (step == *(const uint32_t *)user) {
@@ -287,6 +348,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fsck_reconcile_retractions_lost, test_store_setup,
                                         test_store_teardown),
         cmocka_unit_test_setup_teardown(test_fsck_reconcile_moved_order_current_lost,
+                                        test_store_setup, test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_fsck_reconcile_restore_gives_back_versions_seen,
                                         test_store_setup, test_store_teardown),
         cmocka_unit_test_setup_teardown(test_fsck_reconcile_crash_then_repair_ends_the_same,
                                         test_store_setup, test_store_teardown),

@@ -100,12 +100,13 @@ static void test_fsck_restore_marker_states(void **state)
 static void test_fsck_restore_order_line_takes_had(void **state)
 {
     /* The fields of "had", not of "now", which repeats their names; string ids with escapes;
-     * a null version. */
+     * a null version; versions_seen 0 (unknown) when a line leaves it out. */
     (void)state;
-    const char *line = "{\"order\":\"a\\\"b\\u0001\",\"outcome\":\"reverted\","
-                       "\"had\":{\"day\":\"2026-01-21\",\"shard\":1,\"ts_ms\":1769036817200,"
-                       "\"version\":7,\"status\":\"paid\"},\"now\":{\"day\":\"2026-01-20\","
-                       "\"shard\":0,\"ts_ms\":5,\"version\":3,\"status\":\"new\"}}\n";
+    const char *line =
+        "{\"order\":\"a\\\"b\\u0001\",\"outcome\":\"reverted\","
+        "\"had\":{\"day\":\"2026-01-21\",\"shard\":1,\"ts_ms\":1769036817200,"
+        "\"version\":7,\"status\":\"paid\",\"versions_seen\":4},\"now\":{\"day\":\"2026-01-20\","
+        "\"shard\":0,\"ts_ms\":5,\"version\":3,\"status\":\"new\"}}\n";
     struct restore_order_line o;
     assert_int_equal(fsck_restore_parse_order(line, strlen(line), &o), 0);
     assert_true(o.id.is_string);
@@ -117,6 +118,7 @@ static void test_fsck_restore_order_line_takes_had(void **state)
     assert_int_equal(o.version, 7);
     assert_int_equal(o.status_len, 4);
     assert_memory_equal(o.status, "paid", 4);
+    assert_int_equal(o.versions_seen, 4);
 
     const char *lost = "{\"order\":11305,\"outcome\":\"lost\",\"had\":{\"day\":\"2026-01-21\","
                        "\"shard\":1,\"ts_ms\":1769036817200,\"version\":null,"
@@ -125,6 +127,11 @@ static void test_fsck_restore_order_line_takes_had(void **state)
     assert_false(o.id.is_string);
     assert_int_equal(o.id.value, 11305);
     assert_false(o.has_version);
+    assert_int_equal(o.versions_seen, 0);
+
+    const char *bad_seen = "{\"order\":1,\"had\":{\"day\":\"2026-01-21\",\"ts_ms\":1,"
+                           "\"version\":1,\"status\":\"paid\",\"versions_seen\":-1}}";
+    assert_int_equal(fsck_restore_parse_order(bad_seen, strlen(bad_seen), &o), -DS_ECORRUPT);
 
     const char *bad = "{\"order\":1.5,\"had\":{}}";
     assert_int_equal(fsck_restore_parse_order(bad, strlen(bad), &o), -DS_ECORRUPT);

@@ -44,7 +44,7 @@ const char cmd_fsck_usage[] =
     "    store (lost); the partitions holding their rows are rewritten so that the\n"
     "    retractions balance. Each reverted or lost order is one line of\n"
     "    DIR/quarantine/<time>.orders.jsonl: {\"order\":ID,\"outcome\":\"reverted\"|\"lost\",\n"
-    "    \"had\":{day,shard,ts_ms,version,status},\"now\":{...}|null};\n"
+    "    \"had\":{day,shard,ts_ms,version,status,versions_seen},\"now\":{...}|null};\n"
     "  - the by-customer index is rebuilt when damaged or when blocks were quarantined.\n"
     "--brokers B --topic T (a directory a node wrote from Kafka): the repair re-reads each\n"
     "quarantined range's offsets from T and appends what the range lost as a node would\n"

@@ -56,17 +56,8 @@ done
 expect_eq "group A holds every order" "$want" "$(group_total a1 a2)"
 expect_eq "group B holds every order" "$want" "$(group_total b1 b2)"
 
-: >"$WORK/router.out"
-"$DAYSHARD" router --node "${URLS[a1]},${URLS[a2]}" --replica "${URLS[b1]},${URLS[b2]}" \
-  --http 127.0.0.1:0 --partitions 4 --probe-ms 200 --timeout-ms "$TIMEOUT_MS" --threads 16 \
-  </dev/null >"$WORK/router.out" 2>"$WORK/router.log" 3>&- &
-ROUTER_PID=$!
-for _ in $(seq 100); do
-  [[ -s $WORK/router.out ]] && break
-  sleep 0.1
-done
-R=http://$(head -1 "$WORK/router.out")
-[[ $R == http://127.0.0.1:* ]] || die "the router printed no address"
+start_router --node "${URLS[a1]},${URLS[a2]}" --replica "${URLS[b1]},${URLS[b2]}" \
+  --partitions 4 --probe-ms 200 --timeout-ms "$TIMEOUT_MS" --threads 16
 
 get() { curl -s --max-time 20 -o "$WORK/body" -w '%{http_code}' "$R$1" || echo 000; }
 

@@ -494,20 +494,14 @@ static void builder_maintain_seal(struct index_builder *g)
     }
 }
 
-/* What the running seal has still to move of a log of log_bytes. */
-static uint64_t builder_seal_left(const struct index_builder *g, uint64_t log_bytes)
-{
-    uint64_t moved = index_seal_moved_end(g->seal);
-    return log_bytes > moved ? log_bytes - moved : 0;
-}
-
 /* Whether the running seal is behind the applies (BUILDER_SEAL_BEHIND_MIN_BYTES). */
 static bool builder_seal_behind(const struct index_builder *g, uint64_t log_bytes)
 {
     if (g->seal == NULL) {
         return false;
     }
-    uint64_t left = builder_seal_left(g, log_bytes);
+    uint64_t moved = index_seal_moved_end(g->seal);
+    uint64_t left = log_bytes > moved ? log_bytes - moved : 0;
     return left >= BUILDER_SEAL_BEHIND_MIN_BYTES &&
            left > g->seal_from_bytes / BUILDER_SEAL_BEHIND_SHARE;
 }

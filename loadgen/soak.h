@@ -119,6 +119,8 @@ struct soak_windows {
 };
 void soak_windows(uint32_t days, uint32_t retention_days, uint32_t restart_every,
                   struct soak_windows *out);
+/* Whether the windows follow the restart cycles: restarts at least N days apart. */
+bool soak_windows_by_restart(uint32_t retention_days, uint32_t restart_every);
 /* The fewest stream days the windows need: R + 2K with restarts (K >= N), else 4N. */
 uint32_t soak_windows_days_min(uint32_t retention_days, uint32_t restart_every);
 /* A verdict for every series a rule names, over the windows w. Returns how many (at most

@@ -45,7 +45,7 @@ int loadgen_soak_config_check(const struct loadgen_soak_config *cfg)
                           LOADGEN_SOAK_RETENTION_DAYS_MAX);
     }
     uint32_t days_min = soak_windows_days_min(n, cfg->restart_every);
-    if (cfg->days < days_min && cfg->restart_every >= n) {
+    if (cfg->days < days_min && soak_windows_by_restart(n, cfg->restart_every)) {
         return soak_error(-DS_EUSAGE,
                           "--days %u is under %u = R + 2 x --restart-every, R the first restart "
                           "at or after stream day 2 x --retention-days: the growth rule compares "

@@ -177,8 +177,7 @@ static uint32_t soak_first_restart(uint32_t retention_days, uint32_t k)
     return (2u * retention_days + k - 1u) / k * k;
 }
 
-/* Whether the windows follow the restart cycles: restarts at least as far apart as N. */
-static bool soak_windows_by_restart(uint32_t retention_days, uint32_t restart_every)
+bool soak_windows_by_restart(uint32_t retention_days, uint32_t restart_every)
 {
     return restart_every > 0 && restart_every >= retention_days;
 }

@@ -8,3 +8,4 @@ ds_unit_test(ingest deadletter)
 # The test reads back what librdkafka holds, so it links librdkafka itself.
 ds_unit_test(ingest kafka_props PkgConfig::RDKAFKA)
 ds_unit_test(ingest restore_select)
+ds_unit_test(ingest tenure)

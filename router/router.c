@@ -14,7 +14,10 @@
  * topic: 0..N-1 with --partitions N, else the largest set any answer ever covered (learned),
  * and (4) in the orders model (once a count said so), no partition is named by two members
  * and none is behind the furthest offset the group's complete answers reached
- * (router_owner.c): an order is counted once, and the group's answers never go back.
+ * (router_owner.c): an order is counted once, and the group's answers never go back; in the
+ * events model, when every member's count reported its claims (the latest run of each
+ * partition it holds), no two members' claims of a partition overlap and none is behind that
+ * frontier: an event is counted once.
  *
  * A request goes to the preferred group first (group 1 at start, then whichever answered
  * completely last), to the other one when that is incomplete (a failover, counted in
@@ -77,8 +80,6 @@ static const char *const router_endpoint_names[ROUTER_ENDPOINTS] = {
     "other", "count", "partitions", "metrics", "healthz", "readyz", "orders", "heat", "order"};
 /* "missing" entries one answer names: every node, and partitions up to a bound. */
 #define ROUTER_MISSING_PARTITIONS_MAX 64u
-/* One "partition P behind (N < F)" entry at most. */
-#define ROUTER_OWNER_ISSUE_BYTES_MAX 72u
 
 struct router_node {
     char url[ROUTER_NODE_URL_BYTES_MAX]; /* without a trailing slash */
@@ -191,14 +192,9 @@ static void missing_put(const struct router *r, const struct router_attempt *att
             first = false;
         }
         for (uint32_t i = 0; i < attempts[a].owner_issue_count; i++) {
-            const struct router_owner_issue *o = &attempts[a].owner_issues[i];
-            if (o->fault == ROUTER_OWNER_TWICE) {
-                http_text_put(b, "%s\"partition %u held by two members\"", first ? "" : ",",
-                              o->partition);
-            } else {
-                http_text_put(b, "%s\"partition %u behind (%" PRId64 " < %" PRId64 ")\"",
-                              first ? "" : ",", o->partition, o->next, o->frontier);
-            }
+            char text[ROUTER_OWNER_ISSUE_BYTES_MAX];
+            router_owner_issue_text(&attempts[a].owner_issues[i], text, sizeof(text));
+            http_text_put(b, "%s\"%s\"", first ? "" : ",", text);
             first = false;
         }
     }
@@ -355,13 +351,17 @@ static void check_coverage(struct router *r, const struct router_offsets *as_of,
     }
 }
 
-/* Orders model: refuses an answer counting a partition twice or behind the group's frontier
- * (router_owner.c). */
+/* Orders model: refuses an answer counting a partition twice or behind the group's frontier;
+ * events model with every member's claims (claims not NULL): refuses overlapping claims or a
+ * partition behind the frontier (router_owner.c). */
 static void check_owners(struct router *r, const struct router_offsets *as_of,
-                         struct router_attempt *a)
+                         const struct router_claims *claims, struct router_attempt *a)
 {
-    uint32_t n = router_owner_check(&r->frontier[a->group], as_of, a->owner_issues,
-                                    ROUTER_MISSING_PARTITIONS_MAX);
+    uint32_t n = claims == NULL
+                     ? router_owner_check(&r->frontier[a->group], as_of, a->owner_issues,
+                                          ROUTER_MISSING_PARTITIONS_MAX)
+                     : router_owner_check_claims(&r->frontier[a->group], as_of, claims,
+                                                 a->owner_issues, ROUTER_MISSING_PARTITIONS_MAX);
     a->owner_issue_count = n < ROUTER_MISSING_PARTITIONS_MAX ? n : ROUTER_MISSING_PARTITIONS_MAX;
     a->complete = n == 0;
 }
@@ -525,20 +525,25 @@ static bool answer_attempt(struct router *r, struct http_request *c, struct rout
     }
     if (has_as_of && a->complete) {
         bool orders = atomic_load_explicit(&r->orders_seen, memory_order_relaxed);
+        /* Events model: checked when every member reported its claims (an older node or
+         * `serve` reports none, and its answers are not checked). */
+        bool claims = !orders && m->events_model && m->claims.all;
         check_coverage(r, &m->as_of, a);
-        if (a->complete && orders) {
-            check_owners(r, &m->as_of, a);
+        if (a->complete && (orders || claims)) {
+            check_owners(r, &m->as_of, claims ? &m->claims : NULL, a);
         }
+        router_claims_free(&m->claims);
         if (!a->complete) {
             free(m->body);
             free(m);
             return false;
         }
-        if (orders) {
+        if (orders || claims) {
             /* Before the answer leaves: a request sent after it sees the frontier. */
             router_frontier_advance(&r->frontier[a->group], &m->as_of);
         }
     }
+    router_claims_free(&m->claims);
     *result = respond_merged(r, c, m, a, attempts, count);
     free(m);
     return true;

@@ -238,6 +238,77 @@ static bool offsets_add(struct router_offsets *o, const json_t *obj)
     return true;
 }
 
+void router_claims_free(struct router_claims *c)
+{
+    free(c->items);
+    *c = (struct router_claims){0};
+}
+
+/* One claim's [from, end]: from an offset, end an offset or null (open); false otherwise. */
+static bool claim_parse(const json_t *v, struct router_claim *claim)
+{
+    const json_t *from = json_array_get(v, 0);
+    const json_t *end = json_array_get(v, 1);
+    if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_integer(from) ||
+        json_integer_value(from) < 0 || !(json_is_null(end) || json_is_integer(end))) {
+        return false;
+    }
+    claim->from = json_integer_value(from);
+    claim->end = json_is_null(end) ? ROUTER_CLAIM_OPEN : json_integer_value(end);
+    return json_is_null(end) || (claim->end >= 0 && claim->end < ROUTER_CLAIM_OPEN);
+}
+
+/* Appends member's claims, an object {"P":[from, end], ...}, to c (room for them was made by
+ * the caller: claims_room). */
+static bool claims_add(struct router_claims *c, uint32_t member, const json_t *obj)
+{
+    if (!json_is_object(obj) || json_object_size(obj) > ROUTER_PARTITIONS_MAX) {
+        return false;
+    }
+    const char *key = NULL;
+    json_t *v = NULL;
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        /* One spelling per partition ("7", never "07" or "+7"), so a member claims each once. */
+        char *end = NULL;
+        unsigned long p = strtoul(key, &end, 10);
+        struct router_claim claim = {.partition = (uint32_t)p, .member = member};
+        if (end == key || *end != '\0' || key[0] < '0' || key[0] > '9' ||
+            (key[0] == '0' && key[1] != '\0') || p >= ROUTER_PARTITIONS_MAX ||
+            !claim_parse(v, &claim)) {
+            return false;
+        }
+        c->items[c->count++] = claim;
+    }
+    return true;
+}
+
+/* Room for every member's claims: claims_add takes at most ROUTER_PARTITIONS_MAX of one
+ * member, so the members' object sizes, capped, bound the list. */
+static int claims_room(struct router_claims *c, json_t *const *docs, uint32_t count)
+{
+    size_t total = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        size_t n = json_object_size(json_object_get(docs[i], "claims"));
+        total += n < ROUTER_PARTITIONS_MAX ? n : ROUTER_PARTITIONS_MAX;
+    }
+    c->items = total > 0 ? malloc(total * sizeof(*c->items)) : NULL;
+    return total == 0 || c->items != NULL ? 0 : -ENOMEM;
+}
+
+static int claim_compare(const void *a, const void *b)
+{
+    const struct router_claim *x = a;
+    const struct router_claim *y = b;
+    if (x->partition != y->partition) {
+        return x->partition < y->partition ? -1 : 1;
+    }
+    if (x->from != y->from) {
+        return x->from < y->from ? -1 : 1;
+    }
+    return (x->member > y->member) - (x->member < y->member);
+}
+
 /* ,"NAME":{...} of o. */
 static void offsets_put(struct http_text *b, const char *name, const struct router_offsets *o)
 {
@@ -317,6 +388,9 @@ struct count_merge {
     struct router_offsets as_of;
     struct router_offsets *watermarks; /* high_watermarks of consistent=true */
     bool orders_model;                 /* some member counts orders */
+    bool events_model;                 /* some member said it counts events */
+    struct router_claims claims;       /* every member's */
+    uint32_t members_with_claims;
 };
 
 static int group_row_compare(const void *a, const void *b)
@@ -411,7 +485,8 @@ static bool model_of(const json_t *doc, enum storage_model *model)
     return storage_model_parse(name, model) == 0;
 }
 
-static int count_member(struct count_merge *m, const json_t *doc, struct router_merged *out)
+static int count_member(struct count_merge *m, uint32_t member, const json_t *doc,
+                        struct router_merged *out)
 {
     struct query_count_result *res = &m->res;
     uint64_t v[5];
@@ -430,6 +505,8 @@ static int count_member(struct count_merge *m, const json_t *doc, struct router_
         return bad(out, "model");
     }
     m->orders_model = m->orders_model || res->model == STORAGE_MODEL_ORDERS;
+    m->events_model = m->events_model ||
+                      (json_object_get(doc, "model") != NULL && res->model == STORAGE_MODEL_EVENTS);
     /* The first day every member still keeps: below it some member's part is dropped, so the
      * latest of the members' floors is the merged answer's. */
     int32_t floor = 0;
@@ -450,6 +527,11 @@ static int count_member(struct count_merge *m, const json_t *doc, struct router_
     if (!offsets_add(m->watermarks, json_object_get(doc, "high_watermarks"))) {
         return bad(out, "high_watermarks");
     }
+    const json_t *claims = json_object_get(doc, "claims");
+    if (claims != NULL && !claims_add(&m->claims, member, claims)) {
+        return bad(out, "claims");
+    }
+    m->members_with_claims += claims != NULL;
     const char *consistency = json_string_value(json_object_get(doc, "consistency"));
     m->consistency = consistency != NULL ? consistency : m->consistency;
     return 0;
@@ -489,8 +571,9 @@ int router_merge_count(const struct query_route *route, const char *const *bodie
         m->route = route;
         m->watermarks = watermarks;
         m->res.model = STORAGE_MODEL_RECORDED;
+        rc = claims_room(&m->claims, docs, count);
         for (uint32_t i = 0; i < count && rc == 0; i++) {
-            rc = count_member(m, docs[i], out);
+            rc = count_member(m, i, docs[i], out);
         }
     }
     if (rc == 0 && route->count.by != QUERY_GROUP_NONE) {
@@ -502,7 +585,17 @@ int router_merge_count(const struct query_route *route, const char *const *bodie
         out->as_of = m->as_of;
         out->orders_model = m->orders_model;
     }
+    if (rc == 0) {
+        if (m->claims.count > 1) {
+            qsort(m->claims.items, m->claims.count, sizeof(*m->claims.items), claim_compare);
+        }
+        m->claims.all = m->members_with_claims == count;
+        out->events_model = m->events_model;
+        out->claims = m->claims;
+        m->claims = (struct router_claims){0};
+    }
     if (m != NULL) {
+        router_claims_free(&m->claims);
         query_count_result_deinit(&m->res);
     }
     free(m);

@@ -90,13 +90,36 @@ struct router_offsets {
     int64_t next[ROUTER_PARTITIONS_MAX];
 };
 
-/* A merged answer: the body (malloc'd, taken by the caller) and what the completeness check
- * needs. */
+/* The end of an open claim: the member owns the partition now ("end" null). A member's numeric
+ * end is below it (the merge refuses INT64_MAX). */
+#define ROUTER_CLAIM_OPEN INT64_MAX
+
+/* A member's latest run of a Kafka partition, from its count's "claims":{"P":[from, end]}:
+ * the offsets [from, end) it read in that run and holds; empty when from >= end. */
+struct router_claim {
+    int64_t from;
+    int64_t end; /* ROUTER_CLAIM_OPEN: open */
+    uint32_t partition;
+    uint32_t member; /* the answer's index among the merged bodies */
+};
+
+/* Every member's claims of a merged count (not merged: the check compares members), sorted by
+ * partition, then from, then member. */
+struct router_claims {
+    bool all;       /* every member's answer had a "claims" object (an empty one counts) */
+    uint32_t count; /* at most members * ROUTER_PARTITIONS_MAX */
+    struct router_claim *items; /* malloc'd (NULL when count is 0): router_claims_free */
+};
+
+/* A merged answer: the body (malloc'd, taken by the caller), what the completeness check
+ * needs, and the claims (the caller frees them with router_claims_free). */
 struct router_merged {
     char *body;
     size_t len;
     struct router_offsets as_of;
     bool orders_model; /* a member's count said "model":"orders" (router_owner.c's rules) */
+    bool events_model; /* a member's count said "model":"events" */
+    struct router_claims claims;        /* counts only; set only when the merge returns 0 */
     char error[ROUTER_ERROR_BYTES_MAX]; /* why a member's answer could not be merged */
 };
 
@@ -112,18 +135,24 @@ DS_MUST_USE int router_merge_partitions(const char *const *bodies, uint32_t coun
 /* /v1/heat: {"nodes":[{"node":URL,"heat":ANSWER},...]}, each answer as the node gave it. */
 DS_MUST_USE int router_merge_heat(const char *const *urls, const char *const *bodies,
                                   uint32_t count, struct router_merged *out);
+/* Frees c's items; c is then empty. NULL-safe items. */
+void router_claims_free(struct router_claims *c);
 
-/* ---- router_owner.c: each Kafka partition counted from one holder (orders model) ----------- */
+/* ---- router_owner.c: each Kafka partition's records counted once -------------------------- */
 
 /* In the orders model a node holds the whole state of the Kafka partitions it stored and not
  * released, and its as_of names exactly those (both from one storage commit). A group's merged
  * answer is complete only when no partition is named by two members (its orders would be
  * summed twice: the new owner committed some before the old owner's release) and no partition
  * is behind the furthest offset the group's complete answers reached (a new owner still
- * re-reading a taken-over partition from its start holds a prefix of its orders). */
+ * re-reading a taken-over partition from its start holds a prefix of its orders).
+ * In the events model every holder of a partition keeps its own offsets of it, so two members
+ * naming it is normal; what counts an event twice is two members holding one offset, which
+ * their claims (each one's latest run of the partition) show as an overlap. */
 enum router_owner_fault {
     ROUTER_OWNER_TWICE = 1, /* two members named the partition */
-    ROUTER_OWNER_BEHIND     /* its offset is below the group's frontier */
+    ROUTER_OWNER_BEHIND,    /* its offset is below the group's frontier */
+    ROUTER_OWNER_CLAIMED    /* events model: two members' claims of it overlap */
 };
 
 struct router_owner_issue {
@@ -131,6 +160,9 @@ struct router_owner_issue {
     enum router_owner_fault fault;
     int64_t next;     /* the answer's offset */
     int64_t frontier; /* the furthest offset of an earlier complete answer */
+    /* CLAIMED: the two overlapping claims [from, end), the one starting first at [0] */
+    int64_t from[2];
+    int64_t end[2]; /* ROUTER_CLAIM_OPEN: open */
 };
 
 /* Per group: the furthest as_of offset of each partition in the complete answers given so far
@@ -143,6 +175,22 @@ struct router_frontier {
  * written to issues. 0: the answer counts every partition once, none behind. */
 uint32_t router_owner_check(const struct router_frontier *f, const struct router_offsets *as_of,
                             struct router_owner_issue *issues, uint32_t cap);
+/* The events model's rule, for an answer whose members all reported claims: the partitions
+ * two members' claims overlap in ([from, end) with an open end past every offset; an empty
+ * claim overlaps nothing; a claim ending where another starts does not overlap it), and the
+ * partitions of as_of behind the frontier, in increasing order, one issue per partition (the
+ * overlap first); counted and written as router_owner_check does. Two members naming one
+ * partition in as_of is no fault here: every member keeps what it stored of a partition
+ * handed over, and the claims say whether those parts are disjoint. */
+uint32_t router_owner_check_claims(const struct router_frontier *f,
+                                   const struct router_offsets *as_of,
+                                   const struct router_claims *claims,
+                                   struct router_owner_issue *issues, uint32_t cap);
+/* One issue's words for the 503's "missing" list: "partition P held by two members",
+ * "partition P behind (N < F)" or "partition P claimed by two members (F1..E1, F2..E2)" (an
+ * open end is "open"), NUL-terminated into dst (cap >= ROUTER_OWNER_ISSUE_BYTES_MAX). */
+#define ROUTER_OWNER_ISSUE_BYTES_MAX 128u
+void router_owner_issue_text(const struct router_owner_issue *o, char *dst, size_t cap);
 /* Raises f to as_of's offsets (an answer about to be given as complete). */
 void router_frontier_advance(struct router_frontier *f, const struct router_offsets *as_of);
 

@@ -114,8 +114,8 @@ struct router {
     uint32_t group_count[ROUTER_GROUPS];
     atomic_uint preferred;
     atomic_uint_fast64_t learned[ROUTER_PARTITION_WORDS];
-    /* The orders model's rules (router_owner.c): a count said "model":"orders", and each
-     * group's frontier. */
+    /* The ownership rules (router_owner.c): a count said "model":"orders", and each group's
+     * frontier (raised by the complete answers of either model's rules). */
     atomic_bool orders_seen;
     struct router_frontier frontier[ROUTER_GROUPS];
     uint32_t slot_count;

@@ -10,7 +10,9 @@
  * where two members name the same partition: inside one consumer group a partition handed over
  * is in the old and the new holder, the new one ahead (in the events model both keep their
  * part; in the orders model the router refuses such an answer, router_owner.c, so the merge
- * marks the partitions named twice). retention_floor is the latest of the
+ * marks the partitions named twice). A count's claims (each member's latest run of each
+ * partition it holds) are kept per member and not rendered: router_owner.c compares members'
+ * runs, which a merged one would hide. retention_floor is the latest of the
  * members' floors: nodes keep their own stream time, so their floors can differ for a while, and
  * below the latest one some member's part of a day is gone.
  *

@@ -370,6 +370,31 @@ static int observe_positions(void *user, struct query_position *out, size_t cap,
     return rc < 0 ? rc : (int)f.count;
 }
 
+/* Service threads: the node's claims (events model), for the count answers a router checks. */
+struct run_claims {
+    struct query_claim *out;
+    size_t cap;
+    size_t count;
+};
+
+static int run_claim(int32_t partition, int64_t from, bool open, void *user)
+{
+    struct run_claims *f = user;
+    if (f->count == f->cap) {
+        return -ENOSPC;
+    }
+    f->out[f->count++] = (struct query_claim){.partition = partition, .from = from, .open = open};
+    return 0;
+}
+
+static int observe_claims(void *user, struct query_claim *out, size_t cap)
+{
+    struct run_observer *o = user;
+    struct run_claims f = {.out = out, .cap = cap};
+    int rc = ingest_node_watch_claims(o->watch, run_claim, &f);
+    return rc < 0 ? rc : (int)f.count;
+}
+
 static uint64_t observe_generation(void *user)
 {
     const struct run_observer *o = user;
@@ -494,6 +519,8 @@ static int start_http(struct run_args *a, struct run_observer *o, struct query_h
     a->http.positions = observe_positions;
     a->http.positions_generation = observe_generation;
     a->http.positions_user = o;
+    a->http.claims = observe_claims;
+    a->http.claims_user = o;
     int rc = query_http_start(&a->http, out);
     if (rc != 0) {
         return cli_listen_error("run", "--http ", a->http.listen, rc);

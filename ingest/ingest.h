@@ -340,6 +340,14 @@ DS_MUST_USE int ingest_node_watch_positions(struct ingest_node_watch *w, uint32_
 /* Any thread, cheap: changes whenever partitions are assigned or revoked and when the node
  * starts or stops consuming. */
 uint64_t ingest_node_watch_generation(struct ingest_node_watch *w);
+/* The node's claims (events model): for each Kafka partition it holds a run of, the offset the
+ * run started at and whether it is open (the node is assigned the partition now: the run goes
+ * on) or ends at the node's stored next offset. Returns 0, or a code that stops the visit. */
+typedef int (*ingest_node_claim_fn)(int32_t partition, int64_t from, bool open, void *user);
+/* Any thread: calls fn per claim in partition order. Returns 0, -ENOENT when the node makes no
+ * claims (the orders model, or not started), or fn's code. */
+DS_MUST_USE int ingest_node_watch_claims(struct ingest_node_watch *w, ingest_node_claim_fn fn,
+                                         void *user);
 
 struct ingest_node_config {
     const char *brokers;

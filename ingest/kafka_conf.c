@@ -56,3 +56,25 @@ int kafka_conf_consumer(const struct kafka_conf_spec *spec, rd_kafka_t **out)
     }
     return 0;
 }
+
+rd_kafka_resp_err_t kafka_commit_bounded(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *list,
+                                         int timeout_ms)
+{
+    ASSERT(timeout_ms > 0);
+    rd_kafka_queue_t *queue = rd_kafka_queue_new(rk);
+    rd_kafka_resp_err_t err = rd_kafka_commit_queue(rk, list, queue, NULL, NULL);
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(queue, timeout_ms);
+        err = ev != NULL ? rd_kafka_event_error(ev) : RD_KAFKA_RESP_ERR__TIMED_OUT;
+        const rd_kafka_topic_partition_list_t *done =
+            ev != NULL ? rd_kafka_event_topic_partition_list(ev) : NULL;
+        for (int i = 0; err == RD_KAFKA_RESP_ERR_NO_ERROR && done != NULL && i < done->cnt; i++) {
+            err = done->elems[i].err;
+        }
+        if (ev != NULL) {
+            rd_kafka_event_destroy(ev);
+        }
+    }
+    rd_kafka_queue_destroy(queue);
+    return err;
+}

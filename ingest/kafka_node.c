@@ -66,6 +66,7 @@
 #include "ingest/kafka_conf.h"
 #include "ingest/kafka_dlq.h"
 #include "ingest/node_heat.h"
+#include "ingest/node_tenure.h"
 #include "ingest/node_watch.h"
 #include "ingest/stage.h"
 
@@ -118,6 +119,9 @@ struct node {
     atomic_uint_least64_t stop_deadline_ns; /* set at a stop (0 before): the Kafka budget's end */
     bool left_group;                        /* the stop's close finished within the budget */
     bool orders_model; /* the data directory counts orders: their partitions move with them */
+    struct node_tenure *tenure; /* events model: holders and claims (node_tenure.h), else NULL */
+    struct tenure_history history[INGEST_NODE_PARTITIONS_MAX]; /* consumer thread: at assignment */
+    uint64_t last_tenure_ns; /* consumer thread: the last tenure_tick */
     int32_t release[INGEST_NODE_PARTITIONS_MAX]; /* consumer thread: partitions to give up */
     char deadletters[DS_PATH_MAX];
     atomic_int fatal; /* a fatal client error (error_cb) */
@@ -236,10 +240,15 @@ static void on_commit(struct storage *st, void *user)
         if (list == NULL) {
             list = rd_kafka_topic_partition_list_new(seen);
         }
-        rd_kafka_topic_partition_list_add(list, n->cfg->topic, p)->offset = next;
+        rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_add(list, n->cfg->topic, p);
+        if (n->tenure != NULL && !node_tenure_commit_meta(n->tenure, p, tp)) {
+            rd_kafka_topic_partition_list_del_by_idx(list, list->cnt - 1);
+            continue; /* not held now: the holder commits it (node_tenure_commit_meta) */
+        }
+        tp->offset = next;
         n->kafka_committed[p] = next;
     }
-    if (list != NULL) {
+    if (list != NULL && list->cnt > 0) {
         /* Asynchronous: a failure is logged by librdkafka, and the consumer thread commits the
          * durable positions again within COMMIT_REFRESH_INTERVAL_NS (refresh_commits). */
         rd_kafka_resp_err_t err = rd_kafka_commit(n->rk, list, 1);
@@ -248,6 +257,8 @@ static void on_commit(struct storage *st, void *user)
             ds_log_warn("kafka: offset commit: %s / %s", rd_kafka_err2str(err),
                         rd_kafka_err2str(handed));
         }
+    }
+    if (list != NULL) {
         rd_kafka_topic_partition_list_destroy(list);
     }
 }
@@ -277,7 +288,12 @@ static void refresh_commits(struct node *n)
     for (int p = 0; p < seen; p++) {
         int64_t offset = n->assigned[p] ? responsible_offset(n, p) : -1;
         if (offset >= 0) {
-            rd_kafka_topic_partition_list_add(list, n->cfg->topic, p)->offset = offset;
+            rd_kafka_topic_partition_t *tp =
+                rd_kafka_topic_partition_list_add(list, n->cfg->topic, p);
+            tp->offset = offset;
+            if (n->tenure != NULL && !node_tenure_commit_meta(n->tenure, p, tp)) {
+                rd_kafka_topic_partition_list_del_by_idx(list, list->cnt - 1);
+            }
         }
     }
     if (list->cnt > 0) {
@@ -313,6 +329,31 @@ static void history_check(struct node *n, int32_t partition)
     }
 }
 
+/* Events model: whether the positions group's offset of a partition (tp, read with its
+ * metadata) was committed by the partition's latest recorded holder. The positions group takes
+ * any commit, and a member that froze past its session commits there when it wakes, before it
+ * learns that it lost the partition: that offset is not where the holder stopped. */
+static bool positions_trusted(const struct node *n, const rd_kafka_topic_partition_t *tp)
+{
+    if (tp->partition < 0 || tp->partition >= (int32_t)INGEST_NODE_PARTITIONS_MAX) {
+        return true;
+    }
+    const struct tenure_history *group = &n->history[tp->partition];
+    if (group->count == 0) {
+        return true; /* no holder recorded in the group: nothing to compare with */
+    }
+    struct tenure_history by = {0};
+    const char *reason = NULL;
+    bool ok = tenure_parse(tp->metadata, tp->metadata_size, &by, &reason) == 0 && by.count > 0 &&
+              by.entries[0].node == group->entries[0].node;
+    if (!ok) {
+        ds_log_info("kafka: %s[%" PRId32 "]: the positions group's offset %" PRId64
+                    " was not committed by its latest holder: not used",
+                    n->cfg->topic, tp->partition, tp->offset);
+    }
+    return ok;
+}
+
 /* The partitions' start offsets: max(durable position here, group committed offset, positions
  * group offset); in the orders model a partition this node holds nothing of is read from its
  * start, and one it holds resumes at its durable position. */
@@ -332,6 +373,9 @@ static void choose_offsets(struct node *n, rd_kafka_topic_partition_list_t *part
         ASSERT(handed->elems[i].partition == tp->partition);
         int64_t group = committed_offset(err, parts, i);
         int64_t positions = committed_offset(handed_err, handed, i);
+        if (n->tenure != NULL && positions >= 0 && !positions_trusted(n, &handed->elems[i])) {
+            positions = -1;
+        }
         int64_t own = tp->partition >= 0 && tp->partition < (int32_t)INGEST_NODE_PARTITIONS_MAX
                           ? atomic_load(&n->durable[tp->partition])
                           : -1;
@@ -358,30 +402,6 @@ static void choose_offsets(struct node *n, rd_kafka_topic_partition_list_t *part
     rd_kafka_topic_partition_list_destroy(handed);
 }
 
-/* Commits list through rk and waits at most timeout_ms for the answer: the commit's error (or
- * the first partition's), or RD_KAFKA_RESP_ERR__TIMED_OUT (the commit may still land later). */
-static rd_kafka_resp_err_t
-commit_bounded(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *list, int timeout_ms)
-{
-    ASSERT(timeout_ms > 0);
-    rd_kafka_queue_t *queue = rd_kafka_queue_new(rk);
-    rd_kafka_resp_err_t err = rd_kafka_commit_queue(rk, list, queue, NULL, NULL);
-    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(queue, timeout_ms);
-        err = ev != NULL ? rd_kafka_event_error(ev) : RD_KAFKA_RESP_ERR__TIMED_OUT;
-        const rd_kafka_topic_partition_list_t *done =
-            ev != NULL ? rd_kafka_event_topic_partition_list(ev) : NULL;
-        for (int i = 0; err == RD_KAFKA_RESP_ERR_NO_ERROR && done != NULL && i < done->cnt; i++) {
-            err = done->elems[i].err;
-        }
-        if (ev != NULL) {
-            rd_kafka_event_destroy(ev);
-        }
-    }
-    rd_kafka_queue_destroy(queue);
-    return err;
-}
-
 /* Milliseconds from now to deadline_ns, at most cap_ms; 0 when it has passed. */
 static int left_ms(uint64_t deadline_ns, int cap_ms)
 {
@@ -403,7 +423,7 @@ static void commit_positions_sync(struct node *n, const rd_kafka_topic_partition
         if (now >= deadline) {
             break;
         }
-        err = commit_bounded(n->positions, list, (int)((deadline - now) / 1000000u) + 1);
+        err = kafka_commit_bounded(n->positions, list, (int)((deadline - now) / 1000000u) + 1);
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
             return;
         }
@@ -428,20 +448,31 @@ static rd_kafka_resp_err_t commit_release(struct node *n,
         int64_t offset =
             p >= 0 && p < (int32_t)INGEST_NODE_PARTITIONS_MAX ? responsible_offset(n, p) : -1;
         if (offset >= 0) {
-            rd_kafka_topic_partition_list_add(list, parts->elems[i].topic, p)->offset = offset;
+            rd_kafka_topic_partition_t *tp =
+                rd_kafka_topic_partition_list_add(list, parts->elems[i].topic, p);
+            tp->offset = offset;
+            if (n->tenure != NULL && !node_tenure_commit_meta(n->tenure, p, tp)) {
+                /* Never recorded as its holder: this node read nothing of it. */
+                rd_kafka_topic_partition_list_del_by_idx(list, list->cnt - 1);
+            }
         }
     }
     rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
     if (list->cnt > 0) {
         int timeout_ms = left_ms(deadline_ns, RELEASE_GROUP_COMMIT_TIMEOUT_MS);
         err = lost             ? RD_KAFKA_RESP_ERR__ASSIGNMENT_LOST
-              : timeout_ms > 0 ? commit_bounded(n->rk, list, timeout_ms)
+              : timeout_ms > 0 ? kafka_commit_bounded(n->rk, list, timeout_ms)
                                : RD_KAFKA_RESP_ERR__TIMED_OUT;
-        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR && !(lost && n->tenure != NULL)) {
             ds_log_warn("kafka: offset commit at %s: %s (the positions group is committed next)",
                         n->closing ? "the stop" : "revocation", rd_kafka_err2str(err));
         }
-        commit_positions_sync(n, list, deadline_ns);
+        /* Events model: a lost assignment means another member may hold the partitions already
+         * and have committed past this node; the positions group accepts any commit, so this
+         * node's offset would move it back or over a range nobody holds. */
+        if (!(lost && n->tenure != NULL)) {
+            commit_positions_sync(n, list, deadline_ns);
+        }
     }
     rd_kafka_topic_partition_list_destroy(list);
     return err;
@@ -513,7 +544,7 @@ static void give_up_list(struct node *n, uint32_t count)
     if (count == 0 || !n->stage_running) {
         return;
     }
-    int rc = stage_give_up(&n->stage, n->release, count);
+    int rc = stage_give_up(&n->stage, n->release, NULL, count);
     if (rc != 0) {
         ds_log_warn("kafka: giving up %u partitions: %s (the node stops; this data directory "
                     "still holds their orders)",
@@ -549,6 +580,232 @@ static void give_up_unassigned(struct node *n, const rd_kafka_topic_partition_li
     give_up_list(n, count);
 }
 
+/* ---- tenures (events model, node_tenure.h) ------------------------------------------------ */
+
+/* How long a rebalance callback waits for the group's answers about holders (read, record). */
+#define TENURE_KAFKA_TIMEOUT_MS 2000
+/* Partitions held here but not assigned, and assigned ones not yet recorded, are looked at
+ * again this often. */
+#define TENURE_TICK_INTERVAL_NS (1000u * 1000000u)
+
+static bool is_assigned(const rd_kafka_topic_partition_list_t *parts, int32_t p)
+{
+    for (int i = 0; parts != NULL && i < parts->cnt; i++) {
+        if (parts->elems[i].partition == p) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Gives up, before anything more is read, what this node stored of parts[0..count) (their
+ * histories in n->history) past the start of a later holder; marks the unassigned ones whose
+ * histories show nothing more can be held twice as settled. Returns 0 or the writer's error. */
+static int tenure_release(struct node *n, const int32_t *parts, uint32_t count, bool assigned)
+{
+    int32_t release[INGEST_NODE_PARTITIONS_MAX];
+    int64_t from[INGEST_NODE_PARTITIONS_MAX];
+    uint32_t releases = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        int32_t p = parts[i];
+        const struct tenure_history *h = &n->history[p];
+        int64_t next = atomic_load(&n->durable[p]);
+        int64_t lo = -1;
+        if (next >= 0 && node_tenure_release_point(n->tenure, h, next, &lo)) {
+            ds_log_warn("kafka: %s[%" PRId32 "]: this node stored it up to offset %" PRId64
+                        ", and another member started reading it at %" PRId64
+                        ": giving up this node's events from there",
+                        n->cfg->topic, p, next, lo);
+            release[releases] = p;
+            from[releases++] = lo;
+        } else if (!assigned) {
+            /* Settled: a later holder started at or after what this node holds. */
+            bool later = h->count > 0 && h->entries[0].node != node_tenure_id(n->tenure);
+            node_tenure_settle(n->tenure, p, later);
+        }
+    }
+    if (releases == 0 || !n->stage_running) {
+        return 0;
+    }
+    int rc = stage_give_up(&n->stage, release, from, releases);
+    if (rc != 0) {
+        ds_log_error("kafka: giving up %u partitions' events: %s (the node stops; this data "
+                     "directory still holds them)",
+                     releases, ds_strerror(rc));
+        return rc;
+    }
+    for (uint32_t i = 0; i < releases; i++) {
+        node_tenure_released(n->tenure, release[i], from[i]);
+    }
+    return 0;
+}
+
+/* The low watermark of partition p: where a partition with no position anywhere starts. */
+static int64_t low_watermark(struct node *n, int32_t p)
+{
+    int64_t low = -1;
+    int64_t high = -1;
+    rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+        n->positions, n->cfg->topic, p, &low, &high, TENURE_KAFKA_TIMEOUT_MS);
+    return err == RD_KAFKA_RESP_ERR_NO_ERROR ? low : -1;
+}
+
+/* Records this node as the holder of the assigned partitions in parts (offsets chosen) that
+ * are not recorded yet; returns how many are left unrecorded. */
+static uint32_t tenure_record(struct node *n, rd_kafka_topic_partition_list_t *parts)
+{
+    int32_t which[INGEST_NODE_PARTITIONS_MAX];
+    int64_t start[INGEST_NODE_PARTITIONS_MAX];
+    bool continues[INGEST_NODE_PARTITIONS_MAX];
+    struct tenure_history *h = malloc(INGEST_NODE_PARTITIONS_MAX * sizeof(*h));
+    ASSERT(h != NULL);
+    uint32_t count = 0;
+    for (int i = 0; i < parts->cnt; i++) {
+        rd_kafka_topic_partition_t *tp = &parts->elems[i];
+        int32_t p = tp->partition;
+        if (p < 0 || p >= (int32_t)INGEST_NODE_PARTITIONS_MAX || node_tenure_recorded(n->tenure, p)) {
+            continue;
+        }
+        if (tp->offset < 0) {
+            /* Nothing committed nor stored: the entry needs the offset reading starts at. */
+            tp->offset = low_watermark(n, p);
+            n->start[p] = tp->offset;
+        }
+        if (tp->offset < 0) {
+            continue; /* unknown for now: stays unrecorded, asked again at the next tick */
+        }
+        const struct tenure_history *mine = &n->history[p];
+        int64_t durable = atomic_load(&n->durable[p]);
+        which[count] = p;
+        start[count] = tp->offset;
+        continues[count] = mine->count > 0 &&
+                           mine->entries[0].node == node_tenure_id(n->tenure) &&
+                           durable >= 0 && durable == tp->offset;
+        h[count++] = *mine;
+    }
+    (void)node_tenure_record(n->tenure, n->rk, n->cfg->topic, which, start, continues, h, count,
+                             TENURE_KAFKA_TIMEOUT_MS);
+    free(h);
+    uint32_t left = 0;
+    for (int i = 0; i < parts->cnt; i++) {
+        left += node_tenure_recorded(n->tenure, parts->elems[i].partition) ? 0u : 1u;
+    }
+    return left;
+}
+
+/* The assigned partitions of parts this node may not read yet (not recorded as their holder). */
+static rd_kafka_topic_partition_list_t *unrecorded(struct node *n,
+                                                  const rd_kafka_topic_partition_list_t *parts)
+{
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(parts->cnt + 1);
+    for (int i = 0; i < parts->cnt; i++) {
+        if (!node_tenure_recorded(n->tenure, parts->elems[i].partition)) {
+            rd_kafka_topic_partition_list_add(list, parts->elems[i].topic,
+                                              parts->elems[i].partition);
+        }
+    }
+    return list;
+}
+
+/* Eager assignment, events model, before choose_offsets: reads the histories of the assigned
+ * partitions and of those held here but assigned elsewhere, and gives up what was stored past
+ * a later holder's start. Returns 0 or the writer's error. */
+static int tenure_assign(struct node *n, const rd_kafka_topic_partition_list_t *parts)
+{
+    int32_t list[INGEST_NODE_PARTITIONS_MAX];
+    uint32_t count = 0;
+    for (int32_t p = 0; p < (int32_t)INGEST_NODE_PARTITIONS_MAX; p++) {
+        bool assigned = is_assigned(parts, p);
+        if (!assigned) {
+            node_tenure_unassign(n->tenure, p);
+        }
+        if (assigned || atomic_load(&n->durable[p]) >= 0) {
+            list[count++] = p;
+        }
+    }
+    struct tenure_history *h = malloc(INGEST_NODE_PARTITIONS_MAX * sizeof(*h));
+    ASSERT(h != NULL);
+    int rc = node_tenure_read(n->tenure, n->rk, n->cfg->topic, list, count,
+                              TENURE_KAFKA_TIMEOUT_MS, h);
+    (void)rc; /* histories that could not be read are empty: nothing released, asked again */
+    int32_t held[INGEST_NODE_PARTITIONS_MAX];
+    int32_t mine[INGEST_NODE_PARTITIONS_MAX];
+    uint32_t held_count = 0;
+    uint32_t mine_count = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        n->history[list[i]] = h[i];
+        if (is_assigned(parts, list[i])) {
+            mine[mine_count++] = list[i];
+        } else {
+            held[held_count++] = list[i];
+        }
+    }
+    free(h);
+    rc = tenure_release(n, mine, mine_count, true);
+    return rc == 0 ? tenure_release(n, held, held_count, false) : rc;
+}
+
+/* Consumer thread, every TENURE_TICK_INTERVAL_NS: records the assigned partitions the group
+ * refused at assignment (and lets them be read), and looks at the histories of partitions held
+ * here, assigned elsewhere and not settled. Returns 0 or the writer's error. */
+static int tenure_tick(struct node *n)
+{
+    uint64_t now = ds_clock_ns();
+    if (n->tenure == NULL || now - n->last_tenure_ns < TENURE_TICK_INTERVAL_NS) {
+        return 0;
+    }
+    n->last_tenure_ns = now;
+    rd_kafka_topic_partition_list_t *assigned = NULL;
+    if (rd_kafka_assignment(n->rk, &assigned) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        rd_kafka_topic_partition_list_t *waiting = unrecorded(n, assigned);
+        if (waiting->cnt > 0) {
+            for (int i = 0; i < waiting->cnt; i++) {
+                int32_t p = waiting->elems[i].partition;
+                waiting->elems[i].offset = n->start[p];
+            }
+            (void)tenure_record(n, waiting);
+            rd_kafka_topic_partition_list_t *still = unrecorded(n, waiting);
+            if (still->cnt < waiting->cnt && !n->paused) {
+                rd_kafka_topic_partition_list_t *ready =
+                    rd_kafka_topic_partition_list_new(waiting->cnt);
+                for (int i = 0; i < waiting->cnt; i++) {
+                    if (node_tenure_recorded(n->tenure, waiting->elems[i].partition)) {
+                        rd_kafka_topic_partition_list_add(ready, waiting->elems[i].topic,
+                                                          waiting->elems[i].partition);
+                    }
+                }
+                (void)rd_kafka_resume_partitions(n->rk, ready);
+                rd_kafka_topic_partition_list_destroy(ready);
+            }
+            rd_kafka_topic_partition_list_destroy(still);
+        }
+        rd_kafka_topic_partition_list_destroy(waiting);
+    }
+    int32_t list[INGEST_NODE_PARTITIONS_MAX];
+    uint32_t count = 0;
+    for (int32_t p = 0; p < (int32_t)INGEST_NODE_PARTITIONS_MAX; p++) {
+        if (!is_assigned(assigned, p) && atomic_load(&n->durable[p]) >= 0 &&
+            !node_tenure_settled(n->tenure, p)) {
+            list[count++] = p;
+        }
+    }
+    if (assigned != NULL) {
+        rd_kafka_topic_partition_list_destroy(assigned);
+    }
+    if (count == 0) {
+        return 0;
+    }
+    struct tenure_history *h = malloc(count * sizeof(*h));
+    ASSERT(h != NULL);
+    int rc = node_tenure_read(n->tenure, n->rk, n->cfg->topic, list, count,
+                              TENURE_KAFKA_TIMEOUT_MS, h);
+    for (uint32_t i = 0; rc == 0 && i < count; i++) {
+        n->history[list[i]] = h[i];
+    }
+    free(h);
+    return rc == 0 ? tenure_release(n, list, count, false) : 0;
+}
+
 static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
@@ -559,7 +816,11 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         if (!cooperative) {
             give_up_unassigned(n, parts); /* the whole assignment: the rest is someone else's */
         }
+        if (n->tenure != NULL && tenure_assign(n, parts) != 0) {
+            return; /* the writer failed: the loop stops on its error */
+        }
         choose_offsets(n, parts);
+        uint32_t waiting = n->tenure != NULL ? tenure_record(n, parts) : 0;
         mark_assigned(n, parts, true);
         rd_kafka_error_t *error = NULL;
         if (cooperative) {
@@ -574,6 +835,11 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         if (n->paused) {
             /* Back-pressure holds: new partitions start paused too. */
             (void)rd_kafka_pause_partitions(rk, parts);
+        } else if (waiting > 0) {
+            /* Not read until recorded as their holder (tenure_tick). */
+            rd_kafka_topic_partition_list_t *hold = unrecorded(n, parts);
+            (void)rd_kafka_pause_partitions(rk, hold);
+            rd_kafka_topic_partition_list_destroy(hold);
         }
         share_update(n);
         return;
@@ -587,6 +853,9 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         ds_log_error("kafka: rebalance: %s", rd_kafka_err2str(err));
     }
     mark_assigned(n, parts, false);
+    for (int i = 0; n->tenure != NULL && i < parts->cnt; i++) {
+        node_tenure_unassign(n->tenure, parts->elems[i].partition);
+    }
     if (cooperative) {
         rd_kafka_error_t *error = rd_kafka_incremental_unassign(rk, parts);
         if (error != NULL) {
@@ -727,6 +996,12 @@ static int apply_back_pressure(struct node *n)
         err = want ? rd_kafka_pause_partitions(n->rk, assigned)
                    : rd_kafka_resume_partitions(n->rk, assigned);
     }
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR && !want && n->tenure != NULL) {
+        /* Not read until recorded as their holder (tenure_tick). */
+        rd_kafka_topic_partition_list_t *hold = unrecorded(n, assigned);
+        (void)rd_kafka_pause_partitions(n->rk, hold);
+        rd_kafka_topic_partition_list_destroy(hold);
+    }
     if (assigned != NULL) {
         rd_kafka_topic_partition_list_destroy(assigned);
     }
@@ -765,6 +1040,9 @@ static int consume(struct node *n, const volatile int *stop)
         }
         if (rc == 0) {
             rc = apply_back_pressure(n);
+        }
+        if (rc == 0) {
+            rc = tenure_tick(n);
         }
         refresh_commits(n);
         status(n);
@@ -946,6 +1224,12 @@ static int open_data(struct node *n)
         return rc;
     }
     n->orders_model = storage_model(n->st) == STORAGE_MODEL_ORDERS;
+    if (!n->orders_model) {
+        rc = node_tenure_open(n->cfg->data_dir, n->cfg->watch, &n->tenure);
+        if (rc != 0) {
+            return rc;
+        }
+    }
     for (uint32_t p = 0; p < INGEST_NODE_PARTITIONS_MAX; p++) {
         int64_t next = storage_source_next(n->st, (int32_t)p);
         atomic_init(&n->durable[p], next);
@@ -1097,6 +1381,7 @@ int ingest_node_run(const struct ingest_node_config *cfg, struct ingest_node_sta
     teardown(n, (kafka_end != 0 ? kafka_end : ds_clock_ns()) +
                     (uint64_t)STOP_TEARDOWN_WAIT_MS * 1000000u);
     node_heat_close(n->heat);
+    node_tenure_close(n->tenure);
     shard_map_close(n->map);
     storage_close(n->st);
     free(n);

@@ -47,6 +47,8 @@ struct ingest_node_watch {
     int32_t end;                               /* 1 + the highest partition ever assigned */
     bool assigned[INGEST_NODE_PARTITIONS_MAX]; /* under lock */
     int64_t start[INGEST_NODE_PARTITIONS_MAX]; /* the offset chosen at assignment, or -1 */
+    bool claims_on; /* the node reports claims (the events model) */
+    int64_t claim_from[INGEST_NODE_PARTITIONS_MAX]; /* its latest run's start, or -1 */
 };
 
 int ingest_node_watch_create(struct ingest_node_watch **out)
@@ -57,6 +59,9 @@ int ingest_node_watch_create(struct ingest_node_watch **out)
     }
     ASSERT(pthread_mutex_init(&w->lock, NULL) == 0);
     ASSERT(pthread_cond_init(&w->idle, NULL) == 0);
+    for (uint32_t p = 0; p < INGEST_NODE_PARTITIONS_MAX; p++) {
+        w->claim_from[p] = -1;
+    }
     *out = w;
     return 0;
 }
@@ -124,6 +129,41 @@ void node_watch_assign(struct ingest_node_watch *w, const rd_kafka_topic_partiti
     w->settled = on;
     w->generation++;
     ASSERT(pthread_mutex_unlock(&w->lock) == 0);
+}
+
+void node_watch_claim(struct ingest_node_watch *w, int32_t partition, int64_t from)
+{
+    if (w == NULL) {
+        return;
+    }
+    ASSERT(partition >= 0 && partition < (int32_t)INGEST_NODE_PARTITIONS_MAX);
+    ASSERT(pthread_mutex_lock(&w->lock) == 0);
+    w->claims_on = true;
+    w->claim_from[partition] = from;
+    ASSERT(pthread_mutex_unlock(&w->lock) == 0);
+}
+
+int ingest_node_watch_claims(struct ingest_node_watch *w, ingest_node_claim_fn fn, void *user)
+{
+    int64_t from[INGEST_NODE_PARTITIONS_MAX];
+    bool open[INGEST_NODE_PARTITIONS_MAX];
+    ASSERT(pthread_mutex_lock(&w->lock) == 0);
+    bool on = w->claims_on;
+    for (uint32_t p = 0; p < INGEST_NODE_PARTITIONS_MAX; p++) {
+        from[p] = w->claim_from[p];
+        open[p] = w->assigned[p];
+    }
+    ASSERT(pthread_mutex_unlock(&w->lock) == 0);
+    if (!on) {
+        return -ENOENT;
+    }
+    for (int32_t p = 0; p < (int32_t)INGEST_NODE_PARTITIONS_MAX; p++) {
+        int rc = from[p] >= 0 ? fn(p, from[p], open[p], user) : 0;
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return 0;
 }
 
 uint64_t ingest_node_watch_generation(struct ingest_node_watch *w)

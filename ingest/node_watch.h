@@ -22,4 +22,8 @@ void node_watch_detach(struct ingest_node_watch *w);
 void node_watch_assign(struct ingest_node_watch *w, const rd_kafka_topic_partition_list_t *parts,
                        bool on);
 
+/* Events model, consumer thread: the start of the node's latest run of partition (the offset
+ * it last started reading it at, DIR/TENURES), or -1 when it holds no run it can name. */
+void node_watch_claim(struct ingest_node_watch *w, int32_t partition, int64_t from);
+
 #endif /* DS_INGEST_NODE_WATCH_H */

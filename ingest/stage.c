@@ -294,26 +294,33 @@ static int writer_apply(struct stage *s, const struct stage_batch *b, uint64_t *
     return 0;
 }
 
-/* A release barrier's partitions (orders model; the events model keeps nothing per partition):
- * what the batch appended is committed first (storage_release_source gives up committed orders
- * only), then each partition is released and committed, an -EAGAIN (the orders store's pending
- * bytes full) committing and going on where it stopped. */
+/* A release barrier's partitions: what the batch appended is committed first (a release gives
+ * up committed data only), then each partition is released and committed, an -EAGAIN (pending
+ * bytes full) committing and going on where it stopped. Orders model: the partition's orders
+ * (storage_release_source); events model: its events from release_from on
+ * (storage_release_range). */
 static int writer_release(struct stage *s, const struct stage_batch *b, uint64_t pending)
 {
     int rc = writer_commit(s, pending);
     bool orders = storage_model(s->cfg.storage) == STORAGE_MODEL_ORDERS;
-    for (uint32_t i = 0; rc == 0 && orders && i < b->release_count; i++) {
+    for (uint32_t i = 0; rc == 0 && i < b->release_count; i++) {
         uint64_t total = 0;
         int released_rc = -EAGAIN;
         while (rc == 0 && released_rc == -EAGAIN) {
             uint64_t released = 0;
-            released_rc = storage_release_source(s->cfg.storage, b->release[i], &released);
+            released_rc = orders ? storage_release_source(s->cfg.storage, b->release[i], &released)
+                                 : storage_release_range(s->cfg.storage, b->release[i],
+                                                         b->release_from[i], &released);
             total += released;
             rc = released_rc == 0 || released_rc == -EAGAIN ? writer_commit(s, 0) : released_rc;
         }
-        if (rc == 0) {
+        if (rc == 0 && orders) {
             ds_log_info("%s: partition %" PRId32 " given up: %" PRIu64 " orders leave this node",
                         s->cfg.source_name, b->release[i], total);
+        } else if (rc == 0) {
+            ds_log_info("%s: partition %" PRId32 " from offset %" PRId64 " given up: %" PRIu64
+                        " events leave this node (another member reads them)",
+                        s->cfg.source_name, b->release[i], b->release_from[i], total);
         }
     }
     return rc;
@@ -467,10 +474,14 @@ int stage_flush_older(struct stage *s, uint64_t age_ns)
     return atomic_load(&s->error);
 }
 
-int stage_give_up(struct stage *s, const int32_t *partitions, uint32_t count)
+int stage_give_up(struct stage *s, const int32_t *partitions, const int64_t *from,
+                  uint32_t count)
 {
     ASSERT(count <= INGEST_NODE_PARTITIONS_MAX);
     memcpy(s->current->release, partitions, count * sizeof(*partitions));
+    for (uint32_t i = 0; i < count; i++) {
+        s->current->release_from[i] = from != NULL ? from[i] : 0;
+    }
     s->current->release_count = count;
     return stage_barrier(s);
 }

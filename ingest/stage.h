@@ -67,6 +67,7 @@ struct stage_batch {
      * committed, the writer releases them (storage_release_source) and commits again. */
     uint32_t release_count;
     int32_t release[INGEST_NODE_PARTITIONS_MAX];
+    int64_t release_from[INGEST_NODE_PARTITIONS_MAX]; /* events model: release offsets >= it */
 };
 
 /* Runs on the writer thread after every successful storage commit. */
@@ -128,10 +129,12 @@ DS_MUST_USE int stage_flush_older(struct stage *s, uint64_t age_ns);
 /* Source thread: commit everything handed over so far and wait for it (bounded by the disk).
  * Returns 0 or the writer's error. */
 DS_MUST_USE int stage_barrier(struct stage *s);
-/* Source thread: a barrier that also gives up partitions (orders model: their orders leave this
- * data directory, storage_release_source; nothing in the events model). Returns when it is
- * durable, with stage_barrier's errors. */
-DS_MUST_USE int stage_give_up(struct stage *s, const int32_t *partitions, uint32_t count);
+/* Source thread: a barrier that also gives up partitions. Orders model: their orders leave this
+ * data directory (storage_release_source; from is ignored and may be NULL). Events model: the
+ * events of partitions[i] at offsets >= from[i] leave it (storage_release_range). Returns when
+ * it is durable, with stage_barrier's errors. */
+DS_MUST_USE int stage_give_up(struct stage *s, const int32_t *partitions, const int64_t *from,
+                              uint32_t count);
 /* Source thread: hand over what is left, commit, stop the writer, close the dead-letter file.
  * Returns 0 or the first error. Safe to call once after stage_start succeeded. */
 DS_MUST_USE int stage_finish(struct stage *s);

@@ -379,6 +379,16 @@ typedef int (*query_positions_fn)(void *user, struct query_position *out, size_t
                                   uint32_t timeout_ms, uint64_t *generation);
 /* The node's current assignment generation (cheap): a change means a rebalance. */
 typedef uint64_t (*query_generation_fn)(void *user);
+/* One claim of a node (events model): the Kafka partition, the offset where the node's latest
+ * run of it started, and whether the run is open (the node reads the partition now). */
+struct query_claim {
+    int32_t partition;
+    int64_t from;
+    bool open;
+};
+/* A node's claims (any service thread): fills out, returns the count, -ENOENT (the node makes
+ * none: the orders model, or not started) or -ENOSPC (more than cap). */
+typedef int (*query_claims_fn)(void *user, struct query_claim *out, size_t cap);
 
 struct query_http_config {
     const char *data_dir;           /* read-only; copied */
@@ -400,6 +410,10 @@ struct query_http_config {
     query_positions_fn positions;   /* a node's (run --http), or NULL (serve): see above */
     query_generation_fn positions_generation; /* with positions */
     void *positions_user;                     /* retained until stop */
+    /* A node's claims (run --http), or NULL: counts and partitions of the events model carry
+     * them beside as_of, so that a router can tell two members holding one range. */
+    query_claims_fn claims;
+    void *claims_user; /* retained until stop */
     /* Counts fan out over every partition (query_count_request.fanout): the baseline of
      * bench_http_count; the answers are the same. */
     bool count_fanout;

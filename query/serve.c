@@ -254,6 +254,8 @@ int query_http_start(const struct query_http_config *cfg, struct query_http **ou
     h->positions = cfg->positions;
     h->positions_generation = cfg->positions_generation;
     h->positions_user = cfg->positions_user;
+    h->claims = cfg->claims;
+    h->claims_user = cfg->claims_user;
     ASSERT(pthread_mutex_init(&h->heat_lock, NULL) == 0);
     rc = serve_open(h, cfg);
     if (rc != 0) {

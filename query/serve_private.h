@@ -119,6 +119,8 @@ struct query_http {
     bool count_fanout;            /* query_http_config.count_fanout */
     query_positions_fn positions; /* NULL: consistent=true means durable at arrival */
     query_generation_fn positions_generation;
+    query_claims_fn claims;
+    void *claims_user;
     void *positions_user;
     /* serve (no builder here): a read-only view of DATA/gsi, opened on first use */
     char data_dir[DS_PATH_MAX];
@@ -149,6 +151,14 @@ size_t serve_append_fields(char *body, size_t body_len, const char *text, size_t
 /* Appends ,"as_of":{...} of r before the closing brace of the JSON object in body (len bytes;
  * capacity for it was reserved). Returns the new length. */
 size_t serve_append_as_of(char *body, size_t len, const struct serve_reader *r);
+/* "claims" of every Kafka partition: up to STORAGE_SOURCES_MAX entries of at most 48 bytes. */
+#define SERVE_CLAIMS_BYTES_MAX (STORAGE_SOURCES_MAX * 48u + 16u)
+/* Events model on a node that makes claims: appends ,"claims":{"<partition>":[from,end],...}
+ * before the closing brace of the JSON object in body (len bytes; SERVE_CLAIMS_BYTES_MAX more
+ * reserved), end null for an open run, else the reader's next offset of the partition (a
+ * claim with nothing stored is left out). Returns the new length (len when nothing to add). */
+size_t serve_append_claims(const struct query_http *h, char *body, size_t len,
+                           const struct serve_reader *r);
 
 /* ---- serve_wait.c: consistent=true on a node ----------------------------------------------- */
 

@@ -32,13 +32,15 @@ static enum http_result count_answer(struct query_http *h, struct http_request *
         serve_reader_release(r);
         return serve_storage_error(c, rc);
     }
-    size_t cap = query_count_json_bound(&res) + r->as_of_len + consistency_len + 16;
+    size_t cap = query_count_json_bound(&res) + r->as_of_len + SERVE_CLAIMS_BYTES_MAX +
+                 consistency_len + 16;
     char *body = malloc(cap);
     int64_t len = -ENOMEM;
     if (body != NULL) {
         len = query_count_json(&route->count, &res, body, cap);
         ASSERT(len > 0);
         len = (int64_t)serve_append_as_of(body, (size_t)len, r);
+        len = (int64_t)serve_append_claims(h, body, (size_t)len, r);
         if (consistency != NULL) {
             len = (int64_t)serve_append_fields(body, (size_t)len, consistency, consistency_len);
         }

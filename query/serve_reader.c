@@ -146,6 +146,44 @@ size_t serve_append_fields(char *body, size_t body_len, const char *text, size_t
     return body_len + len;
 }
 
+size_t serve_append_claims(const struct query_http *h, char *body, size_t len,
+                           const struct serve_reader *r)
+{
+    ASSERT(len > 0 && body[len - 1] == '}');
+    struct query_claim claims[STORAGE_SOURCES_MAX];
+    int count = h->claims != NULL && storage_model(r->st) == STORAGE_MODEL_EVENTS
+                    ? h->claims(h->claims_user, claims, STORAGE_SOURCES_MAX)
+                    : -ENOENT;
+    if (count < 0) {
+        return len; /* no claims: a router does not check this member */
+    }
+    size_t n = len - 1;
+    size_t start = n;
+    n += (size_t)snprintf(body + n, SERVE_CLAIMS_BYTES_MAX, ",\"claims\":{");
+    bool first = true;
+    for (int i = 0; i < count; i++) {
+        int64_t next = storage_source_next(r->st, claims[i].partition);
+        if (!claims[i].open && next < 0) {
+            continue;
+        }
+        char end[24];
+        if (claims[i].open) {
+            snprintf(end, sizeof(end), "null");
+        } else {
+            snprintf(end, sizeof(end), "%" PRId64, next);
+        }
+        int w = snprintf(body + n, SERVE_CLAIMS_BYTES_MAX - (n - start), "%s\"%" PRId32 "\":[%" PRId64 ",%s]",
+                         first ? "" : ",", claims[i].partition, claims[i].from, end);
+        ASSERT(w > 0 && (size_t)w < SERVE_CLAIMS_BYTES_MAX - (n - start));
+        n += (size_t)w;
+        first = false;
+    }
+    body[n++] = '}';
+    body[n++] = '}';
+    body[n] = '\0';
+    return n;
+}
+
 /* Appends ,"as_of":{...} before the closing brace of the JSON object in body (len bytes;
  * capacity for it was reserved). Returns the new length. */
 size_t serve_append_as_of(char *body, size_t len, const struct serve_reader *r)

@@ -82,7 +82,7 @@ static int64_t render_partitions(struct query_http *h, struct serve_reader *r, i
     }
     ASSERT(len + 3 < cap);
     memcpy(body + len, "]}", 3);
-    return (int64_t)serve_append_as_of(body, len + 2, r);
+    return (int64_t)serve_append_claims(h, body, serve_append_as_of(body, len + 2, r), r);
 }
 
 enum http_result serve_partitions(struct query_http *h, struct http_request *c,
@@ -93,7 +93,8 @@ enum http_result serve_partitions(struct query_http *h, struct http_request *c,
     if (rc != 0) {
         return serve_storage_error(c, rc);
     }
-    size_t cap = 128u + (size_t)shard_map_get(r->map, route->day) * 192u + r->as_of_len;
+    size_t cap = 128u + (size_t)shard_map_get(r->map, route->day) * 192u + r->as_of_len +
+                 SERVE_CLAIMS_BYTES_MAX;
     char *body = malloc(cap);
     int64_t len = body != NULL ? render_partitions(h, r, route->day, body, cap) : -ENOMEM;
     serve_reader_release(r);

@@ -64,6 +64,7 @@ int node_tenure_open(const char *dir, struct ingest_node_watch *watch, struct no
         return rc;
     }
     ASSERT(pthread_mutex_init(&t->lock, NULL) == 0);
+    node_watch_claims_enable(watch);
     for (int32_t p = 0; p < (int32_t)INGEST_NODE_PARTITIONS_MAX; p++) {
         int64_t from = -1;
         if (tenure_runs_get(&t->runs, (uint32_t)p, &from)) {

@@ -143,6 +143,16 @@ void node_watch_claim(struct ingest_node_watch *w, int32_t partition, int64_t fr
     ASSERT(pthread_mutex_unlock(&w->lock) == 0);
 }
 
+void node_watch_claims_enable(struct ingest_node_watch *w)
+{
+    if (w == NULL) {
+        return;
+    }
+    ASSERT(pthread_mutex_lock(&w->lock) == 0);
+    w->claims_on = true;
+    ASSERT(pthread_mutex_unlock(&w->lock) == 0);
+}
+
 int ingest_node_watch_claims(struct ingest_node_watch *w, ingest_node_claim_fn fn, void *user)
 {
     int64_t from[INGEST_NODE_PARTITIONS_MAX];

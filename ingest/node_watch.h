@@ -25,5 +25,7 @@ void node_watch_assign(struct ingest_node_watch *w, const rd_kafka_topic_partiti
 /* Events model, consumer thread: the start of the node's latest run of partition (the offset
  * it last started reading it at, DIR/TENURES), or -1 when it holds no run it can name. */
 void node_watch_claim(struct ingest_node_watch *w, int32_t partition, int64_t from);
+/* Events model: the node makes claims (none yet is a claim too: it holds no run). */
+void node_watch_claims_enable(struct ingest_node_watch *w);
 
 #endif /* DS_INGEST_NODE_WATCH_H */

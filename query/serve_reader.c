@@ -154,6 +154,13 @@ size_t serve_append_claims(const struct query_http *h, char *body, size_t len,
     int count = h->claims != NULL && storage_model(r->st) == STORAGE_MODEL_EVENTS
                     ? h->claims(h->claims_user, claims, STORAGE_SOURCES_MAX)
                     : -ENOENT;
+    if (count == -ENOENT && h->claims != NULL && storage_model(r->st) == STORAGE_MODEL_EVENTS) {
+        /* A node whose claims are not loaded yet (starting): a router must not sum it with
+         * another member unchecked. */
+        static const char unknown[] = ",\"claims\":null}";
+        memcpy(body + len - 1, unknown, sizeof(unknown));
+        return len - 1 + sizeof(unknown) - 1;
+    }
     if (count < 0) {
         return len; /* no claims: a router does not check this member */
     }

@@ -156,10 +156,13 @@ size_t serve_append_as_of(char *body, size_t len, const struct serve_reader *r);
 /* Events model on a node that makes claims: appends ,"claims":{"<partition>":[from,end],...}
  * before the closing brace of the JSON object in body (len bytes; SERVE_CLAIMS_BYTES_MAX more
  * reserved), end null for an open run, else the reader's next offset of the partition (a
- * claim with nothing stored is left out), or ,"claims":null while the node has not loaded them
- * (starting). Returns the new length (len when nothing to add). */
-size_t serve_append_claims(const struct query_http *h, char *body, size_t len,
-                           const struct serve_reader *r);
+ * claim with nothing stored is left out). Returns the new length (len when nothing to add), or
+ * -EAGAIN while the node has not loaded its claims (starting: answer 503, since a router must
+ * not sum this member with another one unchecked). */
+int64_t serve_append_claims(const struct query_http *h, char *body, size_t len,
+                            const struct serve_reader *r);
+/* The 503 of a node whose claims are not loaded yet. */
+enum http_result serve_respond_starting(struct http_request *c);
 
 /* ---- serve_wait.c: consistent=true on a node ----------------------------------------------- */
 

@@ -40,13 +40,17 @@ static enum http_result count_answer(struct query_http *h, struct http_request *
         len = query_count_json(&route->count, &res, body, cap);
         ASSERT(len > 0);
         len = (int64_t)serve_append_as_of(body, (size_t)len, r);
-        len = (int64_t)serve_append_claims(h, body, (size_t)len, r);
-        if (consistency != NULL) {
+        len = serve_append_claims(h, body, (size_t)len, r);
+        if (consistency != NULL && len > 0) {
             len = (int64_t)serve_append_fields(body, (size_t)len, consistency, consistency_len);
         }
     }
     serve_reader_release(r);
     query_count_result_deinit(&res);
+    if (len == -EAGAIN) {
+        free(body);
+        return serve_respond_starting(c);
+    }
     return http_respond_json(c, 200, body, len);
 }
 

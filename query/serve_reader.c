@@ -146,8 +146,15 @@ size_t serve_append_fields(char *body, size_t body_len, const char *text, size_t
     return body_len + len;
 }
 
-size_t serve_append_claims(const struct query_http *h, char *body, size_t len,
-                           const struct serve_reader *r)
+enum http_result serve_respond_starting(struct http_request *c)
+{
+    return http_respond_error(c, 503,
+                              "starting: this node has not loaded its claims (the Kafka "
+                              "partitions it holds runs of) yet");
+}
+
+int64_t serve_append_claims(const struct query_http *h, char *body, size_t len,
+                            const struct serve_reader *r)
 {
     ASSERT(len > 0 && body[len - 1] == '}');
     struct query_claim claims[STORAGE_SOURCES_MAX];
@@ -157,12 +164,10 @@ size_t serve_append_claims(const struct query_http *h, char *body, size_t len,
     if (count == -ENOENT && h->claims != NULL && storage_model(r->st) == STORAGE_MODEL_EVENTS) {
         /* A node whose claims are not loaded yet (starting): a router must not sum it with
          * another member unchecked. */
-        static const char unknown[] = ",\"claims\":null}";
-        memcpy(body + len - 1, unknown, sizeof(unknown));
-        return len - 1 + sizeof(unknown) - 1;
+        return -EAGAIN;
     }
     if (count < 0) {
-        return len; /* no claims: a router does not check this member */
+        return (int64_t)len; /* no claims: a router does not check this member */
     }
     size_t n = len - 1;
     size_t start = n;
@@ -188,7 +193,7 @@ size_t serve_append_claims(const struct query_http *h, char *body, size_t len,
     body[n++] = '}';
     body[n++] = '}';
     body[n] = '\0';
-    return n;
+    return (int64_t)n;
 }
 
 /* Appends ,"as_of":{...} before the closing brace of the JSON object in body (len bytes;

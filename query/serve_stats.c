@@ -82,7 +82,7 @@ static int64_t render_partitions(struct query_http *h, struct serve_reader *r, i
     }
     ASSERT(len + 3 < cap);
     memcpy(body + len, "]}", 3);
-    return (int64_t)serve_append_claims(h, body, serve_append_as_of(body, len + 2, r), r);
+    return serve_append_claims(h, body, serve_append_as_of(body, len + 2, r), r);
 }
 
 enum http_result serve_partitions(struct query_http *h, struct http_request *c,
@@ -100,7 +100,7 @@ enum http_result serve_partitions(struct query_http *h, struct http_request *c,
     serve_reader_release(r);
     if (len < 0) {
         free(body);
-        return serve_storage_error(c, (int)len);
+        return len == -EAGAIN ? serve_respond_starting(c) : serve_storage_error(c, (int)len);
     }
     return http_respond_json(c, 200, body, len);
 }

@@ -443,8 +443,9 @@ static bool slice_over(struct compaction *c)
 }
 
 /* Pass 1: every retraction into the multiset. */
-static int collect_retraction(const struct ds_event *e, void *user)
+static int collect_retraction(const struct ds_event *e, const struct ds_source *source, void *user)
 {
+    (void)source;
     struct compaction *c = user;
     if (slice_over(c)) {
         return COMPACTION_PAUSE;
@@ -468,14 +469,14 @@ static int collect_retraction(const struct ds_event *e, void *user)
 }
 
 /* Pass 2: a row a retraction cancels is dropped, every other row is kept. */
-static int keep_row(const struct ds_event *e, void *user)
+static int keep_row(const struct ds_event *e, const struct ds_source *source, void *user)
 {
     struct compaction *c = user;
     if (slice_over(c)) {
         return COMPACTION_PAUSE;
     }
-    if (e->retract) {
-        return 0;
+    if (e->retract && c->collect) {
+        return 0; /* the orders model drops it with the row it cancels */
     }
     if (c->slots != NULL) {
         uint64_t a = 0, b = 0;
@@ -487,19 +488,19 @@ static int keep_row(const struct ds_event *e, void *user)
         }
     }
     c->kept++;
-    return store_write_rewrite_append(c->st, &c->shadow, e);
+    return store_write_rewrite_append(c->st, &c->shadow, e, source);
 }
 
 /* The tail: rows and retractions appended since the start are kept as they are (a retraction
  * there may cancel a row of the rewrite; the next compaction removes both). */
-static int keep_all(const struct ds_event *e, void *user)
+static int keep_all(const struct ds_event *e, const struct ds_source *source, void *user)
 {
     struct compaction *c = user;
     if (slice_over(c)) {
         return COMPACTION_PAUSE;
     }
     c->kept++;
-    return store_write_rewrite_append(c->st, &c->shadow, e);
+    return store_write_rewrite_append(c->st, &c->shadow, e, source);
 }
 
 bool store_orders_compact_tailing(const struct storage *st)
@@ -553,7 +554,7 @@ int store_orders_compact_start(struct storage *st, struct storage *reader, const
  * error. */
 static int compaction_pass(struct compaction *c, const struct part *rp)
 {
-    static const storage_event_fn fns[] = {
+    static const storage_source_event_fn fns[] = {
         [COMPACTION_COLLECT] = collect_retraction,
         [COMPACTION_KEEP] = keep_row,
         [COMPACTION_TAIL] = keep_all,
@@ -562,7 +563,7 @@ static int compaction_pass(struct compaction *c, const struct part *rp)
         return 0;
     }
     c->block = c->pos;
-    return store_read_scan_from(c->reader, rp, &c->pos, fns[c->phase], c);
+    return store_read_scan_from(c->reader, rp, &c->pos, NULL, fns[c->phase], c);
 }
 
 /* Moves to the next pass once one ended: 0 to go on, 1 when there is nothing to rewrite. */

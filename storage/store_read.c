@@ -268,9 +268,10 @@ static int walker_init(struct walker *k, struct storage *st, enum walk_check che
     return k->buf != NULL ? 0 : -ENOMEM;
 }
 
-static int count_nothing(const struct ds_event *event, void *user)
+static int count_nothing(const struct ds_event *event, const struct ds_source *source, void *user)
 {
     (void)event;
+    (void)source;
     (void)user;
     return 0;
 }
@@ -722,15 +723,10 @@ struct scan_state {
     uint64_t offset;
     uint8_t *block;
     size_t block_capacity;
-    storage_event_fn fn;
+    store_block_want_fn want;
+    storage_source_event_fn fn;
     void *user;
 };
-
-static int scan_event(const struct ds_event *event, void *user)
-{
-    struct scan_state *scan = user;
-    return scan->fn(event, scan->user);
-}
 
 static int scan_block(struct scan_state *scan, uint64_t end)
 {
@@ -743,6 +739,10 @@ static int scan_block(struct scan_state *scan, uint64_t end)
     }
     size_t header_bytes = view.header->header_bytes;
     size_t total = header_bytes + view.header->payload_bytes;
+    if (scan->want != NULL && !scan->want(view.header, scan->user)) {
+        scan->offset += total;
+        return 0;
+    }
     if (total > scan->block_capacity) {
         uint8_t *grown = malloc(total);
         if (grown == NULL) {
@@ -761,13 +761,13 @@ static int scan_block(struct scan_state *scan, uint64_t end)
         return n < 0 ? (int)n : -DS_ECORRUPT;
     }
     rc = block_decode(&scan->st->codec, &view, scan->block + header_bytes, scan->p->day_start_ms,
-                      scan_event, scan);
+                      scan->fn, scan->user);
     scan->offset += total;
     return rc;
 }
 
 int store_read_scan_from(struct storage *st, const struct part *p, struct storage_position *pos,
-                         storage_event_fn fn, void *user)
+                         store_block_want_fn want, storage_source_event_fn fn, void *user)
 {
     ASSERT(p->segment_id != 0);
     if (pos->segment_id < store_part_first(p)) {
@@ -784,7 +784,7 @@ int store_read_scan_from(struct storage *st, const struct part *p, struct storag
     if (pos->segment_id == p->segment_id && pos->offset == p->committed_end) {
         return 0; /* nothing new: no file to open */
     }
-    struct scan_state scan = {.st = st, .p = p, .fn = fn, .user = user};
+    struct scan_state scan = {.st = st, .p = p, .want = want, .fn = fn, .user = user};
     scan.block_capacity = BLOCK_HEADER_BYTES_MAX;
     scan.block = malloc(scan.block_capacity);
     if (scan.block == NULL) {

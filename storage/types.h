@@ -32,6 +32,9 @@ struct storage_config {
     /* The time one storage_compact_due call works (default and most STORAGE_COMPACT_SLICE_NS;
      * at least 1: every slice then does one block, as tests use to stop at each slice). */
     uint64_t compact_slice_ns;
+    /* Retraction rows one storage_release_range call appends before -EAGAIN (0: the default,
+     * STORAGE_RELEASE_ROWS_MAX, also the most; tests set a few to stop at each). */
+    uint32_t release_rows_max;
     uint32_t partitions_max; /* partitions tracked (<= STORAGE_PARTITIONS_MAX) */
     /* Writers: keep the newest retention_days days of stream time (see "retention" below);
      * 0 (the default) keeps every day. <= STORAGE_RETENTION_DAYS_MAX. */
@@ -88,6 +91,12 @@ struct storage_day_total {
  * early when fn returns non-zero and returns that value; -DS_ECORRUPT for a block that fails a
  * check. */
 typedef int (*storage_event_fn)(const struct ds_event *event, void *user);
+/* The same visit with each row's source (storage_partition_scan_sources): its Kafka partition
+ * and offset (or DS_SOURCE_FILE and line), or NULL for a row stored without one, and for every
+ * row of a block written before rows carried their source (block versions 1-3: the orders
+ * model, and the events model before version 4). Borrowed for the call. */
+typedef int (*storage_source_event_fn)(const struct ds_event *event, const struct ds_source *source,
+                                       void *user);
 
 /* A place in a partition's committed data: the segment and byte offset of the next block to
  * read. {0, 0} is the start. Positions are stable across writer restarts (committed blocks
@@ -176,10 +185,12 @@ struct storage_fsck_report {
     uint64_t quarantined_bytes;
     uint64_t events_unknown_ranges;
     uint64_t quarantined_total; /* ranges the manifest skips, from this and earlier repairs */
-    /* The balance of the orders model (storage/fsck_orders.h; all zero in the events model):
-     * in each partition, in append order, a retraction cancels an earlier uncancelled row with
-     * the same order id, customer, ts, status and amount, and the rows left are the current
-     * versions the orders-by-id store places there. */
+    /* The balance of retractions. Orders model (storage/fsck_orders.h): in each partition, in
+     * append order, a retraction cancels an earlier uncancelled row with the same order id,
+     * customer, ts, status and amount, and the rows left are the current versions the
+     * orders-by-id store places there. Events model (storage/fsck_events.h; orders and
+     * orders_mismatched zero): a retraction (storage_release_range) cancels an earlier
+     * uncancelled row with the same source partition and offset. */
     uint64_t orders;                /* current orders in the orders-by-id store */
     uint64_t retractions;           /* retraction rows in the partitions */
     uint64_t retractions_unmatched; /* retractions cancelling no earlier uncancelled row */

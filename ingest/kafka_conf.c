@@ -57,8 +57,8 @@ int kafka_conf_consumer(const struct kafka_conf_spec *spec, rd_kafka_t **out)
     return 0;
 }
 
-rd_kafka_resp_err_t kafka_commit_bounded(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *list,
-                                         int timeout_ms)
+rd_kafka_resp_err_t
+kafka_commit_bounded(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *list, int timeout_ms)
 {
     ASSERT(timeout_ms > 0);
     rd_kafka_queue_t *queue = rd_kafka_queue_new(rk);

@@ -42,7 +42,7 @@ DS_MUST_USE int kafka_conf_consumer(const struct kafka_conf_spec *spec, rd_kafka
 /* Commits list through rk and waits at most timeout_ms (> 0) for the answer: the commit's error
  * (or the first partition's), or RD_KAFKA_RESP_ERR__TIMED_OUT (the commit may still land
  * later). */
-rd_kafka_resp_err_t kafka_commit_bounded(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *list,
-                                         int timeout_ms);
+rd_kafka_resp_err_t
+kafka_commit_bounded(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *list, int timeout_ms);
 
 #endif /* DS_INGEST_KAFKA_CONF_H */

@@ -47,9 +47,10 @@
  * (max with the committed offsets, see above), and the coordinator drops the member that did
  * not leave after session.timeout.ms, which rebalances the group.
  *
- * Known limit: if this node dies with durable data whose offsets it had not yet committed to
- * Kafka, and another member takes the partition before this node comes back, that member
- * reads the range again into its own data directory (documented in docs/ARCHITECTURE.md).
+ * If this node dies with durable data whose offsets it had not yet committed to Kafka, and
+ * another member takes the partition before this node comes back, that member reads the range
+ * again into its own data directory; this node gives its copy up when it learns of it (orders
+ * model: give_up_unassigned; events model: the tenures, node_tenure.h).
  *
  * Rejected: rd_kafka_consumer_poll per message (a queue operation per event); batches of up
  * to 1024 from rd_kafka_consume_batch_queue, which also serves the rebalance callback.
@@ -121,7 +122,7 @@ struct node {
     bool orders_model; /* the data directory counts orders: their partitions move with them */
     struct node_tenure *tenure; /* events model: holders and claims (node_tenure.h), else NULL */
     struct tenure_history history[INGEST_NODE_PARTITIONS_MAX]; /* consumer thread: at assignment */
-    uint64_t last_tenure_ns; /* consumer thread: the last tenure_tick */
+    uint64_t last_tenure_ns;                     /* consumer thread: the last tenure_tick */
     int32_t release[INGEST_NODE_PARTITIONS_MAX]; /* consumer thread: partitions to give up */
     char deadletters[DS_PATH_MAX];
     atomic_int fatal; /* a fatal client error (error_cb) */
@@ -645,8 +646,8 @@ static int64_t low_watermark(struct node *n, int32_t p)
 {
     int64_t low = -1;
     int64_t high = -1;
-    rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
-        n->positions, n->cfg->topic, p, &low, &high, TENURE_KAFKA_TIMEOUT_MS);
+    rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(n->positions, n->cfg->topic, p, &low,
+                                                               &high, TENURE_KAFKA_TIMEOUT_MS);
     return err == RD_KAFKA_RESP_ERR_NO_ERROR ? low : -1;
 }
 
@@ -663,7 +664,8 @@ static uint32_t tenure_record(struct node *n, rd_kafka_topic_partition_list_t *p
     for (int i = 0; i < parts->cnt; i++) {
         rd_kafka_topic_partition_t *tp = &parts->elems[i];
         int32_t p = tp->partition;
-        if (p < 0 || p >= (int32_t)INGEST_NODE_PARTITIONS_MAX || node_tenure_recorded(n->tenure, p)) {
+        if (p < 0 || p >= (int32_t)INGEST_NODE_PARTITIONS_MAX ||
+            node_tenure_recorded(n->tenure, p)) {
             continue;
         }
         if (tp->offset < 0) {
@@ -678,8 +680,7 @@ static uint32_t tenure_record(struct node *n, rd_kafka_topic_partition_list_t *p
         int64_t durable = atomic_load(&n->durable[p]);
         which[count] = p;
         start[count] = tp->offset;
-        continues[count] = mine->count > 0 &&
-                           mine->entries[0].node == node_tenure_id(n->tenure) &&
+        continues[count] = mine->count > 0 && mine->entries[0].node == node_tenure_id(n->tenure) &&
                            durable >= 0 && durable == tp->offset;
         h[count++] = *mine;
     }
@@ -695,7 +696,7 @@ static uint32_t tenure_record(struct node *n, rd_kafka_topic_partition_list_t *p
 
 /* The assigned partitions of parts this node may not read yet (not recorded as their holder). */
 static rd_kafka_topic_partition_list_t *unrecorded(struct node *n,
-                                                  const rd_kafka_topic_partition_list_t *parts)
+                                                   const rd_kafka_topic_partition_list_t *parts)
 {
     rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(parts->cnt + 1);
     for (int i = 0; i < parts->cnt; i++) {
@@ -725,8 +726,8 @@ static int tenure_assign(struct node *n, const rd_kafka_topic_partition_list_t *
     }
     struct tenure_history *h = malloc(INGEST_NODE_PARTITIONS_MAX * sizeof(*h));
     ASSERT(h != NULL);
-    int rc = node_tenure_read(n->tenure, n->rk, n->cfg->topic, list, count,
-                              TENURE_KAFKA_TIMEOUT_MS, h);
+    int rc =
+        node_tenure_read(n->tenure, n->rk, n->cfg->topic, list, count, TENURE_KAFKA_TIMEOUT_MS, h);
     (void)rc; /* histories that could not be read are empty: nothing released, asked again */
     int32_t held[INGEST_NODE_PARTITIONS_MAX];
     int32_t mine[INGEST_NODE_PARTITIONS_MAX];
@@ -797,8 +798,8 @@ static int tenure_tick(struct node *n)
     }
     struct tenure_history *h = malloc(count * sizeof(*h));
     ASSERT(h != NULL);
-    int rc = node_tenure_read(n->tenure, n->rk, n->cfg->topic, list, count,
-                              TENURE_KAFKA_TIMEOUT_MS, h);
+    int rc =
+        node_tenure_read(n->tenure, n->rk, n->cfg->topic, list, count, TENURE_KAFKA_TIMEOUT_MS, h);
     for (uint32_t i = 0; rc == 0 && i < count; i++) {
         n->history[list[i]] = h[i];
     }

@@ -102,9 +102,8 @@ bool node_tenure_commit_meta(struct node_tenure *t, int32_t p, rd_kafka_topic_pa
     return copy != NULL;
 }
 
-int node_tenure_read(struct node_tenure *t, rd_kafka_t *rk, const char *topic,
-                     const int32_t *parts, uint32_t count, int timeout_ms,
-                     struct tenure_history *out)
+int node_tenure_read(struct node_tenure *t, rd_kafka_t *rk, const char *topic, const int32_t *parts,
+                     uint32_t count, int timeout_ms, struct tenure_history *out)
 {
     (void)t;
     memset(out, 0, count * sizeof(*out));

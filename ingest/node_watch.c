@@ -44,10 +44,10 @@ struct ingest_node_watch {
     uint32_t users; /* queries using rk without the lock */
     bool settled;   /* an assignment is in effect (possibly empty), no revocation pending */
     uint64_t generation;
-    int32_t end;                               /* 1 + the highest partition ever assigned */
-    bool assigned[INGEST_NODE_PARTITIONS_MAX]; /* under lock */
-    int64_t start[INGEST_NODE_PARTITIONS_MAX]; /* the offset chosen at assignment, or -1 */
-    bool claims_on; /* the node reports claims (the events model) */
+    int32_t end;                                    /* 1 + the highest partition ever assigned */
+    bool assigned[INGEST_NODE_PARTITIONS_MAX];      /* under lock */
+    int64_t start[INGEST_NODE_PARTITIONS_MAX];      /* the offset chosen at assignment, or -1 */
+    bool claims_on;                                 /* the node reports claims (the events model) */
     int64_t claim_from[INGEST_NODE_PARTITIONS_MAX]; /* its latest run's start, or -1 */
 };
 

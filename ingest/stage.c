@@ -474,8 +474,7 @@ int stage_flush_older(struct stage *s, uint64_t age_ns)
     return atomic_load(&s->error);
 }
 
-int stage_give_up(struct stage *s, const int32_t *partitions, const int64_t *from,
-                  uint32_t count)
+int stage_give_up(struct stage *s, const int32_t *partitions, const int64_t *from, uint32_t count)
 {
     ASSERT(count <= INGEST_NODE_PARTITIONS_MAX);
     memcpy(s->current->release, partitions, count * sizeof(*partitions));

@@ -32,8 +32,8 @@ static enum http_result count_answer(struct query_http *h, struct http_request *
         serve_reader_release(r);
         return serve_storage_error(c, rc);
     }
-    size_t cap = query_count_json_bound(&res) + r->as_of_len + SERVE_CLAIMS_BYTES_MAX +
-                 consistency_len + 16;
+    size_t cap =
+        query_count_json_bound(&res) + r->as_of_len + SERVE_CLAIMS_BYTES_MAX + consistency_len + 16;
     char *body = malloc(cap);
     int64_t len = -ENOMEM;
     if (body != NULL) {

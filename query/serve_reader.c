@@ -184,8 +184,9 @@ int64_t serve_append_claims(const struct query_http *h, char *body, size_t len,
         } else {
             snprintf(end, sizeof(end), "%" PRId64, next);
         }
-        int w = snprintf(body + n, SERVE_CLAIMS_BYTES_MAX - (n - start), "%s\"%" PRId32 "\":[%" PRId64 ",%s]",
-                         first ? "" : ",", claims[i].partition, claims[i].from, end);
+        int w = snprintf(body + n, SERVE_CLAIMS_BYTES_MAX - (n - start),
+                         "%s\"%" PRId32 "\":[%" PRId64 ",%s]", first ? "" : ",",
+                         claims[i].partition, claims[i].from, end);
         ASSERT(w > 0 && (size_t)w < SERVE_CLAIMS_BYTES_MAX - (n - start));
         n += (size_t)w;
         first = false;

@@ -71,6 +71,30 @@ done
 expect_eq "group A holds every event" "$events" "$(group_total a1 a2)"
 expect_eq "group B holds every event" "$events" "$(group_total b1 b2)"
 
+# Each member's count carries its claims (events model): every partition of the topic is
+# claimed open by exactly one member of a group, from an offset >= 0.
+for g in a b; do
+  for n in ${g}1 ${g}2; do
+    curl -s --max-time 5 -H "Authorization: Bearer $NODE_TOKEN" "${URLS[$n]}/v1/count?$RANGE" >"$WORK/claims-$n.json"
+  done
+  "$PY" - "$WORK/claims-${g}1.json" "$WORK/claims-${g}2.json" <<'EOF' || fail "group $g: claims"
+import json, sys
+open_by = {}
+for path in sys.argv[1:]:
+    claims = json.load(open(path)).get("claims")
+    if not isinstance(claims, dict):
+        sys.exit("%s: no claims object: %s" % (path, claims))
+    for p, (start, end) in claims.items():
+        if not isinstance(start, int) or start < 0 or (end is not None and end < start):
+            sys.exit("%s: claim %s of %s" % (path, [start, end], p))
+        if end is None:
+            open_by.setdefault(p, []).append(path)
+if sorted(open_by) != ["0", "1", "2", "3"] or any(len(v) != 1 for v in open_by.values()):
+    sys.exit("open claims by partition: %s" % open_by)
+EOF
+  ok
+done
+
 start_router --node "${URLS[a1]},${URLS[a2]}" --replica "${URLS[b1]}" \
   --replica "${URLS[b2]}" --partitions 4 --probe-ms 200 \
   --node-token "$NODE_TOKEN"

@@ -4,11 +4,13 @@
  * rows they held, reverted or lost against the store the recovery leaves.
  *
  * A range is read whole (at most a segment) and walked block by block: a block whose header
- * and payload CRC pass counts its header's event_count; a range that does not parse is passed
- * over to the next offset where a block header passes its CRC (the walk of store_read.c does
- * the same inside committed data), and counts as a range of unknown events, since a whole
- * block may have been damaged there. Nothing after the last valid block counts: a writer's
- * crash leaves its last block cut, and that block was never part of a commit.
+ * passes its CRC counts its header's event_count (in the orders model a payload that fails
+ * its CRC or its decoding also makes a range of unknown events: whose rows it held is
+ * unknown); a range that does not parse is passed over to the next offset where a block
+ * header passes its CRC (the walk of store_read.c does the same inside committed data), and
+ * counts as a range of unknown events, since a whole block may have been damaged there.
+ * Nothing after the last valid block counts: a writer's crash leaves its last block cut, and
+ * that block was never part of a commit.
  *
  * An order counts once however many of its rows were rolled back: the store holds its current
  * version or nothing, and each rolled-back insert of it was a version the store had applied

@@ -63,9 +63,11 @@ const char cmd_fsck_usage[] =
     "  --topic T    the topic DIR was consumed from (default orders)\n"
     "  -X key=value a librdkafka property for --brokers (SASL, TLS, ...); repeatable\n"
     "  --json       print one JSON object: {\"ok\":bool,\"damaged_blocks\":N,\n"
-    "               \"quarantined_blocks\":N,\"quarantined_events\":N,...,\"orders\":N,\n"
-    "               \"retractions\":N,\"retractions_unmatched\":N,\"orders_mismatched\":N,\n"
-    "               \"balance_unchecked\":N,\"orders_reverted\":N,\"orders_lost\":N,\n"
+    "               \"quarantined_blocks\":N,\"quarantined_events\":N,...,\n"
+    "               \"events_rolled_back\":N,...,\"rolled_back_into\":\"quarantine/\",\n"
+    "               \"orders\":N,\"retractions\":N,\"retractions_unmatched\":N,\n"
+    "               \"orders_mismatched\":N,\"balance_unchecked\":N,\"orders_reverted\":N,\n"
+    "               \"orders_lost\":N,\n"
     "               \"model\":\"events\",\"index\":{...},\"restore\":{\"complete\":bool,\n"
     "               \"events_lost\":N,\"orders_reverted\":N,\"orders_lost\":N,...}}\n"
     "  --help       this text\n"
@@ -124,6 +126,18 @@ static void print_json(const struct storage_fsck_report *r, bool ok, const char 
            r->quarantined_total, r->manifest_damaged ? "true" : "false", r->partitions, r->segments,
            r->blocks_ok, r->events_ok, r->blocks_bad, r->torn_bytes, r->orphan_segments,
            r->repaired);
+    /* What a damaged MANIFEST's repair rolled back: count = truth - quarantined_events -
+     * events_rolled_back; the bytes are in rolled_back_into (under the data directory), with
+     * records "committed":false. */
+    printf(",\"blocks_rolled_back\":%" PRIu64 ",\"events_rolled_back\":%" PRIu64
+           ",\"rolled_back_ranges\":%" PRIu64 ",\"rolled_back_bytes\":%" PRIu64,
+           r->blocks_rolled_back, r->events_rolled_back, r->rolled_back_ranges,
+           r->rolled_back_bytes);
+    if (r->rolled_back_ranges > 0) {
+        printf(",\"rolled_back_into\":\"quarantine/\"");
+    } else {
+        printf(",\"rolled_back_into\":null");
+    }
     printf(",\"orders\":%" PRIu64 ",\"retractions\":%" PRIu64 ",\"retractions_unmatched\":%" PRIu64
            ",\"orders_mismatched\":%" PRIu64 ",\"balance_unchecked\":%" PRIu64
            ",\"orders_reverted\":%" PRIu64 ",\"orders_lost\":%" PRIu64,
@@ -173,6 +187,11 @@ static void print_text(const char *data, const struct storage_fsck_report *r, bo
                " ranges of unknown events), %" PRIu64 " bytes: see %s/quarantine/\n",
                data, r->quarantined_blocks, r->quarantined_events, r->events_unknown_ranges,
                r->quarantined_bytes, data);
+    }
+    if (r->rolled_back_ranges > 0) {
+        printf("%s: repair rolled back %" PRIu64 " blocks, %" PRIu64
+               " events past committed ends (%" PRIu64 " bytes copied to %s/quarantine/)\n",
+               data, r->blocks_rolled_back, r->events_rolled_back, r->rolled_back_bytes, data);
     }
 }
 
@@ -334,11 +353,11 @@ int cmd_fsck(int argc, char **argv)
      * storage_fsck has released. */
     struct index_verify_report g = {0};
     char command[] = "fsck";
-    int gsi_rc =
-        index_verify(a->data, a->opts.repair,
-                     r.quarantined_blocks > 0 || r.events_unknown_ranges > 0 ||
-                         r.orders_reverted > 0 || r.orders_lost > 0 || x.events_applied > 0,
-                     report, cli_index_note, command, &g);
+    int gsi_rc = index_verify(a->data, a->opts.repair,
+                              r.quarantined_blocks > 0 || r.events_unknown_ranges > 0 ||
+                                  r.blocks_rolled_back > 0 || r.orders_reverted > 0 ||
+                                  r.orders_lost > 0 || x.events_applied > 0,
+                              report, cli_index_note, command, &g);
     if (gsi_rc < 0) {
         (void)cli_error("fsck", CLI_FAIL, "%s: index check failed: %s", a->data,
                         ds_strerror(gsi_rc));

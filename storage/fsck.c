@@ -35,6 +35,7 @@
 
 #include "storage/fsck_events.h"
 #include "storage/fsck_orders.h"
+#include "storage/fsck_rollback.h"
 #include "storage/quarantine.h"
 #include "storage/storage.h"
 #include "storage/store_read.h"
@@ -300,12 +301,10 @@ static int quarantine_copy(struct storage *st, const struct damage *d, int64_t n
     damage_segment_path(st, d, path);
     uint64_t saved = 0;
     int rc = quarantine_save(st->dir, d, path, now_ms, &saved);
-    if (rc == 0) {
-        report->quarantined_bytes += saved;
-    }
     if (rc == 0 && d->past_end) {
-        report->quarantined_blocks += d->blocks;
-        report->quarantined_events += d->events;
+        report->rolled_back_bytes += saved; /* its blocks and events: fsck_rollback_collect */
+    } else if (rc == 0) {
+        report->quarantined_bytes += saved;
     }
     return rc;
 }
@@ -376,7 +375,15 @@ static int quarantine_all(struct storage *st, const struct damage_list *damage, 
             punch_hole(path, d);
         }
     }
-    if (rc == 0 && out != NULL && damage->count > 0) {
+    if (rc == 0 && out != NULL && report->rolled_back_ranges > 0) {
+        fprintf(out,
+                "%s: rolled back %llu blocks (%llu events) past committed ends, copied (%llu "
+                "bytes) into %s/quarantine/ before recovery cuts them\n",
+                st->dir, (unsigned long long)report->blocks_rolled_back,
+                (unsigned long long)report->events_rolled_back,
+                (unsigned long long)report->rolled_back_bytes, st->dir);
+    }
+    if (rc == 0 && out != NULL && damage->count > report->rolled_back_ranges) {
         fprintf(out,
                 "%s: quarantined %llu blocks (%llu events, %llu ranges of unknown events, "
                 "%llu bytes) into %s/quarantine/\n",
@@ -389,8 +396,10 @@ static int quarantine_all(struct storage *st, const struct damage_list *damage, 
 }
 
 /* Under the writer's lock: verify again (a writer may have committed since the first look),
+ * read what recovery will roll back (*rollback: its orders, to settle after recovery),
  * quarantine every damage found, rewrite the MANIFEST. The lock is released on return. */
-static int repair_locked(const char *dir, FILE *out, struct storage_fsck_report *report)
+static int repair_locked(const char *dir, FILE *out, struct storage_fsck_report *report,
+                         struct fsck_rollback **rollback)
 {
     struct storage *st = NULL;
     int rc = state_open(dir, true, &st);
@@ -404,6 +413,9 @@ static int repair_locked(const char *dir, FILE *out, struct storage_fsck_report 
         ds_log_error("%s: more than %u damaged ranges: restore from the source instead", dir,
                      STORAGE_QUARANTINE_MAX);
         rc = -DS_ELIMIT;
+    }
+    if (rc == 0) {
+        rc = fsck_rollback_collect(st, &damage, report, rollback);
     }
     if (rc == 0 && (damage.count > 0 || st->manifest_damaged)) {
         rc = quarantine_all(st, &damage, out, report);
@@ -438,7 +450,8 @@ int storage_fsck(const char *dir, const struct storage_fsck_options *options,
         return rc != 0 ? rc : (report_clean(report) ? 0 : 1);
     }
     struct storage_fsck_report moved = {0};
-    rc = repair_locked(dir, out, &moved);
+    struct fsck_rollback *rollback = NULL;
+    rc = repair_locked(dir, out, &moved, &rollback);
     if (rc == 0) {
         /* A writer's recovery cuts exactly what no commit reached (copied above when it held
          * valid blocks). */
@@ -451,6 +464,9 @@ int storage_fsck(const char *dir, const struct storage_fsck_options *options,
         rc = storage_open(&cfg, &st);
         storage_close(st);
     }
+    /* The orders of rolled-back rows against the store recovery left (fsck_rollback.h). */
+    rc = rc == 0 ? fsck_rollback_settle(rollback, dir, out, &moved) : rc;
+    fsck_rollback_destroy(rollback);
     if (rc != 0) {
         if (out != NULL) {
             fprintf(out, "%s: repair failed: %s\n", dir, ds_strerror(rc));
@@ -472,6 +488,10 @@ int storage_fsck(const char *dir, const struct storage_fsck_options *options,
     report->quarantined_events = moved.quarantined_events;
     report->quarantined_bytes = moved.quarantined_bytes;
     report->events_unknown_ranges = moved.events_unknown_ranges;
+    report->blocks_rolled_back = moved.blocks_rolled_back;
+    report->events_rolled_back = moved.events_rolled_back;
+    report->rolled_back_ranges = moved.rolled_back_ranges;
+    report->rolled_back_bytes = moved.rolled_back_bytes;
     report->orders_reverted = moved.orders_reverted;
     report->orders_lost = moved.orders_lost;
     if (rc != 0) {

@@ -178,13 +178,23 @@ struct storage_fsck_report {
     uint64_t repaired;        /* tails cut and orphans removed with repair */
     bool manifest_damaged;    /* a record before the MANIFEST's tail fails its check */
     /* What --repair moved to DIR/quarantine/ (zero without repair): blocks taken out of
-     * committed data plus CRC-valid blocks found past committed ends, their known events
-     * (a range whose header is unreadable adds to events_unknown_ranges instead), and bytes. */
+     * committed data, their known events (a range whose header is unreadable adds to
+     * events_unknown_ranges instead), and bytes. */
     uint64_t quarantined_blocks;
     uint64_t quarantined_events;
     uint64_t quarantined_bytes;
     uint64_t events_unknown_ranges;
     uint64_t quarantined_total; /* ranges the manifest skips, from this and earlier repairs */
+    /* What --repair rolled back (storage/fsck_rollback.h; zero without repair): the complete
+     * blocks past committed ends and in orphan segments, which recovery cuts, and their events
+     * from the block headers (a damaged range between them adds to events_unknown_ranges), in
+     * rolled_back_ranges ranges whose rolled_back_bytes were copied to DIR/quarantine/ first
+     * (records with "committed":false). The orders they held are in orders_reverted and
+     * orders_lost. */
+    uint64_t blocks_rolled_back;
+    uint64_t events_rolled_back;
+    uint64_t rolled_back_ranges;
+    uint64_t rolled_back_bytes;
     /* The balance of retractions. Orders model (storage/fsck_orders.h): in each partition, in
      * append order, a retraction cancels an earlier uncancelled row with the same order id,
      * customer, ts, status and amount, and the rows left are the current versions the
@@ -198,7 +208,7 @@ struct storage_fsck_report {
     /* Not checked, which is damage too: partitions with a damaged block, or the whole directory
      * when no reader opens it or its orders-by-id store cannot be read (counts 1). */
     uint64_t balance_unchecked;
-    /* What --repair's reconciliation did to orders whose rows were quarantined (zero without
+    /* What --repair did to orders whose rows were quarantined or rolled back (zero without
      * repair; storage_fsck): orders now at the newest version still present in the data, and
      * orders with no version left, gone from the store. */
     uint64_t orders_reverted;

@@ -1393,7 +1393,7 @@ static void test_storage_quarantine_damaged_manifest_middle(void **state)
     /* A damaged manifest record between valid ones: plain fsck reports it (1, not a refusal);
      * repair keeps the valid prefix (the first commit, 50 events), copies the damaged MANIFEST
      * and the blocks past the prefix's committed end (70 events, CRC-valid: possibly
-     * acknowledged) to quarantine/, and the count after is truth - quarantined_events. */
+     * acknowledged) to quarantine/, and the count after is truth - events_rolled_back. */
     struct fixture *fx = *state;
     committed_partition(fx, 120); /* commits at 50, 100 and 120 events: three 72-byte records */
     char manifest[DS_PATH_MAX];
@@ -1405,8 +1405,11 @@ static void test_storage_quarantine_damaged_manifest_middle(void **state)
     assert_int_equal(report.events_ok, 50);
     assert_int_equal(fsck(fx->dir, true, &report), 0);
     assert_false(report.manifest_damaged);
-    assert_int_equal(report.quarantined_events, 70);
-    assert_int_equal(report.quarantined_blocks, 4);
+    assert_int_equal(report.quarantined_events, 0);
+    assert_int_equal(report.events_rolled_back, 70);
+    assert_int_equal(report.blocks_rolled_back, 4);
+    assert_int_equal(report.rolled_back_ranges, 1);
+    assert_int_equal(report.events_unknown_ranges, 0);
     char text[4096];
     assert_int_equal(quarantine_records(fx->dir, text, sizeof(text)), 1);
     assert_non_null(strstr(text, "\"committed\":false"));
@@ -1674,7 +1677,8 @@ static void test_storage_recovery_missing_manifest_refused(void **state)
         assert_int_equal(file_size(fx->path), size);
     }
     assert_int_equal(fsck(fx->dir, true, &report), 0);
-    assert_int_equal(report.quarantined_events, 60);
+    assert_int_equal(report.events_rolled_back, 60);
+    assert_int_equal(report.quarantined_events, 0);
     assert_false(file_exists(fx->path));
     char bin[DS_PATH_MAX];
     snprintf(bin, sizeof(bin), "%s/quarantine/2026-01-21.0.00000001.64.bin", fx->dir);

@@ -836,7 +836,12 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         if (n->paused) {
             /* Back-pressure holds: new partitions start paused too. */
             (void)rd_kafka_pause_partitions(rk, parts);
-        } else if (waiting > 0) {
+        } else if (n->tenure != NULL) {
+            /* librdkafka keeps a partition's pause across a revocation and a new assignment: a
+             * partition paused while unrecorded in an earlier assignment is resumed here. */
+            (void)rd_kafka_resume_partitions(rk, parts);
+        }
+        if (!n->paused && waiting > 0) {
             /* Not read until recorded as their holder (tenure_tick). */
             rd_kafka_topic_partition_list_t *hold = unrecorded(n, parts);
             (void)rd_kafka_pause_partitions(rk, hold);

@@ -217,6 +217,9 @@ uint32_t node_tenure_record(struct node_tenure *t, rd_kafka_t *rk, const char *t
             }
             tenure_runs_set(&t->runs, (uint32_t)parts[i], from);
             node_watch_claim(t->watch, parts[i], from);
+            ds_log_info("kafka: recorded as the holder of %s[%" PRId32 "] from offset %" PRId64
+                        "%s",
+                        topic, parts[i], start[i], continues[i] ? " (its run goes on)" : "");
             recorded++;
         }
         runs_save(t);

@@ -61,8 +61,9 @@ struct fsck_rollback {
     uint32_t shard;
 };
 
-static int row_take(const struct ds_event *e, void *user)
+static int row_take(const struct ds_event *e, const struct ds_source *source, void *user)
 {
+    (void)source;
     struct fsck_rollback *rb = user;
     if (e->retract) {
         return 0; /* its insert is in the same commit, so rolled back too */

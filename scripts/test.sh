@@ -70,6 +70,7 @@ build/bench/bench_workload 100000 >/dev/null
 build/bench/bench_decode 20000 3 >/dev/null
 build/bench/bench_ingest_file 20000 1 >/dev/null
 build/bench/bench_count_latency 20000 100 >/dev/null
+build/bench/bench_row_sources 20000 1 >/dev/null
 build/bench/bench_produce 20000 1 >/dev/null
 build/bench/bench_kafka_e2e 20000 1 >/dev/null
 build/bench/bench_http_count 20000 100 >/dev/null

@@ -39,6 +39,12 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "on-disk structs are li
  * retraction, so older binaries refuse it ("not a block they know") instead of adding its
  * retractions as orders; they still write and read versions 1 and 2 exactly as before. */
 #define BLOCK_VERSION_RETRACT 3u
+/* Version 4 = version 3 plus each row's source (events model): two more columns, the source
+ * partition and offset of every row (block.c), so that a node can take back the rows of a Kafka
+ * partition's offset range it should not have kept (storage_release_range). Written only in the
+ * events model and only for a block holding a row with a Kafka source (partition >= 0); older
+ * binaries refuse it ("not a block they know"), as they refuse version 3. */
+#define BLOCK_VERSION_SOURCES 4u
 #define MANIFEST_MAGIC 0x464D5344u                /* "DSMF" (a record) */
 #define MANIFEST_FILE_MAGIC 0x3146494E414D5344ull /* "DSMANIF1" */
 /* Format 2 = format 1 plus MANIFEST_QUARANTINE records. A writer starts a file with it only when
@@ -78,7 +84,10 @@ struct block_header {
     uint16_t cell_count;
     int64_t ts_min_ms;
     int64_t ts_max_ms;
-    int32_t source_partition; /* BLOCK_SOURCE_MIXED when events came from several */
+    /* BLOCK_SOURCE_MIXED when events came from several, BLOCK_SOURCE_NONE when none has a
+     * source; the offsets are the least and greatest of all the rows' sources (of every
+     * partition when mixed). */
+    int32_t source_partition;
     uint32_t payload_crc;
     int64_t source_offset_min;
     int64_t source_offset_max;
@@ -95,8 +104,8 @@ struct block_cell {
     uint8_t hour;
     uint16_t reserved;
     /* Inserts minus retractions: >= 1 in blocks of version 1 and 2 (where it was a u32 of the
-     * same bits), any value in version 3, where a cell exists for every (status, hour) that
-     * has rows (0 when they cancel). */
+     * same bits), any value in versions 3 and 4, where a cell exists for every (status, hour)
+     * that has rows (0 when they cancel). */
     int32_t count;
     uint64_t amount_lo; /* the 128-bit amount sum, low and high halves */
     int64_t amount_hi;
@@ -111,9 +120,10 @@ static_assert(sizeof(struct block_cell) == 24, "cell is 24 bytes");
 static_assert(BLOCK_HEADER_BYTES_MAX <= UINT16_MAX, "header_bytes fits in u16");
 /* Worst-case raw bytes of one event in the columnar payload, without its canonical items:
  * flags, four 10-byte varints (ts, order, customer, amount), two length-prefixed strings, the
- * version varint (10) and the items length varint (2: DS_ITEMS_BYTES_MAX < 2^14). */
+ * version varint (10), the items length varint (2: DS_ITEMS_BYTES_MAX < 2^14) and the source
+ * partition (5) and offset (10) varints. */
 #define BLOCK_EVENT_FIXED_RAW_BYTES_MAX                                                            \
-    (1u + 10u + 10u + 10u + 10u + 2u * (1u + DS_ID_BYTES_MAX) + 10u + 2u)
+    (1u + 10u + 10u + 10u + 10u + 2u * (1u + DS_ID_BYTES_MAX) + 10u + 2u + 5u + 10u)
 static_assert(DS_ITEMS_BYTES_MAX < (1u << 14), "an items length is a 2-byte varint");
 /* ... and with the largest canonical items (7001 bytes: 100 items of 64-byte products). */
 #define BLOCK_EVENT_RAW_BYTES_MAX (BLOCK_EVENT_FIXED_RAW_BYTES_MAX + DS_ITEMS_BYTES_MAX)
@@ -124,10 +134,10 @@ static_assert(DS_ITEMS_BYTES_MAX < (1u << 14), "an items length is a 2-byte vari
  * item-heavy events as small as one of string ids. */
 #define BLOCK_ITEMS_BYTES_MAX (1024u * 1024u)
 static_assert(BLOCK_ITEMS_BYTES_MAX >= DS_ITEMS_BYTES_MAX, "any one event's items fit a block");
-/* Preamble (scale and eight column lengths), the fixed columns of every event, every string
+/* Preamble (scale and ten column lengths), the fixed columns of every event, every string
  * and every item byte a block may hold. */
 #define BLOCK_RAW_BYTES_MAX                                                                        \
-    (40u + STORAGE_BLOCK_EVENTS_MAX * (1u + 10u + 10u + 10u + 10u + 10u + 2u) +                    \
+    (48u + STORAGE_BLOCK_EVENTS_MAX * (1u + 10u + 10u + 10u + 10u + 10u + 2u + 5u + 10u) +         \
      2u * BLOCK_STRING_BYTES_MAX + BLOCK_ITEMS_BYTES_MAX)
 
 static inline ds_i128 block_cell_amount(const struct block_cell *cell)
@@ -148,8 +158,10 @@ static inline void block_cell_set_amount(struct block_cell *cell, ds_i128 amount
 
 struct open_row {
     int64_t ts_ms;
-    int64_t order;    /* the integer id, or the offset of the string in strings */
-    int64_t customer; /* likewise */
+    int64_t source_offset;    /* the row's source (version 4 blocks only) */
+    int32_t source_partition; /* BLOCK_SOURCE_NONE: the row has none */
+    int64_t order;            /* the integer id, or the offset of the string in strings */
+    int64_t customer;         /* likewise */
     int64_t amount_units;
     uint64_t version_code; /* 0: no version; else the version + 1 (as stored) */
     uint32_t items_offset; /* where the canonical items start in the block's items */
@@ -175,6 +187,7 @@ struct open_block {
     uint8_t *items;
     uint32_t extras_count;  /* rows with a version or items: the block is then version 2 */
     uint32_t retract_count; /* retraction rows: the block is then version 3 */
+    uint32_t sourced_count; /* rows keeping a Kafka source: the block is then version 4 */
     uint16_t status_count;
     uint8_t status_len[STORAGE_BLOCK_STATUS_MAX];
     char status[STORAGE_BLOCK_STATUS_MAX][DS_STATUS_BYTES_MAX];
@@ -183,11 +196,14 @@ struct open_block {
     int64_t source_offset_min, source_offset_max;
 };
 
-/* Adds an event (its version and a copy of its items included); returns 0, or -DS_ELIMIT when
+/* Adds an event (its version and a copy of its items included); source (may be NULL) widens the
+ * header's source range, and with row_source (the events model) is kept as the row's own, which
+ * makes the block version 4 when its partition is a Kafka one. Returns 0, or -DS_ELIMIT when
  * the block cannot take it (full rows, status table, strings or items) and must be sealed
  * first, or -ENOMEM. */
 DS_MUST_USE int open_block_add(struct open_block *ob, const struct ds_event *event,
-                               const struct ds_source *source, uint32_t events_max);
+                               const struct ds_source *source, bool row_source,
+                               uint32_t events_max);
 /* Bytes of memory the block holds. */
 size_t open_block_memory(const struct open_block *ob);
 void open_block_reset(struct open_block *ob);
@@ -227,10 +243,13 @@ DS_MUST_USE int block_view_parse(const uint8_t *buf, size_t len, struct block_vi
 
 /* Decodes a block's payload (the bytes after header_bytes, payload_bytes long), verifying the
  * payload CRC and that the events re-aggregate to the header's cells (a retraction counting -1
- * and its negated amount); calls fn per event, retraction rows with event->retract set. An
- * event's items point into codec's scratch, valid during the call of fn only.
+ * and its negated amount) and that each row's source lies in the header's source range;
+ * calls fn per event, retraction rows with event->retract set, with the row's source (NULL in
+ * blocks before version 4 and for a row of one stored without a source). An event's items
+ * point into codec's scratch, valid during the call of fn only.
  * Returns 0, fn's non-zero value, -DS_ECORRUPT or -DS_EZSTD. */
-typedef int (*block_event_fn)(const struct ds_event *event, void *user);
+typedef int (*block_event_fn)(const struct ds_event *event, const struct ds_source *source,
+                              void *user);
 int block_decode(struct block_codec *codec, const struct block_view *view, const uint8_t *payload,
                  int64_t day_start_ms, block_event_fn fn, void *user);
 

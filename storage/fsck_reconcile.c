@@ -654,7 +654,7 @@ static int rewrite_take(const struct ds_event *e, void *user)
     struct reconcile *r = user;
     uint32_t index = order_find(r, &e->order_id);
     if (index == RECONCILE_NONE) {
-        r->rc = store_write_rewrite_append(r->st, &r->shadow, e);
+        r->rc = store_write_rewrite_append(r->st, &r->shadow, e, NULL);
         return r->rc != 0 ? 1 : 0;
     }
     struct reconcile_order *o = &r->orders[index];
@@ -663,7 +663,7 @@ static int rewrite_take(const struct ds_event *e, void *user)
         return 0; /* an affected order's row or retraction: only its target stays */
     }
     o->written_part = r->part_index + 1;
-    r->rc = store_write_rewrite_append(r->st, &r->shadow, &o->target->event);
+    r->rc = store_write_rewrite_append(r->st, &r->shadow, &o->target->event, NULL);
     return r->rc != 0 ? 1 : 0;
 }
 

@@ -443,8 +443,9 @@ static bool slice_over(struct compaction *c)
 }
 
 /* Pass 1: every retraction into the multiset. */
-static int collect_retraction(const struct ds_event *e, void *user)
+static int collect_retraction(const struct ds_event *e, const struct ds_source *source, void *user)
 {
+    (void)source;
     struct compaction *c = user;
     if (slice_over(c)) {
         return COMPACTION_PAUSE;
@@ -468,7 +469,7 @@ static int collect_retraction(const struct ds_event *e, void *user)
 }
 
 /* Pass 2: a row a retraction cancels is dropped, every other row is kept. */
-static int keep_row(const struct ds_event *e, void *user)
+static int keep_row(const struct ds_event *e, const struct ds_source *source, void *user)
 {
     struct compaction *c = user;
     if (slice_over(c)) {
@@ -487,19 +488,19 @@ static int keep_row(const struct ds_event *e, void *user)
         }
     }
     c->kept++;
-    return store_write_rewrite_append(c->st, &c->shadow, e);
+    return store_write_rewrite_append(c->st, &c->shadow, e, source);
 }
 
 /* The tail: rows and retractions appended since the start are kept as they are (a retraction
  * there may cancel a row of the rewrite; the next compaction removes both). */
-static int keep_all(const struct ds_event *e, void *user)
+static int keep_all(const struct ds_event *e, const struct ds_source *source, void *user)
 {
     struct compaction *c = user;
     if (slice_over(c)) {
         return COMPACTION_PAUSE;
     }
     c->kept++;
-    return store_write_rewrite_append(c->st, &c->shadow, e);
+    return store_write_rewrite_append(c->st, &c->shadow, e, source);
 }
 
 bool store_orders_compact_tailing(const struct storage *st)
@@ -553,7 +554,7 @@ int store_orders_compact_start(struct storage *st, struct storage *reader, const
  * error. */
 static int compaction_pass(struct compaction *c, const struct part *rp)
 {
-    static const storage_event_fn fns[] = {
+    static const storage_source_event_fn fns[] = {
         [COMPACTION_COLLECT] = collect_retraction,
         [COMPACTION_KEEP] = keep_row,
         [COMPACTION_TAIL] = keep_all,

@@ -473,8 +473,9 @@ int storage_day_totals(struct storage *st, int32_t day, uint32_t shard_count,
     return store_read_day_totals(st, d, out); /* out is written only on success */
 }
 
-int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,
-                                struct storage_position *pos, storage_event_fn fn, void *user)
+int storage_partition_scan_sources(struct storage *st, int32_t day, uint32_t shard,
+                                   struct storage_position *pos, storage_source_event_fn fn,
+                                   void *user)
 {
     const struct part *p = store_part_find(st, day, shard);
     if (p != NULL && day < store_floor(st)) {
@@ -484,6 +485,27 @@ int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,
         return pos->segment_id == 0 ? 0 : -ERANGE;
     }
     return store_read_scan_from(st, p, pos, fn, user);
+}
+
+/* A storage_event_fn behind the storage_source_event_fn the scan calls. */
+struct scan_plain {
+    storage_event_fn fn;
+    void *user;
+};
+
+static int scan_plain_event(const struct ds_event *event, const struct ds_source *source,
+                            void *user)
+{
+    (void)source;
+    const struct scan_plain *plain = user;
+    return plain->fn(event, plain->user);
+}
+
+int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,
+                                struct storage_position *pos, storage_event_fn fn, void *user)
+{
+    struct scan_plain plain = {.fn = fn, .user = user};
+    return storage_partition_scan_sources(st, day, shard, pos, scan_plain_event, &plain);
 }
 
 int storage_partition_scan(struct storage *st, int32_t day, uint32_t shard, storage_event_fn fn,

@@ -144,6 +144,12 @@ int storage_partition_scan(struct storage *st, int32_t day, uint32_t shard, stor
 int storage_partition_scan_from(struct storage *st, int32_t day, uint32_t shard,
                                 struct storage_position *pos, storage_event_fn fn, void *user);
 
+/* Like storage_partition_scan_from, with each row's source (storage_source_event_fn): in the
+ * events model a row appended with a source keeps it, through compactions too. */
+int storage_partition_scan_sources(struct storage *st, int32_t day, uint32_t shard,
+                                   struct storage_position *pos, storage_source_event_fn fn,
+                                   void *user);
+
 int storage_partition_visit(struct storage *st, storage_partition_fn fn, void *user);
 
 /* What a handle holds: partitions in its table (retention frees those of dropped days), a

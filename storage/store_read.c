@@ -268,9 +268,10 @@ static int walker_init(struct walker *k, struct storage *st, enum walk_check che
     return k->buf != NULL ? 0 : -ENOMEM;
 }
 
-static int count_nothing(const struct ds_event *event, void *user)
+static int count_nothing(const struct ds_event *event, const struct ds_source *source, void *user)
 {
     (void)event;
+    (void)source;
     (void)user;
     return 0;
 }
@@ -722,15 +723,9 @@ struct scan_state {
     uint64_t offset;
     uint8_t *block;
     size_t block_capacity;
-    storage_event_fn fn;
+    storage_source_event_fn fn;
     void *user;
 };
-
-static int scan_event(const struct ds_event *event, void *user)
-{
-    struct scan_state *scan = user;
-    return scan->fn(event, scan->user);
-}
 
 static int scan_block(struct scan_state *scan, uint64_t end)
 {
@@ -761,13 +756,13 @@ static int scan_block(struct scan_state *scan, uint64_t end)
         return n < 0 ? (int)n : -DS_ECORRUPT;
     }
     rc = block_decode(&scan->st->codec, &view, scan->block + header_bytes, scan->p->day_start_ms,
-                      scan_event, scan);
+                      scan->fn, scan->user);
     scan->offset += total;
     return rc;
 }
 
 int store_read_scan_from(struct storage *st, const struct part *p, struct storage_position *pos,
-                         storage_event_fn fn, void *user)
+                         storage_source_event_fn fn, void *user)
 {
     ASSERT(p->segment_id != 0);
     if (pos->segment_id < store_part_first(p)) {

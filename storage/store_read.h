@@ -24,9 +24,9 @@ DS_MUST_USE int store_read_day_totals(struct storage *st, struct day_totals *d,
 DS_MUST_USE int store_read_totals(struct storage *st, struct part *p, const char *status,
                                   size_t status_len, struct storage_partition_total *out);
 
-/* storage_partition_scan_from for a partition with committed data. */
+/* storage_partition_scan_sources for a partition with committed data. */
 int store_read_scan_from(struct storage *st, const struct part *p, struct storage_position *pos,
-                         storage_event_fn fn, void *user);
+                         storage_source_event_fn fn, void *user);
 
 /* storage_partition_visit: partitions with committed data by ascending (day, shard). */
 int store_read_visit(struct storage *st, storage_partition_fn fn, void *user);

@@ -363,7 +363,8 @@ int store_write_append(struct storage *st, struct part *p, const struct ds_event
         return rc;
     }
     size_t before = open_block_memory(p->ob);
-    rc = open_block_add(p->ob, event, source, st->cfg.block_events_max);
+    bool row_source = st->cfg.model == STORAGE_MODEL_EVENTS;
+    rc = open_block_add(p->ob, event, source, row_source, st->cfg.block_events_max);
     if (rc == -DS_ELIMIT) {
         /* The refused add may have grown the row buffer before finding the status table or the
          * string space full: count that memory now, or freeing the block later would take more
@@ -371,7 +372,8 @@ int store_write_append(struct storage *st, struct part *p, const struct ds_event
         st->open_bytes += open_block_memory(p->ob) - before;
         rc = seal_part(st, p);
         before = open_block_memory(p->ob);
-        rc = rc == 0 ? open_block_add(p->ob, event, source, st->cfg.block_events_max) : rc;
+        rc = rc == 0 ? open_block_add(p->ob, event, source, row_source, st->cfg.block_events_max)
+                     : rc;
         ASSERT(rc != -DS_ELIMIT);
     }
     /* Counted whatever the outcome: a failed add (-ENOMEM) may also have grown a buffer. */
@@ -835,7 +837,7 @@ int store_write_rewrite_begin(struct storage *st, const struct part *p, struct p
 }
 
 int store_write_rewrite_append(struct storage *st, struct part *shadow,
-                               const struct ds_event *event)
+                               const struct ds_event *event, const struct ds_source *source)
 {
     ASSERT(st->rewrite == shadow);
     if (shadow->ob == NULL) {
@@ -845,10 +847,13 @@ int store_write_rewrite_append(struct storage *st, struct part *shadow,
         }
         open_block_reset(shadow->ob);
     }
-    int rc = open_block_add(shadow->ob, event, NULL, st->cfg.block_events_max);
+    bool row_source = st->cfg.model == STORAGE_MODEL_EVENTS;
+    int rc = open_block_add(shadow->ob, event, source, row_source, st->cfg.block_events_max);
     if (rc == -DS_ELIMIT) {
         rc = seal_part(st, shadow);
-        rc = rc == 0 ? open_block_add(shadow->ob, event, NULL, st->cfg.block_events_max) : rc;
+        rc = rc == 0
+                 ? open_block_add(shadow->ob, event, source, row_source, st->cfg.block_events_max)
+                 : rc;
         ASSERT(rc != -DS_ELIMIT);
     }
     return rc;

@@ -47,8 +47,10 @@ DS_MUST_USE int store_write_rotate_if_due(struct storage *st);
  * rewrite (segments past the committed one). */
 DS_MUST_USE int store_write_rewrite_begin(struct storage *st, const struct part *p,
                                           struct part *shadow);
+/* source (may be NULL): the row's source, kept in the events model as storage_append keeps it. */
 DS_MUST_USE int store_write_rewrite_append(struct storage *st, struct part *shadow,
-                                           const struct ds_event *event);
+                                           const struct ds_event *event,
+                                           const struct ds_source *source);
 DS_MUST_USE int store_write_rewrite_sync(struct storage *st, struct part *shadow);
 DS_MUST_USE int store_write_rewrite_commit(struct storage *st, struct part *p, struct part *shadow);
 void store_write_rewrite_abort(struct storage *st);

@@ -88,6 +88,12 @@ struct storage_day_total {
  * early when fn returns non-zero and returns that value; -DS_ECORRUPT for a block that fails a
  * check. */
 typedef int (*storage_event_fn)(const struct ds_event *event, void *user);
+/* The same visit with each row's source (storage_partition_scan_sources): its Kafka partition
+ * and offset (or DS_SOURCE_FILE and line), or NULL for a row stored without one, and for every
+ * row of a block written before rows carried their source (block versions 1-3: the orders
+ * model, and the events model before version 4). Borrowed for the call. */
+typedef int (*storage_source_event_fn)(const struct ds_event *event, const struct ds_source *source,
+                                       void *user);
 
 /* A place in a partition's committed data: the segment and byte offset of the next block to
  * read. {0, 0} is the start. Positions are stable across writer restarts (committed blocks

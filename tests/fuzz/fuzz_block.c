@@ -6,9 +6,10 @@
  *   MODE_RAW (mode % 4 == 0): the rest is a block as read from a segment, in a buffer of its
  *     exact length (so ASan sees a read past it), decoded against the day of its ts_min_ms.
  *   otherwise (structured): the rest describes events (see event_take; with versions, items
- *     and retraction rows, so blocks of format 1, 2 and 3 all appear), which are added to an
- *     open block and sealed with block_seal, so the fuzzer starts from a block that passes both
- *     CRCs. The unmutated block must decode to exactly the events added, in order. Then the
+ *     and retraction rows, and with bit 1 of the multiplier byte each row's source kept, so
+ *     blocks of format 1, 2, 3 and 4 all appear), which are added to an open block and sealed
+ *     with block_seal, so the fuzzer starts from a block that passes both CRCs. The unmutated
+ *     block must decode to exactly the events added, with their sources, in order. Then the
  *     trailing bytes mutate it (see mutate): the header and table (MODE_HEADER), the zstd
  *     payload (MODE_PAYLOAD) or the decompressed columns, compressed again (MODE_COLUMNS); when
  *     bit 2 of the mode byte is set the CRCs (and the payload lengths) are recomputed after the
@@ -17,8 +18,9 @@
  * Properties, any broken one aborts: every call returns 0 or -DS_ECORRUPT (block_decode also
  * -DS_EZSTD); a block_decode returning 0 called its callback exactly header event_count times
  * with events inside the header's time range and the partition's day, retraction rows only in
- * a version 3 block, and the events
- * re-aggregate to the header's cells (block_decode checks that itself, so a 0 is the claim).
+ * a block of version 3 or 4, row sources only in version 4 and inside the header's source
+ * range, and the events re-aggregate to the header's cells (block_decode checks that itself,
+ * so a 0 is the claim).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -47,12 +49,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 struct events {
     struct ds_event items[EVENTS_MAX];
+    struct ds_source sources[EVENTS_MAX]; /* partition BLOCK_SOURCE_NONE: none kept */
     uint8_t item_buffers[EVENTS_MAX][DS_ITEMS_BYTES_MAX]; /* each event's canonical items */
     uint32_t count;
     uint32_t seen; /* callback calls */
     int64_t day_start_ms;
     bool compare;        /* compare each decoded event with items[seen] */
-    bool retract_format; /* the block decoded is version 3: rows may be retractions */
+    bool retract_format; /* the block decoded is version 3 or 4: rows may be retractions */
+    const struct block_header *header; /* of the block decoded */
 };
 
 /* One codec for the whole run: block_codec_init allocates megabytes of scratch, which would
@@ -93,7 +97,22 @@ static bool event_equal(const struct ds_event *a, const struct ds_event *b)
            (a->items_bytes == 0 || memcmp(a->items, b->items, a->items_bytes) == 0);
 }
 
-static int on_event(const struct ds_event *event, void *user)
+static void source_check(const struct events *ev, const struct ds_source *source)
+{
+    const struct block_header *h = ev->header;
+    if (source == NULL) {
+        check(!ev->compare || ev->sources[ev->seen].partition == BLOCK_SOURCE_NONE);
+        return;
+    }
+    check(h->version == BLOCK_VERSION_SOURCES);
+    check(source->partition >= DS_SOURCE_FILE);
+    check(h->source_partition == BLOCK_SOURCE_MIXED || source->partition == h->source_partition);
+    check(source->offset >= h->source_offset_min && source->offset <= h->source_offset_max);
+    check(!ev->compare || (ev->sources[ev->seen].partition == source->partition &&
+                           ev->sources[ev->seen].offset == source->offset));
+}
+
+static int on_event(const struct ds_event *event, const struct ds_source *source, void *user)
 {
     struct events *ev = user;
     check(event->ts_ms >= ev->day_start_ms && event->ts_ms < ev->day_start_ms + DS_DAY_MS);
@@ -111,6 +130,7 @@ static int on_event(const struct ds_event *event, void *user)
     if (ev->compare) {
         check(ev->seen < ev->count && event_equal(event, &ev->items[ev->seen]));
     }
+    source_check(ev, source);
     ev->seen++;
     return 0;
 }
@@ -133,7 +153,8 @@ static int block_read(const uint8_t *buf, size_t len, struct events *ev)
         return -DS_ECORRUPT; /* the reader refuses a block that runs past the segment's end */
     }
     ev->seen = 0;
-    ev->retract_format = h->version == BLOCK_VERSION_RETRACT;
+    ev->retract_format = h->version >= BLOCK_VERSION_RETRACT;
+    ev->header = h;
     rc = block_decode(codec_get(), &view, buf + h->header_bytes, ev->day_start_ms, on_event, ev);
     check(rc == 0 || rc == -DS_ECORRUPT || rc == -DS_EZSTD);
     check(rc != 0 || ev->seen == h->event_count);
@@ -285,9 +306,11 @@ static void columns_mutate(struct fuzz_input *r, uint8_t *block, size_t capacity
     size_t raw_len = ZSTD_decompressDCtx(codec->zstd_dctx, codec->raw, codec->raw_capacity,
                                          block + h.header_bytes, h.payload_bytes);
     check(!ZSTD_isError(raw_len) && raw_len == h.raw_bytes);
-    /* Column lengths and the scale live in the first 25 bytes (33 in a version 2 or 3 block):
-     * aim a third of the mutations there. */
-    size_t preamble = h.version != BLOCK_VERSION ? 33u : 25u;
+    /* Column lengths and the scale live in the first 25 bytes (33 in a version 2 or 3 block,
+     * 41 in a version 4 one): aim a third of the mutations there. */
+    size_t preamble = h.version == BLOCK_VERSION           ? 25u
+                      : h.version == BLOCK_VERSION_SOURCES ? 41u
+                                                           : 33u;
     if (fuzz_take_u8(r) % 3u == 0) {
         (void)mutate(r, codec->raw, 0, raw_len < preamble ? raw_len : preamble);
     } else {
@@ -304,15 +327,29 @@ static void structured_run(uint8_t mode, const uint8_t *data, size_t size, struc
 {
     struct fuzz_input r = {data, data + size};
     ev->day_start_ms = (int64_t)FUZZ_DAY * DS_DAY_MS;
-    uint32_t want = 1u + fuzz_take_u8(&r) % 64u * (fuzz_take_u8(&r) & 1u ? 8u : 1u);
+    uint32_t want = fuzz_take_u8(&r) % 64u;
+    uint8_t multiplier = fuzz_take_u8(&r);
+    want = 1u + want * (multiplier & 1u ? 8u : 1u);
+    bool row_sources = (multiplier & 2u) != 0; /* the events model: version 4 blocks */
     struct open_block ob = {0};
     open_block_reset(&ob);
     ev->count = 0;
     for (uint32_t i = 0; i < want && i < EVENTS_MAX; i++) {
         struct ds_event *e = &ev->items[ev->count];
         event_take(&r, ev->day_start_ms, ev->item_buffers[ev->count], e);
-        struct ds_source source = {.partition = (int32_t)(fuzz_take_u8(&r) % 3u), .offset = i};
-        int rc = open_block_add(&ob, e, &source, STORAGE_BLOCK_EVENTS_MAX);
+        uint8_t kind = fuzz_take_u8(&r);
+        struct ds_source source = {.partition = (int32_t)(kind % 3u), .offset = i};
+        bool none = false;
+        if (row_sources) {
+            /* Rows without a source, file lines and offsets far apart, as well. */
+            none = (kind & 0x80u) != 0;
+            source.partition = kind & 0x40u ? DS_SOURCE_FILE : source.partition;
+            source.offset += kind & 0x20u ? (int64_t)1 << 40 : 0;
+        }
+        ev->sources[ev->count] =
+            row_sources && !none ? source : (struct ds_source){.partition = BLOCK_SOURCE_NONE};
+        int rc =
+            open_block_add(&ob, e, none ? NULL : &source, row_sources, STORAGE_BLOCK_EVENTS_MAX);
         if (rc == -DS_ELIMIT) {
             /* Only the items cap can refuse here: the writer would seal and start a new block. */
             check(ob.items_bytes + e->items_bytes > BLOCK_ITEMS_BYTES_MAX);
@@ -320,6 +357,10 @@ static void structured_run(uint8_t mode, const uint8_t *data, size_t size, struc
         }
         check(rc == 0);
         ev->count++;
+    }
+    for (uint32_t i = 0; i < ev->count && ob.sourced_count == 0; i++) {
+        /* No row with a Kafka source: the block is of an older version, keeping none. */
+        ev->sources[i].partition = BLOCK_SOURCE_NONE;
     }
     size_t capacity = block_seal_bound(&ob);
     uint8_t *block = calloc(1, capacity); /* zeros: a mutated length reads no garbage */

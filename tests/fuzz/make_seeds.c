@@ -54,6 +54,50 @@ static void event_make(uint32_t i, bool strings, struct ds_event *e)
     memcpy(e->status, s, e->status_len);
 }
 
+/* Version 4 (the events model keeps each row's source): a raw block of rows from two Kafka
+ * partitions, a file line and a row without a source, one retracted; and the structured
+ * description of block_seeds with bit 1 of its multiplier byte set (rows keep their sources). */
+static void block_seeds_sources(const char *root, struct block_codec *codec, uint8_t *block)
+{
+    struct open_block ob = {0};
+    open_block_reset(&ob);
+    for (uint32_t i = 0; i < 24; i++) {
+        struct ds_event e;
+        event_make(i, true, &e);
+        e.retract = i == 5;
+        struct ds_source source = {.partition = (int32_t)(i % 2), .offset = 500 + i / 2};
+        if (i == 7) {
+            source = (struct ds_source){.partition = DS_SOURCE_FILE, .offset = 3};
+        }
+        if (open_block_add(&ob, &e, i == 11 ? NULL : &source, true, STORAGE_BLOCK_EVENTS_MAX) !=
+            0) {
+            exit(1);
+        }
+    }
+    int64_t len = block_seal(codec, &ob, (int64_t)FUZZ_DAY * DS_DAY_MS, block, SEED_BYTES_MAX);
+    if (len <= 0) {
+        exit(1);
+    }
+    seed_write(root, "block", "raw_sealed_24_events_v4", 0x00, block, (size_t)len);
+    open_block_free(&ob);
+    /* Count 6, multiplier byte 2 (row sources), then six events as in block_seeds; the
+     * partition bytes 0x00, 0x01, 0x42 (a file line), 0x80 (none), 0x21 (far), 0x02. */
+    static const uint8_t sourced[] = {
+        6, 2,    0x00, 1, 0,    0,    0, 2,    0,    0,    0,   0x10, 0x27, 0, 0, 0xe8, 3,    0,
+        0, 0x00, 0x00, 1, 0,    0,    0, 3,    0,    0,    0,   0x20, 0x4e, 0, 0, 0xd0, 7,    0,
+        0, 0x01, 0x00, 2, 0,    0,    0, 4,    0,    0,    0,   0x30, 0x75, 0, 0, 0xb8, 0x0b, 0,
+        0, 0x42, 0x00, 3, 0,    0,    0, 5,    0,    0,    0,   0x40, 0x9c, 0, 0, 0xa0, 0x0f, 0,
+        0, 0x80, 0x00, 4, 0,    0,    0, 6,    0,    0,    0,   0x50, 0xc3, 0, 0, 0x88, 0x13, 0,
+        0, 0x21, 0x00, 5, 0,    0,    0, 7,    0,    0,    0,   0x60, 0xea, 0, 0, 0x70, 0x17, 0,
+        0, 0x02, 0x10, 0, 0x01, 0x31, 0, 0x04, 0x18, 0x00, 0x80};
+    static const uint8_t modes[] = {0x01, 0x03, 0x07};
+    for (size_t k = 0; k < DS_ARRAY_LEN(modes); k++) {
+        char name[64];
+        snprintf(name, sizeof(name), "structured_sources_%02x", modes[k]);
+        seed_write(root, "block", name, modes[k], sourced, sizeof(sourced));
+    }
+}
+
 static void block_seeds(const char *root)
 {
     struct block_codec codec;
@@ -69,7 +113,7 @@ static void block_seeds(const char *root)
             struct ds_event e;
             event_make(i, k > 0, &e);
             struct ds_source source = {.partition = 0, .offset = i};
-            if (open_block_add(&ob, &e, &source, STORAGE_BLOCK_EVENTS_MAX) != 0) {
+            if (open_block_add(&ob, &e, &source, false, STORAGE_BLOCK_EVENTS_MAX) != 0) {
                 exit(1);
             }
         }
@@ -126,7 +170,7 @@ static void block_seeds(const char *root)
         e.items = i % 3 == 0 ? items : NULL;
         e.items_bytes = i % 3 == 0 ? sizeof(items) : 0;
         struct ds_source source = {.partition = 0, .offset = i};
-        if (open_block_add(&ob, &e, &source, STORAGE_BLOCK_EVENTS_MAX) != 0) {
+        if (open_block_add(&ob, &e, &source, false, STORAGE_BLOCK_EVENTS_MAX) != 0) {
             exit(1);
         }
     }
@@ -136,6 +180,7 @@ static void block_seeds(const char *root)
     }
     seed_write(root, "block", "raw_sealed_8_events_v2", 0x00, block, (size_t)len);
     open_block_free(&ob);
+    block_seeds_sources(root, &codec, block);
     free(block);
     block_codec_deinit(&codec);
 }

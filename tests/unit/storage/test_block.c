@@ -69,18 +69,23 @@ static int64_t day_start_ms(int32_t day)
 /* Events a decode delivered, in order. */
 struct collected {
     struct ds_event *events;
+    struct ds_source *sources; /* partition BLOCK_SOURCE_NONE: the row came without one */
     size_t count;
     size_t capacity;
 };
 
-static int collect_event(const struct ds_event *event, void *user)
+static int collect_event(const struct ds_event *event, const struct ds_source *source, void *user)
 {
     struct collected *c = user;
     if (c->count == c->capacity) {
         c->capacity = c->capacity == 0 ? 64 : c->capacity * 2;
         c->events = realloc(c->events, c->capacity * sizeof(*c->events));
+        c->sources = realloc(c->sources, c->capacity * sizeof(*c->sources));
         assert_non_null(c->events);
+        assert_non_null(c->sources);
     }
+    c->sources[c->count] =
+        source != NULL ? *source : (struct ds_source){.partition = BLOCK_SOURCE_NONE};
     c->events[c->count++] = *event;
     return 0;
 }
@@ -125,7 +130,7 @@ static void add_all(struct fixture *f, const struct ds_event *events, size_t cou
 {
     for (size_t i = 0; i < count; i++) {
         assert_int_equal(
-            open_block_add(f->ob, &events[i], sources ? &sources[i] : NULL, events_max), 0);
+            open_block_add(f->ob, &events[i], sources ? &sources[i] : NULL, false, events_max), 0);
     }
 }
 
@@ -223,6 +228,7 @@ static struct sealed round_trip(struct fixture *f, const struct ds_event *events
         assert_int_equal(got.events[i].retract, events[i].retract);
     }
     free(got.events);
+    free(got.sources);
     return s;
 }
 
@@ -353,9 +359,9 @@ static void test_block_header_sources_recorded(void **state)
 
     /* Events without a source before ones with a source: the range is the sourced ones'. */
     open_block_reset(f->ob);
-    assert_int_equal(open_block_add(f->ob, &events[0], NULL, 100), 0);
-    assert_int_equal(open_block_add(f->ob, &events[1], &sources[0], 100), 0);
-    assert_int_equal(open_block_add(f->ob, &events[2], &sources[1], 100), 0);
+    assert_int_equal(open_block_add(f->ob, &events[0], NULL, false, 100), 0);
+    assert_int_equal(open_block_add(f->ob, &events[1], &sources[0], false, 100), 0);
+    assert_int_equal(open_block_add(f->ob, &events[2], &sources[1], false, 100), 0);
     s = round_trip(f, events, 3, TEST_DAY);
     assert_int_equal(block_view_parse(s.buf, s.len, &view), 0);
     assert_int_equal(view.header->source_partition, 3);
@@ -499,7 +505,7 @@ static void test_block_add_limit_events_max(void **state)
     for (uint32_t i = 0; i < events_max; i++) {
         simple_event(&events[i], i + 1, i % 2 ? "paid" : "shipped", (int64_t)i * 1000);
         source.offset = 10 + i;
-        assert_int_equal(open_block_add(f->ob, &events[i], &source, events_max), 0);
+        assert_int_equal(open_block_add(f->ob, &events[i], &source, false, events_max), 0);
     }
     struct ds_event extra;
     simple_event(&extra, 99, "new-status", 1);
@@ -507,11 +513,11 @@ static void test_block_add_limit_events_max(void **state)
     extra.ts_ms = day_start_ms(TEST_DAY) + DAY_MS - 1; /* would move ts_max */
     struct ds_source other = {.partition = 2, .offset = 1};
     struct ob_snapshot snap = ob_snapshot_take(f->ob);
-    assert_int_equal(open_block_add(f->ob, &extra, &other, events_max), -DS_ELIMIT);
+    assert_int_equal(open_block_add(f->ob, &extra, &other, false, events_max), -DS_ELIMIT);
     ob_snapshot_check_and_free(&snap, f->ob);
     /* A lower events_max than the count also refuses. */
     snap = ob_snapshot_take(f->ob);
-    assert_int_equal(open_block_add(f->ob, &extra, NULL, 3), -DS_ELIMIT);
+    assert_int_equal(open_block_add(f->ob, &extra, NULL, false, 3), -DS_ELIMIT);
     ob_snapshot_check_and_free(&snap, f->ob);
     struct sealed s = round_trip(f, events, events_max, TEST_DAY);
     free(s.buf);
@@ -531,17 +537,20 @@ static void test_block_add_limit_statuses(void **state)
         char status[8];
         snprintf(status, sizeof(status), "s%u", i % STORAGE_BLOCK_STATUS_MAX);
         simple_event(&events[i], i + 1, status, (int64_t)i * 60000);
-        assert_int_equal(open_block_add(f->ob, &events[i], NULL, STORAGE_BLOCK_EVENTS_MAX), 0);
+        assert_int_equal(open_block_add(f->ob, &events[i], NULL, false, STORAGE_BLOCK_EVENTS_MAX),
+                         0);
     }
     assert_int_equal(f->ob->status_count, STORAGE_BLOCK_STATUS_MAX);
     struct ds_event extra;
     simple_event(&extra, 5000, "one-too-many", 7);
     test_id_string(&extra.customer_id, "cust", 4);
     struct ob_snapshot snap = ob_snapshot_take(f->ob);
-    assert_int_equal(open_block_add(f->ob, &extra, NULL, STORAGE_BLOCK_EVENTS_MAX), -DS_ELIMIT);
+    assert_int_equal(open_block_add(f->ob, &extra, NULL, false, STORAGE_BLOCK_EVENTS_MAX),
+                     -DS_ELIMIT);
     ob_snapshot_check_and_free(&snap, f->ob);
     simple_event(&events[count], 6000, "s5", 8);
-    assert_int_equal(open_block_add(f->ob, &events[count], NULL, STORAGE_BLOCK_EVENTS_MAX), 0);
+    assert_int_equal(open_block_add(f->ob, &events[count], NULL, false, STORAGE_BLOCK_EVENTS_MAX),
+                     0);
     struct sealed s = round_trip(f, events, count + 1, TEST_DAY);
     struct block_view view;
     assert_int_equal(block_view_parse(s.buf, s.len, &view), 0);
@@ -576,7 +585,7 @@ static void test_block_add_limit_string_capacity(void **state)
         if (near) {
             snap = ob_snapshot_take(f->ob);
         }
-        rc = open_block_add(f->ob, e, NULL, STORAGE_BLOCK_EVENTS_MAX);
+        rc = open_block_add(f->ob, e, NULL, false, STORAGE_BLOCK_EVENTS_MAX);
         if (rc == 0) {
             free(snap.rows);
             free(snap.strings);
@@ -599,12 +608,14 @@ static void test_block_add_limit_string_capacity(void **state)
         test_id_string(&e.order_id, text, order_len);
         test_id_string(&e.customer_id, text, DS_ID_BYTES_MAX);
         struct ob_snapshot snap = ob_snapshot_take(f->ob);
-        assert_int_equal(open_block_add(f->ob, &e, NULL, STORAGE_BLOCK_EVENTS_MAX), -DS_ELIMIT);
+        assert_int_equal(open_block_add(f->ob, &e, NULL, false, STORAGE_BLOCK_EVENTS_MAX),
+                         -DS_ELIMIT);
         ob_snapshot_check_and_free(&snap, f->ob);
     }
     /* An event with integer ids still fits. */
     simple_event(&events[accepted], 123456, "b", 9);
-    assert_int_equal(open_block_add(f->ob, &events[accepted], NULL, STORAGE_BLOCK_EVENTS_MAX), 0);
+    assert_int_equal(
+        open_block_add(f->ob, &events[accepted], NULL, false, STORAGE_BLOCK_EVENTS_MAX), 0);
     accepted++;
     struct sealed s = round_trip(f, events, accepted, TEST_DAY);
     free(s.buf);
@@ -617,7 +628,7 @@ static void test_block_seal_small_destination(void **state)
     struct fixture *f = *state;
     struct ds_event e;
     simple_event(&e, 1, "paid", 0);
-    assert_int_equal(open_block_add(f->ob, &e, NULL, 10), 0);
+    assert_int_equal(open_block_add(f->ob, &e, NULL, false, 10), 0);
     size_t bound = block_seal_bound(f->ob);
     uint8_t *buf = malloc(bound);
     assert_non_null(buf);
@@ -772,6 +783,7 @@ static void test_block_corrupt_header_behind_valid_crc(void **state)
                 assert_int_equal(got.count, 30);
             }
             free(got.events);
+            free(got.sources);
         }
     }
     /* Status renames and in-range ts_min/max moves are among the self-consistent changes. */
@@ -883,6 +895,7 @@ static void round_trip_extras(struct fixture *f, const struct ds_event *events, 
         }
     }
     free(got.events);
+    free(got.sources);
     free(s.buf);
 }
 
@@ -997,9 +1010,10 @@ static void test_block_extras_v1_block_still_read(void **state)
         assert_null(got.events[i].items);
     }
     free(got.events);
+    free(got.sources);
     for (int i = 0; i < 5; i++) {
         struct ds_source source = {.partition = 0, .offset = 10 + i};
-        assert_int_equal(open_block_add(f->ob, &events[i], &source, 100), 0);
+        assert_int_equal(open_block_add(f->ob, &events[i], &source, false, 100), 0);
     }
     struct sealed s = seal(f, TEST_DAY);
     assert_int_equal(s.len, sizeof(block_v1_fixture));
@@ -1050,7 +1064,8 @@ static void test_block_extras_items_capacity_seals_early(void **state)
         simple_event(&events[i], (int64_t)i + 1, "paid", (int64_t)i);
         events[i].items = items;
         events[i].items_bytes = (uint16_t)n;
-        assert_int_equal(open_block_add(f->ob, &events[i], NULL, STORAGE_BLOCK_EVENTS_MAX), 0);
+        assert_int_equal(open_block_add(f->ob, &events[i], NULL, false, STORAGE_BLOCK_EVENTS_MAX),
+                         0);
     }
     assert_int_equal(f->ob->items_bytes, fit * n);
     struct ds_event extra;
@@ -1059,16 +1074,17 @@ static void test_block_extras_items_capacity_seals_early(void **state)
     extra.items = items;
     extra.items_bytes = (uint16_t)n;
     struct ob_snapshot snap = ob_snapshot_take(f->ob);
-    assert_int_equal(open_block_add(f->ob, &extra, NULL, STORAGE_BLOCK_EVENTS_MAX), -DS_ELIMIT);
+    assert_int_equal(open_block_add(f->ob, &extra, NULL, false, STORAGE_BLOCK_EVENTS_MAX),
+                     -DS_ELIMIT);
     ob_snapshot_check_and_free(&snap, f->ob);
     simple_event(&events[fit], 1000, "paid", 6);
     events[fit].has_version = true;
     events[fit].version = 3;
-    assert_int_equal(open_block_add(f->ob, &events[fit], NULL, STORAGE_BLOCK_EVENTS_MAX), 0);
+    assert_int_equal(open_block_add(f->ob, &events[fit], NULL, false, STORAGE_BLOCK_EVENTS_MAX), 0);
     round_trip_extras(f, events, fit + 1, BLOCK_VERSION_EXTRAS);
     /* After sealing, the same event fits a fresh block. */
     open_block_reset(f->ob);
-    assert_int_equal(open_block_add(f->ob, &extra, NULL, STORAGE_BLOCK_EVENTS_MAX), 0);
+    assert_int_equal(open_block_add(f->ob, &extra, NULL, false, STORAGE_BLOCK_EVENTS_MAX), 0);
     free(events);
     free(items);
 }
@@ -1085,7 +1101,7 @@ static void test_block_extras_corrupt_items_rejected(void **state)
     e.items_bytes = 5;
     e.has_version = true;
     e.version = 4;
-    assert_int_equal(open_block_add(f->ob, &e, NULL, STORAGE_BLOCK_EVENTS_MAX), 0);
+    assert_int_equal(open_block_add(f->ob, &e, NULL, false, STORAGE_BLOCK_EVENTS_MAX), 0);
     struct sealed s = seal(f, TEST_DAY);
     struct block_view view;
     assert_int_equal(block_view_parse(s.buf, s.len, &view), 0);
@@ -1151,7 +1167,7 @@ static void test_block_corrupt_wrong_day(void **state)
     struct fixture *f = *state;
     struct ds_event e;
     simple_event(&e, 1, "paid", 1000);
-    assert_int_equal(open_block_add(f->ob, &e, NULL, 10), 0);
+    assert_int_equal(open_block_add(f->ob, &e, NULL, false, 10), 0);
     struct sealed s = seal(f, TEST_DAY);
     assert_int_equal(parse_and_decode(f, s.buf, s.len, TEST_DAY + 1, NULL), -DS_ECORRUPT);
     assert_int_equal(parse_and_decode(f, s.buf, s.len, TEST_DAY - 1, NULL), -DS_ECORRUPT);
@@ -1159,8 +1175,9 @@ static void test_block_corrupt_wrong_day(void **state)
     free(s.buf);
 }
 
-static int stop_after_two(const struct ds_event *event, void *user)
+static int stop_after_two(const struct ds_event *event, const struct ds_source *source, void *user)
 {
+    (void)source;
     (void)event;
     int *seen = user;
     return ++*seen == 2 ? 42 : 0;
@@ -1173,7 +1190,7 @@ static void test_block_decode_callback_stops_early(void **state)
     for (int i = 0; i < 5; i++) {
         struct ds_event e;
         simple_event(&e, i + 1, "paid", i);
-        assert_int_equal(open_block_add(f->ob, &e, NULL, 10), 0);
+        assert_int_equal(open_block_add(f->ob, &e, NULL, false, 10), 0);
     }
     struct sealed s = seal(f, TEST_DAY);
     struct block_view view;
@@ -1287,6 +1304,7 @@ static void test_block_retract_v1_v2_unchanged(void **state)
         assert_false(got.events[i].retract);
     }
     free(got.events);
+    free(got.sources);
     free(buf);
     struct ds_event two[2];
     simple_event(&two[0], 1, "paid", 0);
@@ -1372,6 +1390,287 @@ static void test_block_retract_flipped_bit_caught(void **state)
     free(s.buf);
 }
 
+/* ---- row sources (block format 4) ---------------------------------------------------------- */
+
+/* Sources as a consumer of a few Kafka partitions gives them (offsets rising per partition),
+ * some file lines and some rows without one: source[i] partition BLOCK_SOURCE_NONE means NULL. */
+static void sources_make(uint64_t *rng, struct ds_source *sources, size_t count,
+                         uint32_t partitions, bool odd_ones)
+{
+    int64_t next[8] = {0, 1000, 5000000000LL, 7, 0, 0, 0, 0};
+    assert_true(partitions <= 8);
+    for (size_t i = 0; i < count; i++) {
+        uint32_t kind = odd_ones ? (uint32_t)test_rng_below(rng, 8) : 7u;
+        if (kind == 0) {
+            sources[i] = (struct ds_source){.partition = BLOCK_SOURCE_NONE};
+        } else if (kind == 1) {
+            sources[i] = (struct ds_source){.partition = DS_SOURCE_FILE, .offset = (int64_t)i + 1};
+        } else {
+            uint32_t part = (uint32_t)test_rng_below(rng, partitions);
+            next[part] += 1 + (int64_t)test_rng_below(rng, 3);
+            sources[i] = (struct ds_source){.partition = (int32_t)part, .offset = next[part]};
+        }
+    }
+}
+
+/* Adds events with their sources (BLOCK_SOURCE_NONE: none), as the given model would. */
+static void add_sourced(struct fixture *f, const struct ds_event *events,
+                        const struct ds_source *sources, size_t count, bool row_source)
+{
+    for (size_t i = 0; i < count; i++) {
+        const struct ds_source *src =
+            sources[i].partition == BLOCK_SOURCE_NONE ? NULL : &sources[i];
+        assert_int_equal(open_block_add(f->ob, &events[i], src, row_source, EVENTS_MAX_TEST), 0);
+    }
+}
+
+/* Seals f->ob and decodes it back: every event and every row's source as added. */
+static struct sealed sources_round_trip(struct fixture *f, const struct ds_event *events,
+                                        const struct ds_source *sources, size_t count)
+{
+    struct sealed s = seal(f, TEST_DAY);
+    struct collected got = {0};
+    assert_int_equal(parse_and_decode(f, s.buf, s.len, TEST_DAY, &got), 0);
+    assert_int_equal(got.count, count);
+    for (size_t i = 0; i < count; i++) {
+        assert_true(test_event_equal(&got.events[i], &events[i]));
+        assert_int_equal(got.sources[i].partition, sources[i].partition);
+        if (sources[i].partition != BLOCK_SOURCE_NONE) {
+            assert_true(got.sources[i].offset == sources[i].offset);
+        }
+    }
+    free(got.events);
+    free(got.sources);
+    return s;
+}
+
+static void test_block_sources_round_trip_mixed(void **state)
+{
+    /* The events model keeps each row's source: a block of rows from three Kafka partitions,
+     * file lines and rows without a source (retractions among them) seals as version 4 with a
+     * mixed header range and decodes every row's source back; a block of one partition names it
+     * in the header. */
+    struct fixture *f = *state;
+    uint64_t rng = test_seed();
+    const size_t count = 600;
+    struct ds_event *events = calloc(count, sizeof(*events));
+    struct ds_source *sources = calloc(count, sizeof(*sources));
+    assert_non_null(events);
+    assert_non_null(sources);
+    for (size_t i = 0; i < count; i++) {
+        test_event_random_wide(&rng, TEST_DAY, TEST_STATUS_POOL_COUNT, &events[i]);
+        events[i].retract = test_rng_below(&rng, 5) == 0;
+    }
+    sources_make(&rng, sources, count, 3, true);
+    add_sourced(f, events, sources, count, true);
+    struct sealed s = sources_round_trip(f, events, sources, count);
+    const struct block_header *h = (const struct block_header *)(const void *)s.buf;
+    assert_int_equal(h->version, BLOCK_VERSION_SOURCES);
+    assert_int_equal(h->source_partition, BLOCK_SOURCE_MIXED);
+    int64_t min = INT64_MAX, max = INT64_MIN;
+    for (size_t i = 0; i < count; i++) {
+        if (sources[i].partition != BLOCK_SOURCE_NONE) {
+            min = sources[i].offset < min ? sources[i].offset : min;
+            max = sources[i].offset > max ? sources[i].offset : max;
+        }
+    }
+    assert_true(h->source_offset_min == min);
+    assert_true(h->source_offset_max == max);
+    assert_true(max > 5000000000LL);
+    free(s.buf);
+
+    open_block_reset(f->ob);
+    for (size_t i = 0; i < count; i++) {
+        events[i].retract = false;
+    }
+    sources_make(&rng, sources, count, 1, false);
+    add_sourced(f, events, sources, count, true);
+    s = sources_round_trip(f, events, sources, count);
+    h = (const struct block_header *)(const void *)s.buf;
+    assert_int_equal(h->version, BLOCK_VERSION_SOURCES);
+    assert_int_equal(h->source_partition, 0);
+    assert_true(h->source_offset_min == sources[0].offset);
+    assert_true(h->source_offset_max == sources[count - 1].offset);
+    free(s.buf);
+    free(sources);
+    free(events);
+}
+
+static void test_block_sources_older_versions_unchanged(void **state)
+{
+    /* Version 4 is written only for rows keeping a Kafka source: the orders model
+     * (row_source false) and the events model with file lines or no sources write the very
+     * bytes they write without row sources, versions 1 to 3 as before. */
+    struct fixture *f = *state;
+    uint64_t rng = test_seed();
+    const size_t count = 300;
+    struct ds_event events[300];
+    struct ds_source sources[300];
+    for (int variant = 0; variant < 3; variant++) {
+        for (size_t i = 0; i < count; i++) {
+            test_event_random_wide(&rng, TEST_DAY, TEST_STATUS_POOL_COUNT, &events[i]);
+            events[i].has_version = variant >= 1 && i % 2 == 0;
+            events[i].version = events[i].has_version ? (int64_t)i : 0;
+            events[i].retract = variant == 2 && i % 3 == 0;
+        }
+        sources_make(&rng, sources, count, 3, true);
+        open_block_reset(f->ob);
+        add_sourced(f, events, sources, count, false);
+        struct sealed plain = seal(f, TEST_DAY);
+        const struct block_header *h = (const struct block_header *)(const void *)plain.buf;
+        assert_int_equal(h->version, variant == 0   ? BLOCK_VERSION
+                                     : variant == 1 ? BLOCK_VERSION_EXTRAS
+                                                    : BLOCK_VERSION_RETRACT);
+        assert_int_equal(h->source_partition, BLOCK_SOURCE_MIXED);
+        free(plain.buf);
+
+        /* File lines and rows without a source only: the same bytes either way. */
+        for (size_t i = 0; i < count; i++) {
+            if (sources[i].partition >= 0) {
+                sources[i] = (struct ds_source){.partition = BLOCK_SOURCE_NONE};
+            }
+        }
+        open_block_reset(f->ob);
+        add_sourced(f, events, sources, count, false);
+        plain = seal(f, TEST_DAY);
+        open_block_reset(f->ob);
+        add_sourced(f, events, sources, count, true);
+        assert_int_equal(f->ob->sourced_count, 0);
+        struct sealed kept = seal(f, TEST_DAY);
+        assert_int_equal(kept.len, plain.len);
+        assert_memory_equal(kept.buf, plain.buf, plain.len);
+        free(kept.buf);
+        free(plain.buf);
+    }
+}
+
+/* s's payload with raw (its decompressed columns, changed) recompressed behind valid CRCs, and
+ * the header's version set to version. */
+static uint8_t *repack(const struct sealed *s, const uint8_t *raw, size_t raw_len, uint16_t version,
+                       size_t *len_out)
+{
+    const struct block_header *sh = (const struct block_header *)(const void *)s->buf;
+    size_t header_bytes = sh->header_bytes;
+    size_t capacity = header_bytes + ZSTD_compressBound(raw_len);
+    uint8_t *block = malloc(capacity);
+    assert_non_null(block);
+    memcpy(block, s->buf, header_bytes);
+    size_t z = ZSTD_compress(block + header_bytes, capacity - header_bytes, raw, raw_len, 1);
+    assert_false(ZSTD_isError(z));
+    struct block_header h;
+    memcpy(&h, block, sizeof(h));
+    h.version = version;
+    h.raw_bytes = (uint32_t)raw_len;
+    h.payload_bytes = (uint32_t)z;
+    h.payload_crc = ds_crc32c(0, block + header_bytes, z);
+    memcpy(block, &h, sizeof(h));
+    fix_header_crc(block);
+    *len_out = header_bytes + z;
+    return block;
+}
+
+static void test_block_sources_damaged_columns_caught(void **state)
+{
+    /* A flipped byte of the partitions or offsets column fails the payload CRC; behind a
+     * recomputed CRC the decoder refuses it (-DS_ECORRUPT): a partition not the header's, a
+     * column not read to its end, or an offset delta that moves the rows' range off the
+     * header's. The block repacked unchanged still decodes. */
+    struct fixture *f = *state;
+    uint64_t rng = test_seed();
+    const size_t count = 50;
+    struct ds_event events[50];
+    struct ds_source sources[50];
+    for (size_t i = 0; i < count; i++) {
+        test_event_random_wide(&rng, TEST_DAY, TEST_STATUS_POOL_COUNT, &events[i]);
+        sources[i] = (struct ds_source){.partition = 2, .offset = 100 + (int64_t)i};
+    }
+    add_sourced(f, events, sources, count, true);
+    struct sealed s = sources_round_trip(f, events, sources, count);
+    const struct block_header *h = (const struct block_header *)(const void *)s.buf;
+    size_t header_bytes = h->header_bytes;
+    size_t raw_len = h->raw_bytes;
+    uint8_t *raw = malloc(raw_len);
+    uint8_t *damaged = malloc(raw_len);
+    assert_non_null(raw);
+    assert_non_null(damaged);
+    assert_int_equal(ZSTD_decompress(raw, raw_len, s.buf + header_bytes, h->payload_bytes),
+                     raw_len);
+    uint32_t lengths[10];
+    memcpy(lengths, raw + 1, sizeof(lengths));
+    size_t from = 41;
+    for (int i = 0; i < 8; i++) {
+        from += lengths[i];
+    }
+    size_t to = from + lengths[8] + lengths[9];
+    assert_int_equal(lengths[8], count); /* one byte per row: zigzag(2) */
+    assert_true(lengths[9] >= count);
+    size_t len = 0;
+    uint8_t *same = repack(&s, raw, raw_len, BLOCK_VERSION_SOURCES, &len);
+    assert_int_equal(parse_and_decode(f, same, len, TEST_DAY, NULL), 0);
+    free(same);
+
+    static const uint8_t masks[] = {0x01, 0x02, 0x04, 0x40, 0x80, 0xFF};
+    uint8_t *copy = malloc(s.len);
+    assert_non_null(copy);
+    for (size_t at = from; at < to; at++) {
+        for (size_t m = 0; m < DS_ARRAY_LEN(masks); m++) {
+            memcpy(damaged, raw, raw_len);
+            damaged[at] ^= masks[m];
+            uint8_t *block = repack(&s, damaged, raw_len, BLOCK_VERSION_SOURCES, &len);
+            int rc = parse_and_decode(f, block, len, TEST_DAY, NULL);
+            if (rc != -DS_ECORRUPT) {
+                print_error("source column byte %zu mask 0x%02x: rc %d\n", at - from, masks[m], rc);
+                fail();
+            }
+            free(block);
+        }
+    }
+    /* Without the CRC recomputed, any flipped payload byte is caught by it. */
+    for (size_t at = header_bytes; at < s.len; at++) {
+        memcpy(copy, s.buf, s.len);
+        copy[at] ^= 0x10;
+        assert_int_equal(parse_and_decode(f, copy, s.len, TEST_DAY, NULL), -DS_ECORRUPT);
+    }
+    free(copy);
+    free(damaged);
+    free(raw);
+    free(s.buf);
+}
+
+static void test_block_sources_unknown_version_refused(void **state)
+{
+    /* A binary refuses a block version it does not know at the header, as binaries without
+     * version 4 refuse it (they take versions 1 to 3 only): version 5 here. A version 4 payload
+     * relabelled 3 does not decode either: its preamble has ten column lengths, not eight. */
+    struct fixture *f = *state;
+    uint64_t rng = test_seed();
+    struct ds_event events[40];
+    struct ds_source sources[40];
+    for (size_t i = 0; i < 40; i++) {
+        test_event_random_wide(&rng, TEST_DAY, TEST_STATUS_POOL_COUNT, &events[i]);
+    }
+    sources_make(&rng, sources, 40, 2, false);
+    add_sourced(f, events, sources, 40, true);
+    struct sealed s = sources_round_trip(f, events, sources, 40);
+    const struct block_header *h = (const struct block_header *)(const void *)s.buf;
+    size_t raw_len = h->raw_bytes;
+    uint8_t *raw = malloc(raw_len);
+    assert_non_null(raw);
+    assert_int_equal(ZSTD_decompress(raw, raw_len, s.buf + h->header_bytes, h->payload_bytes),
+                     raw_len);
+    size_t len = 0;
+    uint8_t *v5 = repack(&s, raw, raw_len, BLOCK_VERSION_SOURCES + 1, &len);
+    struct block_view view;
+    assert_int_equal(block_header_check(v5, len), -DS_ECORRUPT);
+    assert_int_equal(block_view_parse(v5, len, &view), -DS_ECORRUPT);
+    free(v5);
+    uint8_t *v3 = repack(&s, raw, raw_len, BLOCK_VERSION_RETRACT, &len);
+    assert_int_equal(parse_and_decode(f, v3, len, TEST_DAY, NULL), -DS_ECORRUPT);
+    free(v3);
+    free(raw);
+    free(s.buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1401,6 +1700,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_block_retract_only_negative_cells, setup, teardown),
         cmocka_unit_test_setup_teardown(test_block_retract_v1_v2_unchanged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_block_retract_flipped_bit_caught, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_block_sources_round_trip_mixed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_block_sources_older_versions_unchanged, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_block_sources_damaged_columns_caught, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_block_sources_unknown_version_refused, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_block_extras_largest_items_round_trip, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_block_extras_items_capacity_seals_early, setup,

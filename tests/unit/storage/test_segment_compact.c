@@ -248,6 +248,90 @@ static void test_segment_compact_events_merge_keeps_every_row(void **state)
     assert_int_equal(fr.events_ok, 600 + commits);
 }
 
+/* Every row of a partition with its source, in order (partition INT32_MIN: none). */
+struct sourced_rows {
+    uint64_t hash[400];
+    struct ds_source source[400];
+    uint32_t count;
+};
+
+static int sourced_rows_add(const struct ds_event *e, const struct ds_source *source, void *user)
+{
+    struct sourced_rows *r = user;
+    assert_true(r->count < DS_ARRAY_LEN(r->hash));
+    r->hash[r->count] = row_hash(e);
+    r->source[r->count] =
+        source != NULL ? *source : (struct ds_source){.partition = INT32_MIN, .offset = 0};
+    r->count++;
+    return 0;
+}
+
+static void assert_sourced_rows(struct storage *st, const struct sourced_rows *want)
+{
+    struct sourced_rows *got = calloc(1, sizeof(*got));
+    assert_non_null(got);
+    struct storage_position from = {0};
+    assert_int_equal(storage_partition_scan_sources(st, DAY0, 0, &from, sourced_rows_add, got), 0);
+    assert_int_equal(got->count, want->count);
+    for (uint32_t i = 0; i < want->count; i++) {
+        assert_true(got->hash[i] == want->hash[i]);
+        assert_int_equal(got->source[i].partition, want->source[i].partition);
+        assert_true(got->source[i].offset == want->source[i].offset);
+    }
+    free(got);
+}
+
+static void test_segment_compact_events_merge_keeps_sources(void **state)
+{
+    /* The events model's merge keeps each row's source (block version 4): rows of three Kafka
+     * partitions mixed in blocks, rows appended without a source and a block with none at all
+     * (written as version 1) come out of storage_compact in order with the sources they went
+     * in with, for the writer, after a reopen and for a reader; fsck finds the rewrite clean. */
+    struct test_store_fixture *fx = *state;
+    uint64_t rng = test_seed_or(37);
+    struct storage *st = open_store(fx->dir, STORAGE_MODEL_EVENTS, false, STORAGE_COMPACT_SLICE_NS);
+    struct sourced_rows *want = calloc(1, sizeof(*want));
+    assert_non_null(want);
+    for (uint32_t i = 0; i < 300; i++) {
+        struct ds_event e;
+        test_event_random_plain(&rng, DAY0, &e);
+        struct ds_source src = {.partition = (int32_t)(i % 3), .offset = 1000 + (int64_t)i};
+        bool none = i % 10 == 0 || (i >= 150 && i < 153); /* 150..152: a block of none */
+        assert_int_equal(storage_append(st, DAY0, 0, &e, none ? NULL : &src), 0);
+        want->hash[want->count] = row_hash(&e);
+        want->source[want->count++] = none ? (struct ds_source){.partition = INT32_MIN} : src;
+        if (i % 3 == 2) {
+            assert_int_equal(storage_commit(st), 0);
+        }
+    }
+    assert_int_equal(storage_commit(st), 0);
+    assert_sourced_rows(st, want);
+    struct storage_compact_report rep = {0};
+    assert_int_equal(storage_compact(st, DAY0, 0, &rep), 1);
+    assert_int_equal(rep.rows_before, 300);
+    assert_int_equal(rep.rows_after, 300);
+    struct storage_partition_total after;
+    assert_int_equal(storage_partition_totals(st, DAY0, 0, NULL, 0, &after), 0);
+    assert_int_equal(after.blocks, (300 + BLOCK_EVENTS - 1) / BLOCK_EVENTS);
+    assert_sourced_rows(st, want);
+    storage_close(st);
+
+    st = open_store(fx->dir, STORAGE_MODEL_EVENTS, false, STORAGE_COMPACT_SLICE_NS);
+    assert_sourced_rows(st, want);
+    /* A second merge reads the version 4 blocks of the first: still every source. */
+    assert_int_equal(storage_compact(st, DAY0, 0, &rep), 1);
+    assert_sourced_rows(st, want);
+    storage_close(st);
+    struct storage *r = open_store(fx->dir, STORAGE_MODEL_EVENTS, true, STORAGE_COMPACT_SLICE_NS);
+    assert_sourced_rows(r, want);
+    storage_close(r);
+    struct storage_fsck_report fr;
+    fsck_of(fx->dir, &fr);
+    assert_int_equal(fr.blocks_bad, 0);
+    assert_int_equal(fr.events_ok, 300);
+    free(want);
+}
+
 /* ---- crashes between slices ---------------------------------------------------------------- */
 
 /* What the child committed before it died, and what it saw of the compaction. */
@@ -428,6 +512,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_segment_compact_events_merge_keeps_every_row,
+                                        test_store_setup, test_store_teardown),
+        cmocka_unit_test_setup_teardown(test_segment_compact_events_merge_keeps_sources,
                                         test_store_setup, test_store_teardown),
         cmocka_unit_test_setup_teardown(test_segment_compact_crash_after_each_slice_events,
                                         test_store_setup, test_store_teardown),

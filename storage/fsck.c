@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "storage/fsck_events.h"
 #include "storage/fsck_orders.h"
 #include "storage/quarantine.h"
 #include "storage/storage.h"
@@ -203,6 +204,8 @@ static int verify(const char *dir, FILE *out, struct storage_fsck_report *report
     store_destroy(st);
     /* The orders model's balance, on a reader's view of the last commit (fsck_orders.h). */
     rc = rc == 0 ? fsck_orders_check(dir, out, report) : rc;
+    /* The events model's: each retraction row cancels a row of its source. */
+    rc = rc == 0 ? fsck_events_check(dir, out, report) : rc;
     if (rc == 0 && out != NULL &&
         (report->retractions_unmatched > 0 || report->orders_mismatched > 0)) {
         fprintf(out,

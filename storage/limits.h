@@ -56,4 +56,9 @@
 /* Blocks a partition needs before its small blocks are merged (fewer cost little to read). */
 #define STORAGE_COMPACT_MERGE_BLOCKS_MIN 8u
 
+/* Retraction rows one storage_release_range call appends before it returns -EAGAIN (commit and
+ * call again): bounds one commit's size and how long a release holds the writer (a million
+ * rows: about a second of appends and one commit of ~10 MB). */
+#define STORAGE_RELEASE_ROWS_MAX (1u << 20)
+
 #endif /* DS_STORAGE_LIMITS_H */

@@ -475,8 +475,8 @@ static int keep_row(const struct ds_event *e, const struct ds_source *source, vo
     if (slice_over(c)) {
         return COMPACTION_PAUSE;
     }
-    if (e->retract) {
-        return 0;
+    if (e->retract && c->collect) {
+        return 0; /* the orders model drops it with the row it cancels */
     }
     if (c->slots != NULL) {
         uint64_t a = 0, b = 0;
@@ -563,7 +563,7 @@ static int compaction_pass(struct compaction *c, const struct part *rp)
         return 0;
     }
     c->block = c->pos;
-    return store_read_scan_from(c->reader, rp, &c->pos, fns[c->phase], c);
+    return store_read_scan_from(c->reader, rp, &c->pos, NULL, fns[c->phase], c);
 }
 
 /* Moves to the next pass once one ended: 0 to go on, 1 when there is nothing to rewrite. */

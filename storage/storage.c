@@ -34,6 +34,7 @@
 #include "storage/orders.h"
 #include "storage/storage.h"
 #include "storage/store_read.h"
+#include "storage/store_release.h"
 #include "storage/store_write.h"
 
 void storage_config_defaults(struct storage_config *cfg)
@@ -70,6 +71,9 @@ int storage_config_check(const struct storage_config *cfg)
         return -DS_EUSAGE;
     }
     if (cfg->compact_slice_ns < 1 || cfg->compact_slice_ns > STORAGE_COMPACT_SLICE_NS) {
+        return -DS_EUSAGE;
+    }
+    if (cfg->release_rows_max > STORAGE_RELEASE_ROWS_MAX) {
         return -DS_EUSAGE;
     }
     if (cfg->model != STORAGE_MODEL_RECORDED && cfg->model != STORAGE_MODEL_EVENTS &&
@@ -484,7 +488,7 @@ int storage_partition_scan_sources(struct storage *st, int32_t day, uint32_t sha
     if (p == NULL || p->segment_id == 0) {
         return pos->segment_id == 0 ? 0 : -ERANGE;
     }
-    return store_read_scan_from(st, p, pos, fn, user);
+    return store_read_scan_from(st, p, pos, NULL, fn, user);
 }
 
 /* A storage_event_fn behind the storage_source_event_fn the scan calls. */
@@ -690,6 +694,44 @@ int storage_compact_due(struct storage *st, struct storage_compact_report *out)
         return 0;
     }
     return compact_step(st, start_ns + st->cfg.compact_slice_ns, out);
+}
+
+int storage_release_range(struct storage *st, int32_t source, int64_t lo, uint64_t *released)
+{
+    ASSERT(!st->read_only);
+    *released = 0;
+    if (st->failed != 0) {
+        return st->failed;
+    }
+    if (st->cfg.model != STORAGE_MODEL_EVENTS || st->touched_count > 0 || st->pending_events > 0 ||
+        source < 0 || !store_source_valid(source) || lo < 0) {
+        return -DS_EUSAGE;
+    }
+    /* Its reader is the release's: a compaction in progress gives way and starts again when
+     * due (it would copy the retractions with the rest). */
+    store_orders_compact_stop(st);
+    int rc = st->compact_reader == NULL ? storage_open_reader(st->dir, &st->compact_reader)
+                                        : storage_refresh(st->compact_reader);
+    uint64_t unreleasable = 0;
+    uint32_t rows_max =
+        st->cfg.release_rows_max != 0 ? st->cfg.release_rows_max : STORAGE_RELEASE_ROWS_MAX;
+    if (rc == 0) {
+        rc = store_release_range(st, st->compact_reader, source, lo, rows_max, released,
+                                 &unreleasable);
+    }
+    if (unreleasable > 0) {
+        ds_log_warn("%s: releasing Kafka partition %d from offset %lld: %llu rows of blocks "
+                    "written without row sources may be in that range and cannot be released",
+                    st->dir, source, (long long)lo, (unsigned long long)unreleasable);
+    }
+    if (rc == 0) {
+        struct source_state *s = &st->sources[store_source_index(source)];
+        if (s->known && s->next > lo) {
+            s->next = lo;
+            s->dirty = true;
+        }
+    }
+    return rc;
 }
 
 int storage_release_source(struct storage *st, int32_t source, uint64_t *released)

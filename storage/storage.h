@@ -252,6 +252,23 @@ bool storage_compacting(const struct storage *st);
  * stopped), or an error after which the storage must be reopened. */
 DS_MUST_USE int storage_release_source(struct storage *st, int32_t source, uint64_t *released);
 
+/* A writer giving back a range of a Kafka partition it should not have kept (events model: the
+ * partition's new owner reads it from lo): right after a commit, every committed row whose
+ * source is (source, offset >= lo) and that no retraction cancels yet gets a retraction row (the
+ * same fields, the same source; storage_event_fn sees event->retract) in its own (day, shard)
+ * partition, so counts drop by exactly those rows; and source's next offset becomes lo when it
+ * was above (storage_source_next). Durable with the next storage_commit. Idempotent: a row
+ * with a retraction of its (source, offset) in its partition is passed over, so a release
+ * repeated after a crash, or resumed, retracts each row once. Rows of blocks written without
+ * row sources (block versions 1-3: before the events model kept them) cannot be released: a
+ * warning names the partition and how many rows may be in the range. *released gets the
+ * rows retracted by this call. Returns 0, -DS_EUSAGE (orders model, uncommitted appends, source
+ * not a Kafka partition, lo < 0), -EAGAIN (storage_config.release_rows_max rows retracted:
+ * commit, then call again; it goes on where it stopped, and lowers the next offset only when it
+ * finishes), or an error after which the storage must be reopened. */
+DS_MUST_USE int storage_release_range(struct storage *st, int32_t source, int64_t lo,
+                                      uint64_t *released);
+
 DS_MUST_USE int storage_order_visit(struct storage *st, storage_order_fn fn, void *user);
 
 /* ---- checking ------------------------------------------------------------------------------ */

@@ -723,6 +723,7 @@ struct scan_state {
     uint64_t offset;
     uint8_t *block;
     size_t block_capacity;
+    store_block_want_fn want;
     storage_source_event_fn fn;
     void *user;
 };
@@ -738,6 +739,10 @@ static int scan_block(struct scan_state *scan, uint64_t end)
     }
     size_t header_bytes = view.header->header_bytes;
     size_t total = header_bytes + view.header->payload_bytes;
+    if (scan->want != NULL && !scan->want(view.header, scan->user)) {
+        scan->offset += total;
+        return 0;
+    }
     if (total > scan->block_capacity) {
         uint8_t *grown = malloc(total);
         if (grown == NULL) {
@@ -762,7 +767,7 @@ static int scan_block(struct scan_state *scan, uint64_t end)
 }
 
 int store_read_scan_from(struct storage *st, const struct part *p, struct storage_position *pos,
-                         storage_source_event_fn fn, void *user)
+                         store_block_want_fn want, storage_source_event_fn fn, void *user)
 {
     ASSERT(p->segment_id != 0);
     if (pos->segment_id < store_part_first(p)) {
@@ -779,7 +784,7 @@ int store_read_scan_from(struct storage *st, const struct part *p, struct storag
     if (pos->segment_id == p->segment_id && pos->offset == p->committed_end) {
         return 0; /* nothing new: no file to open */
     }
-    struct scan_state scan = {.st = st, .p = p, .fn = fn, .user = user};
+    struct scan_state scan = {.st = st, .p = p, .want = want, .fn = fn, .user = user};
     scan.block_capacity = BLOCK_HEADER_BYTES_MAX;
     scan.block = malloc(scan.block_capacity);
     if (scan.block == NULL) {

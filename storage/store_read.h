@@ -24,9 +24,14 @@ DS_MUST_USE int store_read_day_totals(struct storage *st, struct day_totals *d,
 DS_MUST_USE int store_read_totals(struct storage *st, struct part *p, const char *status,
                                   size_t status_len, struct storage_partition_total *out);
 
-/* storage_partition_scan_sources for a partition with committed data. */
+/* Whether a scan decodes a block, from its header (which passed its checks): a block refused
+ * is passed over unread. */
+typedef bool (*store_block_want_fn)(const struct block_header *header, void *user);
+
+/* storage_partition_scan_sources for a partition with committed data; want (may be NULL: every
+ * block) picks the blocks decoded, and gets user too. */
 int store_read_scan_from(struct storage *st, const struct part *p, struct storage_position *pos,
-                         storage_source_event_fn fn, void *user);
+                         store_block_want_fn want, storage_source_event_fn fn, void *user);
 
 /* storage_partition_visit: partitions with committed data by ascending (day, shard). */
 int store_read_visit(struct storage *st, storage_partition_fn fn, void *user);

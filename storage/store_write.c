@@ -353,8 +353,8 @@ void store_write_source_note(struct storage *st, const struct ds_source *source)
     s->dirty = true;
 }
 
-int store_write_append(struct storage *st, struct part *p, const struct ds_event *event,
-                       const struct ds_source *source)
+static int append_row(struct storage *st, struct part *p, const struct ds_event *event,
+                      const struct ds_source *source, bool note_source)
 {
     ASSERT(!st->read_only);
     ASSERT(st->failed == 0);
@@ -387,9 +387,24 @@ int store_write_append(struct storage *st, struct part *p, const struct ds_event
         p->merge_looked = false;
         st->touched[st->touched_count++] = p;
     }
-    store_write_source_note(st, source);
+    if (note_source) {
+        store_write_source_note(st, source);
+    }
     st->pending_events++;
     return st->open_bytes > st->cfg.open_bytes_max ? enforce_budget(st) : 0;
+}
+
+int store_write_append(struct storage *st, struct part *p, const struct ds_event *event,
+                       const struct ds_source *source)
+{
+    return append_row(st, p, event, source, true);
+}
+
+int store_write_append_kept(struct storage *st, struct part *p, const struct ds_event *event,
+                            const struct ds_source *source)
+{
+    ASSERT(st->cfg.model == STORAGE_MODEL_EVENTS);
+    return append_row(st, p, event, source, false);
 }
 
 /* ---- commit -------------------------------------------------------------------------------- */

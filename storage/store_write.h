@@ -21,6 +21,11 @@ DS_MUST_USE int store_write_recover(struct storage *st);
  * was validated by the caller. */
 DS_MUST_USE int store_write_append(struct storage *st, struct part *p, const struct ds_event *event,
                                    const struct ds_source *source);
+/* Like store_write_append, but source is only kept as the row's own (the events model): the
+ * source's position does not move (a release's retraction rows). */
+DS_MUST_USE int store_write_append_kept(struct storage *st, struct part *p,
+                                        const struct ds_event *event,
+                                        const struct ds_source *source);
 /* Records a source offset as seen, to be committed with the next commit. */
 void store_write_source_note(struct storage *st, const struct ds_source *source);
 

@@ -32,6 +32,9 @@ struct storage_config {
     /* The time one storage_compact_due call works (default and most STORAGE_COMPACT_SLICE_NS;
      * at least 1: every slice then does one block, as tests use to stop at each slice). */
     uint64_t compact_slice_ns;
+    /* Retraction rows one storage_release_range call appends before -EAGAIN (0: the default,
+     * STORAGE_RELEASE_ROWS_MAX, also the most; tests set a few to stop at each). */
+    uint32_t release_rows_max;
     uint32_t partitions_max; /* partitions tracked (<= STORAGE_PARTITIONS_MAX) */
     /* Writers: keep the newest retention_days days of stream time (see "retention" below);
      * 0 (the default) keeps every day. <= STORAGE_RETENTION_DAYS_MAX. */
@@ -182,10 +185,12 @@ struct storage_fsck_report {
     uint64_t quarantined_bytes;
     uint64_t events_unknown_ranges;
     uint64_t quarantined_total; /* ranges the manifest skips, from this and earlier repairs */
-    /* The balance of the orders model (storage/fsck_orders.h; all zero in the events model):
-     * in each partition, in append order, a retraction cancels an earlier uncancelled row with
-     * the same order id, customer, ts, status and amount, and the rows left are the current
-     * versions the orders-by-id store places there. */
+    /* The balance of retractions. Orders model (storage/fsck_orders.h): in each partition, in
+     * append order, a retraction cancels an earlier uncancelled row with the same order id,
+     * customer, ts, status and amount, and the rows left are the current versions the
+     * orders-by-id store places there. Events model (storage/fsck_events.h; orders and
+     * orders_mismatched zero): a retraction (storage_release_range) cancels an earlier
+     * uncancelled row with the same source partition and offset. */
     uint64_t orders;                /* current orders in the orders-by-id store */
     uint64_t retractions;           /* retraction rows in the partitions */
     uint64_t retractions_unmatched; /* retractions cancelling no earlier uncancelled row */

@@ -613,6 +613,8 @@ static int fsck(const char *dir, bool repair, struct storage_fsck_report *report
 /* The live version of each order, and expected net totals per partition, status and hour. */
 struct retract_truth {
     struct ds_event live[RETRACT_ORDERS];
+    struct ds_source live_source[RETRACT_ORDERS]; /* a retraction repeats its row's */
+    int64_t next_offset;
     uint32_t part_of[RETRACT_ORDERS];
     uint64_t rows, retractions[RETRACT_PARTS];
 };
@@ -642,13 +644,18 @@ static void retract_version(uint64_t *rng, uint32_t order, int64_t version, stru
     e->version = version;
 }
 
+/* Appends e: a retraction with the source of the row it cancels (order's live one), as the
+ * events model's release makes them; a row at the next offset of Kafka partition 0. */
 static void retract_append(struct storage *st, struct retract_truth *t, uint32_t part,
-                           const struct ds_event *e)
+                           uint32_t order, const struct ds_event *e)
 {
     int32_t day = 0;
     uint32_t shard = 0;
     retract_part(part, &day, &shard);
-    assert_int_equal(storage_append(st, day, shard, e, NULL), 0);
+    if (!e->retract) {
+        t->live_source[order] = (struct ds_source){.partition = 0, .offset = t->next_offset++};
+    }
+    assert_int_equal(storage_append(st, day, shard, e, &t->live_source[order]), 0);
     t->rows++;
     t->retractions[part] += e->retract ? 1u : 0u;
 }
@@ -717,7 +724,7 @@ static void test_storage_retractions_net_totals(void **state)
     assert_non_null(t);
     for (uint32_t o = 0; o < RETRACT_ORDERS; o++) {
         retract_version(&rng, o, 0, &t->live[o], &t->part_of[o]);
-        retract_append(st, t, t->part_of[o], &t->live[o]);
+        retract_append(st, t, t->part_of[o], o, &t->live[o]);
     }
     assert_int_equal(storage_commit(st), 0);
     retract_assert_totals(st, t);
@@ -728,9 +735,9 @@ static void test_storage_retractions_net_totals(void **state)
             }
             struct ds_event old = t->live[o];
             old.retract = true;
-            retract_append(st, t, t->part_of[o], &old);
+            retract_append(st, t, t->part_of[o], o, &old);
             retract_version(&rng, o, round, &t->live[o], &t->part_of[o]);
-            retract_append(st, t, t->part_of[o], &t->live[o]);
+            retract_append(st, t, t->part_of[o], o, &t->live[o]);
         }
         assert_int_equal(storage_commit(st), 0);
         retract_assert_totals(st, t);

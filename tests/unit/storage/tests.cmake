@@ -8,6 +8,7 @@ ds_unit_test(storage fsck_reconcile)
 ds_unit_test(storage orders)
 ds_unit_test(storage retention)
 ds_unit_test(storage segment_compact)
+ds_unit_test(storage release)
 # storage/ids.h is private to storage/, so its benchmark lives here (only tests/ may include it).
 add_executable(bench_ids ${CMAKE_CURRENT_LIST_DIR}/bench_ids.c)
 ds_target_defaults(bench_ids)

@@ -1150,7 +1150,7 @@ static uint64_t reader_scan_events(const char *dir)
     struct scan_buf scan = {{0}};
     assert_int_equal(storage_partition_scan(st, DAY0, 0, scan_collect, &scan), 0);
     uint64_t n = scan.events.n;
-    free(scan.events.v);
+    evvec_free(&scan.events);
     storage_close(st);
     return n;
 }
@@ -1273,7 +1273,7 @@ static void test_storage_corrupt_committed_payload(void **state)
     assert_int_equal(t.damaged_blocks, 1);
     struct scan_buf scan = {{0}};
     assert_int_equal(storage_partition_scan(st, DAY0, 0, scan_collect, &scan), -DS_ECORRUPT);
-    free(scan.events.v);
+    evvec_free(&scan.events);
     storage_close(st);
     struct storage_fsck_report report;
     assert_int_equal(fsck(fx->dir, false, &report), 1);
@@ -2069,7 +2069,7 @@ static void test_storage_scan_from_follows_commits(void **state)
         const struct mpart *mp = model_part(fx->m, DAY0, shard);
         assert_int_equal(got[shard].events.n, mp->committed.n);
         assert_events_equal(got[shard].events.v, mp->committed.v, mp->committed.n);
-        free(got[shard].events.v);
+        evvec_free(&got[shard].events);
     }
     /* A position beyond what the handle knows is refused, not read. */
     struct storage_position far = {.segment_id = pos[0].segment_id + 1, .offset = 64};
@@ -2108,8 +2108,8 @@ static void test_storage_scan_from_stop_resumes_at_block_start(void **state)
         assert_true(done <= k && k - done < 16);
         assert_events_equal(first.events.v, mp->committed.v, k);
         assert_events_equal(rest.events.v, mp->committed.v + done, rest.events.n);
-        free(first.events.v);
-        free(rest.events.v);
+        evvec_free(&first.events);
+        evvec_free(&rest.events);
     }
     storage_close(st);
 }

@@ -37,6 +37,9 @@ struct storage_part_id {
 
 /* An order id as JSON: a number, or a string with '"', '\\' and control bytes escaped. */
 void fsck_json_id(FILE *f, const struct ds_id *id);
+/* ,"name":{"day",...,"status" of a version; the caller closes the object. */
+void fsck_json_version(FILE *f, const char *name, int32_t day, uint32_t shard, bool has_version,
+                       int64_t version, int64_t ts_ms, const char *status, uint8_t status_len);
 
 /* The index of (day, shard) in parts[0..count), sorted by (day, shard), or FSCK_PART_NONE. */
 #define FSCK_PART_NONE UINT32_MAX

@@ -497,9 +497,8 @@ void fsck_json_id(FILE *f, const struct ds_id *id)
     fputc('"', f);
 }
 
-/* ,"name":{"day",...,"status" of a version; the caller closes the object. */
-static void json_version(FILE *f, const char *name, int32_t day, uint32_t shard, bool has_version,
-                         int64_t version, int64_t ts_ms, const char *status, uint8_t status_len)
+void fsck_json_version(FILE *f, const char *name, int32_t day, uint32_t shard, bool has_version,
+                       int64_t version, int64_t ts_ms, const char *status, uint8_t status_len)
 {
     char date[DS_DATE_TEXT_SIZE];
     ds_date_format(day, date);
@@ -528,8 +527,8 @@ static void record_line(const struct reconcile *r, const struct reconcile_order 
     fsck_json_id(f, &o->id);
     fprintf(f, ",\"outcome\":\"%s\"", o->outcome == RECONCILE_REVERTED ? "reverted" : "lost");
     const struct storage_order *c = &o->cur;
-    json_version(f, "had", c->day, c->shard, c->has_version, c->version, c->ts_ms, c->status,
-                 c->status_len);
+    fsck_json_version(f, "had", c->day, c->shard, c->has_version, c->version, c->ts_ms, c->status,
+                      c->status_len);
     /* The count a restore that brings this version back gives the order again: the versions
      * it re-applies were counted once already. */
     fprintf(f, ",\"versions_seen\":%" PRIu32 "}", c->versions_seen);
@@ -539,8 +538,8 @@ static void record_line(const struct reconcile *r, const struct reconcile_order 
     }
     const struct ds_event *e = &o->target->event;
     const struct storage_part_id *p = &r->parts[o->target->part];
-    json_version(f, "now", p->day, p->shard, e->has_version, e->version, e->ts_ms, e->status,
-                 e->status_len);
+    fsck_json_version(f, "now", p->day, p->shard, e->has_version, e->version, e->ts_ms, e->status,
+                      e->status_len);
     fputs("}}\n", f);
 }
 

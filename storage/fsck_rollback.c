@@ -304,52 +304,21 @@ static void rows_reduce(struct fsck_rollback *rb)
     rb->count = kept;
 }
 
-static void json_text(FILE *f, const char *bytes, size_t len)
-{
-    fputc('"', f);
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)bytes[i];
-        if (c < 0x20 || c == '"' || c == '\\') {
-            fprintf(f, "\\u%04x", c);
-        } else {
-            fputc(c, f);
-        }
-    }
-    fputc('"', f);
-}
-
-/* ,"name":{"day":...,"shard":...,"ts_ms":...,"version":...,"status":...} */
-static void json_version(FILE *f, const char *name, int32_t day, uint32_t shard, bool has_version,
-                         int64_t version, int64_t ts_ms, const char *status, uint8_t status_len)
-{
-    char date[DS_DATE_TEXT_SIZE];
-    ds_date_format(day, date);
-    fprintf(f, ",\"%s\":{\"day\":\"%s\",\"shard\":%u,\"ts_ms\":%lld,\"version\":", name, date,
-            shard, (long long)ts_ms);
-    if (has_version) {
-        fprintf(f, "%lld", (long long)version);
-    } else {
-        fputs("null", f);
-    }
-    fputs(",\"status\":", f);
-    json_text(f, status, status_len);
-    fputc('}', f);
-}
-
 static void record_line(FILE *f, const struct rollback_row *r, const struct storage_order *now)
 {
     fputs("{\"order\":", f);
     fsck_json_id(f, &r->id);
     fprintf(f, ",\"outcome\":\"%s\",\"rolled_back\":true", now != NULL ? "reverted" : "lost");
-    json_version(f, "had", r->day, r->shard, r->has_version, r->version, r->ts_ms, r->status,
-                 r->status_len);
+    fsck_json_version(f, "had", r->day, r->shard, r->has_version, r->version, r->ts_ms, r->status,
+                      r->status_len);
+    fputc('}', f);
     if (now == NULL) {
         fputs(",\"now\":null}\n", f);
         return;
     }
-    json_version(f, "now", now->day, now->shard, now->has_version, now->version, now->ts_ms,
-                 now->status, now->status_len);
-    fputs("}\n", f);
+    fsck_json_version(f, "now", now->day, now->shard, now->has_version, now->version, now->ts_ms,
+                      now->status, now->status_len);
+    fputs("}}\n", f);
 }
 
 /* Whether the store's version is the rolled-back row itself (nothing was rolled back then). */

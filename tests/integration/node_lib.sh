@@ -186,14 +186,38 @@ log_run_has() {
     grep -- "$2" >/dev/null
 }
 
-# wait_assigned NAME SECONDS: until the node's current run logs an assignment.
-wait_assigned() {
-  local deadline=$(($(now_ms) + $2 * 1000))
+# wait_log NAME TEXT SECONDS [COUNT]: until the node's current run has logged TEXT (at least
+# COUNT times, 1 unless given).
+wait_log() {
+  local deadline=$(($(now_ms) + $3 * 1000)) want=${4:-1}
   while (($(now_ms) < deadline)); do
-    log_run_has "$1" "kafka: assigned" && return 0
+    (($(log_run_count "$1" "$2") >= want)) && return 0
     sleep 0.1
   done
   return 1
+}
+
+# log_run_count NAME TEXT: how many lines of the node's current run contain TEXT.
+log_run_count() {
+  awk '/^==== run /{buf=""} {buf = buf $0 "\n"} END{printf "%s", buf}' "$WORK/$1.log" |
+    grep -c -- "$2" || true
+}
+
+# wait_paused NAME SECONDS: until the node's consumption is paused by back-pressure (its last
+# "consumption paused/resumed" line says paused). The node must run with DS_LOG=debug.
+wait_paused() {
+  local deadline=$(($(now_ms) + $2 * 1000)) last
+  while (($(now_ms) < deadline)); do
+    last=$(grep -E 'consumption (paused|resumed)' "$WORK/$1.log" | tail -1)
+    [[ $last == *"consumption paused"* ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# wait_assigned NAME SECONDS: until the node's current run logs an assignment.
+wait_assigned() {
+  wait_log "$1" "kafka: assigned" "$2"
 }
 
 # ---- counts -----------------------------------------------------------------------------------

@@ -138,8 +138,7 @@ stop_node a "$NODE_PID"
 expect_eq "first run's summary" 1 \
   "$(grep -c "stopped: $(total_of <<<"$truth_123") events durable, $((bad_123 + 2)) dead letters" "$WORK/a.log")"
 start_node a "$DATA" it-run
-wait_assigned a 30 || fail "restarted node: no assignment within 30 s"
-sleep 1
+wait_log a "kafka: assigned" 30 12 || fail "restarted node: not all 12 partitions assigned within 30 s"
 # Every partition resumes at its durable position, which both committed offsets match.
 resumed=$(awk '/^==== run /{n++} n == 2 && /kafka: assigned/' "$WORK/a.log" |
   sed -E 's/.*from offset (-?[0-9]+) \(durable here (-?[0-9]+), group (-?[0-9]+), positions (-?[0-9]+)\).*/\1 \2 \3 \4/' |

@@ -20,8 +20,10 @@ ROUNDS=30
 RANGE="day=2026-01-01&to=2026-01-28"
 
 start_broker --partitions 4
-export DS_TEST_PAUSE_FILE=$WORK/pause
+# DS_LOG=debug: the node logs each pause and resume of its consumption, which the test waits for.
+export DS_TEST_PAUSE_FILE=$WORK/pause DS_LOG=debug
 start_http_node n1 "$WORK/data" rw
+unset DS_LOG
 wait_assigned n1 30 || die "the node got no partitions"
 
 # rounds ROUNDS SEED: the read-your-writes rounds; prints a summary line, fails on any miss.
@@ -128,7 +130,7 @@ expect_exit "count --consistent without --server" 2 "$DAYSHARD" count --data "$W
 # timeout_ms, with Retry-After and the positions still missing.
 note "paused node"
 touch "$WORK/pause"
-sleep 1 # the consumer loop looks at least every 50 ms
+wait_paused n1 30 || fail "the node did not pause within 30 s"
 cat >"$WORK/fresh.jsonl" <<'EOF'
 {"order_id":"p-1","customer_id":6000001,"ts":"2026-01-10T10:00:00Z","amount":1}
 {"order_id":"p-2","customer_id":6000001,"ts":"2026-01-10T11:00:00Z","amount":2}
@@ -175,7 +177,7 @@ grep -q '"p-1"' <<<"$got" && grep -q '"p-2"' <<<"$got" && ok || fail "resumed: o
 # A rebalance while a request waits: the node gives up its partitions; the request says so.
 note "rebalance mid-wait"
 touch "$WORK/pause"
-sleep 1
+wait_paused n1 30 || fail "the node did not pause within 30 s"
 echo '{"order_id":"r-1","customer_id":6000003,"ts":"2026-01-12T10:00:00Z","amount":1}' >"$WORK/r.jsonl"
 py_produce "$WORK/r.jsonl" || fail "produce before the rebalance"
 curl -s -o "$WORK/rebalance.json" -w '%{http_code}' \

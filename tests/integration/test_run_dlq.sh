@@ -20,10 +20,17 @@ kcat_produce "$WORK/mixed.jsonl" || fail "kcat produce"
 wait_counts "counts with dead letters mixed in" "$expected" 60 "$WORK/data"
 stop_node n1 "$NODE_PID"
 
-# A restart reads nothing again: no new dead letters in the file or on the topic.
+# A restart reads nothing again: no new dead letters in the file or on the topic. The node has
+# read past everything before once a marker produced after the restart is stored (one event
+# into each partition, with near certainty: 50 new orders spread over the 4 partitions).
 start_node n1 "$WORK/data" dlq --dlq-topic orders-dlq --deadletter-file-bytes 1
 wait_assigned n1 30 || die "node n1 got no partitions after the restart"
-sleep 2
+for i in $(seq 50); do
+  echo "{\"order_id\": \"marker-$i\", \"customer_id\": 7, \"ts\": 1768996800000, \"amount\": 1}"
+done >"$WORK/marker.jsonl"
+kcat_produce "$WORK/marker.jsonl" || fail "kcat produce (marker)"
+expected=$(truth "$WORK/good.jsonl" "$WORK/good.jsonl" "$WORK/marker.jsonl")
+wait_counts "counts with the marker" "$expected" 60 "$WORK/data"
 stop_node n1 "$NODE_PID"
 
 expect_eq "dead letters in the files" 5 "$(deadletters "$WORK/data" | wc -l)"

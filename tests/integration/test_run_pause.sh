@@ -12,15 +12,16 @@ tail -n 3000 "$WORK/all.jsonl" >"$WORK/second.jsonl"
 first=$(truth "$WORK/first.jsonl")
 all=$(truth "$WORK/all.jsonl")
 
-export DS_TEST_PAUSE_FILE=$WORK/pause
+# DS_LOG=debug: the node logs each pause and resume of its consumption, which the test waits for.
+export DS_TEST_PAUSE_FILE=$WORK/pause DS_LOG=debug
 start_node n1 "$WORK/data" pause
-unset DS_TEST_PAUSE_FILE
+unset DS_TEST_PAUSE_FILE DS_LOG
 wait_assigned n1 30 || die "the node got no partitions"
 kcat_produce "$WORK/first.jsonl" || fail "kcat produce"
 wait_counts "before the pause" "$first" 60 "$WORK/data"
 
 touch "$WORK/pause"
-sleep 1 # the consumer loop looks at least every 50 ms
+wait_paused n1 30 || fail "the node did not pause within 30 s"
 kcat_produce "$WORK/second.jsonl" || fail "kcat produce"
 sleep 3
 expect_eq "nothing stored while paused" "$first" "$(day_counts "$WORK/data")"

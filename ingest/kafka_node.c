@@ -219,6 +219,22 @@ static void observe_commit(struct node *n)
     n->cfg->on_commit(&progress, n->cfg->observer_user);
 }
 
+/* Adds partition p at offset to a list of offset commits, carrying its holder history in the
+ * events model. Returns false, adding nothing, when this node must not commit p to the group:
+ * it does not hold p now (node_tenure_commit_meta), and has read nothing of it in a tenure of
+ * its own. */
+static bool commit_add(struct node *n, rd_kafka_topic_partition_list_t *list, const char *topic,
+                       int32_t p, int64_t offset)
+{
+    rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_add(list, topic, p);
+    if (n->tenure != NULL && !node_tenure_commit_meta(n->tenure, p, tp)) {
+        rd_kafka_topic_partition_list_del_by_idx(list, list->cnt - 1);
+        return false;
+    }
+    tp->offset = offset;
+    return true;
+}
+
 static void on_commit(struct storage *st, void *user)
 {
     struct node *n = user;
@@ -241,13 +257,9 @@ static void on_commit(struct storage *st, void *user)
         if (list == NULL) {
             list = rd_kafka_topic_partition_list_new(seen);
         }
-        rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_add(list, n->cfg->topic, p);
-        if (n->tenure != NULL && !node_tenure_commit_meta(n->tenure, p, tp)) {
-            rd_kafka_topic_partition_list_del_by_idx(list, list->cnt - 1);
-            continue; /* not held now: the holder commits it (node_tenure_commit_meta) */
+        if (commit_add(n, list, n->cfg->topic, p, next)) {
+            n->kafka_committed[p] = next;
         }
-        tp->offset = next;
-        n->kafka_committed[p] = next;
     }
     if (list != NULL && list->cnt > 0) {
         /* Asynchronous: a failure is logged by librdkafka, and the consumer thread commits the
@@ -289,12 +301,7 @@ static void refresh_commits(struct node *n)
     for (int p = 0; p < seen; p++) {
         int64_t offset = n->assigned[p] ? responsible_offset(n, p) : -1;
         if (offset >= 0) {
-            rd_kafka_topic_partition_t *tp =
-                rd_kafka_topic_partition_list_add(list, n->cfg->topic, p);
-            tp->offset = offset;
-            if (n->tenure != NULL && !node_tenure_commit_meta(n->tenure, p, tp)) {
-                rd_kafka_topic_partition_list_del_by_idx(list, list->cnt - 1);
-            }
+            (void)commit_add(n, list, n->cfg->topic, p, offset);
         }
     }
     if (list->cnt > 0) {
@@ -449,13 +456,7 @@ static rd_kafka_resp_err_t commit_release(struct node *n,
         int64_t offset =
             p >= 0 && p < (int32_t)INGEST_NODE_PARTITIONS_MAX ? responsible_offset(n, p) : -1;
         if (offset >= 0) {
-            rd_kafka_topic_partition_t *tp =
-                rd_kafka_topic_partition_list_add(list, parts->elems[i].topic, p);
-            tp->offset = offset;
-            if (n->tenure != NULL && !node_tenure_commit_meta(n->tenure, p, tp)) {
-                /* Never recorded as its holder: this node read nothing of it. */
-                rd_kafka_topic_partition_list_del_by_idx(list, list->cnt - 1);
-            }
+            (void)commit_add(n, list, parts->elems[i].topic, p, offset);
         }
     }
     rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -756,55 +757,43 @@ static int tenure_tick(struct node *n)
         return 0;
     }
     n->last_tenure_ns = now;
-    rd_kafka_topic_partition_list_t *assigned = NULL;
-    if (rd_kafka_assignment(n->rk, &assigned) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        rd_kafka_topic_partition_list_t *waiting = unrecorded(n, assigned);
-        if (waiting->cnt > 0) {
-            for (int i = 0; i < waiting->cnt; i++) {
-                int32_t p = waiting->elems[i].partition;
-                waiting->elems[i].offset = n->start[p];
-            }
-            (void)tenure_record(n, waiting);
-            rd_kafka_topic_partition_list_t *still = unrecorded(n, waiting);
-            if (still->cnt < waiting->cnt && !n->paused) {
-                rd_kafka_topic_partition_list_t *ready =
-                    rd_kafka_topic_partition_list_new(waiting->cnt);
-                for (int i = 0; i < waiting->cnt; i++) {
-                    if (node_tenure_recorded(n->tenure, waiting->elems[i].partition)) {
-                        rd_kafka_topic_partition_list_add(ready, waiting->elems[i].topic,
-                                                          waiting->elems[i].partition);
-                    }
-                }
-                (void)rd_kafka_resume_partitions(n->rk, ready);
-                rd_kafka_topic_partition_list_destroy(ready);
-            }
-            rd_kafka_topic_partition_list_destroy(still);
-        }
-        rd_kafka_topic_partition_list_destroy(waiting);
-    }
-    int32_t list[INGEST_NODE_PARTITIONS_MAX];
+    int32_t seen = atomic_load(&n->partitions_seen);
+    int32_t end = seen > n->assigned_end ? seen : n->assigned_end;
+    rd_kafka_topic_partition_list_t *waiting = rd_kafka_topic_partition_list_new(1);
+    int32_t held[INGEST_NODE_PARTITIONS_MAX];
     uint32_t count = 0;
-    for (int32_t p = 0; p < (int32_t)INGEST_NODE_PARTITIONS_MAX; p++) {
-        if (!is_assigned(assigned, p) && atomic_load(&n->durable[p]) >= 0 &&
-            !node_tenure_settled(n->tenure, p)) {
-            list[count++] = p;
+    for (int32_t p = 0; p < end; p++) {
+        if (n->assigned[p] && !node_tenure_recorded(n->tenure, p)) {
+            rd_kafka_topic_partition_list_add(waiting, n->cfg->topic, p)->offset = n->start[p];
+        } else if (!n->assigned[p] && atomic_load(&n->durable[p]) >= 0 &&
+                   !node_tenure_settled(n->tenure, p)) {
+            held[count++] = p;
         }
     }
-    if (assigned != NULL) {
-        rd_kafka_topic_partition_list_destroy(assigned);
+    if (waiting->cnt > 0 && tenure_record(n, waiting) < (uint32_t)waiting->cnt && !n->paused) {
+        rd_kafka_topic_partition_list_t *ready = rd_kafka_topic_partition_list_new(waiting->cnt);
+        for (int i = 0; i < waiting->cnt; i++) {
+            if (node_tenure_recorded(n->tenure, waiting->elems[i].partition)) {
+                rd_kafka_topic_partition_list_add(ready, n->cfg->topic,
+                                                  waiting->elems[i].partition);
+            }
+        }
+        (void)rd_kafka_resume_partitions(n->rk, ready);
+        rd_kafka_topic_partition_list_destroy(ready);
     }
+    rd_kafka_topic_partition_list_destroy(waiting);
     if (count == 0) {
         return 0;
     }
     struct tenure_history *h = malloc(count * sizeof(*h));
     ASSERT(h != NULL);
     int rc =
-        node_tenure_read(n->tenure, n->rk, n->cfg->topic, list, count, TENURE_KAFKA_TIMEOUT_MS, h);
+        node_tenure_read(n->tenure, n->rk, n->cfg->topic, held, count, TENURE_KAFKA_TIMEOUT_MS, h);
     for (uint32_t i = 0; rc == 0 && i < count; i++) {
-        n->history[list[i]] = h[i];
+        n->history[held[i]] = h[i];
     }
     free(h);
-    return rc == 0 ? tenure_release(n, list, count, false) : 0;
+    return rc == 0 ? tenure_release(n, held, count, false) : 0;
 }
 
 static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,

@@ -7,7 +7,8 @@
  * generator's schedule, or i / rate for input lines); the producer waits for that moment, and
  * when it is late it sends at once until it has caught up, never skipping an event and never
  * moving the schedule. So a slow pipeline shows as lag in Kafka, not as a slower producer;
- * how far behind the producer itself ever fell is reported (behind_max_s) and warned about.
+ * how far behind the producer itself ever fell is reported (behind_max_s) and warned about,
+ * and each event's own delay (taken minus due) goes to cfg->on_sent for the load test.
  * Only the caller's pause (cfg->pause, the soak's guard for a broker that keeps little) moves
  * the schedule: by exactly the time held, so the producer resumes at its rate, not in a burst.
  *
@@ -120,6 +121,7 @@ struct produce {
     rd_kafka_resp_err_t first_delivery_error;
     char last_error[PRODUCE_ERROR_BYTES_MAX]; /* the last client error, for the final reason */
     uint64_t start_ns;                        /* the schedule's origin */
+    uint64_t due_ns; /* when the event about to be sent is due (paced), for cfg->on_sent */
     double behind_max_s;
     uint64_t paused_ns; /* held by cfg->pause, in all */
     uint64_t progress_ns;
@@ -315,6 +317,7 @@ static bool produce_pace(struct produce *p)
     /* Past PRODUCE_DUE_S_MAX (a slow rate over a long stream) an event is simply never due. */
     uint64_t due_ns =
         p->start_ns + (uint64_t)((due_s < PRODUCE_DUE_S_MAX ? due_s : PRODUCE_DUE_S_MAX) * 1e9);
+    p->due_ns = due_ns;
     for (;;) {
         uint64_t now = ds_clock_ns();
         if (now >= due_ns) {
@@ -556,6 +559,10 @@ static int produce_send(struct produce *p, const struct produce_message *m)
         if (rd_kafka_produce(p->rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, (void *)m->value,
                              m->value_len, m->key, m->key_len, NULL) == 0) {
             p->sent++;
+            if (p->cfg->on_sent != NULL && p->rate_eps > 0.0) {
+                /* Taken now, after any wait on a full queue: that wait is part of the delay. */
+                p->cfg->on_sent(p->due_ns, ds_clock_ns(), p->cfg->sent_user);
+            }
             return 0;
         }
         rd_kafka_resp_err_t err = rd_kafka_last_error();

@@ -198,6 +198,11 @@ enum loadgen_produce_key {
  * per event keyed by partition; must be quick. */
 typedef uint32_t (*loadgen_produce_shards_fn)(int32_t day, void *user);
 
+/* Told of each event librdkafka took, in send order, when the producer is paced: due_ns is when
+ * the schedule wanted it sent, sent_ns when rd_kafka_produce() took it (both ds_clock_ns), so
+ * sent_ns - due_ns is its send delay. Called on the producing thread; must be quick. */
+typedef void (*loadgen_produce_sent_fn)(uint64_t due_ns, uint64_t sent_ns, void *user);
+
 /* "order", "customer", "day", "partition" into *out; returns 0 or -DS_EUSAGE. */
 DS_MUST_USE int loadgen_produce_key_parse(const char *text, enum loadgen_produce_key *out);
 /* The name loadgen_produce_key_parse takes; "unknown" for a value out of range. Never NULL. */
@@ -237,6 +242,10 @@ struct loadgen_produce_config {
      * still served) and its schedule moves on by the time paused, so it does not burst after:
      * the soak holds it while a node's lag nears what the embedded broker keeps. */
     const atomic_int *pause;
+    /* May be NULL; else called for every event sent on a schedule (rate > 0): the load test
+     * measures the send delay against the schedule with it. */
+    loadgen_produce_sent_fn on_sent;
+    void *sent_user;
 };
 
 struct loadgen_produce_stats {
@@ -289,6 +298,9 @@ struct loadgen_loadtest_config {
     uint64_t rate;
     uint32_t nodes; /* 1..LOADGEN_LOADTEST_NODES_MAX */
     uint32_t queries_per_s;
+    /* Seconds from the start left out of each run's whole-run latency figures (the per-second
+     * series keep them, marked): below the schedule's length, events / rate. */
+    uint32_t warmup_s;
     uint32_t capacity_eps;
     uint32_t partitions; /* Kafka partitions of the embedded broker's topic */
     const char *brokers; /* NULL: the embedded broker */

@@ -77,12 +77,65 @@ static const struct loadtest_second *loadtest_busiest(const struct loadtest_resu
     return best;
 }
 
+/* Per second: true while the second is inside --warmup (left out of the whole-run latencies).
+ * Latency series are by the second events were scheduled in (seconds[i] covers [i, i + 1)). */
+static json_t *loadtest_warmup_marks(const struct loadtest_result *r)
+{
+    json_t *marks = json_array();
+    for (uint32_t i = 0; i < r->second_count; i++) {
+        json_array_append_new(marks, json_boolean(i < r->warmup_s));
+    }
+    return marks;
+}
+
+/* One latency's whole-run figures: null figures when nothing was measured. */
+static json_t *loadtest_percentiles_json(const struct loadtest_percentiles *p)
+{
+    return json_pack(
+        "{s:I, s:o, s:o, s:o, s:o, s:o}", "count", (json_int_t)p->count, "p50_ms",
+        loadtest_number_or_null(p->p50_ms), "p90_ms", loadtest_number_or_null(p->p90_ms), "p99_ms",
+        loadtest_number_or_null(p->p99_ms), "p999_ms", loadtest_number_or_null(p->p999_ms),
+        "max_ms", loadtest_number_or_null(p->max_ms));
+}
+
+/* report.json's "latency" of a run (docs/LOADTEST_REPORT.md says how each is taken). */
+static json_t *loadtest_latency_json(const struct loadtest_result *r)
+{
+    static const char *const names[LOADTEST_LATENCY_KINDS] = {
+        [LOADTEST_LATENCY_SEND_DELAY] = "send_delay", [LOADTEST_LATENCY_DURABLE] = "durable",
+        [LOADTEST_LATENCY_QUERYABLE] = "queryable",   [LOADTEST_LATENCY_COUNT] = "count_query",
+        [LOADTEST_LATENCY_ORDERS] = "orders_query",
+    };
+    json_t *latency = json_pack("{s:I, s:I, s:I}", "warmup_s", (json_int_t)r->warmup_s,
+                                "e2e_sample_every", (json_int_t)r->e2e_stride,
+                                "e2e_probe_interval_ms", (json_int_t)LOADTEST_PROBE_INTERVAL_MS);
+    for (int k = 0; k < LOADTEST_LATENCY_KINDS; k++) {
+        json_object_set_new(latency, names[k], loadtest_percentiles_json(&r->latency[k]));
+    }
+    json_object_set_new(json_object_get(latency, "durable"), "unseen",
+                        json_integer((json_int_t)r->e2e_unseen[0]));
+    json_object_set_new(json_object_get(latency, "queryable"), "unseen",
+                        json_integer((json_int_t)r->e2e_unseen[1]));
+    return latency;
+}
+
 static json_t *loadtest_series(const struct loadtest_result *r)
 {
     json_t *series = json_object();
-    const char *names[] = {"t_s",           "produced_eps",        "stored_eps",  "lag_ms",
-                           "gsi_lag_ms",    "hottest_share",       "hottest_eps", "count_p99_us",
-                           "orders_p99_us", "kafka_hottest_share", "lag_messages"};
+    const char *names[] = {"t_s",
+                           "produced_eps",
+                           "stored_eps",
+                           "lag_ms",
+                           "gsi_lag_ms",
+                           "hottest_share",
+                           "hottest_eps",
+                           "count_p99_us",
+                           "orders_p99_us",
+                           "kafka_hottest_share",
+                           "lag_messages",
+                           "send_delay_p99_ms",
+                           "durable_p99_ms",
+                           "queryable_p99_ms"};
     json_t *arrays[DS_ARRAY_LEN(names)];
     for (size_t k = 0; k < DS_ARRAY_LEN(names); k++) {
         arrays[k] = json_array();
@@ -104,11 +157,15 @@ static json_t *loadtest_series(const struct loadtest_result *r)
                            s->orders_p99_us,
                            s->kafka_total_eps > 0 ? s->kafka_hottest_eps / s->kafka_total_eps
                                                   : -1.0,
-                           (double)s->lag_messages};
+                           (double)s->lag_messages,
+                           s->send_delay_p99_ms,
+                           s->durable_p99_ms,
+                           s->queryable_p99_ms};
         for (size_t k = 0; k < DS_ARRAY_LEN(names); k++) {
             json_array_append_new(arrays[k], loadtest_number_or_null(values[k]));
         }
     }
+    json_object_set_new(series, "warmup", loadtest_warmup_marks(r));
     return series;
 }
 
@@ -223,6 +280,8 @@ static json_t *loadtest_run_json(const struct loadtest_result *r,
     json_object_set_new(run, "count_p99_us", loadtest_number_or_null(r->count_p99_us));
     json_object_set_new(run, "orders_p50_us", loadtest_number_or_null(r->orders_p50_us));
     json_object_set_new(run, "orders_p99_us", loadtest_number_or_null(r->orders_p99_us));
+    json_object_set_new(run, "warmup_s", json_integer((json_int_t)r->warmup_s));
+    json_object_set_new(run, "latency", loadtest_latency_json(r));
     json_object_set_new(run, "queries", json_integer((json_int_t)r->queries));
     json_object_set_new(run, "query_errors", json_integer((json_int_t)r->query_errors));
     json_t *shards = json_object();
@@ -239,8 +298,9 @@ static json_t *loadtest_run_json(const struct loadtest_result *r,
     }
     json_object_set_new(run, "warnings", warnings);
     json_object_set_new(run, "overhead",
-                        json_pack("{s:f, s:f, s:f}", "sampler_cpu_s", r->sampler_cpu_s,
-                                  "queries_cpu_s", r->queries_cpu_s, "sampler_cpu_share",
+                        json_pack("{s:f, s:f, s:f, s:f}", "sampler_cpu_s", r->sampler_cpu_s,
+                                  "queries_cpu_s", r->queries_cpu_s, "probe_cpu_s", r->probe_cpu_s,
+                                  "sampler_cpu_share",
                                   r->duration_s > 0 ? r->sampler_cpu_s / r->duration_s : 0.0));
     json_t *series = loadtest_series(r);
     json_object_set_new(series, "partitions", loadtest_partition_series(r));
@@ -274,13 +334,14 @@ static json_t *loadtest_document(const struct loadgen_loadtest_config *cfg)
     char started[DS_TS_TEXT_SIZE];
     ds_ts_format(ds_clock_realtime_ms(), started);
     json_t *doc = json_pack(
-        "{s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:o, s:[]}", "schema",
+        "{s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:o, s:[]}", "schema",
         LOADTEST_REPORT_SCHEMA, "command", cfg->command, "profile",
         loadgen_profile_name(cfg->workload.profile), "events", (json_int_t)cfg->workload.events,
         "rate", (json_int_t)cfg->rate, "nodes", (json_int_t)cfg->nodes, "queries_per_s",
-        (json_int_t)cfg->queries_per_s, "shard_capacity_eps", (json_int_t)cfg->capacity_eps,
-        "max_shards", (json_int_t)cfg->max_shards, "kafka_partitions", (json_int_t)cfg->partitions,
-        "started", started, "machine", loadtest_machine(), "runs");
+        (json_int_t)cfg->queries_per_s, "warmup_s", (json_int_t)cfg->warmup_s, "shard_capacity_eps",
+        (json_int_t)cfg->capacity_eps, "max_shards", (json_int_t)cfg->max_shards,
+        "kafka_partitions", (json_int_t)cfg->partitions, "started", started, "machine",
+        loadtest_machine(), "runs");
     return doc;
 }
 
@@ -330,6 +391,52 @@ static void loadtest_summary(json_t *doc)
                (long long)json_integer_value(json_object_get(run, "would_throttle_events")),
                json_number_value(json_object_get(run, "lag_p99_ms")),
                json_is_number(count) ? json_number_value(count) : 0.0);
+    }
+}
+
+/* A latency figure for the table: "-" when the run has none (not measured, or an older run). */
+static const char *loadtest_latency_cell(const json_t *latency, const char *key, char *dst,
+                                         size_t size)
+{
+    const json_t *v = json_object_get(latency, key);
+    if (!json_is_number(v)) {
+        return "-";
+    }
+    snprintf(dst, size, "%.2f", json_number_value(v));
+    return dst;
+}
+
+/* The latency table on stdout: per run, each latency's percentiles in ms. */
+static void loadtest_latency_table(json_t *doc)
+{
+    static const char *const kinds[][2] = {
+        {"send_delay", "send delay"},         {"durable", "schedule->durable"},
+        {"queryable", "schedule->queryable"}, {"count_query", "count query"},
+        {"orders_query", "orders query"},
+    };
+    static const char *const cols[] = {"p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms"};
+    printf("\n%-28s %10s %10s %10s %10s %10s\n", "latency (ms)", "p50", "p90", "p99", "p99.9",
+           "max");
+    size_t i;
+    json_t *run;
+    json_array_foreach(json_object_get(doc, "runs"), i, run)
+    {
+        const json_t *latency = json_object_get(run, "latency");
+        printf("%s", json_string_value(json_object_get(run, "strategy")));
+        const json_t *warmup = json_object_get(latency, "warmup_s");
+        if (json_integer_value(warmup) > 0) {
+            printf(" (after a %lld s warmup)", (long long)json_integer_value(warmup));
+        }
+        printf("\n");
+        for (size_t k = 0; k < DS_ARRAY_LEN(kinds); k++) {
+            const json_t *one = json_object_get(latency, kinds[k][0]);
+            char cells[DS_ARRAY_LEN(cols)][32];
+            printf("  %-26s", kinds[k][1]);
+            for (size_t c = 0; c < DS_ARRAY_LEN(cols); c++) {
+                printf(" %10s", loadtest_latency_cell(one, cols[c], cells[c], sizeof(cells[c])));
+            }
+            printf("\n");
+        }
     }
 }
 
@@ -393,6 +500,7 @@ static int loadtest_runs(const struct loadgen_loadtest_config *cfg, json_t *doc)
 static int loadtest_finish(const struct loadgen_loadtest_config *cfg, json_t *doc)
 {
     loadtest_summary(doc);
+    loadtest_latency_table(doc);
     size_t breaches = 0;
     int rc = 0;
     if (cfg->gate != NULL) {

@@ -9,6 +9,11 @@
  * strategy, an open-loop paced producer and a paced query load in this process, and a sampler
  * that reads every node's /v1/heat once a second. What a run measured is a struct loadtest_result,
  * which becomes one element of report.json's "runs".
+ *
+ * Latency (loadtest_latency.c): the producer's send delay against its schedule for every event,
+ * and end to end, from an event's scheduled send to durable and to queryable, for every
+ * e2e_stride-th event, from a probe thread that reads the nodes' counts every
+ * LOADTEST_PROBE_INTERVAL_MS. docs/LOADTEST_REPORT.md says how each figure is taken.
  */
 #ifndef DS_LOADGEN_LOADTEST_H
 #define DS_LOADGEN_LOADTEST_H
@@ -33,6 +38,31 @@
  * bytes there compressed, so about 80,000 messages of lag per partition is where it starts to
  * drop what nodes have not read. Warn at half. */
 #define LOADTEST_BROKER_LAG_WARN_MESSAGES 40000
+/* The end-to-end probe reads each node's durable and queryable counts this often: it bounds the
+ * resolution of the end-to-end figures (an event is counted as durable when the first probe
+ * after it sees it), at 2 requests per node per probe. */
+#define LOADTEST_PROBE_INTERVAL_MS 20u
+#define LOADTEST_PROBES_MAX (LOADTEST_SECONDS_MAX * (1000u / LOADTEST_PROBE_INTERVAL_MS))
+/* Events whose end-to-end latency a run measures at most: every ceil(events / this)-th event
+ * (512 KiB of scheduled times), enough for a p99.9 of at least 65 samples a thousand. */
+#define LOADTEST_MARKS_MAX 65536u
+
+/* The latencies a run reports (report.json "latency"). */
+enum loadtest_latency_kind {
+    LOADTEST_LATENCY_SEND_DELAY, /* the producer's send against its schedule, every event */
+    LOADTEST_LATENCY_DURABLE,    /* scheduled send to durable on a node, sampled events */
+    LOADTEST_LATENCY_QUERYABLE,  /* scheduled send to counted by a day-count query, sampled */
+    LOADTEST_LATENCY_COUNT,      /* the query load's day counts */
+    LOADTEST_LATENCY_ORDERS,     /* the query load's customer newest-10 requests */
+    LOADTEST_LATENCY_KINDS,
+};
+
+/* One latency over a run, its first warmup_s seconds left out; count 0: nothing measured (the
+ * figures are then -1). */
+struct loadtest_percentiles {
+    uint64_t count;
+    double p50_ms, p90_ms, p99_ms, p999_ms, max_ms;
+};
 
 struct loadtest_strategy {
     char name[64];        /* "adaptive, key order" */
@@ -69,6 +99,10 @@ struct loadtest_second {
     uint64_t throttled;  /* would-throttle events so far (node totals) */
     double count_p99_us; /* < 0: no query that second */
     double orders_p99_us;
+    /* Of the events scheduled in this second (< 0: none measured); filled at the end. */
+    double send_delay_p99_ms;
+    double durable_p99_ms;
+    double queryable_p99_ms;
 };
 
 struct loadtest_key {
@@ -101,6 +135,11 @@ struct loadtest_result {
     double count_p50_us, count_p99_us, orders_p50_us, orders_p99_us;
     double sampler_cpu_s; /* the load test's own threads: its overhead */
     double queries_cpu_s;
+    double probe_cpu_s;
+    uint32_t warmup_s;      /* seconds left out of the whole-run latencies */
+    uint32_t e2e_stride;    /* every e2e_stride-th event's end-to-end latency is measured */
+    uint64_t e2e_unseen[2]; /* sampled events never seen durable, queryable by the run's end */
+    struct loadtest_percentiles latency[LOADTEST_LATENCY_KINDS];
     char warnings[4][256];
     uint32_t warning_count;
 };
@@ -111,6 +150,34 @@ int loadtest_error(int code, const char *fmt, ...) DS_PRINTF(2, 3);
 
 /* The p-th percentile (0..1) of n values, sorting them in place; -1 for none. */
 double loadtest_percentile(float *v, size_t n, double p);
+
+/* Percentiles of v[0..n) (ms; sorted in place) into *out; count 0 and -1s when n is 0. */
+void loadtest_percentiles_of(float *v, size_t n, struct loadtest_percentiles *out);
+
+/* ---- latency (loadtest_latency.c) ---------------------------------------------------------- */
+
+/* A run's latency recorder: the producer thread records send delays and scheduled times
+ * (loadtest_latency_on_sent), the probe thread records counts (loadtest_latency_probe); the
+ * figures are read by loadtest_latency_finish once both threads are joined. Opaque. */
+struct loadtest_latency;
+
+/* t0_ns: the run's origin (ds_clock_ns), seconds count from it; events: the most the producer
+ * sends; warmup_s: seconds left out of the whole-run figures. Returns 0 or -ENOMEM. */
+DS_MUST_USE int loadtest_latency_create(uint64_t t0_ns, uint64_t events, uint32_t warmup_s,
+                                        struct loadtest_latency **out);
+void loadtest_latency_destroy(struct loadtest_latency *l);
+
+/* loadgen_produce_sent_fn; user is the struct loadtest_latency. The producer thread only. */
+void loadtest_latency_on_sent(uint64_t due_ns, uint64_t sent_ns, void *user);
+
+/* One probe, at now_ns: durable and queryable events summed over the nodes. The probe thread
+ * only; probes past LOADTEST_PROBES_MAX are dropped. */
+void loadtest_latency_probe(struct loadtest_latency *l, uint64_t now_ns, uint64_t durable,
+                            uint64_t queryable);
+
+/* The send-delay, durable and queryable figures and per-second series into res (its seconds
+ * already sampled). Both recording threads must have stopped. */
+void loadtest_latency_finish(struct loadtest_latency *l, struct loadtest_result *res);
 
 /* Runs one strategy into res (allocated by the caller, zeroed; loadtest_result_deinit frees its
  * series). Returns 0, or a negative code with the reason printed (as `dayshard loadtest: ...`). */

@@ -66,6 +66,48 @@ static const struct gate_field gate_field_table[] = {
      "median latency of a customer's newest 10 orders"},
     {"orders_p99_us", "us", GATE_SOURCE_NUMBER, "orders_p99_us",
      "99th percentile latency of a customer's newest 10 orders"},
+    {"send_delay_p50_ms", "ms", GATE_SOURCE_NUMBER, "latency.send_delay.p50_ms",
+     "median delay of the producer's sends behind their schedule (from --warmup on)"},
+    {"send_delay_p90_ms", "ms", GATE_SOURCE_NUMBER, "latency.send_delay.p90_ms",
+     "90th percentile send delay behind the schedule"},
+    {"send_delay_p99_ms", "ms", GATE_SOURCE_NUMBER, "latency.send_delay.p99_ms",
+     "99th percentile send delay behind the schedule"},
+    {"send_delay_p999_ms", "ms", GATE_SOURCE_NUMBER, "latency.send_delay.p999_ms",
+     "99.9th percentile send delay behind the schedule"},
+    {"send_delay_max_ms", "ms", GATE_SOURCE_NUMBER, "latency.send_delay.max_ms",
+     "largest send delay behind the schedule"},
+    {"durable_p50_ms", "ms", GATE_SOURCE_NUMBER, "latency.durable.p50_ms",
+     "median time from an event's scheduled send to durable on a node (sampled events)"},
+    {"durable_p90_ms", "ms", GATE_SOURCE_NUMBER, "latency.durable.p90_ms",
+     "90th percentile scheduled send to durable"},
+    {"durable_p99_ms", "ms", GATE_SOURCE_NUMBER, "latency.durable.p99_ms",
+     "99th percentile scheduled send to durable"},
+    {"durable_p999_ms", "ms", GATE_SOURCE_NUMBER, "latency.durable.p999_ms",
+     "99.9th percentile scheduled send to durable"},
+    {"durable_max_ms", "ms", GATE_SOURCE_NUMBER, "latency.durable.max_ms",
+     "longest scheduled send to durable"},
+    {"queryable_p50_ms", "ms", GATE_SOURCE_NUMBER, "latency.queryable.p50_ms",
+     "median time from an event's scheduled send to counted by a query (sampled events)"},
+    {"queryable_p90_ms", "ms", GATE_SOURCE_NUMBER, "latency.queryable.p90_ms",
+     "90th percentile scheduled send to queryable"},
+    {"queryable_p99_ms", "ms", GATE_SOURCE_NUMBER, "latency.queryable.p99_ms",
+     "99th percentile scheduled send to queryable"},
+    {"queryable_p999_ms", "ms", GATE_SOURCE_NUMBER, "latency.queryable.p999_ms",
+     "99.9th percentile scheduled send to queryable"},
+    {"queryable_max_ms", "ms", GATE_SOURCE_NUMBER, "latency.queryable.max_ms",
+     "longest scheduled send to queryable"},
+    {"count_p90_ms", "ms", GATE_SOURCE_NUMBER, "latency.count_query.p90_ms",
+     "90th percentile day-count query latency"},
+    {"count_p999_ms", "ms", GATE_SOURCE_NUMBER, "latency.count_query.p999_ms",
+     "99.9th percentile day-count query latency"},
+    {"count_max_ms", "ms", GATE_SOURCE_NUMBER, "latency.count_query.max_ms",
+     "slowest day-count query"},
+    {"orders_p90_ms", "ms", GATE_SOURCE_NUMBER, "latency.orders_query.p90_ms",
+     "90th percentile latency of a customer's newest 10 orders"},
+    {"orders_p999_ms", "ms", GATE_SOURCE_NUMBER, "latency.orders_query.p999_ms",
+     "99.9th percentile latency of a customer's newest 10 orders"},
+    {"orders_max_ms", "ms", GATE_SOURCE_NUMBER, "latency.orders_query.max_ms",
+     "slowest customer newest-10 query"},
     {"queries", "requests", GATE_SOURCE_NUMBER, "queries", "query requests answered"},
     {"query_errors", "requests", GATE_SOURCE_NUMBER, "query_errors", "query requests that failed"},
     {"growths", "growths", GATE_SOURCE_COUNT, "growths", "shard growths during the run"},
@@ -92,19 +134,20 @@ const struct gate_field *gate_field_find(const char *name)
     return NULL;
 }
 
-/* run's value at path "a" or "a.b". */
+/* run's value at path "a", "a.b" or deeper (each part a key inside the object before it). */
 static const json_t *gate_path_get(const json_t *run, const char *path)
 {
-    const char *dot = strchr(path, '.');
-    if (dot == NULL) {
-        return json_object_get(run, path);
+    const json_t *at = run;
+    for (const char *dot = strchr(path, '.'); dot != NULL; dot = strchr(path, '.')) {
+        char head[GATE_FIELD_NAME_SIZE];
+        size_t len = (size_t)(dot - path);
+        ASSERT(len < sizeof(head));
+        memcpy(head, path, len);
+        head[len] = '\0';
+        at = json_object_get(at, head); /* NULL (a missing object) stays NULL */
+        path = dot + 1;
     }
-    char head[GATE_FIELD_NAME_SIZE];
-    size_t len = (size_t)(dot - path);
-    ASSERT(len < sizeof(head));
-    memcpy(head, path, len);
-    head[len] = '\0';
-    return json_object_get(json_object_get(run, head), dot + 1);
+    return json_object_get(at, path);
 }
 
 /* The largest number among the values of an array or an object; null when none is a number. */

@@ -21,8 +21,9 @@
 #include "loadgen/loadtest_report.h"
 
 /* report.json's schema: bumped when a field is renamed, removed or changes unit or meaning;
- * a new field keeps it. A document without "schema" is schema 1 (it carries "version": 1). */
-#define LOADTEST_REPORT_SCHEMA 2
+ * a new field keeps it. A document without "schema" is schema 1 (it carries "version": 1).
+ * Schema 3: the whole-run query latencies (count_p50_us...) leave out --warmup's seconds. */
+#define LOADTEST_REPORT_SCHEMA 3
 /* A threshold's text, as the user wrote it: a field name, an operator, a number. */
 #define GATE_EXPR_TEXT_SIZE 128
 #define GATE_FIELD_NAME_SIZE 48

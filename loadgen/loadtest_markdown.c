@@ -500,6 +500,42 @@ static void report_md_run_details(struct report_file *rf, const json_t *run)
     report_printf(rf, ".\n\n");
 }
 
+/* The run's latencies, one row each (runs from before they were measured have none). */
+static void report_md_run_latency(struct report_file *rf, const json_t *run)
+{
+    static const char *const rows[][2] = {
+        {"send_delay", "send delay behind the schedule"}, {"durable", "scheduled send to durable"},
+        {"queryable", "scheduled send to queryable"},     {"count_query", "day-count query"},
+        {"orders_query", "customer newest-10 query"},
+    };
+    const json_t *latency = json_object_get(run, "latency");
+    if (!json_is_object(latency)) {
+        return;
+    }
+    char c[8][REPORT_NUMBER_SIZE];
+    report_printf(rf,
+                  "Latency from second %s on (docs/LOADTEST_REPORT.md: how each is taken; end to "
+                  "end: 1 event in %s, probed every %s ms):\n\n"
+                  "| ms | p50 | p90 | p99 | p99.9 | max | measured |\n"
+                  "|---|--:|--:|--:|--:|--:|--:|\n",
+                  report_cell(latency, "warmup_s", 0, c[0]),
+                  report_cell(latency, "e2e_sample_every", 0, c[1]),
+                  report_cell(latency, "e2e_probe_interval_ms", 0, c[2]));
+    for (size_t i = 0; i < DS_ARRAY_LEN(rows); i++) {
+        const json_t *one = json_object_get(latency, rows[i][0]);
+        report_printf(rf, "| %s | %s | %s | %s | %s | %s | %s", rows[i][1],
+                      report_cell(one, "p50_ms", 2, c[0]), report_cell(one, "p90_ms", 2, c[1]),
+                      report_cell(one, "p99_ms", 2, c[2]), report_cell(one, "p999_ms", 2, c[3]),
+                      report_cell(one, "max_ms", 2, c[4]), report_cell(one, "count", 0, c[5]));
+        double unseen = 0;
+        if (report_number(one, "unseen", &unseen) && unseen > 0) {
+            report_printf(rf, " (%s never seen)", report_number_text(unseen, 0, c[6]));
+        }
+        report_printf(rf, " |\n");
+    }
+    report_printf(rf, "\n");
+}
+
 /* The days that ended with more than one shard (one shard is the default, not news). */
 static void report_md_run_shards(struct report_file *rf, const json_t *run)
 {
@@ -598,6 +634,7 @@ static void report_md_runs(struct report_file *rf, const json_t *doc)
         report_printf(rf, "## %s\n\n",
                       report_quote(report_run_name(run, i, "Run", name), REPORT_QUOTE_MD, quoted));
         report_md_run_details(rf, run);
+        report_md_run_latency(rf, run);
         report_md_run_shards(rf, run);
         report_md_run_growths(rf, run);
         report_md_run_warnings(rf, run);

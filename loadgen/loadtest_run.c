@@ -8,6 +8,10 @@
  * connections and times each. Nodes are `dayshard run` processes (this binary), so a node's
  * CPU, memory and crashes are its own, as in production.
  *
+ * A fourth thread probes every node's durable and queryable totals every
+ * LOADTEST_PROBE_INTERVAL_MS for the end-to-end latencies (loadtest_latency.c), which the
+ * producer's send times complete.
+ *
  * Lag in time is the horizontal distance between the produced and the stored curves: at each
  * sample, how long ago the producer had acknowledged as many events as are now durable
  * (interpolated between samples). Unlike the consumer lag in messages it reads the same at any
@@ -21,7 +25,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -49,12 +52,15 @@
 #define LOADTEST_DRAIN_STALL_MS 30000
 /* Samples are taken this far into each second, after the nodes' heat closed the previous one. */
 #define LOADTEST_SAMPLE_OFFSET_MS 300
+/* After the sampler saw every event durable, the probe goes on at most this long for the
+ * queryable total to catch up, so the last events are measured rather than left unseen. */
+#define LOADTEST_PROBE_DRAIN_MS 5000
 
 extern char **environ;
 
 int loadtest_error(int code, const char *fmt, ...)
 {
-    char message[512];
+    char message[2048]; /* an unknown --fail-if field lists every field */
     va_list args;
     va_start(args, fmt);
     vsnprintf(message, sizeof(message), fmt, args);
@@ -114,6 +120,18 @@ struct loadtest_state {
     atomic_uint_fast64_t query_count;
     clockid_t querier_clock;
     char hot_customer[32];
+    /* probe thread (end-to-end latency) */
+    struct loadtest_latency *latency;
+    pthread_t prober;
+    bool prober_started;
+    atomic_int stop_probes; /* LOADTEST_PROBES_* */
+};
+
+/* How the probe thread is asked to stop. */
+enum {
+    LOADTEST_PROBES_RUN = 0,
+    LOADTEST_PROBES_DRAIN, /* once both totals reached the acknowledged events */
+    LOADTEST_PROBES_STOP,  /* now (a failed run) */
 };
 
 static double loadtest_elapsed_s(const struct loadtest_state *s)
@@ -236,6 +254,8 @@ static int loadtest_producer_start(struct loadtest_state *s)
     p->key = s->strategy->key;
     p->base_shards = s->strategy->base_shards;
     p->acked_live = &s->acked;
+    p->on_sent = loadtest_latency_on_sent;
+    p->sent_user = s->latency;
     if (cfg->brokers == NULL) {
         broker_embed_producer_props(&s->props);
         p->props = &s->props;
@@ -316,6 +336,112 @@ static void *loadtest_querier_main(void *arg)
         s->res->queries_cpu_s = (double)cpu.tv_sec + (double)cpu.tv_nsec / 1e9;
     }
     return NULL;
+}
+
+/* ---- the end-to-end probe ---------------------------------------------------------------- */
+
+/* The day-count request over the workload's days: what is stored, or queryable. */
+static void loadtest_count_path(const struct loadtest_state *s, char *path, size_t size)
+{
+    const struct loadgen_workload_config *w = &s->cfg->workload;
+    char first[DS_DATE_TEXT_SIZE], last[DS_DATE_TEXT_SIZE];
+    ds_date_format(w->first_day, first);
+    ds_date_format(w->first_day + (int32_t)w->days - 1, last);
+    snprintf(path, size, "/v1/count?day=%s&to=%s", first, last);
+}
+
+/* The non-negative integer `field` of the JSON answer to GET path; false when there is none. */
+static bool loadtest_get_count(struct http_client_conn *conn, const char *path, const char *field,
+                               uint64_t *out)
+{
+    struct http_client_answer ans;
+    int rc = http_client_conn_get(conn, path, &ans);
+    json_t *doc = rc == 0 && ans.status == 200 ? json_loadb(ans.body, ans.body_len, 0, NULL) : NULL;
+    http_client_answer_deinit(&ans);
+    json_t *v = json_object_get(doc, field);
+    bool ok = json_is_integer(v) && json_integer_value(v) >= 0;
+    *out = ok ? (uint64_t)json_integer_value(v) : 0;
+    json_decref(doc);
+    return ok;
+}
+
+/* One probe of every node: durable events (the heat's events_durable) and queryable ones (a day
+ * count, not consistent: what a reader sees now). Recorded only when every node answered.
+ * Returns the smaller total, so that a drain waits for both to reach the acknowledged events. */
+static uint64_t loadtest_probe_once(struct loadtest_state *s, struct http_client_conn **conns,
+                                    const char *count_path)
+{
+    uint64_t durable = 0, queryable = 0;
+    for (uint32_t k = 0; k < s->node_count; k++) {
+        uint64_t d = 0, q = 0;
+        if (conns[k] == NULL ||
+            !loadtest_get_count(conns[k], "/v1/heat?top=1", "events_durable", &d) ||
+            !loadtest_get_count(conns[k], count_path, "count", &q)) {
+            return 0;
+        }
+        durable += d;
+        queryable += q;
+    }
+    loadtest_latency_probe(s->latency, ds_clock_ns(), durable, queryable);
+    return durable < queryable ? durable : queryable;
+}
+
+/* Whether the probe should end now: asked to stop, or to drain and both totals (the smaller,
+ * `seen`) caught up with the acknowledged events (or LOADTEST_PROBE_DRAIN_MS passed since). */
+static bool loadtest_probe_done(struct loadtest_state *s, uint64_t seen, uint64_t *drain_ns)
+{
+    int stop = atomic_load(&s->stop_probes);
+    if (stop == LOADTEST_PROBES_RUN) {
+        return false;
+    }
+    uint64_t now = ds_clock_ns();
+    *drain_ns = *drain_ns != 0 ? *drain_ns : now + LOADTEST_PROBE_DRAIN_MS * 1000000ull;
+    return stop == LOADTEST_PROBES_STOP || seen >= atomic_load(&s->acked) || now > *drain_ns;
+}
+
+static void *loadtest_prober_main(void *arg)
+{
+    struct loadtest_state *s = arg;
+    clockid_t clock;
+    pthread_getcpuclockid(pthread_self(), &clock);
+    struct http_client_conn *conns[LOADGEN_LOADTEST_NODES_MAX] = {0};
+    for (uint32_t k = 0; k < s->node_count; k++) {
+        if (http_client_conn_open(s->nodes[k].url, NULL, &conns[k]) != 0) {
+            conns[k] = NULL;
+        }
+    }
+    char count_path[96];
+    loadtest_count_path(s, count_path, sizeof(count_path));
+    const uint64_t interval_ns = LOADTEST_PROBE_INTERVAL_MS * 1000000ull;
+    uint64_t start = ds_clock_ns(), seen = 0, drain_ns = 0;
+    for (uint64_t i = 0; !loadtest_probe_done(s, seen, &drain_ns); i++) { /* one a turn */
+        uint64_t now = ds_clock_ns();
+        i = start + i * interval_ns + interval_ns < now ? (now - start) / interval_ns : i;
+        uint64_t due = start + i * interval_ns;
+        if (due > now) {
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)(due - now)};
+            nanosleep(&ts, NULL);
+        }
+        uint64_t both = loadtest_probe_once(s, conns, count_path);
+        seen = both > seen ? both : seen;
+    }
+    for (uint32_t k = 0; k < s->node_count; k++) {
+        http_client_conn_close(conns[k]);
+    }
+    struct timespec cpu;
+    if (clock_gettime(clock, &cpu) == 0) {
+        s->res->probe_cpu_s = (double)cpu.tv_sec + (double)cpu.tv_nsec / 1e9;
+    }
+    return NULL;
+}
+
+static void loadtest_prober_stop(struct loadtest_state *s, int how)
+{
+    if (s->prober_started) {
+        atomic_store(&s->stop_probes, how);
+        pthread_join(s->prober, NULL);
+        s->prober_started = false;
+    }
 }
 
 /* ---- sampling ------------------------------------------------------------------------------ */
@@ -624,11 +750,8 @@ static int loadtest_sample_loop(struct loadtest_state *s, uint32_t index, uint32
 /* Events stored over all nodes: each node's count over the workload's days. */
 static int loadtest_count_stored(struct loadtest_state *s, uint64_t *stored)
 {
-    const struct loadgen_workload_config *w = &s->cfg->workload;
-    char first[DS_DATE_TEXT_SIZE], last[DS_DATE_TEXT_SIZE], path[96];
-    ds_date_format(w->first_day, first);
-    ds_date_format(w->first_day + (int32_t)w->days - 1, last);
-    snprintf(path, sizeof(path), "/v1/count?day=%s&to=%s", first, last);
+    char path[96];
+    loadtest_count_path(s, path, sizeof(path));
     *stored = 0;
     for (uint32_t k = 0; k < s->node_count; k++) {
         struct http_client_answer ans;
@@ -648,23 +771,6 @@ static int loadtest_count_stored(struct loadtest_state *s, uint64_t *stored)
     return 0;
 }
 
-static int loadtest_float_cmp(const void *a, const void *b)
-{
-    float x = *(const float *)a;
-    float y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-double loadtest_percentile(float *v, size_t n, double p)
-{
-    if (n == 0) {
-        return -1.0;
-    }
-    qsort(v, n, sizeof(*v), loadtest_float_cmp);
-    size_t i = (size_t)ceil(p * (double)n);
-    return v[i > 0 ? i - 1 : 0];
-}
-
 /* The answered queries of one kind (orders, or day counts) into v, in the order they were
  * sent (so by second); returns how many. */
 static size_t loadtest_query_latencies(const struct loadtest_state *s, uint64_t n, bool orders,
@@ -681,8 +787,21 @@ static size_t loadtest_query_latencies(const struct loadtest_state *s, uint64_t 
     return m;
 }
 
-/* Whole-run and per-second query latency percentiles. One thread sends the queries in time
- * order, so each second's latencies are one run of the list: one pass per kind. */
+/* The latencies v[0..m) of queries sent from second warmup_s on, into all; returns how many. */
+static size_t loadtest_after_warmup(const float *v, const uint32_t *second, size_t m,
+                                    uint32_t warmup_s, float *all)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (second[i] >= warmup_s) {
+            all[kept++] = v[i];
+        }
+    }
+    return kept;
+}
+
+/* Whole-run (from --warmup on) and per-second query latency percentiles. One thread sends the
+ * queries in time order, so each second's latencies are one run of the list: one pass per kind. */
 static void loadtest_query_stats(struct loadtest_state *s)
 {
     struct loadtest_result *res = s->res;
@@ -690,6 +809,8 @@ static void loadtest_query_stats(struct loadtest_state *s)
     float *v = malloc((n > 0 ? n : 1) * sizeof(float));
     float *all = malloc((n > 0 ? n : 1) * sizeof(float));
     uint32_t *second = malloc((n > 0 ? n : 1) * sizeof(uint32_t));
+    loadtest_percentiles_of(NULL, 0, &res->latency[LOADTEST_LATENCY_COUNT]);
+    loadtest_percentiles_of(NULL, 0, &res->latency[LOADTEST_LATENCY_ORDERS]);
     if (v != NULL && all != NULL && second != NULL) {
         res->queries = n;
         for (uint64_t i = 0; i < n; i++) {
@@ -697,11 +818,17 @@ static void loadtest_query_stats(struct loadtest_state *s)
         }
         for (int orders = 0; orders <= 1; orders++) {
             size_t m = loadtest_query_latencies(s, n, orders == 1, v, second);
-            memcpy(all, v, m * sizeof(float));
+            size_t kept = loadtest_after_warmup(v, second, m, s->cfg->warmup_s, all);
             *(orders ? &res->orders_p50_us : &res->count_p50_us) =
-                loadtest_percentile(all, m, 0.50);
+                loadtest_percentile(all, kept, 0.50);
             *(orders ? &res->orders_p99_us : &res->count_p99_us) =
-                loadtest_percentile(all, m, 0.99);
+                loadtest_percentile(all, kept, 0.99);
+            for (size_t i = 0; i < kept; i++) {
+                all[i] /= 1000.0f; /* us to ms */
+            }
+            loadtest_percentiles_of(
+                all, kept,
+                &res->latency[orders ? LOADTEST_LATENCY_ORDERS : LOADTEST_LATENCY_COUNT]);
             for (uint32_t sec = 0; sec < res->second_count; sec++) {
                 *(orders ? &res->seconds[sec].orders_p99_us : &res->seconds[sec].count_p99_us) = -1;
             }
@@ -764,6 +891,7 @@ static int loadtest_setup(struct loadtest_state *s, uint32_t index)
 
 static void loadtest_teardown(struct loadtest_state *s)
 {
+    loadtest_prober_stop(s, LOADTEST_PROBES_STOP);
     if (s->querier_started) {
         atomic_store(&s->stop_queries, true);
         pthread_join(s->querier, NULL);
@@ -787,6 +915,7 @@ static void loadtest_teardown(struct loadtest_state *s)
         }
     }
     free(s->queries);
+    loadtest_latency_destroy(s->latency);
 }
 
 /* The load itself: producer, queries, sampling, then the final count. */
@@ -794,7 +923,13 @@ static int loadtest_drive(struct loadtest_state *s, uint32_t index, uint32_t run
 {
     struct loadtest_result *res = s->res;
     s->t0_ns = ds_clock_ns();
-    int rc = loadtest_producer_start(s);
+    int rc =
+        loadtest_latency_create(s->t0_ns, s->cfg->workload.events, s->cfg->warmup_s, &s->latency);
+    rc = rc == 0 ? loadtest_producer_start(s) : rc;
+    if (rc == 0) {
+        rc = -pthread_create(&s->prober, NULL, loadtest_prober_main, s);
+        s->prober_started = rc == 0;
+    }
     if (rc == 0 && s->cfg->queries_per_s > 0) {
         rc = -pthread_create(&s->querier, NULL, loadtest_querier_main, s);
         s->querier_started = rc == 0;
@@ -814,6 +949,7 @@ static int loadtest_drive(struct loadtest_state *s, uint32_t index, uint32_t run
         pthread_join(s->producer, NULL);
         s->producer_started = false;
     }
+    loadtest_prober_stop(s, rc == 0 ? LOADTEST_PROBES_DRAIN : LOADTEST_PROBES_STOP);
     if (s->cfg->progress_tty) {
         fputc('\n', stderr);
     }
@@ -824,6 +960,16 @@ static int loadtest_drive(struct loadtest_state *s, uint32_t index, uint32_t run
     }
     rc = rc == 0 ? loadtest_count_stored(s, &res->stored) : rc;
     loadtest_query_stats(s);
+    if (s->latency != NULL) {
+        loadtest_latency_finish(s->latency, res);
+    }
+    if (rc == 0 && res->latency[LOADTEST_LATENCY_SEND_DELAY].count == 0) {
+        char text[256];
+        snprintf(text, sizeof(text),
+                 "--warmup %u s left no event to measure: the whole-run latencies are empty",
+                 s->cfg->warmup_s);
+        loadtest_warn(res, text);
+    }
     return rc;
 }
 

@@ -8,7 +8,7 @@ source "$(dirname "$0")/lib.sh"
 
 expect_exit "--help" 0 "$DAYSHARD" loadtest --help
 grep -q "^usage: dayshard loadtest" "$WORK/out" && ok || fail "loadtest --help text"
-for opt in --profile --events --rate --nodes --key --shards --compare --queries --out \
+for opt in --profile --events --rate --nodes --key --shards --compare --queries --warmup --out \
   --shard-capacity --max-shards --brokers --render-only --baseline --fail-if; do
   grep -q -- "$opt" "$WORK/out" && ok || fail "--help lacks $opt"
 done
@@ -18,13 +18,18 @@ expect_exit "bad shards" 2 "$DAYSHARD" loadtest --shards 0
 expect_exit "too many nodes" 2 "$DAYSHARD" loadtest --nodes 9
 expect_exit "fixed above max" 2 "$DAYSHARD" loadtest --shards 64 --max-shards 8
 expect_exit "render-only without a report" 1 "$DAYSHARD" loadtest --render-only "$WORK/none"
+expect_exit "warmup not below the schedule" 2 "$DAYSHARD" loadtest --events 40000 --rate 8000 \
+  --warmup 5 --out "$WORK/never"
+grep -q "warmup 5 s leaves nothing to measure: the schedule lasts 5.0 s" "$WORK/err" && ok ||
+  fail "warmup error not named: $(cat "$WORK/err")"
+expect_exit "warmup not a number" 2 "$DAYSHARD" loadtest --warmup soon --out "$WORK/never"
 
 # 40,000 events at 8,000/s: five seconds a run; each day of the month is written at the full
 # rate in its turn (events in time order), 8x the capacity of 1,000/s per partition.
 out="$WORK/lt"
 set +e
 timeout 600 "$DAYSHARD" loadtest --compare --profile busy-day --events 40000 --rate 8000 \
-  --queries 20 --out "$out" >"$WORK/lt.out" 2>"$WORK/lt.err"
+  --queries 20 --warmup 1 --out "$out" >"$WORK/lt.out" 2>"$WORK/lt.err"
 rc=$?
 set -e
 expect_eq "loadtest --compare exit status ($(tail -n 3 "$WORK/lt.err"))" 0 "$rc"
@@ -57,6 +62,22 @@ over_capacity_seconds would_throttle_events lag_p99_ms count_p99_us orders_p99_u
     "$(json_get "$r" 'all(x["queries"] > 0 and x["query_errors"] == 0 for x in d["runs"])')"
   expect_eq "series per second" True \
     "$(json_get "$r" 'all(len(x["series"]["t_s"]) >= 4 and len(x["series"]["partitions"]) > 0 for x in d["runs"])')"
+  # Latency: every figure present and ordered, delays never negative, end to end measured for
+  # every sampled event, and --warmup 1 applied: the first second marked and left out.
+  for k in send_delay durable queryable count_query orders_query; do
+    expect_eq "latency $k: 0 <= p50 <= p90 <= p99 <= p99.9 <= max" True \
+      "$(json_get "$r" "all(0 <= x['latency']['$k']['p50_ms'] <= x['latency']['$k']['p90_ms'] <= x['latency']['$k']['p99_ms'] <= x['latency']['$k']['p999_ms'] <= x['latency']['$k']['max_ms'] and x['latency']['$k']['count'] > 0 for x in d['runs'])")"
+  done
+  expect_eq "end to end: every sampled event seen, 1 in 1 at 40,000 events" True \
+    "$(json_get "$r" 'all(x["latency"][k]["unseen"] == 0 and x["latency"]["e2e_sample_every"] == 1 for x in d["runs"] for k in ("durable", "queryable"))')"
+  expect_eq "warmup recorded and marked in the series" True \
+    "$(json_get "$r" 'd["warmup_s"] == 1 and all(x["warmup_s"] == 1 and x["series"]["warmup"][:2] == [True, False] for x in d["runs"])')"
+  expect_eq "warmup left out of the whole-run send delay (about 8,000 events)" True \
+    "$(json_get "$r" 'all(25000 <= x["latency"]["send_delay"]["count"] <= 34000 and x["latency"]["durable"]["count"] <= 34000 for x in d["runs"])')"
+  expect_eq "per-second latency series" True \
+    "$(json_get "$r" 'all(len(x["series"][k]) == len(x["series"]["t_s"]) and any(v is not None and v >= 0 for v in x["series"][k]) for x in d["runs"] for k in ("send_delay_p99_ms", "durable_p99_ms", "queryable_p99_ms"))')"
+  expect_eq "summary has the latency figures" True \
+    "$(json_get "$r" 'all(x["summary"]["send_delay_p99_ms"] == x["latency"]["send_delay"]["p99_ms"] for x in d["runs"])')"
   # --key day: one Kafka partition takes the busy day: in its busiest second (which may also
   # hold the end of the day before or the start of the next) at least half of all writes, where
   # keys by order give each of the 8 partitions an eighth; --key partition spreads it again.
@@ -76,6 +97,9 @@ if command -v gnuplot >/dev/null; then
   done
 fi
 grep -q "adaptive, key order" "$WORK/lt.out" && ok || fail "no summary table on stdout"
+grep -q "^  schedule->durable " "$WORK/lt.out" && ok || fail "no latency table on stdout"
+grep -q "| scheduled send to durable |" "$out/report.md" 2>/dev/null && ok ||
+  fail "no latency table in report.md"
 
 # Two nodes of one group: exact counts over both, and their shard maps agree through the map
 # topic (each grows on its share of the writes; merged by maximum).

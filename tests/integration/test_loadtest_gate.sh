@@ -30,7 +30,7 @@ expect_exit "baseline not JSON" 2 lt --baseline "$WORK/broken.json"
 expect_grep "baseline not JSON named" "$WORK/err" "--baseline $WORK/broken.json: not JSON"
 echo '{"schema": 99, "runs": []}' > "$WORK/newer.json"
 expect_exit "baseline newer" 2 lt --baseline "$WORK/newer.json"
-expect_grep "baseline newer named" "$WORK/err" "schema 99, newer than the 2"
+expect_grep "baseline newer named" "$WORK/err" "schema 99, newer than the 3"
 [[ ! -e $WORK/never ]] && ok || fail "a usage error still ran the load test"
 
 # ---- a breach: exit 3, the run and the threshold named ----------------------------------------
@@ -49,7 +49,7 @@ expect_grep "verdict on stdout" "$WORK/a.out" "'query_errors>0': query_errors = 
 expect_grep "gate failed on stdout" "$WORK/a.out" "gate: FAILED (1 of 2 checks"
 r="$a/report.json"
 if [[ -f $r ]]; then
-  expect_eq "schema" 2 "$(json_get "$r" 'd["schema"]')"
+  expect_eq "schema" 3 "$(json_get "$r" 'd["schema"]')"
   expect_eq "gate in report.json" "False 1 breached passed" \
     "$(json_get "$r" 'd["gate"]["passed"], d["gate"]["breaches"], d["gate"]["verdicts"][0]["state"], d["gate"]["verdicts"][1]["state"]' | tr -d "(),'")"
   expect_eq "summary agrees with the run" True \
@@ -69,7 +69,7 @@ timeout 300 "$DAYSHARD" loadtest --shards 1 --events 30000 --rate 8000 --queries
 rc=$?
 set -e
 expect_eq "within thresholds exits 0 ($(tail -n 2 "$WORK/b.err"))" 0 "$rc"
-expect_grep "baseline named" "$WORK/b.out" "baseline: $r (schema 2, 1 run)"
+expect_grep "baseline named" "$WORK/b.out" "baseline: $r (schema 3, 1 run)"
 expect_grep "comparison per strategy" "$WORK/b.out" "run 1 (fixed:1, key order) against the baseline:"
 if grep -qE '^  events_stored +30,000 +30,000  0 \(0%\)$' "$WORK/b.out"; then ok
 else fail "no events_stored change line in $WORK/b.out"; fi
@@ -93,7 +93,7 @@ docs_fields() { # SECTION: the backquoted names in the first column of that sect
 if [[ -f $b/report.json ]]; then
   expect_eq "summary fields = docs" "$(docs_fields "The summary" | tr '\n' ' ')" \
     "$(json_get "$b/report.json" '" ".join(sorted(d["runs"][0]["summary"])) + " "')"
-  expect_eq "the docs list 26 summary fields" 26 "$(docs_fields "The summary" | wc -l)"
+  expect_eq "the docs list 47 summary fields" 47 "$(docs_fields "The summary" | wc -l)"
   for f in $(docs_fields "Top level"); do
     expect_eq "top-level $f in report.json" True "$(json_get "$b/report.json" "'$f' in d")"
   done

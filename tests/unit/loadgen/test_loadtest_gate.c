@@ -275,6 +275,8 @@ static void test_loadtest_gate_summary_from_schema1_run(void **state)
     assert_true(json_is_null(json_object_get(s, "count_p99_us")));
     assert_true(json_is_null(json_object_get(s, "lag_max_messages")));
     assert_true(json_is_null(json_object_get(s, "kafka_hottest_share")));
+    assert_true(json_is_null(json_object_get(s, "send_delay_p99_ms"))); /* absent, not 0 */
+    assert_true(json_is_null(json_object_get(s, "durable_max_ms")));
     json_decref(s);
     /* A run with a summary object (schema 2) is read from it, not derived again. */
     json_object_set_new(run, "summary", json_pack("{s:i}", "growths", 7));
@@ -283,6 +285,39 @@ static void test_loadtest_gate_summary_from_schema1_run(void **state)
     json_decref(s);
     s = gate_summary_derive(run);
     assert_int_equal(json_integer_value(json_object_get(s, "growths")), 2);
+    json_decref(s);
+    json_decref(run);
+}
+
+static void test_loadtest_gate_summary_latency_fields(void **state)
+{
+    /* Intent: the latency figures come from the run's nested "latency" object, one figure each,
+     * a null figure stays null, and --fail-if 'send_delay_p99_ms>50' reads them. */
+    (void)state;
+    json_t *run = json_pack("{s:{s:{s:f, s:f}, s:{s:f, s:n}, s:{s:f}}}", "latency", "send_delay",
+                            "p99_ms", 12.5, "max_ms", 80.0, "durable", "p50_ms", 40.0, "p999_ms",
+                            "count_query", "max_ms", 3.0);
+    assert_non_null(run);
+    json_t *s = gate_summary_derive(run);
+    assert_true(json_number_value(json_object_get(s, "send_delay_p99_ms")) == 12.5);
+    assert_true(json_number_value(json_object_get(s, "send_delay_max_ms")) == 80.0);
+    assert_true(json_number_value(json_object_get(s, "durable_p50_ms")) == 40.0);
+    assert_true(json_is_null(json_object_get(s, "durable_p999_ms")));
+    assert_true(json_is_null(json_object_get(s, "queryable_p99_ms")));
+    assert_true(json_number_value(json_object_get(s, "count_max_ms")) == 3.0);
+    struct gate_expr e;
+    char why[256] = "";
+    assert_int_equal(gate_expr_parse("send_delay_p99_ms>50", &e, why, sizeof(why)), 0);
+    assert_non_null(gate_field_find(e.field));
+    struct gate_verdict v;
+    gate_expr_eval(&e, s, NULL, &v);
+    assert_int_equal(v.state, GATE_PASSED);
+    assert_int_equal(gate_expr_parse("send_delay_max_ms>50", &e, why, sizeof(why)), 0);
+    gate_expr_eval(&e, s, NULL, &v);
+    assert_int_equal(v.state, GATE_BREACHED);
+    assert_int_equal(gate_expr_parse("durable_p999_ms>50", &e, why, sizeof(why)), 0);
+    gate_expr_eval(&e, s, NULL, &v);
+    assert_int_equal(v.state, GATE_UNCHECKED);
     json_decref(s);
     json_decref(run);
 }
@@ -457,7 +492,7 @@ static void test_loadtest_gate_create_refuses(void **state)
     const char *bad[] = {"{\"runs\": [",
                          "[]",
                          "{\"runs\": {}}",
-                         "{\"schema\": 3, \"runs\": []}",
+                         "{\"schema\": 4, \"runs\": []}",
                          "{\"schema\": \"2\", \"runs\": []}",
                          "{\"schema\": 0, \"runs\": []}"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -483,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_loadtest_gate_eval_baseline_zero),
         cmocka_unit_test(test_loadtest_gate_eval_unchecked),
         cmocka_unit_test(test_loadtest_gate_summary_from_schema1_run),
+        cmocka_unit_test(test_loadtest_gate_summary_latency_fields),
         cmocka_unit_test_setup_teardown(test_loadtest_gate_apply_against_baseline, fixture_setup,
                                         fixture_teardown),
         cmocka_unit_test_setup_teardown(test_loadtest_gate_apply_unmeasured_fails, fixture_setup,

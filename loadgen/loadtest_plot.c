@@ -208,6 +208,14 @@ static const struct report_line_plot report_line_plots[] = {
      1,
      true,
      700},
+    {"e2e-latency",
+     "Scheduled send to durable p99 (top) and the producer's send delay p99 (bottom)",
+     "ms",
+     {"durable_p99_ms", "send_delay_p99_ms"},
+     {"to durable p99", "send delay p99"},
+     1,
+     true,
+     700},
 };
 
 /* Where each run is in a line plot's data file, and how many points each of its lines has. */

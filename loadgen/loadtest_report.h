@@ -4,9 +4,9 @@
  * gnuplot under OUT/plots/, next to the data (NAME.dat) and script (NAME.gp) of each plot so a
  * user can edit and re-run one (`cd OUT/plots && gnuplot NAME.gp`).
  *
- * Plots: throughput.png, hottest-share.png, lag.png, latency.png (one line per run) and
- * heat-N.png for run N, counted from 1 as in the report's table. report.md embeds them by the
- * relative path plots/NAME.png. Called from the main thread of the CLI; it spawns gnuplot and
+ * Plots: throughput.png, hottest-share.png, lag.png, latency.png, e2e-latency.png (one line per
+ * run) and heat-N.png for run N, counted from 1 as in the report's table. report.md embeds them by
+ * the relative path plots/NAME.png. Called from the main thread of the CLI; it spawns gnuplot and
  * waits for it, so the caller must not have SIGCHLD ignored.
  */
 #ifndef DS_LOADGEN_LOADTEST_REPORT_H
@@ -57,7 +57,7 @@ DS_MUST_USE int loadtest_report_render(const char *out_dir, const json_t *report
 #define REPORT_TEXT_SIZE 1024
 /* A plot's file stem ("hottest-share", "heat-32"). */
 #define REPORT_NAME_SIZE 32
-#define REPORT_PLOTS_MAX (LOADTEST_REPORT_RUNS_MAX + 4)
+#define REPORT_PLOTS_MAX (LOADTEST_REPORT_RUNS_MAX + 5)
 /* Image width, and the height of one line plot (the default of the brief: 1000x500). */
 #define REPORT_WIDTH_PX 1000
 #define REPORT_HEIGHT_PX 500

@@ -92,7 +92,7 @@ fi
 [[ -s $out/report.md ]] && ok || fail "no report.md"
 grep -q "fixed:1" "$out/report.md" 2>/dev/null && ok || fail "report.md lacks the runs"
 if command -v gnuplot >/dev/null; then
-  for plot in heat-1 heat-5 hottest-share lag latency throughput; do
+  for plot in heat-1 heat-5 hottest-share lag latency e2e-latency throughput; do
     [[ -s $out/plots/$plot.png ]] && ok || fail "no plot $plot.png with gnuplot installed"
   done
 fi

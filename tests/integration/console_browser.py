@@ -84,8 +84,11 @@ def open_page(drv, base, token):
 
 
 def console_errors(drv):
+    """Script errors the page logged. A refused request ("Failed to load resource") is not one:
+    the page asks /v1/heat to learn whether there is heat, and statuses are checked apart."""
     try:
-        return [e["message"] for e in drv.get_log("browser") if e["level"] == "SEVERE"]
+        return [e["message"] for e in drv.get_log("browser")
+                if e["level"] == "SEVERE" and "Failed to load resource" not in e["message"]]
     except Exception:  # a driver without logs: nothing to report
         return []
 
@@ -190,6 +193,8 @@ def shot(args):
         wait_for("%d frames" % args.frames,
                  lambda: int(text(drv, "frames") or 0) >= args.frames, 30 + args.frames * 2)
         drv.save_screenshot(args.out)
+        print("console_browser: %s frames, last frame handled in %s ms" %
+              (text(drv, "frames"), drv.execute_script("return document.body.dataset.frameMs")))
         for e in console_errors(drv):
             print("console: " + e, file=sys.stderr)
     finally:

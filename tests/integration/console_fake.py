@@ -8,7 +8,7 @@ so the page sees growths, over-capacity cells and a moving hottest key. With --s
 `dayshard serve`: /v1/heat answers 404 and /v1/count?by=day answers day counts.
 
   console_fake.py --assets DIR [--listen 127.0.0.1:0] [--days 30] [--shards 4]
-                  [--max-shards 256] [--serve] [--hot-rate 40000]
+                  [--max-shards 256] [--serve] [--hot-rate 40000] [--hot-period 1]
 
 Prints "http://HOST:PORT" as its first line, then serves until killed. Standard library only.
 """
@@ -30,13 +30,14 @@ CAPACITY = 1000
 class Model:
     """Deterministic synthetic heat: a column per second, computed from the second alone."""
 
-    def __init__(self, days, base, max_shards, hot_rate):
+    def __init__(self, days, base, max_shards, hot_rate, hot_period):
         today = datetime.datetime.now(datetime.timezone.utc).date()
         self.days = [(today - datetime.timedelta(days=i)).isoformat() for i in range(days)][::-1]
         self.hot = self.days[-1]
         self.base = base
         self.max_shards = max_shards
         self.hot_rate = hot_rate
+        self.hot_period = hot_period
         self.start = int(time.time()) - WINDOW_S
         self.lock = threading.Lock()
         self.shards = {d: base for d in self.days}
@@ -56,7 +57,8 @@ class Model:
                 # the hot day ramps up over a minute, then breathes
                 rate = self.hot_rate * min(1.0, (t - self.start) / 60.0) * (0.8 + 0.2 * rnd.random())
                 row = [int(rate / s * (0.7 + 0.6 * rnd.random())) for _ in range(s)]
-                row[t % s] = int(row[t % s] * 1.8)  # a moving hot shard
+                hot = (t // self.hot_period) % s  # a moving hot shard
+                row[hot] = int(row[hot] * 1.8)
             elif rnd.random() < 0.5:
                 row = [int(rnd.random() * 40 * (1 + i % 3)) for _ in range(s)]
             else:
@@ -231,9 +233,10 @@ def main():
     ap.add_argument("--shards", type=int, default=4)
     ap.add_argument("--max-shards", type=int, default=256)
     ap.add_argument("--hot-rate", type=float, default=40000)
+    ap.add_argument("--hot-period", type=int, default=1, help="seconds a hot shard stays hot")
     ap.add_argument("--serve", action="store_true")
     args = ap.parse_args()
-    model = Model(args.days, args.shards, args.max_shards, args.hot_rate)
+    model = Model(args.days, args.shards, args.max_shards, args.hot_rate, args.hot_period)
     model.advance()
     host, port = args.listen.rsplit(":", 1)
     stats = {"streams": 0}

@@ -56,7 +56,9 @@ enum http_result query_console_respond(struct http_request *req, const struct qu
     const char *q = memchr(target, '?', len);
     size_t path_len = q != NULL ? (size_t)(q - target) : len;
     const struct console_asset *asset = console_asset_find(target, path_len);
-    ASSERT(asset != NULL); /* the route admits the assets' paths only */
+    if (asset == NULL) { /* the route matched the decoded path ("/%63onsole.js"): no such asset */
+        return http_respond_error(req, 404, "no such path: the console's files have plain names");
+    }
     static const char html[] = "text/html; charset=utf-8";
     if (route->has_token) {
         if (!http_request_token_required(req) ||

@@ -605,7 +605,10 @@
   function connect() {
     let first = true;
     source = new EventSource("/v1/heat/stream");
-    source.addEventListener("open", () => setStatus("connected", "status-wait"));
+    source.addEventListener("open", () => {
+      first = true;               /* every connection's first frame carries the whole window */
+      setStatus("connected", "status-wait");
+    });
     source.addEventListener("heat", (ev) => {
       let frame;
       try {

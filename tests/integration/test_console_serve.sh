@@ -70,6 +70,8 @@ for asset in console.js console.css; do
   cmp -s "$WORK/body" "$ROOT/query/console/$asset" && ok || fail "/$asset differs from the source"
 done
 has_header "content-type: text/css; charset=utf-8" && ok || fail "the style sheet's content type"
+expect_eq "/%63onsole.js (an escaped asset name)" 404 "$(head_of "/%63onsole.js" "${cookie[@]}")"
+expect_eq "still serving after it" 200 "$(head_of /console.css)"
 q="/v1/count?day=$today&by=day"
 expect_eq "$q with the cookie" 200 "$(head_of "$q" "${cookie[@]}")"
 expect_eq "$q with the cookie: its count" 40 "$(json_get "$WORK/body" 'd["count"]')"

@@ -3,7 +3,8 @@
  *
  * The server core runs the libmicrohttpd daemon of the query service (`serve`, `run --http`)
  * and of the router: the listening socket, the worker pool, the limits on what a client may
- * send (target, headers, connection memory), the bearer token, and the answers ({"error": ...}
+ * send (target, headers, connection memory), the bearer token and its cookie (a browser cannot
+ * put a bearer on a page load or an EventSource), and the answers ({"error": ...}
  * bodies, Allow on a 405, Retry-After, a long-lived stream). Each server keeps only its
  * dispatch (which handler answers a request) and its handlers.
  *
@@ -38,6 +39,12 @@
 #define HTTP_ERROR_BYTES_MAX 256u
 /* Token bytes: enough for any generated secret, small enough to compare in constant time. */
 #define HTTP_TOKEN_BYTES_MAX 256u
+/* The cookie that carries the token for a browser (the console): accepted wherever the bearer
+ * is. Set by http_respond_login as HttpOnly (no script reads it) and SameSite=Strict (no other
+ * site's page sends it). */
+#define HTTP_TOKEN_COOKIE "dayshard_token"
+/* What a redacted token reads as in a log line. */
+#define HTTP_REDACTED "REDACTED"
 /* Tags a server may put on its answers to have them counted apart (the router: by endpoint). */
 #define HTTP_TAGS_MAX 16u
 /* "GET, HEAD": what every endpoint of both servers allows (the Allow header of a 405). */
@@ -109,9 +116,15 @@ uint64_t http_server_answers(const struct http_server *s, uint32_t tag, enum htt
 const char *http_request_target(const struct http_request *req, size_t *len);
 /* A request header's value, or NULL. */
 const char *http_request_header(const struct http_request *req, const char *name);
-/* Whether the request carries the server's bearer token (always true without a token): the
- * comparison is constant-time over the token. */
+/* Whether the request carries the server's token (always true without a token), as
+ * "Authorization: Bearer T" or as the cookie HTTP_TOKEN_COOKIE=T: the comparison is
+ * constant-time over the token. */
 bool http_request_authorized(const struct http_request *req);
+/* Whether the server has a token at all. */
+bool http_request_token_required(const struct http_request *req);
+/* Whether text (len bytes: a token a client typed, say /?token=T decoded) is the server's token;
+ * constant time over the token. False when the server has no token. */
+bool http_request_token_is(const struct http_request *req, const char *text, size_t len);
 /* request_state_bytes of zeroed memory the server keeps per request (aligned for any type). */
 void *http_request_state(struct http_request *req);
 /* Counts the request's answer under tag (< HTTP_TAGS_MAX; 0 until set). */
@@ -130,6 +143,19 @@ enum http_result http_respond_error(struct http_request *req, unsigned status, c
 /* A 503 JSON body (taken; NULL: out of memory) with Retry-After: retry_after_s (>= 1). */
 enum http_result http_respond_unavailable(struct http_request *req, char *body, int64_t len,
                                           uint32_t retry_after_s);
+
+/* Answers a browser document (a page, a script, a style sheet compiled into the binary: bytes
+ * borrowed for the process's life) with the headers a page wants: a Content-Security-Policy that
+ * lets it load and connect to this server only (default-src 'self'), X-Content-Type-Options:
+ * nosniff, Referrer-Policy: no-referrer and Cache-Control: no-cache. */
+enum http_result http_respond_static(struct http_request *req, unsigned status, const void *bytes,
+                                     size_t len, const char *content_type);
+/* The console's login: 303 See Other to location (a path of this server) with
+ * Set-Cookie: HTTP_TOKEN_COOKIE=<the server's token>; HttpOnly; SameSite=Strict; Path=/ (no
+ * cookie when the server has no token). The caller checked the token the client gave
+ * (http_request_token_is). A token with bytes a cookie cannot hold (space, quote, comma,
+ * semicolon, backslash, controls) answers 400 naming the cause: use the bearer. */
+enum http_result http_respond_login(struct http_request *req, const char *location);
 
 /* A long-lived answer produced piece by piece (server-sent events, a live console): writes up
  * to capacity bytes into dst and returns how many (> 0), HTTP_STREAM_END when the stream is
@@ -173,6 +199,19 @@ DS_MUST_USE int64_t http_error_json(const char *message, char *dst, size_t dst_c
  * length: the answer must not reveal a matching prefix. authorization may be NULL (no
  * header). */
 bool http_bearer_ok(const char *authorization, const char *token, size_t token_len);
+/* Whether a Cookie header value ("a=1; dayshard_token=T; b=2") holds HTTP_TOKEN_COOKIE with
+ * the value token (a quoted value is unquoted); any one of several such cookies may match.
+ * Constant time over the token's length for each candidate. cookie may be NULL (no header). */
+bool http_cookie_ok(const char *cookie, const char *token, size_t token_len);
+/* got (got_len bytes) equals token (token_len bytes), in time that depends on token_len only. */
+bool http_token_equal(const char *got, size_t got_len, const char *token, size_t token_len);
+/* Whether every byte of token may stand in a cookie value unquoted (RFC 6265 cookie-octet). */
+bool http_token_cookie_safe(const char *token, size_t token_len);
+/* Copies text (len bytes: a request target, or a log line that may quote one) into dst with the
+ * value after every "token=" (any case) replaced by HTTP_REDACTED, up to the next '&', '#',
+ * quote, white space or the end: a token given as /?token=T never reaches a log. NUL-terminated,
+ * cut to fit dst_capacity (>= 1). Returns the length written. */
+size_t http_redact_tokens(const char *text, size_t len, char *dst, size_t dst_capacity);
 
 /* ---- listening (listen.c) ---- */
 

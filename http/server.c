@@ -1,6 +1,7 @@
 /*
  * The HTTP server core over libmicrohttpd (http.h): one daemon per server, the request
- * capture and limits, the bearer token, and the answers.
+ * capture and limits, the token (bearer or cookie), and the answers. Lines libmicrohttpd logs
+ * pass through http_redact_tokens, since they may quote a target holding /?token=.
  *
  * A request is captured by the URI log callback, before libmicrohttpd decodes anything: the raw
  * target is what the servers' parsers validate (libmicrohttpd's decoder leaves a bad escape as
@@ -151,6 +152,56 @@ enum http_result http_respond_unavailable(struct http_request *req, char *body, 
                       (size_t)len, "application/json", retry_after_s);
 }
 
+/* The page may load scripts, styles and data from this server only, and be framed by none:
+ * whatever a malicious day or customer name held, it could not call out. */
+#define SERVER_PAGE_POLICY                                                                         \
+    "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "               \
+    "form-action 'self'; frame-ancestors 'none'"
+
+enum http_result http_respond_static(struct http_request *req, unsigned status, const void *bytes,
+                                     size_t len, const char *content_type)
+{
+    ASSERT(bytes != NULL);
+    req->answered = true;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)bytes, MHD_RESPMEM_PERSISTENT);
+    if (resp == NULL) {
+        return HTTP_RESULT_CLOSE;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    MHD_add_response_header(resp, "Content-Security-Policy", SERVER_PAGE_POLICY);
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    return queue(req->server, req->connection, req->tag, status, resp);
+}
+
+enum http_result http_respond_login(struct http_request *req, const char *location)
+{
+    struct http_server *s = req->server;
+    ASSERT(location != NULL && location[0] == '/');
+    if (s->token_len > 0 && !http_token_cookie_safe(s->token, s->token_len)) {
+        return http_respond_error(req, 400,
+                                  "the server's token holds bytes a cookie cannot carry (space, "
+                                  "quote, comma, semicolon, backslash): send it as a bearer");
+    }
+    req->answered = true;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (resp == NULL) {
+        return HTTP_RESULT_CLOSE;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, location);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (s->token_len > 0) {
+        char cookie[HTTP_TOKEN_BYTES_MAX + 96];
+        snprintf(cookie, sizeof(cookie), "%s=%s; HttpOnly; SameSite=Strict; Path=/",
+                 HTTP_TOKEN_COOKIE, s->token);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_SET_COOKIE, cookie);
+    }
+    return queue(s, req->connection, req->tag, MHD_HTTP_SEE_OTHER, resp);
+}
+
 /* ---- streams ------------------------------------------------------------------------------- */
 
 struct stream {
@@ -223,8 +274,24 @@ const char *http_request_header(const struct http_request *req, const char *name
 bool http_request_authorized(const struct http_request *req)
 {
     const struct http_server *s = req->server;
-    return s->token_len == 0 ||
-           http_bearer_ok(http_request_header(req, "Authorization"), s->token, s->token_len);
+    if (s->token_len == 0) {
+        return true;
+    }
+    /* Both are checked, whatever the first says: the time taken names neither. */
+    bool bearer = http_bearer_ok(http_request_header(req, "Authorization"), s->token, s->token_len);
+    bool cookie = http_cookie_ok(http_request_header(req, "Cookie"), s->token, s->token_len);
+    return bearer || cookie;
+}
+
+bool http_request_token_required(const struct http_request *req)
+{
+    return req->server->token_len > 0;
+}
+
+bool http_request_token_is(const struct http_request *req, const char *text, size_t len)
+{
+    const struct http_server *s = req->server;
+    return s->token_len > 0 && http_token_equal(text, len, s->token, s->token_len);
 }
 
 void *http_request_state(struct http_request *req)
@@ -330,9 +397,10 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
 DS_PRINTF(2, 0) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     const struct http_server *s = cls;
+    char raw[512];
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     char line[512];
-    vsnprintf(line, sizeof(line), fmt, ap);
-    size_t len = strlen(line);
+    size_t len = http_redact_tokens(raw, strlen(raw), line, sizeof(line));
     while (len > 0 && line[len - 1] == '\n') {
         line[--len] = '\0';
     }

@@ -445,11 +445,13 @@ enum query_endpoint {
     QUERY_EP_READYZ,
     QUERY_EP_ORDERS,
     QUERY_EP_HEAT,
-    QUERY_EP_ORDER, /* /v1/orders/{order_id}: one order (the order lookup, the orders model) */
+    QUERY_EP_ORDER,   /* /v1/orders/{order_id}: one order (the order lookup, the orders model) */
+    QUERY_EP_CONSOLE, /* GET / and its assets: the live console (console.c) */
 };
 struct query_route {
     enum query_endpoint endpoint;     /* set as soon as the path is known, even on a later error */
-    bool needs_token;                 /* every endpoint but the probes */
+    bool needs_token;                 /* every endpoint but the probes and the console, which
+                                       * checks the token itself (query_console_respond) */
     struct query_count_request count; /* QUERY_EP_COUNT */
     int32_t day;                      /* QUERY_EP_PARTITIONS */
     uint32_t limit;                   /* QUERY_EP_ORDERS: 1..QUERY_ORDERS_LIMIT_MAX */
@@ -460,6 +462,9 @@ struct query_route {
     uint32_t timeout_ms; /* with consistent: 1..QUERY_CONSISTENT_TIMEOUT_MS_MAX, 0 not given */
     char cursor[QUERY_ORDERS_TOKEN_CHARS_MAX + 1]; /* QUERY_EP_ORDERS; "" for the first page */
     char error[HTTP_ERROR_BYTES_MAX];              /* the message of a 4xx answer */
+    bool has_token;                                /* QUERY_EP_CONSOLE: /?token=T given */
+    uint32_t token_len;
+    char token[HTTP_TOKEN_BYTES_MAX + 1]; /* QUERY_EP_CONSOLE: T, decoded */
 };
 
 /* Routes and validates one request: method, raw target (path and query, len bytes, not
@@ -468,5 +473,14 @@ struct query_route {
  * /v1/count ranges (1..QUERY_RANGE_DAYS_MAX). */
 DS_MUST_USE unsigned query_route_parse(const char *method, const char *target, size_t len,
                                        uint32_t range_days_max, struct query_route *out);
+
+/* ---- the console (console.c) ----------------------------------------------------------------- */
+
+/* Answers a QUERY_EP_CONSOLE request (the query service and the router alike): the page when
+ * the request is authorized (bearer or cookie, or no token asked), its script and style sheet
+ * to anyone (public bytes, and the 401 page uses the style sheet); /?token=T
+ * with the server's token: 303 to the path, setting the cookie; a wrong token or none: 401
+ * with a small HTML page saying to open /?token=... (no cookie). */
+enum http_result query_console_respond(struct http_request *req, const struct query_route *route);
 
 #endif /* DS_QUERY_H */

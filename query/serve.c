@@ -144,6 +144,7 @@ static enum http_result dispatch(void *user, struct http_request *c)
     case QUERY_EP_HEALTHZ: return http_respond_json(c, 200, strdup("{\"status\":\"ok\"}"), 15);
     case QUERY_EP_ORDERS: return serve_orders(h, c, route);
     case QUERY_EP_HEAT: return serve_heat(h, c, route);
+    case QUERY_EP_CONSOLE: return query_console_respond(c, route);
     case QUERY_EP_NONE: break;
     }
     ASSERT(false);

@@ -177,9 +177,11 @@ static unsigned route_path(const char *path, size_t len, struct query_route *out
     static const struct {
         const char *path;
         enum query_endpoint endpoint;
-    } exact[] = {{"/v1/count", QUERY_EP_COUNT},  {"/v1/partitions", QUERY_EP_PARTITIONS},
-                 {"/metrics", QUERY_EP_METRICS}, {"/healthz", QUERY_EP_HEALTHZ},
-                 {"/readyz", QUERY_EP_READYZ},   {"/v1/heat", QUERY_EP_HEAT}};
+    } exact[] = {{"/v1/count", QUERY_EP_COUNT},     {"/v1/partitions", QUERY_EP_PARTITIONS},
+                 {"/metrics", QUERY_EP_METRICS},    {"/healthz", QUERY_EP_HEALTHZ},
+                 {"/readyz", QUERY_EP_READYZ},      {"/v1/heat", QUERY_EP_HEAT},
+                 {"/", QUERY_EP_CONSOLE},           {"/console.js", QUERY_EP_CONSOLE},
+                 {"/console.css", QUERY_EP_CONSOLE}};
     for (size_t i = 0; i < DS_ARRAY_LEN(exact); i++) {
         if (strlen(exact[i].path) == len && memcmp(path, exact[i].path, len) == 0) {
             out->endpoint = exact[i].endpoint;
@@ -297,6 +299,21 @@ static unsigned heat_param(const char *value, size_t len, struct query_route *ou
     return 0;
 }
 
+/* /?token=T: the console trades it for a cookie (query_console_respond checks it). */
+static unsigned console_param(const char *value, size_t len, struct query_route *out)
+{
+    _Static_assert(SERVE_PARAM_VALUE_BYTES_MAX <= HTTP_TOKEN_BYTES_MAX,
+                   "every decoded value fits the route's token");
+    if (len == 0) {
+        return fail(out, 400, "empty token: open /?token=<the server's --http-token>");
+    }
+    out->has_token = true;
+    out->token_len = (uint32_t)len;
+    memcpy(out->token, value, len);
+    out->token[len] = '\0';
+    return 0;
+}
+
 /* The parameter names an endpoint takes, as a space-separated list with spaces around. */
 static const char *known_params(enum query_endpoint endpoint)
 {
@@ -306,6 +323,7 @@ static const char *known_params(enum query_endpoint endpoint)
     case QUERY_EP_ORDERS: return " limit cursor consistent timeout_ms ";
     case QUERY_EP_ORDER: return " consistent timeout_ms ";
     case QUERY_EP_HEAT: return " top ";
+    case QUERY_EP_CONSOLE: return " token ";
     default: return " ";
     }
 }
@@ -362,6 +380,9 @@ static unsigned one_param(const char *text, size_t len, uint32_t *seen, struct q
     }
     if (out->endpoint == QUERY_EP_HEAT) {
         return heat_param(value, (size_t)v, out);
+    }
+    if (out->endpoint == QUERY_EP_CONSOLE) {
+        return console_param(value, (size_t)v, out);
     }
     return orders_param(name + 1, value, (size_t)v, out);
 }
@@ -456,7 +477,8 @@ unsigned query_route_parse(const char *method, const char *target, size_t len,
     if (out->endpoint == QUERY_EP_NONE) {
         return status;
     }
-    out->needs_token = out->endpoint != QUERY_EP_HEALTHZ && out->endpoint != QUERY_EP_READYZ;
+    out->needs_token = out->endpoint != QUERY_EP_HEALTHZ && out->endpoint != QUERY_EP_READYZ &&
+                       out->endpoint != QUERY_EP_CONSOLE;
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
         char quoted[64];
         return fail(out, 405, "method %s not allowed: use GET",

@@ -73,11 +73,12 @@
 static const uint32_t router_latency_bounds_us[ROUTER_LATENCY_BUCKETS] = {
     100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000};
 /* Endpoints counted in /metrics: the query_endpoint values. */
-#define ROUTER_ENDPOINTS 9u
-_Static_assert(ROUTER_ENDPOINTS == QUERY_EP_ORDER + 1, "a name per endpoint");
+#define ROUTER_ENDPOINTS 10u
+_Static_assert(ROUTER_ENDPOINTS == QUERY_EP_CONSOLE + 1, "a name per endpoint");
 _Static_assert(ROUTER_ENDPOINTS <= HTTP_TAGS_MAX, "the core counts answers by endpoint");
 static const char *const router_endpoint_names[ROUTER_ENDPOINTS] = {
-    "other", "count", "partitions", "metrics", "healthz", "readyz", "orders", "heat", "order"};
+    "other",  "count",  "partitions", "metrics", "healthz",
+    "readyz", "orders", "heat",       "order",   "console"};
 /* "missing" entries one answer names: every node, and partitions up to a bound. */
 #define ROUTER_MISSING_PARTITIONS_MAX 64u
 
@@ -877,6 +878,8 @@ static enum http_result dispatch(void *user, struct http_request *c)
     case QUERY_EP_HEALTHZ: return respond_json(c, 200, strdup("{\"status\":\"ok\"}"), 15);
     case QUERY_EP_READYZ: return serve_readyz(r, c);
     case QUERY_EP_METRICS: return serve_metrics(r, c);
+    /* The page is static and the same everywhere: the router's own, never fanned out. */
+    case QUERY_EP_CONSOLE: return query_console_respond(c, &req->route);
     case QUERY_EP_COUNT:
     case QUERY_EP_PARTITIONS:
     case QUERY_EP_ORDERS:

@@ -9,7 +9,10 @@ packages=(
   libjansson-dev zstd kcat python3-kafka python3-lz4 gnuplot-nox
   libcurl4-openssl-dev curl wrk postgresql
   libclang-rt-14-dev python3-yaml binutils systemd prometheus
+  chromium chromium-driver python3-selenium
 )
+# chromium, chromium-driver, python3-selenium: the console's browser tests
+# (tests/integration/test_console*.sh, console_browser.py; headless, no display needed).
 # prometheus: its promtool checks deploy/prometheus's rules (tests/integration/test_deploy_rules.sh).
 # python3-yaml, binutils (objdump), systemd (systemd-analyze): scripts/check-deploy.sh.
 # libclang-rt-14-dev: clang's libFuzzer and sanitizer runtimes (the fuzz targets, the TSan run).

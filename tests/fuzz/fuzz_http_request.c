@@ -75,6 +75,11 @@ static void check_success(const struct query_route *route, uint32_t range_days_m
         break;
     case QUERY_EP_HEAT: check(route->top >= 1 && route->top <= SHARD_HEAT_TOP_MAX); break;
     case QUERY_EP_ORDER: check(id_valid(&route->order_id)); break;
+    case QUERY_EP_CONSOLE:
+        check(!route->has_token ||
+              (route->token_len >= 1 && route->token_len <= HTTP_TOKEN_BYTES_MAX &&
+               strlen(route->token) == route->token_len));
+        break;
     case QUERY_EP_METRICS:
     case QUERY_EP_HEALTHZ:
     case QUERY_EP_READYZ: break;
@@ -88,14 +93,16 @@ static void check_route(unsigned status, const char *method, size_t len,
     check(status == 0 || status == 400 || status == 404 || status == 405 || status == 414);
     check_error(status, route);
     check((status == 414) == (len > HTTP_URI_BYTES_MAX));
-    check(route->endpoint >= QUERY_EP_NONE && route->endpoint <= QUERY_EP_ORDER);
+    check(route->endpoint >= QUERY_EP_NONE && route->endpoint <= QUERY_EP_CONSOLE);
     check(status != 404 || route->endpoint == QUERY_EP_NONE);
     check(status != 0 || route->endpoint != QUERY_EP_NONE);
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     check(status != 405 || !get);
     if (route->endpoint != QUERY_EP_NONE) {
-        bool probe = route->endpoint == QUERY_EP_HEALTHZ || route->endpoint == QUERY_EP_READYZ;
-        check(route->needs_token == !probe);
+        /* the console checks the token itself (a 401 page, the cookie login) */
+        bool open = route->endpoint == QUERY_EP_HEALTHZ || route->endpoint == QUERY_EP_READYZ ||
+                    route->endpoint == QUERY_EP_CONSOLE;
+        check(route->needs_token == !open);
     }
     if (status == 0) {
         check(get);

@@ -3,7 +3,10 @@
  * a plain socket so that the bytes on the wire are what is checked. Covers the limits every
  * server shares (414), the errors ({"error": ...}, Allow on a 405, WWW-Authenticate on a 401),
  * the answer counters, the bearer check, and streams: several pieces delivered in order and an end
- * when the producer ends, and an end (the done callback) when the client goes mid-stream.
+ * when the producer ends, and an end (the done callback) when the client goes mid-stream. And the
+ * console's token plumbing: the cookie accepted wherever the bearer is, the login (303 with the
+ * cookie, none for a wrong token), the page headers of a static answer, the cookie parser and the
+ * redaction of tokens in logged text.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,6 +92,16 @@ static enum http_result dispatch(void *user, struct http_request *req)
     struct fixture *f = user;
     size_t len = 0;
     const char *target = http_request_target(req, &len);
+    if (strncmp(target, "/login?t=", 9) == 0) {
+        if (http_request_token_is(req, target + 9, len - 9)) {
+            return http_respond_login(req, "/");
+        }
+        return http_respond_error(req, 401, "wrong token");
+    }
+    if (strcmp(target, "/page") == 0) {
+        static const char page[] = "<!doctype html><p>hi</p>";
+        return http_respond_static(req, 200, page, sizeof(page) - 1, "text/html; charset=utf-8");
+    }
     bool forever = strncmp(target, "/forever", 8) == 0;
     if (forever || strncmp(target, "/stream", 7) == 0) {
         struct stream_state *st = malloc(sizeof(*st));
@@ -293,6 +306,128 @@ static void test_server_bearer_ok_exact_token_only(void **state)
     assert_false(http_bearer_ok(NULL, "secret", 6));
 }
 
+static void test_server_cookie_authorizes_like_the_bearer(void **state)
+{
+    /* The cookie dayshard_token=<token> passes where the bearer does, among other cookies; a
+     * wrong value or a look-alike name does not. */
+    struct fixture *f = *state;
+    static const char *const good[] = {"dayshard_token=secret", "a=1; dayshard_token=secret; b=2",
+                                       "dayshard_token=\"secret\""};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        char request[256];
+        snprintf(request, sizeof(request),
+                 "GET /private HTTP/1.1\r\nHost: t\r\nCookie: %s\r\nConnection: close\r\n\r\n",
+                 good[i]);
+        char *resp = exchange(f, request);
+        assert_non_null(strstr(resp, "HTTP/1.1 200"));
+        free(resp);
+    }
+    static const char *const bad[] = {"dayshard_token=secre", "xdayshard_token=secret",
+                                      "dayshard_token=secrets", "token=secret"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char request[256];
+        snprintf(request, sizeof(request),
+                 "GET /private HTTP/1.1\r\nHost: t\r\nCookie: %s\r\nConnection: close\r\n\r\n",
+                 bad[i]);
+        char *resp = exchange(f, request);
+        assert_non_null(strstr(resp, "HTTP/1.1 401"));
+        free(resp);
+    }
+}
+
+static void test_server_login_sets_cookie_for_the_right_token_only(void **state)
+{
+    /* The right token: 303 to / with the HttpOnly, SameSite=Strict cookie. A wrong one (a
+     * prefix, a longer value): 401 and no cookie at all. */
+    struct fixture *f = *state;
+    char *resp =
+        exchange(f, "GET /login?t=secret HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    assert_non_null(strstr(resp, "HTTP/1.1 303"));
+    assert_non_null(strcasestr(resp, "\r\nLocation: /\r\n"));
+    assert_non_null(strcasestr(
+        resp, "\r\nSet-Cookie: dayshard_token=secret; HttpOnly; SameSite=Strict; Path=/\r\n"));
+    free(resp);
+    static const char *const wrong[] = {"secre", "secrets", "SECRET"};
+    for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
+        char request[128];
+        snprintf(request, sizeof(request),
+                 "GET /login?t=%s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", wrong[i]);
+        resp = exchange(f, request);
+        assert_non_null(strstr(resp, "HTTP/1.1 401"));
+        assert_null(strcasestr(resp, "Set-Cookie"));
+        free(resp);
+    }
+}
+
+static void test_server_static_answer_carries_page_headers(void **state)
+{
+    /* A compiled-in page comes with the policy that confines it to this server. */
+    struct fixture *f = *state;
+    char *resp = exchange(f, "GET /page HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    assert_non_null(strstr(resp, "HTTP/1.1 200"));
+    assert_non_null(strcasestr(resp, "Content-Type: text/html; charset=utf-8"));
+    assert_non_null(strcasestr(resp, "Content-Security-Policy: default-src 'self'"));
+    assert_non_null(strcasestr(resp, "X-Content-Type-Options: nosniff"));
+    assert_non_null(strstr(resp, "<!doctype html><p>hi</p>"));
+    free(resp);
+}
+
+static void test_server_cookie_ok_parses_pairs(void **state)
+{
+    /* Pairs split at ';' with optional blanks; the name compared exactly; one pair of quotes
+     * taken off; any one of several dayshard_token cookies may match; none, or empty, fails. */
+    (void)state;
+    assert_true(http_cookie_ok("dayshard_token=secret", "secret", 6));
+    assert_true(http_cookie_ok("a=1;dayshard_token=secret", "secret", 6));
+    assert_true(http_cookie_ok(" a=1 ;\tdayshard_token=secret\t; b=\"x;\"", "secret", 6));
+    assert_true(http_cookie_ok("dayshard_token=old; dayshard_token=secret", "secret", 6));
+    assert_true(http_cookie_ok("dayshard_token=\"secret\"", "secret", 6));
+    assert_false(http_cookie_ok("dayshard_token=\"secret", "secret", 6));
+    assert_false(http_cookie_ok("dayshard_token=", "secret", 6));
+    assert_false(http_cookie_ok("dayshard_token", "secret", 6));
+    assert_false(http_cookie_ok("Dayshard_token=secret", "secret", 6));
+    assert_false(http_cookie_ok("dayshard_tokens=secret", "secret", 6));
+    assert_false(http_cookie_ok("a=dayshard_token=secret", "secret", 6));
+    assert_false(http_cookie_ok("", "secret", 6));
+    assert_false(http_cookie_ok(NULL, "secret", 6));
+    assert_true(http_token_cookie_safe("abc-_.~+/=", 10));
+    assert_false(http_token_cookie_safe("a b", 3));
+    assert_false(http_token_cookie_safe("a;b", 3));
+    assert_false(http_token_cookie_safe("", 0));
+}
+
+/* http_redact_tokens into a buffer of cap bytes, as a string. */
+static const char *redacted(const char *text, char *dst, size_t cap)
+{
+    size_t n = http_redact_tokens(text, strlen(text), dst, cap);
+    assert_true(n < cap);
+    assert_int_equal(strlen(dst), n);
+    return dst;
+}
+
+static void test_server_redact_tokens_hides_every_value(void **state)
+{
+    /* Every token= value (any case, anywhere: a target or a log line quoting one) is replaced;
+     * nothing else changes; a small buffer cuts the text, never leaks the token's bytes. */
+    (void)state;
+    char out[256];
+    assert_string_equal(redacted("/?token=secret", out, sizeof(out)), "/?token=REDACTED");
+    assert_string_equal(redacted("/v1/x?a=1&token=s3cr%20t&b=2", out, sizeof(out)),
+                        "/v1/x?a=1&token=REDACTED&b=2");
+    assert_string_equal(redacted("GET \"/?TOKEN=abc\" failed; Token=def end", out, sizeof(out)),
+                        "GET \"/?TOKEN=REDACTED\" failed; Token=REDACTED end");
+    assert_string_equal(redacted("/?token=&x=1", out, sizeof(out)), "/?token=&x=1");
+    assert_string_equal(redacted("/v1/count?day=2026-01-21", out, sizeof(out)),
+                        "/v1/count?day=2026-01-21");
+    assert_string_equal(redacted("/?token=secret#frag", out, sizeof(out)), "/?token=REDACTED#frag");
+    assert_string_equal(redacted("/?token=secret", out, 12), "/?token=RED");
+    assert_string_equal(redacted("/?tok", out, 4), "/?t");
+    assert_string_equal(redacted("", out, 1), "");
+    for (size_t cap = 1; cap < 24; cap++) { /* no cut ever shows a byte of the token */
+        assert_null(strstr(redacted("x token=secret y", out, cap), "sec"));
+    }
+}
+
 static void test_server_listen_refuses_ports_past_16_bits(void **state)
 {
     /* A port is 0..65535 in decimal: 99999 is refused, not bound as 34463 (99999 - 65536), and
@@ -322,6 +457,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_server_errors_json_with_headers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_target_too_long, setup, teardown),
         cmocka_unit_test(test_server_bearer_ok_exact_token_only),
+        cmocka_unit_test_setup_teardown(test_server_cookie_authorizes_like_the_bearer, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_server_login_sets_cookie_for_the_right_token_only,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_static_answer_carries_page_headers, setup,
+                                        teardown),
+        cmocka_unit_test(test_server_cookie_ok_parses_pairs),
+        cmocka_unit_test(test_server_redact_tokens_hides_every_value),
         cmocka_unit_test(test_server_listen_refuses_ports_past_16_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -83,7 +83,7 @@ static void test_serve_request_paths_and_methods(void **state)
     struct query_route r;
     assert_int_equal(parse("GET", "/v1/counts?day=2026-01-21", &r), 404);
     assert_int_equal(parse("GET", "/v1/count/", &r), 404);
-    assert_int_equal(parse("GET", "/", &r), 404);
+    assert_int_equal(parse("GET", "//", &r), 404);
     assert_int_equal(parse("POST", "/v1/count?day=2026-01-21", &r), 405);
     assert_int_equal(parse("DELETE", "/metrics", &r), 405);
     assert_int_equal(parse("POST", "/nope", &r), 404);
@@ -221,6 +221,34 @@ static void test_serve_request_heat(void **state)
     }
     assert_int_equal(parse("POST", "/v1/heat", &r), 405);
     assert_int_equal(parse("GET", "/v1/heat/x", &r), 404);
+}
+
+static void test_serve_request_console(void **state)
+{
+    /* GET / and its two assets are the console, which checks the token itself (needs_token is
+     * false); / takes only token=T, decoded, non-empty, once. */
+    (void)state;
+    struct query_route r;
+    const char *paths[] = {"/", "/console.js", "/console.css"};
+    for (size_t i = 0; i < DS_ARRAY_LEN(paths); i++) {
+        assert_int_equal(parse("GET", paths[i], &r), 0);
+        assert_int_equal(r.endpoint, QUERY_EP_CONSOLE);
+        assert_false(r.needs_token);
+        assert_false(r.has_token);
+    }
+    assert_int_equal(parse("GET", "/?token=s3cr%2Bt", &r), 0);
+    assert_true(r.has_token);
+    assert_int_equal(r.token_len, 6);
+    assert_string_equal(r.token, "s3cr+t");
+    const char *bad[] = {"/?token=", "/?token=a&token=b", "/?tokn=a", "/?token=%zz",
+                         "/?token=a%00b"};
+    for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
+        assert_int_equal(parse("GET", bad[i], &r), 400);
+        assert_true(r.error[0] != '\0');
+    }
+    assert_int_equal(parse("POST", "/", &r), 405);
+    assert_int_equal(parse("GET", "/console", &r), 404);
+    assert_int_equal(parse("GET", "/index.html", &r), 404);
 }
 
 static void test_serve_request_error_json_escapes(void **state)
@@ -402,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_serve_request_probes_and_orders),
         cmocka_unit_test(test_serve_request_order_route),
         cmocka_unit_test(test_serve_request_heat),
+        cmocka_unit_test(test_serve_request_console),
         cmocka_unit_test(test_serve_request_error_json_escapes),
         cmocka_unit_test(test_serve_request_consistent_params),
         cmocka_unit_test(test_serve_request_consistency_json),

@@ -132,11 +132,42 @@ DS_MUST_USE int router_merge_orders(const struct query_route *route, const char 
                                     uint32_t count, struct router_merged *out);
 DS_MUST_USE int router_merge_partitions(const char *const *bodies, uint32_t count,
                                         struct router_merged *out);
-/* /v1/heat: {"nodes":[{"node":URL,"heat":ANSWER},...]}, each answer as the node gave it. */
-DS_MUST_USE int router_merge_heat(const char *const *urls, const char *const *bodies,
-                                  uint32_t count, struct router_merged *out);
 /* Frees c's items; c is then empty. NULL-safe items. */
 void router_claims_free(struct router_claims *c);
+
+/* The merges' shared pieces (router_heat.c uses them too). */
+struct json_t;
+typedef void (*router_render_fn)(struct http_text *b, const void *user);
+/* Renders into a new buffer (out->body) of capacity cap, doubling until it fits (at most 16
+ * tries). Returns 0 or -ENOMEM. */
+DS_MUST_USE int router_render_new(router_render_fn render, const void *user, size_t cap,
+                                  struct router_merged *out);
+/* Parses bodies[0..count) into docs (released by router_docs_free, also after a failure).
+ * Returns 0, or -DS_ECORRUPT (out->error: a body is not a JSON object). */
+DS_MUST_USE int router_docs_load(const char *const *bodies, uint32_t count, struct json_t **docs,
+                                 struct router_merged *out);
+void router_docs_free(struct json_t **docs, uint32_t count);
+
+/* ---- router_heat.c: heat through the router (one group's members) ------------------------- */
+
+/* /v1/heat/history?seconds=N: N is 1..300 (the seconds a node's history holds), 300 unless
+ * given. */
+#define ROUTER_HISTORY_SECONDS_MAX 300u
+
+/* /v1/heat: {"nodes":[{"node":URL,"heat":ANSWER},...],"merged":{...}}: each answer as the node
+ * gave it, and one document shaped like a node's /v1/heat (top rows per list) summing them
+ * (router_heat.c says how). Returns as the other merges. */
+DS_MUST_USE int router_merge_heat(uint32_t top, const char *const *urls, const char *const *bodies,
+                                  uint32_t count, struct router_merged *out);
+/* /v1/heat/history: one history document (spec: columns summed by t up to the oldest of the
+ * members' newest seconds, growths unioned), with "members" and, when the members' capacities
+ * differ, "warnings". Returns as the other merges. */
+DS_MUST_USE int router_merge_heat_history(uint32_t seconds, const char *const *bodies,
+                                          uint32_t count, struct router_merged *out);
+/* The query of /v1/heat/history (after '?', len bytes): returns 0 with *seconds, or 400 with
+ * message set (an unknown parameter, a bad or repeated seconds). */
+DS_MUST_USE unsigned router_history_parse(const char *query, size_t len, uint32_t *seconds,
+                                          char *message, size_t message_size);
 
 /* ---- router_owner.c: each Kafka partition's records counted once -------------------------- */
 

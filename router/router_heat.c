@@ -947,3 +947,101 @@ int router_merge_heat_history(uint32_t seconds, const char *const *bodies, uint3
     router_docs_free(docs, count);
     return rc;
 }
+
+/* ---- /v1/heat/stream: a frame from merged documents ---------------------------------------- */
+
+uint32_t router_heat_feed_seconds(const struct router_heat_feed *f, int64_t now_s)
+{
+    if (f->last_second <= 0 || now_s - f->last_second >= (int64_t)ROUTER_HISTORY_SECONDS_MAX) {
+        return ROUTER_HISTORY_SECONDS_MAX;
+    }
+    int64_t k = now_s - f->last_second + ROUTER_HEAT_FEED_SLACK_S;
+    k = k < 1 ? 1 : k;
+    return k < (int64_t)ROUTER_HISTORY_SECONDS_MAX ? (uint32_t)k : ROUTER_HISTORY_SECONDS_MAX;
+}
+
+/* Keeps the items of history's array name whose "t" is after last (both lists are oldest
+ * first, so that is a tail). */
+static bool frame_after(json_t *history, const char *name, int64_t last)
+{
+    json_t *list = json_object_get(history, name);
+    if (!json_is_array(list)) {
+        return false;
+    }
+    while (json_array_size(list) > 0) { /* bounded: one item less a turn */
+        const json_t *t = json_object_get(json_array_get(list, 0), "t");
+        if (!json_is_integer(t)) {
+            return false;
+        }
+        if (json_integer_value(t) > last) {
+            break;
+        }
+        json_array_remove(list, 0);
+    }
+    return true;
+}
+
+/* [{"day":D,"count":N},...] of a by=day count's groups, the newest ROUTER_HEAT_FRAME_DAYS. */
+static json_t *frame_counts(const json_t *count)
+{
+    const json_t *groups = json_object_get(count, "groups");
+    if (!json_is_array(groups)) {
+        return NULL;
+    }
+    size_t n = json_array_size(groups);
+    size_t from = n > ROUTER_HEAT_FRAME_DAYS ? n - ROUTER_HEAT_FRAME_DAYS : 0;
+    json_t *out = json_array();
+    for (size_t i = from; i < n; i++) {
+        const json_t *g = json_array_get(groups, i);
+        const json_t *day = json_object_get(g, "key");
+        const json_t *c = json_object_get(g, "count");
+        if (!json_is_string(day) || !json_is_integer(c)) {
+            json_decref(out);
+            return NULL;
+        }
+        json_array_append_new(out, json_pack("{s:O,s:O}", "day", day, "count", c));
+    }
+    return out;
+}
+
+int router_heat_frame(struct router_heat_feed *f, const char *heat, const char *history,
+                      const char *counts, struct router_merged *out)
+{
+    const char *bodies[] = {heat, history, counts};
+    json_t *docs[3] = {0};
+    int rc = router_docs_load(bodies, 3, docs, out);
+    const json_t *merged = json_object_get(docs[0], "merged");
+    const json_t *second = json_object_get(docs[1], "second");
+    if (rc == 0 && (!json_is_object(merged) || !(json_is_null(second) || json_is_integer(second)) ||
+                    !frame_after(docs[1], "columns", f->last_second) ||
+                    !frame_after(docs[1], "growths", f->last_second))) {
+        rc = heat_bad(out, json_is_object(merged) ? "columns" : "merged");
+    }
+    json_t *days = rc == 0 ? frame_counts(docs[2]) : NULL;
+    rc = rc != 0 ? rc : (days == NULL ? heat_bad(out, "groups") : 0);
+    char *text = NULL;
+    if (rc == 0) {
+        json_t *frame =
+            json_pack("{s:O,s:O,s:o}", "heat", merged, "history", docs[1], "counts", days);
+        text = frame != NULL ? json_dumps(frame, ROUTER_HEAT_DUMP_FLAGS) : NULL;
+        json_decref(frame);
+        rc = text != NULL ? 0 : -ENOMEM;
+    }
+    if (rc == 0) {
+        /* One data line: the JSON has no newline (JSON_COMPACT escapes them in strings). */
+        struct http_text b = {.capacity = strlen(text) + 32u};
+        b.dst = malloc(b.capacity);
+        rc = b.dst != NULL ? 0 : -ENOMEM;
+        if (rc == 0) {
+            http_text_put(&b, "event: heat\ndata: %s\n\n", text);
+            ASSERT(!b.overflow);
+            out->body = b.dst;
+            out->len = b.len;
+            int64_t s = json_is_integer(second) ? json_integer_value(second) : 0;
+            f->last_second = s > f->last_second ? s : f->last_second;
+        }
+    }
+    free(text);
+    router_docs_free(docs, 3);
+    return rc;
+}

@@ -514,6 +514,70 @@ static void test_router_heat_history_parse_seconds(void **state)
     }
 }
 
+/* ---- /v1/heat/stream's frames ------------------------------------------------------------- */
+
+static void test_router_heat_frame_history_after_last(void **state)
+{
+    /* Intent: a frame is one "event: heat" with one data line holding the merged heat, the
+     * history and the newest 31 days' counts; the first frame carries the whole history, the
+     * next only the columns and growths after the first's second; the feed asks 300 seconds
+     * first, then the seconds since with the slack. */
+    (void)state;
+    const char *heat = "{\"nodes\":[],\"merged\":{\"events\":5,\"advice\":[]},\"node_group\":1}";
+    const char *history =
+        "{\"version\":1,\"second\":1001,\"seconds\":300,\"shard_capacity_eps\":1000,"
+        "\"max_shards\":256,\"columns\":[{\"t\":1000,\"days\":{\"2026-01-21\":[1]}},"
+        "{\"t\":1001,\"days\":{\"2026-01-21\":[2]}}],\"growths\":[{\"t\":1001,"
+        "\"day\":\"2026-01-21\",\"from\":4,\"to\":8,\"at\":\"x\",\"reason\":\"line\\nbreak\"}],"
+        "\"members\":2}";
+    char counts[4096];
+    size_t n =
+        (size_t)snprintf(counts, sizeof(counts), "{\"count\":40,\"by\":\"day\",\"groups\":[");
+    for (int d = 1; d <= 40; d++) {
+        n += (size_t)snprintf(counts + n, sizeof(counts) - n,
+                              "%s{\"key\":\"2026-%02d-%02d\",\"count\":%d,\"amount_sum\":\"1.0\"}",
+                              d > 1 ? "," : "", d <= 31 ? 1 : 2, d <= 31 ? d : d - 31, d);
+    }
+    snprintf(counts + n, sizeof(counts) - n, "]}");
+    struct router_heat_feed feed = {0};
+    assert_int_equal(router_heat_feed_seconds(&feed, 5000), 300);
+    struct router_merged m = {0};
+    assert_int_equal(router_heat_frame(&feed, heat, history, counts, &m), 0);
+    assert_int_equal(feed.last_second, 1001);
+    assert_true(m.len > 20 && memcmp(m.body, "event: heat\ndata: {", 19) == 0);
+    assert_string_equal(m.body + m.len - 2, "\n\n");
+    assert_null(memchr(m.body + 12, '\n', m.len - 14)); /* one data line */
+    json_t *doc = json_loadb(m.body + 18, m.len - 20, 0, NULL);
+    assert_non_null(doc);
+    assert_int_equal(int_at(json_object_get(doc, "heat"), "events"), 5);
+    assert_int_equal(json_array_size(json_object_get(json_object_get(doc, "history"), "columns")),
+                     2);
+    json_t *days = json_object_get(doc, "counts");
+    assert_int_equal(json_array_size(days), 31);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(days, 0), "day")),
+                        "2026-01-10");
+    assert_int_equal(int_at(json_array_get(days, 30), "count"), 40);
+    json_decref(doc);
+    free(m.body);
+
+    assert_int_equal(router_heat_feed_seconds(&feed, 1004), 13); /* 3 s since, and 10 */
+    assert_int_equal(router_heat_feed_seconds(&feed, 990), 1);
+    assert_int_equal(router_heat_feed_seconds(&feed, 1001 + 300), 300);
+    m = (struct router_merged){0};
+    assert_int_equal(router_heat_frame(&feed, heat, history, counts, &m), 0);
+    doc = json_loadb(m.body + 18, m.len - 20, 0, NULL);
+    json_t *h = json_object_get(doc, "history");
+    assert_int_equal(json_array_size(json_object_get(h, "columns")), 0);
+    assert_int_equal(json_array_size(json_object_get(h, "growths")), 0);
+    json_decref(doc);
+    free(m.body);
+
+    m = (struct router_merged){0};
+    assert_int_equal(router_heat_frame(&feed, "{\"nodes\":[]}", history, counts, &m), -DS_ECORRUPT);
+    assert_non_null(strstr(m.error, "\"merged\""));
+    assert_int_equal(feed.last_second, 1001);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -526,6 +590,7 @@ int main(void)
         cmocka_unit_test(test_router_heat_history_columns_by_t),
         cmocka_unit_test(test_router_heat_history_capacity_and_no_second),
         cmocka_unit_test(test_router_heat_history_parse_seconds),
+        cmocka_unit_test(test_router_heat_frame_history_after_last),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,11 @@
  * drop at the right edge). The members' shard_capacity_eps should agree (one flag for the whole
  * deployment); when they differ the merged one is the largest and "warnings" says so.
  *
+ * /v1/heat/stream's frames (router_heat_frame) are made from these merges: the router has no
+ * heat clock, so a frame's history is a merged history asked for the seconds since the previous
+ * frame, cut to the columns after that frame's second (each column is then sent once, and only
+ * once every member completed it).
+ *
  * Rejected: re-rendering through the node's renderer (query/heat_render.c) from a rebuilt
  * struct shard_heat_report: its lists hold SHARD_HEAT_TOP_MAX rows and no error for merged
  * customers, and a report is 26 KiB per member; the answers are small documents, so they are
@@ -42,6 +47,7 @@
 
 /* Growths the merged /v1/heat lists: as many as a node keeps. */
 #define ROUTER_HEAT_GROWTHS_MAX SHARD_GROWTHS_KEPT
+_Static_assert(sizeof(json_int_t) == sizeof(int64_t), "history sums are checked against int64_t");
 #define ROUTER_HEAT_DUMP_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12))
 
 static int heat_bad(struct router_merged *out, const char *field)
@@ -73,6 +79,9 @@ static bool heat_real(const json_t *o, const char *name, double *out)
 /* A non-negative value rounded to decimals places, as the node prints it (%.1f, %.4f). */
 static json_t *heat_rounded(double v, double scale)
 {
+    if (!(v * scale < 1e15)) {
+        return json_real(v); /* no fraction left to round (and beyond int64_t) */
+    }
     return json_real((double)(int64_t)(v * scale + 0.5) / scale);
 }
 
@@ -191,6 +200,8 @@ static json_t *heat_row_json(const struct heat_row *r, bool partition, uint64_t 
 static int heat_merge_rows(json_t *const *docs, uint32_t count, bool partition, uint32_t top,
                            uint64_t rate_total, json_t *merged, struct router_merged *out)
 {
+    ASSERT(count >= 1);
+    ASSERT(top >= 1 && top <= SHARD_HEAT_TOP_MAX);
     const char *name = partition ? "partitions" : "days";
     size_t total = 0;
     for (uint32_t i = 0; i < count; i++) {
@@ -361,8 +372,10 @@ static bool heat_customers_member(const json_t *list, uint32_t member, uint32_t 
     return true;
 }
 
-/* Sums the runs of one customer in all[0..n) (sorted by id) into their first entry, each
- * member that did not list it adding its bound to both the estimate and the error. */
+/* Sums the runs of one customer in all[0..n) (sorted by id, then member) into their first
+ * entry, each member that did not list it adding its bound to both the estimate and the
+ * error. Returns the customers left, or SIZE_MAX when a member listed one customer twice (not
+ * a node's answer). */
 static size_t heat_customers_fold(struct heat_customer *all, size_t n,
                                   const struct heat_member_summary *s, uint32_t count)
 {
@@ -376,15 +389,21 @@ static size_t heat_customers_fold(struct heat_customer *all, size_t n,
         double bound_listed = s[m.member].bound_eps;
         size_t j = i + 1;
         for (; j < n && json_equal(all[j].id, m.id); j++) {
+            if (all[j].member == all[j - 1].member) {
+                return SIZE_MAX;
+            }
             m.rate_eps += all[j].rate_eps;
             m.error_eps += all[j].error_eps;
             bound_listed += s[all[j].member].bound_eps;
         }
-        m.rate_eps += bound_total - bound_listed;
-        m.error_eps += bound_total - bound_listed;
+        /* The unlisted members' bounds (the difference may round below 0 by an ulp). */
+        double unlisted = bound_total > bound_listed ? bound_total - bound_listed : 0.0;
+        m.rate_eps += unlisted;
+        m.error_eps += unlisted;
         all[k++] = m;
         i = j;
     }
+    ASSERT(k <= n);
     return k;
 }
 
@@ -413,6 +432,9 @@ static int heat_merge_customers(json_t *const *docs, uint32_t count, uint32_t to
     if (rc == 0) {
         qsort(all, n, sizeof(*all), heat_customer_compare);
         n = heat_customers_fold(all, n, s, count);
+        rc = n != SIZE_MAX ? 0 : heat_bad(out, "customers");
+    }
+    if (rc == 0) {
         qsort(all, n, sizeof(*all), heat_customer_rank_compare);
         json_t *arr = json_array();
         for (size_t j = 0; j < n && j < top; j++) {
@@ -825,6 +847,7 @@ static bool history_head_member(struct history_head *h, const json_t *doc, uint3
 /* Adds one column's days {"DAY":[n,...],...} into slot (an object of the same shape). */
 static bool history_column_add(json_t *slot, const json_t *days)
 {
+    ASSERT(json_is_object(slot));
     if (!json_is_object(days)) {
         return false;
     }
@@ -849,6 +872,9 @@ static bool history_column_add(json_t *slot, const json_t *days)
                 json_array_append_new(sum, json_integer(0));
             }
             json_t *cell = json_array_get(sum, k);
+            if (json_integer_value(v) > INT64_MAX - json_integer_value(cell)) {
+                return false;
+            }
             json_integer_set(cell, json_integer_value(cell) + json_integer_value(v));
         }
     }
@@ -859,6 +885,7 @@ static bool history_column_add(json_t *slot, const json_t *days)
 static int history_columns(json_t *const *docs, uint32_t count, int64_t first, uint32_t seconds,
                            json_t **slots, struct router_merged *out)
 {
+    ASSERT(seconds >= 1 && seconds <= ROUTER_HISTORY_SECONDS_MAX);
     for (uint32_t i = 0; i < count; i++) {
         const json_t *columns = json_object_get(docs[i], "columns");
         for (size_t j = 0; j < json_array_size(columns); j++) {
@@ -955,6 +982,7 @@ uint32_t router_heat_feed_seconds(const struct router_heat_feed *f, int64_t now_
     if (f->last_second <= 0 || now_s - f->last_second >= (int64_t)ROUTER_HISTORY_SECONDS_MAX) {
         return ROUTER_HISTORY_SECONDS_MAX;
     }
+    ASSERT(f->last_second > 0);
     int64_t k = now_s - f->last_second + ROUTER_HEAT_FEED_SLACK_S;
     k = k < 1 ? 1 : k;
     return k < (int64_t)ROUTER_HISTORY_SECONDS_MAX ? (uint32_t)k : ROUTER_HISTORY_SECONDS_MAX;
@@ -1007,6 +1035,8 @@ static json_t *frame_counts(const json_t *count)
 int router_heat_frame(struct router_heat_feed *f, const char *heat, const char *history,
                       const char *counts, struct router_merged *out)
 {
+    ASSERT(heat != NULL && history != NULL && counts != NULL);
+    ASSERT(f->last_second >= 0);
     const char *bodies[] = {heat, history, counts};
     json_t *docs[3] = {0};
     int rc = router_docs_load(bodies, 3, docs, out);

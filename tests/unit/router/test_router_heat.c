@@ -395,6 +395,15 @@ static void test_router_heat_bad_answer_named(void **state)
     assert_int_equal(router_merge_heat(10, urls2, rows, 2, &m), -DS_ECORRUPT);
     assert_non_null(strstr(m.error, "\"partitions\""));
     assert_null(m.body);
+    /* One customer listed twice by one member: not a Space-Saving summary. */
+    char *twice = heat_body(
+        "null", 1000, 0, 0, "", "", "",
+        CUSTOMER("7", "1.0", "0.0", "0.5000") "," CUSTOMER("7", "1.0", "0.0", "0.5000"), "", "");
+    const char *dup[] = {a, twice};
+    m = (struct router_merged){0};
+    assert_int_equal(router_merge_heat(10, urls2, dup, 2, &m), -DS_ECORRUPT);
+    assert_non_null(strstr(m.error, "\"customers\""));
+    free(twice);
     free(a);
 }
 
@@ -488,6 +497,14 @@ static void test_router_heat_history_capacity_and_no_second(void **state)
                                "\"growths\":[]}"};
     m = (struct router_merged){0};
     assert_int_equal(router_merge_heat_history(300, broken, 2, &m), -DS_ECORRUPT);
+    assert_non_null(strstr(m.error, "\"columns\""));
+    /* Two cells that overflow a 64-bit sum: refused, not wrapped. */
+    const char *huge = "{\"version\":1,\"second\":50,\"shard_capacity_eps\":500,"
+                       "\"max_shards\":64,\"columns\":[{\"t\":50,\"days\":{\"2026-01-21\":"
+                       "[9223372036854775807]}}],\"growths\":[]}";
+    const char *overflow[] = {huge, huge};
+    m = (struct router_merged){0};
+    assert_int_equal(router_merge_heat_history(300, overflow, 2, &m), -DS_ECORRUPT);
     assert_non_null(strstr(m.error, "\"columns\""));
 }
 

@@ -33,7 +33,9 @@
  * (a request refused by one is refused by all: answered once). Counts, a customer's orders and
  * partitions are merged (router_merge.c says how, with the orders' portable cursor: the token
  * of the last order listed, valid in either group); /v1/orders/{id} is the one member's 200
- * (404 when every member says 404); /v1/heat lists each member's answer under "nodes". Merged
+ * (404 when every member says 404); /v1/heat lists each member's answer under "nodes" and their
+ * sum under "merged", and /v1/heat/history is merged by its seconds (router_heat.c: one
+ * group's members read disjoint Kafka partitions, so their heats add up). Merged
  * answers add "node_group":G. /healthz is the router's own; /readyz is 200 when a group is
  * complete by the prober; /metrics are the router's own series, dayshard_router_*.
  *
@@ -139,6 +141,10 @@ struct router {
 /* Per request, beside the core's raw target (http_request_state). */
 struct router_request {
     bool partial;
+    /* /v1/heat/history (the route says QUERY_EP_HEAT, which counts it): the router parses
+     * it itself, the nodes' parser being theirs to extend */
+    bool history;
+    uint32_t history_seconds;
     struct query_route route;
     char forward[HTTP_URI_BYTES_MAX + 1]; /* the target without partial */
     /* forward as the nodes get it: a '#' (a fragment to libcurl, data to the service's
@@ -453,9 +459,10 @@ static void attempt_group(struct router *r, struct router_slot *s, uint32_t g,
 /* ---- merging an attempt -------------------------------------------------------------------- */
 
 /* Merges the answering members' bodies of a (its group's calls in s). Returns 0 with m set. */
-static int merge_attempt(struct router *r, struct router_slot *s, const struct query_route *route,
+static int merge_attempt(struct router *r, struct router_slot *s, const struct router_request *req,
                          const struct router_attempt *a, struct router_merged *m)
 {
+    const struct query_route *route = &req->route;
     const char *bodies[ROUTER_NODES_MAX];
     const char *urls[ROUTER_NODES_MAX];
     uint32_t n = 0;
@@ -471,7 +478,9 @@ static int merge_attempt(struct router *r, struct router_slot *s, const struct q
     case QUERY_EP_COUNT: return router_merge_count(route, bodies, n, m);
     case QUERY_EP_ORDERS: return router_merge_orders(route, bodies, n, m);
     case QUERY_EP_PARTITIONS: return router_merge_partitions(bodies, n, m);
-    case QUERY_EP_HEAT: return router_merge_heat(urls, bodies, n, m);
+    case QUERY_EP_HEAT:
+        return req->history ? router_merge_heat_history(req->history_seconds, bodies, n, m)
+                            : router_merge_heat(route->top, urls, bodies, n, m);
     default: break;
     }
     ASSERT(false);
@@ -501,9 +510,10 @@ static const struct router_call *found_order(const struct router_slot *s,
 /* Answers from attempt a: complete, or (partial=true) the group where most members answered.
  * Returns false, answering nothing, when a complete-looking answer misses partitions. */
 static bool answer_attempt(struct router *r, struct http_request *c, struct router_slot *s,
-                           const struct query_route *route, struct router_attempt *attempts,
+                           const struct router_request *req, struct router_attempt *attempts,
                            uint32_t count, struct router_attempt *a, enum http_result *result)
 {
+    const struct query_route *route = &req->route;
     if (route->endpoint == QUERY_EP_ORDER) {
         const struct router_call *absent = NULL;
         const struct router_call *hit = found_order(s, a, &absent);
@@ -512,7 +522,7 @@ static bool answer_attempt(struct router *r, struct http_request *c, struct rout
         return true;
     }
     struct router_merged *m = calloc(1, sizeof(*m));
-    int rc = m != NULL ? merge_attempt(r, s, route, a, m) : -ENOMEM;
+    int rc = m != NULL ? merge_attempt(r, s, req, a, m) : -ENOMEM;
     if (rc != 0) {
         char text[ROUTER_ERROR_BYTES_MAX + 64];
         snprintf(text, sizeof(text), "%s", rc == -ENOMEM ? "out of memory" : m->error);
@@ -570,8 +580,7 @@ static enum http_result serve_data(struct router *r, struct http_request *c,
         if (a->verdict != NULL) {
             result = respond_copy(c, a->verdict);
             answered = true;
-        } else if (a->complete &&
-                   answer_attempt(r, c, s, &req->route, attempts, count, a, &result)) {
+        } else if (a->complete && answer_attempt(r, c, s, req, attempts, count, a, &result)) {
             answered = true;
             atomic_store_explicit(&r->preferred, g, memory_order_relaxed);
             if (k > 0) {
@@ -585,8 +594,7 @@ static enum http_result serve_data(struct router *r, struct http_request *c,
             best = attempts[i].ok > 0 && (best == NULL || attempts[i].ok > best->ok) ? &attempts[i]
                                                                                      : best;
         }
-        answered =
-            best != NULL && answer_attempt(r, c, s, &req->route, attempts, count, best, &result);
+        answered = best != NULL && answer_attempt(r, c, s, req, attempts, count, best, &result);
     }
     if (!answered) {
         result = respond_no_replica(r, c, attempts, count);
@@ -841,6 +849,29 @@ static void upstream_target(struct router_request *req)
     req->upstream[n] = '\0';
 }
 
+/* /v1/heat/history: routed by the router (as heat, a GET with a token) with its seconds
+ * checked, so a bad one is a 400 without a fan-out. Returns 0 or the status of an error (with
+ * message set); req->history says whether the path was this one. */
+static unsigned route_history(struct router_request *req, const char *method, char *message,
+                              size_t message_size)
+{
+    static const char path[] = "/v1/heat/history";
+    size_t len = sizeof(path) - 1;
+    bool prefix = strncmp(req->forward, path, len) == 0;
+    char end = prefix ? req->forward[len] : '/';
+    req->history = prefix && (end == '\0' || end == '?');
+    if (!req->history) {
+        return 0;
+    }
+    req->route = (struct query_route){.endpoint = QUERY_EP_HEAT, .needs_token = true};
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        snprintf(message, message_size, "method %s not allowed: use GET", method);
+        return 405;
+    }
+    const char *query = end == '?' ? req->forward + len + 1 : "";
+    return router_history_parse(query, strlen(query), &req->history_seconds, message, message_size);
+}
+
 /* First call of a request (the core checked its size): validates it as a node would, so a bad
  * request is a 4xx without a fan-out. Answering nothing accepts it. */
 static enum http_result accept_request(void *user, struct http_request *c, const char *method)
@@ -854,8 +885,10 @@ static enum http_result accept_request(void *user, struct http_request *c, const
         return http_respond_error(c, 400, message);
     }
     struct query_route *route = &req->route;
-    unsigned status =
-        query_route_parse(method, req->forward, strlen(req->forward), QUERY_RANGE_DAYS_MAX, route);
+    unsigned status = route_history(req, method, message, sizeof(message));
+    status = req->history ? status
+                          : query_route_parse(method, req->forward, strlen(req->forward),
+                                              QUERY_RANGE_DAYS_MAX, route);
     http_request_tag(c, route->endpoint);
     bool routed =
         status != 404 && status != 405 && status != 414 && route->endpoint != QUERY_EP_NONE;
@@ -864,7 +897,7 @@ static enum http_result accept_request(void *user, struct http_request *c, const
         return http_respond_error(c, 401, "missing or wrong bearer token");
     }
     if (status != 0) {
-        return http_respond_error(c, status, route->error);
+        return http_respond_error(c, status, req->history ? message : route->error);
     }
     upstream_target(req);
     return HTTP_RESULT_OK;

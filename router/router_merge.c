@@ -329,10 +329,8 @@ static void offsets_put(struct http_text *b, const char *name, const struct rout
     http_text_put(b, "}");
 }
 
-/* Renders into a new buffer of capacity cap, doubling until it fits (bounded: 16 tries). */
-typedef void (*render_fn)(struct http_text *b, const void *user);
-
-static int render_new(render_fn render, const void *user, size_t cap, struct router_merged *out)
+int router_render_new(router_render_fn render, const void *user, size_t cap,
+                      struct router_merged *out)
 {
     for (int tries = 0; tries < 16; tries++, cap *= 2) {
         struct http_text b = {.dst = malloc(cap), .capacity = cap};
@@ -350,8 +348,7 @@ static int render_new(render_fn render, const void *user, size_t cap, struct rou
     return -ENOMEM;
 }
 
-/* Parses every body; docs[i] are released by docs_free. */
-static int docs_load(const char *const *bodies, uint32_t count, json_t **docs,
+int router_docs_load(const char *const *bodies, uint32_t count, struct json_t **docs,
                      struct router_merged *out)
 {
     for (uint32_t i = 0; i < count; i++) {
@@ -366,7 +363,7 @@ static int docs_load(const char *const *bodies, uint32_t count, json_t **docs,
     return 0;
 }
 
-static void docs_free(json_t **docs, uint32_t count)
+void router_docs_free(struct json_t **docs, uint32_t count)
 {
     for (uint32_t i = 0; i < count; i++) {
         json_decref(docs[i]);
@@ -568,7 +565,7 @@ int router_merge_count(const struct query_route *route, const char *const *bodie
     json_t *docs[ROUTER_NODES_TOTAL_MAX] = {0};
     struct count_merge *m = calloc(1, sizeof(*m));
     struct router_offsets *watermarks = calloc(1, sizeof(*watermarks));
-    int rc = m != NULL && watermarks != NULL ? docs_load(bodies, count, docs, out) : -ENOMEM;
+    int rc = m != NULL && watermarks != NULL ? router_docs_load(bodies, count, docs, out) : -ENOMEM;
     if (rc == 0) {
         m->route = route;
         m->watermarks = watermarks;
@@ -583,7 +580,7 @@ int router_merge_count(const struct query_route *route, const char *const *bodie
     }
     if (rc == 0) {
         size_t cap = query_count_json_bound(&m->res) + 2u * 32u * ROUTER_PARTITIONS_MAX / 8u;
-        rc = render_new(count_render, m, cap, out);
+        rc = router_render_new(count_render, m, cap, out);
         out->as_of = m->as_of;
         out->orders_model = m->orders_model;
     }
@@ -602,7 +599,7 @@ int router_merge_count(const struct query_route *route, const char *const *bodie
     }
     free(m);
     free(watermarks);
-    docs_free(docs, count);
+    router_docs_free(docs, count);
     return rc;
 }
 
@@ -742,7 +739,7 @@ int router_merge_orders(const struct query_route *route, const char *const *bodi
     ASSERT(count >= 1 && count <= ROUTER_NODES_TOTAL_MAX);
     json_t *docs[ROUTER_NODES_TOTAL_MAX] = {0};
     struct orders_merge m = {.route = route};
-    int rc = docs_load(bodies, count, docs, out);
+    int rc = router_docs_load(bodies, count, docs, out);
     size_t total = 0;
     for (uint32_t i = 0; rc == 0 && i < count; i++) {
         total += json_array_size(json_object_get(docs[i], "orders"));
@@ -755,11 +752,11 @@ int router_merge_orders(const struct query_route *route, const char *const *bodi
     }
     if (rc == 0) {
         orders_page(&m);
-        rc = render_new(orders_render, &m, query_orders_json_bound(m.page.count), out);
+        rc = router_render_new(orders_render, &m, query_orders_json_bound(m.page.count), out);
     }
     free(m.all);
     free(m.page.orders);
-    docs_free(docs, count);
+    router_docs_free(docs, count);
     return rc;
 }
 
@@ -861,7 +858,7 @@ int router_merge_partitions(const char *const *bodies, uint32_t count, struct ro
     ASSERT(count >= 1 && count <= ROUTER_NODES_TOTAL_MAX);
     json_t *docs[ROUTER_NODES_TOTAL_MAX] = {0};
     struct partitions_merge *m = calloc(1, sizeof(*m));
-    int rc = m != NULL ? docs_load(bodies, count, docs, out) : -ENOMEM;
+    int rc = m != NULL ? router_docs_load(bodies, count, docs, out) : -ENOMEM;
     if (rc == 0) {
         m->sums = calloc(SHARD_COUNT_MAX, sizeof(*m->sums));
         rc = m->sums != NULL ? 0 : -ENOMEM;
@@ -870,50 +867,13 @@ int router_merge_partitions(const char *const *bodies, uint32_t count, struct ro
         rc = partitions_member(m, docs[i], out);
     }
     if (rc == 0) {
-        rc = render_new(partitions_render, m, 64u * 1024, out);
+        rc = router_render_new(partitions_render, m, 64u * 1024, out);
         out->as_of = m->as_of;
     }
     if (m != NULL) {
         free(m->sums);
     }
     free(m);
-    docs_free(docs, count);
-    return rc;
-}
-
-/* ---- /v1/heat ------------------------------------------------------------------------------ */
-
-struct heat_merge {
-    const char *const *urls;
-    const char *const *bodies;
-    uint32_t count;
-};
-
-static void heat_render(struct http_text *b, const void *user)
-{
-    const struct heat_merge *m = user;
-    http_text_put(b, "{\"nodes\":[");
-    for (uint32_t i = 0; i < m->count; i++) {
-        char url[6u * ROUTER_NODE_URL_BYTES_MAX + 3];
-        int64_t n = http_json_string(m->urls[i], strlen(m->urls[i]), url, sizeof(url));
-        ASSERT(n > 0);
-        http_text_put(b, "%s{\"node\":%s,\"heat\":%s}", i == 0 ? "" : ",", url, m->bodies[i]);
-    }
-    http_text_put(b, "]}");
-}
-
-int router_merge_heat(const char *const *urls, const char *const *bodies, uint32_t count,
-                      struct router_merged *out)
-{
-    ASSERT(count >= 1 && count <= ROUTER_NODES_TOTAL_MAX);
-    json_t *docs[ROUTER_NODES_TOTAL_MAX] = {0};
-    int rc = docs_load(bodies, count, docs, out); /* embedded as given, once known to be JSON */
-    size_t cap = 64;
-    for (uint32_t i = 0; i < count; i++) {
-        cap += strlen(bodies[i]) + 6u * ROUTER_NODE_URL_BYTES_MAX + 32u;
-    }
-    struct heat_merge m = {.urls = urls, .bodies = bodies, .count = count};
-    rc = rc == 0 ? render_new(heat_render, &m, cap, out) : rc;
-    docs_free(docs, count);
+    router_docs_free(docs, count);
     return rc;
 }

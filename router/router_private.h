@@ -132,11 +132,69 @@ DS_MUST_USE int router_merge_orders(const struct query_route *route, const char 
                                     uint32_t count, struct router_merged *out);
 DS_MUST_USE int router_merge_partitions(const char *const *bodies, uint32_t count,
                                         struct router_merged *out);
-/* /v1/heat: {"nodes":[{"node":URL,"heat":ANSWER},...]}, each answer as the node gave it. */
-DS_MUST_USE int router_merge_heat(const char *const *urls, const char *const *bodies,
-                                  uint32_t count, struct router_merged *out);
 /* Frees c's items; c is then empty. NULL-safe items. */
 void router_claims_free(struct router_claims *c);
+
+/* The merges' shared pieces (router_heat.c uses them too). */
+struct json_t;
+typedef void (*router_render_fn)(struct http_text *b, const void *user);
+/* Renders into a new buffer (out->body) of capacity cap, doubling until it fits (at most 16
+ * tries). Returns 0 or -ENOMEM. */
+DS_MUST_USE int router_render_new(router_render_fn render, const void *user, size_t cap,
+                                  struct router_merged *out);
+/* Parses bodies[0..count) into docs (released by router_docs_free, also after a failure).
+ * Returns 0, or -DS_ECORRUPT (out->error: a body is not a JSON object). */
+DS_MUST_USE int router_docs_load(const char *const *bodies, uint32_t count, struct json_t **docs,
+                                 struct router_merged *out);
+void router_docs_free(struct json_t **docs, uint32_t count);
+
+/* ---- router_heat.c: heat through the router (one group's members) ------------------------- */
+
+/* /v1/heat/history?seconds=N: N is 1..300 (the seconds a node's history holds), 300 unless
+ * given. */
+#define ROUTER_HISTORY_SECONDS_MAX 300u
+
+/* /v1/heat: {"nodes":[{"node":URL,"heat":ANSWER},...],"merged":{...}}: each answer as the node
+ * gave it, and one document shaped like a node's /v1/heat (top rows per list) summing them
+ * (router_heat.c says how). Returns as the other merges. */
+DS_MUST_USE int router_merge_heat(uint32_t top, const char *const *urls, const char *const *bodies,
+                                  uint32_t count, struct router_merged *out);
+/* /v1/heat/history: one history document (spec: columns summed by t up to the oldest of the
+ * members' newest seconds, growths unioned), with "members" and, when the members' capacities
+ * differ, "warnings". Returns as the other merges. */
+DS_MUST_USE int router_merge_heat_history(uint32_t seconds, const char *const *bodies,
+                                          uint32_t count, struct router_merged *out);
+/* /v1/heat/stream's frames (spec: once a second, "event: heat" and one "data:" line). The
+ * router has no heat clock: each turn it asks the members for /v1/heat?top=20 and
+ * /v1/heat/history?seconds=K (K from router_heat_feed_seconds), merges them as above, counts
+ * the newest days through its own count fan-out (/v1/count?by=day), and router_heat_frame
+ * makes the frame, its history only the columns after the previous frame's. One feed per
+ * stream (or one shared by every stream of a server, frames then shared); zeroed memory is a
+ * feed before its first frame. */
+struct router_heat_feed {
+    int64_t last_second; /* the merged history's second of the last frame; 0: none yet */
+};
+/* Days a frame's "counts" lists at most (the newest). */
+#define ROUTER_HEAT_FRAME_DAYS 31u
+/* Seconds asked beyond the wall clock's distance to the last frame: a member's heat second
+ * runs ahead of the wall clock by up to the 10 s a producer's clock may lead (shard/heat.c),
+ * and the frame drops what the previous one gave. */
+#define ROUTER_HEAT_FEED_SLACK_S 10
+/* K for the next turn: ROUTER_HISTORY_SECONDS_MAX before the first frame (or after a gap that
+ * long), else the seconds since the last frame's (now_s: the wall clock) plus the slack. */
+uint32_t router_heat_feed_seconds(const struct router_heat_feed *f, int64_t now_s);
+/* The frame "event: heat\ndata: {"heat":H,"history":Y,"counts":[{"day","count"},...]}\n\n"
+ * into out->body: heat is router_merge_heat's answer (H its "merged"), history
+ * router_merge_heat_history's (Y without the columns and growths up to f's last second),
+ * counts a by=day count's answer (its newest ROUTER_HEAT_FRAME_DAYS groups). Advances f to the
+ * history's second. Returns 0, -DS_ECORRUPT (out->error names the field; f unchanged) or
+ * -ENOMEM. */
+DS_MUST_USE int router_heat_frame(struct router_heat_feed *f, const char *heat, const char *history,
+                                  const char *counts, struct router_merged *out);
+/* The query of /v1/heat/history (after '?', len bytes): returns 0 with *seconds, or 400 with
+ * message set (an unknown parameter, a bad or repeated seconds). */
+DS_MUST_USE unsigned router_history_parse(const char *query, size_t len, uint32_t *seconds,
+                                          char *message, size_t message_size);
 
 /* ---- router_owner.c: each Kafka partition's records counted once -------------------------- */
 

@@ -2,3 +2,4 @@
 pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 ds_unit_test(router router_merge PkgConfig::JANSSON)
 ds_unit_test(router router_owner PkgConfig::JANSSON)
+ds_unit_test(router router_heat PkgConfig::JANSSON)

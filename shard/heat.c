@@ -73,7 +73,7 @@
 #define HEAT_RING_SLOTS 64u
 #define HEAT_RING_MASK (HEAT_RING_SLOTS - 1u)
 /* Table slots are twice the entries, so a probe meets an empty slot within a few steps. */
-#define HEAT_PARTITION_SLOT_BITS 13u
+#define HEAT_PARTITION_SLOT_BITS 14u
 #define HEAT_DAY_SLOT_BITS 11u
 #define HEAT_CUSTOMER_SLOT_BITS 11u
 /* A partition key packs (day, shard) into 32 bits, day above shard, so that ascending keys

@@ -121,8 +121,9 @@ int32_t shard_map_previous_day(const struct shard_map *map, int32_t day);
 /* Adaptive growth compares a day's events over the last 5 complete seconds with its capacity:
  * fast enough for a flash sale, smooth enough that one bursty second does not grow a day. */
 #define SHARD_HEAT_GROWTH_WINDOW_S 5u
-/* Partition keys tracked at once: 16 recent days at the largest default shard count. */
-#define SHARD_HEAT_PARTITIONS_MAX 4096u
+/* Partition keys tracked at once: a month of days at the default most shards a day gets
+ * (31 x 256 = 7,936), so the console's history can show every partition of a month. */
+#define SHARD_HEAT_PARTITIONS_MAX 8192u
 /* Days tracked at once (a stream rarely writes more than a few days at a time). */
 #define SHARD_HEAT_DAYS_MAX 1024u
 /* Sources (Kafka partitions) tracked: index = partition, as the node's own limit. */

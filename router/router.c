@@ -886,6 +886,10 @@ static enum http_result dispatch(void *user, struct http_request *c)
                           r->node_authorization[0] != '\0'
                               ? r->node_authorization
                               : http_request_header(c, "Authorization"));
+    case QUERY_EP_HEAT_HISTORY:
+    case QUERY_EP_HEAT_STREAM:
+        return http_respond_error(c, 501,
+                                  "the router does not merge the heat history yet: ask a node");
     case QUERY_EP_NONE: break;
     }
     ASSERT(false);

@@ -214,6 +214,15 @@ void shard_heat_history_growth(struct shard_heat_history *h, const struct shard_
 
 /* ---- readers ------------------------------------------------------------------------------- */
 
+int64_t shard_heat_history_second(struct shard_heat_history *h)
+{
+    ASSERT(h != NULL);
+    ASSERT(pthread_mutex_lock(&h->lock) == 0);
+    int64_t second = h->second;
+    ASSERT(pthread_mutex_unlock(&h->lock) == 0);
+    return second;
+}
+
 /* The columns with t > lower, oldest first, and the cells they hold; false when cells are too
  * few (out->cell_count then says how many are needed). */
 static bool history_copy_columns(const struct shard_heat_history *h, int64_t lower,

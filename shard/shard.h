@@ -373,6 +373,8 @@ void shard_heat_history_destroy(struct shard_heat_history *h);
 void shard_heat_history_record(struct shard_heat_history *h, const struct shard_heat *heat);
 /* Writer: appends a growth (the oldest kept goes when SHARD_HEAT_HISTORY_GROWTHS_MAX are). */
 void shard_heat_history_growth(struct shard_heat_history *h, const struct shard_growth *growth);
+/* Any thread: the last complete second recorded, -1 before any (cheap: one lock). */
+int64_t shard_heat_history_second(struct shard_heat_history *h);
 /* Any thread: copies into *out the columns with t in (max(after, second - seconds), second] and
  * the growths with t in the same range, where second is the last complete second recorded
  * (seconds: 1..SHARD_HEAT_HISTORY_S; after: SHARD_HEAT_HISTORY_ALL, or the second of a previous

@@ -164,7 +164,8 @@ enum http_result http_respond_stream(struct http_request *req, unsigned status,
 /* A live view (the heat console) per operator and a few dashboards; more answer 503. */
 #define HTTP_EVENTS_STREAMS_MAX 16u
 /* Events queued for one stream: a client that falls this many behind does not read, and is
- * dropped rather than buffered for. */
+ * dropped rather than buffered for (its stream ends; its connection, making no progress, closes
+ * at the server's idle timeout, which frees its place). */
 #define HTTP_EVENTS_QUEUED_MAX 4u
 /* How often the pump looks for something new to send: a new stream's first event comes within
  * this, and an event stream's events within this of being made. */

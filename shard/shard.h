@@ -200,7 +200,7 @@ struct shard_heat_snapshot {
     struct shard_heat_customer_row customers[SHARD_HEAT_TOP_MAX];
 };
 
-/* Creates a tracker (everything allocated here; ~3 MiB). capacity_eps 0 turns the capacity
+/* Creates a tracker (everything allocated here; ~4 MiB). capacity_eps 0 turns the capacity
  * accounting off. Returns 0 or -ENOMEM. */
 DS_MUST_USE int shard_heat_create(uint32_t capacity_eps, struct shard_heat **out);
 void shard_heat_destroy(struct shard_heat *heat);

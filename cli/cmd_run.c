@@ -101,6 +101,9 @@ struct run_observer {
     struct index_builder *gsi;       /* the by-customer index builder, NULL with --no-gsi */
     struct ingest_node_watch *watch; /* the node's assignment, for consistent=true */
     bool gsi_failed;                 /* consumer thread: the builder's error stopped the node */
+    /* The heat console's history (--http only): the consumer thread records, the query service
+     * reads. */
+    struct shard_heat_history *heat_history;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -513,6 +516,12 @@ static int start_gsi(struct run_args *a, struct run_observer *o)
 /* Starts the query service for `--http`; 0 or a CLI exit code (reported). */
 static int start_http(struct run_args *a, struct run_observer *o, struct query_http **out)
 {
+    int rc = shard_heat_history_create(&o->heat_history);
+    if (rc != 0) {
+        return cli_error("run", CLI_FAIL, "the heat history: %s", ds_strerror(rc));
+    }
+    o->metrics.heat_history = o->heat_history;
+    a->node.heat_history = o->heat_history;
     a->http.data_dir = a->node.data_dir;
     a->http.metrics = &o->metrics;
     a->http.gsi = o->gsi;
@@ -521,7 +530,7 @@ static int start_http(struct run_args *a, struct run_observer *o, struct query_h
     a->http.positions_user = o;
     a->http.claims = observe_claims;
     a->http.claims_user = o;
-    int rc = query_http_start(&a->http, out);
+    rc = query_http_start(&a->http, out);
     if (rc != 0) {
         return cli_listen_error("run", "--http ", a->http.listen, rc);
     }
@@ -582,6 +591,7 @@ int cmd_run(int argc, char **argv)
     if (rc != 0) {
         index_builder_stop(observer->gsi);
         ingest_node_watch_destroy(observer->watch);
+        shard_heat_history_destroy(observer->heat_history);
         free(observer);
         free(a);
         return rc;
@@ -594,7 +604,8 @@ int cmd_run(int argc, char **argv)
     rc = ingest_node_run(&a->node, &stats, (const volatile int *)&stop_requested);
     query_http_stop(http);
     index_builder_stop(observer->gsi);
-    ingest_node_watch_destroy(observer->watch); /* after the service that asks it */
+    ingest_node_watch_destroy(observer->watch);         /* after the service that asks it */
+    shard_heat_history_destroy(observer->heat_history); /* after the node and the service */
     bool gsi_failed = observer->gsi_failed;
     free(observer);
     free(a);

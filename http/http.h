@@ -68,6 +68,10 @@ enum http_server_flags {
 };
 
 struct http_server;
+/* The pump of a server's event streams (http_respond_events), on a thread of the core's own,
+ * every HTTP_EVENTS_TICK_MS while a stream is open: looks at the streams (http_events_list) and
+ * sends each what is new for it (http_events_send). user is the server's cfg.user. */
+typedef void (*http_events_tick_fn)(void *user, struct http_server *s);
 /* One request, from its headers to its answer: the raw target, the server's own state for it
  * (http_request_state) and the connection to answer on. Owned by the core. */
 struct http_request;
@@ -94,6 +98,10 @@ struct http_server_config {
     http_accept_fn accept;
     http_dispatch_fn dispatch;
     void *user; /* retained until http_server_close */
+    /* Server-sent event streams open at once (1..HTTP_EVENTS_STREAMS_MAX), 0 for none; with
+     * events_tick, which feeds them. */
+    uint32_t events_streams_max;
+    http_events_tick_fn events_tick;
 };
 
 /* Binds and listens on cfg->listen (nothing is served yet: the caller opens what its handlers
@@ -105,8 +113,8 @@ DS_MUST_USE int http_server_open(const struct http_server_config *cfg, struct ht
 const char *http_server_address(const struct http_server *s);
 /* Starts the workers. Returns 0 or -EIO (libmicrohttpd refused; logged). */
 DS_MUST_USE int http_server_start(struct http_server *s);
-/* Stops accepting, finishes the requests in progress (a stream ends), closes the socket and
- * frees s. Accepts NULL. */
+/* Stops accepting, ends every event stream, finishes the requests in progress (a stream ends),
+ * closes the socket and frees s. Accepts NULL. */
 void http_server_close(struct http_server *s);
 /* Answers counted so far with tag (or HTTP_TAG_ANY) and class; any thread. */
 uint64_t http_server_answers(const struct http_server *s, uint32_t tag, enum http_class cls);
@@ -176,6 +184,43 @@ typedef void (*http_stream_done_fn)(void *user);
 enum http_result http_respond_stream(struct http_request *req, unsigned status,
                                      const char *content_type, http_stream_fn produce,
                                      http_stream_done_fn done, void *user);
+
+/* ---- server-sent events (events.c): streams that wait without holding a worker ---- */
+
+/* A live view (the heat console) per operator and a few dashboards; more answer 503. */
+#define HTTP_EVENTS_STREAMS_MAX 16u
+/* Events queued for one stream: a client that falls this many behind does not read, and is
+ * dropped rather than buffered for (its stream ends; its connection, making no progress, closes
+ * at the server's idle timeout, which frees its place). */
+#define HTTP_EVENTS_QUEUED_MAX 4u
+/* How often the pump looks for something new to send: a new stream's first event comes within
+ * this, and an event stream's events within this of being made. */
+#define HTTP_EVENTS_TICK_MS 100u
+/* A stream with nothing sent for this long gets the comment line ": idle" (so the client and
+ * any proxy in between know it is alive, and a client that went away is noticed). */
+#define HTTP_EVENTS_IDLE_MS 5000u
+/* The position of a stream nothing was sent to yet. */
+#define HTTP_EVENTS_START INT64_MIN
+
+/* An open stream: its id and the position the last http_events_send gave it. */
+struct http_events_cursor {
+    uint64_t id;
+    int64_t position;
+};
+
+/* Answers 200 text/event-stream (Cache-Control: no-cache) with a stream that stays open until
+ * the client goes, is dropped, or the server closes; its events come from the pump. Answers
+ * 503 {"error": ...} when events_streams_max streams are open (or the server is closing). The
+ * stream waits for its next event suspended (libmicrohttpd's suspend/resume), so no worker
+ * thread waits with it. */
+enum http_result http_respond_events(struct http_request *req);
+/* From the pump: the open streams, up to capacity; returns how many. */
+uint32_t http_events_list(struct http_server *s, struct http_events_cursor *out, uint32_t capacity);
+/* From the pump: queues event (len bytes, one or more whole "event:/data:" blocks; taken: freed
+ * by the core, on failure too) on stream id and sets its position. Returns 0, -ENOENT (the
+ * stream is gone) or -ENOBUFS (HTTP_EVENTS_QUEUED_MAX events were queued: the client does not
+ * read, and the stream is ended). */
+int http_events_send(struct http_server *s, uint64_t id, char *event, size_t len, int64_t position);
 
 /* ---- text (text.c): bodies in fixed buffers ---- */
 

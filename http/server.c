@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "http/events.h"
 #include "http/http.h"
 
 #define SERVER_ADDRESS_TEXT_SIZE 300u
@@ -42,6 +43,7 @@ struct http_server {
     char token[HTTP_TOKEN_BYTES_MAX + 1];
     size_t token_len; /* 0: no token asked */
     struct http_server_config cfg;
+    struct http_events *events; /* NULL without event streams */
     atomic_uint_fast64_t answers[HTTP_TAGS_MAX][HTTP_CLASS_COUNT];
 };
 
@@ -260,6 +262,38 @@ enum http_result http_respond_stream(struct http_request *req, unsigned status,
 
 /* ---- requests ------------------------------------------------------------------------------ */
 
+enum http_result http_respond_events(struct http_request *req)
+{
+    struct http_events *e = req->server->events;
+    ASSERT(e != NULL); /* the server was configured with events_streams_max */
+    struct MHD_Response *resp = NULL;
+    int rc = events_open(e, req->connection, &resp);
+    if (rc == -EAGAIN) {
+        char message[HTTP_ERROR_BYTES_MAX];
+        snprintf(message, sizeof(message),
+                 "too many event streams: at most %u at once (close one, or ask again later)",
+                 events_streams_max(e));
+        return http_respond_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, message);
+    }
+    if (rc != 0) {
+        return http_respond_json(req, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, 0);
+    }
+    req->answered = true;
+    return queue(req->server, req->connection, req->tag, MHD_HTTP_OK, resp);
+}
+
+uint32_t http_events_list(struct http_server *s, struct http_events_cursor *out, uint32_t capacity)
+{
+    ASSERT(s->events != NULL);
+    return events_list(s->events, out, capacity);
+}
+
+int http_events_send(struct http_server *s, uint64_t id, char *event, size_t len, int64_t position)
+{
+    ASSERT(s->events != NULL);
+    return events_send(s->events, id, event, len, position);
+}
+
 const char *http_request_target(const struct http_request *req, size_t *len)
 {
     *len = req->target_len;
@@ -443,9 +477,19 @@ int http_server_open(const struct http_server_config *cfg, struct http_server **
         s->token_len = strlen(cfg->token);
         memcpy(s->token, cfg->token, s->token_len);
     }
-    int rc = http_listen(cfg->listen, &s->listen_fd, s->address, sizeof(s->address));
+    ASSERT(cfg->events_streams_max <= HTTP_EVENTS_STREAMS_MAX);
+    ASSERT(cfg->events_streams_max == 0 || cfg->events_tick != NULL);
+    int rc = cfg->events_streams_max > 0 ? events_create(cfg->events_streams_max, cfg->events_tick,
+                                                         cfg->user, s, &s->events)
+                                         : 0;
+    if (rc != 0) {
+        free(s);
+        return rc;
+    }
+    rc = http_listen(cfg->listen, &s->listen_fd, s->address, sizeof(s->address));
     if (rc != 0) {
         ds_log_error("%s: cannot listen on %s: %s", s->name, cfg->listen, ds_strerror(rc));
+        events_destroy(s->events);
         free(s);
         return rc;
     }
@@ -462,21 +506,27 @@ int http_server_start(struct http_server *s)
 {
     ASSERT(s->daemon == NULL);
     uint32_t threads = s->cfg.threads;
+    /* Event streams wait suspended (events.c). */
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
+                     (s->events != NULL ? MHD_ALLOW_SUSPEND_RESUME : 0u);
     s->daemon = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, s,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(threads > 1 ? threads : 0),
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg.connections_max,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->cfg.connections_per_ip,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.idle_timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY_BYTES,
-        MHD_OPTION_URI_LOG_CALLBACK, capture_target, s, MHD_OPTION_NOTIFY_COMPLETED, request_done,
-        NULL, MHD_OPTION_END);
+        flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+        MHD_OPTION_LISTEN_SOCKET, s->listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)(threads > 1 ? threads : 0), MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)s->cfg.connections_max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)s->cfg.connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)s->cfg.idle_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)HTTP_CONNECTION_MEMORY_BYTES, MHD_OPTION_URI_LOG_CALLBACK, capture_target, s,
+        MHD_OPTION_NOTIFY_COMPLETED, request_done, NULL, MHD_OPTION_END);
     if (s->daemon == NULL) {
         ds_log_error("%s: libmicrohttpd refused to start on %s", s->name, s->address);
         return -EIO;
     }
-    return 0;
+    int rc = s->events != NULL ? events_start(s->events) : 0;
+    if (rc != 0) {
+        ds_log_error("%s: cannot start the event streams' thread: %s", s->name, ds_strerror(rc));
+    }
+    return rc;
 }
 
 void http_server_close(struct http_server *s)
@@ -484,10 +534,13 @@ void http_server_close(struct http_server *s)
     if (s == NULL) {
         return;
     }
+    /* No stream may be suspended when the daemon stops: end them all first. */
+    events_stop(s->events);
     if (s->daemon != NULL) {
         MHD_stop_daemon(s->daemon); /* closes the listening socket too */
     } else if (s->listen_fd >= 0) {
         close(s->listen_fd);
     }
+    events_destroy(s->events);
     free(s);
 }

@@ -312,6 +312,7 @@ typedef int (*ingest_node_pause_fn)(void *user);
  * rates per partition, day, Kafka partition and customer; the growths of the shard map). The
  * report is the node's: copy what is needed before returning. */
 struct shard_heat_report;
+struct shard_heat_history;
 typedef void (*ingest_node_heat_fn)(const struct shard_heat_report *report, void *user);
 
 /* Read-your-writes (the query service's consistent=true): which partitions a node is
@@ -374,6 +375,9 @@ struct ingest_node_config {
     ingest_node_pause_fn should_pause; /* may be NULL */
     void *observer_user;
     struct ingest_node_watch *watch; /* may be NULL; retained until ingest_node_run returns */
+    /* The heat console's history (shard.h): the consumer thread records every completed
+     * second and every growth into it. May be NULL; retained until ingest_node_run returns. */
+    struct shard_heat_history *heat_history;
 };
 void ingest_node_config_defaults(struct ingest_node_config *cfg);
 

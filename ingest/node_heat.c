@@ -49,6 +49,9 @@ static void node_heat_record(struct node_heat *nh, const struct shard_growth *gr
     r->growths[0] = *growth;
     r->growth_count = kept;
     r->growths_total++;
+    if (nh->cfg->heat_history != NULL) {
+        shard_heat_history_growth(nh->cfg->heat_history, growth);
+    }
 }
 
 /* The history line of a growth (made or merged); failing costs explanation only. */
@@ -121,8 +124,11 @@ static void node_heat_merge_one(int32_t day, uint32_t count, bool published_here
     if (rc == 1) {
         /* A day this node had not seen yet got the base count first. */
         uint32_t from = own > 0 ? own : nh->cfg->base_shards;
-        struct shard_growth growth = {
-            .day = day, .from = from, .to = count, .at_ms = ds_clock_realtime_ms()};
+        struct shard_growth growth = {.day = day,
+                                      .from = from,
+                                      .to = count,
+                                      .t = shard_heat_second(nh->heat),
+                                      .at_ms = ds_clock_realtime_ms()};
         snprintf(growth.reason, sizeof(growth.reason), "merged from %s",
                  shardmap_topic_name(nh->topic));
         nh->merged++;
@@ -229,6 +235,9 @@ int node_heat_tick(struct node_heat *nh, struct ingest_node_stats *stats)
     int64_t now_ms = ds_clock_realtime_ms();
     uint64_t now_ns = ds_clock_ns();
     bool moved = shard_heat_advance(nh->heat, now_ms / 1000);
+    if (moved && nh->cfg->heat_history != NULL) {
+        shard_heat_history_record(nh->cfg->heat_history, nh->heat);
+    }
     /* The current-second rule needs a look more often than once a second; the loop runs after
      * every batch of messages, so the plan is bounded to every NODE_HEAT_PLAN_NS. */
     if (nh->cfg->shard_capacity_eps > 0 && !nh->growth_failed &&

@@ -225,6 +225,9 @@ struct query_metrics {
     pthread_mutex_t heat_lock;
     bool heat_present;             /* under heat_lock */
     struct shard_heat_report heat; /* under heat_lock */
+    /* The heat console's history (GET /v1/heat/history, /v1/heat/stream): set by the node
+     * before the service starts, NULL without one; retained until query_http_stop returns. */
+    struct shard_heat_history *heat_history;
 };
 
 /* Zeroes m, marks every partition unassigned and records reason_count names (borrowed; at most
@@ -242,6 +245,24 @@ DS_MUST_USE int64_t query_heat_json(const struct shard_heat_report *report,
                                     size_t dst_capacity);
 /* Bytes query_heat_json needs at most. */
 size_t query_heat_json_bound(void);
+/* The fields of a history document that are not in the copy. */
+struct query_heat_history_scale {
+    uint32_t seconds;      /* the N asked */
+    uint32_t capacity_eps; /* a cell at this is full */
+    uint32_t max_shards;
+};
+/* Renders GET /v1/heat/history (docs/ARCHITECTURE.md, the heat console) from a copy of the
+ * history (shard_heat_history_copy) and its cells: {"version":1,"second":S|null,"seconds":N,
+ * "shard_capacity_eps":C,"max_shards":M,"columns":[{"t":T,"days":{"YYYY-MM-DD":[n,...]}}],
+ * "growths":[{"t":T,"day":...,"from":F,"to":T,"at":...,"reason":...}]}, no newlines. Returns
+ * the length or -ENOSPC. */
+DS_MUST_USE int64_t query_heat_history_json(const struct shard_heat_history_view *view,
+                                            const struct shard_heat_cell *cells,
+                                            const struct query_heat_history_scale *scale, char *dst,
+                                            size_t dst_capacity);
+/* Bytes query_heat_history_json needs at most for this copy. */
+size_t query_heat_history_json_bound(const struct shard_heat_history_view *view,
+                                     const struct shard_heat_cell *cells);
 void query_metrics_rejected_add(struct query_metrics *m, uint32_t reason_index, uint64_t n);
 /* Partitions at or past QUERY_METRICS_LAG_PARTITIONS_MAX are ignored; lag -1 = unassigned. */
 void query_metrics_lag_set(struct query_metrics *m, int32_t partition, int64_t lag);
@@ -447,6 +468,8 @@ enum query_endpoint {
     QUERY_EP_HEAT,
     QUERY_EP_ORDER,   /* /v1/orders/{order_id}: one order (the order lookup, the orders model) */
     QUERY_EP_CONSOLE, /* GET / and its assets: the live console (console.c) */
+    QUERY_EP_HEAT_HISTORY, /* /v1/heat/history?seconds=N: the heat console's history */
+    QUERY_EP_HEAT_STREAM,  /* /v1/heat/stream: server-sent events, one frame a heat second */
 };
 struct query_route {
     enum query_endpoint endpoint;     /* set as soon as the path is known, even on a later error */
@@ -456,6 +479,7 @@ struct query_route {
     int32_t day;                      /* QUERY_EP_PARTITIONS */
     uint32_t limit;                   /* QUERY_EP_ORDERS: 1..QUERY_ORDERS_LIMIT_MAX */
     uint32_t top;                     /* QUERY_EP_HEAT: 1..SHARD_HEAT_TOP_MAX */
+    uint32_t seconds;                 /* QUERY_EP_HEAT_HISTORY: 1..SHARD_HEAT_HISTORY_S */
     struct ds_id customer;            /* QUERY_EP_ORDERS */
     struct ds_id order_id;            /* QUERY_EP_ORDER */
     bool consistent;                  /* QUERY_EP_ORDERS, QUERY_EP_ORDER, QUERY_EP_COUNT */

@@ -145,6 +145,8 @@ static enum http_result dispatch(void *user, struct http_request *c)
     case QUERY_EP_ORDERS: return serve_orders(h, c, route);
     case QUERY_EP_HEAT: return serve_heat(h, c, route);
     case QUERY_EP_CONSOLE: return query_console_respond(c, route);
+    case QUERY_EP_HEAT_HISTORY: return serve_heat_history(h, c, route);
+    case QUERY_EP_HEAT_STREAM: return serve_heat_stream(h, c);
     case QUERY_EP_NONE: break;
     }
     ASSERT(false);
@@ -207,6 +209,10 @@ static int serve_open(struct query_http *h, const struct query_http_config *cfg)
         .accept = accept_request,
         .dispatch = dispatch,
         .user = h,
+        /* A node's heat console streams (serve_heat.c); `serve` has no heat to stream. */
+        .events_streams_max =
+            h->metrics != NULL && h->metrics->heat_history != NULL ? HTTP_EVENTS_STREAMS_MAX : 0,
+        .events_tick = serve_heat_tick,
     };
     /* The address first: a bad one is a usage error whatever the data directory holds. */
     int rc = http_server_open(&server, &h->server);

@@ -225,4 +225,13 @@ void serve_held_put(struct query_http *h, struct serve_reader *r, struct http_te
 enum http_result serve_orders(struct query_http *h, struct http_request *c,
                               const struct query_route *route);
 
+/* ---- serve_heat.c: the heat console's history and stream (a node) -------------------------- */
+
+enum http_result serve_heat_history(struct query_http *h, struct http_request *c,
+                                    const struct query_route *route);
+enum http_result serve_heat_stream(struct query_http *h, struct http_request *c);
+/* The event pump's tick (http_events_tick_fn): a frame to each stream whose last frame is
+ * older than the history's last complete second. */
+void serve_heat_tick(void *user, struct http_server *s);
+
 #endif /* DS_QUERY_HTTP_PRIVATE_H */

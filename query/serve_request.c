@@ -177,11 +177,15 @@ static unsigned route_path(const char *path, size_t len, struct query_route *out
     static const struct {
         const char *path;
         enum query_endpoint endpoint;
-    } exact[] = {{"/v1/count", QUERY_EP_COUNT},     {"/v1/partitions", QUERY_EP_PARTITIONS},
-                 {"/metrics", QUERY_EP_METRICS},    {"/healthz", QUERY_EP_HEALTHZ},
-                 {"/readyz", QUERY_EP_READYZ},      {"/v1/heat", QUERY_EP_HEAT},
-                 {"/", QUERY_EP_CONSOLE},           {"/console.js", QUERY_EP_CONSOLE},
-                 {"/console.css", QUERY_EP_CONSOLE}};
+    } exact[] = {
+        {"/v1/count", QUERY_EP_COUNT}, {"/v1/partitions", QUERY_EP_PARTITIONS},
+        {"/metrics", QUERY_EP_METRICS}, {"/healthz", QUERY_EP_HEALTHZ},
+        {"/readyz", QUERY_EP_READYZ}, {"/v1/heat", QUERY_EP_HEAT}, {"/", QUERY_EP_CONSOLE},
+        {"/console.js", QUERY_EP_CONSOLE},
+        {"/console.css",
+         QUERY_EP_CONSOLE,
+         {"/v1/heat/history", QUERY_EP_HEAT_HISTORY},
+         {"/v1/heat/stream", QUERY_EP_HEAT_STREAM}};
     for (size_t i = 0; i < DS_ARRAY_LEN(exact); i++) {
         if (strlen(exact[i].path) == len && memcmp(path, exact[i].path, len) == 0) {
             out->endpoint = exact[i].endpoint;
@@ -314,6 +318,16 @@ static unsigned console_param(const char *value, size_t len, struct query_route 
     return 0;
 }
 
+static unsigned history_param(const char *value, size_t len, struct query_route *out)
+{
+    uint32_t seconds = 0;
+    if (!decimal_param(value, len, 3, &seconds) || seconds == 0 || seconds > SHARD_HEAT_HISTORY_S) {
+        return fail(out, 400, "bad seconds: expected 1..%u", SHARD_HEAT_HISTORY_S);
+    }
+    out->seconds = seconds;
+    return 0;
+}
+
 /* The parameter names an endpoint takes, as a space-separated list with spaces around. */
 static const char *known_params(enum query_endpoint endpoint)
 {
@@ -324,6 +338,7 @@ static const char *known_params(enum query_endpoint endpoint)
     case QUERY_EP_ORDER: return " consistent timeout_ms ";
     case QUERY_EP_HEAT: return " top ";
     case QUERY_EP_CONSOLE: return " token ";
+    case QUERY_EP_HEAT_HISTORY: return " seconds ";
     default: return " ";
     }
 }
@@ -383,6 +398,9 @@ static unsigned one_param(const char *text, size_t len, uint32_t *seen, struct q
     }
     if (out->endpoint == QUERY_EP_CONSOLE) {
         return console_param(value, (size_t)v, out);
+    }
+    if (out->endpoint == QUERY_EP_HEAT_HISTORY) {
+        return history_param(value, (size_t)v, out);
     }
     return orders_param(name + 1, value, (size_t)v, out);
 }
@@ -451,6 +469,7 @@ unsigned query_route_parse(const char *method, const char *target, size_t len,
     out->day = -1;
     out->limit = 20;
     out->top = SERVE_HEAT_TOP_DEFAULT;
+    out->seconds = SHARD_HEAT_HISTORY_S;
     if (len > HTTP_URI_BYTES_MAX) {
         return fail(out, 414, "request target longer than %u bytes", HTTP_URI_BYTES_MAX);
     }

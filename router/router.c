@@ -922,6 +922,11 @@ static enum http_result dispatch(void *user, struct http_request *c)
                           r->node_authorization[0] != '\0'
                               ? r->node_authorization
                               : http_request_header(c, "Authorization"));
+    case QUERY_EP_HEAT_HISTORY: /* route_history answers it before the parser */
+    case QUERY_EP_HEAT_STREAM:
+        return http_respond_error(c, 501,
+                                  "the router does not stream the heat yet: ask a node's "
+                                  "/v1/heat/stream, or the router's /v1/heat/history");
     case QUERY_EP_NONE: break;
     }
     ASSERT(false);

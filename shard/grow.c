@@ -113,7 +113,7 @@ static int grow_plan_day(int32_t day, uint64_t events, uint64_t current, void *u
     if (started > target) {
         ASSERT(previous >= 0);
         struct shard_growth growth = {
-            .day = day, .from = shards, .to = started, .at_ms = plan->now_ms};
+            .day = day, .from = shards, .to = started, .t = plan->second, .at_ms = plan->now_ms};
         char previous_text[DS_DATE_TEXT_SIZE];
         ds_date_format(previous, previous_text);
         int n =
@@ -128,7 +128,8 @@ static int grow_plan_day(int32_t day, uint64_t events, uint64_t current, void *u
     if (target == shards) {
         return 0;
     }
-    struct shard_growth growth = {.day = day, .from = shards, .to = target, .at_ms = plan->now_ms};
+    struct shard_growth growth = {
+        .day = day, .from = shards, .to = target, .t = plan->second, .at_ms = plan->now_ms};
     int n = by_now >= by_window
                 ? snprintf(growth.reason, sizeof(growth.reason),
                            "%llu events in this second (~%llu/s) > %u shards x %u/s",

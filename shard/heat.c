@@ -73,7 +73,7 @@
 #define HEAT_RING_SLOTS 64u
 #define HEAT_RING_MASK (HEAT_RING_SLOTS - 1u)
 /* Table slots are twice the entries, so a probe meets an empty slot within a few steps. */
-#define HEAT_PARTITION_SLOT_BITS 13u
+#define HEAT_PARTITION_SLOT_BITS 14u
 #define HEAT_DAY_SLOT_BITS 11u
 #define HEAT_CUSTOMER_SLOT_BITS 11u
 /* A partition key packs (day, shard) into 32 bits, day above shard, so that ascending keys
@@ -995,6 +995,26 @@ int shard_heat_visit_active_days(const struct shard_heat *heat, shard_heat_day_f
         }
     }
     return 0;
+}
+
+void shard_heat_visit_second(const struct shard_heat *heat, int64_t second,
+                             shard_heat_partition_fn fn, void *user)
+{
+    ASSERT(heat != NULL);
+    ASSERT(fn != NULL);
+    const struct heat_table *t = &heat->partitions;
+    for (uint32_t i = 0; i < t->entries_max; i++) {
+        if (!t->live[i]) {
+            continue;
+        }
+        uint64_t events = heat_counts_at(&t->counts[i], second);
+        if (events == 0) {
+            continue;
+        }
+        ASSERT(events <= UINT32_MAX); /* a bucket saturates there */
+        fn((int32_t)(t->keys[i] >> HEAT_SHARD_BITS), t->keys[i] & ((1u << HEAT_SHARD_BITS) - 1u),
+           (uint32_t)events, user);
+    }
 }
 
 /* ---- snapshots: top N by a bounded heap ---------------------------------------------------- */

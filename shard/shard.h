@@ -121,8 +121,9 @@ int32_t shard_map_previous_day(const struct shard_map *map, int32_t day);
 /* Adaptive growth compares a day's events over the last 5 complete seconds with its capacity:
  * fast enough for a flash sale, smooth enough that one bursty second does not grow a day. */
 #define SHARD_HEAT_GROWTH_WINDOW_S 5u
-/* Partition keys tracked at once: 16 recent days at the largest default shard count. */
-#define SHARD_HEAT_PARTITIONS_MAX 4096u
+/* Partition keys tracked at once: a month of days at the default most shards a day gets
+ * (31 x 256 = 7,936), so the console's history can show every partition of a month. */
+#define SHARD_HEAT_PARTITIONS_MAX 8192u
 /* Days tracked at once (a stream rarely writes more than a few days at a time). */
 #define SHARD_HEAT_DAYS_MAX 1024u
 /* Sources (Kafka partitions) tracked: index = partition, as the node's own limit. */
@@ -199,7 +200,7 @@ struct shard_heat_snapshot {
     struct shard_heat_customer_row customers[SHARD_HEAT_TOP_MAX];
 };
 
-/* Creates a tracker (everything allocated here; ~3 MiB). capacity_eps 0 turns the capacity
+/* Creates a tracker (everything allocated here; ~4 MiB). capacity_eps 0 turns the capacity
  * accounting off. Returns 0 or -ENOMEM. */
 DS_MUST_USE int shard_heat_create(uint32_t capacity_eps, struct shard_heat **out);
 void shard_heat_destroy(struct shard_heat *heat);
@@ -223,6 +224,11 @@ uint64_t shard_heat_day_events(const struct shard_heat *heat, int32_t day);
 typedef int (*shard_heat_day_fn)(int32_t day, uint64_t growth_window_events,
                                  uint64_t current_second_events, void *user);
 int shard_heat_visit_active_days(const struct shard_heat *heat, shard_heat_day_fn fn, void *user);
+/* Visits every tracked partition with events in `second` (bucketed, so within the window), in
+ * any order; untracked events are in no partition. */
+typedef void (*shard_heat_partition_fn)(int32_t day, uint32_t shard, uint32_t events, void *user);
+void shard_heat_visit_second(const struct shard_heat *heat, int64_t second,
+                             shard_heat_partition_fn fn, void *user);
 /* Fills *out (hottest first, at most top rows per list, 1..SHARD_HEAT_TOP_MAX). */
 void shard_heat_snapshot(const struct shard_heat *heat, uint32_t top,
                          struct shard_heat_snapshot *out);
@@ -255,12 +261,13 @@ struct shard_growth {
     int32_t day;
     uint32_t from; /* shard count before */
     uint32_t to;   /* after */
+    int64_t t;     /* the heat's current second when it was planned (epoch s, producer time) */
     int64_t at_ms; /* wall clock, epoch milliseconds */
     char reason[SHARD_GROWTH_REASON_BYTES];
 };
 
 /* Visits every day the heat says is over its capacity and calls fn with the planned growth
- * (at_ms and reason filled in); returns fn's first non-zero value, else 0. A day is over
+ * (t, at_ms and reason filled in); returns fn's first non-zero value, else 0. A day is over
  * capacity when either
  *   - its events in the last SHARD_HEAT_GROWTH_WINDOW_S complete seconds exceed window x S x
  *     capacity (shard_growth_target), or
@@ -305,5 +312,77 @@ struct shard_heat_report {
     uint32_t growth_count; /* the newest first */
     struct shard_growth growths[SHARD_GROWTHS_KEPT];
 };
+
+/* ---- heat history: the last seconds of every partition, for the console ------------------- */
+
+/*
+ * What each partition took in each of the last SHARD_HEAT_HISTORY_S complete heat seconds, and
+ * the growths whose heat second (shard_growth.t) falls in that time: the heat console's picture
+ * of where writes went, second by second.
+ *
+ * One writer, the node's consumer thread: shard_heat_history_record after every
+ * shard_heat_advance that moved the clock appends a column per second completed since the last
+ * record (the partitions with events in it, read from the heat's ring), and
+ * shard_heat_history_growth appends each growth. A second's column is taken once, when the
+ * second completes: an event of that second arriving later counts in the heat (its rates and
+ * totals) but not in the history. Readers on any thread copy out what they ask for
+ * (shard_heat_history_copy). A mutex guards the columns, held to append one column or to copy
+ * columns out; nothing else is shared. Memory is fixed at create: SHARD_HEAT_HISTORY_S columns
+ * of up to SHARD_HEAT_PARTITIONS_MAX cells (8 bytes each, 18.75 MiB of address space, of which
+ * only the cells used become resident).
+ */
+#define SHARD_HEAT_HISTORY_S 300u
+/* Growths kept: a month of days doubling from 1 to 256 shards (31 x 8 = 248) in one window. */
+#define SHARD_HEAT_HISTORY_GROWTHS_MAX 256u
+/* The first cursor of shard_heat_history_copy's `after`: every column kept. */
+#define SHARD_HEAT_HISTORY_ALL INT64_MIN
+
+struct shard_heat_history;
+
+/* One partition's events in one second. */
+struct shard_heat_cell {
+    int32_t day;
+    uint32_t shard;
+    uint32_t events;
+};
+
+/* One complete second: cells[first_cell .. first_cell + cell_count - 1] of the copy, ordered by
+ * day and then shard. A second with no event has no column. */
+struct shard_heat_column {
+    int64_t t;
+    uint32_t first_cell;
+    uint32_t cell_count;
+};
+
+/* A copy of part of the history. */
+struct shard_heat_history_view {
+    int64_t second;        /* the last complete second recorded; -1 before any */
+    uint32_t column_count; /* oldest first */
+    struct shard_heat_column columns[SHARD_HEAT_HISTORY_S];
+    uint32_t cell_count;   /* cells copied (or needed, after -ENOSPC) */
+    uint32_t growth_count; /* oldest first */
+    struct shard_growth growths[SHARD_HEAT_HISTORY_GROWTHS_MAX];
+};
+
+/* Creates an empty history. Returns 0 or -ENOMEM. */
+DS_MUST_USE int shard_heat_history_create(struct shard_heat_history **out);
+/* Accepts NULL. */
+void shard_heat_history_destroy(struct shard_heat_history *h);
+/* Writer: appends the columns of the seconds the heat completed since the last call (at most
+ * the heat's window of them: a clock that jumped further holds no older second). */
+void shard_heat_history_record(struct shard_heat_history *h, const struct shard_heat *heat);
+/* Writer: appends a growth (the oldest kept goes when SHARD_HEAT_HISTORY_GROWTHS_MAX are). */
+void shard_heat_history_growth(struct shard_heat_history *h, const struct shard_growth *growth);
+/* Any thread: the last complete second recorded, -1 before any (cheap: one lock). */
+int64_t shard_heat_history_second(struct shard_heat_history *h);
+/* Any thread: copies into *out the columns with t in (max(after, second - seconds), second] and
+ * the growths with t in the same range, where second is the last complete second recorded
+ * (seconds: 1..SHARD_HEAT_HISTORY_S; after: SHARD_HEAT_HISTORY_ALL, or the second of a previous
+ * copy to get only what came since). Cells go to cells (cells_capacity of them). Returns 0, or
+ * -ENOSPC with out->cell_count set to the cells needed (retry with as many; the history may
+ * have moved on by then). */
+DS_MUST_USE int shard_heat_history_copy(struct shard_heat_history *h, uint32_t seconds,
+                                        int64_t after, struct shard_heat_history_view *out,
+                                        struct shard_heat_cell *cells, size_t cells_capacity);
 
 #endif /* DS_SHARD_H */

@@ -74,6 +74,10 @@ static void check_success(const struct query_route *route, uint32_t range_days_m
         check(strnlen(route->cursor, sizeof(route->cursor)) <= QUERY_ORDERS_TOKEN_CHARS_MAX);
         break;
     case QUERY_EP_HEAT: check(route->top >= 1 && route->top <= SHARD_HEAT_TOP_MAX); break;
+    case QUERY_EP_HEAT_HISTORY:
+        check(route->seconds >= 1 && route->seconds <= SHARD_HEAT_HISTORY_S);
+        break;
+    case QUERY_EP_HEAT_STREAM: break;
     case QUERY_EP_ORDER: check(id_valid(&route->order_id)); break;
     case QUERY_EP_CONSOLE:
         check(!route->has_token ||

@@ -1,1 +1,2 @@
 ds_unit_test(http server)
+ds_unit_test(http events)

@@ -251,6 +251,35 @@ static void test_serve_request_console(void **state)
     assert_int_equal(parse("GET", "/index.html", &r), 404);
 }
 
+static void test_serve_request_heat_history_and_stream(void **state)
+{
+    /* /v1/heat/history takes only seconds, 1..300 (default 300); /v1/heat/stream takes no
+     * parameter; both need the token. */
+    (void)state;
+    struct query_route r;
+    assert_int_equal(parse("GET", "/v1/heat/history", &r), 0);
+    assert_int_equal(r.endpoint, QUERY_EP_HEAT_HISTORY);
+    assert_int_equal(r.seconds, SHARD_HEAT_HISTORY_S);
+    assert_true(r.needs_token);
+    assert_int_equal(parse("GET", "/v1/heat/history?seconds=1", &r), 0);
+    assert_int_equal(r.seconds, 1);
+    assert_int_equal(parse("GET", "/v1/heat/history?seconds=300", &r), 0);
+    assert_int_equal(r.seconds, 300);
+    const char *bad[] = {"/v1/heat/history?seconds=0",    "/v1/heat/history?seconds=301",
+                         "/v1/heat/history?seconds=",     "/v1/heat/history?seconds=x",
+                         "/v1/heat/history?top=5",        "/v1/heat/history?seconds=1&seconds=2",
+                         "/v1/heat/history?seconds=1000", "/v1/heat/stream?seconds=5"};
+    for (size_t i = 0; i < DS_ARRAY_LEN(bad); i++) {
+        assert_int_equal(parse("GET", bad[i], &r), 400);
+        assert_true(strstr(r.error, "seconds") != NULL || strstr(r.error, "unknown") != NULL);
+    }
+    assert_int_equal(parse("GET", "/v1/heat/stream", &r), 0);
+    assert_int_equal(r.endpoint, QUERY_EP_HEAT_STREAM);
+    assert_true(r.needs_token);
+    assert_int_equal(parse("POST", "/v1/heat/stream", &r), 405);
+    assert_int_equal(parse("GET", "/v1/heat/streams", &r), 404);
+}
+
 static void test_serve_request_error_json_escapes(void **state)
 {
     /* Client bytes quoted in a message stay printable ASCII, and the document is valid JSON. */
@@ -431,6 +460,7 @@ int main(void)
         cmocka_unit_test(test_serve_request_order_route),
         cmocka_unit_test(test_serve_request_heat),
         cmocka_unit_test(test_serve_request_console),
+        cmocka_unit_test(test_serve_request_heat_history_and_stream),
         cmocka_unit_test(test_serve_request_error_json_escapes),
         cmocka_unit_test(test_serve_request_consistent_params),
         cmocka_unit_test(test_serve_request_consistency_json),

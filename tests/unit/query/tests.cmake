@@ -7,3 +7,4 @@ pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 ds_unit_test(query heat_render PkgConfig::JANSSON)
 # The order lookup's document and its items are parsed back with libjansson too.
 ds_unit_test(query render PkgConfig::JANSSON)
+ds_unit_test(query heat_history_render)

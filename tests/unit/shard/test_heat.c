@@ -439,13 +439,16 @@ static void test_heat_visit_active_days_stops_early(void **state)
     assert_int_equal(shard_heat_day_growth_events(f->heat, day + 500), 0);
 }
 
-/* One event on each of the SHARD_HEAT_PARTITIONS_MAX keys (SHARD_HEAT_DAYS_MAX days x 4
- * shards), days first_day and on, at second. */
+/* Shards per day that fill the partition table over SHARD_HEAT_DAYS_MAX days. */
+#define FILL_SHARDS (SHARD_HEAT_PARTITIONS_MAX / SHARD_HEAT_DAYS_MAX)
+static_assert(SHARD_HEAT_PARTITIONS_MAX == SHARD_HEAT_DAYS_MAX * FILL_SHARDS, "days fill both");
+
+/* One event on each of the SHARD_HEAT_PARTITIONS_MAX keys (SHARD_HEAT_DAYS_MAX days x
+ * FILL_SHARDS shards), days first_day and on, at second. */
 static void fill_partitions(struct shard_heat *heat, int64_t second, int32_t first_day)
 {
-    static_assert(SHARD_HEAT_PARTITIONS_MAX == SHARD_HEAT_DAYS_MAX * 4u, "4 shards fill both");
     for (uint32_t d = 0; d < SHARD_HEAT_DAYS_MAX; d++) {
-        for (uint32_t s = 0; s < 4; s++) {
+        for (uint32_t s = 0; s < FILL_SHARDS; s++) {
             shard_heat_observe(heat, second, first_day + (int32_t)d, s, -1, NULL);
         }
     }
@@ -468,10 +471,10 @@ static void test_heat_table_full_evicts_idle_keys(void **state)
         assert_int_not_equal(snap->partitions[i].day, day + 5000);
     }
     /* 61 s later every key is idle, so one more new key finds room again. */
-    observe_n(f->heat, T0 + 161, day, 4, 1);
+    observe_n(f->heat, T0 + 161, day, FILL_SHARDS, 1);
     snap = snapshot(f, SHARD_HEAT_TOP_MAX);
     assert_int_equal(snap->untracked_events, 0);
-    assert_non_null(partition_row(snap, day, 4));
+    assert_non_null(partition_row(snap, day, FILL_SHARDS));
 }
 
 static void test_heat_table_full_counts_untracked_when_all_active(void **state)
@@ -482,8 +485,8 @@ static void test_heat_table_full_counts_untracked_when_all_active(void **state)
     struct fixture *f = *state;
     const int32_t day = day0();
     fill_partitions(f->heat, T0, day);
-    observe_n(f->heat, T0, day, 4, 2);
-    observe_n(f->heat, T0 + 1, day, 5, 1);
+    observe_n(f->heat, T0, day, FILL_SHARDS, 2);
+    observe_n(f->heat, T0 + 1, day, FILL_SHARDS + 1, 1);
     observe_n(f->heat, T0 + 1, day + 2000, 0, 1);
     observe_n(f->heat, T0 + 1, day, 0, 3); /* a tracked key still counts */
     shard_heat_advance(f->heat, T0 + 2);
@@ -495,12 +498,12 @@ static void test_heat_table_full_counts_untracked_when_all_active(void **state)
     assert_int_equal(snap->partitions[0].shard, 0);
     assert_int_equal(snap->partitions[0].events, 4);
     assert_int_equal(snap->days[0].day, day);
-    assert_int_equal(snap->days[0].events, 4 + 2 + 1 + 3);
+    assert_int_equal(snap->days[0].events, FILL_SHARDS + 2 + 1 + 3);
     assert_int_equal(shard_heat_day_growth_events(f->heat, day + 2000), 0);
     /* A key with an event exactly 60 s ago is still active; one second later it is not. */
-    observe_n(f->heat, T0 + 60, day, 6, 1);
+    observe_n(f->heat, T0 + 60, day, FILL_SHARDS + 2, 1);
     assert_int_equal(snapshot(f, 1)->untracked_events, 5);
-    observe_n(f->heat, T0 + 61, day, 7, 1);
+    observe_n(f->heat, T0 + 61, day, FILL_SHARDS + 3, 1);
     assert_int_equal(snapshot(f, 1)->untracked_events, 5);
 }
 

@@ -177,15 +177,17 @@ static unsigned route_path(const char *path, size_t len, struct query_route *out
     static const struct {
         const char *path;
         enum query_endpoint endpoint;
-    } exact[] = {
-        {"/v1/count", QUERY_EP_COUNT}, {"/v1/partitions", QUERY_EP_PARTITIONS},
-        {"/metrics", QUERY_EP_METRICS}, {"/healthz", QUERY_EP_HEALTHZ},
-        {"/readyz", QUERY_EP_READYZ}, {"/v1/heat", QUERY_EP_HEAT}, {"/", QUERY_EP_CONSOLE},
-        {"/console.js", QUERY_EP_CONSOLE},
-        {"/console.css",
-         QUERY_EP_CONSOLE,
-         {"/v1/heat/history", QUERY_EP_HEAT_HISTORY},
-         {"/v1/heat/stream", QUERY_EP_HEAT_STREAM}};
+    } exact[] = {{"/v1/count", QUERY_EP_COUNT},
+                 {"/v1/partitions", QUERY_EP_PARTITIONS},
+                 {"/metrics", QUERY_EP_METRICS},
+                 {"/healthz", QUERY_EP_HEALTHZ},
+                 {"/readyz", QUERY_EP_READYZ},
+                 {"/v1/heat", QUERY_EP_HEAT},
+                 {"/v1/heat/history", QUERY_EP_HEAT_HISTORY},
+                 {"/v1/heat/stream", QUERY_EP_HEAT_STREAM},
+                 {"/", QUERY_EP_CONSOLE},
+                 {"/console.js", QUERY_EP_CONSOLE},
+                 {"/console.css", QUERY_EP_CONSOLE}};
     for (size_t i = 0; i < DS_ARRAY_LEN(exact); i++) {
         if (strlen(exact[i].path) == len && memcmp(path, exact[i].path, len) == 0) {
             out->endpoint = exact[i].endpoint;

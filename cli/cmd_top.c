@@ -1,7 +1,8 @@
 /*
  * `dayshard top --server URL [--interval-ms N] [--top N] [--once]`: a live terminal view of a
  * node's write heat (GET /v1/heat), one frame per interval, like top(1): the hottest
- * partitions, days, Kafka partitions and customers, and the last growths of adaptive sharding.
+ * partitions, days, Kafka partitions and customers, the last growths of adaptive sharding, and
+ * the advice on hot spots more shards cannot relieve.
  *
  * A frame is a pure function of the parsed answer and the options (top_render: a json_t in,
  * text out to a FILE *). Every field may be missing or null (an older node) and shows as "-";
@@ -49,6 +50,11 @@
 /* A node lists every Kafka partition (up to 256): the view shows the hottest few. */
 #define TOP_KAFKA_ROWS_MAX 8u
 #define TOP_GROWTH_ROWS_MAX 5u
+/* Advice rows shown (a node gives at most SHARD_ADVICE_MAX), and the lines each of its two
+ * texts may fold over: a node's texts fit in 4 lines, a longer one is cut. */
+#define TOP_ADVICE_ROWS_MAX SHARD_ADVICE_MAX
+#define TOP_ADVICE_TEXT_LINES 4u
+#define TOP_ADVICE_INDENT 7u
 /* '#' per 10% of share. */
 #define TOP_BAR_WIDTH 10u
 /* A text cell: a whole line at most, plus quotes and the NUL. */
@@ -56,7 +62,9 @@
 #define TOP_ERROR_SIZE 512u
 /* Lines of the largest frame: 3 header lines; per list a blank line, a column header and its
  * rows, plus one line of "more" (Kafka) or of "not reported". */
-#define TOP_FRAME_LINES_MAX (3u + 4u * (3u + TOP_ROWS_MAX) + 3u + TOP_GROWTH_ROWS_MAX)
+#define TOP_FRAME_LINES_MAX                                                                        \
+    (3u + 4u * (3u + TOP_ROWS_MAX) + 3u + TOP_GROWTH_ROWS_MAX + 2u +                               \
+     TOP_ADVICE_ROWS_MAX * (1u + 2u * TOP_ADVICE_TEXT_LINES))
 #define TOP_FRAME_BYTES_MAX (64u * 1024u)
 /* A frame as written: "home, clear" (7 bytes) and a newline the last line may lack. */
 #define TOP_SCREEN_BYTES_MAX (TOP_FRAME_BYTES_MAX + 8u)
@@ -72,8 +80,10 @@ const char cmd_top_usage[] =
     "like top(1): the hottest partitions (day + shard) with their rate now, average and peak\n"
     "over the window, share of all writes, the day's shard count, throttled events and OVER\n"
     "when a partition takes more than the capacity; then days, Kafka partitions (the hottest\n"
-    "8) with lag, top customers (estimated rate +- error) and the last growths. Rates are\n"
-    "events per second of producer time; \"-\" is a value the node did not report.\n"
+    "8) with lag, top customers (estimated rate +- error) and the last growths; then the\n"
+    "node's advice, when a hot spot is one more shards cannot relieve (a skewed Kafka\n"
+    "partition, a hot customer, a day at --max-shards): the evidence and the remedy. Rates\n"
+    "are events per second of producer time; \"-\" is a value the node did not report.\n"
     "\n"
     "On a terminal the view redraws in place, cut to the window; otherwise frames follow one\n"
     "another, separated by a blank line. While the node does not answer, the frame says why\n"
@@ -445,6 +455,60 @@ static void top_render_growths(const json_t *doc, FILE *out)
     }
 }
 
+/* text folded over at most TOP_ADVICE_TEXT_LINES lines after `label` (TOP_ADVICE_INDENT
+ * columns), control bytes replaced as in a cell; a longer text ends in '~'. */
+static void top_fold(FILE *out, const char *label, const char *text)
+{
+    enum { WIDTH = TOP_COLUMNS - TOP_ADVICE_INDENT };
+    char clean[TOP_ADVICE_TEXT_LINES * WIDTH + 1];
+    size_t len = 0;
+    for (const unsigned char *p = (const unsigned char *)text;
+         *p != '\0' && len < sizeof(clean) - 1; p++) {
+        bool c1 = p[0] == 0xC2u && p[1] >= 0x80u && p[1] <= 0x9Fu;
+        clean[len++] = *p < 0x20u || *p == 0x7Fu || c1 ? '?' : (char)*p;
+        p += c1 ? 1 : 0;
+    }
+    bool cut = len == sizeof(clean) - 1 && strlen(text) > len;
+    clean[len] = '\0';
+    if (cut) {
+        len = utf8_cut(clean, len - 1);
+        clean[len++] = '~';
+        clean[len] = '\0';
+    }
+    for (size_t at = 0, line = 0; at < len && line < TOP_ADVICE_TEXT_LINES; line++) {
+        size_t n = len - at;
+        if (n > WIDTH) {
+            n = utf8_cut(clean + at, WIDTH);
+            n = n > 0 ? n : WIDTH;
+        }
+        top_line(out, "%-*s%.*s", (int)TOP_ADVICE_INDENT, line == 0 ? label : "", (int)n,
+                 clean + at);
+        at += n;
+    }
+}
+
+/* The advice of the node (hot spots more shards cannot relieve), under the tables: a line with
+ * the case and subject, then the evidence and the remedy. Nothing when there is none. */
+static void top_render_advice(const json_t *doc, FILE *out)
+{
+    const json_t *list = json_object_get(doc, "advice");
+    size_t rows = json_array_size(list);
+    if (rows == 0) {
+        return;
+    }
+    top_line(out, "\nADVICE: MORE SHARDS CANNOT HELP");
+    for (size_t i = 0; i < rows && i < TOP_ADVICE_ROWS_MAX; i++) {
+        const json_t *a = json_array_get(list, i);
+        char c[2][TOP_CELL_SIZE];
+        top_line(out, "%s  %s", top_cell(json_object_get(a, "case"), 0, 24, c[0]),
+                 top_cell(json_object_get(a, "subject"), 0, TOP_COLUMNS - 30, c[1]));
+        const char *evidence = json_string_value(json_object_get(a, "evidence"));
+        const char *remedy = json_string_value(json_object_get(a, "remedy"));
+        top_fold(out, "  why", evidence != NULL ? evidence : "-");
+        top_fold(out, "  fix", remedy != NULL ? remedy : "-");
+    }
+}
+
 /* One frame of a heat document (borrowed): pure, it reads nothing but doc and a. */
 static void top_render(const json_t *doc, const struct top_args *a, FILE *out)
 {
@@ -454,6 +518,7 @@ static void top_render(const json_t *doc, const struct top_args *a, FILE *out)
     top_render_kafka(doc, a, out);
     top_render_customers(doc, a, out);
     top_render_growths(doc, out);
+    top_render_advice(doc, out);
 }
 
 /* The frame while the node does not answer: the error (from top_fetch, at most TOP_ERROR_SIZE

@@ -35,7 +35,9 @@ struct node_heat {
     struct shardmap_topic *topic; /* NULL with no_shardmap_topic */
     struct shard_heat_report *report;
     bool growth_failed;
-    uint32_t capacity_eps; /* the node's share of --shard-capacity (node_heat_share) */
+    uint32_t capacity_eps;        /* the node's share of --shard-capacity (node_heat_share) */
+    uint32_t partitions_assigned; /* of the topic's, as node_heat_share last said */
+    uint32_t partitions_total;
     uint64_t last_plan_ns;
     uint64_t growths;
     uint64_t merged;
@@ -188,6 +190,44 @@ void node_heat_observe(struct node_heat *nh, int64_t second, int32_t day, uint32
     shard_heat_observe(nh->heat, second, day, shard, source, customer);
 }
 
+/* Whether list (count rows) holds a's case for a's subject. */
+static bool node_heat_advice_in(const struct shard_advice *list, uint32_t count,
+                                const struct shard_advice *a)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        if (list[i].kind == a->kind && strcmp(list[i].subject, a->subject) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The advice of this report. A case that starts (not in the previous report's advice) is
+ * logged once, with its evidence and remedy, and one that ends is logged too, so the log says
+ * how long each lasted; a line every second it holds would drown the log. */
+static void node_heat_advise(struct node_heat *nh)
+{
+    struct shard_heat_report *r = nh->report;
+    struct shard_advice previous[SHARD_ADVICE_MAX];
+    uint32_t previous_count = r->advice_count;
+    ASSERT(previous_count <= SHARD_ADVICE_MAX);
+    memcpy(previous, r->advice, previous_count * sizeof(previous[0]));
+    r->advice_count = shard_advice_plan(r, previous, previous_count, r->advice, SHARD_ADVICE_MAX);
+    for (uint32_t i = 0; i < r->advice_count; i++) {
+        const struct shard_advice *a = &r->advice[i];
+        if (!node_heat_advice_in(previous, previous_count, a)) {
+            ds_log_warn("advice: %s (%s): %s; remedy: %s", shard_advice_case_name(a->kind),
+                        a->subject, a->evidence, a->remedy);
+        }
+    }
+    for (uint32_t k = 0; k < previous_count; k++) {
+        if (!node_heat_advice_in(r->advice, r->advice_count, &previous[k])) {
+            ds_log_info("advice: %s (%s) no longer holds", shard_advice_case_name(previous[k].kind),
+                        previous[k].subject);
+        }
+    }
+}
+
 /* The report for the observer: the snapshot plus each listed day's shard count. */
 static void node_heat_publish(struct node_heat *nh)
 {
@@ -203,6 +243,10 @@ static void node_heat_publish(struct node_heat *nh)
     r->max_shards = nh->cfg->max_shards;
     r->adaptive = nh->cfg->shard_capacity_eps > 0 && !nh->growth_failed;
     r->growth_failed = nh->growth_failed;
+    r->kafka_partitions_total = nh->partitions_total;
+    r->kafka_partitions_assigned = nh->partitions_assigned;
+    r->growth_capacity_eps = nh->capacity_eps;
+    node_heat_advise(nh);
     nh->cfg->on_heat(r, nh->cfg->observer_user);
 }
 
@@ -220,6 +264,8 @@ void node_heat_share(struct node_heat *nh, uint32_t assigned, uint32_t total)
                     assigned, total, (unsigned long long)capacity, nh->cfg->shard_capacity_eps);
     }
     nh->capacity_eps = (uint32_t)capacity;
+    nh->partitions_assigned = assigned;
+    nh->partitions_total = total;
 }
 
 int node_heat_tick(struct node_heat *nh, struct ingest_node_stats *stats)

@@ -225,6 +225,19 @@ static json_t *loadtest_growths(const struct loadtest_result *r)
     return list;
 }
 
+static json_t *loadtest_advice(const struct loadtest_result *r)
+{
+    json_t *list = json_array();
+    for (uint32_t i = 0; i < r->advice_count; i++) {
+        const struct loadtest_advice *a = &r->advice[i];
+        json_array_append_new(list, json_pack("{s:s, s:s, s:f, s:I, s:s, s:s}", "case", a->kind,
+                                              "subject", a->subject, "first_s", a->first_s,
+                                              "samples", (json_int_t)a->samples, "evidence",
+                                              a->evidence, "remedy", a->remedy));
+    }
+    return list;
+}
+
 /* Percentiles of the per-second lags over a run. */
 static void loadtest_lags(const struct loadtest_result *r, double *lag_p99, double *lag_max,
                           double *gsi_p99)
@@ -292,6 +305,7 @@ static json_t *loadtest_run_json(const struct loadtest_result *r,
     }
     json_object_set_new(run, "shards", shards);
     json_object_set_new(run, "growths", loadtest_growths(r));
+    json_object_set_new(run, "advice", loadtest_advice(r));
     json_t *warnings = json_array();
     for (uint32_t i = 0; i < r->warning_count; i++) {
         json_array_append_new(warnings, json_string(r->warnings[i]));
@@ -364,7 +378,26 @@ static int loadtest_write(const char *out_dir, json_t *doc)
     return 0;
 }
 
-/* The table on stdout: one line per run. */
+static const char *loadtest_text(const json_t *o, const char *key)
+{
+    const char *text = json_string_value(json_object_get(o, key));
+    return text != NULL ? text : "-";
+}
+
+/* Under the table: a line per advice a run's nodes gave (more shards cannot help). */
+static void loadtest_summary_advice(const json_t *run)
+{
+    size_t i;
+    json_t *a;
+    json_array_foreach(json_object_get(run, "advice"), i, a)
+    {
+        printf("%s: advice %s (%s): %s; remedy: %s\n", loadtest_text(run, "strategy"),
+               loadtest_text(a, "case"), loadtest_text(a, "subject"), loadtest_text(a, "evidence"),
+               loadtest_text(a, "remedy"));
+    }
+}
+
+/* The table on stdout: one line per run, then the runs' advice. */
 static void loadtest_summary(json_t *doc)
 {
     printf("\n%-28s %10s %10s %9s %26s %7s %12s %9s %9s\n", "strategy", "produced", "stored",
@@ -391,6 +424,10 @@ static void loadtest_summary(json_t *doc)
                (long long)json_integer_value(json_object_get(run, "would_throttle_events")),
                json_number_value(json_object_get(run, "lag_p99_ms")),
                json_is_number(count) ? json_number_value(count) : 0.0);
+    }
+    json_array_foreach(json_object_get(doc, "runs"), i, run)
+    {
+        loadtest_summary_advice(run);
     }
 }
 

@@ -34,6 +34,9 @@
 #define LOADTEST_STRATEGIES_MAX 8u
 /* Growths a run records. */
 #define LOADTEST_GROWTHS_MAX 256u
+/* Distinct advice (case, subject) a run records: a node gives at most SHARD_ADVICE_MAX at a
+ * time, and a run's hot spots are few. */
+#define LOADTEST_ADVICE_MAX 16u
 /* The embedded broker keeps ~5 MiB per partition (DESIGN.md section 7); an event costs ~60
  * bytes there compressed, so about 80,000 messages of lag per partition is where it starts to
  * drop what nodes have not read. Warn at half. */
@@ -78,6 +81,16 @@ struct loadtest_growth {
     uint32_t to;
     double at_s; /* seconds since the run started */
     char reason[SHARD_GROWTH_REASON_BYTES];
+};
+
+/* Advice a node gave during a run (shard.h, "advice"), once per (case, subject). */
+struct loadtest_advice {
+    char kind[24]; /* "kafka_partition_skew", ... */
+    char subject[SHARD_ADVICE_SUBJECT_BYTES];
+    double first_s;   /* seconds since the run started, at the first sample that had it */
+    uint32_t samples; /* samples (node answers) that had it */
+    char evidence[SHARD_ADVICE_TEXT_BYTES]; /* as the last sample had them */
+    char remedy[SHARD_ADVICE_TEXT_BYTES];
 };
 
 /* One second of a run, summed over its nodes. */
@@ -127,6 +140,8 @@ struct loadtest_result {
     bool throttle_from_samples; /* several nodes: summed from their per-second samples */
     uint32_t growth_count;
     struct loadtest_growth growths[LOADTEST_GROWTHS_MAX];
+    uint32_t advice_count;
+    struct loadtest_advice advice[LOADTEST_ADVICE_MAX];
     uint32_t day_count;
     int32_t days[SHARD_HEAT_TOP_MAX * LOADGEN_LOADTEST_NODES_MAX];
     uint32_t day_shards[SHARD_HEAT_TOP_MAX * LOADGEN_LOADTEST_NODES_MAX];

@@ -603,6 +603,35 @@ static void report_md_run_growths(struct report_file *rf, const json_t *run)
     report_printf(rf, "\n");
 }
 
+/* What the nodes advised (hot spots more shards cannot relieve); an older report has none. */
+static void report_md_run_advice(struct report_file *rf, const json_t *run)
+{
+    const json_t *advice = json_object_get(run, "advice");
+    if (json_array_size(advice) == 0) {
+        report_printf(rf, "Advice (more shards cannot help): %s.\n\n",
+                      json_is_array(advice) ? "none" : "not reported");
+        return;
+    }
+    report_printf(rf, "Advice (more shards cannot help):\n\n");
+    for (size_t i = 0; i < json_array_size(advice) && i < LOADTEST_REPORT_LIST_MAX; i++) {
+        const json_t *a = json_array_get(advice, i);
+        const char *texts[4] = {report_string(a, "case"), report_string(a, "subject"),
+                                report_string(a, "evidence"), report_string(a, "remedy")};
+        char quoted[4][REPORT_TEXT_SIZE];
+        for (size_t k = 0; k < 4; k++) {
+            texts[k] = texts[k] != NULL ? report_quote(texts[k], REPORT_QUOTE_MD, quoted[k]) : "-";
+        }
+        char first[REPORT_NUMBER_SIZE];
+        report_printf(rf, "- **%s** (%s, from %s s): %s. Remedy: %s.\n", texts[0], texts[1],
+                      report_cell(a, "first_s", 1, first), texts[2], texts[3]);
+    }
+    if (json_array_size(advice) > LOADTEST_REPORT_LIST_MAX) {
+        report_printf(rf, "- ... and %zu more\n",
+                      json_array_size(advice) - LOADTEST_REPORT_LIST_MAX);
+    }
+    report_printf(rf, "\n");
+}
+
 static void report_md_run_warnings(struct report_file *rf, const json_t *run)
 {
     const json_t *warnings = json_object_get(run, "warnings");
@@ -637,6 +666,7 @@ static void report_md_runs(struct report_file *rf, const json_t *doc)
         report_md_run_latency(rf, run);
         report_md_run_shards(rf, run);
         report_md_run_growths(rf, run);
+        report_md_run_advice(rf, run);
         report_md_run_warnings(rf, run);
     }
 }

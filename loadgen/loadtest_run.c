@@ -507,6 +507,42 @@ static void loadtest_fold_growths(struct loadtest_state *s, json_t *growths, int
     }
 }
 
+/* A node's advice: each (case, subject) once, with when it first appeared. */
+static void loadtest_fold_advice(struct loadtest_result *res, json_t *advice, double t_s)
+{
+    size_t i;
+    json_t *a;
+    json_array_foreach(advice, i, a)
+    {
+        const char *kind = json_string_value(json_object_get(a, "case"));
+        const char *subject = json_string_value(json_object_get(a, "subject"));
+        if (kind == NULL || subject == NULL) {
+            continue;
+        }
+        uint32_t k = 0;
+        while (k < res->advice_count && (strcmp(res->advice[k].kind, kind) != 0 ||
+                                         strcmp(res->advice[k].subject, subject) != 0)) {
+            k++;
+        }
+        if (k == res->advice_count) {
+            if (k == LOADTEST_ADVICE_MAX) {
+                continue;
+            }
+            struct loadtest_advice *r = &res->advice[res->advice_count++];
+            snprintf(r->kind, sizeof(r->kind), "%s", kind);
+            snprintf(r->subject, sizeof(r->subject), "%s", subject);
+            r->first_s = t_s;
+        }
+        /* The latest texts: their figures cover the most of the run. */
+        struct loadtest_advice *r = &res->advice[k];
+        const char *evidence = json_string_value(json_object_get(a, "evidence"));
+        const char *remedy = json_string_value(json_object_get(a, "remedy"));
+        snprintf(r->evidence, sizeof(r->evidence), "%s", evidence != NULL ? evidence : "");
+        snprintf(r->remedy, sizeof(r->remedy), "%s", remedy != NULL ? remedy : "");
+        r->samples++;
+    }
+}
+
 /* Days and their shard counts (the largest any node reports); the hot day's rate. */
 static void loadtest_fold_days(struct loadtest_result *res, json_t *days,
                                struct loadtest_second *sec)
@@ -582,6 +618,7 @@ static void loadtest_fold_node(struct loadtest_state *s, json_t *doc, struct loa
     loadtest_fold_days(res, json_object_get(doc, "days"), sec);
     loadtest_fold_sources(json_object_get(doc, "kafka_partitions"), sec, lag_max);
     loadtest_fold_growths(s, json_object_get(doc, "growths"), t0_wall_ms);
+    loadtest_fold_advice(res, json_object_get(doc, "advice"), sec->t_s);
     if (s->node_count == 1) {
         res->throttled =
             (uint64_t)json_integer_value(json_object_get(doc, "would_throttle_events"));

@@ -27,6 +27,9 @@
 #define HEAT_CUSTOMER_ROW_BYTES (6u * DS_ID_BYTES_MAX + 120u)
 #define HEAT_GROWTH_ROW_BYTES (140u + SHARD_GROWTH_REASON_BYTES)
 #define HEAT_FIXED_BYTES 1024u
+/* Every text JSON-escaped at its longest (a byte as \u00XX) plus the keys. */
+#define HEAT_ADVICE_ROW_BYTES                                                                      \
+    (96u + 6u * (SHARD_ADVICE_SUBJECT_BYTES + 2u * SHARD_ADVICE_TEXT_BYTES))
 
 size_t query_heat_json_bound(void)
 {
@@ -34,7 +37,7 @@ size_t query_heat_json_bound(void)
            SHARD_HEAT_TOP_MAX * HEAT_DAY_ROW_BYTES +
            SHARD_HEAT_SOURCES_SNAPSHOT_MAX * HEAT_SOURCE_ROW_BYTES +
            SHARD_HEAT_TOP_MAX * HEAT_CUSTOMER_ROW_BYTES +
-           SHARD_GROWTHS_KEPT * HEAT_GROWTH_ROW_BYTES;
+           SHARD_GROWTHS_KEPT * HEAT_GROWTH_ROW_BYTES + SHARD_ADVICE_MAX * HEAT_ADVICE_ROW_BYTES;
 }
 
 static double heat_share(uint64_t part, uint64_t whole)
@@ -148,6 +151,32 @@ static void heat_put_growths(struct http_text *b, const struct shard_heat_report
     http_text_put(b, "]");
 }
 
+/* One advice text as a JSON string (",\"name\":\"...\""). */
+static void heat_put_advice_text(struct http_text *b, const char *name, const char *text,
+                                 size_t text_capacity)
+{
+    char json[6u * SHARD_ADVICE_TEXT_BYTES + 3];
+    int64_t n = http_json_string(text, strnlen(text, text_capacity), json, sizeof(json));
+    ASSERT(n > 0);
+    http_text_put(b, ",\"%s\":%s", name, json);
+}
+
+/* "advice": the hot spots more shards cannot relieve (shard.h, "advice"); always present. */
+static void heat_put_advice(struct http_text *b, const struct shard_heat_report *r)
+{
+    ASSERT(r->advice_count <= SHARD_ADVICE_MAX);
+    http_text_put(b, ",\"advice\":[");
+    for (uint32_t i = 0; i < r->advice_count; i++) {
+        const struct shard_advice *a = &r->advice[i];
+        http_text_put(b, "%s{\"case\":\"%s\"", i > 0 ? "," : "", shard_advice_case_name(a->kind));
+        heat_put_advice_text(b, "subject", a->subject, sizeof(a->subject));
+        heat_put_advice_text(b, "evidence", a->evidence, sizeof(a->evidence));
+        heat_put_advice_text(b, "remedy", a->remedy, sizeof(a->remedy));
+        http_text_put(b, "}");
+    }
+    http_text_put(b, "]");
+}
+
 int64_t query_heat_json(const struct shard_heat_report *r, const struct query_metrics *m,
                         uint32_t top, char *dst, size_t dst_capacity)
 {
@@ -179,6 +208,7 @@ int64_t query_heat_json(const struct shard_heat_report *r, const struct query_me
     heat_put_sources(&b, r, m);
     heat_put_customers(&b, r, top);
     heat_put_growths(&b, r);
+    heat_put_advice(&b, r);
     if (m != NULL) {
         http_text_put(&b, ",\"events_durable\":%" PRIuFAST64,
                       atomic_load_explicit(&m->events_ingested, memory_order_relaxed));

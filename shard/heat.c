@@ -281,6 +281,17 @@ static uint64_t heat_counts_recent(const struct heat_counts *c, int64_t now, uin
     return sum;
 }
 
+/* The seconds among the last `seconds` complete ones with at least one event. */
+static uint32_t heat_counts_active(const struct heat_counts *c, int64_t now, uint32_t seconds)
+{
+    ASSERT(seconds <= SHARD_HEAT_WINDOW_S);
+    uint32_t active = 0;
+    for (int64_t s = now - (int64_t)seconds; s < now; s++) {
+        active += heat_counts_at(c, s) > 0 ? 1u : 0u;
+    }
+    return active;
+}
+
 /* ---- the key tables ------------------------------------------------------------------------ */
 
 static void heat_table_init(struct heat_table *t, uint32_t entries_max, uint32_t slot_bits,
@@ -1164,11 +1175,13 @@ static void heat_snapshot_sources(const struct shard_heat *heat, struct shard_he
         if (out->source_count == SHARD_HEAT_SOURCES_SNAPSHOT_MAX) {
             break;
         }
-        out->sources[out->source_count++] =
-            (struct shard_heat_source_row){.partition = (int32_t)i,
-                                           .rate_now = heat_counts_at(c, heat->second - 1),
-                                           .rate_peak = c->rate_peak,
-                                           .events = c->events};
+        out->sources[out->source_count++] = (struct shard_heat_source_row){
+            .partition = (int32_t)i,
+            .rate_now = heat_counts_at(c, heat->second - 1),
+            .rate_peak = c->rate_peak,
+            .window_events = heat_counts_recent(c, heat->second, SHARD_HEAT_WINDOW_S),
+            .window_seconds = heat_counts_active(c, heat->second, SHARD_HEAT_WINDOW_S),
+            .events = c->events};
     }
 }
 

@@ -172,6 +172,8 @@ struct shard_heat_source_row {
     int32_t partition;
     uint64_t rate_now;
     uint64_t rate_peak;
+    uint64_t window_events;  /* events in the window's complete seconds */
+    uint32_t window_seconds; /* of those seconds, the ones with events */
     uint64_t events;
 };
 
@@ -298,6 +300,73 @@ int shard_growth_plan(const struct shard_heat *heat, const struct shard_map *map
  * growth). Returns 0 or a negated errno. */
 DS_MUST_USE int shard_growth_log_append(const char *dir, const struct shard_growth *growth);
 
+/* ---- advice: when more shards cannot help ------------------------------------------------- */
+
+/*
+ * Growing a day's shards relieves a hot day partition, nothing else. Advice names the hot spots
+ * it cannot relieve, with the evidence and the remedy:
+ * - kafka_partition_skew: one Kafka partition takes far more than its fair share of the node's
+ *   writes (producers key messages by day, so the busy day is one Kafka partition): one consumer
+ *   reads it whatever the day's shard count. Remedy: key messages by order_id.
+ * - hot_customer: the same, and one customer's share of the writes explains that partition's
+ *   excess better than the busiest day's (producers key by customer). Remedy: key by order_id,
+ *   or rate-limit the customer.
+ * - day_at_max_shards: a day at --max-shards is still over capacity. Remedy: raise --max-shards
+ *   or --shard-capacity, else the store's per-partition limit is the bound.
+ *
+ * Evaluated once a second over windows, never over one second: Kafka partitions by their
+ * events in the heat's window (SHARD_HEAT_WINDOW_S), customers by their decayed rate (time
+ * constant SHARD_HEAT_CUSTOMER_TAU_S), days by the growth window the growth rule reads. A case
+ * that holds (it is in `previous`) stays until its measure falls below a lower bar (the *_KEEP
+ * thresholds), so a load near a threshold does not flap between advice and none.
+ */
+
+/* Advice rows at once: a few hot spots is what a person can act on. */
+#define SHARD_ADVICE_MAX 8u
+/* A Kafka partition is skewed past this multiple of its fair share (1 / partitions the node
+ * reads): at 2x one consumer does the work of two, the smallest imbalance worth re-keying a
+ * producer for; a hash of order ids stays within a few percent of fair. */
+#define SHARD_ADVICE_SKEW_FACTOR 2.0
+/* A skew already advised stays until the share falls below this multiple. */
+#define SHARD_ADVICE_SKEW_KEEP_FACTOR 1.5
+/* A skewed partition must have written in at least SHARD_ADVICE_MIN_SECONDS seconds of the
+ * window, and at least SHARD_ADVICE_MIN_EPS events/s over as many: a trickle is skewed by
+ * chance (a few keys), a consumer takes a few hundred events/s whatever the keying, and one
+ * second is no pattern (a stream keyed by day, replayed fast, puts its first second's day in
+ * one partition). */
+#define SHARD_ADVICE_MIN_EPS 100u
+#define SHARD_ADVICE_MIN_SECONDS 3u
+/* A customer explains a partition's skew when its share of all writes is at least this part
+ * of the partition's share past fair (then re-keying, or limiting that customer, removes most
+ * of the excess), and more than the busiest day's share (else keying by day explains it as
+ * well: a customer that writes every day is spread over the partitions then). */
+#define SHARD_ADVICE_CUSTOMER_EXPLAINS 0.5
+#define SHARD_ADVICE_CUSTOMER_KEEP 0.35
+/* A day at --max-shards advised while its growth-window rate is over its capacity stays until
+ * the rate falls below this part of it. */
+#define SHARD_ADVICE_DAY_KEEP 0.8
+#define SHARD_ADVICE_SUBJECT_BYTES 80u
+#define SHARD_ADVICE_TEXT_BYTES 320u
+
+enum shard_advice_case {
+    SHARD_ADVICE_KAFKA_PARTITION_SKEW,
+    SHARD_ADVICE_HOT_CUSTOMER,
+    SHARD_ADVICE_DAY_AT_MAX_SHARDS,
+};
+
+struct shard_advice {
+    enum shard_advice_case kind;
+    int32_t partition;     /* the Kafka partition (skew, hot customer), else -1 */
+    int32_t day;           /* the day (day_at_max_shards), else -1 */
+    struct ds_id customer; /* hot_customer only */
+    char subject[SHARD_ADVICE_SUBJECT_BYTES]; /* "partition 3", "customer 42", "2026-01-21" */
+    char evidence[SHARD_ADVICE_TEXT_BYTES];
+    char remedy[SHARD_ADVICE_TEXT_BYTES];
+};
+
+/* "kafka_partition_skew", "hot_customer", "day_at_max_shards". */
+const char *shard_advice_case_name(enum shard_advice_case kind);
+
 /* Everything a node publishes about heat once a second (a copy; any thread may read it). */
 #define SHARD_GROWTHS_KEPT 32u
 struct shard_heat_report {
@@ -311,6 +380,13 @@ struct shard_heat_report {
     uint64_t growths_total;
     uint32_t growth_count; /* the newest first */
     struct shard_growth growths[SHARD_GROWTHS_KEPT];
+    /* Kafka partitions of the topic and those this node reads (0: unknown, e.g. a file), and
+     * the capacity growth measures this node's days by (its share of --shard-capacity). */
+    uint32_t kafka_partitions_total;
+    uint32_t kafka_partitions_assigned;
+    uint32_t growth_capacity_eps;
+    uint32_t advice_count; /* shard_advice_plan of this report */
+    struct shard_advice advice[SHARD_ADVICE_MAX];
 };
 
 /* ---- heat history: the last seconds of every partition, for the console ------------------- */
@@ -384,5 +460,13 @@ int64_t shard_heat_history_second(struct shard_heat_history *h);
 DS_MUST_USE int shard_heat_history_copy(struct shard_heat_history *h, uint32_t seconds,
                                         int64_t after, struct shard_heat_history_view *out,
                                         struct shard_heat_cell *cells, size_t cells_capacity);
+
+/* The advice rule, pure: up to out_max rows (<= SHARD_ADVICE_MAX) for report, skewed Kafka
+ * partitions first (hottest first), then days (hottest first). previous holds the advice of
+ * the report before (the cases that keep at the lower bars); it must not overlap out. Returns
+ * the rows written. */
+uint32_t shard_advice_plan(const struct shard_heat_report *report,
+                           const struct shard_advice *previous, uint32_t previous_count,
+                           struct shard_advice *out, uint32_t out_max);
 
 #endif /* DS_SHARD_H */

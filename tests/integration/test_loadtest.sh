@@ -3,7 +3,8 @@
 # query load) under each strategy of --compare on a small busy-day month; report.json holds the
 # fields the contract names, every run stores exactly what the broker acknowledged, fixed:1's hot
 # partition is over capacity by about rate / capacity, adaptive grows the busy day and throttles
-# far less; report.md and the plots are written; bad arguments exit 2.
+# far less; keyed by day the nodes advise on the skewed Kafka partition, and fixed:1 on the busy
+# day at its maximum; report.md and the plots are written; bad arguments exit 2.
 source "$(dirname "$0")/lib.sh"
 
 expect_exit "--help" 0 "$DAYSHARD" loadtest --help
@@ -86,6 +87,30 @@ over_capacity_seconds would_throttle_events lag_p99_ms count_p99_us orders_p99_u
     "$(json_get "$r" 'd["runs"][3]["kafka_hottest_share"] > 0.5 > 2 * d["runs"][2]["kafka_hottest_share"]')"
   expect_eq "key partition: spread over Kafka partitions (shares: $shares)" True \
     "$(json_get "$r" 'd["runs"][4]["kafka_hottest_share"] < d["runs"][3]["kafka_hottest_share"]')"
+  # Advice: keyed by day, the nodes name the skewed Kafka partition (more shards cannot help);
+  # keyed by order, nothing; fixed:1 is at its --max-shards with the busy day over capacity
+  # (12,000 events in the 5 s growth window, past 5 x 1 x 1,000; fixed:4's 20,000 is not past).
+  advice() { json_get "$r" "' '.join(sorted(set(a['case'] for a in d['runs'][$1]['advice'])))"; }
+  expect_eq "advice: key day names the skewed Kafka partition" True \
+    "$(json_get "$r" 'any(a["case"] == "kafka_partition_skew" and a["subject"].startswith("partition ") and "--key order" in a["remedy"] for a in d["runs"][3]["advice"])')"
+  expect_eq "advice: none keyed by order" "" "$(advice 2)"
+  expect_eq "advice: fixed:1 at its maximum" day_at_max_shards "$(advice 0)"
+  expect_eq "advice: the busy day at 1 shard" True \
+    "$(json_get "$r" 'any(a["subject"] == "2026-01-21" and "at 1 shard (--max-shards 1)" in a["evidence"] for a in d["runs"][0]["advice"])')"
+  # Logged when a case starts and when it ends, not every second it holds: the busy day at
+  # its maximum holds for the rest of the run, and starts once.
+  expect_eq "advice: the busy day's case held several seconds" True \
+    "$(json_get "$r" 'any(a["subject"] == "2026-01-21" and a["samples"] >= 2 for a in d["runs"][0]["advice"])')"
+  expect_eq "advice: logged once when it starts" 1 \
+    "$(grep -c 'warn: advice: day_at_max_shards (2026-01-21): ' "$out/run-1/node-0.log" || true)"
+  # Keyed by day a case may end and start again as the days move between partitions: one
+  # start line per start, so never more than one more start than ends.
+  log4=$out/run-4/node-0.log
+  for subject in $(grep -o 'warn: advice: kafka_partition_skew (partition [0-9]*)' "$log4" | grep -o '[0-9]*)$' | sort -u | tr -d ')'); do
+    starts=$(grep -c "warn: advice: kafka_partition_skew (partition $subject): " "$log4")
+    ends=$(grep -c "advice: kafka_partition_skew (partition $subject) no longer holds" "$log4" || true)
+    ((starts >= 1 && starts <= ends + 1)) && ok || fail "partition $subject: $starts starts, $ends ends"
+  done
 else
   fail "no report.json ($(tail -n 5 "$WORK/lt.err"))"
 fi
@@ -100,6 +125,10 @@ grep -q "adaptive, key order" "$WORK/lt.out" && ok || fail "no summary table on 
 grep -q "^  schedule->durable " "$WORK/lt.out" && ok || fail "no latency table on stdout"
 grep -q "| scheduled send to durable |" "$out/report.md" 2>/dev/null && ok ||
   fail "no latency table in report.md"
+grep -q "^adaptive, key day: advice kafka_partition_skew (partition [0-9]*): Kafka partition" \
+  "$WORK/lt.out" && ok || fail "no advice under the summary table"
+grep -q '^- \*\*kafka\\_partition\\_skew\*\* (partition [0-9]*, from ' "$out/report.md" 2>/dev/null &&
+  ok || fail "report.md lacks the advice"
 
 # Two nodes of one group: exact counts over both, and their shard maps agree through the map
 # topic (each grows on its share of the writes; merged by maximum).

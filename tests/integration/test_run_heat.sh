@@ -105,6 +105,9 @@ expect_eq "heat throttling measured" "True" \
   "$(json_get "$WORK/body" 'd["would_throttle_events"] > 0 and d["shard_capacity_eps"] == 1000')"
 # The generator's Zipf customers: customer 1 is the heaviest.
 expect_eq "heat top customer" 1 "$(json_get "$WORK/body" 'd["customers"][0]["customer_id"]')"
+# Keyed by order the Kafka partitions share the writes evenly, and the busy day had room to
+# grow: no advice (the list is there, empty).
+expect_eq "heat advice: none on an even load" "[]" "$(json_get "$WORK/body" 'json.dumps(d["advice"])')"
 for bad in "top=0" "top=65" "top=x" "top=5&top=6" "limit=3"; do
   expect_eq "heat ?$bad" 400 "$(status "$URL_A/v1/heat?$bad")"
 done

@@ -99,6 +99,11 @@ cat > "$docs/full.json" <<'EOF'
              {"day": "2026-01-18", "from": 1, "to": 2, "at": "2026-12-01T22:57:00Z", "reason": "r4"},
              {"day": "2026-01-17", "from": 1, "to": 2, "at": "2026-12-01T22:56:00Z", "reason": "r5"},
              {"day": "2026-01-16", "from": 1, "to": 2, "at": "2026-12-01T22:55:00Z", "reason": "oldest"}],
+ "advice": [{"case": "kafka_partition_skew", "subject": "partition 3",
+             "evidence": "Kafka partition 3 took 91% of this node's writes over the last 60 s (54000 events; fair share 25.0% of 4 partitions): one consumer reads it",
+             "remedy": "key messages by order_id (dayshard produce --key order)"},
+            {"case": "hot_customer", "subject": "customer evil\u001b[2J",
+             "evidence": "customer evil wrote 50%", "remedy": "rate-limit this customer"}],
  "gsi_lag_ms": 12}
 EOF
 
@@ -111,7 +116,7 @@ cat > "$docs/nulls.json" <<'EOF'
                  "rate_now": null, "rate_avg": null, "rate_peak": null, "events": null,
                  "share": null, "over_capacity_seconds": null, "would_throttle_events": null}],
  "days": [], "kafka_partitions": [{"partition": 3, "rate_now": 0, "rate_peak": 0, "events": 0, "lag": null}],
- "customers": [], "growths": [], "gsi_lag_ms": null}
+ "customers": [], "growths": [], "advice": [], "gsi_lag_ms": null}
 EOF
 
 # An older node: a few totals, no lists at all. Fixed shard counts (capacity 0).
@@ -164,6 +169,20 @@ expect_eq "growths: newest first, 5 of 6" "2026-12-01T23:00:03Z 2026-12-01T22:59
   "$(grep -E '^2026-12-01T' "$WORK/full.txt" | awk '{printf "%s ", $1}' | sed 's/ $//')"
 expect_eq "growth line" "2026-12-01T23:00:03Z  2026-01-21     4 -> 8     5 s over capacity" \
   "$(line '^2026-12-01T23:00:03Z')"
+# Advice under the tables: the case and subject, then the evidence folded to the width (it
+# reads back whole) and the remedy; control bytes replaced here too.
+expect_eq "advice header" 1 "$(grep -c '^ADVICE: MORE SHARDS CANNOT HELP$' "$WORK/full.txt")"
+expect_eq "advice: case and subject" "kafka_partition_skew  partition 3" \
+  "$(grep -A1 '^ADVICE' "$WORK/full.txt" | tail -1)"
+expect_eq "advice: evidence folded and whole" \
+  "Kafka partition 3 took 91% of this node's writes over the last 60 s (54000 events; fair share 25.0% of 4 partitions): one consumer reads it" \
+  "$(sed -n '/^kafka_partition_skew/,/^  fix/p' "$WORK/full.txt" | sed -n '/^  why/,/^  fix/p' | sed '$d' | cut -c8- | tr -d '\n')"
+expect_eq "advice: evidence takes two lines" 2 \
+  "$(sed -n '/^kafka_partition_skew/,/^  fix/p' "$WORK/full.txt" | sed -n '/^  why/,/^  fix/p' | sed '$d' | wc -l)"
+expect_eq "advice: remedy" "  fix  key messages by order_id (dayshard produce --key order)" \
+  "$(grep -m1 '^  fix' "$WORK/full.txt")"
+expect_eq "advice: second row, control bytes replaced" "hot_customer  customer evil?[2J" \
+  "$(grep '^hot_customer' "$WORK/full.txt")"
 expect_eq "widest line" 1 "$(awk '{ if (length($0) > m) m = length($0) } END { print (m <= 100) }' "$WORK/full.txt")"
 expect_eq "request: top and no token" "/full/v1/heat?top=10 -" "$(tail -1 "$docs/requests.log")"
 
@@ -184,6 +203,7 @@ expect_eq "null capacity" "capacity - per partition, max - shards  over capacity
 expect_eq "null partition fields" "DAY#2026-01-22#0 - - - - - -" "$(grep '^DAY#' "$WORK/out" | xargs)"
 expect_eq "null lag" "3 0 0 0 -" "$(grep -E '^3 ' "$WORK/out" | xargs)"
 expect_eq "empty lists" 3 "$(grep -c '^  (none)$' "$WORK/out")"
+expect_eq "no advice, no advice section" 0 "$(grep -c '^ADVICE' "$WORK/out" || true)"
 
 # Missing sections still render, each saying so.
 expect_exit "top sparse" 0 "$DAYSHARD" top --server "$base/sparse" --once

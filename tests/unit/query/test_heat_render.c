@@ -133,6 +133,41 @@ static void test_heat_render_document(void **state)
     free(r);
 }
 
+static void test_heat_render_advice(void **state)
+{
+    /* "advice" is always there: empty with nothing to advise, else each row's case, subject,
+     * evidence and remedy, texts escaped (a string customer id may hold any byte). */
+    (void)state;
+    query_metrics_init(&metrics, NULL, 0);
+    struct shard_heat_report *r = report_make();
+    json_t *d = render(r, 10);
+    json_t *advice = json_object_get(d, "advice");
+    assert_true(json_is_array(advice));
+    assert_int_equal(json_array_size(advice), 0);
+    json_decref(d);
+    r->advice_count = 2;
+    r->advice[0] = (struct shard_advice){.kind = SHARD_ADVICE_HOT_CUSTOMER, .partition = 0};
+    snprintf(r->advice[0].subject, sizeof(r->advice[0].subject), "customer c\"7\n");
+    snprintf(r->advice[0].evidence, sizeof(r->advice[0].evidence), "wrote 91%%");
+    snprintf(r->advice[0].remedy, sizeof(r->advice[0].remedy), "key by order_id");
+    r->advice[1] = (struct shard_advice){.kind = SHARD_ADVICE_DAY_AT_MAX_SHARDS, .day = 1};
+    snprintf(r->advice[1].subject, sizeof(r->advice[1].subject), "2026-01-21");
+    d = render(r, 10);
+    advice = json_object_get(d, "advice");
+    assert_int_equal(json_array_size(advice), 2);
+    json_t *a = json_array_get(advice, 0);
+    assert_string_equal(json_string_value(json_object_get(a, "case")), "hot_customer");
+    assert_string_equal(json_string_value(json_object_get(a, "subject")), "customer c\"7\n");
+    assert_string_equal(json_string_value(json_object_get(a, "evidence")), "wrote 91%");
+    assert_string_equal(json_string_value(json_object_get(a, "remedy")), "key by order_id");
+    a = json_array_get(advice, 1);
+    assert_string_equal(json_string_value(json_object_get(a, "case")), "day_at_max_shards");
+    assert_string_equal(json_string_value(json_object_get(a, "subject")), "2026-01-21");
+    assert_string_equal(json_string_value(json_object_get(a, "evidence")), "");
+    json_decref(d);
+    free(r);
+}
+
 static void test_heat_render_metrics_bounded(void **state)
 {
     /* /metrics carries the totals and only the top rows, labels escaped. */
@@ -171,6 +206,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_heat_render_document),
+        cmocka_unit_test(test_heat_render_advice),
         cmocka_unit_test(test_heat_render_metrics_bounded),
         cmocka_unit_test(test_heat_render_metrics_store),
     };

@@ -195,6 +195,7 @@ static void test_heat_late_event_beyond_window_counts_only_events(void **state)
     assert_int_equal(p->rate_peak, 0);
     assert_int_equal(snap->source_count, 1);
     assert_int_equal(snap->sources[0].events, 1500);
+    assert_int_equal(snap->sources[0].window_events, 0);
     assert_int_equal(snap->sources[0].rate_peak, 0);
     assert_int_equal(shard_heat_second(f->heat), T0 + 100);
 }
@@ -528,6 +529,8 @@ static void test_heat_sources_listed_by_partition(void **state)
         assert_int_equal(snap->sources[i].events, want_events[i]);
         assert_int_equal(snap->sources[i].rate_now, want_events[i]);
         assert_int_equal(snap->sources[i].rate_peak, want_events[i]);
+        assert_int_equal(snap->sources[i].window_events, want_events[i]);
+        assert_int_equal(snap->sources[i].window_seconds, 1);
     }
     for (int32_t s = 0; s < (int32_t)SHARD_HEAT_SOURCES_MAX; s++) {
         shard_heat_observe(f->heat, T0 + 1, day, 0, s, NULL);
@@ -537,6 +540,18 @@ static void test_heat_sources_listed_by_partition(void **state)
     for (uint32_t i = 0; i < snap->source_count; i++) {
         assert_int_equal(snap->sources[i].partition, (int32_t)i);
     }
+    /* Partition 5 wrote in two seconds of the window: T0 (3 events) and T0 + 1 (1). */
+    shard_heat_advance(f->heat, T0 + 2);
+    snap = snapshot(f, 8);
+    assert_int_equal(snap->sources[5].window_events, 4);
+    assert_int_equal(snap->sources[5].window_seconds, 2);
+    /* The window forgets T0: partition 5 keeps its one event of T0 + 1 there, all 4 in events. */
+    shard_heat_advance(f->heat, T0 + 61);
+    snap = snapshot(f, 8);
+    assert_int_equal(snap->sources[5].partition, 5);
+    assert_int_equal(snap->sources[5].window_events, 1);
+    assert_int_equal(snap->sources[5].window_seconds, 1);
+    assert_int_equal(snap->sources[5].events, 4);
 }
 
 /* Rows in snapshot order: rate_now descending, then events descending, then key ascending. */

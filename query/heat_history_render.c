@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "query/query.h"
+#include "query/serve_private.h"
 
 /* "{"version":1,"second":...,"seconds":300,...,"columns":[" and "],"growths":[" and "]}". */
 #define HISTORY_FIXED_BYTES 256u
@@ -97,19 +98,7 @@ static void history_put_growths(struct http_text *b, const struct shard_heat_his
 {
     http_text_put(b, "],\"growths\":[");
     for (uint32_t i = 0; i < view->growth_count; i++) {
-        const struct shard_growth *g = &view->growths[i];
-        char day[DS_DATE_TEXT_SIZE];
-        char at[DS_TS_TEXT_SIZE];
-        char reason[6u * SHARD_GROWTH_REASON_BYTES + 3];
-        ds_date_format(g->day, day);
-        ds_ts_format(g->at_ms, at);
-        int64_t n = http_json_string(g->reason, strnlen(g->reason, sizeof(g->reason)), reason,
-                                     sizeof(reason));
-        ASSERT(n > 0);
-        http_text_put(b,
-                      "%s{\"t\":%" PRId64
-                      ",\"day\":\"%s\",\"from\":%u,\"to\":%u,\"at\":\"%s\",\"reason\":%s}",
-                      i > 0 ? "," : "", g->t, day, g->from, g->to, at, reason);
+        heat_growth_json(b, &view->growths[i], i == 0);
     }
     http_text_put(b, "]}");
 }

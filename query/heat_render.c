@@ -25,7 +25,7 @@
 #define HEAT_DAY_ROW_BYTES 200u
 #define HEAT_SOURCE_ROW_BYTES 160u
 #define HEAT_CUSTOMER_ROW_BYTES (6u * DS_ID_BYTES_MAX + 120u)
-#define HEAT_GROWTH_ROW_BYTES (140u + SHARD_GROWTH_REASON_BYTES)
+#define HEAT_GROWTH_ROW_BYTES (170u + 6u * SHARD_GROWTH_REASON_BYTES)
 #define HEAT_FIXED_BYTES 1024u
 /* Every text JSON-escaped at its longest (a byte as \u00XX) plus the keys. */
 #define HEAT_ADVICE_ROW_BYTES                                                                      \
@@ -132,21 +132,26 @@ static void heat_put_customers(struct http_text *b, const struct shard_heat_repo
     http_text_put(b, "]");
 }
 
+void heat_growth_json(struct http_text *b, const struct shard_growth *g, bool first)
+{
+    char day[DS_DATE_TEXT_SIZE];
+    char at[DS_TS_TEXT_SIZE];
+    char reason[6u * SHARD_GROWTH_REASON_BYTES + 3];
+    ds_date_format(g->day, day);
+    ds_ts_format(g->at_ms, at);
+    int64_t n =
+        http_json_string(g->reason, strnlen(g->reason, sizeof(g->reason)), reason, sizeof(reason));
+    ASSERT(n > 0);
+    http_text_put(
+        b, "%s{\"t\":%" PRId64 ",\"day\":\"%s\",\"from\":%u,\"to\":%u,\"at\":\"%s\",\"reason\":%s}",
+        first ? "" : ",", g->t, day, g->from, g->to, at, reason);
+}
+
 static void heat_put_growths(struct http_text *b, const struct shard_heat_report *r)
 {
     http_text_put(b, ",\"growths\":[");
     for (uint32_t i = 0; i < r->growth_count; i++) {
-        const struct shard_growth *g = &r->growths[i];
-        char day[DS_DATE_TEXT_SIZE];
-        char at[DS_TS_TEXT_SIZE];
-        char reason[6u * SHARD_GROWTH_REASON_BYTES + 3];
-        ds_date_format(g->day, day);
-        ds_ts_format(g->at_ms, at);
-        int64_t n = http_json_string(g->reason, strnlen(g->reason, sizeof(g->reason)), reason,
-                                     sizeof(reason));
-        ASSERT(n > 0);
-        http_text_put(b, "%s{\"day\":\"%s\",\"from\":%u,\"to\":%u,\"at\":\"%s\",\"reason\":%s}",
-                      i > 0 ? "," : "", day, g->from, g->to, at, reason);
+        heat_growth_json(b, &r->growths[i], i == 0);
     }
     http_text_put(b, "]");
 }

@@ -69,6 +69,9 @@ bool serve_position_reached(const struct query_position *p, int64_t durable_next
 struct http_text;
 /* Appends the heat series of /metrics (top rows only: bounded labels) to b (heat_render.c). */
 void heat_metrics_put(const struct shard_heat_report *report, struct http_text *b);
+/* Appends one growth as /v1/heat and /v1/heat/history list it (heat_render.c), with a comma
+ * before it unless first: {"t":S,"day":"D","from":F,"to":T,"at":"...","reason":"..."}. */
+void heat_growth_json(struct http_text *b, const struct shard_growth *growth, bool first);
 
 /* ---- the query service's state (http.c) ---------------------------------------------------- */
 

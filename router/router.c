@@ -984,24 +984,39 @@ static uint32_t feed_time_left_ms(const struct feed_turn *t)
     return now < t->deadline_ns ? (uint32_t)((t->deadline_ns - now + 999999u) / 1000000u) : 0;
 }
 
-/* The group a count would use now: the preferred one while the prober sees every member of
- * it ready, else the first group that is, else the preferred one (its ready members). */
+/* The members of group g the prober sees ready. */
+static uint32_t feed_ready_count(const struct router *r, uint32_t g)
+{
+    uint32_t ready = 0;
+    for (uint32_t i = 0; i < r->group_count[g]; i++) {
+        ready += atomic_load_explicit(&r->nodes[r->group_first[g] + i].ready, memory_order_relaxed)
+                     ? 1u
+                     : 0u;
+    }
+    return ready;
+}
+
+/* The group a count would use now: the preferred one while the prober sees every member of it
+ * ready, else the other if it is all ready; with neither, the one with the most members ready
+ * (the preferred one on a tie), whose ready members give the frame. */
 static uint32_t feed_group(const struct router *r)
 {
     unsigned first = atomic_load_explicit(&r->preferred, memory_order_relaxed);
+    uint32_t best = first;
+    uint32_t best_ready = 0;
     for (uint32_t k = 0; k < ROUTER_GROUPS; k++) {
         uint32_t g = (first + k) % ROUTER_GROUPS;
-        bool ready = r->group_count[g] > 0;
-        for (uint32_t i = 0; ready && i < r->group_count[g]; i++) {
-            ready =
-                atomic_load_explicit(&r->nodes[r->group_first[g] + i].ready, memory_order_relaxed);
-        }
-        if (ready) {
+        uint32_t ready = feed_ready_count(r, g);
+        if (r->group_count[g] > 0 && ready == r->group_count[g]) {
             return g;
         }
+        if (ready > best_ready) {
+            best = g;
+            best_ready = ready;
+        }
     }
-    ASSERT(r->group_count[first] > 0);
-    return first;
+    ASSERT(r->group_count[best] > 0);
+    return best;
 }
 
 /* t->req's target (t->req.forward, formatted) as the nodes get it, routed as a node routes it. */
@@ -1096,7 +1111,12 @@ static bool feed_turn_make(struct router *r, uint32_t seconds, struct feed_turn 
     uint32_t g = feed_group(r);
     feed_target(t, true, "/v1/heat?top=%u", ROUTER_FEED_TOP);
     if (feed_fetch(r, g, t, &t->heat) != 0) {
-        return false;
+        /* none of its members answered: the other group's, if it has any */
+        g = (g + 1) % ROUTER_GROUPS;
+        memset(t->missing, 0, sizeof(t->missing));
+        if (r->group_count[g] == 0 || feed_fetch(r, g, t, &t->heat) != 0) {
+            return false;
+        }
     }
     feed_target(t, true, "/v1/heat/history?seconds=%u", seconds);
     if (feed_fetch(r, g, t, &t->history) != 0) {

@@ -49,6 +49,24 @@
  * fan-out still waiting on it give up that call at once and fail over (call_abandon), and
  * later requests skip its group without a call.
  *
+ * /v1/heat/stream: the streams are the server core's (http/events.c, at most 16 as on a node);
+ * the core's event pump calls router_heat_tick every 100 ms while one is open, and at most
+ * once a second that tick makes a feed turn: the heat (top 20) and the history of the group a
+ * count would use (its ready members; one that does not answer leaves the frame to the others,
+ * with a "warnings" entry naming it), the newest 31 days' counts through the count fan-out
+ * above (complete answers, the other group on failover), and one frame per distinct stream
+ * position (router_heat_frame: a new stream's first frame carries the whole 300 s, each other
+ * the seconds after its previous frame's). Nothing is fetched while no stream is open. A turn
+ * runs on the pump's thread with a slot of its own, and every call of a turn shares one
+ * budget of --timeout-ms: the pump stalls for at most that (its keep-alives are due every
+ * 5 s), a member that hangs costs that once (it is marked hung, and later turns skip it until
+ * the prober sees it again), and stopping the server waits at most one turn.
+ *
+ * Rejected for the stream: a feed thread of its own handing frames to the pump (a second
+ * thread, a frame buffer under a lock and its own wake-up and stop, for a turn the budget
+ * already bounds), and a fan-out per stream (16 streams would ask each member 16 times a
+ * second for the same answers).
+ *
  * Rejected: asking every node's /readyz on every request (a second round trip on the latency
  * path; a failed request marks its node down at once anyway), and answering from a mix of both
  * groups' members (a partition of one group's member may be split differently in the other's:
@@ -124,6 +142,14 @@ struct router {
     uint32_t slot_count;
     struct router_slot slots[QUERY_HTTP_THREADS_MAX];
     atomic_uint slot_next;
+    /* /v1/heat/stream's feed (the event pump's thread only): its slot and when its last turn
+     * began (monotonic ns) */
+    struct router_slot feed_slot;
+    bool feed_slot_open;
+    uint64_t feed_turn_ns;
+    /* what the feed's calls carry: the --node-token's bearer, else the --token's (a stream's
+     * client proved it to open the stream, as a request's bearer is passed on); "": none */
+    char feed_authorization[sizeof("Bearer ") + HTTP_TOKEN_BYTES_MAX];
     /* the prober */
     struct router_client *probe_client;
     struct router_call *probe_calls; /* node_count */
@@ -423,11 +449,12 @@ static void judge_call(struct router *r, const struct query_route *route,
     }
 }
 
-/* Asks every member of group g (or, for a partial answer, every ready one). A member the
- * prober sees down makes the group incomplete without a call, unless partial. */
+/* Asks every member of group g (or, for a partial answer, every ready one), each call given
+ * timeout_ms. A member the prober sees down makes the group incomplete without a call, unless
+ * partial. */
 static void attempt_group(struct router *r, struct router_slot *s, uint32_t g,
                           const struct router_request *req, const char *authorization,
-                          struct router_attempt *a)
+                          uint32_t timeout_ms, struct router_attempt *a)
 {
     memset(a, 0, sizeof(*a));
     a->group = g;
@@ -447,8 +474,7 @@ static void attempt_group(struct router *r, struct router_slot *s, uint32_t g,
     if (n == 0 || (a->missing_count > 0 && !req->partial)) {
         return;
     }
-    router_client_run(s->client, s->calls[g], n, call_timeout_ms(r, &req->route), authorization,
-                      call_abandon, r);
+    router_client_run(s->client, s->calls[g], n, timeout_ms, authorization, call_abandon, r);
     a->called = n;
     for (uint32_t i = 0; i < n; i++) {
         judge_call(r, &req->route, &s->calls[g][i], a);
@@ -507,28 +533,17 @@ static const struct router_call *found_order(const struct router_slot *s,
 
 /* ---- a request ----------------------------------------------------------------------------- */
 
-/* Answers from attempt a: complete, or (partial=true) the group where most members answered.
- * Returns false, answering nothing, when a complete-looking answer misses partitions. */
-static bool answer_attempt(struct router *r, struct http_request *c, struct router_slot *s,
-                           const struct router_request *req, struct router_attempt *attempts,
-                           uint32_t count, struct router_attempt *a, enum http_result *result)
+/* Merges attempt a (its group's calls in s) into m and, for a complete answer with as_of
+ * (counts, partitions), checks its coverage and owners. Returns 0 (m->body is the answer),
+ * -EAGAIN (the checks found it incomplete: a says why, m holds nothing) or the merge's error
+ * (-DS_ECORRUPT with m->error, -ENOMEM). */
+static int attempt_merge(struct router *r, struct router_slot *s, const struct router_request *req,
+                         struct router_attempt *a, struct router_merged *m)
 {
     const struct query_route *route = &req->route;
-    if (route->endpoint == QUERY_EP_ORDER) {
-        const struct router_call *absent = NULL;
-        const struct router_call *hit = found_order(s, a, &absent);
-        ASSERT(hit != NULL || absent != NULL);
-        *result = respond_copy(c, hit != NULL ? hit : absent);
-        return true;
-    }
-    struct router_merged *m = calloc(1, sizeof(*m));
-    int rc = m != NULL ? merge_attempt(r, s, req, a, m) : -ENOMEM;
+    int rc = merge_attempt(r, s, req, a, m);
     if (rc != 0) {
-        char text[ROUTER_ERROR_BYTES_MAX + 64];
-        snprintf(text, sizeof(text), "%s", rc == -ENOMEM ? "out of memory" : m->error);
-        free(m);
-        *result = http_respond_error(c, rc == -ENOMEM ? 503 : 502, text);
-        return true;
+        return rc;
     }
     bool has_as_of = route->endpoint == QUERY_EP_COUNT || route->endpoint == QUERY_EP_PARTITIONS;
     if (m->orders_model) {
@@ -546,8 +561,8 @@ static bool answer_attempt(struct router *r, struct http_request *c, struct rout
         router_claims_free(&m->claims);
         if (!a->complete) {
             free(m->body);
-            free(m);
-            return false;
+            m->body = NULL;
+            return -EAGAIN;
         }
         if (orders || claims) {
             /* Before the answer leaves: a request sent after it sees the frontier. */
@@ -555,6 +570,36 @@ static bool answer_attempt(struct router *r, struct http_request *c, struct rout
         }
     }
     router_claims_free(&m->claims);
+    ASSERT(m->body != NULL);
+    return 0;
+}
+
+/* Answers from attempt a: complete, or (partial=true) the group where most members answered.
+ * Returns false, answering nothing, when a complete-looking answer misses partitions. */
+static bool answer_attempt(struct router *r, struct http_request *c, struct router_slot *s,
+                           const struct router_request *req, struct router_attempt *attempts,
+                           uint32_t count, struct router_attempt *a, enum http_result *result)
+{
+    if (req->route.endpoint == QUERY_EP_ORDER) {
+        const struct router_call *absent = NULL;
+        const struct router_call *hit = found_order(s, a, &absent);
+        ASSERT(hit != NULL || absent != NULL);
+        *result = respond_copy(c, hit != NULL ? hit : absent);
+        return true;
+    }
+    struct router_merged *m = calloc(1, sizeof(*m));
+    int rc = m != NULL ? attempt_merge(r, s, req, a, m) : -ENOMEM;
+    if (rc == -EAGAIN) {
+        free(m);
+        return false;
+    }
+    if (rc != 0) {
+        char text[ROUTER_ERROR_BYTES_MAX + 64];
+        snprintf(text, sizeof(text), "%s", rc == -ENOMEM ? "out of memory" : m->error);
+        free(m);
+        *result = http_respond_error(c, rc == -ENOMEM ? 503 : 502, text);
+        return true;
+    }
     *result = respond_merged(r, c, m, a, attempts, count);
     free(m);
     return true;
@@ -576,7 +621,7 @@ static enum http_result serve_data(struct router *r, struct http_request *c,
             continue;
         }
         struct router_attempt *a = &attempts[count++];
-        attempt_group(r, s, g, req, authorization, a);
+        attempt_group(r, s, g, req, authorization, call_timeout_ms(r, &req->route), a);
         if (a->verdict != NULL) {
             result = respond_copy(c, a->verdict);
             answered = true;
@@ -903,6 +948,285 @@ static enum http_result accept_request(void *user, struct http_request *c, const
     return HTTP_RESULT_OK;
 }
 
+/* ---- /v1/heat/stream: the feed ------------------------------------------------------------- */
+
+/* Rows of a frame's "heat" (as a node's frame: /v1/heat?top=20). */
+#define ROUTER_FEED_TOP 20u
+/* A feed turn at most once a second: a member's heat second moves once a second. */
+#define ROUTER_FEED_PERIOD_NS 1000000000ull
+/* A frame's warnings: one per member of a group, and the counts'. */
+#define ROUTER_FEED_WARNINGS_MAX (ROUTER_NODES_MAX + 1u)
+#define ROUTER_FEED_WARNING_BYTES (ROUTER_NODE_URL_BYTES_MAX + ROUTER_ERROR_BYTES_MAX + 48u)
+
+/* One turn's merged answers and what the frame says it lacks. */
+struct feed_turn {
+    struct router_request req; /* the fan-out at hand */
+    uint64_t deadline_ns;      /* the turn's calls end by then (monotonic) */
+    struct router_merged heat;
+    struct router_merged history;
+    struct router_merged counts;
+    bool missing[ROUTER_NODES_TOTAL_MAX]; /* a member that gave no heat or history */
+    uint32_t warning_count;
+    char warnings[ROUTER_FEED_WARNINGS_MAX][ROUTER_FEED_WARNING_BYTES];
+};
+
+static uint64_t feed_now_ns(void)
+{
+    struct timespec ts;
+    ASSERT(clock_gettime(CLOCK_MONOTONIC, &ts) == 0);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* What is left of the turn's time for a fan-out, in ms (0: none). */
+static uint32_t feed_time_left_ms(const struct feed_turn *t)
+{
+    uint64_t now = feed_now_ns();
+    return now < t->deadline_ns ? (uint32_t)((t->deadline_ns - now + 999999u) / 1000000u) : 0;
+}
+
+/* The members of group g the prober sees ready. */
+static uint32_t feed_ready_count(const struct router *r, uint32_t g)
+{
+    uint32_t ready = 0;
+    for (uint32_t i = 0; i < r->group_count[g]; i++) {
+        ready += atomic_load_explicit(&r->nodes[r->group_first[g] + i].ready, memory_order_relaxed)
+                     ? 1u
+                     : 0u;
+    }
+    return ready;
+}
+
+/* The group a count would use now: the preferred one while the prober sees every member of it
+ * ready, else the other if it is all ready; with neither, the one with the most members ready
+ * (the preferred one on a tie), whose ready members give the frame. */
+static uint32_t feed_group(const struct router *r)
+{
+    unsigned first = atomic_load_explicit(&r->preferred, memory_order_relaxed);
+    uint32_t best = first;
+    uint32_t best_ready = 0;
+    for (uint32_t k = 0; k < ROUTER_GROUPS; k++) {
+        uint32_t g = (first + k) % ROUTER_GROUPS;
+        uint32_t ready = feed_ready_count(r, g);
+        if (r->group_count[g] > 0 && ready == r->group_count[g]) {
+            return g;
+        }
+        if (ready > best_ready) {
+            best = g;
+            best_ready = ready;
+        }
+    }
+    ASSERT(r->group_count[best] > 0);
+    return best;
+}
+
+/* t->req's target (t->req.forward, formatted) as the nodes get it, routed as a node routes it. */
+DS_PRINTF(3, 4) static void feed_target(struct feed_turn *t, bool partial, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->req.forward, sizeof(t->req.forward), fmt, ap);
+    va_end(ap);
+    ASSERT(n > 0 && (size_t)n < sizeof(t->req.forward));
+    bool history = strncmp(t->req.forward, "/v1/heat/history?seconds=", 25) == 0;
+    t->req.partial = partial;
+    t->req.history = history;
+    t->req.history_seconds = history ? (uint32_t)strtoul(t->req.forward + 25, NULL, 10) : 0;
+    unsigned status = history ? 0
+                              : query_route_parse("GET", t->req.forward, (size_t)n,
+                                                  QUERY_RANGE_DAYS_MAX, &t->req.route);
+    t->req.route.endpoint = history ? QUERY_EP_HEAT : t->req.route.endpoint;
+    ASSERT(status == 0);
+    upstream_target(&t->req);
+}
+
+/* The heat or history of group g's ready members into m (those that gave none marked in
+ * t->missing). Returns 0, -ENOENT (no member answered, or no time left) or a merge's error. */
+static int feed_fetch(struct router *r, uint32_t g, struct feed_turn *t, struct router_merged *m)
+{
+    uint32_t timeout_ms = feed_time_left_ms(t);
+    if (timeout_ms == 0) {
+        return -ENOENT;
+    }
+    struct router_attempt a;
+    const char *auth = r->feed_authorization[0] != '\0' ? r->feed_authorization : NULL;
+    attempt_group(r, &r->feed_slot, g, &t->req, auth, timeout_ms, &a);
+    for (uint32_t i = 0; i < a.missing_count; i++) {
+        t->missing[a.missing[i]] = true;
+    }
+    for (uint32_t i = 0; a.verdict != NULL && i < a.called; i++) {
+        const struct router_call *call = &r->feed_slot.calls[g][i];
+        t->missing[call->node] = t->missing[call->node] || call->status != 200;
+    }
+    if (a.ok == 0) {
+        return -ENOENT;
+    }
+    int rc = merge_attempt(r, &r->feed_slot, &t->req, &a, m);
+    if (rc != 0) {
+        ds_log_warn("router: heat stream: %s", rc == -ENOMEM ? "out of memory" : m->error);
+    }
+    return rc;
+}
+
+/* The newest ROUTER_HEAT_FRAME_DAYS days up to last, counted by day as /v1/count?by=day
+ * answers through the router: the preferred group, then the other; complete answers only.
+ * Returns 0 with t->counts, or -EAGAIN (no complete group in the time left). */
+static int feed_counts(struct router *r, int32_t last, struct feed_turn *t)
+{
+    char first_text[DS_DATE_TEXT_SIZE];
+    char last_text[DS_DATE_TEXT_SIZE];
+    ds_date_format(last - (int32_t)ROUTER_HEAT_FRAME_DAYS + 1, first_text);
+    ds_date_format(last, last_text);
+    feed_target(t, false, "/v1/count?day=%s&to=%s&by=day", first_text, last_text);
+    const char *auth = r->feed_authorization[0] != '\0' ? r->feed_authorization : NULL;
+    unsigned first = atomic_load_explicit(&r->preferred, memory_order_relaxed);
+    for (uint32_t k = 0; k < ROUTER_GROUPS; k++) {
+        uint32_t g = (first + k) % ROUTER_GROUPS;
+        uint32_t timeout_ms = feed_time_left_ms(t);
+        if (r->group_count[g] == 0 || timeout_ms == 0) {
+            continue;
+        }
+        struct router_attempt a;
+        attempt_group(r, &r->feed_slot, g, &t->req, auth, timeout_ms, &a);
+        if (a.complete && a.verdict == NULL &&
+            attempt_merge(r, &r->feed_slot, &t->req, &a, &t->counts) == 0) {
+            return 0;
+        }
+        free(t->counts.body);
+        t->counts = (struct router_merged){0};
+    }
+    return -EAGAIN;
+}
+
+/* The next warning's buffer (ROUTER_FEED_WARNING_BYTES). */
+static char *feed_warning(struct feed_turn *t)
+{
+    ASSERT(t->warning_count < ROUTER_FEED_WARNINGS_MAX);
+    return t->warnings[t->warning_count++];
+}
+
+/* Fetches and merges one turn: the heat and the history (seconds) of the group a count would
+ * use, and the counts. Returns true when a frame can be made (some member gave both). */
+static bool feed_turn_make(struct router *r, uint32_t seconds, struct feed_turn *t)
+{
+    uint32_t g = feed_group(r);
+    feed_target(t, true, "/v1/heat?top=%u", ROUTER_FEED_TOP);
+    if (feed_fetch(r, g, t, &t->heat) != 0) {
+        /* none of its members answered: the other group's, if it has any */
+        g = (g + 1) % ROUTER_GROUPS;
+        memset(t->missing, 0, sizeof(t->missing));
+        if (r->group_count[g] == 0 || feed_fetch(r, g, t, &t->heat) != 0) {
+            return false;
+        }
+    }
+    feed_target(t, true, "/v1/heat/history?seconds=%u", seconds);
+    if (feed_fetch(r, g, t, &t->history) != 0) {
+        return false;
+    }
+    for (uint32_t i = 0; i < r->group_count[g]; i++) {
+        uint32_t node = r->group_first[g] + i;
+        if (t->missing[node]) {
+            snprintf(feed_warning(t), ROUTER_FEED_WARNING_BYTES,
+                     "%s gave no heat: the frame holds the other members' only",
+                     r->nodes[node].url);
+        }
+    }
+    int32_t last = 0;
+    if (router_heat_newest_day(t->heat.body, &last) != 0) {
+        last = (int32_t)(time(NULL) / 86400); /* no day written yet: today's */
+    }
+    if (feed_counts(r, last, t) != 0) {
+        snprintf(feed_warning(t), ROUTER_FEED_WARNING_BYTES, "%s",
+                 "counts: no complete replica answered (the counts are empty)");
+        t->counts.body = strdup("{\"groups\":[]}");
+    }
+    return t->counts.body != NULL;
+}
+
+/* Sends each stream the frame after its position (the whole history for a new one): made once
+ * per distinct position, copied to the streams at it. A stream whose position is the merged
+ * second already gets nothing (the pump's keep-alive covers it). */
+static void feed_send(struct http_server *s, const struct http_events_cursor *cursors,
+                      uint32_t count, struct feed_turn *t)
+{
+    const char *warnings[ROUTER_FEED_WARNINGS_MAX];
+    for (uint32_t i = 0; i < t->warning_count; i++) {
+        warnings[i] = t->warnings[i];
+    }
+    struct router_merged *frame = calloc(1, sizeof(*frame));
+    int64_t made_after = -1;
+    int64_t made_second = 0;
+    for (uint32_t i = 0; frame != NULL && i < count; i++) {
+        int64_t after = cursors[i].position > 0 ? cursors[i].position : 0;
+        if (made_after != after) {
+            free(frame->body);
+            *frame = (struct router_merged){0};
+            made_after = after;
+            struct router_heat_feed f = {.last_second = after};
+            int rc = router_heat_frame(&f, t->heat.body, t->history.body, t->counts.body, warnings,
+                                       t->warning_count, frame);
+            if (rc != 0) {
+                ds_log_warn("router: heat stream: %s",
+                            rc == -ENOMEM ? "out of memory" : frame->error);
+                break;
+            }
+            made_second = f.last_second;
+        }
+        if (made_second <= after) {
+            continue; /* nothing new for this position */
+        }
+        char *copy = malloc(frame->len);
+        if (copy == NULL) {
+            break;
+        }
+        memcpy(copy, frame->body, frame->len);
+        (void)http_events_send(s, cursors[i].id, copy, frame->len, made_second);
+    }
+    if (frame != NULL) {
+        free(frame->body);
+    }
+    free(frame);
+}
+
+static void feed_turn_free(struct feed_turn *t)
+{
+    free(t->heat.body);
+    free(t->history.body);
+    free(t->counts.body);
+    free(t);
+}
+
+/* The pump's tick (http_events_tick_fn): at most one turn a second while a stream is open.
+ * The history asked covers the stream furthest behind (all 300 s for a new one). */
+static void router_heat_tick(void *user, struct http_server *s)
+{
+    struct router *r = user;
+    struct http_events_cursor cursors[HTTP_EVENTS_STREAMS_MAX];
+    uint32_t count = http_events_list(s, cursors, HTTP_EVENTS_STREAMS_MAX);
+    uint64_t now_ns = feed_now_ns();
+    if (count == 0 || now_ns - r->feed_turn_ns < ROUTER_FEED_PERIOD_NS) {
+        return;
+    }
+    r->feed_turn_ns = now_ns;
+    int64_t now_s = (int64_t)time(NULL);
+    uint32_t seconds = 1;
+    for (uint32_t i = 0; i < count; i++) {
+        struct router_heat_feed f = {.last_second =
+                                         cursors[i].position > 0 ? cursors[i].position : 0};
+        uint32_t k = router_heat_feed_seconds(&f, now_s);
+        seconds = k > seconds ? k : seconds;
+    }
+    ASSERT(seconds >= 1 && seconds <= ROUTER_HISTORY_SECONDS_MAX);
+    struct feed_turn *t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        return;
+    }
+    t->deadline_ns = now_ns + (uint64_t)r->timeout_ms * 1000000u;
+    if (feed_turn_make(r, seconds, t)) {
+        feed_send(s, cursors, count, t);
+    }
+    feed_turn_free(t);
+}
+
 static enum http_result dispatch(void *user, struct http_request *c)
 {
     struct router *r = user;
@@ -922,11 +1246,9 @@ static enum http_result dispatch(void *user, struct http_request *c)
                           r->node_authorization[0] != '\0'
                               ? r->node_authorization
                               : http_request_header(c, "Authorization"));
-    case QUERY_EP_HEAT_HISTORY: /* route_history answers it before the parser */
-    case QUERY_EP_HEAT_STREAM:
-        return http_respond_error(c, 501,
-                                  "the router does not stream the heat yet: ask a node's "
-                                  "/v1/heat/stream, or the router's /v1/heat/history");
+    /* Its frames come from the feed (router_heat_tick), the stream only waits for them. */
+    case QUERY_EP_HEAT_STREAM: return http_respond_events(c);
+    case QUERY_EP_HEAT_HISTORY: break; /* route_history routes it as QUERY_EP_HEAT */
     case QUERY_EP_NONE: break;
     }
     ASSERT(false);
@@ -1010,23 +1332,42 @@ static int slots_open(struct router *r, uint32_t threads, uint32_t connect_timeo
             return rc;
         }
     }
-    int rc = router_client_create(connect_timeout_ms, &r->probe_client);
+    struct router_slot *feed = &r->feed_slot;
+    ASSERT(pthread_mutex_init(&feed->lock, NULL) == 0);
+    r->feed_slot_open = true;
+    int rc = router_client_create(connect_timeout_ms, &feed->client);
+    for (uint32_t g = 0; rc == 0 && g < ROUTER_GROUPS; g++) {
+        feed->calls[g] =
+            calloc(r->group_count[g] > 0 ? r->group_count[g] : 1, sizeof(**feed->calls));
+        rc = feed->calls[g] != NULL ? 0 : -ENOMEM;
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    rc = router_client_create(connect_timeout_ms, &r->probe_client);
     r->probe_calls = rc == 0 ? calloc(r->node_count, sizeof(*r->probe_calls)) : NULL;
     return rc != 0 ? rc : (r->probe_calls != NULL ? 0 : -ENOMEM);
+}
+
+static void slot_close(struct router *r, struct router_slot *s)
+{
+    for (uint32_t g = 0; g < ROUTER_GROUPS; g++) {
+        for (uint32_t k = 0; s->calls[g] != NULL && k < r->group_count[g]; k++) {
+            router_call_release(&s->calls[g][k]);
+        }
+        free(s->calls[g]);
+    }
+    router_client_destroy(s->client);
+    pthread_mutex_destroy(&s->lock);
 }
 
 static void slots_close(struct router *r)
 {
     for (uint32_t i = 0; i < r->slot_count; i++) {
-        struct router_slot *s = &r->slots[i];
-        for (uint32_t g = 0; g < ROUTER_GROUPS; g++) {
-            for (uint32_t k = 0; s->calls[g] != NULL && k < r->group_count[g]; k++) {
-                router_call_release(&s->calls[g][k]);
-            }
-            free(s->calls[g]);
-        }
-        router_client_destroy(s->client);
-        pthread_mutex_destroy(&s->lock);
+        slot_close(r, &r->slots[i]);
+    }
+    if (r->feed_slot_open) {
+        slot_close(r, &r->feed_slot);
     }
     for (uint32_t k = 0; r->probe_calls != NULL && k < r->node_count; k++) {
         router_call_release(&r->probe_calls[k]);
@@ -1049,6 +1390,8 @@ static int router_open(struct router *r, const struct router_config *cfg)
         /* A client told 503 may come back in a second: the prober has looked again by then. */
         .flags = HTTP_SERVER_RETRY_503,
         .request_state_bytes = sizeof(struct router_request),
+        .events_streams_max = HTTP_EVENTS_STREAMS_MAX, /* as a node */
+        .events_tick = router_heat_tick,
         .accept = accept_request,
         .dispatch = dispatch,
         .user = r,
@@ -1092,6 +1435,10 @@ int router_start(const struct router_config *cfg, struct router **out)
     if (cfg->node_token != NULL) {
         snprintf(r->node_authorization, sizeof(r->node_authorization), "Bearer %s",
                  cfg->node_token);
+    }
+    const char *feed_token = cfg->node_token != NULL ? cfg->node_token : cfg->token;
+    if (feed_token != NULL) {
+        snprintf(r->feed_authorization, sizeof(r->feed_authorization), "Bearer %s", feed_token);
     }
     ASSERT(pthread_mutex_init(&r->stop_lock, NULL) == 0);
     ASSERT(pthread_cond_init(&r->stop_cond, NULL) == 0);

@@ -1032,8 +1032,40 @@ static json_t *frame_counts(const json_t *count)
     return out;
 }
 
+/* ["...",...] of the frame's warnings. */
+static json_t *frame_warnings(const char *const *warnings, uint32_t count)
+{
+    json_t *list = json_array();
+    for (uint32_t i = 0; list != NULL && i < count; i++) {
+        ASSERT(warnings[i] != NULL);
+        json_array_append_new(list, json_string(warnings[i]));
+    }
+    return list;
+}
+
+int router_heat_newest_day(const char *heat, int32_t *day)
+{
+    json_t *doc = json_loads(heat, 0, NULL);
+    const json_t *days = json_object_get(json_object_get(doc, "merged"), "days");
+    int32_t newest = -1;
+    for (size_t i = 0; i < json_array_size(days); i++) { /* bounded by the answer's top */
+        const char *text = json_string_value(json_object_get(json_array_get(days, i), "day"));
+        int32_t d = -1;
+        if (text != NULL && ds_date_parse(text, strlen(text), &d) == 0 && d > newest) {
+            newest = d;
+        }
+    }
+    json_decref(doc);
+    if (newest < 0) {
+        return -ENOENT;
+    }
+    *day = newest;
+    return 0;
+}
+
 int router_heat_frame(struct router_heat_feed *f, const char *heat, const char *history,
-                      const char *counts, struct router_merged *out)
+                      const char *counts, const char *const *warnings, uint32_t warning_count,
+                      struct router_merged *out)
 {
     ASSERT(heat != NULL && history != NULL && counts != NULL);
     ASSERT(f->last_second >= 0);
@@ -1053,6 +1085,9 @@ int router_heat_frame(struct router_heat_feed *f, const char *heat, const char *
     if (rc == 0) {
         json_t *frame =
             json_pack("{s:O,s:O,s:o}", "heat", merged, "history", docs[1], "counts", days);
+        if (frame != NULL && warning_count > 0) {
+            json_object_set_new(frame, "warnings", frame_warnings(warnings, warning_count));
+        }
         text = frame != NULL ? json_dumps(frame, ROUTER_HEAT_DUMP_FLAGS) : NULL;
         json_decref(frame);
         rc = text != NULL ? 0 : -ENOMEM;

@@ -186,11 +186,17 @@ uint32_t router_heat_feed_seconds(const struct router_heat_feed *f, int64_t now_
 /* The frame "event: heat\ndata: {"heat":H,"history":Y,"counts":[{"day","count"},...]}\n\n"
  * into out->body: heat is router_merge_heat's answer (H its "merged"), history
  * router_merge_heat_history's (Y without the columns and growths up to f's last second),
- * counts a by=day count's answer (its newest ROUTER_HEAT_FRAME_DAYS groups). Advances f to the
- * history's second. Returns 0, -DS_ECORRUPT (out->error names the field; f unchanged) or
- * -ENOMEM. */
+ * counts a by=day count's answer (its newest ROUTER_HEAT_FRAME_DAYS groups); with
+ * warning_count > 0 the frame adds "warnings":[...] (warnings[0..warning_count), plain text:
+ * what the frame lacks, a member that did not answer). Advances f to the history's second.
+ * Returns 0, -DS_ECORRUPT (out->error names the field; f unchanged) or -ENOMEM. */
 DS_MUST_USE int router_heat_frame(struct router_heat_feed *f, const char *heat, const char *history,
-                                  const char *counts, struct router_merged *out);
+                                  const char *counts, const char *const *warnings,
+                                  uint32_t warning_count, struct router_merged *out);
+/* The newest day of the "days" of router_merge_heat's answer ("merged"): 0 with *day (days
+ * since the epoch), or -ENOENT (none listed). The frame's counts end there: the day written
+ * last is the newest one the members hold. */
+DS_MUST_USE int router_heat_newest_day(const char *heat, int32_t *day);
 /* The query of /v1/heat/history (after '?', len bytes): returns 0 with *seconds, or 400 with
  * message set (an unknown parameter, a bad or repeated seconds). */
 DS_MUST_USE unsigned router_history_parse(const char *query, size_t len, uint32_t *seconds,

@@ -3,7 +3,7 @@
 python3-selenium) and checks what a person would see. Exit 0 when every check holds, 1 with
 the reason otherwise, 77 when the browser stack is missing.
 
-  console_browser.py live  BASE OUTDIR [--token T]   a node (or router) with heat:
+  console_browser.py live  BASE OUTDIR [--token T] [--shot-name F]   a node (or router) with heat:
       #hottest-key shows the key /v1/heat names within 2 s, #frames keeps increasing,
       #heat-second follows the heat, the map has painted cells
   console_browser.py serve BASE OUTDIR --day D --count N [--token T]   `dayshard serve`:
@@ -105,6 +105,12 @@ def painted_cells(drv):
         return n;""")
 
 
+def heat_partitions(args):
+    """The hottest partition keys /v1/heat names: a node's own, or the router's "merged"."""
+    doc = get_json(args.base, "/v1/heat?top=1", args.token)
+    return doc.get("merged", doc).get("partitions") or []
+
+
 def check_live(args):
     drv = browser(args.size)
     try:
@@ -115,15 +121,14 @@ def check_live(args):
         # that key within those 2 s.
         checked, samples, deadline = 0, [], time.monotonic() + 60
         while checked < 3 and time.monotonic() < deadline:
-            doc = get_json(args.base, "/v1/heat?top=1", args.token)
-            parts = doc.get("partitions") or []
+            parts = heat_partitions(args)
             if not parts:
                 time.sleep(0.2)
                 continue
             key, t0, seen, stable = parts[0]["key"], time.monotonic(), False, True
             while time.monotonic() - t0 < 2.0:
                 seen = seen or text(drv, "hottest-key") == key
-                now = (get_json(args.base, "/v1/heat?top=1", args.token).get("partitions") or [{}])
+                now = heat_partitions(args) or [{}]
                 stable = stable and now[0].get("key") == key
                 time.sleep(0.1)
             samples.append((key, seen, stable))
@@ -145,7 +150,7 @@ def check_live(args):
         status = text(drv, "status")
         if status != "live":
             fail("#status is %r" % status)
-        shot = os.path.join(args.out, "console-live.png")
+        shot = os.path.join(args.out, args.shot_name)
         drv.save_screenshot(shot)
         errors = console_errors(drv)
         if errors:
@@ -210,6 +215,7 @@ def main():
     ap.add_argument("--day")
     ap.add_argument("--count", type=int)
     ap.add_argument("--frames", type=int, default=2)
+    ap.add_argument("--shot-name", default="console-live.png")
     ap.add_argument("--size", default="1600x900")
     args = ap.parse_args()
     args.base = args.base.rstrip("/")

@@ -8,7 +8,11 @@
 #   page's EventSource); it must show the key /v1/heat names within 2 s of /v1/heat naming it,
 #   each time the key stays put for 2 s, its frame counter must keep increasing and its map
 #   must have painted; a screenshot is kept in the test's directory (and copied to
-#   DS_SCREENSHOT_DIR when set).
+#   DS_SCREENSHOT_DIR when set);
+# - through the router, the same across two nodes: a second node b in a's consumer group (the
+#   two split the topic's partitions), a router over both (--http-token and --node-token T);
+#   the page loaded from the router shows the key the router's merged /v1/heat names within
+#   2 s, as above (its screenshot console-router.png beside the node's).
 # Needs the node's /v1/heat/stream: exits 77 (skipped) while the node answers it 404, and
 # without the browser stack.
 source "$(dirname "$0")/lib.sh"
@@ -16,7 +20,7 @@ source "$(dirname "$0")/node_lib.sh"
 
 TOKEN="live-c0ns0le"
 RATE=2000
-PHASE_S=30
+PHASE_S=45 # long enough for the node's check and then the router's
 "$PY" - "$RATE" "$PHASE_S" >"$WORK/load.jsonl" <<'PYEOF'
 import datetime, json, random, sys
 rate, phase_s = int(sys.argv[1]), int(sys.argv[2])
@@ -38,7 +42,13 @@ PYEOF
 
 start_broker --partitions 4
 start_http_node a "$WORK/a" g1 --shard-capacity 1000 --http-token "$TOKEN"
+URL_A=$URL
+start_http_node b "$WORK/b" g1 --shard-capacity 1000 --http-token "$TOKEN"
+URL_B=$URL
+URL=$URL_A
 wait_assigned a 30 || die "node a got no partitions"
+wait_assigned b 30 || die "node b got no partitions"
+start_router --node "$URL_A,$URL_B" --http-token "$TOKEN" --node-token "$TOKEN"
 
 stream=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 -H "Authorization: Bearer $TOKEN" \
   "$URL/v1/heat/stream" || true)
@@ -67,10 +77,20 @@ case $rc in
   77) echo "SKIP: no browser stack"; kill_tree "$producer"; exit 77 ;;
   *) fail "the live console in the browser (exit $rc)" ;;
 esac
+# The router's page: the same checks against the router's merged /v1/heat.
+rc=0
+"$PY" "$ROOT/tests/integration/console_browser.py" live "$R" "$shots" --token "$TOKEN" \
+  --shot-name console-router.png || rc=$?
+case $rc in
+  0) ok ;;
+  *) fail "the live console through the router in the browser (exit $rc)" ;;
+esac
 if [[ -n ${DS_SCREENSHOT_DIR:-} ]] && compgen -G "$shots/*.png" >/dev/null; then
   mkdir -p "$DS_SCREENSHOT_DIR"
   cp "$shots"/*.png "$DS_SCREENSHOT_DIR/"
 fi
 wait "$producer" || fail "produce: $(tail -n 3 "$WORK/produce.out")"
 grep -q -- "$TOKEN" "$WORK/a.log" && fail "the token is in the node's log" || ok
+grep -q -- "$TOKEN" "$WORK/router.log" && fail "the token is in the router's log" || ok
+stop_router "console"
 finish

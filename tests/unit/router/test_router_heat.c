@@ -559,7 +559,7 @@ static void test_router_heat_frame_history_after_last(void **state)
     struct router_heat_feed feed = {0};
     assert_int_equal(router_heat_feed_seconds(&feed, 5000), 300);
     struct router_merged m = {0};
-    assert_int_equal(router_heat_frame(&feed, heat, history, counts, &m), 0);
+    assert_int_equal(router_heat_frame(&feed, heat, history, counts, NULL, 0, &m), 0);
     assert_int_equal(feed.last_second, 1001);
     assert_true(m.len > 20 && memcmp(m.body, "event: heat\ndata: {", 19) == 0);
     assert_string_equal(m.body + m.len - 2, "\n\n");
@@ -581,7 +581,7 @@ static void test_router_heat_frame_history_after_last(void **state)
     assert_int_equal(router_heat_feed_seconds(&feed, 990), 1);
     assert_int_equal(router_heat_feed_seconds(&feed, 1001 + 300), 300);
     m = (struct router_merged){0};
-    assert_int_equal(router_heat_frame(&feed, heat, history, counts, &m), 0);
+    assert_int_equal(router_heat_frame(&feed, heat, history, counts, NULL, 0, &m), 0);
     doc = json_loadb(m.body + 18, m.len - 20, 0, NULL);
     json_t *h = json_object_get(doc, "history");
     assert_int_equal(json_array_size(json_object_get(h, "columns")), 0);
@@ -590,9 +590,50 @@ static void test_router_heat_frame_history_after_last(void **state)
     free(m.body);
 
     m = (struct router_merged){0};
-    assert_int_equal(router_heat_frame(&feed, "{\"nodes\":[]}", history, counts, &m), -DS_ECORRUPT);
+    assert_int_equal(router_heat_frame(&feed, "{\"nodes\":[]}", history, counts, NULL, 0, &m),
+                     -DS_ECORRUPT);
     assert_non_null(strstr(m.error, "\"merged\""));
     assert_int_equal(feed.last_second, 1001);
+}
+
+static void test_router_heat_frame_warnings_and_newest_day(void **state)
+{
+    /* Intent: a frame made without a member carries "warnings" naming what is missing (and
+     * none when nothing is), and the counts' last day is the newest day the merged heat
+     * lists, whatever its order. */
+    (void)state;
+    const char *heat = "{\"nodes\":[],\"merged\":{\"events\":5,\"days\":["
+                       "{\"day\":\"2026-03-02\",\"events\":4},{\"day\":\"2026-03-14\","
+                       "\"events\":1},{\"day\":\"2026-01-30\",\"events\":9}]}}";
+    const char *history = "{\"version\":1,\"second\":7,\"seconds\":300,\"columns\":[],"
+                          "\"growths\":[]}";
+    const char *counts = "{\"groups\":[]}";
+    int32_t day = 0;
+    assert_int_equal(router_heat_newest_day(heat, &day), 0);
+    char text[DS_DATE_TEXT_SIZE];
+    ds_date_format(day, text);
+    assert_string_equal(text, "2026-03-14");
+    day = 12;
+    assert_int_equal(router_heat_newest_day("{\"merged\":{\"days\":[]}}", &day), -ENOENT);
+    assert_int_equal(router_heat_newest_day("not json", &day), -ENOENT);
+    assert_int_equal(day, 12);
+
+    const char *warnings[] = {"http://127.0.0.1:1 did not answer: refused", "counts: none"};
+    struct router_heat_feed feed = {0};
+    struct router_merged m = {0};
+    assert_int_equal(router_heat_frame(&feed, heat, history, counts, warnings, 2, &m), 0);
+    json_t *doc = json_loadb(m.body + 18, m.len - 20, 0, NULL);
+    json_t *list = json_object_get(doc, "warnings");
+    assert_int_equal(json_array_size(list), 2);
+    assert_string_equal(json_string_value(json_array_get(list, 0)), warnings[0]);
+    json_decref(doc);
+    free(m.body);
+    m = (struct router_merged){0};
+    assert_int_equal(router_heat_frame(&feed, heat, history, counts, NULL, 0, &m), 0);
+    doc = json_loadb(m.body + 18, m.len - 20, 0, NULL);
+    assert_null(json_object_get(doc, "warnings"));
+    json_decref(doc);
+    free(m.body);
 }
 
 int main(void)
@@ -608,6 +649,7 @@ int main(void)
         cmocka_unit_test(test_router_heat_history_capacity_and_no_second),
         cmocka_unit_test(test_router_heat_history_parse_seconds),
         cmocka_unit_test(test_router_heat_frame_history_after_last),
+        cmocka_unit_test(test_router_heat_frame_warnings_and_newest_day),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -97,7 +97,7 @@ static void check_route(unsigned status, const char *method, size_t len,
     check(status == 0 || status == 400 || status == 404 || status == 405 || status == 414);
     check_error(status, route);
     check((status == 414) == (len > HTTP_URI_BYTES_MAX));
-    check(route->endpoint >= QUERY_EP_NONE && route->endpoint <= QUERY_EP_CONSOLE);
+    check(route->endpoint >= QUERY_EP_NONE && route->endpoint <= QUERY_EP_HEAT_STREAM);
     check(status != 404 || route->endpoint == QUERY_EP_NONE);
     check(status != 0 || route->endpoint != QUERY_EP_NONE);
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;

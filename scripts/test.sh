@@ -93,10 +93,11 @@ if [[ "${DS_TEST_QUICK:-0}" != 1 ]]; then
   # stream; their code runs under ASan in the unit tests and the shorter integration tests
   # (test_orders_fixtures, test_order_lookup, test_router_serve, ...).
   # test_gsi_many_partitions is mostly 7,168 partitions of mkdir; its builder code runs under
-  # ASan in test_gsi_rebuild and unit.index.*.
+  # ASan in test_gsi_rebuild and unit.index.*. test_console is mostly the browser's time; the
+  # console's server side runs under ASan in test_console_serve and test_run_heat_stream.
   phase "tests under ASan+UBSan (the longest loops run in the normal pass only)"
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" \
-    -E 'test_run_crash|test_run_group|test_kill9|test_router_kill9|test_no_double_count|test_run_rebalance_orders|test_orders_stream$|test_gsi_many_partitions')
+    -E 'test_run_crash|test_run_group|test_kill9|test_router_kill9|test_no_double_count|test_run_rebalance_orders|test_orders_stream$|test_gsi_many_partitions|test_console$')
 
   phase "fuzz targets (libFuzzer, clang; scripts/fuzz.sh)"
   if [[ "${DS_LONG:-0}" == 1 ]]; then

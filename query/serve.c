@@ -110,18 +110,10 @@ static enum http_result serve_readyz(struct query_http *h, struct http_request *
 static enum http_result serve_heat(struct query_http *h, struct http_request *c,
                                    const struct query_route *route)
 {
-    if (h->metrics == NULL) {
-        return http_respond_error(c, 501,
-                                  "heat is measured by a node: ask the --http address of `dayshard "
-                                  "run`, not `dayshard serve`");
-    }
-    struct shard_heat_report *report = malloc(sizeof(*report));
+    enum http_result answered;
+    struct shard_heat_report *report = serve_heat_report(h, c, false, &answered);
     if (report == NULL) {
-        return serve_storage_error(c, -ENOMEM);
-    }
-    if (!query_metrics_heat_get(h->metrics, report)) {
-        free(report);
-        return http_respond_error(c, 503, "no heat yet: the node has not completed a second");
+        return answered;
     }
     size_t cap = query_heat_json_bound();
     char *body = malloc(cap);

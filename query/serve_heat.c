@@ -90,21 +90,35 @@ static char *history_text(const struct serve_history_copy *copy, const struct sh
 
 /* ---- GET /v1/heat/history ------------------------------------------------------------------ */
 
-enum http_result serve_heat_history(struct query_http *h, struct http_request *c,
-                                    const struct query_route *route)
+struct shard_heat_report *serve_heat_report(struct query_http *h, struct http_request *c,
+                                            bool history, enum http_result *answered)
 {
-    if (h->metrics == NULL || h->metrics->heat_history == NULL) {
-        return http_respond_error(c, 501,
-                                  "heat is measured by a node: ask the --http address of `dayshard "
-                                  "run`, not `dayshard serve`");
+    if (h->metrics == NULL || (history && h->metrics->heat_history == NULL)) {
+        *answered = http_respond_error(c, 501,
+                                       "heat is measured by a node: ask the --http address of "
+                                       "`dayshard run`, not `dayshard serve`");
+        return NULL;
     }
     struct shard_heat_report *report = malloc(sizeof(*report));
     if (report == NULL) {
-        return serve_storage_error(c, -ENOMEM);
+        *answered = serve_storage_error(c, -ENOMEM);
+        return NULL;
     }
     if (!query_metrics_heat_get(h->metrics, report)) {
         free(report);
-        return http_respond_error(c, 503, "no heat yet: the node has not completed a second");
+        *answered = http_respond_error(c, 503, "no heat yet: the node has not completed a second");
+        return NULL;
+    }
+    return report;
+}
+
+enum http_result serve_heat_history(struct query_http *h, struct http_request *c,
+                                    const struct query_route *route)
+{
+    enum http_result answered;
+    struct shard_heat_report *report = serve_heat_report(h, c, true, &answered);
+    if (report == NULL) {
+        return answered;
     }
     struct serve_history_copy copy;
     int rc = history_copy(h->metrics->heat_history, route->seconds, SHARD_HEAT_HISTORY_ALL, &copy);

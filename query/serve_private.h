@@ -233,6 +233,11 @@ enum http_result serve_orders(struct query_http *h, struct http_request *c,
 enum http_result serve_heat_history(struct query_http *h, struct http_request *c,
                                     const struct query_route *route);
 enum http_result serve_heat_stream(struct query_http *h, struct http_request *c);
+/* A copy of the node's latest heat report (the caller frees it), or NULL with the answer already
+ * given in *answered: 501 on a server with no heat (with history: no heat history either), 503
+ * before the heat's first complete second, or the out-of-memory error. */
+struct shard_heat_report *serve_heat_report(struct query_http *h, struct http_request *c,
+                                            bool history, enum http_result *answered);
 /* The event pump's tick (http_events_tick_fn): a frame to each stream whose last frame is
  * older than the history's last complete second. */
 void serve_heat_tick(void *user, struct http_server *s);

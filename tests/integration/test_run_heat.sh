@@ -65,7 +65,11 @@ busy=$(map_count "$WORK/a" 2026-01-21)
 # peak count; the days after that, ~2,600 events each, start from the base count again, as do
 # the days before it, each written for a tenth of a second.
 next_day=$(map_count "$WORK/a" 2026-01-22)
-((next_day < busy)) && ok || fail "the day after the busy day starts at its peak: $next_day of $busy"
+# A node that read the burst slowly (a loaded machine) grows the busy day to 8 at most, where its
+# peak and its 5 s rate give the same count; the peak is told apart only above that.
+if ((busy > 8)); then
+  ((next_day < busy)) && ok || fail "the day after the busy day starts at its peak: $next_day of $busy"
+fi
 ((next_day <= 8)) && ok || fail "the day after the busy day starts above its rate: $next_day"
 if ((next_day > 4)); then
   grep -q '"day":"2026-01-22","from":4,"to":'"$next_day"',.*a new latest day starts at .* of 2026-01-21 ('"$busy"' shards)' \

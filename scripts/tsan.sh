@@ -59,13 +59,17 @@ fi
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=4"
 TSAN_OPTIONS+=" suppressions=$PWD/scripts/tsan.supp"
 export TSAN_OPTIONS
+# The sanitizer passes' sizes: fewer decoder cases (fuzz_decode covers the decoder too), shorter
+# corruption sweeps.
+export DS_DIFF_CASES=30000 DS_SHORT=1
+jobs=$(nproc)
 
 regex="^integration\\.($(IFS='|'; echo "${integration[*]}"))\$"
 log=$(mktemp "${TMPDIR:-/tmp}/dayshard-tsan.XXXXXX")
 rc=0
-(cd "$build_dir" && nice ctest --output-on-failure -L "$unit_label") 2>&1 | tee -a "$log" ||
+(cd "$build_dir" && nice ctest --output-on-failure -j"$jobs" -L "$unit_label") 2>&1 | tee -a "$log" ||
   rc=1
-(cd "$build_dir" && nice ctest --output-on-failure -R "$regex") 2>&1 | tee -a "$log" || rc=1
+(cd "$build_dir" && nice ctest --output-on-failure -j"$jobs" -R "$regex") 2>&1 | tee -a "$log" || rc=1
 # ctest prints "N% tests passed, F tests failed out of T" once per call.
 total=0
 failed=0

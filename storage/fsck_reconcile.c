@@ -554,10 +554,13 @@ static int record_write(const struct reconcile *r, char *path)
     char tmp[DS_PATH_MAX];
     int n = snprintf(path, DS_PATH_MAX, "%s/quarantine/%lld.orders.jsonl", r->dir,
                      (long long)ds_clock_realtime_ms());
-    if (n < 0 || n >= DS_PATH_MAX - 4) {
+    if (n < 0 || n >= DS_PATH_MAX) {
         return -ENAMETOOLONG;
     }
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    n = snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    if (n < 0 || (size_t)n >= sizeof(tmp)) {
+        return -ENAMETOOLONG;
+    }
     FILE *f = fopen(tmp, "w");
     if (f == NULL) {
         return -errno;

@@ -8,7 +8,8 @@
 # the commits after its valid prefix whole); at most that when a range's events were unknown.
 # Orders model (the default; a stream with updates, some moving the day): the count is the
 # truth minus the orders repair reports lost (reverted ones still count), rolled back included.
-# Events model 50 corruptions, orders model 30; with DS_LONG=1 1,000 in each;
+# Events model 50 corruptions, orders model 30 (12 each with DS_SHORT=1, the sanitizer pass);
+# with DS_LONG=1 1,000 in each;
 # DS_TEST_SEED replays a run (printed); DS_CORRUPT_MODELS=orders runs one model.
 # Hook: a file named by DS_CORRUPT_TARGETS_HOOK, when set, is sourced and may define
 # corrupt_extra_targets DIR, printing more paths (index files) to choose from.
@@ -163,6 +164,8 @@ run_model() {
 }
 
 events_runs=50 orders_runs=30
+# DS_SHORT=1 (the sanitizer pass, several times slower per run): a sweep of each model still.
+[[ ${DS_SHORT:-} == 1 ]] && events_runs=12 orders_runs=12
 [[ ${DS_LONG:-} == 1 ]] && events_runs=1000 orders_runs=1000
 # DS_CORRUPT_MODELS: the models to run, "events orders" unless set (a long run of one model).
 models=${DS_CORRUPT_MODELS:-events orders}

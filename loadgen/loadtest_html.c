@@ -3,7 +3,8 @@
  * side, drawn in the browser from the document inlined in it. The page is a skeleton; the
  * console's style sheet and script (its heat map renderer) and the report's script are inlined
  * from the binary (struct loadgen_report_assets), and report.json, less each run's
- * series.partitions (the heat map draws heat_history instead), as JSON in a
+ * series.partitions (the heat map draws heat_history instead) and with a summary derived for a
+ * run of an older schema that has none, as JSON in a
  * <script type="application/json" id="report-data"> element.
  *
  * Invariants: nothing in the page is fetched (no src= or href= to anything); the data cannot
@@ -23,6 +24,7 @@
 
 #include <jansson.h>
 
+#include "loadgen/loadtest_gate.h"
 #include "loadgen/loadtest_report.h"
 
 /* Longest run of bytes one report_printf writes ("%.*s" takes an int). */
@@ -67,7 +69,8 @@ static bool html_contains(const char *p, size_t n, const char *needle)
     return false;
 }
 
-/* The document as the page reads it: a copy without each run's series.partitions. */
+/* The document as the page reads it: a copy without each run's series.partitions, and with a
+ * summary where an older run has none (derived as the gate derives it), so its figures show. */
 static json_t *html_data(const json_t *doc)
 {
     json_t *copy = json_deep_copy(doc);
@@ -76,6 +79,9 @@ static json_t *html_data(const json_t *doc)
     json_array_foreach(json_object_get(copy, "runs"), i, run)
     {
         json_object_del(json_object_get(run, "series"), "partitions");
+        if (json_is_object(run) && !json_is_object(json_object_get(run, "summary"))) {
+            json_object_set_new(run, "summary", gate_summary_of(run));
+        }
     }
     return copy;
 }

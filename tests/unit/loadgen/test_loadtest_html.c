@@ -4,8 +4,9 @@
  * run's series.partitions, nothing in it points outside the file (no src= or href= to a
  * network address, no <link>), text from the document that would close the data element
  * ("</script>") or open a comment is escaped and still reads back exactly, and the console's
- * renderer is inlined. Also: a directory that cannot be written is an error naming no success,
- * and a heat history longer than the nodes' window is refused before anything is drawn.
+ * renderer is inlined; a run of an older schema gets its derived summary. Also: a directory that
+ * cannot be written is an error naming no success, and a heat history longer than the nodes' window
+ * is refused before anything is drawn.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -203,6 +204,26 @@ static void test_loadtest_html_inlines_the_console_renderer(void **state)
     free(page);
 }
 
+static void test_loadtest_html_old_run_gets_summary(void **state)
+{
+    /* A schema-1 run has no summary: the page gets the one the gate derives, so its figures
+     * show; report.json's own document is left as it was. */
+    struct fixture *f = *state;
+    json_t *run = json_array_get(json_object_get(f->doc, "runs"), 1);
+    assert_int_equal(json_object_del(run, "summary"), 0);
+    json_object_set_new(run, "throughput_eps", json_real(1234.5));
+    assert_int_equal(report_html_write(f->dir, f->doc, &f->assets), 0);
+    assert_null(json_object_get(run, "summary"));
+    char *page = read_page(f);
+    json_t *data = inlined_data(page);
+    const json_t *summary =
+        json_object_get(json_array_get(json_object_get(data, "runs"), 1), "summary");
+    assert_true(json_is_object(summary));
+    assert_true(json_number_value(json_object_get(summary, "events_per_s")) == 1234.5);
+    json_decref(data);
+    free(page);
+}
+
 static void test_loadtest_html_unwritable_dir_fails(void **state)
 {
     /* A directory that does not exist: the errno comes back, no page. */
@@ -238,6 +259,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_loadtest_html_nothing_external, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loadtest_html_inlines_the_console_renderer, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_loadtest_html_old_run_gets_summary, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loadtest_html_unwritable_dir_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loadtest_html_history_too_long_refused, setup,
                                         teardown),

@@ -109,7 +109,9 @@
     const r = HEAT.create({ map: map, heat: heat, overlay: overlay, tooltip: tooltip, empty: empty },
                           { windowS: windowS, capacity: doc.shard_capacity_eps });
     r.resize();
-    if (h) r.takeHistory(h);
+    /* The window ends at the last second written: the nodes' own second may be a few idle
+     * seconds later (the history is read after the run's final count). */
+    if (h) r.takeHistory(cols.length > 0 ? Object.assign({}, h, { second: cols[cols.length - 1].t }) : h);
     r.draw(0);
     if (!map.dataset.cells) map.dataset.cells = "0";
     const legend = node("div", "legend");

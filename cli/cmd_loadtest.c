@@ -3,7 +3,7 @@
  * an open-loop producer, a query load) under one shard strategy or, with --compare, several,
  * and reports what sharding did: write heat per partition over time, the hottest share,
  * throttling against --shard-capacity, lag, query latency, final shard counts
- * (OUT/report.json, OUT/report.md, PNG plots).
+ * (OUT/report.json, OUT/report.md, OUT/report.html, PNG plots).
  *
  * This file parses the arguments into a struct loadgen_loadtest_config (and the gate, from
  * --baseline and --fail-if, before anything runs) and maps the result to an exit status; the
@@ -17,6 +17,7 @@
 
 #include "cli/cli.h"
 #include "loadgen/loadgen.h"
+#include "query/query.h"
 #include "shard/shard.h"
 #include "storage/storage.h"
 
@@ -28,7 +29,7 @@ const char cmd_loadtest_usage[] =
     "lag, not as a slower producer) and Q queries a second (day counts and a customer's newest\n"
     "10), sampling every node's /v1/heat once a second. Writes OUT/report.json, OUT/report.md\n"
     "and PNG plots (gnuplot): write heat per partition over time, the hottest partition's\n"
-    "share, lag, query latency.\n"
+    "share, lag, query latency; and OUT/report.html, one offline page, a run per column.\n"
     "\n"
     "options:\n"
     "  --profile P          uniform, busy-day (default: 30% of a month's orders on one day),\n"
@@ -52,17 +53,16 @@ const char cmd_loadtest_usage[] =
     "                       would-throttle counts against\n"
     "  --max-shards M       adaptive growth stops at M shards a day (default 256)\n"
     "  --partitions P       Kafka partitions of the embedded broker's topic (default 8)\n"
-    "  --brokers B          a real Kafka cluster instead (a topic per run, created on first use\n"
-    "                       where the cluster allows it)\n"
+    "  --brokers B          a real Kafka cluster instead (a topic per run)\n"
     "  --seed S             the generator's seed (default 42)\n"
     "  --no-gsi             nodes without the by-customer index (customer queries then fail)\n"
-    "  --model M            what the nodes' new data directories count: orders (the default:\n"
-    "                       one per order_id, its latest version) or events (every event\n"
-    "                       counts); given to every `dayshard run --model`\n"
+    "  --model M            what the nodes count (`dayshard run --model`): orders (default:\n"
+    "                       one per order_id, its latest version) or events\n"
     "  --out DIR            where the report goes (default loadtest-YYYYMMDD-HHMMSS); each\n"
     "                       run's node logs stay in DIR/run-N\n"
     "  --keep-data          keep the nodes' data directories too (DIR/run-N/node-K)\n"
-    "  --render-only DIR    draw DIR/report.md and the plots again from DIR/report.json;\n"
+    "  --open-console       xdg-open each run's live console (its URL is always printed)\n"
+    "  --render-only DIR    draw DIR/report.{md,html} and the plots again from DIR/report.json;\n"
     "                       with --baseline or --fail-if, check that report instead of a run\n"
     "  --baseline FILE      an earlier report.json: each run's summary against the run of\n"
     "                       the same strategy there (old -> new, change)\n"
@@ -174,6 +174,7 @@ static int loadtest_parse_one(int c, const char *value, void *user)
     case 'b': cfg->brokers = value; return 0;
     case 'G': cfg->no_gsi = true; return 0;
     case 'D': cfg->keep_data = true; return 0;
+    case 'O': cfg->open_console = true; return 0;
     case 'o': snprintf(a->out, sizeof(a->out), "%s", value); return 0;
     case 'R': a->render_only = value; return 0;
     case 'B': a->baseline = value; return 0;
@@ -246,6 +247,7 @@ static int loadtest_parse(int argc, char **argv, struct loadtest_args *a)
                                             {"out", required_argument, NULL, 'o'},
                                             {"render-only", required_argument, NULL, 'R'},
                                             {"keep-data", no_argument, NULL, 'D'},
+                                            {"open-console", no_argument, NULL, 'O'},
                                             {"model", required_argument, NULL, 'm'},
                                             {"baseline", required_argument, NULL, 'B'},
                                             {"fail-if", required_argument, NULL, 'F'},
@@ -286,12 +288,23 @@ static int loadtest_exit(int rc)
     return rc < 0 ? CLI_FAIL : rc > 0 ? LOADTEST_EXIT_BREACHED : CLI_OK;
 }
 
+/* The console's files report.html inlines (loadgen cannot reach query/). */
+static void loadtest_assets(struct loadgen_report_assets *a)
+{
+    a->console_js = query_console_text("console.js", &a->console_js_len);
+    a->console_css = query_console_text("console.css", &a->console_css_len);
+    a->report_js = query_console_text("report.js", &a->report_js_len);
+    ASSERT(a->console_js != NULL && a->console_css != NULL && a->report_js != NULL);
+}
+
 /* --render-only DIR: the report drawn again from DIR/report.json (and checked by the gate). */
 static int loadtest_render_only(const char *dir, const struct loadgen_loadtest_gate *gate)
 {
-    int rc = loadgen_loadtest_render(dir, gate);
+    struct loadgen_report_assets assets;
+    loadtest_assets(&assets);
+    int rc = loadgen_loadtest_render(dir, gate, &assets);
     if (rc >= 0) {
-        printf("%s/report.md\n", dir);
+        printf("%s/report.md\n%s/report.html\n", dir, dir);
     }
     return loadtest_exit(rc);
 }
@@ -318,6 +331,9 @@ static int loadtest_main(int argc, char **argv, struct loadtest_args *a)
     cli_report_command(argc, argv, a->command, sizeof(a->command));
     a->cfg.command = a->command;
     a->cfg.gate = gate;
+    struct loadgen_report_assets assets;
+    loadtest_assets(&assets);
+    a->cfg.assets = &assets;
     rc = loadgen_loadtest_run(&a->cfg);
     loadgen_loadtest_gate_destroy(gate);
     return loadtest_exit(rc);

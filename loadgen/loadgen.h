@@ -292,6 +292,18 @@ DS_MUST_USE int loadgen_loadtest_gate_create(const char *baseline_path, const ch
                                              uint32_t count, struct loadgen_loadtest_gate **out);
 void loadgen_loadtest_gate_destroy(struct loadgen_loadtest_gate *gate);
 
+/* The console's files report.html inlines, so its heat maps are drawn by the live console's
+ * own renderer (query_console_text gives them; loadgen does not depend on query/, so the CLI
+ * hands them in). Borrowed for the call; texts need no NUL. */
+struct loadgen_report_assets {
+    const char *console_js;
+    size_t console_js_len;
+    const char *console_css;
+    size_t console_css_len;
+    const char *report_js; /* the report's own drawing: charts, tables, columns */
+    size_t report_js_len;
+};
+
 /* What `dayshard loadtest` was asked for. All strings are borrowed for the call. */
 struct loadgen_loadtest_config {
     struct loadgen_workload_config workload; /* profile, events, seed, rate_eps */
@@ -310,6 +322,7 @@ struct loadgen_loadtest_config {
     bool no_gsi;
     bool keep_data;    /* keep each node's data directory (removed after the run otherwise) */
     bool progress_tty; /* rewrite one progress line (a terminal) instead of printing lines */
+    bool open_console; /* `xdg-open` each run's first node's console when the run starts */
     /* The strategies: with compare, fixed 1, fixed 4 and adaptive (key as given, then by day
      * and by partition); else the one strategy below. */
     bool compare;
@@ -317,8 +330,9 @@ struct loadgen_loadtest_config {
     uint32_t fixed_shards; /* 1..max_shards */
     uint32_t max_shards;
     enum loadgen_produce_key key;
-    const char *command;                      /* the command line, recorded in report.json */
-    const struct loadgen_loadtest_gate *gate; /* borrowed; NULL: no --baseline, no --fail-if */
+    const char *command;                        /* the command line, recorded in report.json */
+    const struct loadgen_loadtest_gate *gate;   /* borrowed; NULL: no --baseline, no --fail-if */
+    const struct loadgen_report_assets *assets; /* borrowed; NULL: no report.html */
 };
 
 /* Creates cfg->out_dir, runs every strategy (report.json rewritten atomically after each, so a
@@ -332,13 +346,15 @@ struct loadgen_loadtest_config {
  * Spawns node processes and gnuplot and waits for them: SIGCHLD must not be ignored. */
 DS_MUST_USE int loadgen_loadtest_run(const struct loadgen_loadtest_config *cfg);
 
-/* Draws out_dir/report.md and out_dir/plots/ again from out_dir/report.json (`--render-only`),
- * which may come from another machine's run or an older dayshard (schema 1). With a gate
+/* Draws out_dir/report.md, out_dir/report.html (with assets; NULL: not it) and out_dir/plots/
+ * again from out_dir/report.json (`--render-only`), which may come from another machine's run
+ * or an older dayshard (schema 1). With a gate
  * (NULL: none), checks it against the document's runs first and rewrites report.json with the
  * verdicts (the measurements untouched). Returns what loadgen_loadtest_run returns for the
  * gate, or a negative code with the reason printed as "dayshard loadtest: ...". */
 DS_MUST_USE int loadgen_loadtest_render(const char *out_dir,
-                                        const struct loadgen_loadtest_gate *gate);
+                                        const struct loadgen_loadtest_gate *gate,
+                                        const struct loadgen_report_assets *assets);
 
 /* ---- the soak (soak_run.c, soak_report.c, soak_verdict.c, soak_prom.c) ------------------ */
 

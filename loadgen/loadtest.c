@@ -320,6 +320,9 @@ static json_t *loadtest_run_json(const struct loadtest_result *r,
     json_object_set_new(series, "partitions", loadtest_partition_series(r));
     json_object_set_new(run, "series", series);
     json_object_set_new(run, "summary", gate_summary_derive(run));
+    if (r->heat_history != NULL) {
+        json_object_set(run, "heat_history", r->heat_history);
+    }
     return run;
 }
 
@@ -366,7 +369,7 @@ static int loadtest_write(const char *out_dir, json_t *doc)
 {
     char path[DS_PATH_MAX + 32];
     snprintf(path, sizeof(path), "%s/report.json", out_dir);
-    char *text = json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
+    char *text = json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(LOADTEST_REPORT_REAL_DIGITS));
     if (text == NULL) {
         return loadtest_error(-ENOMEM, "report.json: out of memory");
     }
@@ -478,7 +481,8 @@ static void loadtest_latency_table(json_t *doc)
 }
 
 /* Draws the report again from DIR/report.json, after checking the gate when there is one. */
-int loadgen_loadtest_render(const char *dir, const struct loadgen_loadtest_gate *gate)
+int loadgen_loadtest_render(const char *dir, const struct loadgen_loadtest_gate *gate,
+                            const struct loadgen_report_assets *assets)
 {
     char path[DS_PATH_MAX + 32];
     snprintf(path, sizeof(path), "%s/report.json", dir);
@@ -494,7 +498,7 @@ int loadgen_loadtest_render(const char *dir, const struct loadgen_loadtest_gate 
     size_t breaches = gate != NULL ? gate_apply(gate, doc, stdout) : 0;
     int rc = gate != NULL ? loadtest_write(dir, doc) : 0;
     if (rc == 0) {
-        rc = loadtest_report_render(dir, doc, stderr);
+        rc = loadtest_report_render(dir, doc, assets, stderr);
         if (rc != 0) {
             loadtest_error(rc, "cannot render the report in %s: %s", dir, ds_strerror(rc));
         }
@@ -545,12 +549,14 @@ static int loadtest_finish(const struct loadgen_loadtest_config *cfg, json_t *do
         rc = loadtest_write(cfg->out_dir, doc);
     }
     if (rc == 0) {
-        rc = loadtest_report_render(cfg->out_dir, doc, stderr);
+        rc = loadtest_report_render(cfg->out_dir, doc, cfg->assets, stderr);
         if (rc != 0) {
             loadtest_error(rc, "%s", ds_strerror(rc));
         }
     }
-    printf("\nreport: %s/report.md (data: %s/report.json)\n", cfg->out_dir, cfg->out_dir);
+    printf("\nreport: %s/report.md%s%s%s (data: %s/report.json)\n", cfg->out_dir,
+           cfg->assets != NULL ? ", " : "", cfg->assets != NULL ? cfg->out_dir : "",
+           cfg->assets != NULL ? "/report.html" : "", cfg->out_dir);
     return rc != 0 ? rc : (int)breaches;
 }
 

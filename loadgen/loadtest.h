@@ -21,6 +21,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
+
+#include <jansson.h>
 
 #include "loadgen/loadgen.h"
 #include "shard/shard.h"
@@ -157,6 +160,9 @@ struct loadtest_result {
     struct loadtest_percentiles latency[LOADTEST_LATENCY_KINDS];
     char warnings[4][256];
     uint32_t warning_count;
+    /* The nodes' heat history at the end of the run, summed by second (loadtest_live.c); owned,
+     * NULL when it could not be read (a warning says why). */
+    json_t *heat_history;
 };
 
 /* Prints "dayshard loadtest: <message>" to stderr (a JSON log line instead under
@@ -193,6 +199,23 @@ void loadtest_latency_probe(struct loadtest_latency *l, uint64_t now_ns, uint64_
 /* The send-delay, durable and queryable figures and per-second series into res (its seconds
  * already sampled). Both recording threads must have stopped. */
 void loadtest_latency_finish(struct loadtest_latency *l, struct loadtest_result *res);
+
+/* ---- the console's view of a run (loadtest_live.c) ----------------------------------------- */
+
+struct http_client_conn;
+
+/* Prints "dayshard loadtest: watch live: URL/ (run_name)" to stderr; with open, also starts
+ * `xdg-open URL/` (not waited for), warning on stderr when it cannot. Returns xdg-open's pid for
+ * loadtest_console_reap, or -1. */
+pid_t loadtest_console_announce(const char *url, const char *run_name, bool open);
+void loadtest_console_reap(pid_t pid);
+
+/* Every node's GET /v1/heat/history?seconds=300 (conns[0..count), borrowed) summed by second:
+ * the nodes' document shape, at most SHARD_HEAT_HISTORY_S columns, days with no events left
+ * out. Returns a new reference, or NULL with the reason in why (a node that did not answer
+ * 200 with JSON, or out of memory). */
+json_t *loadtest_heat_history_fetch(struct http_client_conn *const *conns, uint32_t count,
+                                    uint32_t capacity_eps, char *why, size_t why_size);
 
 /* Runs one strategy into res (allocated by the caller, zeroed; loadtest_result_deinit frees its
  * series). Returns 0, or a negative code with the reason printed (as `dayshard loadtest: ...`). */

@@ -57,6 +57,13 @@ static bool report_check(const json_t *doc, char *dst, size_t capacity)
                      LOADTEST_REPORT_SAMPLES_MAX);
             return false;
         }
+        const json_t *history = json_object_get(run, "heat_history");
+        if (json_array_size(json_object_get(history, "columns")) >
+            LOADTEST_REPORT_HEAT_COLUMNS_MAX) {
+            snprintf(dst, capacity, "run %zu has a heat history of more than %d seconds", i + 1,
+                     LOADTEST_REPORT_HEAT_COLUMNS_MAX);
+            return false;
+        }
         if (json_object_size(json_object_get(series, "partitions")) >
             LOADTEST_REPORT_PARTITIONS_MAX) {
             snprintf(dst, capacity, "run %zu has more than %d partition series", i + 1,
@@ -69,7 +76,8 @@ static bool report_check(const json_t *doc, char *dst, size_t capacity)
 
 /* ---- rendering ---------------------------------------------------------------------------- */
 
-int loadtest_report_render(const char *out_dir, const json_t *report, FILE *progress)
+int loadtest_report_render(const char *out_dir, const json_t *report,
+                           const struct loadgen_report_assets *assets, FILE *progress)
 {
     ASSERT(out_dir != NULL);
     ASSERT(report != NULL);
@@ -94,6 +102,9 @@ int loadtest_report_render(const char *out_dir, const json_t *report, FILE *prog
     }
     if (rc == 0) {
         rc = report_md_write(out_dir, report, p);
+    }
+    if (rc == 0 && assets != NULL) {
+        rc = report_html_write(out_dir, report, assets);
     }
     if (rc == 0 && p->gnuplot_missing) {
         ds_log_warn("gnuplot is not installed: %s/report.md has no plots (their data and "

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "common/common.h"
+#include "loadgen/loadgen.h"
 
 /* Runs in one document: a load test compares a handful of strategies; 32 leaves room for a
  * sweep while the table and the plots' legends stay readable. */
@@ -28,11 +29,18 @@
 #define LOADTEST_REPORT_PARTITIONS_MAX 4096
 /* Rows of a heat map: at 15 px a row, 48 key labels fit in a 900 px image and stay legible. */
 #define LOADTEST_REPORT_HEAT_ROWS_MAX 48
+/* Significant digits of a real in report.json (ample for every figure it holds); report.html
+ * inlines the document with the same, so the page drawn after the runs and the one drawn again
+ * from report.json are the same bytes. */
+#define LOADTEST_REPORT_REAL_DIGITS 6
+/* Seconds of a run's heat_history report.html draws: the nodes' history window. */
+#define LOADTEST_REPORT_HEAT_COLUMNS_MAX 300
 /* Growths and warnings listed per run in report.md; the rest is counted, not listed. */
 #define LOADTEST_REPORT_LIST_MAX 64
 
 /*
- * Writes out_dir/report.md and out_dir/plots/ from report (borrowed). A field missing from an
+ * Writes out_dir/report.md, out_dir/report.html (when assets is not NULL; borrowed) and
+ * out_dir/plots/ from report (borrowed). A field missing from an
  * older document, null or of another type renders as "-" (a gap in a plot). progress may be
  * NULL; else one line per PNG written goes to it (informational: its errors are ignored).
  * Without gnuplot on PATH, report.md is written without images, says so, a warning goes to
@@ -44,7 +52,8 @@
  * Every failure is logged here with the file it concerns; the caller maps the code to an exit
  * status and prints nothing more.
  */
-DS_MUST_USE int loadtest_report_render(const char *out_dir, const json_t *report, FILE *progress);
+DS_MUST_USE int loadtest_report_render(const char *out_dir, const json_t *report,
+                                       const struct loadgen_report_assets *assets, FILE *progress);
 
 /* ---- inside the report: what its files share (loadtest_report.c renders; loadtest_text.c
  * writes files and turns the document's values into text; loadtest_plot.c draws the plots with
@@ -152,5 +161,12 @@ DS_MUST_USE int report_gnuplot(const char *dir, const char *name);
 int report_plots_draw(struct report_plots *p, const json_t *doc, struct report_heat_row *rows);
 
 int report_md_write(const char *out_dir, const json_t *doc, const struct report_plots *p);
+
+/* Writes out_dir/report.html (loadtest_html.c): one file, the console's script and style
+ * sheet and the report's script inlined, the document inlined as JSON in a
+ * <script type="application/json"> element (each run's series.partitions left out: the heat
+ * map draws heat_history). Returns 0 or a negated errno (logged with the path); -ENOMEM. */
+int report_html_write(const char *out_dir, const json_t *doc,
+                      const struct loadgen_report_assets *assets);
 
 #endif /* DS_LOADGEN_LOADTEST_REPORT_H */

@@ -120,6 +120,7 @@ struct loadtest_state {
     atomic_uint_fast64_t query_count;
     clockid_t querier_clock;
     char hot_customer[32];
+    pid_t xdg_open; /* --open-console's, -1 none */
     /* probe thread (end-to-end latency) */
     struct loadtest_latency *latency;
     pthread_t prober;
@@ -808,6 +809,24 @@ static int loadtest_count_stored(struct loadtest_state *s, uint64_t *stored)
     return 0;
 }
 
+/* The nodes' heat history into the result, while they still answer; a failure costs the
+ * report its heat maps only, so it is a warning. */
+static void loadtest_history(struct loadtest_state *s)
+{
+    struct http_client_conn *conns[LOADGEN_LOADTEST_NODES_MAX];
+    for (uint32_t k = 0; k < s->node_count; k++) {
+        conns[k] = s->nodes[k].conn;
+    }
+    char why[200] = "";
+    s->res->heat_history =
+        loadtest_heat_history_fetch(conns, s->node_count, s->cfg->capacity_eps, why, sizeof(why));
+    if (s->res->heat_history == NULL) {
+        char text[sizeof(s->res->warnings[0])];
+        snprintf(text, sizeof(text), "no heat history for report.html: %.200s", why);
+        loadtest_warn(s->res, text);
+    }
+}
+
 /* The answered queries of one kind (orders, or day counts) into v, in the order they were
  * sent (so by second); returns how many. */
 static size_t loadtest_query_latencies(const struct loadtest_state *s, uint64_t n, bool orders,
@@ -923,12 +942,24 @@ static int loadtest_setup(struct loadtest_state *s, uint32_t index)
         rc = loadtest_node_start(s, k);
         s->node_count = k + 1;
     }
-    return rc != 0 ? rc : loadtest_nodes_ready(s);
+    rc = rc != 0 ? rc : loadtest_nodes_ready(s);
+    if (rc == 0) {
+        char name[sizeof(s->strategy->name) + 32];
+        snprintf(name, sizeof(name), "run %u, %s", index + 1, s->strategy->name);
+        for (uint32_t k = 0; k < s->node_count; k++) {
+            /* One browser tab a run: node 0's console (the others are printed). */
+            pid_t pid =
+                loadtest_console_announce(s->nodes[k].url, name, k == 0 && cfg->open_console);
+            s->xdg_open = k == 0 ? pid : s->xdg_open;
+        }
+    }
+    return rc;
 }
 
 static void loadtest_teardown(struct loadtest_state *s)
 {
     loadtest_prober_stop(s, LOADTEST_PROBES_STOP);
+    loadtest_console_reap(s->xdg_open);
     if (s->querier_started) {
         atomic_store(&s->stop_queries, true);
         pthread_join(s->querier, NULL);
@@ -996,6 +1027,9 @@ static int loadtest_drive(struct loadtest_state *s, uint32_t index, uint32_t run
         loadtest_warn(res, "the producer reported failed deliveries (see produce stats)");
     }
     rc = rc == 0 ? loadtest_count_stored(s, &res->stored) : rc;
+    if (rc == 0) {
+        loadtest_history(s);
+    }
     loadtest_query_stats(s);
     if (s->latency != NULL) {
         loadtest_latency_finish(s->latency, res);
@@ -1023,6 +1057,7 @@ int loadtest_run(const struct loadgen_loadtest_config *cfg,
     s->cfg = cfg;
     s->strategy = strategy;
     s->res = res;
+    s->xdg_open = -1;
     res->strategy = *strategy;
     res->hot_day = cfg->workload.first_day + (int32_t)cfg->workload.busy_day_index;
     snprintf(s->hot_customer, sizeof(s->hot_customer), "1");
@@ -1049,4 +1084,6 @@ void loadtest_result_deinit(struct loadtest_result *res)
     }
     free(res->seconds);
     res->seconds = NULL;
+    json_decref(res->heat_history);
+    res->heat_history = NULL;
 }

@@ -48,6 +48,19 @@ static const struct console_asset *console_asset_find(const char *path, size_t l
     return NULL;
 }
 
+const char *query_console_text(const char *name, size_t *len)
+{
+    ASSERT(name != NULL);
+    ASSERT(len != NULL);
+    for (size_t i = 0; i < CONSOLE_ASSETS; i++) {
+        if (strcmp(console_assets[i].path + 1, name) == 0 && name[0] != '\0') {
+            *len = console_assets[i].len;
+            return (const char *)console_assets[i].bytes;
+        }
+    }
+    return NULL;
+}
+
 enum http_result query_console_respond(struct http_request *req, const struct query_route *route)
 {
     ASSERT(route->endpoint == QUERY_EP_CONSOLE);

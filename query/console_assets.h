@@ -8,8 +8,9 @@
 
 #include <stddef.h>
 
-/* The page, its script and its style sheet. */
-#define CONSOLE_ASSETS 3u
+/* The page, its script and its style sheet, and the load test report's script (not served: no
+ * route names it; query_console_text hands it to the report's writer). */
+#define CONSOLE_ASSETS 4u
 
 struct console_asset {
     const char *path;         /* the request path that serves it ("/" for the page) */

@@ -507,4 +507,10 @@ DS_MUST_USE unsigned query_route_parse(const char *method, const char *target, s
  * with a small HTML page saying to open /?token=... (no cookie). */
 enum http_result query_console_respond(struct http_request *req, const struct query_route *route);
 
+/* The text of a console file compiled into the binary: "console.js", "console.css" or
+ * "report.js" (the load test's report.html inlines the three, so its heat maps are drawn by the
+ * console's own renderer), with its length in *len; NULL (and *len untouched) for another name.
+ * Static storage, not NUL-terminated. */
+const char *query_console_text(const char *name, size_t *len);
+
 #endif /* DS_QUERY_H */

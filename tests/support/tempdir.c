@@ -91,3 +91,9 @@ uint64_t test_seed_or(uint64_t fallback)
     }
     return seed;
 }
+
+bool test_short_run(void)
+{
+    const char *env = getenv("DS_SHORT");
+    return env != NULL && strcmp(env, "1") == 0;
+}

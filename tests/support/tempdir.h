@@ -1,5 +1,5 @@
 /*
- * Test helpers: throwaway directories and the seed of randomised tests.
+ * Test helpers: throwaway directories, the seed of randomised tests and the run's size.
  *
  * Single-threaded test code only. Directories live under /tmp with the prefix "dayshard-test-"
  * so that a crashed run's leftovers are easy to find and remove.
@@ -7,6 +7,7 @@
 #ifndef DS_TEST_TEMPDIR_H
 #define DS_TEST_TEMPDIR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,5 +31,9 @@ uint64_t test_seed(void);
 /* DS_TEST_SEED when set, parsed as test_seed does, else fallback. Prints nothing (a bad value
  * aside): for tests that keep a default seed of their own and print it once, in main. */
 uint64_t test_seed_or(uint64_t fallback);
+
+/* True when DS_SHORT=1: the sanitizer passes, where each loop iteration costs 5-30 times as
+ * much, ask the longest loops for a sample of their cases instead of every one. */
+bool test_short_run(void);
 
 #endif /* DS_TEST_TEMPDIR_H */

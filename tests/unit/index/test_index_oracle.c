@@ -83,6 +83,7 @@
 
 /* The differential run: batches applied, the largest batch, more batches after the reopen. */
 #define DIFF_BATCHES 48u
+#define DIFF_BATCHES_SHORT 16u /* DS_SHORT: the sanitizer passes */
 #define DIFF_BATCHES_LONG 400u
 #define DIFF_BATCH_MAX 1000u
 #define DIFF_BATCH_MAX_LONG 4096u
@@ -99,6 +100,7 @@
 /* The kill -9 test: rounds, and the applies after which the writer stops (so that the model
  * replaying them stays quick); the kill lands 0..KILL_DELAY_US_MAX after the writer opened. */
 #define KILL_ROUNDS 8u
+#define KILL_ROUNDS_SHORT 3u
 #define KILL_ROUNDS_LONG 40u
 #define KILL_APPLIES_MAX 4000u
 #define KILL_APPLIES_MAX_LONG 40000u
@@ -341,6 +343,7 @@ struct fixture {
     char store_dir[128];
     uint64_t seed;
     bool long_run;
+    bool short_run;
     struct index_config cfg;
     struct index *store;
     struct model model;
@@ -531,6 +534,7 @@ static int setup(void **state)
     snprintf(f->store_dir, sizeof(f->store_dir), "%s/gsi", f->dir);
     f->seed = test_seed_or(SEED_DEFAULT);
     f->long_run = long_run_wanted();
+    f->short_run = test_short_run();
     pool_make(&f->pool);
     index_config_defaults(&f->cfg);
     f->cfg.dir = f->store_dir;
@@ -719,7 +723,9 @@ static void apply_batches(struct fixture *f, uint64_t *rng, size_t count, size_t
 static void differential_run(struct fixture *f, uint32_t table_slots_log2)
 {
     uint64_t rng = f->seed ^ table_slots_log2;
-    size_t batches = f->long_run ? DIFF_BATCHES_LONG : DIFF_BATCHES;
+    size_t batches = f->long_run    ? DIFF_BATCHES_LONG
+                     : f->short_run ? DIFF_BATCHES_SHORT
+                                    : DIFF_BATCHES;
     size_t batch_max = f->long_run ? DIFF_BATCH_MAX_LONG : DIFF_BATCH_MAX;
     f->cfg.table_slots_log2 = table_slots_log2;
     f->cfg.batch_entries_max = (uint32_t)batch_max;
@@ -844,7 +850,9 @@ static void seal_with_applies(struct fixture *f, uint64_t *rng, struct index_sea
 static void seal_run(struct fixture *f, uint32_t table_slots_log2, uint32_t seal_batch_bytes)
 {
     uint64_t rng = f->seed ^ table_slots_log2 ^ 0x5ea1;
-    size_t batches = f->long_run ? DIFF_BATCHES_LONG : DIFF_BATCHES;
+    size_t batches = f->long_run    ? DIFF_BATCHES_LONG
+                     : f->short_run ? DIFF_BATCHES_SHORT
+                                    : DIFF_BATCHES;
     size_t batch_max = f->long_run ? DIFF_BATCH_MAX_LONG : DIFF_BATCH_MAX;
     f->cfg.table_slots_log2 = table_slots_log2;
     f->cfg.batch_entries_max = (uint32_t)batch_max;
@@ -943,7 +951,9 @@ static void test_index_oracle_seal_moves_one_customers_runs_across_its_batches(v
 static void compact_run(struct fixture *f, uint32_t table_slots_log2)
 {
     uint64_t rng = f->seed ^ table_slots_log2 ^ 0xc0ac7;
-    size_t batches = f->long_run ? DIFF_BATCHES_LONG : DIFF_BATCHES;
+    size_t batches = f->long_run    ? DIFF_BATCHES_LONG
+                     : f->short_run ? DIFF_BATCHES_SHORT
+                                    : DIFF_BATCHES;
     size_t batch_max = f->long_run ? DIFF_BATCH_MAX_LONG : DIFF_BATCH_MAX;
     f->cfg.table_slots_log2 = table_slots_log2;
     f->cfg.batch_entries_max = (uint32_t)batch_max;
@@ -1446,7 +1456,7 @@ static void kill9_run(struct fixture *f, const char *compact)
     char seed_text[32];
     snprintf(seed_text, sizeof(seed_text), "%" PRIu64, f->seed);
     uint64_t applied = 0;
-    size_t rounds = f->long_run ? KILL_ROUNDS_LONG : KILL_ROUNDS;
+    size_t rounds = f->long_run ? KILL_ROUNDS_LONG : f->short_run ? KILL_ROUNDS_SHORT : KILL_ROUNDS;
     for (size_t round = 0; round < rounds; round++) {
         int ready[2];
         assert_int_equal(pipe(ready), 0);

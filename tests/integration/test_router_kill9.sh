@@ -100,25 +100,19 @@ print(", ".join(bad[:6]) + (" (%d days)" % len(bad) if len(bad) > 6 else ""))' "
 # partition, every message from the offset the node first started it at (-1: the beginning).
 held_days() {
   timeout 60 kcat -b "$BOOT" -C -t orders -o beginning -e -q -f '%p %o %s\n' >"$WORK/topic.txt"
-  "$PY" - "$1" "$WORK/topic.txt" <<'EOF'
-import collections, datetime, json, re, sys
+  "$PY" - "$1" "$WORK/topic.txt" <<'EOF' >"$WORK/held.jsonl"
+import re, sys
 start = {}
 for line in open(sys.argv[1]):
     m = re.search(r"kafka: assigned orders\[(\d+)\] from offset (-?\d+)", line)
     if m and int(m.group(1)) not in start:
         start[int(m.group(1))] = max(0, int(m.group(2)))
-days = collections.Counter()
 for line in open(sys.argv[2]):
     p, o, value = line.split(" ", 2)
     if int(p) in start and int(o) >= start[int(p)]:
-        ts = json.loads(value)["ts"]
-        if isinstance(ts, str):
-            days[ts[:10]] += 1
-        else:
-            days[datetime.datetime.utcfromtimestamp(ts / 1000).strftime("%Y-%m-%d")] += 1
-for day in sorted(days):
-    print("%s=%d" % (day, days[day]))
+        sys.stdout.write(value)
 EOF
+  day_tally "$WORK/held.jsonl"
 }
 
 # get PATH: the HTTP status of GET router/PATH, its body in $WORK/body.

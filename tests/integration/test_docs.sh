@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The docs name only what exists, and every flag that exists is documented (docs_check.py):
+# the repository's docs pass; then copies with one thing wrong each must fail, naming it: a
+# flag renamed in a README command, a flag left out of docs/CONFIGURATION.md, an HTTP path, a
+# metric, a fuzz target and an environment variable that do not exist.
+source "$(dirname "$0")/lib.sh"
+
+CHECK=("$PY" "$ROOT/tests/integration/docs_check.py" "$DAYSHARD" "$ROOT")
+
+expect_exit "docs_check on the repository" 0 "${CHECK[@]}"
+[[ $(cat "$WORK/err") == "" ]] && ok || fail "docs_check: $(head -c 2000 "$WORK/err")"
+grep -qE "checked .*[0-9]{2,} flags" "$WORK/out" && ok || fail "docs_check checked few flags: $(cat "$WORK/out")"
+
+# copy_docs NAME: the docs alone under $WORK/NAME, as docs_check reads them.
+copy_docs() {
+  mkdir -p "$WORK/$1/deploy"
+  cp -r "$ROOT/README.md" "$ROOT/docs" "$WORK/$1/"
+  cp "$ROOT/deploy/README.md" "$WORK/$1/deploy/"
+}
+
+# A flag renamed where the README runs dayshard: the first `dayshard count ... --day` line.
+copy_docs renamed
+line=$(grep -n -m1 -E '^[^#]*dayshard count .*--day ' "$WORK/renamed/README.md" | cut -d: -f1)
+[[ -n $line ]] && ok || fail "README.md runs no 'dayshard count --day': nothing to rename"
+sed -i "${line}s/--day /--dday /" "$WORK/renamed/README.md"
+expect_exit "docs_check, a README flag renamed" 1 "${CHECK[@]}" "$WORK/renamed"
+grep -q "README.md:$line: .dayshard count. has no flag --dday" "$WORK/err" && ok ||
+  fail "the renamed flag is not named: $(head -c 600 "$WORK/err")"
+
+# A flag that exists but is missing from CONFIGURATION.md.
+copy_docs missing
+sed -i 's/--max-shards/--max-shardz/g' "$WORK/missing/docs/CONFIGURATION.md"
+expect_exit "docs_check, --max-shards undocumented" 1 "${CHECK[@]}" "$WORK/missing"
+grep -q "dayshard run --max-shards. exists but its section does not name it" "$WORK/err" && ok ||
+  fail "the undocumented flag is not named: $(head -c 600 "$WORK/err")"
+grep -q -- "--max-shardz is not a flag" "$WORK/err" && ok ||
+  fail "the misspelt flag is not named: $(head -c 600 "$WORK/err")"
+
+# Names that do not exist, one of each kind.
+copy_docs names
+cat >> "$WORK/names/docs/HTTP_API.md" <<'MD'
+
+`GET /v1/nosuch`, `dayshard_nosuch_total`, `fuzz_nosuch`, `DS_NOSUCH_KNOB=1`, `dayshard nosuch`,
+`dayshard gsi nosuch --data DIR`.
+MD
+expect_exit "docs_check, names that do not exist" 1 "${CHECK[@]}" "$WORK/names"
+for want in "HTTP path /v1/nosuch" "metric dayshard_nosuch_total" "fuzz target fuzz_nosuch" \
+  "environment variable DS_NOSUCH_KNOB" "no command 'nosuch'" "dayshard gsi nosuch"; do
+  grep -q "$want" "$WORK/err" && ok || fail "not named: $want ($(head -c 600 "$WORK/err"))"
+done
+finish

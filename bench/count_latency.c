@@ -1,6 +1,7 @@
 /*
- * Benchmark: count latency in-process (issue 2 target: one-day count <= 100 us median, flat in
- * the number of events stored) and storage append throughput with bytes per event.
+ * Benchmark: count latency in-process (target:
+ * one-day count <= 100 us median, flat in the number of events stored) and storage append
+ * throughput with bytes per event.
  *
  * Builds a data directory from the busy-day workload (28 days, 30% on 2026-01-21, 4 shards)
  * by appending through the storage API (no JSON), measuring append events/s and bytes/event.
@@ -11,9 +12,9 @@
  * count by decompressing and scanning the day's blocks, which is what a count costs without
  * header summaries.
  *
- * Issue 16: then, for each of S = 4, 64, 256 shards per day (a directory each), one day and
- * 28 days from the day totals and by the per-partition fan-out (the baseline, the path before
- * issue 16), alternately in the same run, with the ratios.
+ * Then, for each of S = 4, 64, 256 shards per day (a directory each), one day and 28 days
+ * from the day totals and by the per-partition fan-out (the baseline), alternately in the same run,
+ * with the ratios.
  *
  * Usage: bench_count_latency [events=10000000] [iterations=20000] [path_events=2000000]
  *        [shards=4,64,256]
@@ -123,8 +124,8 @@ static void report(const char *what, const struct latency *l, uint64_t count)
            (unsigned long long)count, l->p50_us, l->p99_us, l->max_us, l->cold_us);
 }
 
-/* Issue 16: one day and 28 days at S shards per day, from the day totals and by the fan-out
- * over every partition (query_count_request.fanout: the path before), measured alternately on
+/* One day and 28 days at S shards per day, from the day totals and by the fan-out over every
+ * partition (query_count_request.fanout, the baseline), measured alternately on
  * the same directory, with the ratios. */
 static void compare_paths(uint64_t events, uint64_t iterations, uint32_t shards)
 {
@@ -167,7 +168,7 @@ int main(int argc, char **argv)
     uint64_t events = argc > 1 ? strtoull(argv[1], NULL, 10) : 10000000ull;
     uint64_t iterations = argc > 2 ? strtoull(argv[2], NULL, 10) : 20000ull;
     iterations = iterations < 10 ? 10 : iterations;
-    /* issue 16's comparison: fewer events by default, each S builds its own directory */
+    /* the shard-count comparison: fewer events by default, each S builds its own directory */
     uint64_t path_events = argc > 3 ? strtoull(argv[3], NULL, 10) : 2000000ull;
     const char *shard_list = argc > 4 ? argv[4] : "4,64,256";
     uint64_t first = events < 1000000 ? events / 10 : 1000000;

@@ -1,5 +1,5 @@
 /*
- * Benchmark: `dayshard ingest` end to end, durable, from a JSON-lines file (issue 2 targets:
+ * Benchmark: `dayshard ingest` end to end, durable, from a JSON-lines file (targets:
  * >= 1M events/s, <= 12 bytes/event on disk, peak RSS <= 256 MiB for 10M events).
  *
  * Generates the busy-day workload (fixed seed) into a file once, then ingests it RUNS times into

@@ -1,7 +1,7 @@
 /*
- * Benchmark: end to end through the embedded broker (issue 3 targets: >= 500,000 events/s
- * sustained and >= 0.5 of the file ingest rate measured in the same run; issue 16: end to end
- * with the index on >= 0.5 of file ingest, a node alone catching up a backlog >= 0.8).
+ * Benchmark: end to end through the embedded broker (targets: >= 500,000 events/s
+ * sustained and >= 0.5 of the file ingest rate measured in the same run; end to end with the
+ * index on >= 0.5 of file ingest, a node alone catching up a backlog >= 0.8).
  *
  * One run: start the embedded broker (12 partitions) and a node; once the node holds its
  * partitions, a producer sends the busy-day events of a generated file as fast as it can while
@@ -276,8 +276,8 @@ static void *producer_main(void *arg)
 
 /* What one run measures. */
 enum e2e_mode {
-    E2E_STREAM_GSI, /* the producer sends while the node consumes, index on: issue 16's figure */
-    E2E_STREAM,     /* the same with the index off (issue 3's figure) */
+    E2E_STREAM_GSI, /* the producer sends while the node consumes, index on */
+    E2E_STREAM,     /* the same with the index off */
     E2E_BACKLOG,    /* the producer sends everything first, then the node catches up alone */
     E2E_MODES
 };

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark (issue 14): file ingest throughput (`dayshard ingest`, the same decode/route/append
+# Benchmark: file ingest throughput (`dayshard ingest`, the same decode/route/append
 # path as a node, without Kafka) of the orders model against the events model, on two generated
 # streams of EVENTS lines each (default 2,000,000, --customers 1,000,000, --items 0 so the only
 # difference is the model's work):

@@ -1,6 +1,6 @@
 /*
  * Private to cli/: the subcommand table and small argument helpers shared by the cmd_*.c files.
- * Exit codes (DESIGN.md section 6): 0 success, 1 failure, 2 usage error; each failure prints one
+ * Exit codes (docs/CONFIGURATION.md): 0 success, 1 failure, 2 usage error; each failure prints one
  * line "dayshard <command>: <reason>" to stderr.
  */
 #ifndef DS_CLI_H

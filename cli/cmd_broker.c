@@ -1,6 +1,6 @@
 /*
  * `dayshard broker [--listen HOST:PORT] [--partitions N] [--topic T] [--brokers N]`: librdkafka's
- * mock cluster as a development and test broker (DESIGN.md section 7). The bootstrap address is
+ * mock cluster as a development and test broker (docs/OPERATIONS.md). The bootstrap address is
  * the first line of standard output; fault-injection commands are read from standard input, one
  * per line, and answered with one line each; only SIGINT or SIGTERM stops it, with exit 0.
  *

@@ -1,7 +1,7 @@
 /*
  * `dayshard orders --customer C [--limit N] [--cursor T] [--consistent] (--server URL | --data
  * DIR) [--json]`: a customer's latest orders, newest first, from the by-customer index (GSI)
- * (DESIGN.md sections 5 and 6). --server asks a node's query service; --data reads DIR/gsi
+ * (docs/HTTP_API.md, docs/CONFIGURATION.md). --server asks a node's query service; --data reads DIR/gsi
  * directly through a read-only view (beside a running node too). A table by default, the API's
  * JSON document with --json; the next page's token is printed for --cursor.
  *

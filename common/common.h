@@ -300,7 +300,7 @@ void ds_log(enum ds_log_level level, const char *fmt, ...) DS_PRINTF(2, 3);
 
 /* ---- the order event, the vocabulary every layer passes ----------------------------------- */
 
-/* DESIGN.md section 2: ids are integers 1..2^63-1 or strings of 1..64 bytes; status 0..32 bytes. */
+/* docs/EVENTS.md: ids are integers 1..2^63-1 or strings of 1..64 bytes; status 0..32 bytes. */
 #define DS_ID_BYTES_MAX 64
 #define DS_STATUS_BYTES_MAX 32
 
@@ -325,7 +325,7 @@ static inline bool ds_id_equal(const struct ds_id *a, const struct ds_id *b)
     return a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
 }
 
-/* DESIGN.md section 2: an event's optional line items. At most 100 of them, at most 8 KiB of
+/* docs/EVENTS.md: an event's optional line items. At most 100 of them, at most 8 KiB of
  * JSON text for the whole `items` value; a product is 1..64 bytes of UTF-8 (like an id), a
  * quantity 1..2^31-1 (see ingest/decode.c for why). */
 #define DS_ITEMS_COUNT_MAX 100u

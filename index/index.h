@@ -48,7 +48,7 @@
  * of days of 256 shards without retention (with it, the kept days' only). The store keeps it in
  * memory and writes only what changed with each apply (store.c). */
 #define INDEX_CURSOR_BYTES_MAX (256u << 20)
-/* A page holds 1..INDEX_PAGE_LIMIT_MAX entries (DESIGN.md section 5: limit at most 1000). */
+/* A page holds 1..INDEX_PAGE_LIMIT_MAX entries (docs/HTTP_API.md: limit at most 1000). */
 #define INDEX_PAGE_LIMIT_MAX 1000u
 /* A page token is lowercase hex of the last entry's (ts, order id) key part: at most
  * 8 + 1 + 2 * DS_ID_BYTES_MAX + 2 bytes, two characters each. */

@@ -1,5 +1,5 @@
 /*
- * ingest/decode.c: one JSON order event into a struct ds_event (DESIGN.md section 2) and the
+ * ingest/decode.c: one JSON order event into a struct ds_event (docs/EVENTS.md) and the
  * reason names. Timestamps are parsed in decode_ts.c; the canonical JSON line that decodes back
  * to the same event is written by event_line.c.
  *
@@ -35,7 +35,7 @@
  * Strings: a lone or unpaired UTF-16 surrogate escape cannot become valid UTF-8, so it is
  * bad_utf8 (not not_json); a malformed escape (\x, \u12G4, truncated) is not_json.
  *
- * version and items (DESIGN.md section 2). version is an integer 0..2^63-1 written as one: a
+ * version and items (docs/EVENTS.md). version is an integer 0..2^63-1 written as one: a
  * fraction, an exponent or a minus sign (even "-0") is bad_version, as any other type is. items
  * is judged as one token: the whole value is first validated as JSON (anything there is
  * not_json, bad_utf8 or too_deep as elsewhere), then its size (over DS_ITEMS_JSON_BYTES_MAX

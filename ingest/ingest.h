@@ -2,7 +2,7 @@
  * ingest: turning outside bytes into order events and feeding them to storage.
  *
  * - ingest_decode(): one JSON order event (a Kafka message value or one line of a file) into a
- *   struct ds_event, or a named reason why it is a bad event (DESIGN.md section 2). Pure, no
+ *   struct ds_event, or a named reason why it is a bad event (docs/EVENTS.md). Pure, no
  *   allocation, no recursion: any thread may call it on its own event and error structs.
  * - the file pipeline (ingest_file_run): read JSON lines, decode on one thread, route and append
  *   on a writer thread, dead-letter the bad lines, commit durably; used by `dayshard ingest`.
@@ -60,7 +60,7 @@ enum ingest_reason {
     INGEST_AMOUNT_RANGE,     /* |amount| * 10000 does not fit in int64 */
     INGEST_BAD_VERSION,      /* version not an integer 0..2^63-1 (fraction, exponent, sign...) */
     INGEST_BAD_ITEMS,        /* items not an array of {"product", "quantity"} objects by the
-                              * rules of DESIGN.md section 2 (see ingest/decode.c) */
+                              * rules of docs/EVENTS.md (see ingest/decode.c) */
     INGEST_ITEMS_TOO_LARGE,  /* items over DS_ITEMS_COUNT_MAX entries or over
                               * DS_ITEMS_JSON_BYTES_MAX bytes of JSON text */
     INGEST_TOO_LATE,         /* a valid event of a day below the retention floor (storage.h,
@@ -364,7 +364,7 @@ struct ingest_node_config {
     uint32_t commit_interval_ms;            /* group commit (and Kafka offset commit) cadence */
     uint32_t status_interval_ms;            /* how often the consumer lag is logged */
     const char *dlq_topic; /* also send dead letters to this topic (NULL: the file only) */
-    /* Adaptive write sharding (DESIGN.md section 3): a day whose write rate (producer time)
+    /* Adaptive write sharding (docs/ARCHITECTURE.md, "Hot keys"): a day whose write rate (producer time)
      * exceeds shard_capacity_eps per shard grows, up to max_shards; 0 keeps counts fixed. */
     uint32_t shard_capacity_eps;
     uint32_t max_shards;

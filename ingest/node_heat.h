@@ -1,5 +1,5 @@
 /*
- * Private to ingest/: a node's heat and adaptive sharding (DESIGN.md section 3). The node's
+ * Private to ingest/: a node's heat and adaptive sharding (docs/ARCHITECTURE.md). The node's
  * consumer thread owns all of it: it observes every routed event (no lock on that path), and
  * once per loop ticks, which once a second (when the heat's second moves) plans growth, makes
  * each growth durable in the shard map before any event uses it, records it in DIR/shardmap.log,

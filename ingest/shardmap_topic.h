@@ -1,5 +1,5 @@
 /*
- * Private to ingest/: the shard map topic, "<topic>.shardmap" (DESIGN.md section 3). Nodes
+ * Private to ingest/: the shard map topic, "<topic>.shardmap" (docs/FORMATS.md). Nodes
  * publish every growth of a day's shard count to it and follow it, so that several nodes (and
  * `dayshard produce --key partition`) agree on one map without a coordinator of their own:
  * merging is the maximum per day, so maps never conflict, and a compacted topic keyed by day

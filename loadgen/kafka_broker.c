@@ -1,7 +1,7 @@
 /*
  * The embedded broker: librdkafka's mock cluster (rdkafka_mock.h) hosted on an otherwise idle
  * producer handle. The mock speaks the real Kafka protocol over loopback TCP, so every client
- * (ours, kcat, Python's kafka package) talks to it as to Kafka (DESIGN.md section 7).
+ * (ours, kcat, Python's kafka package) talks to it as to Kafka (docs/OPERATIONS.md).
  *
  * Invariants: a started broker has its topic created with the configured partition count, and
  * its bootstrap string is fixed for its lifetime; when a listen address was asked for, the first

@@ -93,7 +93,7 @@ struct loadgen_workload_config {
  * tenth of its lines as new orders is already a stream of mostly status changes. */
 #define LOADGEN_WORKLOAD_REPEAT_FRACTION_MAX 0.9
 /* Items of one generated order: a small basket, well inside the 100 items and 8 KiB of an
- * event (DESIGN.md section 2). */
+ * event (docs/EVENTS.md). */
 #define LOADGEN_WORKLOAD_ITEMS_MAX 5u
 /* A generated line (loadgen_workload_line): an event's canonical JSON line plus its items (at
  * most 12 + 5 x 50 bytes). */
@@ -152,8 +152,8 @@ DS_MUST_USE int loadgen_workload_write(const struct loadgen_workload_config *cfg
 
 /* ---- the embedded broker (kafka_broker.c; development and tests) ------------------------- */
 
-/* librdkafka's mock cluster behind the real Kafka protocol on loopback TCP (DESIGN.md section
- * 7). It keeps only about the newest 5 MiB per partition and nothing across restarts. */
+/* librdkafka's mock cluster behind the real Kafka protocol on loopback TCP (docs/OPERATIONS.md).
+ * It keeps only about the newest 5 MiB per partition and nothing across restarts. */
 #define LOADGEN_BROKER_PARTITIONS_MAX 1024u
 #define LOADGEN_BROKER_BROKERS_MAX 16u
 

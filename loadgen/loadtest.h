@@ -40,7 +40,7 @@
 /* Distinct advice (case, subject) a run records: a node gives at most SHARD_ADVICE_MAX at a
  * time, and a run's hot spots are few. */
 #define LOADTEST_ADVICE_MAX 16u
-/* The embedded broker keeps ~5 MiB per partition (DESIGN.md section 7); an event costs ~60
+/* The embedded broker keeps ~5 MiB per partition (docs/OPERATIONS.md); an event costs ~60
  * bytes there compressed, so about 80,000 messages of lag per partition is where it starts to
  * drop what nodes have not read. Warn at half. */
 #define LOADTEST_BROKER_LAG_WARN_MESSAGES 40000

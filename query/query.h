@@ -1,13 +1,13 @@
 /*
  * query: answering questions over stored partitions.
  *
- * Counts (DESIGN.md section 5, /v1/count): for a day range, fan out over every shard each day
+ * Counts (docs/HTTP_API.md, /v1/count): for a day range, fan out over every shard each day
  * has ever had (from the shard map), add up partition totals that storage keeps from block
  * headers (never decompressing a block), optionally for one status, optionally grouped by
  * shard, hour or day; amounts are exact. The result renders as the JSON document of the HTTP
  * API (query_count_json) and as a table for people (query_count_table).
  *
- * The HTTP service (DESIGN.md section 5) answers /v1/count, /v1/partitions, /metrics, /healthz,
+ * The HTTP service (docs/HTTP_API.md) answers /v1/count, /v1/partitions, /metrics, /healthz,
  * /readyz, /v1/customers/{id}/orders and /v1/orders/{id} over libmicrohttpd. It opens its own
  * read-only storage handles and shard maps on a data directory, exactly like `count --data`, so the
  * same code runs standalone (`dayshard serve`) and inside a node (`dayshard run --http`) without
@@ -238,7 +238,7 @@ void query_metrics_init(struct query_metrics *m, const char *const *reason_names
 void query_metrics_heat_set(struct query_metrics *m, const struct shard_heat_report *report);
 /* Copies the heat report into *out; false when no report arrived yet. */
 bool query_metrics_heat_get(struct query_metrics *m, struct shard_heat_report *out);
-/* Renders GET /v1/heat?top=N (DESIGN.md section 5) from a report, with consumer lag per Kafka
+/* Renders GET /v1/heat?top=N (docs/HTTP_API.md) from a report, with consumer lag per Kafka
  * partition and the GSI lag from m (may be NULL). Returns the length or -ENOSPC. */
 DS_MUST_USE int64_t query_heat_json(const struct shard_heat_report *report,
                                     const struct query_metrics *m, uint32_t top, char *dst,
@@ -375,7 +375,7 @@ DS_MUST_USE int query_orders_get(struct index *ix, struct storage *st, const str
 #define QUERY_HTTP_READY_STALL_MS_DEFAULT 10000u
 #define QUERY_HTTP_READY_STALL_MS_MAX 600000u
 
-/* consistent=true (DESIGN.md section 5): a node's answer includes every event its topic had
+/* consistent=true (docs/HTTP_API.md): a node's answer includes every event its topic had
  * acknowledged, on the partitions the node is assigned, when the request arrived; `serve` (no
  * node) answers with everything durable when the request arrived. timeout_ms bounds the wait:
  * 2 s by default (a read-your-writes client retries sooner than it gives up), at most a minute

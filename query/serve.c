@@ -1,5 +1,5 @@
 /*
- * The HTTP query service on libmicrohttpd (DESIGN.md section 5).
+ * The HTTP query service on libmicrohttpd (docs/HTTP_API.md).
  *
  * Threads: libmicrohttpd's epoll thread pool (cfg.threads workers, each accepting and serving
  * its own connections). Storage handles are single-threaded, so the service opens one reader

@@ -1,5 +1,5 @@
 /*
- * `dayshard router`: the HTTP API of a node (DESIGN.md section 5) over several nodes, with a
+ * `dayshard router`: the HTTP API of a node (docs/HTTP_API.md) over several nodes, with a
  * replica group to fail over to.
  *
  * Groups. Group 1 are the --node URLs, group 2 the --replica URLs: each group is one consumer

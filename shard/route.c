@@ -1,5 +1,5 @@
 /*
- * Routing (DESIGN.md section 3, a contract): the shard of an order id and the partition key
+ * Routing (docs/EVENTS.md, a contract): the shard of an order id and the partition key
  * "DAY#YYYY-MM-DD#k" of a (day, shard) pair, both ways.
  *
  * Invariants: shard_of_id() < shard_count for every id; shard_key_parse() accepts exactly the
@@ -49,7 +49,7 @@ uint32_t shard_of_id(const struct ds_id *order_id, uint32_t shard_count)
         ASSERT(order_id->len >= 1 && order_id->len <= DS_ID_BYTES_MAX);
         key = shard_fnv1a64(order_id->text, order_id->len);
     } else {
-        /* Decoded integer ids are 1..2^63-1 (DESIGN.md section 2). */
+        /* Decoded integer ids are 1..2^63-1 (docs/EVENTS.md). */
         ASSERT(order_id->value >= 0);
         key = (uint64_t)order_id->value;
     }

@@ -12,7 +12,7 @@
 
 /* ---- the data model ------------------------------------------------------------------------ */
 
-/* What a data directory counts (DESIGN.md section 2): chosen when the directory is created,
+/* What a data directory counts (docs/EVENTS.md): chosen when the directory is created,
  * recorded in DIR/MODEL (written and synced before the MANIFEST exists, so a directory holding
  * data always has its record), and never changed. A directory made before models were recorded
  * has no MODEL and holds events: it reads as STORAGE_MODEL_EVENTS. */
@@ -23,8 +23,8 @@ enum storage_model {
     STORAGE_MODEL_ORDERS,       /* one order per order_id, its latest version */
 };
 
-/* The model a writer records when it creates a directory without an explicit one (DESIGN.md:
- * orders is the default). */
+/* The model a writer records when it creates a directory without an explicit one (orders is
+ * the default: the question users ask is about orders, not events). */
 #define STORAGE_MODEL_NEW_DEFAULT STORAGE_MODEL_ORDERS
 /* Room for the reason storage_model_check gives (a path and two model names). */
 #define STORAGE_MODEL_WHY_SIZE (DS_PATH_MAX + 256)

@@ -91,7 +91,7 @@ static bool content_equal(const struct ds_event *e, const struct storage_order *
 
 enum order_fate { ORDER_CREATED, ORDER_APPLIED, ORDER_STALE, ORDER_UNCHANGED };
 
-/* DESIGN.md section 2's rules, in tests/integration/orders_oracle.py's order of tests. */
+/* docs/EVENTS.md's rules, in tests/integration/orders_oracle.py's order of tests. */
 static enum order_fate order_fate(const struct ds_event *e, const struct storage_order *cur)
 {
     bool same = content_equal(e, cur);

@@ -1,5 +1,5 @@
 /*
- * storage: durable, compressed, append-only day partitions (DESIGN.md section 4).
+ * storage: durable, compressed, append-only day partitions (docs/FORMATS.md).
  *
  * A data directory holds one directory per partition (day, shard) with append-only segment
  * files of blocks. A block is a zstd-compressed columnar payload behind a header that carries
@@ -162,7 +162,7 @@ struct storage_held {
 };
 void storage_held(const struct storage *st, struct storage_held *out);
 
-/* The orders-by-id store a handle holds (DESIGN.md section 4; all zero in the events model),
+/* The orders-by-id store a handle holds (docs/FORMATS.md; all zero in the events model),
  * cheap enough for every commit: its orders, the recent tier's keydir and log (a writer's
  * commit waits for a running seal once the log reaches recent_hard_bytes), the memory of
  * keydir, buffers and sealed files' indexes, the sealed files (one per retained day) and the
@@ -186,7 +186,7 @@ void storage_ids_held(const struct storage *st, struct storage_ids_held *out);
 
 /* ---- orders (the orders model) ------------------------------------------------------------- */
 
-/* In a directory of the orders model, storage_append applies DESIGN.md section 2's rules to each
+/* In a directory of the orders model, storage_append applies docs/EVENTS.md's rules to each
  * event, as a version of its order (tests/integration/orders_oracle.py is their reference):
  *   - a new order_id is stored (created);
  *   - a version below the greatest one applied (the floor), or equal to it with other content,

@@ -2,7 +2,7 @@
 set -euo pipefail
 DAYSHARD=${1:?usage: $0 DAYSHARD_BINARY SOURCE_ROOT}
 ROOT=${2:?usage: $0 DAYSHARD_BINARY SOURCE_ROOT}
-FIXTURES="$ROOT/tests/fixtures"   # copies of shared/fixtures from the modelling notes
+FIXTURES="$ROOT/tests/fixtures"   # small data sets from the modelling notes the project grew out of
 PY=/usr/bin/python3
 WORK=$(mktemp -d /tmp/dayshard-it-XXXXXX)
 trap '[[ -n ${DS_KEEP:-} ]] || rm -rf "$WORK"' EXIT

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""An independent oracle for order streams (issue 14): what dayshard must answer.
+"""An independent oracle for order streams: what dayshard must answer.
 
-Reads JSON lines (one event each, DESIGN.md section 2) from the files given, in that order, as
+Reads JSON lines (one event each, docs/EVENTS.md) from the files given, in that order, as
 their arrival order, and prints the answers as one JSON document, for --model orders (the
 default) or --model events:
 
@@ -13,7 +13,7 @@ default) or --model events:
 It shares no code with dayshard (Debian's python3 and its standard library only), so a bug in
 the C code cannot hide in the oracle too.
 
-Orders model rules (DESIGN.md section 2, issue 14)
+Orders model rules (docs/EVENTS.md)
 ---------------------------------------------------
 An event is a version of its order (order ids 5 and "5" are two orders: an integer and a
 string id never compare equal). Each order keeps its current content (customer, ts, status,
@@ -31,7 +31,7 @@ did). An arriving event of a known order is, in this order of tests:
 
 Mixed streams, decided here (the node follows this): an event WITHOUT a version that arrives
 after versioned ones is newer by arrival and applies (rule 3), and the floor stays, so a late
-versioned event still needs a version above the greatest seen. Why: DESIGN.md says "greatest
+versioned event still needs a version above the greatest seen. Why: the rule is "greatest
 version, else arrival order", and arrival order per order is total (producers key by order_id,
 so one order stays in one Kafka partition); an event without a version claims no place among
 the versions, and arrival is the only order it has. The alternative, ignoring unversioned

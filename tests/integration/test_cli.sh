@@ -120,9 +120,8 @@ for line in open(sys.argv[1]):
 print(" ".join("%s=%d" % kv for kv in sorted(c.items())))' "$WORK/gen.jsonl")" \
   "$(json_get "$WORK/out" '" ".join("%s=%d" % (g["key"], g["count"]) for g in d["groups"] if g["count"])')"
 
-# A path that holds no dayshard store is an error for every reader, naming the path (issue 13:
-# it used to read as an empty store, "0 orders", "clean", a service of zeros); only writers
-# create a store.
+# A path that holds no dayshard store is an error for every reader, naming the path
+# (never an empty store, "0 orders", "clean", a service of zeros); only writers create a store.
 mkdir -p "$WORK/empty"
 for dir in "$WORK/no/such/dir" "$WORK/empty"; do
   expect_exit "count --data $dir" 1 "$DAYSHARD" count --data "$dir" --day 2026-01-21

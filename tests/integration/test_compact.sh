@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `dayshard compact` (issue 14): an orders directory loaded with --no-compact keeps every
+# `dayshard compact`: an orders directory loaded with --no-compact keeps every
 # superseded version and its retraction; compact rewrites every partition to its current
 # versions: the same counts, sums, per-status counts and P2 answers, fewer rows and bytes, a
 # clean fsck (balance included), and a second compact has nothing to do. Refusals: an events

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One settings file for every command (issue 15): --config FILE in Java-properties form, keys
+# One settings file for every command: --config FILE in Java-properties form, keys
 # read from each command's usage text, DAYSHARD_* overrides, `dayshard config check`, and
 # --log-format json. Checks: every long option of every command is a key (and nothing else);
 # a file alone drives ingest and count; a prefixed key reaches only its command; the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A full disk, named and survived (issue 13): the data directory on a small tmpfs.
+# A full disk, named and survived: the data directory on a small tmpfs.
 #   1. `dayshard ingest` (io_uring and sync): exit 1, stderr names "No space left on device" with
 #      a path in the data directory and never "Input/output error"; what the failed run stored
 #      is exactly the events it reported durable and fsck reads it clean; after a remount with

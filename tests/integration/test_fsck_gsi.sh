@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The by-customer index under fsck (issue 13): `dayshard gsi check` (and `dayshard fsck` once it
+# The by-customer index under fsck: `dayshard gsi check` (and `dayshard fsck`, which
 # calls cli_fsck_gsi) verifies DIR/gsi, and `gsi rebuild` (and `fsck --repair`) repairs it.
 # - a file store (generated events ingested twice, so the base holds every event twice and the
 #   index once) indexed by `gsi rebuild`: check clean, --json fields, entries = distinct events;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fsck's balance check of the orders model (issue 14, storage/fsck_orders.c), end to end.
+# fsck's balance check of the orders model (storage/fsck_orders.c), end to end.
 #
 # 1. A generated update stream (30% updates, 5% duplicates, 20% with items) ingested with
 #    --model orders in two runs (the second one reopens the orders-by-id store): `fsck --json`

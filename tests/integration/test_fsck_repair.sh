@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13: fsck --repair that ends clean. A store built from the busy-day fixture plus a
+# fsck --repair that ends clean. A store built from the busy-day fixture plus a
 # generated stream (one ingest per chunk, so partitions hold several blocks) is damaged as in
 # the issue (a segment cut 37 bytes short, then 5 KB of garbage appended) and by a byte flipped
 # in a block mid-segment. fsck finds both (exit 1, JSON), counts say damaged_blocks, repair

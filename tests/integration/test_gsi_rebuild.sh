@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `dayshard gsi rebuild --data DIR` (issue 5, deliverable 4): the by-customer index rebuilt from
-# the base segments equals the one a node built incrementally, line for line:
+# `dayshard gsi rebuild --data DIR`: the by-customer index rebuilt from the base segments
+# equals the one a node built incrementally, line for line:
 # - after DIR/gsi is deleted;
 # - after it is damaged: a foreign FORMAT file (a node refuses to start, the rebuild repairs
 #   it); the log cut in half with the table checkpoint deleted (the node repairs that itself:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A data directory's model (issue 14, first slice): chosen when the directory is created,
+# A data directory's model: chosen when the directory is created,
 # recorded in DIR/MODEL, shown by every reader (count text and JSON, /v1/count, fsck, the demo),
 # and never changed: a writer asking for another one is a usage error naming both. Directories
 # made before models were recorded hold events; a new one counts orders unless told otherwise.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The order lookup (P2, issue 14) and the customer view of the orders model, over the CLI
+# The order lookup (P2) and the customer view of the orders model, over the CLI
 # (`dayshard order ID --data`, `orders --data`) and over HTTP (`dayshard serve`: GET
 # /v1/orders/{id}, `order --server`), against the independent oracle (orders_oracle.py):
 #

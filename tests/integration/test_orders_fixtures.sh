@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14's first "done when": tests/fixtures (copies of ../shared/fixtures) shop.jsonl,
+# The fixtures' answers: tests/fixtures (small data sets from the modelling notes) shop.jsonl,
 # busy-day.jsonl, then updates.jsonl, ingested with --shards 3, give exactly the answers the
 # fixtures' README states, over the CLI (--data) and over HTTP (`dayshard serve`), in both
 # models:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14's groundwork: the independent oracle (orders_oracle.py) and `dayshard generate
+# The independent oracle (orders_oracle.py) and `dayshard generate
 # --updates F --duplicates F --items F`.
 #
 # 1. The oracle against every number tests/fixtures/README.md states for updates.jsonl read

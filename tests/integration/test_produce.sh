@@ -101,7 +101,7 @@ cmp -s "$WORK/gen.sorted" "$WORK/py1.sorted" && ok ||
   fail "kafka-python: messages differ from generate ($(wc -l <"$WORK/py1.sorted") lines read)"
 expect_eq "kafka-python keys are order ids" 0 "$("$PY" "$WORK/check_keys.py" <"$WORK/py1.txt")"
 
-# An order stream (issue 14): updates, duplicates and items arrive as `generate` prints them.
+# An order stream: updates, duplicates and items arrive as `generate` prints them.
 order_flags=(--events 3000 --seed 5 --updates 0.3 --duplicates 0.05 --items 0.2)
 expect_exit "produce an order stream" 0 produce_to order-stream "${order_flags[@]}" --json
 "$DAYSHARD" generate "${order_flags[@]}" | LC_ALL=C sort >"$WORK/orders.sorted"

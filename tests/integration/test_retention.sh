@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Retention (`--retention-days N`, issue 15): a generated 28-day stream, its first 82% (to
+# Retention (`--retention-days N`): a generated 28-day stream, its first 82% (to
 # about 2026-01-23) loaded with --retention-days 7 and indexed, then the rest. In both models:
 # - counts of the kept days equal the oracle's (orders_oracle.py --retention-days 7, which
 #   applies the same stream-time rule), every dropped day counts 0, and a range reaching below

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `dayshard router` over two node groups (issue 15): a broker with a topic of 4 partitions,
+# `dayshard router` over two node groups: a broker with a topic of 4 partitions,
 # group A (nodes A1, A2, consumer group ga) and group B (B1, B2, consumer group gb) over the
 # same topic, and a router with --node A1,A2 --replica B1,B2. The stream is the by-customer
 # index tests' events (gsi_events: 30,000 hot-customer events plus string ids with equal

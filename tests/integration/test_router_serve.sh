@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The router over `dayshard serve` instances (issue 15): no Kafka, so it also runs under
+# The router over `dayshard serve` instances: no Kafka, so it also runs under
 # ThreadSanitizer (scripts/tsan.sh) and ASan. A generated stream is split line by line over two
 # data directories (each a "node" holding half the topic), ingested in the events model with
 # the by-customer index rebuilt; group 1 is two `serve` over them, group 2 two more `serve` over

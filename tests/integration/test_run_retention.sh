@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `dayshard run --retention-days 7` (issue 15): a node with its query service and by-customer
+# `dayshard run --retention-days 7`: a node with its query service and by-customer
 # index reads a 28-day stream from a one-partition topic (one arrival order, so the oracle's
 # stream time is the node's). Its index takes the early days while they are kept; the drops
 # come later, so customer views must hide them at read time. Checked: per-day counts, statuses,

@@ -1,5 +1,5 @@
 /*
- * Unit tests of common/log.c's JSON lines (DS_LOG_FORMAT=json, issue 15): the line's shape
+ * Unit tests of common/log.c's JSON lines (DS_LOG_FORMAT=json): the line's shape
  * (ts, level, msg), the escaping of quotes, backslashes and control characters, UTF-8 passed
  * through when valid and each byte of an invalid sequence (overlong, surrogate, past U+10FFFF,
  * cut short, stray) replaced by U+FFFD, the threshold, and a long message cut to one line that

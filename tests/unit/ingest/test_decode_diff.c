@@ -7,7 +7,7 @@
  * decoder must agree on the verdict and on every value. Reasons are not compared: jansson reports
  * different ones, and the unit test pins ours down.
  *
- * How the oracle decides (DESIGN.md section 2 applied in test code, independently of decode.c):
+ * How the oracle decides (docs/EVENTS.md applied in test code, independently of decode.c):
  * 1. more than INGEST_EVENT_BYTES_MAX bytes: reject;
  * 2. JSON validity: a raw NUL byte anywhere is invalid (RFC 8259: outside strings it is no
  *    token, inside it is an unescaped control character); the oracle checks this itself because

@@ -1,6 +1,6 @@
 /*
  * Unit tests of ingest/pipeline.c and ingest/stage.c as far as the event's own fields go: what
- * `dayshard ingest` stores is what the line said, version and items included (issue 14), read
+ * `dayshard ingest` stores is what the line said, version and items included, read
  * back from the committed blocks with storage_partition_scan. Also: a stream whose items pass
  * one batch's item space (STAGE_ITEMS_BYTES) is stored whole, each event with its own items,
  * since the stage hands a batch over early rather than overflow it.

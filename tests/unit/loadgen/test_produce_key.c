@@ -1,7 +1,7 @@
 /*
  * Unit tests of loadgen/produce_key.c: the Kafka message keys of `dayshard produce --key`.
- * Checks the mode names both ways, each mode's text for integer and string ids, the DESIGN.md
- * section 3 partition example, the shard count callback and its fallback, a property check over
+ * Checks the mode names both ways, each mode's text for integer and string ids, the
+ * docs/EVENTS.md partition example, the shard count callback and its fallback, a property check over
  * generated events (every partition key parses and routes like shard_of_id), and -ENOSPC.
  */
 #include <stdarg.h>
@@ -115,7 +115,7 @@ static void test_produce_key_format_day_is_utc_date(void **state)
 
 static void test_produce_key_format_partition_design_example(void **state)
 {
-    /* DESIGN.md section 3: with S = 3, orders 106, 340, 341, 342 of 2026-01-21 land in shards
+    /* docs/EVENTS.md: with S = 3, orders 106, 340, 341, 342 of 2026-01-21 land in shards
      * 1, 1, 2, 0. A string id routes by FNV-1a, as shard_of_id does. */
     (void)state;
     char key[LOADGEN_PRODUCE_KEY_BYTES_MAX + 1];

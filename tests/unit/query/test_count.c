@@ -3,7 +3,7 @@
  * map, groupings by shard, hour and day, status filters, range errors, the exact JSON document
  * of the HTTP API, and JSON string escaping.
  *
- * The contract example of DESIGN.md section 3 is built from the shared fixtures
+ * The contract example of docs/EVENTS.md is built from the fixtures
  * (tests/fixtures/shop.jsonl and busy-day.jsonl) as struct ds_event values, without the
  * JSON decoder: with 3 shards, 2026-01-21 holds orders 106, 340, 341, 342 in shards 1, 1, 2, 0,
  * a count of 4 read from 3 partitions, amount_sum "133.7400".
@@ -150,7 +150,7 @@ static char *render(const struct query_count_request *req, const struct query_co
 
 static void test_count_contract_example_busy_day(void **state)
 {
-    /* DESIGN.md section 3: 2026-01-21 with 3 shards counts 4 orders from 3 partitions, shards
+    /* docs/EVENTS.md: 2026-01-21 with 3 shards counts 4 orders from 3 partitions, shards
      * 0:1, 1:2, 2:1, amount_sum 133.7400. */
     struct fixture *fx = *state;
     struct query_count_request req = request("2026-01-21", "2026-01-21", NULL, QUERY_GROUP_SHARD);

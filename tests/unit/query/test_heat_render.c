@@ -90,7 +90,7 @@ static json_t *render(const struct shard_heat_report *r, uint32_t top)
 
 static void test_heat_render_document(void **state)
 {
-    /* Every field of DESIGN.md's /v1/heat, the shares, the lag from the metrics, nulls where
+    /* Every field of /v1/heat (docs/HTTP_API.md), the shares, the lag from the metrics, nulls where
      * nothing is known, and string ids escaped. */
     (void)state;
     query_metrics_init(&metrics, NULL, 0);

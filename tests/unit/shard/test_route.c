@@ -1,5 +1,5 @@
 /*
- * Unit tests of shard/route.c: FNV-1a vectors, the shard function of DESIGN.md section 3, and
+ * Unit tests of shard/route.c: FNV-1a vectors, the shard function of docs/EVENTS.md, and
  * the partition key format and its strict parser.
  */
 #include <stdarg.h>
@@ -30,7 +30,7 @@ static void test_route_fnv1a64_known_vectors(void **state)
 
 static void test_route_shard_of_id_contract_example(void **state)
 {
-    /* DESIGN.md section 3: with S = 3, orders 106, 340, 341, 342 land in shards 1, 1, 2, 0. */
+    /* docs/EVENTS.md: with S = 3, orders 106, 340, 341, 342 land in shards 1, 1, 2, 0. */
     (void)state;
     const int64_t ids[] = {106, 340, 341, 342};
     const uint32_t shards[] = {1, 1, 2, 0};

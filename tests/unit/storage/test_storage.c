@@ -605,7 +605,7 @@ static int fsck(const char *dir, bool repair, struct storage_fsck_report *report
     return storage_fsck(dir, &options, report);
 }
 
-/* ---- retractions (issue 14) ---------------------------------------------------------------- */
+/* ---- retractions --------------------------------------------------------------------------- */
 
 #define RETRACT_ORDERS 400u
 #define RETRACT_PARTS 3u /* (DAY0, 0), (DAY0, 1), (DAY0 + 1, 0) */
@@ -1103,7 +1103,7 @@ static void committed_partition(struct fixture *fx, uint32_t events)
     storage_close(st);
 }
 
-/* ---- damage and quarantine (issue 13) ------------------------------------------------------- */
+/* ---- damage and quarantine ----------------------------------------------------------------- */
 
 /* Byte offsets of the blocks of a segment file (read as fsck would, header lengths only). */
 static uint32_t block_offsets(const char *path, uint64_t *offsets, uint32_t capacity)
@@ -1357,9 +1357,9 @@ static void test_storage_quarantine_header_damaged_block(void **state)
 
 static void test_storage_quarantine_issue_cut_and_garbage(void **state)
 {
-    /* Issue 13's reproduction: the segment cut 37 bytes short of its end, then 5 KB of garbage
-     * appended. fsck finds it (1); repair quarantines the last block (20 events), cuts the
-     * garbage (no valid block in it, so nothing of it is kept) and ends clean (0). */
+    /* A torn tail with garbage after it: the segment cut 37 bytes short of its end, then 5 KB
+     * of garbage appended. fsck finds it (1); repair quarantines the last block (20 events), cuts
+     * the garbage (no valid block in it, so nothing of it is kept) and ends clean (0). */
     struct fixture *fx = *state;
     committed_partition(fx, 120);
     segment_path(fx->dir, DAY0, 0, 1, fx->path);
@@ -1798,7 +1798,7 @@ static void test_storage_segment_roll_tiny_segments(void **state)
     assert_reopen_matches(fx->dir, fx->m);
 }
 
-/* ---- directory durability (issue 17) ------------------------------------------------------- */
+/* ---- directory durability ------------------------------------------------------------------ */
 
 /* Syncs of one directory (rel under the data directory, "" for the data directory itself). */
 struct dir_syncs {
@@ -2362,7 +2362,7 @@ static void test_storage_reader_of_no_store_refused(void **state)
 {
     /* A reader is pointed at a store, never at nothing: a missing directory is -ENOENT, a
      * directory that holds no store -DS_ENOSTORE (a mistyped path must not read as an empty
-     * store, issue 13), and neither creates anything. Only a writer makes a store. */
+     * store), and neither creates anything. Only a writer makes a store. */
     struct fixture *fx = *state;
     snprintf(fx->path, sizeof(fx->path), "%s/none", fx->dir);
     struct storage *st = NULL;
@@ -2537,7 +2537,7 @@ static void test_storage_manifest_rotation(void **state)
     assert_int_equal(report.events_ok, count[0] + count[1]);
 }
 
-/* ---- the data model (issue 14) -------------------------------------------------------------- */
+/* ---- the data model ------------------------------------------------------------------------ */
 
 /* DIR/MODEL's bytes as a string ("" when there is none). */
 static void model_record(const char *dir, char *dst, size_t dst_capacity)

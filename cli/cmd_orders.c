@@ -1,9 +1,9 @@
 /*
  * `dayshard orders --customer C [--limit N] [--cursor T] [--consistent] (--server URL | --data
  * DIR) [--json]`: a customer's latest orders, newest first, from the by-customer index (GSI)
- * (docs/HTTP_API.md, docs/CONFIGURATION.md). --server asks a node's query service; --data reads DIR/gsi
- * directly through a read-only view (beside a running node too). A table by default, the API's
- * JSON document with --json; the next page's token is printed for --cursor.
+ * (docs/HTTP_API.md, docs/CONFIGURATION.md). --server asks a node's query service; --data reads
+ * DIR/gsi directly through a read-only view (beside a running node too). A table by default, the
+ * API's JSON document with --json; the next page's token is printed for --cursor.
  *
  * In the orders model each order is listed once, with its current version (the index keeps
  * superseded entries; query_orders_get skips them using the store).

@@ -1,8 +1,8 @@
 /*
  * `dayshard serve --data DIR [--http HOST:PORT] [--http-token T] [--max-range-days N]
  * [--threads N]`: the HTTP query service alone, read-only over a data directory that a node or
- * `ingest` writes (docs/HTTP_API.md, docs/CONFIGURATION.md). The bound address is the first line of standard
- * output (so a test can ask for port 0); SIGINT or SIGTERM stops it with exit 0.
+ * `ingest` writes (docs/HTTP_API.md, docs/CONFIGURATION.md). The bound address is the first line of
+ * standard output (so a test can ask for port 0); SIGINT or SIGTERM stops it with exit 0.
  *
  * SIGINT and SIGTERM are blocked before the service starts, so its threads inherit the mask,
  * and the main thread waits for them with sigwaitinfo: no handler, no global flag.

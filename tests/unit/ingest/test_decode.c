@@ -1,6 +1,7 @@
 /*
  * Unit tests of ingest/decode.c: every rule of the event contract (docs/EVENTS.md), every
- * rejection reason, the byte offsets, the fixtures in tests/fixtures, and the format/decode round trip.
+ * rejection reason, the byte offsets, the fixtures in tests/fixtures, and the format/decode round
+ * trip.
  *
  * Inputs are written as C literals with explicit lengths, so they may hold any byte (NUL
  * included). Randomised tests print their seed and replay the one given in DS_TEST_SEED.

@@ -1,8 +1,8 @@
 /*
  * Unit tests of loadgen/produce_key.c: the Kafka message keys of `dayshard produce --key`.
  * Checks the mode names both ways, each mode's text for integer and string ids, the
- * docs/EVENTS.md partition example, the shard count callback and its fallback, a property check over
- * generated events (every partition key parses and routes like shard_of_id), and -ENOSPC.
+ * docs/EVENTS.md partition example, the shard count callback and its fallback, a property check
+ * over generated events (every partition key parses and routes like shard_of_id), and -ENOSPC.
  */
 #include <stdarg.h>
 #include <stddef.h>

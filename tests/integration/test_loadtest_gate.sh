@@ -9,11 +9,6 @@ source "$(dirname "$0")/lib.sh"
 
 DOC="$(dirname "$0")/../../docs/LOADTEST_REPORT.md"
 
-# expect_grep WHAT FILE FIXED-STRING: the file holds the string.
-expect_grep() {
-  if grep -qF -- "$3" "$2"; then ok; else fail "$1: no [$3] in $2"; fi
-}
-
 # ---- usage errors, before any run --------------------------------------------------------------
 
 lt() { "$DAYSHARD" loadtest --out "$WORK/never" "$@"; }

@@ -114,6 +114,14 @@ static const struct gate_field gate_field_table[] = {
     {"final_shards_max", "shards", GATE_SOURCE_SHARDS_MAX, "final_shards",
      "largest shard count of any day at the end"},
     {"warnings", "warnings", GATE_SOURCE_COUNT, "warnings", "warnings the run recorded"},
+    {"advice_count", "advice", GATE_SOURCE_COUNT, "advice",
+     "advice the nodes gave (hot spots more shards cannot relieve), once per case and subject"},
+    {"advice_kafka_partition_skew", "partitions", GATE_SOURCE_ADVICE, "kafka_partition_skew",
+     "Kafka partitions the nodes advised as skewed (more shards cannot help)"},
+    {"advice_hot_customer", "customers", GATE_SOURCE_ADVICE, "hot_customer",
+     "customers the nodes advised as hot, each loading one Kafka partition"},
+    {"advice_day_at_max_shards", "days", GATE_SOURCE_ADVICE, "day_at_max_shards",
+     "days the nodes advised as over capacity at --max-shards"},
     {"sampler_cpu_share", "fraction of a core", GATE_SOURCE_NUMBER, "overhead.sampler_cpu_share",
      "the load test's sampler's own CPU, its overhead"},
 };
@@ -132,6 +140,23 @@ const struct gate_field *gate_field_find(const char *name)
         }
     }
     return NULL;
+}
+
+size_t gate_field_names(char *dst, size_t capacity)
+{
+    ASSERT(capacity > 0);
+    size_t n = 0;
+    dst[0] = '\0';
+    for (size_t i = 0; i < DS_ARRAY_LEN(gate_field_table); i++) {
+        int w = snprintf(dst + n, capacity - n, "%s%s", i > 0 ? " " : "", gate_field_table[i].name);
+        ASSERT(w > 0);
+        if ((size_t)w >= capacity - n) {
+            dst[n] = '\0'; /* whole names only */
+            return capacity;
+        }
+        n += (size_t)w;
+    }
+    return n;
 }
 
 /* run's value at path "a", "a.b" or deeper (each part a key inside the object before it). */
@@ -175,6 +200,26 @@ static json_t *gate_max_of(const json_t *values)
                                                     : json_real(best);
 }
 
+/* The entries of advice whose "case" is kind: one per subject (a partition, a customer, a
+ * day), as a run records each (case, subject) once. Null when the run has no advice array (a
+ * report from before advice was recorded): an older run did not measure it, it did not see 0. */
+static json_t *gate_advice_count(const json_t *advice, const char *kind)
+{
+    if (!json_is_array(advice)) {
+        return json_null();
+    }
+    json_int_t n = 0;
+    const json_t *a;
+    size_t i;
+    json_array_foreach(advice, i, a)
+    {
+        const char *c = json_string_value(json_object_get(a, "case"));
+        n += c != NULL && strcmp(c, kind) == 0;
+    }
+    ASSERT((size_t)n <= json_array_size(advice));
+    return json_integer(n);
+}
+
 static json_t *gate_field_value(const json_t *run, const struct gate_field *f)
 {
     switch (f->source) {
@@ -189,6 +234,7 @@ static json_t *gate_field_value(const json_t *run, const struct gate_field *f)
     case GATE_SOURCE_SERIES_MAX:
         return gate_max_of(json_object_get(json_object_get(run, "series"), f->path));
     case GATE_SOURCE_SHARDS_MAX: return gate_max_of(report_final_shards(run));
+    case GATE_SOURCE_ADVICE: return gate_advice_count(json_object_get(run, "advice"), f->path);
     }
     ASSERT(false);
     return json_null();
@@ -429,13 +475,8 @@ static int gate_expr_add(struct loadgen_loadtest_gate *g, const char *text)
     }
     if (gate_field_find(e->field) == NULL) {
         char names[REPORT_TEXT_SIZE];
-        size_t n = 0;
-        for (size_t i = 0; i < DS_ARRAY_LEN(gate_field_table); i++) {
-            int w = snprintf(names + n, sizeof(names) - n, "%s%s", i > 0 ? " " : "",
-                             gate_field_table[i].name);
-            ASSERT(w > 0 && (size_t)w < sizeof(names) - n);
-            n += (size_t)w;
-        }
+        size_t n = gate_field_names(names, sizeof(names));
+        ASSERT(n < sizeof(names)); /* the table fits the list (test_loadtest_gate checks) */
         return loadtest_error(-DS_EUSAGE, "--fail-if '%s': unknown field %s (the fields: %s)",
                               e->text, e->field, names);
     }

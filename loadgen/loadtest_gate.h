@@ -34,6 +34,7 @@ enum gate_source {
     GATE_SOURCE_COUNT,      /* the length of the array at path */
     GATE_SOURCE_SERIES_MAX, /* the largest number of series.<path> */
     GATE_SOURCE_SHARDS_MAX, /* the largest final shard count of any day */
+    GATE_SOURCE_ADVICE,     /* the entries of the array "advice" whose "case" is path */
 };
 
 struct gate_field {
@@ -47,6 +48,10 @@ struct gate_field {
 /* The summary fields, in report order; *count set. */
 const struct gate_field *gate_fields(size_t *count);
 const struct gate_field *gate_field_find(const char *name);
+/* Every field's name, space-separated, in table order, into dst (capacity bytes): what an
+ * unknown --fail-if field is answered with. Returns the length, or capacity when the list did
+ * not fit (dst then holds the whole names that did). */
+size_t gate_field_names(char *dst, size_t capacity);
 
 /* run's summary: run["summary"] when it is an object (schema 2), else derived from run's fields
  * (schema 1). A new reference; a figure the run did not measure is null. */

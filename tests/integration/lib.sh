@@ -17,6 +17,11 @@ expect_eq() {
   if [[ "$2" == "$3" ]]; then ok; else fail "$1: expected [$2], got [$3]"; fi
 }
 
+# expect_grep WHAT FILE FIXED-STRING: the file holds the string.
+expect_grep() {
+  if grep -qF -- "$3" "$2"; then ok; else fail "$1: no [$3] in $2"; fi
+}
+
 # expect_exit WHAT CODE command...
 expect_exit() {
   local what=$1 code=$2

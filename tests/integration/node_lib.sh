@@ -220,6 +220,41 @@ wait_assigned() {
   wait_log "$1" "kafka: assigned" "$2"
 }
 
+# status URL: GET URL, its body in $WORK/body; prints the HTTP status (000: no answer in 10 s).
+status() { curl -s -o "$WORK/body" -w '%{http_code}' --max-time 10 "$1"; }
+
+# start_heat_node SEED FILE: the heat tests' start: a broker of 4 partitions; FILE, 100,000
+# busy-day events of SEED, with their per-day counts (truth) in EXPECTED; node a (data $WORK/a,
+# group g1, --shard-capacity 1000, so the busy day outgrows its 4 shards) with its query service
+# on a port of its own, once it has its partitions. Sets EXPECTED, URL_A and PID_A.
+# shellcheck disable=SC2034 # read by the scripts
+start_heat_node() {
+  start_broker --partitions 4
+  "$DAYSHARD" generate --events 100000 --profile busy-day --seed "$1" >"$2"
+  EXPECTED=$(truth "$2")
+  start_http_node a "$WORK/a" g1 --shard-capacity 1000
+  URL_A=$URL
+  PID_A=$NODE_PID
+  wait_assigned a 30 || die "node a got no partitions"
+}
+
+# start_serve DIR: `dayshard serve` over DIR on a port of its own (its first stdout line), its
+# log in $WORK/serve.log; sets SERVE_PID and SERVE_URL.
+start_serve() {
+  : >"$WORK/serve.out"
+  "$DAYSHARD" serve --data "$1" --http 127.0.0.1:0 </dev/null >"$WORK/serve.out" \
+    2>"$WORK/serve.log" 3>&- &
+  SERVE_PID=$!
+  for _ in $(seq 100); do
+    [[ -s $WORK/serve.out ]] && break
+    kill -0 "$SERVE_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  SERVE_URL=http://$(head -1 "$WORK/serve.out")
+  [[ $SERVE_URL == http://127.0.0.1:* ]] ||
+    die "serve printed no HTTP address: $(tail -n 3 "$WORK/serve.log")"
+}
+
 # ---- counts -----------------------------------------------------------------------------------
 
 # day_counts DIR...: "DAY=N" lines (non-zero days) summed over the data dirs (missing dirs: 0).

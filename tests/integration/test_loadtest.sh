@@ -3,8 +3,9 @@
 # query load) under each strategy of --compare on a small busy-day month; report.json holds the
 # fields the contract names, every run stores exactly what the broker acknowledged, fixed:1's hot
 # partition is over capacity by about rate / capacity, adaptive grows the busy day and throttles
-# far less; keyed by day the nodes advise on the skewed Kafka partition, and fixed:1 on the busy
-# day at its maximum; report.md and the plots are written; bad arguments exit 2.
+# far less; keyed by day the nodes advise on the skewed Kafka partition (and a gate on that
+# advice fails that run alone), and fixed:1 on the busy day at its maximum; report.md and the
+# plots are written; bad arguments exit 2.
 source "$(dirname "$0")/lib.sh"
 
 expect_exit "--help" 0 "$DAYSHARD" loadtest --help
@@ -94,6 +95,8 @@ over_capacity_seconds would_throttle_events lag_p99_ms count_p99_us orders_p99_u
   expect_eq "advice: key day names the skewed Kafka partition" True \
     "$(json_get "$r" 'any(a["case"] == "kafka_partition_skew" and a["subject"].startswith("partition ") and "--key order" in a["remedy"] for a in d["runs"][3]["advice"])')"
   expect_eq "advice: none keyed by order" "" "$(advice 2)"
+  expect_eq "summary: key day's skew counted, key order's none" True \
+    "$(json_get "$r" 'd["runs"][3]["summary"]["advice_kafka_partition_skew"] == sum(a["case"] == "kafka_partition_skew" for a in d["runs"][3]["advice"]) >= 1 and d["runs"][2]["summary"]["advice_count"] == 0')"
   expect_eq "advice: fixed:1 at its maximum" day_at_max_shards "$(advice 0)"
   expect_eq "advice: the busy day at 1 shard" True \
     "$(json_get "$r" 'any(a["subject"] == "2026-01-21" and "at 1 shard (--max-shards 1)" in a["evidence"] for a in d["runs"][0]["advice"])')"
@@ -150,4 +153,10 @@ fi
 rm -f "$out/report.md"
 expect_exit "render-only" 0 "$DAYSHARD" loadtest --render-only "$out"
 [[ -s $out/report.md ]] && ok || fail "render-only wrote no report.md"
+# A CI gate on the advice: keyed by day the skew fails it, and only that run.
+expect_exit "gate on the Kafka skew" 3 "$DAYSHARD" loadtest --render-only "$out" \
+  --fail-if 'advice_kafka_partition_skew>0'
+expect_grep "the key-day run breached" "$WORK/err" \
+  "run 4 (adaptive, key day) breached --fail-if 'advice_kafka_partition_skew>0': advice_kafka_partition_skew = "
+expect_eq "no other run breached" 1 "$(grep -c "breached --fail-if 'advice_kafka_partition_skew>0'" "$WORK/err")"
 finish

@@ -11,10 +11,6 @@ render() { "$DAYSHARD" loadtest --render-only "$1"; }
 have_gnuplot=false
 if command -v gnuplot >/dev/null; then have_gnuplot=true; fi
 
-# expect_grep WHAT FILE FIXED-STRING: the file holds the string.
-expect_grep() {
-  if grep -qF -- "$3" "$2"; then ok; else fail "$1: no [$3] in $2"; fi
-}
 # expect_no_grep WHAT FILE FIXED-STRING
 expect_no_grep() {
   if grep -qF -- "$3" "$2"; then fail "$1: [$3] in $2"; else ok; fi

@@ -23,20 +23,13 @@ expect_exit "bad --shard-capacity" 2 "$DAYSHARD" run --brokers 127.0.0.1:1 --dat
 grep -q -- "--shard-capacity R" "$WORK/out" && grep -q -- "--max-shards M" "$WORK/out" && ok ||
   fail "run --help lacks the sharding options"
 
-status() { curl -s -o "$WORK/body" -w '%{http_code}' --max-time 10 "$1"; }
 # map_count DIR DAY: the day's shard count in DIR/shardmap (0 when absent).
 map_count() { awk -v d="$2" '$1 == d {print $2; found = 1} END {if (!found) print 0}' "$1/shardmap"; }
 
-start_broker --partitions 4
 # 100,000 events at 25,000/s: the busy day (30%, consecutive in time) is written at ~25,000/s
 # for over a second, far above 4 shards x 1,000/s, so it must grow.
-"$DAYSHARD" generate --events 100000 --profile busy-day --seed 11 >"$WORK/month1.jsonl"
-expected1=$(truth "$WORK/month1.jsonl")
-
-start_http_node a "$WORK/a" g1 --shard-capacity 1000
-URL_A=$URL
-PID_A=$NODE_PID
-wait_assigned a 30 || die "node a got no partitions"
+start_heat_node 11 "$WORK/month1.jsonl"
+expected1=$EXPECTED
 # Counts asked while the busy day grows never go backwards (a reader reloads the map after the
 # commit that holds events of new shards, and the map was durable before them).
 "$PY" - "$URL_A" >"$WORK/polled.txt" 2>&1 <<'PYEOF' &
@@ -150,13 +143,8 @@ expect_eq "no map topic, no merge" 4 "$(map_count "$WORK/c" 2026-01-21)"
 stop_node c "$PID_C"
 
 # `serve` measures no heat: 501 with the reason.
-"$DAYSHARD" serve --data "$WORK/a" --http 127.0.0.1:0 >"$WORK/serve.out" 2>"$WORK/serve.log" &
-SERVE_PID=$!
-for _ in $(seq 100); do
-  [[ -s $WORK/serve.out ]] && break
-  sleep 0.1
-done
-expect_eq "serve heat" 501 "$(status "http://$(head -1 "$WORK/serve.out")/v1/heat")"
+start_serve "$WORK/a"
+expect_eq "serve heat" 501 "$(status "$SERVE_URL/v1/heat")"
 grep -q "dayshard run" "$WORK/body" && ok || fail "serve heat body: $(cat "$WORK/body")"
 kill "$SERVE_PID"
 wait "$SERVE_PID" || true

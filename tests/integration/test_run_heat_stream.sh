@@ -13,7 +13,6 @@ source "$(dirname "$0")/node_lib.sh"
 STOP_BOUND_MS=10000
 STREAMS_MAX=16
 
-status() { curl -s -o "$WORK/body" -w '%{http_code}' --max-time 10 "$1"; }
 # frames FILE: the JSON of each frame of an event stream, one a line.
 frames() { sed -n 's/^data: //p' "$1"; }
 # frame_count FILE
@@ -28,14 +27,8 @@ wait_frames() {
   return 1
 }
 
-start_broker --partitions 4
-"$DAYSHARD" generate --events 100000 --profile busy-day --seed 28 >"$WORK/load.jsonl"
-expected=$(truth "$WORK/load.jsonl")
-
-start_http_node a "$WORK/a" g1 --shard-capacity 1000
-URL_A=$URL
-PID_A=$NODE_PID
-wait_assigned a 30 || die "node a got no partitions"
+start_heat_node 28 "$WORK/load.jsonl"
+expected=$EXPECTED
 
 # A stream open before the load: it sees every second of it.
 curl -s -N --max-time 120 "$URL_A/v1/heat/stream" >"$WORK/stream1.txt" 2>/dev/null &
@@ -130,7 +123,9 @@ CURL2=$!
 wait_frames "$WORK/stream2.txt" 1 10 || fail "stream 2: no frame"
 grep -qi '^content-type: text/event-stream' "$WORK/headers.txt" && grep -qi '^cache-control: no-cache' "$WORK/headers.txt" &&
   ok || fail "stream headers: $(cat "$WORK/headers.txt")"
-frames "$WORK/stream2.txt" | head -n 1 >"$WORK/first2.json"
+# sed -n 1p, not head: head exits at the first line and, with a frame or two more already in the
+# file, sed dies of SIGPIPE, which pipefail and set -e turn into the script's exit (status 141).
+frames "$WORK/stream2.txt" | sed -n 1p >"$WORK/first2.json"
 expect_eq "stream 2: the first frame holds the whole history" "$in_history" \
   "$(json_get "$WORK/first2.json" 'sum(sum(sum(v) for v in c["days"].values()) for c in d["history"]["columns"])')"
 days_held=$(grep -c = <<<"$expected")
@@ -190,13 +185,7 @@ done
 expect_eq "every stream ended with the node" $((STREAMS_MAX - 1)) "$ended"
 
 # `serve` measures no heat: no history, no stream.
-"$DAYSHARD" serve --data "$WORK/a" --http 127.0.0.1:0 >"$WORK/serve.out" 2>"$WORK/serve.log" &
-SERVE_PID=$!
-for _ in $(seq 100); do
-  [[ -s $WORK/serve.out ]] && break
-  sleep 0.1
-done
-SERVE_URL=http://$(head -1 "$WORK/serve.out")
+start_serve "$WORK/a"
 expect_eq "serve history" 501 "$(status "$SERVE_URL/v1/heat/history")"
 expect_eq "serve stream" 501 "$(status "$SERVE_URL/v1/heat/stream")"
 kill -TERM "$SERVE_PID"

@@ -11,9 +11,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +21,7 @@
 #include <unistd.h>
 
 #include "http/http.h"
+#include "tests/support/http_client.h"
 
 #define TEST_STREAMS 2u
 /* A client that does not read holds its connection until libmicrohttpd's idle timeout. */
@@ -116,57 +115,11 @@ static int teardown(void **state)
     return 0;
 }
 
-static int dial(const struct fixture *f)
-{
-    const char *address = http_server_address(f->server);
-    const char *colon = strrchr(address, ':');
-    assert_non_null(colon);
-    struct sockaddr_in sa = {.sin_family = AF_INET,
-                             .sin_port = htons((uint16_t)atoi(colon + 1)),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(fd >= 0);
-    struct timeval timeout = {.tv_sec = 10};
-    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)), 0);
-    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    return fd;
-}
-
-static void send_text(int fd, const char *text)
-{
-    size_t len = strlen(text);
-    assert_int_equal(send(fd, text, len, MSG_NOSIGNAL), (ssize_t)len);
-}
-
-/* Reads from fd into buf (capacity bytes, NUL-terminated) until it holds want, or the peer
- * closes, or 10 s pass. Returns whether want arrived. */
-static bool read_until(int fd, char *buf, size_t capacity, size_t *len, const char *want)
-{
-    while (strstr(buf, want) == NULL) {
-        if (*len + 1 >= capacity) {
-            return false;
-        }
-        ssize_t n = recv(fd, buf + *len, capacity - 1 - *len, 0);
-        if (n <= 0) {
-            return false;
-        }
-        *len += (size_t)n;
-        buf[*len] = '\0';
-    }
-    return true;
-}
-
 static int open_stream(const struct fixture *f)
 {
-    int fd = dial(f);
-    send_text(fd, "GET /events HTTP/1.1\r\nHost: t\r\n\r\n");
+    int fd = test_http_dial(f->server);
+    test_http_send_all(fd, "GET /events HTTP/1.1\r\nHost: t\r\n\r\n");
     return fd;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec step = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
-    nanosleep(&step, NULL);
 }
 
 static void test_events_arrive_and_leave_the_worker_free(void **state)
@@ -177,22 +130,22 @@ static void test_events_arrive_and_leave_the_worker_free(void **state)
     int fd = open_stream(f);
     char buf[8192] = "";
     size_t len = 0;
-    assert_true(read_until(fd, buf, sizeof(buf), &len, "data: 1\n\n"));
+    assert_true(test_http_read_until(fd, buf, sizeof(buf), &len, "data: 1\n\n"));
     assert_non_null(strstr(buf, "HTTP/1.1 200"));
     assert_non_null(strcasestr(buf, "Content-Type: text/event-stream"));
     assert_non_null(strcasestr(buf, "Cache-Control: no-cache"));
     for (int i = 0; i < 3; i++) {
-        int other = dial(f);
-        send_text(other, "GET /json HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        int other = test_http_dial(f->server);
+        test_http_send_all(other, "GET /json HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
         char answer[1024] = "";
         size_t got = 0;
-        assert_true(read_until(other, answer, sizeof(answer), &got, "{\"ok\":true}"));
+        assert_true(test_http_read_until(other, answer, sizeof(answer), &got, "{\"ok\":true}"));
         close(other);
     }
     atomic_store(&f->published, 2);
-    assert_true(read_until(fd, buf, sizeof(buf), &len, "data: 2\n\n"));
+    assert_true(test_http_read_until(fd, buf, sizeof(buf), &len, "data: 2\n\n"));
     atomic_store(&f->published, 3);
-    assert_true(read_until(fd, buf, sizeof(buf), &len, "data: 3\n\n"));
+    assert_true(test_http_read_until(fd, buf, sizeof(buf), &len, "data: 3\n\n"));
     assert_null(strstr(buf, "data: 4"));
     close(fd);
 }
@@ -207,13 +160,13 @@ static void test_events_streams_bounded(void **state)
         fds[i] = open_stream(f);
         char buf[4096] = "";
         size_t len = 0;
-        assert_true(read_until(fds[i], buf, sizeof(buf), &len, "data: 1\n\n"));
+        assert_true(test_http_read_until(fds[i], buf, sizeof(buf), &len, "data: 1\n\n"));
     }
-    int extra = dial(f);
-    send_text(extra, "GET /events HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    int extra = test_http_dial(f->server);
+    test_http_send_all(extra, "GET /events HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
     char buf[4096] = "";
     size_t len = 0;
-    assert_true(read_until(extra, buf, sizeof(buf), &len, "}"));
+    assert_true(test_http_read_until(extra, buf, sizeof(buf), &len, "}"));
     assert_non_null(strstr(buf, "HTTP/1.1 503"));
     assert_non_null(strstr(buf, "too many event streams: at most 2 at once"));
     close(extra);
@@ -223,11 +176,11 @@ static void test_events_streams_bounded(void **state)
     bool reopened = false;
     for (int tries = 0; tries < 50 && !reopened; tries++) {
         atomic_fetch_add(&f->published, 1);
-        sleep_ms(150);
+        test_sleep_ms(150);
         int fd = open_stream(f);
         char again[4096] = "";
         size_t got = 0;
-        reopened = read_until(fd, again, sizeof(again), &got, "\r\n\r\n") &&
+        reopened = test_http_read_until(fd, again, sizeof(again), &got, "\r\n\r\n") &&
                    strstr(again, "HTTP/1.1 200") != NULL;
         close(fd);
     }
@@ -242,12 +195,12 @@ static int open_stream_retried(const struct fixture *f)
         int fd = open_stream(f);
         char buf[4096] = "";
         size_t len = 0;
-        if (read_until(fd, buf, sizeof(buf), &len, "\r\n\r\n") &&
+        if (test_http_read_until(fd, buf, sizeof(buf), &len, "\r\n\r\n") &&
             strstr(buf, "HTTP/1.1 200") != NULL) {
             return fd;
         }
         close(fd);
-        sleep_ms(100);
+        test_sleep_ms(100);
     }
     return -1;
 }
@@ -261,7 +214,7 @@ static void test_events_client_not_reading_is_dropped(void **state)
     int fd = open_stream(f);
     atomic_store(&f->flood, true);
     for (int i = 0; i < 300 && atomic_load(&f->dropped) == 0; i++) {
-        sleep_ms(100);
+        test_sleep_ms(100);
     }
     assert_true(atomic_load(&f->dropped) >= 1);
     atomic_store(&f->flood, false);
@@ -283,7 +236,7 @@ static void test_events_close_ends_open_streams(void **state)
         fds[i] = open_stream(f);
         char buf[4096] = "";
         size_t len = 0;
-        assert_true(read_until(fds[i], buf, sizeof(buf), &len, "data: 1\n\n"));
+        assert_true(test_http_read_until(fds[i], buf, sizeof(buf), &len, "data: 1\n\n"));
     }
     struct timespec t0;
     struct timespec t1;

@@ -14,21 +14,18 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "http/http.h"
+#include "tests/support/http_client.h"
 
 #define TEST_PIECES 5
-#define TEST_RESPONSE_BYTES_MAX 65536u
 
 struct fixture {
     struct http_server *server;
@@ -141,53 +138,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static int dial(const struct fixture *f)
-{
-    const char *address = http_server_address(f->server);
-    const char *colon = strrchr(address, ':');
-    assert_non_null(colon);
-    struct sockaddr_in sa = {.sin_family = AF_INET,
-                             .sin_port = htons((uint16_t)atoi(colon + 1)),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(fd >= 0);
-    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    return fd;
-}
-
-static void send_all(int fd, const char *text)
-{
-    size_t len = strlen(text);
-    while (len > 0) {
-        ssize_t n = send(fd, text, len, MSG_NOSIGNAL);
-        assert_true(n > 0);
-        text += n;
-        len -= (size_t)n;
-    }
-}
-
-/* Sends one request (Connection: close) and reads the whole response into a new buffer. */
-static char *exchange(const struct fixture *f, const char *request)
-{
-    int fd = dial(f);
-    send_all(fd, request);
-    char *buf = malloc(TEST_RESPONSE_BYTES_MAX + 1);
-    assert_non_null(buf);
-    size_t len = 0;
-    for (;;) { /* until the server closes; bounded by the buffer */
-        ssize_t n = recv(fd, buf + len, TEST_RESPONSE_BYTES_MAX - len, 0);
-        assert_true(n >= 0);
-        if (n == 0) {
-            break;
-        }
-        len += (size_t)n;
-        assert_true(len < TEST_RESPONSE_BYTES_MAX);
-    }
-    close(fd);
-    buf[len] = '\0';
-    return buf;
-}
-
 /* Waits up to 10 s for the done count to reach want. */
 static bool done_reaches(struct fixture *f, int want)
 {
@@ -195,8 +145,7 @@ static bool done_reaches(struct fixture *f, int want)
         if (atomic_load(&f->done) >= want) {
             return true;
         }
-        struct timespec step = {.tv_sec = 0, .tv_nsec = 10 * 1000000};
-        nanosleep(&step, NULL);
+        test_sleep_ms(10);
     }
     return false;
 }
@@ -205,7 +154,8 @@ static void test_server_stream_delivers_pieces_and_ends(void **state)
 {
     /* A finite stream arrives chunked, every piece in order, and ends with the producer. */
     struct fixture *f = *state;
-    char *resp = exchange(f, "GET /stream HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    char *resp = test_http_exchange(f->server,
+                                    "GET /stream HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
     assert_non_null(strstr(resp, "HTTP/1.1 200"));
     assert_non_null(strcasestr(resp, "Transfer-Encoding: chunked"));
     assert_non_null(strcasestr(resp, "Content-Type: text/event-stream"));
@@ -227,8 +177,8 @@ static void test_server_stream_ends_when_client_goes(void **state)
 {
     /* A never-ending stream is cut when its client closes: done runs, the producer stops. */
     struct fixture *f = *state;
-    int fd = dial(f);
-    send_all(fd, "GET /forever HTTP/1.1\r\nHost: t\r\n\r\n");
+    int fd = test_http_dial(f->server);
+    test_http_send_all(fd, "GET /forever HTTP/1.1\r\nHost: t\r\n\r\n");
     char buf[8192];
     size_t got = 0;
     /* Several pieces arrive. Counted where they are produced: libmicrohttpd may hand the
@@ -244,8 +194,7 @@ static void test_server_stream_ends_when_client_goes(void **state)
     assert_true(done_reaches(f, 1));
     int produced = atomic_load(&f->produced);
     assert_true(produced >= 3);
-    struct timespec pause = {.tv_sec = 0, .tv_nsec = 100 * 1000000};
-    nanosleep(&pause, NULL);
+    test_sleep_ms(100);
     assert_int_equal(atomic_load(&f->produced), produced);
 }
 
@@ -254,20 +203,24 @@ static void test_server_errors_json_with_headers(void **state)
     /* Errors are {"error": ...} JSON; a 405 says Allow, a 401 challenges; answers are counted
      * by tag and class. */
     struct fixture *f = *state;
-    char *resp = exchange(f, "GET /deny HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    char *resp =
+        test_http_exchange(f->server, "GET /deny HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
     assert_non_null(strstr(resp, "HTTP/1.1 403"));
     assert_non_null(strstr(resp, "{\"error\":\"denied \\\"here\\\"\"}"));
     free(resp);
-    resp = exchange(f, "POST /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    resp =
+        test_http_exchange(f->server, "POST /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
     assert_non_null(strstr(resp, "HTTP/1.1 405"));
     assert_non_null(strcasestr(resp, "Allow: GET, HEAD"));
     free(resp);
-    resp = exchange(f, "GET /private HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    resp = test_http_exchange(f->server,
+                              "GET /private HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
     assert_non_null(strstr(resp, "HTTP/1.1 401"));
     assert_non_null(strcasestr(resp, "WWW-Authenticate: Bearer"));
     free(resp);
-    resp = exchange(f, "GET /private HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer secret\r\n"
-                       "Connection: close\r\n\r\n");
+    resp = test_http_exchange(f->server,
+                              "GET /private HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer secret\r\n"
+                              "Connection: close\r\n\r\n");
     assert_non_null(strstr(resp, "HTTP/1.1 200"));
     assert_non_null(strstr(resp, "{\"ok\":true}"));
     free(resp);
@@ -287,7 +240,7 @@ static void test_server_target_too_long(void **state)
     memset(request + n, 'a', HTTP_URI_BYTES_MAX);
     snprintf(request + n + HTTP_URI_BYTES_MAX, cap - (size_t)n - HTTP_URI_BYTES_MAX,
              " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
-    char *resp = exchange(f, request);
+    char *resp = test_http_exchange(f->server, request);
     assert_non_null(strstr(resp, "HTTP/1.1 414"));
     assert_non_null(strstr(resp, "{\"error\":\"request target longer than 2048 bytes\"}"));
     free(resp);
@@ -318,7 +271,7 @@ static void test_server_cookie_authorizes_like_the_bearer(void **state)
         snprintf(request, sizeof(request),
                  "GET /private HTTP/1.1\r\nHost: t\r\nCookie: %s\r\nConnection: close\r\n\r\n",
                  good[i]);
-        char *resp = exchange(f, request);
+        char *resp = test_http_exchange(f->server, request);
         assert_non_null(strstr(resp, "HTTP/1.1 200"));
         free(resp);
     }
@@ -329,7 +282,7 @@ static void test_server_cookie_authorizes_like_the_bearer(void **state)
         snprintf(request, sizeof(request),
                  "GET /private HTTP/1.1\r\nHost: t\r\nCookie: %s\r\nConnection: close\r\n\r\n",
                  bad[i]);
-        char *resp = exchange(f, request);
+        char *resp = test_http_exchange(f->server, request);
         assert_non_null(strstr(resp, "HTTP/1.1 401"));
         free(resp);
     }
@@ -340,8 +293,8 @@ static void test_server_login_sets_cookie_for_the_right_token_only(void **state)
     /* The right token: 303 to / with the HttpOnly, SameSite=Strict cookie. A wrong one (a
      * prefix, a longer value): 401 and no cookie at all. */
     struct fixture *f = *state;
-    char *resp =
-        exchange(f, "GET /login?t=secret HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    char *resp = test_http_exchange(
+        f->server, "GET /login?t=secret HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
     assert_non_null(strstr(resp, "HTTP/1.1 303"));
     assert_non_null(strcasestr(resp, "\r\nLocation: /\r\n"));
     assert_non_null(strcasestr(
@@ -352,7 +305,7 @@ static void test_server_login_sets_cookie_for_the_right_token_only(void **state)
         char request[128];
         snprintf(request, sizeof(request),
                  "GET /login?t=%s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", wrong[i]);
-        resp = exchange(f, request);
+        resp = test_http_exchange(f->server, request);
         assert_non_null(strstr(resp, "HTTP/1.1 401"));
         assert_null(strcasestr(resp, "Set-Cookie"));
         free(resp);
@@ -363,7 +316,8 @@ static void test_server_static_answer_carries_page_headers(void **state)
 {
     /* A compiled-in page comes with the policy that confines it to this server. */
     struct fixture *f = *state;
-    char *resp = exchange(f, "GET /page HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    char *resp =
+        test_http_exchange(f->server, "GET /page HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
     assert_non_null(strstr(resp, "HTTP/1.1 200"));
     assert_non_null(strcasestr(resp, "Content-Type: text/html; charset=utf-8"));
     assert_non_null(strcasestr(resp, "Content-Security-Policy: default-src 'self'"));

@@ -322,6 +322,79 @@ static void test_loadtest_gate_summary_latency_fields(void **state)
     json_decref(run);
 }
 
+static void test_loadtest_gate_summary_advice_fields(void **state)
+{
+    /* Intent: a CI job can fail on the nodes' advice: advice_count is every (case, subject) the
+     * run recorded, each advice_<case> the subjects of that case; an empty advice array is 0
+     * (nothing advised), a run without one (an older report) is null, so a threshold on it is
+     * unchecked rather than passed. */
+    (void)state;
+    json_t *run = json_loads("{\"advice\": ["
+                             " {\"case\": \"hot_customer\", \"subject\": \"customer 7\"},"
+                             " {\"case\": \"kafka_partition_skew\", \"subject\": \"partition 3\"},"
+                             " {\"case\": \"kafka_partition_skew\", \"subject\": \"partition 5\"},"
+                             " {\"case\": \"day_at_max_shards\", \"subject\": \"2026-01-21\"},"
+                             " {\"subject\": \"no case\"}]}",
+                             0, NULL);
+    assert_non_null(run);
+    json_t *s = gate_summary_derive(run);
+    assert_int_equal(json_integer_value(json_object_get(s, "advice_count")), 5);
+    assert_int_equal(json_integer_value(json_object_get(s, "advice_kafka_partition_skew")), 2);
+    assert_int_equal(json_integer_value(json_object_get(s, "advice_hot_customer")), 1);
+    assert_int_equal(json_integer_value(json_object_get(s, "advice_day_at_max_shards")), 1);
+    struct gate_verdict v;
+    assert_int_equal(eval("advice_hot_customer>0", "{\"advice_hot_customer\": 1}", NULL, &v),
+                     GATE_BREACHED);
+    json_decref(s);
+    json_object_set_new(run, "advice", json_array());
+    s = gate_summary_derive(run);
+    const char *cases[] = {"advice_count", "advice_kafka_partition_skew", "advice_hot_customer",
+                           "advice_day_at_max_shards"};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        assert_true(json_is_integer(json_object_get(s, cases[i])));
+        assert_int_equal(json_integer_value(json_object_get(s, cases[i])), 0);
+    }
+    json_decref(s);
+    json_object_del(run, "advice");
+    s = gate_summary_derive(run);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        assert_true(json_is_null(json_object_get(s, cases[i])));
+    }
+    struct gate_expr e;
+    char why[256] = "";
+    assert_int_equal(gate_expr_parse("advice_hot_customer>0", &e, why, sizeof(why)), 0);
+    gate_expr_eval(&e, s, NULL, &v);
+    assert_int_equal(v.state, GATE_UNCHECKED);
+    json_decref(s);
+    json_decref(run);
+}
+
+static void test_loadtest_gate_field_names_lists_every_field(void **state)
+{
+    /* Intent: the answer to an unknown --fail-if field names every field, the advice ones
+     * included, and the whole list fits the line it is printed in; a buffer too small for it
+     * says so and keeps only whole names. */
+    (void)state;
+    char names[REPORT_TEXT_SIZE];
+    size_t len = gate_field_names(names, sizeof(names));
+    assert_true(len < sizeof(names));
+    assert_int_equal(strlen(names), len);
+    size_t n = 0;
+    const struct gate_field *f = gate_fields(&n);
+    for (size_t i = 0; i < n; i++) {
+        char word[GATE_FIELD_NAME_SIZE + 2];
+        snprintf(word, sizeof(word), " %s", f[i].name);
+        if (i == 0 ? strncmp(names, f[i].name, strlen(f[i].name)) != 0
+                   : strstr(names, word) == NULL) {
+            fail_msg("'%s' lacks %s", names, f[i].name);
+        }
+    }
+    assert_non_null(strstr(names, " advice_hot_customer"));
+    char small[40];
+    assert_int_equal(gate_field_names(small, sizeof(small)), sizeof(small));
+    assert_string_equal(small, "events_produced events_stored");
+}
+
 /* ---- the gate over documents ------------------------------------------------------------ */
 
 struct fixture {
@@ -465,6 +538,41 @@ static void test_loadtest_gate_apply_passes_within_thresholds(void **state)
     json_decref(doc);
 }
 
+static void test_loadtest_gate_apply_advice_against_baseline(void **state)
+{
+    /* Intent: --baseline shows advice that appeared since the baseline (0 -> 1), and
+     * --fail-if 'advice_hot_customer>0' breaches the run that has it, naming the field. */
+    struct fixture *fx = *state;
+    write_text(fx->path, "{\"schema\": 3, \"runs\": [{\"strategy\": \"adaptive, key customer\","
+                         " \"advice\": []}]}");
+    const char *exprs[] = {"advice_hot_customer>0", "advice_day_at_max_shards>0"};
+    struct loadgen_loadtest_gate *g = NULL;
+    assert_int_equal(loadgen_loadtest_gate_create(fx->path, exprs, 2, &g), 0);
+    json_t *doc = json_loads("{\"schema\": 3, \"runs\": [{\"strategy\": \"adaptive, key "
+                             "customer\", \"advice\": [{\"case\": \"hot_customer\", "
+                             "\"subject\": \"customer 7\"}]}]}",
+                             0, NULL);
+    assert_non_null(doc);
+    static char out[16384];
+    FILE *f = fmemopen(out, sizeof(out), "w");
+    assert_non_null(f);
+    assert_int_equal(gate_apply(g, doc, f), 1);
+    assert_int_equal(fclose(f), 0);
+    loadgen_loadtest_gate_destroy(g);
+    if (strstr(out, "  advice_hot_customer ") == NULL) {
+        fail_msg("no advice_hot_customer comparison line in:\n%s", out);
+    }
+    const char *line = strstr(out, "  advice_hot_customer ");
+    assert_non_null(strstr(line, "+1\n"));
+    assert_non_null(strstr(out, "'advice_hot_customer>0': advice_hot_customer = 1: BREACHED"));
+    assert_non_null(
+        strstr(out, "'advice_day_at_max_shards>0': advice_day_at_max_shards = 0: passed"));
+    json_t *old =
+        json_object_get(json_array_get(json_object_get(doc, "runs"), 0), "baseline_summary");
+    assert_int_equal(json_integer_value(json_object_get(old, "advice_hot_customer")), 0);
+    json_decref(doc);
+}
+
 static void test_loadtest_gate_create_refuses(void **state)
 {
     /* Usage errors before any run: unknown field, relative form without a baseline, too many
@@ -519,11 +627,15 @@ int main(void)
         cmocka_unit_test(test_loadtest_gate_eval_unchecked),
         cmocka_unit_test(test_loadtest_gate_summary_from_schema1_run),
         cmocka_unit_test(test_loadtest_gate_summary_latency_fields),
+        cmocka_unit_test(test_loadtest_gate_summary_advice_fields),
+        cmocka_unit_test(test_loadtest_gate_field_names_lists_every_field),
         cmocka_unit_test_setup_teardown(test_loadtest_gate_apply_against_baseline, fixture_setup,
                                         fixture_teardown),
         cmocka_unit_test_setup_teardown(test_loadtest_gate_apply_unmeasured_fails, fixture_setup,
                                         fixture_teardown),
         cmocka_unit_test_setup_teardown(test_loadtest_gate_apply_passes_within_thresholds,
+                                        fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_loadtest_gate_apply_advice_against_baseline,
                                         fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_loadtest_gate_create_refuses, fixture_setup,
                                         fixture_teardown),

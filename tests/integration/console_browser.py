@@ -25,6 +25,7 @@ try:
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
+    from selenium.common.exceptions import StaleElementReferenceException
 except ImportError:
     print("console_browser: python3-selenium is not installed", file=sys.stderr)
     sys.exit(77)
@@ -56,10 +57,15 @@ def text(drv, element_id):
 
 
 def wait_for(what, cond, timeout_s):
-    """Polls cond() every 50 ms until it returns a true value or timeout_s passes."""
+    """Polls cond() every 50 ms until it returns a true value or timeout_s passes. The page
+    repaints its panels every second: an element cond() found may be replaced before it reads
+    it (stale), which is "not yet", not a failure."""
     deadline = time.monotonic() + timeout_s
     while True:
-        value = cond()
+        try:
+            value = cond()
+        except StaleElementReferenceException:
+            value = None
         if value:
             return value
         if time.monotonic() > deadline:

@@ -96,6 +96,10 @@ int main(int argc, char **argv)
                     return cli_help(commands[i].usage);
                 }
             }
+            if (strcmp(argv[2], "help") == 0) {
+                print_help(stdout);
+                return CLI_OK;
+            }
             if (strcmp(argv[2], "config") == 0) {
                 return cli_help(cmd_config_usage);
             }

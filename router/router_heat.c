@@ -28,8 +28,15 @@
  *
  * /v1/heat/stream's frames (router_heat_frame) are made from these merges: the router has no
  * heat clock, so a frame's history is a merged history asked for the seconds since the previous
- * frame, cut to the columns after that frame's second (each column is then sent once, and only
- * once every member completed it).
+ * frame, cut to the columns after that frame's second (each column is then sent once every
+ * member completed it), and the columns of earlier seconds whose merged cells differ from the
+ * previous turn's merged history: a member amended the column (an event of that second read
+ * late), so the frame carries the new sum and the console repaints it. A member amends only
+ * inside its heat's window, so each turn asks at least that many seconds (ROUTER_HEAT_AMEND_S)
+ * and the comparison is bounded by it. Rejected: remembering each member's last revision and
+ * asking for what changed since (the fan-out sends one target to every member, and a member's
+ * revision means nothing after a failover to the other group); comparing merged sums needs
+ * neither and costs one compare per column of the window.
  *
  * Rejected: re-rendering through the node's renderer (query/heat_render.c) from a rebuilt
  * struct shard_heat_report: its lists hold SHARD_HEAT_TOP_MAX rows and no error for merged
@@ -984,7 +991,7 @@ uint32_t router_heat_feed_seconds(const struct router_heat_feed *f, int64_t now_
     }
     ASSERT(f->last_second > 0);
     int64_t k = now_s - f->last_second + ROUTER_HEAT_FEED_SLACK_S;
-    k = k < 1 ? 1 : k;
+    k = k < (int64_t)ROUTER_HEAT_AMEND_S ? (int64_t)ROUTER_HEAT_AMEND_S : k;
     return k < (int64_t)ROUTER_HISTORY_SECONDS_MAX ? (uint32_t)k : ROUTER_HISTORY_SECONDS_MAX;
 }
 
@@ -1005,6 +1012,63 @@ static bool frame_after(json_t *history, const char *name, int64_t last)
             break;
         }
         json_array_remove(list, 0);
+    }
+    return true;
+}
+
+/* previous's column of second t (its columns are oldest first), NULL: none. */
+static const json_t *frame_column_of(const json_t *previous, int64_t t)
+{
+    const json_t *columns = json_object_get(previous, "columns");
+    for (size_t i = 0; i < json_array_size(columns); i++) { /* bounded by the seconds asked */
+        const json_t *c = json_array_get(columns, i);
+        if (json_integer_value(json_object_get(c, "t")) == t) {
+            return c;
+        }
+    }
+    return NULL;
+}
+
+/* Whether a column of second t <= the last frame's differs from previous's (which covers
+ * (second - seconds, second]): amended since. Outside that range it cannot be told: no. */
+static bool frame_amended(const json_t *previous, const json_t *column, int64_t t)
+{
+    const json_t *second = json_object_get(previous, "second");
+    const json_t *seconds = json_object_get(previous, "seconds");
+    if (!json_is_integer(second) || !json_is_integer(seconds) ||
+        t <= json_integer_value(second) - json_integer_value(seconds) ||
+        t > json_integer_value(second)) {
+        return false;
+    }
+    const json_t *before = frame_column_of(previous, t);
+    return before == NULL ||
+           !json_equal(json_object_get(before, "days"), json_object_get(column, "days"));
+}
+
+/* Keeps the columns of history after last, and those up to last that previous (may be NULL)
+ * shows amended since (counted in *amended). */
+static bool frame_columns(json_t *history, int64_t last, const json_t *previous, uint32_t *amended)
+{
+    json_t *list = json_object_get(history, "columns");
+    if (!json_is_array(list)) {
+        return false;
+    }
+    *amended = 0;
+    size_t i = 0;
+    while (i < json_array_size(list)) { /* bounded: one item kept or removed a turn */
+        const json_t *c = json_array_get(list, i);
+        const json_t *t = json_object_get(c, "t");
+        if (!json_is_integer(t)) {
+            return false;
+        }
+        if (json_integer_value(t) > last) {
+            i++;
+        } else if (previous != NULL && frame_amended(previous, c, json_integer_value(t))) {
+            (*amended)++;
+            i++;
+        } else {
+            json_array_remove(list, i);
+        }
     }
     return true;
 }
@@ -1074,11 +1138,16 @@ int router_heat_frame(struct router_heat_feed *f, const char *heat, const char *
     int rc = router_docs_load(bodies, 3, docs, out);
     const json_t *merged = json_object_get(docs[0], "merged");
     const json_t *second = json_object_get(docs[1], "second");
+    /* The router's own earlier answer: unreadable only if memory ran out, then no amendments. */
+    json_t *previous =
+        f->previous_history != NULL ? json_loads(f->previous_history, 0, NULL) : NULL;
+    uint32_t amended = 0;
     if (rc == 0 && (!json_is_object(merged) || !(json_is_null(second) || json_is_integer(second)) ||
-                    !frame_after(docs[1], "columns", f->last_second) ||
+                    !frame_columns(docs[1], f->last_second, previous, &amended) ||
                     !frame_after(docs[1], "growths", f->last_second))) {
         rc = heat_bad(out, json_is_object(merged) ? "columns" : "merged");
     }
+    json_decref(previous);
     json_t *days = rc == 0 ? frame_counts(docs[2]) : NULL;
     rc = rc != 0 ? rc : (days == NULL ? heat_bad(out, "groups") : 0);
     char *text = NULL;
@@ -1104,6 +1173,7 @@ int router_heat_frame(struct router_heat_feed *f, const char *heat, const char *
             out->len = b.len;
             int64_t s = json_is_integer(second) ? json_integer_value(second) : 0;
             f->last_second = s > f->last_second ? s : f->last_second;
+            f->amended_columns = amended;
         }
     }
     free(text);

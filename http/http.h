@@ -258,6 +258,25 @@ bool http_token_cookie_safe(const char *token, size_t token_len);
  * cut to fit dst_capacity (>= 1). Returns the length written. */
 size_t http_redact_tokens(const char *text, size_t len, char *dst, size_t dst_capacity);
 
+/* ---- heat history documents (heat_merge.c) ---- */
+
+/* Documents one merge takes: every node a router fronts (two groups of 64). */
+#define HTTP_HEAT_MERGE_MEMBERS_MAX 128u
+/* The seconds a node's heat history keeps (shard.h's SHARD_HEAT_HISTORY_S; asserted where both
+ * are seen). */
+#define HTTP_HEAT_HISTORY_SECONDS_MAX 300u
+/* A day's array in a column: the most shards a day has (shard.h's SHARD_COUNT_MAX, asserted
+ * where both are seen). */
+#define HTTP_HEAT_SHARDS_MAX 1024u
+/* One GET /v1/heat/history document from those of nodes whose heats add up (bodies[0..count),
+ * the members of one consumer group), for the last `seconds` (1..HTTP_HEAT_HISTORY_SECONDS_MAX)
+ * up to the oldest member's newest second: columns summed by t, growths unioned, with
+ * "members" and, when the members' capacities differ, "warnings" (heat_merge.c says why).
+ * Returns 0 with *body (malloc'd, the caller frees) and *len, -DS_ECORRUPT with error naming
+ * the field of a member's document that is not valid, or -ENOMEM. */
+DS_MUST_USE int http_heat_history_merge(uint32_t seconds, const char *const *bodies, uint32_t count,
+                                        char **body, size_t *len, char *error, size_t error_size);
+
 /* ---- listening (listen.c) ---- */
 
 /* Binds and listens on "HOST:PORT": *fd gets the non-blocking socket and address the bound

@@ -210,10 +210,11 @@ struct http_client_conn;
 pid_t loadtest_console_announce(const char *url, const char *run_name, bool open);
 void loadtest_console_reap(pid_t pid);
 
-/* Every node's GET /v1/heat/history?seconds=300 (conns[0..count), borrowed) summed by second:
- * the nodes' document shape, at most SHARD_HEAT_HISTORY_S columns, days with no events left
- * out. Returns a new reference, or NULL with the reason in why (a node that did not answer
- * 200 with JSON, or out of memory). */
+/* Every node's GET /v1/heat/history?seconds=300 (conns[0..count), borrowed) merged as the
+ * router merges them (http_heat_history_merge: summed by second up to the oldest node's newest
+ * second), shard_capacity_eps the run's capacity_eps (when > 0). Returns a new reference, or
+ * NULL with the reason in why (a node that did not answer 200 with a valid document, or out of
+ * memory). */
 json_t *loadtest_heat_history_fetch(struct http_client_conn *const *conns, uint32_t count,
                                     uint32_t capacity_eps, char *why, size_t why_size);
 

@@ -2,6 +2,12 @@
  * The heat history document (query.h, GET /v1/heat/history, and the "history" of a stream
  * frame): a copy of the history (shard.h) as one JSON object without newlines.
  *
+ * Revisions (shard.h, "heat history"): the document's "revision" is the history's newest at the
+ * copy, each column's the one it was last taken at, so a reader holding the document of an
+ * earlier revision tells an amended column (a late event re-took it) from a new one. A column
+ * with no cell (a second nobody wrote in) is left out: a reader draws an absent second as empty,
+ * and an amended column always has a cell (amending only adds events).
+ *
  * A column's cells come ordered by day and then shard, so each day is one run of cells and its
  * array is written in one pass, zeros filling the shards of that day nobody wrote in that second.
  * The bound is computed from the copy itself (each day's array is as long as its highest shard
@@ -20,10 +26,11 @@
 #include "query/query.h"
 #include "query/serve_private.h"
 
-/* "{"version":1,"second":...,"seconds":300,...,"columns":[" and "],"growths":[" and "]}". */
+/* "{"version":1,"second":...,"seconds":300,...,"revision":...,"columns":[" and "],"growths":["
+ * and "]}". */
 #define HISTORY_FIXED_BYTES 256u
-/* {"t":...,"days":{}}, with its comma. */
-#define HISTORY_COLUMN_BYTES 48u
+/* {"t":...,"revision":...,"days":{}}, with its comma. */
+#define HISTORY_COLUMN_BYTES 80u
 /* "YYYY-MM-DD":[], with its comma. */
 #define HISTORY_DAY_BYTES 20u
 /* A count of a shard (at most 4294967295) and its comma. */
@@ -53,7 +60,8 @@ size_t query_heat_history_json_bound(const struct shard_heat_history_view *view,
     ASSERT(view != NULL);
     size_t bytes = HISTORY_FIXED_BYTES + (size_t)view->growth_count * HISTORY_GROWTH_BYTES;
     for (uint32_t k = 0; k < view->column_count; k++) {
-        bytes += history_column_bound(&view->columns[k], cells);
+        bytes +=
+            view->columns[k].cell_count > 0 ? history_column_bound(&view->columns[k], cells) : 0;
     }
     return bytes;
 }
@@ -80,7 +88,8 @@ static void history_put_day(struct http_text *b, const struct shard_heat_cell *c
 static void history_put_column(struct http_text *b, const struct shard_heat_column *c,
                                const struct shard_heat_cell *cells)
 {
-    http_text_put(b, "{\"t\":%" PRId64 ",\"days\":{", c->t);
+    ASSERT(c->cell_count > 0);
+    http_text_put(b, "{\"t\":%" PRId64 ",\"revision\":%" PRIu64 ",\"days\":{", c->t, c->revision);
     uint32_t end = c->first_cell + c->cell_count;
     for (uint32_t first = c->first_cell; first < end;) {
         uint32_t next = first + 1u;
@@ -117,10 +126,17 @@ int64_t query_heat_history_json(const struct shard_heat_history_view *view,
     } else {
         http_text_put(&b, "null");
     }
-    http_text_put(&b, ",\"seconds\":%u,\"shard_capacity_eps\":%u,\"max_shards\":%u,\"columns\":[",
-                  scale->seconds, scale->capacity_eps, scale->max_shards);
+    http_text_put(
+        &b,
+        ",\"seconds\":%u,\"shard_capacity_eps\":%u,\"max_shards\":%u,\"revision\":%" PRIu64
+        ",\"columns\":[",
+        scale->seconds, scale->capacity_eps, scale->max_shards, view->revision);
+    uint32_t put = 0;
     for (uint32_t k = 0; k < view->column_count; k++) {
-        http_text_put(&b, "%s", k > 0 ? "," : "");
+        if (view->columns[k].cell_count == 0) {
+            continue; /* a second nobody wrote in */
+        }
+        http_text_put(&b, "%s", put++ > 0 ? "," : "");
         history_put_column(&b, &view->columns[k], cells);
     }
     history_put_growths(&b, view);

@@ -253,9 +253,11 @@ struct query_heat_history_scale {
 };
 /* Renders GET /v1/heat/history (docs/ARCHITECTURE.md, the heat console) from a copy of the
  * history (shard_heat_history_copy) and its cells: {"version":1,"second":S|null,"seconds":N,
- * "shard_capacity_eps":C,"max_shards":M,"columns":[{"t":T,"days":{"YYYY-MM-DD":[n,...]}}],
- * "growths":[{"t":T,"day":...,"from":F,"to":T,"at":...,"reason":...}]}, no newlines. Returns
- * the length or -ENOSPC. */
+ * "shard_capacity_eps":C,"max_shards":M,"revision":R,"columns":[{"t":T,"revision":V,
+ * "days":{"YYYY-MM-DD":[n,...]}}],"growths":[{"t":T,"day":...,"from":F,"to":T,"at":...,
+ * "reason":...}]}, no newlines; the copy's empty columns are left out. R is the history's
+ * revision at the copy, V the revision a column was last taken at (V > a reader's R: new or
+ * amended since). Returns the length or -ENOSPC. */
 DS_MUST_USE int64_t query_heat_history_json(const struct shard_heat_history_view *view,
                                             const struct shard_heat_cell *cells,
                                             const struct query_heat_history_scale *scale, char *dst,

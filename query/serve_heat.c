@@ -3,12 +3,13 @@
  * frames of GET /v1/heat/stream, which the server core's event pump (http/events.c) asks for
  * every HTTP_EVENTS_TICK_MS while a stream is open.
  *
- * A frame goes to a stream when the history's last complete second moved past the second of
- * the stream's previous frame (its position): {"heat": /v1/heat?top=20, "history": the
- * columns and growths after that second (all SHARD_HEAT_HISTORY_S for a new stream), "counts":
- * stored events per day, the newest SERVE_STREAM_COUNT_DAYS days the node holds}. The heat and
- * the counts are made once per tick whatever the number of streams; the history once per
- * distinct position (streams opened at different times differ only in their first frame).
+ * A frame goes to a stream when the history's revision moved past the revision of the stream's
+ * previous frame (its position): {"heat": /v1/heat?top=20, "history": the columns appended or
+ * amended since that revision and the growths that became visible since (everything kept for a
+ * new stream), "counts": stored events per day, the newest SERVE_STREAM_COUNT_DAYS days the
+ * node holds}. So a column a late event re-took goes again, and the console repaints it. The
+ * heat and the counts are made once per tick whatever the number of streams; the history once
+ * per distinct position (streams opened at different times differ only in their first frame).
  * Counts come from query_count on a reader, as /v1/count answers them.
  *
  * Rejected: a frame per stream made on the worker thread that serves it (the worker would wait
@@ -47,8 +48,17 @@ static void history_copy_free(struct serve_history_copy *c)
     *c = (struct serve_history_copy){0};
 }
 
-/* Copies the history (as shard_heat_history_copy), growing the cells to what it needs. */
-static int history_copy(struct shard_heat_history *history, uint32_t seconds, int64_t after,
+/* Which part of the history a copy takes: the last seconds, or what changed since a revision
+ * (since_revision: the stream's frames). */
+struct serve_history_ask {
+    uint32_t seconds;
+    bool since_revision;
+    uint64_t after_revision;
+};
+
+/* Copies the history (as shard_heat_history_copy or _copy_since), growing the cells to what it
+ * needs. */
+static int history_copy(struct shard_heat_history *history, const struct serve_history_ask *ask,
                         struct serve_history_copy *out)
 {
     *out = (struct serve_history_copy){.view = malloc(sizeof(*out->view))};
@@ -61,7 +71,11 @@ static int history_copy(struct shard_heat_history *history, uint32_t seconds, in
             rc = -ENOMEM;
             break;
         }
-        rc = shard_heat_history_copy(history, seconds, after, out->view, out->cells, capacity);
+        rc = ask->since_revision
+                 ? shard_heat_history_copy_since(history, ask->after_revision, out->view,
+                                                 out->cells, capacity)
+                 : shard_heat_history_copy(history, ask->seconds, SHARD_HEAT_HISTORY_ALL, out->view,
+                                           out->cells, capacity);
         /* What it needs now, with room for the columns that come while this one is made. */
         capacity = (size_t)out->view->cell_count + out->view->cell_count / 4u + 1024u;
     }
@@ -121,7 +135,8 @@ enum http_result serve_heat_history(struct query_http *h, struct http_request *c
         return answered;
     }
     struct serve_history_copy copy;
-    int rc = history_copy(h->metrics->heat_history, route->seconds, SHARD_HEAT_HISTORY_ALL, &copy);
+    struct serve_history_ask ask = {.seconds = route->seconds};
+    int rc = history_copy(h->metrics->heat_history, &ask, &copy);
     size_t len = 0;
     char *body = rc == 0 ? history_text(&copy, report, route->seconds, &len) : NULL;
     history_copy_free(&copy);
@@ -237,17 +252,26 @@ static bool stream_tick_make(struct query_http *h, struct stream_tick *t)
     return true;
 }
 
-/* One stream's frame: the shared heat and counts around the history after `after`. */
-static char *stream_frame(struct query_http *h, const struct stream_tick *t, int64_t after,
-                          int64_t *second, size_t *len)
+/* A stream's position as the revision its frames are after (0: a new stream, everything). */
+static uint64_t stream_after(int64_t position)
+{
+    return position > 0 ? (uint64_t)position : 0;
+}
+
+/* One stream's frame: the shared heat and counts around the history since revision `after`
+ * (*revision: the copy's, the stream's next position). */
+static char *stream_frame(struct query_http *h, const struct stream_tick *t, uint64_t after,
+                          uint64_t *revision, size_t *len)
 {
     struct serve_history_copy copy;
-    if (history_copy(h->metrics->heat_history, SHARD_HEAT_HISTORY_S, after, &copy) != 0) {
+    struct serve_history_ask ask = {
+        .seconds = SHARD_HEAT_HISTORY_S, .since_revision = true, .after_revision = after};
+    if (history_copy(h->metrics->heat_history, &ask, &copy) != 0) {
         return NULL;
     }
     size_t history_len = 0;
     char *history = history_text(&copy, t->report, SHARD_HEAT_HISTORY_S, &history_len);
-    *second = copy.view->second;
+    *revision = copy.view->revision;
     history_copy_free(&copy);
     static const char key[] = ",\"history\":";
     size_t total = t->heat_len + sizeof(key) - 1 + history_len + t->counts_len;
@@ -273,10 +297,11 @@ void serve_heat_tick(void *user, struct http_server *s)
     struct query_http *h = user;
     struct http_events_cursor cursors[HTTP_EVENTS_STREAMS_MAX];
     uint32_t count = http_events_list(s, cursors, HTTP_EVENTS_STREAMS_MAX);
-    int64_t second = shard_heat_history_second(h->metrics->heat_history);
+    uint64_t revision = shard_heat_history_revision(h->metrics->heat_history);
+    ASSERT(revision <= (uint64_t)INT64_MAX); /* one a second: never near */
     bool due = false;
     for (uint32_t i = 0; i < count; i++) {
-        due = due || cursors[i].position < second;
+        due = due || stream_after(cursors[i].position) < revision;
     }
     struct stream_tick t;
     if (!due || !stream_tick_make(h, &t)) {
@@ -288,16 +313,17 @@ void serve_heat_tick(void *user, struct http_server *s)
     /* Streams at the same position get the same frame: made once, copied. */
     char *frame = NULL;
     size_t len = 0;
-    int64_t made_after = 0;
-    int64_t made_second = 0;
+    uint64_t made_after = 0;
+    uint64_t made_revision = 0;
     for (uint32_t i = 0; i < count; i++) {
-        if (cursors[i].position >= second) {
+        uint64_t after = stream_after(cursors[i].position);
+        if (after >= revision) {
             continue;
         }
-        if (frame == NULL || made_after != cursors[i].position) {
+        if (frame == NULL || made_after != after) {
             free(frame);
-            made_after = cursors[i].position;
-            frame = stream_frame(h, &t, made_after, &made_second, &len);
+            made_after = after;
+            frame = stream_frame(h, &t, made_after, &made_revision, &len);
             if (frame == NULL) {
                 break;
             }
@@ -307,7 +333,7 @@ void serve_heat_tick(void *user, struct http_server *s)
             break;
         }
         memcpy(copy, frame, len);
-        (void)http_events_send(s, cursors[i].id, copy, len, made_second);
+        (void)http_events_send(s, cursors[i].id, copy, len, (int64_t)made_revision);
     }
     free(frame);
     stream_tick_free(&t);

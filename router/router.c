@@ -147,6 +147,9 @@ struct router {
     struct router_slot feed_slot;
     bool feed_slot_open;
     uint64_t feed_turn_ns;
+    /* the merged history of the feed's last turn that made frames (owned), NULL: none; the next
+     * frames carry the columns that changed since (router_heat_frame) */
+    char *feed_history;
     /* what the feed's calls carry: the --node-token's bearer, else the --token's (a stream's
      * client proved it to open the stream, as a request's bearer is passed on); "": none */
     char feed_authorization[sizeof("Bearer ") + HTTP_TOKEN_BYTES_MAX];
@@ -1146,7 +1149,7 @@ static bool feed_turn_make(struct router *r, uint32_t seconds, struct feed_turn 
  * per distinct position, copied to the streams at it. A stream whose position is the merged
  * second already gets nothing (the pump's keep-alive covers it). */
 static void feed_send(struct http_server *s, const struct http_events_cursor *cursors,
-                      uint32_t count, struct feed_turn *t)
+                      uint32_t count, const char *previous_history, struct feed_turn *t)
 {
     const char *warnings[ROUTER_FEED_WARNINGS_MAX];
     for (uint32_t i = 0; i < t->warning_count; i++) {
@@ -1155,13 +1158,15 @@ static void feed_send(struct http_server *s, const struct http_events_cursor *cu
     struct router_merged *frame = calloc(1, sizeof(*frame));
     int64_t made_after = -1;
     int64_t made_second = 0;
+    uint32_t made_amended = 0;
     for (uint32_t i = 0; frame != NULL && i < count; i++) {
         int64_t after = cursors[i].position > 0 ? cursors[i].position : 0;
         if (made_after != after) {
             free(frame->body);
             *frame = (struct router_merged){0};
             made_after = after;
-            struct router_heat_feed f = {.last_second = after};
+            struct router_heat_feed f = {.last_second = after,
+                                         .previous_history = previous_history};
             int rc = router_heat_frame(&f, t->heat.body, t->history.body, t->counts.body, warnings,
                                        t->warning_count, frame);
             if (rc != 0) {
@@ -1170,9 +1175,10 @@ static void feed_send(struct http_server *s, const struct http_events_cursor *cu
                 break;
             }
             made_second = f.last_second;
+            made_amended = f.amended_columns;
         }
-        if (made_second <= after) {
-            continue; /* nothing new for this position */
+        if (made_second <= after && made_amended == 0) {
+            continue; /* nothing new or amended for this position */
         }
         char *copy = malloc(frame->len);
         if (copy == NULL) {
@@ -1222,7 +1228,10 @@ static void router_heat_tick(void *user, struct http_server *s)
     }
     t->deadline_ns = now_ns + (uint64_t)r->timeout_ms * 1000000u;
     if (feed_turn_make(r, seconds, t)) {
-        feed_send(s, cursors, count, t);
+        feed_send(s, cursors, count, r->feed_history, t);
+        free(r->feed_history);
+        r->feed_history = t->history.body; /* taken */
+        t->history.body = NULL;
     }
     feed_turn_free(t);
 }
@@ -1369,6 +1378,8 @@ static void slots_close(struct router *r)
     if (r->feed_slot_open) {
         slot_close(r, &r->feed_slot);
     }
+    free(r->feed_history);
+    r->feed_history = NULL;
     for (uint32_t k = 0; r->probe_calls != NULL && k < r->node_count; k++) {
         router_call_release(&r->probe_calls[k]);
     }

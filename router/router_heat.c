@@ -19,17 +19,20 @@
  * the union, newest first, one per (day, from, to). "second" is the oldest of the members'
  * last complete seconds.
  *
- * /v1/heat/history. Columns are matched by t and their per-day arrays summed element-wise
- * (the shorter padded with zeros); "second" is the oldest of the members' newest complete
- * seconds and no column after it is given: a later column is still being counted by that
- * member, so a sum there would show a dip that fills in later (a console would draw a false
- * drop at the right edge). The members' shard_capacity_eps should agree (one flag for the whole
- * deployment); when they differ the merged one is the largest and "warnings" says so.
+ * /v1/heat/history: http_heat_history_merge (http/heat_merge.c, which the load test uses too):
+ * columns summed by t up to the oldest of the members' newest complete seconds.
  *
  * /v1/heat/stream's frames (router_heat_frame) are made from these merges: the router has no
  * heat clock, so a frame's history is a merged history asked for the seconds since the previous
- * frame, cut to the columns after that frame's second (each column is then sent once, and only
- * once every member completed it).
+ * frame, cut to the columns after that frame's second (each column is then sent once every
+ * member completed it), and the columns of earlier seconds whose merged cells differ from the
+ * previous turn's merged history: a member amended the column (an event of that second read
+ * late), so the frame carries the new sum and the console repaints it. A member amends only
+ * inside its heat's window, so each turn asks at least that many seconds (ROUTER_HEAT_AMEND_S)
+ * and the comparison is bounded by it. Rejected: remembering each member's last revision and
+ * asking for what changed since (the fan-out sends one target to every member, and a member's
+ * revision means nothing after a failover to the other group); comparing merged sums needs
+ * neither and costs one compare per column of the window.
  *
  * Rejected: re-rendering through the node's renderer (query/heat_render.c) from a rebuilt
  * struct shard_heat_report: its lists hold SHARD_HEAT_TOP_MAX rows and no error for merged
@@ -47,7 +50,10 @@
 
 /* Growths the merged /v1/heat lists: as many as a node keeps. */
 #define ROUTER_HEAT_GROWTHS_MAX SHARD_GROWTHS_KEPT
-_Static_assert(sizeof(json_int_t) == sizeof(int64_t), "history sums are checked against int64_t");
+_Static_assert(ROUTER_NODES_TOTAL_MAX <= HTTP_HEAT_MERGE_MEMBERS_MAX, "a merge takes every node");
+_Static_assert(ROUTER_HISTORY_SECONDS_MAX == HTTP_HEAT_HISTORY_SECONDS_MAX, "one history length");
+_Static_assert(SHARD_HEAT_HISTORY_S == HTTP_HEAT_HISTORY_SECONDS_MAX, "one history length");
+_Static_assert(SHARD_COUNT_MAX == HTTP_HEAT_SHARDS_MAX, "a merged day holds every shard");
 #define ROUTER_HEAT_DUMP_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12))
 
 static int heat_bad(struct router_merged *out, const char *field)
@@ -461,10 +467,9 @@ struct heat_growth {
     const char *at;
     uint64_t from;
     uint64_t to;
-    int64_t t; /* history only: its heat second */
 };
 
-/* (day, from, to), then oldest first: the first of a run is the one kept. */
+/* (day, from, to), then the earliest made: the first of a run is the one kept. */
 static int heat_growth_same_compare(const void *a, const void *b)
 {
     const struct heat_growth *x = a;
@@ -479,7 +484,7 @@ static int heat_growth_same_compare(const void *a, const void *b)
     if (x->to != y->to) {
         return x->to < y->to ? -1 : 1;
     }
-    return x->t != y->t ? (x->t < y->t ? -1 : 1) : strcmp(x->at, y->at);
+    return strcmp(x->at, y->at);
 }
 
 /* Newest first by the time it was made. */
@@ -491,27 +496,13 @@ static int heat_growth_newest_compare(const void *a, const void *b)
     return c != 0 ? c : heat_growth_same_compare(a, b);
 }
 
-/* Oldest first by heat second (history). */
-static int heat_growth_oldest_compare(const void *a, const void *b)
-{
-    const struct heat_growth *x = a;
-    const struct heat_growth *y = b;
-    if (x->t != y->t) {
-        return x->t < y->t ? -1 : 1;
-    }
-    return heat_growth_same_compare(a, b);
-}
-
-static bool heat_growth_parse(const json_t *o, bool history, struct heat_growth *g)
+static bool heat_growth_parse(const json_t *o, struct heat_growth *g)
 {
     *g = (struct heat_growth){.src = o};
     g->day = json_string_value(json_object_get(o, "day"));
     g->at = json_string_value(json_object_get(o, "at"));
-    uint64_t t = 0;
-    bool ok = g->day != NULL && g->at != NULL && heat_uint(o, "from", &g->from) &&
-              heat_uint(o, "to", &g->to) && (!history || heat_uint(o, "t", &t));
-    g->t = (int64_t)t;
-    return ok;
+    return g->day != NULL && g->at != NULL && heat_uint(o, "from", &g->from) &&
+           heat_uint(o, "to", &g->to);
 }
 
 /* Removes the repeats of one (day, from, to) from g[0..n) (sorted by heat_growth_same_compare),
@@ -530,10 +521,9 @@ static size_t heat_growths_unique(struct heat_growth *g, size_t n)
     return k;
 }
 
-/* The union of docs' "growths": /v1/heat's newest first (at most ROUTER_HEAT_GROWTHS_MAX), or
- * (history) those with t in [t_min, t_max], oldest first. */
-static int heat_merge_growths(json_t *const *docs, uint32_t count, bool history, int64_t t_min,
-                              int64_t t_max, json_t *merged, struct router_merged *out)
+/* The union of docs' "growths", newest first, at most ROUTER_HEAT_GROWTHS_MAX. */
+static int heat_merge_growths(json_t *const *docs, uint32_t count, json_t *merged,
+                              struct router_merged *out)
 {
     size_t total = 0;
     for (uint32_t i = 0; i < count; i++) {
@@ -551,18 +541,18 @@ static int heat_merge_growths(json_t *const *docs, uint32_t count, bool history,
     for (uint32_t i = 0; i < count; i++) {
         const json_t *list = json_object_get(docs[i], "growths");
         for (size_t j = 0; j < json_array_size(list); j++) {
-            if (!heat_growth_parse(json_array_get(list, j), history, &all[n])) {
+            if (!heat_growth_parse(json_array_get(list, j), &all[n])) {
                 free(all);
                 return heat_bad(out, "growths");
             }
-            n += !history || (all[n].t >= t_min && all[n].t <= t_max);
+            n++;
         }
     }
     qsort(all, n, sizeof(*all), heat_growth_same_compare);
     n = heat_growths_unique(all, n);
-    qsort(all, n, sizeof(*all), history ? heat_growth_oldest_compare : heat_growth_newest_compare);
+    qsort(all, n, sizeof(*all), heat_growth_newest_compare);
     json_t *arr = json_array();
-    for (size_t j = 0; j < n && (history || j < ROUTER_HEAT_GROWTHS_MAX); j++) {
+    for (size_t j = 0; j < n && j < ROUTER_HEAT_GROWTHS_MAX; j++) {
         json_array_append(arr, (json_t *)all[j].src);
     }
     json_object_set_new(merged, "growths", arr);
@@ -709,7 +699,7 @@ static json_t *heat_merged(json_t *const *docs, uint32_t count, uint32_t top, in
     *rc = *rc != 0 ? *rc : heat_merge_rows(docs, count, false, top, rate, m, out);
     *rc = *rc != 0 ? *rc : heat_merge_sources(docs, count, m, out);
     *rc = *rc != 0 ? *rc : heat_merge_customers(docs, count, top, m, out);
-    *rc = *rc != 0 ? *rc : heat_merge_growths(docs, count, false, 0, 0, m, out);
+    *rc = *rc != 0 ? *rc : heat_merge_growths(docs, count, m, out);
     *rc = *rc != 0 ? *rc : heat_merge_advice(docs, count, m, out);
     if (*rc != 0) {
         json_decref(m);
@@ -811,168 +801,13 @@ unsigned router_history_parse(const char *query, size_t len, uint32_t *seconds, 
     return 0;
 }
 
-/* The members' history heads: the oldest newest second, the capacities. */
-struct history_head {
-    bool has_second;
-    int64_t second;
-    uint64_t capacity_eps;
-    bool capacity_differs;
-    uint64_t max_shards;
-};
-
-static bool history_head_member(struct history_head *h, const json_t *doc, uint32_t i)
-{
-    const json_t *second = json_object_get(doc, "second");
-    const json_t *version = json_object_get(doc, "version");
-    uint64_t capacity = 0;
-    uint64_t max_shards = 0;
-    if (!json_is_integer(version) || json_integer_value(version) != 1 ||
-        !(json_is_null(second) || json_is_integer(second)) ||
-        !heat_uint(doc, "shard_capacity_eps", &capacity) ||
-        !heat_uint(doc, "max_shards", &max_shards) ||
-        !json_is_array(json_object_get(doc, "columns"))) {
-        return false;
-    }
-    if (json_is_integer(second)) {
-        int64_t s = json_integer_value(second);
-        h->second = h->has_second && h->second < s ? h->second : s;
-        h->has_second = true;
-    }
-    h->capacity_differs |= i > 0 && capacity != h->capacity_eps;
-    h->capacity_eps = capacity > h->capacity_eps ? capacity : h->capacity_eps;
-    h->max_shards = max_shards > h->max_shards ? max_shards : h->max_shards;
-    return true;
-}
-
-/* Adds one column's days {"DAY":[n,...],...} into slot (an object of the same shape). */
-static bool history_column_add(json_t *slot, const json_t *days)
-{
-    ASSERT(json_is_object(slot));
-    if (!json_is_object(days)) {
-        return false;
-    }
-    const char *day = NULL;
-    json_t *counts = NULL;
-    json_object_foreach((json_t *)days, day, counts)
-    {
-        if (!json_is_array(counts) || json_array_size(counts) > SHARD_COUNT_MAX) {
-            return false;
-        }
-        json_t *sum = json_object_get(slot, day);
-        if (sum == NULL) {
-            sum = json_array();
-            json_object_set_new(slot, day, sum);
-        }
-        for (size_t k = 0; k < json_array_size(counts); k++) {
-            const json_t *v = json_array_get(counts, k);
-            if (!json_is_integer(v) || json_integer_value(v) < 0) {
-                return false;
-            }
-            if (k == json_array_size(sum)) {
-                json_array_append_new(sum, json_integer(0));
-            }
-            json_t *cell = json_array_get(sum, k);
-            if (json_integer_value(v) > INT64_MAX - json_integer_value(cell)) {
-                return false;
-            }
-            json_integer_set(cell, json_integer_value(cell) + json_integer_value(v));
-        }
-    }
-    return true;
-}
-
-/* Sums every member's columns with t in (second - seconds, second] into slots[t - first]. */
-static int history_columns(json_t *const *docs, uint32_t count, int64_t first, uint32_t seconds,
-                           json_t **slots, struct router_merged *out)
-{
-    ASSERT(seconds >= 1 && seconds <= ROUTER_HISTORY_SECONDS_MAX);
-    for (uint32_t i = 0; i < count; i++) {
-        const json_t *columns = json_object_get(docs[i], "columns");
-        for (size_t j = 0; j < json_array_size(columns); j++) {
-            const json_t *c = json_array_get(columns, j);
-            const json_t *t = json_object_get(c, "t");
-            if (!json_is_integer(t)) {
-                return heat_bad(out, "columns");
-            }
-            int64_t at = json_integer_value(t) - first;
-            if (at < 0 || at >= (int64_t)seconds) {
-                continue; /* outside the window, or not complete in every member yet */
-            }
-            slots[at] = slots[at] != NULL ? slots[at] : json_object();
-            if (!history_column_add(slots[at], json_object_get(c, "days"))) {
-                return heat_bad(out, "columns");
-            }
-        }
-    }
-    return 0;
-}
-
-static json_t *history_merged(json_t *const *docs, uint32_t count, uint32_t seconds, int *rc,
-                              struct router_merged *out)
-{
-    struct history_head h = {0};
-    for (uint32_t i = 0; i < count; i++) {
-        if (!history_head_member(&h, docs[i], i)) {
-            *rc = heat_bad(out, "version");
-            return NULL;
-        }
-    }
-    json_t *m = json_object();
-    json_object_set_new(m, "version", json_integer(1));
-    json_object_set_new(m, "second", h.has_second ? json_integer(h.second) : json_null());
-    json_object_set_new(m, "seconds", json_integer(seconds));
-    json_object_set_new(m, "shard_capacity_eps", heat_u64(h.capacity_eps));
-    json_object_set_new(m, "max_shards", heat_u64(h.max_shards));
-    json_t *columns = json_array();
-    json_object_set_new(m, "columns", columns);
-    int64_t first = h.second - (int64_t)seconds + 1;
-    json_t **slots = h.has_second ? calloc(seconds, sizeof(*slots)) : NULL;
-    *rc = !h.has_second ? 0 : (slots != NULL ? 0 : -ENOMEM);
-    if (*rc == 0 && h.has_second) {
-        *rc = history_columns(docs, count, first, seconds, slots, out);
-    }
-    for (uint32_t k = 0; slots != NULL && k < seconds; k++) {
-        if (slots[k] != NULL && *rc == 0) {
-            json_array_append_new(
-                columns, json_pack("{s:I,s:o}", "t", (json_int_t)(first + k), "days", slots[k]));
-        } else {
-            json_decref(slots[k]);
-        }
-    }
-    free(slots);
-    if (*rc == 0) {
-        *rc = heat_merge_growths(docs, count, true, first, h.has_second ? h.second : -1, m, out);
-    }
-    if (*rc == 0 && h.capacity_differs) {
-        json_object_set_new(m, "warnings", heat_capacity_warnings());
-    }
-    if (*rc != 0) {
-        json_decref(m);
-        return NULL;
-    }
-    json_object_set_new(m, "members", json_integer(count));
-    return m;
-}
-
 int router_merge_heat_history(uint32_t seconds, const char *const *bodies, uint32_t count,
                               struct router_merged *out)
 {
     ASSERT(count >= 1 && count <= ROUTER_NODES_TOTAL_MAX);
     ASSERT(seconds >= 1 && seconds <= ROUTER_HISTORY_SECONDS_MAX);
-    json_t *docs[ROUTER_NODES_TOTAL_MAX] = {0};
-    int rc = router_docs_load(bodies, count, docs, out);
-    json_t *merged = rc == 0 ? history_merged(docs, count, seconds, &rc, out) : NULL;
-    char *text = merged != NULL ? json_dumps(merged, ROUTER_HEAT_DUMP_FLAGS) : NULL;
-    rc = rc != 0 ? rc : (text == NULL ? -ENOMEM : 0);
-    if (rc == 0) {
-        out->body = text;
-        out->len = strlen(text);
-        text = NULL;
-    }
-    free(text);
-    json_decref(merged);
-    router_docs_free(docs, count);
-    return rc;
+    return http_heat_history_merge(seconds, bodies, count, &out->body, &out->len, out->error,
+                                   sizeof(out->error));
 }
 
 /* ---- /v1/heat/stream: a frame from merged documents ---------------------------------------- */
@@ -984,7 +819,7 @@ uint32_t router_heat_feed_seconds(const struct router_heat_feed *f, int64_t now_
     }
     ASSERT(f->last_second > 0);
     int64_t k = now_s - f->last_second + ROUTER_HEAT_FEED_SLACK_S;
-    k = k < 1 ? 1 : k;
+    k = k < (int64_t)ROUTER_HEAT_AMEND_S ? (int64_t)ROUTER_HEAT_AMEND_S : k;
     return k < (int64_t)ROUTER_HISTORY_SECONDS_MAX ? (uint32_t)k : ROUTER_HISTORY_SECONDS_MAX;
 }
 
@@ -1005,6 +840,63 @@ static bool frame_after(json_t *history, const char *name, int64_t last)
             break;
         }
         json_array_remove(list, 0);
+    }
+    return true;
+}
+
+/* previous's column of second t (its columns are oldest first), NULL: none. */
+static const json_t *frame_column_of(const json_t *previous, int64_t t)
+{
+    const json_t *columns = json_object_get(previous, "columns");
+    for (size_t i = 0; i < json_array_size(columns); i++) { /* bounded by the seconds asked */
+        const json_t *c = json_array_get(columns, i);
+        if (json_integer_value(json_object_get(c, "t")) == t) {
+            return c;
+        }
+    }
+    return NULL;
+}
+
+/* Whether a column of second t <= the last frame's differs from previous's (which covers
+ * (second - seconds, second]): amended since. Outside that range it cannot be told: no. */
+static bool frame_amended(const json_t *previous, const json_t *column, int64_t t)
+{
+    const json_t *second = json_object_get(previous, "second");
+    const json_t *seconds = json_object_get(previous, "seconds");
+    if (!json_is_integer(second) || !json_is_integer(seconds) ||
+        t <= json_integer_value(second) - json_integer_value(seconds) ||
+        t > json_integer_value(second)) {
+        return false;
+    }
+    const json_t *before = frame_column_of(previous, t);
+    return before == NULL ||
+           !json_equal(json_object_get(before, "days"), json_object_get(column, "days"));
+}
+
+/* Keeps the columns of history after last, and those up to last that previous (may be NULL)
+ * shows amended since (counted in *amended). */
+static bool frame_columns(json_t *history, int64_t last, const json_t *previous, uint32_t *amended)
+{
+    json_t *list = json_object_get(history, "columns");
+    if (!json_is_array(list)) {
+        return false;
+    }
+    *amended = 0;
+    size_t i = 0;
+    while (i < json_array_size(list)) { /* bounded: one item kept or removed a turn */
+        const json_t *c = json_array_get(list, i);
+        const json_t *t = json_object_get(c, "t");
+        if (!json_is_integer(t)) {
+            return false;
+        }
+        if (json_integer_value(t) > last) {
+            i++;
+        } else if (previous != NULL && frame_amended(previous, c, json_integer_value(t))) {
+            (*amended)++;
+            i++;
+        } else {
+            json_array_remove(list, i);
+        }
     }
     return true;
 }
@@ -1074,11 +966,16 @@ int router_heat_frame(struct router_heat_feed *f, const char *heat, const char *
     int rc = router_docs_load(bodies, 3, docs, out);
     const json_t *merged = json_object_get(docs[0], "merged");
     const json_t *second = json_object_get(docs[1], "second");
+    /* The router's own earlier answer: unreadable only if memory ran out, then no amendments. */
+    json_t *previous =
+        f->previous_history != NULL ? json_loads(f->previous_history, 0, NULL) : NULL;
+    uint32_t amended = 0;
     if (rc == 0 && (!json_is_object(merged) || !(json_is_null(second) || json_is_integer(second)) ||
-                    !frame_after(docs[1], "columns", f->last_second) ||
+                    !frame_columns(docs[1], f->last_second, previous, &amended) ||
                     !frame_after(docs[1], "growths", f->last_second))) {
         rc = heat_bad(out, json_is_object(merged) ? "columns" : "merged");
     }
+    json_decref(previous);
     json_t *days = rc == 0 ? frame_counts(docs[2]) : NULL;
     rc = rc != 0 ? rc : (days == NULL ? heat_bad(out, "groups") : 0);
     char *text = NULL;
@@ -1104,6 +1001,7 @@ int router_heat_frame(struct router_heat_feed *f, const char *heat, const char *
             out->len = b.len;
             int64_t s = json_is_integer(second) ? json_integer_value(second) : 0;
             f->last_second = s > f->last_second ? s : f->last_second;
+            f->amended_columns = amended;
         }
     }
     free(text);

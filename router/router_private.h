@@ -173,6 +173,12 @@ DS_MUST_USE int router_merge_heat_history(uint32_t seconds, const char *const *b
  * feed before its first frame. */
 struct router_heat_feed {
     int64_t last_second; /* the merged history's second of the last frame; 0: none yet */
+    /* In: the merged history the previous frames were made from (router_merge_heat_history's
+     * answer, borrowed for the call), NULL: none. A column of a second up to last_second goes
+     * again when it differs from that history's (a member amended it: a late event). */
+    const char *previous_history;
+    /* Out: the columns of the frame at or before last_second (amended ones). */
+    uint32_t amended_columns;
 };
 /* Days a frame's "counts" lists at most (the newest). */
 #define ROUTER_HEAT_FRAME_DAYS 31u
@@ -180,12 +186,18 @@ struct router_heat_feed {
  * runs ahead of the wall clock by up to the 10 s a producer's clock may lead (shard/heat.c),
  * and the frame drops what the previous one gave. */
 #define ROUTER_HEAT_FEED_SLACK_S 10
+/* Seconds a turn asks at least: a member amends a column while its second is in the heat's
+ * window, so a turn sees every amendment of a second it has sent (with the slack). */
+#define ROUTER_HEAT_AMEND_S (SHARD_HEAT_WINDOW_S + ROUTER_HEAT_FEED_SLACK_S)
+_Static_assert(ROUTER_HEAT_AMEND_S <= ROUTER_HISTORY_SECONDS_MAX, "the amend window is asked");
 /* K for the next turn: ROUTER_HISTORY_SECONDS_MAX before the first frame (or after a gap that
- * long), else the seconds since the last frame's (now_s: the wall clock) plus the slack. */
+ * long), else the seconds since the last frame's (now_s: the wall clock) plus the slack, at
+ * least ROUTER_HEAT_AMEND_S. */
 uint32_t router_heat_feed_seconds(const struct router_heat_feed *f, int64_t now_s);
 /* The frame "event: heat\ndata: {"heat":H,"history":Y,"counts":[{"day","count"},...]}\n\n"
  * into out->body: heat is router_merge_heat's answer (H its "merged"), history
- * router_merge_heat_history's (Y without the columns and growths up to f's last second),
+ * router_merge_heat_history's (Y without the columns and growths up to f's last second, but
+ * for the columns that differ from f's previous history: amended since, f->amended_columns),
  * counts a by=day count's answer (its newest ROUTER_HEAT_FRAME_DAYS groups); with
  * warning_count > 0 the frame adds "warnings":[...] (warnings[0..warning_count), plain text:
  * what the frame lacks, a member that did not answer). Advances f to the history's second.

@@ -16,6 +16,10 @@
  * exp(-k/tau) it would still have had, had it arrived on time, so the customer rates do not depend
  * on arrival order inside the window.
  *
+ * Late seconds: an event of a complete second inside the window also sets that second's bit in
+ * a 64-bit mask (one OR, no branch), which the heat history's writer, on this same thread,
+ * takes at each record to re-take those seconds' columns (shard_heat_late_take).
+ *
  * Invariants: the current second never moves back; every bucketed second is in
  * current - SHARD_HEAT_WINDOW_S .. current, which the ring covers (64 > 61 seconds), so a late
  * event inside the window always lands in its own second's bucket; a key's newest_second is at
@@ -104,6 +108,7 @@
 
 _Static_assert((HEAT_RING_SLOTS & HEAT_RING_MASK) == 0, "the ring is indexed by a mask");
 _Static_assert(HEAT_RING_SLOTS >= SHARD_HEAT_WINDOW_S + 1u, "the ring holds window and now");
+_Static_assert(HEAT_RING_SLOTS == SHARD_HEAT_LATE_BITS, "a late second's bit is its ring slot");
 _Static_assert((1u << HEAT_PARTITION_SLOT_BITS) >= 2u * SHARD_HEAT_PARTITIONS_MAX, "load <= 1/2");
 _Static_assert((1u << HEAT_DAY_SLOT_BITS) >= 2u * SHARD_HEAT_DAYS_MAX, "load <= 1/2");
 _Static_assert((1u << HEAT_CUSTOMER_SLOT_BITS) >= 2u * SHARD_HEAT_CUSTOMERS_MAX, "load <= 1/2");
@@ -199,6 +204,8 @@ struct shard_heat {
     uint32_t capacity_eps;
     int64_t second;          /* the current second */
     int64_t reported_second; /* the current second when shard_heat_advance last returned */
+    /* Bit s % 64 set: an event of second s arrived after s completed (shard_heat_late_take). */
+    uint64_t late_seconds;
     uint64_t untracked_events;
     uint64_t over_capacity_seconds;
     uint64_t would_throttle_events;
@@ -938,6 +945,9 @@ void shard_heat_observe(struct shard_heat *heat, int64_t second, int32_t day, ui
     }
     int64_t age = heat->second - second;
     bool in_window = age <= (int64_t)SHARD_HEAT_WINDOW_S;
+    /* A late second: the history took its column already and re-takes it (no branch on the
+     * usual age 0; the mask is the history's, read on this thread). */
+    heat->late_seconds |= (uint64_t)(age > 0 && in_window) << ((uint64_t)second & HEAT_RING_MASK);
     heat_observe_counts(heat, second, day, shard, source, in_window);
     if (customer != NULL && in_window) {
         heat_customers_add(&heat->customers, customer, heat_id_hash(customer),
@@ -957,6 +967,14 @@ bool shard_heat_advance(struct shard_heat *heat, int64_t now_second)
     bool moved = heat->second > heat->reported_second;
     heat->reported_second = heat->second;
     return moved;
+}
+
+uint64_t shard_heat_late_take(struct shard_heat *heat)
+{
+    ASSERT(heat != NULL);
+    uint64_t late = heat->late_seconds;
+    heat->late_seconds = 0;
+    return late;
 }
 
 int64_t shard_heat_second(const struct shard_heat *heat)

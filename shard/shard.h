@@ -226,6 +226,14 @@ uint64_t shard_heat_day_events(const struct shard_heat *heat, int32_t day);
 typedef int (*shard_heat_day_fn)(int32_t day, uint64_t growth_window_events,
                                  uint64_t current_second_events, void *user);
 int shard_heat_visit_active_days(const struct shard_heat *heat, shard_heat_day_fn fn, void *user);
+/* The seconds marked late since the last take, and clears the mark: bit (s % 64) is set when an
+ * event of a complete second s inside the window (current - SHARD_HEAT_WINDOW_S <= s < current)
+ * was observed. Within the window each bit names one second, since 64 > SHARD_HEAT_WINDOW_S.
+ * Owner thread only, as every call of a tracker: the heat history's writer re-takes those
+ * seconds' columns (shard_heat_history_record). */
+#define SHARD_HEAT_LATE_BITS 64u
+_Static_assert(SHARD_HEAT_LATE_BITS > SHARD_HEAT_WINDOW_S, "a late bit names one window second");
+uint64_t shard_heat_late_take(struct shard_heat *heat);
 /* Visits every tracked partition with events in `second` (bucketed, so within the window), in
  * any order; untracked events are in no partition. */
 typedef void (*shard_heat_partition_fn)(int32_t day, uint32_t shard, uint32_t events, void *user);
@@ -397,15 +405,24 @@ struct shard_heat_report {
  * of where writes went, second by second.
  *
  * One writer, the node's consumer thread: shard_heat_history_record after every
- * shard_heat_advance that moved the clock appends a column per second completed since the last
- * record (the partitions with events in it, read from the heat's ring), and
- * shard_heat_history_growth appends each growth. A second's column is taken once, when the
- * second completes: an event of that second arriving later counts in the heat (its rates and
- * totals) but not in the history. Readers on any thread copy out what they ask for
- * (shard_heat_history_copy). A mutex guards the columns, held to append one column or to copy
- * columns out; nothing else is shared. Memory is fixed at create: SHARD_HEAT_HISTORY_S columns
- * of up to SHARD_HEAT_PARTITIONS_MAX cells (8 bytes each, 18.75 MiB of address space, of which
- * only the cells used become resident).
+ * shard_heat_advance that moved the clock takes a column for every second completed since the
+ * last record (the partitions with events in it, read from the heat's ring; an empty column
+ * for a second nobody wrote in), and takes again the columns of the seconds the heat marked
+ * late (shard_heat_late_take: an event of an already complete second inside the heat's window,
+ * as a lagging Kafka partition sends them), so a column sums every event of its second the heat
+ * bucketed, however late it came, up to the record after it; shard_heat_history_growth appends
+ * each growth. The kept columns are always the consecutive seconds ending at the last complete
+ * one, at most SHARD_HEAT_HISTORY_S of them.
+ *
+ * Revisions: every column taken (appended or amended) gets the next number of one increasing
+ * sequence, and a growth gets the newest when its second completes; the history's revision is
+ * the newest given. A reader that remembers the revision of its last copy gets exactly what
+ * changed since, new and amended columns alike (shard_heat_history_copy_since).
+ *
+ * Readers on any thread copy out what they ask for. A mutex guards the columns, held to take
+ * one column or to copy columns out; nothing else is shared. Memory is fixed at create:
+ * SHARD_HEAT_HISTORY_S columns of up to SHARD_HEAT_PARTITIONS_MAX cells (8 bytes each, 18.75 MiB
+ * of address space, of which only the cells used become resident).
  */
 #define SHARD_HEAT_HISTORY_S 300u
 /* Growths kept: a month of days doubling from 1 to 256 shards (31 x 8 = 248) in one window. */
@@ -423,9 +440,10 @@ struct shard_heat_cell {
 };
 
 /* One complete second: cells[first_cell .. first_cell + cell_count - 1] of the copy, ordered by
- * day and then shard. A second with no event has no column. */
+ * day and then shard (none: nothing was written in it). */
 struct shard_heat_column {
     int64_t t;
+    uint64_t revision; /* when the column was last taken */
     uint32_t first_cell;
     uint32_t cell_count;
 };
@@ -433,6 +451,7 @@ struct shard_heat_column {
 /* A copy of part of the history. */
 struct shard_heat_history_view {
     int64_t second;        /* the last complete second recorded; -1 before any */
+    uint64_t revision;     /* the history's newest revision at the copy; 0 before any */
     uint32_t column_count; /* oldest first */
     struct shard_heat_column columns[SHARD_HEAT_HISTORY_S];
     uint32_t cell_count;   /* cells copied (or needed, after -ENOSPC) */
@@ -444,22 +463,32 @@ struct shard_heat_history_view {
 DS_MUST_USE int shard_heat_history_create(struct shard_heat_history **out);
 /* Accepts NULL. */
 void shard_heat_history_destroy(struct shard_heat_history *h);
-/* Writer: appends the columns of the seconds the heat completed since the last call (at most
- * the heat's window of them: a clock that jumped further holds no older second). */
-void shard_heat_history_record(struct shard_heat_history *h, const struct shard_heat *heat);
+/* Writer: takes the columns of the seconds the heat completed since the last call (of a clock
+ * that jumped, the last SHARD_HEAT_HISTORY_S seconds, those before the heat's window empty) and
+ * again those of the seconds it marked late (it takes the heat's late mark). */
+void shard_heat_history_record(struct shard_heat_history *h, struct shard_heat *heat);
 /* Writer: appends a growth (the oldest kept goes when SHARD_HEAT_HISTORY_GROWTHS_MAX are). */
 void shard_heat_history_growth(struct shard_heat_history *h, const struct shard_growth *growth);
 /* Any thread: the last complete second recorded, -1 before any (cheap: one lock). */
 int64_t shard_heat_history_second(struct shard_heat_history *h);
-/* Any thread: copies into *out the columns with t in (max(after, second - seconds), second] and
- * the growths with t in the same range, where second is the last complete second recorded
- * (seconds: 1..SHARD_HEAT_HISTORY_S; after: SHARD_HEAT_HISTORY_ALL, or the second of a previous
- * copy to get only what came since). Cells go to cells (cells_capacity of them). Returns 0, or
- * -ENOSPC with out->cell_count set to the cells needed (retry with as many; the history may
- * have moved on by then). */
+/* Any thread: the newest revision, 0 before any (cheap: one lock). */
+uint64_t shard_heat_history_revision(struct shard_heat_history *h);
+/* Any thread: copies into *out the columns (empty ones too) with t in (max(after, second -
+ * seconds), second] and the growths with t in the same range, where second is the last complete
+ * second recorded (seconds: 1..SHARD_HEAT_HISTORY_S; after: SHARD_HEAT_HISTORY_ALL, or the
+ * second of a previous copy to get only the seconds completed since, not the amendments of the
+ * earlier ones: shard_heat_history_copy_since has both). Cells go to cells (cells_capacity of
+ * them). Returns 0, or -ENOSPC with out->cell_count set to the cells needed (retry with as many;
+ * the history may have moved on by then). */
 DS_MUST_USE int shard_heat_history_copy(struct shard_heat_history *h, uint32_t seconds,
                                         int64_t after, struct shard_heat_history_view *out,
                                         struct shard_heat_cell *cells, size_t cells_capacity);
+/* Any thread: as shard_heat_history_copy, but the columns (of any kept second) and growths whose
+ * revision is above after_revision: 0 for everything kept, or out->revision of a previous copy
+ * to get what was appended or amended since. */
+DS_MUST_USE int shard_heat_history_copy_since(struct shard_heat_history *h, uint64_t after_revision,
+                                              struct shard_heat_history_view *out,
+                                              struct shard_heat_cell *cells, size_t cells_capacity);
 
 /* The advice rule, pure: up to out_max rows (<= SHARD_ADVICE_MAX) for report, skewed Kafka
  * partitions first (hottest first), then days (hottest first). previous holds the advice of

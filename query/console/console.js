@@ -92,6 +92,7 @@
       capacity: opts.capacity || 1000,
       days: new Map(),     /* day -> {rows: [Uint32Array(W)], shards, last, collapsed} */
       growths: [],         /* {t, day, from, to, at, reason} in the window */
+      amended: [],         /* seconds a frame re-took, for draw() to repaint */
       zoom: 1,
       scroll: 0,           /* device px of the zoomed content above the view */
       lines: [],           /* layout: {day, from, to, y, h} in device px of the plot */
@@ -124,13 +125,16 @@
     function slot(t) { return ((t % W) + W) % W; }
 
     function resetHistory() {
+      state.amended = [];
       state.days.clear();
       state.growths = [];
       state.second = null;
       state.layoutDirty = true;
     }
 
-    /* Takes one frame's history: clears the slots of the seconds it moves past, fills its columns. */
+    /* Takes one frame's history: clears the slots of the seconds it moves past, fills its columns.
+     * A column of a second already taken (a node amended it: an event of that second read late)
+     * replaces that second's slot whole and is remembered for draw() to repaint. */
     function takeHistory(h) {
       if (h.shard_capacity_eps > 0) state.capacity = h.shard_capacity_eps;
       if (h.second == null) return 0;
@@ -151,6 +155,12 @@
       for (const col of h.columns || []) {
         if (col.t <= next - W || col.t > next) continue;
         const s = slot(col.t);
+        if (prev != null && col.t <= prev && moved < W) {
+          for (const d of state.days.values()) {
+            for (const row of d.rows) row[s] = 0;
+          }
+          if (!state.amended.includes(col.t)) state.amended.push(col.t);
+        }
         for (const day in col.days) {
           const counts = col.days[day];
           const d = dayEntry(day);
@@ -336,15 +346,25 @@
       paintColumns(ctx, state.second - moved + 1, state.second);
     }
 
+    /* Repaints the amended seconds still in the window (after any shift, so at their place). */
+    function paintAmended() {
+      const ctx = el.heat.getContext("2d");
+      for (const t of state.amended) {
+        if (state.second != null && t > state.second - W) paintColumns(ctx, t, t);
+      }
+    }
+
     function draw(moved) {
       if (state.layoutDirty) {
         layout();
         repaintAll();
       } else if (moved >= W) {
         repaintAll();
-      } else if (moved > 0) {
-        paintNew(moved);
+      } else {
+        if (moved > 0) paintNew(moved);
+        paintAmended();
       }
+      state.amended = [];
       drawOverlay();
       el.empty.hidden = state.days.size > 0;
     }

@@ -41,20 +41,27 @@ static const struct query_heat_history_scale scale = {
 
 static void test_heat_history_render_columns_days_and_growths(void **state)
 {
-    /* Two columns; the first has two days, one with shards 0, 2 and 3 (shard 1 is a zero), the
-     * second one day; a growth with its heat second, reason escaped. */
+    /* Two columns and an empty one between, which the document leaves out; the first has two
+     * days, one with shards 0, 2 and 3 (shard 1 is a zero), the last one day; the document's
+     * and each column's revision (the first column amended after the last); a growth with its
+     * heat second, reason escaped. */
     struct fixture *f = *state;
     int32_t day = test_day_of("2026-01-21");
     struct shard_heat_history_view *v = &f->view;
     v->second = 1769000105;
+    v->revision = 42;
     f->cells[0] = (struct shard_heat_cell){.day = day, .shard = 0, .events = 812};
     f->cells[1] = (struct shard_heat_cell){.day = day, .shard = 2, .events = 7};
     f->cells[2] = (struct shard_heat_cell){.day = day, .shard = 3, .events = 803};
     f->cells[3] = (struct shard_heat_cell){.day = day + 1, .shard = 0, .events = 3};
     f->cells[4] = (struct shard_heat_cell){.day = day, .shard = 1, .events = 4294967295u};
-    v->column_count = 2;
-    v->columns[0] = (struct shard_heat_column){.t = 1769000100, .first_cell = 0, .cell_count = 4};
-    v->columns[1] = (struct shard_heat_column){.t = 1769000104, .first_cell = 4, .cell_count = 1};
+    v->column_count = 3;
+    v->columns[0] = (struct shard_heat_column){
+        .t = 1769000100, .revision = 42, .first_cell = 0, .cell_count = 4};
+    v->columns[1] = (struct shard_heat_column){
+        .t = 1769000103, .revision = 40, .first_cell = 4, .cell_count = 0};
+    v->columns[2] = (struct shard_heat_column){
+        .t = 1769000104, .revision = 41, .first_cell = 4, .cell_count = 1};
     v->cell_count = 5;
     v->growth_count = 1;
     v->growths[0] = (struct shard_growth){
@@ -67,8 +74,9 @@ static void test_heat_history_render_columns_days_and_growths(void **state)
     assert_string_equal(
         f->doc,
         "{\"version\":1,\"second\":1769000105,\"seconds\":300,\"shard_capacity_eps\":1000,"
-        "\"max_shards\":256,\"columns\":[{\"t\":1769000100,\"days\":{\"2026-01-21\":[812,0,7,803],"
-        "\"2026-01-22\":[3]}},{\"t\":1769000104,\"days\":{\"2026-01-21\":[0,4294967295]}}],"
+        "\"max_shards\":256,\"revision\":42,\"columns\":[{\"t\":1769000100,\"revision\":42,"
+        "\"days\":{\"2026-01-21\":[812,0,7,803],\"2026-01-22\":[3]}},{\"t\":1769000104,"
+        "\"revision\":41,\"days\":{\"2026-01-21\":[0,4294967295]}}],"
         "\"growths\":[{\"t\":1769000104,\"day\":\"2026-01-21\",\"from\":4,\"to\":8,"
         "\"at\":\"2026-12-01T00:00:03.120Z\",\"reason\":\"5210 events/s \\\"over\\\" 5 s\"}]}");
     assert_null(strchr(f->doc, '\n'));
@@ -84,7 +92,8 @@ static void test_heat_history_render_null_before_any_second(void **state)
     int64_t n = query_heat_history_json(&f->view, NULL, &scale, f->doc, sizeof(f->doc));
     assert_true(n > 0);
     assert_string_equal(f->doc, "{\"version\":1,\"second\":null,\"seconds\":300,"
-                                "\"shard_capacity_eps\":1000,\"max_shards\":256,\"columns\":[],"
+                                "\"shard_capacity_eps\":1000,\"max_shards\":256,\"revision\":0,"
+                                "\"columns\":[],"
                                 "\"growths\":[]}");
     assert_true((size_t)n <= query_heat_history_json_bound(&f->view, NULL));
 }

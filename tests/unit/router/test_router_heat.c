@@ -577,8 +577,10 @@ static void test_router_heat_frame_history_after_last(void **state)
     json_decref(doc);
     free(m.body);
 
-    assert_int_equal(router_heat_feed_seconds(&feed, 1004), 13); /* 3 s since, and 10 */
-    assert_int_equal(router_heat_feed_seconds(&feed, 990), 1);
+    /* 3 s since and the slack is less than the amend window, which a turn always asks */
+    assert_int_equal(router_heat_feed_seconds(&feed, 1004), ROUTER_HEAT_AMEND_S);
+    assert_int_equal(router_heat_feed_seconds(&feed, 990), ROUTER_HEAT_AMEND_S);
+    assert_int_equal(router_heat_feed_seconds(&feed, 1001 + 100), 110); /* 100 s since, and 10 */
     assert_int_equal(router_heat_feed_seconds(&feed, 1001 + 300), 300);
     m = (struct router_merged){0};
     assert_int_equal(router_heat_frame(&feed, heat, history, counts, NULL, 0, &m), 0);
@@ -594,6 +596,81 @@ static void test_router_heat_frame_history_after_last(void **state)
                      -DS_ECORRUPT);
     assert_non_null(strstr(m.error, "\"merged\""));
     assert_int_equal(feed.last_second, 1001);
+}
+
+static void test_router_heat_frame_carries_amended_columns(void **state)
+{
+    /* Intent: a member amended an already sent second (a late event): the next frame carries
+     * that column again with the new merged sum, next to the new second, and counts it; a
+     * column equal to the previous turn's, or older than the previous turn's window, does not
+     * go again; a frame with only an amendment still says so (the feed sends it). */
+    (void)state;
+    const char *heat = "{\"nodes\":[],\"merged\":{\"events\":5,\"advice\":[]}}";
+    const char *counts = "{\"groups\":[]}";
+    const char *a1 = "{\"version\":1,\"second\":1001,\"seconds\":300,\"shard_capacity_eps\":1000,"
+                     "\"max_shards\":256,\"revision\":9,\"columns\":["
+                     "{\"t\":1000,\"revision\":8,\"days\":{\"2026-01-21\":[1,2]}},"
+                     "{\"t\":1001,\"revision\":9,\"days\":{\"2026-01-21\":[2]}}],\"growths\":[]}";
+    const char *a2 = "{\"version\":1,\"second\":1001,\"seconds\":300,\"shard_capacity_eps\":1000,"
+                     "\"max_shards\":256,\"revision\":4,\"columns\":["
+                     "{\"t\":1001,\"revision\":4,\"days\":{\"2026-01-21\":[0,5]}}],\"growths\":[]}";
+    const char *first[] = {a1, a2};
+    struct router_merged before = {0};
+    assert_int_equal(router_merge_heat_history(70, first, 2, &before), 0);
+    /* a1 amends 1000 (a late event of shard 1) and completes 1002; 1001 stays as it was. */
+    const char *b1 = "{\"version\":1,\"second\":1002,\"seconds\":300,\"shard_capacity_eps\":1000,"
+                     "\"max_shards\":256,\"revision\":11,\"columns\":["
+                     "{\"t\":1000,\"revision\":10,\"days\":{\"2026-01-21\":[1,7]}},"
+                     "{\"t\":1001,\"revision\":9,\"days\":{\"2026-01-21\":[2]}},"
+                     "{\"t\":1002,\"revision\":11,\"days\":{\"2026-01-21\":[3]}}],\"growths\":[]}";
+    const char *b2 = "{\"version\":1,\"second\":1002,\"seconds\":300,\"shard_capacity_eps\":1000,"
+                     "\"max_shards\":256,\"revision\":5,\"columns\":["
+                     "{\"t\":1001,\"revision\":4,\"days\":{\"2026-01-21\":[0,5]}},"
+                     "{\"t\":1002,\"revision\":5,\"days\":{\"2026-01-21\":[1]}}],\"growths\":[]}";
+    const char *second[] = {b1, b2};
+    struct router_merged after = {0};
+    assert_int_equal(router_merge_heat_history(70, second, 2, &after), 0);
+    struct router_heat_feed feed = {.last_second = 1001, .previous_history = before.body};
+    struct router_merged m = {0};
+    assert_int_equal(router_heat_frame(&feed, heat, after.body, counts, NULL, 0, &m), 0);
+    assert_int_equal(feed.last_second, 1002);
+    assert_int_equal(feed.amended_columns, 1);
+    json_t *doc = json_loadb(m.body + 18, m.len - 20, 0, NULL);
+    json_t *columns = json_object_get(json_object_get(doc, "history"), "columns");
+    assert_int_equal(json_array_size(columns), 2);
+    json_t *c = json_array_get(columns, 0);
+    assert_int_equal(int_at(c, "t"), 1000);
+    json_t *cells = json_object_get(json_object_get(c, "days"), "2026-01-21");
+    assert_int_equal(json_integer_value(json_array_get(cells, 1)), 7);
+    c = json_array_get(columns, 1);
+    assert_int_equal(int_at(c, "t"), 1002);
+    cells = json_object_get(json_object_get(c, "days"), "2026-01-21");
+    assert_int_equal(json_integer_value(json_array_get(cells, 0)), 4); /* 3 + 1 */
+    json_decref(doc);
+    free(m.body);
+
+    /* Nothing changed since: no column goes again, the feed learns there is none. */
+    feed = (struct router_heat_feed){.last_second = 1002, .previous_history = after.body};
+    m = (struct router_merged){0};
+    assert_int_equal(router_heat_frame(&feed, heat, after.body, counts, NULL, 0, &m), 0);
+    assert_int_equal(feed.amended_columns, 0);
+    doc = json_loadb(m.body + 18, m.len - 20, 0, NULL);
+    assert_int_equal(json_array_size(json_object_get(json_object_get(doc, "history"), "columns")),
+                     0);
+    json_decref(doc);
+    free(m.body);
+
+    /* An amended second older than the previous history's window cannot be told: not sent. */
+    struct router_merged narrow = {0};
+    assert_int_equal(router_merge_heat_history(1, first, 2, &narrow), 0);
+    feed = (struct router_heat_feed){.last_second = 1001, .previous_history = narrow.body};
+    m = (struct router_merged){0};
+    assert_int_equal(router_heat_frame(&feed, heat, after.body, counts, NULL, 0, &m), 0);
+    assert_int_equal(feed.amended_columns, 0);
+    free(m.body);
+    free(narrow.body);
+    free(before.body);
+    free(after.body);
 }
 
 static void test_router_heat_frame_warnings_and_newest_day(void **state)
@@ -649,6 +726,7 @@ int main(void)
         cmocka_unit_test(test_router_heat_history_capacity_and_no_second),
         cmocka_unit_test(test_router_heat_history_parse_seconds),
         cmocka_unit_test(test_router_heat_frame_history_after_last),
+        cmocka_unit_test(test_router_heat_frame_carries_amended_columns),
         cmocka_unit_test(test_router_heat_frame_warnings_and_newest_day),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /*
- * Unit tests of the heat history (shard/heat_history.c): columns per completed second, sparse
- * and ordered, the ring's wraparound, the full partition table in one column, late events,
- * the copy's window and cursor, and the growths' heat second.
+ * Unit tests of the heat history (shard/heat_history.c): a column for every completed second
+ * (empty ones too), cells ordered, the ring's wraparound and bound, the full partition table in
+ * one column, late events re-taking their column, revisions, the copy's window, second cursor
+ * and revision cursor, and the growths' heat second.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -85,6 +86,35 @@ static const struct shard_heat_cell *cell(const struct fixture *f, uint32_t colu
     return &f->cells[f->view.columns[column].first_cell + i];
 }
 
+/* The index in the view of the column of second t (it must be there). */
+static uint32_t at(const struct fixture *f, int64_t t)
+{
+    for (uint32_t k = 0; k < f->view.column_count; k++) {
+        if (f->view.columns[k].t == t) {
+            return k;
+        }
+    }
+    fail_msg("no column for second %lld", (long long)t);
+    return 0;
+}
+
+static uint32_t nonempty_count(const struct shard_heat_history_view *v)
+{
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < v->column_count; k++) {
+        n += v->columns[k].cell_count > 0 ? 1u : 0u;
+    }
+    return n;
+}
+
+/* The view's columns are consecutive seconds ending at its second. */
+static void assert_consecutive(const struct shard_heat_history_view *v)
+{
+    for (uint32_t k = 0; k < v->column_count; k++) {
+        assert_int_equal(v->columns[k].t, v->second - (int64_t)(v->column_count - 1u - k));
+    }
+}
+
 static void test_heat_history_empty_before_any_record(void **state)
 {
     /* Nothing recorded: no second, no columns, no growths. */
@@ -96,10 +126,11 @@ static void test_heat_history_empty_before_any_record(void **state)
     assert_int_equal(v->cell_count, 0);
 }
 
-static void test_heat_history_columns_are_sparse_and_ordered(void **state)
+static void test_heat_history_columns_every_second_and_ordered(void **state)
 {
     /* A completed second is a column of the partitions written in it, by day then shard; a
-     * second with no event has no column; the incomplete second is not there yet. */
+     * second with no event is an empty column (so are the heat window's seconds before the
+     * first record); the incomplete second is not there yet. */
     struct fixture *f = *state;
     const int32_t day = day0();
     observe_n(f->heat, T0, day + 1, 3, 5);
@@ -111,42 +142,145 @@ static void test_heat_history_columns_are_sparse_and_ordered(void **state)
     observe_n(f->heat, T0 + 3, day, 1, 9); /* the current second */
     const struct shard_heat_history_view *v = copy(f, SHARD_HEAT_HISTORY_S, SHARD_HEAT_HISTORY_ALL);
     assert_int_equal(v->second, T0 + 2);
-    assert_int_equal(v->column_count, 2);
-    assert_int_equal(v->columns[0].t, T0);
-    assert_int_equal(v->columns[0].cell_count, 3);
-    assert_int_equal(cell(f, 0, 0)->day, day);
-    assert_int_equal(cell(f, 0, 0)->shard, 7);
-    assert_int_equal(cell(f, 0, 0)->events, 2);
-    assert_int_equal(cell(f, 0, 1)->day, day + 1);
-    assert_int_equal(cell(f, 0, 1)->shard, 0);
-    assert_int_equal(cell(f, 0, 1)->events, 1);
-    assert_int_equal(cell(f, 0, 2)->shard, 3);
-    assert_int_equal(cell(f, 0, 2)->events, 5);
-    assert_int_equal(v->columns[1].t, T0 + 2);
-    assert_int_equal(v->columns[1].cell_count, 1);
-    assert_int_equal(cell(f, 1, 0)->events, 4);
+    assert_int_equal(v->column_count, SHARD_HEAT_WINDOW_S + 2u);
+    assert_int_equal(v->columns[0].t, T0 + 1 - (int64_t)SHARD_HEAT_WINDOW_S);
+    assert_consecutive(v);
+    assert_int_equal(nonempty_count(v), 2);
+    uint32_t c0 = at(f, T0);
+    assert_int_equal(v->columns[c0].cell_count, 3);
+    assert_int_equal(cell(f, c0, 0)->day, day);
+    assert_int_equal(cell(f, c0, 0)->shard, 7);
+    assert_int_equal(cell(f, c0, 0)->events, 2);
+    assert_int_equal(cell(f, c0, 1)->day, day + 1);
+    assert_int_equal(cell(f, c0, 1)->shard, 0);
+    assert_int_equal(cell(f, c0, 1)->events, 1);
+    assert_int_equal(cell(f, c0, 2)->shard, 3);
+    assert_int_equal(cell(f, c0, 2)->events, 5);
+    assert_int_equal(v->columns[at(f, T0 + 1)].cell_count, 0);
+    assert_int_equal(v->columns[at(f, T0 + 2)].cell_count, 1);
+    assert_int_equal(cell(f, at(f, T0 + 2), 0)->events, 4);
     assert_int_equal(v->cell_count, 4);
 }
 
-static void test_heat_history_late_event_stays_out(void **state)
+static void test_heat_history_late_event_retakes_its_column(void **state)
 {
-    /* An event of a second already recorded counts in the heat, not in the history; one late
-     * by less than the record (its second not completed at the last tick) is in its column. */
+    /* An event of a second already recorded (a lagging Kafka partition) is in its column after
+     * the next record, which takes the column again under a new revision; one late by less
+     * than the record is in the column from the start. The history then sums what the heat
+     * counted. */
     struct fixture *f = *state;
     const int32_t day = day0();
     observe_n(f->heat, T0, day, 0, 3);
     observe_n(f->heat, T0 + 1, day, 0, 1); /* the clock moves to T0 + 1 without a tick */
     observe_n(f->heat, T0, day, 0, 2);     /* late, but before T0's column was taken */
     tick(f, T0 + 2);
+    uint64_t taken =
+        copy(f, SHARD_HEAT_HISTORY_S, SHARD_HEAT_HISTORY_ALL)->columns[at(f, T0)].revision;
+    assert_int_equal(cell(f, at(f, T0), 0)->events, 5);
     observe_n(f->heat, T0, day, 0, 10); /* late after the record */
+    observe_n(f->heat, T0, day, 2, 4);  /* and a partition new to that second */
     tick(f, T0 + 3);
     const struct shard_heat_history_view *v = copy(f, SHARD_HEAT_HISTORY_S, SHARD_HEAT_HISTORY_ALL);
-    assert_int_equal(v->column_count, 2);
-    assert_int_equal(cell(f, 0, 0)->events, 5);
-    assert_int_equal(cell(f, 1, 0)->events, 1);
+    assert_int_equal(nonempty_count(v), 2);
+    uint32_t c0 = at(f, T0);
+    assert_int_equal(v->columns[c0].cell_count, 2);
+    assert_int_equal(cell(f, c0, 0)->events, 15);
+    assert_int_equal(cell(f, c0, 1)->shard, 2);
+    assert_int_equal(cell(f, c0, 1)->events, 4);
+    assert_int_equal(cell(f, at(f, T0 + 1), 0)->events, 1);
+    assert_true(v->columns[c0].revision > taken);
+    assert_true(v->columns[c0].revision > v->columns[at(f, T0 + 1)].revision);
+    assert_true(v->columns[c0].revision <= v->revision);
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < v->cell_count; i++) {
+        sum += f->cells[i].events;
+    }
     struct shard_heat_snapshot snap;
     shard_heat_snapshot(f->heat, 1, &snap);
-    assert_int_equal(snap.events, 16);
+    assert_int_equal(snap.events, 20);
+    assert_int_equal(sum, snap.events);
+}
+
+static void test_heat_history_late_past_the_window_stays_out(void **state)
+{
+    /* An event older than the heat's window is in no bucket of the heat, so its second's
+     * column stays as taken (no amendment, no new revision for it). */
+    struct fixture *f = *state;
+    const int32_t day = day0();
+    observe_n(f->heat, T0, day, 0, 3);
+    tick(f, T0 + 1);
+    tick(f, T0 + 1 + SHARD_HEAT_WINDOW_S + 1);
+    uint64_t before = copy(f, SHARD_HEAT_HISTORY_S, SHARD_HEAT_HISTORY_ALL)->revision;
+    uint64_t taken = f->view.columns[at(f, T0)].revision;
+    observe_n(f->heat, T0, day, 0, 7);
+    tick(f, T0 + 2 + SHARD_HEAT_WINDOW_S + 1);
+    const struct shard_heat_history_view *v = copy(f, SHARD_HEAT_HISTORY_S, SHARD_HEAT_HISTORY_ALL);
+    assert_int_equal(cell(f, at(f, T0), 0)->events, 3);
+    assert_int_equal(v->columns[at(f, T0)].revision, taken);
+    assert_int_equal(v->revision, before + 1); /* the one new second only */
+}
+
+static void test_heat_history_revisions_increase(void **state)
+{
+    /* Every column taken gets the next revision: appended columns in order of t, an amended
+     * one above all taken before it; the history's revision is the newest. */
+    struct fixture *f = *state;
+    const int32_t day = day0();
+    uint64_t last = 0;
+    for (int64_t s = 0; s < 5; s++) {
+        observe_n(f->heat, T0 + s, day, 0, 1);
+        tick(f, T0 + s + 1);
+        uint64_t r = shard_heat_history_revision(f->history);
+        assert_true(r > last);
+        last = r;
+    }
+    const struct shard_heat_history_view *v = copy(f, SHARD_HEAT_HISTORY_S, SHARD_HEAT_HISTORY_ALL);
+    assert_int_equal(v->revision, last);
+    for (uint32_t k = 1; k < v->column_count; k++) {
+        assert_true(v->columns[k].revision > v->columns[k - 1].revision);
+    }
+    assert_int_equal(v->columns[v->column_count - 1].revision, last);
+    observe_n(f->heat, T0 + 2, day, 1, 1);
+    tick(f, T0 + 6);
+    v = copy(f, SHARD_HEAT_HISTORY_S, SHARD_HEAT_HISTORY_ALL);
+    assert_int_equal(v->revision, last + 2); /* T0 + 2 again, and T0 + 5 */
+    assert_int_equal(v->columns[at(f, T0 + 2)].revision, last + 1);
+}
+
+static void test_heat_history_copy_since_gives_new_and_amended(void **state)
+{
+    /* A copy since a previous copy's revision holds the columns appended since and those
+     * amended since, whatever their second, and the growths that became visible since; since
+     * 0 it holds everything kept. */
+    struct fixture *f = *state;
+    const int32_t day = day0();
+    for (int64_t s = 0; s < 5; s++) {
+        observe_n(f->heat, T0 + s, day, 0, 1);
+    }
+    tick(f, T0 + 5);
+    struct shard_heat_history_view *v = &f->view;
+    assert_int_equal(shard_heat_history_copy_since(f->history, 0, v, f->cells, CELLS_MAX), 0);
+    assert_int_equal(v->column_count, SHARD_HEAT_WINDOW_S);
+    assert_consecutive(v);
+    uint64_t seen = v->revision;
+    assert_int_equal(shard_heat_history_copy_since(f->history, seen, v, f->cells, CELLS_MAX), 0);
+    assert_int_equal(v->column_count, 0);
+    observe_n(f->heat, T0 + 1, day, 3, 6); /* late */
+    observe_n(f->heat, T0 + 5, day, 0, 2);
+    tick(f, T0 + 6);
+    struct shard_growth g = {.day = day, .from = 4, .to = 8, .t = T0 + 4};
+    shard_heat_history_growth(f->history, &g); /* of a complete second: visible at once */
+    assert_int_equal(shard_heat_history_copy_since(f->history, seen, v, f->cells, CELLS_MAX), 0);
+    assert_int_equal(v->column_count, 2);
+    assert_int_equal(v->columns[0].t, T0 + 1);
+    assert_int_equal(v->columns[0].cell_count, 2);
+    assert_int_equal(cell(f, 0, 1)->events, 6);
+    assert_int_equal(v->columns[1].t, T0 + 5);
+    assert_int_equal(v->growth_count, 1);
+    assert_int_equal(v->growths[0].to, 8);
+    /* The second cursor misses the amendment: it names only seconds after it. */
+    int64_t second_seen = T0 + 4;
+    assert_int_equal(copy(f, SHARD_HEAT_HISTORY_S, second_seen)->column_count, 1);
 }
 
 static void test_heat_history_ring_wraps_and_window_cuts(void **state)
@@ -179,8 +313,15 @@ static void test_heat_history_ring_wraps_and_window_cuts(void **state)
     tick(f, T0 + seconds + 10);
     v = copy(f, 10, SHARD_HEAT_HISTORY_ALL);
     assert_int_equal(v->second, T0 + seconds + 9);
-    assert_int_equal(v->column_count, 2);
-    assert_int_equal(v->columns[0].t, T0 + seconds + 3);
+    assert_int_equal(v->column_count, 10);
+    assert_int_equal(nonempty_count(v), 2);
+    assert_int_equal(v->columns[3].t, T0 + seconds + 3);
+    assert_int_equal(v->columns[3].cell_count, 1);
+    assert_int_equal(v->columns[8].cell_count, 1);
+    /* The ring stays bounded: exactly the last SHARD_HEAT_HISTORY_S seconds. */
+    v = copy(f, SHARD_HEAT_HISTORY_S, SHARD_HEAT_HISTORY_ALL);
+    assert_int_equal(v->column_count, SHARD_HEAT_HISTORY_S);
+    assert_consecutive(v);
 }
 
 static void test_heat_history_column_holds_every_partition(void **state)
@@ -223,7 +364,7 @@ static void test_heat_history_cursor_gives_only_new_columns(void **state)
     }
     tick(f, T0 + 5);
     int64_t seen = copy(f, SHARD_HEAT_HISTORY_S, SHARD_HEAT_HISTORY_ALL)->second;
-    assert_int_equal(f->view.column_count, 5);
+    assert_int_equal(nonempty_count(&f->view), 5);
     const struct shard_heat_history_view *v = copy(f, SHARD_HEAT_HISTORY_S, seen);
     assert_int_equal(v->column_count, 0);
     observe_n(f->heat, T0 + 5, day, 1, 2);
@@ -255,9 +396,9 @@ static void test_heat_history_copy_too_few_cells_says_how_many(void **state)
 
 static void test_heat_history_clock_jump_keeps_the_window(void **state)
 {
-    /* The heat's clock jumping minutes ahead completes every second between, but the history
-     * takes only the seconds the heat's window covers: a second completed by the jump more than
-     * a window before the new clock is not recorded, and no empty column is. */
+    /* The heat's clock jumping minutes ahead completes every second between: each gets a
+     * column, but only the seconds the heat's window covers have counts; a second completed by
+     * the jump more than a window before the new clock is an empty column. */
     struct fixture *f = *state;
     const int32_t day = day0();
     observe_n(f->heat, T0, day, 0, 2);
@@ -267,10 +408,20 @@ static void test_heat_history_clock_jump_keeps_the_window(void **state)
     tick(f, T0 + 201);
     const struct shard_heat_history_view *v = copy(f, SHARD_HEAT_HISTORY_S, SHARD_HEAT_HISTORY_ALL);
     assert_int_equal(v->second, T0 + 200);
-    assert_int_equal(v->column_count, 2);
-    assert_int_equal(v->columns[0].t, T0);
-    assert_int_equal(v->columns[1].t, T0 + 200);
-    /* T0 + 1 (3 events) completed in the jump, 199 s before the new clock: not recorded. */
+    assert_int_equal(v->column_count, 200 + SHARD_HEAT_WINDOW_S);
+    assert_consecutive(v);
+    assert_int_equal(nonempty_count(v), 2);
+    assert_int_equal(v->columns[at(f, T0)].cell_count, 1);
+    assert_int_equal(v->columns[at(f, T0 + 200)].cell_count, 1);
+    /* T0 + 1 (3 events) completed in the jump, 199 s before the new clock: empty. */
+    assert_int_equal(v->columns[at(f, T0 + 1)].cell_count, 0);
+    /* A jump past the whole ring keeps its last SHARD_HEAT_HISTORY_S seconds only. */
+    observe_n(f->heat, T0 + 1000, day, 2, 1);
+    tick(f, T0 + 1001);
+    v = copy(f, SHARD_HEAT_HISTORY_S, SHARD_HEAT_HISTORY_ALL);
+    assert_int_equal(v->column_count, SHARD_HEAT_HISTORY_S);
+    assert_consecutive(v);
+    assert_int_equal(nonempty_count(v), 1);
 }
 
 struct plan_record {
@@ -342,9 +493,15 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_heat_history_empty_before_any_record, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_heat_history_columns_are_sparse_and_ordered, setup,
+        cmocka_unit_test_setup_teardown(test_heat_history_columns_every_second_and_ordered, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_heat_history_late_event_stays_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heat_history_late_event_retakes_its_column, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_heat_history_late_past_the_window_stays_out, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_heat_history_revisions_increase, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heat_history_copy_since_gives_new_and_amended, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_heat_history_ring_wraps_and_window_cuts, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_heat_history_column_holds_every_partition, setup,

@@ -23,8 +23,9 @@
  *   applies before the damaged one, with the log cut back to their end;
  * - a writer process killed with SIGKILL while applying in a loop: the reopened store equals
  *   the model after exactly the applies its cursor names, and that number never goes back.
- * The seed prints once (DS_TEST_SEED replays it); DS_GSI_ORACLE_LONG=1 runs a larger workload
- * and every cut point instead of a sample.
+ * The seed prints once (DS_TEST_SEED replays it). Sizes: 24 differential batches and 4 kill
+ * rounds; DS_SHORT=1 (the sanitizer passes) 16 and 3; DS_GSI_ORACLE_LONG=1 or DS_LONG=1 400
+ * larger batches, 40 kill rounds and every cut point instead of a sample.
  *
  * Rejected: keeping the RocksDB store the index replaced as the oracle (tests/support/gsi_rocks.c,
  * now in history). It agreed on every page, but it made RocksDB a build dependency for one test,
@@ -60,6 +61,7 @@
 #define DAY_MS 86400000LL
 #define SEED_DEFAULT 20260121u
 #define LONG_ENV "DS_GSI_ORACLE_LONG"
+#define SUITE_LONG_ENV "DS_LONG" /* the whole suite's long tier */
 #define WRITER_DIR_ENV "TEST_GSI_ORACLE_WRITER_DIR"
 /* Set: the writer child compacts the log after every WRITER_COMPACT_EVERY applies. */
 #define WRITER_COMPACT_ENV "TEST_GSI_ORACLE_WRITER_COMPACT"
@@ -82,7 +84,7 @@
 #define SAMPLE_COUNT (HEAVY_COUNT + SAMPLE_LIGHT_COUNT + ABSENT_COUNT)
 
 /* The differential run: batches applied, the largest batch, more batches after the reopen. */
-#define DIFF_BATCHES 48u
+#define DIFF_BATCHES 24u
 #define DIFF_BATCHES_SHORT 16u /* DS_SHORT: the sanitizer passes */
 #define DIFF_BATCHES_LONG 400u
 #define DIFF_BATCH_MAX 1000u
@@ -99,7 +101,7 @@
 #define LOG_HEADER_BYTES 64u
 /* The kill -9 test: rounds, and the applies after which the writer stops (so that the model
  * replaying them stays quick); the kill lands 0..KILL_DELAY_US_MAX after the writer opened. */
-#define KILL_ROUNDS 8u
+#define KILL_ROUNDS 4u
 #define KILL_ROUNDS_SHORT 3u
 #define KILL_ROUNDS_LONG 40u
 #define KILL_APPLIES_MAX 4000u
@@ -523,7 +525,8 @@ static size_t batch_size_random(uint64_t *rng, size_t max)
 static bool long_run_wanted(void)
 {
     const char *env = getenv(LONG_ENV);
-    return env != NULL && strcmp(env, "1") == 0;
+    const char *all = getenv(SUITE_LONG_ENV);
+    return (env != NULL && strcmp(env, "1") == 0) || (all != NULL && strcmp(all, "1") == 0);
 }
 
 static int setup(void **state)

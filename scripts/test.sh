@@ -105,11 +105,18 @@ if [[ "${DS_TEST_QUICK:-0}" != 1 ]]; then
   # command's argument and error paths, file ingest and its crashes, repair, serve, the router,
   # a node with its HTTP, by-customer index, dead letters, retention and heat stream, the load
   # test's report and gate, and short corruption sweeps. The long loops, soaks and the browser
-  # run in the normal pass only; their code is the same code these reach.
+  # run in the normal pass only; their code is the same code these reach. Left out as well,
+  # each because another test here runs the same command paths and more:
+  #   test_run             a node's consume, dead letters and restart: test_run_dlq (the same,
+  #                        and the dead-letter topic); `dayshard produce`: test_router and
+  #                        test_run_heat_stream (the rest of test_run is kcat and python3-kafka)
+  #   test_run_pause       the pause hook and the catch-up: test_run_consistent
+  #   test_orders_fixtures the fixtures in the orders model over the CLI and serve:
+  #                        test_order_lookup (the same, and the lookups' error paths)
   asan_tests='unit\.|integration\.test_(cli|crash|io_paths|compact|enospc|model|fsck_repair'
-  asan_tests+='|fsck_orders|orders_fixtures|order_lookup|corrupt|corrupt_gsi|serve|serve_hostile'
-  asan_tests+='|serve_live|top|router|router_serve|router_heat|console_serve|broker|run|run_http'
-  asan_tests+='|run_metrics|run_consistent|run_pause|run_retention|run_dlq|deadletter_kill9'
+  asan_tests+='|fsck_orders|order_lookup|corrupt|corrupt_gsi|serve|serve_hostile'
+  asan_tests+='|serve_live|top|router|router_serve|router_heat|console_serve|broker|run_http'
+  asan_tests+='|run_metrics|run_consistent|run_retention|run_dlq|deadletter_kill9'
   asan_tests+='|run_heat_stream|loadtest_report|loadtest_gate|deploy_rules)$'
   phase "unit tests and the integration selection under ASan+UBSan"
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 DS_DIFF_CASES=30000 DS_SHORT=1 \

@@ -8,7 +8,8 @@
 # the commits after its valid prefix whole); at most that when a range's events were unknown.
 # Orders model (the default; a stream with updates, some moving the day): the count is the
 # truth minus the orders repair reports lost (reverted ones still count), rolled back included.
-# Events model 50 corruptions, orders model 30 (12 each with DS_SHORT=1, the sanitizer pass);
+# Events model 24 corruptions, orders model 18 (12 each with DS_SHORT=1, the sanitizer pass),
+# the first three of each a flip, a cut and an overwrite, the rest drawn;
 # with DS_LONG=1 1,000 in each;
 # DS_TEST_SEED replays a run (printed); DS_CORRUPT_MODELS=orders runs one model.
 # Hook: a file named by DS_CORRUPT_TARGETS_HOOK, when set, is sourced and may define
@@ -40,16 +41,17 @@ count_of() {
     "$PY" -c 'import json,sys; print(json.load(sys.stdin)["count"])'
 }
 
-# corrupt DIR SEED: one corruption, described on stdout.
+# corrupt DIR SEED RUN: one corruption, described on stdout (RUN: the run's index in its model).
 corrupt() {
-  "$PY" - "$1" "$2" "$(corrupt_extra_targets "$1" | tr '\n' ' ')" <<'PY'
+  "$PY" - "$1" "$2" "$(corrupt_extra_targets "$1" | tr '\n' ' ')" "$3" <<'PY'
 import glob, os, random, sys
-d, seed, extra = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+d, seed, extra, run = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), int(sys.argv[4])
 rng = random.Random(seed)
 targets = sorted(glob.glob(d + "/parts/*/*/*.seg")) + [d + "/MANIFEST"] + extra
 path = rng.choice(targets)
 size = os.path.getsize(path)
-op = rng.choice(["flip", "cut", "overwrite"])
+# The first three runs of a model take each kind once; the rest draw it.
+op = ["flip", "cut", "overwrite"][run] if run < 3 else rng.choice(["flip", "cut", "overwrite"])
 data = bytearray(open(path, "rb").read())
 if op == "flip":
     at = rng.randrange(size); n = rng.randint(1, 16)
@@ -97,7 +99,7 @@ run_model() {
     dir="$WORK/run"
     rm -rf "$dir"
     cp -a "$template" "$dir"
-    what=$(corrupt "$dir" $((seed + i)))
+    what=$(corrupt "$dir" $((seed + i)) "$i")
     ctx="run $i ($what; DS_TEST_SEED=$seed)"
     set +e
     timeout 20 "$DAYSHARD" fsck --data "$dir" --json > "$WORK/f1" 2> /dev/null
@@ -163,7 +165,7 @@ run_model() {
     "$repaired repaired, $manifest_runs of the MANIFEST, $(( $(date +%s) - start )) s"
 }
 
-events_runs=50 orders_runs=30
+events_runs=24 orders_runs=18
 # DS_SHORT=1 (the sanitizer pass, several times slower per run): a sweep of each model still.
 [[ ${DS_SHORT:-} == 1 ]] && events_runs=12 orders_runs=12
 [[ ${DS_LONG:-} == 1 ]] && events_runs=1000 orders_runs=1000

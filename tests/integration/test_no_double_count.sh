@@ -6,10 +6,11 @@
 # order's day, and a client asking the unfiltered total through the router about 20 times a
 # second (every 4th consistent=true) and now and then one node directly. n1 and n2 start
 # first; n3 is added 2..5 s into the stream; then, on a random schedule until the stream ends
-# (3..8 s apart, so the group settles in between; the first a long freeze), one node at a time
-# is killed (kill -9, back after 0..3 s), frozen briefly (SIGSTOP for 1..3 s) or long (6..10 s:
-# past the 4 s session timeout its partitions move while it sleeps, and it wakes holding them),
-# or restarted (SIGTERM, then started again).
+# and at least four faults ran (3..8 s apart, so the group settles in between), one node at a
+# time is killed (kill -9, back after 0..3 s), frozen briefly (SIGSTOP for 1..3 s) or long
+# (6..10 s: past the 4 s session timeout its partitions move while it sleeps, and it wakes
+# holding them), or restarted (SIGTERM, then started again). The first four faults are one of
+# each kind, the long freeze first; the rest are drawn.
 # Checked by double_count.py over every answer: a complete answer of the router (200, not
 # partial) is at most what was sent before it arrived (orders model: distinct orders; events
 # model: messages, each line one event) and at least every complete answer received before its
@@ -23,15 +24,16 @@
 # nodes, in the events model").
 # Prints, for each model, the schedule (each fault with its time and node), the answers checked
 # by kind and the final counts.
-# Runs: 1 of 35 s per model (DS_LONG=1: 3 of 90 s per model, about 30 faults each; DS_RUNS,
-# DS_STREAM_S override). Randomised (schedule, stream): prints its seed; DS_TEST_SEED replays
+# Runs: 1 of 25 s per model (DS_SHORT=1: 20 s; DS_LONG=1: 3 of 90 s per model, about 30
+# faults each; DS_RUNS, DS_STREAM_S override). Randomised (schedule, stream): prints its seed; DS_TEST_SEED replays
 # the choices (their timing follows the machine).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/node_lib.sh"
 # A short session timeout: a frozen or killed member's partitions move within seconds.
 NODE_X=(-X session.timeout.ms=4000 -X heartbeat.interval.ms=500)
 RUNS=1
-STREAM_S=35
+STREAM_S=25
+[[ ${DS_SHORT:-} == 1 ]] && STREAM_S=20
 [[ -n ${DS_LONG:-} ]] && RUNS=3 STREAM_S=90
 RUNS=${DS_RUNS:-$RUNS}
 STREAM_S=${DS_STREAM_S:-$STREAM_S}
@@ -69,7 +71,7 @@ fault() {
 }
 
 run_once() {
-  local model=$1 run=$2 before victim action hold rc n first=1
+  local model=$1 run=$2 before victim action hold rc n faults=0
   # shellcheck disable=SC2154 # failures is lib.sh's
   before=$failures
   WORK=$BASE/$model-$run
@@ -99,14 +101,16 @@ run_once() {
   start_at n3 "${port[n3]}"
   pid[n3]=$NODE_PID
   fault "n3 added"
-  while (($(now_ms) - t0 < STREAM_S * 1000)); do
+  local -a kinds_first=(3 0 2 1)
+  while ((faults < ${#kinds_first[@]} || $(now_ms) - t0 < STREAM_S * 1000)); do
     pause_s 3 8
     sleep "$PAUSE"
     victim=n$((1 + RANDOM % 3))
     action=$((RANDOM % 4))
-    # Every run has a takeover while the old owner sleeps: the window the rules close.
-    ((first)) && action=3
-    first=0
+    # Every run has each kind, first a takeover while the old owner sleeps: the window the
+    # rules close.
+    ((faults < ${#kinds_first[@]})) && action=${kinds_first[faults]}
+    faults=$((faults + 1))
     case $action in
     0)
       crash_node "${pid[$victim]}"

@@ -11,8 +11,8 @@
 # The orders model is also loaded with the stream split into 5 files and `ingest` run once per
 # file, so versions of one order arrive across restarts of the writer (the orders-by-id store
 # is reopened from disk each time).
-# Sizes: 200,000 lines and 20,000 customers (about 1.5 min on 2 shared cores); DS_LONG=1:
-# 2,000,000 lines and 200,000 customers. Randomised: prints its seed, DS_TEST_SEED replays it.
+# Sizes: 80,000 lines and 8,000 customers (each of the stream's cases still hundreds of times);
+# DS_SHORT=1 40,000 and 4,000; DS_LONG=1 2,000,000 and 200,000. Randomised: prints its seed, DS_TEST_SEED replays it.
 # Skips (77) while the build still refuses --model orders (STORAGE_ORDERS_WRITABLE 0).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
@@ -21,7 +21,9 @@ started=$(date +%s)
 ORACLE="$ROOT/tests/integration/orders_oracle.py"
 COMPARE="$ROOT/tests/integration/orders_compare.py"
 seed=${DS_TEST_SEED:-$RANDOM}
-if [[ ${DS_LONG:-} == 1 ]]; then events=2000000 customers=200000; else events=200000 customers=20000; fi
+events=80000 customers=8000
+if [[ ${DS_SHORT:-} == 1 ]]; then events=40000 customers=4000; fi
+if [[ ${DS_LONG:-} == 1 ]]; then events=2000000 customers=200000; fi
 echo "seed=$seed events=$events (DS_TEST_SEED=$seed replays it)"
 
 "$DAYSHARD" generate --events "$events" --customers "$customers" --updates 0.3 --duplicates 0.05 \

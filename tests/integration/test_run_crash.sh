@@ -5,13 +5,14 @@
 # every assignment the group's committed offsets are at or behind the node's durable positions
 # (Kafka never runs ahead of storage); every bad event is in the dead-letter files once (they
 # rotate every 2 KiB, so kills land around rotations too); fsck is clean at the end.
-# Randomised: prints its seed, DS_TEST_SEED replays it; DS_LONG=1 (or the older DS_SOAK=1)
-# kills 30 times instead of 6 (at most one of them while the node joins the group, the others
+# Randomised: prints its seed, DS_TEST_SEED replays it. Sizes: 4 kills, DS_SHORT=1 3, DS_LONG=1
+# (or the older DS_SOAK=1) 30 (at most one of them while the node joins the group, the others
 # while it consumes).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/node_lib.sh"
-rounds=6
+rounds=4
 long=${DS_LONG:-${DS_SOAK:-0}}
+[[ ${DS_SHORT:-} == 1 ]] && rounds=3
 [[ $long == 1 ]] && rounds=30
 seed=${DS_TEST_SEED:-$RANDOM}
 echo "seed=$seed rounds=$rounds"

@@ -5,8 +5,9 @@
  *   0 u32 CRC32C of bytes 4..length   4 u16 length   6 u8 flags (IDS_FLAG_*)   7 u8 status length
  *   8 order id, customer id (each a varint, or for a string id a length byte and its bytes),
  *     version (a varint, when the flag says it has one), ts_ms (varint; the day follows from it),
- *     shard, zigzag amount units, versions seen (varints), the status bytes, and when the flag
- *     says so the items: a varint length and the canonical bytes.
+ *     shard, zigzag amount units, versions seen, zigzag source partition (varints), the status
+ *     bytes, and when the flag says so the items: a varint length and the canonical bytes
+ *     (storage/ids_record.c encodes it; docs/FORMATS.md has the table).
  * About 32 bytes for a typical order (a 72-byte fixed layout made it 102: the log is written
  * once per version, so its size is most of what the orders model adds to ingest).
  * Every record is checked (CRC, lengths, ranges) when it is encoded and again each time it is
@@ -21,10 +22,10 @@
  * Growth, past 3/4 load: below 2 MiB the table doubles; from there it is a directory of 2 MiB
  * segments (one huge page each) and grows by a quarter in whole segments, reading the old table
  * a segment at a time and reusing each segment read for the new one, so it never holds the old
- * and the new table whole (that was 256 + 512 MiB at 25.2M orders, 1.1 GiB of a node at 30M
- * events). From 12 segments (2.4M orders) on, load stays between 0.59 and 0.75: 10.7 to 13.5
- * bytes per order (doubling: 10.7 to 21.3, and 32 while it held both tables). The price: each
- * entry is moved about 5 times over the table's life instead of 2 (sequential passes).
+ * and the new table whole (doubling would hold 256 + 512 MiB at 25.2M orders, 1.1 GiB of a
+ * node at 30M events). From 12 segments (2.4M orders) on, load stays between 0.59 and 0.75: 10.7
+ * to 13.5 bytes per order (doubling: 10.7 to 21.3, and 32 while it held both tables). The price:
+ * each entry is moved about 5 times over the table's life instead of 2 (sequential passes).
  *
  * Invariants: the log's bytes [0, committed) are records whose last one per id is what the
  * keydir points at; bytes [committed, committed + pending) live in the pending buffer until

@@ -14,8 +14,12 @@
  * rather than silently forget them (fsck --repair replays the valid prefix instead, and
  * quarantines what the records past it covered).
  *
- * Format 2 ("DSMANIF2") adds MANIFEST_QUARANTINE records: ranges of committed segments that
- * fsck --repair moved to DIR/quarantine/, which readers pass over.
+ * Formats (storage/format.h; docs/FORMATS.md has the byte layout): a store's file carries the
+ * lowest format whose records it needs, so an older binary keeps reading a store that used no
+ * newer record. 1 is the above; 2 ("DSMANIF2") adds MANIFEST_QUARANTINE records, ranges of
+ * committed segments fsck --repair moved to DIR/quarantine/, which readers pass over; 3 adds
+ * MANIFEST_BASE records, a compacted partition's first live segment; 4 adds the retention floor
+ * (source slot -4).
  *
  * Rejected: one small "checkpoint" file rewritten at every commit by rename (two syncs plus a
  * directory sync per commit, against one data sync of an append).

@@ -16,7 +16,8 @@ the binary DAYSHARD and the source tree SRC:
   - every metric (dayshard_*) is one the source writes;
   - every fuzz target (fuzz_*) has its tests/fuzz/fuzz_*.c;
   - every environment variable (DS_*, DAYSHARD_*) is one the source reads, or DAYSHARD_<KEY>
-    for a settings key.
+    for a settings key;
+  - every relative link names a file that exists and, into a Markdown file, one of its headings.
 Prints each failure with the file and line, and a summary of what it checked (so a pass over
 nothing shows); exits 1 on any failure.
 """
@@ -268,6 +269,46 @@ def check_names(where, text, route_res, metrics_src, fuzz_targets, env_src, keys
         fail(where, "environment variable %s: nothing reads it" % v)
 
 
+def heading_anchors(path):
+    """The anchors a Markdown renderer gives a file's headings (GitHub's rule: lower case,
+    punctuation but - and _ dropped, spaces to -, a repeat gets -1, -2, ...)."""
+    out, seen, in_block = set(), {}, False
+    for line in open(path):
+        if line.lstrip().startswith("```"):
+            in_block = not in_block
+        m = None if in_block else re.match(r"^#{1,6} (.*)", line)
+        if m:
+            slug = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            out.add(slug if n == 0 else "%s-%d" % (slug, n))
+    return out
+
+
+def check_links(path, root):
+    """Every relative link names a file of the repository and, into a Markdown file, a heading
+    it has."""
+    in_block = False
+    for n, line in enumerate(open(path), 1):
+        if line.lstrip().startswith("```"):
+            in_block = not in_block
+            continue
+        if in_block:
+            continue
+        for target in re.findall(r"\]\(([^)\s]+)\)", line):
+            if re.match(r"^[a-z]+:", target):
+                continue
+            seen("link")
+            file, _, anchor = target.partition("#")
+            where = "%s:%d" % (os.path.relpath(path, root), n)
+            dest = os.path.normpath(os.path.join(os.path.dirname(path), file)) if file else path
+            if not os.path.exists(dest):
+                fail(where, "link %s: no such file" % target)
+            elif anchor and dest.endswith(".md") and anchor not in heading_anchors(dest):
+                fail(where, "link %s: %s has no heading with that anchor"
+                     % (target, os.path.relpath(dest, root)))
+
+
 def config_sections(path):
     """{command: text of the sections whose heading names it}."""
     out = {}
@@ -318,6 +359,7 @@ def main():
             where = "%s:%d" % (name, n)
             check_invocations(where, text, (commands, flags, subs), covered)
             check_loose_flags(where, text, all_flags, scripts)
+        check_links(path, root)
         for n, line in enumerate(open(path), 1):
             check_names("%s:%d" % (name, n), line, route_res, metrics_src, fuzz_targets, env_src, keys)
     config_path = os.path.join(root, "docs", "CONFIGURATION.md")

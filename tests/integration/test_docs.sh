@@ -2,7 +2,7 @@
 # The docs name only what exists, and every flag that exists is documented (docs_check.py):
 # the repository's docs pass; then copies with one thing wrong each must fail, naming it: a
 # flag renamed in a README command, a flag left out of docs/CONFIGURATION.md, an HTTP path, a
-# metric, a fuzz target and an environment variable that do not exist.
+# metric, a fuzz target, an environment variable and link targets that do not exist.
 source "$(dirname "$0")/lib.sh"
 
 CHECK=("$PY" "$ROOT/tests/integration/docs_check.py" "$DAYSHARD" "$ROOT")
@@ -41,11 +41,13 @@ copy_docs names
 cat >> "$WORK/names/docs/HTTP_API.md" <<'MD'
 
 `GET /v1/nosuch`, `dayshard_nosuch_total`, `fuzz_nosuch`, `DS_NOSUCH_KNOB=1`, `dayshard nosuch`,
-`dayshard gsi nosuch --data DIR`.
+`dayshard gsi nosuch --data DIR`. See [the nowhere section](OPERATIONS.md#nowhere) and
+[a missing file](NOSUCH.md).
 MD
 expect_exit "docs_check, names that do not exist" 1 "${CHECK[@]}" "$WORK/names"
 for want in "HTTP path /v1/nosuch" "metric dayshard_nosuch_total" "fuzz target fuzz_nosuch" \
-  "environment variable DS_NOSUCH_KNOB" "no command 'nosuch'" "dayshard gsi nosuch"; do
+  "environment variable DS_NOSUCH_KNOB" "no command 'nosuch'" "dayshard gsi nosuch" \
+  "link OPERATIONS.md#nowhere: docs/OPERATIONS.md has no heading" "link NOSUCH.md: no such file"; do
   grep -q "$want" "$WORK/err" && ok || fail "not named: $want ($(head -c 600 "$WORK/err"))"
 done
 finish

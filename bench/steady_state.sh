@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: a real node (`dayshard run --http`, default orders model, index on) at steady
 # state, fed through the embedded broker (`dayshard broker`) by `dayshard produce`. Measures
-# the done-when figures of a node that runs for months (docs/ARCHITECTURE.md section 8):
+# the done-when figures of a node that runs for months (docs/PERFORMANCE.md, "Memory" and "Retention and the soak"):
 #   month      a generated 1M-event month (busy-day and uniform profiles, one node each); after
 #              the last event is durable, the bytes of the data dir (whole, ids/, gsi/, parts/,
 #              the rest; apparent and allocated) every SAMPLE_EVERY s for SAMPLE_SECONDS s, as

@@ -563,7 +563,7 @@ int cmd_run(int argc, char **argv)
      * from the heaps, where what they leave behind when freed stays resident. A fixed threshold
      * (which also fixes the trim threshold) returns every block of 128 KiB or more to the kernel
      * when freed: a node's VmHWM at 3M orders 610 -> 329-386 MiB (bench/steady_state.sh rss
-     * SCALE=0.3, docs/ARCHITECTURE.md section 7). */
+     * SCALE=0.3, docs/PERFORMANCE.md "Memory"). */
     (void)mallopt(M_MMAP_THRESHOLD, RUN_MMAP_THRESHOLD_BYTES);
 #endif
     struct sigaction action = {.sa_handler = on_signal};

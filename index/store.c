@@ -1,7 +1,7 @@
 /*
  * store.c: the by-customer index store (index.h): an append-only log of per-customer runs and a
  * fixed table of slots, the design a prototype bench measured against RocksDB, the store it
- * replaced (ARCHITECTURE.md, "The by-customer index", has the figures; the bench is in history).
+ * replaced (docs/PERFORMANCE.md, "The by-customer index", has the figures).
  *
  * Directory: DIR/FORMAT ("dayshard-gsi 2"), DIR/lock (flock(2)ed by the one writer), DIR/log,
  * DIR/table (the last checkpoint of the slot table; DIR/table.tmp while one is written).

@@ -364,7 +364,7 @@ struct ingest_node_config {
     uint32_t commit_interval_ms;            /* group commit (and Kafka offset commit) cadence */
     uint32_t status_interval_ms;            /* how often the consumer lag is logged */
     const char *dlq_topic; /* also send dead letters to this topic (NULL: the file only) */
-    /* Adaptive write sharding (docs/ARCHITECTURE.md, "Hot keys"): a day whose write rate (producer
+    /* Adaptive write sharding (docs/ARCHITECTURE.md "Hot keys"): a day whose write rate (producer
      * time) exceeds shard_capacity_eps per shard grows, up to max_shards; 0 keeps counts fixed. */
     uint32_t shard_capacity_eps;
     uint32_t max_shards;

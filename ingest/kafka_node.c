@@ -1102,7 +1102,7 @@ static void node_stop(struct node *n)
     atomic_store(&n->stop_deadline_ns, deadline);
     /* Before the handle goes. Known limit: it waits for the consistent=true queries asking
      * through the positions handle, and librdkafka 2.0.2's rd_kafka_query_watermark_offsets
-     * does not keep to its timeout with a frozen broker (docs/ARCHITECTURE.md section 4). */
+     * does not keep to its timeout with a frozen broker (docs/ARCHITECTURE.md "Stopping"). */
     node_watch_detach(n->cfg->watch);
     n->closing = true;
     int rc = n->stage_running ? stage_barrier(&n->stage) : 0;
@@ -1171,7 +1171,7 @@ static int create_consumer(struct node *n)
         /* A fetch that finds no new data waits at most this long. librdkafka's default (500 ms)
          * stalls a node on the embedded broker, which holds an empty fetch for the whole wait
          * even when data arrives meanwhile: 10 ms doubled end-to-end throughput there
-         * (bench_kafka_e2e, docs/ARCHITECTURE.md section 8). On real Kafka it costs ~100 idle
+         * (bench_kafka_e2e, docs/PERFORMANCE.md "The Kafka path"). On real Kafka it costs ~100 idle
          * fetches/s per broker. */
         {"fetch.wait.max.ms", "10"},
         /* librdkafka 2.0.2 stops fetching while its queue holds queued.min.messages (counted
@@ -1182,7 +1182,7 @@ static int create_consumer(struct node *n)
          * bimodal 300k/600k runs gone); queued.max.messages.kbytes (64 MiB of payload) still
          * bounds memory (peak RSS 75 -> 152 MiB while catching up). A smaller payload bound
          * stops the fetcher the same way: 16 MiB took catch-up from 693k to 437k events/s,
-         * 8 MiB to 275k (orders model, medians of 3). docs/ARCHITECTURE.md section 8. */
+         * 8 MiB to 275k (orders model, medians of 3). docs/PERFORMANCE.md "The Kafka path". */
         {"queued.min.messages", "1000000"},
     };
     const struct kafka_conf_spec spec = {.brokers = n->cfg->brokers,

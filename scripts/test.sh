@@ -77,7 +77,7 @@ phase "storage tests and the file-ingest integration tests again with io_uring r
 (cd build && DS_IO_URING_DISABLE=1 ctest --output-on-failure -j"$jobs" \
   -R 'integration\.test_(cli|crash|io_paths)$')
 
-phase "benchmarks, tiny inputs (smoke test only; real figures: docs/ARCHITECTURE.md)"
+phase "benchmarks, tiny inputs (smoke test only; real figures: docs/PERFORMANCE.md)"
 build/bench/bench_workload 100000 >/dev/null
 build/bench/bench_decode 20000 3 >/dev/null
 build/bench/bench_ingest_file 20000 1 >/dev/null

@@ -59,12 +59,12 @@
  * back (no sift), an event of a counter in the queue is one addition, what the per-event path
  * reads is kept apart from the ids, an integer id is confirmed by its 64-bit hash alone
  * (ds_mix64 is a bijection), the heap is 4-ary (5 levels for 1,024 counters), and sifts compare
- * counts as integers. Figures: docs/ARCHITECTURE.md section 11 and bench_heat. Rejected:
- * aggregating a consumer batch's customers in a scratch table and updating each counter once per
- * batch with the summed weight (weighted Space-Saving keeps the bounds, and partitions, days and
- * sources stay exact when counted in order): the extra probe per event cost more than the merged
- * updates saved, 70 against 60 ns/event on the busy-day stream, because the customers no counter
- * holds, which dominate, are distinct within a batch.
+ * counts as integers. Figures: docs/PERFORMANCE.md "Heat and adaptive sharding" and bench_heat.
+ * Rejected: aggregating a consumer batch's customers in a scratch table and updating each counter
+ * once per batch with the summed weight (weighted Space-Saving keeps the bounds, and partitions,
+ * days and sources stay exact when counted in order): the extra probe per event cost more than the
+ * merged updates saved, 70 against 60 ns/event on the busy-day stream, because the customers no
+ * counter holds, which dominate, are distinct within a batch.
  */
 #include <errno.h>
 #include <float.h>

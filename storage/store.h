@@ -281,8 +281,8 @@ struct storage {
      * other file can take that inode number, so storage_refresh's (inode, size) comparison is
      * exact: without it a MANIFEST replaced by one that reused the freed inode number and had
      * the same size would look unchanged, and a compaction could then rewrite a partition from
-     * a stale view and drop the rows committed since (docs/ARCHITECTURE.md, "a reader missed a
-     * replaced MANIFEST"). */
+     * a stale view and drop the rows committed since (docs/ARCHITECTURE.md, "The manifest").
+     */
     int manifest_pin_fd;
     uint32_t skip_total; /* skip entries over all partitions (<= STORAGE_QUARANTINE_MAX) */
     /* Repair loads the valid prefix of a manifest damaged before its tail (manifest_prefix set

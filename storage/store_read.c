@@ -25,8 +25,8 @@
  * Rejected for damage in counts: a file in DIR where fsck records the damage it found, read
  * by readers. A count before any fsck would be silent; checking the payload CRCs while the
  * summary is built costs one sequential read of committed bytes per handle (measured: about
- * 0.3 ms per MB of blocks with a warm page cache, docs/ARCHITECTURE.md "Damage and
- * quarantine"), incremental after that.
+ * 0.3 ms per MB of blocks with a warm page cache, docs/PERFORMANCE.md "Counts"), incremental after
+ * that.
  *
  * Rejected: persisting summaries in a separate file. Rebuilding one partition's summary reads
  * one header per block (a few hundred bytes per thousands of events), cheaper than keeping a

@@ -57,7 +57,7 @@ over_capacity_seconds would_throttle_events lag_p99_ms count_p99_us orders_p99_u
   expect_eq "fixed:4 keeps four" 4 "$(json_get "$r" 'd["runs"][1]["shards"]["2026-01-21"]')"
   expect_eq "adaptive grew the busy day" True \
     "$(json_get "$r" 'd["runs"][2]["shards"]["2026-01-21"] >= 8 and len(d["runs"][2]["growths"]) > 0')"
-  # A 5 s run is mostly the first growth (ARCHITECTURE.md section 11 has longer runs).
+  # A 5 s run is mostly the first growth (docs/PERFORMANCE.md "The load test" has longer runs).
   expect_eq "adaptive throttles far less than fixed:1" True \
     "$(json_get "$r" 'd["runs"][2]["would_throttle_events"] * 4 < d["runs"][0]["would_throttle_events"]')"
   expect_eq "queries answered" True \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# STYLE.md section 1: a folder's files may include another folder's public header only
+# docs/ARCHITECTURE.md "Source layout": a folder's files may include another folder's public header only
 # ("storage/storage.h"), never its private ones, and the dependency DAG holds:
 #   common <- shard <- storage <- ingest <- loadgen
 #   storage <- index <- query <- router <- cli;  common <- http <- query, router, loadgen
@@ -44,7 +44,7 @@ for folder in "${!allowed[@]}"; do
   done < <(find "$folder" -name '*.[ch]' -print0)
 done
 # ---- call circles between the files of one folder ------------------------------------------------
-# STYLE.md section 11 (SQLite's pager under its btree): inside a folder, files form layers that call
+# Layering as SQLite's pager sits under its btree: inside a folder, files form layers that call
 # only downward. For each folder, an edge a.c -> b.c exists when a.c calls a non-static function
 # defined (at column 0) in b.c; any cycle fails the check and is printed. Definitions are found
 # by their first line, "type name(" at column 0 outside static; calls as "name(" outside comments.

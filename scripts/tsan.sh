@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ThreadSanitizer run (STYLE.md section 10): builds the project with clang and
+# ThreadSanitizer run: builds the project with clang and
 # -DDS_SANITIZE=thread in build-tsan/ and runs, with ctest, the tests that start threads of
 # ours and none of librdkafka's: unit tests whose code runs on one thread give TSan nothing to
 # check and are left out (listed below). librdkafka is not built with TSan here (Debian's

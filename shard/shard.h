@@ -1,5 +1,5 @@
 /*
- * shard: where an event goes (DESIGN.md section 3, a contract).
+ * shard: where an event goes (a contract: docs/EVENTS.md "Days, shards and partition keys").
  *
  * - day = UTC calendar date of the event's timestamp (days since 1970-01-01);
  * - partition key = "DAY#YYYY-MM-DD#k", 0 <= k < S(day);
@@ -24,7 +24,7 @@
 /* Shards a day may have. 1024 is far beyond what one node's writers can use (each shard is a
  * partition directory and an open segment) and keeps a count's fan-out bounded. */
 #define SHARD_COUNT_MAX 1024u
-/* Default base shard count (DESIGN.md section 6: --shards default 4). */
+/* Default base shard count (--shards default 4). */
 #define SHARD_COUNT_DEFAULT 4u
 /* Days one map can hold: 65536 days is ~179 years of data; the table is fixed at open. */
 #define SHARD_MAP_DAYS_MAX 65536u
@@ -136,7 +136,7 @@ int32_t shard_map_previous_day(const struct shard_map *map, int32_t day);
 #define SHARD_HEAT_TOP_MAX 64u
 /* Sources listed in a snapshot (all of them, up to this many, by partition). */
 #define SHARD_HEAT_SOURCES_SNAPSHOT_MAX 256u
-/* Adaptive sharding (DESIGN.md section 3): events/s one partition should take (DynamoDB's
+/* Adaptive sharding: events/s one partition should take (DynamoDB's
  * per-partition write limit, so a shard map from dayshard is a key design for such a store),
  * and the most shards adaptive growth gives a day. */
 #define SHARD_CAPACITY_DEFAULT 1000u

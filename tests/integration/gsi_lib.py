@@ -12,6 +12,7 @@
 import datetime
 import json
 import sys
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -50,7 +51,10 @@ def pages(base, limit, full):
         url = base + "?limit=" + limit
         if cursor:
             url += "&cursor=" + urllib.parse.quote(cursor)
-        doc = json.load(urllib.request.urlopen(url, timeout=10))
+        try:
+            doc = json.load(urllib.request.urlopen(url, timeout=30))
+        except urllib.error.HTTPError as e:
+            sys.exit("%s: HTTP %d: %s" % (url, e.code, e.read()[:300].decode(errors="replace")))
         assert isinstance(doc["gsi_lag_ms"], int), doc
         assert len(doc["orders"]) <= int(limit)
         for o in doc["orders"]:

@@ -6,7 +6,7 @@
  * - failure injection: the n-th write-or-sync operation from now fails at flush with a chosen
  *   error, or (a write) lands only partly and flush reports -EIO;
  * - an operation counter, so a test can run a scenario once, read how many operations it took,
- *   then fail each of them in turn ("fail the Nth I/O for N = 1..k", STYLE.md section 9);
+ *   then fail each of them in turn ("fail the Nth I/O for N = 1..k");
  * - crash simulation: it remembers, per file path, the durable length (the file's length at its
  *   last successful sync through the fake) and, after the code under test closed its files, cuts
  *   or damages everything past it as a power cut could.

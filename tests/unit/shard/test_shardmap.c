@@ -716,7 +716,7 @@ static void test_shardmap_last_and_previous_day(void **state)
 
 static void test_shardmap_close_accepts_null(void **state)
 {
-    /* Teardown accepts NULL (STYLE.md section 2). */
+    /* Teardown accepts NULL, as every close in the project does. */
     (void)state;
     shard_map_close(NULL);
 }

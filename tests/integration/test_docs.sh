@@ -2,7 +2,8 @@
 # The docs name only what exists, and every flag that exists is documented (docs_check.py):
 # the repository's docs pass; then copies with one thing wrong each must fail, naming it: a
 # flag renamed in a README command, a flag left out of docs/CONFIGURATION.md, an HTTP path, a
-# metric, a fuzz target, an environment variable and link targets that do not exist.
+# metric, a fuzz target, an environment variable and link targets that do not exist. Nothing in
+# the tree names an issue of the project or a file outside it.
 source "$(dirname "$0")/lib.sh"
 
 CHECK=("$PY" "$ROOT/tests/integration/docs_check.py" "$DAYSHARD" "$ROOT")
@@ -10,6 +11,24 @@ CHECK=("$PY" "$ROOT/tests/integration/docs_check.py" "$DAYSHARD" "$ROOT")
 expect_exit "docs_check on the repository" 0 "${CHECK[@]}"
 [[ $(cat "$WORK/err") == "" ]] && ok || fail "docs_check: $(head -c 2000 "$WORK/err")"
 grep -qE "checked .*[0-9]{2,} flags" "$WORK/out" && ok || fail "docs_check checked few flags: $(cat "$WORK/out")"
+
+# The present only: no doc, comment or test names one of the project's issues or points at a
+# file outside the repository (history is CHANGELOG.md's and the commit messages'). A bug of
+# another project ("librdkafka issue #4059") is a fact about that project and may be named.
+# no_history DIR: prints each offending line of DIR's tracked-looking text files.
+no_history() {
+  grep -rnIiE "\bissues? #?[0-9]+|DESIGN\.md|STYLE\.md|\.\./shared/" "$1" \
+    --exclude-dir=.git --exclude-dir='build*' --exclude-dir=corpus --exclude=CHANGELOG.md \
+    --exclude=test_docs.sh | grep -viE "librdkafka issue|kafka issue" || true
+}
+expect_eq "no doc, comment or test names an issue or a file outside the repository" "" \
+  "$(no_history "$ROOT" | head -n 5)"
+mkdir -p "$WORK/history/tests"
+printf '#!/bin/sh\n# Waits for the cursor (issue 26).\n' >"$WORK/history/tests/t.sh"
+printf '/* the contract: DESIGN.md section 3 */\n' >"$WORK/history/x.c"
+printf '/* librdkafka issue #4059 */\n' >"$WORK/history/y.c"
+expect_eq "no_history finds an issue number and an outside file, not another project's bug" \
+  "2" "$(no_history "$WORK/history" | wc -l)"
 
 # copy_docs NAME: the docs alone under $WORK/NAME, as docs_check reads them.
 copy_docs() {

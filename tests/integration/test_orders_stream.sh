@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14's second "done when", without Kafka: a generated order stream (`dayshard generate
+# The orders model end to end, without Kafka: a generated order stream (`dayshard generate
 # --updates 0.3 --duplicates 0.05 --items 0.2`: new orders, new versions of recent and of older
 # orders, stale versions, producers' retries, line items, now and then a moved day or customer)
 # ingested with `dayshard ingest` in both models, then compared with the independent oracle

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Exactly once across nodes through the router, under kill -9 (issue 15). Each run: a broker
+# Exactly once across nodes through the router, under kill -9. Each run: a broker
 # (topic of 4 partitions), one consumer group of two nodes A1, A2 (events model; oa and ob
 # below: orders), a router with --node A1,A2 --partitions 4, and `dayshard produce --rate`
 # streaming a generated stream (5 s). Mid-stream one node (the victim, A1 or A2 at random) is

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Heat and adaptive write sharding on real nodes (issue 11):
+# Heat and adaptive write sharding on real nodes:
 # - a busy day written faster than its shards' capacity grows (durably: the map file, the
 #   history in shardmap.log), and counts stay exact across the growth; /v1/heat and /metrics
 #   show the hottest partitions, days, Kafka partitions, customers and the growths;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Orders across a rebalance (issue 14): two `dayshard run --model orders` nodes in one consumer
+# Orders across a rebalance: two `dayshard run --model orders` nodes in one consumer
 # group, each with its own data directory, on an update stream whose orders have versions
 # spread over the whole stream (`generate --updates 0.4 --duplicates 0.05`), keyed by order id.
 #   1. node A alone takes the first 40% of the stream;

@@ -332,6 +332,10 @@ static void *writer_main(void *arg)
     pthread_setname_np(pthread_self(), "ds-writer");
     uint64_t interval_ns = (uint64_t)s->cfg.commit_interval_ms * 1000000u;
     uint64_t pending = 0; /* events appended since the last commit */
+    /* Anything applied since the last commit, dead letters and source offsets included: a
+     * batch of bad messages alone appends no event, and without this a quiet stream would
+     * leave them (and their offsets) uncommitted until the next good event. */
+    bool unsynced = false;
     uint64_t last_commit_ns = ds_clock_ns();
     int rc = 0;
     long wait_ns = WAIT_MIN_NS;
@@ -340,9 +344,10 @@ static void *writer_main(void *arg)
         if (b != NULL) {
             wait_ns = WAIT_MIN_NS;
         } else {
-            if (rc == 0 && pending > 0 && ds_clock_ns() - last_commit_ns >= interval_ns) {
+            if (rc == 0 && unsynced && ds_clock_ns() - last_commit_ns >= interval_ns) {
                 rc = writer_commit(s, pending);
                 pending = 0;
+                unsynced = false;
                 last_commit_ns = ds_clock_ns();
                 if (rc != 0) {
                     /* Published at once: with no batch coming (a paused consumer) it would
@@ -357,10 +362,12 @@ static void *writer_main(void *arg)
         uint64_t barrier_seq = b->barrier_seq;
         if (rc == 0) {
             rc = writer_apply(s, b, &pending);
+            unsynced |= b->count > 0 || b->reject_count > 0;
         }
         if (rc == 0 && b->release_count > 0) {
             rc = writer_release(s, b, pending);
             pending = 0;
+            unsynced = false;
         }
         b->count = b->reject_count = b->raw_used = b->basket_used = b->release_count = 0;
         b->kind = STAGE_DATA;
@@ -370,6 +377,7 @@ static void *writer_main(void *arg)
         if (rc == 0 && (kind != STAGE_DATA || due)) {
             rc = writer_commit(s, pending);
             pending = 0;
+            unsynced = false;
             last_commit_ns = ds_clock_ns();
         }
         if (rc != 0) {

@@ -55,6 +55,22 @@ bad_123=$(deadletters "$WORK/ref" | wc -l)
 bad_4=$(deadletters "$WORK/ref4" | wc -l)
 echo "truth: $(total_of <<<"$truth_123") + $(($(total_of <<<"$truth_all") - $(total_of <<<"$truth_123"))) events, $bad_123 + $bad_4 bad lines"
 
+# wait_deadletters N SECONDS: waits until the node's dead-letter files hold N whole lines. The
+# counts reaching the truth says nothing of the two bad messages sent last, and a record is
+# whole only once its newline is written (the 70 KiB one takes more than one write).
+wait_deadletters() {
+  local deadline=$(($(now_ms) + $2 * 1000)) f torn
+  while (($(now_ms) < deadline)); do
+    torn=0
+    for f in "$DATA"/deadletter.*.jsonl; do
+      [[ -s $f && -n $(tail -c 1 "$f") ]] && torn=1
+    done
+    ((torn == 0 && $(deadletters "$DATA" | wc -l) >= $1)) && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
 # check_deadletters WHAT EXPECTED-COUNT REFERENCE-DEADLETTERS...: the node's dead letters
 # are EXPECTED-COUNT records with a reason, a partition and an offset, each pair once; their
 # reasons are the reference's plus the two Python-only messages (an empty value, a 70 KiB one);
@@ -62,6 +78,8 @@ echo "truth: $(total_of <<<"$truth_123") + $(($(total_of <<<"$truth_all") - $(to
 check_deadletters() {
   local what=$1 want=$2 verdict
   shift 2
+  wait_deadletters "$want" 60 ||
+    fail "$what: $(deadletters "$DATA" | wc -l) whole dead letters after 60 s, expected $want"
   verdict=$(timeout 120 "$PY" - "$BOOT" <(deadletters "$DATA") "$want" "$@" <<'EOF'
 import collections, json, subprocess, sys
 boot, path, want, refs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]

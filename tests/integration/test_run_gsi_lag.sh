@@ -31,7 +31,7 @@ late=0
 # answers fewer samples in the same time; the bound must hold for every one). The bound is one
 # of wall time, and no pause can hold it for a thread that does not get a core: late is how
 # much longer than asked this loop's own 0.1 s sleeps took at worst, the starvation the node's
-# threads saw too, and the lag may pass the bound by that much (0-30 ms on an idle machine;
+# threads saw too, and the lag may pass the bound by that much (36 ms on an idle machine;
 # without back-pressure the lag grows by seconds).
 while kill -0 "$producer" 2>/dev/null || ((samples < 20)) ||
   (($(day_counts "$WORK/data" | total_of) < 40000)); do

@@ -33,6 +33,8 @@
 struct pipe_fixture {
     char dir[256];
     char input[320];
+    char data[300];        /* the data directory */
+    char deadletters[340]; /* its dead-letter files' name */
 };
 
 static int pipe_setup(void **state)
@@ -41,6 +43,8 @@ static int pipe_setup(void **state)
     assert_non_null(fx);
     assert_int_equal(test_tempdir_make(fx->dir, sizeof(fx->dir)), 0);
     snprintf(fx->input, sizeof(fx->input), "%s/in.jsonl", fx->dir);
+    snprintf(fx->data, sizeof(fx->data), "%s/data", fx->dir);
+    snprintf(fx->deadletters, sizeof(fx->deadletters), "%s/deadletter.jsonl", fx->data);
     *state = fx;
     return 0;
 }
@@ -53,27 +57,29 @@ static int pipe_teardown(void **state)
     return 0;
 }
 
-/* Ingests fx->input into fx->dir/data with one shard; returns the events accepted. */
+/* The storage settings of fx->data: defaults, synchronous I/O. */
+static void pipe_storage_config(struct pipe_fixture *fx, struct storage_config *cfg)
+{
+    storage_config_defaults(cfg);
+    cfg->dir = fx->data;
+    cfg->io_mode = STORAGE_IO_SYNC;
+}
+
+/* Ingests fx->input into fx->data with one shard; returns the events accepted. */
 static uint64_t pipe_ingest(struct pipe_fixture *fx, struct storage **st_out)
 {
-    char data[300];
-    char deadletters[340];
-    snprintf(data, sizeof(data), "%s/data", fx->dir);
-    snprintf(deadletters, sizeof(deadletters), "%s/deadletter.jsonl", data);
     struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = data;
-    cfg.io_mode = STORAGE_IO_SYNC;
+    pipe_storage_config(fx, &cfg);
     cfg.model = STORAGE_MODEL_EVENTS;
     struct storage *st = NULL;
     assert_int_equal(storage_open(&cfg, &st), 0);
     struct shard_map *map = NULL;
-    assert_int_equal(shard_map_open(data, PIPE_SHARDS, 0, &map), 0);
+    assert_int_equal(shard_map_open(fx->data, PIPE_SHARDS, 0, &map), 0);
     struct ingest_file_config icfg;
     ingest_file_config_defaults(&icfg);
     icfg.storage = st;
     icfg.map = map;
-    icfg.deadletter_path = deadletters;
+    icfg.deadletter_path = fx->deadletters;
     icfg.source_name = fx->input;
     int fd = open(fx->input, O_RDONLY);
     assert_true(fd >= 0);
@@ -207,11 +213,11 @@ static void test_pipeline_items_across_batches(void **state)
     storage_close(st);
 }
 
-/* Reads fx->dir/data's first dead-letter file into buf (NUL-terminated); returns its length. */
+/* Reads fx->data's first dead-letter file into buf (NUL-terminated); returns its length. */
 static size_t pipe_read_deadletters(struct pipe_fixture *fx, char *buf, size_t capacity)
 {
     char path[360];
-    snprintf(path, sizeof(path), "%s/data/deadletter.00000000.jsonl", fx->dir);
+    snprintf(path, sizeof(path), "%s/deadletter.00000000.jsonl", fx->data);
     FILE *f = fopen(path, "rb");
     assert_non_null(f);
     size_t n = fread(buf, 1, capacity - 1, f);
@@ -223,20 +229,14 @@ static size_t pipe_read_deadletters(struct pipe_fixture *fx, char *buf, size_t c
 static void test_stage_commits_dead_letters_alone(void **state)
 {
     struct pipe_fixture *fx = *state;
-    char data[300];
-    char deadletters[340];
-    snprintf(data, sizeof(data), "%s/data", fx->dir);
-    snprintf(deadletters, sizeof(deadletters), "%s/deadletter.jsonl", data);
     struct storage_config cfg;
-    storage_config_defaults(&cfg);
-    cfg.dir = data;
-    cfg.io_mode = STORAGE_IO_SYNC;
+    pipe_storage_config(fx, &cfg);
     struct storage *st = NULL;
     assert_int_equal(storage_open(&cfg, &st), 0);
     struct stage *s = calloc(1, sizeof(*s));
     assert_non_null(s);
     struct stage_config scfg = {.storage = st,
-                                .deadletter_path = deadletters,
+                                .deadletter_path = fx->deadletters,
                                 .deadletter_file_bytes = INGEST_DEADLETTER_FILE_BYTES_DEFAULT,
                                 .source_name = "orders",
                                 .commit_interval_ms = 20,

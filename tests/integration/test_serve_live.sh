@@ -22,14 +22,17 @@ ingest = subprocess.Popen([dayshard, "ingest", "--data", data, "--shards", "4",
 written = 0
 lock = threading.Lock()
 
+# `written` counts a chunk before it enters the pipe, and the bound is read after the answer
+# arrives: an event the answer counts went into the pipe before it, so it is in the bound however
+# the threads are scheduled.
 def writer():
     global written
     for i in range(0, len(lines), 1000):
         chunk = lines[i:i + 1000]
-        ingest.stdin.write(b"".join(chunk))
-        ingest.stdin.flush()
         with lock:
             written += len(chunk)
+        ingest.stdin.write(b"".join(chunk))
+        ingest.stdin.flush()
         time.sleep(0.05)
     ingest.stdin.close()
 
@@ -39,12 +42,12 @@ conn = http.client.HTTPConnection(*addr.rsplit(":", 1), timeout=5)
 query = "/v1/count?day=2026-01-01&to=2026-01-31&by=day"
 failures, last_count, last_offset, answers, distinct = 0, -1, -1, 0, set()
 while True:
-    with lock:
-        bound = written
     done = not t.is_alive() and ingest.poll() is not None
     conn.request("GET", query)
     resp = conn.getresponse()
     doc = json.loads(resp.read())
+    with lock:
+        bound = written
     answers += 1
     count, offset = doc["count"], doc["as_of"].get("file", 0)
     distinct.add(count)

@@ -825,9 +825,10 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         if (n->paused) {
             /* Back-pressure holds: new partitions start paused too. */
             (void)rd_kafka_pause_partitions(rk, parts);
-        } else if (n->tenure != NULL) {
+        } else {
             /* librdkafka keeps a partition's pause across a revocation and a new assignment: a
-             * partition paused while unrecorded in an earlier assignment is resumed here. */
+             * partition paused in an earlier assignment (by back-pressure that lifted while
+             * nothing was assigned, or while unrecorded as its holder) is resumed here. */
             (void)rd_kafka_resume_partitions(rk, parts);
         }
         if (!n->paused && waiting > 0) {

@@ -9,3 +9,5 @@ ds_unit_test(ingest deadletter)
 ds_unit_test(ingest kafka_props PkgConfig::RDKAFKA)
 ds_unit_test(ingest restore_select)
 ds_unit_test(ingest tenure)
+# The test hosts librdkafka's mock cluster in its own process, so it links librdkafka itself.
+ds_unit_test(ingest node_pause PkgConfig::RDKAFKA)

@@ -135,9 +135,11 @@ slowest = max(lat) if lat else -1
 if slowest > timeout + 500:
     bad.append("the slowest took %.0f ms, over the timeout + 500 ms" % slowest)
 # The hang costs one timeout in all: a request that came while the first one waited ends
-# with it, not a timeout after its own start; no slow answer ends later.
+# with it, not a timeout after its own start; no answer that waited on the frozen node (most of
+# a timeout) ends later. Shorter ones are the machine's: with a busy loop per core an answer 2 s
+# after the freeze took 360 ms (median 2.6 ms).
 late = [(t0 - freeze, ms) for t0, ms, _ in after
-        if freeze > 0 and ms > 0.25 * timeout and t0 + ms > freeze + timeout + 500]
+        if freeze > 0 and ms > 0.8 * timeout and t0 + ms > freeze + timeout + 500]
 if late:
     bad.append("%d answers ended over the timeout + 500 ms after the freeze, e.g. started "
                "%+d ms after it, took %.0f ms" % (len(late), late[0][0], late[0][1]))

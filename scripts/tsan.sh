@@ -98,8 +98,7 @@ jobs=$(nproc)
 regex="^integration\\.($(IFS='|'; echo "${integration[*]}"))\$"
 log=$(mktemp "${TMPDIR:-/tmp}/dayshard-tsan.XXXXXX")
 rc=0
-skip="^unit\\.($(IFS='|'; echo "${single_threaded[*]} ${kafka_clients[*]}" | tr ' ' '|' |
-  sed 's/\./\\./g'))\$"
+skip="^unit\\.($(IFS='|'; echo "${single_threaded[*]}|${kafka_clients[*]}" | sed 's/\./\\./g'))\$"
 (cd "$build_dir" && nice ctest --output-on-failure -j"$jobs" -L "$unit_label" -E "$skip") 2>&1 |
   tee -a "$log" || rc=1
 (cd "$build_dir" && nice ctest --output-on-failure -j"$jobs" -R "$regex") 2>&1 | tee -a "$log" || rc=1

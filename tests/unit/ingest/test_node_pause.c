@@ -15,14 +15,15 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
+#include "common/common.h"
 #include "ingest/ingest.h"
 #include "storage/model.h"
 #include "tests/support/tempdir.h"
@@ -31,13 +32,9 @@
 #define PARTITIONS 4
 #define FIRST_EVENTS 200
 #define LATER_PER_PARTITION 50
-#define WAIT_MS 30000
+#define WAIT_NS 30000000000ull
+#define STEP_NS 20000000ull
 #define RTT_MS 100
-
-enum pause_mode {
-    PAUSE_NEVER,
-    PAUSE_UNTIL_REVOKED, /* paused until the watch's generation moves past `paused_at` */
-};
 
 struct member {
     struct ingest_node_config cfg;
@@ -49,7 +46,7 @@ struct member {
     volatile int stop;
     int rc;
     _Atomic uint64_t durable;
-    _Atomic int mode;
+    _Atomic bool pausing; /* paused until the watch's generation moves past paused_at */
     _Atomic uint64_t paused_at;
     _Atomic int held;   /* times should_pause answered 1: the second implies the first pause held */
     _Atomic int lifted; /* should_pause answered 0 after the generation moved */
@@ -65,19 +62,6 @@ struct fixture {
     struct member a, b;
 };
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static void on_commit(const struct ingest_node_progress *progress, void *user)
 {
     struct member *m = user;
@@ -87,7 +71,7 @@ static void on_commit(const struct ingest_node_progress *progress, void *user)
 static int should_pause(void *user)
 {
     struct member *m = user;
-    if (atomic_load(&m->mode) != PAUSE_UNTIL_REVOKED) {
+    if (!atomic_load(&m->pausing)) {
         return 0;
     }
     if (ingest_node_watch_generation(m->watch) == atomic_load(&m->paused_at)) {
@@ -182,17 +166,43 @@ static void produce_flush(struct fixture *f)
     assert_int_equal(rd_kafka_flush(f->producer, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
 }
 
+/* The states the test waits for, as ds_wait_until's tests. */
+struct durable_wait {
+    struct member *m;
+    uint64_t events;
+};
+
+static bool durable_reached(void *user)
+{
+    const struct durable_wait *w = user;
+    return atomic_load(&w->m->durable) >= w->events;
+}
+
+static bool pause_held(void *user)
+{
+    struct member *m = user;
+    return atomic_load(&m->held) >= 2;
+}
+
+struct split {
+    struct member *a, *b;
+    struct assigned in_a, in_b;
+};
+
+/* Both members consume and share the topic's partitions. */
+static bool split_settled(void *user)
+{
+    struct split *s = user;
+    s->in_a = assignment_of(s->a);
+    s->in_b = assignment_of(s->b);
+    return s->in_a.count > 0 && s->in_b.count > 0 && s->in_a.count + s->in_b.count == PARTITIONS;
+}
+
 /* Waits until m has made at least `events` events durable; false at the deadline. */
 static bool wait_durable(struct member *m, uint64_t events)
 {
-    uint64_t deadline = now_ms() + WAIT_MS;
-    while (atomic_load(&m->durable) < events) {
-        if (now_ms() > deadline) {
-            return false;
-        }
-        sleep_ms(20);
-    }
-    return true;
+    struct durable_wait w = {.m = m, .events = events};
+    return ds_wait_until(durable_reached, &w, ds_clock_ns() + WAIT_NS, STEP_NS);
 }
 
 static int setup(void **state)
@@ -248,27 +258,15 @@ static void resumes_after_rebalance(void **state, int model)
 
     /* A pauses; the broker slows down so that the rejoin B causes spans many of A's loops. */
     atomic_store(&a->paused_at, ingest_node_watch_generation(a->watch));
-    atomic_store(&a->mode, PAUSE_UNTIL_REVOKED);
-    uint64_t deadline = now_ms() + WAIT_MS;
-    while (atomic_load(&a->held) < 2 && now_ms() < deadline) {
-        sleep_ms(20);
-    }
-    assert_true(atomic_load(&a->held) >= 2);
+    atomic_store(&a->pausing, true);
+    assert_true(ds_wait_until(pause_held, a, ds_clock_ns() + WAIT_NS, STEP_NS));
     assert_int_equal(rd_kafka_mock_broker_set_rtt(f->mock, 1, RTT_MS), RD_KAFKA_RESP_ERR_NO_ERROR);
     member_start(f, b, "b", model);
 
-    struct assigned in_a = {.count = 0};
-    struct assigned in_b = {.count = 0};
-    deadline = now_ms() + WAIT_MS;
-    while (now_ms() < deadline) {
-        in_a = assignment_of(a);
-        in_b = assignment_of(b);
-        if (in_a.count > 0 && in_b.count > 0 && in_a.count + in_b.count == PARTITIONS) {
-            break;
-        }
-        sleep_ms(50);
-    }
-    assert_int_equal(in_a.count + in_b.count, PARTITIONS);
+    struct split split = {.a = a, .b = b};
+    (void)ds_wait_until(split_settled, &split, ds_clock_ns() + WAIT_NS, STEP_NS);
+    struct assigned in_a = split.in_a;
+    assert_int_equal(in_a.count + split.in_b.count, PARTITIONS);
     assert_true(in_a.count > 0);
     assert_true(atomic_load(&a->lifted)); /* the pause lifted after the revocation */
     assert_int_equal(rd_kafka_mock_broker_set_rtt(f->mock, 1, 0), RD_KAFKA_RESP_ERR_NO_ERROR);

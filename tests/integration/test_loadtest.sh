@@ -2,10 +2,10 @@
 # `dayshard loadtest`: the real pipeline (embedded broker, node processes, paced producer,
 # query load) under each strategy of --compare on a small busy-day month; report.json holds the
 # fields the contract names, every run stores exactly what the broker acknowledged, fixed:1's hot
-# partition is over capacity by about rate / capacity, adaptive grows the busy day and throttles
-# far less; keyed by day the nodes advise on the skewed Kafka partition (and a gate on that
-# advice fails that run alone), and fixed:1 on the busy day at its maximum; report.md and the
-# plots are written; bad arguments exit 2.
+# partition takes the whole stream, over capacity by the stored rate / capacity, adaptive grows
+# the busy day and throttles far less; keyed by day the nodes advise on the skewed Kafka partition
+# (and a gate on that advice fails that run alone), and fixed:1 on the busy day at its maximum;
+# report.md and the plots are written; bad arguments exit 2.
 source "$(dirname "$0")/lib.sh"
 
 expect_exit "--help" 0 "$DAYSHARD" loadtest --help
@@ -49,10 +49,18 @@ over_capacity_seconds would_throttle_events lag_p99_ms count_p99_us orders_p99_u
   done
   expect_eq "stored = produced in every run" True \
     "$(json_get "$r" 'all(x["events_stored"] == x["events_produced"] == 40000 for x in d["runs"])')"
-  # fixed:1: one partition takes the whole rate: about 8x the capacity.
-  factor=$(json_get "$r" 'd["runs"][0]["hot_partition"]["capacity_factor"]')
-  "$PY" -c "import sys; f=float(sys.argv[1]); sys.exit(0 if 5.0 <= f <= 10.0 else 1)" "$factor" &&
-    ok || fail "fixed:1 hot partition factor $factor, expected about 8"
+  # fixed:1: one partition takes the whole stream, so at its peak it is over the capacity of
+  # 1,000/s by the stored rate / capacity: about 8 here when the node keeps up with 8,000/s, less
+  # on a machine busy enough to slow the node (the rate is a benchmark's figure, not a test's).
+  hot='d["runs"][0]["hot_partition"]'
+  h='d["runs"][0]["series"]["hottest_eps"]'
+  peak="max(range(len($h)), key=lambda i: $h[i] or 0)"
+  expect_eq "fixed:1 hot partition: the busy day's one shard" "DAY#2026-01-21#0" \
+    "$(json_get "$r" "$hot['key']")"
+  expect_eq "fixed:1 hot partition: factor = peak / capacity, over 2 and at most 10" True \
+    "$(json_get "$r" "abs($hot['capacity_factor'] - $hot['peak_eps'] / 1000) < 1e-6 and 2 < $hot['capacity_factor'] <= 10")"
+  expect_eq "fixed:1 hot partition: the whole stream in its peak second" True \
+    "$(json_get "$r" "d['runs'][0]['series']['hottest_share'][$peak] >= 0.9")"
   expect_eq "fixed:1 keeps one shard" 1 "$(json_get "$r" 'd["runs"][0]["shards"]["2026-01-21"]')"
   expect_eq "fixed:4 keeps four" 4 "$(json_get "$r" 'd["runs"][1]["shards"]["2026-01-21"]')"
   expect_eq "adaptive grew the busy day" True \
@@ -100,10 +108,11 @@ over_capacity_seconds would_throttle_events lag_p99_ms count_p99_us orders_p99_u
   expect_eq "advice: fixed:1 at its maximum" day_at_max_shards "$(advice 0)"
   expect_eq "advice: the busy day at 1 shard" True \
     "$(json_get "$r" 'any(a["subject"] == "2026-01-21" and "at 1 shard (--max-shards 1)" in a["evidence"] for a in d["runs"][0]["advice"])')"
-  # Logged when a case starts and when it ends, not every second it holds: the busy day at
-  # its maximum holds for the rest of the run, and starts once.
-  expect_eq "advice: the busy day's case held several seconds" True \
-    "$(json_get "$r" 'any(a["subject"] == "2026-01-21" and a["samples"] >= 2 for a in d["runs"][0]["advice"])')"
+  # The busy day at its maximum holds for the rest of the run and starts once (how long it
+  # holds depends on the node's speed; test_loadtest_hot_customer has a case that holds for
+  # seconds, logged once).
+  expect_eq "advice: the busy day's case seen" True \
+    "$(json_get "$r" 'any(a["subject"] == "2026-01-21" and a["samples"] >= 1 for a in d["runs"][0]["advice"])')"
   expect_eq "advice: logged once when it starts" 1 \
     "$(grep -c 'warn: advice: day_at_max_shards (2026-01-21): ' "$out/run-1/node-0.log" || true)"
   # Keyed by day a case may end and start again as the days move between partitions: one

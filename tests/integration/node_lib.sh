@@ -57,15 +57,9 @@ start_broker() {
   exec 3<>"$WORK/ctl"
   "$DAYSHARD" broker "$@" <"$WORK/ctl" >"$WORK/broker.out" 2>"$WORK/broker.log" 3>&- &
   BROKER_PID=$!
-  BOOT=""
-  for _ in $(seq 100); do
-    if [[ -s $WORK/broker.out ]] && [[ $(wc -l <"$WORK/broker.out") -ge 1 ]]; then
-      BOOT=$(head -n1 "$WORK/broker.out")
-      return 0
-    fi
-    sleep 0.1
-  done
-  die "the broker printed no bootstrap address"
+  wait_printed "$WORK/broker.out" "$BROKER_PID"
+  BOOT=$(head -n1 "$WORK/broker.out")
+  [[ -n $BOOT ]] || die "the broker printed no bootstrap address: $(tail -n 3 "$WORK/broker.log")"
 }
 
 # stop_broker: SIGTERM; expects exit 0 within 10 s.
@@ -123,12 +117,10 @@ start_http_node() {
     --http 127.0.0.1:0 "${NODE_X[@]}" "${MODEL_X[@]}" "$@" </dev/null >"$WORK/$name.out" \
     2>>"$WORK/$name.log" 3>&- &
   NODE_PID=$!
-  for _ in $(seq 100); do
-    [[ -s $WORK/$name.out ]] && break
-    sleep 0.1
-  done
+  wait_printed "$WORK/$name.out" "$NODE_PID"
   URL=http://$(head -1 "$WORK/$name.out")
-  [[ $URL == http://127.0.0.1:* ]] || die "node $name printed no HTTP address"
+  [[ $URL == http://127.0.0.1:* ]] ||
+    die "node $name printed no HTTP address: $(tail -n 3 "$WORK/$name.log")"
 }
 
 # GSI_LIB: the by-customer index tests' Python helpers (truth, pages).
@@ -245,11 +237,7 @@ start_serve() {
   "$DAYSHARD" serve --data "$1" --http 127.0.0.1:0 </dev/null >"$WORK/serve.out" \
     2>"$WORK/serve.log" 3>&- &
   SERVE_PID=$!
-  for _ in $(seq 100); do
-    [[ -s $WORK/serve.out ]] && break
-    kill -0 "$SERVE_PID" 2>/dev/null || break
-    sleep 0.1
-  done
+  wait_printed "$WORK/serve.out" "$SERVE_PID"
   SERVE_URL=http://$(head -1 "$WORK/serve.out")
   [[ $SERVE_URL == http://127.0.0.1:* ]] ||
     die "serve printed no HTTP address: $(tail -n 3 "$WORK/serve.log")"
@@ -452,11 +440,7 @@ start_at() {
       --http "127.0.0.1:$port" "${NODE_X[@]}" "${MODEL_X[@]}" </dev/null >"$WORK/$name.out" \
       2>>"$WORK/$name.log" 3>&- &
     NODE_PID=$!
-    for _ in $(seq 100); do
-      [[ -s $WORK/$name.out ]] && break
-      kill -0 "$NODE_PID" 2>/dev/null || break
-      sleep 0.1
-    done
+    wait_printed "$WORK/$name.out" "$NODE_PID"
     URL=http://$(head -1 "$WORK/$name.out")
     [[ $URL == http://127.0.0.1:* ]] && return 0
     wait "$NODE_PID" 2>/dev/null || true
@@ -472,12 +456,9 @@ start_router() {
   "$DAYSHARD" router --http 127.0.0.1:0 "$@" </dev/null >"$WORK/router.out" \
     2>"$WORK/router.log" 3>&- &
   ROUTER_PID=$!
-  for _ in $(seq 100); do
-    [[ -s $WORK/router.out ]] && break
-    sleep 0.1
-  done
+  wait_printed "$WORK/router.out" "$ROUTER_PID"
   R=http://$(head -1 "$WORK/router.out")
-  [[ $R == http://127.0.0.1:* ]] || die "the router printed no address"
+  [[ $R == http://127.0.0.1:* ]] || die "the router printed no address: $(tail -n 3 "$WORK/router.log")"
 }
 
 # stop_router WHAT: SIGTERM; expects exit 0 (a failure names WHAT, e.g. the run).

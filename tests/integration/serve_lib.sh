@@ -13,13 +13,9 @@ serve_start() {
   SERVE_ADDR=""
   "$DAYSHARD" serve --data "$dir" --http 127.0.0.1:0 "$@" >"$WORK/serve.out" 2>"$WORK/serve.err" &
   SERVE_PID=$!
-  local i
-  for i in $(seq 100); do
-    SERVE_ADDR=$(head -1 "$WORK/serve.out" 2>/dev/null || true)
-    [[ -n $SERVE_ADDR ]] && return 0
-    kill -0 "$SERVE_PID" 2>/dev/null || break
-    sleep 0.05
-  done
+  wait_printed "$WORK/serve.out" "$SERVE_PID"
+  SERVE_ADDR=$(head -1 "$WORK/serve.out" 2>/dev/null || true)
+  [[ -z $SERVE_ADDR ]] || return 0
   echo "serve did not start: $(cat "$WORK/serve.err")" >&2
   exit 1
 }

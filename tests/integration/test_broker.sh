@@ -23,14 +23,9 @@ start_broker() {
   "$DAYSHARD" broker "$@" <"$input" >"$WORK/$name.out" 2>"$WORK/$name.err" 3>&- &
   PID=$!
   BROKER_PIDS+=("$PID")
-  BOOT=""
-  for _ in $(seq 100); do
-    if [[ $(wc -l <"$WORK/$name.out") -ge 1 ]]; then
-      BOOT=$(head -n1 "$WORK/$name.out")
-      return 0
-    fi
-    sleep 0.1
-  done
+  wait_printed "$WORK/$name.out" "$PID"
+  BOOT=$(head -n1 "$WORK/$name.out")
+  [[ -z $BOOT ]] || return 0
   die "broker $name printed no bootstrap address ($(head -c 300 "$WORK/$name.err"))"
 }
 

@@ -257,7 +257,7 @@ expect_eq "warm-up acked" 10 "$(json_get "$WORK/out" 'd["acked"]')"
 : >"$WORK/node.out"
 "$DAYSHARD" run --config "$WORK/node.properties" </dev/null >"$WORK/node.out" 2>"$WORK/node.log" 3>&- &
 node_pid=$!
-for _ in $(seq 100); do [[ -s $WORK/node.out ]] && break; sleep 0.1; done
+wait_printed "$WORK/node.out" "$node_pid"
 [[ $(head -n 1 "$WORK/node.out") == 127.0.0.1:* ]] && ok || fail "run.http: no address printed"
 expect_exit "produce from the shared file" 0 "$DAYSHARD" produce --config "$WORK/node.properties"
 expect_eq "produce: acked" 500 "$(json_get "$WORK/out" 'd["acked"]')"

@@ -82,10 +82,7 @@ expect_eq "$q with neither" 401 "$(head_of "$q")"
 "$DAYSHARD" router --node http://127.0.0.1:1 --http 127.0.0.1:0 --http-token "$TOKEN" \
   </dev/null >"$WORK/router.out" 2>"$WORK/router.log" &
 router_pid=$!
-for _ in $(seq 100); do
-  [[ -s $WORK/router.out ]] && break
-  sleep 0.05
-done
+wait_printed "$WORK/router.out" "$router_pid"
 R=http://$(head -1 "$WORK/router.out")
 expect_eq "router: / with the cookie" 200 \
   "$(curl -s -o "$WORK/rbody" -w '%{http_code}' --max-time 5 "${cookie[@]}" "$R/")"

@@ -2,7 +2,7 @@
 # `dayshard loadtest`: the real pipeline (embedded broker, node processes, paced producer,
 # query load) under each strategy of --compare on a small busy-day month; report.json holds the
 # fields the contract names, every run stores exactly what the broker acknowledged, fixed:1's hot
-# partition takes the whole stream, over capacity by the stored rate / capacity, adaptive grows
+# partition is the busy day's one shard, over capacity by its peak / capacity, adaptive grows
 # the busy day and throttles far less; keyed by day the nodes advise on the skewed Kafka partition
 # (and a gate on that advice fails that run alone), and fixed:1 on the busy day at its maximum;
 # report.md and the plots are written; bad arguments exit 2.
@@ -49,18 +49,17 @@ over_capacity_seconds would_throttle_events lag_p99_ms count_p99_us orders_p99_u
   done
   expect_eq "stored = produced in every run" True \
     "$(json_get "$r" 'all(x["events_stored"] == x["events_produced"] == 40000 for x in d["runs"])')"
-  # fixed:1: one partition takes the whole stream, so at its peak it is over the capacity of
-  # 1,000/s by the stored rate / capacity: about 8 here when the node keeps up with 8,000/s, less
-  # on a machine busy enough to slow the node (the rate is a benchmark's figure, not a test's).
+  # fixed:1: the busy day's one shard takes the whole day, so it is the hottest partition and at
+  # its peak over the capacity of 1,000/s by peak / capacity: about 8 here when the node keeps up
+  # with 8,000/s, less on a machine busy enough to stall the node (the rate is a benchmark's
+  # figure, not a test's). Its share of its peak second is timing too: after a 3 s stall beside
+  # a busy loop per core the node stored the busy day and the days after it in one burst, and
+  # the share was 0.32.
   hot='d["runs"][0]["hot_partition"]'
-  h='d["runs"][0]["series"]["hottest_eps"]'
-  peak="max(range(len($h)), key=lambda i: $h[i] or 0)"
   expect_eq "fixed:1 hot partition: the busy day's one shard" "DAY#2026-01-21#0" \
     "$(json_get "$r" "$hot['key']")"
-  expect_eq "fixed:1 hot partition: factor = peak / capacity, over 2 and at most 10" True \
+  expect_eq "fixed:1 hot partition: factor = peak / capacity, over 2 and at most 10 ($(json_get "$r" "$hot"))" True \
     "$(json_get "$r" "abs($hot['capacity_factor'] - $hot['peak_eps'] / 1000) < 1e-6 and 2 < $hot['capacity_factor'] <= 10")"
-  expect_eq "fixed:1 hot partition: the whole stream in its peak second" True \
-    "$(json_get "$r" "d['runs'][0]['series']['hottest_share'][$peak] >= 0.9")"
   expect_eq "fixed:1 keeps one shard" 1 "$(json_get "$r" 'd["runs"][0]["shards"]["2026-01-21"]')"
   expect_eq "fixed:4 keeps four" 4 "$(json_get "$r" 'd["runs"][1]["shards"]["2026-01-21"]')"
   expect_eq "adaptive grew the busy day" True \

@@ -15,13 +15,8 @@ mkfifo "$WORK/ctl"
 broker_pid=$!
 exec 3>"$WORK/ctl"
 trap 'kill "$broker_pid" 2>/dev/null || true; wait "$broker_pid" 2>/dev/null || true; rm -rf "$WORK"' EXIT
-boot=""
-for _ in $(seq 100); do
-  boot=$(head -n 1 "$WORK/broker.out" 2>/dev/null || true)
-  [[ -n $boot ]] && break
-  kill -0 "$broker_pid" 2>/dev/null || break
-  sleep 0.1
-done
+wait_printed "$WORK/broker.out" "$broker_pid"
+boot=$(head -n 1 "$WORK/broker.out" 2>/dev/null || true)
 if [[ -z $boot ]]; then
   echo "FAIL: the broker printed no address: $(head -c 300 "$WORK/broker.err")" >&2
   exit 1

@@ -178,10 +178,7 @@ expect_eq "/v1/orders/{id} of the events model" 409 "$(get /v1/orders/1)"
 "$DAYSHARD" router --node "${URLS[a1]},${URLS[a2]}" --replica "${URLS[b1]},${URLS[b2]}" \
   --http 127.0.0.1:0 --partitions 5 --node-token "$NODE_TOKEN" </dev/null >"$WORK/router5.out" 2>"$WORK/router5.log" 3>&- &
 R5_PID=$!
-for _ in $(seq 100); do
-  [[ -s $WORK/router5.out ]] && break
-  sleep 0.1
-done
+wait_printed "$WORK/router5.out" "$R5_PID"
 expect_eq "a partition no group covers" "503 ['partition 4', 'partition 4']" \
   "$(curl -s -o "$WORK/body5" -w '%{http_code}' "http://$(head -1 "$WORK/router5.out")/v1/count?$RANGE") $(json_get "$WORK/body5" 'd["missing"]')"
 kill -TERM "$R5_PID"
@@ -193,10 +190,7 @@ wait "$R5_PID" || fail "router --partitions 5: exit status"
 "$DAYSHARD" router --node "${URLS[a1]},${URLS[a2]}" --http 127.0.0.1:0 --partitions 4 \
   --http-token router-secret </dev/null >"$WORK/routert.out" 2>"$WORK/routert.log" 3>&- &
 RT_PID=$!
-for _ in $(seq 100); do
-  [[ -s $WORK/routert.out ]] && break
-  sleep 0.1
-done
+wait_printed "$WORK/routert.out" "$RT_PID"
 RT=http://$(head -1 "$WORK/routert.out")
 expect_eq "router token: none" 401 "$(curl -s -o /dev/null -w '%{http_code}' "$RT/v1/count?$RANGE")"
 expect_eq "router token: another" 401 \

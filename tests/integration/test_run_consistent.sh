@@ -202,10 +202,7 @@ rm "$WORK/pause"
 
 # `serve` has no broker: it says it guarantees what was durable on arrival.
 "$DAYSHARD" serve --data "$WORK/data" --http 127.0.0.1:0 >"$WORK/serve.out" 2>"$WORK/serve.log" &
-for _ in $(seq 100); do
-  [[ -s $WORK/serve.out ]] && break
-  sleep 0.1
-done
+wait_printed "$WORK/serve.out" $!
 SERVE=http://$(head -1 "$WORK/serve.out")
 curl -s "$SERVE/v1/count?$RANGE&consistent=true" >"$WORK/serve.json"
 expect_eq "serve: count" "durable" "$(json_get "$WORK/serve.json" 'd["consistency"]')"

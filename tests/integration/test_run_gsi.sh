@@ -106,10 +106,7 @@ expect_exit "orders --consistent over an unreadable commit" 1 "$DAYSHARD" orders
 DS_LOG=info "$DAYSHARD" serve --data "$WORK/data" --http 127.0.0.1:0 >"$WORK/serve.out" \
   2>"$WORK/serve.log" &
 serve_pid=$!
-for _ in $(seq 100); do
-  [[ -s $WORK/serve.out ]] && break
-  sleep 0.1
-done
+wait_printed "$WORK/serve.out" "$serve_pid"
 SERVE_URL=http://$(head -1 "$WORK/serve.out")
 curl -s "$SERVE_URL/v1/customers/2/orders?consistent=true" >/dev/null
 "$PY" "$GSI_LIB" truth 2 "$WORK/events.jsonl" >"$WORK/want.txt"

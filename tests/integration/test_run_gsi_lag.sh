@@ -14,10 +14,7 @@ DS_TEST_GSI_SLOW_MS=300 "$DAYSHARD" run --brokers "$BOOT" --topic orders --group
   --data "$WORK/data" --http 127.0.0.1:0 --max-gsi-lag-ms 1000 "${NODE_X[@]}" </dev/null \
   >"$WORK/node.out" 2>>"$WORK/n1.log" 3>&- &
 NODE_PID=$!
-for _ in $(seq 100); do
-  [[ -s $WORK/node.out ]] && break
-  sleep 0.1
-done
+wait_printed "$WORK/node.out" "$NODE_PID"
 URL=http://$(head -1 "$WORK/node.out")
 wait_assigned n1 30 || die "the node got no partitions"
 

@@ -21,10 +21,7 @@ expected=$(truth "$WORK/good.jsonl")
   --http 127.0.0.1:0 --ready-max-lag 50 "${NODE_X[@]}" </dev/null >"$WORK/node.out" \
   2>>"$WORK/n1.log" 3>&- &
 NODE_PID=$!
-for _ in $(seq 100); do
-  [[ -s $WORK/node.out ]] && break
-  sleep 0.1
-done
+wait_printed "$WORK/node.out" "$NODE_PID"
 ADDR=$(head -1 "$WORK/node.out")
 [[ $ADDR == 127.0.0.1:* ]] && ok || die "the node printed no HTTP address: '$ADDR'"
 URL=http://$ADDR

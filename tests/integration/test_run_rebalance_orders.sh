@@ -42,10 +42,7 @@ start_stamped() {
     --model orders --http 127.0.0.1:0 "${NODE_X[@]}" </dev/null >"$WORK/$name.out" \
     2> >(stamp >>"$WORK/$name.log") 3>&- &
   NODE_PID=$!
-  for _ in $(seq 100); do
-    [[ -s $WORK/$name.out ]] && break
-    sleep 0.1
-  done
+  wait_printed "$WORK/$name.out" "$NODE_PID"
   URL=http://$(head -1 "$WORK/$name.out")
   [[ $URL == http://127.0.0.1:* ]] || die "node $name printed no HTTP address"
 }

@@ -127,12 +127,8 @@ echo '[1, 2, 3]' > "$docs/array.json"
 
 "$PY" "$WORK/heat_server.py" "$docs" > "$WORK/heat.out" 2> "$WORK/heat.err" &
 HEAT_PID=$!
-port=""
-for _ in $(seq 100); do
-  port=$(head -1 "$WORK/heat.out" 2>/dev/null || true)
-  [[ -n $port ]] && break
-  sleep 0.05
-done
+wait_printed "$WORK/heat.out" "$HEAT_PID"
+port=$(head -1 "$WORK/heat.out" 2>/dev/null || true)
 [[ -n $port ]] || { echo "the heat server did not start: $(cat "$WORK/heat.err")" >&2; exit 1; }
 base="http://127.0.0.1:$port"
 

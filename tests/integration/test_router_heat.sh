@@ -42,9 +42,22 @@ merged_events() {
   [[ $(get "/v1/heat?top=64") == 200 ]] &&
     json_get "$WORK/body" 'd["merged"]["events"] if d["node_group"] == 1 else -1'
 }
-# Waits for group 1's answer too: a member briefly not ready (readiness follows its progress)
-# hands the answer to the replica group, which is right but not what the checks below compare.
+# The checks below compare group 1's answer. A router keeps the group that answered last as its
+# preferred one, so a first ask while a member of group 1 is not ready yet (readiness follows
+# its progress; no heat before its first second) hands every later answer to the replica group
+# as well. Before the first ask: each member of group 1 has seen its share of the events, and
+# the router's prober sees group 1 ready.
+node_heat_events() {
+  [[ $(status "${URLS[$1]}/v1/heat") == 200 ]] && json_get "$WORK/body" 'd["events"]' || echo 0
+}
 deadline=$(($(now_ms) + 90000))
+until (($(node_heat_events a1) + $(node_heat_events a2) == events)) || (($(now_ms) > deadline)); do
+  sleep 0.2
+done
+until [[ $(status "$R/readyz") == 200 && $(json_get "$WORK/body" 'd["node_group"]') == 1 ]] ||
+  (($(now_ms) > deadline)); do
+  sleep 0.2
+done
 until [[ $(merged_events 2>/dev/null) == "$events" ]] || (($(now_ms) > deadline)); do
   sleep 0.5
 done
